@@ -1,0 +1,43 @@
+"""The infrastructure s3dynamo expects, in one place.
+
+`setup()` creates exactly this for development and tests; `terraform/` declares the
+same for production, and `tests/test_terraform.py` keeps the two in agreement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARTITION_KEY = "pk"
+SORT_KEY = "sk"
+# Sparse global secondary index: only checkpoint items carry `rk`, a keyed hash of the
+# run id, so `delete_for_runs` finds a run's checkpoints across threads without a scan.
+RUN_INDEX = "runs"
+RUN_KEY = "rk"
+
+
+def table_definition(table_name: str) -> dict[str, Any]:
+    """Keyword arguments for DynamoDB `CreateTable` (on-demand billing)."""
+    return {
+        "TableName": table_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [
+            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": SORT_KEY, "AttributeType": "S"},
+            {"AttributeName": RUN_KEY, "AttributeType": "S"},
+        ],
+        "KeySchema": [
+            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": RUN_INDEX,
+                "KeySchema": [
+                    {"AttributeName": RUN_KEY, "KeyType": "HASH"},
+                    {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    }
