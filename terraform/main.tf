@@ -1,0 +1,246 @@
+# Infrastructure for langgraph-checkpoint-s3dynamo.
+#
+# The table layout below must match src/langgraph/checkpoint/s3dynamo/schema.py exactly;
+# tests/test_terraform.py parses this file and fails if the two disagree.
+
+locals {
+  # Every object the saver touches lives under this pattern (the prefix is taken literally).
+  object_arn_pattern = "${aws_s3_bucket.this.arn}/${var.key_prefix}*"
+  policy_name_prefix = "s3dynamo-${substr(var.table_name, 0, 80)}-"
+}
+
+# --------------------------------------------------------------------------------------
+# DynamoDB: the checkpoint index (schema.table_definition)
+# --------------------------------------------------------------------------------------
+
+resource "aws_dynamodb_table" "this" {
+  name         = var.table_name
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "pk"
+  range_key    = "sk"
+
+  attribute {
+    name = "pk"
+    type = "S"
+  }
+
+  attribute {
+    name = "sk"
+    type = "S"
+  }
+
+  attribute {
+    name = "rk"
+    type = "S"
+  }
+
+  # Sparse: only checkpoint items carry `rk` (a keyed hash of the run id).
+  global_secondary_index {
+    name            = "runs"
+    hash_key        = "rk"
+    range_key       = "sk"
+    projection_type = "KEYS_ONLY"
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.table_kms_key_arn
+  }
+
+  point_in_time_recovery {
+    enabled = var.point_in_time_recovery
+  }
+
+  deletion_protection_enabled = var.deletion_protection
+
+  tags = var.tags
+}
+
+# --------------------------------------------------------------------------------------
+# S3: sealed channel values. Objects are immutable; the library deletes what it no longer
+# references, so there is deliberately no expiration rule and no versioning.
+# --------------------------------------------------------------------------------------
+
+resource "aws_s3_bucket" "this" {
+  bucket = var.bucket_name
+  tags   = var.tags
+}
+
+resource "aws_s3_bucket_public_access_block" "this" {
+  bucket = aws_s3_bucket.this.id
+
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+resource "aws_s3_bucket_ownership_controls" "this" {
+  bucket = aws_s3_bucket.this.id
+
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "this" {
+  bucket = aws_s3_bucket.this.id
+
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm     = var.kms_key_arn == null ? "AES256" : "aws:kms"
+      kms_master_key_id = var.kms_key_arn
+    }
+    bucket_key_enabled = var.kms_key_arn != null
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "this" {
+  bucket = aws_s3_bucket.this.id
+
+  rule {
+    id     = "abort-incomplete-multipart-uploads"
+    status = "Enabled"
+
+    # Empty filter: applies to the whole bucket.
+    filter {}
+
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 1
+    }
+  }
+}
+
+data "aws_iam_policy_document" "bucket" {
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["s3:*"]
+    resources = [aws_s3_bucket.this.arn, "${aws_s3_bucket.this.arn}/*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+
+  statement {
+    sid       = "DenyOutdatedTLS"
+    effect    = "Deny"
+    actions   = ["s3:*"]
+    resources = [aws_s3_bucket.this.arn, "${aws_s3_bucket.this.arn}/*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "NumericLessThan"
+      variable = "s3:TlsVersion"
+      values   = ["1.2"]
+    }
+  }
+}
+
+resource "aws_s3_bucket_policy" "this" {
+  bucket = aws_s3_bucket.this.id
+  policy = data.aws_iam_policy_document.bucket.json
+
+  # S3 rejects concurrent configuration changes to one bucket; apply the policy last.
+  depends_on = [aws_s3_bucket_public_access_block.this, aws_s3_bucket_ownership_controls.this]
+}
+
+# --------------------------------------------------------------------------------------
+# IAM: least privilege for the saver at runtime. No Create*/Delete* on the table or bucket:
+# the saver's setup() is for development and must not run in production.
+# --------------------------------------------------------------------------------------
+
+data "aws_iam_policy_document" "saver" {
+  statement {
+    sid    = "CheckpointTable"
+    effect = "Allow"
+    actions = [
+      "dynamodb:BatchWriteItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:DescribeTable",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:Query",
+      "dynamodb:Scan",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [aws_dynamodb_table.this.arn]
+  }
+
+  statement {
+    sid     = "CheckpointRunIndex"
+    effect  = "Allow"
+    actions = ["dynamodb:Query", "dynamodb:Scan"]
+    # Must name the global_secondary_index above.
+    resources = ["${aws_dynamodb_table.this.arn}/index/runs"]
+  }
+
+  statement {
+    sid       = "CheckpointObjects"
+    effect    = "Allow"
+    actions   = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    resources = [local.object_arn_pattern]
+  }
+
+  statement {
+    sid       = "CheckpointListing"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.this.arn]
+
+    # With an empty prefix the whole (dedicated) bucket is in scope. A condition on s3:prefix
+    # would then deny listings that send no prefix at all, so it is omitted.
+    dynamic "condition" {
+      for_each = var.key_prefix == "" ? [] : [var.key_prefix]
+      content {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["${condition.value}*"]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+    content {
+      sid       = "BucketKmsKey"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringLike"
+        variable = "kms:ViaService"
+        values   = ["s3.*.amazonaws.com"]
+      }
+    }
+  }
+}
+
+resource "aws_iam_policy" "saver" {
+  name        = var.policy_name
+  name_prefix = var.policy_name == null ? local.policy_name_prefix : null
+  # Only names that already force replacement appear here: a new description replaces the policy.
+  description = "Runtime access for langgraph-checkpoint-s3dynamo to table ${var.table_name} and bucket ${var.bucket_name}"
+  policy      = data.aws_iam_policy_document.saver.json
+  tags        = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "saver" {
+  for_each = toset(var.lambda_role_names)
+
+  role       = each.value
+  policy_arn = aws_iam_policy.saver.arn
+}

@@ -1,0 +1,38 @@
+output "table_name" {
+  description = "Name of the DynamoDB checkpoint table."
+  value       = aws_dynamodb_table.this.name
+}
+
+output "table_arn" {
+  description = "ARN of the DynamoDB checkpoint table."
+  value       = aws_dynamodb_table.this.arn
+}
+
+output "bucket_name" {
+  description = "Name of the S3 bucket holding channel values."
+  value       = aws_s3_bucket.this.id
+}
+
+output "bucket_arn" {
+  description = "ARN of the S3 bucket holding channel values."
+  value       = aws_s3_bucket.this.arn
+}
+
+output "key_prefix" {
+  description = "Prefix of every object key the saver writes."
+  value       = var.key_prefix
+}
+
+output "policy_arn" {
+  description = "ARN of the saver's least-privilege IAM policy, for roles not listed in lambda_role_names."
+  value       = aws_iam_policy.saver.arn
+}
+
+output "environment" {
+  description = "Environment variables for the saver, ready to merge into a Lambda function's environment."
+  value = {
+    S3DYNAMO_TABLE  = aws_dynamodb_table.this.name
+    S3DYNAMO_BUCKET = aws_s3_bucket.this.id
+    S3DYNAMO_PREFIX = var.key_prefix
+  }
+}

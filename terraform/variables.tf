@@ -1,0 +1,97 @@
+variable "table_name" {
+  description = "Name of the DynamoDB table that holds the checkpoint index."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_.-]{3,255}$", var.table_name))
+    error_message = "table_name must be 3-255 characters of A-Z, a-z, 0-9, '_', '-' or '.'."
+  }
+}
+
+variable "bucket_name" {
+  description = "Name of the S3 bucket that holds the sealed channel values. Globally unique."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.bucket_name))
+    error_message = "bucket_name must be a valid S3 bucket name (3-63 characters of a-z, 0-9, '.', '-')."
+  }
+}
+
+variable "key_prefix" {
+  description = <<-EOT
+    Prefix of every S3 object key the saver writes (S3DYNAMO_PREFIX). Taken literally: use a
+    trailing "/" (for example "checkpoints/") to get a folder. The IAM policy grants object access
+    to "<bucket>/<key_prefix>*" only. Empty means the whole bucket.
+  EOT
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = !startswith(var.key_prefix, "/") && !can(regex("[*?]", var.key_prefix))
+    error_message = "key_prefix must not start with '/' and must not contain the IAM wildcards '*' or '?'."
+  }
+}
+
+variable "tags" {
+  description = "Tags applied to every resource this module creates."
+  type        = map(string)
+  default     = {}
+}
+
+variable "point_in_time_recovery" {
+  description = "Enable DynamoDB point-in-time recovery on the table."
+  type        = bool
+  default     = true
+}
+
+variable "deletion_protection" {
+  description = "Enable DynamoDB deletion protection on the table. Disable it before destroying."
+  type        = bool
+  default     = true
+}
+
+variable "lambda_role_names" {
+  description = <<-EOT
+    Names (not ARNs) of IAM roles, typically Lambda execution roles, to attach the saver's
+    least-privilege policy to. The names must be known at plan time; otherwise leave this empty
+    and attach the `policy_arn` output yourself.
+  EOT
+  type        = list(string)
+  default     = []
+}
+
+variable "kms_key_arn" {
+  description = <<-EOT
+    Optional ARN of a customer managed KMS key for the bucket's default encryption (SSE-KMS with
+    an S3 Bucket Key). When null the bucket uses SSE-S3 (AES256). The saver's policy is granted
+    kms:Decrypt and kms:GenerateDataKey on this key, via S3 only.
+  EOT
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+$", var.kms_key_arn))
+    error_message = "kms_key_arn must be null or a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), not an alias."
+  }
+}
+
+variable "table_kms_key_arn" {
+  description = <<-EOT
+    Optional ARN of a customer managed KMS key for the table's server-side encryption. When null
+    the table is encrypted with the AWS managed key (alias/aws/dynamodb).
+  EOT
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.table_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+$", var.table_kms_key_arn))
+    error_message = "table_kms_key_arn must be null or a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), not an alias."
+  }
+}
+
+variable "policy_name" {
+  description = "Name of the IAM policy for the saver. When null a unique name starting with \"s3dynamo-\" is generated."
+  type        = string
+  default     = null
+}

@@ -1,0 +1,236 @@
+"""terraform/main.tf must declare exactly the DynamoDB table that schema.py describes.
+
+No terraform binary, provider or HCL library is needed: a small extractor below reads only the
+blocks these tests look at (`resource "..." "..." { ... }`, nested `attribute { ... }` and
+`global_secondary_index { ... }` blocks, and `name = value` lines). It understands comments and
+quoted strings, which is all main.tf uses; it does not understand heredocs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAIN_TF = ROOT / "terraform" / "main.tf"
+SCHEMA_PY = ROOT / "src" / "langgraph" / "checkpoint" / "s3dynamo" / "schema.py"
+
+# A quoted string (with escapes) or a comment; used to drop comments but keep strings.
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|#[^\n]*|//[^\n]*|/\*.*?\*/', re.DOTALL)
+# A quoted string or a brace; strings are matched whole so braces inside them are skipped.
+_STRING_OR_BRACE = re.compile(r'"(?:\\.|[^"\\])*"|[{}]')
+# `name = value` on one line. [ \t] rather than \s so an empty value never eats the next line.
+_ASSIGNMENT = re.compile(r"^[ \t]*(\w+)[ \t]*=(?!=)[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+
+
+# --------------------------------------------------------------------------------------
+# The extractor
+# --------------------------------------------------------------------------------------
+
+
+def strip_comments(text: str) -> str:
+    return _STRING_OR_COMMENT.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
+
+
+def blocks(text: str, header: str) -> list[str]:
+    """Bodies (between the braces) of every block whose header matches the regex `header`."""
+    bodies = []
+    for match in re.finditer(rf"^[ \t]*{header}[ \t]*\{{", text, re.MULTILINE):
+        depth = 1
+        for token in _STRING_OR_BRACE.finditer(text, match.end()):
+            depth += {"{": 1, "}": -1}.get(token.group(), 0)
+            if depth == 0:
+                bodies.append(text[match.end() : token.start()])
+                break
+        else:
+            raise AssertionError(f"terraform/main.tf: no closing brace for {match.group()!r}")
+    return bodies
+
+
+def top_level(body: str) -> str:
+    """`body` with every nested `{ ... }` removed, leaving only its own assignments."""
+    kept, depth, start = [], 0, 0
+    for token in _STRING_OR_BRACE.finditer(body):
+        if token.group() == "{":
+            if depth == 0:
+                kept.append(body[start : token.start()])
+            depth += 1
+        elif token.group() == "}":
+            depth -= 1
+            if depth == 0:
+                start = token.end()
+    kept.append(body[start:])
+    return "".join(kept)
+
+
+def assignments(body: str) -> dict[str, str]:
+    """`name = value` at the top level of a block body; quoted values are unquoted."""
+    found: dict[str, str] = {}
+    for name, value in _ASSIGNMENT.findall(top_level(body)):
+        assert name not in found, f"terraform/main.tf: {name!r} is assigned twice in one block"
+        literal = re.fullmatch(r'"([^"\\$]*)"', value)
+        found[name] = literal.group(1) if literal else value
+    return found
+
+
+def test_extractor_skips_braces_in_strings_and_comments() -> None:
+    text = strip_comments(
+        'resource "t" "a" {\n'
+        '  key = "pk" # not } a brace\n'
+        '  arn = "${x.arn}/{weird}"\n'
+        "  /* { */\n"
+        "  inner {\n"
+        '    key = "nested"\n'
+        "  }\n"
+        "  tags = {}\n"
+        "}\n"
+    )
+    [body] = blocks(text, r'resource\s+"t"\s+"\w+"')
+    assert assignments(body) == {"key": "pk", "arn": '"${x.arn}/{weird}"', "tags": ""}
+    assert [assignments(b) for b in blocks(body, "inner")] == [{"key": "nested"}]
+
+
+# --------------------------------------------------------------------------------------
+# The two sides
+# --------------------------------------------------------------------------------------
+
+
+def load_schema() -> ModuleType:
+    # Loaded by path, so the test needs neither an installed package nor the saver's imports:
+    # schema.py depends on nothing but `typing`.
+    spec = importlib.util.spec_from_file_location("s3dynamo_schema_under_test", SCHEMA_PY)
+    assert spec is not None and spec.loader is not None, f"cannot load {SCHEMA_PY}"
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    definition: dict[str, Any] = load_schema().table_definition("x")
+    return definition
+
+
+@pytest.fixture(scope="module")
+def main_tf() -> str:
+    return strip_comments(MAIN_TF.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def table(main_tf: str) -> str:
+    found = blocks(main_tf, r'resource\s+"aws_dynamodb_table"\s+"\w+"')
+    assert len(found) == 1, f"terraform/main.tf declares {len(found)} aws_dynamodb_table, not 1"
+    return found[0]
+
+
+def agree(what: str, in_schema: object, in_terraform: object) -> None:
+    assert in_terraform == in_schema, (
+        f"{what} disagree: schema.py says {in_schema!r}, terraform/main.tf says {in_terraform!r}"
+    )
+
+
+def hash_and_range(key_schema: list[dict[str, str]]) -> tuple[str | None, str | None]:
+    by_type = {key["KeyType"]: key["AttributeName"] for key in key_schema}
+    return by_type.get("HASH"), by_type.get("RANGE")
+
+
+# --------------------------------------------------------------------------------------
+# DynamoDB table
+# --------------------------------------------------------------------------------------
+
+
+def test_billing_mode(schema: dict[str, Any], table: str) -> None:
+    agree("billing modes", schema["BillingMode"], assignments(table).get("billing_mode"))
+    assert schema["BillingMode"] == "PAY_PER_REQUEST", "schema.py is no longer on-demand"
+
+
+def test_primary_key(schema: dict[str, Any], table: str) -> None:
+    tf = assignments(table)
+    agree(
+        "table (hash, range) keys",
+        hash_and_range(schema["KeySchema"]),
+        (tf.get("hash_key"), tf.get("range_key")),
+    )
+
+
+def test_attributes(schema: dict[str, Any], table: str) -> None:
+    in_terraform = [assignments(body) for body in blocks(table, "attribute")]
+    names = [attribute.get("name") for attribute in in_terraform]
+    assert len(names) == len(set(names)), f"terraform/main.tf repeats an attribute: {names}"
+    agree(
+        "attribute definitions {name: type}",
+        {a["AttributeName"]: a["AttributeType"] for a in schema["AttributeDefinitions"]},
+        {attribute.get("name"): attribute.get("type") for attribute in in_terraform},
+    )
+
+
+def test_global_secondary_indexes(schema: dict[str, Any], table: str) -> None:
+    in_schema = {
+        index["IndexName"]: {
+            "keys": hash_and_range(index["KeySchema"]),
+            "projection": index["Projection"]["ProjectionType"],
+            "non_key_attributes": sorted(index["Projection"].get("NonKeyAttributes", [])),
+        }
+        for index in schema.get("GlobalSecondaryIndexes", [])
+    }
+    in_terraform = {}
+    for body in blocks(table, "global_secondary_index"):
+        tf = assignments(body)
+        non_key = re.findall(r'"([^"]*)"', tf.get("non_key_attributes", ""))
+        in_terraform[tf.get("name")] = {
+            "keys": (tf.get("hash_key"), tf.get("range_key")),
+            "projection": tf.get("projection_type"),
+            "non_key_attributes": sorted(non_key),
+        }
+    agree("global secondary index names", sorted(in_schema), sorted(in_terraform))
+    for name, index in in_schema.items():
+        agree(f"global secondary index {name!r}", index, in_terraform[name])
+
+
+def test_policy_grants_each_index(schema: dict[str, Any], main_tf: str) -> None:
+    for index in schema.get("GlobalSecondaryIndexes", []):
+        name = index["IndexName"]
+        assert f"/index/{name}" in main_tf, (
+            f"schema.py has index {name!r} but terraform/main.tf's IAM policy grants nothing "
+            f'on "<table arn>/index/{name}"'
+        )
+
+
+# --------------------------------------------------------------------------------------
+# S3 bucket
+# --------------------------------------------------------------------------------------
+
+
+def test_bucket_blocks_all_public_access(main_tf: str) -> None:
+    buckets = re.findall(r'^[ \t]*resource\s+"aws_s3_bucket"\s+"(\w+)"', main_tf, re.MULTILINE)
+    assert buckets, "terraform/main.tf declares no aws_s3_bucket"
+    access_blocks = [
+        assignments(body)
+        for body in blocks(main_tf, r'resource\s+"aws_s3_bucket_public_access_block"\s+"\w+"')
+    ]
+    settings = (
+        "block_public_acls",
+        "block_public_policy",
+        "ignore_public_acls",
+        "restrict_public_buckets",
+    )
+    for bucket in buckets:
+        mine = [
+            block
+            for block in access_blocks
+            if re.fullmatch(rf"aws_s3_bucket\.{bucket}\.(id|bucket)", block.get("bucket", ""))
+        ]
+        assert len(mine) == 1, (
+            f"terraform/main.tf: aws_s3_bucket.{bucket} has {len(mine)} "
+            "aws_s3_bucket_public_access_block, not 1"
+        )
+        wrong = {name: mine[0].get(name) for name in settings if mine[0].get(name) != "true"}
+        assert not wrong, (
+            f"terraform/main.tf: public access block of aws_s3_bucket.{bucket} must set all "
+            f"four settings to true; these are not: {wrong}"
+        )
