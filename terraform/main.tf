@@ -182,8 +182,8 @@ data "aws_iam_policy_document" "saver" {
   statement {
     sid     = "CheckpointRunIndex"
     effect  = "Allow"
-    actions = ["dynamodb:Query", "dynamodb:Scan"]
-    # Must name the global_secondary_index above.
+    actions = ["dynamodb:Query"]
+    # Must name the global_secondary_index above; the saver only queries it.
     resources = ["${aws_dynamodb_table.this.arn}/index/runs"]
   }
 
