@@ -1,0 +1,92 @@
+"""Measuring one phase of a workload, and the per-operation figures reported for it."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from aws_mock import MOTO, RequestMeter
+from workloads import Phase
+
+
+@dataclass
+class Measure:
+    ops: int
+    requests: Counter[str]
+    serial_latency: float  # seconds, sum of modelled latencies of all requests
+    wall: float  # seconds
+    cpu: float  # process CPU seconds minus moto's share
+    moto_cpu: float
+    moto_wall: float
+
+
+def measure(phase: Phase, meter: RequestMeter) -> Measure:
+    gc.collect()  # don't bill one phase for the garbage of the previous one
+    counts0, latency0 = meter.snapshot()
+    moto_cpu0, moto_wall0 = MOTO.snapshot()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for op in phase.ops:
+        op()
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    counts, latency = meter.snapshot()
+    moto_cpu, moto_wall = MOTO.snapshot()
+    return Measure(
+        ops=len(phase.ops),
+        requests=counts - counts0,
+        serial_latency=latency - latency0,
+        wall=wall,
+        cpu=cpu - (moto_cpu - moto_cpu0),
+        moto_cpu=moto_cpu - moto_cpu0,
+        moto_wall=moto_wall - moto_wall0,
+    )
+
+
+@dataclass
+class Row:
+    """One saver on one workload phase; `None` where a figure does not apply."""
+
+    saver: str
+    workload: str
+    kind: str  # "invoke" or "read"
+    plain: Measure
+    is_aws: bool
+    with_latency: Measure | None = None
+    stored_bytes: int | None = None
+
+    def per_op(self, seconds: float) -> float:
+        return 1000 * seconds / self.plain.ops
+
+    @property
+    def requests_per_op(self) -> float | None:
+        return sum(self.plain.requests.values()) / self.plain.ops if self.is_aws else None
+
+    @property
+    def serial_latency_ms(self) -> float | None:
+        return self.per_op(self.plain.serial_latency) if self.is_aws else None
+
+    @property
+    def wall_ms(self) -> float:
+        return self.per_op(self.plain.wall)
+
+    @property
+    def wall_latency_ms(self) -> float | None:
+        if self.with_latency is None:
+            return None
+        return 1000 * self.with_latency.wall / self.with_latency.ops
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.per_op(self.plain.cpu)
+
+    @property
+    def moto_ms(self) -> float | None:
+        return self.per_op(self.plain.moto_wall) if self.is_aws else None
+
+    def request_mix(self) -> str:
+        """E.g. `dynamodb.PutItem 12, s3.PutObject 3` per operation, largest first."""
+        per_op = [
+            (name, count / self.plain.ops) for name, count in self.plain.requests.most_common()
+        ]
+        return ", ".join(f"{name.split('.', 1)[1]} {n:.3g}" for name, n in per_op)

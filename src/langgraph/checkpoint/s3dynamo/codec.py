@@ -1,0 +1,94 @@
+"""What each stored blob holds and which identity it is bound to. No I/O here.
+
+The serializer turns objects into (type, bytes); the sealer frames, compresses and
+encrypts them. This module decides the identity (associated data) of every kind of blob,
+so that a blob moved to another place fails to open.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.sealing import Sealer, identity
+
+
+def _pack_channel(channel: str, data: bytes) -> bytes:
+    raw = channel.encode("utf-8", "surrogatepass")
+    return len(raw).to_bytes(4, "big") + raw + data
+
+
+def _unpack_channel(data: bytes, what: str) -> tuple[str, bytes]:
+    size = int.from_bytes(data[:4], "big")
+    if len(data) < 4 + size:
+        raise IntegrityError(f"{what}: write record is truncated")
+    return data[4 : 4 + size].decode("utf-8", "surrogatepass"), data[4 + size :]
+
+
+class Codec:
+    def __init__(self, sealer: Sealer, serde: Callable[[], SerializerProtocol]) -> None:
+        self.sealer = sealer
+        # A callable, so `with_allowlist` clones that swap the serializer are honoured.
+        self._serde = serde
+
+    def _dump(self, obj: Any, ident: bytes) -> bytes:
+        typ, data = self._serde().dumps_typed(obj)
+        return self.sealer.seal(typ, data, ident)
+
+    def _load(self, blob: bytes, ident: bytes, what: str) -> Any:
+        typ, data = self.sealer.open(blob, ident, what)
+        return self._serde().loads_typed((typ, data))
+
+    # Channel values: one per (thread, ns, channel, version).
+    def seal_value(self, tid: str, ns: str, channel: str, version: str, obj: Any) -> bytes:
+        return self._dump(obj, identity("value", tid, ns, channel, version))
+
+    def open_value(
+        self, tid: str, ns: str, channel: str, version: str, blob: bytes, what: str
+    ) -> Any:
+        return self._load(blob, identity("value", tid, ns, channel, version), what)
+
+    # Pending writes: one per (thread, ns, checkpoint, task, idx); the channel is sealed too.
+    def seal_write(
+        self, tid: str, ns: str, cid: str, task_id: str, idx: int, channel: str, obj: Any
+    ) -> bytes:
+        typ, data = self._serde().dumps_typed(obj)
+        ident = identity("write", tid, ns, cid, task_id, idx)
+        return self.sealer.seal(typ, _pack_channel(channel, data), ident)
+
+    def open_write(
+        self, tid: str, ns: str, cid: str, task_id: str, idx: int, blob: bytes, what: str
+    ) -> tuple[str, Any]:
+        ident = identity("write", tid, ns, cid, task_id, idx)
+        typ, data = self.sealer.open(blob, ident, what)
+        channel, payload = _unpack_channel(data, what)
+        return channel, self._serde().loads_typed((typ, payload))
+
+    # Checkpoint body and metadata: bound to (thread, ns, checkpoint).
+    def seal_body(self, tid: str, ns: str, cid: str, body: dict[str, Any]) -> bytes:
+        return self._dump(body, identity("checkpoint", tid, ns, cid))
+
+    def open_body(self, tid: str, ns: str, cid: str, blob: bytes, what: str) -> dict[str, Any]:
+        body: dict[str, Any] = self._load(blob, identity("checkpoint", tid, ns, cid), what)
+        return body
+
+    def seal_metadata(self, tid: str, ns: str, cid: str, metadata: Any) -> bytes:
+        return self._dump(metadata, identity("metadata", tid, ns, cid))
+
+    def open_metadata(self, tid: str, ns: str, cid: str, blob: bytes, what: str) -> Any:
+        return self._load(blob, identity("metadata", tid, ns, cid), what)
+
+    # References that let a reader learn the thread id / task id behind a keyed name;
+    # bound to the item's own keys, and checked against them after opening.
+    def seal_ref(self, pk: str, sk: str, *fields: str) -> bytes:
+        data = json.dumps(list(fields), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return self.sealer.seal("json", data, identity("ref", pk, sk))
+
+    def open_ref(self, pk: str, sk: str, blob: bytes, what: str) -> list[str]:
+        _, data = self.sealer.open(blob, identity("ref", pk, sk), what)
+        fields: list[str] = json.loads(data.decode("utf-8", "surrogatepass"))
+        return fields

@@ -1,0 +1,51 @@
+"""Errors raised by s3dynamo.
+
+Every error names what was expected, what came, and how to fix it. botocore errors are
+translated in one place (`stores.translate_errors`) and chained with `from`.
+
+    S3DynamoError
+    ├── InvalidConfigError (ValueError)     bad config, thread id, namespace or setting
+    ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
+    ├── StorageError                        any other failure talking to S3 or DynamoDB
+    ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
+    └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
+        ├── KeyNotFoundError                sealed under a key id missing from the keyring
+        └── PlaintextRefusedError           unsealed data read while encryption is on
+
+A value the serializer cannot handle surfaces as the serializer's own `TypeError`,
+raised before anything is written.
+"""
+
+from __future__ import annotations
+
+
+class S3DynamoError(Exception):
+    """Base class of every error this package raises."""
+
+
+class InvalidConfigError(S3DynamoError, ValueError):
+    """A config, thread id, namespace or setting is malformed."""
+
+
+class StoreMissingError(S3DynamoError):
+    """The DynamoDB table or S3 bucket does not exist."""
+
+
+class StorageError(S3DynamoError):
+    """S3 or DynamoDB refused or failed a request."""
+
+
+class ThreadExistsError(S3DynamoError, ValueError):
+    """The target of `copy_thread` already holds checkpoints."""
+
+
+class IntegrityError(S3DynamoError):
+    """A stored blob failed to open: it was altered, moved to another identity, or cut short."""
+
+
+class KeyNotFoundError(IntegrityError):
+    """A blob was sealed under a key id that the keyring does not hold."""
+
+
+class PlaintextRefusedError(IntegrityError):
+    """An unsealed blob was read while encryption is configured."""

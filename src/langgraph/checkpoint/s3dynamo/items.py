@@ -1,0 +1,172 @@
+"""Pure functions that build and parse DynamoDB items. No I/O here.
+
+A checkpoint item (sk = `<ns>#<checkpoint_id>`):
+
+    c   B    sealed checkpoint body (everything but channel values, plus the parent id)
+    m   B    sealed metadata
+    t   B    sealed (thread id, namespace), so `list(None)` can name every thread
+    rk  S    keyed hash of the run id (sparse index for `delete_for_runs`), if any
+    o   SS   object leaves of the channel values kept in S3
+    iv  M    small sealed channel values kept inline, keyed by a per-item channel tag
+
+A writes item holds every write of one task at one checkpoint
+(sk = `<ns>#<checkpoint_id>#<task>`):
+
+    t        B    sealed (task id, task path)
+    w<idx>   B|S  one write: the sealed (channel, value) inline, or the leaf of its object
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.naming import SEPARATOR, parse_sk
+
+Item = dict[str, Any]
+WRITE_PREFIX = "w"
+
+
+@dataclass
+class CheckpointRecord:
+    pk: str
+    sk: str
+    ns_name: str
+    checkpoint_id: str
+    body: bytes
+    metadata: bytes
+    thread_ref: bytes
+    run_key: str | None = None
+    objects: frozenset[str] = frozenset()
+    inline: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class WritesRecord:
+    pk: str
+    sk: str
+    ns_name: str
+    checkpoint_id: str
+    task_ref: bytes
+    # idx -> sealed write (bytes) or object leaf (str)
+    writes: dict[int, bytes | str] = field(default_factory=dict)
+
+
+def checkpoint_item(rec: CheckpointRecord) -> Item:
+    item: Item = {
+        "pk": {"S": rec.pk},
+        "sk": {"S": rec.sk},
+        "c": {"B": rec.body},
+        "m": {"B": rec.metadata},
+        "t": {"B": rec.thread_ref},
+    }
+    if rec.run_key:
+        item["rk"] = {"S": rec.run_key}
+    if rec.objects:
+        item["o"] = {"SS": sorted(rec.objects)}
+    if rec.inline:
+        item["iv"] = {"M": {tag: {"B": blob} for tag, blob in sorted(rec.inline.items())}}
+    return item
+
+
+def writes_item(rec: WritesRecord) -> Item:
+    item: Item = {"pk": {"S": rec.pk}, "sk": {"S": rec.sk}, "t": {"B": rec.task_ref}}
+    for idx, value in rec.writes.items():
+        item[write_attr(idx)] = _write_value(value)
+    return item
+
+
+def write_attr(idx: int) -> str:
+    return f"{WRITE_PREFIX}{idx}"
+
+
+def _write_value(value: bytes | str) -> dict[str, Any]:
+    return {"S": value} if isinstance(value, str) else {"B": value}
+
+
+def writes_update(
+    rec: WritesRecord, special: set[int]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """One UpdateItem that stores a whole `put_writes` call atomically: the first write
+    of a regular index wins (`if_not_exists`), a special index (error, interrupt, ...)
+    takes the last one."""
+    names = {"#t": "t"}
+    values: dict[str, Any] = {":t": {"B": rec.task_ref}}
+    clauses = ["#t = if_not_exists(#t, :t)"]
+    for n, (idx, value) in enumerate(sorted(rec.writes.items())):
+        names[f"#w{n}"] = write_attr(idx)
+        values[f":w{n}"] = _write_value(value)
+        if idx in special:
+            clauses.append(f"#w{n} = :w{n}")
+        else:
+            clauses.append(f"#w{n} = if_not_exists(#w{n}, :w{n})")
+    return "SET " + ", ".join(clauses), names, values
+
+
+def is_writes_item(item: Item) -> bool:
+    return item["sk"]["S"].count(SEPARATOR) == 2
+
+
+def parse_checkpoint(item: Item) -> CheckpointRecord:
+    ns_name, checkpoint_id, _ = parse_sk(item["sk"]["S"])
+    return CheckpointRecord(
+        pk=item["pk"]["S"],
+        sk=item["sk"]["S"],
+        ns_name=ns_name,
+        checkpoint_id=checkpoint_id,
+        body=bytes(item["c"]["B"]),
+        metadata=bytes(item["m"]["B"]),
+        thread_ref=bytes(item["t"]["B"]),
+        run_key=item.get("rk", {}).get("S"),
+        objects=frozenset(item.get("o", {}).get("SS", ())),
+        inline={k: bytes(v["B"]) for k, v in item.get("iv", {}).get("M", {}).items()},
+    )
+
+
+def parse_writes(item: Item) -> WritesRecord:
+    ns_name, checkpoint_id, _ = parse_sk(item["sk"]["S"])
+    writes: dict[int, bytes | str] = {}
+    for name, value in item.items():
+        if name.startswith(WRITE_PREFIX):
+            writes[int(name[len(WRITE_PREFIX) :])] = (
+                value["S"] if "S" in value else bytes(value["B"])
+            )
+    return WritesRecord(
+        pk=item["pk"]["S"],
+        sk=item["sk"]["S"],
+        ns_name=ns_name,
+        checkpoint_id=checkpoint_id,
+        task_ref=bytes(item["t"]["B"]),
+        writes=writes,
+    )
+
+
+def referenced_leaves(item: Item) -> set[str]:
+    """Object leaves an item keeps alive (the mark phase of garbage collection)."""
+    leaves = set(item.get("o", {}).get("SS", ()))
+    for name, value in item.items():
+        if name.startswith(WRITE_PREFIX) and "S" in value:
+            leaves.add(value["S"])
+    return leaves
+
+
+def item_key(item: Item) -> Item:
+    return {"pk": item["pk"], "sk": item["sk"]}
+
+
+def item_size(item: Item) -> int:
+    """Approximate billed size of an item (attribute names plus values)."""
+    return sum(len(name) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    (kind, inner), = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "B":
+        return len(inner)
+    if kind == "SS":
+        return sum(len(s.encode()) for s in inner)
+    if kind == "M":
+        return 3 + sum(len(k) + 1 + _value_size(v) for k, v in inner.items())
+    return 8

@@ -1,0 +1,848 @@
+"""`S3DynamoSaver`: channel values in S3, one DynamoDB table as the index.
+
+Commit protocol. A `put` first uploads the new channel values too large to inline, in one
+parallel wave, each with `If-None-Match: *` (objects are immutable and named by
+(thread, ns, channel, version), so an existing one already holds the same bytes). Then it
+writes the checkpoint item with one PutItem: the item is the commit point. A crash before
+it leaves the old state plus unreferenced objects, which garbage collection (`gc.py`)
+removes after a grace period; a crash after it leaves the new state. `put_writes` does the
+same with one UpdateItem per (checkpoint, task), so a call becomes visible all at once.
+
+Sync and async share one core. The async methods run the sync core in a worker thread
+(`asyncio.to_thread`): the work is blocking botocore I/O either way, and one code path
+means one set of request budgets and one set of bugs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import os
+import random
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+from langgraph.checkpoint.s3dynamo import items as it
+from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    InvalidConfigError,
+    ThreadExistsError,
+)
+from langgraph.checkpoint.s3dynamo.naming import (
+    SEPARATOR,
+    Namer,
+    checkpoint_sk,
+    object_key,
+    writes_sk,
+)
+from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
+from langgraph.checkpoint.s3dynamo.stores import DynamoIndex, S3Objects, parallel
+
+# Chosen from benchmarks/ (see README): inline values up to 4 KiB save an S3 PUT and GET
+# each while a checkpoint item stays a few KiB.
+DEFAULT_INLINE_MAX = 4096
+# Inline bytes allowed in one item, whatever inline_max is: items stay far below
+# DynamoDB's 400 KB limit; anything beyond goes to S3.
+ITEM_INLINE_BUDGET = 64 * 1024
+# Documented limits on identities (UTF-8 bytes). Names are hashed, so these bound only
+# the sealed copies kept for list(None) and the cost of a hostile id.
+MAX_THREAD_ID_BYTES = 1024
+MAX_NAMESPACE_BYTES = 2048
+MAX_CHECKPOINT_ID_BYTES = 128
+# First page of a "latest" Query: the newest checkpoint item plus a few writes items.
+LATEST_PAGE = 8
+# Checkpoints whose values are fetched in one S3 wave while listing.
+LIST_PAGE = 32
+CARRY_CACHE_SIZE = 256
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+_SPECIAL_IDX = set(WRITES_IDX_MAP.values())
+
+
+@dataclass
+class _Entry:
+    """One checkpoint as read from the index, before its values are fetched."""
+
+    tid: str
+    ns: str
+    record: it.CheckpointRecord
+    writes: list[it.WritesRecord]
+
+
+# channel -> (version, inline sealed blob or None, object leaf or None)
+_Carry = dict[str, tuple[str, bytes | None, str | None]]
+
+
+class S3DynamoSaver(BaseCheckpointSaver[str]):
+    """LangGraph checkpointer keeping channel values in S3 and an index in DynamoDB.
+
+    Every stored value is compressed with zstd and, when keys are configured, sealed
+    with AES-256-GCM bound to its identity. Names in S3 and DynamoDB are keyed hashes.
+
+    Args:
+        table: DynamoDB table name (see `schema.py` and `terraform/`).
+        bucket: S3 bucket name.
+        prefix: Key prefix for every object in the bucket.
+        dynamodb_client: A boto3 DynamoDB client; built lazily from the environment if
+            omitted (region, credentials and `AWS_ENDPOINT_URL_DYNAMODB` as the SDK reads them).
+        s3_client: A boto3 S3 client; built lazily likewise (`AWS_ENDPOINT_URL_S3`).
+        inline_max: Largest sealed value kept inside the DynamoDB item; 0 puts every
+            value in S3.
+        keys: Sealing keys by id (32 bytes each), or a `Keyring`. Enables encryption.
+        active_key: Id of the key that seals new blobs (default: the first of `keys`).
+        secret: Secret the naming key is derived from. Required with `keys`; never rotate it.
+        compression_level: zstd level.
+        allow_plaintext_read: Read unsealed blobs although encryption is on (migrations).
+        serde: Serializer. `EncryptedSerializer` works; compression then happens inside
+            its encryption.
+
+    Example:
+        ```python
+        saver = S3DynamoSaver(table="checkpoints", bucket="my-checkpoints")
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke(inputs, {"configurable": {"thread_id": "user-42"}})
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        bucket: str,
+        prefix: str = "",
+        dynamodb_client: Any = None,
+        s3_client: Any = None,
+        inline_max: int = DEFAULT_INLINE_MAX,
+        keys: Mapping[str, bytes] | Keyring | None = None,
+        active_key: str | None = None,
+        secret: bytes | str | None = None,
+        compression_level: int = 3,
+        allow_plaintext_read: bool = False,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        if not table or not bucket:
+            raise InvalidConfigError(
+                f"table and bucket are required, got table={table!r} bucket={bucket!r}; "
+                "set S3DYNAMO_TABLE and S3DYNAMO_BUCKET or pass them"
+            )
+        if inline_max < 0:
+            raise InvalidConfigError(f"inline_max must be >= 0 bytes, got {inline_max}")
+        self.table_name = table
+        self.bucket_name = bucket
+        self.prefix = prefix
+        self.inline_max = inline_max
+        self._dynamodb_client = dynamodb_client
+        self._s3_client = s3_client
+        self._client_lock = threading.Lock()
+        keyring, naming_secret = _resolve_keys(keys, active_key, secret)
+        cipher = self.serde.cipher if isinstance(self.serde, EncryptedSerializer) else None
+        self.sealer = Sealer(
+            keyring=keyring,
+            serde_cipher=cipher,
+            compression_level=compression_level,
+            allow_plaintext_read=allow_plaintext_read,
+        )
+        self.namer = Namer(naming_secret)
+        self.codec = Codec(self.sealer, self._inner_serde)
+        self._carry: OrderedDict[tuple[str, str, str], _Carry] = OrderedDict()
+        self._carry_lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> S3DynamoSaver:
+        """Build a saver from the environment.
+
+        Reads `S3DYNAMO_TABLE`, `S3DYNAMO_BUCKET`, optional `S3DYNAMO_PREFIX`,
+        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_KEYS` (`id:base64key,...`, first is active) and
+        `S3DYNAMO_SECRET`. Region, credentials and endpoints are left to the AWS SDK's own
+        variables (`AWS_REGION`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_DYNAMODB`, ...).
+        Keyword arguments override what the environment says.
+        """
+        env = os.environ
+        kwargs: dict[str, Any] = {
+            "table": env.get("S3DYNAMO_TABLE", ""),
+            "bucket": env.get("S3DYNAMO_BUCKET", ""),
+            "prefix": env.get("S3DYNAMO_PREFIX", ""),
+        }
+        if raw := env.get("S3DYNAMO_INLINE_MAX"):
+            try:
+                kwargs["inline_max"] = int(raw)
+            except ValueError:
+                raise InvalidConfigError(
+                    f"S3DYNAMO_INLINE_MAX must be a number of bytes, got {raw!r}"
+                ) from None
+        if spec := env.get("S3DYNAMO_KEYS"):
+            kwargs["keys"] = Keyring.parse(spec)
+        if secret := env.get("S3DYNAMO_SECRET"):
+            kwargs["secret"] = secret
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+    # ----------------------------------------------------------------- clients
+
+    @property
+    def index(self) -> DynamoIndex:
+        if self._dynamodb_client is None:
+            with self._client_lock:
+                if self._dynamodb_client is None:
+                    self._dynamodb_client = _make_client("dynamodb")
+        return DynamoIndex(self._dynamodb_client, self.table_name)
+
+    @property
+    def objects(self) -> S3Objects:
+        if self._s3_client is None:
+            with self._client_lock:
+                if self._s3_client is None:
+                    self._s3_client = _make_client("s3")
+        return S3Objects(self._s3_client, self.bucket_name)
+
+    def _inner_serde(self) -> SerializerProtocol:
+        # With EncryptedSerializer the sealer calls its cipher itself, after compressing.
+        if isinstance(self.serde, EncryptedSerializer):
+            return self.serde.serde
+        return self.serde
+
+    def setup(self) -> None:
+        """Create the table and bucket if missing (idempotent). For development and
+        tests; production infrastructure comes from `terraform/`."""
+        self.index.create_if_missing()
+        self.objects.create_if_missing(self.objects.client.meta.region_name)
+
+    # -------------------------------------------------------------------- names
+
+    def _key(self, tid: str, leaf: str) -> str:
+        return object_key(self.prefix, self.namer.thread(tid), leaf)
+
+    def _thread_prefix(self, thread_name: str) -> str:
+        return f"{self.prefix}{thread_name}/"
+
+    # ---------------------------------------------------------------------- put
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: new large values to S3 in one wave, then one PutItem."""
+        tid, ns, parent_id = _target(config)
+        cid = _checkpoint_id(checkpoint.get("id"))
+        values: dict[str, Any] = checkpoint.get("channel_values", {})
+        versions = {**checkpoint.get("channel_versions", {}), **new_versions}
+        body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        body["parent"] = parent_id
+        shaped = get_checkpoint_metadata(config, metadata)
+        # Serialize and seal everything before the first request: bad input writes nothing.
+        sealed_body = self.codec.seal_body(tid, ns, cid, body)
+        sealed_metadata = self.codec.seal_metadata(tid, ns, cid, shaped)
+
+        carried = self._parent_carry(tid, ns, parent_id, versions, new_versions)
+        inline: dict[str, bytes] = {}
+        leaves: set[str] = set()
+        uploads: list[tuple[str, bytes]] = []
+        carry: _Carry = {}
+        budget = ITEM_INLINE_BUDGET
+        fresh: list[tuple[str, str, bytes]] = []
+        for channel, raw_version in versions.items():
+            version = str(raw_version)
+            old = carried.get(channel)
+            if channel not in new_versions and old is not None and old[0] == version:
+                _, blob, leaf = old
+                if blob is not None and len(blob) <= budget:
+                    inline[self.namer.channel(tid, ns, channel)] = blob
+                    budget -= len(blob)
+                    carry[channel] = old
+                    continue
+                if leaf is not None:
+                    leaves.add(leaf)
+                    carry[channel] = old
+                    continue
+            if channel in values:
+                sealed = self.codec.seal_value(tid, ns, channel, version, values[channel])
+                fresh.append((channel, version, sealed))
+        # Smallest first, so the inline budget keeps as many values out of S3 as it can.
+        for channel, version, sealed in sorted(fresh, key=lambda f: len(f[2])):
+            if len(sealed) <= self.inline_max and len(sealed) <= budget:
+                inline[self.namer.channel(tid, ns, channel)] = sealed
+                budget -= len(sealed)
+                carry[channel] = (version, sealed, None)
+            else:
+                leaf = self.namer.value(tid, ns, channel, version)
+                uploads.append((self._key(tid, leaf), sealed))
+                leaves.add(leaf)
+                carry[channel] = (version, None, leaf)
+
+        pk = self.namer.thread(tid)
+        ns_name = self.namer.namespace(tid, ns)
+        sk = checkpoint_sk(ns_name, cid)
+        run_id = shaped.get("run_id")
+        record = it.CheckpointRecord(
+            pk=pk,
+            sk=sk,
+            ns_name=ns_name,
+            checkpoint_id=cid,
+            body=sealed_body,
+            metadata=sealed_metadata,
+            thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
+            run_key=self.namer.run(str(run_id)) if run_id else None,
+            objects=frozenset(leaves),
+            inline=inline,
+        )
+        if uploads:
+            self.objects.put_many(uploads)
+        self.index.put(it.checkpoint_item(record))
+        self._remember(tid, ns, cid, carry)
+        return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
+
+    def _parent_carry(
+        self,
+        tid: str,
+        ns: str,
+        parent_id: str | None,
+        versions: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> _Carry:
+        """Where the parent keeps the values this checkpoint did not change.
+
+        Usually cached from the `get_tuple` that started the run; otherwise one Query
+        reads the parent's item (no S3 request), so unchanged values are referenced,
+        never uploaded again."""
+        if parent_id is None or all(ch in new_versions for ch in versions):
+            return {}
+        with self._carry_lock:
+            cached = self._carry.get((tid, ns, parent_id))
+        if cached is not None:
+            return cached
+        entry = self._read_checkpoint(tid, ns, parent_id)
+        if entry is None:
+            return {}
+        body = self.codec.open_body(
+            tid, ns, parent_id, entry.record.body, _what(tid, ns, parent_id)
+        )
+        return self._carry_of(tid, ns, entry.record, body)
+
+    def _carry_of(self, tid: str, ns: str, rec: it.CheckpointRecord, body: dict[str, Any]) -> _Carry:
+        carry: _Carry = {}
+        for channel, raw_version in body.get("channel_versions", {}).items():
+            version = str(raw_version)
+            leaf = self.namer.value(tid, ns, channel, version)
+            blob = rec.inline.get(self.namer.channel(tid, ns, channel))
+            if blob is not None:
+                carry[channel] = (version, blob, None)
+            elif leaf in rec.objects:
+                carry[channel] = (version, None, leaf)
+        return carry
+
+    def _remember(self, tid: str, ns: str, cid: str, carry: _Carry) -> None:
+        with self._carry_lock:
+            self._carry[(tid, ns, cid)] = carry
+            self._carry.move_to_end((tid, ns, cid))
+            while len(self._carry) > CARRY_CACHE_SIZE:
+                self._carry.popitem(last=False)
+
+    # --------------------------------------------------------------- put_writes
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes: large ones to S3, then one UpdateItem."""
+        tid, ns, cid = _target(config)
+        if cid is None:
+            raise InvalidConfigError(
+                "put_writes needs the checkpoint the writes belong to: expected "
+                "config['configurable']['checkpoint_id'] (the config put() returned), got none"
+            )
+        if not isinstance(task_id, str):
+            raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
+        if not writes:
+            return
+        pk = self.namer.thread(tid)
+        sk = writes_sk(self.namer.namespace(tid, ns), cid, self.namer.task(tid, ns, cid, task_id))
+        record = it.WritesRecord(
+            pk=pk,
+            sk=sk,
+            ns_name="",
+            checkpoint_id=cid,
+            task_ref=self.codec.seal_ref(pk, sk, task_id, task_path),
+        )
+        uploads: list[tuple[str, bytes]] = []
+        budget = ITEM_INLINE_BUDGET
+        for position, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, position)
+            sealed = self.codec.seal_write(tid, ns, cid, task_id, idx, channel, value)
+            if len(sealed) <= self.inline_max and len(sealed) <= budget:
+                record.writes[idx] = sealed
+                budget -= len(sealed)
+            else:
+                leaf = self.namer.write(tid, ns, cid, task_id, idx, uuid.uuid4().hex)
+                uploads.append((self._key(tid, leaf), sealed))
+                record.writes[idx] = leaf
+        if uploads:
+            self.objects.put_many(uploads)
+        expression, names, values = it.writes_update(record, _SPECIAL_IDX)
+        self.index.update({"pk": {"S": pk}, "sk": {"S": sk}}, expression, names, values)
+
+    # ---------------------------------------------------------------- get_tuple
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Fetch the latest checkpoint of a namespace, or one by `checkpoint_id`:
+        one Query, then one parallel wave of S3 GETs."""
+        tid, ns, cid = _target(config)
+        entry = self._read_checkpoint(tid, ns, cid) if cid else self._read_latest(tid, ns)
+        if entry is None:
+            return None
+        return self._decode([entry], remember=True)[0]
+
+    def _read_checkpoint(self, tid: str, ns: str, cid: str) -> _Entry | None:
+        pk = self.namer.thread(tid)
+        sk = checkpoint_sk(self.namer.namespace(tid, ns), cid)
+        found: it.CheckpointRecord | None = None
+        writes: list[it.WritesRecord] = []
+        for item in self.index.query_all(pk, prefix=sk):
+            item_sk = item["sk"]["S"]
+            if item_sk == sk:
+                found = it.parse_checkpoint(item)
+            elif item_sk.startswith(sk + SEPARATOR):
+                writes.append(it.parse_writes(item))
+        return _Entry(tid, ns, found, writes) if found else None
+
+    def _read_latest(self, tid: str, ns: str) -> _Entry | None:
+        pk = self.namer.thread(tid)
+        prefix = self.namer.namespace(tid, ns) + SEPARATOR
+        writes: list[it.WritesRecord] = []
+        start: it.Item | None = None
+        limit = LATEST_PAGE
+        while True:
+            page, start = self.index.query(
+                pk, prefix=prefix, descending=True, limit=limit, start_key=start
+            )
+            for item in page:
+                if it.is_writes_item(item):
+                    writes.append(it.parse_writes(item))
+                    continue
+                # Descending order meets a checkpoint's writes just before the checkpoint.
+                rec = it.parse_checkpoint(item)
+                own = [w for w in writes if w.checkpoint_id == rec.checkpoint_id]
+                return _Entry(tid, ns, rec, own)
+            if start is None:
+                return None
+            limit = 100
+
+    # --------------------------------------------------------------------- list
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """List checkpoints newest first.
+
+        With a `checkpoint_ns`, that namespace; without one, every namespace of the
+        thread; with `config=None`, every thread (a table scan: an admin operation).
+        """
+        if limit is not None and limit <= 0:
+            return
+        before_id = _checkpoint_id(before["configurable"].get("checkpoint_id")) if (
+            before and before.get("configurable", {}).get("checkpoint_id")
+        ) else None
+        entries: Iterable[_Entry]
+        if config is None:
+            entries = self._scan_entries(before_id)
+        else:
+            tid, ns, cid = _target(config, namespace_optional=True)
+            if cid is not None:
+                one = self._read_checkpoint(tid, ns or "", cid)
+                entries = [one] if one and (before_id is None or cid < before_id) else []
+            elif ns is None:
+                entries = self._thread_entries(tid, before_id)
+            else:
+                entries = self._namespace_entries(tid, ns, before_id)
+        yield from self._emit(entries, filter, limit)
+
+    def _namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[_Entry]:
+        pk = self.namer.thread(tid)
+        ns_name = self.namer.namespace(tid, ns)
+        bounds: dict[str, Any] = (
+            {"lower": ns_name + SEPARATOR, "upper": checkpoint_sk(ns_name, before_id)}
+            if before_id
+            else {"prefix": ns_name + SEPARATOR}
+        )
+        writes: dict[str, list[it.WritesRecord]] = {}
+        for item in self.index.query_all(pk, descending=True, **bounds):
+            if it.is_writes_item(item):
+                w = it.parse_writes(item)
+                writes.setdefault(w.checkpoint_id, []).append(w)
+                continue
+            rec = it.parse_checkpoint(item)
+            if before_id is not None and rec.checkpoint_id >= before_id:
+                continue
+            yield _Entry(tid, ns, rec, writes.pop(rec.checkpoint_id, []))
+
+    def _thread_entries(self, tid: str, before_id: str | None) -> list[_Entry]:
+        pk = self.namer.thread(tid)
+        entries = self._group(self.index.query_all(pk), known_tid=tid)
+        return _newest_first(entries, before_id)
+
+    def _scan_entries(self, before_id: str | None) -> list[_Entry]:
+        return _newest_first(self._group(self._scan_items()), before_id)
+
+    def _scan_items(self) -> Iterator[it.Item]:
+        return self.index.scan()
+
+    def _group(self, items: Iterable[it.Item], known_tid: str | None = None) -> list[_Entry]:
+        """Pair checkpoint items with their writes items; learn (thread, ns) from the
+        sealed reference each checkpoint item carries."""
+        records: dict[tuple[str, str], it.CheckpointRecord] = {}
+        writes: dict[tuple[str, str], list[it.WritesRecord]] = {}
+        for item in items:
+            if it.is_writes_item(item):
+                w = it.parse_writes(item)
+                writes.setdefault((w.pk, w.sk.rsplit(SEPARATOR, 1)[0]), []).append(w)
+            else:
+                rec = it.parse_checkpoint(item)
+                records[(rec.pk, rec.sk)] = rec
+        entries = []
+        for key, rec in records.items():
+            tid, ns = self._open_thread_ref(rec)
+            if known_tid is not None and tid != known_tid:
+                raise IntegrityError(
+                    f"checkpoint {rec.checkpoint_id} in the partition of thread "
+                    f"{known_tid!r} claims thread {tid!r}: the item was moved"
+                )
+            entries.append(_Entry(tid, ns, rec, writes.get(key, [])))
+        return entries
+
+    def _open_thread_ref(self, rec: it.CheckpointRecord) -> tuple[str, str]:
+        what = f"checkpoint {rec.checkpoint_id} (thread reference)"
+        tid, ns = self.codec.open_ref(rec.pk, rec.sk, rec.thread_ref, what)
+        if self.namer.thread(tid) != rec.pk or self.namer.namespace(tid, ns) != rec.ns_name:
+            raise IntegrityError(f"{what}: names thread {tid!r} but is stored elsewhere")
+        return tid, ns
+
+    def _emit(
+        self, entries: Iterable[_Entry], filter: dict[str, Any] | None, limit: int | None
+    ) -> Iterator[CheckpointTuple]:
+        """Decode entries page by page: metadata first (filtering costs no S3 request),
+        then one S3 wave per page for the survivors' values."""
+        remaining = limit
+        page: list[_Entry] = []
+        metadata: dict[int, Any] = {}
+
+        def flush() -> Iterator[CheckpointTuple]:
+            tuples = self._decode(page, known_metadata=metadata)
+            page.clear()
+            metadata.clear()
+            yield from tuples
+
+        for entry in entries:
+            if filter:
+                md = self._open_metadata(entry)
+                if not all(md.get(k) == v for k, v in filter.items()):
+                    continue
+                metadata[id(entry.record)] = md
+            page.append(entry)
+            if remaining is not None:
+                remaining -= 1
+                if remaining == 0:
+                    break
+            if len(page) >= LIST_PAGE:
+                yield from flush()
+        if page:
+            yield from flush()
+
+    def _open_metadata(self, entry: _Entry) -> Any:
+        cid = entry.record.checkpoint_id
+        return self.codec.open_metadata(
+            entry.tid, entry.ns, cid, entry.record.metadata, _what(entry.tid, entry.ns, cid)
+        )
+
+    # ------------------------------------------------------------------ decoding
+
+    def _decode(
+        self,
+        entries: Sequence[_Entry],
+        *,
+        remember: bool = False,
+        known_metadata: Mapping[int, Any] | None = None,
+    ) -> list[CheckpointTuple]:
+        """Turn index entries into tuples with one parallel S3 wave for all of them."""
+        plans = []
+        wanted: list[str] = []
+        for entry in entries:
+            tid, ns, rec = entry.tid, entry.ns, entry.record
+            what = _what(tid, ns, rec.checkpoint_id)
+            body = self.codec.open_body(tid, ns, rec.checkpoint_id, rec.body, what)
+            if known_metadata and id(rec) in known_metadata:
+                md = known_metadata[id(rec)]
+            else:
+                md = self._open_metadata(entry)
+            channel_blobs: dict[str, tuple[str, bytes | str]] = {}
+            for channel, raw_version in body.get("channel_versions", {}).items():
+                version = str(raw_version)
+                blob = rec.inline.get(self.namer.channel(tid, ns, channel))
+                leaf = self.namer.value(tid, ns, channel, version)
+                if blob is not None:
+                    channel_blobs[channel] = (version, blob)
+                elif leaf in rec.objects:
+                    key = self._key(tid, leaf)
+                    channel_blobs[channel] = (version, key)
+                    wanted.append(key)
+            writes = []
+            for w in entry.writes:
+                task_id, task_path = self.codec.open_ref(w.pk, w.sk, w.task_ref, what)
+                for idx, stored in w.writes.items():
+                    if isinstance(stored, str):
+                        stored = self._key(tid, stored)
+                        wanted.append(stored)
+                    writes.append((task_path, task_id, idx, stored))
+            plans.append((entry, body, md, channel_blobs, writes))
+            if remember:
+                self._remember(tid, ns, rec.checkpoint_id, self._carry_of(tid, ns, rec, body))
+
+        fetched = self.objects.get_many(wanted) if wanted else {}
+
+        def resolve(stored: bytes | str) -> bytes:
+            return fetched[stored] if isinstance(stored, str) else stored
+
+        out = []
+        for entry, body, md, channel_blobs, writes in plans:
+            tid, ns, cid = entry.tid, entry.ns, entry.record.checkpoint_id
+            what = _what(tid, ns, cid)
+            channel_values = {
+                channel: self.codec.open_value(
+                    tid, ns, channel, version, resolve(stored), f"{what}, channel value"
+                )
+                for channel, (version, stored) in channel_blobs.items()
+            }
+            pending: list[PendingWrite] = []
+            for task_path, task_id, idx, stored in sorted(
+                writes, key=lambda w: writes_sort_key(w[0], w[1], w[2])
+            ):
+                channel, value = self.codec.open_write(
+                    tid, ns, cid, task_id, idx, resolve(stored), f"{what}, pending write"
+                )
+                pending.append((task_id, channel, value))
+            parent = body.pop("parent", None)
+            checkpoint: Checkpoint = {**body, "channel_values": channel_values}  # type: ignore[typeddict-item]
+            out.append(
+                CheckpointTuple(
+                    config=_config(tid, ns, cid),
+                    checkpoint=checkpoint,
+                    metadata=md,
+                    parent_config=_config(tid, ns, parent) if parent else None,
+                    pending_writes=pending,
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------- delete_thread
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, write and object of a thread (all namespaces).
+
+        Index items go first, so a crash midway leaves objects nothing references, which
+        a second call or garbage collection removes."""
+        tid = _thread_id_of(thread_id)
+        pk = self.namer.thread(tid)
+        keys = [it.item_key(i) for i in self.index.query_all(pk, keys_only=True)]
+        if keys:
+            self.index.batch_write(deletes=keys)
+        leftover = [o["Key"] for o in self.objects.list(self._thread_prefix(pk))]
+        if leftover:
+            self.objects.delete_many(leftover)
+        with self._carry_lock:
+            for key in [k for k in self._carry if k[0] == tid]:
+                del self._carry[key]
+
+    # --------------------------------------------------------------------- async
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        iterator = self.list(config, filter=filter, before=before, limit=limit)
+        done = object()
+        while True:
+            item = await asyncio.to_thread(next, iterator, done)
+            if item is done:
+                return
+            yield item  # type: ignore[misc]
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    # ------------------------------------------------------------------ versions
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """A version unique per write: a zero-padded counter plus a random suffix (the
+        format LangGraph's own savers use), so two branches of a fork never share one.
+        Accepts the int and str versions other savers wrote."""
+        if current is None:
+            counter = 0
+        elif isinstance(current, (int, float)) and not isinstance(current, bool):
+            counter = int(current)
+        else:
+            counter = int(str(current).split(".")[0])
+        return f"{counter + 1:032}.{random.random():016}"
+
+
+# ----------------------------------------------------------------------- helpers
+
+
+def _make_client(service: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    # Enough pooled connections for one full parallel wave.
+    return boto3.client(service, config=Config(max_pool_connections=32))
+
+
+def _resolve_keys(
+    keys: Mapping[str, bytes] | Keyring | None,
+    active_key: str | None,
+    secret: bytes | str | None,
+) -> tuple[Keyring | None, bytes | None]:
+    """Decide the keyring and the naming secret from arguments and the environment."""
+    secret_bytes = secret.encode() if isinstance(secret, str) else secret
+    if keys is not None:
+        keyring = keys if isinstance(keys, Keyring) else Keyring(
+            keys=dict(keys), active=active_key or next(iter(keys), "")
+        )
+        if active_key is not None and isinstance(keys, Keyring):
+            keyring = Keyring(keys=keys.keys, active=active_key)
+        if not secret_bytes:
+            raise InvalidConfigError(
+                "encryption keys were given without a naming secret: expected secret=... "
+                "(or S3DYNAMO_SECRET), which names objects and is never rotated, unlike keys"
+            )
+        return keyring, secret_bytes
+    if lg_key := os.environ.get("LANGGRAPH_AES_KEY"):
+        # As on LangGraph's platform: the key alone turns encryption on.
+        raw = lg_key.encode()
+        derived = hmac.new(raw, b"s3dynamo/v1/langgraph-aes-key", hashlib.sha256).digest()
+        return Keyring(keys={"lg": derived}, active="lg"), secret_bytes or raw
+    return None, secret_bytes
+
+
+def _thread_id_of(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, uuid.UUID)):
+        raise TypeError(
+            f"thread_id must be a str (or an int, the same thread as its decimal string), "
+            f"got {type(value).__name__}: {value!r}"
+        )
+    tid = str(value)
+    if len(tid.encode("utf-8", "surrogatepass")) > MAX_THREAD_ID_BYTES:
+        raise InvalidConfigError(
+            f"thread_id is {len(tid.encode('utf-8', 'surrogatepass'))} bytes; the limit is "
+            f"{MAX_THREAD_ID_BYTES}. Use a shorter id, e.g. a hash of it"
+        )
+    return tid
+
+
+def _checkpoint_id(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidConfigError(
+            f"checkpoint id must be a non-empty str (LangGraph makes uuid6 ids), got {value!r}"
+        )
+    if SEPARATOR in value or len(value.encode()) > MAX_CHECKPOINT_ID_BYTES:
+        raise InvalidConfigError(
+            f"checkpoint id {value[:40]!r} must be at most {MAX_CHECKPOINT_ID_BYTES} bytes "
+            f"without {SEPARATOR!r}; use the ids LangGraph generates"
+        )
+    return value
+
+
+def _target(
+    config: RunnableConfig, namespace_optional: bool = False
+) -> tuple[str, Any, Any]:
+    """(thread id, namespace, checkpoint id) from a config, validated."""
+    configurable = (config or {}).get("configurable") or {}
+    if "thread_id" not in configurable:
+        raise InvalidConfigError(
+            "config has no thread_id: expected config={'configurable': {'thread_id': ...}}, "
+            f"got configurable keys {sorted(configurable)}; pass it when you invoke the "
+            "graph, e.g. graph.invoke(inputs, {'configurable': {'thread_id': 'user-42'}})"
+        )
+    tid = _thread_id_of(configurable["thread_id"])
+    ns = configurable.get("checkpoint_ns")
+    if ns is None and not namespace_optional:
+        ns = ""
+    if ns is not None:
+        if not isinstance(ns, str):
+            raise TypeError(f"checkpoint_ns must be a str, got {type(ns).__name__}")
+        if len(ns.encode("utf-8", "surrogatepass")) > MAX_NAMESPACE_BYTES:
+            raise InvalidConfigError(
+                f"checkpoint_ns is longer than the {MAX_NAMESPACE_BYTES}-byte limit; "
+                "nest subgraphs less deeply or shorten node names"
+            )
+    cid = configurable.get("checkpoint_id")
+    return tid, ns, _checkpoint_id(cid) if cid else None
+
+
+def _config(tid: str, ns: str, cid: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
+
+
+def _what(tid: str, ns: str, cid: str) -> str:
+    where = f"thread {tid!r}" + (f" namespace {ns!r}" if ns else "")
+    return f"{where} checkpoint {cid}"
+
+
+def _newest_first(entries: list[_Entry], before_id: str | None) -> list[_Entry]:
+    if before_id is not None:
+        entries = [e for e in entries if e.record.checkpoint_id < before_id]
+    return sorted(entries, key=lambda e: e.record.checkpoint_id, reverse=True)

@@ -1,0 +1,240 @@
+"""Envelopes: every stored byte string is compressed, then sealed, then framed.
+
+    byte 0      format (1)
+    byte 1      flags: 0x01 zstd, 0x02 AES-256-GCM under the keyring,
+                       0x04 encrypted by the serializer's own cipher (EncryptedSerializer)
+    byte 2      length n of the key id (0 when not sealed by the keyring)
+    3 .. 3+n    key id (ASCII)
+    next 16     nonce (only with 0x02)
+    rest        body: AES-GCM ciphertext and tag, or the payload itself
+
+The payload is `len(type) | type | data`, where (type, data) is what the serializer made.
+Compression applies to `data` and is kept only where it shrinks it; it always happens
+before any encryption, including LangGraph's own `EncryptedSerializer`, whose cipher we
+call on the compressed bytes instead of letting it encrypt incompressible-to-be data.
+
+Associated data is the frame header plus the blob's identity (thread, namespace, channel
+and version for values; ..., task and index for writes; ..., checkpoint for metadata), so
+a blob copied to another key, thread or checkpoint fails to open.
+
+Nonces never repeat under one key: each message is sealed under its own key,
+HMAC-SHA-256(key, label | nonce) with a fresh random 128-bit nonce, so a repeat needs two
+equal 128-bit nonces (about 2^64 messages per key before that is even likely), and the
+AES-GCM nonce under that one-time key cannot repeat at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import zstandard
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from langgraph.checkpoint.serde.base import CipherProtocol
+
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    InvalidConfigError,
+    KeyNotFoundError,
+    PlaintextRefusedError,
+)
+
+FORMAT_V1 = 1
+FLAG_ZSTD = 0x01
+FLAG_KEYRING = 0x02
+FLAG_SERDE_CIPHER = 0x04
+NONCE_SIZE = 16
+TAG_SIZE = 16
+MESSAGE_KEY_LABEL = b"s3dynamo/v1/message-key"
+# Below this, zstd's frame header costs more than it can save.
+MIN_COMPRESS_SIZE = 64
+# Refuse to inflate a corrupt or hostile frame beyond this.
+MAX_DECOMPRESSED_SIZE = 1 << 31
+
+
+@dataclass(frozen=True)
+class Keyring:
+    """Sealing keys by id; `active` seals new blobs, every key opens old ones.
+
+    Rotating is adding a key and making it active; `S3DynamoSaver.reencrypt` then
+    rewrites old blobs so the old key can be dropped.
+    """
+
+    keys: Mapping[str, bytes]
+    active: str
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            raise InvalidConfigError("keyring is empty: pass at least one 32-byte key")
+        for key_id, key in self.keys.items():
+            if not key_id or len(key_id.encode()) > 64 or not key_id.isascii():
+                raise InvalidConfigError(
+                    f"key id {key_id!r} must be 1 to 64 ASCII characters"
+                )
+            if len(key) != 32:
+                raise InvalidConfigError(
+                    f"key {key_id!r} is {len(key)} bytes; AES-256 needs exactly 32 "
+                    "(generate one with: python -c 'import os,base64;"
+                    "print(base64.b64encode(os.urandom(32)).decode())')"
+                )
+        if self.active not in self.keys:
+            raise InvalidConfigError(
+                f"active key {self.active!r} is not in the keyring (ids: {sorted(self.keys)})"
+            )
+
+    @classmethod
+    def parse(cls, spec: str) -> Keyring:
+        """Read `id:base64key[,id:base64key...]`; the first entry is the active key."""
+        keys: dict[str, bytes] = {}
+        for entry in filter(None, (e.strip() for e in spec.split(","))):
+            key_id, sep, b64 = entry.partition(":")
+            if not sep:
+                raise InvalidConfigError(
+                    f"keyring entry {entry[:12]!r}... has no id: expected 'id:base64key'"
+                )
+            try:
+                keys[key_id.strip()] = base64.b64decode(b64.strip(), validate=True)
+            except ValueError as exc:
+                raise InvalidConfigError(
+                    f"keyring entry {key_id!r}: key is not valid base64"
+                ) from exc
+        if not keys:
+            raise InvalidConfigError("keyring spec is empty: expected 'id:base64key,...'")
+        return cls(keys=keys, active=next(iter(keys)))
+
+
+class Sealer:
+    """Turns serializer output into envelopes and back, bound to an identity."""
+
+    def __init__(
+        self,
+        *,
+        keyring: Keyring | None = None,
+        serde_cipher: CipherProtocol | None = None,
+        compression_level: int = 3,
+        allow_plaintext_read: bool = False,
+    ) -> None:
+        self.keyring = keyring
+        self.serde_cipher = serde_cipher
+        self.allow_plaintext_read = allow_plaintext_read
+        self._compressor = zstandard.ZstdCompressor(level=compression_level)
+        self._decompressor = zstandard.ZstdDecompressor()
+
+    @property
+    def encrypts(self) -> bool:
+        return self.keyring is not None or self.serde_cipher is not None
+
+    def seal(self, typ: str, data: bytes, identity: bytes) -> bytes:
+        flags = 0
+        if len(data) >= MIN_COMPRESS_SIZE:
+            packed = self._compressor.compress(data)
+            if len(packed) < len(data):
+                data, flags = packed, flags | FLAG_ZSTD
+        if self.serde_cipher is not None:
+            cipher_name, data = self.serde_cipher.encrypt(data)
+            typ, flags = f"{typ}+{cipher_name}", flags | FLAG_SERDE_CIPHER
+        type_raw = typ.encode()
+        payload = bytes([len(type_raw)]) + type_raw + data
+        if self.keyring is None:
+            return bytes([FORMAT_V1, flags, 0]) + payload
+        key_id = self.keyring.active
+        flags |= FLAG_KEYRING
+        kid = key_id.encode()
+        header = bytes([FORMAT_V1, flags, len(kid)]) + kid
+        nonce = os.urandom(NONCE_SIZE)
+        aead = AESGCM(self._message_key(key_id, nonce))
+        return header + nonce + aead.encrypt(nonce[:12], payload, header + identity)
+
+    def open(self, blob: bytes, identity: bytes, what: str) -> tuple[str, bytes]:
+        """Open an envelope; `what` names the blob in errors (thread, checkpoint, ...)."""
+        if len(blob) < 3 or blob[0] != FORMAT_V1:
+            raise IntegrityError(
+                f"{what}: expected an s3dynamo envelope (format {FORMAT_V1}), got "
+                f"{len(blob)} bytes starting {blob[:4]!r}; the object was altered or "
+                "written by something else"
+            )
+        flags, kid_len = blob[1], blob[2]
+        if flags & ~(FLAG_ZSTD | FLAG_KEYRING | FLAG_SERDE_CIPHER):
+            raise IntegrityError(f"{what}: unknown envelope flags {flags:#04x}")
+        pos = 3 + kid_len
+        if flags & FLAG_KEYRING:
+            key_id = blob[3:pos].decode("ascii", "replace")
+            if self.keyring is None or key_id not in self.keyring.keys:
+                held = sorted(self.keyring.keys) if self.keyring else []
+                raise KeyNotFoundError(
+                    f"{what}: sealed under key id {key_id!r}, which the keyring does not "
+                    f"hold (it holds {held}); add that key to the keyring to read it"
+                )
+            nonce = blob[pos : pos + NONCE_SIZE]
+            if len(nonce) < NONCE_SIZE or len(blob) < pos + NONCE_SIZE + TAG_SIZE:
+                raise IntegrityError(f"{what}: envelope is truncated ({len(blob)} bytes)")
+            aead = AESGCM(self._message_key(key_id, nonce))
+            try:
+                payload = aead.decrypt(nonce[:12], blob[pos + NONCE_SIZE :], blob[:pos] + identity)
+            except InvalidTag:
+                raise IntegrityError(
+                    f"{what}: authentication failed: the blob was altered, truncated, or "
+                    "belongs to another thread, checkpoint, channel or version"
+                ) from None
+        else:
+            if self.keyring is not None and not self.allow_plaintext_read:
+                raise PlaintextRefusedError(
+                    f"{what}: stored without keyring encryption while encryption is on; "
+                    "pass allow_plaintext_read=True to read it during a migration"
+                )
+            payload = blob[pos:]
+        if not payload or len(payload) < 1 + payload[0]:
+            raise IntegrityError(f"{what}: envelope payload is truncated")
+        type_len = payload[0]
+        typ = payload[1 : 1 + type_len].decode()
+        data = payload[1 + type_len :]
+        if flags & FLAG_SERDE_CIPHER:
+            if self.serde_cipher is None:
+                raise IntegrityError(
+                    f"{what}: encrypted by a serializer cipher ({typ!r}) but the saver's "
+                    "serde has none; configure the same EncryptedSerializer to read it"
+                )
+            typ, _, cipher_name = typ.rpartition("+")
+            try:
+                data = self.serde_cipher.decrypt(cipher_name, data)
+            except Exception as exc:
+                raise IntegrityError(f"{what}: the serializer cipher refused it: {exc}") from exc
+        elif self.serde_cipher is not None and not flags & FLAG_KEYRING:
+            if not self.allow_plaintext_read:
+                raise PlaintextRefusedError(
+                    f"{what}: stored unencrypted while the serde encrypts; pass "
+                    "allow_plaintext_read=True to read it during a migration"
+                )
+        if flags & FLAG_ZSTD:
+            try:
+                data = self._decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
+            except zstandard.ZstdError as exc:
+                raise IntegrityError(f"{what}: compressed data is corrupt: {exc}") from exc
+        return typ, data
+
+    def key_id_of(self, blob: bytes) -> str | None:
+        """The keyring key id a blob is sealed under, or None if not keyring-sealed."""
+        if len(blob) < 3 or not blob[1] & FLAG_KEYRING:
+            return None
+        return blob[3 : 3 + blob[2]].decode("ascii", "replace")
+
+    def _message_key(self, key_id: str, nonce: bytes) -> bytes:
+        assert self.keyring is not None
+        return hmac.new(
+            self.keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, hashlib.sha256
+        ).digest()
+
+
+def identity(*parts: Any) -> bytes:
+    """Associated data for a blob: its kind and identity, length-prefixed."""
+    out = bytearray()
+    for part in parts:
+        raw = str(part).encode("utf-8", "surrogatepass")
+        out += len(raw).to_bytes(4, "big") + raw
+    return bytes(out)
