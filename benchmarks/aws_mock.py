@@ -68,12 +68,16 @@ class MotoAccounting:
         def timed(stubber: Any, request: Any) -> Any:
             cpu0, wall0 = time.thread_time(), time.perf_counter()
             try:
-                return original(stubber, request)
+                response = original(stubber, request)
             finally:
                 cpu, wall = time.thread_time() - cpu0, time.perf_counter() - wall0
                 with self._lock:
                     self.cpu += cpu
                     self.wall += wall
+            if response is None:
+                # moto passed on it, so botocore would send it to the real network.
+                raise RuntimeError(f"benchmark request not answered by moto: {request.url}")
+            return response
 
         BotocoreStubber.process_request = timed  # type: ignore[method-assign]
         self._installed = True
@@ -97,9 +101,7 @@ class RequestMeter:
 
     def instrument(self, client: Any) -> None:
         client.meta.events.register("before-call.*.*", self._before_call)
-        # Runs after moto's own before-send hook (same event, last section): reached only
-        # if moto did not answer, when botocore would go to the real network. Refuse.
-        client.meta.events.register_last("before-send", _refuse_unmocked)
+        client.meta.events.register("before-send", _refuse_unmocked)
 
     def _before_call(self, model: Any, **_: Any) -> None:
         service = model.service_model.endpoint_prefix
@@ -116,7 +118,11 @@ class RequestMeter:
 
 
 def _refuse_unmocked(request: Any, **_: Any) -> None:
-    raise RuntimeError(f"benchmark request not answered by moto: {request.url}")
+    # Without an active mock botocore would send this to the real network.
+    from moto.core.models import botocore_stubber
+
+    if not botocore_stubber.enabled:
+        raise RuntimeError(f"benchmark request outside the moto mock: {request.url}")
 
 
 @contextmanager

@@ -149,16 +149,21 @@ wait_ready() {
   exit 1
 }
 
+alive() {  # a stopped server can linger as a zombie until init reaps it: that counts as gone
+  local state
+  state=$(ps -o stat= -p "$1") && [[ $state != Z* ]]
+}
+
 stop() {
   local name=$1 pid i
   if ! pid=$(pid_of "$name"); then echo "$name not running"; return; fi
   kill "$pid"
   for ((i = 0; i < 40; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
+    alive "$pid" || break
     sleep 0.25
   done
   # Still there after 10 s: force it, so `down` always leaves nothing behind.
-  kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+  if alive "$pid"; then kill -9 "$pid"; fi
   rm -f "$RUN/$name.pid"
   echo "$name stopped (pid $pid)"
 }

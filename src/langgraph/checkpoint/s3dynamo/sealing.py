@@ -29,6 +29,7 @@ import base64
 import hashlib
 import hmac
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -123,8 +124,9 @@ class Sealer:
         self.keyring = keyring
         self.serde_cipher = serde_cipher
         self.allow_plaintext_read = allow_plaintext_read
-        self._compressor = zstandard.ZstdCompressor(level=compression_level)
-        self._decompressor = zstandard.ZstdDecompressor()
+        self.compression_level = compression_level
+        # zstd contexts are not thread-safe, and waves and async graphs seal in parallel.
+        self._local = threading.local()
 
     @property
     def encrypts(self) -> bool:
@@ -133,7 +135,7 @@ class Sealer:
     def seal(self, typ: str, data: bytes, identity: bytes) -> bytes:
         flags = 0
         if len(data) >= MIN_COMPRESS_SIZE:
-            packed = self._compressor.compress(data)
+            packed = self._contexts()[0].compress(data)
             if len(packed) < len(data):
                 data, flags = packed, flags | FLAG_ZSTD
         if self.serde_cipher is not None:
@@ -213,7 +215,7 @@ class Sealer:
                 )
         if flags & FLAG_ZSTD:
             try:
-                data = self._decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
+                data = self._contexts()[1].decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
             except zstandard.ZstdError as exc:
                 raise IntegrityError(f"{what}: compressed data is corrupt: {exc}") from exc
         return typ, data
@@ -223,6 +225,16 @@ class Sealer:
         if len(blob) < 3 or not blob[1] & FLAG_KEYRING:
             return None
         return blob[3 : 3 + blob[2]].decode("ascii", "replace")
+
+    def _contexts(self) -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
+        contexts = getattr(self._local, "contexts", None)
+        if contexts is None:
+            contexts = (
+                zstandard.ZstdCompressor(level=self.compression_level),
+                zstandard.ZstdDecompressor(),
+            )
+            self._local.contexts = contexts
+        return contexts  # type: ignore[no-any-return]
 
     def _message_key(self, key_id: str, nonce: bytes) -> bytes:
         assert self.keyring is not None

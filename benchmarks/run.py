@@ -1,0 +1,171 @@
+"""Benchmark LangGraph checkpoint savers side by side on identical LangGraph workloads.
+
+    python benchmarks/run.py            # full run, writes benchmarks/results.{md,png}
+    python benchmarks/run.py --quick    # smoke run, a few seconds per saver
+
+Each saver runs each workload on fresh, empty storage. AWS savers run every workload
+twice: once plain (request counts, CPU, bytes stored, wall) and once with the latency
+model slept per request (wall only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+import tempfile
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+# Keep everything local: no tracing uploads, no real AWS identity.
+os.environ["LANGSMITH_TRACING"] = "false"
+os.environ["LANGCHAIN_TRACING_V2"] = "false"
+
+import cold_start  # noqa: E402
+from aws_mock import RequestMeter, use_fake_credentials  # noqa: E402
+from metrics import Row, measure  # noqa: E402
+from pg_server import local_postgres  # noqa: E402
+from report import Report, chart, markdown  # noqa: E402
+from savers import SAVERS, BenchEnv, SaverSpec  # noqa: E402
+from workloads import SCENARIOS, Scale, Scenario  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+PACKAGES = [
+    "langgraph", "langgraph-checkpoint", "langgraph-checkpoint-s3dynamo",
+    "langgraph-checkpoint-aws", "langgraph-checkpoint-sqlite",
+    "langgraph-checkpoint-postgres", "moto", "boto3",
+]
+
+
+def run_scenario(
+    spec: SaverSpec, scenario: Scenario, env: BenchEnv, scale: Scale, sleep: bool
+) -> tuple[list[Row], str]:
+    """Run one scenario on one fresh saver; return its measured rows and state digest."""
+    meter = RequestMeter()
+    meter.sleep = sleep
+    rows: list[Row] = []
+    with spec.open(env) as opened:
+        for client in opened.aws_clients:
+            meter.instrument(client)
+        phases, digest = scenario.build(opened.saver, scale)
+        for phase in phases:
+            if not phase.measured:
+                for op in phase.ops:
+                    op()
+                continue
+            result = measure(phase, meter)
+            stored = opened.stored_bytes() if phase.writes and not sleep else None
+            rows.append(Row(spec.name, phase.label, phase.kind, result, spec.is_aws,
+                            stored_bytes=stored))
+        return rows, digest()
+
+
+def run_saver(
+    spec: SaverSpec, scenarios: list[Scenario], env: BenchEnv, scale: Scale
+) -> tuple[list[Row], dict[str, str], list[str]]:
+    rows: list[Row] = []
+    digests: dict[str, str] = {}
+    problems: list[str] = []
+    for scenario in scenarios:
+        started = time.perf_counter()
+        plain, digests[scenario.name] = run_scenario(spec, scenario, env, scale, sleep=False)
+        if spec.is_aws:
+            slept, _ = run_scenario(spec, scenario, env, scale, sleep=True)
+            for row, again in zip(plain, slept, strict=True):
+                row.with_latency = again.plain
+                if row.plain.requests != again.plain.requests:
+                    problems.append(f"{spec.name} {row.workload}: request counts differ "
+                                    "between the plain and the latency run")
+        rows += plain
+        print(f"  {scenario.name}: {time.perf_counter() - started:.1f}s", flush=True)
+    return rows, digests, problems
+
+
+def machine_facts(total_seconds: float) -> list[str]:
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")),
+        platform.processor() or "unknown",
+    ) if Path("/proc/cpuinfo").exists() else platform.processor()
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            versions.append(f"{name} (not installed)")
+    return [
+        f"nproc: {os.cpu_count()}, CPU: {cpu}",
+        f"Python {platform.python_version()} on {platform.platform()}",
+        "packages: " + ", ".join(versions),
+        f"total run time: {total_seconds:.0f} s",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short smoke run")
+    parser.add_argument("--savers", nargs="*", help="only these savers (names as in the table)")
+    parser.add_argument("--workloads", nargs="*", help="only these scenarios, e.g. W1 W3")
+    parser.add_argument("--out", type=Path, default=HERE, help="directory for results.*")
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    use_fake_credentials()
+    scale = Scale(chat_turns=6, counter_bumps=4, fanout_rounds=2, read_repeats=2) \
+        if args.quick else Scale()
+    cold_runs = 2 if args.quick else 7
+    specs = [s for s in SAVERS if not args.savers or s.name in args.savers]
+    scenarios = [s for s in SCENARIOS if not args.workloads or s.name in args.workloads]
+
+    rows: list[Row] = []
+    notes: list[str] = []
+    checks: list[str] = []
+    digests: dict[str, dict[str, str]] = {}
+    cold: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-") as workdir, local_postgres() as dsn:
+        env = BenchEnv(Path(workdir), dsn)
+        for spec in specs:
+            reason = spec.unavailable(env)
+            if reason:
+                print(f"skipping {spec.name}: {reason}", flush=True)
+                notes.append(f"{spec.name} skipped: {reason}")
+                continue
+            print(f"{spec.name}", flush=True)
+            saver_rows, digests[spec.name], problems = run_saver(spec, scenarios, env, scale)
+            rows += saver_rows
+            checks += problems
+            if spec.cold_start:
+                cold[spec.name] = cold_start.measure(spec.cold_start, cold_runs)
+                print(f"  cold start: {cold[spec.name]['saver']:.0f} ms", flush=True)
+
+    checks += _compare_digests(digests, scenarios)
+    order = {label: i for i, label in enumerate(dict.fromkeys(r.workload for r in rows))}
+    rows.sort(key=lambda r: order[r.workload])  # stable: savers stay in list order
+    command = "python benchmarks/run.py " + shlex.join(sys.argv[1:])
+    report = Report(command.strip(), machine_facts(time.perf_counter() - started), rows, cold,
+                    notes, checks)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.md").write_text(markdown(report))
+    chart(report, args.out / "results.png")
+    print(f"wrote {args.out / 'results.md'} and results.png "
+          f"in {time.perf_counter() - started:.0f} s")
+
+
+def _compare_digests(digests: dict[str, dict[str, str]], scenarios: list[Scenario]) -> list[str]:
+    """Every saver must have given the graph the same final state."""
+    lines = []
+    for scenario in scenarios:
+        seen = {saver: d[scenario.name] for saver, d in digests.items() if scenario.name in d}
+        if len(set(seen.values())) <= 1:
+            lines.append(f"{scenario.name}: final state identical across {len(seen)} savers")
+        else:
+            detail = ", ".join(f"{s} {d}" for s, d in seen.items())
+            lines.append(f"{scenario.name}: FINAL STATE DIFFERS between savers ({detail})")
+    return lines
+
+
+if __name__ == "__main__":
+    main()
