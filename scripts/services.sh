@@ -62,8 +62,8 @@ install() {
   if [[ ! -f $NODE_DIR/node_modules/dynalite/cli.js ]]; then
     echo "installing $DYNALITE_REQ into .services/node"
     mkdir -p "$NODE_DIR"
-    # LevelDB's native module is not built (install scripts are not allowed), but it
-    # ships prebuilt binaries, and in-memory mode is all the tests need.
+    # npm may skip LevelDB's unapproved install script; harmless: the module ships
+    # prebuilt binaries, and dynalite runs in memory anyway.
     npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error "$DYNALITE_REQ"
   fi
   # SeaweedFS identities: one admin user, the same keys the env files export.
@@ -158,12 +158,13 @@ stop() {
   local name=$1 pid i
   if ! pid=$(pid_of "$name"); then echo "$name not running"; return; fi
   kill "$pid"
-  for ((i = 0; i < 40; i++)); do
+  for ((i = 0; i < 20; i++)); do
     alive "$pid" || break
     sleep 0.25
   done
-  # Still there after 10 s: force it, so `down` always leaves nothing behind.
-  if alive "$pid"; then kill -9 "$pid"; fi
+  # Still there after 5 s (SeaweedFS sometimes hangs in its shutdown): force it. Nothing
+  # is lost, all state is thrown away anyway, and `down` must leave nothing behind.
+  if alive "$pid"; then kill -9 "$pid"; echo "$name did not stop within 5 s: killed"; fi
   rm -f "$RUN/$name.pid"
   echo "$name stopped (pid $pid)"
 }
@@ -182,15 +183,17 @@ case ${1:-} in
   down)
     for s in "${SERVICES[@]}"; do stop "$s"; done
     ;;
-  status)
+  status)  # exits 1 unless every server runs and answers
+    rc=0
     for s in "${SERVICES[@]}"; do
       if pid=$(pid_of "$s"); then
-        answers "$s" && state=answers || state="not answering"
+        if answers "$s"; then state=answers; else state="not answering"; rc=1; fi
         echo "$s running (pid $pid) at $(endpoint "$s"): $state"
       else
-        echo "$s stopped"
+        echo "$s stopped"; rc=1
       fi
     done
+    exit $rc
     ;;
   *)
     echo "usage: $0 up|down|status" >&2

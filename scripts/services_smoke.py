@@ -67,6 +67,8 @@ def expect_error(call: Callable[[], Any], code: str) -> ClientError:
 
 
 def load_env(path: Path) -> None:
+    if not path.exists():
+        sys.exit(f"{path} is missing: run scripts/services.sh up first")
     for line in path.read_text().splitlines():
         m = re.match(r"export (\w+)=(.*)", line.strip())
         if m:
@@ -107,16 +109,24 @@ def dynamodb_checks(ddb: Any) -> None:
 
     @check("dynamodb", "CreateTable again (AWS: ResourceInUseException)")
     def _() -> str:
-        e = expect_error(lambda: ddb.create_table(
-            TableName=table, BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}]), "ResourceInUseException")
+        e = expect_error(
+            lambda: ddb.create_table(
+                TableName=table,
+                BillingMode="PAY_PER_REQUEST",
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            ),
+            "ResourceInUseException",
+        )
         return describe(e)
 
     @check("dynamodb", "DescribeTable missing table (AWS: ResourceNotFoundException)")
     def _() -> str:
-        return describe(expect_error(lambda: ddb.describe_table(TableName=f"{table}-none"),
-                                     "ResourceNotFoundException"))
+        return describe(
+            expect_error(
+                lambda: ddb.describe_table(TableName=f"{table}-none"), "ResourceNotFoundException"
+            )
+        )
 
     @check("dynamodb", "DescribeTable (status, billing mode, GSI)")
     def _() -> str:
@@ -226,8 +236,9 @@ def dynamodb_checks(ddb: Any) -> None:
 
     @check("dynamodb", "Scan ProjectionExpression")
     def _() -> None:
-        r = ddb.scan(TableName=table, ProjectionExpression="pk, #s", ExpressionAttributeNames={
-            "#s": "sk"})
+        r = ddb.scan(
+            TableName=table, ProjectionExpression="pk, #s", ExpressionAttributeNames={"#s": "sk"}
+        )
         extra = [i for i in r["Items"] if set(i) != {"pk", "sk"}]
         if extra or r["Count"] != 9:
             raise Diff(f"Count={r['Count']}, items with other attributes: {extra[:2]}")
@@ -235,26 +246,36 @@ def dynamodb_checks(ddb: Any) -> None:
     @check("dynamodb", "Binary (B) attribute and Map (M) holding binary")
     def _() -> None:
         blob = bytes(range(256))
-        item = {"pk": S("bin"), "sk": S("1"), "b": {"B": blob},
-                "m": {"M": {"x": {"B": blob[:7]}, "n": {"N": "1"}}}}
+        item = {
+            "pk": S("bin"),
+            "sk": S("1"),
+            "b": {"B": blob},
+            "m": {"M": {"x": {"B": blob[:7]}, "n": {"N": "1"}}},
+        }
         ddb.put_item(TableName=table, Item=item)
-        got = ddb.get_item(TableName=table, Key={"pk": S("bin"), "sk": S("1")},
-                           ConsistentRead=True)["Item"]
+        got = ddb.get_item(
+            TableName=table, Key={"pk": S("bin"), "sk": S("1")}, ConsistentRead=True
+        )["Item"]
         if got != item:
             raise Diff(f"read back differs: {got!r:.200}")
 
     def batch(n: int, kind: str) -> Any:
         keys = [{"pk": S("batch"), "sk": S(f"{i:03}")} for i in range(n)]
-        reqs = [{"PutRequest": {"Item": k}} if kind == "put" else {"DeleteRequest": {"Key": k}}
-                for k in keys]
+        reqs = [
+            {"PutRequest": {"Item": k}} if kind == "put" else {"DeleteRequest": {"Key": k}}
+            for k in keys
+        ]
         return ddb.batch_write_item(RequestItems={table: reqs})
 
     @check("dynamodb", "BatchWriteItem 25 deletes")
     def _() -> None:
         batch(25, "put")
         r = batch(25, "delete")
-        left = ddb.query(TableName=table, KeyConditionExpression="pk = :p",
-                         ExpressionAttributeValues={":p": S("batch")})["Count"]
+        left = ddb.query(
+            TableName=table,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": S("batch")},
+        )["Count"]
         if r.get("UnprocessedItems") or left:
             raise Diff(f"UnprocessedItems={r.get('UnprocessedItems')}, {left} items left")
 
@@ -264,32 +285,59 @@ def dynamodb_checks(ddb: Any) -> None:
 
     @check("dynamodb", "TransactWriteItems (Put + Update + Delete)")
     def _() -> None:
-        ddb.transact_write_items(TransactItems=[
-            {"Put": {"TableName": table, "Item": {"pk": S("tx"), "sk": S("1")},
-                     "ConditionExpression": "attribute_not_exists(pk)"}},
-            {"Update": {"TableName": table, "Key": {"pk": S("tx"), "sk": S("2")},
+        ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": {"pk": S("tx"), "sk": S("1")},
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": {"pk": S("tx"), "sk": S("2")},
                         "UpdateExpression": "SET #a = :v",
                         "ExpressionAttributeNames": {"#a": "a"},
-                        "ExpressionAttributeValues": {":v": S("x")}}},
-            {"Delete": {"TableName": table, "Key": {"pk": S("cond"), "sk": S("1")}}},
-        ])
-        n = ddb.query(TableName=table, KeyConditionExpression="pk = :p",
-                      ExpressionAttributeValues={":p": S("tx")})["Count"]
+                        "ExpressionAttributeValues": {":v": S("x")},
+                    }
+                },
+                {"Delete": {"TableName": table, "Key": {"pk": S("cond"), "sk": S("1")}}},
+            ]
+        )
+        n = ddb.query(
+            TableName=table,
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": S("tx")},
+        )["Count"]
         gone = "Item" not in ddb.get_item(TableName=table, Key={"pk": S("cond"), "sk": S("1")})
         if n != 2 or not gone:
             raise Diff(f"{n} of 2 items written, delete applied: {gone}")
 
     @check("dynamodb", "TransactWriteItems failing condition (AWS: TransactionCanceled)")
     def _() -> str:
-        e = expect_error(lambda: ddb.transact_write_items(TransactItems=[
-            {"Put": {"TableName": table, "Item": {"pk": S("tx"), "sk": S("1")},
-                     "ConditionExpression": "attribute_not_exists(pk)"}},
-            {"Put": {"TableName": table, "Item": {"pk": S("tx"), "sk": S("3")}}},
-        ]), "TransactionCanceledException")
+        e = expect_error(
+            lambda: ddb.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": table,
+                            "Item": {"pk": S("tx"), "sk": S("1")},
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {"Put": {"TableName": table, "Item": {"pk": S("tx"), "sk": S("3")}}},
+                ]
+            ),
+            "TransactionCanceledException",
+        )
         reasons = [r.get("Code") for r in e.response.get("CancellationReasons", [])]
         if reasons != ["ConditionalCheckFailed", "None"]:
-            raise Diff(f"CancellationReasons codes {reasons}, AWS: ['ConditionalCheckFailed',"
-                       f" 'None']; {describe(e)}")
+            raise Diff(
+                f"CancellationReasons codes {reasons}, AWS: ['ConditionalCheckFailed',"
+                f" 'None']; {describe(e)}"
+            )
         return f"CancellationReasons {reasons}"
 
     @check("dynamodb", "DeleteTable (cleanup)")
@@ -347,8 +395,7 @@ def s3_checks(s3: Any) -> None:
 
     @check("s3", "GetObject missing key (AWS: 404 NoSuchKey)")
     def _() -> str:
-        return describe(expect_error(lambda: s3.get_object(Bucket=bucket, Key="nope"),
-                                     "NoSuchKey"))
+        return describe(expect_error(lambda: s3.get_object(Bucket=bucket, Key="nope"), "NoSuchKey"))
 
     @check("s3", "HeadObject")
     def _() -> None:
@@ -382,21 +429,30 @@ def s3_checks(s3: Any) -> None:
         keys = [f"d/{i:04}" for i in range(1000)]
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda k: s3.put_object(Bucket=bucket, Key=k, Body=b"x"), keys))
-        r = s3.delete_objects(Bucket=bucket, Delete={
-            "Objects": [{"Key": k} for k in keys], "Quiet": True})
+        r = s3.delete_objects(
+            Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True}
+        )
         left = s3.list_objects_v2(Bucket=bucket, Prefix="d/").get("KeyCount")
         if r.get("Errors") or left:
             raise Diff(f"Errors={r.get('Errors', [])[:2]}, {left} objects left")
 
     @check("s3", "DeleteObjects 1001 keys (AWS: MalformedXML)")
     def _() -> str:
-        return describe(expect_error(lambda: s3.delete_objects(Bucket=bucket, Delete={
-            "Objects": [{"Key": f"e/{i}"} for i in range(1001)]}), "MalformedXML"))
+        return describe(
+            expect_error(
+                lambda: s3.delete_objects(
+                    Bucket=bucket, Delete={"Objects": [{"Key": f"e/{i}"} for i in range(1001)]}
+                ),
+                "MalformedXML",
+            )
+        )
 
     @check("s3", "PutPublicAccessBlock (read back with Get)")
     def _() -> None:
-        conf = dict.fromkeys(("BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy",
-                              "RestrictPublicBuckets"), True)
+        conf = dict.fromkeys(
+            ("BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets"),
+            True,
+        )
         s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=conf)
         try:
             got = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
@@ -407,16 +463,24 @@ def s3_checks(s3: Any) -> None:
 
     @check("s3", "GetBucketLifecycleConfiguration, none set (AWS: NoSuchLifecycleConfiguration)")
     def _() -> str:
-        return describe(expect_error(
-            lambda: s3.get_bucket_lifecycle_configuration(Bucket=bucket),
-            "NoSuchLifecycleConfiguration"))
+        return describe(
+            expect_error(
+                lambda: s3.get_bucket_lifecycle_configuration(Bucket=bucket),
+                "NoSuchLifecycleConfiguration",
+            )
+        )
 
     @check("s3", "GetBucketLifecycleConfiguration after a Put")
     def _() -> None:
-        rule = {"ID": "expire", "Status": "Enabled", "Filter": {"Prefix": "tmp/"},
-                "Expiration": {"Days": 1}}
-        s3.put_bucket_lifecycle_configuration(Bucket=bucket,
-                                              LifecycleConfiguration={"Rules": [rule]})
+        rule = {
+            "ID": "expire",
+            "Status": "Enabled",
+            "Filter": {"Prefix": "tmp/"},
+            "Expiration": {"Days": 1},
+        }
+        s3.put_bucket_lifecycle_configuration(
+            Bucket=bucket, LifecycleConfiguration={"Rules": [rule]}
+        )
         rules = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
         if [(r.get("ID"), r.get("Expiration")) for r in rules] != [("expire", {"Days": 1})]:
             raise Diff(f"read back {rules}")
@@ -442,8 +506,10 @@ def main() -> int:
     dynamodb_checks(boto3.client("dynamodb", config=cfg))
     s3_checks(boto3.client("s3", config=cfg))
 
-    print(f"tier {args.tier}: S3 {os.environ.get('AWS_ENDPOINT_URL_S3')}, "
-          f"DynamoDB {os.environ.get('AWS_ENDPOINT_URL_DYNAMODB')}, boto3 {boto3.__version__}")
+    print(
+        f"tier {args.tier}: S3 {os.environ.get('AWS_ENDPOINT_URL_S3')}, "
+        f"DynamoDB {os.environ.get('AWS_ENDPOINT_URL_DYNAMODB')}, boto3 {boto3.__version__}"
+    )
     width = max(len(f) for _, f, _, _ in ROWS)
     for service, feature, status, detail in ROWS:
         print(f"{service:8} {feature:{width}} {status:4} {detail}")

@@ -86,7 +86,8 @@ def saver(clients: tuple[Any, Any], counter: RequestCounter) -> S3DynamoSaver:
 
 
 def thread_config(thread_id: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id or str(uuid.uuid4()), **extra}}
+    tid = str(uuid.uuid4()) if thread_id is None else thread_id
+    return {"configurable": {"thread_id": tid, **extra}}
 
 
 os.environ.setdefault("AWS_DEFAULT_REGION", REGION)

@@ -85,8 +85,10 @@ def chat_graph(checkpointer: BaseCheckpointSaver) -> Any:
     def respond(state: ChatState) -> dict[str, Any]:
         turn = state.get("turns", 0) + 1
         heard = " / ".join(str(m.content) for m in state["messages"] if m.type == "human")
-        return {"messages": [AIMessage(f"turn {turn}; heard: {heard}", id=f"ai-{turn}")],
-                "turns": turn}
+        return {
+            "messages": [AIMessage(f"turn {turn}; heard: {heard}", id=f"ai-{turn}")],
+            "turns": turn,
+        }
 
     g = StateGraph(ChatState)
     g.add_node("respond", respond)
@@ -166,9 +168,12 @@ def scenario_interrupt(cp: BaseCheckpointSaver, run: Runner, tid: str) -> Any:
     first = run.invoke(graph, {"question": "name?"}, config)
     paused = snapshot_view(run.state(graph, config))
     done = run.invoke(graph, Command(resume="Ada"), config)
-    return {"first": _plain(first.get("__interrupt__", [None])[0].value),
-            "paused": paused, "done": _plain(done),
-            "final": snapshot_view(run.state(graph, config))}
+    return {
+        "first": _plain(first.get("__interrupt__", [None])[0].value),
+        "paused": paused,
+        "done": _plain(done),
+        "final": snapshot_view(run.state(graph, config)),
+    }
 
 
 # ---------------------------------------------------------------------- subgraph
@@ -273,8 +278,12 @@ def scenario_parallel_failure(cp: BaseCheckpointSaver, run: Runner, tid: str) ->
     failed_state = snapshot_view(run.state(graph, config))
     fail[0] = False
     final = run.invoke(graph, None, config)
-    return {"error": error, "failed_state": failed_state, "final": _plain(final),
-            "calls": dict(calls)}
+    return {
+        "error": error,
+        "failed_state": failed_state,
+        "final": _plain(final),
+        "calls": dict(calls),
+    }
 
 
 # --------------------------------------------------------------- durability
@@ -285,8 +294,9 @@ def scenario_durability(mode: str) -> Callable[[BaseCheckpointSaver, Runner, str
         graph = chat_graph(cp)
         config = {"configurable": {"thread_id": tid}}
         for i in range(2):
-            run.invoke(graph, {"messages": [HumanMessage(f"d{i}", id=f"h-{i}")]}, config,
-                       durability=mode)
+            run.invoke(
+                graph, {"messages": [HumanMessage(f"d{i}", id=f"h-{i}")]}, config, durability=mode
+            )
         return {
             "latest": snapshot_view(run.state(graph, config)),
             "history": [snapshot_view(s) for s in run.history(graph, config)],

@@ -14,6 +14,8 @@ A writes item holds every write of one task at one checkpoint
 
     t        B    sealed (task id, task path)
     w<idx>   B|S  one write: the sealed (channel, value) inline, or the leaf of its object
+    wb       S    leaf of a bundle object holding a task's regular writes, used when there
+                  are more than fit one UpdateExpression (DynamoDB caps it at 4 KB)
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from langgraph.checkpoint.s3dynamo.naming import SEPARATOR, parse_sk
 
 Item = dict[str, Any]
 WRITE_PREFIX = "w"
+BUNDLE_ATTR = "wb"
 
 
 @dataclass
@@ -50,6 +53,7 @@ class WritesRecord:
     task_ref: bytes
     # idx -> sealed write (bytes) or object leaf (str)
     writes: dict[int, bytes | str] = field(default_factory=dict)
+    bundle: str | None = None
 
 
 def checkpoint_item(rec: CheckpointRecord) -> Item:
@@ -93,6 +97,9 @@ def writes_update(
     names = {"#t": "t"}
     values: dict[str, Any] = {":t": {"B": rec.task_ref}}
     clauses = ["#t = if_not_exists(#t, :t)"]
+    if rec.bundle is not None:
+        names["#wb"], values[":wb"] = BUNDLE_ATTR, {"S": rec.bundle}
+        clauses.append("#wb = if_not_exists(#wb, :wb)")
     for n, (idx, value) in enumerate(sorted(rec.writes.items())):
         names[f"#w{n}"] = write_attr(idx)
         values[f":w{n}"] = _write_value(value)
@@ -104,7 +111,8 @@ def writes_update(
 
 
 def is_writes_item(item: Item) -> bool:
-    return item["sk"]["S"].count(SEPARATOR) == 2
+    sk: str = item["sk"]["S"]
+    return sk.count(SEPARATOR) == 2
 
 
 def parse_checkpoint(item: Item) -> CheckpointRecord:
@@ -127,7 +135,7 @@ def parse_writes(item: Item) -> WritesRecord:
     ns_name, checkpoint_id, _ = parse_sk(item["sk"]["S"])
     writes: dict[int, bytes | str] = {}
     for name, value in item.items():
-        if name.startswith(WRITE_PREFIX):
+        if name.startswith(WRITE_PREFIX) and name != BUNDLE_ATTR:
             writes[int(name[len(WRITE_PREFIX) :])] = (
                 value["S"] if "S" in value else bytes(value["B"])
             )
@@ -138,7 +146,32 @@ def parse_writes(item: Item) -> WritesRecord:
         checkpoint_id=checkpoint_id,
         task_ref=bytes(item["t"]["B"]),
         writes=writes,
+        bundle=item.get(BUNDLE_ATTR, {}).get("S"),
     )
+
+
+def pack_bundle(writes: dict[int, bytes]) -> bytes:
+    """Concatenate sealed writes as `idx | length | blob`; each keeps its own seal."""
+    out = bytearray()
+    for idx, blob in sorted(writes.items()):
+        out += idx.to_bytes(4, "big", signed=True) + len(blob).to_bytes(4, "big") + blob
+    return bytes(out)
+
+
+def unpack_bundle(data: bytes) -> dict[int, bytes]:
+    writes: dict[int, bytes] = {}
+    pos = 0
+    while pos < len(data):
+        if pos + 8 > len(data):
+            raise ValueError("bundle is truncated")
+        idx = int.from_bytes(data[pos : pos + 4], "big", signed=True)
+        size = int.from_bytes(data[pos + 4 : pos + 8], "big")
+        blob = data[pos + 8 : pos + 8 + size]
+        if len(blob) != size:
+            raise ValueError("bundle is truncated")
+        writes[idx] = blob
+        pos += 8 + size
+    return writes
 
 
 def referenced_leaves(item: Item) -> set[str]:
@@ -160,7 +193,7 @@ def item_size(item: Item) -> int:
 
 
 def _value_size(value: dict[str, Any]) -> int:
-    (kind, inner), = value.items()
+    ((kind, inner),) = value.items()
     if kind == "S":
         return len(inner.encode())
     if kind == "B":

@@ -75,14 +75,21 @@ class Namer:
         """Object leaf of a channel value: one per (thread, ns, channel, version)."""
         return _b64(self._digest("value", thread_id, checkpoint_ns, channel, version)[:16])
 
-    def write(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str,
-              idx: int, nonce: str) -> str:
+    def write(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        idx: int,
+        nonce: str,
+    ) -> str:
         """Object leaf of a large pending write. The nonce keeps objects immutable even
         when a special write (error, interrupt, ...) is replaced by a later one."""
         return _b64(
-            self._digest("write", thread_id, checkpoint_ns, checkpoint_id, task_id, str(idx), nonce)[
-                :16
-            ]
+            self._digest(
+                "write", thread_id, checkpoint_ns, checkpoint_id, task_id, str(idx), nonce
+            )[:16]
         )
 
     def run(self, run_id: str) -> str:

@@ -16,6 +16,7 @@ means one set of request budgets and one set of bugs.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 import hmac
 import os
@@ -35,7 +36,6 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    DeltaChannelHistory,
     PendingWrite,
     get_checkpoint_metadata,
     writes_sort_key,
@@ -48,7 +48,6 @@ from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
-    ThreadExistsError,
 )
 from langgraph.checkpoint.s3dynamo.naming import (
     SEPARATOR,
@@ -58,7 +57,7 @@ from langgraph.checkpoint.s3dynamo.naming import (
     writes_sk,
 )
 from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
-from langgraph.checkpoint.s3dynamo.stores import DynamoIndex, S3Objects, parallel
+from langgraph.checkpoint.s3dynamo.stores import DynamoIndex, S3Objects
 
 # Chosen from benchmarks/ (see README): inline values up to 4 KiB save an S3 PUT and GET
 # each while a checkpoint item stays a few KiB.
@@ -76,6 +75,9 @@ LATEST_PAGE = 8
 # Checkpoints whose values are fetched in one S3 wave while listing.
 LIST_PAGE = 32
 CARRY_CACHE_SIZE = 256
+# Regular writes of one call kept as attributes of their own; past this, they go to one
+# bundle object, since DynamoDB caps an UpdateExpression at 4 KB.
+MAX_WRITE_ATTRIBUTES = 64
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 _SPECIAL_IDX = set(WRITES_IDX_MAP.values())
 
@@ -261,10 +263,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         carried = self._parent_carry(tid, ns, parent_id, versions, new_versions)
         inline: dict[str, bytes] = {}
         leaves: set[str] = set()
-        uploads: list[tuple[str, bytes]] = []
+        uploads: builtins.list[tuple[str, bytes]] = []
         carry: _Carry = {}
         budget = ITEM_INLINE_BUDGET
-        fresh: list[tuple[str, str, bytes]] = []
+        fresh: builtins.list[tuple[str, str, bytes]] = []
         for channel, raw_version in versions.items():
             version = str(raw_version)
             old = carried.get(channel)
@@ -343,7 +345,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         )
         return self._carry_of(tid, ns, entry.record, body)
 
-    def _carry_of(self, tid: str, ns: str, rec: it.CheckpointRecord, body: dict[str, Any]) -> _Carry:
+    def _carry_of(
+        self, tid: str, ns: str, rec: it.CheckpointRecord, body: dict[str, Any]
+    ) -> _Carry:
         carry: _Carry = {}
         for channel, raw_version in body.get("channel_versions", {}).items():
             version = str(raw_version)
@@ -391,11 +395,22 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             checkpoint_id=cid,
             task_ref=self.codec.seal_ref(pk, sk, task_id, task_path),
         )
-        uploads: list[tuple[str, bytes]] = []
+        uploads: builtins.list[tuple[str, bytes]] = []
         budget = ITEM_INLINE_BUDGET
-        for position, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, position)
-            sealed = self.codec.seal_write(tid, ns, cid, task_id, idx, channel, value)
+        sealed_writes = [
+            (idx, self.codec.seal_write(tid, ns, cid, task_id, idx, channel, value))
+            for idx, channel, value in (
+                (WRITES_IDX_MAP.get(channel, position), channel, value)
+                for position, (channel, value) in enumerate(writes)
+            )
+        ]
+        regular = {idx: blob for idx, blob in sealed_writes if idx not in _SPECIAL_IDX}
+        if len(regular) > MAX_WRITE_ATTRIBUTES:
+            leaf = self.namer.write(tid, ns, cid, task_id, len(regular), uuid.uuid4().hex)
+            uploads.append((self._key(tid, leaf), it.pack_bundle(regular)))
+            record.bundle = leaf
+            sealed_writes = [(i, b) for i, b in sealed_writes if i in _SPECIAL_IDX]
+        for idx, sealed in sealed_writes:
             if len(sealed) <= self.inline_max and len(sealed) <= budget:
                 record.writes[idx] = sealed
                 budget -= len(sealed)
@@ -417,13 +432,14 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         entry = self._read_checkpoint(tid, ns, cid) if cid else self._read_latest(tid, ns)
         if entry is None:
             return None
-        return self._decode([entry], remember=True)[0]
+        decoded: CheckpointTuple = self._decode([entry], remember=True)[0]
+        return decoded
 
     def _read_checkpoint(self, tid: str, ns: str, cid: str) -> _Entry | None:
         pk = self.namer.thread(tid)
         sk = checkpoint_sk(self.namer.namespace(tid, ns), cid)
         found: it.CheckpointRecord | None = None
-        writes: list[it.WritesRecord] = []
+        writes: builtins.list[it.WritesRecord] = []
         for item in self.index.query_all(pk, prefix=sk):
             item_sk = item["sk"]["S"]
             if item_sk == sk:
@@ -435,7 +451,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def _read_latest(self, tid: str, ns: str) -> _Entry | None:
         pk = self.namer.thread(tid)
         prefix = self.namer.namespace(tid, ns) + SEPARATOR
-        writes: list[it.WritesRecord] = []
+        writes: builtins.list[it.WritesRecord] = []
         start: it.Item | None = None
         limit = LATEST_PAGE
         while True:
@@ -471,9 +487,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """
         if limit is not None and limit <= 0:
             return
-        before_id = _checkpoint_id(before["configurable"].get("checkpoint_id")) if (
-            before and before.get("configurable", {}).get("checkpoint_id")
-        ) else None
+        before_id = (
+            _checkpoint_id(before["configurable"].get("checkpoint_id"))
+            if (before and before.get("configurable", {}).get("checkpoint_id"))
+            else None
+        )
         entries: Iterable[_Entry]
         if config is None:
             entries = self._scan_entries(before_id)
@@ -496,7 +514,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             if before_id
             else {"prefix": ns_name + SEPARATOR}
         )
-        writes: dict[str, list[it.WritesRecord]] = {}
+        writes: dict[str, builtins.list[it.WritesRecord]] = {}
         for item in self.index.query_all(pk, descending=True, **bounds):
             if it.is_writes_item(item):
                 w = it.parse_writes(item)
@@ -507,22 +525,24 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 continue
             yield _Entry(tid, ns, rec, writes.pop(rec.checkpoint_id, []))
 
-    def _thread_entries(self, tid: str, before_id: str | None) -> list[_Entry]:
+    def _thread_entries(self, tid: str, before_id: str | None) -> builtins.list[_Entry]:
         pk = self.namer.thread(tid)
         entries = self._group(self.index.query_all(pk), known_tid=tid)
         return _newest_first(entries, before_id)
 
-    def _scan_entries(self, before_id: str | None) -> list[_Entry]:
+    def _scan_entries(self, before_id: str | None) -> builtins.list[_Entry]:
         return _newest_first(self._group(self._scan_items()), before_id)
 
     def _scan_items(self) -> Iterator[it.Item]:
         return self.index.scan()
 
-    def _group(self, items: Iterable[it.Item], known_tid: str | None = None) -> list[_Entry]:
+    def _group(
+        self, items: Iterable[it.Item], known_tid: str | None = None
+    ) -> builtins.list[_Entry]:
         """Pair checkpoint items with their writes items; learn (thread, ns) from the
         sealed reference each checkpoint item carries."""
         records: dict[tuple[str, str], it.CheckpointRecord] = {}
-        writes: dict[tuple[str, str], list[it.WritesRecord]] = {}
+        writes: dict[tuple[str, str], builtins.list[it.WritesRecord]] = {}
         for item in items:
             if it.is_writes_item(item):
                 w = it.parse_writes(item)
@@ -554,7 +574,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Decode entries page by page: metadata first (filtering costs no S3 request),
         then one S3 wave per page for the survivors' values."""
         remaining = limit
-        page: list[_Entry] = []
+        page: builtins.list[_Entry] = []
         metadata: dict[int, Any] = {}
 
         def flush() -> Iterator[CheckpointTuple]:
@@ -593,11 +613,12 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         *,
         remember: bool = False,
         known_metadata: Mapping[int, Any] | None = None,
-    ) -> list[CheckpointTuple]:
+    ) -> builtins.list[CheckpointTuple]:
         """Turn index entries into tuples with one parallel S3 wave for all of them."""
         plans = []
-        wanted: list[str] = []
+        wanted: builtins.list[str] = []
         for entry in entries:
+            bundles: builtins.list[tuple[int, str, str, str]] = []
             tid, ns, rec = entry.tid, entry.ns, entry.record
             what = _what(tid, ns, rec.checkpoint_id)
             body = self.codec.open_body(tid, ns, rec.checkpoint_id, rec.body, what)
@@ -616,15 +637,19 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                     key = self._key(tid, leaf)
                     channel_blobs[channel] = (version, key)
                     wanted.append(key)
-            writes = []
+            writes: builtins.list[tuple[str, str, int, bytes | str]] = []
             for w in entry.writes:
                 task_id, task_path = self.codec.open_ref(w.pk, w.sk, w.task_ref, what)
+                if w.bundle is not None:
+                    key = self._key(tid, w.bundle)
+                    wanted.append(key)
+                    bundles.append((len(writes), task_path, task_id, key))
                 for idx, stored in w.writes.items():
                     if isinstance(stored, str):
                         stored = self._key(tid, stored)
                         wanted.append(stored)
                     writes.append((task_path, task_id, idx, stored))
-            plans.append((entry, body, md, channel_blobs, writes))
+            plans.append((entry, body, md, channel_blobs, writes, bundles))
             if remember:
                 self._remember(tid, ns, rec.checkpoint_id, self._carry_of(tid, ns, rec, body))
 
@@ -634,17 +659,23 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             return fetched[stored] if isinstance(stored, str) else stored
 
         out = []
-        for entry, body, md, channel_blobs, writes in plans:
+        for entry, body, md, channel_blobs, writes, bundles in plans:
             tid, ns, cid = entry.tid, entry.ns, entry.record.checkpoint_id
             what = _what(tid, ns, cid)
+            for _, task_path, task_id, key in bundles:
+                try:
+                    unpacked = it.unpack_bundle(fetched[key])
+                except ValueError as exc:
+                    raise IntegrityError(f"{what}: writes bundle {key!r}: {exc}") from exc
+                writes += [(task_path, task_id, i, b) for i, b in unpacked.items()]
             channel_values = {
                 channel: self.codec.open_value(
                     tid, ns, channel, version, resolve(stored), f"{what}, channel value"
                 )
                 for channel, (version, stored) in channel_blobs.items()
             }
-            pending: list[PendingWrite] = []
-            for task_path, task_id, idx, stored in sorted(
+            pending: builtins.list[PendingWrite] = []
+            for _task_path, task_id, idx, stored in sorted(
                 writes, key=lambda w: writes_sort_key(w[0], w[1], w[2])
             ):
                 channel, value = self.codec.open_write(
@@ -676,7 +707,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         keys = [it.item_key(i) for i in self.index.query_all(pk, keys_only=True)]
         if keys:
             self.index.batch_write(deletes=keys)
-        leftover = [o["Key"] for o in self.objects.list(self._thread_prefix(pk))]
+        leftover = [o["Key"] for o in self.objects.list_prefix(self._thread_prefix(pk))]
         if leftover:
             self.objects.delete_many(leftover)
         with self._carry_lock:
@@ -759,8 +790,10 @@ def _resolve_keys(
     """Decide the keyring and the naming secret from arguments and the environment."""
     secret_bytes = secret.encode() if isinstance(secret, str) else secret
     if keys is not None:
-        keyring = keys if isinstance(keys, Keyring) else Keyring(
-            keys=dict(keys), active=active_key or next(iter(keys), "")
+        keyring = (
+            keys
+            if isinstance(keys, Keyring)
+            else Keyring(keys=dict(keys), active=active_key or next(iter(keys), ""))
         )
         if active_key is not None and isinstance(keys, Keyring):
             keyring = Keyring(keys=keys.keys, active=active_key)
@@ -806,9 +839,7 @@ def _checkpoint_id(value: Any) -> str:
     return value
 
 
-def _target(
-    config: RunnableConfig, namespace_optional: bool = False
-) -> tuple[str, Any, Any]:
+def _target(config: RunnableConfig, namespace_optional: bool = False) -> tuple[str, Any, Any]:
     """(thread id, namespace, checkpoint id) from a config, validated."""
     configurable = (config or {}).get("configurable") or {}
     if "thread_id" not in configurable:

@@ -75,9 +75,7 @@ class Keyring:
             raise InvalidConfigError("keyring is empty: pass at least one 32-byte key")
         for key_id, key in self.keys.items():
             if not key_id or len(key_id.encode()) > 64 or not key_id.isascii():
-                raise InvalidConfigError(
-                    f"key id {key_id!r} must be 1 to 64 ASCII characters"
-                )
+                raise InvalidConfigError(f"key id {key_id!r} must be 1 to 64 ASCII characters")
             if len(key) != 32:
                 raise InvalidConfigError(
                     f"key {key_id!r} is {len(key)} bytes; AES-256 needs exactly 32 "
@@ -207,12 +205,15 @@ class Sealer:
                 data = self.serde_cipher.decrypt(cipher_name, data)
             except Exception as exc:
                 raise IntegrityError(f"{what}: the serializer cipher refused it: {exc}") from exc
-        elif self.serde_cipher is not None and not flags & FLAG_KEYRING:
-            if not self.allow_plaintext_read:
-                raise PlaintextRefusedError(
-                    f"{what}: stored unencrypted while the serde encrypts; pass "
-                    "allow_plaintext_read=True to read it during a migration"
-                )
+        elif (
+            self.serde_cipher is not None
+            and not flags & FLAG_KEYRING
+            and not self.allow_plaintext_read
+        ):
+            raise PlaintextRefusedError(
+                f"{what}: stored unencrypted while the serde encrypts; pass "
+                "allow_plaintext_read=True to read it during a migration"
+            )
         if flags & FLAG_ZSTD:
             try:
                 data = self._contexts()[1].decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
@@ -234,7 +235,7 @@ class Sealer:
                 zstandard.ZstdDecompressor(),
             )
             self._local.contexts = contexts
-        return contexts  # type: ignore[no-any-return]
+        return contexts
 
     def _message_key(self, key_id: str, nonce: bytes) -> bytes:
         assert self.keyring is not None

@@ -34,8 +34,7 @@ BATCH_WRITE_MAX = 25
 DELETE_OBJECTS_MAX = 1000
 MAX_WAVE_WORKERS = 16
 _SETUP_HINT = (
-    "create it with saver.setup() for development, or deploy the terraform/ module "
-    "for production"
+    "create it with saver.setup() for development, or deploy the terraform/ module for production"
 )
 
 
@@ -159,7 +158,9 @@ class DynamoIndex:
         """Write and delete items in parallel batches of 25, retrying unprocessed ones."""
         requests = [{"PutRequest": {"Item": i}} for i in puts]
         requests += [{"DeleteRequest": {"Key": k}} for k in deletes]
-        chunks = [requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)]
+        chunks = [
+            requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)
+        ]
         parallel(self._batch_write_chunk, chunks)
 
     def _batch_write_chunk(self, chunk: list[Item]) -> None:
@@ -254,12 +255,12 @@ class S3Objects:
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         unique = list(dict.fromkeys(keys))
-        return dict(zip(unique, parallel(self.get, unique)))
+        return dict(zip(unique, parallel(self.get, unique), strict=True))
 
     def put_many(self, objects: Sequence[tuple[str, bytes]]) -> None:
         parallel(self.put_new, objects)
 
-    def list(self, prefix: str) -> Iterator[dict[str, Any]]:
+    def list_prefix(self, prefix: str) -> Iterator[dict[str, Any]]:
         """Every object under `prefix`: dicts with Key, Size, LastModified."""
         token: str | None = None
         while True:
@@ -274,7 +275,9 @@ class S3Objects:
                 return
 
     def delete_many(self, keys: Sequence[str]) -> None:
-        chunks = [list(keys[i : i + DELETE_OBJECTS_MAX]) for i in range(0, len(keys), DELETE_OBJECTS_MAX)]
+        chunks = [
+            list(keys[i : i + DELETE_OBJECTS_MAX]) for i in range(0, len(keys), DELETE_OBJECTS_MAX)
+        ]
         parallel(self._delete_chunk, chunks)
 
     def _delete_chunk(self, keys: list[str]) -> None:

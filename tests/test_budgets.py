@@ -1,0 +1,101 @@
+"""Request budgets from the design, counted exactly on the botocore clients."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from tests.conftest import RequestCounter, make_saver, thread_config
+from tests.scenarios import chat_graph
+
+
+def test_constructor_makes_no_request(clients: tuple[Any, Any], counter: RequestCounter) -> None:
+    make_saver(clients)
+    assert counter.total() == 0
+
+
+def test_from_env_makes_no_request_and_builds_no_client(monkeypatch: Any) -> None:
+    monkeypatch.setenv("S3DYNAMO_TABLE", "t")
+    monkeypatch.setenv("S3DYNAMO_BUCKET", "b")
+    monkeypatch.setenv("S3DYNAMO_PREFIX", "agents/")
+    saver = S3DynamoSaver.from_env()
+    assert (saver.table_name, saver.bucket_name, saver.prefix) == ("t", "b", "agents/")
+    assert saver._dynamodb_client is None and saver._s3_client is None
+
+
+def _large_and_small(saver: S3DynamoSaver) -> tuple[dict[str, Any], dict[str, Any]]:
+    cp = empty_checkpoint()
+    big = os.urandom(3 * saver.inline_max).hex()  # incompressible: lands in S3
+    cp["channel_values"] = {"big1": big, "big2": big + "x", "small": "s"}
+    versions = {ch: saver.get_next_version(None, None) for ch in cp["channel_values"]}
+    cp["channel_versions"] = versions
+    return cp, versions
+
+
+def test_put_is_one_wave_then_one_dynamodb_write(
+    saver: S3DynamoSaver, counter: RequestCounter
+) -> None:
+    cp, versions = _large_and_small(saver)
+    saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
+    assert counter.calls == {"s3.PutObject": 2, "dynamodb.PutItem": 1}
+
+
+def test_put_uploads_only_new_versions(saver: S3DynamoSaver, counter: RequestCounter) -> None:
+    cp, versions = _large_and_small(saver)
+    first = saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
+    saver.get_tuple(first)
+    counter.reset()
+    child = dict(cp, id=empty_checkpoint()["id"])
+    bumped = saver.get_next_version(versions["small"], None)
+    child["channel_versions"] = dict(versions, small=bumped)
+    child["channel_values"] = dict(cp["channel_values"], small="t")
+    saver.put(first, child, {"step": 2}, {"small": child["channel_versions"]["small"]})
+    # The two large values are referenced, not uploaded again; the small one is inline.
+    assert counter.calls == {"dynamodb.PutItem": 1}
+    got = saver.get_tuple(thread_config("t"))
+    assert got is not None and got.checkpoint["channel_values"] == child["channel_values"]
+
+
+def test_put_writes_is_one_dynamodb_write(saver: S3DynamoSaver, counter: RequestCounter) -> None:
+    cp, versions = _large_and_small(saver)
+    config = saver.put(thread_config("t", checkpoint_ns=""), cp, {}, versions)
+    counter.reset()
+    saver.put_writes(config, [("a", 1), ("b", "x" * 10), ("c", {"k": [1, 2]})], "task-1")
+    assert counter.calls == {"dynamodb.UpdateItem": 1}
+    counter.reset()
+    saver.put_writes(config, [("a", os.urandom(3 * saver.inline_max))], "task-2")
+    assert counter.calls == {"s3.PutObject": 1, "dynamodb.UpdateItem": 1}
+
+
+def test_get_tuple_is_one_query_then_one_wave(
+    saver: S3DynamoSaver, counter: RequestCounter
+) -> None:
+    cp, versions = _large_and_small(saver)
+    config = saver.put(thread_config("t", checkpoint_ns=""), cp, {}, versions)
+    saver.put_writes(config, [("a", os.urandom(3 * saver.inline_max))], "task")
+    for target in (thread_config("t"), config):  # latest, then by id
+        counter.reset()
+        got = saver.get_tuple(target)
+        assert got is not None and got.checkpoint["channel_values"] == cp["channel_values"]
+        assert counter.calls == {"dynamodb.Query": 1, "s3.GetObject": 3}
+
+
+def test_graph_turn_costs(saver: S3DynamoSaver, counter: RequestCounter) -> None:
+    """A chat turn after the first: exact requests for one invoke of a one-node graph."""
+    graph = chat_graph(saver)
+    config = thread_config("chat")
+    graph.invoke({"messages": [HumanMessage("hi", id="h0")]}, config)
+    counter.reset()
+    graph.invoke({"messages": [HumanMessage("again", id="h1")]}, config)
+    # get_tuple (1 Query); one PutItem per checkpoint (input, after __start__, after
+    # respond) and one UpdateItem per task's writes. Unchanged values are carried from
+    # the item read at the start (no re-read), and every value here fits inline: no S3.
+    assert counter.calls == {
+        "dynamodb.Query": 1,
+        "dynamodb.PutItem": 3,
+        "dynamodb.UpdateItem": 2,
+    }
