@@ -29,11 +29,37 @@ def _unpack_channel(data: bytes, what: str) -> tuple[str, bytes]:
     return data[4 : 4 + size].decode("utf-8", "surrogatepass"), data[4 + size :]
 
 
+def value_id(tid: str, ns: str, channel: str, version: str) -> bytes:
+    return identity("value", tid, ns, channel, version)
+
+
+def write_id(tid: str, ns: str, cid: str, task_id: str, idx: int) -> bytes:
+    return identity("write", tid, ns, cid, task_id, idx)
+
+
+def body_id(tid: str, ns: str, cid: str) -> bytes:
+    return identity("checkpoint", tid, ns, cid)
+
+
+def metadata_id(tid: str, ns: str, cid: str) -> bytes:
+    return identity("metadata", tid, ns, cid)
+
+
+def ref_id(pk: str, sk: str) -> bytes:
+    return identity("ref", pk, sk)
+
+
 class Codec:
     def __init__(self, sealer: Sealer, serde: Callable[[], SerializerProtocol]) -> None:
         self.sealer = sealer
         # A callable, so `with_allowlist` clones that swap the serializer are honoured.
         self._serde = serde
+
+    def reseal(self, blob: bytes, old: bytes, new: bytes, what: str) -> bytes:
+        """Open a blob under one identity and seal it under another (or the same one,
+        with the active key): for copying threads and rotating keys."""
+        typ, data = self.sealer.open(blob, old, what)
+        return self.sealer.seal(typ, data, new)
 
     def _dump(self, obj: Any, ident: bytes) -> bytes:
         typ, data = self._serde().dumps_typed(obj)
@@ -45,50 +71,50 @@ class Codec:
 
     # Channel values: one per (thread, ns, channel, version).
     def seal_value(self, tid: str, ns: str, channel: str, version: str, obj: Any) -> bytes:
-        return self._dump(obj, identity("value", tid, ns, channel, version))
+        return self._dump(obj, value_id(tid, ns, channel, version))
 
     def open_value(
         self, tid: str, ns: str, channel: str, version: str, blob: bytes, what: str
     ) -> Any:
-        return self._load(blob, identity("value", tid, ns, channel, version), what)
+        return self._load(blob, value_id(tid, ns, channel, version), what)
 
     # Pending writes: one per (thread, ns, checkpoint, task, idx); the channel is sealed too.
     def seal_write(
         self, tid: str, ns: str, cid: str, task_id: str, idx: int, channel: str, obj: Any
     ) -> bytes:
         typ, data = self._serde().dumps_typed(obj)
-        ident = identity("write", tid, ns, cid, task_id, idx)
+        ident = write_id(tid, ns, cid, task_id, idx)
         return self.sealer.seal(typ, _pack_channel(channel, data), ident)
 
     def open_write(
         self, tid: str, ns: str, cid: str, task_id: str, idx: int, blob: bytes, what: str
     ) -> tuple[str, Any]:
-        ident = identity("write", tid, ns, cid, task_id, idx)
+        ident = write_id(tid, ns, cid, task_id, idx)
         typ, data = self.sealer.open(blob, ident, what)
         channel, payload = _unpack_channel(data, what)
         return channel, self._serde().loads_typed((typ, payload))
 
     # Checkpoint body and metadata: bound to (thread, ns, checkpoint).
     def seal_body(self, tid: str, ns: str, cid: str, body: dict[str, Any]) -> bytes:
-        return self._dump(body, identity("checkpoint", tid, ns, cid))
+        return self._dump(body, body_id(tid, ns, cid))
 
     def open_body(self, tid: str, ns: str, cid: str, blob: bytes, what: str) -> dict[str, Any]:
-        body: dict[str, Any] = self._load(blob, identity("checkpoint", tid, ns, cid), what)
+        body: dict[str, Any] = self._load(blob, body_id(tid, ns, cid), what)
         return body
 
     def seal_metadata(self, tid: str, ns: str, cid: str, metadata: Any) -> bytes:
-        return self._dump(metadata, identity("metadata", tid, ns, cid))
+        return self._dump(metadata, metadata_id(tid, ns, cid))
 
     def open_metadata(self, tid: str, ns: str, cid: str, blob: bytes, what: str) -> Any:
-        return self._load(blob, identity("metadata", tid, ns, cid), what)
+        return self._load(blob, metadata_id(tid, ns, cid), what)
 
     # References that let a reader learn the thread id / task id behind a keyed name;
     # bound to the item's own keys, and checked against them after opening.
     def seal_ref(self, pk: str, sk: str, *fields: str) -> bytes:
         data = json.dumps(list(fields), ensure_ascii=False).encode("utf-8", "surrogatepass")
-        return self.sealer.seal("json", data, identity("ref", pk, sk))
+        return self.sealer.seal("json", data, ref_id(pk, sk))
 
     def open_ref(self, pk: str, sk: str, blob: bytes, what: str) -> list[str]:
-        _, data = self.sealer.open(blob, identity("ref", pk, sk), what)
+        _, data = self.sealer.open(blob, ref_id(pk, sk), what)
         fields: list[str] = json.loads(data.decode("utf-8", "surrogatepass"))
         return fields

@@ -174,12 +174,23 @@ def unpack_bundle(data: bytes) -> dict[int, bytes]:
     return writes
 
 
+def write_ref(leaf: str, channel_tag: str) -> str:
+    """How a writes item points at a write kept in S3: the object leaf, then the keyed
+    channel tag, so a reader can pick a channel's writes without fetching the others."""
+    return f"{leaf}.{channel_tag}"
+
+
+def split_write_ref(ref: str) -> tuple[str, str | None]:
+    leaf, _, tag = ref.partition(".")
+    return leaf, tag or None
+
+
 def referenced_leaves(item: Item) -> set[str]:
     """Object leaves an item keeps alive (the mark phase of garbage collection)."""
     leaves = set(item.get("o", {}).get("SS", ()))
     for name, value in item.items():
         if name.startswith(WRITE_PREFIX) and "S" in value:
-            leaves.add(value["S"])
+            leaves.add(split_write_ref(value["S"])[0])
     return leaves
 
 

@@ -36,6 +36,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     PendingWrite,
     get_checkpoint_metadata,
     writes_sort_key,
@@ -43,6 +44,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
+from langgraph.checkpoint.s3dynamo import history, maintenance
 from langgraph.checkpoint.s3dynamo import items as it
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -404,6 +406,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 for position, (channel, value) in enumerate(writes)
             )
         ]
+        channels = {
+            WRITES_IDX_MAP.get(channel, position): channel
+            for position, (channel, _) in enumerate(writes)
+        }
         regular = {idx: blob for idx, blob in sealed_writes if idx not in _SPECIAL_IDX}
         if len(regular) > MAX_WRITE_ATTRIBUTES:
             leaf = self.namer.write(tid, ns, cid, task_id, len(regular), uuid.uuid4().hex)
@@ -417,7 +423,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             else:
                 leaf = self.namer.write(tid, ns, cid, task_id, idx, uuid.uuid4().hex)
                 uploads.append((self._key(tid, leaf), sealed))
-                record.writes[idx] = leaf
+                record.writes[idx] = it.write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
         if uploads:
             self.objects.put_many(uploads)
         expression, names, values = it.writes_update(record, _SPECIAL_IDX)
@@ -646,7 +652,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                     bundles.append((len(writes), task_path, task_id, key))
                 for idx, stored in w.writes.items():
                     if isinstance(stored, str):
-                        stored = self._key(tid, stored)
+                        stored = self._key(tid, it.split_write_ref(stored)[0])
                         wanted.append(stored)
                     writes.append((task_path, task_id, idx, stored))
             plans.append((entry, body, md, channel_blobs, writes, bundles))
@@ -710,9 +716,65 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         leftover = [o["Key"] for o in self.objects.list_prefix(self._thread_prefix(pk))]
         if leftover:
             self.objects.delete_many(leftover)
+        self._forget()
+
+    # ------------------------------------------------------- extended contract
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete every checkpoint (with its writes) created by these runs, in every
+        thread and namespace, found through the run index without a scan. Objects they
+        alone referenced are left to garbage collection.
+
+        As LangGraph warns, deleting a run whose writes a live thread's DeltaChannel
+        still replays loses that history; prune with `keep_latest` is the safe tool."""
+        maintenance.delete_for_runs(self, [str(r) for r in run_ids])
+        self._forget()
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint, write and namespace of a thread to a new thread id.
+
+        Values are re-sealed under the target's identity (a byte copy would not open
+        there). Raises `ThreadExistsError` if the target already has checkpoints."""
+        maintenance.copy_thread(
+            self, _thread_id_of(source_thread_id), _thread_id_of(target_thread_id)
+        )
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads. `keep_latest` keeps each namespace's latest checkpoint and
+        whatever DeltaChannel reconstruction of it needs (ancestors and their writes back
+        to the nearest stored snapshot), so the state reads back the same; `delete`
+        removes the threads."""
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(
+                f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}"
+            )
+        tids = [_thread_id_of(t) for t in thread_ids]
+        for tid in tids:
+            if strategy == "delete":
+                self.delete_thread(tid)
+            else:
+                maintenance.prune_keep_latest(self, tid)
+        self._forget()
+
+    def reencrypt(self, thread_ids: Sequence[str] | None = None) -> int:
+        """Re-seal every blob of these threads (default: all) not sealed under the
+        active key, so an old key can leave the keyring. Returns how many it re-sealed."""
+        tids = None if thread_ids is None else [_thread_id_of(t) for t in thread_ids]
+        count = maintenance.reencrypt(self, tids)
+        self._forget()
+        return count
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Writes and seeds of DeltaChannels along the parent chain, read with one Query
+        over the namespace and one S3 wave (see `history.py`)."""
+        tid, ns, cid = _target(config)
+        return history.delta_channel_history(self, tid, ns, cid, list(channels))
+
+    def _forget(self) -> None:
         with self._carry_lock:
-            for key in [k for k in self._carry if k[0] == tid]:
-                del self._carry[key]
+            self._carry.clear()
 
     # --------------------------------------------------------------------- async
 
@@ -755,6 +817,25 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def areencrypt(self, thread_ids: Sequence[str] | None = None) -> int:
+        return await asyncio.to_thread(self.reencrypt, thread_ids)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )
 
     # ------------------------------------------------------------------ versions
 

@@ -83,8 +83,10 @@ class DynamoIndex:
         keys_only: bool = False,
     ) -> tuple[list[Item], Item | None]:
         """One Query page. `prefix` is begins_with; `lower`/`upper` bound sk inclusively."""
-        names = {"#pk": "pk", "#sk": "sk"}
+        names = {"#pk": "pk"}
         values: dict[str, Any] = {":pk": {"S": pk}}
+        if prefix is not None or upper is not None or keys_only:
+            names["#sk"] = "sk"  # DynamoDB rejects names an expression does not use
         condition = "#pk = :pk"
         if prefix is not None:
             condition += " AND begins_with(#sk, :prefix)"
@@ -153,6 +155,40 @@ class DynamoIndex:
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
+
+    def update_if_unchanged(self, old: Item, new: Item) -> bool:
+        """Set the attributes that differ between `old` and `new`, on condition that each
+        still holds its old value; False if a concurrent writer changed one first."""
+        changed = [name for name in new if old.get(name) != new[name]]
+        if not changed:
+            return True
+        names = {f"#a{i}": name for i, name in enumerate(changed)}
+        values: dict[str, Any] = {}
+        sets, conditions = [], []
+        for i, name in enumerate(changed):
+            values[f":n{i}"] = new[name]
+            sets.append(f"#a{i} = :n{i}")
+            if name in old:
+                values[f":o{i}"] = old[name]
+                conditions.append(f"#a{i} = :o{i}")
+            else:
+                conditions.append(f"attribute_not_exists(#a{i})")
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key={"pk": new["pk"], "sk": new["sk"]},
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            with translate_errors(self._resource):
+                raise
+        raise AssertionError("unreachable")
 
     def batch_write(self, puts: Iterable[Item] = (), deletes: Iterable[Item] = ()) -> None:
         """Write and delete items in parallel batches of 25, retrying unprocessed ones."""
@@ -237,6 +273,13 @@ class S3Objects:
                 return
             with translate_errors(self._resource):
                 raise
+
+    def overwrite(self, key_body: tuple[str, bytes]) -> None:
+        """Replace an object in place; only key rotation does this, with the same value
+        re-sealed under the same identity."""
+        key, body = key_body
+        with translate_errors(self._resource):
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=body)
 
     def get(self, key: str) -> bytes:
         try:
