@@ -1,0 +1,185 @@
+"""DeltaChannel threads: rebuilt state equals InMemorySaver's through every operation
+that touches history, and the rebuild stays within its request budget."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import pytest
+from langgraph.channels import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.stores import S3Objects
+from tests.conftest import RequestCounter
+
+
+def concat(state: list[str], writes: Sequence[Any]) -> list[str]:
+    out = list(state)
+    for w in writes:
+        out.extend(w if isinstance(w, list) else [w])
+    return out
+
+
+def delta_graph(cp: BaseCheckpointSaver, frequency: int = 100, parallel: bool = False) -> Any:
+    # Built at run time: the snapshot frequency is a parameter of the channel.
+    State = TypedDict(  # noqa: UP013
+        "State",
+        {
+            "messages": Annotated[list[str], DeltaChannel(concat, snapshot_frequency=frequency)],
+            "turns": Annotated[int, operator.add],
+        },
+    )
+
+    def respond(state: Any) -> dict[str, Any]:
+        last = state["messages"][-1]
+        return {"messages": [f"assistant: I read {last!r} " + "lorem ipsum " * 20], "turns": 1}
+
+    def critic(state: Any) -> dict[str, Any]:
+        return {"messages": [f"critic: {len(state['messages'])} so far"]}
+
+    g = StateGraph(State)
+    g.add_node("respond", respond)
+    g.add_edge(START, "respond")
+    if parallel:
+        g.add_node("critic", critic)
+        g.add_edge(START, "critic")
+        g.add_edge("critic", END)
+    g.add_edge("respond", END)
+    return g.compile(checkpointer=cp)
+
+
+def converse(graph: Any, tid: str, turns: int, start: int = 0) -> None:
+    config = {"configurable": {"thread_id": tid}}
+    for i in range(start, start + turns):
+        graph.invoke({"messages": [f"user: message {i}"]}, config)
+
+
+def view(graph: Any, tid: str) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": tid}}
+    state = graph.get_state(config)
+    return {"values": state.values, "next": state.next}
+
+
+def history(graph: Any, tid: str) -> list[Any]:
+    config = {"configurable": {"thread_id": tid}}
+    return [(s.values, s.next, s.metadata["step"]) for s in graph.get_state_history(config)]
+
+
+@pytest.mark.parametrize("frequency", [100, 4, 1])
+def test_thirty_turns_match_in_memory(saver: S3DynamoSaver, frequency: int) -> None:
+    ours, theirs = delta_graph(saver, frequency), delta_graph(InMemorySaver(), frequency)
+    for graph in (ours, theirs):
+        converse(graph, "t", 30)
+    assert view(ours, "t") == view(theirs, "t")
+    assert len(view(ours, "t")["values"]["messages"]) == 60
+    assert history(ours, "t") == history(theirs, "t")
+
+
+def test_parallel_writers_in_one_step(saver: S3DynamoSaver) -> None:
+    ours, theirs = delta_graph(saver, 3, True), delta_graph(InMemorySaver(), 3, True)
+    for graph in (ours, theirs):
+        converse(graph, "t", 7)
+    assert view(ours, "t") == view(theirs, "t")
+
+
+def test_update_state_fork(saver: S3DynamoSaver) -> None:
+    results = []
+    for cp in (saver, InMemorySaver()):
+        graph = delta_graph(cp, 3)
+        converse(graph, "t", 6)
+        config = {"configurable": {"thread_id": "t"}}
+        old = [s for s in graph.get_state_history(config) if s.values.get("turns") == 2][-1]
+        forked = graph.update_state(old.config, {"messages": ["user: a fork"]})
+        graph.invoke(None, forked)
+        converse(graph, "t", 2, start=100)
+        results.append((view(graph, "t"), history(graph, "t")))
+    assert results[0] == results[1]
+    assert "user: message 5" not in results[0][0]["values"]["messages"]
+
+
+def test_prune_keep_latest_keeps_what_reconstruction_needs(
+    saver: S3DynamoSaver, clients: tuple[Any, Any]
+) -> None:
+    # Two updates a turn, a snapshot every 4: after 9 turns the latest is 2 past one.
+    graph = delta_graph(saver, 4)
+    converse(graph, "t", 9)
+    before = view(graph, "t")
+    saver.prune(["t"], strategy="keep_latest")
+    assert view(graph, "t") == before
+    kept = list(saver.list({"configurable": {"thread_id": "t"}}))
+    assert 1 < len(kept) <= 1 + 3 * 2  # ancestors back to the last snapshot, no more
+    converse(graph, "t", 1, start=9)
+    assert len(view(graph, "t")["values"]["messages"]) == 20
+
+
+def test_copy_thread_reads_back_equal(saver: S3DynamoSaver) -> None:
+    graph = delta_graph(saver, 4)
+    converse(graph, "src", 9)
+    saver.copy_thread("src", "dst")
+    assert view(graph, "dst") == view(graph, "src")
+    assert history(graph, "dst") == history(graph, "src")
+    converse(graph, "dst", 1, start=50)
+    assert len(view(graph, "src")["values"]["messages"]) == 18
+
+
+def test_delete_for_runs_of_a_later_run(saver: S3DynamoSaver) -> None:
+    graph = delta_graph(saver, 4)
+    # As on LangGraph's platform, each run carries its id in the config's metadata.
+    for i in range(5):
+        run = {"configurable": {"thread_id": "t"}, "metadata": {"run_id": f"run-{i}"}}
+        graph.invoke({"messages": [f"user: message {i}"]}, run)
+    before = view(graph, "t")
+    later = {"configurable": {"thread_id": "t"}, "metadata": {"run_id": "run-later"}}
+    graph.invoke({"messages": ["user: regretted"]}, later)
+    assert graph.get_state(later).metadata["run_id"] == "run-later"
+    saver.delete_for_runs(["run-later"])
+    assert view(graph, "t") == before
+    graph.invoke({"messages": ["user: again"]}, later)
+    assert view(graph, "t")["values"]["messages"][-2:][0] == "user: again"
+
+
+def test_rebuild_of_thirty_turn_thread_is_three_queries_and_one_wave(
+    saver: S3DynamoSaver, counter: RequestCounter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = delta_graph(saver)
+    converse(graph, "t", 30)
+    waves: list[int] = []
+    real_get_many = S3Objects.get_many
+
+    def counting_get_many(self: S3Objects, keys: Sequence[str]) -> dict[str, bytes]:
+        waves.append(len(keys))
+        return real_get_many(self, keys)
+
+    monkeypatch.setattr(S3Objects, "get_many", counting_get_many)
+    fresh = S3DynamoSaver(
+        table=saver.table_name,
+        bucket=saver.bucket_name,
+        dynamodb_client=saver.index.client,
+        s3_client=saver.objects.client,
+    )
+    counter.reset()
+    state = delta_graph(fresh).get_state({"configurable": {"thread_id": "t"}})
+    assert len(state.values["messages"]) == 60
+    print("rebuild requests:", dict(counter.calls), "S3 waves:", waves)
+    assert counter["dynamodb.Query"] <= 3
+    assert counter.total() == counter["dynamodb.Query"] + counter["s3.GetObject"]
+    assert len([w for w in waves if w]) <= 1
+
+
+def test_unknown_prune_strategy_names_the_valid_ones(saver: S3DynamoSaver) -> None:
+    with pytest.raises(ValueError, match="'keep_latest', 'delete'"):
+        saver.prune(["t"], strategy="oldest")
+
+
+def test_unknown_threads_are_noops(saver: S3DynamoSaver) -> None:
+    saver.prune(["nobody"], strategy="keep_latest")
+    saver.prune(["nobody"], strategy="delete")
+    saver.delete_for_runs(["no-such-run"])
+    saver.copy_thread("nobody", "somebody")
+    assert list(saver.list({"configurable": {"thread_id": "somebody"}})) == []
