@@ -26,6 +26,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -44,7 +45,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import history, maintenance
+from langgraph.checkpoint.s3dynamo import gc, history, maintenance
 from langgraph.checkpoint.s3dynamo import items as it
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -771,6 +772,14 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         over the namespace and one S3 wave (see `history.py`)."""
         tid, ns, cid = _target(config)
         return history.delta_channel_history(self, tid, ns, cid, list(channels))
+
+    def plan_garbage_collection(
+        self, thread_ids: Sequence[str] | None = None, *, grace: timedelta = gc.DEFAULT_GRACE
+    ) -> gc.GcPlan:
+        """Find objects no index item references, older than `grace` (a dry run).
+        Call `.execute()` on the plan to delete them; see `gc.py`."""
+        tids = None if thread_ids is None else [_thread_id_of(t) for t in thread_ids]
+        return gc.plan_gc(self, tids, grace=grace)
 
     def _forget(self) -> None:
         with self._carry_lock:
