@@ -25,3 +25,19 @@ test: $(STAMP) lint
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The same suite against independent implementations over HTTP on 127.0.0.1:
+# moto server, then dynalite (DynamoDB) with SeaweedFS (S3). See scripts/services.sh.
+test-integration: $(STAMP)
+	scripts/services.sh up
+	trap 'scripts/services.sh down' EXIT; \
+	set -e; \
+	$(PY) -m pytest -q -p no:cacheprovider; \
+	(. .services/env-moto-server.sh && S3DYNAMO_TEST_BACKEND=moto-server $(PY) -m pytest -q -p no:cacheprovider); \
+	(. .services/env-real.sh && S3DYNAMO_TEST_BACKEND=real $(PY) -m pytest -q -p no:cacheprovider)
+
+bench:
+	$(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet --upgrade pip
+	.venv-bench/bin/python -m pip install --quiet -e . -r benchmarks/requirements.txt
+	.venv-bench/bin/python benchmarks/run.py

@@ -17,20 +17,60 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 REGION = "us-east-1"
 
 
+# Which implementation of S3 and DynamoDB the suite runs against:
+#   moto         moto in process (default, offline)
+#   moto-server  moto over HTTP        (scripts/services.sh up; source .services/env-moto-server.sh)
+#   real         dynalite + SeaweedFS  (scripts/services.sh up; source .services/env-real.sh)
+BACKEND = os.environ.get("S3DYNAMO_TEST_BACKEND", "moto")
+if BACKEND not in ("moto", "moto-server", "real"):
+    raise pytest.UsageError(f"S3DYNAMO_TEST_BACKEND={BACKEND!r}: expected moto|moto-server|real")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`@pytest.mark.unsupported_on("real", reason=...)` skips a test on that backend only."""
+    for item in items:
+        for mark in item.iter_markers("unsupported_on"):
+            if BACKEND in mark.args:
+                item.add_marker(pytest.mark.skip(reason=f"{BACKEND}: {mark.kwargs['reason']}"))
+
+
 @pytest.fixture(autouse=True)
 def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Never reach a real account; LANGGRAPH_AES_KEY would turn encryption on silently.
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    # LANGGRAPH_AES_KEY would turn encryption on silently.
     monkeypatch.delenv("LANGGRAPH_AES_KEY", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+    if BACKEND == "moto":
+        # Never reach a real account: in process, no endpoint is configured at all.
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+        for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+            monkeypatch.delenv(var, raising=False)
+    else:
+        for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+            url = os.environ.get(var, "")
+            if not url.startswith(("http://127.0.0.1", "http://localhost")):
+                raise pytest.UsageError(
+                    f"backend {BACKEND!r} needs {var} on 127.0.0.1, got {url!r}: run "
+                    f"scripts/services.sh up and source .services/env-{BACKEND}.sh"
+                )
 
 
 @pytest.fixture
 def aws() -> Iterator[None]:
-    with mock_aws():
+    if BACKEND == "moto":
+        with mock_aws():
+            yield
+    else:
         yield
+
+
+class Clients(tuple):  # type: ignore[type-arg]
+    """(dynamodb, s3) clients, plus table and bucket names unique to the test, so tests
+    sharing one server never see each other's data."""
+
+    table: str
+    bucket: str
 
 
 class RequestCounter:
@@ -58,8 +98,13 @@ class RequestCounter:
 
 
 @pytest.fixture
-def clients(aws: None) -> tuple[Any, Any]:
-    return boto3.client("dynamodb", region_name=REGION), boto3.client("s3", region_name=REGION)
+def clients(aws: None) -> Clients:
+    pair = Clients(
+        (boto3.client("dynamodb", region_name=REGION), boto3.client("s3", region_name=REGION))
+    )
+    suffix = uuid.uuid4().hex[:12]
+    pair.table, pair.bucket = f"checkpoints-{suffix}", f"checkpoints-{suffix}"
+    return pair
 
 
 @pytest.fixture
@@ -72,8 +117,8 @@ def counter(clients: tuple[Any, Any]) -> RequestCounter:
 
 def make_saver(clients: tuple[Any, Any], **kwargs: Any) -> S3DynamoSaver:
     ddb, s3 = clients
-    kwargs.setdefault("table", "checkpoints")
-    kwargs.setdefault("bucket", "checkpoints-bucket")
+    kwargs.setdefault("table", getattr(clients, "table", "checkpoints"))
+    kwargs.setdefault("bucket", getattr(clients, "bucket", "checkpoints-bucket"))
     return S3DynamoSaver(dynamodb_client=ddb, s3_client=s3, **kwargs)
 
 
@@ -88,6 +133,3 @@ def saver(clients: tuple[Any, Any], counter: RequestCounter) -> S3DynamoSaver:
 def thread_config(thread_id: str | None = None, **extra: Any) -> dict[str, Any]:
     tid = str(uuid.uuid4()) if thread_id is None else thread_id
     return {"configurable": {"thread_id": tid, **extra}}
-
-
-os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
