@@ -53,7 +53,11 @@ class Row:
     plain: Measure
     is_aws: bool
     with_latency: Measure | None = None
+    # Not re-run with latency slept (too slow); computed from the plain run instead.
+    latency_estimated: bool = False
     stored_bytes: int | None = None
+    # The phase stopped early; its figures are lower bounds. Says how far it got.
+    partial: str | None = None
 
     def per_op(self, seconds: float) -> float:
         return 1000 * seconds / self.plain.ops
@@ -72,6 +76,10 @@ class Row:
 
     @property
     def wall_latency_ms(self) -> float | None:
+        if self.latency_estimated:
+            # Sequential reads: no overlap, so the latencies simply add up.
+            plain = self.plain
+            return self.per_op(plain.wall - plain.moto_wall + plain.serial_latency)
         if self.with_latency is None:
             return None
         return 1000 * self.with_latency.wall / self.with_latency.ops

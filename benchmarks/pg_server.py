@@ -54,14 +54,38 @@ def local_postgres() -> Iterator[str | None]:
     port = _free_port()
     started = False
     try:
-        _run([str(bin_dir / "initdb"), "-D", str(data), "-U", USER, "-A", "trust",
-              "-E", "UTF8", "--no-sync"], run_as)
-        _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"),
-              "-w", "-o", f"-h 127.0.0.1 -p {port} -k {root}", "start"], run_as)
+        _run(
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                USER,
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            run_as,
+        )
+        _run(
+            [
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(root / "server.log"),
+                "-w",
+                "-o",
+                f"-h 127.0.0.1 -p {port} -k {root}",
+                "start",
+            ],
+            run_as,
+        )
         started = True
         yield f"postgresql://{USER}@127.0.0.1:{port}/postgres"
     finally:
         if started:
-            _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
-                 run_as)
+            _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], run_as)
         shutil.rmtree(root, ignore_errors=True)

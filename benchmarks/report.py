@@ -36,6 +36,27 @@ def _bytes(value: int | None) -> str:
     return f"{value} B"
 
 
+def _cells(row: Row) -> list[str]:
+    # ≥: the phase stopped early (time budget); ≈: computed, not measured (see notes).
+    low = "≥" if row.partial else ""
+    approx = "≈" if row.latency_estimated else ""
+
+    def figure(value: float | None, mark: str = low) -> str:
+        return "—" if value is None else mark + _num(value)
+
+    return [
+        row.workload,
+        row.saver,
+        figure(row.requests_per_op),
+        figure(row.serial_latency_ms),
+        _bytes(row.stored_bytes),
+        figure(row.wall_ms),
+        figure(row.wall_latency_ms, low + approx),
+        figure(row.cpu_ms),
+        figure(row.moto_ms),
+    ]
+
+
 def _table(header: Sequence[str], lines: list[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(cells) + " |" for cells in lines]
@@ -61,16 +82,18 @@ def markdown(report: Report) -> str:
         "",
     ]
     out += _table(
-        ["workload", "saver", "requests/op", "serial latency ms/op", "stored",
-         "wall ms/op", "wall + latency ms/op", "CPU ms/op", "moto ms/op"],
         [
-            [
-                row.workload, row.saver, _num(row.requests_per_op),
-                _num(row.serial_latency_ms), _bytes(row.stored_bytes), _num(row.wall_ms),
-                _num(row.wall_latency_ms), _num(row.cpu_ms), _num(row.moto_ms),
-            ]
-            for row in report.rows
+            "workload",
+            "saver",
+            "requests/op",
+            "serial latency ms/op",
+            "stored",
+            "wall ms/op",
+            "wall + latency ms/op",
+            "CPU ms/op",
+            "moto ms/op",
         ],
+        [_cells(row) for row in report.rows],
     )
     out += ["", "## AWS requests per op, by operation", ""]
     out += _table(
@@ -80,12 +103,23 @@ def markdown(report: Report) -> str:
     if report.cold_start:
         out += ["", "## Cold start (median of fresh interpreters, ms)", ""]
         out += _table(
-            ["saver", "saver: import + construct + get_tuple", "boto3 import",
-             "moto import + setup (not counted)", "moto answering (subtracted)",
-             "whole child process"],
             [
-                [name, _num(t["saver"]), _num(t["boto3"]), _num(t["moto"]),
-                 _num(t["moto_answer"]), _num(t["process"])]
+                "saver",
+                "saver: import + construct + get_tuple",
+                "boto3 import",
+                "moto import + setup (not counted)",
+                "moto answering (subtracted)",
+                "whole child process",
+            ],
+            [
+                [
+                    name,
+                    _num(t["saver"]),
+                    _num(t["boto3"]),
+                    _num(t["moto"]),
+                    _num(t["moto_answer"]),
+                    _num(t["process"]),
+                ]
                 for name, t in report.cold_start.items()
             ],
         )

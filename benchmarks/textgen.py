@@ -11,7 +11,7 @@ import json
 import random
 from itertools import accumulate
 
-_WORDS = """
+_VOCABULARY = """
 the of and to a in is it you that he was for on are with as I his they be at one have
 this from or had by hot word but what some we can out other were all there when up use
 your how said an each she which do their time if will way about many then them write
@@ -43,7 +43,8 @@ special mind behind clear tail produce fact street inch multiply nothing course 
 wheel full force blue object decide surface deep moon island foot system busy test
 record boat common gold possible plane stead dry wonder laugh thousand ago ran check game
 shape equate miss brought heat snow tire bring yes distant fill east paint language among
-""".split()
+"""
+_WORDS = _VOCABULARY.split()
 
 # Zipf weights: frequent words dominate, as in real prose.
 _CUM_WEIGHTS = list(accumulate(1.0 / (rank + 1) for rank in range(len(_WORDS))))
