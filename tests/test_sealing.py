@@ -9,6 +9,7 @@ checkpoint, never wrong data.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import random
 import re
@@ -43,17 +44,27 @@ RUN_MARKER = "MARKER-RUN-3e17"
 TID = "THREAD-SECRET-91"
 SECRET = b"naming-secret"
 AES_KEY = b"0123456789abcdef0123456789abcdef"
-BUCKET = "checkpoints-bucket"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Shorter terms could turn up by chance in base64 names (64^-5 per position is already
 # about 1e-9); node "ask" of ask_graph is left out for that reason.
 MIN_TERM = 5
 SYNC = Runner("sync")
+# Node names of the graphs below (ask_graph's "ask" is too short to scan for).
+NODES = {"respond", "outer", "child", "inner_a", "inner_b"}
 
 Raw = list[tuple[str, bytes]]
 
 
 # ----------------------------------------------------------------- raw storage
+
+
+def _table(clients: tuple[Any, Any]) -> str:
+    """The table and bucket of this test's savers (make_saver's defaults)."""
+    return str(getattr(clients, "table", "checkpoints"))
+
+
+def _bucket(clients: tuple[Any, Any]) -> str:
+    return str(getattr(clients, "bucket", "checkpoints-bucket"))
 
 
 def _attribute_bytes(where: str, value: dict[str, Any]) -> Iterator[tuple[str, bytes]]:
@@ -78,40 +89,40 @@ def _attribute_bytes(where: str, value: dict[str, Any]) -> Iterator[tuple[str, b
 
 
 def _raw_items(clients: tuple[Any, Any]) -> Raw:
-    """Every attribute name and value of every item of every table, as bytes."""
+    """Every attribute name and value of every item of the table, as bytes."""
     ddb, _ = clients
     out: Raw = []
-    for table in ddb.list_tables()["TableNames"]:
-        for page in ddb.get_paginator("scan").paginate(TableName=table):
-            for n, item in enumerate(page["Items"]):
-                for name, value in item.items():
-                    out.append((f"{table} item {n} attribute name", name.encode()))
-                    out.extend(_attribute_bytes(f"{table} item {n} {name}", value))
+    for page in ddb.get_paginator("scan").paginate(TableName=_table(clients)):
+        for n, item in enumerate(page["Items"]):
+            for name, value in item.items():
+                out.append((f"item {n} attribute name", name.encode()))
+                out.extend(_attribute_bytes(f"item {n} {name}", value))
     return out
 
 
 def _objects(clients: tuple[Any, Any]) -> dict[str, bytes]:
     _, s3 = clients
     found: dict[str, bytes] = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+    bucket = _bucket(clients)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
         for obj in page.get("Contents", []):
-            found[obj["Key"]] = s3.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read()
+            found[obj["Key"]] = s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
     return found
 
 
 def _raw_objects(clients: tuple[Any, Any]) -> Raw:
-    """Every key, user metadata and body of every object of every bucket."""
+    """Every key, user metadata and body of every object in the bucket."""
     _, s3 = clients
     out: Raw = []
-    for bucket in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            for obj in page.get("Contents", []):
-                key = obj["Key"]
-                got = s3.get_object(Bucket=bucket, Key=key)
-                out.append((f"{bucket} key", key.encode("utf-8", "surrogatepass")))
-                for name, value in got.get("Metadata", {}).items():
-                    out.append((f"{bucket}/{key} metadata", f"{name}={value}".encode()))
-                out.append((f"{bucket}/{key}", got["Body"].read()))
+    bucket = _bucket(clients)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for obj in page.get("Contents", []):
+            key = obj["Key"]
+            got = s3.get_object(Bucket=bucket, Key=key)
+            out.append(("object key", key.encode("utf-8", "surrogatepass")))
+            for name, value in got.get("Metadata", {}).items():
+                out.append((f"object {key} metadata", f"{name}={value}".encode()))
+            out.append((f"object {key}", got["Body"].read()))
     return out
 
 
@@ -125,16 +136,12 @@ def _readable_forms(blob: bytes) -> list[bytes]:
     forms = [blob]
     start = blob.find(ZSTD_MAGIC)
     while start != -1:
-        try:
+        with contextlib.suppress(zstandard.ZstdError):
             forms.append(zstandard.ZstdDecompressor().decompressobj().decompress(blob[start:]))
-        except zstandard.ZstdError:
-            pass
         start = blob.find(ZSTD_MAGIC, start + 1)
     for run in re.findall(rb"[A-Za-z0-9_-]{8,}", blob):
-        try:
+        with contextlib.suppress(ValueError):
             forms.append(base64.urlsafe_b64decode(run + b"=" * (-len(run) % 4)))
-        except ValueError:
-            pass
     return forms
 
 
@@ -167,7 +174,7 @@ def _stored_envelopes(clients: tuple[Any, Any]) -> list[tuple[str, bytes]]:
     """Every sealed blob: binary item attributes and object bodies (not names)."""
     ddb, _ = clients
     out = []
-    for page in ddb.get_paginator("scan").paginate(TableName="checkpoints"):
+    for page in ddb.get_paginator("scan").paginate(TableName=_table(clients)):
         for item in page["Items"]:
             for name, value in item.items():
                 if "B" in value:
@@ -191,7 +198,7 @@ def _stored_size(clients: tuple[Any, Any]) -> int:
     """Bytes at rest: every object body plus every binary item attribute."""
     ddb, _ = clients
     size = sum(len(body) for body in _objects(clients).values())
-    for page in ddb.get_paginator("scan").paginate(TableName="checkpoints"):
+    for page in ddb.get_paginator("scan").paginate(TableName=_table(clients)):
         for item in page["Items"]:
             for value in item.values():
                 if "B" in value:
@@ -267,11 +274,11 @@ def _encrypted(clients: tuple[Any, Any], **kwargs: Any) -> S3DynamoSaver:
 
 
 def _overwrite(clients: tuple[Any, Any], key: str, body: bytes) -> None:
-    clients[1].put_object(Bucket=BUCKET, Key=key, Body=body)
+    clients[1].put_object(Bucket=_bucket(clients), Key=key, Body=body)
 
 
 def _checkpoint_item(clients: tuple[Any, Any], cid: str) -> dict[str, Any]:
-    items = clients[0].scan(TableName="checkpoints")["Items"]
+    items = clients[0].scan(TableName=_table(clients))["Items"]
     (item,) = [i for i in items if i["sk"]["S"].endswith("#" + cid)]
     return dict(item)
 
@@ -287,10 +294,7 @@ def _run_graphs(saver: S3DynamoSaver, big: bool) -> dict[str, Any]:
     """A chat of several turns, an interrupted and resumed question, and a subgraph
     paused inside its child namespace; every value carries a marker."""
     chat = chat_graph(saver)
-    config: dict[str, Any] = {
-        "configurable": {"thread_id": TID, "run_id": RUN_MARKER},
-        "metadata": {"owner": META_MARKER},
-    }
+    config = {"configurable": {"thread_id": TID}, "metadata": {"owner": META_MARKER}}
     for i in range(3):
         text = f"{MARKER} turn {i}"
         if big and i == 1:  # incompressible, far over inline_max: lands in S3
@@ -305,6 +309,10 @@ def _run_graphs(saver: S3DynamoSaver, big: bool) -> dict[str, Any]:
     sub = sub_graph(saver)
     sub_config = {"configurable": {"thread_id": f"{TID}-sub"}}
     sub.invoke({"items": [ITEM_MARKER]}, sub_config)  # pauses inside the child
+
+    # A run id in metadata (graphs given one replay that run): keyed in the run index.
+    run_md: Any = {"run_id": RUN_MARKER, "source": "input", "step": -1}
+    saver.put(thread_config(f"{TID}-run", checkpoint_ns=""), empty_checkpoint(), run_md, {})
     return {
         "chat": snapshot_view(chat.get_state(config)),
         "ask": snapshot_view(ask.get_state(ask_config)),
@@ -317,6 +325,7 @@ def _secrets(saver: S3DynamoSaver) -> set[str]:
     back: markers, thread ids, namespaces, channel and node names, versions, task ids and
     metadata (keys and values). Checkpoint ids are sort keys by design (see SECURITY.md)."""
     terms = {MARKER, META_MARKER, ASK_MARKER, RESUME_MARKER, ITEM_MARKER, RUN_MARKER, TID}
+    terms |= NODES
     cids: set[str] = set()
     for t in saver.list(None):
         c = t.config["configurable"]
@@ -354,7 +363,7 @@ def test_nothing_readable_at_rest(clients: tuple[Any, Any], inline_max: int | No
     assert {"source", "input", "owner", "run_id"} <= terms
     assert any(t.startswith("child:") for t in terms)
     raw = _raw(clients)
-    objects = [w for w, _ in _raw_objects(clients) if " key" not in w]
+    objects = [w for w, _ in _raw_objects(clients) if w != "object key"]
     assert objects, "values went to S3 in both settings (large value or inline_max=0)"
     assert _leaks(raw, terms) == []
 
@@ -401,8 +410,14 @@ def test_flipped_byte_in_an_object_is_refused(
 def test_object_copied_over_another_channels_key_is_refused(
     clients: tuple[Any, Any], sealed: S3DynamoSaver
 ) -> None:
+    # The same version for both: only the channel tells the two objects apart.
+    version = sealed.get_next_version(None, None)
     config, keys = _put_new_objects(
-        sealed, clients, "t-swap", {"alpha": f"{MARKER} alpha", "beta": f"{MARKER} beta"}
+        sealed,
+        clients,
+        "t-swap",
+        {"alpha": f"{MARKER} alpha", "beta": f"{MARKER} beta"},
+        versions={"alpha": version, "beta": version},
     )
     assert len(keys) == 2
     objects = _objects(clients)
@@ -449,7 +464,7 @@ def test_metadata_swapped_between_checkpoints_is_refused(
     item1, item2 = _checkpoint_item(clients, cid1), _checkpoint_item(clients, cid2)
     item1["m"], item2["m"] = item2["m"], item1["m"]
     for item in (item1, item2):
-        clients[0].put_item(TableName="checkpoints", Item=item)
+        clients[0].put_item(TableName=_table(clients), Item=item)
     for config, cid in ((first, cid1), (second, cid2)):
         with pytest.raises(IntegrityError) as exc:
             sealed.get_tuple(config)
@@ -648,6 +663,6 @@ def test_thread_ids_are_opaque_even_without_encryption(clients: tuple[Any, Any])
     saver.setup()
     tid = str(uuid.uuid4())
     _put(saver, tid, {"alpha": "x" * 100})
-    assert not [w for w, b in _raw_objects(clients) if " key" in w and tid.encode() in b]
+    assert not [w for w, b in _raw_objects(clients) if w == "object key" and tid.encode() in b]
     names = [b for w, b in _raw_items(clients) if w.endswith((" pk", " sk"))]
     assert names and not [b for b in names if tid.encode() in b]
