@@ -666,3 +666,48 @@ def test_thread_ids_are_opaque_even_without_encryption(clients: tuple[Any, Any])
     assert not [w for w, b in _raw_objects(clients) if w == "object key" and tid.encode() in b]
     names = [b for w, b in _raw_items(clients) if w.endswith((" pk", " sk"))]
     assert names and not [b for b in names if tid.encode() in b]
+
+
+def test_encrypted_serializer_blob_moved_to_another_thread_fails(clients: Any) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=b"0123456789abcdef0123456789abcdef")
+    saver = make_saver(clients, serde=serde, inline_max=0)
+    saver.setup()
+    keys = {}
+    for tid in ("A", "B"):
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"alpha": f"{tid}'s secret"}
+        cp["channel_versions"] = {"alpha": "00000000000000000000000000000001.5"}
+        saver.put(
+            {"configurable": {"thread_id": tid, "checkpoint_ns": ""}},
+            cp,
+            {},
+            cp["channel_versions"],
+        )
+        leaf = saver.namer.value(tid, "", "alpha", "00000000000000000000000000000001.5")
+        keys[tid] = saver._key(tid, leaf)
+    s3 = clients[1]
+    stolen = s3.get_object(Bucket=saver.bucket_name, Key=keys["A"])["Body"].read()
+    s3.put_object(Bucket=saver.bucket_name, Key=keys["B"], Body=stolen)
+    with pytest.raises(IntegrityError, match="thread 'B'"):
+        saver.get_tuple({"configurable": {"thread_id": "B"}})
+
+
+def test_removed_inline_value_is_an_error_not_a_missing_channel(clients: Any) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = make_saver(clients, keys={"a": os.urandom(32)}, secret=b"s")
+    saver.setup()
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"alpha": "one", "beta": "two"}
+    cp["channel_versions"] = {"alpha": "1", "beta": "1"}
+    config = saver.put(
+        {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, cp, {}, cp["channel_versions"]
+    )
+    ddb = clients[0]
+    item = ddb.scan(TableName=saver.table_name)["Items"][0]
+    del item["iv"]["M"][saver.namer.channel("t", "", "alpha")]
+    ddb.put_item(TableName=saver.table_name, Item=item)
+    with pytest.raises(IntegrityError, match="missing from its index item"):
+        saver.get_tuple(config)

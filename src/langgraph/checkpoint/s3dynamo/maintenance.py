@@ -16,12 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.s3dynamo import items as it
 from langgraph.checkpoint.s3dynamo.codec import body_id, metadata_id, ref_id, value_id, write_id
-from langgraph.checkpoint.s3dynamo.errors import ThreadExistsError
+from langgraph.checkpoint.s3dynamo.errors import StorageError, ThreadExistsError
 from langgraph.checkpoint.s3dynamo.naming import checkpoint_sk, writes_sk
 from langgraph.checkpoint.s3dynamo.stores import parallel
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver, _Entry
+
+
+REENCRYPT_ATTEMPTS = 5
 
 
 @dataclass
@@ -194,13 +197,22 @@ def reencrypt(saver: S3DynamoSaver, thread_ids: Sequence[str] | None) -> int:
         thread_ids = sorted({e.tid for e in saver._scan_entries(None)})
     total = 0
     for tid in thread_ids:
-        entries = saver._thread_entries(tid, None)
-        plan = rewrite_thread(saver, tid, tid, entries, stale_only=True)
-        # Objects are overwritten in place: same name, same identity, same value.
-        parallel(saver.objects.overwrite, plan.objects)
-        changed = [(old, new) for old, new in plan.items if old != new]
-        parallel(lambda pair: saver.index.update_if_unchanged(*pair), changed)
-        total += plan.blobs
+        for _attempt in range(REENCRYPT_ATTEMPTS):
+            entries = saver._thread_entries(tid, None)
+            plan = rewrite_thread(saver, tid, tid, entries, stale_only=True)
+            # Objects are overwritten in place: same name, same identity, same value.
+            parallel(saver.objects.overwrite, plan.objects)
+            changed = [(old, new) for old, new in plan.items if old != new]
+            applied = parallel(lambda pair: saver.index.update_if_unchanged(*pair), changed)
+            total += plan.blobs
+            if all(applied):
+                break
+            # A concurrent writer changed an item between read and update: read again.
+        else:
+            raise StorageError(
+                f"reencrypt of thread {tid!r}: items kept changing under concurrent writes "
+                f"for {REENCRYPT_ATTEMPTS} attempts; run it again when the thread is quieter"
+            )
     return total
 
 

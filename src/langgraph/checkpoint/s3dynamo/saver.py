@@ -47,7 +47,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.s3dynamo import gc, history, maintenance
 from langgraph.checkpoint.s3dynamo import items as it
-from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.codec import Codec, value_id
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
@@ -260,7 +260,6 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         body["parent"] = parent_id
         shaped = get_checkpoint_metadata(config, metadata)
         # Serialize and seal everything before the first request: bad input writes nothing.
-        sealed_body = self.codec.seal_body(tid, ns, cid, body)
         sealed_metadata = self.codec.seal_metadata(tid, ns, cid, shaped)
 
         carried = self._parent_carry(tid, ns, parent_id, versions, new_versions)
@@ -275,6 +274,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             old = carried.get(channel)
             if channel not in new_versions and old is not None and old[0] == version:
                 _, blob, leaf = old
+                if blob is not None and self._stale(blob):
+                    # Carried forward from before a rotation: seal it under the active key.
+                    ident = value_id(tid, ns, channel, version)
+                    blob = self.codec.reseal(blob, ident, ident, _what(tid, ns, cid))
+                    old = (version, blob, None)
                 if blob is not None and len(blob) <= budget:
                     inline[self.namer.channel(tid, ns, channel)] = blob
                     budget -= len(blob)
@@ -299,6 +303,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 leaves.add(leaf)
                 carry[channel] = (version, None, leaf)
 
+        # Sealed with the body, so an inline value or object reference removed from the
+        # item is detected instead of silently dropping the channel.
+        body["stored"] = sorted(carry)
+        sealed_body = self.codec.seal_body(tid, ns, cid, body)
         pk = self.namer.thread(tid)
         ns_name = self.namer.namespace(tid, ns)
         sk = checkpoint_sk(ns_name, cid)
@@ -689,6 +697,12 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                     tid, ns, cid, task_id, idx, resolve(stored), f"{what}, pending write"
                 )
                 pending.append((task_id, channel, value))
+            stored = body.pop("stored", None)
+            if stored is not None and (lost := set(stored) - set(channel_blobs)):
+                raise IntegrityError(
+                    f"{what}: {len(lost)} stored channel value(s) are missing from its index "
+                    "item; the item was altered"
+                )
             parent = body.pop("parent", None)
             checkpoint: Checkpoint = {**body, "channel_values": channel_values}  # type: ignore[typeddict-item]
             out.append(
@@ -780,6 +794,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         Call `.execute()` on the plan to delete them; see `gc.py`."""
         tids = None if thread_ids is None else [_thread_id_of(t) for t in thread_ids]
         return gc.plan_gc(self, tids, grace=grace)
+
+    def _stale(self, blob: bytes) -> bool:
+        keyring = self.sealer.keyring
+        return keyring is not None and self.sealer.key_id_of(blob) != keyring.active
 
     def _forget(self) -> None:
         with self._carry_lock:

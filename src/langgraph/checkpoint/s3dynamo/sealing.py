@@ -53,6 +53,8 @@ FLAG_SERDE_CIPHER = 0x04
 NONCE_SIZE = 16
 TAG_SIZE = 16
 MESSAGE_KEY_LABEL = b"s3dynamo/v1/message-key"
+SERDE_BINDING_LABEL = b"s3dynamo/v1/serde-binding"
+BINDING_SIZE = 32
 # Below this, zstd's frame header costs more than it can save.
 MIN_COMPRESS_SIZE = 64
 # Refuse to inflate a corrupt or hostile frame beyond this.
@@ -137,6 +139,9 @@ class Sealer:
             if len(packed) < len(data):
                 data, flags = packed, flags | FLAG_ZSTD
         if self.serde_cipher is not None:
+            # The serializer's cipher authenticates only what it is given, so the identity
+            # goes in with the data: a blob moved elsewhere fails the check on open.
+            data = _binding(typ, flags, identity) + data
             cipher_name, data = self.serde_cipher.encrypt(data)
             typ, flags = f"{typ}+{cipher_name}", flags | FLAG_SERDE_CIPHER
         type_raw = typ.encode()
@@ -205,6 +210,12 @@ class Sealer:
                 data = self.serde_cipher.decrypt(cipher_name, data)
             except Exception as exc:
                 raise IntegrityError(f"{what}: the serializer cipher refused it: {exc}") from exc
+            bound, data = data[:BINDING_SIZE], data[BINDING_SIZE:]
+            if not hmac.compare_digest(bound, _binding(typ, flags & FLAG_ZSTD, identity)):
+                raise IntegrityError(
+                    f"{what}: the blob belongs to another thread, checkpoint, channel or "
+                    "version (identity check failed)"
+                )
         elif (
             self.serde_cipher is not None
             and not flags & FLAG_KEYRING
@@ -242,6 +253,10 @@ class Sealer:
         return hmac.new(
             self.keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, hashlib.sha256
         ).digest()
+
+
+def _binding(typ: str, flags: int, ident: bytes) -> bytes:
+    return hashlib.sha256(SERDE_BINDING_LABEL + bytes([flags]) + typ.encode() + ident).digest()
 
 
 def identity(*parts: Any) -> bytes:
