@@ -162,17 +162,24 @@ class DynamoIndex:
         changed = [name for name in new if old.get(name) != new[name]]
         if not changed:
             return True
+        # Conditions compare scalars only (dynalite cannot compare maps); a map changes
+        # only together with the item's sealed body `c`, so `c` stands guard for it.
+        guarded = [n for n in changed if "M" not in new[n]]
+        if len(guarded) < len(changed) and "c" in old and "c" not in guarded:
+            guarded.append("c")
         names = {f"#a{i}": name for i, name in enumerate(changed)}
         values: dict[str, Any] = {}
         sets, conditions = [], []
         for i, name in enumerate(changed):
             values[f":n{i}"] = new[name]
             sets.append(f"#a{i} = :n{i}")
+        for i, name in enumerate(guarded):
+            names[f"#g{i}"] = name
             if name in old:
-                values[f":o{i}"] = old[name]
-                conditions.append(f"#a{i} = :o{i}")
+                values[f":g{i}"] = old[name]
+                conditions.append(f"#g{i} = :g{i}")
             else:
-                conditions.append(f"attribute_not_exists(#a{i})")
+                conditions.append(f"attribute_not_exists(#g{i})")
         try:
             self.client.update_item(
                 TableName=self.table,
