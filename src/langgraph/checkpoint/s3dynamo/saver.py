@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -160,7 +161,6 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         self.inline_max = inline_max
         self._dynamodb_client = dynamodb_client
         self._s3_client = s3_client
-        self._client_lock = threading.Lock()
         keyring, naming_secret = _resolve_keys(keys, active_key, secret)
         cipher = self.serde.cipher if isinstance(self.serde, EncryptedSerializer) else None
         self.sealer = Sealer(
@@ -206,21 +206,15 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     # ----------------------------------------------------------------- clients
 
-    @property
+    # Built on first use, not in the constructor: a cold start pays for no client it
+    # does not need. Two threads racing here at worst build one spare client.
+    @cached_property
     def index(self) -> DynamoIndex:
-        if self._dynamodb_client is None:
-            with self._client_lock:
-                if self._dynamodb_client is None:
-                    self._dynamodb_client = _make_client("dynamodb")
-        return DynamoIndex(self._dynamodb_client, self.table_name)
+        return DynamoIndex(self._dynamodb_client or _make_client("dynamodb"), self.table_name)
 
-    @property
+    @cached_property
     def objects(self) -> S3Objects:
-        if self._s3_client is None:
-            with self._client_lock:
-                if self._s3_client is None:
-                    self._s3_client = _make_client("s3")
-        return S3Objects(self._s3_client, self.bucket_name)
+        return S3Objects(self._s3_client or _make_client("s3"), self.bucket_name)
 
     def _inner_serde(self) -> SerializerProtocol:
         # With EncryptedSerializer the sealer calls its cipher itself, after compressing.
