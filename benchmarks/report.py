@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from metrics import Row
 
@@ -39,7 +40,7 @@ def _bytes(value: int | None) -> str:
 def _cells(row: Row) -> list[str]:
     # ≥: the phase stopped early (time budget); ≈: computed, not measured (see notes).
     low = "≥" if row.partial else ""
-    approx = "≈" if row.latency_estimated else ""
+    approx = "≈" if row.latency_estimated and not row.partial else ""
 
     def figure(value: float | None, mark: str = low) -> str:
         return "—" if value is None else mark + _num(value)
@@ -158,27 +159,23 @@ def chart(report: Report, path: Path) -> None:
 
 
 def _grouped_bars(
-    ax: object, rows: list[Row], savers: list[str], colors: dict, value: Callable
+    ax: Any, rows: list[Row], savers: list[str], colors: dict[str, Any], value: Callable
 ) -> None:
     workloads = list(dict.fromkeys(r.workload for r in rows))
-    width = 0.8 / len(savers)
-    for i, saver in enumerate(savers):
-        points = [
-            (w, value(r))
-            for w, workload in enumerate(workloads)
-            for r in rows
-            if r.workload == workload and r.saver == saver and value(r)
-        ]
-        if points:
-            xs, ys = zip(*points, strict=True)
-            ax.bar([x + i * width - 0.4 + width / 2 for x in xs], ys, width, color=colors[saver])
+    values = {(r.workload, r.saver): value(r) for r in rows if value(r)}
+    present = [s for s in savers if any(saver == s for _, saver in values)]
+    width = 0.8 / max(len(present), 1)
+    for i, saver in enumerate(present):
+        points = [(x, values[(w, saver)]) for x, w in enumerate(workloads) if (w, saver) in values]
+        xs, ys = zip(*points, strict=True)
+        ax.bar([x - 0.4 + (i + 0.5) * width for x in xs], ys, width, color=colors[saver])
     ax.set_yscale("log")
     ax.set_xticks(range(len(workloads)))
     ax.set_xticklabels(workloads, rotation=30, ha="right", fontsize=9)
     ax.grid(axis="y", which="both", alpha=0.3)
 
 
-def _cold_start_bars(ax: object, cold: dict[str, dict[str, float]], colors: dict) -> None:
+def _cold_start_bars(ax: Any, cold: dict[str, dict[str, float]], colors: dict) -> None:
     names = list(cold)
     ax.bar(names, [cold[n]["saver"] for n in names], color=[colors.get(n) for n in names])
     ax.set_title("Cold start ms (import + construct + first get_tuple, median)")
