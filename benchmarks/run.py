@@ -30,7 +30,7 @@ from aws_mock import RequestMeter, use_fake_credentials
 from metrics import Row, measure
 from pg_server import local_postgres
 from report import Report, chart, markdown
-from savers import SAVERS, BenchEnv, SaverSpec
+from savers import INLINE_SWEEP, SAVERS, BenchEnv, SaverSpec
 from workloads import SCENARIOS, Scale, Scenario
 
 HERE = Path(__file__).resolve().parent
@@ -171,7 +171,9 @@ def main() -> None:
         else Scale()
     )
     cold_runs = 2 if args.quick else 7
-    specs = [s for s in SAVERS if not args.savers or s.name in args.savers]
+    specs = [
+        s for s in SAVERS + INLINE_SWEEP if s.name in (args.savers or [x.name for x in SAVERS])
+    ]
     scenarios = [s for s in SCENARIOS if not args.workloads or s.name in args.workloads]
 
     rows: list[Row] = []

@@ -59,7 +59,9 @@ def _s3dynamo_missing(env: BenchEnv) -> str | None:
     return None
 
 
-def _s3dynamo(encrypted: bool) -> Callable[[BenchEnv], AbstractContextManager[OpenSaver]]:
+def _s3dynamo(
+    encrypted: bool, **settings: Any
+) -> Callable[[BenchEnv], AbstractContextManager[OpenSaver]]:
     @contextmanager
     def open_saver(env: BenchEnv) -> Iterator[OpenSaver]:
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
@@ -75,6 +77,7 @@ def _s3dynamo(encrypted: bool) -> Callable[[BenchEnv], AbstractContextManager[Op
                 dynamodb_client=ddb,
                 s3_client=s3,
                 **(secrets if encrypted else {}),
+                **settings,
             )
             saver.setup()
             yield OpenSaver(saver, store.stored_bytes, [ddb, s3])
@@ -217,4 +220,23 @@ SAVERS: list[SaverSpec] = [
         is_aws=False,
         unavailable=lambda env: None if env.postgres_dsn else "no PostgreSQL server",
     ),
+]
+
+
+# Not run by default: `--savers` picks them to choose `inline_max` from measurements.
+INLINE_SWEEP: list[SaverSpec] = [
+    SaverSpec(
+        f"s3dynamo inline={label}",
+        _s3dynamo(encrypted=True, inline_max=size),
+        is_aws=True,
+        unavailable=_s3dynamo_missing,
+    )
+    for label, size in (
+        ("0", 0),
+        ("1K", 1024),
+        ("4K", 4096),
+        ("8K", 8192),
+        ("16K", 16384),
+        ("64K", 65536),
+    )
 ]

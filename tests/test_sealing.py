@@ -298,7 +298,7 @@ def _run_graphs(saver: S3DynamoSaver, big: bool) -> dict[str, Any]:
     for i in range(3):
         text = f"{MARKER} turn {i}"
         if big and i == 1:  # incompressible, far over inline_max: lands in S3
-            text += " " + random.Random(i).randbytes(6000).hex()
+            text += " " + random.Random(i).randbytes(20000).hex()
         chat.invoke({"messages": [HumanMessage(text, id=f"h-{i}")]}, config)
 
     ask = ask_graph(saver)
