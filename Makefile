@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint test-integration bench services-up services-down clean
+.PHONY: demo test lint test-integration bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,11 @@ test-integration: $(STAMP)
 	(. .services/env-moto-server.sh && S3DYNAMO_TEST_BACKEND=moto-server $(PY) -m pytest -q -p no:cacheprovider); \
 	(. .services/env-real.sh && S3DYNAMO_TEST_BACKEND=real $(PY) -m pytest -q -p no:cacheprovider)
 
+# Side by side with the savers users would otherwise pick; writes benchmarks/results.*.
+# PostgresSaver needs a local PostgreSQL server (Debian's package), started by the run.
 bench:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || \
+		(apt-get update -qq && apt-get install -y -qq postgresql)
 	$(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet --upgrade pip
 	.venv-bench/bin/python -m pip install --quiet -e . -r benchmarks/requirements.txt
