@@ -30,7 +30,7 @@ from aws_mock import RequestMeter, use_fake_credentials
 from metrics import Row, measure
 from pg_server import local_postgres
 from report import Report, chart, markdown
-from savers import INLINE_SWEEP, SAVERS, BenchEnv, SaverSpec
+from savers import SAVERS, SETTINGS_SWEEP, BenchEnv, SaverSpec
 from workloads import SCENARIOS, Scale, Scenario
 
 HERE = Path(__file__).resolve().parent
@@ -172,7 +172,7 @@ def main() -> None:
     )
     cold_runs = 2 if args.quick else 7
     specs = [
-        s for s in SAVERS + INLINE_SWEEP if s.name in (args.savers or [x.name for x in SAVERS])
+        s for s in SAVERS + SETTINGS_SWEEP if s.name in (args.savers or [x.name for x in SAVERS])
     ]
     scenarios = [s for s in SCENARIOS if not args.workloads or s.name in args.workloads]
 

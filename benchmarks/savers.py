@@ -223,20 +223,22 @@ SAVERS: list[SaverSpec] = [
 ]
 
 
-# Not run by default: `--savers` picks them to choose `inline_max` from measurements.
-INLINE_SWEEP: list[SaverSpec] = [
+# Not run by default: `--savers` picks them to choose defaults (`inline_max`, the zstd
+# level) from measurements. All encrypted, as production would run.
+SETTINGS_SWEEP: list[SaverSpec] = [
     SaverSpec(
-        f"s3dynamo inline={label}",
-        _s3dynamo(encrypted=True, inline_max=size),
+        f"s3dynamo {name}={label}",
+        _s3dynamo(encrypted=True, **{setting: value}),
         is_aws=True,
         unavailable=_s3dynamo_missing,
     )
-    for label, size in (
-        ("0", 0),
-        ("1K", 1024),
-        ("4K", 4096),
-        ("8K", 8192),
-        ("16K", 16384),
-        ("64K", 65536),
+    for name, setting, choices in (
+        (
+            "inline",
+            "inline_max",
+            (("0", 0), ("1K", 1024), ("4K", 4096), ("8K", 8192), ("16K", 16384), ("64K", 65536)),
+        ),
+        ("zstd", "compression_level", (("1", 1), ("3", 3), ("6", 6), ("9", 9))),
     )
+    for label, value in choices
 ]
