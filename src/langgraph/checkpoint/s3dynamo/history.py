@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
 
 from langgraph.checkpoint.s3dynamo import items as it
+from langgraph.checkpoint.s3dynamo.config import describe
 from langgraph.checkpoint.s3dynamo.naming import SEPARATOR, checkpoint_sk
 
 if TYPE_CHECKING:
@@ -68,13 +69,13 @@ def delta_channel_history(
     }
     seeds: dict[str, tuple[str, str, bytes | str]] = {}
     bundles: list[tuple[str, str, str, str]] = []
-    body = codec.open_body(tid, ns, target, records[target].body, _what(tid, ns, target))
+    body = codec.open_body(tid, ns, target, records[target].body, describe(tid, ns, target))
     cursor: str | None = body.get("parent")
     while cursor is not None and remaining:
         if cursor not in records and not load(cursor):
             break
         rec = records[cursor]
-        what = _what(tid, ns, cursor)
+        what = describe(tid, ns, cursor)
         body = codec.open_body(tid, ns, cursor, rec.body, what)
         # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
         for w in writes.get(cursor, []):
@@ -120,7 +121,7 @@ def delta_channel_history(
     fetched = saver.objects.get_many(wanted) if wanted else {}
     for at, task_id, task_path, key in bundles:
         for idx, blob in it.unpack_bundle(fetched[key]).items():
-            channel, _ = codec.open_write(tid, ns, at, task_id, idx, blob, _what(tid, ns, at))
+            channel, _ = codec.open_write(tid, ns, at, task_id, idx, blob, describe(tid, ns, at))
             if channel in collected:
                 collected[channel].append((writes_sort_key(task_path, task_id, idx), at, blob))
 
@@ -131,17 +132,13 @@ def delta_channel_history(
         pending: list[PendingWrite] = []
         for (_, task_id, idx), at, stored in ordered:
             blob = fetched[stored] if isinstance(stored, str) else stored
-            _, value = codec.open_write(tid, ns, at, task_id, idx, blob, _what(tid, ns, at))
+            _, value = codec.open_write(tid, ns, at, task_id, idx, blob, describe(tid, ns, at))
             pending.append((task_id, channel, value))
         entry: DeltaChannelHistory = {"writes": pending}
         if channel in seeds:
             at, version, stored = seeds[channel]
             blob = fetched[stored] if isinstance(stored, str) else stored
-            what = _what(tid, ns, at)
+            what = describe(tid, ns, at)
             entry["seed"] = codec.open_value(tid, ns, channel, version, blob, what)
         result[channel] = entry
     return result
-
-
-def _what(tid: str, ns: str, cid: str) -> str:
-    return f"thread {tid!r}" + (f" namespace {ns!r}" if ns else "") + f" checkpoint {cid}"

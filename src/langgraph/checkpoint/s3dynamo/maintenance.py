@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.s3dynamo import items as it
 from langgraph.checkpoint.s3dynamo.codec import body_id, metadata_id, ref_id, value_id, write_id
+from langgraph.checkpoint.s3dynamo.config import describe
 from langgraph.checkpoint.s3dynamo.errors import StorageError, ThreadExistsError
 from langgraph.checkpoint.s3dynamo.naming import checkpoint_sk, writes_sk
 from langgraph.checkpoint.s3dynamo.stores import parallel
@@ -34,10 +35,6 @@ class _Rewrite:
     objects: list[tuple[str, bytes]] = field(default_factory=list)
     items: list[tuple[it.Item, it.Item]] = field(default_factory=list)
     blobs: int = 0
-
-
-def _what(tid: str, ns: str, cid: str) -> str:
-    return f"thread {tid!r}" + (f" namespace {ns!r}" if ns else "") + f" checkpoint {cid}"
 
 
 def _all_keys(saver: S3DynamoSaver, entries: Sequence[_Entry]) -> list[str]:
@@ -84,7 +81,7 @@ def rewrite_thread(
     pk = namer.thread(dst)
     for e in entries:
         ns, rec, cid = e.ns, e.record, e.record.checkpoint_id
-        what = _what(src, ns, cid)
+        what = describe(src, ns, cid)
         body = codec.open_body(src, ns, cid, rec.body, what)
         ns_name = namer.namespace(dst, ns)
         sk = checkpoint_sk(ns_name, cid)
@@ -275,7 +272,7 @@ def _needed_chain(saver: S3DynamoSaver, latest: _Entry, chain: dict[str, _Entry]
     while cursor is not None and remaining:
         rec = cursor.record
         body = saver.codec.open_body(
-            tid, ns, rec.checkpoint_id, rec.body, _what(tid, ns, rec.checkpoint_id)
+            tid, ns, rec.checkpoint_id, rec.body, describe(tid, ns, rec.checkpoint_id)
         )
         for channel in list(remaining):
             version = body.get("channel_versions", {}).get(channel)

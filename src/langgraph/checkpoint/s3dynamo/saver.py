@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import hashlib
-import hmac
 import os
 import random
 import threading
@@ -49,6 +47,14 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.s3dynamo import gc, history, maintenance
 from langgraph.checkpoint.s3dynamo import items as it
 from langgraph.checkpoint.s3dynamo.codec import Codec, value_id
+from langgraph.checkpoint.s3dynamo.config import (
+    checkpoint_id_of,
+    describe,
+    make_config,
+    resolve_keys,
+    target,
+    thread_id_of,
+)
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
@@ -70,11 +76,6 @@ DEFAULT_INLINE_MAX = 8192
 # Inline bytes allowed in one item, whatever inline_max is: items stay far below
 # DynamoDB's 400 KB limit; anything beyond goes to S3.
 ITEM_INLINE_BUDGET = 64 * 1024
-# Documented limits on identities (UTF-8 bytes). Names are hashed, so these bound only
-# the sealed copies kept for list(None) and the cost of a hostile id.
-MAX_THREAD_ID_BYTES = 1024
-MAX_NAMESPACE_BYTES = 2048
-MAX_CHECKPOINT_ID_BYTES = 128
 # First page of a "latest" Query: the newest checkpoint item plus a few writes items.
 LATEST_PAGE = 8
 # Checkpoints whose values are fetched in one S3 wave while listing.
@@ -162,7 +163,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         self.inline_max = inline_max
         self._dynamodb_client = dynamodb_client
         self._s3_client = s3_client
-        keyring, naming_secret = _resolve_keys(keys, active_key, secret)
+        keyring, naming_secret = resolve_keys(keys, active_key, secret)
         cipher = self.serde.cipher if isinstance(self.serde, EncryptedSerializer) else None
         self.sealer = Sealer(
             keyring=keyring,
@@ -247,8 +248,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: new large values to S3 in one wave, then one PutItem."""
-        tid, ns, parent_id = _target(config)
-        cid = _checkpoint_id(checkpoint.get("id"))
+        tid, ns, parent_id = target(config)
+        cid = checkpoint_id_of(checkpoint.get("id"))
         values: dict[str, Any] = checkpoint.get("channel_values", {})
         versions = {**checkpoint.get("channel_versions", {}), **new_versions}
         body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
@@ -272,7 +273,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 if blob is not None and self._stale(blob):
                     # Carried forward from before a rotation: seal it under the active key.
                     ident = value_id(tid, ns, channel, version)
-                    blob = self.codec.reseal(blob, ident, ident, _what(tid, ns, cid))
+                    blob = self.codec.reseal(blob, ident, ident, describe(tid, ns, cid))
                     old = (version, blob, None)
                 if blob is not None and len(blob) <= budget:
                     inline[self.namer.channel(tid, ns, channel)] = blob
@@ -347,7 +348,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if entry is None:
             return {}
         body = self.codec.open_body(
-            tid, ns, parent_id, entry.record.body, _what(tid, ns, parent_id)
+            tid, ns, parent_id, entry.record.body, describe(tid, ns, parent_id)
         )
         return self._carry_of(tid, ns, entry.record, body)
 
@@ -382,7 +383,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes: large ones to S3, then one UpdateItem."""
-        tid, ns, cid = _target(config)
+        tid, ns, cid = target(config)
         if cid is None:
             raise InvalidConfigError(
                 "put_writes needs the checkpoint the writes belong to: expected "
@@ -438,7 +439,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Fetch the latest checkpoint of a namespace, or one by `checkpoint_id`:
         one Query, then one parallel wave of S3 GETs."""
-        tid, ns, cid = _target(config)
+        tid, ns, cid = target(config)
         entry = self._read_checkpoint(tid, ns, cid) if cid else self._read_latest(tid, ns)
         if entry is None:
             return None
@@ -498,7 +499,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if limit is not None and limit <= 0:
             return
         before_id = (
-            _checkpoint_id(before["configurable"].get("checkpoint_id"))
+            checkpoint_id_of(before["configurable"].get("checkpoint_id"))
             if (before and before.get("configurable", {}).get("checkpoint_id"))
             else None
         )
@@ -506,7 +507,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if config is None:
             entries = self._scan_entries(before_id)
         else:
-            tid, ns, cid = _target(config, namespace_optional=True)
+            tid, ns, cid = target(config, namespace_optional=True)
             if cid is not None:
                 one = self._read_checkpoint(tid, ns or "", cid)
                 entries = [one] if one and (before_id is None or cid < before_id) else []
@@ -575,7 +576,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         what = f"checkpoint {rec.checkpoint_id} (thread reference)"
         tid, ns = self.codec.open_ref(rec.pk, rec.sk, rec.thread_ref, what)
         if self.namer.thread(tid) != rec.pk or self.namer.namespace(tid, ns) != rec.ns_name:
-            raise IntegrityError(f"{what}: names thread {tid!r} but is stored elsewhere")
+            raise IntegrityError(
+                f"{what}: names thread {tid!r}, whose items this saver would store under "
+                "another key: the saver's naming secret differs from the writer's (set the "
+                "same secret / S3DYNAMO_SECRET), or the item was moved"
+            )
         return tid, ns
 
     def _emit(
@@ -612,7 +617,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def _open_metadata(self, entry: _Entry) -> Any:
         cid = entry.record.checkpoint_id
         return self.codec.open_metadata(
-            entry.tid, entry.ns, cid, entry.record.metadata, _what(entry.tid, entry.ns, cid)
+            entry.tid, entry.ns, cid, entry.record.metadata, describe(entry.tid, entry.ns, cid)
         )
 
     # ------------------------------------------------------------------ decoding
@@ -630,7 +635,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         for entry in entries:
             bundles: builtins.list[tuple[int, str, str, str]] = []
             tid, ns, rec = entry.tid, entry.ns, entry.record
-            what = _what(tid, ns, rec.checkpoint_id)
+            what = describe(tid, ns, rec.checkpoint_id)
             body = self.codec.open_body(tid, ns, rec.checkpoint_id, rec.body, what)
             if known_metadata and id(rec) in known_metadata:
                 md = known_metadata[id(rec)]
@@ -671,7 +676,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         out = []
         for entry, body, md, channel_blobs, writes, bundles in plans:
             tid, ns, cid = entry.tid, entry.ns, entry.record.checkpoint_id
-            what = _what(tid, ns, cid)
+            what = describe(tid, ns, cid)
             for _, task_path, task_id, key in bundles:
                 try:
                     unpacked = it.unpack_bundle(fetched[key])
@@ -702,10 +707,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             checkpoint: Checkpoint = {**body, "channel_values": channel_values}  # type: ignore[typeddict-item]
             out.append(
                 CheckpointTuple(
-                    config=_config(tid, ns, cid),
+                    config=make_config(tid, ns, cid),
                     checkpoint=checkpoint,
                     metadata=md,
-                    parent_config=_config(tid, ns, parent) if parent else None,
+                    parent_config=make_config(tid, ns, parent) if parent else None,
                     pending_writes=pending,
                 )
             )
@@ -718,7 +723,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
         Index items go first, so a crash midway leaves objects nothing references, which
         a second call or garbage collection removes."""
-        tid = _thread_id_of(thread_id)
+        tid = thread_id_of(thread_id)
         pk = self.namer.thread(tid)
         keys = [it.item_key(i) for i in self.index.query_all(pk, keys_only=True)]
         if keys:
@@ -746,7 +751,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         Values are re-sealed under the target's identity (a byte copy would not open
         there). Raises `ThreadExistsError` if the target already has checkpoints."""
         maintenance.copy_thread(
-            self, _thread_id_of(source_thread_id), _thread_id_of(target_thread_id)
+            self, thread_id_of(source_thread_id), thread_id_of(target_thread_id)
         )
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -758,7 +763,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             raise ValueError(
                 f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}"
             )
-        tids = [_thread_id_of(t) for t in thread_ids]
+        tids = [thread_id_of(t) for t in thread_ids]
         for tid in tids:
             if strategy == "delete":
                 self.delete_thread(tid)
@@ -769,7 +774,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def reencrypt(self, thread_ids: Sequence[str] | None = None) -> int:
         """Re-seal every blob of these threads (default: all) not sealed under the
         active key, so an old key can leave the keyring. Returns how many it re-sealed."""
-        tids = None if thread_ids is None else [_thread_id_of(t) for t in thread_ids]
+        tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
         count = maintenance.reencrypt(self, tids)
         self._forget()
         return count
@@ -779,7 +784,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seeds of DeltaChannels along the parent chain, read with one Query
         over the namespace and one S3 wave (see `history.py`)."""
-        tid, ns, cid = _target(config)
+        tid, ns, cid = target(config)
         return history.delta_channel_history(self, tid, ns, cid, list(channels))
 
     def plan_garbage_collection(
@@ -787,7 +792,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     ) -> gc.GcPlan:
         """Find objects no index item references, older than `grace` (a dry run).
         Call `.execute()` on the plan to delete them; see `gc.py`."""
-        tids = None if thread_ids is None else [_thread_id_of(t) for t in thread_ids]
+        tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
         return gc.plan_gc(self, tids, grace=grace)
 
     def _stale(self, blob: bytes) -> bool:
@@ -883,97 +888,6 @@ def _make_client(service: str) -> Any:
 
     # Enough pooled connections for one full parallel wave.
     return boto3.client(service, config=Config(max_pool_connections=32))
-
-
-def _resolve_keys(
-    keys: Mapping[str, bytes] | Keyring | None,
-    active_key: str | None,
-    secret: bytes | str | None,
-) -> tuple[Keyring | None, bytes | None]:
-    """Decide the keyring and the naming secret from arguments and the environment."""
-    secret_bytes = secret.encode() if isinstance(secret, str) else secret
-    if keys is not None:
-        keyring = (
-            keys
-            if isinstance(keys, Keyring)
-            else Keyring(keys=dict(keys), active=active_key or next(iter(keys), ""))
-        )
-        if active_key is not None and isinstance(keys, Keyring):
-            keyring = Keyring(keys=keys.keys, active=active_key)
-        if not secret_bytes:
-            raise InvalidConfigError(
-                "encryption keys were given without a naming secret: expected secret=... "
-                "(or S3DYNAMO_SECRET), which names objects and is never rotated, unlike keys"
-            )
-        return keyring, secret_bytes
-    if lg_key := os.environ.get("LANGGRAPH_AES_KEY"):
-        # As on LangGraph's platform: the key alone turns encryption on.
-        raw = lg_key.encode()
-        derived = hmac.new(raw, b"s3dynamo/v1/langgraph-aes-key", hashlib.sha256).digest()
-        return Keyring(keys={"lg": derived}, active="lg"), secret_bytes or raw
-    return None, secret_bytes
-
-
-def _thread_id_of(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, (str, int, uuid.UUID)):
-        raise TypeError(
-            f"thread_id must be a str (or an int, the same thread as its decimal string), "
-            f"got {type(value).__name__}: {value!r}"
-        )
-    tid = str(value)
-    if len(tid.encode("utf-8", "surrogatepass")) > MAX_THREAD_ID_BYTES:
-        raise InvalidConfigError(
-            f"thread_id is {len(tid.encode('utf-8', 'surrogatepass'))} bytes; the limit is "
-            f"{MAX_THREAD_ID_BYTES}. Use a shorter id, e.g. a hash of it"
-        )
-    return tid
-
-
-def _checkpoint_id(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise InvalidConfigError(
-            f"checkpoint id must be a non-empty str (LangGraph makes uuid6 ids), got {value!r}"
-        )
-    if SEPARATOR in value or len(value.encode()) > MAX_CHECKPOINT_ID_BYTES:
-        raise InvalidConfigError(
-            f"checkpoint id {value[:40]!r} must be at most {MAX_CHECKPOINT_ID_BYTES} bytes "
-            f"without {SEPARATOR!r}; use the ids LangGraph generates"
-        )
-    return value
-
-
-def _target(config: RunnableConfig, namespace_optional: bool = False) -> tuple[str, Any, Any]:
-    """(thread id, namespace, checkpoint id) from a config, validated."""
-    configurable = (config or {}).get("configurable") or {}
-    if "thread_id" not in configurable:
-        raise InvalidConfigError(
-            "config has no thread_id: expected config={'configurable': {'thread_id': ...}}, "
-            f"got configurable keys {sorted(configurable)}; pass it when you invoke the "
-            "graph, e.g. graph.invoke(inputs, {'configurable': {'thread_id': 'user-42'}})"
-        )
-    tid = _thread_id_of(configurable["thread_id"])
-    ns = configurable.get("checkpoint_ns")
-    if ns is None and not namespace_optional:
-        ns = ""
-    if ns is not None:
-        if not isinstance(ns, str):
-            raise TypeError(f"checkpoint_ns must be a str, got {type(ns).__name__}")
-        if len(ns.encode("utf-8", "surrogatepass")) > MAX_NAMESPACE_BYTES:
-            raise InvalidConfigError(
-                f"checkpoint_ns is longer than the {MAX_NAMESPACE_BYTES}-byte limit; "
-                "nest subgraphs less deeply or shorten node names"
-            )
-    cid = configurable.get("checkpoint_id")
-    return tid, ns, _checkpoint_id(cid) if cid else None
-
-
-def _config(tid: str, ns: str, cid: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
-
-
-def _what(tid: str, ns: str, cid: str) -> str:
-    where = f"thread {tid!r}" + (f" namespace {ns!r}" if ns else "")
-    return f"{where} checkpoint {cid}"
 
 
 def _newest_first(entries: list[_Entry], before_id: str | None) -> list[_Entry]:
