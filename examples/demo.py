@@ -31,7 +31,7 @@ class State(TypedDict):
 
 
 def load_order() -> dict[str, Any]:
-    """The customer's order history: large enough (about 60 KB) to live in S3."""
+    """The customer's order history: about 200 KB, far over inline_max, so it lives in S3."""
     rng = random.Random(1001)
     skus = ["kettle-blue", "mug-set", "tea-sampler", "descaler", "filter-pack"]
     return {
@@ -44,7 +44,7 @@ def load_order() -> dict[str, Any]:
                 "ordered": f"2026-{rng.randint(1, 11):02}-{rng.randint(1, 28):02}",
                 "note": rng.choice(["gift wrap", "leave at door", "", "fragile"]),
             }
-            for _ in range(600)
+            for _ in range(2000)
         ],
     }
 
