@@ -118,7 +118,8 @@ def rewrite_thread(
             objects=frozenset(leaves),
             inline=inline,
         )
-        out.blobs += 0 if same_ref else 1
+        if not same_ref:
+            out.blobs += 1
         out.items.append((it.checkpoint_item(rec), it.checkpoint_item(new_rec)))
         for w in e.writes:
             task_id, _ = codec.open_ref(w.pk, w.sk, w.task_ref, what)
