@@ -34,8 +34,6 @@ BUNDLE_ATTR = "wb"
 class CheckpointRecord:
     pk: str
     sk: str
-    ns_name: str
-    checkpoint_id: str
     body: bytes
     metadata: bytes
     thread_ref: bytes
@@ -43,17 +41,37 @@ class CheckpointRecord:
     objects: frozenset[str] = frozenset()
     inline: dict[str, bytes] = field(default_factory=dict)
 
+    @property
+    def ns_name(self) -> str:
+        return parse_sk(self.sk)[0]
+
+    @property
+    def checkpoint_id(self) -> str:
+        return parse_sk(self.sk)[1]
+
 
 @dataclass
 class WritesRecord:
     pk: str
     sk: str
-    ns_name: str
-    checkpoint_id: str
     task_ref: bytes
     # idx -> sealed write (bytes) or object leaf (str)
     writes: dict[int, bytes | str] = field(default_factory=dict)
     bundle: str | None = None
+
+    @property
+    def checkpoint_id(self) -> str:
+        return parse_sk(self.sk)[1]
+
+    @property
+    def owner_sk(self) -> str:
+        """Sort key of the checkpoint item these writes belong to."""
+        return owner_sk(self.sk)
+
+
+def owner_sk(sk: str) -> str:
+    """Sort key of the checkpoint an item belongs to: itself, or a writes item's owner."""
+    return sk.rsplit(SEPARATOR, 1)[0] if sk.count(SEPARATOR) == 2 else sk
 
 
 def checkpoint_item(rec: CheckpointRecord) -> Item:
@@ -116,12 +134,9 @@ def is_writes_item(item: Item) -> bool:
 
 
 def parse_checkpoint(item: Item) -> CheckpointRecord:
-    ns_name, checkpoint_id, _ = parse_sk(item["sk"]["S"])
     return CheckpointRecord(
         pk=item["pk"]["S"],
         sk=item["sk"]["S"],
-        ns_name=ns_name,
-        checkpoint_id=checkpoint_id,
         body=bytes(item["c"]["B"]),
         metadata=bytes(item["m"]["B"]),
         thread_ref=bytes(item["t"]["B"]),
@@ -132,7 +147,6 @@ def parse_checkpoint(item: Item) -> CheckpointRecord:
 
 
 def parse_writes(item: Item) -> WritesRecord:
-    ns_name, checkpoint_id, _ = parse_sk(item["sk"]["S"])
     writes: dict[int, bytes | str] = {}
     for name, value in item.items():
         if name.startswith(WRITE_PREFIX) and name != BUNDLE_ATTR:
@@ -142,8 +156,6 @@ def parse_writes(item: Item) -> WritesRecord:
     return WritesRecord(
         pk=item["pk"]["S"],
         sk=item["sk"]["S"],
-        ns_name=ns_name,
-        checkpoint_id=checkpoint_id,
         task_ref=bytes(item["t"]["B"]),
         writes=writes,
         bundle=item.get(BUNDLE_ATTR, {}).get("S"),

@@ -107,8 +107,6 @@ def rewrite_thread(
         new_rec = it.CheckpointRecord(
             pk=pk,
             sk=sk,
-            ns_name=ns_name,
-            checkpoint_id=cid,
             body=reseal(rec.body, body_id(src, ns, cid), body_id(dst, ns, cid), what),
             metadata=reseal(
                 rec.metadata, metadata_id(src, ns, cid), metadata_id(dst, ns, cid), what
@@ -127,8 +125,6 @@ def rewrite_thread(
             new_w = it.WritesRecord(
                 pk=pk,
                 sk=wsk,
-                ns_name=ns_name,
-                checkpoint_id=cid,
                 task_ref=reseal(w.task_ref, ref_id(w.pk, w.sk), ref_id(pk, wsk), what),
             )
             for idx, stored in w.writes.items():
@@ -223,7 +219,7 @@ def delete_for_runs(saver: S3DynamoSaver, run_ids: Sequence[str]) -> None:
         return [
             it.item_key(i)
             for i in saver.index.query_all(pk, prefix=sk, keys_only=True)
-            if i["sk"]["S"] == sk or i["sk"]["S"].startswith(sk + "#")
+            if it.owner_sk(i["sk"]["S"]) == sk
         ]
 
     doomed = [k for keys in parallel(item_keys, found) for k in keys]
@@ -249,8 +245,7 @@ def prune_keep_latest(saver: S3DynamoSaver, tid: str) -> None:
     kept_leaves: set[str] = set()
     for item in raw:
         sk = item["sk"]["S"]
-        base = sk if not it.is_writes_item(item) else sk.rsplit("#", 1)[0]
-        if base in kept_sks:
+        if it.owner_sk(sk) in kept_sks:
             kept_leaves |= it.referenced_leaves(item)
         else:
             doomed.append(it.item_key(item))

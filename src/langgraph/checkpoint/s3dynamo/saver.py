@@ -310,8 +310,6 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         record = it.CheckpointRecord(
             pk=pk,
             sk=sk,
-            ns_name=ns_name,
-            checkpoint_id=cid,
             body=sealed_body,
             metadata=sealed_metadata,
             thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
@@ -398,8 +396,6 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         record = it.WritesRecord(
             pk=pk,
             sk=sk,
-            ns_name="",
-            checkpoint_id=cid,
             task_ref=self.codec.seal_ref(pk, sk, task_id, task_path),
         )
         uploads: builtins.list[tuple[str, bytes]] = []
@@ -452,11 +448,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         found: it.CheckpointRecord | None = None
         writes: builtins.list[it.WritesRecord] = []
         for item in self.index.query_all(pk, prefix=sk):
-            item_sk = item["sk"]["S"]
-            if item_sk == sk:
-                found = it.parse_checkpoint(item)
-            elif item_sk.startswith(sk + SEPARATOR):
+            # The prefix also matches longer ids that start with this one.
+            if it.owner_sk(item["sk"]["S"]) != sk:
+                continue
+            if it.is_writes_item(item):
                 writes.append(it.parse_writes(item))
+            else:
+                found = it.parse_checkpoint(item)
         return _Entry(tid, ns, found, writes) if found else None
 
     def _read_latest(self, tid: str, ns: str) -> _Entry | None:
@@ -557,7 +555,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         for item in items:
             if it.is_writes_item(item):
                 w = it.parse_writes(item)
-                writes.setdefault((w.pk, w.sk.rsplit(SEPARATOR, 1)[0]), []).append(w)
+                writes.setdefault((w.pk, w.owner_sk), []).append(w)
             else:
                 rec = it.parse_checkpoint(item)
                 records[(rec.pk, rec.sk)] = rec
