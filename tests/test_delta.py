@@ -183,3 +183,23 @@ def test_unknown_threads_are_noops(saver: S3DynamoSaver) -> None:
     saver.delete_for_runs(["no-such-run"])
     saver.copy_thread("nobody", "somebody")
     assert list(saver.list({"configurable": {"thread_id": "somebody"}})) == []
+
+
+def test_bundled_writes_older_than_a_seed_are_not_replayed(saver: S3DynamoSaver) -> None:
+    """A channel's history stops at its seed even when another channel walks further and
+    passes a checkpoint whose writes were bundled (over 64 in one call)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    def put(parent: Any, values: dict[str, Any], versions: dict[str, str]) -> Any:
+        cp = empty_checkpoint()
+        cp["channel_values"], cp["channel_versions"] = values, versions
+        config = parent or {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        return saver.put(config, cp, {}, versions)
+
+    root = put(None, {}, {"x": "1", "y": "1"})
+    saver.put_writes(root, [("x", f"old-{i}") for i in range(70)], "task")
+    seeded = put(root, {"x": ["seed"]}, {"x": "2", "y": "1"})
+    target = put(seeded, {}, {"x": "2", "y": "1"})
+    history = saver.get_delta_channel_history(config=target, channels=["x", "y"])
+    assert history["x"] == {"writes": [], "seed": ["seed"]}
+    assert history["y"] == {"writes": []}

@@ -11,7 +11,7 @@ the namespace but not the chain.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
 
@@ -41,10 +41,10 @@ def delta_channel_history(
         upper=checkpoint_sk(ns_name, cid) if cid else ns_name + SEPARATOR + _TOP,
         descending=True,
     )
-    target: str | None = cid
 
-    def load(wanted: str) -> bool:
-        """Read pages until `wanted` (and therefore all its writes) has been seen."""
+    def load(wanted: str | None) -> bool:
+        """Read pages until checkpoint `wanted` (None: the newest one) has been seen;
+        descending order means all its writes have been seen too."""
         for item in pages:
             if it.is_writes_item(item):
                 w = it.parse_writes(item)
@@ -52,23 +52,23 @@ def delta_channel_history(
                 continue
             rec = it.parse_checkpoint(item)
             records[rec.checkpoint_id] = rec
-            if rec.checkpoint_id == wanted or (wanted == _TOP):
+            if wanted is None or rec.checkpoint_id == wanted:
                 return True
             if rec.checkpoint_id < wanted:
                 return False
         return wanted in records
 
-    if not load(target or _TOP):
+    if not load(cid):
         return {ch: {"writes": []} for ch in channels}
-    if target is None:
-        target = max(records)
+    target = cid or max(records)
     tag_of = {namer.channel(tid, ns, ch): ch for ch in channels}
     remaining = set(channels)
-    collected: dict[str, list[tuple[tuple[str, str, int], str, bytes | str]]] = {
+    # channel -> (sort key, checkpoint, opened value, or the object key to fetch it from)
+    collected: dict[str, list[tuple[tuple[str, str, int], str, Any, str | None]]] = {
         ch: [] for ch in channels
     }
     seeds: dict[str, tuple[str, str, bytes | str]] = {}
-    bundles: list[tuple[str, str, str, str]] = []
+    bundles: list[tuple[str, str, str, str, frozenset[str]]] = []
     body = codec.open_body(tid, ns, target, records[target].body, describe(tid, ns, target))
     cursor: str | None = body.get("parent")
     while cursor is not None and remaining:
@@ -81,25 +81,19 @@ def delta_channel_history(
         for w in writes.get(cursor, []):
             task_id, task_path = codec.open_ref(w.pk, w.sk, w.task_ref, what)
             for idx, stored in w.writes.items():
+                order = writes_sort_key(task_path, task_id, idx)
                 if isinstance(stored, str):
                     leaf, tag = it.split_write_ref(stored)
                     channel = tag_of.get(tag or "")
                     if channel in remaining:
-                        collected[channel].append(
-                            (
-                                writes_sort_key(task_path, task_id, idx),
-                                cursor,
-                                saver._key(tid, leaf),
-                            )
-                        )
+                        collected[channel].append((order, cursor, None, saver._key(tid, leaf)))
                     continue
-                channel, _ = codec.open_write(tid, ns, cursor, task_id, idx, stored, what)
+                channel, value = codec.open_write(tid, ns, cursor, task_id, idx, stored, what)
                 if channel in remaining:
-                    collected[channel].append(
-                        (writes_sort_key(task_path, task_id, idx), cursor, stored)
-                    )
+                    collected[channel].append((order, cursor, value, None))
             if w.bundle:
-                bundles.append((cursor, task_id, task_path, saver._key(tid, w.bundle)))
+                key = saver._key(tid, w.bundle)
+                bundles.append((cursor, task_id, task_path, key, frozenset(remaining)))
         for channel in list(remaining):
             version = body.get("channel_versions", {}).get(channel)
             if version is None:
@@ -116,23 +110,27 @@ def delta_channel_history(
         cursor = body.get("parent")
 
     wanted = [s for _, _, s in seeds.values() if isinstance(s, str)]
-    wanted += [s for entries in collected.values() for _, _, s in entries if isinstance(s, str)]
+    wanted += [k for entries in collected.values() for *_, k in entries if k is not None]
     wanted += [b[3] for b in bundles]
     fetched = saver.objects.get_many(wanted) if wanted else {}
-    for at, task_id, task_path, key in bundles:
+    for at, task_id, task_path, key, open_channels in bundles:
         for idx, blob in it.unpack_bundle(fetched[key]).items():
-            channel, _ = codec.open_write(tid, ns, at, task_id, idx, blob, describe(tid, ns, at))
-            if channel in collected:
-                collected[channel].append((writes_sort_key(task_path, task_id, idx), at, blob))
+            channel, value = codec.open_write(
+                tid, ns, at, task_id, idx, blob, describe(tid, ns, at)
+            )
+            if channel in open_channels:
+                order = writes_sort_key(task_path, task_id, idx)
+                collected[channel].append((order, at, value, None))
 
     result: dict[str, DeltaChannelHistory] = {}
     for channel in channels:
         # Oldest checkpoint first; within one, the order live execution applied them in.
         ordered = sorted(collected[channel], key=lambda e: (e[1], e[0]))
         pending: list[PendingWrite] = []
-        for (_, task_id, idx), at, stored in ordered:
-            blob = fetched[stored] if isinstance(stored, str) else stored
-            _, value = codec.open_write(tid, ns, at, task_id, idx, blob, describe(tid, ns, at))
+        for (_, task_id, idx), at, value, source in ordered:
+            if source is not None:
+                what = describe(tid, ns, at)
+                _, value = codec.open_write(tid, ns, at, task_id, idx, fetched[source], what)
             pending.append((task_id, channel, value))
         entry: DeltaChannelHistory = {"writes": pending}
         if channel in seeds:
