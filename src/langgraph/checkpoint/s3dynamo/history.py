@@ -94,19 +94,10 @@ def delta_channel_history(
             if w.bundle:
                 key = saver._key(tid, w.bundle)
                 bundles.append((cursor, task_id, task_path, key, frozenset(remaining)))
-        for channel in list(remaining):
-            version = body.get("channel_versions", {}).get(channel)
-            if version is None:
-                continue
-            blob = rec.inline.get(namer.channel(tid, ns, channel))
-            leaf = namer.value(tid, ns, channel, str(version))
-            if blob is not None:
-                seeds[channel] = (cursor, str(version), blob)
-            elif leaf in rec.objects:
-                seeds[channel] = (cursor, str(version), saver._key(tid, leaf))
-            else:
-                continue
-            remaining.discard(channel)
+        for channel, (version, blob, seed_leaf) in saver.stored_values(tid, ns, rec, body).items():
+            if channel in remaining:
+                seeds[channel] = (cursor, version, blob or saver._key(tid, seed_leaf or ""))
+                remaining.discard(channel)
         cursor = body.get("parent")
 
     wanted = [s for _, _, s in seeds.values() if isinstance(s, str)]

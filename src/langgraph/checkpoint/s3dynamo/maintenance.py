@@ -270,15 +270,7 @@ def _needed_chain(saver: S3DynamoSaver, latest: _Entry, chain: dict[str, _Entry]
         body = saver.codec.open_body(
             tid, ns, rec.checkpoint_id, rec.body, describe(tid, ns, rec.checkpoint_id)
         )
-        for channel in list(remaining):
-            version = body.get("channel_versions", {}).get(channel)
-            if version is None:
-                continue
-            if (
-                saver.namer.channel(tid, ns, channel) in rec.inline
-                or saver.namer.value(tid, ns, channel, str(version)) in rec.objects
-            ):
-                remaining.discard(channel)
+        remaining -= set(saver.stored_values(tid, ns, rec, body))
         parent = body.get("parent")
         cursor = chain.get(parent) if parent and remaining else None
         if cursor is not None:

@@ -348,11 +348,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         body = self.codec.open_body(
             tid, ns, parent_id, entry.record.body, describe(tid, ns, parent_id)
         )
-        return self._carry_of(tid, ns, entry.record, body)
+        return self.stored_values(tid, ns, entry.record, body)
 
-    def _carry_of(
+    def stored_values(
         self, tid: str, ns: str, rec: it.CheckpointRecord, body: dict[str, Any]
     ) -> _Carry:
+        """Where each channel's value at this checkpoint is kept: inline in the item, in
+        an object, or (channels absent here) nowhere."""
         carry: _Carry = {}
         for channel, raw_version in body.get("channel_versions", {}).items():
             version = str(raw_version)
@@ -540,10 +542,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         return _newest_first(entries, before_id)
 
     def _scan_entries(self, before_id: str | None) -> builtins.list[_Entry]:
-        return _newest_first(self._group(self._scan_items()), before_id)
-
-    def _scan_items(self) -> Iterator[it.Item]:
-        return self.index.scan()
+        return _newest_first(self._group(self.index.scan()), before_id)
 
     def _group(
         self, items: Iterable[it.Item], known_tid: str | None = None
@@ -631,7 +630,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         plans = []
         wanted: builtins.list[str] = []
         for entry in entries:
-            bundles: builtins.list[tuple[int, str, str, str]] = []
+            bundles: builtins.list[tuple[str, str, str]] = []
             tid, ns, rec = entry.tid, entry.ns, entry.record
             what = describe(tid, ns, rec.checkpoint_id)
             body = self.codec.open_body(tid, ns, rec.checkpoint_id, rec.body, what)
@@ -639,15 +638,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 md = known_metadata[id(rec)]
             else:
                 md = self._open_metadata(entry)
+            locations = self.stored_values(tid, ns, rec, body)
             channel_blobs: dict[str, tuple[str, bytes | str]] = {}
-            for channel, raw_version in body.get("channel_versions", {}).items():
-                version = str(raw_version)
-                blob = rec.inline.get(self.namer.channel(tid, ns, channel))
-                leaf = self.namer.value(tid, ns, channel, version)
+            for channel, (version, blob, leaf) in locations.items():
                 if blob is not None:
                     channel_blobs[channel] = (version, blob)
-                elif leaf in rec.objects:
-                    key = self._key(tid, leaf)
+                else:
+                    key = self._key(tid, leaf or "")
                     channel_blobs[channel] = (version, key)
                     wanted.append(key)
             writes: builtins.list[tuple[str, str, int, bytes | str]] = []
@@ -656,7 +653,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 if w.bundle is not None:
                     key = self._key(tid, w.bundle)
                     wanted.append(key)
-                    bundles.append((len(writes), task_path, task_id, key))
+                    bundles.append((task_path, task_id, key))
                 for idx, stored in w.writes.items():
                     if isinstance(stored, str):
                         stored = self._key(tid, it.split_write_ref(stored)[0])
@@ -664,7 +661,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                     writes.append((task_path, task_id, idx, stored))
             plans.append((entry, body, md, channel_blobs, writes, bundles))
             if remember:
-                self._remember(tid, ns, rec.checkpoint_id, self._carry_of(tid, ns, rec, body))
+                self._remember(tid, ns, rec.checkpoint_id, locations)
 
         fetched = self.objects.get_many(wanted) if wanted else {}
 
@@ -675,7 +672,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         for entry, body, md, channel_blobs, writes, bundles in plans:
             tid, ns, cid = entry.tid, entry.ns, entry.record.checkpoint_id
             what = describe(tid, ns, cid)
-            for _, task_path, task_id, key in bundles:
+            for task_path, task_id, key in bundles:
                 try:
                     unpacked = it.unpack_bundle(fetched[key])
                 except ValueError as exc:
@@ -695,8 +692,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                     tid, ns, cid, task_id, idx, resolve(stored), f"{what}, pending write"
                 )
                 pending.append((task_id, channel, value))
-            stored = body.pop("stored", None)
-            if stored is not None and (lost := set(stored) - set(channel_blobs)):
+            listed = body.pop("stored", None)
+            if listed is not None and (lost := set(listed) - set(channel_blobs)):
                 raise IntegrityError(
                     f"{what}: {len(lost)} stored channel value(s) are missing from its index "
                     "item; the item was altered"
