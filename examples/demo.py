@@ -21,7 +21,6 @@ from moto import mock_aws
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.items import item_size
 
 
 class State(TypedDict):
@@ -151,6 +150,22 @@ def main() -> None:
             for o in objects
         )
         print("  plaintext 'blue kettle' readable at rest:", leaked)
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """Approximate stored size of a DynamoDB item: attribute names plus values."""
+    return sum(len(name) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    ((kind, inner),) = value.items()
+    if kind in ("S", "B"):
+        return len(inner.encode() if isinstance(inner, str) else inner)
+    if kind == "SS":
+        return sum(len(s.encode()) for s in inner)
+    if kind == "M":
+        return 3 + sum(len(k) + 1 + _value_size(v) for k, v in inner.items())
+    return 8
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ def test_from_env_makes_no_request_and_builds_no_client(monkeypatch: Any) -> Non
     monkeypatch.setenv("S3DYNAMO_PREFIX", "agents/")
     saver = S3DynamoSaver.from_env()
     assert (saver.table_name, saver.bucket_name, saver.prefix) == ("t", "b", "agents/")
-    assert saver._dynamodb_client is None and saver._s3_client is None
+    # The ports (and their boto3 clients) are built on first use, not here.
+    assert "index" not in vars(saver.store) and "objects" not in vars(saver.store)
 
 
 def _large_and_small(saver: S3DynamoSaver) -> tuple[dict[str, Any], dict[str, Any]]:

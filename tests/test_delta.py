@@ -4,7 +4,7 @@ that touches history, and the rebuild stays within its request budget."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import pytest
@@ -15,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.stores import S3Objects
+from langgraph.checkpoint.s3dynamo.thread_store import ThreadStore
 from tests.conftest import RequestCounter
 
 
@@ -150,23 +150,22 @@ def test_rebuild_of_thirty_turn_thread_is_three_queries_and_one_wave(
     graph = delta_graph(saver)
     converse(graph, "t", 30)
     waves: list[int] = []
-    real_get_many = S3Objects.get_many
+    real_fetch = ThreadStore.fetch
 
-    def counting_get_many(self: S3Objects, keys: Sequence[str]) -> dict[str, bytes]:
-        waves.append(len(keys))
-        return real_get_many(self, keys)
+    def counting_fetch(self: ThreadStore, needed: Mapping[str, str]) -> dict[str, bytes]:
+        waves.append(len(needed))
+        return real_fetch(self, needed)
 
-    monkeypatch.setattr(S3Objects, "get_many", counting_get_many)
+    monkeypatch.setattr(ThreadStore, "fetch", counting_fetch)
     fresh = S3DynamoSaver(
         table=saver.table_name,
         bucket=saver.bucket_name,
-        dynamodb_client=saver.index.client,
-        s3_client=saver.objects.client,
+        dynamodb_client=saver.dynamodb_client,
+        s3_client=saver.s3_client,
     )
     counter.reset()
     state = delta_graph(fresh).get_state({"configurable": {"thread_id": "t"}})
     assert len(state.values["messages"]) == 60
-    print("rebuild requests:", dict(counter.calls), "S3 waves:", waves)
     assert counter["dynamodb.Query"] <= 3
     assert counter.total() == counter["dynamodb.Query"] + counter["s3.GetObject"]
     assert len([w for w in waves if w]) <= 1

@@ -87,7 +87,7 @@ def test_missing_table_and_bucket_name_the_fix(clients: tuple[Any, Any]) -> None
     saver = make_saver(clients, table=missing, bucket=missing)
     with pytest.raises(StoreMissingError, match=r"table 'nope-.*setup\(\).*terraform/"):
         saver.get_tuple(thread_config("t"))
-    saver.index.create_if_missing()
+    saver.store.index.create_if_missing()
     big = os.urandom(3 * saver.inline_max)
     with pytest.raises(StoreMissingError, match=r"bucket 'nope-.*setup\(\).*terraform/"):
         _put(saver, thread_config("t", checkpoint_ns=""), {"big": big})

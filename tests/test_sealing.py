@@ -686,7 +686,7 @@ def test_encrypted_serializer_blob_moved_to_another_thread_fails(clients: Any) -
             cp["channel_versions"],
         )
         leaf = saver.namer.value(tid, "", "alpha", "00000000000000000000000000000001.5")
-        keys[tid] = saver._key(tid, leaf)
+        keys[tid] = saver.store.object_key(tid, leaf)
     s3 = clients[1]
     stolen = s3.get_object(Bucket=saver.bucket_name, Key=keys["A"])["Body"].read()
     s3.put_object(Bucket=saver.bucket_name, Key=keys["B"], Body=stolen)

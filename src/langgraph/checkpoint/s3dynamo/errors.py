@@ -1,7 +1,7 @@
 """Errors raised by s3dynamo.
 
 Every error names what was expected, what came, and how to fix it. botocore errors are
-translated in one place (`stores.translate_errors`) and chained with `from`.
+translated in one place (`backends/aws_errors.py`) and chained with `from`.
 
     S3DynamoError
     ├── InvalidConfigError (ValueError)     bad config, thread id, namespace or setting
@@ -9,6 +9,7 @@ translated in one place (`stores.translate_errors`) and chained with `from`.
     ├── StorageError                        any other failure talking to S3 or DynamoDB
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
     └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
+        ├── ObjectNotFoundError             the index references an object that is gone
         ├── KeyNotFoundError                sealed under a key id missing from the keyring
         └── PlaintextRefusedError           unsealed data read while encryption is on
 
@@ -41,6 +42,14 @@ class ThreadExistsError(S3DynamoError, ValueError):
 
 class IntegrityError(S3DynamoError):
     """A stored blob failed to open: it was altered, moved to another identity, or cut short."""
+
+
+class ObjectNotFoundError(IntegrityError):
+    """An object the index references is missing from the object store."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class KeyNotFoundError(IntegrityError):

@@ -1,56 +1,70 @@
 """`get_delta_channel_history` straight from the index.
 
-LangGraph's default walks the parent chain with one `get_tuple` per ancestor (a Query and
-an S3 wave each). Here one descending Query over the namespace, bounded above by the
+LangGraph's default walks the parent chain with one `get_tuple` per ancestor (a query and
+an object wave each). Here one descending query over the namespace, bounded above by the
 target, returns the ancestors and their writes together (a 30-turn thread fits one 1 MB
-page); the chain is followed in memory, and the seeds and the few writes kept in S3 come
-back in one parallel wave. Only on-path ancestors count: a fork's other branch shares
-the namespace but not the chain.
+page); the chain is followed in memory, and the seeds and the few writes kept as objects
+come back in one parallel wave. Only on-path ancestors count: a fork's other branch
+shares the namespace but not the chain.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
 
-from langgraph.checkpoint.s3dynamo import items as it
 from langgraph.checkpoint.s3dynamo.config import describe
-from langgraph.checkpoint.s3dynamo.naming import SEPARATOR, checkpoint_sk
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    WritesRecord,
+    split_write_ref,
+    unpack_bundle,
+)
+from langgraph.checkpoint.s3dynamo.thread_store import Entry, ThreadStore
 
-if TYPE_CHECKING:
-    from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
 
-# Above every checkpoint id, so "latest" needs no id to bound the Query.
-_TOP = "\uffff"
+class _Write(NamedTuple):
+    """A write found on the chain: opened already, or the object key to open it from."""
+
+    order: tuple[str, str, int]
+    at: str
+    value: Any
+    source: str | None
+
+
+class _Bundle(NamedTuple):
+    at: str
+    task_id: str
+    task_path: str
+    key: str
+    channels: frozenset[str]
+
+
+class _Seed(NamedTuple):
+    at: str
+    version: str
+    blob: bytes | str
 
 
 def delta_channel_history(
-    saver: S3DynamoSaver, tid: str, ns: str, cid: str | None, channels: Sequence[str]
+    store: ThreadStore, tid: str, ns: str, cid: str | None, channels: Sequence[str]
 ) -> Mapping[str, DeltaChannelHistory]:
     if not channels:
         return {}
-    namer, codec = saver.namer, saver.codec
-    pk, ns_name = namer.thread(tid), namer.namespace(tid, ns)
-    records: dict[str, it.CheckpointRecord] = {}
-    writes: dict[str, list[it.WritesRecord]] = {}
-    pages = saver.index.query_all(
-        pk,
-        lower=ns_name + SEPARATOR,
-        upper=checkpoint_sk(ns_name, cid) if cid else ns_name + SEPARATOR + _TOP,
-        descending=True,
-    )
+    namer, codec = store.namer, store.codec
+    records: dict[str, CheckpointRecord] = {}
+    writes: dict[str, list[WritesRecord]] = {}
+    pages = store.namespace_records(tid, ns, upper_id=cid)
 
     def load(wanted: str | None) -> bool:
         """Read pages until checkpoint `wanted` (None: the newest one) has been seen;
         descending order means all its writes have been seen too."""
-        for item in pages:
-            if it.is_writes_item(item):
-                w = it.parse_writes(item)
-                writes.setdefault(w.checkpoint_id, []).append(w)
+        for rec in pages:
+            if isinstance(rec, WritesRecord):
+                writes.setdefault(rec.checkpoint_id, []).append(rec)
                 continue
-            rec = it.parse_checkpoint(item)
             records[rec.checkpoint_id] = rec
             if wanted is None or rec.checkpoint_id == wanted:
                 return True
@@ -63,71 +77,69 @@ def delta_channel_history(
     target = cid or max(records)
     tag_of = {namer.channel(tid, ns, ch): ch for ch in channels}
     remaining = set(channels)
-    # channel -> (sort key, checkpoint, opened value, or the object key to fetch it from)
-    collected: dict[str, list[tuple[tuple[str, str, int], str, Any, str | None]]] = {
-        ch: [] for ch in channels
-    }
-    seeds: dict[str, tuple[str, str, bytes | str]] = {}
-    bundles: list[tuple[str, str, str, str, frozenset[str]]] = []
-    body = codec.open_body(tid, ns, target, records[target].body, describe(tid, ns, target))
-    cursor: str | None = body.get("parent")
+    collected: dict[str, list[_Write]] = {ch: [] for ch in channels}
+    seeds: dict[str, _Seed] = {}
+    bundles: list[_Bundle] = []
+    cursor: str | None = store.open_body(Entry(tid, ns, records[target], [])).get("parent")
     while cursor is not None and remaining:
         if cursor not in records and not load(cursor):
             break
-        rec = records[cursor]
-        what = describe(tid, ns, cursor)
-        body = codec.open_body(tid, ns, cursor, rec.body, what)
+        entry = Entry(tid, ns, records[cursor], writes.get(cursor, []))
+        what = entry.what
+        body = store.open_body(entry)
         # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
-        for w in writes.get(cursor, []):
-            task_id, task_path = codec.open_ref(w.pk, w.sk, w.task_ref, what)
+        for w in entry.writes:
+            task_id, task_path = store.open_task(w, what)
             for idx, stored in w.writes.items():
                 order = writes_sort_key(task_path, task_id, idx)
                 if isinstance(stored, str):
-                    leaf, tag = it.split_write_ref(stored)
+                    leaf, tag = split_write_ref(stored)
                     channel = tag_of.get(tag or "")
                     if channel in remaining:
-                        collected[channel].append((order, cursor, None, saver._key(tid, leaf)))
+                        key = store.object_key(tid, leaf)
+                        collected[channel].append(_Write(order, cursor, None, key))
                     continue
                 channel, value = codec.open_write(tid, ns, cursor, task_id, idx, stored, what)
                 if channel in remaining:
-                    collected[channel].append((order, cursor, value, None))
+                    collected[channel].append(_Write(order, cursor, value, None))
             if w.bundle:
-                key = saver._key(tid, w.bundle)
-                bundles.append((cursor, task_id, task_path, key, frozenset(remaining)))
-        for channel, (version, blob, seed_leaf) in saver.stored_values(tid, ns, rec, body).items():
+                key = store.object_key(tid, w.bundle)
+                bundles.append(_Bundle(cursor, task_id, task_path, key, frozenset(remaining)))
+        for channel, value in store.stored_values(entry, body).items():
             if channel in remaining:
-                seeds[channel] = (cursor, version, blob or saver._key(tid, seed_leaf or ""))
+                blob = value.blob or store.object_key(tid, value.leaf or "")
+                seeds[channel] = _Seed(cursor, value.version, blob)
                 remaining.discard(channel)
         cursor = body.get("parent")
 
-    wanted = [s for _, _, s in seeds.values() if isinstance(s, str)]
-    wanted += [k for entries in collected.values() for *_, k in entries if k is not None]
-    wanted += [b[3] for b in bundles]
-    fetched = saver.objects.get_many(wanted) if wanted else {}
-    for at, task_id, task_path, key, open_channels in bundles:
-        for idx, blob in it.unpack_bundle(fetched[key]).items():
-            channel, value = codec.open_write(
-                tid, ns, at, task_id, idx, blob, describe(tid, ns, at)
-            )
-            if channel in open_channels:
-                order = writes_sort_key(task_path, task_id, idx)
-                collected[channel].append((order, at, value, None))
+    needed = {s.blob: describe(tid, ns, s.at) for s in seeds.values() if isinstance(s.blob, str)}
+    for found in collected.values():
+        needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
+    needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
+    fetched = store.fetch(needed) if needed else {}
+    for b in bundles:
+        for idx, blob in unpack_bundle(fetched[b.key]).items():
+            what = describe(tid, ns, b.at)
+            channel, value = codec.open_write(tid, ns, b.at, b.task_id, idx, blob, what)
+            if channel in b.channels:
+                order = writes_sort_key(b.task_path, b.task_id, idx)
+                collected[channel].append(_Write(order, b.at, value, None))
 
     result: dict[str, DeltaChannelHistory] = {}
     for channel in channels:
         # Oldest checkpoint first; within one, the order live execution applied them in.
-        ordered = sorted(collected[channel], key=lambda e: (e[1], e[0]))
+        ordered = sorted(collected[channel], key=lambda w: (w.at, w.order))
         pending: list[PendingWrite] = []
         for (_, task_id, idx), at, value, source in ordered:
             if source is not None:
                 what = describe(tid, ns, at)
                 _, value = codec.open_write(tid, ns, at, task_id, idx, fetched[source], what)
             pending.append((task_id, channel, value))
-        entry: DeltaChannelHistory = {"writes": pending}
+        entry_out: DeltaChannelHistory = {"writes": pending}
         if channel in seeds:
-            at, version, stored = seeds[channel]
-            blob = fetched[stored] if isinstance(stored, str) else stored
-            what = describe(tid, ns, at)
-            entry["seed"] = codec.open_value(tid, ns, channel, version, blob, what)
-        result[channel] = entry
+            seed = seeds[channel]
+            blob = fetched[seed.blob] if isinstance(seed.blob, str) else seed.blob
+            what = describe(tid, ns, seed.at)
+            entry_out["seed"] = codec.open_value(tid, ns, channel, seed.version, blob, what)
+        result[channel] = entry_out
     return result

@@ -45,10 +45,6 @@ class Namer:
     def __init__(self, secret: bytes | None) -> None:
         self._key = hmac.new(secret, NAMING_LABEL, hashlib.sha256).digest() if secret else None
 
-    @property
-    def keyed(self) -> bool:
-        return self._key is not None
-
     def _digest(self, label: str, *parts: str) -> bytes:
         message = _encode_parts(label, parts)
         if self._key is None:

@@ -128,10 +128,6 @@ class Sealer:
         # zstd contexts are not thread-safe, and waves and async graphs seal in parallel.
         self._local = threading.local()
 
-    @property
-    def encrypts(self) -> bool:
-        return self.keyring is not None or self.serde_cipher is not None
-
     def seal(self, typ: str, data: bytes, identity: bytes) -> bytes:
         flags = 0
         if len(data) >= MIN_COMPRESS_SIZE:

@@ -1,0 +1,371 @@
+"""The index on DynamoDB: records as items, in DynamoDB's low-level attribute-value form.
+
+A checkpoint item (sk = `<ns>#<checkpoint_id>`):
+
+    c   B    sealed checkpoint body
+    m   B    sealed metadata
+    t   B    sealed (thread id, namespace)
+    rk  S    keyed hash of the run id (sparse index `runs`), if any
+    o   SS   object leaves of the channel values kept in S3
+    iv  M    small sealed channel values kept inline, keyed by a per-item channel tag
+
+A writes item (sk = `<ns>#<checkpoint_id>#<task>`):
+
+    t        B    sealed (task id, task path)
+    w<idx>   B|S  one write: sealed inline, or a reference to its object
+    wb       S    leaf of a bundle object holding a task's regular writes, used when there
+                  are more than fit one UpdateExpression (DynamoDB caps it at 4 KB)
+
+`to_item` and `from_item` are pure; `DynamoIndex` only sends requests. Every botocore
+error leaves through `aws_errors`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt, translate_errors
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError
+from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    Record,
+    WritesRecord,
+    is_writes_key,
+)
+from langgraph.checkpoint.s3dynamo.schema import (
+    PARTITION_KEY,
+    RUN_INDEX,
+    RUN_KEY,
+    SORT_KEY,
+    table_definition,
+)
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+Item = dict[str, Any]
+
+BODY, METADATA, REF, OBJECTS, INLINE = "c", "m", "t", "o", "iv"
+WRITE_PREFIX, BUNDLE = "w", "wb"
+# DynamoDB's hard limit on one BatchWriteItem.
+BATCH_WRITE_MAX = 25
+BATCH_ATTEMPTS = 8
+
+
+# ------------------------------------------------------------------ item format
+
+
+def write_attr(idx: int) -> str:
+    return f"{WRITE_PREFIX}{idx}"
+
+
+def _write_value(value: bytes | str) -> dict[str, Any]:
+    return {"S": value} if isinstance(value, str) else {"B": value}
+
+
+def key_item(key: ItemKey) -> Item:
+    return {PARTITION_KEY: {"S": key.pk}, SORT_KEY: {"S": key.sk}}
+
+
+def to_item(record: Record) -> Item:
+    item = key_item(record.key)
+    if isinstance(record, WritesRecord):
+        item[REF] = {"B": record.task_ref}
+        for idx, value in record.writes.items():
+            item[write_attr(idx)] = _write_value(value)
+        if record.bundle is not None:
+            item[BUNDLE] = {"S": record.bundle}
+        return item
+    item[BODY] = {"B": record.body}
+    item[METADATA] = {"B": record.metadata}
+    item[REF] = {"B": record.thread_ref}
+    if record.run_key:
+        item[RUN_KEY] = {"S": record.run_key}
+    if record.objects:
+        item[OBJECTS] = {"SS": sorted(record.objects)}
+    if record.inline:
+        item[INLINE] = {"M": {tag: {"B": blob} for tag, blob in sorted(record.inline.items())}}
+    return item
+
+
+def from_item(item: Item) -> Record:
+    """Parse an item; an item missing what its kind requires is an `IntegrityError`."""
+    pk, sk = item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]
+    try:
+        if is_writes_key(sk):
+            writes: dict[int, bytes | str] = {}
+            for name, value in item.items():
+                if name.startswith(WRITE_PREFIX) and name != BUNDLE:
+                    writes[int(name[len(WRITE_PREFIX) :])] = (
+                        value["S"] if "S" in value else bytes(value["B"])
+                    )
+            return WritesRecord(
+                pk=pk,
+                sk=sk,
+                task_ref=bytes(item[REF]["B"]),
+                writes=writes,
+                bundle=item.get(BUNDLE, {}).get("S"),
+            )
+        return CheckpointRecord(
+            pk=pk,
+            sk=sk,
+            body=bytes(item[BODY]["B"]),
+            metadata=bytes(item[METADATA]["B"]),
+            thread_ref=bytes(item[REF]["B"]),
+            run_key=item.get(RUN_KEY, {}).get("S"),
+            objects=frozenset(item.get(OBJECTS, {}).get("SS", ())),
+            inline={k: bytes(v["B"]) for k, v in item.get(INLINE, {}).get("M", {}).items()},
+        )
+    except (KeyError, ValueError) as exc:
+        raise IntegrityError(
+            f"index item with sort key {sk!r} is malformed ({type(exc).__name__}: {exc}); "
+            "it was altered or written by something else"
+        ) from exc
+
+
+def _token(attribute: str) -> str:
+    """An attribute name as placeholders may spell it (`w-3` is a special write's)."""
+    return attribute.replace("-", "_")
+
+
+def merge_writes_update(
+    record: WritesRecord, last_wins: frozenset[int]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """One UpdateItem that stores a whole `put_writes` call atomically: the first write
+    of a regular index wins (`if_not_exists`), one in `last_wins` takes the new value."""
+    names = {"#ref": REF}
+    values: dict[str, Any] = {":ref": {"B": record.task_ref}}
+    clauses = ["#ref = if_not_exists(#ref, :ref)"]
+    if record.bundle is not None:
+        names["#bundle"], values[":bundle"] = BUNDLE, {"S": record.bundle}
+        clauses.append("#bundle = if_not_exists(#bundle, :bundle)")
+    for idx, value in sorted(record.writes.items()):
+        name = _token(write_attr(idx))
+        names[f"#{name}"] = write_attr(idx)
+        values[f":{name}"] = _write_value(value)
+        if idx in last_wins:
+            clauses.append(f"#{name} = :{name}")
+        else:
+            clauses.append(f"#{name} = if_not_exists(#{name}, :{name})")
+    return "SET " + ", ".join(clauses), names, values
+
+
+def replace_update(old: Item, new: Item) -> dict[str, Any] | None:
+    """UpdateItem arguments setting the attributes that differ between `old` and `new`,
+    on condition that each still holds its old value; None if nothing differs."""
+    changed = [name for name in new if old.get(name) != new[name]]
+    if not changed:
+        return None
+    # Conditions compare scalars only (dynalite cannot compare maps); a map changes only
+    # together with the item's sealed body or task reference, which stand guard for it.
+    guarded = [n for n in changed if "M" not in new[n]]
+    if len(guarded) < len(changed):
+        guard = BODY if BODY in old else REF
+        if guard not in guarded:
+            guarded.append(guard)
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    sets, conditions = [], []
+    for name in changed:
+        token = _token(name)
+        names[f"#set_{token}"] = name
+        values[f":new_{token}"] = new[name]
+        sets.append(f"#set_{token} = :new_{token}")
+    for name in guarded:
+        token = _token(name)
+        names[f"#was_{token}"] = name
+        if name in old:
+            values[f":old_{token}"] = old[name]
+            conditions.append(f"#was_{token} = :old_{token}")
+        else:
+            conditions.append(f"attribute_not_exists(#was_{token})")
+    return {
+        "Key": {PARTITION_KEY: new[PARTITION_KEY], SORT_KEY: new[SORT_KEY]},
+        "UpdateExpression": "SET " + ", ".join(sets),
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+# --------------------------------------------------------------------- adapter
+
+
+class DynamoIndex:
+    """The `Index` port on one DynamoDB table (see `schema.py`)."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+        self.resource = f"DynamoDB table {table!r}"
+
+    def query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        between: tuple[str, str] | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        cursor: Cursor | None = None,
+    ) -> Page:
+        items, last = self._query(
+            pk, prefix=prefix, between=between, descending=descending, limit=limit, start=cursor
+        )
+        return Page([from_item(i) for i in items], last)
+
+    def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
+        start: Cursor | None = None
+        while True:
+            items, start = self._query(pk, prefix=prefix, keys_only=True, start=start)
+            yield from (ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items)
+            if start is None:
+                return
+
+    def _query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        between: tuple[str, str] | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        start: Cursor | None = None,
+        keys_only: bool = False,
+    ) -> tuple[list[Item], Cursor | None]:
+        names = {"#pk": PARTITION_KEY}
+        values: dict[str, Any] = {":pk": {"S": pk}}
+        condition = "#pk = :pk"
+        if prefix is not None:
+            condition += " AND begins_with(#sk, :prefix)"
+            values[":prefix"] = {"S": prefix}
+        elif between is not None:
+            condition += " AND #sk BETWEEN :lower AND :upper"
+            values[":lower"], values[":upper"] = {"S": between[0]}, {"S": between[1]}
+        if prefix is not None or between is not None or keys_only:
+            names["#sk"] = SORT_KEY  # DynamoDB rejects names an expression does not use
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": not descending,
+        }
+        if keys_only:
+            kwargs["ProjectionExpression"] = "#pk, #sk"
+        if limit is not None:
+            kwargs["Limit"] = limit
+        if start is not None:
+            kwargs["ExclusiveStartKey"] = start
+        with translate_errors(self.resource):
+            out = self.client.query(**kwargs)
+        return out.get("Items", []), out.get("LastEvaluatedKey")
+
+    def run_checkpoints(self, run_key: str) -> list[ItemKey]:
+        found: list[ItemKey] = []
+        start: Cursor | None = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "TableName": self.table,
+                "IndexName": RUN_INDEX,
+                "KeyConditionExpression": "#rk = :rk",
+                "ExpressionAttributeNames": {"#rk": RUN_KEY},
+                "ExpressionAttributeValues": {":rk": {"S": run_key}},
+            }
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
+            with translate_errors(self.resource):
+                out = self.client.query(**kwargs)
+            found += [ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in out["Items"]]
+            start = out.get("LastEvaluatedKey")
+            if start is None:
+                return found
+
+    def put_checkpoint(self, record: CheckpointRecord) -> None:
+        with translate_errors(self.resource):
+            self.client.put_item(TableName=self.table, Item=to_item(record))
+
+    def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
+        expression, names, values = merge_writes_update(record, last_wins)
+        with translate_errors(self.resource):
+            self.client.update_item(
+                TableName=self.table,
+                Key=key_item(record.key),
+                UpdateExpression=expression,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+
+    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
+        update = replace_update(to_item(old), to_item(new))
+        if update is None:
+            return True
+        out = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=("ConditionalCheckFailedException",),
+            TableName=self.table,
+            **update,
+        )
+        return out.refused is None
+
+    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
+        """Write and delete items in parallel batches of 25, retrying unprocessed ones."""
+        requests = [{"PutRequest": {"Item": to_item(r)}} for r in puts]
+        requests += [{"DeleteRequest": {"Key": key_item(k)}} for k in deletes]
+        chunks = [
+            requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)
+        ]
+        parallel(self._write_chunk, chunks)
+
+    def _write_chunk(self, chunk: list[Item]) -> None:
+        pending, delay = chunk, 0.05
+        for _attempt in range(BATCH_ATTEMPTS):
+            with translate_errors(self.resource):
+                out = self.client.batch_write_item(RequestItems={self.table: pending})
+            pending = out.get("UnprocessedItems", {}).get(self.table, [])
+            if not pending:
+                return
+            time.sleep(delay)
+            delay *= 2
+        raise StorageError(
+            f"BatchWriteItem on {self.resource}: {len(pending)} items still unprocessed "
+            f"after {BATCH_ATTEMPTS} attempts (throttled); retry the operation"
+        )
+
+    def scan(self) -> Iterator[Record]:
+        start: Cursor | None = None
+        while True:
+            kwargs: dict[str, Any] = {"TableName": self.table}
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
+            with translate_errors(self.resource):
+                out = self.client.scan(**kwargs)
+            yield from (from_item(i) for i in out.get("Items", []))
+            start = out.get("LastEvaluatedKey")
+            if start is None:
+                return
+
+    def create_if_missing(self) -> bool:
+        """Create the table (and wait for it); False if it already existed."""
+        found = attempt(
+            self.resource,
+            self.client.describe_table,
+            tolerate=("ResourceNotFoundException",),
+            TableName=self.table,
+        )
+        if found.refused is None:
+            return False
+        attempt(
+            self.resource,
+            self.client.create_table,
+            tolerate=("ResourceInUseException",),
+            **table_definition(self.table),
+        )
+        with translate_errors(self.resource):
+            self.client.get_waiter("table_exists").wait(
+                TableName=self.table, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+            )
+        return True

@@ -1,0 +1,191 @@
+"""In-process twins of the index and the object store, for the unit tier and as the
+template for a new backend.
+
+They keep the semantics the thread store relies on, not just the method names: sort-key
+order and paging with `limit`, first-write-wins merges with last-wins exceptions, the
+conditional replace, `If-None-Match` on new objects, and a missing object as
+`ObjectNotFoundError`. Records are copied in and out, so a caller's later mutation never
+reaches what is stored. Every call is counted in `calls`, as the request counter counts
+AWS requests, so budgets can be checked without moto.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+
+from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StoreMissingError
+from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Record, WritesRecord
+
+
+class MemoryIndex:
+    """The `Index` port in memory."""
+
+    def __init__(self, *, exists: bool = True) -> None:
+        self.exists = exists
+        self.calls: Counter[str] = Counter()
+        self._partitions: dict[str, dict[str, Record]] = {}
+        self._lock = threading.Lock()
+
+    def _count(self, name: str) -> None:
+        if not self.exists:
+            raise StoreMissingError("in-memory index does not exist; call create_if_missing()")
+        self.calls[name] += 1
+
+    def _select(
+        self, pk: str, prefix: str | None, between: tuple[str, str] | None, descending: bool
+    ) -> list[Record]:
+        partition = self._partitions.get(pk, {})
+        keys = sorted(partition, reverse=descending)
+        if prefix is not None:
+            keys = [k for k in keys if k.startswith(prefix)]
+        elif between is not None:
+            keys = [k for k in keys if between[0] <= k <= between[1]]
+        return [copy.deepcopy(partition[k]) for k in keys]
+
+    def query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        between: tuple[str, str] | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        cursor: Cursor | None = None,
+    ) -> Page:
+        with self._lock:
+            self._count("query")
+            records = self._select(pk, prefix, between, descending)
+        if cursor is not None:
+            # The cursor is the last sort key returned; resume strictly after it.
+            after = str(cursor)
+            records = [r for r in records if (r.sk < after if descending else r.sk > after)]
+        if limit is not None and len(records) > limit:
+            page = records[:limit]
+            return Page(list(page), page[-1].sk)
+        return Page(records, None)
+
+    def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
+        with self._lock:
+            self._count("query")
+            records = self._select(pk, prefix, None, False)
+        return iter([r.key for r in records])
+
+    def run_checkpoints(self, run_key: str) -> list[ItemKey]:
+        with self._lock:
+            self._count("query")
+            return [
+                r.key
+                for partition in self._partitions.values()
+                for r in partition.values()
+                if isinstance(r, CheckpointRecord) and r.run_key == run_key
+            ]
+
+    def put_checkpoint(self, record: CheckpointRecord) -> None:
+        with self._lock:
+            self._count("put_checkpoint")
+            self._partitions.setdefault(record.pk, {})[record.sk] = copy.deepcopy(record)
+
+    def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
+        with self._lock:
+            self._count("merge_writes")
+            partition = self._partitions.setdefault(record.pk, {})
+            old = partition.get(record.sk)
+            if not isinstance(old, WritesRecord):
+                partition[record.sk] = copy.deepcopy(record)
+                return
+            writes = dict(old.writes)
+            for idx, value in record.writes.items():
+                if idx in last_wins or idx not in writes:
+                    writes[idx] = value
+            bundle = old.bundle if old.bundle is not None else record.bundle
+            partition[record.sk] = replace(old, writes=writes, bundle=bundle)
+
+    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
+        with self._lock:
+            self._count("replace_if_unchanged")
+            partition = self._partitions.setdefault(new.pk, {})
+            if partition.get(new.sk) != old:
+                return False
+            partition[new.sk] = copy.deepcopy(new)
+            return True
+
+    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
+        with self._lock:
+            self._count("write_batch")
+            for record in puts:
+                self._partitions.setdefault(record.pk, {})[record.sk] = copy.deepcopy(record)
+            for key in deletes:
+                self._partitions.get(key.pk, {}).pop(key.sk, None)
+
+    def scan(self) -> Iterator[Record]:
+        with self._lock:
+            self._count("scan")
+            records = [copy.deepcopy(r) for p in self._partitions.values() for r in p.values()]
+        return iter(records)
+
+    def create_if_missing(self) -> bool:
+        created, self.exists = not self.exists, True
+        return created
+
+    def records(self) -> list[Record]:
+        """Everything stored, for tests that inspect raw storage."""
+        with self._lock:
+            return [copy.deepcopy(r) for p in self._partitions.values() for r in p.values()]
+
+
+class MemoryObjects:
+    """The `ObjectStore` port in memory."""
+
+    def __init__(self, *, exists: bool = True) -> None:
+        self.exists = exists
+        self.calls: Counter[str] = Counter()
+        self.blobs: dict[str, tuple[bytes, datetime]] = {}
+        self._lock = threading.Lock()
+
+    def _count(self, name: str) -> None:
+        if not self.exists:
+            raise StoreMissingError("in-memory object store does not exist")
+        self.calls[name] += 1
+
+    def put_new(self, key: str, body: bytes) -> bool:
+        with self._lock:
+            self._count("put")
+            if key in self.blobs:
+                return False
+            self.blobs[key] = (bytes(body), datetime.now(timezone.utc))
+            return True
+
+    def overwrite(self, key: str, body: bytes) -> None:
+        with self._lock:
+            self._count("put")
+            self.blobs[key] = (bytes(body), datetime.now(timezone.utc))
+
+    def get(self, key: str) -> bytes:
+        with self._lock:
+            self._count("get")
+            found = self.blobs.get(key)
+        if found is None:
+            raise ObjectNotFoundError(f"object {key!r} is missing from the memory store", key)
+        return found[0]
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        with self._lock:
+            self._count("list")
+            found = sorted((k, v) for k, v in self.blobs.items() if k.startswith(prefix))
+        return iter([ObjectInfo(k, len(body), when) for k, (body, when) in found])
+
+    def delete(self, keys: Sequence[str]) -> None:
+        with self._lock:
+            self._count("delete")
+            for key in keys:
+                self.blobs.pop(key, None)
+
+    def create_if_missing(self) -> bool:
+        created, self.exists = not self.exists, True
+        return created

@@ -1,0 +1,102 @@
+"""The object store on S3: immutable objects written once, read, listed and deleted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt, translate_errors
+from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StorageError
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+# S3's limit on one DeleteObjects.
+DELETE_OBJECTS_MAX = 1000
+
+
+class S3Objects:
+    """The `ObjectStore` port on one S3 bucket."""
+
+    def __init__(self, client: Any, bucket: str) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.resource = f"S3 bucket {bucket!r}"
+
+    def put_new(self, key: str, body: bytes) -> bool:
+        out = attempt(
+            self.resource,
+            self.client.put_object,
+            tolerate=("PreconditionFailed", "412"),
+            Bucket=self.bucket,
+            Key=key,
+            Body=body,
+            IfNoneMatch="*",
+        )
+        return out.refused is None
+
+    def overwrite(self, key: str, body: bytes) -> None:
+        with translate_errors(self.resource):
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=body)
+
+    def get(self, key: str) -> bytes:
+        out = attempt(
+            self.resource,
+            self.client.get_object,
+            tolerate=("NoSuchKey",),
+            Bucket=self.bucket,
+            Key=key,
+        )
+        if out.refused:
+            raise ObjectNotFoundError(f"object {key!r} is missing from {self.resource}", key)
+        with translate_errors(self.resource):
+            body: bytes = out.value["Body"].read()
+        return body
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+            if token:
+                kwargs["ContinuationToken"] = token
+            with translate_errors(self.resource):
+                out = self.client.list_objects_v2(**kwargs)
+            for obj in out.get("Contents", []):
+                yield ObjectInfo(obj["Key"], int(obj.get("Size", 0)), obj["LastModified"])
+            token = out.get("NextContinuationToken")
+            if not out.get("IsTruncated") or not token:
+                return
+
+    def delete(self, keys: Sequence[str]) -> None:
+        chunks = [keys[i : i + DELETE_OBJECTS_MAX] for i in range(0, len(keys), DELETE_OBJECTS_MAX)]
+        parallel(self._delete_chunk, chunks)
+
+    def _delete_chunk(self, keys: Sequence[str]) -> None:
+        with translate_errors(self.resource):
+            out = self.client.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True},
+            )
+        if errors := out.get("Errors"):
+            first = errors[0]
+            raise StorageError(
+                f"DeleteObjects on {self.resource}: {len(errors)} keys not deleted, e.g. "
+                f"{first.get('Key')!r}: {first.get('Code')}: {first.get('Message')}"
+            )
+
+    def create_if_missing(self) -> bool:
+        found = attempt(
+            self.resource, self.client.head_bucket, tolerate=("404",), Bucket=self.bucket
+        )
+        if found.refused is None:
+            return False
+        kwargs: dict[str, Any] = {"Bucket": self.bucket}
+        region = self.client.meta.region_name
+        if region and region != "us-east-1":
+            kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
+        attempt(
+            self.resource,
+            self.client.create_bucket,
+            tolerate=("BucketAlreadyOwnedByYou",),
+            **kwargs,
+        )
+        return True

@@ -1,0 +1,40 @@
+"""Where a sealed blob goes: inline in its index record, or an object of its own. Pure.
+
+A value whose sealed size is at most `inline_max` stays inside the record, as long as the
+record's inline total stays within `ITEM_INLINE_BUDGET`, whatever `inline_max` is: records
+stay far below DynamoDB's 400 KB item limit. Everything else becomes an object. The same
+rule serves channel values (`put`) and pending writes (`put_writes`).
+"""
+
+from __future__ import annotations
+
+# Chosen from benchmarks/ (README, "Choosing inline_max"): an S3 PUT costs as much as
+# 8 KB of DynamoDB writes, so values up to 8 KiB are cheaper inline, and they save a
+# request each way. Larger settings lower latency further at a higher DynamoDB bill.
+DEFAULT_INLINE_MAX = 8192
+# Inline bytes allowed in one record, whatever inline_max is.
+ITEM_INLINE_BUDGET = 64 * 1024
+# Regular writes of one call kept as attributes of their own; past this, they go to one
+# bundle object, since DynamoDB caps an UpdateExpression at 4 KB.
+MAX_WRITE_ATTRIBUTES = 64
+
+
+class InlineBudget:
+    """The inline room left in one record."""
+
+    def __init__(self, inline_max: int, total: int = ITEM_INLINE_BUDGET) -> None:
+        self.inline_max = inline_max
+        self.left = total
+
+    def take(self, blob: bytes, *, carried: bool = False) -> bool:
+        """Reserve room for `blob` if it belongs inline; False means: make it an object.
+        A value `carried` from the parent was inline there, so only the room counts."""
+        if (carried or len(blob) <= self.inline_max) and len(blob) <= self.left:
+            self.left -= len(blob)
+            return True
+        return False
+
+
+def needs_bundle(regular_writes: int) -> bool:
+    """Whether a task's regular writes go to one bundle object instead of attributes."""
+    return regular_writes > MAX_WRITE_ATTRIBUTES

@@ -1,0 +1,116 @@
+"""The two stores a thread lives in, as ports: what the thread store needs of each.
+
+    Index          records of every thread, keyed (pk, sk); DynamoDB in production
+    ObjectStore    immutable blobs by key; S3 in production
+
+Both speak plain typed values (`records.py`, `ObjectInfo`, `Page`), never a service's
+wire shapes. Adapters live in `backends/`: `dynamodb.py` and `s3.py` are the only code
+that knows botocore; `memory.py` holds in-process twins that honour the same conditions
+(conditional replace, If-None-Match, paging), for the unit tier and as the template for
+another backend (an S3-only index, another key-value store).
+
+Every method is one request, or a bounded loop of requests of one kind (paging, batch
+chunks): request budgets are counted at this boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import NamedTuple, Protocol
+
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Record, WritesRecord
+
+# Where a paged query resumes; opaque to everyone but the adapter that made it.
+Cursor = object
+
+
+class Page(NamedTuple):
+    records: list[Record]
+    cursor: Cursor | None
+
+
+class ObjectInfo(NamedTuple):
+    key: str
+    size: int
+    modified: datetime
+
+
+class Index(Protocol):
+    """Records of every thread, ordered by sort key within a partition."""
+
+    def query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        between: tuple[str, str] | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        cursor: Cursor | None = None,
+    ) -> Page:
+        """One page of a partition's records whose sort key starts with `prefix` or lies
+        in `between` (inclusive), in sort-key order; `limit` caps the page."""
+        ...
+
+    def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
+        """Keys of every record of a partition (optionally under a sort-key prefix)."""
+        ...
+
+    def run_checkpoints(self, run_key: str) -> list[ItemKey]:
+        """Keys of every checkpoint record carrying this run key, across partitions."""
+        ...
+
+    def put_checkpoint(self, record: CheckpointRecord) -> None:
+        """Write a checkpoint record whole (the commit point of `put`)."""
+        ...
+
+    def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
+        """Add writes to a task's record atomically: an index already present keeps its
+        first value, except those in `last_wins`, which take the new one."""
+        ...
+
+    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
+        """Replace `old` by `new` (same key) if the stored record still equals `old`;
+        False if a concurrent writer changed it first."""
+        ...
+
+    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
+        """Write and delete many records (not atomically as a whole)."""
+        ...
+
+    def scan(self) -> Iterator[Record]:
+        """Every record of every thread (admin operations only)."""
+        ...
+
+    def create_if_missing(self) -> bool:
+        """Create the index if absent; True if it was created."""
+        ...
+
+
+class ObjectStore(Protocol):
+    """Immutable blobs by key."""
+
+    def put_new(self, key: str, body: bytes) -> bool:
+        """Write unless the key exists (If-None-Match); False if it already did."""
+        ...
+
+    def overwrite(self, key: str, body: bytes) -> None:
+        """Replace a blob in place (key rotation re-seals the same value)."""
+        ...
+
+    def get(self, key: str) -> bytes:
+        """The blob; `ObjectNotFoundError` if there is none."""
+        ...
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        """Every blob under a key prefix, with size and last modification time."""
+        ...
+
+    def delete(self, keys: Sequence[str]) -> None:
+        """Delete blobs; absent keys are not an error."""
+        ...
+
+    def create_if_missing(self) -> bool:
+        """Create the container if absent; True if it was created."""
+        ...

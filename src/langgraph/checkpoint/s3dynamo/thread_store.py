@@ -1,0 +1,669 @@
+"""The storage protocol of a thread: how checkpoints and writes are placed, committed,
+found and opened. The saver, history, garbage collection and maintenance all build on
+`ThreadStore`; only it decides where a value lives.
+
+Layout. A thread's records share one partition (`records.py`); its objects share the key
+prefix `<prefix><thread name>/`. A channel value is stored once per (thread, ns, channel,
+version): inline in the checkpoint record when small (`placement.py`), else as an object
+named by that identity. A checkpoint whose channel did not change points at what its
+parent stored (`stored_values` of the parent, usually cached from the read that started
+the run), so unchanged values are never uploaded again.
+
+Commit protocol. `commit_checkpoint` seals everything first (bad input writes nothing),
+uploads the new values too large to inline in one parallel wave, each with
+`If-None-Match: *` (objects are immutable and named by their identity, so an existing
+one already holds the same bytes), then writes the checkpoint record with one request:
+the record is the commit point. A crash before it leaves the old state plus unreferenced
+objects, which garbage collection (`gc.py`) removes after a grace period; a crash after
+it leaves the new state. `commit_writes` does the same with one merge per (checkpoint,
+task), so a `put_writes` call becomes visible all at once or not at all.
+
+Reading. "Latest" is one descending query over the namespace with a small limit (the
+newest checkpoint record comes right after its own writes records); "by id" is one query
+over the checkpoint's sort-key prefix. Values kept as objects come back in one parallel
+wave for every checkpoint being decoded.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, NamedTuple
+
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    writes_sort_key,
+)
+
+from langgraph.checkpoint.s3dynamo.codec import Codec, value_id
+from langgraph.checkpoint.s3dynamo.config import describe, make_config
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, ObjectNotFoundError
+from langgraph.checkpoint.s3dynamo.naming import (
+    SEPARATOR,
+    Namer,
+    checkpoint_sk,
+    object_key,
+    writes_sk,
+)
+from langgraph.checkpoint.s3dynamo.placement import InlineBudget, needs_bundle
+from langgraph.checkpoint.s3dynamo.ports import Cursor, Index, ObjectStore
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    Record,
+    WritesRecord,
+    owner_sk,
+    pack_bundle,
+    referenced_leaves,
+    split_write_ref,
+    unpack_bundle,
+    write_ref,
+)
+from langgraph.checkpoint.s3dynamo.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+# First page of a "latest" query: the newest checkpoint record plus a few writes records.
+LATEST_PAGE = 8
+LATER_PAGES = 100
+# Checkpoints whose values are fetched in one S3 wave while listing.
+LIST_PAGE = 32
+CARRY_CACHE_SIZE = 256
+# Special writes (error, interrupt, ...): the last one of an index wins.
+LAST_WINS = frozenset(WRITES_IDX_MAP.values())
+# Above every checkpoint id, so an open-ended range needs no id to bound it.
+TOP = "\uffff"
+
+
+class StoredValue(NamedTuple):
+    """Where one channel's value at one checkpoint is kept: inline or as an object."""
+
+    version: str
+    blob: bytes | None
+    leaf: str | None
+
+
+StoredValues = dict[str, StoredValue]
+
+
+@dataclass
+class Entry:
+    """One checkpoint as read from the index, before its values are fetched."""
+
+    tid: str
+    ns: str
+    record: CheckpointRecord
+    writes: list[WritesRecord]
+    # Opened on demand and kept, so filtering and decoding open it once.
+    metadata: Any = None
+
+    @property
+    def checkpoint_id(self) -> str:
+        return self.record.checkpoint_id
+
+    @property
+    def what(self) -> str:
+        return describe(self.tid, self.ns, self.checkpoint_id)
+
+
+class ThreadStore:
+    """Places, commits, finds and opens a thread's checkpoints on an index and an object
+    store. Ports are built on first use, so constructing one makes no request."""
+
+    def __init__(
+        self,
+        *,
+        index: Callable[[], Index],
+        objects: Callable[[], ObjectStore],
+        namer: Namer,
+        codec: Codec,
+        sealer: Sealer,
+        prefix: str,
+        inline_max: int,
+    ) -> None:
+        self._make_index = index
+        self._make_objects = objects
+        self.namer = namer
+        self.codec = codec
+        self.sealer = sealer
+        self.prefix = prefix
+        self.inline_max = inline_max
+        self._carry: OrderedDict[tuple[str, str, str], StoredValues] = OrderedDict()
+        self._carry_lock = threading.Lock()
+
+    # Two threads racing here at worst build one spare client.
+    @cached_property
+    def index(self) -> Index:
+        return self._make_index()
+
+    @cached_property
+    def objects(self) -> ObjectStore:
+        return self._make_objects()
+
+    # ----------------------------------------------------------------- names
+
+    def object_key(self, tid: str, leaf: str) -> str:
+        return object_key(self.prefix, self.namer.thread(tid), leaf)
+
+    def thread_prefix(self, thread_name: str) -> str:
+        """Key prefix shared by every object of one thread."""
+        return f"{self.prefix}{thread_name}/"
+
+    # --------------------------------------------------------------- objects
+
+    def fetch(self, needed: Mapping[str, str]) -> dict[str, bytes]:
+        """Read objects in one parallel wave; `needed` maps each key to what needs it,
+        named in the error if the object is gone."""
+        keys = list(needed)
+        try:
+            return dict(zip(keys, parallel(self.objects.get, keys), strict=True))
+        except ObjectNotFoundError as exc:
+            raise ObjectNotFoundError(
+                f"{needed.get(exc.key, 'a checkpoint')}: object {exc.key!r} is referenced "
+                "by the index but missing from the bucket; it was deleted outside s3dynamo",
+                exc.key,
+            ) from exc
+
+    def upload(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        """Write new objects in one parallel wave (If-None-Match: existing ones hold the
+        same bytes, since names are identities)."""
+        parallel(lambda kb: self.objects.put_new(*kb), objects)
+
+    # ------------------------------------------------------------ committing
+
+    def commit_checkpoint(
+        self,
+        tid: str,
+        ns: str,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, Any],
+    ) -> str:
+        """Store a checkpoint: new large values in one wave, then its record. Returns
+        the checkpoint id."""
+        cid = checkpoint["id"]
+        values: dict[str, Any] = checkpoint.get("channel_values", {})
+        versions = {**checkpoint.get("channel_versions", {}), **new_versions}
+        body: dict[str, Any] = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        body["parent"] = parent_id
+        # Serialize and seal everything before the first request: bad input writes nothing.
+        sealed_metadata = self.codec.seal_metadata(tid, ns, cid, metadata)
+
+        carried = self._parent_values(tid, ns, parent_id, versions, new_versions)
+        budget = InlineBudget(self.inline_max)
+        stored: StoredValues = {}
+        fresh: list[tuple[str, str, bytes]] = []
+        for channel, raw_version in versions.items():
+            version = str(raw_version)
+            old = carried.get(channel)
+            if channel not in new_versions and old is not None and old.version == version:
+                if old.blob is not None and self._stale(old.blob):
+                    # Carried forward from before a rotation: seal it under the active key.
+                    ident = value_id(tid, ns, channel, version)
+                    blob = self.codec.reseal(old.blob, ident, ident, describe(tid, ns, cid))
+                    old = StoredValue(version, blob, None)
+                if old.blob is not None and budget.take(old.blob, carried=True):
+                    stored[channel] = old
+                    continue
+                if old.leaf is not None:
+                    stored[channel] = old
+                    continue
+            if channel in values:
+                sealed = self.codec.seal_value(tid, ns, channel, version, values[channel])
+                fresh.append((channel, version, sealed))
+        uploads: list[tuple[str, bytes]] = []
+        # Smallest first, so the inline budget keeps as many values out of S3 as it can.
+        for channel, version, sealed in sorted(fresh, key=lambda f: len(f[2])):
+            if budget.take(sealed):
+                stored[channel] = StoredValue(version, sealed, None)
+            else:
+                leaf = self.namer.value(tid, ns, channel, version)
+                uploads.append((self.object_key(tid, leaf), sealed))
+                stored[channel] = StoredValue(version, None, leaf)
+
+        # Sealed with the body, so an inline value or object reference removed from the
+        # record is detected instead of silently dropping the channel.
+        body["stored"] = sorted(stored)
+        pk = self.namer.thread(tid)
+        sk = checkpoint_sk(self.namer.namespace(tid, ns), cid)
+        run_id = metadata.get("run_id")
+        record = CheckpointRecord(
+            pk=pk,
+            sk=sk,
+            body=self.codec.seal_body(tid, ns, cid, body),
+            metadata=sealed_metadata,
+            thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
+            run_key=self.namer.run(str(run_id)) if run_id else None,
+            objects=frozenset(v.leaf for v in stored.values() if v.leaf is not None),
+            inline={
+                self.namer.channel(tid, ns, ch): v.blob
+                for ch, v in stored.items()
+                if v.blob is not None
+            },
+        )
+        if uploads:
+            self.upload(uploads)
+        self.index.put_checkpoint(record)
+        self.remember(tid, ns, cid, stored)
+        return cid
+
+    def commit_writes(
+        self,
+        tid: str,
+        ns: str,
+        cid: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, Any]],
+    ) -> None:
+        """Store a task's pending writes: large ones in one wave, then one merge."""
+        pk = self.namer.thread(tid)
+        sk = writes_sk(self.namer.namespace(tid, ns), cid, self.namer.task(tid, ns, cid, task_id))
+        record = WritesRecord(
+            pk=pk, sk=sk, task_ref=self.codec.seal_ref(pk, sk, task_id, task_path)
+        )
+        indexed = [
+            (WRITES_IDX_MAP.get(channel, position), channel, value)
+            for position, (channel, value) in enumerate(writes)
+        ]
+        channels = {idx: channel for idx, channel, _ in indexed}
+        sealed = [
+            (idx, self.codec.seal_write(tid, ns, cid, task_id, idx, channel, value))
+            for idx, channel, value in indexed
+        ]
+        uploads: list[tuple[str, bytes]] = []
+        regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
+        if needs_bundle(len(regular)):
+            leaf = self.namer.write(tid, ns, cid, task_id, len(regular), uuid.uuid4().hex)
+            uploads.append((self.object_key(tid, leaf), pack_bundle(regular)))
+            record.bundle = leaf
+            sealed = [(i, b) for i, b in sealed if i in LAST_WINS]
+        budget = InlineBudget(self.inline_max)
+        for idx, blob in sealed:
+            if budget.take(blob):
+                record.writes[idx] = blob
+            else:
+                leaf = self.namer.write(tid, ns, cid, task_id, idx, uuid.uuid4().hex)
+                uploads.append((self.object_key(tid, leaf), blob))
+                record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
+        if uploads:
+            self.upload(uploads)
+        self.index.merge_writes(record, LAST_WINS)
+
+    # ------------------------------------------------------ where values live
+
+    def stored_values(self, entry: Entry, body: Mapping[str, Any]) -> StoredValues:
+        """Where each channel's value at this checkpoint is kept: inline in the record,
+        in an object, or (channels absent here) nowhere."""
+        tid, ns, rec = entry.tid, entry.ns, entry.record
+        out: StoredValues = {}
+        for channel, raw_version in body.get("channel_versions", {}).items():
+            version = str(raw_version)
+            blob = rec.inline.get(self.namer.channel(tid, ns, channel))
+            if blob is not None:
+                out[channel] = StoredValue(version, blob, None)
+                continue
+            leaf = self.namer.value(tid, ns, channel, version)
+            if leaf in rec.objects:
+                out[channel] = StoredValue(version, None, leaf)
+        return out
+
+    def remember(self, tid: str, ns: str, cid: str, stored: StoredValues) -> None:
+        with self._carry_lock:
+            self._carry[(tid, ns, cid)] = stored
+            self._carry.move_to_end((tid, ns, cid))
+            while len(self._carry) > CARRY_CACHE_SIZE:
+                self._carry.popitem(last=False)
+
+    def forget(self) -> None:
+        """Drop what is cached about stored values (after anything rewrote records)."""
+        with self._carry_lock:
+            self._carry.clear()
+
+    def _parent_values(
+        self,
+        tid: str,
+        ns: str,
+        parent_id: str | None,
+        versions: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> StoredValues:
+        """Where the parent keeps the values this checkpoint did not change: usually
+        cached from the read that started the run; otherwise one query reads the
+        parent's record (no object request)."""
+        if parent_id is None or all(ch in new_versions for ch in versions):
+            return {}
+        with self._carry_lock:
+            cached = self._carry.get((tid, ns, parent_id))
+        if cached is not None:
+            return cached
+        entry = self.read_checkpoint(tid, ns, parent_id)
+        if entry is None:
+            return {}
+        return self.stored_values(entry, self.open_body(entry))
+
+    def _stale(self, blob: bytes) -> bool:
+        keyring = self.sealer.keyring
+        return keyring is not None and self.sealer.key_id_of(blob) != keyring.active
+
+    # ------------------------------------------------------------- opening
+
+    def open_body(self, entry: Entry) -> dict[str, Any]:
+        rec = entry.record
+        return self.codec.open_body(entry.tid, entry.ns, rec.checkpoint_id, rec.body, entry.what)
+
+    def open_metadata(self, entry: Entry) -> Any:
+        if entry.metadata is None:
+            rec = entry.record
+            entry.metadata = self.codec.open_metadata(
+                entry.tid, entry.ns, rec.checkpoint_id, rec.metadata, entry.what
+            )
+        return entry.metadata
+
+    def open_task(self, writes: WritesRecord, what: str) -> tuple[str, str]:
+        """(task id, task path) of a writes record."""
+        task_id, task_path = self.codec.open_ref(writes.pk, writes.sk, writes.task_ref, what)
+        return task_id, task_path
+
+    def open_thread_ref(self, rec: CheckpointRecord) -> tuple[str, str]:
+        """(thread id, namespace) a checkpoint record belongs to, checked against its key."""
+        what = f"checkpoint {rec.checkpoint_id} (thread reference)"
+        tid, ns = self.codec.open_ref(rec.pk, rec.sk, rec.thread_ref, what)
+        if self.namer.thread(tid) != rec.pk or self.namer.namespace(tid, ns) != rec.ns_name:
+            raise IntegrityError(
+                f"{what}: names thread {tid!r}, whose records this saver would store under "
+                "another key: the saver's naming secret differs from the writer's (set the "
+                "same secret / S3DYNAMO_SECRET), or the record was moved"
+            )
+        return tid, ns
+
+    # ---------------------------------------------------------------- finding
+
+    def read_checkpoint(self, tid: str, ns: str, cid: str) -> Entry | None:
+        """One checkpoint by id, with its writes: one query."""
+        pk = self.namer.thread(tid)
+        sk = checkpoint_sk(self.namer.namespace(tid, ns), cid)
+        found: CheckpointRecord | None = None
+        writes: list[WritesRecord] = []
+        for rec in self._query_all(pk, prefix=sk):
+            # The prefix also matches longer ids that start with this one.
+            if owner_sk(rec.sk) != sk:
+                continue
+            if isinstance(rec, WritesRecord):
+                writes.append(rec)
+            else:
+                found = rec
+        return Entry(tid, ns, found, writes) if found else None
+
+    def read_latest(self, tid: str, ns: str) -> Entry | None:
+        """The newest checkpoint of a namespace, with its writes: one query, more only
+        when writes records fill the first page."""
+        pk = self.namer.thread(tid)
+        prefix = self.namer.namespace(tid, ns) + SEPARATOR
+        writes: list[WritesRecord] = []
+        cursor: Cursor | None = None
+        limit = LATEST_PAGE
+        while True:
+            page = self.index.query(pk, prefix=prefix, descending=True, limit=limit, cursor=cursor)
+            for rec in page.records:
+                if isinstance(rec, WritesRecord):
+                    writes.append(rec)
+                    continue
+                # Descending order meets a checkpoint's writes just before the checkpoint.
+                own = [w for w in writes if w.checkpoint_id == rec.checkpoint_id]
+                return Entry(tid, ns, rec, own)
+            if page.cursor is None:
+                return None
+            cursor, limit = page.cursor, LATER_PAGES
+
+    def namespace_records(
+        self, tid: str, ns: str, *, upper_id: str | None = None
+    ) -> Iterator[Record]:
+        """A namespace's records newest first, from checkpoint `upper_id` (inclusive)
+        down, page by page as the caller consumes them."""
+        pk, ns_name = self.namer.thread(tid), self.namer.namespace(tid, ns)
+        upper = checkpoint_sk(ns_name, upper_id) if upper_id else ns_name + SEPARATOR + TOP
+        return self._query_all(pk, between=(ns_name + SEPARATOR, upper), descending=True)
+
+    def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[Entry]:
+        """A namespace's checkpoints newest first, strictly before `before_id` if given."""
+        pk = self.namer.thread(tid)
+        ns_name = self.namer.namespace(tid, ns)
+        records = (
+            self._query_all(
+                pk,
+                between=(ns_name + SEPARATOR, checkpoint_sk(ns_name, before_id)),
+                descending=True,
+            )
+            if before_id
+            else self._query_all(pk, prefix=ns_name + SEPARATOR, descending=True)
+        )
+        writes: dict[str, list[WritesRecord]] = {}
+        for rec in records:
+            if isinstance(rec, WritesRecord):
+                writes.setdefault(rec.checkpoint_id, []).append(rec)
+                continue
+            if before_id is not None and rec.checkpoint_id >= before_id:
+                continue
+            yield Entry(tid, ns, rec, writes.pop(rec.checkpoint_id, []))
+
+    def thread_records(self, tid: str) -> list[Record]:
+        """Every record of a thread, every namespace."""
+        return list(self._query_all(self.namer.thread(tid)))
+
+    def thread_keys(self, tid: str) -> list[ItemKey]:
+        return list(self.index.query_keys(self.namer.thread(tid)))
+
+    def thread_entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
+        """Every checkpoint of a thread, every namespace, newest first."""
+        entries = self.group(self.thread_records(tid), known_tid=tid)
+        return newest_first(entries, before_id)
+
+    def all_entries(self, before_id: str | None = None) -> list[Entry]:
+        """Every checkpoint of every thread, newest first (a scan: admin operations)."""
+        return newest_first(self.group(self.index.scan()), before_id)
+
+    def group(self, records: Iterable[Record], known_tid: str | None = None) -> list[Entry]:
+        """Pair checkpoint records with their writes records; learn (thread, ns) from the
+        sealed reference each checkpoint record carries."""
+        checkpoints: dict[ItemKey, CheckpointRecord] = {}
+        writes: dict[ItemKey, list[WritesRecord]] = {}
+        for rec in records:
+            if isinstance(rec, WritesRecord):
+                writes.setdefault(ItemKey(rec.pk, rec.owner_sk), []).append(rec)
+            else:
+                checkpoints[rec.key] = rec
+        entries = []
+        for key, rec in checkpoints.items():
+            tid, ns = self.open_thread_ref(rec)
+            if known_tid is not None and tid != known_tid:
+                raise IntegrityError(
+                    f"checkpoint {rec.checkpoint_id} in the partition of thread "
+                    f"{known_tid!r} claims thread {tid!r}: the record was moved"
+                )
+            entries.append(Entry(tid, ns, rec, writes.get(key, [])))
+        return entries
+
+    def _query_all(self, pk: str, **bounds: Any) -> Iterator[Record]:
+        cursor: Cursor | None = None
+        while True:
+            page = self.index.query(pk, cursor=cursor, **bounds)
+            yield from page.records
+            if page.cursor is None:
+                return
+            cursor = page.cursor
+
+    def live_leaves(self, thread_name: str) -> set[str]:
+        """Every object leaf a thread's records reference (the mark of garbage collection)."""
+        live: set[str] = set()
+        for rec in self._query_all(thread_name):
+            live |= referenced_leaves(rec)
+        return live
+
+    def referenced_keys(self, entries: Sequence[Entry]) -> dict[str, str]:
+        """Object key -> the checkpoint that references it, for every object the entries
+        reference."""
+        keys: dict[str, str] = {}
+        for e in entries:
+            records: list[Record] = [e.record, *e.writes]
+            for rec in records:
+                for leaf in referenced_leaves(rec):
+                    keys[self.object_key(e.tid, leaf)] = e.what
+        return keys
+
+    # --------------------------------------------------------------- decoding
+
+    def tuples(
+        self, entries: Iterable[Entry], filter: Mapping[str, Any] | None, limit: int | None
+    ) -> Iterator[CheckpointTuple]:
+        """Decode entries page by page: metadata first (filtering costs no object
+        request), then one wave per page for the survivors' values."""
+        remaining = limit
+        page: list[Entry] = []
+        for entry in entries:
+            if filter:
+                md = self.open_metadata(entry)
+                if not all(md.get(k) == v for k, v in filter.items()):
+                    continue
+            page.append(entry)
+            if remaining is not None:
+                remaining -= 1
+                if remaining == 0:
+                    break
+            if len(page) >= LIST_PAGE:
+                yield from self.decode(page)
+                page = []
+        if page:
+            yield from self.decode(page)
+
+    def decode(self, entries: Sequence[Entry], *, remember: bool = False) -> list[CheckpointTuple]:
+        """Turn entries into checkpoint tuples with one parallel wave for all of them."""
+        plans = [self._plan(entry, remember) for entry in entries]
+        needed: dict[str, str] = {}
+        for plan in plans:
+            needed.update(plan.needed)
+        fetched = self.fetch(needed) if needed else {}
+        return [self._assemble(plan, fetched) for plan in plans]
+
+    def _plan(self, entry: Entry, remember: bool) -> _Plan:
+        tid, ns, what = entry.tid, entry.ns, entry.what
+        body = self.open_body(entry)
+        stored = self.stored_values(entry, body)
+        plan = _Plan(entry, body, self.open_metadata(entry), stored)
+        for channel, value in stored.items():
+            if value.blob is not None:
+                plan.values[channel] = (value.version, value.blob)
+            else:
+                key = self.object_key(tid, value.leaf or "")
+                plan.values[channel] = (value.version, key)
+                plan.needed[key] = what
+        for w in entry.writes:
+            task_id, task_path = self.open_task(w, what)
+            if w.bundle is not None:
+                key = self.object_key(tid, w.bundle)
+                plan.needed[key] = what
+                plan.bundles.append(_TaskBlob(task_path, task_id, 0, key))
+            for idx, blob in w.writes.items():
+                if isinstance(blob, str):
+                    blob = self.object_key(tid, split_write_ref(blob)[0])
+                    plan.needed[blob] = what
+                plan.writes.append(_TaskBlob(task_path, task_id, idx, blob))
+        if remember:
+            self.remember(tid, ns, entry.checkpoint_id, stored)
+        return plan
+
+    def _assemble(self, plan: _Plan, fetched: Mapping[str, bytes]) -> CheckpointTuple:
+        entry, body = plan.entry, plan.body
+        tid, ns, cid, what = entry.tid, entry.ns, entry.checkpoint_id, entry.what
+
+        def resolve(blob: bytes | str) -> bytes:
+            return fetched[blob] if isinstance(blob, str) else blob
+
+        writes = list(plan.writes)
+        for bundle in plan.bundles:
+            try:
+                unpacked = unpack_bundle(fetched[str(bundle.blob)])
+            except ValueError as exc:
+                raise IntegrityError(f"{what}: writes bundle {bundle.blob!r}: {exc}") from exc
+            writes += [bundle._replace(idx=i, blob=b) for i, b in unpacked.items()]
+        channel_values = {
+            channel: self.codec.open_value(
+                tid, ns, channel, version, resolve(blob), f"{what}, channel value"
+            )
+            for channel, (version, blob) in plan.values.items()
+        }
+        pending: list[PendingWrite] = []
+        for w in sorted(writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx)):
+            channel, value = self.codec.open_write(
+                tid, ns, cid, w.task_id, w.idx, resolve(w.blob), f"{what}, pending write"
+            )
+            pending.append((w.task_id, channel, value))
+        listed = body.pop("stored", None)
+        if listed is not None and (lost := set(listed) - set(plan.stored)):
+            raise IntegrityError(
+                f"{what}: {len(lost)} stored channel value(s) are missing from its index "
+                "item; the item was altered"
+            )
+        parent = body.pop("parent", None)
+        checkpoint: Checkpoint = {**body, "channel_values": channel_values}  # type: ignore[typeddict-item]
+        return CheckpointTuple(
+            config=make_config(tid, ns, cid),
+            checkpoint=checkpoint,
+            metadata=plan.metadata,
+            parent_config=make_config(tid, ns, parent) if parent else None,
+            pending_writes=pending,
+        )
+
+    # --------------------------------------------------------------- deleting
+
+    def delete_thread(self, tid: str) -> None:
+        """Delete every record and object of a thread (all namespaces). Records go
+        first, so a crash midway leaves objects nothing references, which a second call
+        or garbage collection removes."""
+        keys = self.thread_keys(tid)
+        if keys:
+            self.index.write_batch(deletes=keys)
+        prefix = self.thread_prefix(self.namer.thread(tid))
+        leftover = [o.key for o in self.objects.list(prefix)]
+        if leftover:
+            self.objects.delete(leftover)
+        self.forget()
+
+
+class _TaskBlob(NamedTuple):
+    """One pending write to open: sealed bytes, or the key of the object holding them."""
+
+    task_path: str
+    task_id: str
+    idx: int
+    blob: bytes | str
+
+
+@dataclass
+class _Plan:
+    """What decoding one entry needs once its objects are fetched."""
+
+    entry: Entry
+    body: dict[str, Any]
+    metadata: Any
+    stored: StoredValues
+    # channel -> (version, sealed bytes or the key of the object holding them)
+    values: dict[str, tuple[str, bytes | str]] = field(default_factory=dict)
+    writes: list[_TaskBlob] = field(default_factory=list)
+    bundles: list[_TaskBlob] = field(default_factory=list)
+    # object key -> the checkpoint that needs it (for errors)
+    needed: dict[str, str] = field(default_factory=dict)
+
+
+def newest_first(entries: list[Entry], before_id: str | None) -> list[Entry]:
+    if before_id is not None:
+        entries = [e for e in entries if e.checkpoint_id < before_id]
+    return sorted(entries, key=lambda e: e.checkpoint_id, reverse=True)
