@@ -20,8 +20,11 @@ lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m mypy
 
+# The unit tier (pure code and the thread store on in-memory ports) first, then the
+# whole suite on moto in process.
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q --ignore=tests/unit
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
@@ -32,9 +35,9 @@ test-integration: $(STAMP)
 	scripts/services.sh up
 	trap 'scripts/services.sh down' EXIT; \
 	set -e; \
-	$(PY) -m pytest -q -p no:cacheprovider; \
-	(. .services/env-moto-server.sh && S3DYNAMO_TEST_BACKEND=moto-server $(PY) -m pytest -q -p no:cacheprovider); \
-	(. .services/env-real.sh && S3DYNAMO_TEST_BACKEND=real $(PY) -m pytest -q -p no:cacheprovider)
+	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/unit; \
+	(. .services/env-moto-server.sh && S3DYNAMO_TEST_BACKEND=moto-server $(PY) -m pytest -q -p no:cacheprovider --ignore=tests/unit); \
+	(. .services/env-real.sh && S3DYNAMO_TEST_BACKEND=real $(PY) -m pytest -q -p no:cacheprovider --ignore=tests/unit)
 
 # Side by side with the savers users would otherwise pick; writes benchmarks/results.*.
 # PostgresSaver needs a local PostgreSQL server (Debian's package), started by the run.

@@ -93,11 +93,15 @@ def test_missing_table_and_bucket_name_the_fix(clients: tuple[Any, Any]) -> None
         _put(saver, thread_config("t", checkpoint_ns=""), {"big": big})
 
 
-def test_setup_is_idempotent(clients: tuple[Any, Any]) -> None:
+def test_setup_is_idempotent(clients: tuple[Any, Any], counter: RequestCounter) -> None:
     saver = make_saver(clients)
     saver.setup()
-    saver.setup()
-    _put(saver, thread_config("t", checkpoint_ns=""), {"a": 1})
+    config = _put(saver, thread_config("t", checkpoint_ns=""), {"a": 1})
+    counter.reset()
+    saver.setup()  # finds both, creates nothing, keeps what is stored
+    assert counter.calls == {"dynamodb.DescribeTable": 1, "s3.HeadBucket": 1}
+    got = saver.get_tuple(config)
+    assert got is not None and got.checkpoint["channel_values"] == {"a": 1}
 
 
 def test_large_value_lands_in_s3_and_item_stays_small(

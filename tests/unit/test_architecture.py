@@ -1,0 +1,96 @@
+"""The layers hold: no import cycle in the package, no module reaching into another's
+underscore names, and botocore known only to the AWS adapters."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = "langgraph.checkpoint.s3dynamo"
+ROOT = Path(__file__).resolve().parents[2] / "src" / "langgraph" / "checkpoint" / "s3dynamo"
+# Documented public methods of named tuples, despite the underscore.
+NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make"}
+AWS_ADAPTERS = {"backends.aws_errors", "backends.dynamodb", "backends.s3"}
+
+
+def _modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        name = "" if name == "__init__" else name.removesuffix(".__init__")
+        out[name] = ast.parse(path.read_text(), str(path))
+    return out
+
+
+def _imports(tree: ast.Module) -> list[tuple[str, list[str]]]:
+    """(module imported, names imported from it), package modules relative to PACKAGE."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names]
+    return found
+
+
+def _local(module: str, names: list[str], known: set[str]) -> list[str]:
+    """Package modules an import statement depends on."""
+    if module == PACKAGE:
+        return [n for n in names if n in known]
+    if module.startswith(PACKAGE + "."):
+        return [module[len(PACKAGE) + 1 :]]
+    return []
+
+
+def test_no_import_cycle() -> None:
+    modules = _modules()
+    known = set(modules)
+    graph = {
+        name: {dep for mod, names in _imports(tree) for dep in _local(mod, names, known)}
+        for name, tree in modules.items()
+        if name  # the package's __init__ only re-exports
+    }
+    state: dict[str, str] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for dep in sorted(graph.get(node, ())):
+            assert state.get(dep) != "open", f"import cycle: {' -> '.join([*path, dep])}"
+            if dep not in state:
+                visit(dep, [*path, dep])
+        state[node] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+
+
+def test_only_the_package_init_imports_the_saver() -> None:
+    for name, tree in _modules().items():
+        deps = {d for mod, names in _imports(tree) for d in _local(mod, names, {"saver"})}
+        assert name == "" or "saver" not in deps, f"{name} imports saver.py"
+
+
+def test_no_cross_module_underscore_access() -> None:
+    for name, tree in _modules().items():
+        for mod, names in _imports(tree):
+            private = [n for n in names if n.startswith("_") and n != "__future__"]
+            assert not (mod.startswith(PACKAGE) and private), f"{name} imports {private}"
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr not in NAMEDTUPLE_API
+            ):
+                owner = node.value
+                assert isinstance(owner, ast.Name) and owner.id in ("self", "cls"), (
+                    f"{name}.py line {node.lineno}: .{node.attr} on something not its own"
+                )
+
+
+def test_only_aws_adapters_know_botocore() -> None:
+    for name, tree in _modules().items():
+        third_party = {mod.split(".")[0] for mod, _ in _imports(tree)}
+        if name not in AWS_ADAPTERS:
+            assert not third_party & {"botocore", "boto3"} or name == "saver", name

@@ -1,0 +1,178 @@
+"""Pure code, no storage: envelopes, names, records, item format, placement."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from langgraph.checkpoint.s3dynamo.backends import dynamodb as ddb
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    KeyNotFoundError,
+    PlaintextRefusedError,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer, checkpoint_sk, parse_sk, writes_sk
+from langgraph.checkpoint.s3dynamo.placement import InlineBudget, needs_bundle
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    WritesRecord,
+    owner_sk,
+    pack_bundle,
+    referenced_leaves,
+    split_write_ref,
+    unpack_bundle,
+    write_ref,
+)
+from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer, identity
+
+KEY = os.urandom(32)
+
+
+def sealer(**kw: object) -> Sealer:
+    return Sealer(keyring=Keyring(keys={"k1": KEY}, active="k1"), **kw)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ envelopes
+
+
+def test_envelope_round_trips_and_compresses() -> None:
+    data = b"the blue kettle " * 100
+    blob = sealer().seal("json", data, identity("value", "t", "", "ch", "1"))
+    assert len(blob) < len(data) / 4 and b"kettle" not in blob
+    assert sealer().open(blob, identity("value", "t", "", "ch", "1"), "x") == ("json", data)
+
+
+def test_envelope_bound_to_its_identity() -> None:
+    blob = sealer().seal("json", b"x" * 100, identity("value", "t", "", "ch", "1"))
+    with pytest.raises(IntegrityError, match="authentication failed"):
+        sealer().open(blob, identity("value", "t", "", "ch", "2"), "x")
+
+
+def test_flipped_byte_and_truncation_refused() -> None:
+    ident = identity("a")
+    blob = bytearray(sealer().seal("json", b"hello", ident))
+    blob[-1] ^= 1
+    with pytest.raises(IntegrityError):
+        sealer().open(bytes(blob), ident, "x")
+    with pytest.raises(IntegrityError, match="truncated"):
+        sealer().open(bytes(blob[:20]), ident, "x")
+
+
+def test_missing_key_id_is_named() -> None:
+    blob = sealer().seal("json", b"hello", identity("a"))
+    other = Sealer(keyring=Keyring(keys={"k2": os.urandom(32)}, active="k2"))
+    with pytest.raises(KeyNotFoundError, match=r"'k1'.*add that key"):
+        other.open(blob, identity("a"), "x")
+
+
+def test_plaintext_refused_while_encryption_is_on_unless_allowed() -> None:
+    blob = Sealer().seal("json", b"hello", identity("a"))
+    with pytest.raises(PlaintextRefusedError, match="allow_plaintext_read"):
+        sealer().open(blob, identity("a"), "x")
+    assert sealer(allow_plaintext_read=True).open(blob, identity("a"), "x")[1] == b"hello"
+
+
+def test_identity_parts_cannot_run_together() -> None:
+    assert identity("ab", "c") != identity("a", "bc")
+
+
+# ---------------------------------------------------------------------- names
+
+
+def test_names_are_keyed_and_opaque() -> None:
+    a, b = Namer(b"secret-a"), Namer(b"secret-b")
+    assert a.thread("user-42") != b.thread("user-42")
+    assert "user" not in a.thread("user-42")
+    assert a.namespace("t", "ab") != a.namespace("t", "a")
+    # Length-prefixed parts: ("a", "bc") and ("ab", "c") never collide.
+    assert a.value("t", "a", "bc", "1") != a.value("t", "ab", "c", "1")
+
+
+def test_sort_keys_parse_back() -> None:
+    assert parse_sk(checkpoint_sk("ns", "cid")) == ("ns", "cid", None)
+    assert parse_sk(writes_sk("ns", "cid", "task")) == ("ns", "cid", "task")
+    assert owner_sk(writes_sk("ns", "cid", "task")) == checkpoint_sk("ns", "cid")
+
+
+# -------------------------------------------------------------------- records
+
+
+def test_bundle_round_trips_and_refuses_truncation() -> None:
+    writes = {0: b"a", 5: b"bcd", -1: b""}
+    packed = pack_bundle(writes)
+    assert unpack_bundle(packed) == writes
+    with pytest.raises(ValueError, match="truncated"):
+        unpack_bundle(packed[:-1])
+
+
+def test_write_refs_and_referenced_leaves() -> None:
+    ref = write_ref("leaf1", "tag")
+    assert split_write_ref(ref) == ("leaf1", "tag")
+    w = WritesRecord("p", "n#c#t", b"ref", {0: b"inline", 1: ref}, bundle="leaf2")
+    assert referenced_leaves(w) == {"leaf1", "leaf2"}
+    c = CheckpointRecord("p", "n#c", b"b", b"m", b"t", objects=frozenset({"o1"}))
+    assert referenced_leaves(c) == {"o1"}
+
+
+# ---------------------------------------------------------------- item format
+
+
+def _checkpoint() -> CheckpointRecord:
+    return CheckpointRecord(
+        "pk", "ns#cid", b"body", b"meta", b"ref", "run", frozenset({"o1"}), {"tag": b"v"}
+    )
+
+
+def test_items_round_trip_both_kinds() -> None:
+    writes = WritesRecord("pk", "ns#cid#t", b"ref", {0: b"x", -3: "leaf.tag"}, bundle="b1")
+    for record in (_checkpoint(), writes):
+        assert ddb.from_item(ddb.to_item(record)) == record
+
+
+def test_malformed_item_is_an_integrity_error() -> None:
+    item = ddb.to_item(_checkpoint())
+    del item["c"]
+    with pytest.raises(IntegrityError, match=r"ns#cid.*malformed"):
+        ddb.from_item(item)
+
+
+def test_merge_update_keeps_first_regular_and_last_special() -> None:
+    record = WritesRecord("pk", "ns#cid#t", b"ref", {0: b"x", -3: b"y"})
+    expression, names, values = ddb.merge_writes_update(record, frozenset({-3}))
+    assert "#w0 = if_not_exists(#w0, :w0)" in expression
+    assert "#w_3 = :w_3" in expression
+    assert names["#w_3"] == "w-3" and values[":w0"] == {"B": b"x"}
+
+
+def test_replace_update_guards_changed_attributes() -> None:
+    old = ddb.to_item(_checkpoint())
+    new = ddb.to_item(_checkpoint())
+    assert ddb.replace_update(old, new) is None
+    new["iv"] = {"M": {"tag": {"B": b"resealed"}}}
+    update = ddb.replace_update(old, new)
+    assert update is not None
+    # A map cannot be compared everywhere, so the sealed body stands guard for it.
+    assert update["ConditionExpression"] == "#was_c = :old_c"
+    assert update["ExpressionAttributeNames"]["#set_iv"] == "iv"
+
+
+def test_key_item() -> None:
+    assert ddb.key_item(ItemKey("a", "b")) == {"pk": {"S": "a"}, "sk": {"S": "b"}}
+
+
+# ------------------------------------------------------------------ placement
+
+
+def test_inline_budget() -> None:
+    budget = InlineBudget(inline_max=10, total=25)
+    assert budget.take(b"x" * 10)
+    assert not budget.take(b"x" * 11)  # above inline_max: an object
+    assert budget.take(b"x" * 11, carried=True)  # was inline in the parent
+    assert not budget.take(b"x" * 5)  # the record is full
+    assert InlineBudget(inline_max=0).take(b"") and not InlineBudget(inline_max=0).take(b"x")
+
+
+def test_bundle_threshold() -> None:
+    assert not needs_bundle(64) and needs_bundle(65)

@@ -1,0 +1,124 @@
+"""The thread store on the in-memory ports: the storage protocol without moto."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph.checkpoint.s3dynamo import IntegrityError, ThreadExistsError
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
+from tests.scenarios import SCENARIOS, Runner, chat_graph
+from tests.unit.conftest import MemorySaver, memory_saver
+
+
+def _config(tid: str = "t", **extra: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": tid, "checkpoint_ns": "", **extra}}
+
+
+def _put(saver: MemorySaver, values: dict[str, Any], parent: Any = None) -> Any:
+    cp = empty_checkpoint()
+    cp["channel_values"] = values
+    cp["channel_versions"] = {ch: saver.get_next_version(None, None) for ch in values}
+    return saver.put(parent or _config(), cp, {"step": 1}, cp["channel_versions"])
+
+
+def test_small_values_inline_large_ones_as_objects(saver: MemorySaver) -> None:
+    big = os.urandom(3 * saver.inline_max)
+    config = _put(saver, {"big": big, "small": "s"})
+    assert saver.index.calls == {"put_checkpoint": 1}
+    assert saver.objects.calls == {"put": 1}
+    (record,) = saver.index.records()
+    assert isinstance(record, CheckpointRecord)
+    assert len(record.objects) == 1 and len(record.inline) == 1
+    saver.index.calls.clear()
+    saver.objects.calls.clear()
+    got = saver.get_tuple(config)
+    assert got is not None and got.checkpoint["channel_values"] == {"big": big, "small": "s"}
+    assert saver.index.calls == {"query": 1} and saver.objects.calls == {"get": 1}
+
+
+def test_a_call_of_writes_is_one_merge_in_order(saver: MemorySaver) -> None:
+    config = _put(saver, {"a": 1})
+    saver.index.calls.clear()
+    saver.put_writes(config, [("a", 2), ("b", os.urandom(3 * saver.inline_max))], "task")
+    saver.put_writes(config, [("a", 3)], "task")  # first write of an index wins
+    assert saver.index.calls == {"merge_writes": 2}
+    got = saver.get_tuple(config)
+    assert got is not None and [w[1] for w in got.pending_writes] == ["a", "b"]
+    assert got.pending_writes[0][2] == 2
+
+
+def test_many_writes_go_to_one_bundle(saver: MemorySaver) -> None:
+    config = _put(saver, {"a": 1})
+    saver.put_writes(config, [("a", i) for i in range(100)], "task")
+    writes = [r for r in saver.index.records() if isinstance(r, WritesRecord)]
+    assert len(writes) == 1 and writes[0].bundle is not None and not writes[0].writes
+    got = saver.get_tuple(config)
+    assert got is not None and [w[2] for w in got.pending_writes] == list(range(100))
+    saver.copy_thread("t", "copy")
+    copied = saver.get_tuple({"configurable": {"thread_id": "copy"}})
+    assert copied is not None and copied.pending_writes == got.pending_writes
+
+
+def test_a_deleted_object_names_thread_and_checkpoint(saver: MemorySaver) -> None:
+    config = _put(saver, {"big": os.urandom(3 * saver.inline_max)})
+    saver.objects.blobs.clear()
+    cid = config["configurable"]["checkpoint_id"]
+    with pytest.raises(IntegrityError, match=f"thread 't' checkpoint {cid}.*missing"):
+        saver.get_tuple(config)
+
+
+def test_delete_copy_and_exists(saver: MemorySaver) -> None:
+    _put(saver, {"big": os.urandom(3 * saver.inline_max)})
+    saver.copy_thread("t", "u")
+    with pytest.raises(ThreadExistsError):
+        saver.copy_thread("t", "u")
+    saver.delete_thread("t")
+    assert saver.get_tuple(_config("t")) is None
+    got = saver.get_tuple(_config("u"))
+    assert got is not None and len(saver.objects.blobs) == 1
+
+
+def test_gc_spares_referenced_objects(saver: MemorySaver) -> None:
+    first = _put(saver, {"doc": os.urandom(3 * saver.inline_max)})
+    saver.delete_thread("t")
+    _put(saver, {"doc": os.urandom(3 * saver.inline_max)})
+    saver.objects.put_new(saver.store.object_key("t", "orphan"), b"x")
+    plan = saver.plan_garbage_collection(grace=timedelta(0))
+    assert plan.objects == 1 and plan.execute() == 1
+    assert saver.get_tuple(_config()) is not None and saver.get_tuple(first) is None
+
+
+def test_reencrypt_moves_everything_to_the_active_key() -> None:
+    old_key, new_key, secret = os.urandom(32), os.urandom(32), b"naming"
+    saver = memory_saver(keys={"old": old_key}, secret=secret)
+    _put(saver, {"big": os.urandom(3 * saver.inline_max), "small": "s"})
+    ports = {"index": saver.index, "objects": saver.objects}
+    rotated = memory_saver(**ports, keys={"new": new_key, "old": old_key}, secret=secret)
+    assert rotated.reencrypt() > 0 and rotated.reencrypt() == 0
+    only_new = memory_saver(**ports, keys={"new": new_key}, secret=secret)
+    got = only_new.get_tuple(_config())
+    assert got is not None and got.checkpoint["channel_values"]["small"] == "s"
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_graph_matches_in_memory(saver: MemorySaver, name: str) -> None:
+    scenario = SCENARIOS[name]
+    expected = scenario(InMemorySaver(), Runner("sync"), "thread-1")
+    assert scenario(saver, Runner("sync"), "thread-1") == expected
+
+
+def test_chat_turn_budget(saver: MemorySaver) -> None:
+    graph = chat_graph(saver)
+    config = {"configurable": {"thread_id": "chat"}}
+    graph.invoke({"messages": [HumanMessage("hi", id="h0")]}, config)
+    saver.index.calls.clear()
+    graph.invoke({"messages": [HumanMessage("again", id="h1")]}, config)
+    assert saver.index.calls == {"query": 1, "put_checkpoint": 3, "merge_writes": 2}
+    assert not saver.objects.calls
