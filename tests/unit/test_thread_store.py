@@ -122,3 +122,19 @@ def test_chat_turn_budget(saver: MemorySaver) -> None:
     graph.invoke({"messages": [HumanMessage("again", id="h1")]}, config)
     assert saver.index.calls == {"query": 1, "put_checkpoint": 3, "merge_writes": 2}
     assert not saver.objects.calls
+
+
+def test_logging_is_silent_by_default_and_names_no_thread_id(
+    saver: MemorySaver, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    package = logging.getLogger("langgraph.checkpoint.s3dynamo")
+    assert any(isinstance(h, logging.NullHandler) for h in package.handlers)
+    with caplog.at_level(logging.DEBUG, logger="langgraph.checkpoint.s3dynamo"):
+        _put(saver, {"big": os.urandom(3 * saver.inline_max)}, _config("user-42"))
+        saver.delete_thread("user-42")
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert ("DEBUG", "commit checkpoint: 0 inline, 1 objects") in messages
+    assert any(level == "INFO" and m.startswith("delete_thread ") for level, m in messages)
+    assert not any("user-42" in m for _, m in messages)

@@ -6,7 +6,13 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 saver = S3DynamoSaver.from_env()          # S3DYNAMO_TABLE, S3DYNAMO_BUCKET, ...
 graph = builder.compile(checkpointer=saver)
 ```
+
+Logging goes through `logging` under `langgraph.checkpoint.s3dynamo` (DEBUG: each request
+wave; INFO: maintenance operations; WARNING: anything degraded, such as throttling). It is
+silent until the application configures logging.
 """
+
+import logging
 
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
@@ -21,6 +27,8 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.sealing import Keyring
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "IntegrityError",

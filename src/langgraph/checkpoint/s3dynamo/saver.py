@@ -13,6 +13,7 @@ means one set of request budgets and one set of bugs.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
@@ -48,6 +49,9 @@ from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
 from langgraph.checkpoint.s3dynamo.thread_store import Entry, ThreadStore
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# Maintenance is logged at INFO with threads named by their keyed hash (as stored), never
+# by id: a thread id is often a user id, and logs leave the sealed store.
+log = logging.getLogger(__name__)
 
 
 class S3DynamoSaver(BaseCheckpointSaver[str]):
@@ -273,7 +277,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
         Index items go first, so a crash midway leaves objects nothing references, which
         a second call or garbage collection removes."""
-        self.store.delete_thread(thread_id_of(thread_id))
+        tid = thread_id_of(thread_id)
+        log.info("delete_thread %s", self.namer.thread(tid))
+        self.store.delete_thread(tid)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete every checkpoint (with its writes) created by these runs, in every
@@ -282,6 +288,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
         As LangGraph warns, deleting a run whose writes a live thread's DeltaChannel
         still replays loses that history; prune with `keep_latest` is the safe tool."""
+        log.info("delete_for_runs: %d runs", len(run_ids))
         maintenance.delete_for_runs(self.store, [str(r) for r in run_ids])
         self.store.forget()
 
@@ -290,9 +297,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
         Values are re-sealed under the target's identity (a byte copy would not open
         there). Raises `ThreadExistsError` if the target already has checkpoints."""
-        maintenance.copy_thread(
-            self.store, thread_id_of(source_thread_id), thread_id_of(target_thread_id)
-        )
+        src, dst = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
+        log.info("copy_thread %s -> %s", self.namer.thread(src), self.namer.thread(dst))
+        maintenance.copy_thread(self.store, src, dst)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads. `keep_latest` keeps each namespace's latest checkpoint and
@@ -304,6 +311,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}"
             )
         for tid in [thread_id_of(t) for t in thread_ids]:
+            log.info("prune %s (%s)", self.namer.thread(tid), strategy)
             if strategy == "delete":
                 self.store.delete_thread(tid)
             else:
@@ -336,7 +344,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Re-seal every blob of these threads (default: all) not sealed under the
         active key, so an old key can leave the keyring. Returns how many it re-sealed."""
         tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
+        log.info("reencrypt: %s threads", "all" if tids is None else len(tids))
         count = maintenance.reencrypt(self.store, tids)
+        log.info("reencrypt: %d blobs re-sealed", count)
         self.store.forget()
         return count
 
@@ -346,7 +356,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Find objects no index item references, older than `grace` (a dry run).
         Call `.execute()` on the plan to delete them; see `gc.py`."""
         tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
-        return gc.plan_gc(self.store, tids, grace=grace)
+        plan = gc.plan_gc(self.store, tids, grace=grace)
+        log.info("garbage collection plan: %d objects, %d bytes", plan.objects, plan.bytes)
+        return plan
 
     # --------------------------------------------------------------------- async
 

@@ -26,6 +26,7 @@ wave for every checkpoint being decoded.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections import OrderedDict
@@ -69,6 +70,8 @@ from langgraph.checkpoint.s3dynamo.records import (
 )
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.waves import parallel
+
+log = logging.getLogger(__name__)
 
 # First page of a "latest" query: the newest checkpoint record plus a few writes records.
 LATEST_PAGE = 8
@@ -162,6 +165,7 @@ class ThreadStore:
         """Read objects in one parallel wave; `needed` maps each key to what needs it,
         named in the error if the object is gone."""
         keys = list(needed)
+        log.debug("object read wave: %d objects", len(keys))
         try:
             return dict(zip(keys, parallel(self.objects.get, keys), strict=True))
         except ObjectNotFoundError as exc:
@@ -174,6 +178,7 @@ class ThreadStore:
     def upload(self, objects: Sequence[tuple[str, bytes]]) -> None:
         """Write new objects in one parallel wave (If-None-Match: existing ones hold the
         same bytes, since names are identities)."""
+        log.debug("object write wave: %d objects, %d bytes", len(objects), _size(objects))
         parallel(lambda kb: self.objects.put_new(*kb), objects)
 
     # ------------------------------------------------------------ committing
@@ -251,6 +256,7 @@ class ThreadStore:
         )
         if uploads:
             self.upload(uploads)
+        log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
         self.index.put_checkpoint(record)
         self.remember(tid, ns, cid, stored)
         return cid
@@ -296,6 +302,7 @@ class ThreadStore:
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
         if uploads:
             self.upload(uploads)
+        log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
         self.index.merge_writes(record, LAST_WINS)
 
     # ------------------------------------------------------ where values live
@@ -661,6 +668,10 @@ class _Plan:
     bundles: list[_TaskBlob] = field(default_factory=list)
     # object key -> the checkpoint that needs it (for errors)
     needed: dict[str, str] = field(default_factory=dict)
+
+
+def _size(objects: Sequence[tuple[str, bytes]]) -> int:
+    return sum(len(body) for _, body in objects)
 
 
 def newest_first(entries: list[Entry], before_id: str | None) -> list[Entry]:

@@ -22,6 +22,7 @@ error leaves through `aws_errors`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -45,6 +46,7 @@ from langgraph.checkpoint.s3dynamo.schema import (
 )
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
+log = logging.getLogger(__name__)
 Item = dict[str, Any]
 
 BODY, METADATA, REF, OBJECTS, INLINE = "c", "m", "t", "o", "iv"
@@ -328,6 +330,12 @@ class DynamoIndex:
             pending = out.get("UnprocessedItems", {}).get(self.table, [])
             if not pending:
                 return
+            log.warning(
+                "BatchWriteItem on %s: %d items unprocessed (throttled), retrying in %.2f s",
+                self.resource,
+                len(pending),
+                delay,
+            )
             time.sleep(delay)
             delay *= 2
         raise StorageError(
