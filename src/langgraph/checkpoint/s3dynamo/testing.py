@@ -1,0 +1,511 @@
+"""Test your own LangGraph agent against s3dynamo, offline, on moto.
+
+Install the extra, which brings moto (in process and its HTTP server) and pytest::
+
+    pip install "langgraph-checkpoint-s3dynamo[testing]"
+
+then load the fixtures from the ``conftest.py`` at the root of your tests::
+
+    pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
+
+(or ``pytest -p langgraph.checkpoint.s3dynamo.testing``, or the same ``-p`` in ``addopts``)
+and write a test::
+
+    def test_agent_remembers(s3dynamo_saver):
+        graph = build_agent().compile(checkpointer=s3dynamo_saver)
+        config = {"configurable": {"thread_id": "t1"}}
+        graph.invoke({"messages": [("user", "hi, I am Ada")]}, config)
+        out = graph.invoke({"messages": [("user", "who am I?")]}, config)
+        assert "Ada" in out["messages"][-1].content
+
+Why an importable plugin and not a ``pytest11`` entry point:
+    An entry point would load this module into every pytest run of every project that
+    has the saver installed, including projects that never test against it, and
+    production images where pytest happens to be present. That would (1) put
+    ``s3dynamo_*`` fixtures into their namespace, where a fixture of theirs with the
+    same name would silently shadow or be shadowed by ours; (2) cost every run the import
+    of the saver and boto3 (a few hundred milliseconds) before the first test; (3) fail
+    every run, or need guards everywhere, where moto is not installed, since moto is a
+    test-only dependency that the saver itself never needs. Loading it explicitly costs
+    one line in one ``conftest.py``, shows a reader where the fixtures come from, and
+    only the projects that ask for it pay for it. moto is still imported lazily, inside
+    the fixtures, so importing this module only to use `Sandbox` against a server costs
+    nothing extra.
+
+Fixtures (all sync fixtures: they serve sync tests, tests that run
+``asyncio.run(graph.ainvoke(...))``, and ``async def`` tests under pytest-asyncio or
+anyio alike, and need neither):
+
+    s3dynamo_saver: A ready `S3DynamoSaver` on moto in process: sealed with a fresh random
+        keyring and naming secret, on a table and bucket of its own, created for this test
+        and gone after it.
+    s3dynamo_sandbox: The `Sandbox` behind `s3dynamo_saver`: the boto3 clients, the table,
+        bucket, keys and secret, ``saver(...)`` for more savers on the same storage (a
+        second process, other settings, unsealed), and ``stored_bytes()`` to inspect what
+        was stored.
+    s3dynamo_server: The URL of a moto server over HTTP on 127.0.0.1, started on a free
+        port once for the session (in a subprocess) and stopped after it.
+    s3dynamo_server_sandbox: Like `s3dynamo_sandbox`, on that server, with a fresh table
+        and bucket per test, both deleted after it.
+    s3dynamo_server_saver: Like `s3dynamo_saver`, on that server.
+
+While any of these is active, the environment is the test's (``monkeypatch``, undone
+after the test): fake AWS credentials and region; no AWS profile, config or credentials
+file, session token, role or instance metadata; every ``AWS_ENDPOINT_URL*`` variable
+cleared in process, or set to the server's 127.0.0.1 URL for the server fixtures; and
+``S3DYNAMO_TABLE``, ``S3DYNAMO_BUCKET``, ``S3DYNAMO_KEYS`` and ``S3DYNAMO_SECRET`` set to
+the sandbox's, so code under test that calls ``S3DynamoSaver.from_env()`` gets the same
+storage and keys. No request can reach a real AWS endpoint.
+
+Without pytest: `moto_saver` and `moto_sandbox` are context managers doing the same, and
+`moto_server` runs the server::
+
+    with moto_saver() as saver:
+        graph = builder.compile(checkpointer=saver)
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pytest
+
+from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
+
+__all__ = [
+    "REGION",
+    "Sandbox",
+    "aws_environment",
+    "moto_sandbox",
+    "moto_saver",
+    "moto_server",
+    "s3dynamo_sandbox",
+    "s3dynamo_saver",
+    "s3dynamo_server",
+    "s3dynamo_server_sandbox",
+    "s3dynamo_server_saver",
+]
+
+REGION = "us-east-1"
+KEY_ID = "test"
+
+_LOOPBACK = ("http://127.0.0.1:", "http://localhost:", "http://[::1]:")
+
+# Variables that could send a client anywhere but where the test means, or make it look
+# for real credentials. Every AWS_ENDPOINT_URL* variable is cleared as well.
+_CLEARED = (
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    # Would turn encryption on for a saver built without keys.
+    "LANGGRAPH_AES_KEY",
+    "S3DYNAMO_PREFIX",
+    "S3DYNAMO_INLINE_MAX",
+)
+
+
+def aws_environment(endpoint_url: str | None = None) -> dict[str, str | None]:
+    """The environment changes that keep AWS clients on moto (None means unset).
+
+    Args:
+        endpoint_url: A moto server's URL on loopback, exported as every
+            ``AWS_ENDPOINT_URL*`` variable; None (in process) clears them all.
+
+    Returns:
+        Variable names mapped to their test values, or to None for those to unset.
+    """
+    if endpoint_url is not None:
+        _check_loopback(endpoint_url)
+    env: dict[str, str | None] = dict.fromkeys(_CLEARED)
+    env.update({k: None for k in os.environ if k.startswith("AWS_ENDPOINT_URL")})
+    env.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            # No profile file can name an endpoint, a role or a credential process.
+            "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
+    if endpoint_url is None:
+        env["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"] = "true"
+    else:
+        env["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"] = None
+        for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+            env[var] = endpoint_url
+        # An HTTP proxy from the environment must not carry requests meant for loopback.
+        no_proxy = ",".join(
+            filter(None, [os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost,::1"])
+        )
+        env["NO_PROXY"] = env["no_proxy"] = no_proxy
+    return env
+
+
+@dataclass
+class Sandbox:
+    """A table, a bucket and the keys of one test, on moto in process or on moto server.
+
+    Clients are built on first use, so build them only once the environment from
+    `environment()` is in place (the fixtures and `moto_sandbox` see to it).
+
+    Attributes:
+        table: DynamoDB table name, unique to this sandbox.
+        bucket: S3 bucket name, unique to this sandbox.
+        keys: A fresh keyring of one random 32-byte key.
+        secret: A fresh random naming secret.
+        endpoint_url: The moto server's URL, or None for moto in process.
+    """
+
+    table: str = field(default_factory=lambda: f"s3dynamo-test-{uuid.uuid4().hex[:16]}")
+    bucket: str = ""
+    keys: Keyring = field(
+        default_factory=lambda: Keyring(keys={KEY_ID: os.urandom(32)}, active=KEY_ID)
+    )
+    secret: str = field(default_factory=lambda: base64.b64encode(os.urandom(32)).decode())
+    endpoint_url: str | None = None
+
+    def __post_init__(self) -> None:
+        self.bucket = self.bucket or self.table
+        if self.endpoint_url is not None:
+            _check_loopback(self.endpoint_url)
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        """The boto3 DynamoDB client every saver of this sandbox uses."""
+        return self._client("dynamodb")
+
+    @cached_property
+    def s3(self) -> Any:
+        """The boto3 S3 client every saver of this sandbox uses."""
+        return self._client("s3")
+
+    def _client(self, service: str) -> Any:
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            service,
+            region_name=REGION,
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            # Room for one full parallel wave of S3 requests.
+            config=Config(max_pool_connections=32),
+        )
+
+    def environment(self) -> dict[str, str | None]:
+        """`aws_environment` plus the ``S3DYNAMO_*`` variables of this sandbox, so that
+        ``S3DynamoSaver.from_env()`` builds a saver on the same table, bucket and keys."""
+        env = aws_environment(self.endpoint_url)
+        env.update(
+            {
+                "S3DYNAMO_TABLE": self.table,
+                "S3DYNAMO_BUCKET": self.bucket,
+                "S3DYNAMO_KEYS": ",".join(
+                    f"{kid}:{base64.b64encode(key).decode()}" for kid, key in self.keys.keys.items()
+                ),
+                "S3DYNAMO_SECRET": self.secret,
+            }
+        )
+        return env
+
+    def saver(self, *, sealed: bool = True, setup: bool = True, **kwargs: Any) -> S3DynamoSaver:
+        """A saver on this sandbox's clients, table and bucket.
+
+        Args:
+            sealed: Seal with the sandbox's keys and secret (default); False stores
+                compressed plaintext with unkeyed names.
+            setup: Create the table and bucket if missing (idempotent).
+            **kwargs: Further `S3DynamoSaver` arguments (``inline_max``, ``prefix``, ...).
+
+        Returns:
+            The saver, ready for ``builder.compile(checkpointer=...)``.
+        """
+        if sealed:
+            kwargs.setdefault("keys", self.keys)
+            kwargs.setdefault("secret", self.secret)
+        saver = S3DynamoSaver(
+            dynamodb_client=self.dynamodb,
+            s3_client=self.s3,
+            table=self.table,
+            bucket=self.bucket,
+            **kwargs,
+        )
+        if setup:
+            saver.setup()
+        return saver
+
+    def stored_bytes(self) -> list[bytes]:
+        """Everything stored, as raw bytes: one entry per DynamoDB item (attribute names
+        and every value, binary as stored) and per S3 object (its key, then its body)."""
+        found: list[bytes] = []
+        for page in self.dynamodb.get_paginator("scan").paginate(TableName=self.table):
+            for item in page["Items"]:
+                found.append(b"\0".join(_attribute_bytes(item)))
+        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
+            for obj in page.get("Contents", []):
+                body = self.s3.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"].read()
+                found.append(obj["Key"].encode() + b"\0" + body)
+        return found
+
+    def delete(self) -> None:
+        """Delete the table and the bucket with everything in it (server sandboxes; in
+        process, leaving ``mock_aws`` drops everything anyway)."""
+        with contextlib.suppress(self.dynamodb.exceptions.ResourceNotFoundException):
+            self.dynamodb.delete_table(TableName=self.table)
+        with contextlib.suppress(self.s3.exceptions.NoSuchBucket):
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
+                keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+                if keys:
+                    self.s3.delete_objects(Bucket=self.bucket, Delete={"Objects": keys})
+            self.s3.delete_bucket(Bucket=self.bucket)
+
+
+def _attribute_bytes(value: Any) -> Iterator[bytes]:
+    """Every name and value in a DynamoDB item or attribute value, as bytes."""
+    if isinstance(value, bytes):
+        yield value
+    elif isinstance(value, str):
+        yield value.encode()
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k).encode()
+            yield from _attribute_bytes(v)
+    elif isinstance(value, (list, tuple, set)):
+        for v in value:
+            yield from _attribute_bytes(v)
+    else:
+        yield str(value).encode()
+
+
+def _check_loopback(url: str) -> None:
+    if not url.startswith(_LOOPBACK):
+        raise ValueError(f"a test endpoint must be on loopback over http, got {url!r}")
+
+
+@contextlib.contextmanager
+def _patched_environ(changes: Mapping[str, str | None]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in changes}
+    try:
+        for k, v in changes.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, old in saved.items():
+            if old is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = old
+
+
+def _apply(monkeypatch: pytest.MonkeyPatch, changes: Mapping[str, str | None]) -> None:
+    for k, v in changes.items():
+        if v is None:
+            monkeypatch.delenv(k, raising=False)
+        else:
+            monkeypatch.setenv(k, v)
+
+
+# ------------------------------------------------------------------ moto server
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _answers(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def moto_server(port: int = 0, *, timeout: float = 30.0) -> Iterator[str]:
+    """Run moto server (S3, DynamoDB and the rest of AWS over HTTP) on 127.0.0.1.
+
+    It runs in a subprocess of the current interpreter (``python -m moto.server``, from
+    ``moto[server]``), with fake credentials, and is stopped when the block ends.
+
+    Args:
+        port: The port to listen on; 0 picks a free one (retried if taken meanwhile).
+        timeout: Seconds to wait for the server to answer.
+
+    Yields:
+        The server's URL, ``http://127.0.0.1:PORT``.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({k: v for k, v in aws_environment().items() if v is not None})
+    attempts = 1 if port else 3
+    for attempt in range(attempts):
+        chosen = port or _free_port()
+        env["MOTO_PORT"] = str(chosen)
+        with tempfile.TemporaryFile() as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(chosen)],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            try:
+                deadline = time.monotonic() + timeout
+                while proc.poll() is None and not _answers(chosen):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"moto server did not answer on port {chosen}")
+                    time.sleep(0.05)
+                if proc.poll() is not None:
+                    log.seek(0)
+                    tail = log.read()[-2000:].decode(errors="replace")
+                    if attempt + 1 < attempts:
+                        continue
+                    raise RuntimeError(f"moto server exited ({proc.returncode}):\n{tail}")
+                yield f"http://127.0.0.1:{chosen}"
+                return
+            finally:
+                if proc.poll() is None:
+                    proc.terminate()
+                    try:
+                        proc.wait(10)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait()
+
+
+# --------------------------------------------------------------- without pytest
+
+
+@contextlib.contextmanager
+def moto_sandbox(endpoint_url: str | None = None) -> Iterator[Sandbox]:
+    """A fresh `Sandbox` and its environment for the duration of the block.
+
+    Args:
+        endpoint_url: A moto server's URL on loopback (see `moto_server`); None runs moto
+            in process (``mock_aws``).
+
+    Yields:
+        The sandbox; its table and bucket do not exist until a saver's ``setup()``.
+    """
+    sandbox = Sandbox(endpoint_url=endpoint_url)
+    with _patched_environ(sandbox.environment()):
+        if endpoint_url is None:
+            from moto import mock_aws
+
+            with mock_aws():
+                yield sandbox
+        else:
+            try:
+                yield sandbox
+            finally:
+                sandbox.delete()
+
+
+@contextlib.contextmanager
+def moto_saver(endpoint_url: str | None = None, **kwargs: Any) -> Iterator[S3DynamoSaver]:
+    """A ready, sealed saver on moto with a fresh table and bucket, for code not on pytest.
+
+    Args:
+        endpoint_url: A moto server's URL on loopback; None runs moto in process.
+        **kwargs: Passed to `Sandbox.saver` (``sealed``, ``inline_max``, ...).
+
+    Yields:
+        The saver. The environment is restored and the storage dropped after the block.
+    """
+    with moto_sandbox(endpoint_url) as sandbox:
+        yield sandbox.saver(**kwargs)
+
+
+# --------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture
+def s3dynamo_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+    """A fresh `Sandbox` on moto in process, with the test's environment pointing at it.
+
+    Yields:
+        The sandbox (clients, table, bucket, keys, secret); its table and bucket exist
+        once a saver is built with ``setup=True`` (the default).
+    """
+    from moto import mock_aws
+
+    sandbox = Sandbox()
+    _apply(monkeypatch, sandbox.environment())
+    with mock_aws():
+        yield sandbox
+
+
+@pytest.fixture
+def s3dynamo_saver(s3dynamo_sandbox: Sandbox) -> S3DynamoSaver:
+    """A ready, sealed `S3DynamoSaver` on moto in process, fresh table and bucket.
+
+    Returns:
+        The saver; ``S3DynamoSaver.from_env()`` in the code under test reaches the same
+        storage with the same keys.
+    """
+    return s3dynamo_sandbox.saver()
+
+
+@pytest.fixture(scope="session")
+def s3dynamo_server() -> Iterator[str]:
+    """moto server on 127.0.0.1, on a free port, for the whole session.
+
+    Yields:
+        Its URL, ``http://127.0.0.1:PORT``.
+    """
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture
+def s3dynamo_server_sandbox(
+    s3dynamo_server: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Sandbox]:
+    """A fresh `Sandbox` on the session's moto server; deleted after the test.
+
+    Yields:
+        The sandbox; every ``AWS_ENDPOINT_URL*`` variable points at the server meanwhile.
+    """
+    sandbox = Sandbox(endpoint_url=s3dynamo_server)
+    _apply(monkeypatch, sandbox.environment())
+    try:
+        yield sandbox
+    finally:
+        sandbox.delete()
+
+
+@pytest.fixture
+def s3dynamo_server_saver(s3dynamo_server_sandbox: Sandbox) -> S3DynamoSaver:
+    """A ready, sealed `S3DynamoSaver` on moto server over HTTP, fresh table and bucket.
+
+    Returns:
+        The saver.
+    """
+    return s3dynamo_server_sandbox.saver()
