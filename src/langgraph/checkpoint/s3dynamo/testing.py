@@ -62,6 +62,10 @@ Without pytest: `moto_saver` and `moto_sandbox` are context managers doing the s
 
     with moto_saver() as saver:
         graph = builder.compile(checkpointer=saver)
+
+PYTEST_DONT_REWRITE: this module has no assert of its own, so pytest need not rewrite
+it, and a conftest or test module may import `Sandbox` or `moto_saver` from it before
+``pytest_plugins`` loads it without pytest warning that it cannot be rewritten.
 """
 
 from __future__ import annotations
