@@ -39,10 +39,12 @@ anyio alike, and need neither):
     s3dynamo_saver: A ready `S3DynamoSaver` on moto in process: sealed with a fresh random
         keyring and naming secret, on a table and bucket of its own, created for this test
         and gone after it.
-    s3dynamo_sandbox: The `Sandbox` behind `s3dynamo_saver`: the boto3 clients, the table,
-        bucket, keys and secret, ``saver(...)`` for more savers on the same storage (a
-        second process, other settings, unsealed), and ``stored_bytes()`` to inspect what
-        was stored.
+    s3dynamo_sandbox: The `Sandbox` behind `s3dynamo_saver`: the boto3 clients (hook a
+        request counter onto them), the table, bucket, keys and secret, ``saver(...)`` for
+        more savers on the same storage (a second process, other settings, unsealed),
+        ``setup()``, and ``stored_bytes()`` to inspect what was stored. Its table and
+        bucket are created by the first ``saver()`` or ``setup()``, not before, so a test
+        can also see what happens while they are missing.
     s3dynamo_server: The URL of a moto server over HTTP on 127.0.0.1, started on a free
         port once for the session (in a subprocess) and stopped after it.
     s3dynamo_server_sandbox: Like `s3dynamo_sandbox`, on that server, with a fresh table
@@ -261,6 +263,11 @@ class Sandbox:
         if setup:
             saver.setup()
         return saver
+
+    def setup(self) -> None:
+        """Create the table and bucket if missing (idempotent), so that code under test
+        calling ``S3DynamoSaver.from_env()`` finds them. `saver()` does it by default."""
+        self.saver(sealed=False, setup=True)
 
     def stored_bytes(self) -> list[bytes]:
         """Everything stored, as raw bytes: one entry per DynamoDB item (attribute names
