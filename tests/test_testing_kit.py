@@ -278,3 +278,22 @@ def test_only_loopback_endpoints() -> None:
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode != 0 and "loopback" in proc.stderr
+
+
+def test_sandbox_with_an_endpoint_per_service(
+    s3dynamo_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for DynamoDB and S3 served by two local programs (both moto here)."""
+    sandbox = Sandbox(dynamodb_endpoint_url=s3dynamo_server, s3_endpoint_url=s3dynamo_server)
+    env = sandbox.environment()
+    assert env["AWS_ENDPOINT_URL_DYNAMODB"] == env["AWS_ENDPOINT_URL_S3"] == s3dynamo_server
+    for var, value in env.items():
+        if value is None:
+            monkeypatch.delenv(var, raising=False)
+        else:
+            monkeypatch.setenv(var, value)
+    try:
+        assert chat(sandbox.saver(), "t", "hi").values["turns"] == 1
+        assert chat(S3DynamoSaver.from_env(), "t", "again").values["turns"] == 2
+    finally:
+        sandbox.delete()

@@ -183,6 +183,9 @@ class Sandbox:
         keys: A fresh keyring of one random 32-byte key.
         secret: A fresh random naming secret.
         endpoint_url: The moto server's URL, or None for moto in process.
+        dynamodb_endpoint_url: A DynamoDB endpoint of its own on loopback (e.g. dynalite),
+            overriding `endpoint_url` for DynamoDB.
+        s3_endpoint_url: Likewise for S3 (e.g. another local object store).
     """
 
     table: str = field(default_factory=lambda: f"s3dynamo-test-{uuid.uuid4().hex[:16]}")
@@ -192,11 +195,14 @@ class Sandbox:
     )
     secret: str = field(default_factory=lambda: base64.b64encode(os.urandom(32)).decode())
     endpoint_url: str | None = None
+    dynamodb_endpoint_url: str | None = None
+    s3_endpoint_url: str | None = None
 
     def __post_init__(self) -> None:
         self.bucket = self.bucket or self.table
-        if self.endpoint_url is not None:
-            _check_loopback(self.endpoint_url)
+        for url in (self.endpoint_url, self.dynamodb_endpoint_url, self.s3_endpoint_url):
+            if url is not None:
+                _check_loopback(url)
 
     @cached_property
     def dynamodb(self) -> Any:
@@ -212,10 +218,11 @@ class Sandbox:
         import boto3
         from botocore.config import Config
 
+        own = self.dynamodb_endpoint_url if service == "dynamodb" else self.s3_endpoint_url
         return boto3.client(
             service,
             region_name=REGION,
-            endpoint_url=self.endpoint_url,
+            endpoint_url=own or self.endpoint_url,
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
             # Room for one full parallel wave of S3 requests.
@@ -225,7 +232,13 @@ class Sandbox:
     def environment(self) -> dict[str, str | None]:
         """`aws_environment` plus the ``S3DYNAMO_*`` variables of this sandbox, so that
         ``S3DynamoSaver.from_env()`` builds a saver on the same table, bucket and keys."""
-        env = aws_environment(self.endpoint_url)
+        env = aws_environment(
+            self.endpoint_url or self.dynamodb_endpoint_url or self.s3_endpoint_url
+        )
+        if self.dynamodb_endpoint_url:
+            env["AWS_ENDPOINT_URL_DYNAMODB"] = self.dynamodb_endpoint_url
+        if self.s3_endpoint_url:
+            env["AWS_ENDPOINT_URL_S3"] = self.s3_endpoint_url
         env.update(
             {
                 "S3DYNAMO_TABLE": self.table,
