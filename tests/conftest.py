@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.testing import Sandbox
 
 REGION = "us-east-1"
 
@@ -100,11 +100,16 @@ class RequestCounter:
 
 @pytest.fixture
 def clients(aws: None) -> Clients:
-    pair = Clients(
-        (boto3.client("dynamodb", region_name=REGION), boto3.client("s3", region_name=REGION))
-    )
-    suffix = uuid.uuid4().hex[:12]
-    pair.table, pair.bucket = f"checkpoints-{suffix}", f"checkpoints-{suffix}"
+    # The same kit users test their agents with: a table and bucket unique to the test.
+    if BACKEND == "moto":
+        sandbox = Sandbox()
+    else:
+        sandbox = Sandbox(
+            dynamodb_endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"],
+            s3_endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"],
+        )
+    pair = Clients((sandbox.dynamodb, sandbox.s3))
+    pair.table, pair.bucket = sandbox.table, sandbox.bucket
     return pair
 
 

@@ -93,4 +93,4 @@ def test_only_aws_adapters_know_botocore() -> None:
     for name, tree in _modules().items():
         third_party = {mod.split(".")[0] for mod, _ in _imports(tree)}
         if name not in AWS_ADAPTERS:
-            assert not third_party & {"botocore", "boto3"} or name == "saver", name
+            assert not third_party & {"botocore", "boto3"} or name in ("saver", "testing"), name

@@ -223,8 +223,10 @@ class Sandbox:
             service,
             region_name=REGION,
             endpoint_url=own or self.endpoint_url,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+            # The fixtures set fake ones; a local server of the project's own may need its
+            # configured identity (SeaweedFS does).
+            aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
+            aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"),
             # Room for one full parallel wave of S3 requests.
             config=Config(max_pool_connections=32),
         )
