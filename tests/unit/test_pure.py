@@ -176,3 +176,17 @@ def test_inline_budget() -> None:
 
 def test_bundle_threshold() -> None:
     assert not needs_bundle(64) and needs_bundle(65)
+
+
+def test_base64_langgraph_aes_key_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+
+    from langgraph.checkpoint.s3dynamo.config import resolve_keys
+    from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+
+    monkeypatch.setenv("LANGGRAPH_AES_KEY", base64.b64encode(os.urandom(32)).decode())
+    with pytest.raises(InvalidConfigError, match=r"44 bytes.*raw string.*not base64-decoded"):
+        resolve_keys(None, None, None)
+    monkeypatch.setenv("LANGGRAPH_AES_KEY", "k" * 32)
+    keyring, secret = resolve_keys(None, None, None)
+    assert keyring is not None and keyring.active == "lg" and secret == b"k" * 32

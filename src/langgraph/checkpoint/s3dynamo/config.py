@@ -46,7 +46,9 @@ def resolve_keys(
         raw = lg_key.encode()
         if len(raw) not in (16, 24, 32):
             raise InvalidConfigError(
-                f"LANGGRAPH_AES_KEY is {len(raw)} bytes; LangGraph requires 16, 24 or 32"
+                f"LANGGRAPH_AES_KEY is {len(raw)} bytes; LangGraph requires a raw string of "
+                "16, 24 or 32 bytes (it is used as is, not base64-decoded); make one with: "
+                "python -c 'import secrets; print(secrets.token_hex(16))'"
             )
         derived = hmac.new(raw, b"s3dynamo/v1/langgraph-aes-key", hashlib.sha256).digest()
         return Keyring(keys={"lg": derived}, active="lg"), secret_bytes or raw
