@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint test-integration bench clean
+.PHONY: demo test lint test-integration bench clean lambda-package checkov
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,3 +48,15 @@ bench:
 	.venv-bench/bin/python -m pip install --quiet --upgrade pip
 	.venv-bench/bin/python -m pip install --quiet -e . -r benchmarks/requirements.txt
 	.venv-bench/bin/python benchmarks/run.py
+
+# build/lambda_agent.zip for the AWS Lambda Python 3.12 runtime (x86_64): the example agent
+# in examples/lambda_agent/, this package and its dependencies; prints its sizes.
+lambda-package:
+	PYTHON=$(PYTHON) scripts/lambda_package.sh
+
+# Static security checks of terraform/ (module and example) in their own virtual environment.
+checkov:
+	$(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install --quiet --upgrade pip
+	.venv-checkov/bin/python -m pip install --quiet 'checkov>=3.2'
+	.venv-checkov/bin/checkov --quiet --compact -d terraform --framework terraform

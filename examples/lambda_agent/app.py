@@ -1,0 +1,301 @@
+"""A LangGraph agent on AWS Lambda, checkpointed by s3dynamo. No LLM: deterministic nodes.
+
+The graph: `agent` reads the last message. "refund <order id>" makes it call the
+`lookup_order` tool (a `ToolNode` step); a refundable order goes to `approval`, which
+calls `interrupt()` and waits for a human; anything else gets a plain reply. Every turn
+is checkpointed, so each invocation may land on a different container.
+
+One request per invocation; events and responses are plain JSON:
+
+    {"action": "start", "message": "hello"}                     -> new thread (id in reply)
+    {"action": "start", "thread_id": "t-1", "message": "..."}   -> new thread with that id
+    {"action": "send", "thread_id": "t-1", "message": "refund A-1001"}
+    {"action": "resume", "thread_id": "t-1", "approved": true, "by": "maria"}
+    {"action": "history", "thread_id": "t-1", "limit": 20}      -> checkpoints, newest first
+    {"action": "delete", "thread_id": "t-1"}                    -> forget the thread
+
+Replies carry `"ok": true` or `"ok": false` with an `"error"`. Configuration comes from
+the environment (`S3DynamoSaver.from_env()`): S3DYNAMO_TABLE, S3DYNAMO_BUCKET,
+S3DYNAMO_PREFIX, and the sealing keys S3DYNAMO_KEYS + S3DYNAMO_SECRET.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+import uuid
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+MAX_MESSAGE_CHARS = 4000
+MAX_THREAD_ID_CHARS = 128
+MAX_HISTORY = 100
+
+# The shop's order book, standing in for a database the tool would query.
+ORDERS: dict[str, dict[str, Any]] = {
+    "A-1001": {"item": "blue kettle", "amount": 49.0, "status": "delivered"},
+    "A-1002": {"item": "mug set", "amount": 24.5, "status": "refunded"},
+    "A-1003": {"item": "tea sampler", "amount": 18.0, "status": "delivered"},
+}
+REFUND = re.compile(r"\brefund\b\D*?([A-Za-z]-?\d{3,})", re.IGNORECASE)
+
+
+class State(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    pending_refund: dict[str, Any] | None
+    refunds: Annotated[list[dict[str, Any]], operator.add]
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """Look an order up in the shop's order book by its id, e.g. A-1001."""
+    key = order_id.upper()
+    if not key.startswith("A-"):
+        key = "A-" + key.lstrip("A")
+    order = ORDERS.get(key)
+    return json.dumps({"order_id": key, "found": order is not None, **(order or {})})
+
+
+def agent(state: State) -> dict[str, Any]:
+    messages = state["messages"]
+    last = messages[-1]
+    if isinstance(last, HumanMessage):
+        text = str(last.content)
+        if match := REFUND.search(text):
+            call = {
+                "name": "lookup_order",
+                "args": {"order_id": match.group(1)},
+                "id": f"call-{len(messages)}",
+                "type": "tool_call",
+            }
+            return {"messages": [AIMessage("", tool_calls=[call])]}
+        turns = sum(isinstance(m, HumanMessage) for m in messages)
+        return {
+            "messages": [
+                AIMessage(
+                    f"(turn {turns}) Noted: {text!r}. Ask me to 'refund <order id>' "
+                    "and I will look the order up."
+                )
+            ]
+        }
+    if isinstance(last, ToolMessage):
+        order = json.loads(str(last.content))
+        if not order["found"]:
+            return {"messages": [AIMessage(f"I cannot find order {order['order_id']}.")]}
+        if order["status"] == "refunded":
+            return {"messages": [AIMessage(f"Order {order['order_id']} is already refunded.")]}
+        return {"pending_refund": order}
+    return {"messages": [AIMessage("I have nothing to add.")]}
+
+
+def route(state: State) -> str:
+    last = state["messages"][-1]
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return "tools"
+    if state.get("pending_refund"):
+        return "approval"
+    return END
+
+
+def approval(state: State) -> dict[str, Any]:
+    order = state["pending_refund"] or {}
+    decision = interrupt(
+        {
+            "question": f"Refund {order['amount']:.2f} for order {order['order_id']} "
+            f"({order['item']})?",
+            "order_id": order["order_id"],
+            "amount": order["amount"],
+        }
+    )
+    approved = bool(decision.get("approved")) if isinstance(decision, dict) else False
+    by = str(decision.get("by", "a reviewer")) if isinstance(decision, dict) else "a reviewer"
+    verdict = "approved" if approved else "declined"
+    return {
+        "messages": [
+            AIMessage(
+                f"The refund of {order['amount']:.2f} for order {order['order_id']} "
+                f"was {verdict} by {by}."
+            )
+        ],
+        "pending_refund": None,
+        "refunds": [
+            {
+                "order_id": order["order_id"],
+                "amount": order["amount"],
+                "approved": approved,
+                "by": by,
+            }
+        ],
+    }
+
+
+def build_graph(checkpointer: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(State)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([lookup_order]))
+    builder.add_node("approval", approval)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", route, ["tools", "approval", END])
+    builder.add_edge("tools", "agent")
+    builder.add_edge("approval", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+# ----------------------------------------------------------------------------- handler
+
+# Built on the first invocation of a container and kept for the next ones (warm starts).
+# The saver makes no request until it is used, so building it costs only the import.
+_saver: S3DynamoSaver | None = None
+_graph: CompiledStateGraph[Any, Any, Any, Any] | None = None
+
+
+def get_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    global _saver, _graph
+    if _graph is None:
+        _saver = S3DynamoSaver.from_env()
+        _graph = build_graph(_saver)
+    return _graph
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def _text(message: AnyMessage) -> str:
+    return message.content if isinstance(message.content, str) else json.dumps(message.content)
+
+
+def _thread_id(event: dict[str, Any], *, new: bool = False) -> str:
+    tid = event.get("thread_id")
+    if tid is None and new:
+        return str(uuid.uuid4())
+    if not isinstance(tid, str) or not tid or len(tid) > MAX_THREAD_ID_CHARS:
+        raise BadRequest(f"thread_id must be a string of 1 to {MAX_THREAD_ID_CHARS} characters")
+    return tid
+
+
+def _message(event: dict[str, Any]) -> str:
+    message = event.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise BadRequest("message must be a non-empty string")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise BadRequest(f"message is longer than {MAX_MESSAGE_CHARS} characters")
+    return message
+
+
+def _config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _pending(snapshot: Any) -> list[Any]:
+    return [i.value for task in snapshot.tasks for i in task.interrupts]
+
+
+def _reply(thread_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    interrupts = [i.value for i in result.get("__interrupt__", [])]
+    messages = result.get("messages", [])
+    last_ai = next((m for m in reversed(messages) if isinstance(m, AIMessage) and m.content), None)
+    if interrupts:
+        reply = str(interrupts[0].get("question")) if isinstance(interrupts[0], dict) else None
+    else:
+        reply = _text(last_ai) if last_ai is not None else None
+    return {
+        "ok": True,
+        "thread_id": thread_id,
+        "status": "waiting_for_approval" if interrupts else "done",
+        "reply": reply,
+        "interrupt": interrupts[0] if interrupts else None,
+        "messages": len(messages),
+        "refunds": result.get("refunds", []),
+    }
+
+
+def start(event: dict[str, Any]) -> dict[str, Any]:
+    graph, tid, message = get_graph(), _thread_id(event, new=True), _message(event)
+    if graph.get_state(_config(tid)).values:
+        raise BadRequest(f"thread {tid!r} exists; use action 'send' to continue it")
+    return _reply(tid, graph.invoke({"messages": [HumanMessage(message)]}, _config(tid)))
+
+
+def send(event: dict[str, Any]) -> dict[str, Any]:
+    graph, tid, message = get_graph(), _thread_id(event), _message(event)
+    snapshot = graph.get_state(_config(tid))
+    if not snapshot.values:
+        raise BadRequest(f"no thread {tid!r}; use action 'start' to begin one")
+    if _pending(snapshot):
+        raise BadRequest(f"thread {tid!r} waits for approval; use action 'resume'")
+    return _reply(tid, graph.invoke({"messages": [HumanMessage(message)]}, _config(tid)))
+
+
+def resume(event: dict[str, Any]) -> dict[str, Any]:
+    graph, tid = get_graph(), _thread_id(event)
+    approved = event.get("approved")
+    if not isinstance(approved, bool):
+        raise BadRequest("approved must be true or false")
+    by = event.get("by", "a reviewer")
+    if not isinstance(by, str) or not by or len(by) > 100:
+        raise BadRequest("by must be a string of 1 to 100 characters")
+    if not _pending(graph.get_state(_config(tid))):
+        raise BadRequest(f"thread {tid!r} is not waiting for approval")
+    command = Command(resume={"approved": approved, "by": by})
+    return _reply(tid, graph.invoke(command, _config(tid)))
+
+
+def history(event: dict[str, Any]) -> dict[str, Any]:
+    graph, tid = get_graph(), _thread_id(event)
+    limit = event.get("limit", 20)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_HISTORY:
+        raise BadRequest(f"limit must be an integer from 1 to {MAX_HISTORY}")
+    checkpoints = []
+    for snap in graph.get_state_history(_config(tid), limit=limit):
+        messages = snap.values.get("messages", [])
+        parent = snap.parent_config["configurable"]["checkpoint_id"] if snap.parent_config else None
+        checkpoints.append(
+            {
+                "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+                "parent_checkpoint_id": parent,
+                "step": snap.metadata.get("step") if snap.metadata else None,
+                "source": snap.metadata.get("source") if snap.metadata else None,
+                "created_at": snap.created_at,
+                "next": list(snap.next),
+                "messages": len(messages),
+                "last_message": _text(messages[-1]) if messages else None,
+                "interrupts": _pending(snap),
+            }
+        )
+    return {"ok": True, "thread_id": tid, "checkpoints": checkpoints}
+
+
+def delete(event: dict[str, Any]) -> dict[str, Any]:
+    tid = _thread_id(event)
+    get_graph()
+    assert _saver is not None
+    _saver.delete_thread(tid)
+    return {"ok": True, "thread_id": tid, "deleted": True}
+
+
+ACTIONS = {"start": start, "send": send, "resume": resume, "history": history, "delete": delete}
+
+
+def handler(event: Any, context: Any = None) -> dict[str, Any]:
+    """AWS Lambda entry point: one action per invocation, JSON in, JSON out."""
+    if not isinstance(event, dict):
+        return {"ok": False, "error": "the event must be a JSON object"}
+    action = ACTIONS.get(event.get("action"))  # type: ignore[arg-type]
+    if action is None:
+        return {"ok": False, "error": f"action must be one of {sorted(ACTIONS)}"}
+    try:
+        return action(event)
+    except BadRequest as exc:
+        return {"ok": False, "error": str(exc)}
