@@ -59,4 +59,4 @@ checkov:
 	$(PYTHON) -m venv .venv-checkov
 	.venv-checkov/bin/python -m pip install --quiet --upgrade pip
 	.venv-checkov/bin/python -m pip install --quiet 'checkov>=3.2'
-	.venv-checkov/bin/checkov --quiet --compact -d terraform --framework terraform
+	.venv-checkov/bin/checkov --quiet --compact --skip-download -d terraform --framework terraform

@@ -58,10 +58,16 @@ resource "aws_dynamodb_table" "this" {
 
 # --------------------------------------------------------------------------------------
 # S3: sealed channel values. Objects are immutable; the library deletes what it no longer
-# references, so there is deliberately no expiration rule and no versioning.
+# references, so there is deliberately no expiration rule and no versioning. It writes each
+# object with one PutObject (no multipart uploads), so there is no multipart-abort rule either.
 # --------------------------------------------------------------------------------------
 
 resource "aws_s3_bucket" "this" {
+  #checkov:skip=CKV_AWS_21:Objects are immutable and written once; deletes are deliberate (delete_thread, prune, garbage collection) and must remove the data, which versioning would keep. The index table has point-in-time recovery.
+  #checkov:skip=CKV2_AWS_61:No lifecycle rule is safe: expiring an object that a live checkpoint references corrupts that thread, the library deletes what nothing references, and it makes no multipart uploads that an abort rule would clean up.
+  #checkov:skip=CKV_AWS_144:Checkpoints are the working state of agents, bound to the region of their index table; a replica without a replicated table could not be read. Durability within the region is S3's.
+  #checkov:skip=CKV2_AWS_62:Nothing consumes object events; the DynamoDB item, not the object, is the commit point of a checkpoint.
+  #checkov:skip=CKV_AWS_18:Server access logs would need a second bucket this module does not own; object contents are sealed and key names are keyed hashes. Audit with CloudTrail S3 data events, or add aws_s3_bucket_logging next to the module.
   bucket = var.bucket_name
   tags   = var.tags
 }
@@ -92,22 +98,6 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "this" {
       kms_master_key_id = var.kms_key_arn
     }
     bucket_key_enabled = var.kms_key_arn != null
-  }
-}
-
-resource "aws_s3_bucket_lifecycle_configuration" "this" {
-  bucket = aws_s3_bucket.this.id
-
-  rule {
-    id     = "abort-incomplete-multipart-uploads"
-    status = "Enabled"
-
-    # Empty filter: applies to the whole bucket.
-    filter {}
-
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 1
-    }
   }
 }
 
@@ -158,8 +148,17 @@ resource "aws_s3_bucket_policy" "this" {
 }
 
 # --------------------------------------------------------------------------------------
-# IAM: least privilege for the saver at runtime. No Create*/Delete* on the table or bucket:
-# the saver's setup() is for development and must not run in production.
+# IAM. Two policies, each granting exactly the requests the library makes for its job; the
+# sets are not written by hand but recorded: tests/test_lambda_example.py runs the example
+# agent and the maintenance operations against moto, maps every request to its IAM action
+# and fails unless the statements below grant exactly those.
+#
+#   saver        the agent at run time: checkpoints, writes, reads, history, delete_thread
+#   maintenance  list(None), copy_thread, prune, delete_for_runs, reencrypt, garbage
+#                collection and delete_thread, for an operator or a scheduled job
+#
+# Neither grants Create*/Delete* on the table or bucket: the saver's setup() is for
+# development and must not run in production.
 # --------------------------------------------------------------------------------------
 
 data "aws_iam_policy_document" "saver" {
@@ -168,11 +167,64 @@ data "aws_iam_policy_document" "saver" {
     effect = "Allow"
     actions = [
       "dynamodb:BatchWriteItem",
-      "dynamodb:DeleteItem",
-      "dynamodb:DescribeTable",
-      "dynamodb:GetItem",
       "dynamodb:PutItem",
       "dynamodb:Query",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [aws_dynamodb_table.this.arn]
+  }
+
+  statement {
+    sid       = "CheckpointObjects"
+    effect    = "Allow"
+    actions   = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    resources = [local.object_arn_pattern]
+  }
+
+  # delete_thread lists the thread's own key prefix to find every object to delete.
+  statement {
+    sid       = "CheckpointListing"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.this.arn]
+
+    # With an empty prefix the whole (dedicated) bucket is in scope. A condition on s3:prefix
+    # would then deny listings that send no prefix at all, so it is omitted.
+    dynamic "condition" {
+      for_each = var.key_prefix == "" ? [] : [var.key_prefix]
+      content {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["${condition.value}*"]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+    content {
+      sid       = "BucketKmsKey"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringLike"
+        variable = "kms:ViaService"
+        values   = ["s3.*.amazonaws.com"]
+      }
+    }
+  }
+}
+
+data "aws_iam_policy_document" "maintenance" {
+  statement {
+    sid    = "CheckpointTable"
+    effect = "Allow"
+    actions = [
+      "dynamodb:BatchWriteItem",
+      "dynamodb:Query",
+      # list(None), reencrypt() and garbage collection over all threads read the whole table.
       "dynamodb:Scan",
       "dynamodb:UpdateItem",
     ]
@@ -183,7 +235,7 @@ data "aws_iam_policy_document" "saver" {
     sid     = "CheckpointRunIndex"
     effect  = "Allow"
     actions = ["dynamodb:Query"]
-    # Must name the global_secondary_index above; the saver only queries it.
+    # delete_for_runs finds a run's checkpoints through this global_secondary_index.
     resources = ["${aws_dynamodb_table.this.arn}/index/runs"]
   }
 
@@ -200,8 +252,6 @@ data "aws_iam_policy_document" "saver" {
     actions   = ["s3:ListBucket"]
     resources = [aws_s3_bucket.this.arn]
 
-    # With an empty prefix the whole (dedicated) bucket is in scope. A condition on s3:prefix
-    # would then deny listings that send no prefix at all, so it is omitted.
     dynamic "condition" {
       for_each = var.key_prefix == "" ? [] : [var.key_prefix]
       content {
@@ -243,4 +293,19 @@ resource "aws_iam_role_policy_attachment" "saver" {
 
   role       = each.value
   policy_arn = aws_iam_policy.saver.arn
+}
+
+resource "aws_iam_policy" "maintenance" {
+  name        = var.maintenance_policy_name
+  name_prefix = var.maintenance_policy_name == null ? "${local.policy_name_prefix}maint-" : null
+  description = "Maintenance access for langgraph-checkpoint-s3dynamo to table ${var.table_name} and bucket ${var.bucket_name}"
+  policy      = data.aws_iam_policy_document.maintenance.json
+  tags        = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "maintenance" {
+  for_each = toset(var.maintenance_role_names)
+
+  role       = each.value
+  policy_arn = aws_iam_policy.maintenance.arn
 }

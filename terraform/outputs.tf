@@ -28,6 +28,11 @@ output "policy_arn" {
   value       = aws_iam_policy.saver.arn
 }
 
+output "maintenance_policy_arn" {
+  description = "ARN of the maintenance IAM policy (table Scan, run-index Query), for roles not listed in maintenance_role_names."
+  value       = aws_iam_policy.maintenance.arn
+}
+
 output "environment" {
   description = "Environment variables for the saver, ready to merge into a Lambda function's environment."
   value = {

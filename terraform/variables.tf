@@ -95,3 +95,20 @@ variable "policy_name" {
   type        = string
   default     = null
 }
+
+variable "maintenance_role_names" {
+  description = <<-EOT
+    Names (not ARNs) of IAM roles to attach the maintenance policy to: list(None), copy_thread,
+    prune, delete_for_runs, reencrypt and garbage collection (table Scan, run-index Query). Give it
+    to an operator or a scheduled job, not to the agent's function. Same plan-time rule as
+    lambda_role_names.
+  EOT
+  type        = list(string)
+  default     = []
+}
+
+variable "maintenance_policy_name" {
+  description = "Name of the maintenance IAM policy. When null a unique name starting with \"s3dynamo-\" is generated."
+  type        = string
+  default     = null
+}

@@ -1,0 +1,34 @@
+output "function_name" {
+  description = "Name of the agent's Lambda function."
+  value       = aws_lambda_function.agent.function_name
+}
+
+output "function_arn" {
+  description = "ARN of the agent's Lambda function."
+  value       = aws_lambda_function.agent.arn
+}
+
+output "role_name" {
+  description = "Name of the function's execution role."
+  value       = aws_iam_role.agent.name
+}
+
+output "table_name" {
+  description = "Name of the DynamoDB checkpoint table."
+  value       = module.checkpoints.table_name
+}
+
+output "bucket_name" {
+  description = "Name of the S3 bucket holding checkpoint values."
+  value       = module.checkpoints.bucket_name
+}
+
+output "environment" {
+  description = "The saver's non-secret settings, as the function receives them."
+  value       = module.checkpoints.environment
+}
+
+output "maintenance_policy_arn" {
+  description = "Attach to an operator's or a scheduled job's role for list(None), prune, reencrypt and garbage collection."
+  value       = module.checkpoints.maintenance_policy_arn
+}

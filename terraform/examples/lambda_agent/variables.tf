@@ -1,0 +1,104 @@
+variable "region" {
+  description = "AWS region for every resource of the example."
+  type        = string
+  default     = "us-east-1"
+}
+
+variable "name" {
+  description = "Name of the Lambda function; also names its role, log group and KMS key alias."
+  type        = string
+  default     = "s3dynamo-agent"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,56}$", var.name))
+    error_message = "name must be 1-56 characters of A-Z, a-z, 0-9, '_' or '-'."
+  }
+}
+
+variable "table_name" {
+  description = "Name of the DynamoDB checkpoint table."
+  type        = string
+  default     = "s3dynamo-agent-checkpoints"
+}
+
+variable "bucket_name" {
+  description = "Name of the S3 bucket for checkpoint values (globally unique)."
+  type        = string
+}
+
+variable "key_prefix" {
+  description = "Prefix of every object key the saver writes."
+  type        = string
+  default     = "checkpoints/"
+}
+
+variable "deletion_protection" {
+  description = "DynamoDB deletion protection on the checkpoint table."
+  type        = bool
+  default     = true
+}
+
+variable "package_path" {
+  description = "The zip built by `make lambda-package`."
+  type        = string
+  default     = "../../../build/lambda_agent.zip"
+}
+
+variable "sealing_keys" {
+  description = <<-EOT
+    The saver's keyring, passed to the function as S3DYNAMO_KEYS: "id:base64key[,id:base64key...]",
+    32-byte keys, the first one active. Sensitive: it ends up in the function's configuration and in
+    the Terraform state, so keep the state encrypted and access to it narrow.
+  EOT
+  type        = string
+  sensitive   = true
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_.-]+:[A-Za-z0-9+/]{43}=(,[A-Za-z0-9_.-]+:[A-Za-z0-9+/]{43}=)*$", var.sealing_keys))
+    error_message = "sealing_keys must be id:base64key[,id:base64key...] with 32-byte keys (44 base64 characters)."
+  }
+}
+
+variable "naming_secret" {
+  description = <<-EOT
+    The saver's naming secret, passed to the function as S3DYNAMO_SECRET. It keys the hashes that
+    name threads and objects and is never rotated. Sensitive, like sealing_keys.
+  EOT
+  type        = string
+  sensitive   = true
+
+  validation {
+    condition     = length(var.naming_secret) >= 32
+    error_message = "naming_secret must be at least 32 characters."
+  }
+}
+
+variable "memory_size" {
+  description = "Lambda memory in MB (CPU grows with it)."
+  type        = number
+  default     = 1024
+}
+
+variable "timeout" {
+  description = "Lambda timeout in seconds."
+  type        = number
+  default     = 30
+}
+
+variable "reserved_concurrency" {
+  description = "Reserved concurrent executions for the function; null leaves it unreserved."
+  type        = number
+  default     = null
+}
+
+variable "log_retention_days" {
+  description = "Retention of the function's CloudWatch log group."
+  type        = number
+  default     = 365
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+}
