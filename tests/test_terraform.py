@@ -1,6 +1,9 @@
-"""terraform/main.tf must declare exactly the DynamoDB table that schema.py describes.
+"""terraform/main.tf must declare exactly the DynamoDB table that schema.py describes, and the
+Terraform code must pass the real toolchain: `terraform fmt`, `terraform validate` on the
+module and on the example root configuration, and checkov (each skipped, with the reason,
+where the tool is not installed).
 
-No terraform binary, provider or HCL library is needed: a small extractor below reads only the
+The schema tests need no terraform binary, provider or HCL library: a small extractor reads only the
 blocks these tests look at (`resource "..." "..." { ... }`, nested `attribute { ... }` and
 `global_secondary_index { ... }` blocks, and `name = value` lines). It understands comments and
 quoted strings, which is all main.tf uses; it does not understand heredocs.
@@ -9,7 +12,11 @@ quoted strings, which is all main.tf uses; it does not understand heredocs.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -234,3 +241,106 @@ def test_bucket_blocks_all_public_access(main_tf: str) -> None:
             f"terraform/main.tf: public access block of aws_s3_bucket.{bucket} must set all "
             f"four settings to true; these are not: {wrong}"
         )
+
+
+# --------------------------------------------------------------------------------------
+# The real toolchain: terraform fmt, init + validate, and checkov
+# --------------------------------------------------------------------------------------
+
+TERRAFORM_DIR = ROOT / "terraform"
+EXAMPLE_DIR = TERRAFORM_DIR / "examples" / "lambda_agent"
+# A local provider mirror, so `terraform init` needs no registry: S3DYNAMO_TF_PLUGIN_DIR,
+# else /opt/tf-plugins. It must hold registry.terraform.io/hashicorp/aws.
+PLUGIN_DIR = Path(os.environ.get("S3DYNAMO_TF_PLUGIN_DIR", "/opt/tf-plugins"))
+TERRAFORM = os.environ.get("S3DYNAMO_TERRAFORM") or shutil.which("terraform")
+# checkov lives in its own virtual environment (`make checkov` creates it).
+CHECKOV = os.environ.get("S3DYNAMO_CHECKOV") or str(ROOT / ".venv-checkov" / "bin" / "checkov")
+
+needs_terraform = pytest.mark.skipif(
+    TERRAFORM is None, reason="no terraform binary on PATH (or in S3DYNAMO_TERRAFORM)"
+)
+needs_provider = pytest.mark.skipif(
+    not (PLUGIN_DIR / "registry.terraform.io" / "hashicorp" / "aws").is_dir(),
+    reason=f"no hashicorp/aws provider mirror in {PLUGIN_DIR} (set S3DYNAMO_TF_PLUGIN_DIR)",
+)
+
+
+def terraform(args: list[str], cwd: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    assert TERRAFORM is not None
+    cli_config = tmp_path / "terraformrc"
+    cli_config.touch()
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(cli_config),  # an empty one: no ~/.terraformrc warning
+        "TF_IN_AUTOMATION": "1",
+        "CHECKPOINT_DISABLE": "1",  # no version check over the network
+        "TF_INPUT": "0",
+    }
+    return subprocess.run(
+        [TERRAFORM, *args, "-no-color"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@needs_terraform
+def test_terraform_fmt(tmp_path: Path) -> None:
+    done = terraform(["fmt", "-check", "-recursive", "-diff"], TERRAFORM_DIR, tmp_path)
+    assert done.returncode == 0, f"terraform fmt -check failed:\n{done.stdout}{done.stderr}"
+
+
+@needs_terraform
+@needs_provider
+@pytest.mark.parametrize("root", ["module", "example"])
+def test_terraform_validate(root: str, tmp_path: Path) -> None:
+    # A copy, so .terraform/ and the lock file land in tmp_path, not in the repository.
+    copy = tmp_path / "terraform"
+    shutil.copytree(TERRAFORM_DIR, copy, ignore=shutil.ignore_patterns(".terraform*"))
+    cwd = copy if root == "module" else copy / EXAMPLE_DIR.relative_to(TERRAFORM_DIR)
+    init = terraform(
+        ["init", "-backend=false", f"-plugin-dir={PLUGIN_DIR}", "-input=false"], cwd, tmp_path
+    )
+    assert init.returncode == 0, f"terraform init failed:\n{init.stdout}{init.stderr}"
+    done = terraform(["validate"], cwd, tmp_path)
+    assert done.returncode == 0, f"terraform validate failed:\n{done.stdout}{done.stderr}"
+    assert "The configuration is valid" in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(
+    not Path(CHECKOV).is_file(),
+    reason=f"no checkov at {CHECKOV}: `make checkov` installs it into .venv-checkov",
+)
+def test_checkov_passes(tmp_path: Path) -> None:
+    # --skip-download: checkov makes no network request (no guidelines download).
+    done = subprocess.run(
+        [
+            CHECKOV,
+            "--compact",
+            "--skip-download",
+            "--output",
+            "json",
+            "--quiet",
+            "--framework",
+            "terraform",
+            "-d",
+            str(TERRAFORM_DIR),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    report = json.loads(done.stdout)
+    reports = report if isinstance(report, list) else [report]
+    failed = [c for r in reports for c in r.get("results", {}).get("failed_checks", [])]
+    assert not failed, [(c["check_id"], c["resource"], c["file_path"]) for c in failed]
+    assert done.returncode == 0, done.stderr[-2000:]
+    # Every skip carries a reason, inline next to the resource.
+    skipped = [c for r in reports for c in r.get("results", {}).get("skipped_checks", [])]
+    for check in skipped:
+        reason = (check.get("check_result") or {}).get("suppress_comment", "")
+        assert len(reason) > 40, f"{check['check_id']} on {check['resource']}: reason {reason!r}"
