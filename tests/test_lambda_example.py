@@ -4,6 +4,8 @@
   approval, another turn, the history, delete) runs cold, one fresh interpreter per
   invocation as a new Lambda container would, and warm, every invocation in one
   interpreter; both with a sealing keyring from S3DYNAMO_KEYS / S3DYNAMO_SECRET.
+- With S3DYNAMO_TF_APPLY=1, the example root configuration (terraform/examples/lambda_agent)
+  is applied to moto server and the handler runs with the function's configuration.
 - The IAM policies in terraform/main.tf are checked against the requests the code makes:
   every request the handler's conversation and the maintenance operations send is
   recorded, mapped to its IAM action and resource, and each policy must grant exactly
@@ -20,6 +22,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -27,6 +30,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+import zipfile
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -38,7 +42,15 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
-from tests.test_terraform import MAIN_TF, blocks, strip_comments
+from tests.test_terraform import (
+    MAIN_TF,
+    PLUGIN_DIR,
+    blocks,
+    needs_provider,
+    needs_terraform,
+    strip_comments,
+    terraform,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "examples" / "lambda_agent" / "app.py"
@@ -325,13 +337,8 @@ json.dump(app.handler(json.load(sys.stdin), None), sys.stdout)
 """
 
 
-def test_conversation_cold_then_warm(
-    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Every value to S3 (by default this conversation's small state stays in DynamoDB), so
-    # the sealing and delete checks see objects too. The IAM test runs both settings.
-    function_env = {**function_env, "S3DYNAMO_INLINE_MAX": "0"}
-    monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "0")
+def cold_invoker(function_env: dict[str, str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Each call a fresh interpreter, as in a new Lambda container."""
     # Only what a Lambda's environment would hold, plus PATH: no endpoint or key leaks in
     # from the test process beyond these.
     child_env = {**function_env, "PATH": os.environ.get("PATH", "")}
@@ -350,6 +357,17 @@ def test_conversation_cold_then_warm(
         reply: dict[str, Any] = json.loads(done.stdout)
         return reply
 
+    return cold
+
+
+def test_conversation_cold_then_warm(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every value to S3 (by default this conversation's small state stays in DynamoDB), so
+    # the sealing and delete checks see objects too. The IAM test runs both settings.
+    function_env = {**function_env, "S3DYNAMO_INLINE_MAX": "0"}
+    monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "0")
+    cold = cold_invoker(function_env)
     cold_replies = run_conversation(function_env, cold, full=False)
 
     app = load_app()
@@ -548,3 +566,125 @@ def test_policies_grant_exactly_what_the_code_requests(
         ("dynamodb:Scan", "table"),
         ("dynamodb:Query", "index/runs"),
     }
+
+
+# --------------------------------------------------------------------------------------
+# terraform apply of the example against moto server, then the handler against it
+# --------------------------------------------------------------------------------------
+
+MOTO_PROVIDER = """
+provider "aws" {{
+  region                      = "{region}"
+  access_key                  = "testing"
+  secret_key                  = "testing"
+  skip_credentials_validation = true
+  skip_metadata_api_check     = true
+  skip_requesting_account_id  = true
+  s3_use_path_style           = true
+
+  endpoints {{
+{endpoints}
+  }}
+}}
+"""
+
+
+@needs_terraform
+@needs_provider
+@pytest.mark.skipif(
+    os.environ.get("S3DYNAMO_TF_APPLY") != "1",
+    reason="terraform apply of the example on moto server takes about a minute; "
+    "run it with S3DYNAMO_TF_APPLY=1",
+)
+def test_terraform_apply_example_on_moto(
+    moto_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / "terraform"
+    shutil.copytree(ROOT / "terraform", copy, ignore=shutil.ignore_patterns(".terraform*"))
+    example = copy / "examples" / "lambda_agent"
+    # An override file (merged into the provider block) points every service at moto.
+    services = ("dynamodb", "iam", "kms", "lambda", "logs", "s3", "sts")
+    endpoints = "\n".join(f'    {s} = "{moto_server}"' for s in services)
+    (example / "moto_override.tf").write_text(
+        MOTO_PROVIDER.format(region=REGION, endpoints=endpoints)
+    )
+    # moto stores the function's code but does not run it: the test runs the handler itself
+    # with the configuration Terraform created, so app.py alone is a sufficient zip.
+    package = tmp_path / "app.zip"
+    with zipfile.ZipFile(package, "w") as zf:
+        zf.write(APP, "app.py")
+    suffix = uuid.uuid4().hex[:8]
+    variables = {
+        "name": f"agent-{suffix}",
+        "table_name": f"agent-{suffix}",
+        "bucket_name": f"agent-{suffix}",
+        "deletion_protection": "false",
+        "package_path": str(package),
+        "sealing_keys": KEY_1,
+        "naming_secret": SECRET,
+    }
+    init = terraform(
+        ["init", "-backend=false", f"-plugin-dir={PLUGIN_DIR}", "-input=false"], example, tmp_path
+    )
+    assert init.returncode == 0, init.stdout + init.stderr
+    var_args = [arg for k, v in variables.items() for arg in ("-var", f"{k}={v}")]
+    apply = terraform(["apply", "-auto-approve", "-input=false", *var_args], example, tmp_path)
+    assert apply.returncode == 0, apply.stdout[-3000:] + apply.stderr[-3000:]
+    output = terraform(["output", "-json"], example, tmp_path)
+    outputs = {k: v["value"] for k, v in json.loads(output.stdout).items()}
+
+    session = boto3.session.Session(
+        region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    lam = session.client("lambda", endpoint_url=moto_server)
+    iam = session.client("iam", endpoint_url=moto_server)
+    config = lam.get_function_configuration(FunctionName=outputs["function_name"])
+    assert (config["Runtime"], config["Handler"], config["Architectures"]) == (
+        "python3.12",
+        "app.handler",
+        ["x86_64"],
+    )
+    assert config["KMSKeyArn"].startswith("arn:aws:kms:")
+    environment = config["Environment"]["Variables"]
+    assert environment == {
+        **outputs["environment"],
+        "S3DYNAMO_KEYS": KEY_1,
+        "S3DYNAMO_SECRET": SECRET,
+    }
+    assert environment["S3DYNAMO_TABLE"] == outputs["table_name"] == variables["table_name"]
+
+    # The role: the saver's policy, as main.tf renders it, and its own log group; no more.
+    role = outputs["role_name"]
+    [attached] = iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]
+    version = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]["DefaultVersionId"]
+    document = iam.get_policy_version(PolicyArn=attached["PolicyArn"], VersionId=version)
+    table_arn = f"arn:aws:dynamodb:{REGION}:123456789012:table/{variables['table_name']}"
+    bucket_arn = f"arn:aws:s3:::{variables['bucket_name']}"
+    kinds = {table_arn: "table", bucket_arn: "bucket", f"{bucket_arn}/{PREFIX}*": "objects"}
+    rendered: set[Grant] = set()
+    for statement in document["PolicyVersion"]["Document"]["Statement"]:
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        resources = statement["Resource"]
+        resources = resources if isinstance(resources, list) else [resources]
+        rendered |= {(a, kinds[r]) for a in actions for r in resources}
+    assert rendered == policy_grants("saver")
+    assert iam.list_role_policies(RoleName=role)["PolicyNames"] == ["logs"]
+
+    # The handler, cold, with exactly the function's environment (plus the endpoints and
+    # test credentials that stand in for AWS).
+    function_env = {
+        **environment,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ENDPOINT_URL_S3": moto_server,
+        "AWS_ENDPOINT_URL_DYNAMODB": moto_server,
+    }
+    for name, value in function_env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "S3DYNAMO_INLINE_MAX"):
+        monkeypatch.delenv(name, raising=False)
+    run_conversation(function_env, cold_invoker(function_env), full=False)
