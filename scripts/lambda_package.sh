@@ -10,7 +10,7 @@
 #   __pycache__, *.pyc                                            rebuilt by the runtime
 #   *.dist-info/RECORD, INSTALLER, REQUESTED, direct_url.json      pip's install records
 #   six.py                                                        the runtime ships it
-#   zstandard/backend_cffi.py                                     the C backend is used
+#   zstandard/backend_cffi.py, zstandard/_cffi.*.so               the C backend is used
 #   *.pyi, *-stubs/, bin/                                         type stubs, console scripts
 #   debug sections of *.so (strip --strip-debug)                  not needed to run
 # Then the zip is checked: unzipped into a temporary directory and imported by an isolated
@@ -59,7 +59,7 @@ find "$STAGE" -path '*.dist-info/*' \
 rm -f "$STAGE/six.py"
 # zstandard ships a C backend and a cffi one; it imports the C backend by default
 # (PYTHON_ZSTANDARD_IMPORT_POLICY unset), so the cffi module is dead weight.
-rm -f "$STAGE/zstandard/backend_cffi.py"
+rm -f "$STAGE/zstandard/backend_cffi.py" "$STAGE"/zstandard/_cffi.*.so
 # Type stubs are for type checkers; console scripts are not run by a Lambda.
 find "$STAGE" -name '*.pyi' -delete
 find "$STAGE" -maxdepth 1 -type d -name '*-stubs' -exec rm -rf {} +
