@@ -29,8 +29,10 @@ PLATFORM=(--platform manylinux2014_x86_64 --python-version 3.12 --only-binary=:a
 # Provided by the Lambda Python runtime: not packaged (boto3 and what only it needs).
 RUNTIME_PROVIDED=(boto3 botocore s3transfer jmespath dateutil six urllib3)
 
-rm -rf "$STAGE" "$ZIP" "$BUILD/lambda_wheel" "$BUILD/lambda_check"
+rm -rf "$STAGE" "$ZIP" "$BUILD/lambda_wheel"
 mkdir -p "$STAGE" "$BUILD/lambda_wheel"
+CHECK=$(mktemp -d)
+trap 'rm -rf "$CHECK"' EXIT
 
 echo "building the s3dynamo wheel from $ROOT"
 "$PYTHON" -m pip wheel --quiet --no-deps --wheel-dir "$BUILD/lambda_wheel" "$ROOT" 2> >(grep -v 'is ignored' >&2)
@@ -88,14 +90,14 @@ if ! is_312 "${CHECK_PYTHON:-}"; then
   echo "error: no Python 3.12 to check the zip with; set CHECK_PYTHON=/path/to/python3.12" >&2
   exit 1
 fi
-mkdir -p "$BUILD/lambda_check/task" "$BUILD/lambda_check/runtime"
-unzip -q "$ZIP" -d "$BUILD/lambda_check/task"
+mkdir -p "$CHECK/task" "$CHECK/runtime"
+unzip -q "$ZIP" -d "$CHECK/task"
 # boto3 as the runtime provides it: in its own directory, after the task's files on the path.
-"$PYTHON" -m pip install --quiet --no-compile --no-warn-conflicts --target "$BUILD/lambda_check/runtime" \
+"$PYTHON" -m pip install --quiet --no-compile --no-warn-conflicts --target "$CHECK/runtime" \
   "${PLATFORM[@]}" boto3 2> >(grep -v 'is ignored' >&2)
 # -I -S: no site-packages at all, no PYTHONPATH, no current directory; the two directories are put on
 # sys.path by hand, in the order of the runtime (/var/task before the runtime's own).
-LAMBDA_PATH="$BUILD/lambda_check/task:$BUILD/lambda_check/runtime" "$CHECK_PYTHON" -I -S -c '
+LAMBDA_PATH="$CHECK/task:$CHECK/runtime" "$CHECK_PYTHON" -I -S -c '
 import os, sys
 sys.path[:0] = os.environ["LAMBDA_PATH"].split(":")
 import app, zstandard, cryptography.hazmat.bindings._rust
@@ -113,7 +115,7 @@ os.environ.update(S3DYNAMO_TABLE="t", S3DYNAMO_BUCKET="b")
 app.get_graph()  # builds the saver and compiles the graph; makes no request
 print("import check passed: app.handler, s3dynamo, zstandard (C backend), cryptography")
 '
-rm -rf "$BUILD/lambda_check" "$BUILD/lambda_wheel"
+rm -rf "$BUILD/lambda_wheel"
 
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 echo "installed before trimming: $before bytes ($(mib "$before"))"
