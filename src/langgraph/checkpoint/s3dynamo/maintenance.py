@@ -156,19 +156,60 @@ def rewrite_thread(
     return out
 
 
+def copy_keys(store: ThreadStore, src: str, dst: str, entries: Sequence[Entry]) -> set[str]:
+    """Sort keys a copy of these entries writes in the target partition."""
+    namer, keys = store.namer, set()
+    for e in entries:
+        ns_name = namer.namespace(dst, e.ns)
+        keys.add(checkpoint_sk(ns_name, e.checkpoint_id))
+        for w in e.writes:
+            task_id, _ = store.open_task(w, e.what)
+            keys.add(
+                writes_sk(ns_name, e.checkpoint_id, namer.task(dst, e.ns, e.checkpoint_id, task_id))
+            )
+    return keys
+
+
 def copy_thread(store: ThreadStore, src: str, dst: str) -> None:
-    existing = store.index.query(store.namer.thread(dst), limit=1)
-    if existing.records:
-        raise ThreadExistsError(
-            f"copy_thread target {dst!r} already has checkpoints; expected an empty thread. "
-            "Delete it first (delete_thread) or copy to a new thread id"
-        )
+    """Copy `src` to `dst`, resumably. Order: objects, then every writes record (a writes
+    record without its checkpoint record is invisible to readers), then the checkpoint
+    records one at a time, oldest first. So an interrupted copy leaves the target showing
+    a prefix of the source's history, each checkpoint whole with its writes and its
+    ancestors: the named intermediate state "partial copy". A repeat sees that the
+    target holds only keys this copy writes, skips the checkpoints already there and
+    writes the rest; a repeat after a complete copy changes nothing. A target holding any
+    other key (its own checkpoints) raises `ThreadExistsError`."""
     entries = store.thread_entries(src)
-    if not entries:
+    present = {r.sk: r for r in store.thread_records(dst)} if src != dst else {}
+    if present:
+        foreign = set(present) - copy_keys(store, src, dst, entries)
+        if foreign:
+            raise ThreadExistsError(
+                f"copy_thread target {dst!r} already has checkpoints that are not part of a "
+                f"copy of {src!r}; expected an empty thread (or an unfinished copy of "
+                f"{src!r}, which a repeat completes). Delete it first (delete_thread) or "
+                "copy to a new thread id"
+            )
+    elif src == dst and entries:
+        raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
+    done = {sk for sk, r in present.items() if isinstance(r, CheckpointRecord)}
+    todo = [
+        e
+        for e in entries
+        if checkpoint_sk(store.namer.namespace(dst, e.ns), e.checkpoint_id) not in done
+    ]
+    if not todo:
         return
-    plan = rewrite_thread(store, src, dst, entries, stale_only=False)
+    plan = rewrite_thread(store, src, dst, todo, stale_only=False)
     store.upload(plan.objects)
-    store.index.write_batch(puts=[new for _, new in plan.records])
+    writes = [new for _, new in plan.records if isinstance(new, WritesRecord)]
+    if writes:
+        store.index.write_batch(puts=writes)
+    checkpoints = [new for _, new in plan.records if isinstance(new, CheckpointRecord)]
+    for record in sorted(checkpoints, key=lambda r: r.checkpoint_id):
+        # One record per request (a batch applies in no set order); a batch of one, so
+        # maintenance needs no permission beyond BatchWriteItem.
+        store.index.write_batch(puts=[record])
 
 
 def reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> int:
@@ -209,7 +250,8 @@ def delete_for_runs(store: ThreadStore, run_ids: Sequence[str]) -> None:
 
     doomed = [k for keys in parallel(record_keys, found) for k in keys]
     if doomed:
-        store.index.write_batch(deletes=doomed)
+        # Interrupted, some of the runs' checkpoints remain, each whole; a repeat finishes.
+        store.delete_records(doomed)
 
 
 def prune_keep_latest(store: ThreadStore, tid: str) -> None:
@@ -233,7 +275,9 @@ def prune_keep_latest(store: ThreadStore, tid: str) -> None:
             doomed.append(rec.key)
             dropped_leaves |= referenced_leaves(rec)
     if doomed:
-        store.index.write_batch(deletes=doomed)
+        # The kept checkpoints are never touched; of the doomed ones, an interruption
+        # leaves the oldest, each with its ancestors and writes. A repeat finishes.
+        store.delete_records(doomed)
     orphaned = sorted(dropped_leaves - kept_leaves)
     if orphaned:
         store.objects.delete([store.object_key(tid, leaf) for leaf in orphaned])

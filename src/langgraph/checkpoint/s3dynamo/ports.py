@@ -15,6 +15,7 @@ chunks): request budgets are counted at this boundary.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -34,6 +35,9 @@ class ObjectInfo(NamedTuple):
     key: str
     size: int
     modified: datetime
+    # Changes with every write of the key (S3: the ETag; sealed blobs never repeat
+    # bytes). `delete_unchanged` deletes a key only while it still carries this tag.
+    tag: str = ""
 
 
 class Index(Protocol):
@@ -48,9 +52,11 @@ class Index(Protocol):
         descending: bool = False,
         limit: int | None = None,
         cursor: Cursor | None = None,
+        consistent: bool = False,
     ) -> Page:
         """One page of a partition's records whose sort key starts with `prefix` or lies
-        in `between` (inclusive), in sort-key order; `limit` caps the page."""
+        in `between` (inclusive), in sort-key order; `limit` caps the page. `consistent`
+        asks for a strongly consistent read (every write acknowledged before it shows)."""
         ...
 
     def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
@@ -96,7 +102,9 @@ class ObjectStore(Protocol):
         ...
 
     def overwrite(self, key: str, body: bytes) -> None:
-        """Replace a blob in place (key rotation re-seals the same value)."""
+        """Replace a blob in place, or write it if absent (key rotation re-seals the same
+        value; a writer refreshes an object it found already there). Gives the key a new
+        modification time and a new `tag`."""
         ...
 
     def get(self, key: str) -> bytes:
@@ -109,6 +117,12 @@ class ObjectStore(Protocol):
 
     def delete(self, keys: Sequence[str]) -> None:
         """Delete blobs; absent keys are not an error."""
+        ...
+
+    def delete_unchanged(self, objects: Sequence[ObjectInfo]) -> builtins.list[str]:
+        """Delete each listed blob only if it still carries the listed `tag` (nothing
+        wrote the key since it was listed); returns the keys deleted. A blob written
+        since, or already gone, is skipped, not an error."""
         ...
 
     def create_if_missing(self) -> bool:

@@ -11,9 +11,10 @@ the run), so unchanged values are never uploaded again.
 
 Commit protocol. `commit_checkpoint` seals everything first (bad input writes nothing),
 uploads the new values too large to inline in one parallel wave, each with
-`If-None-Match: *` (objects are immutable and named by their identity, so an existing
-one already holds the same bytes), then writes the checkpoint record with one request:
-the record is the commit point. A crash before it leaves the old state plus unreferenced
+`If-None-Match: *` (objects are named by their identity, so an existing one already
+holds the same value; it is written again anyway, which keeps garbage collection off it:
+see `upload` and `gc.py`), then writes the checkpoint record with one request: the
+record is the commit point. A crash before it leaves the old state plus unreferenced
 objects, which garbage collection (`gc.py`) removes after a grace period; a crash after
 it leaves the new state. `commit_writes` does the same with one merge per (checkpoint,
 task), so a `put_writes` call becomes visible all at once or not at all.
@@ -52,6 +53,7 @@ from langgraph.checkpoint.s3dynamo.naming import (
     Namer,
     checkpoint_sk,
     object_key,
+    parse_sk,
     writes_sk,
 )
 from langgraph.checkpoint.s3dynamo.placement import InlineBudget, needs_bundle
@@ -61,6 +63,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Record,
     WritesRecord,
+    is_writes_key,
     owner_sk,
     pack_bundle,
     referenced_leaves,
@@ -176,10 +179,18 @@ class ThreadStore:
             ) from exc
 
     def upload(self, objects: Sequence[tuple[str, bytes]]) -> None:
-        """Write new objects in one parallel wave (If-None-Match: existing ones hold the
-        same bytes, since names are identities)."""
+        """Write new objects in one parallel wave (If-None-Match). An object already
+        there holds the same value (names are identities) but may be an orphan that
+        garbage collection is about to delete: it is written again (a second request,
+        only in that case), which restarts its grace period and changes its ETag, so a
+        collection that listed it before can no longer delete it (see `gc.py`)."""
         log.debug("object write wave: %d objects, %d bytes", len(objects), _size(objects))
-        parallel(lambda kb: self.objects.put_new(*kb), objects)
+
+        def put(key: str, body: bytes) -> None:
+            if not self.objects.put_new(key, body):
+                self.objects.overwrite(key, body)
+
+        parallel(lambda kb: put(*kb), objects)
 
     # ------------------------------------------------------------ committing
 
@@ -508,12 +519,20 @@ class ThreadStore:
                 return
             cursor = page.cursor
 
-    def live_leaves(self, thread_name: str) -> set[str]:
-        """Every object leaf a thread's records reference (the mark of garbage collection)."""
+    def live_leaves(self, thread_name: str) -> set[str] | None:
+        """Every object leaf a thread's records reference (the mark of garbage
+        collection), read strongly consistent; None if the thread has no record here."""
         live: set[str] = set()
-        for rec in self._query_all(thread_name):
-            live |= referenced_leaves(rec)
-        return live
+        found = False
+        cursor: Cursor | None = None
+        while True:
+            page = self.index.query(thread_name, cursor=cursor, consistent=True)
+            for rec in page.records:
+                found = True
+                live |= referenced_leaves(rec)
+            if page.cursor is None:
+                return live if found else None
+            cursor = page.cursor
 
     def referenced_keys(self, entries: Sequence[Entry]) -> dict[str, str]:
         """Object key -> the checkpoint that references it, for every object the entries
@@ -632,17 +651,44 @@ class ThreadStore:
     # --------------------------------------------------------------- deleting
 
     def delete_thread(self, tid: str) -> None:
-        """Delete every record and object of a thread (all namespaces). Records go
-        first, so a crash midway leaves objects nothing references, which a second call
-        or garbage collection removes."""
+        """Delete every record and object of a thread (all namespaces), in the order of
+        `delete_records`, objects last. Interrupted, the thread reads as an earlier
+        checkpoint of its history (never a checkpoint without its ancestors or its
+        writes) until the call is repeated; a repeat finishes it."""
         keys = self.thread_keys(tid)
         if keys:
-            self.index.write_batch(deletes=keys)
+            self.delete_records(keys)
         prefix = self.thread_prefix(self.namer.thread(tid))
         leftover = [o.key for o in self.objects.list(prefix)]
         if leftover:
             self.objects.delete(leftover)
         self.forget()
+
+    def delete_records(self, keys: Iterable[ItemKey]) -> None:
+        """Delete records so that no reader ever sees a wrong state in between.
+
+        Checkpoint records go first, each namespace's newest first, one request each
+        (namespaces in parallel): a batch applies its items in no set order, so two
+        checkpoints of one namespace in one batch could leave the newer without its
+        parent. Whatever survives an interruption is therefore each namespace's history
+        cut from the newest end: every surviving checkpoint keeps all its ancestors (which
+        DeltaChannel rebuilds from) and all its writes. Writes records go last, in bulk:
+        by then no checkpoint record shows them."""
+        chains: dict[tuple[str, str], list[ItemKey]] = {}
+        writes: list[ItemKey] = []
+        for key in keys:
+            if is_writes_key(key.sk):
+                writes.append(key)
+            else:
+                chains.setdefault((key.pk, parse_sk(key.sk)[0]), []).append(key)
+
+        def newest_first(chain: list[ItemKey]) -> None:
+            for key in sorted(chain, key=lambda k: k.sk, reverse=True):
+                self.index.write_batch(deletes=[key])
+
+        parallel(newest_first, list(chains.values()))
+        if writes:
+            self.index.write_batch(deletes=writes)
 
 
 class _TaskBlob(NamedTuple):

@@ -212,9 +212,16 @@ class DynamoIndex:
         descending: bool = False,
         limit: int | None = None,
         cursor: Cursor | None = None,
+        consistent: bool = False,
     ) -> Page:
         items, last = self._query(
-            pk, prefix=prefix, between=between, descending=descending, limit=limit, start=cursor
+            pk,
+            prefix=prefix,
+            between=between,
+            descending=descending,
+            limit=limit,
+            start=cursor,
+            consistent=consistent,
         )
         return Page([from_item(i) for i in items], last)
 
@@ -236,6 +243,7 @@ class DynamoIndex:
         limit: int | None = None,
         start: Cursor | None = None,
         keys_only: bool = False,
+        consistent: bool = False,
     ) -> tuple[list[Item], Cursor | None]:
         names = {"#pk": PARTITION_KEY}
         values: dict[str, Any] = {":pk": {"S": pk}}
@@ -257,6 +265,8 @@ class DynamoIndex:
         }
         if keys_only:
             kwargs["ProjectionExpression"] = "#pk, #sk"
+        if consistent:
+            kwargs["ConsistentRead"] = True
         if limit is not None:
             kwargs["Limit"] = limit
         if start is not None:

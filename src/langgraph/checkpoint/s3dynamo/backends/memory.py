@@ -11,8 +11,10 @@ AWS requests, so budgets can be checked without moto.
 
 from __future__ import annotations
 
+import builtins
 import copy
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -57,7 +59,9 @@ class MemoryIndex:
         descending: bool = False,
         limit: int | None = None,
         cursor: Cursor | None = None,
+        consistent: bool = False,
     ) -> Page:
+        # Always consistent: one process, one lock.
         with self._lock:
             self._count("query")
             records = self._select(pk, prefix, between, descending)
@@ -133,6 +137,14 @@ class MemoryIndex:
         created, self.exists = not self.exists, True
         return created
 
+    def clone(self) -> MemoryIndex:
+        """An independent copy of everything stored (tests fork a store this way)."""
+        twin = MemoryIndex()
+        twin.write_batch(puts=self.records())
+        twin.calls.clear()
+        twin.exists = self.exists
+        return twin
+
     def records(self) -> list[Record]:
         """Everything stored, for tests that inspect raw storage."""
         with self._lock:
@@ -146,6 +158,8 @@ class MemoryObjects:
         self.exists = exists
         self.calls: Counter[str] = Counter()
         self.blobs: dict[str, tuple[bytes, datetime]] = {}
+        # A fresh tag per write, as S3's ETag changes when sealed bytes do.
+        self.tags: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def _count(self, name: str) -> None:
@@ -158,13 +172,17 @@ class MemoryObjects:
             self._count("put")
             if key in self.blobs:
                 return False
-            self.blobs[key] = (bytes(body), datetime.now(timezone.utc))
+            self._store(key, body)
             return True
 
     def overwrite(self, key: str, body: bytes) -> None:
         with self._lock:
             self._count("put")
-            self.blobs[key] = (bytes(body), datetime.now(timezone.utc))
+            self._store(key, body)
+
+    def _store(self, key: str, body: bytes) -> None:
+        self.blobs[key] = (bytes(body), datetime.now(timezone.utc))
+        self.tags[key] = uuid.uuid4().hex
 
     def get(self, key: str) -> bytes:
         with self._lock:
@@ -178,14 +196,33 @@ class MemoryObjects:
         with self._lock:
             self._count("list")
             found = sorted((k, v) for k, v in self.blobs.items() if k.startswith(prefix))
-        return iter([ObjectInfo(k, len(body), when) for k, (body, when) in found])
+            tags = dict(self.tags)
+        return iter([ObjectInfo(k, len(body), when, tags[k]) for k, (body, when) in found])
 
     def delete(self, keys: Sequence[str]) -> None:
         with self._lock:
             self._count("delete")
             for key in keys:
                 self.blobs.pop(key, None)
+                self.tags.pop(key, None)
+
+    def delete_unchanged(self, objects: Sequence[ObjectInfo]) -> builtins.list[str]:
+        with self._lock:
+            self._count("delete")
+            deleted = []
+            for obj in objects:
+                if obj.key in self.blobs and self.tags.get(obj.key) == obj.tag:
+                    del self.blobs[obj.key], self.tags[obj.key]
+                    deleted.append(obj.key)
+            return deleted
 
     def create_if_missing(self) -> bool:
         created, self.exists = not self.exists, True
         return created
+
+    def clone(self) -> MemoryObjects:
+        """An independent copy of everything stored (tests fork a store this way)."""
+        twin = MemoryObjects(exists=self.exists)
+        with self._lock:
+            twin.blobs, twin.tags = dict(self.blobs), dict(self.tags)
+        return twin

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -12,6 +13,8 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 
 # S3's limit on one DeleteObjects.
 DELETE_OBJECTS_MAX = 1000
+# A conditional delete refused because the key was written (or deleted) since listing.
+SKIPPED_DELETE_CODES = ("PreconditionFailed", "NoSuchKey", "ConditionalRequestConflict")
 
 
 class S3Objects:
@@ -61,7 +64,9 @@ class S3Objects:
             with translate_errors(self.resource):
                 out = self.client.list_objects_v2(**kwargs)
             for obj in out.get("Contents", []):
-                yield ObjectInfo(obj["Key"], int(obj.get("Size", 0)), obj["LastModified"])
+                yield ObjectInfo(
+                    obj["Key"], int(obj.get("Size", 0)), obj["LastModified"], obj.get("ETag", "")
+                )
             token = out.get("NextContinuationToken")
             if not out.get("IsTruncated") or not token:
                 return
@@ -69,6 +74,30 @@ class S3Objects:
     def delete(self, keys: Sequence[str]) -> None:
         chunks = [keys[i : i + DELETE_OBJECTS_MAX] for i in range(0, len(keys), DELETE_OBJECTS_MAX)]
         parallel(self._delete_chunk, chunks)
+
+    def delete_unchanged(self, objects: Sequence[ObjectInfo]) -> builtins.list[str]:
+        """DeleteObjects with each listed ETag as condition (S3 conditional deletes):
+        a key written since it was listed answers PreconditionFailed and stays."""
+        chunks = [
+            objects[i : i + DELETE_OBJECTS_MAX] for i in range(0, len(objects), DELETE_OBJECTS_MAX)
+        ]
+        return [key for done in parallel(self._delete_unchanged_chunk, chunks) for key in done]
+
+    def _delete_unchanged_chunk(self, objects: Sequence[ObjectInfo]) -> builtins.list[str]:
+        ids = [{"Key": o.key, "ETag": o.tag} if o.tag else {"Key": o.key} for o in objects]
+        with translate_errors(self.resource):
+            out = self.client.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": ids, "Quiet": True}
+            )
+        kept: set[str] = set()
+        for error in out.get("Errors", []):
+            if error.get("Code") not in SKIPPED_DELETE_CODES:
+                raise StorageError(
+                    f"DeleteObjects on {self.resource}: {error.get('Key')!r} not deleted: "
+                    f"{error.get('Code')}: {error.get('Message')}"
+                )
+            kept.add(str(error.get("Key")))
+        return [o.key for o in objects if o.key not in kept]
 
     def _delete_chunk(self, keys: Sequence[str]) -> None:
         with translate_errors(self.resource):

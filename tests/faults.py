@@ -1,0 +1,199 @@
+"""Fault injection: the two ports wrapped so that request N of an operation fails, before
+or after it is applied, and the checks that follow every injected fault.
+
+`Faults` numbers every request the wrapped ports receive. At request `at` it raises
+`Crash`: in mode "before" nothing of that request happens, in "after" it is applied first
+(the answer is lost, as when a process dies or a connection drops after the service
+acted), in "partial" (batches only) half of its items are applied. A batch is split into
+requests of 25 items as DynamoDB's BatchWriteItem does.
+
+After a fault the thread is read through a clean saver on the same stores: every
+checkpoint in `get_state_history` must decode (every referenced object opens,
+DeltaChannel history rebuilds), and what it shows must be a state the operation names
+(see `Expect`). Then the operation is repeated without faults and must finish.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Record, WritesRecord
+from tests.scenarios import snapshot_view
+
+R = TypeVar("R")
+BATCH = 25
+
+
+class Crash(Exception):
+    """The injected fault."""
+
+
+class Faults:
+    def __init__(self, at: int | None = None, mode: str = "before") -> None:
+        self.at, self.mode, self.count = at, mode, 0
+        self.fired = False
+        # The modes that differ at each request: a read fails the same way before or
+        # after; only a batch can be applied halfway.
+        self.modes: list[tuple[str, ...]] = []
+        self.kinds: list[str] = []
+        self._lock = threading.Lock()
+
+    def request(
+        self,
+        apply: Callable[[], R],
+        partial: Callable[[], object] | None = None,
+        *,
+        writes: bool = True,
+        kind: str = "record",
+    ) -> R:
+        with self._lock:
+            self.count += 1
+            hit = self.count == self.at
+            self.kinds.append(kind if writes else "read")
+            self.modes.append(
+                ("before", "after", "partial")
+                if partial is not None
+                else ("before", "after")
+                if writes
+                else ("before",)
+            )
+        if not hit:
+            return apply()
+        self.fired = True
+        if self.mode == "after":
+            apply()
+        elif self.mode == "partial" and partial is not None:
+            partial()
+        raise Crash(f"injected fault at request {self.at} ({self.mode})")
+
+
+class FaultyIndex:
+    """The `Index` port with faults injected."""
+
+    def __init__(self, inner: MemoryIndex, faults: Faults) -> None:
+        self.inner, self.faults = inner, faults
+
+    def query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        between: tuple[str, str] | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        cursor: Cursor | None = None,
+        consistent: bool = False,
+    ) -> Page:
+        return self.faults.request(
+            lambda: self.inner.query(
+                pk,
+                prefix=prefix,
+                between=between,
+                descending=descending,
+                limit=limit,
+                cursor=cursor,
+                consistent=consistent,
+            ),
+            writes=False,
+        )
+
+    def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
+        return self.faults.request(lambda: self.inner.query_keys(pk, prefix=prefix), writes=False)
+
+    def run_checkpoints(self, run_key: str) -> list[ItemKey]:
+        return self.faults.request(lambda: self.inner.run_checkpoints(run_key), writes=False)
+
+    def put_checkpoint(self, record: CheckpointRecord) -> None:
+        self.faults.request(lambda: self.inner.put_checkpoint(record))
+
+    def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
+        self.faults.request(lambda: self.inner.merge_writes(record, last_wins))
+
+    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
+        return self.faults.request(lambda: self.inner.replace_if_unchanged(old, new))
+
+    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
+        items: list[tuple[str, Any]] = [("put", r) for r in puts]
+        items += [("delete", k) for k in deletes]
+        for i in range(0, len(items), BATCH):
+            chunk = items[i : i + BATCH]
+            self.faults.request(lambda c=chunk: self._apply(c), lambda c=chunk: self._apply(c[::2]))
+
+    def _apply(self, chunk: list[tuple[str, Any]]) -> None:
+        self.inner.write_batch(
+            puts=[r for op, r in chunk if op == "put"],
+            deletes=[k for op, k in chunk if op == "delete"],
+        )
+
+    def scan(self) -> Iterator[Record]:
+        return self.faults.request(self.inner.scan, writes=False)
+
+    def create_if_missing(self) -> bool:
+        return self.inner.create_if_missing()
+
+
+class FaultyObjects:
+    """The `ObjectStore` port with faults injected."""
+
+    def __init__(self, inner: MemoryObjects, faults: Faults) -> None:
+        self.inner, self.faults = inner, faults
+
+    def put_new(self, key: str, body: bytes) -> bool:
+        return self.faults.request(lambda: self.inner.put_new(key, body), kind="object")
+
+    def overwrite(self, key: str, body: bytes) -> None:
+        self.faults.request(lambda: self.inner.overwrite(key, body), kind="object")
+
+    def get(self, key: str) -> bytes:
+        return self.faults.request(lambda: self.inner.get(key), writes=False)
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        return self.faults.request(lambda: self.inner.list(prefix), writes=False)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        self.faults.request(
+            lambda: self.inner.delete(keys), lambda: self.inner.delete(list(keys)[::2])
+        )
+
+    def delete_unchanged(self, objects: Sequence[ObjectInfo]) -> builtins.list[str]:
+        return self.faults.request(
+            lambda: self.inner.delete_unchanged(objects),
+            lambda: self.inner.delete_unchanged(list(objects)[::2]),
+        )
+
+    def create_if_missing(self) -> bool:
+        return self.inner.create_if_missing()
+
+
+# ------------------------------------------------------------------ what a reader sees
+
+# (checkpoint id, what a user reads there), newest first.
+History = list[tuple[str, dict[str, Any]]]
+
+
+def read_history(graph: Any, tid: str) -> History:
+    """Every checkpoint of a thread as a user reads it; raises if any fails to open."""
+    config = {"configurable": {"thread_id": tid}}
+    out: History = []
+    for s in graph.get_state_history(config):
+        view = snapshot_view(s)
+        out.append((s.config["configurable"]["checkpoint_id"], view))
+    # The latest state opens too (LangGraph applies its finished tasks' pending writes
+    # here, so it may differ from the history's first entry).
+    graph.get_state(config)
+    return out
+
+
+def is_older_part(seen: History, full: History) -> bool:
+    """`seen` is `full` cut from the newest end (possibly empty), states unchanged."""
+    return not seen or full[len(full) - len(seen) :] == seen
+
+
+def is_subset(seen: History, full: History) -> bool:
+    by_id = dict(full)
+    return all(cid in by_id and by_id[cid] == view for cid, view in seen)

@@ -1,0 +1,196 @@
+"""Every operation, failed at each of its requests in turn (before, after or halfway
+through applying it), leaves a state a reader may see, and a repeat finishes it.
+
+Runs on the in-memory ports through `tests/faults.py`; `tests/test_faults.py` runs
+cases through moto. The states each operation may show are listed in
+docs/RELIABILITY.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from datetime import timedelta
+from functools import cache
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from tests.faults import (
+    Crash,
+    Faults,
+    FaultyIndex,
+    FaultyObjects,
+    History,
+    is_older_part,
+    is_subset,
+    read_history,
+)
+from tests.scenarios import chat_graph
+from tests.test_delta import delta_graph
+
+KEYS = {"k1": os.urandom(32), "k2": os.urandom(32)}
+SECRET = os.urandom(16)
+TURNS = 3
+
+
+def saver_on(index: Any, objects: Any, active: str = "k1") -> S3DynamoSaver:
+    # inline_max=0: every value and write is an object, so object faults are exercised.
+    return S3DynamoSaver(
+        index=index,
+        object_store=objects,
+        keys=KEYS,
+        active_key=active,
+        secret=SECRET,
+        inline_max=0,
+    )
+
+
+def graph_of(kind: str, saver: S3DynamoSaver) -> Any:
+    return chat_graph(saver) if kind == "chat" else delta_graph(saver, 2)
+
+
+def turn(kind: str, graph: Any, i: int) -> None:
+    config = {"configurable": {"thread_id": "t"}, "metadata": {"run_id": f"run-{i}"}}
+    if kind == "chat":
+        graph.invoke({"messages": [HumanMessage(f"message {i}", id=f"h{i}")]}, config)
+    else:
+        graph.invoke({"messages": [f"user: message {i}"]}, config)
+
+
+@cache
+def base(kind: str, op: str) -> tuple[MemoryIndex, MemoryObjects]:
+    index, objects = MemoryIndex(), MemoryObjects()
+    saver = saver_on(index, objects)
+    graph = graph_of(kind, saver)
+    for i in range(TURNS):
+        turn(kind, graph, i)
+    if op == "gc":  # something for collection to take
+        saver.delete_for_runs([f"run-{TURNS - 1}"])
+    return index, objects
+
+
+def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
+    if op == "invoke":
+        turn(kind, graph_of(kind, saver), TURNS)
+    elif op == "delete_thread":
+        saver.delete_thread("t")
+    elif op == "copy_thread":
+        saver.copy_thread("t", "copy")
+    elif op == "prune":
+        saver.prune(["t"])
+    elif op == "delete_for_runs":
+        saver.delete_for_runs([f"run-{TURNS - 1}"])
+    elif op == "reencrypt":
+        saver.reencrypt(["t"])
+    elif op == "gc":
+        saver.plan_garbage_collection(["t"], grace=timedelta(0)).execute()
+    else:
+        raise AssertionError(op)
+
+
+def active_key(op: str) -> str:
+    return "k2" if op == "reencrypt" else "k1"
+
+
+def views(kind: str, index: MemoryIndex, objects: MemoryObjects) -> dict[str, History]:
+    graph = graph_of(kind, saver_on(index, objects))
+    return {tid: read_history(graph, tid) for tid in ("t", "copy")}
+
+
+def check_after_fault(
+    op: str, old: History, ref: dict[str, History], seen: dict[str, History]
+) -> None:
+    t, copy = seen["t"], seen["copy"]
+    if op != "copy_thread":
+        assert copy == []
+    if op == "invoke":
+        # The old checkpoints untouched, plus whole checkpoints of the new turn.
+        assert t[len(t) - len(old) :] == old
+        assert all(view in [v for _, v in ref["t"]] for _, view in t[: len(t) - len(old)])
+    elif op == "delete_thread":
+        assert is_older_part(t, old)  # the named state: an earlier checkpoint
+    elif op == "copy_thread":
+        assert t == old and is_older_part(copy, old)  # the named state: a partial copy
+    elif op == "prune":
+        assert t[0] == old[0] and is_subset(t, old)
+    elif op == "delete_for_runs":
+        assert is_subset(t, old) and is_subset(ref["t"], t)
+    else:  # reencrypt, gc: nothing a reader sees may change
+        assert t == old
+
+
+def check_repeated(
+    op: str,
+    ref: dict[str, History],
+    seen: dict[str, History],
+    saver: S3DynamoSaver,
+    objects: MemoryObjects,
+) -> None:
+    if op == "invoke":
+        return  # a user repeats a failed turn by invoking again; nothing to finish
+    assert seen["t"] == ref["t"] and seen["copy"] == ref["copy"]
+    if op == "delete_thread":
+        prefix = saver.store.thread_prefix(saver.store.namer.thread("t"))
+        assert not [k for k in objects.blobs if k.startswith(prefix)]
+    if op == "reencrypt":
+        assert saver.reencrypt(["t"]) == 0
+    if op == "gc":
+        assert saver.plan_garbage_collection(["t"], grace=timedelta(0)).objects == 0
+
+
+def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
+    index0, objects0 = base(kind, op)
+    old = views(kind, index0, objects0)["t"]
+    # The fault-free run: its result, and how many requests it makes.
+    index, objects = index0.clone(), objects0.clone()
+    counting = Faults()
+    run(
+        kind,
+        op,
+        saver_on(FaultyIndex(index, counting), FaultyObjects(objects, counting), active_key(op)),
+    )
+    ref = views(kind, index, objects)
+    total = counting.count
+    assert total > 0
+    kinds = ["start", *counting.kinds, "end"]
+    for at, differing in enumerate(counting.modes, start=1):
+        if kinds[at] == "read" == kinds[at - 1]:
+            # A read right after a read: the stores are exactly as at the previous one,
+            # so failing here is the case already tried.
+            continue
+        if kinds[at - 1] == kinds[at] == kinds[at + 1] == "object":
+            # Inside one wave of object uploads only the first and the last are tried:
+            # the states between differ only in which unreferenced objects exist.
+            continue
+        for mode in [m for m in modes if m in differing]:
+            index, objects = index0.clone(), objects0.clone()
+            faults = Faults(at, mode)
+            saver = saver_on(
+                FaultyIndex(index, faults), FaultyObjects(objects, faults), active_key(op)
+            )
+            with contextlib.suppress(Crash):
+                run(kind, op, saver)
+            where = f"{kind} {op}: fault at request {at}/{total} ({mode})"
+            if not faults.fired:
+                continue  # a parallel wave took another path; nothing was injected
+            try:
+                check_after_fault(op, old, ref, views(kind, index, objects))
+                clean = saver_on(index, objects, active_key(op))
+                run(kind, op, clean)
+                check_repeated(op, ref, views(kind, index, objects), clean, objects)
+            except AssertionError as exc:
+                raise AssertionError(f"{where}: {exc}") from exc
+    return total
+
+
+OPS = ["invoke", "delete_thread", "copy_thread", "prune", "delete_for_runs", "reencrypt", "gc"]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("kind", ["chat", "delta"])
+def test_a_fault_at_any_request_leaves_a_named_state(kind: str, op: str) -> None:
+    assert inject(kind, op, ("before", "after", "partial")) > 0
