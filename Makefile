@@ -21,10 +21,12 @@ lint: $(STAMP)
 	$(PY) -m mypy
 
 # The unit tier (pure code and the thread store on in-memory ports) first, then the
-# whole suite on moto in process.
+# whole suite on moto in process, then the long in-memory runs (fault injection at every
+# request, a 200-turn chat).
 test: $(STAMP) lint
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q tests/unit -m "not slow"
 	$(PY) -m pytest -q --ignore=tests/unit
+	$(PY) -m pytest -q tests/unit -m slow
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

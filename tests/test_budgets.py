@@ -73,16 +73,22 @@ def test_put_writes_is_one_dynamodb_write(saver: S3DynamoSaver, counter: Request
 
 
 def test_get_tuple_is_one_query_then_one_wave(
-    saver: S3DynamoSaver, counter: RequestCounter
+    saver: S3DynamoSaver, counter: RequestCounter, clients: tuple[Any, Any]
 ) -> None:
     cp, versions = _large_and_small(saver)
     config = saver.put(thread_config("t", checkpoint_ns=""), cp, {}, versions)
     saver.put_writes(config, [("a", os.urandom(3 * saver.inline_max))], "task")
     for target in (thread_config("t"), config):  # latest, then by id
+        # Another process (a cold cache): one Query, then one wave for the three objects.
+        reader = make_saver(clients)
         counter.reset()
-        got = saver.get_tuple(target)
+        got = reader.get_tuple(target)
         assert got is not None and got.checkpoint["channel_values"] == cp["channel_values"]
         assert counter.calls == {"dynamodb.Query": 1, "s3.GetObject": 3}
+        # The writer's own process holds what it wrote: no S3 request at all.
+        counter.reset()
+        assert saver.get_tuple(target) == got
+        assert counter.calls == {"dynamodb.Query": 1}
 
 
 def test_graph_turn_costs(saver: S3DynamoSaver, counter: RequestCounter) -> None:

@@ -521,11 +521,14 @@ def test_policies_grant_exactly_what_the_code_requests(
     assert boto3.DEFAULT_SESSION is not None
     boto3.DEFAULT_SESSION.events.register("before-parameter-build.*.*", recorder)
 
-    # Runtime: the whole conversation, with values inline (the default) and all in S3.
+    # Runtime: the whole conversation, with values inline (the default) and all in S3,
+    # without the object cache, as containers that did not write what they read.
+    monkeypatch.setenv("S3DYNAMO_OBJECT_CACHE_BYTES", "0")
     for inline_max in ("8192", "0"):
         monkeypatch.setenv("S3DYNAMO_INLINE_MAX", inline_max)
         run_conversation(function_env, load_app().handler)
     runtime = recorder.take()
+    monkeypatch.delenv("S3DYNAMO_OBJECT_CACHE_BYTES")
 
     # Maintenance: two threads, one created by a known run; then every operation.
     app = load_app()

@@ -23,7 +23,7 @@ def memory_saver(
     """A sealed saver on in-memory ports (pass another saver's ports to share a store)."""
     index, objects = index or MemoryIndex(), objects or MemoryObjects()
     kwargs.setdefault("keys", {"k1": os.urandom(32)})
-    kwargs.setdefault("secret", os.urandom(16))
+    kwargs.setdefault("secret", os.urandom(16))  # a deployment of its own
     saver = MemorySaver(index=index, object_store=objects, **kwargs)  # type: ignore[arg-type]
     saver.index, saver.objects = index, objects
     return saver

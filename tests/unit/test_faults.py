@@ -190,6 +190,7 @@ def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
 OPS = ["invoke", "delete_thread", "copy_thread", "prune", "delete_for_runs", "reencrypt", "gc"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("kind", ["chat", "delta"])
 def test_a_fault_at_any_request_leaves_a_named_state(kind: str, op: str) -> None:

@@ -16,6 +16,8 @@ from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
 from tests.scenarios import SCENARIOS, Runner, chat_graph
 from tests.unit.conftest import MemorySaver, memory_saver
 
+SECRET = b"naming secret"
+
 
 def _config(tid: str = "t", **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": tid, "checkpoint_ns": "", **extra}}
@@ -28,7 +30,8 @@ def _put(saver: MemorySaver, values: dict[str, Any], parent: Any = None) -> Any:
     return saver.put(parent or _config(), cp, {"step": 1}, cp["channel_versions"])
 
 
-def test_small_values_inline_large_ones_as_objects(saver: MemorySaver) -> None:
+def test_small_values_inline_large_ones_as_objects() -> None:
+    saver = memory_saver(secret=SECRET)
     big = os.urandom(3 * saver.inline_max)
     config = _put(saver, {"big": big, "small": "s"})
     assert saver.index.calls == {"put_checkpoint": 1}
@@ -40,7 +43,10 @@ def test_small_values_inline_large_ones_as_objects(saver: MemorySaver) -> None:
     saver.objects.calls.clear()
     got = saver.get_tuple(config)
     assert got is not None and got.checkpoint["channel_values"] == {"big": big, "small": "s"}
-    assert saver.index.calls == {"query": 1} and saver.objects.calls == {"get": 1}
+    # The object this process just wrote comes from its cache; another process GETs it.
+    assert saver.index.calls == {"query": 1} and not saver.objects.calls
+    other = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
+    assert other.get_tuple(config) is not None and saver.objects.calls == {"get": 1}
 
 
 def test_a_call_of_writes_is_one_merge_in_order(saver: MemorySaver) -> None:
@@ -66,12 +72,15 @@ def test_many_writes_go_to_one_bundle(saver: MemorySaver) -> None:
     assert copied is not None and copied.pending_writes == got.pending_writes
 
 
-def test_a_deleted_object_names_thread_and_checkpoint(saver: MemorySaver) -> None:
+def test_a_deleted_object_names_thread_and_checkpoint() -> None:
+    saver = memory_saver(secret=SECRET)
     config = _put(saver, {"big": os.urandom(3 * saver.inline_max)})
     saver.objects.blobs.clear()
     cid = config["configurable"]["checkpoint_id"]
+    # Another process: the writer's own cache would still serve the object.
+    reader = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
     with pytest.raises(IntegrityError, match=f"thread 't' checkpoint {cid}.*missing"):
-        saver.get_tuple(config)
+        reader.get_tuple(config)
 
 
 def test_delete_copy_and_exists(saver: MemorySaver) -> None:

@@ -33,6 +33,12 @@ def value_id(tid: str, ns: str, channel: str, version: str) -> bytes:
     return identity("value", tid, ns, channel, version)
 
 
+def delta_id(tid: str, ns: str, channel: str, version: str, base_version: str) -> bytes:
+    """A value stored as a delta is bound to the version it was made against too, so it
+    cannot be replayed over another base."""
+    return identity("delta", tid, ns, channel, version, base_version)
+
+
 def write_id(tid: str, ns: str, cid: str, task_id: str, idx: int) -> bytes:
     return identity("write", tid, ns, cid, task_id, idx)
 
@@ -77,6 +83,66 @@ class Codec:
         self, tid: str, ns: str, channel: str, version: str, blob: bytes, what: str
     ) -> Any:
         return self._load(blob, value_id(tid, ns, channel, version), what)
+
+    def value_data(
+        self, tid: str, ns: str, channel: str, version: str, blob: bytes, what: str
+    ) -> tuple[str, bytes]:
+        """A full value opened but not deserialized: what a delta is made against."""
+        return self.sealer.open(blob, value_id(tid, ns, channel, version), what)
+
+    def dump(self, obj: Any) -> tuple[str, bytes]:
+        """Serialize once; `seal_value_typed` and `seal_value_delta` take the result."""
+        typed: tuple[str, bytes] = self._serde().dumps_typed(obj)
+        return typed
+
+    def seal_value_typed(
+        self, tid: str, ns: str, channel: str, version: str, typed: tuple[str, bytes]
+    ) -> bytes:
+        return self.sealer.seal(typed[0], typed[1], value_id(tid, ns, channel, version))
+
+    def seal_value_delta(
+        self,
+        tid: str,
+        ns: str,
+        channel: str,
+        version: str,
+        typed: tuple[str, bytes],
+        base_version: str,
+        base: tuple[str, bytes],
+    ) -> bytes | None:
+        """The value sealed as a delta against the opened `base` version; None when the
+        serializer gave another type than the base's (no common bytes to reuse)."""
+        if typed[0] != base[0]:
+            return None
+        ident = delta_id(tid, ns, channel, version, base_version)
+        return self.sealer.seal(typed[0], typed[1], ident, dictionary=base[1])
+
+    def open_value_delta(
+        self,
+        tid: str,
+        ns: str,
+        channel: str,
+        version: str,
+        blob: bytes,
+        base_version: str,
+        base: tuple[str, bytes],
+        what: str,
+    ) -> Any:
+        ident = delta_id(tid, ns, channel, version, base_version)
+        typ, data = self.sealer.open(blob, ident, what, dictionary=base[1])
+        return self._serde().loads_typed((typ, data))
+
+    def reseal_delta(
+        self,
+        blob: bytes,
+        old: bytes,
+        new: bytes,
+        base: tuple[str, bytes],
+        what: str,
+    ) -> bytes:
+        """`reseal` for a delta: open against its base, seal again against the same base."""
+        typ, data = self.sealer.open(blob, old, what, dictionary=base[1])
+        return self.sealer.seal(typ, data, new, dictionary=base[1])
 
     # Pending writes: one per (thread, ns, checkpoint, task, idx); the channel is sealed too.
     def seal_write(

@@ -6,11 +6,17 @@ target, returns the ancestors and their writes together (a 30-turn thread fits o
 page); the chain is followed in memory, and the seeds and the few writes kept as objects
 come back in one parallel wave. Only on-path ancestors count: a fork's other branch
 shares the namespace but not the chain.
+
+A full history read (`get_state_history`) asks this for every checkpoint, newest first,
+and each walk covers the next one's chain. So every ancestor a walk opens is kept
+(`ThreadStore.keep_skeleton`: a checkpoint with a child never changes), and the walks
+after the first read nothing from the index: the work grows with the history's length,
+not its square. Values still open per call, so no caller shares a mutable object.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
@@ -18,11 +24,12 @@ from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_
 from langgraph.checkpoint.s3dynamo.config import describe
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
+    Record,
     WritesRecord,
     split_write_ref,
     unpack_bundle,
 )
-from langgraph.checkpoint.s3dynamo.thread_store import Entry, ThreadStore
+from langgraph.checkpoint.s3dynamo.thread_store import Entry, Skeleton, ThreadStore
 
 
 class _Write(NamedTuple):
@@ -46,6 +53,8 @@ class _Seed(NamedTuple):
     at: str
     version: str
     blob: bytes | str
+    # (base version, object key) when the seed is stored as a delta
+    base: tuple[str, str] | None
 
 
 def delta_channel_history(
@@ -56,11 +65,16 @@ def delta_channel_history(
     namer, codec = store.namer, store.codec
     records: dict[str, CheckpointRecord] = {}
     writes: dict[str, list[WritesRecord]] = {}
-    pages = store.namespace_records(tid, ns, upper_id=cid)
+    pages: Iterator[Record] | None = None
 
     def load(wanted: str | None) -> bool:
         """Read pages until checkpoint `wanted` (None: the newest one) has been seen;
-        descending order means all its writes have been seen too."""
+        descending order means all its writes have been seen too. One query per walk,
+        from the first checkpoint not kept downwards (parents are older than their
+        children); a walk that finds kept skeletons down to its seed reads nothing."""
+        nonlocal pages
+        if pages is None:
+            pages = store.namespace_records(tid, ns, upper_id=wanted)
         for rec in pages:
             if isinstance(rec, WritesRecord):
                 writes.setdefault(rec.checkpoint_id, []).append(rec)
@@ -72,24 +86,37 @@ def delta_channel_history(
                 return False
         return wanted in records
 
-    if not load(cid):
+    def skeleton(at: str) -> Skeleton | None:
+        """The opened checkpoint `at`, kept or read; kept only as an ancestor, whose
+        writes are all in (see `Skeleton`)."""
+        kept = store.skeleton(tid, ns, at)
+        if kept is not None:
+            return kept
+        if at not in records and not load(at):
+            return None
+        return store.open_skeleton(Entry(tid, ns, records[at], writes.get(at, [])))
+
+    if cid is None:
+        if not load(None):
+            return {ch: {"writes": []} for ch in channels}
+        cid = max(records)
+    top = skeleton(cid)
+    if top is None:
         return {ch: {"writes": []} for ch in channels}
-    target = cid or max(records)
     tag_of = {namer.channel(tid, ns, ch): ch for ch in channels}
     remaining = set(channels)
     collected: dict[str, list[_Write]] = {ch: [] for ch in channels}
     seeds: dict[str, _Seed] = {}
     bundles: list[_Bundle] = []
-    cursor: str | None = store.open_body(Entry(tid, ns, records[target], [])).get("parent")
+    cursor = top.parent
     while cursor is not None and remaining:
-        if cursor not in records and not load(cursor):
+        link = skeleton(cursor)
+        if link is None:
             break
-        entry = Entry(tid, ns, records[cursor], writes.get(cursor, []))
-        what = entry.what
-        body = store.open_body(entry)
+        store.keep_skeleton(tid, ns, cursor, link)
+        what = describe(tid, ns, cursor)
         # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
-        for w in entry.writes:
-            task_id, task_path = store.open_task(w, what)
+        for w, task_id, task_path in link.writes:
             for idx, stored in w.writes.items():
                 order = writes_sort_key(task_path, task_id, idx)
                 if isinstance(stored, str):
@@ -105,14 +132,19 @@ def delta_channel_history(
             if w.bundle:
                 key = store.object_key(tid, w.bundle)
                 bundles.append(_Bundle(cursor, task_id, task_path, key, frozenset(remaining)))
-        for channel, value in store.stored_values(entry, body).items():
+        for channel, value in link.stored.items():
             if channel in remaining:
                 blob = value.blob or store.object_key(tid, value.leaf or "")
-                seeds[channel] = _Seed(cursor, value.version, blob)
+                base = None
+                if value.base is not None:
+                    base_leaf = namer.value(tid, ns, channel, value.base)
+                    base = (value.base, store.object_key(tid, base_leaf))
+                seeds[channel] = _Seed(cursor, value.version, blob, base)
                 remaining.discard(channel)
-        cursor = body.get("parent")
+        cursor = link.parent
 
     needed = {s.blob: describe(tid, ns, s.at) for s in seeds.values() if isinstance(s.blob, str)}
+    needed.update({s.base[1]: describe(tid, ns, s.at) for s in seeds.values() if s.base})
     for found in collected.values():
         needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
     needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
@@ -140,6 +172,13 @@ def delta_channel_history(
             seed = seeds[channel]
             blob = fetched[seed.blob] if isinstance(seed.blob, str) else seed.blob
             what = describe(tid, ns, seed.at)
-            entry_out["seed"] = codec.open_value(tid, ns, channel, seed.version, blob, what)
+            if seed.base is None:
+                entry_out["seed"] = codec.open_value(tid, ns, channel, seed.version, blob, what)
+            else:
+                base_version, key = seed.base
+                base_data = codec.value_data(tid, ns, channel, base_version, fetched[key], what)
+                entry_out["seed"] = codec.open_value_delta(
+                    tid, ns, channel, seed.version, blob, base_version, base_data, what
+                )
         result[channel] = entry_out
     return result

@@ -14,7 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.codec import body_id, metadata_id, ref_id, value_id, write_id
+from langgraph.checkpoint.s3dynamo.codec import (
+    body_id,
+    delta_id,
+    metadata_id,
+    ref_id,
+    value_id,
+    write_id,
+)
 from langgraph.checkpoint.s3dynamo.errors import StorageError, ThreadExistsError
 from langgraph.checkpoint.s3dynamo.naming import checkpoint_sk, writes_sk
 from langgraph.checkpoint.s3dynamo.records import (
@@ -52,7 +59,8 @@ def rewrite_thread(
     `src == dst`, only the blobs not sealed under the active key (a rotation)."""
     codec, namer, sealer = store.codec, store.namer, store.sealer
     active = sealer.keyring.active if sealer.keyring else None
-    fetched = store.fetch(store.referenced_keys(entries))
+    # A rotation must see what is stored, not what this process cached before.
+    fetched = store.fetch(store.referenced_keys(entries), cached=not stale_only)
     out = Rewrite()
     done_objects: set[str] = set()
 
@@ -61,6 +69,18 @@ def rewrite_thread(
             return blob
         out.blobs += 1
         return codec.reseal(blob, old, new, what)
+
+    bases: dict[str, tuple[str, bytes]] = {}
+
+    def reseal_delta(
+        blob: bytes, old: bytes, new: bytes, base_key: str, base_id: bytes, what: str
+    ) -> bytes:
+        if stale_only and old == new and sealer.key_id_of(blob) == active:
+            return blob
+        if base_key not in bases:
+            bases[base_key] = sealer.open(fetched[base_key], base_id, f"{what} (delta base)")
+        out.blobs += 1
+        return codec.reseal_delta(blob, old, new, bases[base_key], what)
 
     def put_object(old_key: str, new_key: str, old: bytes, new: bytes, what: str) -> None:
         if new_key in done_objects:
@@ -82,7 +102,25 @@ def rewrite_thread(
         for channel, value in store.stored_values(e, body).items():
             old_id = value_id(src, ns, channel, value.version)
             new_id = value_id(dst, ns, channel, value.version)
-            if value.blob is not None:
+            if value.blob is not None and value.base is not None:
+                # A delta: its base object goes along, and the delta is bound to both.
+                base_old_id = value_id(src, ns, channel, value.base)
+                base_key = store.object_key(src, namer.value(src, ns, channel, value.base))
+                new_base = namer.value(dst, ns, channel, value.base)
+                leaves.add(new_base)
+                base_new_id = value_id(dst, ns, channel, value.base)
+                put_object(
+                    base_key, store.object_key(dst, new_base), base_old_id, base_new_id, what
+                )
+                inline[namer.channel(dst, ns, channel)] = reseal_delta(
+                    value.blob,
+                    delta_id(src, ns, channel, value.version, value.base),
+                    delta_id(dst, ns, channel, value.version, value.base),
+                    base_key,
+                    base_old_id,
+                    what,
+                )
+            elif value.blob is not None:
                 inline[namer.channel(dst, ns, channel)] = reseal(value.blob, old_id, new_id, what)
             elif value.leaf is not None:
                 new_leaf = namer.value(dst, ns, channel, value.version)
@@ -222,7 +260,7 @@ def reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> int:
             entries = store.thread_entries(tid)
             plan = rewrite_thread(store, tid, tid, entries, stale_only=True)
             # Objects are overwritten in place: same name, same identity, same value.
-            parallel(lambda kb: store.objects.overwrite(*kb), plan.objects)
+            store.overwrite(plan.objects)
             changed = [(old, new) for old, new in plan.records if old != new]
             applied = parallel(lambda pair: store.index.replace_if_unchanged(*pair), changed)
             total += plan.blobs

@@ -4,6 +4,12 @@ A value whose sealed size is at most `inline_max` stays inside the record, as lo
 record's inline total stays within `ITEM_INLINE_BUDGET`, whatever `inline_max` is: records
 stay far below DynamoDB's 400 KB item limit. Everything else becomes an object. The same
 rule serves channel values (`put`) and pending writes (`put_writes`).
+
+A changed channel value may instead be stored as a delta: a zstd frame compressed against
+the channel's last full version, which is an object. The delta is used only when it fits
+inline, so a read needs at most that one object plus the record, in the same wave, and
+the chain is never longer than one: a delta that grows past `inline_max` is replaced by a
+new full version, which the next deltas are made against.
 """
 
 from __future__ import annotations
@@ -17,6 +23,10 @@ ITEM_INLINE_BUDGET = 64 * 1024
 # Regular writes of one call kept as attributes of their own; past this, they go to one
 # bundle object, since DynamoDB caps an UpdateExpression at 4 KB.
 MAX_WRITE_ATTRIBUTES = 64
+# A changed value is tried as a delta against the channel's last full version (kept as an
+# object) when that version's data is at most this large: the delta is kept only when it
+# fits inline, and compressing against a larger dictionary costs more than it can save.
+MAX_DELTA_BASE = 8 * 1024 * 1024
 
 
 class InlineBudget:

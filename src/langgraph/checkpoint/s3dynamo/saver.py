@@ -43,6 +43,7 @@ from langgraph.checkpoint.s3dynamo.config import (
 )
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.object_cache import DEFAULT_CACHE_BYTES, ObjectCache
 from langgraph.checkpoint.s3dynamo.placement import DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.ports import Index, ObjectStore
 from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
@@ -80,6 +81,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             `backends.memory.MemoryIndex` in unit tests); `table` is then not needed.
         object_store: Another implementation of the object store port instead of S3;
             `bucket` is then not needed.
+        object_cache_bytes: Objects this process wrote or read lately are kept up to this
+            many bytes, so a warm process does not GET them again (see
+            `object_cache.py`); 0 turns the cache off.
 
     Example:
         ```python
@@ -106,6 +110,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         serde: SerializerProtocol | None = None,
         index: Index | None = None,
         object_store: ObjectStore | None = None,
+        object_cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         super().__init__(serde=serde)
         if (not table and index is None) or (not bucket and object_store is None):
@@ -138,6 +143,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             sealer=self.sealer,
             prefix=prefix,
             inline_max=inline_max,
+            cache=ObjectCache(object_cache_bytes),
         )
 
     @classmethod
@@ -145,7 +151,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Build a saver from the environment.
 
         Reads `S3DYNAMO_TABLE`, `S3DYNAMO_BUCKET`, optional `S3DYNAMO_PREFIX`,
-        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_KEYS` (`id:base64key,...`, first is active) and
+        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_OBJECT_CACHE_BYTES`, `S3DYNAMO_KEYS` (`id:base64key,...`, first is active) and
         `S3DYNAMO_SECRET`. Region, credentials and endpoints are left to the AWS SDK's own
         variables (`AWS_REGION`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_DYNAMODB`, ...).
         Keyword arguments override what the environment says.
@@ -162,6 +168,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             except ValueError:
                 raise InvalidConfigError(
                     f"S3DYNAMO_INLINE_MAX must be a number of bytes, got {raw!r}"
+                ) from None
+        if raw := env.get("S3DYNAMO_OBJECT_CACHE_BYTES"):
+            try:
+                kwargs["object_cache_bytes"] = int(raw)
+            except ValueError:
+                raise InvalidConfigError(
+                    f"S3DYNAMO_OBJECT_CACHE_BYTES must be a number of bytes, got {raw!r}"
                 ) from None
         if spec := env.get("S3DYNAMO_KEYS"):
             kwargs["keys"] = Keyring.parse(spec)

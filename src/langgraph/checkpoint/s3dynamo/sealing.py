@@ -2,7 +2,9 @@
 
     byte 0      format (1)
     byte 1      flags: 0x01 zstd, 0x02 AES-256-GCM under the keyring,
-                       0x04 encrypted by the serializer's own cipher (EncryptedSerializer)
+                       0x04 encrypted by the serializer's own cipher (EncryptedSerializer),
+                       0x08 a delta: the zstd frame was compressed against another
+                            version's data as a raw-content dictionary (with 0x01)
     byte 2      length n of the key id (0 when not sealed by the keyring)
     3 .. 3+n    key id (ASCII)
     next 16     nonce (only with 0x02)
@@ -12,6 +14,10 @@ The payload is `len(type) | type | data`, where (type, data) is what the seriali
 Compression applies to `data` and is kept only where it shrinks it; it always happens
 before any encryption, including LangGraph's own `EncryptedSerializer`, whose cipher we
 call on the compressed bytes instead of letting it encrypt incompressible-to-be data.
+
+A delta opens only with the data of the version it was made against, which the caller
+supplies (the codec binds the pair in the identity); envelopes without 0x08 are unchanged,
+so data written before deltas existed opens as it did.
 
 Associated data is the frame header plus the blob's identity (thread, namespace, channel
 and version for values; ..., task and index for writes; ..., checkpoint for metadata), so
@@ -50,6 +56,7 @@ FORMAT_V1 = 1
 FLAG_ZSTD = 0x01
 FLAG_KEYRING = 0x02
 FLAG_SERDE_CIPHER = 0x04
+FLAG_DELTA = 0x08
 NONCE_SIZE = 16
 TAG_SIZE = 16
 MESSAGE_KEY_LABEL = b"s3dynamo/v1/message-key"
@@ -128,9 +135,16 @@ class Sealer:
         # zstd contexts are not thread-safe, and waves and async graphs seal in parallel.
         self._local = threading.local()
 
-    def seal(self, typ: str, data: bytes, identity: bytes) -> bytes:
+    def seal(
+        self, typ: str, data: bytes, identity: bytes, *, dictionary: bytes | None = None
+    ) -> bytes:
+        """Compress, encrypt and frame `data`; with `dictionary` (another version's data),
+        as a delta against it, which only that dictionary opens."""
         flags = 0
-        if len(data) >= MIN_COMPRESS_SIZE:
+        if dictionary is not None:
+            data = self._delta_compressor(dictionary).compress(data)
+            flags = FLAG_ZSTD | FLAG_DELTA
+        elif len(data) >= MIN_COMPRESS_SIZE:
             packed = self._contexts()[0].compress(data)
             if len(packed) < len(data):
                 data, flags = packed, flags | FLAG_ZSTD
@@ -152,8 +166,11 @@ class Sealer:
         aead = AESGCM(self._message_key(key_id, nonce))
         return header + nonce + aead.encrypt(nonce[:12], payload, header + identity)
 
-    def open(self, blob: bytes, identity: bytes, what: str) -> tuple[str, bytes]:
-        """Open an envelope; `what` names the blob in errors (thread, checkpoint, ...)."""
+    def open(
+        self, blob: bytes, identity: bytes, what: str, *, dictionary: bytes | None = None
+    ) -> tuple[str, bytes]:
+        """Open an envelope; `what` names the blob in errors (thread, checkpoint, ...).
+        A delta needs the `dictionary` it was sealed against."""
         if len(blob) < 3 or blob[0] != FORMAT_V1:
             raise IntegrityError(
                 f"{what}: expected an s3dynamo envelope (format {FORMAT_V1}), got "
@@ -161,7 +178,7 @@ class Sealer:
                 "written by something else"
             )
         flags, kid_len = blob[1], blob[2]
-        if flags & ~(FLAG_ZSTD | FLAG_KEYRING | FLAG_SERDE_CIPHER):
+        if flags & ~(FLAG_ZSTD | FLAG_KEYRING | FLAG_SERDE_CIPHER | FLAG_DELTA):
             raise IntegrityError(f"{what}: unknown envelope flags {flags:#04x}")
         pos = 3 + kid_len
         if flags & FLAG_KEYRING:
@@ -207,7 +224,8 @@ class Sealer:
             except Exception as exc:
                 raise IntegrityError(f"{what}: the serializer cipher refused it: {exc}") from exc
             bound, data = data[:BINDING_SIZE], data[BINDING_SIZE:]
-            if not hmac.compare_digest(bound, _binding(typ, flags & FLAG_ZSTD, identity)):
+            packing = flags & (FLAG_ZSTD | FLAG_DELTA)
+            if not hmac.compare_digest(bound, _binding(typ, packing, identity)):
                 raise IntegrityError(
                     f"{what}: the blob belongs to another thread, checkpoint, channel or "
                     "version (identity check failed)"
@@ -221,7 +239,19 @@ class Sealer:
                 f"{what}: stored unencrypted while the serde encrypts; pass "
                 "allow_plaintext_read=True to read it during a migration"
             )
-        if flags & FLAG_ZSTD:
+        if flags & FLAG_DELTA:
+            if dictionary is None:
+                raise IntegrityError(
+                    f"{what}: stored as a delta, but the version it was made against was "
+                    "not supplied"
+                )
+            try:
+                data = _delta_decompressor(dictionary).decompress(
+                    data, max_output_size=MAX_DECOMPRESSED_SIZE
+                )
+            except zstandard.ZstdError as exc:
+                raise IntegrityError(f"{what}: delta does not apply: {exc}") from exc
+        elif flags & FLAG_ZSTD:
             try:
                 data = self._contexts()[1].decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
             except zstandard.ZstdError as exc:
@@ -244,11 +274,20 @@ class Sealer:
             self._local.contexts = contexts
         return contexts
 
+    def _delta_compressor(self, dictionary: bytes) -> zstandard.ZstdCompressor:
+        raw = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+        return zstandard.ZstdCompressor(level=self.compression_level, dict_data=raw)
+
     def _message_key(self, key_id: str, nonce: bytes) -> bytes:
         assert self.keyring is not None
         return hmac.new(
             self.keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, hashlib.sha256
         ).digest()
+
+
+def _delta_decompressor(dictionary: bytes) -> zstandard.ZstdDecompressor:
+    raw = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    return zstandard.ZstdDecompressor(dict_data=raw)
 
 
 def _binding(typ: str, flags: int, ident: bytes) -> bytes:

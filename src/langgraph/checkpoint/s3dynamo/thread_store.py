@@ -45,7 +45,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from langgraph.checkpoint.s3dynamo.codec import Codec, value_id
+from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, value_id
 from langgraph.checkpoint.s3dynamo.config import describe, make_config
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, ObjectNotFoundError
 from langgraph.checkpoint.s3dynamo.naming import (
@@ -56,7 +56,8 @@ from langgraph.checkpoint.s3dynamo.naming import (
     parse_sk,
     writes_sk,
 )
-from langgraph.checkpoint.s3dynamo.placement import InlineBudget, needs_bundle
+from langgraph.checkpoint.s3dynamo.object_cache import ObjectCache
+from langgraph.checkpoint.s3dynamo.placement import MAX_DELTA_BASE, InlineBudget, needs_bundle
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Index, ObjectStore
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
@@ -82,6 +83,8 @@ LATER_PAGES = 100
 # Checkpoints whose values are fetched in one S3 wave while listing.
 LIST_PAGE = 32
 CARRY_CACHE_SIZE = 256
+# Checkpoints a history walk keeps opened: a few long threads' worth.
+SKELETONS = 4096
 # Special writes (error, interrupt, ...): the last one of an index wins.
 LAST_WINS = frozenset(WRITES_IDX_MAP.values())
 # Above every checkpoint id, so an open-ended range needs no id to bound it.
@@ -89,14 +92,28 @@ TOP = "\uffff"
 
 
 class StoredValue(NamedTuple):
-    """Where one channel's value at one checkpoint is kept: inline or as an object."""
+    """Where one channel's value at one checkpoint is kept: inline (`blob`) or as an
+    object (`leaf`). With `base`, the inline blob is a delta against that version of the
+    channel, which is an object of its own."""
 
     version: str
     blob: bytes | None
     leaf: str | None
+    base: str | None = None
 
 
 StoredValues = dict[str, StoredValue]
+
+
+class Skeleton(NamedTuple):
+    """A checkpoint that has a child, opened: its parent, where its values are stored,
+    and its writes records with their (task id, task path). None of it changes once a
+    child exists (the writes that produced the child are all in), so a history walk
+    keeps it and never reads or opens it again."""
+
+    parent: str | None
+    stored: StoredValues
+    writes: tuple[tuple[WritesRecord, str, str], ...]
 
 
 @dataclass
@@ -133,6 +150,7 @@ class ThreadStore:
         sealer: Sealer,
         prefix: str,
         inline_max: int,
+        cache: ObjectCache | None = None,
     ) -> None:
         self._make_index = index
         self._make_objects = objects
@@ -141,7 +159,9 @@ class ThreadStore:
         self.sealer = sealer
         self.prefix = prefix
         self.inline_max = inline_max
+        self.cache = cache if cache is not None else ObjectCache()
         self._carry: OrderedDict[tuple[str, str, str], StoredValues] = OrderedDict()
+        self._skeletons: OrderedDict[tuple[str, str, str], Skeleton] = OrderedDict()
         self._carry_lock = threading.Lock()
 
     # Two threads racing here at worst build one spare client.
@@ -164,19 +184,29 @@ class ThreadStore:
 
     # --------------------------------------------------------------- objects
 
-    def fetch(self, needed: Mapping[str, str]) -> dict[str, bytes]:
+    def fetch(self, needed: Mapping[str, str], *, cached: bool = True) -> dict[str, bytes]:
         """Read objects in one parallel wave; `needed` maps each key to what needs it,
-        named in the error if the object is gone."""
-        keys = list(needed)
-        log.debug("object read wave: %d objects", len(keys))
+        named in the error if the object is gone. Objects this process wrote or read
+        lately come from the cache (see `object_cache.py`) unless `cached` is False."""
+        found: dict[str, bytes] = {}
+        if cached:
+            for key in needed:
+                if (body := self.cache.get(key)) is not None:
+                    found[key] = body
+        keys = [k for k in needed if k not in found]
+        log.debug("object read wave: %d objects (%d cached)", len(keys), len(found))
         try:
-            return dict(zip(keys, parallel(self.objects.get, keys), strict=True))
+            bodies = parallel(self.objects.get, keys)
         except ObjectNotFoundError as exc:
             raise ObjectNotFoundError(
                 f"{needed.get(exc.key, 'a checkpoint')}: object {exc.key!r} is referenced "
                 "by the index but missing from the bucket; it was deleted outside s3dynamo",
                 exc.key,
             ) from exc
+        for key, body in zip(keys, bodies, strict=True):
+            self.cache.put(key, body)
+            found[key] = body
+        return found
 
     def upload(self, objects: Sequence[tuple[str, bytes]]) -> None:
         """Write new objects in one parallel wave (If-None-Match). An object already
@@ -191,6 +221,14 @@ class ThreadStore:
                 self.objects.overwrite(key, body)
 
         parallel(lambda kb: put(*kb), objects)
+        for key, body in objects:
+            self.cache.put(key, body)
+
+    def overwrite(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        """Replace objects in place, in one wave: the same value sealed anew (rotation)."""
+        parallel(lambda kb: self.objects.overwrite(*kb), objects)
+        for key, body in objects:
+            self.cache.put(key, body)
 
     # ------------------------------------------------------------ committing
 
@@ -214,18 +252,17 @@ class ThreadStore:
         sealed_metadata = self.codec.seal_metadata(tid, ns, cid, metadata)
 
         carried = self._parent_values(tid, ns, parent_id, versions, new_versions)
+        what = describe(tid, ns, cid)
         budget = InlineBudget(self.inline_max)
         stored: StoredValues = {}
-        fresh: list[tuple[str, str, bytes]] = []
+        fresh: list[_Fresh] = []
         for channel, raw_version in versions.items():
             version = str(raw_version)
             old = carried.get(channel)
             if channel not in new_versions and old is not None and old.version == version:
                 if old.blob is not None and self._stale(old.blob):
                     # Carried forward from before a rotation: seal it under the active key.
-                    ident = value_id(tid, ns, channel, version)
-                    blob = self.codec.reseal(old.blob, ident, ident, describe(tid, ns, cid))
-                    old = StoredValue(version, blob, None)
+                    old = self._reseal_carried(tid, ns, channel, old, what)
                 if old.blob is not None and budget.take(old.blob, carried=True):
                     stored[channel] = old
                     continue
@@ -233,17 +270,23 @@ class ThreadStore:
                     stored[channel] = old
                     continue
             if channel in values:
-                sealed = self.codec.seal_value(tid, ns, channel, version, values[channel])
-                fresh.append((channel, version, sealed))
+                fresh.append(self._seal_fresh(tid, ns, channel, version, values[channel], old))
         uploads: list[tuple[str, bytes]] = []
         # Smallest first, so the inline budget keeps as many values out of S3 as it can.
-        for channel, version, sealed in sorted(fresh, key=lambda f: len(f[2])):
-            if budget.take(sealed):
-                stored[channel] = StoredValue(version, sealed, None)
-            else:
-                leaf = self.namer.value(tid, ns, channel, version)
-                uploads.append((self.object_key(tid, leaf), sealed))
-                stored[channel] = StoredValue(version, None, leaf)
+        for f in sorted(fresh, key=lambda f: len(f.sealed)):
+            if budget.take(f.sealed):
+                stored[f.channel] = StoredValue(f.version, f.sealed, None, f.base)
+                continue
+            full = f.sealed
+            if f.base is not None:
+                # The delta did not fit after all: a full version, which later deltas use.
+                full = self.codec.seal_value_typed(tid, ns, f.channel, f.version, f.typed)
+            leaf = self.namer.value(tid, ns, f.channel, f.version)
+            uploads.append((self.object_key(tid, leaf), full))
+            stored[f.channel] = StoredValue(f.version, None, leaf)
+        bases = {ch: v.base for ch, v in stored.items() if v.base is not None}
+        if bases:
+            body["bases"] = bases
 
         # Sealed with the body, so an inline value or object reference removed from the
         # record is detected instead of silently dropping the channel.
@@ -258,7 +301,10 @@ class ThreadStore:
             metadata=sealed_metadata,
             thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
             run_key=self.namer.run(str(run_id)) if run_id else None,
-            objects=frozenset(v.leaf for v in stored.values() if v.leaf is not None),
+            objects=frozenset(
+                [v.leaf for v in stored.values() if v.leaf is not None]
+                + [self.namer.value(tid, ns, ch, base) for ch, base in bases.items()]
+            ),
             inline={
                 self.namer.channel(tid, ns, ch): v.blob
                 for ch, v in stored.items()
@@ -322,12 +368,13 @@ class ThreadStore:
         """Where each channel's value at this checkpoint is kept: inline in the record,
         in an object, or (channels absent here) nowhere."""
         tid, ns, rec = entry.tid, entry.ns, entry.record
+        bases: Mapping[str, str] = body.get("bases") or {}
         out: StoredValues = {}
         for channel, raw_version in body.get("channel_versions", {}).items():
             version = str(raw_version)
             blob = rec.inline.get(self.namer.channel(tid, ns, channel))
             if blob is not None:
-                out[channel] = StoredValue(version, blob, None)
+                out[channel] = StoredValue(version, blob, None, bases.get(channel))
                 continue
             leaf = self.namer.value(tid, ns, channel, version)
             if leaf in rec.objects:
@@ -345,6 +392,24 @@ class ThreadStore:
         """Drop what is cached about stored values (after anything rewrote records)."""
         with self._carry_lock:
             self._carry.clear()
+            self._skeletons.clear()
+
+    def skeleton(self, tid: str, ns: str, cid: str) -> Skeleton | None:
+        with self._carry_lock:
+            return self._skeletons.get((tid, ns, cid))
+
+    def keep_skeleton(self, tid: str, ns: str, cid: str, skeleton: Skeleton) -> None:
+        """Keep an opened checkpoint that has a child (see `Skeleton`)."""
+        with self._carry_lock:
+            self._skeletons[(tid, ns, cid)] = skeleton
+            self._skeletons.move_to_end((tid, ns, cid))
+            while len(self._skeletons) > SKELETONS:
+                self._skeletons.popitem(last=False)
+
+    def open_skeleton(self, entry: Entry) -> Skeleton:
+        body = self.open_body(entry)
+        writes = tuple((w, *self.open_task(w, entry.what)) for w in entry.writes)
+        return Skeleton(body.get("parent"), self.stored_values(entry, body), writes)
 
     def _parent_values(
         self,
@@ -357,12 +422,14 @@ class ThreadStore:
         """Where the parent keeps the values this checkpoint did not change: usually
         cached from the read that started the run; otherwise one query reads the
         parent's record (no object request)."""
-        if parent_id is None or all(ch in new_versions for ch in versions):
+        if parent_id is None:
             return {}
         with self._carry_lock:
             cached = self._carry.get((tid, ns, parent_id))
         if cached is not None:
-            return cached
+            return cached  # also tells where the bases of new deltas are
+        if all(ch in new_versions for ch in versions):
+            return {}
         entry = self.read_checkpoint(tid, ns, parent_id)
         if entry is None:
             return {}
@@ -371,6 +438,63 @@ class ThreadStore:
     def _stale(self, blob: bytes) -> bool:
         keyring = self.sealer.keyring
         return keyring is not None and self.sealer.key_id_of(blob) != keyring.active
+
+    def _seal_fresh(
+        self,
+        tid: str,
+        ns: str,
+        channel: str,
+        version: str,
+        value: Any,
+        previous: StoredValue | None,
+    ) -> _Fresh:
+        """Seal a changed value: as a delta against the channel's last full version when
+        this process holds that version and the delta is small enough to stay inline,
+        else whole."""
+        typed = self.codec.dump(value)
+        base = self._delta_base(tid, ns, channel, previous)
+        if base is not None:
+            base_version, base_data = base
+            delta = self.codec.seal_value_delta(
+                tid, ns, channel, version, typed, base_version, base_data
+            )
+            if delta is not None and len(delta) <= self.inline_max:
+                return _Fresh(channel, version, delta, typed, base_version)
+        sealed = self.codec.seal_value_typed(tid, ns, channel, version, typed)
+        return _Fresh(channel, version, sealed, typed, None)
+
+    def _delta_base(
+        self, tid: str, ns: str, channel: str, previous: StoredValue | None
+    ) -> tuple[str, tuple[str, bytes]] | None:
+        """(version, opened data) of the full version a new delta of `channel` is made
+        against: the one the parent's value is, or is a delta of. Only an object can be
+        a base, and only one this process holds: the write path never reads S3."""
+        if previous is None or (previous.base is None and previous.leaf is None):
+            return None
+        version = previous.base if previous.base is not None else previous.version
+        key = self.object_key(tid, self.namer.value(tid, ns, channel, version))
+        body = self.cache.get(key)
+        if body is None:
+            return None
+        what = f"{describe(tid, ns, version)} (delta base)"
+        data = self.codec.value_data(tid, ns, channel, version, body, what)
+        if len(data[1]) > MAX_DELTA_BASE:
+            return None
+        return version, data
+
+    def _reseal_carried(
+        self, tid: str, ns: str, channel: str, old: StoredValue, what: str
+    ) -> StoredValue:
+        if old.blob is None:
+            return old
+        if old.base is None:
+            ident = value_id(tid, ns, channel, old.version)
+            return old._replace(blob=self.codec.reseal(old.blob, ident, ident, what))
+        base = self._delta_base(tid, ns, channel, old)
+        if base is None:
+            return old  # still opens under its key; reencrypt() moves it later
+        ident = delta_id(tid, ns, channel, old.version, old.base)
+        return old._replace(blob=self.codec.reseal_delta(old.blob, ident, ident, base[1], what))
 
     # ------------------------------------------------------------- opening
 
@@ -577,7 +701,8 @@ class ThreadStore:
         for plan in plans:
             needed.update(plan.needed)
         fetched = self.fetch(needed) if needed else {}
-        return [self._assemble(plan, fetched) for plan in plans]
+        opened_bases: dict[str, tuple[str, bytes]] = {}  # many deltas share one base
+        return [self._assemble(plan, fetched, opened_bases) for plan in plans]
 
     def _plan(self, entry: Entry, remember: bool) -> _Plan:
         tid, ns, what = entry.tid, entry.ns, entry.what
@@ -587,6 +712,16 @@ class ThreadStore:
         for channel, value in stored.items():
             if value.blob is not None:
                 plan.values[channel] = (value.version, value.blob)
+                if value.base is not None:
+                    base_leaf = self.namer.value(tid, ns, channel, value.base)
+                    if base_leaf not in entry.record.objects:
+                        raise IntegrityError(
+                            f"{what}: channel value is a delta whose base is not among the "
+                            "item's objects; the item was altered"
+                        )
+                    key = self.object_key(tid, base_leaf)
+                    plan.bases[channel] = (value.base, key)
+                    plan.needed[key] = what
             else:
                 key = self.object_key(tid, value.leaf or "")
                 plan.values[channel] = (value.version, key)
@@ -606,12 +741,30 @@ class ThreadStore:
             self.remember(tid, ns, entry.checkpoint_id, stored)
         return plan
 
-    def _assemble(self, plan: _Plan, fetched: Mapping[str, bytes]) -> CheckpointTuple:
+    def _assemble(
+        self,
+        plan: _Plan,
+        fetched: Mapping[str, bytes],
+        opened_bases: dict[str, tuple[str, bytes]],
+    ) -> CheckpointTuple:
         entry, body = plan.entry, plan.body
         tid, ns, cid, what = entry.tid, entry.ns, entry.checkpoint_id, entry.what
 
         def resolve(blob: bytes | str) -> bytes:
             return fetched[blob] if isinstance(blob, str) else blob
+
+        def open_value(channel: str, version: str, blob: bytes | str) -> Any:
+            where = f"{what}, channel value"
+            if channel not in plan.bases:
+                return self.codec.open_value(tid, ns, channel, version, resolve(blob), where)
+            base_version, key = plan.bases[channel]
+            if key not in opened_bases:
+                opened_bases[key] = self.codec.value_data(
+                    tid, ns, channel, base_version, fetched[key], f"{where} (delta base)"
+                )
+            return self.codec.open_value_delta(
+                tid, ns, channel, version, resolve(blob), base_version, opened_bases[key], where
+            )
 
         writes = list(plan.writes)
         for bundle in plan.bundles:
@@ -621,9 +774,7 @@ class ThreadStore:
                 raise IntegrityError(f"{what}: writes bundle {bundle.blob!r}: {exc}") from exc
             writes += [bundle._replace(idx=i, blob=b) for i, b in unpacked.items()]
         channel_values = {
-            channel: self.codec.open_value(
-                tid, ns, channel, version, resolve(blob), f"{what}, channel value"
-            )
+            channel: open_value(channel, version, blob)
             for channel, (version, blob) in plan.values.items()
         }
         pending: list[PendingWrite] = []
@@ -691,6 +842,16 @@ class ThreadStore:
             self.index.write_batch(deletes=writes)
 
 
+class _Fresh(NamedTuple):
+    """A changed value, sealed whole or (with `base`) as a delta."""
+
+    channel: str
+    version: str
+    sealed: bytes
+    typed: tuple[str, bytes]
+    base: str | None
+
+
 class _TaskBlob(NamedTuple):
     """One pending write to open: sealed bytes, or the key of the object holding them."""
 
@@ -710,6 +871,8 @@ class _Plan:
     stored: StoredValues
     # channel -> (version, sealed bytes or the key of the object holding them)
     values: dict[str, tuple[str, bytes | str]] = field(default_factory=dict)
+    # channel -> (base version, key of its object), for values stored as deltas
+    bases: dict[str, tuple[str, str]] = field(default_factory=dict)
     writes: list[_TaskBlob] = field(default_factory=list)
     bundles: list[_TaskBlob] = field(default_factory=list)
     # object key -> the checkpoint that needs it (for errors)

@@ -12,7 +12,6 @@ AWS requests, so budgets can be checked without moto.
 from __future__ import annotations
 
 import builtins
-import copy
 import threading
 import uuid
 from collections import Counter
@@ -40,15 +39,28 @@ class MemoryIndex:
         self.calls[name] += 1
 
     def _select(
-        self, pk: str, prefix: str | None, between: tuple[str, str] | None, descending: bool
-    ) -> list[Record]:
+        self,
+        pk: str,
+        prefix: str | None,
+        between: tuple[str, str] | None,
+        descending: bool,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> tuple[list[Record], str | None]:
+        """Copies of the matching records of one page, and where the next page starts."""
         partition = self._partitions.get(pk, {})
         keys = sorted(partition, reverse=descending)
         if prefix is not None:
             keys = [k for k in keys if k.startswith(prefix)]
         elif between is not None:
             keys = [k for k in keys if between[0] <= k <= between[1]]
-        return [copy.deepcopy(partition[k]) for k in keys]
+        if after is not None:
+            keys = [k for k in keys if (k < after if descending else k > after)]
+        cursor = None
+        if limit is not None and len(keys) > limit:
+            keys = keys[:limit]
+            cursor = keys[-1]
+        return [_copy(partition[k]) for k in keys], cursor
 
     def query(
         self,
@@ -61,23 +73,17 @@ class MemoryIndex:
         cursor: Cursor | None = None,
         consistent: bool = False,
     ) -> Page:
-        # Always consistent: one process, one lock.
         with self._lock:
             self._count("query")
-            records = self._select(pk, prefix, between, descending)
-        if cursor is not None:
-            # The cursor is the last sort key returned; resume strictly after it.
-            after = str(cursor)
-            records = [r for r in records if (r.sk < after if descending else r.sk > after)]
-        if limit is not None and len(records) > limit:
-            page = records[:limit]
-            return Page(list(page), page[-1].sk)
-        return Page(records, None)
+            # The cursor is the last sort key returned; a page resumes strictly after it.
+            after = None if cursor is None else str(cursor)
+            records, last = self._select(pk, prefix, between, descending, after, limit)
+        return Page(records, last)
 
     def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
         with self._lock:
             self._count("query")
-            records = self._select(pk, prefix, None, False)
+            records, _ = self._select(pk, prefix, None, False)
         return iter([r.key for r in records])
 
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
@@ -93,7 +99,7 @@ class MemoryIndex:
     def put_checkpoint(self, record: CheckpointRecord) -> None:
         with self._lock:
             self._count("put_checkpoint")
-            self._partitions.setdefault(record.pk, {})[record.sk] = copy.deepcopy(record)
+            self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
 
     def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
         with self._lock:
@@ -101,7 +107,7 @@ class MemoryIndex:
             partition = self._partitions.setdefault(record.pk, {})
             old = partition.get(record.sk)
             if not isinstance(old, WritesRecord):
-                partition[record.sk] = copy.deepcopy(record)
+                partition[record.sk] = _copy(record)
                 return
             writes = dict(old.writes)
             for idx, value in record.writes.items():
@@ -116,21 +122,21 @@ class MemoryIndex:
             partition = self._partitions.setdefault(new.pk, {})
             if partition.get(new.sk) != old:
                 return False
-            partition[new.sk] = copy.deepcopy(new)
+            partition[new.sk] = _copy(new)
             return True
 
     def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
         with self._lock:
             self._count("write_batch")
             for record in puts:
-                self._partitions.setdefault(record.pk, {})[record.sk] = copy.deepcopy(record)
+                self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
             for key in deletes:
                 self._partitions.get(key.pk, {}).pop(key.sk, None)
 
     def scan(self) -> Iterator[Record]:
         with self._lock:
             self._count("scan")
-            records = [copy.deepcopy(r) for p in self._partitions.values() for r in p.values()]
+            records = [_copy(r) for p in self._partitions.values() for r in p.values()]
         return iter(records)
 
     def create_if_missing(self) -> bool:
@@ -148,7 +154,7 @@ class MemoryIndex:
     def records(self) -> list[Record]:
         """Everything stored, for tests that inspect raw storage."""
         with self._lock:
-            return [copy.deepcopy(r) for p in self._partitions.values() for r in p.values()]
+            return [_copy(r) for p in self._partitions.values() for r in p.values()]
 
 
 class MemoryObjects:
@@ -226,3 +232,11 @@ class MemoryObjects:
         with self._lock:
             twin.blobs, twin.tags = dict(self.blobs), dict(self.tags)
         return twin
+
+
+def _copy(record: Record) -> Record:
+    """A copy no caller's mutation can reach back through (bytes and frozensets are
+    immutable; the dicts are not)."""
+    if isinstance(record, CheckpointRecord):
+        return replace(record, inline=dict(record.inline))
+    return replace(record, writes=dict(record.writes))

@@ -1,0 +1,165 @@
+"""Growing values stored as deltas against the channel's last full version: a long chat
+reads back exactly as LangGraph's own saver gives it, through copy, rotation and
+re-encryption, prune and garbage collection, and a read never needs a second wave."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+from langgraph.checkpoint.s3dynamo.thread_store import ThreadStore
+from tests.unit.conftest import MemorySaver, memory_saver
+
+WORDS = [
+    "the",
+    "a",
+    "kettle",
+    "blue",
+    "order",
+    "refund",
+    "shipping",
+    "parcel",
+    "week",
+    "customer",
+    "asked",
+    "said",
+]
+SECRET = b"naming secret"
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def prose(seed: int, words: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def graph(cp: BaseCheckpointSaver) -> Any:
+    def respond(state: State) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [AIMessage(prose(n, 200), id=f"ai-{n}")]}
+
+    g = StateGraph(State)
+    g.add_node("respond", respond)
+    g.add_edge(START, "respond")
+    g.add_edge("respond", END)
+    return g.compile(checkpointer=cp)
+
+
+def chat(cp: BaseCheckpointSaver, tid: str, turns: int) -> Any:
+    g = graph(cp)
+    for i in range(turns):
+        g.invoke({"messages": [HumanMessage(prose(-i, 60), id=f"h-{i}")]}, _config(tid))
+    return g
+
+
+def _config(tid: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": tid}}
+
+
+def view(g: Any, tid: str) -> list[Any]:
+    return [
+        ([m.content for m in s.values.get("messages", [])], s.next, s.metadata["step"])
+        for s in g.get_state_history(_config(tid))
+    ]
+
+
+def _deltas(saver: MemorySaver, tid: str) -> int:
+    """How many checkpoints of a thread hold a value stored as a delta."""
+    store = saver.store
+    return sum(
+        any(v.base for v in store.stored_values(e, store.open_body(e)).values())
+        for e in store.thread_entries(tid)
+    )
+
+
+@pytest.mark.slow
+def test_a_long_chat_is_mostly_deltas_and_reads_back_exactly() -> None:
+    saver = memory_saver(secret=SECRET)
+    ours, theirs = chat(saver, "t", 200), chat(InMemorySaver(), "t", 200)
+    # 200 turns change the message list 400 times; a full copy is written only when the
+    # delta against the last one outgrows inline_max.
+    assert _deltas(saver, "t") > 350 and len(saver.objects.blobs) < 40
+    expected = theirs.get_state(_config("t")).values
+    assert ours.get_state(_config("t")).values == expected
+    # A process that never saw the thread reads it the same, in one wave.
+    cold = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
+    waves: list[int] = []
+    real_fetch = ThreadStore.fetch
+
+    def counting(store: ThreadStore, needed: Any, **kw: Any) -> dict[str, bytes]:
+        waves.append(len(needed))
+        return real_fetch(store, needed, **kw)
+
+    ThreadStore.fetch = counting  # type: ignore[method-assign]
+    try:
+        assert graph(cold).get_state(_config("t")).values == expected
+        assert len(waves) == 1
+        # Every checkpoint of the history reads back as LangGraph's own saver has it.
+        got = [
+            len(s.values.get("messages", ())) for s in graph(cold).get_state_history(_config("t"))
+        ]
+        want = [len(s.values.get("messages", ())) for s in theirs.get_state_history(_config("t"))]
+        assert got == want
+    finally:
+        ThreadStore.fetch = real_fetch  # type: ignore[method-assign]
+
+
+def test_deltas_survive_copy_rotation_prune_and_gc() -> None:
+    old_key, new_key = {"k1": b"1" * 32}, {"k2": b"2" * 32}
+    saver = memory_saver(keys=old_key, secret=SECRET)
+    chat(saver, "t", 60)
+    expected = view(chat(InMemorySaver(), "t", 60), "t")
+    ports = (saver.index, saver.objects)
+
+    saver.copy_thread("t", "copy")
+    rotated = memory_saver(*ports, keys={**new_key, **old_key}, secret=SECRET)
+    assert rotated.reencrypt() > 0
+    only_new = memory_saver(*ports, keys=new_key, secret=SECRET)
+    assert view(graph(only_new), "t") == expected
+    assert view(graph(only_new), "copy") == expected
+
+    plan = only_new.plan_garbage_collection(grace=timedelta(0))
+    assert plan.execute() == 0  # every base is referenced
+    only_new.prune(["t"], strategy="keep_latest")
+    latest = graph(only_new).get_state(_config("t"))
+    assert [m.content for m in latest.values["messages"]] == expected[0][0]
+    only_new.plan_garbage_collection(grace=timedelta(0)).execute()
+    fresh = memory_saver(*ports, keys=new_key, secret=SECRET)
+    assert graph(fresh).get_state(_config("t")).values == latest.values
+    # The chat goes on after all of that, on deltas again.
+    g = graph(fresh)
+    g.invoke({"messages": [HumanMessage("one more", id="h-last")]}, _config("copy"))
+    assert len(g.get_state(_config("copy")).values["messages"]) == 122
+
+
+def test_full_history_of_a_delta_channel_thread_reads_the_index_a_fixed_number_of_times() -> None:
+    """Each snapshot's DeltaChannel history walks to the seed; the ancestors a walk opened
+    are kept, so the index is read about twice however long the history is."""
+    from tests.test_delta import converse, delta_graph
+
+    for turns in (10, 40):
+        saver = memory_saver()
+        g = delta_graph(saver)
+        converse(g, "t", turns)
+        fresh = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring)
+        fresh.store.namer = saver.store.namer  # same deployment, another process
+        saver.index.calls.clear()
+        history = list(delta_graph(fresh).get_state_history(_config("t")))
+        assert len(history) == 3 * turns
+        assert saver.index.calls == {"query": 2}, turns
+        ours = [s.values for s in history]
+        theirs = delta_graph(InMemorySaver())
+        converse(theirs, "t", turns)
+        assert ours == [s.values for s in theirs.get_state_history(_config("t"))]
