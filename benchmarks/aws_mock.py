@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from billing import BillingMeter, decode_binary
+
 REGION = "us-east-1"
 
 # Modelled one-request latency in seconds (same-region Lambda to DynamoDB / S3).
@@ -98,10 +100,12 @@ class RequestMeter:
         self.counts: Counter[str] = Counter()
         self.serial_latency = 0.0
         self.sleep = False
+        self.billing = BillingMeter()
 
     def instrument(self, client: Any) -> None:
         client.meta.events.register("before-call.*.*", self._before_call)
         client.meta.events.register("before-send", _refuse_unmocked)
+        self.billing.instrument(client)
 
     def _before_call(self, model: Any, **_: Any) -> None:
         service = model.service_model.endpoint_prefix
@@ -141,18 +145,32 @@ def new_client(service: str) -> Any:
     return boto3.client(service, region_name=REGION)
 
 
-def stored_bytes(table: str, bucket: str | None) -> int:
+@dataclass
+class Stored:
+    """What one AWS saver keeps: DynamoDB item bytes and count, S3 object bytes."""
+
+    ddb_bytes: int = 0
+    ddb_items: int = 0
+    s3_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.ddb_bytes + self.s3_bytes
+
+
+def stored_bytes(table: str, bucket: str | None) -> Stored:
     """Billed size of every item in `table` plus every object in `bucket`."""
     # Fresh clients, not the instrumented ones: sizing must not count as saver traffic.
-    total = 0
+    stored = Stored()
     pages = new_client("dynamodb").get_paginator("scan").paginate(TableName=table)
     for page in pages:
-        total += sum(dynamodb_item_size(item) for item in page["Items"])
+        stored.ddb_bytes += sum(dynamodb_item_size(item) for item in page["Items"])
+        stored.ddb_items += len(page["Items"])
     if bucket:
         pages = new_client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket)
         for page in pages:
-            total += sum(obj["Size"] for obj in page.get("Contents", []))
-    return total
+            stored.s3_bytes += sum(obj["Size"] for obj in page.get("Contents", []))
+    return stored
 
 
 def dynamodb_item_size(item: dict[str, Any]) -> int:
@@ -165,7 +183,7 @@ def _value_size(value: dict[str, Any]) -> int:
     if kind == "S":
         return len(data.encode())
     if kind == "B":
-        return len(data)
+        return len(decode_binary(data))
     if kind == "N":
         return _number_size(data)
     if kind in ("BOOL", "NULL"):
@@ -173,7 +191,7 @@ def _value_size(value: dict[str, Any]) -> int:
     if kind == "SS":
         return sum(len(s.encode()) for s in data)
     if kind == "BS":
-        return sum(len(b) for b in data)
+        return sum(len(decode_binary(b)) for b in data)
     if kind == "NS":
         return sum(_number_size(n) for n in data)
     if kind == "L":
@@ -196,5 +214,5 @@ class AwsStore:
     table: str
     bucket: str | None
 
-    def stored_bytes(self) -> int:
+    def stored_bytes(self) -> Stored:
         return stored_bytes(self.table, self.bucket)

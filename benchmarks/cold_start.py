@@ -1,123 +1,292 @@
-"""Cold start: a fresh interpreter imports a saver, builds it, reads an empty thread.
+"""The Lambda cold path: a fresh interpreter imports, builds a graph, serves one request.
 
-Run by `run.py` as `python cold_start.py SAVER` in a subprocess, several times. The
-child prints one JSON line of timings in seconds. moto (the in-process fake AWS) and
-the creation of the table and bucket are timed apart, and the time moto spends
-answering the first request is subtracted, so `saver` is about the saver alone:
-importing its module, creating its boto3 clients and the saver, and one `get_tuple`.
-`boto3` is the import of boto3 itself, which any AWS saver pays as well.
+    python benchmarks/cold_start.py --runs 7    # prints the medians; run.py calls measure()
+
+Each sample is a new `python cold_start.py --child SAVER` process doing what a Lambda
+handler module does: import LangGraph (and boto3 and the saver), compile a two-node
+`add_messages` graph with the saver, then invoke it once on a new thread. The AWS savers
+talk to moto server over HTTP on 127.0.0.1 (started here, stopped at the end), so moto's
+own import is in another process and not in the figures. Times (ms, median of the runs):
+
+- total: from just before the parent spawns the child to the first reply in the child
+- interpreter: spawn to the first line of this file (Python start-up, `site`)
+- imports: LangGraph, boto3, the saver module
+- build: the saver and the compiled graph
+- first request: the first `invoke` (the saver's boto3 clients are created here, lazily,
+  for both AWS savers, plus its first requests)
+
+`clients` and `requests` split the first request further: wall time inside botocore's
+`create_client` and inside API calls (moto server's answer included).
 """
 
-from __future__ import annotations
-
-import importlib.util
-import json
-import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
-from typing import Any
 
+STARTED = time.time()  # first statement: the end of interpreter start-up
+
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import urllib.request  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from pathlib import Path  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+from typing import Any  # noqa: E402
+
+SAVERS = ("InMemorySaver", "s3dynamo", "DynamoDBSaver")
 TABLE = "cold"
 BUCKET = "cold-start"
+LGAWS_TABLE, LGAWS_BUCKET = "cold-lgaws", "cold-start-lgaws"
+REGION = "us-east-1"
 
 
-def _create_resources(saver: str) -> None:
-    # A separate botocore session: its loader caches (service models, endpoint rules)
-    # are its own, so the saver's clients still load theirs from scratch.
-    import boto3
+# --- the child: one Lambda cold start ------------------------------------------------
 
-    session = boto3.session.Session(region_name="us-east-1")
+
+def child(saver: str, spawned: float) -> dict[str, float]:
+    marks = {"spawned": spawned, "main": STARTED}
+    timers: dict[str, float] = {"clients": 0.0, "requests": 0.0, "request_count": 0}
+
+    from typing import Annotated
+
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+    from typing_extensions import TypedDict
+
+    if saver != "InMemorySaver":
+        import boto3  # noqa: F401
+
+        _time_botocore(timers)
     if saver == "s3dynamo":
-        schema = _load_s3dynamo_schema()
-        session.client("dynamodb").create_table(**schema.table_definition(TABLE))
-        session.client("s3").create_bucket(Bucket=BUCKET)
-    else:
-        from savers import create_dynamodb_saver_resources
-
-        create_dynamodb_saver_resources(TABLE, BUCKET, session)
-
-
-def _load_s3dynamo_schema() -> Any:
-    # Load schema.py by path: importing it as a submodule would run the package's
-    # __init__, importing the saver before its import is timed.
-    package = importlib.util.find_spec("langgraph.checkpoint.s3dynamo")
-    assert package and package.submodule_search_locations
-    path = Path(next(iter(package.submodule_search_locations))) / "schema.py"
-    spec = importlib.util.spec_from_file_location("s3dynamo_schema", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _build_saver(saver: str) -> Any:
-    if saver == "s3dynamo":
-        import boto3
-
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+    elif saver == "DynamoDBSaver":
+        from langgraph_checkpoint_aws import DynamoDBSaver
+    else:
+        from langgraph.checkpoint.memory import InMemorySaver
+    marks["imported"] = time.time()
 
-        return S3DynamoSaver(
-            table=TABLE,
-            bucket=BUCKET,
-            dynamodb_client=boto3.client("dynamodb"),
-            s3_client=boto3.client("s3"),
+    if saver == "s3dynamo":
+        # Sealed, as production runs it.
+        checkpointer: Any = S3DynamoSaver(
+            table=TABLE, bucket=BUCKET, keys={"k1": os.urandom(32)}, secret=os.urandom(32)
         )
-    from langgraph_checkpoint_aws import DynamoDBSaver
+    elif saver == "DynamoDBSaver":
+        checkpointer = DynamoDBSaver(
+            table_name=LGAWS_TABLE,
+            region_name=REGION,
+            s3_offload_config={"bucket_name": LGAWS_BUCKET},
+        )
+    else:
+        checkpointer = InMemorySaver()
 
-    return DynamoDBSaver(
-        table_name=TABLE, region_name="us-east-1", s3_offload_config={"bucket_name": BUCKET}
-    )
+    class State(TypedDict):
+        messages: Annotated[list, add_messages]
 
+    def understand(state: State) -> dict:
+        return {"messages": [AIMessage(f"heard {len(state['messages'])} message(s)")]}
 
-def child(saver: str) -> dict[str, float]:
-    start = time.perf_counter()
-    import boto3  # noqa: F401
+    def answer(state: State) -> dict:
+        return {"messages": [AIMessage(f"answer to: {state['messages'][0].content}")]}
 
-    boto3_done = time.perf_counter()
-    from aws_mock import MOTO, use_fake_credentials
+    builder = StateGraph(State)
+    builder.add_node("understand", understand)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "understand")
+    builder.add_edge("understand", "answer")
+    builder.add_edge("answer", END)
+    graph = builder.compile(checkpointer=checkpointer)
+    marks["built"] = time.time()
 
-    use_fake_credentials()
-    from moto import mock_aws
-
-    MOTO.install()
-    mock = mock_aws()
-    mock.start()
-    _create_resources(saver)
-    moto_done = time.perf_counter()
-    moto_wall = MOTO.snapshot()[1]
-
-    built = _build_saver(saver)  # includes importing the saver's module
-    built.get_tuple({"configurable": {"thread_id": "nobody"}})
-    end = time.perf_counter()
-    answer_wall = MOTO.snapshot()[1] - moto_wall
-    mock.stop()
+    thread = {"configurable": {"thread_id": f"cold-{os.getpid()}-{time.time_ns()}"}}
+    reply = graph.invoke({"messages": [HumanMessage("hello")]}, thread)
+    assert reply["messages"][-1].content == "answer to: hello"
+    marks["replied"] = time.time()
     return {
-        "boto3": boto3_done - start,
-        "moto": moto_done - boto3_done,
-        "moto_answer": answer_wall,
-        "saver": end - moto_done - answer_wall,
+        "total": marks["replied"] - marks["spawned"],
+        "interpreter": marks["main"] - marks["spawned"],
+        "imports": marks["imported"] - marks["main"],
+        "build": marks["built"] - marks["imported"],
+        "first_request": marks["replied"] - marks["built"],
+        **timers,
     }
 
 
-def measure(saver: str, runs: int) -> dict[str, float]:
-    """Median of `runs` fresh interpreters, in milliseconds."""
-    samples: list[dict[str, float]] = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        out = subprocess.run(
-            [sys.executable, str(Path(__file__)), saver],
-            check=True,
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).parent,
-        ).stdout
-        sample = json.loads(out.strip().splitlines()[-1])
-        sample["process"] = time.perf_counter() - started
-        samples.append(sample)
-    return {key: 1000 * statistics.median(s[key] for s in samples) for key in samples[0]}
+def _time_botocore(timers: dict[str, float]) -> None:
+    """Sum the wall time of client creation and of API calls (a perf_counter each)."""
+    import botocore.client
+    import botocore.session
+
+    def timed(original: Any, key: str) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                timers[key] += time.perf_counter() - started
+                if key == "requests":
+                    timers["request_count"] += 1
+
+        return wrapper
+
+    session = botocore.session.Session
+    session.create_client = timed(session.create_client, "clients")  # type: ignore[method-assign]
+    client = botocore.client.BaseClient
+    client._make_api_call = timed(client._make_api_call, "requests")  # type: ignore[method-assign]
+
+
+# --- the parent: moto server, resources, samples ---------------------------------------
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """`python -m moto.server` on a free loopback port; yields its URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/moto-api/", timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("moto server did not start") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _child_env(url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION=REGION,
+        AWS_ENDPOINT_URL=url,  # every AWS client in the child goes to moto server
+        LANGSMITH_TRACING="false",
+        LANGCHAIN_TRACING_V2="false",
+    )
+    return env
+
+
+def _create_resources(url: str) -> None:
+    import boto3
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from savers import create_dynamodb_saver_resources
+
+    from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+    )
+
+    def client(service: str) -> Any:
+        return session.client(service, endpoint_url=url)
+
+    S3DynamoSaver(
+        table=TABLE, bucket=BUCKET, dynamodb_client=client("dynamodb"), s3_client=client("s3")
+    ).setup()
+
+    # Its own table: DynamoDBSaver's key schema is not s3dynamo's.
+    endpoint = SimpleNamespace(client=client)  # all create_dynamodb_saver_resources uses
+    create_dynamodb_saver_resources(LGAWS_TABLE, LGAWS_BUCKET, endpoint)
+
+
+def _run_child(saver: str, env: dict[str, str], extra: tuple[str, ...] = ()) -> Any:
+    spawned = time.time()
+    done = subprocess.run(
+        [sys.executable, *extra, __file__, "--child", saver, repr(spawned)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def measure(runs: int) -> dict[str, Any]:
+    """Median of `runs` fresh interpreters per saver (ms), plus one `-X importtime` run.
+
+    One unmeasured round first, so every measured run finds the files in the OS cache."""
+    with moto_server() as url:
+        _create_resources(url)
+        env = _child_env(url)
+        samples: dict[str, list[dict[str, float]]] = {s: [] for s in SAVERS}
+        for saver in SAVERS:  # one unmeasured round: the first run pays a cold disk cache
+            _run_child(saver, env)
+        for _ in range(runs):  # round robin, so drift on the machine hits all alike
+            for saver in SAVERS:
+                samples[saver].append(_run_child(saver, env)[0])
+        imports = {
+            saver: _import_times(_run_child(saver, env, ("-X", "importtime"))[1])
+            for saver in SAVERS
+        }
+    medians = {
+        saver: {k: 1000 * statistics.median(s[k] for s in runs_) for k in runs_[0]}
+        for saver, runs_ in samples.items()
+    }
+    for figures in medians.values():
+        figures["request_count"] /= 1000  # a count, not seconds
+    return {"runs": runs, "medians": medians, "imports": imports}
+
+
+# Modules whose cumulative import time (ms, from `-X importtime`) is reported.
+IMPORTS = (
+    "langgraph.graph",
+    "langchain_core.messages",
+    "boto3",
+    "botocore.session",
+    "botocore.client",
+    "langgraph.checkpoint.s3dynamo",
+    "zstandard",
+    "cryptography.hazmat.primitives.ciphers.aead",
+    "langgraph_checkpoint_aws",
+)
+
+
+def _import_times(stderr: str) -> dict[str, float]:
+    """Cumulative ms of each module in IMPORTS, where it was first imported."""
+    found: dict[str, float] = {}
+    for line in stderr.splitlines():
+        match = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)
+        if match and match.group(3) in IMPORTS and match.group(3) not in found:
+            found[match.group(3)] = int(match.group(1)) / 1000
+    return found
+
+
+def summary(result: dict[str, Any]) -> list[str]:
+    """Lines for a terminal."""
+    base = result["medians"]["InMemorySaver"]["total"]
+    return [
+        f"{saver}: {m['total']:.0f} ms (+{m['total'] - base:.0f} over InMemorySaver)"
+        for saver, m in result["medians"].items()
+    ]
 
 
 if __name__ == "__main__":
-    print(json.dumps(child(sys.argv[1])))
+    if sys.argv[1:2] == ["--child"]:
+        print(json.dumps(child(sys.argv[2], float(sys.argv[3]))))
+    else:
+        import argparse
+
+        parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+        parser.add_argument("--runs", type=int, default=7)
+        args = parser.parse_args()
+        result = measure(args.runs)
+        print("\n".join(summary(result)))
+        print(json.dumps(result, indent=1))

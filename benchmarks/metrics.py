@@ -7,7 +7,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from aws_mock import MOTO, RequestMeter
+from aws_mock import MOTO, RequestMeter, Stored
+from billing import request_dollars, storage_dollars
 from workloads import Phase
 
 
@@ -20,26 +21,32 @@ class Measure:
     cpu: float  # process CPU seconds minus moto's share
     moto_cpu: float
     moto_wall: float
+    units: Counter[str]  # DynamoDB read and write request units (see billing.py)
 
 
 def measure(phase: Phase, meter: RequestMeter) -> Measure:
     gc.collect()  # don't bill one phase for the garbage of the previous one
     counts0, latency0 = meter.snapshot()
+    units0, overhead0 = meter.billing.snapshot()
     moto_cpu0, moto_wall0 = MOTO.snapshot()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     for op in phase.ops:
         op()
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     counts, latency = meter.snapshot()
+    units, overhead = meter.billing.snapshot()
     moto_cpu, moto_wall = MOTO.snapshot()
+    # The billing hooks' own time (sizing items) is the benchmark's, not the saver's.
+    overhead -= overhead0
     return Measure(
         ops=len(phase.ops),
         requests=counts - counts0,
         serial_latency=latency - latency0,
-        wall=wall,
-        cpu=cpu - (moto_cpu - moto_cpu0),
+        wall=wall - overhead,
+        cpu=cpu - (moto_cpu - moto_cpu0) - overhead,
         moto_cpu=moto_cpu - moto_cpu0,
         moto_wall=moto_wall - moto_wall0,
+        units=units - units0,
     )
 
 
@@ -56,6 +63,7 @@ class Row:
     # Not re-run with latency slept (too slow); computed from the plain run instead.
     latency_estimated: bool = False
     stored_bytes: int | None = None
+    stored: Stored | None = None  # AWS savers: where the bytes are, for the storage bill
     # The phase stopped early; its figures are lower bounds. Says how far it got.
     partial: str | None = None
 
@@ -91,6 +99,23 @@ class Row:
     @property
     def moto_ms(self) -> float | None:
         return self.per_op(self.plain.moto_wall) if self.is_aws else None
+
+    @property
+    def dollars_per_1000_ops(self) -> float | None:
+        """Requests and request units at list prices, per 1,000 invokes (or reads)."""
+        if not self.is_aws:
+            return None
+        return 1000 * request_dollars(self.plain.requests, self.plain.units) / self.plain.ops
+
+    @property
+    def storage_dollars_per_month(self) -> float | None:
+        """Keeping what this phase left stored for one month."""
+        if self.stored is None:
+            return None
+        return storage_dollars(self.stored.ddb_bytes, self.stored.ddb_items, self.stored.s3_bytes)
+
+    def units_per_op(self, unit: str) -> float | None:
+        return self.plain.units[unit] / self.plain.ops if self.is_aws else None
 
     def request_mix(self) -> str:
         """E.g. `dynamodb.PutItem 12, s3.PutObject 3` per operation, largest first."""

@@ -15,7 +15,7 @@ class Report:
     command: str
     machine: list[str]
     rows: list[Row]
-    cold_start: dict[str, dict[str, float]]
+    cold_start: dict[str, Any]  # cold_start.measure(), or {} when not run
     notes: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
 
@@ -96,38 +96,164 @@ def markdown(report: Report) -> str:
         ],
         [_cells(row) for row in report.rows],
     )
+    out += _cost_section(report.rows)
     out += ["", "## AWS requests per op, by operation", ""]
     out += _table(
         ["workload", "saver", "requests per op"],
         [[row.workload, row.saver, row.request_mix()] for row in report.rows if row.is_aws],
     )
-    if report.cold_start:
-        out += ["", "## Cold start (median of fresh interpreters, ms)", ""]
-        out += _table(
-            [
-                "saver",
-                "saver: import + construct + get_tuple",
-                "boto3 import",
-                "moto import + setup (not counted)",
-                "moto answering (subtracted)",
-                "whole child process",
-            ],
-            [
-                [
-                    name,
-                    _num(t["saver"]),
-                    _num(t["boto3"]),
-                    _num(t["moto"]),
-                    _num(t["moto_answer"]),
-                    _num(t["process"]),
-                ]
-                for name, t in report.cold_start.items()
-            ],
-        )
+    out += _cold_start_section(report.cold_start)
     for title, items in (("Checks", report.checks), ("Notes", report.notes)):
         if items:
             out += ["", f"## {title}", "", *[f"- {item}" for item in items]]
     return "\n".join(out) + "\n"
+
+
+CONVERSATIONS_PER_MONTH = 10_000
+
+
+def _cold_start_section(cold: dict[str, Any]) -> list[str]:
+    if not cold:
+        return []
+    medians = cold["medians"]
+    base = medians["InMemorySaver"]["total"]
+    out = [
+        "",
+        f"## Lambda cold path (median of {cold['runs']} fresh interpreters, ms)",
+        "",
+        "A fresh `python` imports LangGraph (and boto3 and the saver), compiles a two-node",
+        "`add_messages` graph with the saver and invokes it once on a new thread; AWS",
+        "savers talk to moto server over HTTP on 127.0.0.1 (see cold_start.py). `clients`",
+        "and `requests` are wall time inside botocore's client creation and API calls,",
+        "summed over threads (moto server's answers included).",
+        "",
+    ]
+    lines = []
+    for saver, m in medians.items():
+        lines.append(
+            [
+                saver,
+                _num(m["total"]),
+                _num(m["interpreter"]),
+                _num(m["imports"]),
+                _num(m["build"]),
+                _num(m["first_request"]),
+                _num(m["clients"]),
+                f"{_num(m['requests'])} ({m['request_count']:.0f})",
+                "—" if saver == "InMemorySaver" else f"+{m['total'] - base:,.0f}",
+            ]
+        )
+    out += _table(
+        [
+            "handler",
+            "total",
+            "interpreter",
+            "imports",
+            "build",
+            "first request",
+            "clients",
+            "requests (count)",
+            "over InMemorySaver",
+        ],
+        lines,
+    )
+    if "s3dynamo" in medians and "DynamoDBSaver" in medians:
+        ours = medians["s3dynamo"]["total"] - base
+        theirs = medians["DynamoDBSaver"]["total"] - base
+        out += [
+            "",
+            f"s3dynamo adds {ours:.0f} ms, DynamoDBSaver {theirs:.0f} ms: "
+            f"{ours / theirs:.2f} of it (target: at most 0.5).",
+        ]
+    names = list(cold["imports"])
+    modules = list(dict.fromkeys(m for found in cold["imports"].values() for m in found))
+    out += [
+        "",
+        "Cumulative import time (ms) of selected modules, one `python -X importtime` run",
+        "each (importtime itself slows imports; a module is counted where first imported):",
+        "",
+    ]
+    out += _table(
+        ["module", *names],
+        [[m, *[_num(cold["imports"][n].get(m)) for n in names]] for m in modules],
+    )
+    return out
+
+
+def _dollars(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.3g}"
+
+
+def _cost_section(rows: list[Row]) -> list[str]:
+    """Dollars at on-demand list prices (billing.py), and a monthly bill for W1."""
+    out = [
+        "",
+        "## AWS cost at on-demand list prices (us-east-1)",
+        "",
+        "Request units are computed per request from the item sizes moto stored and read",
+        "(see billing.py and README.md for the prices and their source). `$ / 1,000 ops`",
+        "is requests plus DynamoDB read and write units per 1,000 invokes (per 1,000 reads",
+        "for W5/W6). `storage $/month` keeps what the phase left stored (DynamoDB items",
+        "with 100 B overhead each, plus S3 objects) for one month. Local savers: n/a.",
+        "",
+    ]
+    lines = []
+    for row in rows:
+        stored = row.stored
+        lines.append(
+            [
+                row.workload,
+                row.saver,
+                _num(row.units_per_op("wru")),
+                _num(row.units_per_op("rru")),
+                _dollars(row.dollars_per_1000_ops),
+                f"{stored.ddb_items} / {_bytes(stored.ddb_bytes)} / {_bytes(stored.s3_bytes)}"
+                if stored
+                else "—",
+                _dollars(row.storage_dollars_per_month) if row.stored_bytes else "—",
+            ]
+        )
+    out += _table(
+        [
+            "workload",
+            "saver",
+            "WRU/op",
+            "RRU/op",
+            "$ / 1,000 ops",
+            "DynamoDB items / item bytes / S3 bytes",
+            "storage $/month",
+        ],
+        lines,
+    )
+    w1 = [r for r in rows if r.workload == "W1 chat" and r.stored is not None]
+    if w1:
+        turns = w1[0].plain.ops
+        out += [
+            "",
+            f"### Monthly bill: W1 at {CONVERSATIONS_PER_MONTH:,} conversations a month",
+            "",
+            f"Each conversation is one W1 run of {turns} invokes, its state kept for a month.",
+            "",
+        ]
+        bills = {}
+        lines = []
+        for row in w1:
+            requests = CONVERSATIONS_PER_MONTH * turns * row.dollars_per_1000_ops / 1000
+            storage = CONVERSATIONS_PER_MONTH * row.storage_dollars_per_month
+            bills[row.saver] = requests + storage
+            lines.append(
+                [row.saver, _dollars(requests), _dollars(storage), _dollars(requests + storage)]
+            )
+        out += _table(["saver", "requests", "storage", "month"], lines)
+        if "DynamoDBSaver" in bills:
+            out += [""] + [
+                f"- {saver}: {bill / bills['DynamoDBSaver']:.2f} of DynamoDBSaver's monthly bill"
+                for saver, bill in bills.items()
+                if saver != "DynamoDBSaver"
+            ]
+    return out
 
 
 def chart(report: Report, path: Path) -> None:
@@ -175,8 +301,17 @@ def _grouped_bars(
     ax.grid(axis="y", which="both", alpha=0.3)
 
 
-def _cold_start_bars(ax: Any, cold: dict[str, dict[str, float]], colors: dict) -> None:
-    names = list(cold)
-    ax.bar(names, [cold[n]["saver"] for n in names], color=[colors.get(n) for n in names])
-    ax.set_title("Cold start ms (import + construct + first get_tuple, median)")
+def _cold_start_bars(ax: Any, cold: dict[str, Any], colors: dict) -> None:
+    if not cold:
+        ax.set_visible(False)
+        return
+    medians = cold["medians"]
+    names = list(medians)
+    bottom = [0.0] * len(names)
+    for part in ("interpreter", "imports", "build", "first_request"):
+        heights = [medians[n][part] for n in names]
+        ax.bar(names, heights, bottom=bottom, label=part.replace("_", " "))
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.legend(fontsize=9)
+    ax.set_title("Lambda cold path ms, fresh interpreter to first reply (median)")
     ax.grid(axis="y", alpha=0.3)

@@ -26,11 +26,11 @@ os.environ["LANGSMITH_TRACING"] = "false"
 os.environ["LANGCHAIN_TRACING_V2"] = "false"
 
 import cold_start
-from aws_mock import RequestMeter, use_fake_credentials
+from aws_mock import RequestMeter, Stored, use_fake_credentials
 from metrics import Row, measure
 from pg_server import local_postgres
 from report import Report, chart, markdown
-from savers import SAVERS, SETTINGS_SWEEP, BenchEnv, SaverSpec
+from savers import SAVERS, SETTINGS_SWEEP, BenchEnv, SaverSpec, _s3dynamo_missing
 from workloads import SCENARIOS, Scale, Scenario
 
 HERE = Path(__file__).resolve().parent
@@ -78,7 +78,10 @@ def run_scenario(
             row = Row(spec.name, phase.label, phase.kind, result, spec.is_aws)
             row.partial = phase.partial
             if phase.kind == "invoke" and not sleep:
-                row.stored_bytes = opened.stored_bytes()
+                stored = opened.stored_bytes()
+                if isinstance(stored, Stored):
+                    row.stored, stored = stored, stored.total
+                row.stored_bytes = stored
             rows[phase.label] = row
         return rows, digest()
 
@@ -150,6 +153,8 @@ def machine_facts(total_seconds: float) -> list[str]:
         f"Python {platform.python_version()} on {platform.platform()}",
         "packages: " + ", ".join(versions),
         f"total run time: {total_seconds:.0f} s",
+        # The machine may be shared: wall times stretch with the load.
+        "load average at the end (1, 5, 15 min): " + ", ".join(f"{x:.1f}" for x in os.getloadavg()),
     ]
 
 
@@ -159,7 +164,18 @@ def main() -> None:
     parser.add_argument("--savers", nargs="*", help="only these savers (names as in the table)")
     parser.add_argument("--workloads", nargs="*", help="only these scenarios, e.g. W1 W3")
     parser.add_argument("--out", type=Path, default=HERE, help="directory for results.*")
+    parser.add_argument(
+        "--history-curve",
+        nargs="*",
+        type=int,
+        metavar="TURNS",
+        help="only W5/W6 full history after W1/W2 of these lengths (default 10 40 160); "
+        "writes history_curve.md",
+    )
     args = parser.parse_args()
+    if args.history_curve is not None:
+        history_curve(args)
+        return
 
     started = time.perf_counter()
     # On `kill`, unwind normally so the PostgreSQL server and temp files are cleaned up.
@@ -180,7 +196,7 @@ def main() -> None:
     notes: list[str] = []
     checks: list[str] = []
     digests: dict[str, dict[str, str]] = {}
-    cold: dict[str, dict[str, float]] = {}
+    cold: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-") as workdir, local_postgres() as dsn:
         env = BenchEnv(Path(workdir), dsn)
         for spec in specs:
@@ -195,9 +211,10 @@ def main() -> None:
             saver_rows, digests[spec.name], problems = run_saver(spec, scenarios, env, scale)
             rows += saver_rows
             checks += problems
-            if spec.cold_start:
-                cold[spec.name] = cold_start.measure(spec.cold_start, cold_runs)
-                print(f"  cold start: {cold[spec.name]['saver']:.0f} ms", flush=True)
+    if any(spec.cold_start for spec in specs) and not _s3dynamo_missing(env):
+        print("cold start (moto server on 127.0.0.1)", flush=True)
+        cold = cold_start.measure(cold_runs)
+        print("  " + "\n  ".join(cold_start.summary(cold)), flush=True)
 
     aws_rows = [r for r in rows if r.with_latency]
     if aws_rows and not any("request counts differ" in c for c in checks):
@@ -218,9 +235,113 @@ def main() -> None:
     )
 
 
+# Savers and chat lengths the curve leaves out, and why.
+CURVE_SKIP = {
+    ("DynamoDBSaver", "W2", 160): "not run: DynamoDBSaver's W2 writes slow down with the "
+    "thread's length (0.94 s per invoke at 40 turns in results.md), too long for this run",
+}
+CURVE_SAVERS = ["s3dynamo", "DynamoDBSaver", "PostgresSaver"]
+
+
+def history_curve(args: argparse.Namespace) -> None:
+    """W5/W6 (full get_state_history) after W1/W2 chats of several lengths."""
+    started = time.perf_counter()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    use_fake_credentials()
+    turns_list = args.history_curve or [10, 40, 160]
+    specs = [s for s in SAVERS if s.name in (args.savers or CURVE_SAVERS)]
+    scenarios = [s for s in SCENARIOS if s.name in ("W1", "W2")]
+    lines: list[list[str]] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="bench-") as workdir, local_postgres() as dsn:
+        env = BenchEnv(Path(workdir), dsn)
+        for spec in specs:
+            reason = spec.unavailable(env)
+            if reason:
+                notes.append(f"{spec.name} skipped: {reason}")
+                continue
+            warm_up(spec, scenarios, env)
+            # DynamoDBSaver's quadratic W6 is time-boxed as in the main run; the others
+            # get long enough to finish.
+            budget = 45.0 if spec.name == "DynamoDBSaver" else 600.0
+            for turns in turns_list:
+                for scenario in scenarios:
+                    skip = CURVE_SKIP.get((spec.name, scenario.name, turns))
+                    label = ("W5" if scenario.name == "W1" else "W6") + " history"
+                    if skip:
+                        lines.append([str(turns), label, spec.name, skip, "", "", "", ""])
+                        continue
+                    scale = Scale(chat_turns=turns, read_repeats=1, history_budget_s=budget)
+                    reads = frozenset(f"{label[:2]} get_state {w}" for w in ("latest", "old"))
+                    rows, _ = run_scenario(spec, scenario, env, scale, sleep=False, skip=reads)
+                    lines.append(_curve_line(turns, rows[label]))
+                    if rows[label].partial:
+                        notes.append(f"{spec.name} {label} at {turns} turns: {rows[label].partial}")
+                    print(f"{spec.name} {label} {turns} turns: {lines[-1][4]} ms", flush=True)
+    command = "python benchmarks/run.py " + shlex.join(sys.argv[1:])
+    out = [
+        "# Full history read as the thread grows",
+        "",
+        "Produced by:",
+        "",
+        f"    {command.strip()}",
+        "",
+        *[f"- {fact}" for fact in machine_facts(time.perf_counter() - started)],
+        "",
+        "One `get_state_history` over the whole thread after a W1 chat (W5) or a W2",
+        "DeltaChannel chat (W6) of the given number of turns, moto in process. `latency",
+        "model ms` is wall - moto + the modelled latency of every request (DynamoDB 6 ms,",
+        "S3 GET 20 ms): the reads are sequential, so nothing overlaps. `≥`: stopped at the",
+        "time box, lower bounds.",
+        "",
+    ]
+    out += _curve_table(lines)
+    if notes:
+        out += ["", "## Notes", "", *[f"- {n}" for n in notes]]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "history_curve.md").write_text("\n".join(out) + "\n")
+    print(f"wrote {args.out / 'history_curve.md'} in {time.perf_counter() - started:.0f} s")
+
+
+def _curve_line(turns: int, row: Row) -> list[str]:
+    low = "≥" if row.partial else ""
+    plain = row.plain
+    requests = sum(plain.requests.values())
+    modelled = plain.wall - plain.moto_wall + plain.serial_latency
+    return [
+        str(turns),
+        row.workload,
+        row.saver,
+        f"{low}{requests:,}" if row.is_aws else "—",
+        f"{low}{1000 * modelled:,.0f}",
+        f"{low}{1000 * plain.wall:,.0f}",
+        f"{low}{1000 * plain.moto_wall:,.0f}" if row.is_aws else "—",
+        f"{low}{1000 * plain.cpu:,.0f}",
+    ]
+
+
+def _curve_table(lines: list[list[str]]) -> list[str]:
+    header = [
+        "turns",
+        "read",
+        "saver",
+        "AWS requests",
+        "latency model ms",
+        "wall ms",
+        "moto ms",
+        "CPU ms",
+    ]
+    lines = sorted(lines, key=lambda line: (line[1], line[2], int(line[0])))
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return out + ["| " + " | ".join(line) + " |" for line in lines]
+
+
 def _row_notes(rows: list[Row]) -> list[str]:
     notes = []
     for row in rows:
+        unbilled = [name for name in row.plain.units if name.startswith("unbilled")]
+        if unbilled:
+            notes.append(f"{row.saver} {row.workload}: no request units computed for {unbilled}")
         if row.partial:
             notes.append(
                 f"{row.saver} {row.workload}: {row.partial}; its figures are lower "

@@ -33,7 +33,7 @@ class BenchEnv:
 @dataclass
 class OpenSaver:
     saver: Any
-    stored_bytes: Callable[[], int]
+    stored_bytes: Callable[[], Any]  # bytes, or aws_mock.Stored for AWS savers
     aws_clients: list[Any] = field(default_factory=list)
 
 
