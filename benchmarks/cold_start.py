@@ -127,9 +127,13 @@ def _time_botocore(timers: dict[str, float]) -> None:
             try:
                 return original(*args, **kwargs)
             finally:
-                timers[key] += time.perf_counter() - started
+                elapsed = time.perf_counter() - started
+                timers[key] += elapsed
                 if key == "requests":
                     timers["request_count"] += 1
+                else:  # each client apart: `client dynamodb`, `client s3`
+                    service = kwargs.get("service_name") or args[1]
+                    timers[f"client {service}"] = timers.get(f"client {service}", 0) + elapsed
 
         return wrapper
 
