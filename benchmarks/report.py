@@ -217,13 +217,14 @@ def _cost_section(rows: list[Row]) -> list[str]:
     lines = []
     for row in rows:
         stored = row.stored
+        low = "≥" if row.partial and row.is_aws else ""  # stopped early: lower bounds
         lines.append(
             [
                 row.workload,
                 row.saver,
-                _num(row.units_per_op("wru")),
-                _num(row.units_per_op("rru")),
-                _dollars(row.dollars_per_1000_ops),
+                low + _num(row.units_per_op("wru")),
+                low + _num(row.units_per_op("rru")),
+                low + _dollars(row.dollars_per_1000_ops),
                 f"{stored.ddb_items} / {_bytes(stored.ddb_bytes)} / {_bytes(stored.s3_bytes)}"
                 if stored
                 else "—",
