@@ -151,9 +151,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Build a saver from the environment.
 
         Reads `S3DYNAMO_TABLE`, `S3DYNAMO_BUCKET`, optional `S3DYNAMO_PREFIX`,
-        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_OBJECT_CACHE_BYTES`, `S3DYNAMO_KEYS` (`id:base64key,...`, first is active) and
-        `S3DYNAMO_SECRET`. Region, credentials and endpoints are left to the AWS SDK's own
-        variables (`AWS_REGION`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_DYNAMODB`, ...).
+        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_OBJECT_CACHE_BYTES`, `S3DYNAMO_KEYS`
+        (`id:base64key,...`, first is active) and `S3DYNAMO_SECRET`. Region, credentials and
+        endpoints are left to the AWS SDK's own variables (`AWS_REGION`,
+        `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_DYNAMODB`, ...).
         Keyword arguments override what the environment says.
         """
         env = os.environ
