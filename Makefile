@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/demo.py
+	$(VENV)/bin/s3dynamo demo
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples

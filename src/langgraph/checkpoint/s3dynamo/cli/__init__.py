@@ -1,0 +1,36 @@
+"""The `s3dynamo` command line, for people on call: threads, history, state, diffs,
+storage figures and cost, integrity checks, and the maintenance operations (plan first,
+nothing changes without `--yes`).
+
+Installed with the package as a console script; its libraries (click, rich) come with
+the `cli` extra, so the Lambda path never imports them::
+
+    pip install "langgraph-checkpoint-s3dynamo[cli]"
+    s3dynamo --help
+
+Modules: `app.py` (commands and error handling), `collect.py` (what each command
+reads from a `ThreadStore`, as plain dicts: the `--json` shapes), `render.py` (pure
+formatting: values, diffs, sizes, costs, page tokens).
+"""
+
+from __future__ import annotations
+
+import sys
+
+INSTALL_HINT = 'pip install "langgraph-checkpoint-s3dynamo[cli]"'
+
+
+def main() -> None:
+    """Entry point of the `s3dynamo` console script."""
+    try:
+        import click  # noqa: F401
+        import rich  # noqa: F401
+    except ImportError as exc:
+        sys.stderr.write(
+            f"s3dynamo: the command line needs {exc.name or 'its libraries'}, which is not "
+            f"installed; install it with: {INSTALL_HINT}\n"
+        )
+        raise SystemExit(2) from None
+    from langgraph.checkpoint.s3dynamo.cli.app import run
+
+    run()

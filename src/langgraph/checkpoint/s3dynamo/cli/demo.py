@@ -1,0 +1,217 @@
+"""`s3dynamo demo` (and `make demo`): a small support agent run the way users run it.
+
+A deterministic agent (no LLM) with a 200 KB order history in its state and a
+human-approval interrupt, on a moto server on 127.0.0.1 (offline; no AWS account):
+
+1. this process builds its saver with `S3DynamoSaver.from_env()` (the demo sets the
+   environment: table, bucket, sealing keys, naming secret, endpoint) and runs two
+   turns with `ainvoke`;
+2. a second Python process, with only that environment, resumes the same thread: it
+   remembers both turns, then pauses on the refund interrupt;
+3. this process resumes the interrupt;
+4. every byte in DynamoDB and S3 is searched for the conversation's text (none is
+   there: sealed), and the `s3dynamo` command line is run on what the demo stored:
+   `stats`, `history`, `show`, `diff`, `verify`.
+
+It needs LangGraph and moto server: `pip install "langgraph-checkpoint-s3dynamo[cli,testing]"
+langgraph`. With `--keep` the server stays up afterwards so the commands can be tried
+by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shlex
+import subprocess
+import sys
+import time
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+THREAD = "customer-42"
+SECRET_TEXT = b"blue kettle"
+SECOND = "--second-process"
+INSTALL = (
+    'install what it needs with: pip install "langgraph-checkpoint-s3dynamo[cli,testing]" '
+    "langgraph"
+)
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    order: dict[str, Any]
+    refund_approved: bool
+
+
+def build_graph(saver: S3DynamoSaver) -> Any:
+    def load_order() -> dict[str, Any]:
+        """The customer's order history: about 200 KB, far over inline_max, so it lives
+        in S3, stored once however many checkpoints point at it."""
+        rng = random.Random(1001)
+        skus = ["kettle-blue", "mug-set", "tea-sampler", "descaler", "filter-pack"]
+        return {
+            "customer": THREAD,
+            "lines": [
+                {
+                    "sku": rng.choice(skus),
+                    "qty": rng.randint(1, 4),
+                    "price": round(rng.uniform(3, 90), 2),
+                    "ordered": f"2026-{rng.randint(1, 11):02}-{rng.randint(1, 28):02}",
+                }
+                for _ in range(2000)
+            ],
+        }
+
+    def agent(state: State) -> dict[str, Any]:
+        asked = [str(m.content) for m in state["messages"] if m.type == "human"]
+        reply = f"(turn {len(asked)}, pid {os.getpid()}) You have told me: " + "; ".join(asked)
+        update: dict[str, Any] = {"messages": [AIMessage(reply)]}
+        if not state.get("order"):
+            update["order"] = load_order()
+        return update
+
+    def route(state: State) -> str:
+        return "approve" if "refund" in str(state["messages"][-1].content).lower() else "agent"
+
+    def approve(state: State) -> dict[str, Any]:
+        decision = interrupt({"question": "Approve a refund for this customer?"})
+        verdict = "approved" if decision == "yes" else "declined"
+        return {
+            "refund_approved": decision == "yes",
+            "messages": [AIMessage(f"A supervisor {verdict} your refund.")],
+        }
+
+    g = StateGraph(State)
+    g.add_node("agent", agent)
+    g.add_node("approve", approve)
+    g.add_conditional_edges(START, route, ["agent", "approve"])
+    g.add_edge("agent", END)
+    g.add_edge("approve", END)
+    return g.compile(checkpointer=saver)
+
+
+async def say(graph: Any, text: str) -> Any:
+    config = {"configurable": {"thread_id": THREAD}}
+    out = await graph.ainvoke({"messages": [HumanMessage(text)]}, config)
+    print(f"  user:  {text}")
+    if "__interrupt__" in out:
+        print(f"  paused: {out['__interrupt__'][0].value['question']}")
+    else:
+        print(f"  agent: {out['messages'][-1].content}")
+    return out
+
+
+async def first_process() -> None:
+    graph = build_graph(S3DynamoSaver.from_env())
+    print(f"== process {os.getpid()}: two turns (S3DynamoSaver.from_env(), ainvoke)")
+    await say(graph, "Hi, my order #1001 is late")
+    await say(graph, "It was a blue kettle")
+
+
+async def second_process() -> None:
+    graph = build_graph(S3DynamoSaver.from_env())
+    print(f"== process {os.getpid()} (a new Python process): the same thread, resumed")
+    await say(graph, "Any update?")
+    await say(graph, "I want a refund")
+
+
+async def resume_interrupt() -> None:
+    graph = build_graph(S3DynamoSaver.from_env())
+    config = {"configurable": {"thread_id": THREAD}}
+    print(f"== process {os.getpid()}: a supervisor answers the interrupt")
+    state = await graph.aget_state(config)
+    print(f"  waiting at: {', '.join(state.next)}")
+    out = await graph.ainvoke(Command(resume="yes"), config)
+    print(f"  agent: {out['messages'][-1].content}")
+
+
+def cli_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "langgraph.checkpoint.s3dynamo.cli", *args]
+
+
+def run_cli(*args: str) -> None:
+    print(f"\n$ s3dynamo {shlex.join(args)}")
+    sys.stdout.flush()
+    env = {**os.environ, "COLUMNS": os.environ.get("COLUMNS", "80")}
+    subprocess.run(cli_command(*args), env=env, check=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if SECOND in argv:
+        asyncio.run(second_process())
+        return 0
+    keep = "--keep" in argv
+    try:
+        import moto.server  # noqa: F401
+
+        from langgraph.checkpoint.s3dynamo.testing import Sandbox, moto_server
+    except ImportError as exc:
+        sys.stderr.write(f"s3dynamo demo: needs {exc.name}; {INSTALL}\n")
+        return 2
+
+    with moto_server() as url:
+        sandbox = Sandbox(endpoint_url=url)
+        for name, value in sandbox.environment().items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        sandbox.setup()
+        print(f"moto server on {url}: table and bucket {sandbox.table}, sealing on\n")
+
+        asyncio.run(first_process())
+        sys.stdout.flush()
+        subprocess.run(
+            [sys.executable, "-m", "langgraph.checkpoint.s3dynamo.cli.demo", SECOND], check=True
+        )
+        asyncio.run(resume_interrupt())
+
+        print("\n== At rest: every DynamoDB item and S3 object, every byte")
+        stored = sandbox.stored_bytes()
+        for needle in (SECRET_TEXT, THREAD.encode()):
+            hits = sum(needle in blob for blob in stored)
+            print(f"  {needle.decode()!r} found in {hits} of {len(stored)} items and objects")
+
+        for args in (
+            ("stats", THREAD),
+            ("history", THREAD),
+            ("show", THREAD),
+            ("diff", THREAD),
+            ("verify",),
+        ):
+            run_cli(*args)
+
+        env = sandbox.environment()
+        exports = " ".join(
+            f"{k}={shlex.quote(v)}"
+            for k, v in env.items()
+            if v is not None and k.startswith(("S3DYNAMO_", "AWS_ENDPOINT_URL", "AWS_REGION"))
+        )
+        if keep:
+            print(f"\nThe server stays up until Ctrl-C. In another shell:\n  export {exports}")
+            print(f"  s3dynamo threads; s3dynamo history {THREAD}; s3dynamo show {THREAD}")
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                pass
+        else:
+            print(
+                "\nThe moto server stops with the demo. `s3dynamo demo --keep` leaves it "
+                "running to try the commands by hand."
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

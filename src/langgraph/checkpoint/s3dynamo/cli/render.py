@@ -1,0 +1,381 @@
+"""Pure formatting for the command line: values as JSON, diffs of two states, what a
+checkpoint will run next, DynamoDB item sizes, monthly cost, sizes and page tokens.
+
+No I/O and no click or rich here, so all of it is unit-tested on plain values.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+# Prices used by `stats` (USD, AWS us-east-1, on-demand list prices, free tiers ignored):
+# DynamoDB Standard table class storage, plus the 100 bytes DynamoDB adds to every item;
+# S3 Standard storage, first 50 TB. A GB here is 2**30 bytes, as AWS bills storage.
+PRICES_AS_OF = "2026-11-30"
+PRICE_REGION = "us-east-1"
+DYNAMODB_GB_MONTH = 0.25
+DYNAMODB_ITEM_OVERHEAD = 100
+S3_GB_MONTH = 0.023
+GB = 1 << 30
+
+# LangGraph's reserved channel names this module reads.
+INTERRUPT = "__interrupt__"
+TASKS = "__pregel_tasks"
+START = "__start__"
+BRANCH_TO = "branch:to:"
+
+
+# --------------------------------------------------------------------- values
+
+
+def is_message(value: Any) -> bool:
+    """A LangChain message (duck-typed: a pydantic model with `type` and `content`)."""
+    return (
+        isinstance(getattr(value, "type", None), str)
+        and hasattr(value, "content")
+        and hasattr(value, "model_dump")
+    )
+
+
+def is_message_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(map(is_message, value))
+
+
+def message_json(message: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": message.type, "content": jsonable(message.content)}
+    if getattr(message, "id", None):
+        out["id"] = message.id
+    if getattr(message, "name", None):
+        out["name"] = message.name
+    calls = getattr(message, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = jsonable(calls)
+    if getattr(message, "tool_call_id", None):
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy of a stored value: messages as {type, content, id, ...}, pydantic
+    models and dataclasses as dicts, bytes as base64, sets as sorted lists, datetimes as
+    ISO text, anything else unknown as its repr."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if is_message(value):
+        return message_json(value)
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(v) for v in value), key=repr)
+    if isinstance(value, (bytes, bytearray)):
+        return {"base64": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if hasattr(value, "model_dump"):
+        return jsonable(value.model_dump())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+    if hasattr(value, "_asdict"):
+        return jsonable(value._asdict())
+    return repr(value)
+
+
+def message_line(message: Mapping[str, Any], width: int = 72) -> str:
+    """One message (as `message_json` makes it) on one line: `type: content`."""
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    if message.get("tool_calls"):
+        names = ", ".join(str(c.get("name", "?")) for c in message["tool_calls"])
+        text = f"{text} [calls {names}]".strip()
+    return f"{message.get('type', '?')}: {shorten(text, width)}"
+
+
+def shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
+
+
+def summary(value: Any, width: int = 60) -> str:
+    """A one-line description of a JSON-ready value, at most `width` characters."""
+    if isinstance(value, dict):
+        if set(value) == {"base64"}:
+            return f"{len(base64.b64decode(value['base64']))} bytes"
+        keys = ", ".join(map(str, list(value)[:4])) + (", …" if len(value) > 4 else "")
+        return shorten(f"{{{keys}}} ({len(value)} keys, {size_of(value)})", width)
+    if isinstance(value, list):
+        return f"list of {len(value)} ({size_of(value)})"
+    return shorten(json.dumps(value, ensure_ascii=False), width)
+
+
+def size_of(value: Any) -> str:
+    return human_bytes(len(json.dumps(value, ensure_ascii=False).encode()))
+
+
+# --------------------------------------------------------------------- diffs
+
+
+def diff_states(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """What changed between two states' channel values (both JSON-ready), channel by
+    channel, in channel order; unchanged channels are left out.
+
+    Each change is {"channel", "change": "added" | "removed" | "changed", ...}: message
+    lists that grew carry "messages_added" (and "messages_removed" if any went), dicts
+    carry "keys_added", "keys_removed", "keys_changed", everything carries "before" and
+    "after" (null where absent)."""
+    out: list[dict[str, Any]] = []
+    for channel in sorted(set(before) | set(after)):
+        if channel.startswith(BRANCH_TO) or channel == START:
+            continue
+        old, new = before.get(channel), after.get(channel)
+        if channel in before and channel in after and old == new:
+            continue
+        change = (
+            "added"
+            if channel not in before
+            else "removed"
+            if channel not in after
+            else "changed"
+        )
+        entry: dict[str, Any] = {"channel": channel, "change": change, "before": old, "after": new}
+        if _messages(old) or _messages(new):
+            old_ids = [_message_key(m) for m in old or []]
+            new_ids = [_message_key(m) for m in new or []]
+            entry["messages_added"] = [m for m in new or [] if _message_key(m) not in old_ids]
+            removed = [m for m in old or [] if _message_key(m) not in new_ids]
+            if removed:
+                entry["messages_removed"] = removed
+        elif isinstance(old, dict) and isinstance(new, dict):
+            entry["keys_added"] = sorted(set(new) - set(old))
+            entry["keys_removed"] = sorted(set(old) - set(new))
+            entry["keys_changed"] = sorted(k for k in set(old) & set(new) if old[k] != new[k])
+        out.append(entry)
+    return out
+
+
+def _messages(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and "type" in m and "content" in m for m in value)
+    )
+
+
+def _message_key(message: Mapping[str, Any]) -> str:
+    return str(message.get("id") or json.dumps(message, sort_keys=True, ensure_ascii=False))
+
+
+def diff_lines(changes: Sequence[Mapping[str, Any]], width: int = 78) -> list[str]:
+    """The changes of `diff_states` as text lines: `+`/`-` for messages and keys,
+    `before -> after` for small values."""
+    if not changes:
+        return ["no channel changed"]
+    lines: list[str] = []
+    for c in changes:
+        name, change = c["channel"], c["change"]
+        if "messages_added" in c:
+            added, removed = c["messages_added"], c.get("messages_removed", [])
+            head = f"{name}: {plural(len(added), 'message')} added"
+            if removed:
+                head += f", {len(removed)} removed"
+            lines.append(head)
+            lines += ["  + " + message_line(m, width - 4) for m in added]
+            lines += ["  - " + message_line(m, width - 4) for m in removed]
+        elif "keys_changed" in c:
+            lines.append(f"{name}: {summary(c['before'], 30)} -> {summary(c['after'], 30)}")
+            for sign, key in (("+", "keys_added"), ("-", "keys_removed"), ("~", "keys_changed")):
+                for k in c[key]:
+                    value = c["after" if sign != "-" else "before"][k]
+                    lines.append(f"  {sign} {k}: {summary(value, width - len(str(k)) - 6)}")
+        elif change == "added":
+            lines.append(f"{name}: added {summary(c['after'], width - len(name) - 8)}")
+        elif change == "removed":
+            lines.append(f"{name}: removed (was {summary(c['before'], width - len(name) - 15)})")
+        else:
+            half = max((width - len(name) - 6) // 2, 10)
+            lines.append(f"{name}: {summary(c['before'], half)} -> {summary(c['after'], half)}")
+    return lines
+
+
+# ------------------------------------------------------------- graph progress
+
+
+def next_nodes(checkpoint: Mapping[str, Any]) -> list[str]:
+    """The nodes a checkpoint will run next, read from the checkpoint alone (no graph):
+    nodes whose trigger channel (`branch:to:<node>`, or `__start__`) holds a value
+    written after the node last saw it, plus the targets of pending `Send` packets. This is what
+    `graph.get_state(config).next` shows for graphs built with LangGraph 0.3 or later."""
+    versions = checkpoint.get("channel_versions", {}) or {}
+    seen = checkpoint.get("versions_seen", {}) or {}
+    values = checkpoint.get("channel_values", {}) or {}
+    found: list[str] = []
+    for channel, version in versions.items():
+        if channel not in values:
+            continue  # consumed: a trigger channel's value goes once a node has read it
+        if channel.startswith(BRANCH_TO):
+            node = channel[len(BRANCH_TO) :]
+        elif channel == START:
+            node = START
+        else:
+            continue
+        last = (seen.get(node) or {}).get(channel)
+        if last is None or _version_key(last) < _version_key(version):
+            found.append(node)
+    for packet in values.get(TASKS, []) or []:
+        node = getattr(packet, "node", None)
+        if isinstance(node, str):
+            found.append(node)
+    return sorted(set(found), key=found.index)
+
+
+def _version_key(version: Any) -> tuple[float, str]:
+    text = str(version)
+    try:
+        return float(text.split(".")[0]), text
+    except ValueError:
+        return 0.0, text
+
+
+def interrupts(pending_writes: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Interrupts raised at a checkpoint: the `__interrupt__` pending writes, each
+    interrupt as {"task_id", "id", "value"}."""
+    out: list[dict[str, Any]] = []
+    for task_id, channel, value in pending_writes:
+        if channel != INTERRUPT:
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            out.append(
+                {
+                    "task_id": task_id,
+                    "id": getattr(item, "id", None),
+                    "value": jsonable(getattr(item, "value", item)),
+                }
+            )
+    return out
+
+
+# ------------------------------------------------------------- sizes and cost
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """Bytes a DynamoDB item counts for, by DynamoDB's rule: each attribute's name plus
+    its value (strings and binary by length, numbers about 1 byte per 2 digits, sets by
+    their members, maps and lists 3 bytes plus 1 per element plus their contents)."""
+    return sum(len(name.encode()) + attribute_size(value) for name, value in item.items())
+
+
+def attribute_size(value: Mapping[str, Any]) -> int:
+    ((kind, inner),) = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "B":
+        return len(inner)
+    if kind == "N":
+        return len(str(inner).lstrip("-").replace(".", "")) // 2 + 1
+    if kind in ("SS", "BS"):
+        return sum(len(s.encode() if isinstance(s, str) else s) for s in inner)
+    if kind == "NS":
+        return sum(len(str(n)) // 2 + 1 for n in inner)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + 1 + attribute_size(v) for k, v in inner.items())
+    if kind == "L":
+        return 3 + sum(1 + attribute_size(v) for v in inner)
+    return 1  # BOOL, NULL
+
+
+def monthly_cost(items: int, item_bytes: int, object_bytes: int) -> dict[str, Any]:
+    """What storing this costs a month at the list prices above (USD)."""
+    dynamodb = (item_bytes + DYNAMODB_ITEM_OVERHEAD * items) / GB * DYNAMODB_GB_MONTH
+    s3 = object_bytes / GB * S3_GB_MONTH
+    return {
+        "currency": "USD",
+        "region": PRICE_REGION,
+        "prices_as_of": PRICES_AS_OF,
+        "dynamodb_gb_month": DYNAMODB_GB_MONTH,
+        "dynamodb_item_overhead_bytes": DYNAMODB_ITEM_OVERHEAD,
+        "s3_gb_month": S3_GB_MONTH,
+        "dynamodb_monthly": dynamodb,
+        "s3_monthly": s3,
+        "total_monthly": dynamodb + s3,
+    }
+
+
+def usd(amount: float) -> str:
+    if amount == 0:
+        return "$0"
+    if amount < 0.01:
+        return f"${amount:.6f}"
+    return f"${amount:,.2f}"
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def ratio(numerator: float, denominator: float) -> float | None:
+    return round(numerator / denominator, 3) if denominator else None
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def short_time(iso: str | None) -> str:
+    """`2026-11-30T09:15:02.123456+00:00` -> `2026-11-30 09:15:02`."""
+    if not iso:
+        return "-"
+    return iso.replace("T", " ")[:19]
+
+
+# ----------------------------------------------------------------- paging
+
+
+def page_token(last_updated: str | None, thread_id: str) -> str:
+    """An opaque token naming the last row of a page of `threads`."""
+    raw = json.dumps([last_updated or "", thread_id], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def parse_page_token(token: str) -> tuple[str, str]:
+    """(last updated, thread id) from `page_token`; ValueError if it is not one."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        last, tid = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise ValueError(f"--page-token {token!r} is not a token this command printed") from exc
+    if not isinstance(last, str) or not isinstance(tid, str):
+        raise ValueError(f"--page-token {token!r} is not a token this command printed")
+    return last, tid
+
+
+def thread_order(row: Mapping[str, Any]) -> tuple[bool, str, str]:
+    """Sort key of `threads` rows: most recently updated first (rows without a time
+    last), then by thread id."""
+    return _order(row.get("last_updated") or "", row["thread_id"])
+
+
+def _order(last: str, tid: str) -> tuple[bool, str, str]:
+    return (not last, _invert(last), tid)
+
+
+def _invert(text: str) -> str:
+    return "".join(chr(0x10FFFF - ord(ch)) for ch in text)
+
+
+def after_token(rows: Sequence[Mapping[str, Any]], token: str | None) -> list[Mapping[str, Any]]:
+    """The rows (sorted by `thread_order`) after the row the token names."""
+    if token is None:
+        return list(rows)
+    mark = _order(*parse_page_token(token))
+    return [r for r in rows if thread_order(r) > mark]
