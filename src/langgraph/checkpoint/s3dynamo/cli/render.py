@@ -104,7 +104,11 @@ def shorten(text: str, width: int) -> str:
 
 
 def summary(value: Any, width: int = 60) -> str:
-    """A one-line description of a JSON-ready value, at most `width` characters."""
+    """A JSON-ready value on one line if it fits `width` characters, else a description
+    of it (keys, length, size)."""
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) <= width:
+        return text
     if isinstance(value, dict):
         if set(value) == {"base64"}:
             return f"{len(base64.b64decode(value['base64']))} bytes"
@@ -112,7 +116,7 @@ def summary(value: Any, width: int = 60) -> str:
         return shorten(f"{{{keys}}} ({len(value)} keys, {size_of(value)})", width)
     if isinstance(value, list):
         return f"list of {len(value)} ({size_of(value)})"
-    return shorten(json.dumps(value, ensure_ascii=False), width)
+    return shorten(text, width)
 
 
 def size_of(value: Any) -> str:

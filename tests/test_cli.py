@@ -1,0 +1,436 @@
+"""The installed `s3dynamo` command, run in subprocesses against moto server over HTTP on
+127.0.0.1, on a store populated by real graphs: outputs, JSON shapes and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command
+
+from langgraph.checkpoint.s3dynamo import Keyring
+from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
+from langgraph.checkpoint.s3dynamo.testing import Sandbox
+
+pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
+
+SCRIPT = Path(sys.executable).parent / "s3dynamo"
+THREADS = ["alice", "bob", "carol"]
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def _env(env: Mapping[str, str | None]) -> dict[str, str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3DYNAMO_"))}
+    full.update({k: v for k, v in env.items() if v is not None})
+    full.update({"COLUMNS": "80", "NO_COLOR": "1"})
+    return full
+
+
+def run_all(*calls: tuple[Mapping[str, str | None], tuple[str, ...]]) -> list[Result]:
+    """Run the command once per (environment, arguments), all at once (each start costs
+    a second or two of imports), and wait for every one."""
+    procs = [
+        subprocess.Popen(
+            [str(SCRIPT), *args],
+            env=_env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for env, args in calls
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=180)
+        results.append(Result(proc.returncode, out, err))
+    return results
+
+
+def run(env: Mapping[str, str | None], *args: str) -> Result:
+    return run_all((env, args))[0]
+
+
+def one_line_error(r: Result) -> str:
+    assert "Traceback" not in r.err, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("s3dynamo: "), r.err
+    return lines[0]
+
+
+def populate(sandbox: Sandbox, threads: list[str]) -> None:
+    """Each thread: two chat turns, then a refund request that stops at an interrupt;
+    the first thread's interrupt is resumed."""
+    graph = build_graph(sandbox.saver())
+    for i, tid in enumerate(threads):
+        config = {"configurable": {"thread_id": tid}}
+        graph.invoke({"messages": [HumanMessage(f"hello from {tid}")]}, config)
+        graph.invoke({"messages": [HumanMessage("my kettle is late")]}, config)
+        graph.invoke({"messages": [HumanMessage("I want a refund")]}, config)
+        if i == 0:
+            graph.invoke(Command(resume="yes"), config)
+
+
+@pytest.fixture(scope="module")
+def store(s3dynamo_server: str) -> Iterator[tuple[Sandbox, dict[str, str | None]]]:
+    """One populated store for the read-only tests of this module."""
+    sandbox = Sandbox(endpoint_url=s3dynamo_server)
+    env = sandbox.environment()
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: v for k, v in env.items() if v is not None})
+    try:
+        populate(sandbox, THREADS)
+        yield sandbox, env
+    finally:
+        sandbox.delete()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_the_console_script_is_installed_and_says_what_it_does() -> None:
+    assert SCRIPT.exists(), f"{SCRIPT} missing: pip install -e '.[cli]'"
+    r = run({}, "--help")
+    assert r.code == 0
+    for command in ("threads", "history", "show", "diff", "stats", "verify", "gc", "prune"):
+        assert command in r.out
+
+
+def test_without_the_cli_extra_the_command_names_the_pip_line() -> None:
+    code = (
+        "import sys; sys.modules['rich'] = None; "
+        "from langgraph.checkpoint.s3dynamo.cli import main; main()"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "s3dynamo: the command line needs rich, which is not installed; install it with: "
+        'pip install "langgraph-checkpoint-s3dynamo[cli]"'
+    )
+
+
+@pytest.fixture(scope="module")
+def reads(store: tuple[Sandbox, dict[str, str | None]]) -> dict[str, Result]:
+    """Every read command this module checks that needs no earlier output, run at once."""
+    _, env = store
+    wrong_key = {**env, "S3DYNAMO_KEYS": f"test:{_b64(os.urandom(32))}"}
+    other_id = {**env, "S3DYNAMO_KEYS": f"other:{_b64(os.urandom(32))}"}
+    no_settings = {k: v for k, v in env.items() if not k.startswith("S3DYNAMO_")}
+    no_credentials = {
+        k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    }
+    calls: dict[str, tuple[Mapping[str, str | None], tuple[str, ...]]] = {
+        "threads_json": (env, ("threads", "--limit", "2", "--json")),
+        "threads_text": (env, ("threads", "--limit", "2")),
+        "threads_bad_token": (env, ("threads", "--page-token", "nonsense!")),
+        "history_json": (env, ("history", "bob", "--json")),
+        "history_text": (env, ("history", "bob")),
+        "show_json": (env, ("show", "alice", "--json")),
+        "diff_json": (env, ("diff", "alice", "--json")),
+        "stats_json": (env, ("stats", "--json")),
+        "stats_text": (env, ("stats", "bob")),
+        "unknown_thread": (env, ("history", "nobody")),
+        "wrong_key": (wrong_key, ("show", "alice")),
+        "other_key_id": (other_id, ("show", "alice")),
+        "missing_table": (env, ("threads", "--table", "no-such-table")),
+        "no_settings": (no_settings, ("threads",)),
+        "no_credentials": (no_credentials, ("threads",)),
+        "usage": (env, ("history",)),
+    }
+    return dict(zip(calls, run_all(*calls.values()), strict=True))
+
+
+def test_threads_pages_through_every_thread(
+    store: tuple[Sandbox, Any], reads: dict[str, Result]
+) -> None:
+    _, env = store
+    first = reads["threads_json"]
+    assert first.code == 0, first.err
+    page = first.json()
+    assert set(page) == {"threads", "next_page_token", "unreadable_records"}
+    assert len(page["threads"]) == 2 and page["next_page_token"]
+    row = page["threads"][0]
+    assert set(row) == {
+        "thread_id",
+        "checkpoints",
+        "namespaces",
+        "last_checkpoint_id",
+        "last_step",
+        "last_updated",
+    }
+    second = run(env, "threads", "--limit", "2", "--page-token", page["next_page_token"], "--json")
+    rest = second.json()
+    assert rest["next_page_token"] is None
+    seen = [r["thread_id"] for r in page["threads"] + rest["threads"]]
+    assert sorted(seen) == sorted(THREADS)
+    # Most recently updated first: carol was written last.
+    assert seen[0] == "carol"
+    by_id = {r["thread_id"]: r for r in page["threads"] + rest["threads"]}
+    assert by_id["alice"]["checkpoints"] == 9 and by_id["bob"]["checkpoints"] == 8
+
+    text = reads["threads_text"]
+    assert text.code == 0
+    assert "next page: s3dynamo threads --page-token" in text.out
+    assert all(len(line) <= 80 for line in text.out.splitlines())
+    bad = reads["threads_bad_token"]
+    assert bad.code == 2 and "page-token" in bad.err
+
+
+def test_history_lists_steps_sources_next_nodes_and_interrupts(reads: dict[str, Result]) -> None:
+    r = reads["history_json"]
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["thread_id"] == "bob"
+    rows = data["checkpoints"]
+    assert set(rows[0]) == {
+        "checkpoint_id",
+        "checkpoint_ns",
+        "parent_checkpoint_id",
+        "step",
+        "source",
+        "created_at",
+        "next",
+        "interrupts",
+        "pending_writes",
+        "item_bytes",
+        "stored_bytes",
+        "referenced_bytes",
+    }
+    assert [row["step"] for row in rows] == list(range(6, -2, -1))
+    latest = rows[0]
+    assert latest["next"] == ["approve"]
+    assert latest["interrupts"][0]["value"] == {
+        "question": "Approve a refund for this customer?"
+    }
+    assert rows[-1]["source"] == "input" and rows[-1]["next"] == ["__start__"]
+    # The 200 KB order is stored once as a value (and once as the write that set it).
+    big = [row for row in rows if row["stored_bytes"] > 10_000]
+    assert [row["step"] for row in big] == [1, 0]
+    assert all(row["referenced_bytes"] > 10_000 for row in rows[:-2])
+
+    text = reads["history_text"]
+    assert text.code == 0
+    assert "approve (1 interrupt)" in text.out
+    assert latest["checkpoint_id"][-12:] in text.out
+    assert all(len(line) <= 80 for line in text.out.splitlines())
+
+
+def test_show_and_diff(store: tuple[Sandbox, Any], reads: dict[str, Result]) -> None:
+    _, env = store
+    shown = reads["show_json"]
+    assert shown.code == 0, shown.err
+    state = shown.json()
+    assert set(state) == {
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "created_at",
+        "step",
+        "source",
+        "metadata",
+        "next",
+        "values",
+        "internal_channels",
+        "pending_writes",
+        "interrupts",
+    }
+    messages = state["values"]["messages"]
+    assert [m["type"] for m in messages] == ["human", "ai"] * 3
+    assert messages[-1]["content"] == "A supervisor approved your refund."
+    assert state["values"]["refund_approved"] is True
+    assert len(state["values"]["order"]["lines"]) == 2000
+
+    d = reads["diff_json"]
+    assert d.code == 0, d.err
+    change = d.json()
+    assert set(change) == {"thread_id", "checkpoint_ns", "from", "to", "changes"}
+    by_channel = {c["channel"]: c for c in change["changes"]}
+    assert [m["content"] for m in by_channel["messages"]["messages_added"]] == [
+        "A supervisor approved your refund."
+    ]
+    assert by_channel["refund_approved"]["change"] == "added"
+
+    # The interrupted thread, by a short id as `history` prints it; and a diff of two
+    # named checkpoints: the first turn against the interrupted one.
+    history = reads["history_json"].json()["checkpoints"]
+    short = history[0]["checkpoint_id"][-12:]
+    first, last = history[-3]["checkpoint_id"], history[0]["checkpoint_id"]
+    text, delta = run_all((env, ("show", "bob", short)), (env, ("diff", "bob", first, last)))
+    assert text.code == 0, text.err
+    assert "interrupts  1" in text.out
+    assert '{"question": "Approve a refund for this customer?"}' in text.out
+    assert "human: I want a refund" in text.out
+    assert delta.code == 0, delta.err
+    assert "messages: 3 messages added" in delta.out
+    assert "+ human: my kettle is late" in delta.out
+
+
+def test_stats_reports_sizes_ratios_and_cost(
+    store: tuple[Sandbox, Any], reads: dict[str, Result]
+) -> None:
+    sandbox, _ = store
+    r = reads["stats_json"]
+    assert r.code == 0, r.err
+    s = r.json()
+    assert s["threads"] == 3 and s["checkpoints"] == 25
+    items = sandbox.dynamodb.scan(TableName=sandbox.table)["Items"]
+    objects = sandbox.s3.list_objects_v2(Bucket=sandbox.bucket)["Contents"]
+    assert s["items"]["count"] == len(items)
+    assert s["objects"] == {
+        "count": len(objects),
+        "bytes": sum(o["Size"] for o in objects),
+        "unreferenced": 0,
+    }
+    assert s["stored_bytes"] == s["items"]["bytes"] + s["objects"]["bytes"]
+    assert s["compression_ratio"] > 2 and s["reuse_ratio"] > 2
+    order = next(c for c in s["channels"] if c["channel"] == "order")
+    assert order["values"] == 3 and order["objects"] == 3 and order["references"] == 19
+    cost = s["cost"]
+    assert cost["dynamodb_gb_month"] == 0.25 and cost["s3_gb_month"] == 0.023
+    expected = (s["items"]["bytes"] + 100 * s["items"]["count"]) / 2**30 * 0.25
+    assert cost["dynamodb_monthly"] == pytest.approx(expected)
+    assert cost["total_monthly"] == pytest.approx(cost["dynamodb_monthly"] + cost["s3_monthly"])
+
+    one = reads["stats_text"]
+    assert one.code == 0 and "monthly storage cost" in one.out
+
+
+def test_verify_catches_tampered_missing_and_orphaned(s3dynamo_server_sandbox: Sandbox) -> None:
+    sandbox = s3dynamo_server_sandbox
+    populate(sandbox, ["alice", "bob"])
+    env = sandbox.environment()
+    clean = run(env, "verify", "--json")
+    assert clean.code == 0, clean.out + clean.err
+    assert clean.json()["ok"] is True and clean.json()["problems"] == []
+
+    s3, bucket = sandbox.s3, sandbox.bucket
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    tampered = keys[0]
+    body = bytearray(s3.get_object(Bucket=bucket, Key=tampered)["Body"].read())
+    body[-5] ^= 0x01
+    s3.put_object(Bucket=bucket, Key=tampered, Body=bytes(body))
+    # An object of this deployment's shape that no item references.
+    orphan = tampered.rsplit("/", 1)[0] + "/" + "A" * 21 + "Q"
+    s3.put_object(Bucket=bucket, Key=orphan, Body=b"left behind by a crashed writer")
+    missing = keys[1]
+    s3.delete_object(Bucket=bucket, Key=missing)
+
+    r, text, plan = run_all(
+        (env, ("verify", "--json")), (env, ("verify",)), (env, ("gc", "--grace", "0", "--json"))
+    )
+    assert r.code == 1, r.err
+    report = r.json()
+    assert set(report) == {"thread_id", "ok", "checked", "problems", "hint"}
+    assert report["ok"] is False
+    found = {(p["kind"], p["key"]) for p in report["problems"]}
+    assert ("tampered", tampered) in found
+    assert ("unreferenced", orphan) in found
+    assert ("missing", missing) in found
+    assert set(report["problems"][0]) == {
+        "kind",
+        "where",
+        "key",
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "detail",
+    }
+    assert text.code == 1
+    assert "TAMPERED: object" in text.out and "UNREFERENCED: object" in text.out
+
+    # Garbage collection: the plan first, then only with --yes.
+    assert plan.code == 0, plan.err
+    assert plan.json()["plan"]["objects"] == 1 and plan.json()["executed"] is False
+    done = run(env, "gc", "--grace", "0", "--yes", "--json")
+    assert done.json()["result"] == {"deleted": 1}
+    assert orphan not in {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+
+
+def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(
+    s3dynamo_server_sandbox: Sandbox,
+) -> None:
+    sandbox = s3dynamo_server_sandbox
+    populate(sandbox, ["alice", "bob"])
+    env = sandbox.environment()
+
+    new = Keyring(keys={"new": os.urandom(32)}, active="new")
+    rotated = {**env, "S3DYNAMO_KEYS": f"new:{_b64(new.keys['new'])},{env['S3DYNAMO_KEYS']}"}
+    plan, copy, exists, rotation = run_all(
+        (env, ("delete", "bob")),
+        (env, ("copy", "alice", "alice-copy", "--yes", "--json")),
+        (env, ("copy", "alice", "bob", "--yes")),
+        (rotated, ("reencrypt", "--json")),
+    )
+    assert plan.code == 0 and "delete thread bob: 8 checkpoints" in plan.out
+    assert "nothing changed" in plan.out
+    assert copy.code == 0, copy.err
+    assert copy.json()["plan"]["checkpoints"] == 9 and copy.json()["executed"] is True
+    assert exists.code == 2 and "already has checkpoints" in one_line_error(exists)
+    # Key rotation: a new active key, the old one still in the keyring.
+    assert rotation.json()["plan"]["active_key"] == "new"
+    assert rotation.json()["plan"]["stale_item_blobs"] > 0
+    assert rotation.json()["executed"] is False
+
+    pruned, deleted, resealed = run_all(
+        (env, ("prune", "alice-copy", "--yes")),
+        (env, ("delete", "bob", "--yes")),
+        (rotated, ("reencrypt", "alice", "--yes", "--json")),
+    )
+    assert pruned.code == 0 and "keep 1, remove 8" in pruned.out
+    assert deleted.code == 0
+    assert resealed.json()["result"]["resealed"] > 0
+
+    only_new = {**env, "S3DYNAMO_KEYS": f"new:{_b64(new.keys['new'])}"}
+    listed, after = run_all((rotated, ("threads", "--json")), (only_new, ("verify", "alice")))
+    assert sorted(t["thread_id"] for t in listed.json()["threads"]) == ["alice", "alice-copy"]
+    assert after.code == 0, after.out + after.err
+
+
+def _b64(raw: bytes) -> str:
+    import base64
+
+    return base64.b64encode(raw).decode()
+
+
+def test_errors_are_one_line_with_the_fix(reads: dict[str, Result]) -> None:
+    unknown = reads["unknown_thread"]
+    assert unknown.code == 2
+    assert "thread 'nobody' has no checkpoints" in one_line_error(unknown)
+
+    r = reads["wrong_key"]
+    assert r.code == 2
+    assert "sealing keys or naming secret differ" in one_line_error(r)
+    r = reads["other_key_id"]
+    assert r.code == 2 and "add that key to S3DYNAMO_KEYS" in one_line_error(r)
+
+    missing = reads["missing_table"]
+    assert missing.code == 2
+    assert "does not exist" in one_line_error(missing)
+
+    r = reads["no_settings"]
+    assert r.code == 2 and "S3DYNAMO_TABLE" in one_line_error(r)
+
+    r = reads["no_credentials"]
+    assert r.code == 2 and "no AWS credentials" in one_line_error(r)
+
+    usage = reads["usage"]
+    assert usage.code == 2 and "Missing argument" in usage.err

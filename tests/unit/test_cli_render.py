@@ -1,0 +1,122 @@
+"""The command line's pure formatting: JSON values, diffs, next nodes, sizes, cost,
+page tokens."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.types import Interrupt, Send
+
+from langgraph.checkpoint.s3dynamo.cli import render
+
+
+def test_jsonable_turns_messages_bytes_and_sets_into_json() -> None:
+    value = {
+        "messages": [HumanMessage("hi", id="1"), AIMessage("hello", id="2")],
+        "raw": b"\x00\x01",
+        "tags": {"b", "a"},
+        "pair": (1, 2),
+    }
+    assert render.jsonable(value) == {
+        "messages": [
+            {"type": "human", "content": "hi", "id": "1"},
+            {"type": "ai", "content": "hello", "id": "2"},
+        ],
+        "raw": {"base64": "AAE="},
+        "tags": ["a", "b"],
+        "pair": [1, 2],
+    }
+
+
+def test_diff_shows_added_messages_and_changed_keys() -> None:
+    before = render.jsonable(
+        {"messages": [HumanMessage("hi", id="1")], "order": {"a": 1, "b": 2}, "n": 1}
+    )
+    after = render.jsonable(
+        {
+            "messages": [HumanMessage("hi", id="1"), AIMessage("hello", id="2")],
+            "order": {"a": 1, "b": 3, "c": 4},
+            "n": 1,
+            "done": True,
+        }
+    )
+    changes = render.diff_states(before, after)
+    assert [c["channel"] for c in changes] == ["done", "messages", "order"]
+    done, messages, order = changes
+    assert done["change"] == "added"
+    assert messages["messages_added"] == [{"type": "ai", "content": "hello", "id": "2"}]
+    assert (order["keys_added"], order["keys_removed"], order["keys_changed"]) == (
+        ["c"],
+        [],
+        ["b"],
+    )
+    assert render.diff_lines(changes) == [
+        "done: added true",
+        "messages: 1 message added",
+        "  + ai: hello",
+        'order: {"a": 1, "b": 2} -> {"a": 1, "b": 3, "c": 4}',
+        "  + c: 4",
+        "  ~ b: 3",
+    ]
+    assert render.diff_lines([]) == ["no channel changed"]
+
+
+def test_next_nodes_from_trigger_channels_and_sends() -> None:
+    checkpoint = {
+        "channel_versions": {"branch:to:a": "2.0.1", "branch:to:b": "3.0.1", "__start__": "1"},
+        "versions_seen": {"a": {"branch:to:a": "2.0.1"}, "b": {"branch:to:b": "1.0.5"}},
+        # branch:to:a was consumed; __start__ consumed too.
+        "channel_values": {"branch:to:b": None, "__pregel_tasks": [Send("worker", {"x": 1})]},
+    }
+    assert render.next_nodes(checkpoint) == ["b", "worker"]
+
+
+def test_interrupts_from_pending_writes() -> None:
+    writes = [
+        ("t1", "messages", []),
+        ("t2", "__interrupt__", [Interrupt(value={"q": "ok?"}, id="i1")]),
+    ]
+    assert render.interrupts(writes) == [{"task_id": "t2", "id": "i1", "value": {"q": "ok?"}}]
+
+
+def test_item_size_follows_dynamodb_rules() -> None:
+    item = {
+        "pk": {"S": "abc"},
+        "c": {"B": b"12345"},
+        "o": {"SS": ["x", "yz"]},
+        "iv": {"M": {"k": {"B": b"123"}}},
+    }
+    assert render.item_size(item) == (2 + 3) + (1 + 5) + (1 + 3) + (2 + 3 + 1 + 1 + 3)
+
+
+def test_monthly_cost_at_list_prices() -> None:
+    cost = render.monthly_cost(items=1000, item_bytes=2**30 - 100_000, object_bytes=2**30)
+    assert cost["dynamodb_monthly"] == pytest.approx(0.25)
+    assert cost["s3_monthly"] == pytest.approx(0.023)
+    assert cost["total_monthly"] == pytest.approx(0.273)
+    assert render.usd(0.273) == "$0.27" and render.usd(0.0000052) == "$0.000005"
+
+
+def test_page_tokens_resume_after_the_last_row() -> None:
+    rows = sorted(
+        [
+            {"thread_id": "a", "last_updated": "2026-01-02"},
+            {"thread_id": "b", "last_updated": "2026-01-03"},
+            {"thread_id": "c", "last_updated": "2026-01-02"},
+            {"thread_id": "d", "last_updated": None},
+        ],
+        key=render.thread_order,
+    )
+    assert [r["thread_id"] for r in rows] == ["b", "a", "c", "d"]
+    token = render.page_token("2026-01-02", "a")
+    assert [r["thread_id"] for r in render.after_token(rows, token)] == ["c", "d"]
+    with pytest.raises(ValueError, match="page-token"):
+        render.parse_page_token("not a token")
+
+
+def test_sizes_and_summaries() -> None:
+    assert render.human_bytes(999) == "999 B"
+    assert render.human_bytes(43_100) == "43.1 kB"
+    assert render.summary({"a": 1}) == '{"a": 1}'
+    assert render.summary(list(range(100)), 20).startswith("list of 100")
+    assert render.message_line({"type": "human", "content": "x " * 100}, 20).endswith("…")
