@@ -431,11 +431,13 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
     out.print(table)
     cost = data["cost"]
     out.print(
-        f"monthly storage cost: {render.usd(cost['total_monthly'])} "
-        f"(DynamoDB {render.usd(cost['dynamodb_monthly'])} at ${cost['dynamodb_gb_month']}/GB "
-        f"+ {cost['dynamodb_item_overhead_bytes']} B per item, S3 "
-        f"{render.usd(cost['s3_monthly'])} at ${cost['s3_gb_month']}/GB; "
-        f"{cost['region']} list prices of {cost['prices_as_of']})"
+        f"monthly storage cost {render.usd(cost['total_monthly'])}: "
+        f"DynamoDB {render.usd(cost['dynamodb_monthly'])}, S3 {render.usd(cost['s3_monthly'])}"
+    )
+    out.print(
+        f"  ({cost['region']} list prices of {cost['prices_as_of']}: DynamoDB "
+        f"${cost['dynamodb_gb_month']}/GB-month + {cost['dynamodb_item_overhead_bytes']} B "
+        f"per item, S3 ${cost['s3_gb_month']}/GB-month)"
     )
     return OK
 
