@@ -120,3 +120,22 @@ def test_sizes_and_summaries() -> None:
     assert render.summary({"a": 1}) == '{"a": 1}'
     assert render.summary(list(range(100)), 20).startswith("list of 100")
     assert render.message_line({"type": "human", "content": "x " * 100}, 20).endswith("…")
+
+
+def test_verify_and_stats_open_values_stored_as_deltas() -> None:
+    from langgraph.checkpoint.s3dynamo.cli import collect
+    from tests.unit.conftest import memory_saver
+    from tests.unit.test_deltas import chat
+
+    saver = memory_saver()
+    chat(saver, "t", 30)
+    store = saver.store
+    assert any(
+        v.base
+        for e in store.thread_entries("t")
+        for v in store.stored_values(e, store.open_body(e)).values()
+    )
+    report = collect.verify(store, "t")
+    assert report["ok"], report["problems"]
+    stats = collect.stats(store, "t")
+    assert stats
