@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.testing import Sandbox
+from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
 
 REGION = "us-east-1"
 
@@ -60,6 +60,7 @@ def aws() -> Iterator[None]:
     if BACKEND == "moto":
         from moto import mock_aws  # imported here, so the unit tier never loads moto
 
+        serialize_moto()
         with mock_aws():
             yield
     else:

@@ -17,12 +17,20 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Record, WritesRecord
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    Fence,
+    HeadMove,
+    ItemKey,
+    Lease,
+    Record,
+    WritesRecord,
+)
 from tests.scenarios import snapshot_view
 
 R = TypeVar("R")
@@ -108,11 +116,27 @@ class FaultyIndex:
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
         return self.faults.request(lambda: self.inner.run_checkpoints(run_key), writes=False)
 
-    def put_checkpoint(self, record: CheckpointRecord) -> None:
-        self.faults.request(lambda: self.inner.put_checkpoint(record))
+    def put_checkpoint(
+        self, record: CheckpointRecord, head: HeadMove, fence: Fence | None = None
+    ) -> None:
+        self.faults.request(lambda: self.inner.put_checkpoint(record, head, fence))
 
-    def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
-        self.faults.request(lambda: self.inner.merge_writes(record, last_wins))
+    def merge_writes(
+        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+    ) -> None:
+        self.faults.request(lambda: self.inner.merge_writes(record, last_wins, fence))
+
+    def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
+        self.faults.request(lambda: self.inner.drop_heads(thread_name, ns_names))
+
+    def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
+        return self.faults.request(lambda: self.inner.acquire_lease(key, owner, now_ms, ttl_ms))
+
+    def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
+        return self.faults.request(lambda: self.inner.renew_lease(lease, now_ms, ttl_ms))
+
+    def release_lease(self, lease: Lease) -> None:
+        self.faults.request(lambda: self.inner.release_lease(lease))
 
     def replace_if_unchanged(self, old: Record, new: Record) -> bool:
         return self.faults.request(lambda: self.inner.replace_if_unchanged(old, new))

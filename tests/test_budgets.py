@@ -42,7 +42,7 @@ def test_put_is_one_wave_then_one_dynamodb_write(
 ) -> None:
     cp, versions = _large_and_small(saver)
     saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
-    assert counter.calls == {"s3.PutObject": 2, "dynamodb.PutItem": 1}
+    assert counter.calls == {"s3.PutObject": 2, "dynamodb.TransactWriteItems": 1}
 
 
 def test_put_uploads_only_new_versions(saver: S3DynamoSaver, counter: RequestCounter) -> None:
@@ -56,7 +56,7 @@ def test_put_uploads_only_new_versions(saver: S3DynamoSaver, counter: RequestCou
     child["channel_values"] = dict(cp["channel_values"], small="t")
     saver.put(first, child, {"step": 2}, {"small": child["channel_versions"]["small"]})
     # The two large values are referenced, not uploaded again; the small one is inline.
-    assert counter.calls == {"dynamodb.PutItem": 1}
+    assert counter.calls == {"dynamodb.TransactWriteItems": 1}
     got = saver.get_tuple(thread_config("t"))
     assert got is not None and got.checkpoint["channel_values"] == child["channel_values"]
 
@@ -98,11 +98,12 @@ def test_graph_turn_costs(saver: S3DynamoSaver, counter: RequestCounter) -> None
     graph.invoke({"messages": [HumanMessage("hi", id="h0")]}, config)
     counter.reset()
     graph.invoke({"messages": [HumanMessage("again", id="h1")]}, config)
-    # get_tuple (1 Query); one PutItem per checkpoint (input, after __start__, after
-    # respond) and one UpdateItem per task's writes. Unchanged values are carried from
+    # get_tuple (1 Query); one TransactWriteItems per checkpoint (input, after __start__,
+    # after respond: the record and its namespace's head) and one UpdateItem per task's
+    # writes. Unchanged values are carried from
     # the item read at the start (no re-read), and every value here fits inline: no S3.
     assert counter.calls == {
         "dynamodb.Query": 1,
-        "dynamodb.PutItem": 3,
+        "dynamodb.TransactWriteItems": 3,
         "dynamodb.UpdateItem": 2,
     }

@@ -458,6 +458,8 @@ class Recorder:
         if operation.startswith("dynamodb."):
             tables = [params["TableName"]] if "TableName" in params else []
             tables += list(params.get("RequestItems", {}))
+            for item in params.get("TransactItems", []):
+                tables += [op["TableName"] for op in item.values()]
             assert tables and set(tables) == {self.env["S3DYNAMO_TABLE"]}, params
             resource = f"index/{params['IndexName']}" if "IndexName" in params else "table"
         else:

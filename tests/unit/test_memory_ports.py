@@ -6,11 +6,16 @@ import pytest
 
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StoreMissingError
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, WritesRecord
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, HeadMove, ItemKey, WritesRecord
+from tests.port_conditions import check_commit_conditions, check_lease_conditions
 
 
 def _cp(sk: str, body: bytes = b"b") -> CheckpointRecord:
     return CheckpointRecord("p", sk, body, b"m", b"t")
+
+
+def _head(sk: str) -> HeadMove:
+    return HeadMove(ItemKey("p!", "head#a"), sk.split("#")[1], None, False)
 
 
 def test_objects_are_written_once() -> None:
@@ -53,7 +58,7 @@ def test_merge_keeps_first_regular_write_and_last_special() -> None:
 def test_replace_only_if_unchanged() -> None:
     index = MemoryIndex()
     old = _cp("a#1")
-    index.put_checkpoint(old)
+    index.put_checkpoint(old, _head(old.sk))
     assert index.replace_if_unchanged(old, _cp("a#1", b"new")) is True
     assert index.replace_if_unchanged(old, _cp("a#1", b"newer")) is False
     (stored,) = index.query("p").records
@@ -63,7 +68,7 @@ def test_replace_only_if_unchanged() -> None:
 def test_stored_records_are_copies() -> None:
     index = MemoryIndex()
     record = _cp("a#1")
-    index.put_checkpoint(record)
+    index.put_checkpoint(record, _head(record.sk))
     record.inline["x"] = b"changed after the write"
     (stored,) = index.query("p").records
     assert isinstance(stored, CheckpointRecord) and stored.inline == {}
@@ -76,3 +81,11 @@ def test_missing_store_until_created() -> None:
     assert index.create_if_missing() is True and index.create_if_missing() is False
     index.write_batch(deletes=[ItemKey("p", "none")])
     assert index.run_checkpoints("r") == []
+
+
+def test_commit_conditions_hold_in_memory() -> None:
+    check_commit_conditions(MemoryIndex())
+
+
+def test_lease_conditions_hold_in_memory() -> None:
+    check_lease_conditions(MemoryIndex())

@@ -15,9 +15,13 @@ silent until the application configures logging.
 import logging
 
 from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
     IntegrityError,
     InvalidConfigError,
+    ItemTooLargeError,
     KeyNotFoundError,
+    LeaseLostError,
+    LeaseTimeoutError,
     ObjectNotFoundError,
     PlaintextRefusedError,
     S3DynamoError,
@@ -31,10 +35,14 @@ from langgraph.checkpoint.s3dynamo.sealing import Keyring
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "ConcurrentUpdateError",
     "IntegrityError",
     "InvalidConfigError",
+    "ItemTooLargeError",
     "KeyNotFoundError",
     "Keyring",
+    "LeaseLostError",
+    "LeaseTimeoutError",
     "ObjectNotFoundError",
     "PlaintextRefusedError",
     "S3DynamoError",

@@ -8,6 +8,10 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        any other failure talking to S3 or DynamoDB
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
+    ├── ItemTooLargeError (InvalidConfigError)  a checkpoint would not fit one index item
+    ├── ConcurrentUpdateError               another run moved the thread on: retry the run
+    │   ├── LeaseTimeoutError               thread_lock not acquired within its wait
+    │   └── LeaseLostError                  the lease was taken over: this holder's write refused
     └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
         ├── ObjectNotFoundError             the index references an object that is gone
         ├── KeyNotFoundError                sealed under a key id missing from the keyring
@@ -38,6 +42,27 @@ class StorageError(S3DynamoError):
 
 class ThreadExistsError(S3DynamoError, ValueError):
     """The target of `copy_thread` already holds checkpoints."""
+
+
+class ItemTooLargeError(InvalidConfigError):
+    """A checkpoint's metadata or body would not fit one index item (DynamoDB's 400 KB);
+    refused before any request, naming what is too large."""
+
+
+class ConcurrentUpdateError(S3DynamoError):
+    """Another run committed to this thread (namespace) since this run loaded its latest
+    checkpoint. Nothing of this write is visible; retry the run (it loads the new latest
+    state), or serialize runs with `saver.thread_lock(thread_id)`."""
+
+
+class LeaseTimeoutError(ConcurrentUpdateError):
+    """`thread_lock` did not get the thread's lease within its `wait`: another holder
+    keeps it. Retry later, or wait longer."""
+
+
+class LeaseLostError(ConcurrentUpdateError):
+    """A write under `thread_lock` was refused: the lease expired and another holder took
+    it over (fencing). Nothing of this write is visible."""
 
 
 class IntegrityError(S3DynamoError):

@@ -23,7 +23,7 @@ from langgraph.checkpoint.s3dynamo.codec import (
     write_id,
 )
 from langgraph.checkpoint.s3dynamo.errors import StorageError, ThreadExistsError
-from langgraph.checkpoint.s3dynamo.naming import checkpoint_sk, writes_sk
+from langgraph.checkpoint.s3dynamo.naming import checkpoint_sk, parse_sk, writes_sk
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
@@ -287,6 +287,13 @@ def delete_for_runs(store: ThreadStore, run_ids: Sequence[str]) -> None:
         ]
 
     doomed = [k for keys in parallel(record_keys, found) for k in keys]
+    # Heads first: one may name a checkpoint about to go, and would then hold every later
+    # commit there to it. Without a head the next commit is not held to any parent.
+    touched: dict[str, set[str]] = {}
+    for key in found:
+        touched.setdefault(key.pk, set()).add(parse_sk(key.sk)[0])
+    for thread_name, ns_names in sorted(touched.items()):
+        store.index.drop_heads(thread_name, ns_names)
     if doomed:
         # Interrupted, some of the runs' checkpoints remain, each whole; a repeat finishes.
         store.delete_records(doomed)

@@ -10,6 +10,12 @@ Layout inside one thread's partition (`pk` = thread name):
     sk = <ns>#<checkpoint_id>              checkpoint item
     sk = <ns>#<checkpoint_id>#<task>       pending writes of one task at that checkpoint
 
+Control items (a namespace's head, the thread's lease) live in a partition of their own,
+`<pk>!`, so queries over a thread's partition never meet them:
+
+    pk = <thread>!  sk = head#<ns>         id of the namespace's newest checkpoint
+    pk = <thread>!  sk = lease             the thread's lease: holder, expiry, fencing token
+
 Checkpoint ids are time-ordered, so a descending Query over `<ns>#` meets the newest
 checkpoint (after its own writes) first. Objects live at `<prefix><pk>/<leaf>`, so a
 thread's objects share one key prefix.
@@ -24,6 +30,10 @@ import hmac
 NAMING_LABEL = b"s3dynamo/v1/naming"
 UNKEYED_LABEL = b"s3dynamo/v1/unkeyed/"
 SEPARATOR = "#"
+# Thread names are base64url, which never contains "!": control partitions never collide.
+CONTROL_SUFFIX = "!"
+HEAD_PREFIX = "head#"
+LEASE_SK = "lease"
 
 
 def _b64(raw: bytes) -> str:
@@ -111,3 +121,16 @@ def parse_sk(sk: str) -> tuple[str, str, str | None]:
 
 def object_key(prefix: str, thread_name: str, leaf: str) -> str:
     return f"{prefix}{thread_name}/{leaf}"
+
+
+def control_pk(thread_name: str) -> str:
+    """Partition of a thread's control items (heads and lease)."""
+    return thread_name + CONTROL_SUFFIX
+
+
+def is_control_pk(pk: str) -> bool:
+    return pk.endswith(CONTROL_SUFFIX)
+
+
+def head_sk(ns_name: str) -> str:
+    return HEAD_PREFIX + ns_name

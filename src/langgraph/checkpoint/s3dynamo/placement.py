@@ -20,6 +20,10 @@ from __future__ import annotations
 DEFAULT_INLINE_MAX = 8192
 # Inline bytes allowed in one record, whatever inline_max is.
 ITEM_INLINE_BUDGET = 64 * 1024
+# Largest index record written: DynamoDB's item limit (400 KB) less some headroom.
+# Records are kept below it by construction (inline budget) except for what LangGraph
+# hands over whole: the checkpoint body and the metadata, refused past it.
+ITEM_MAX = 400 * 1024 - 4096
 # Regular writes of one call kept as attributes of their own; past this, they go to one
 # bundle object, since DynamoDB caps an UpdateExpression at 4 KB.
 MAX_WRITE_ATTRIBUTES = 64

@@ -16,11 +16,19 @@ chunks): request budgets are counted at this boundary.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Record, WritesRecord
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    Fence,
+    HeadMove,
+    ItemKey,
+    Lease,
+    Record,
+    WritesRecord,
+)
 
 # Where a paged query resumes; opaque to everyone but the adapter that made it.
 Cursor = object
@@ -67,13 +75,39 @@ class Index(Protocol):
         """Keys of every checkpoint record carrying this run key, across partitions."""
         ...
 
-    def put_checkpoint(self, record: CheckpointRecord) -> None:
-        """Write a checkpoint record whole (the commit point of `put`)."""
+    def put_checkpoint(
+        self, record: CheckpointRecord, head: HeadMove, fence: Fence | None = None
+    ) -> None:
+        """Write a checkpoint record whole and move its namespace's head, atomically, in
+        one request (the commit point of `put`). `ConcurrentUpdateError` if the head's
+        condition fails, `LeaseLostError` if `fence` does; then nothing is written."""
         ...
 
-    def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
+    def merge_writes(
+        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+    ) -> None:
         """Add writes to a task's record atomically: an index already present keeps its
-        first value, except those in `last_wins`, which take the new one."""
+        first value, except those in `last_wins`, which take the new one. With `fence`,
+        `LeaseLostError` (nothing written) unless the lease still carries its token."""
+        ...
+
+    def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
+        """Delete the heads of these namespaces of a thread (all of them when None), so
+        the next commit there is not held to a checkpoint maintenance removed."""
+        ...
+
+    def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
+        """Take the lease if nobody holds it or its holder's expiry has passed, with a
+        fencing token one above the last; None if someone holds it. One request."""
+        ...
+
+    def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
+        """Push a held lease's expiry out; `LeaseLostError` if it was taken over."""
+        ...
+
+    def release_lease(self, lease: Lease) -> None:
+        """Let the lease go now if this holder still has it (the token survives, so
+        tokens only grow); nothing if it was taken over."""
         ...
 
     def replace_if_unchanged(self, old: Record, new: Record) -> bool:

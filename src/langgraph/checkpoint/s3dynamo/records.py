@@ -84,6 +84,50 @@ class WritesRecord:
 Record = CheckpointRecord | WritesRecord
 
 
+def record_size(record: Record) -> int:
+    """Bytes the record takes as an index item, counted as DynamoDB counts them (names
+    and values), with a little room for the attribute names the adapter adds."""
+    if isinstance(record, WritesRecord):
+        parts = [len(record.task_ref), len(record.bundle or "")]
+        parts += [len(v) + 8 for v in record.writes.values()]
+    else:
+        parts = [len(record.body), len(record.metadata), len(record.thread_ref)]
+        parts += [len(record.run_key or ""), *(len(o) + 1 for o in record.objects)]
+        parts += [len(k) + len(v) + 2 for k, v in record.inline.items()]
+    return len(record.pk) + len(record.sk) + sum(parts) + 64
+
+
+class HeadMove(NamedTuple):
+    """How committing a checkpoint moves its namespace's head (the id of the newest
+    checkpoint, kept in a control item): to `to`, and, when `expect_parent`, only if the
+    head still names `parent` (a new namespace: `parent` None, no head yet), is absent
+    (threads written before heads existed, or after maintenance removed it), or already
+    names `to` (a repeat of this very commit)."""
+
+    key: ItemKey
+    to: str
+    parent: str | None
+    expect_parent: bool
+
+
+class Fence(NamedTuple):
+    """A write made under a thread's lease: refused unless the lease still carries
+    `token` (nobody took it over)."""
+
+    key: ItemKey
+    token: int
+
+
+class Lease(NamedTuple):
+    """A held lease: who holds it, its fencing token, and when it lapses (ms since the
+    epoch, the holder's clock)."""
+
+    key: ItemKey
+    owner: str
+    token: int
+    expires_ms: int
+
+
 def owner_sk(sk: str) -> str:
     """Sort key of the checkpoint a record belongs to: itself, or a writes record's owner."""
     return sk.rsplit(SEPARATOR, 1)[0] if sk.count(SEPARATOR) == 2 else sk

@@ -17,6 +17,7 @@ import logging
 import os
 import random
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import timedelta
 from typing import Any
 
@@ -33,7 +34,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import gc, history, maintenance
+from langgraph.checkpoint.s3dynamo import gc, history, lease, maintenance
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.config import (
     checkpoint_id_of,
@@ -50,6 +51,11 @@ from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
 from langgraph.checkpoint.s3dynamo.thread_store import Entry, ThreadStore
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# botocore's retry budget per request (first try included), in its "standard" mode:
+# exponential backoff with jitter on throttling and transient errors, a retry quota.
+DEFAULT_MAX_ATTEMPTS = 5
+# Connections per client: every parallel wave shares one pool of this many workers.
+MAX_POOL_CONNECTIONS = 32
 # Maintenance is logged at INFO with threads named by their keyed hash (as stored), never
 # by id: a thread id is often a user id, and logs leave the sealed store.
 log = logging.getLogger(__name__)
@@ -84,6 +90,15 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         object_cache_bytes: Objects this process wrote or read lately are kept up to this
             many bytes, so a warm process does not GET them again (see
             `object_cache.py`); 0 turns the cache off.
+        max_attempts: Attempts per AWS request (first try included) for the clients the
+            saver builds, with botocore's `standard` retry mode. Clients you pass keep
+            their own settings.
+
+    Concurrent runs on one thread: a run that loaded the latest checkpoint and finds,
+    when it writes, that another run committed to the thread since, fails with
+    `ConcurrentUpdateError` (nothing written; retry the run). Forks (`update_state` on an
+    old checkpoint, replay from a `checkpoint_id`) are not affected. To serialize runs
+    instead, hold `thread_lock(thread_id)` around each. See docs/RELIABILITY.md.
 
     Example:
         ```python
@@ -111,6 +126,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         index: Index | None = None,
         object_store: ObjectStore | None = None,
         object_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> None:
         super().__init__(serde=serde)
         if (not table and index is None) or (not bucket and object_store is None):
@@ -120,6 +136,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             )
         if inline_max < 0:
             raise InvalidConfigError(f"inline_max must be >= 0 bytes, got {inline_max}")
+        if max_attempts < 1:
+            raise InvalidConfigError(f"max_attempts must be >= 1, got {max_attempts}")
+        self.max_attempts = max_attempts
         self.table_name = table
         self.bucket_name = bucket
         self.prefix = prefix
@@ -151,11 +170,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Build a saver from the environment.
 
         Reads `S3DYNAMO_TABLE`, `S3DYNAMO_BUCKET`, optional `S3DYNAMO_PREFIX`,
-        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_OBJECT_CACHE_BYTES`, `S3DYNAMO_KEYS`
-        (`id:base64key,...`, first is active) and `S3DYNAMO_SECRET`. Region, credentials and
-        endpoints are left to the AWS SDK's own variables (`AWS_REGION`,
-        `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_DYNAMODB`, ...).
-        Keyword arguments override what the environment says.
+        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_OBJECT_CACHE_BYTES`, `S3DYNAMO_MAX_ATTEMPTS`,
+        `S3DYNAMO_KEYS` (`id:base64key,...`, first is active) and `S3DYNAMO_SECRET`. Region,
+        credentials and endpoints are left to the AWS SDK's own variables (`AWS_REGION`,
+        `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_DYNAMODB`, ...). Keyword arguments override
+        what the environment says.
         """
         env = os.environ
         kwargs: dict[str, Any] = {
@@ -177,6 +196,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 raise InvalidConfigError(
                     f"S3DYNAMO_OBJECT_CACHE_BYTES must be a number of bytes, got {raw!r}"
                 ) from None
+        if raw := env.get("S3DYNAMO_MAX_ATTEMPTS"):
+            try:
+                kwargs["max_attempts"] = int(raw)
+            except ValueError:
+                raise InvalidConfigError(
+                    f"S3DYNAMO_MAX_ATTEMPTS must be a whole number of attempts, got {raw!r}"
+                ) from None
         if spec := env.get("S3DYNAMO_KEYS"):
             kwargs["keys"] = Keyring.parse(spec)
         if secret := env.get("S3DYNAMO_SECRET"):
@@ -189,12 +215,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def _dynamodb_index(self) -> Index:
         from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
 
-        return DynamoIndex(self.dynamodb_client or _make_client("dynamodb"), self.table_name)
+        client = self.dynamodb_client or _make_client("dynamodb", self.max_attempts)
+        return DynamoIndex(client, self.table_name)
 
     def _s3_objects(self) -> ObjectStore:
         from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
 
-        return S3Objects(self.s3_client or _make_client("s3"), self.bucket_name)
+        return S3Objects(self.s3_client or _make_client("s3", self.max_attempts), self.bucket_name)
 
     def _inner_serde(self) -> SerializerProtocol:
         # With EncryptedSerializer the sealer calls its cipher itself, after compressing.
@@ -248,6 +275,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         one Query, then one parallel wave of S3 GETs."""
         tid, ns, cid = target(config)
         entry = self.store.read_checkpoint(tid, ns, cid) if cid else self.store.read_latest(tid, ns)
+        # A run that starts from what this returns is held to it when it commits, unless
+        # the caller asked for this checkpoint by id (a fork or a replay).
+        self.store.mark_loaded(tid, ns, entry.checkpoint_id if entry else cid, latest=not cid)
         if entry is None:
             return None
         return self.store.decode([entry], remember=True)[0]
@@ -374,6 +404,32 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         log.info("garbage collection plan: %d objects, %d bytes", plan.objects, plan.bytes)
         return plan
 
+    def thread_lock(
+        self, thread_id: str, *, ttl: float = lease.DEFAULT_TTL, wait: float | None = None
+    ) -> AbstractContextManager[lease.ThreadLease]:
+        """Hold the thread's lease for the block, so runs on it go one at a time.
+
+        ```python
+        with saver.thread_lock(thread_id, ttl=120):
+            graph.invoke(inputs, {"configurable": {"thread_id": thread_id}})
+        ```
+
+        One conditional UpdateItem takes it; another holder waits up to `wait` seconds
+        (default: `ttl`, long enough for a crashed holder's lease to lapse), then
+        `LeaseTimeoutError`; `wait=0` fails fast. The lease lapses `ttl` seconds after it
+        was taken (`renew()` on the yielded lease extends it). Writes made in the block
+        carry its fencing token: if it lapsed and another holder took it, they are refused
+        with `LeaseLostError`. Details in `lease.py`."""
+        tid = thread_id_of(thread_id)
+        return lease.thread_lock(self.store, tid, ttl, ttl if wait is None else wait)
+
+    def athread_lock(
+        self, thread_id: str, *, ttl: float = lease.DEFAULT_TTL, wait: float | None = None
+    ) -> AbstractAsyncContextManager[lease.ThreadLease]:
+        """`thread_lock` for `async with`; waiting does not block the event loop."""
+        tid = thread_id_of(thread_id)
+        return lease.athread_lock(self.store, tid, ttl, ttl if wait is None else wait)
+
     # --------------------------------------------------------------------- async
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -436,9 +492,17 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         )
 
 
-def _make_client(service: str) -> Any:
+def _make_client(service: str, max_attempts: int) -> Any:
     import boto3
     from botocore.config import Config
 
-    # Enough pooled connections for one full parallel wave.
-    return boto3.client(service, config=Config(max_pool_connections=32))
+    # Retries chosen, not inherited from the environment's AWS_RETRY_MODE / config file:
+    # "standard" (backoff with jitter, retry quota, transient errors and throttling) and
+    # a stated attempt budget. Pooled connections for the shared wave pool (waves.py).
+    return boto3.client(
+        service,
+        config=Config(
+            max_pool_connections=MAX_POOL_CONNECTIONS,
+            retries={"mode": "standard", "total_max_attempts": max_attempts},
+        ),
+    )

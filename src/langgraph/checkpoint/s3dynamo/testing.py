@@ -79,6 +79,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -426,6 +427,30 @@ def moto_server(port: int = 0, *, timeout: float = 30.0) -> Iterator[str]:
                         proc.wait()
 
 
+def serialize_moto() -> None:
+    """Make moto in process answer one request at a time (idempotent).
+
+    moto's TransactWriteItems deep-copies its tables to roll back on a refused condition;
+    another request changing the table meanwhile (a parallel graph task's writes) breaks
+    that copy ("dictionary changed size during iteration"). DynamoDB has no such limit.
+    One lock around moto's request handler keeps in-process moto correct under the
+    saver's parallel requests; with moto the requests were never truly parallel anyway.
+    """
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    if getattr(BotocoreStubber, "s3dynamo_serialized", False):
+        return
+    original = BotocoreStubber.__call__
+    lock = threading.RLock()
+
+    def serialized(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return original(self, *args, **kwargs)
+
+    BotocoreStubber.__call__ = serialized  # type: ignore[method-assign]
+    BotocoreStubber.s3dynamo_serialized = True  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------- without pytest
 
 
@@ -445,6 +470,7 @@ def moto_sandbox(endpoint_url: str | None = None) -> Iterator[Sandbox]:
         if endpoint_url is None:
             from moto import mock_aws
 
+            serialize_moto()
             with mock_aws():
                 yield sandbox
         else:
@@ -484,6 +510,7 @@ def s3dynamo_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
 
     sandbox = Sandbox()
     _apply(monkeypatch, sandbox.environment())
+    serialize_moto()
     with mock_aws():
         yield sandbox
 

@@ -19,6 +19,15 @@ objects, which garbage collection (`gc.py`) removes after a grace period; a cras
 it leaves the new state. `commit_writes` does the same with one merge per (checkpoint,
 task), so a `put_writes` call becomes visible all at once or not at all.
 
+Concurrent runs. The record is written in one transaction with the namespace's head (the
+id of its newest checkpoint, a control item). A run that loaded the latest checkpoint
+(`mark_loaded(..., latest=True)`, or it wrote that checkpoint itself) commits only if the
+head still names that parent: if another run committed meanwhile, the commit raises
+`ConcurrentUpdateError` and writes nothing. A put whose parent was loaded by id (a fork:
+`update_state` on an old checkpoint, a replay) or never loaded here (direct API use)
+moves the head without condition. Under `thread_lock` every commit also carries the
+lease's fencing token and is refused (`LeaseLostError`) once another holder took it over.
+
 Reading. "Latest" is one descending query over the namespace with a small limit (the
 newest checkpoint record comes right after its own writes records); "by id" is one query
 over the checkpoint's sort-key prefix. Values kept as objects come back in one parallel
@@ -32,6 +41,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -47,26 +57,43 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, value_id
 from langgraph.checkpoint.s3dynamo.config import describe, make_config
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, ObjectNotFoundError
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    IntegrityError,
+    ItemTooLargeError,
+    LeaseLostError,
+    ObjectNotFoundError,
+)
 from langgraph.checkpoint.s3dynamo.naming import (
+    LEASE_SK,
     SEPARATOR,
     Namer,
     checkpoint_sk,
+    control_pk,
+    head_sk,
     object_key,
     parse_sk,
     writes_sk,
 )
 from langgraph.checkpoint.s3dynamo.object_cache import ObjectCache
-from langgraph.checkpoint.s3dynamo.placement import MAX_DELTA_BASE, InlineBudget, needs_bundle
+from langgraph.checkpoint.s3dynamo.placement import (
+    ITEM_MAX,
+    MAX_DELTA_BASE,
+    InlineBudget,
+    needs_bundle,
+)
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Index, ObjectStore
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
+    Fence,
+    HeadMove,
     ItemKey,
     Record,
     WritesRecord,
     is_writes_key,
     owner_sk,
     pack_bundle,
+    record_size,
     referenced_leaves,
     split_write_ref,
     unpack_bundle,
@@ -85,10 +112,18 @@ LIST_PAGE = 32
 CARRY_CACHE_SIZE = 256
 # Checkpoints a history walk keeps opened: a few long threads' worth.
 SKELETONS = 4096
+# How each recently loaded or written checkpoint was reached: as the latest (True) or by
+# id (False). Decides whether a put on it is held to the head (see the module docstring).
+LOADED_CACHE_SIZE = 4096
 # Special writes (error, interrupt, ...): the last one of an index wins.
 LAST_WINS = frozenset(WRITES_IDX_MAP.values())
 # Above every checkpoint id, so an open-ended range needs no id to bound it.
 TOP = "\uffff"
+# Leases held in this context (thread of execution or task): (store, thread name) -> fence.
+# Copied into LangGraph's worker threads and asyncio.to_thread with the context.
+HELD: ContextVar[Mapping[tuple[int, str], Fence] | None] = ContextVar(
+    "s3dynamo_held_leases", default=None
+)
 
 
 class StoredValue(NamedTuple):
@@ -163,6 +198,7 @@ class ThreadStore:
         self._carry: OrderedDict[tuple[str, str, str], StoredValues] = OrderedDict()
         self._skeletons: OrderedDict[tuple[str, str, str], Skeleton] = OrderedDict()
         self._carry_lock = threading.Lock()
+        self._loaded: OrderedDict[tuple[str, str, str | None], bool] = OrderedDict()
 
     # Two threads racing here at worst build one spare client.
     @cached_property
@@ -311,12 +347,95 @@ class ThreadStore:
                 if v.blob is not None
             },
         )
+        self.refuse_oversized(tid, ns, cid, record, metadata)
+        head = HeadMove(
+            ItemKey(control_pk(pk), head_sk(self.namer.namespace(tid, ns))),
+            cid,
+            parent_id,
+            self.loaded_as_latest(tid, ns, parent_id),
+        )
+        fence = self.fence(tid)
         if uploads:
             self.upload(uploads)
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
-        self.index.put_checkpoint(record)
+        try:
+            self.index.put_checkpoint(record, head, fence)
+        except LeaseLostError as exc:
+            raise LeaseLostError(
+                f"{describe(tid, ns, cid)}: not written: the thread's lease expired and "
+                "another holder took it over; this run must stop (its writes are refused). "
+                "Use a longer ttl or renew the lease during long runs"
+            ) from exc
+        except ConcurrentUpdateError as exc:
+            raise ConcurrentUpdateError(
+                f"{describe(tid, ns, cid)}: not written: another run committed to this "
+                f"thread since this run loaded checkpoint {parent_id or '(none: a new thread)'} "
+                f"as the latest ({exc}). Retry the run: it will load the new latest state. "
+                "To run one at a time instead, wrap runs in saver.thread_lock(thread_id)"
+            ) from exc
         self.remember(tid, ns, cid, stored)
+        self.mark_loaded(tid, ns, cid, latest=True)
         return cid
+
+    def refuse_oversized(
+        self, tid: str, ns: str, cid: str, record: CheckpointRecord, metadata: Mapping[str, Any]
+    ) -> None:
+        """Raise `ItemTooLargeError` before any request if the record would exceed an index
+        item's limit, naming the metadata key (usually a string LangGraph copied from
+        config["configurable"]) or the part of the checkpoint that is too large."""
+        size = record_size(record)
+        if size <= ITEM_MAX:
+            return
+        what = describe(tid, ns, cid)
+        if len(record.metadata) >= len(record.body):
+            sizes = {str(k): len(repr(v)) for k, v in metadata.items()}
+            key = max(sizes, key=lambda k: sizes[k]) if sizes else "?"
+            raise ItemTooLargeError(
+                f"{what}: metadata is {len(record.metadata)} bytes sealed, the record "
+                f"{size} bytes, over the {ITEM_MAX}-byte limit of one index item; its largest "
+                f"key is {key!r} (about {sizes.get(key, 0)} characters). LangGraph copies "
+                "every string of config['configurable'] and the metadata you pass into the "
+                "checkpoint's metadata: keep large data in the graph state instead"
+            )
+        raise ItemTooLargeError(
+            f"{what}: the checkpoint body (channel versions and versions_seen) is "
+            f"{len(record.body)} bytes sealed, the record {size} bytes, over the "
+            f"{ITEM_MAX}-byte limit of one index item; the graph has too many channels or "
+            "tasks for one checkpoint"
+        )
+
+    # ---------------------------------------------------- runs and leases
+
+    def mark_loaded(self, tid: str, ns: str, cid: str | None, *, latest: bool) -> None:
+        """Record how a checkpoint was loaded (or written): as the latest of its namespace,
+        or by id. `cid` None: the namespace was found empty."""
+        with self._carry_lock:
+            self._loaded[(tid, ns, cid)] = latest
+            self._loaded.move_to_end((tid, ns, cid))
+            while len(self._loaded) > LOADED_CACHE_SIZE:
+                self._loaded.popitem(last=False)
+
+    def loaded_as_latest(self, tid: str, ns: str, cid: str | None) -> bool:
+        with self._carry_lock:
+            return self._loaded.get((tid, ns, cid), False)
+
+    def lease_key(self, tid: str) -> ItemKey:
+        return ItemKey(control_pk(self.namer.thread(tid)), LEASE_SK)
+
+    def fence(self, tid: str) -> Fence | None:
+        """The fence of the lease this context holds on the thread, if any."""
+        return (HELD.get() or {}).get((id(self), self.namer.thread(tid)))
+
+    def hold(self, tid: str, fence: Fence | None) -> Any:
+        """Make this context's writes to the thread carry `fence` (None: no longer);
+        returns the token to pass to `HELD.reset`."""
+        held = dict(HELD.get() or {})
+        key = (id(self), self.namer.thread(tid))
+        if fence is None:
+            held.pop(key, None)
+        else:
+            held[key] = fence
+        return HELD.set(held)
 
     def commit_writes(
         self,
@@ -357,10 +476,17 @@ class ThreadStore:
                 leaf = self.namer.write(tid, ns, cid, task_id, idx, uuid.uuid4().hex)
                 uploads.append((self.object_key(tid, leaf), blob))
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
+        fence = self.fence(tid)
         if uploads:
             self.upload(uploads)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
-        self.index.merge_writes(record, LAST_WINS)
+        try:
+            self.index.merge_writes(record, LAST_WINS, fence)
+        except LeaseLostError as exc:
+            raise LeaseLostError(
+                f"{describe(tid, ns, cid)}: writes of task {task_id!r} not written: the "
+                "thread's lease expired and another holder took it over"
+            ) from exc
 
     # ------------------------------------------------------ where values live
 
@@ -806,6 +932,9 @@ class ThreadStore:
         `delete_records`, objects last. Interrupted, the thread reads as an earlier
         checkpoint of its history (never a checkpoint without its ancestors or its
         writes) until the call is repeated; a repeat finishes it."""
+        # Heads first: an interruption then leaves records without heads, which only
+        # relaxes the next commit's check, never blocks it.
+        self.index.drop_heads(self.namer.thread(tid))
         keys = self.thread_keys(tid)
         if keys:
             self.delete_records(keys)

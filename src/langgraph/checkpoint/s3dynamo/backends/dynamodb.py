@@ -16,6 +16,21 @@ A writes item (sk = `<ns>#<checkpoint_id>#<task>`):
     wb       S    leaf of a bundle object holding a task's regular writes, used when there
                   are more than fit one UpdateExpression (DynamoDB caps it at 4 KB)
 
+A head item (pk = `<thread>!`, sk = `head#<ns>`):
+
+    h   S    id of the namespace's newest checkpoint
+
+A lease item (pk = `<thread>!`, sk = `lease`):
+
+    o   S    holder (a random id per acquisition)
+    k   N    fencing token: grows by one with every acquisition, never reset
+    x   N    expiry, ms since the epoch (the holder's clock); 0 once released
+
+A checkpoint is committed with one TransactWriteItems: the Put of its item and the
+Update of its namespace's head (conditional for a run that loaded the latest
+checkpoint), plus, under a lease, an Update of the lease item conditional on the token.
+DynamoDB bills a transaction twice the write units of the same writes done plainly.
+
 `to_item` and `from_item` are pure; `DynamoIndex` only sends requests. Every botocore
 error leaves through `aws_errors`.
 """
@@ -24,15 +39,31 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt, translate_errors
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError
+from botocore.exceptions import BotoCoreError, ClientError
+
+from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
+    attempt,
+    error_code,
+    translate,
+    translate_errors,
+)
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    IntegrityError,
+    LeaseLostError,
+    StorageError,
+)
+from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk, head_sk, is_control_pk
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
+    Fence,
+    HeadMove,
     ItemKey,
+    Lease,
     Record,
     WritesRecord,
     is_writes_key,
@@ -51,6 +82,8 @@ Item = dict[str, Any]
 
 BODY, METADATA, REF, OBJECTS, INLINE = "c", "m", "t", "o", "iv"
 WRITE_PREFIX, BUNDLE = "w", "wb"
+HEAD = "h"
+LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
 # DynamoDB's hard limit on one BatchWriteItem.
 BATCH_WRITE_MAX = 25
 BATCH_ATTEMPTS = 8
@@ -192,6 +225,47 @@ def replace_update(old: Item, new: Item) -> dict[str, Any] | None:
     }
 
 
+def head_update(head: HeadMove) -> dict[str, Any]:
+    """The Update moving a namespace's head, conditional when the commit must find the
+    head still at its parent (or absent, or already at this very checkpoint)."""
+    update: dict[str, Any] = {
+        "Key": key_item(head.key),
+        "UpdateExpression": "SET #h = :to",
+        "ExpressionAttributeNames": {"#h": HEAD},
+        "ExpressionAttributeValues": {":to": {"S": head.to}},
+    }
+    if head.expect_parent:
+        condition = "attribute_not_exists(#h) OR #h = :to"
+        if head.parent is not None:
+            condition += " OR #h = :parent"
+            update["ExpressionAttributeValues"][":parent"] = {"S": head.parent}
+        update["ConditionExpression"] = condition
+    return update
+
+
+def fence_update(fence: Fence) -> dict[str, Any]:
+    """An Update of the lease item that changes nothing and holds only while the lease
+    still carries the writer's token: the fencing check, as an UpdateItem action."""
+    return {
+        "Key": key_item(fence.key),
+        "UpdateExpression": "SET #k = :token",
+        "ConditionExpression": "#k = :token",
+        "ExpressionAttributeNames": {"#k": LEASE_TOKEN},
+        "ExpressionAttributeValues": {":token": {"N": str(fence.token)}},
+    }
+
+
+def cancellation_codes(exc: ClientError) -> list[str]:
+    """Per-item reasons of a cancelled transaction ("None" where an item was fine)."""
+    reasons = exc.response.get("CancellationReasons")
+    if reasons:
+        return [str(r.get("Code") or "None") for r in reasons]
+    # Some implementations give them only in the message: "... [None, ConditionalCheckFailed]".
+    message = str(exc.response.get("Error", {}).get("Message", ""))
+    inside = message[message.rfind("[") + 1 : message.rfind("]")] if "[" in message else ""
+    return [part.strip() for part in inside.split(",")]
+
+
 # --------------------------------------------------------------------- adapter
 
 
@@ -295,20 +369,116 @@ class DynamoIndex:
             if start is None:
                 return found
 
-    def put_checkpoint(self, record: CheckpointRecord) -> None:
-        with translate_errors(self.resource):
-            self.client.put_item(TableName=self.table, Item=to_item(record))
+    def put_checkpoint(
+        self, record: CheckpointRecord, head: HeadMove, fence: Fence | None = None
+    ) -> None:
+        items: list[dict[str, Any]] = [
+            {"Put": {"TableName": self.table, "Item": to_item(record)}},
+            {"Update": {"TableName": self.table, **head_update(head)}},
+        ]
+        if fence is not None:
+            items.append({"Update": {"TableName": self.table, **fence_update(fence)}})
+        self._transact(items, head_at=1, fence_at=2 if fence is not None else None)
 
-    def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
+    def merge_writes(
+        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+    ) -> None:
         expression, names, values = merge_writes_update(record, last_wins)
-        with translate_errors(self.resource):
-            self.client.update_item(
-                TableName=self.table,
-                Key=key_item(record.key),
-                UpdateExpression=expression,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
+        update = {
+            "TableName": self.table,
+            "Key": key_item(record.key),
+            "UpdateExpression": expression,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        if fence is None:
+            with translate_errors(self.resource):
+                self.client.update_item(**update)
+            return
+        fenced = {"Update": {"TableName": self.table, **fence_update(fence)}}
+        self._transact([{"Update": update}, fenced], head_at=None, fence_at=1)
+
+    def _transact(
+        self, items: list[dict[str, Any]], *, head_at: int | None, fence_at: int | None
+    ) -> None:
+        """One TransactWriteItems; a refused condition becomes the error that names it."""
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if error_code(exc) != "TransactionCanceledException":
+                raise translate(exc, self.resource) from exc
+            codes = cancellation_codes(exc)
+
+            def failed(at: int | None) -> bool:
+                return at is not None and at < len(codes) and codes[at] == "ConditionalCheckFailed"
+
+            if failed(fence_at):
+                raise LeaseLostError("the lease was taken over; write refused") from exc
+            if failed(head_at):
+                raise ConcurrentUpdateError("the namespace's head moved") from exc
+            if "TransactionConflict" in codes:
+                raise ConcurrentUpdateError(
+                    "another request changed the same thread at the same moment"
+                ) from exc
+            raise translate(exc, self.resource) from exc
+        except BotoCoreError as exc:
+            raise translate(exc, self.resource) from exc
+
+    def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
+        pk = control_pk(thread_name)
+        if ns_names is None:
+            keys = [k for k in self.query_keys(pk, prefix=HEAD_PREFIX)]
+        else:
+            keys = [ItemKey(pk, head_sk(name)) for name in sorted(ns_names)]
+        self.write_batch(deletes=keys)
+
+    def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
+        out = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=("ConditionalCheckFailedException",),
+            TableName=self.table,
+            Key=key_item(key),
+            UpdateExpression="SET #o = :owner, #x = :expires ADD #k :one",
+            ConditionExpression="attribute_not_exists(#x) OR #x < :now",
+            ExpressionAttributeNames={"#o": LEASE_OWNER, "#x": LEASE_EXPIRES, "#k": LEASE_TOKEN},
+            ExpressionAttributeValues={
+                ":owner": {"S": owner},
+                ":expires": {"N": str(now_ms + ttl_ms)},
+                ":now": {"N": str(now_ms)},
+                ":one": {"N": "1"},
+            },
+            ReturnValues="ALL_NEW",
+        )
+        if out.refused is not None:
+            return None
+        token = int(out.value["Attributes"][LEASE_TOKEN]["N"])
+        return Lease(key, owner, token, now_ms + ttl_ms)
+
+    def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
+        if not self._set_expiry(lease, now_ms + ttl_ms):
+            raise LeaseLostError("the lease was taken over; it cannot be renewed")
+        return lease._replace(expires_ms=now_ms + ttl_ms)
+
+    def release_lease(self, lease: Lease) -> None:
+        self._set_expiry(lease, 0)
+
+    def _set_expiry(self, lease: Lease, expires_ms: int) -> bool:
+        out = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=("ConditionalCheckFailedException",),
+            TableName=self.table,
+            Key=key_item(lease.key),
+            UpdateExpression="SET #x = :expires",
+            ConditionExpression="#k = :token",
+            ExpressionAttributeNames={"#x": LEASE_EXPIRES, "#k": LEASE_TOKEN},
+            ExpressionAttributeValues={
+                ":expires": {"N": str(expires_ms)},
+                ":token": {"N": str(lease.token)},
+            },
+        )
+        return out.refused is None
 
     def replace_if_unchanged(self, old: Record, new: Record) -> bool:
         update = replace_update(to_item(old), to_item(new))
@@ -361,7 +531,9 @@ class DynamoIndex:
                 kwargs["ExclusiveStartKey"] = start
             with translate_errors(self.resource):
                 out = self.client.scan(**kwargs)
-            yield from (from_item(i) for i in out.get("Items", []))
+            # Control items (heads, leases) are not records.
+            items = [i for i in out.get("Items", []) if not is_control_pk(i[PARTITION_KEY]["S"])]
+            yield from (from_item(i) for i in items)
             start = out.get("LastEvaluatedKey")
             if start is None:
                 return

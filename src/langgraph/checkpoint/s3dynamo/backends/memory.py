@@ -3,7 +3,8 @@ template for a new backend.
 
 They keep the semantics the thread store relies on, not just the method names: sort-key
 order and paging with `limit`, first-write-wins merges with last-wins exceptions, the
-conditional replace, `If-None-Match` on new objects, and a missing object as
+conditional replace, the head condition and fencing of a commit (`ConcurrentUpdateError`,
+`LeaseLostError`), leases with expiry, `If-None-Match` on new objects, and a missing object as
 `ObjectNotFoundError`. Records are copied in and out, so a caller's later mutation never
 reaches what is stored. Every call is counted in `calls`, as the request counter counts
 AWS requests, so budgets can be checked without moto.
@@ -15,13 +16,27 @@ import builtins
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StoreMissingError
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    LeaseLostError,
+    ObjectNotFoundError,
+    StoreMissingError,
+)
+from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Record, WritesRecord
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    Fence,
+    HeadMove,
+    ItemKey,
+    Lease,
+    Record,
+    WritesRecord,
+)
 
 
 class MemoryIndex:
@@ -31,6 +46,9 @@ class MemoryIndex:
         self.exists = exists
         self.calls: Counter[str] = Counter()
         self._partitions: dict[str, dict[str, Record]] = {}
+        # Control items: head checkpoint ids, and leases (owner, token, expiry in ms).
+        self.heads: dict[ItemKey, str] = {}
+        self.leases: dict[ItemKey, tuple[str, int, int]] = {}
         self._lock = threading.Lock()
 
     def _count(self, name: str) -> None:
@@ -96,14 +114,59 @@ class MemoryIndex:
                 if isinstance(r, CheckpointRecord) and r.run_key == run_key
             ]
 
-    def put_checkpoint(self, record: CheckpointRecord) -> None:
+    def _check_fence(self, fence: Fence | None) -> None:
+        if fence is not None and self.leases.get(fence.key, ("", 0, 0))[1] != fence.token:
+            raise LeaseLostError("the lease was taken over; write refused")
+
+    def put_checkpoint(
+        self, record: CheckpointRecord, head: HeadMove, fence: Fence | None = None
+    ) -> None:
         with self._lock:
             self._count("put_checkpoint")
+            self._check_fence(fence)
+            now = self.heads.get(head.key)
+            if head.expect_parent and now not in (None, head.parent, head.to):
+                raise ConcurrentUpdateError(f"the head names {now}, not {head.parent}")
             self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
+            self.heads[head.key] = head.to
 
-    def merge_writes(self, record: WritesRecord, last_wins: frozenset[int]) -> None:
+    def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
+        with self._lock:
+            self._count("drop_heads")
+            pk = control_pk(thread_name)
+            for key in [k for k in self.heads if k.pk == pk]:
+                if ns_names is None or key.sk[len(HEAD_PREFIX) :] in ns_names:
+                    del self.heads[key]
+
+    def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
+        with self._lock:
+            self._count("acquire_lease")
+            _, token, expires = self.leases.get(key, ("", 0, 0))
+            if expires >= now_ms:
+                return None
+            self.leases[key] = (owner, token + 1, now_ms + ttl_ms)
+            return Lease(key, owner, token + 1, now_ms + ttl_ms)
+
+    def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
+        with self._lock:
+            self._count("renew_lease")
+            self._check_fence(Fence(lease.key, lease.token))
+            self.leases[lease.key] = (lease.owner, lease.token, now_ms + ttl_ms)
+            return lease._replace(expires_ms=now_ms + ttl_ms)
+
+    def release_lease(self, lease: Lease) -> None:
+        with self._lock:
+            self._count("release_lease")
+            owner, token, _ = self.leases.get(lease.key, ("", 0, 0))
+            if token == lease.token:
+                self.leases[lease.key] = (owner, token, 0)
+
+    def merge_writes(
+        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+    ) -> None:
         with self._lock:
             self._count("merge_writes")
+            self._check_fence(fence)
             partition = self._partitions.setdefault(record.pk, {})
             old = partition.get(record.sk)
             if not isinstance(old, WritesRecord):
@@ -147,6 +210,8 @@ class MemoryIndex:
         """An independent copy of everything stored (tests fork a store this way)."""
         twin = MemoryIndex()
         twin.write_batch(puts=self.records())
+        with self._lock:
+            twin.heads, twin.leases = dict(self.heads), dict(self.leases)
         twin.calls.clear()
         twin.exists = self.exists
         return twin

@@ -1,0 +1,90 @@
+"""The conditions of a commit and of a lease, checked on any `Index`: the in-memory twin
+(`tests/unit/test_memory_ports.py`) and DynamoDB on moto (`tests/test_concurrency.py`)
+must agree on every one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    Fence,
+    HeadMove,
+    ItemKey,
+    WritesRecord,
+)
+
+PK, HEAD, LEASE = "p", ItemKey("p!", "head#ns"), ItemKey("p!", "lease")
+
+
+def _cp(cid: str) -> CheckpointRecord:
+    return CheckpointRecord(PK, f"ns#{cid}", b"body-" + cid.encode(), b"m", b"t")
+
+
+def _ids(index: Any) -> list[str]:
+    return [r.sk for r in index.query(PK, prefix="ns#").records]
+
+
+def commit(
+    index: Any, cid: str, parent: str | None, *, check: bool = True, fence: Any = None
+) -> None:
+    index.put_checkpoint(_cp(cid), HeadMove(HEAD, cid, parent, check), fence)
+
+
+def check_commit_conditions(index: Any) -> None:
+    # A new namespace: the first commit with no parent goes; a second one is refused.
+    commit(index, "1", None)
+    with pytest.raises(ConcurrentUpdateError):
+        commit(index, "1b", None)
+    # A continuation of the head goes; a second child of the same parent is refused and
+    # writes nothing.
+    commit(index, "2", "1")
+    with pytest.raises(ConcurrentUpdateError):
+        commit(index, "2b", "1")
+    assert _ids(index) == ["ns#1", "ns#2"]
+    # A repeat of the commit that moved the head (its answer lost) goes.
+    commit(index, "2", "1")
+    # A fork (unchecked) from an old parent goes and moves the head.
+    commit(index, "3", "1", check=False)
+    with pytest.raises(ConcurrentUpdateError):
+        commit(index, "4", "2")
+    commit(index, "4", "3")
+    # Without a head (maintenance dropped it) any parent goes.
+    index.drop_heads("p", ["ns"])
+    commit(index, "5", "1")
+    assert _ids(index) == ["ns#1", "ns#2", "ns#3", "ns#4", "ns#5"]
+
+
+def check_lease_conditions(index: Any) -> None:
+    first = index.acquire_lease(LEASE, "a", 1_000, 500)
+    assert first is not None and first.token >= 1
+    # Held and unexpired: a second holder is refused.
+    assert index.acquire_lease(LEASE, "b", 1_200, 500) is None
+    commit(index, "1", None, fence=Fence(LEASE, first.token))
+    # Expired: taken over with a higher token; the first holder's writes are refused.
+    second = index.acquire_lease(LEASE, "b", 1_600, 500)
+    assert second is not None and second.token > first.token
+    with pytest.raises(LeaseLostError):
+        commit(index, "2", "1", fence=Fence(LEASE, first.token))
+    with pytest.raises(LeaseLostError):
+        index.merge_writes(
+            WritesRecord(PK, "ns#1#t", b"t", {0: b"w"}), frozenset(), Fence(LEASE, first.token)
+        )
+    with pytest.raises(LeaseLostError):
+        index.renew_lease(first, 1_700, 500)
+    assert _ids(index) == ["ns#1"]
+    index.release_lease(first)  # taken over: releasing changes nothing
+    assert index.acquire_lease(LEASE, "c", 1_700, 500) is None
+    # The holder writes, renews, releases; the next acquisition gets a higher token still.
+    commit(index, "2", "1", fence=Fence(LEASE, second.token))
+    index.merge_writes(
+        WritesRecord(PK, "ns#2#t", b"t", {0: b"w"}), frozenset(), Fence(LEASE, second.token)
+    )
+    renewed = index.renew_lease(second, 1_800, 500)
+    assert renewed.expires_ms == 2_300
+    index.release_lease(renewed)
+    third = index.acquire_lease(LEASE, "c", 1_900, 500)
+    assert third is not None and third.token > second.token
