@@ -49,13 +49,14 @@ from langgraph.checkpoint.s3dynamo.placement import DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.ports import Index, ObjectStore
 from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
 from langgraph.checkpoint.s3dynamo.thread_store import Entry, ThreadStore
+from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 # botocore's retry budget per request (first try included), in its "standard" mode:
 # exponential backoff with jitter on throttling and transient errors, a retry quota.
 DEFAULT_MAX_ATTEMPTS = 5
-# Connections per client: every parallel wave shares one pool of this many workers.
-MAX_POOL_CONNECTIONS = 32
+# Connections per client: as many as the workers of the shared wave pool (waves.py).
+MAX_POOL_CONNECTIONS = WAVE_WORKERS
 # Maintenance is logged at INFO with threads named by their keyed hash (as stored), never
 # by id: a thread id is often a user id, and logs leave the sealed store.
 log = logging.getLogger(__name__)
