@@ -82,3 +82,47 @@ def test_large_metadata_is_refused_before_any_request_naming_the_key() -> None:
     # meanwhile, invisible without their checkpoint): the thread still reads as empty.
     assert not [r for r in saver.index.records() if isinstance(r, CheckpointRecord)]
     assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+
+
+class _Cancelling:
+    """A DynamoDB client whose TransactWriteItems is cancelled with the given reasons."""
+
+    def __init__(self, *reasons: list[str]) -> None:
+        self.reasons, self.sent = list(reasons), 0
+
+    def transact_write_items(self, **_: object) -> dict[str, object]:
+        from botocore.exceptions import ClientError
+
+        self.sent += 1
+        if not self.reasons:
+            return {}
+        codes = self.reasons.pop(0)
+        raise ClientError(
+            {
+                "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                "CancellationReasons": [{"Code": c} for c in codes],
+            },
+            "TransactWriteItems",
+        )
+
+
+def test_a_transaction_cancelled_by_a_conflict_is_sent_again() -> None:
+    from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+    from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
+    from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
+    from tests.port_conditions import HEAD, LEASE, _cp
+
+    head, fence = HeadMove(HEAD, "2", "1", True), Fence(LEASE, 3)
+    conflict = ["None", "None", "TransactionConflict"]
+    client = _Cancelling(conflict, conflict)
+    DynamoIndex(client, "t").put_checkpoint(_cp("2"), head, fence)
+    assert client.sent == 3
+    with pytest.raises(ConcurrentUpdateError, match="kept changing"):
+        DynamoIndex(_Cancelling(*[conflict] * 5), "t").put_checkpoint(_cp("2"), head, fence)
+    with pytest.raises(LeaseLostError):
+        lost = ["None", "ConditionalCheckFailed", "ConditionalCheckFailed"]
+        DynamoIndex(_Cancelling(lost), "t").put_checkpoint(_cp("2"), head, fence)
+    client = _Cancelling(["None", "ConditionalCheckFailed"])
+    with pytest.raises(ConcurrentUpdateError, match="head moved"):
+        DynamoIndex(client, "t").put_checkpoint(_cp("2"), head)
+    assert client.sent == 1

@@ -38,6 +38,7 @@ error leaves through `aws_errors`.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
@@ -83,6 +84,9 @@ Item = dict[str, Any]
 BODY, METADATA, REF, OBJECTS, INLINE = "c", "m", "t", "o", "iv"
 WRITE_PREFIX, BUNDLE = "w", "wb"
 HEAD = "h"
+CHECK_FAILED = "ConditionalCheckFailed"
+# Sends of a transaction cancelled only by a conflict with another one in flight.
+TRANSACTION_ATTEMPTS = 5
 LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
 # DynamoDB's hard limit on one BatchWriteItem.
 BATCH_WRITE_MAX = 25
@@ -401,28 +405,41 @@ class DynamoIndex:
     def _transact(
         self, items: list[dict[str, Any]], *, head_at: int | None, fence_at: int | None
     ) -> None:
-        """One TransactWriteItems; a refused condition becomes the error that names it."""
-        try:
-            self.client.transact_write_items(TransactItems=items)
-        except ClientError as exc:
-            if error_code(exc) != "TransactionCanceledException":
+        """One TransactWriteItems; a refused condition becomes the error that names it.
+
+        A transaction cancelled only for a conflict (another transaction on the same item
+        in flight: parallel tasks' fenced writes all touch the lease item) was not
+        applied, so it is sent again, a few times with backoff; botocore does not retry
+        cancellations."""
+        delay = 0.01
+        for attempt_no in range(TRANSACTION_ATTEMPTS):
+            try:
+                self.client.transact_write_items(TransactItems=items)
+                return
+            except ClientError as exc:
+                if error_code(exc) != "TransactionCanceledException":
+                    raise translate(exc, self.resource) from exc
+                codes = cancellation_codes(exc)
+
+                def failed(at: int | None, codes: list[str] = codes) -> bool:
+                    return at is not None and at < len(codes) and codes[at] == CHECK_FAILED
+
+                if failed(fence_at):
+                    raise LeaseLostError("the lease was taken over; write refused") from exc
+                if failed(head_at):
+                    raise ConcurrentUpdateError("the namespace's head moved") from exc
+                if "TransactionConflict" not in codes:
+                    raise translate(exc, self.resource) from exc
+                if attempt_no + 1 == TRANSACTION_ATTEMPTS:
+                    raise ConcurrentUpdateError(
+                        "other requests kept changing the same thread's items at the same "
+                        f"moment ({TRANSACTION_ATTEMPTS} attempts)"
+                    ) from exc
+                log.warning("TransactWriteItems on %s: conflict, retrying", self.resource)
+                time.sleep(delay * random.uniform(0.5, 1.5))
+                delay *= 2
+            except BotoCoreError as exc:
                 raise translate(exc, self.resource) from exc
-            codes = cancellation_codes(exc)
-
-            def failed(at: int | None) -> bool:
-                return at is not None and at < len(codes) and codes[at] == "ConditionalCheckFailed"
-
-            if failed(fence_at):
-                raise LeaseLostError("the lease was taken over; write refused") from exc
-            if failed(head_at):
-                raise ConcurrentUpdateError("the namespace's head moved") from exc
-            if "TransactionConflict" in codes:
-                raise ConcurrentUpdateError(
-                    "another request changed the same thread at the same moment"
-                ) from exc
-            raise translate(exc, self.resource) from exc
-        except BotoCoreError as exc:
-            raise translate(exc, self.resource) from exc
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         pk = control_pk(thread_name)
