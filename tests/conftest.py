@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
@@ -122,8 +123,19 @@ def counter(clients: tuple[Any, Any]) -> RequestCounter:
     return c
 
 
+KEY_SOURCES = ("keys", "kms_key_id", "key_service", "plaintext")
+
+
 def make_saver(clients: tuple[Any, Any], **kwargs: Any) -> S3DynamoSaver:
+    """A saver on the test's clients; without a key source it stores plaintext, chosen
+    explicitly (`plaintext=True`), as the saver requires."""
     ddb, s3 = clients
+    if (
+        not any(k in kwargs for k in KEY_SOURCES)
+        and not isinstance(kwargs.get("serde"), EncryptedSerializer)
+        and not os.environ.get("LANGGRAPH_AES_KEY")
+    ):
+        kwargs["plaintext"] = True
     kwargs.setdefault("table", getattr(clients, "table", "checkpoints"))
     kwargs.setdefault("bucket", getattr(clients, "bucket", "checkpoints-bucket"))
     return S3DynamoSaver(dynamodb_client=ddb, s3_client=s3, **kwargs)

@@ -24,6 +24,7 @@ from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObj
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
+    ControlRecord,
     Fence,
     HeadMove,
     ItemKey,
@@ -157,6 +158,13 @@ class FaultyIndex:
     def scan(self) -> Iterator[Record]:
         return self.faults.request(self.inner.scan, writes=False)
 
+    # The control partition (deployment record) passes through: faults target threads.
+    def read_control(self) -> dict[str, ControlRecord]:
+        return self.inner.read_control()
+
+    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
+        return self.inner.put_control(record, expected_version)
+
     def create_if_missing(self) -> bool:
         return self.inner.create_if_missing()
 
@@ -189,6 +197,9 @@ class FaultyObjects:
             lambda: self.inner.delete_unchanged(objects),
             lambda: self.inner.delete_unchanged(list(objects)[::2]),
         )
+
+    def probe(self, prefix: str) -> None:
+        self.inner.probe(prefix)
 
     def create_if_missing(self) -> bool:
         return self.inner.create_if_missing()

@@ -22,6 +22,7 @@ def test_from_env_makes_no_request_and_builds_no_client(monkeypatch: Any) -> Non
     monkeypatch.setenv("S3DYNAMO_TABLE", "t")
     monkeypatch.setenv("S3DYNAMO_BUCKET", "b")
     monkeypatch.setenv("S3DYNAMO_PREFIX", "agents/")
+    monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
     saver = S3DynamoSaver.from_env()
     assert (saver.table_name, saver.bucket_name, saver.prefix) == ("t", "b", "agents/")
     # The ports (and their boto3 clients) are built on first use, not here.

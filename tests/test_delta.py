@@ -162,6 +162,7 @@ def test_rebuild_of_thirty_turn_thread_is_three_queries_and_one_wave(
         bucket=saver.bucket_name,
         dynamodb_client=saver.dynamodb_client,
         s3_client=saver.s3_client,
+        plaintext=True,
     )
     counter.reset()
     state = delta_graph(fresh).get_state({"configurable": {"thread_id": "t"}})

@@ -102,6 +102,7 @@ def test_gc_in_a_shared_bucket_touches_only_its_own_keys(clients: tuple[Any, Any
         saver = S3DynamoSaver(
             dynamodb_client=ddb,
             s3_client=s3,
+            plaintext=True,
             table=f"{clients.table}-{n}",  # type: ignore[attr-defined]
             bucket=clients.bucket,  # type: ignore[attr-defined]
             prefix=prefix,

@@ -11,6 +11,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import (
+    CheckFailedError,
     InvalidConfigError,
     S3DynamoSaver,
     StoreMissingError,
@@ -85,11 +86,18 @@ def test_unserializable_value_writes_nothing(saver: S3DynamoSaver, counter: Requ
 def test_missing_table_and_bucket_name_the_fix(clients: tuple[Any, Any]) -> None:
     missing = f"nope-{uuid.uuid4().hex[:8]}"
     saver = make_saver(clients, table=missing, bucket=missing)
-    with pytest.raises(StoreMissingError, match=r"table 'nope-.*setup\(\).*terraform/"):
+    # The region and endpoint in use come first: a table missing here may live elsewhere.
+    where = r"\(region \S+, endpoint \S+\) does not exist.*another region.*terraform/"
+    with pytest.raises(StoreMissingError, match=rf"table 'nope-\w+' {where}"):
         saver.get_tuple(thread_config("t"))
+    with pytest.raises(CheckFailedError, match=rf"table 'nope-\w+' {where}"):
+        saver.check()
     saver.store.index.create_if_missing()
+    # check() finds the missing bucket up front, before any value is large enough for S3.
+    with pytest.raises(CheckFailedError, match=rf"bucket: .*bucket 'nope-\w+' {where}"):
+        saver.check()
     big = os.urandom(3 * saver.inline_max)
-    with pytest.raises(StoreMissingError, match=r"bucket 'nope-.*setup\(\).*terraform/"):
+    with pytest.raises(StoreMissingError, match=rf"bucket 'nope-\w+' {where}"):
         _put(saver, thread_config("t", checkpoint_ns=""), {"big": big})
 
 
@@ -111,7 +119,9 @@ def test_large_value_lands_in_s3_and_item_stays_small(
     five_mb = os.urandom(5 * 1024 * 1024)
     config = _put(saver, thread_config("t", checkpoint_ns=""), {"doc": five_mb, "n": 1})
     saver.put_writes(config, [("doc", five_mb)], "task")
-    items = ddb.scan(TableName=saver.table_name)["Items"]
+    items = [
+        i for i in ddb.scan(TableName=saver.table_name)["Items"] if i["pk"]["S"] != "#s3dynamo"
+    ]
     sizes = [sum(len(k) + len(str(v)) for k, v in i.items()) for i in items]
     # The checkpoint and writes records, and the namespace's head (a control item).
     heads = [i for i in items if i["pk"]["S"].endswith("!")]

@@ -27,6 +27,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.types import Command
 
 from langgraph.checkpoint.s3dynamo import (
+    DeploymentMismatchError,
     IntegrityError,
     KeyNotFoundError,
     PlaintextRefusedError,
@@ -485,8 +486,11 @@ def test_wrong_key_under_the_same_id_is_refused(
         other.get_tuple(config)
     assert not isinstance(exc.value, KeyNotFoundError)
     _names_thread_and_checkpoint(exc, "t-key", cid)
-    with pytest.raises(IntegrityError, match=cid):
-        list(other.list(None))
+    # Table-wide, the thread is skipped and reported (partition and key id), not raised.
+    assert list(other.list(None)) == []
+    [skipped] = other.last_skipped
+    assert (skipped.partition, skipped.key_id) == (other.namer.thread("t-key"), "a")
+    assert cid in skipped.reason
 
 
 def test_key_id_missing_from_the_keyring_is_named(
@@ -654,9 +658,11 @@ def test_langgraph_aes_key_alone_turns_encryption_on(
     # Another process with the same key reads the same state.
     again = ask_graph(make_saver(clients)).get_state(thread_config(f"{TID}-ask"))
     assert again.values["answer"] == f"you said {RESUME_MARKER}"
-    # Without the key, names differ too: the thread is not even found.
+    # Without the key, names differ too; the deployment record says so instead of
+    # showing an empty thread.
     monkeypatch.delenv("LANGGRAPH_AES_KEY")
-    assert make_saver(clients).get_tuple(thread_config(TID)) is None
+    with pytest.raises(DeploymentMismatchError, match="naming key differs"):
+        make_saver(clients).get_tuple(thread_config(TID))
 
 
 def test_thread_ids_are_opaque_even_without_encryption(clients: tuple[Any, Any]) -> None:
@@ -709,7 +715,7 @@ def test_removed_inline_value_is_an_error_not_a_missing_channel(clients: Any) ->
         {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, cp, {}, cp["channel_versions"]
     )
     ddb = clients[0]
-    item = ddb.scan(TableName=saver.table_name)["Items"][0]
+    [item] = [i for i in ddb.scan(TableName=saver.table_name)["Items"] if "iv" in i]
     del item["iv"]["M"][saver.namer.channel("t", "", "alpha")]
     ddb.put_item(TableName=saver.table_name, Item=item)
     with pytest.raises(IntegrityError, match="missing from its index item"):

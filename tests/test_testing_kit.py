@@ -168,11 +168,17 @@ def test_nothing_stored_in_plaintext(request: pytest.FixtureRequest, sandbox_fix
     for needle in needles:
         assert not [blob for blob in stored if needle in blob], needle
 
-    # The inspection does see what is stored: unsealed, the random bytes show up.
-    upload_graph(sandbox.saver(sealed=False)).invoke(
-        {"data": data, "note": "plain"}, {"configurable": {"thread_id": "plain"}}
-    )
-    assert any(data[:32] in blob for blob in sandbox.stored_bytes())
+    # The inspection does see what is stored: unsealed, the random bytes show up. (On
+    # storage of its own: the sealed deployment refuses a plaintext saver.)
+    plain = Sandbox(endpoint_url=sandbox.endpoint_url)
+    try:
+        upload_graph(plain.saver(sealed=False)).invoke(
+            {"data": data, "note": "plain"}, {"configurable": {"thread_id": "plain"}}
+        )
+        assert any(data[:32] in blob for blob in plain.stored_bytes())
+    finally:
+        if plain.endpoint_url:
+            plain.delete()
 
 
 SEEN: dict[str, tuple[str, str]] = {}

@@ -26,6 +26,11 @@ def memory_saver(
     kwargs.setdefault("secret", os.urandom(16))  # a deployment of its own
     saver = MemorySaver(index=index, object_store=objects, **kwargs)  # type: ignore[arg-type]
     saver.index, saver.objects = index, objects
+    # As setup() would: the deployment record is read (or written) now, so the request
+    # budgets below count only what an operation itself sends.
+    saver.setup()
+    index.calls.clear()
+    objects.calls.clear()
     return saver
 
 

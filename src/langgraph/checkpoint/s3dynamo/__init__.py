@@ -16,6 +16,7 @@ import logging
 
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
+    DeploymentMismatchError,
     IntegrityError,
     InvalidConfigError,
     ItemTooLargeError,
@@ -29,13 +30,21 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StoreMissingError,
     ThreadExistsError,
 )
-from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.saver import (
+    CheckFailedError,
+    CheckReport,
+    ReencryptResult,
+    S3DynamoSaver,
+)
 from langgraph.checkpoint.s3dynamo.sealing import Keyring
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "CheckFailedError",
+    "CheckReport",
     "ConcurrentUpdateError",
+    "DeploymentMismatchError",
     "IntegrityError",
     "InvalidConfigError",
     "ItemTooLargeError",
@@ -45,6 +54,7 @@ __all__ = [
     "LeaseTimeoutError",
     "ObjectNotFoundError",
     "PlaintextRefusedError",
+    "ReencryptResult",
     "S3DynamoError",
     "S3DynamoSaver",
     "StorageError",

@@ -29,6 +29,16 @@ def resolve_keys(
     secret: bytes | str | None,
 ) -> tuple[Keyring | None, bytes | None]:
     """Decide the keyring and the naming secret from arguments and the environment."""
+    keyring, naming, _ = resolve_key_source(keys, active_key, secret)
+    return keyring, naming
+
+
+def resolve_key_source(
+    keys: Mapping[str, bytes] | Keyring | None,
+    active_key: str | None,
+    secret: bytes | str | None,
+) -> tuple[Keyring | None, bytes | None, str]:
+    """The keyring, the naming secret, and where they came from (for messages)."""
     secret_bytes = secret.encode() if isinstance(secret, str) else secret
     if keys is not None:
         if isinstance(keys, Keyring):
@@ -40,7 +50,7 @@ def resolve_keys(
                 "encryption keys were given without a naming secret: expected secret=... "
                 "(or S3DYNAMO_SECRET), which names objects and is never rotated, unlike keys"
             )
-        return keyring, secret_bytes
+        return keyring, secret_bytes, "keys/S3DYNAMO_KEYS"
     if lg_key := os.environ.get("LANGGRAPH_AES_KEY"):
         # As on LangGraph's platform: the key alone turns encryption on.
         raw = lg_key.encode()
@@ -51,8 +61,9 @@ def resolve_keys(
                 "python -c 'import secrets; print(secrets.token_hex(16))'"
             )
         derived = hmac.new(raw, b"s3dynamo/v1/langgraph-aes-key", hashlib.sha256).digest()
-        return Keyring(keys={"lg": derived}, active="lg"), secret_bytes or raw
-    return None, secret_bytes
+        source = "LANGGRAPH_AES_KEY" + (" and secret/S3DYNAMO_SECRET" if secret_bytes else "")
+        return Keyring(keys={"lg": derived}, active="lg"), secret_bytes or raw, source
+    return None, secret_bytes, "secret/S3DYNAMO_SECRET" if secret_bytes else "no secret"
 
 
 def thread_id_of(value: Any) -> str:

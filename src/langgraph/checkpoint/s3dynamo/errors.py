@@ -5,6 +5,7 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
 
     S3DynamoError
     ├── InvalidConfigError (ValueError)     bad config, thread id, namespace or setting
+    ├── DeploymentMismatchError             keys or naming secret differ from the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        any other failure talking to S3 or DynamoDB
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
@@ -30,6 +31,14 @@ class S3DynamoError(Exception):
 
 class InvalidConfigError(S3DynamoError, ValueError):
     """A config, thread id, namespace or setting is malformed."""
+
+
+class DeploymentMismatchError(S3DynamoError):
+    """The saver's keys or naming secret differ from those the deployment was written with.
+
+    Raised instead of showing an empty thread (names derived from another naming key find
+    nothing) or starting a second, parallel set of names beside the first. The message
+    names key ids and fingerprints, never key bytes."""
 
 
 class StoreMissingError(S3DynamoError):

@@ -86,7 +86,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.thread_store import ThreadStore
+from langgraph.checkpoint.s3dynamo.thread_store import Skipped, ThreadStore, warn_skipped
 
 DEFAULT_GRACE = timedelta(hours=1)
 
@@ -117,6 +117,8 @@ class GcPlan:
     foreign: int = 0
     # Keys of threads with no record in this index (left to `delete_thread`).
     unindexed: int = 0
+    # Threads whose records this saver cannot open (other keys): never collected.
+    skipped: list[Skipped] = field(default_factory=list)
 
     @property
     def objects(self) -> int:
@@ -180,7 +182,10 @@ def plan_gc(
     for thread_name, objs in by_thread.items():
         if not objs:
             continue
-        live = store.live_leaves(thread_name)
+        before = len(plan.skipped)
+        live = store.live_leaves(thread_name, plan.skipped if thread_ids is None else None)
+        if len(plan.skipped) > before:
+            continue
         if live is None:
             if need_records:
                 plan.unindexed += len(objs)
@@ -191,4 +196,5 @@ def plan_gc(
             if obj.key[len(prefix) :] not in live and obj.modified < cutoff:
                 plan.candidates.setdefault(thread_name, []).append(obj.key)
                 plan.sizes[obj.key] = obj.size
+    warn_skipped("garbage collection", plan.skipped)
     return plan

@@ -22,7 +22,7 @@ from langgraph.checkpoint.s3dynamo.codec import (
     value_id,
     write_id,
 )
-from langgraph.checkpoint.s3dynamo.errors import StorageError, ThreadExistsError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError, ThreadExistsError
 from langgraph.checkpoint.s3dynamo.naming import checkpoint_sk, parse_sk, writes_sk
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
@@ -36,7 +36,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     unpack_bundle,
     write_ref,
 )
-from langgraph.checkpoint.s3dynamo.thread_store import Entry, ThreadStore
+from langgraph.checkpoint.s3dynamo.thread_store import Entry, Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 REENCRYPT_ATTEMPTS = 5
@@ -250,15 +250,24 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> None:
         store.index.write_batch(puts=[record])
 
 
-def reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> int:
-    """Rewrite every blob not sealed under the active key; returns how many."""
+def reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> tuple[int, list[Skipped]]:
+    """Rewrite every blob not sealed under the active key; returns how many, and (over
+    the whole table) the threads skipped because they do not open with these keys."""
+    skipped: list[Skipped] = []
+    table_wide = thread_ids is None
     if thread_ids is None:
-        thread_ids = sorted({e.tid for e in store.all_entries()})
+        thread_ids = sorted({e.tid for e in store.all_entries(skipped=skipped)})
     total = 0
     for tid in thread_ids:
         for _attempt in range(REENCRYPT_ATTEMPTS):
             entries = store.thread_entries(tid)
-            plan = rewrite_thread(store, tid, tid, entries, stale_only=True)
+            try:
+                plan = rewrite_thread(store, tid, tid, entries, stale_only=True)
+            except IntegrityError as exc:
+                if not table_wide:
+                    raise
+                skipped.append(Skipped(store.namer.thread(tid), None, str(exc)))
+                break
             # Objects are overwritten in place: same name, same identity, same value.
             store.overwrite(plan.objects)
             changed = [(old, new) for old, new in plan.records if old != new]
@@ -272,7 +281,8 @@ def reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> int:
                 f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
                 f"for {REENCRYPT_ATTEMPTS} attempts; run it again when the thread is quieter"
             )
-    return total
+    warn_skipped("reencrypt", skipped)
+    return total, skipped
 
 
 def delete_for_runs(store: ThreadStore, run_ids: Sequence[str]) -> None:

@@ -26,9 +26,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import threading
+from collections.abc import Callable
 
 NAMING_LABEL = b"s3dynamo/v1/naming"
 UNKEYED_LABEL = b"s3dynamo/v1/unkeyed/"
+FINGERPRINT_LABEL = "fingerprint"
 SEPARATOR = "#"
 # Thread names are base64url, which never contains "!": control partitions never collide.
 CONTROL_SUFFIX = "!"
@@ -52,14 +55,42 @@ def _encode_parts(label: str, parts: tuple[str, ...]) -> bytes:
 class Namer:
     """Derives every stored name from the identities it stands for."""
 
-    def __init__(self, secret: bytes | None) -> None:
-        self._key = hmac.new(secret, NAMING_LABEL, hashlib.sha256).digest() if secret else None
+    def __init__(self, secret: bytes | Callable[[], bytes] | None) -> None:
+        # A callable secret (one unwrapped by KMS) is resolved on first use, so building a
+        # saver makes no request.
+        self._source = secret
+        self._resolved = not callable(secret)
+        self._key = self._derive(secret) if not callable(secret) else None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _derive(secret: bytes | None) -> bytes | None:
+        return hmac.new(secret, NAMING_LABEL, hashlib.sha256).digest() if secret else None
+
+    @property
+    def keyed(self) -> bool:
+        return self._naming_key() is not None
+
+    def _naming_key(self) -> bytes | None:
+        if not self._resolved:
+            with self._lock:
+                if not self._resolved and callable(self._source):
+                    self._key = self._derive(self._source())
+                    self._resolved = True
+        return self._key
 
     def _digest(self, label: str, *parts: str) -> bytes:
         message = _encode_parts(label, parts)
-        if self._key is None:
+        key = self._naming_key()
+        if key is None:
             return hashlib.sha256(UNKEYED_LABEL + message).digest()
-        return hmac.new(self._key, message, hashlib.sha256).digest()
+        return hmac.new(key, message, hashlib.sha256).digest()
+
+    def fingerprint(self) -> str:
+        """A public fingerprint of the naming key (an HMAC of a constant under it, or the
+        unkeyed hash of that constant): equal fingerprints, equal names. Safe to store and
+        print; it reveals nothing about the key."""
+        return _b64(self._digest(FINGERPRINT_LABEL)[:12])
 
     def thread(self, thread_id: str) -> str:
         """Partition key of a thread (128 bits)."""

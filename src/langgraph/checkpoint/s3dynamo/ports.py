@@ -22,6 +22,7 @@ from typing import NamedTuple, Protocol
 
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
+    ControlRecord,
     Fence,
     HeadMove,
     ItemKey,
@@ -120,11 +121,38 @@ class Index(Protocol):
         ...
 
     def scan(self) -> Iterator[Record]:
-        """Every record of every thread (admin operations only)."""
+        """Every record of every thread (admin operations only); never the control
+        partition."""
+        ...
+
+    def read_control(self) -> dict[str, ControlRecord]:
+        """Every record of the control partition by name (one request)."""
+        ...
+
+    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
+        """Write a control record if none exists (`expected_version` None) or if the
+        stored one still has `expected_version`; False if another writer came first."""
         ...
 
     def create_if_missing(self) -> bool:
         """Create the index if absent; True if it was created."""
+        ...
+
+
+class KeyService(Protocol):
+    """Wraps data keys under a master key that never leaves the service (AWS KMS)."""
+
+    def generate_data_key(self, context: dict[str, str]) -> tuple[bytes, bytes]:
+        """A fresh 32-byte key: (plaintext, the same wrapped under the master key, bound
+        to `context`)."""
+        ...
+
+    def decrypt(self, wrapped: bytes, context: dict[str, str]) -> bytes:
+        """Unwrap a key `generate_data_key` made under the same `context`."""
+        ...
+
+    def describe(self) -> str:
+        """The master key and where it is asked for, for messages."""
         ...
 
 
@@ -147,6 +175,11 @@ class ObjectStore(Protocol):
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         """Every blob under a key prefix, with size and last modification time."""
+        ...
+
+    def probe(self, prefix: str) -> None:
+        """One cheap request proving the container exists and may be listed under
+        `prefix`; raises the error that says what to fix."""
         ...
 
     def delete(self, keys: Sequence[str]) -> None:

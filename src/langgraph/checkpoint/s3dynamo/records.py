@@ -25,6 +25,23 @@ from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.naming import SEPARATOR, parse_sk
 
+# Partition of the deployment's own records (the deployment record, the KMS keyring).
+# Thread partitions are 22 base64url characters, which never contain '#', so no thread
+# can land here.
+CONTROL_PK = "#s3dynamo"
+DEPLOYMENT_RECORD = "deployment"
+KEYRING_RECORD = "keyring"
+
+
+@dataclass
+class ControlRecord:
+    """One record of the control partition: named fields (text or bytes) and a version
+    that every conditional replace checks and bumps."""
+
+    name: str
+    fields: dict[str, str | bytes]
+    version: int = 1
+
 
 class ItemKey(NamedTuple):
     """Primary key of one record in the index."""

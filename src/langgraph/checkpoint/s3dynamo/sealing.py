@@ -36,7 +36,7 @@ import hashlib
 import hmac
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,7 @@ NONCE_SIZE = 16
 TAG_SIZE = 16
 MESSAGE_KEY_LABEL = b"s3dynamo/v1/message-key"
 SERDE_BINDING_LABEL = b"s3dynamo/v1/serde-binding"
+KEY_CHECK_LABEL = b"s3dynamo/v1/key-check"
 BINDING_SIZE = 32
 # Below this, zstd's frame header costs more than it can save.
 MIN_COMPRESS_SIZE = 64
@@ -116,6 +117,16 @@ class Keyring:
             raise InvalidConfigError("keyring spec is empty: expected 'id:base64key,...'")
         return cls(keys=keys, active=next(iter(keys)))
 
+    def fingerprints(self) -> dict[str, str]:
+        """Key id -> a public check value of the key (an HMAC of a constant under it):
+        two keys under one id differ exactly when their check values do."""
+        return {
+            key_id: base64.urlsafe_b64encode(
+                hmac.new(key, KEY_CHECK_LABEL, hashlib.sha256).digest()[:9]
+            ).decode()
+            for key_id, key in self.keys.items()
+        }
+
 
 class Sealer:
     """Turns serializer output into envelopes and back, bound to an identity."""
@@ -123,17 +134,35 @@ class Sealer:
     def __init__(
         self,
         *,
-        keyring: Keyring | None = None,
+        keyring: Keyring | Callable[[], Keyring] | None = None,
         serde_cipher: CipherProtocol | None = None,
         compression_level: int = 3,
         allow_plaintext_read: bool = False,
     ) -> None:
-        self.keyring = keyring
+        # A callable keyring (data keys unwrapped by KMS) is asked on every use; it caches
+        # what it unwrapped and follows rotations.
+        self._keyring = keyring
         self.serde_cipher = serde_cipher
         self.allow_plaintext_read = allow_plaintext_read
         self.compression_level = compression_level
         # zstd contexts are not thread-safe, and waves and async graphs seal in parallel.
         self._local = threading.local()
+
+    @property
+    def keyring(self) -> Keyring | None:
+        source = self._keyring
+        if source is None or isinstance(source, Keyring):
+            return source
+        return source()
+
+    @keyring.setter
+    def keyring(self, value: Keyring | Callable[[], Keyring] | None) -> None:
+        self._keyring = value
+
+    @property
+    def sealed(self) -> bool:
+        """True when keyring encryption is configured (without resolving a lazy keyring)."""
+        return self._keyring is not None
 
     def seal(
         self, typ: str, data: bytes, identity: bytes, *, dictionary: bytes | None = None
@@ -156,14 +185,15 @@ class Sealer:
             typ, flags = f"{typ}+{cipher_name}", flags | FLAG_SERDE_CIPHER
         type_raw = typ.encode()
         payload = bytes([len(type_raw)]) + type_raw + data
-        if self.keyring is None:
+        keyring = self.keyring
+        if keyring is None:
             return bytes([FORMAT_V1, flags, 0]) + payload
-        key_id = self.keyring.active
+        key_id = keyring.active
         flags |= FLAG_KEYRING
         kid = key_id.encode()
         header = bytes([FORMAT_V1, flags, len(kid)]) + kid
         nonce = os.urandom(NONCE_SIZE)
-        aead = AESGCM(self._message_key(key_id, nonce))
+        aead = AESGCM(self._message_key(keyring, key_id, nonce))
         return header + nonce + aead.encrypt(nonce[:12], payload, header + identity)
 
     def open(
@@ -181,10 +211,11 @@ class Sealer:
         if flags & ~(FLAG_ZSTD | FLAG_KEYRING | FLAG_SERDE_CIPHER | FLAG_DELTA):
             raise IntegrityError(f"{what}: unknown envelope flags {flags:#04x}")
         pos = 3 + kid_len
+        keyring = self.keyring
         if flags & FLAG_KEYRING:
             key_id = blob[3:pos].decode("ascii", "replace")
-            if self.keyring is None or key_id not in self.keyring.keys:
-                held = sorted(self.keyring.keys) if self.keyring else []
+            if keyring is None or key_id not in keyring.keys:
+                held = sorted(keyring.keys) if keyring else []
                 raise KeyNotFoundError(
                     f"{what}: sealed under key id {key_id!r}, which the keyring does not "
                     f"hold (it holds {held}); add that key to the keyring to read it"
@@ -192,7 +223,7 @@ class Sealer:
             nonce = blob[pos : pos + NONCE_SIZE]
             if len(nonce) < NONCE_SIZE or len(blob) < pos + NONCE_SIZE + TAG_SIZE:
                 raise IntegrityError(f"{what}: envelope is truncated ({len(blob)} bytes)")
-            aead = AESGCM(self._message_key(key_id, nonce))
+            aead = AESGCM(self._message_key(keyring, key_id, nonce))
             try:
                 payload = aead.decrypt(nonce[:12], blob[pos + NONCE_SIZE :], blob[:pos] + identity)
             except InvalidTag:
@@ -201,7 +232,7 @@ class Sealer:
                     "belongs to another thread, checkpoint, channel or version"
                 ) from None
         else:
-            if self.keyring is not None and not self.allow_plaintext_read:
+            if keyring is not None and not self.allow_plaintext_read:
                 raise PlaintextRefusedError(
                     f"{what}: stored without keyring encryption while encryption is on; "
                     "pass allow_plaintext_read=True to read it during a migration"
@@ -278,11 +309,9 @@ class Sealer:
         raw = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
         return zstandard.ZstdCompressor(level=self.compression_level, dict_data=raw)
 
-    def _message_key(self, key_id: str, nonce: bytes) -> bytes:
-        assert self.keyring is not None
-        return hmac.new(
-            self.keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, hashlib.sha256
-        ).digest()
+    @staticmethod
+    def _message_key(keyring: Keyring, key_id: str, nonce: bytes) -> bytes:
+        return hmac.new(keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, hashlib.sha256).digest()
 
 
 def _delta_decompressor(dictionary: bytes) -> zstandard.ZstdDecompressor:

@@ -259,7 +259,8 @@ class Sandbox:
 
         Args:
             sealed: Seal with the sandbox's keys and secret (default); False stores
-                compressed plaintext with unkeyed names.
+                compressed plaintext with unkeyed names (``plaintext=True``, the explicit
+                choice the saver requires).
             setup: Create the table and bucket if missing (idempotent).
             **kwargs: Further `S3DynamoSaver` arguments (``inline_max``, ``prefix``, ...).
 
@@ -269,6 +270,8 @@ class Sandbox:
         if sealed:
             kwargs.setdefault("keys", self.keys)
             kwargs.setdefault("secret", self.secret)
+        else:
+            kwargs.setdefault("plaintext", True)
         saver = S3DynamoSaver(
             dynamodb_client=self.dynamodb,
             s3_client=self.s3,
@@ -282,8 +285,9 @@ class Sandbox:
 
     def setup(self) -> None:
         """Create the table and bucket if missing (idempotent), so that code under test
-        calling ``S3DynamoSaver.from_env()`` finds them. `saver()` does it by default."""
-        self.saver(sealed=False, setup=True)
+        calling ``S3DynamoSaver.from_env()`` finds them (with the deployment record of
+        the sandbox's keys). `saver()` does it by default."""
+        self.saver(setup=True)
 
     def stored_bytes(self) -> list[bytes]:
         """Everything stored, as raw bytes: one entry per DynamoDB item (attribute names

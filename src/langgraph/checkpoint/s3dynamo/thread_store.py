@@ -151,6 +151,32 @@ class Skeleton(NamedTuple):
     writes: tuple[tuple[WritesRecord, str, str], ...]
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A thread a table-wide operation could not open, named as stored (its partition
+    key) with the key id its records are sealed under, never by thread id."""
+
+    partition: str
+    key_id: str | None
+    reason: str
+
+
+def warn_skipped(operation: str, skipped: Sequence[Skipped]) -> None:
+    """One warning per skipped thread, then a summary (logger `langgraph.checkpoint.s3dynamo`)."""
+    for s in skipped:
+        log.warning(
+            "%s: skipped thread %s (key id %s): %s", operation, s.partition, s.key_id, s.reason
+        )
+    if skipped:
+        ids = sorted({str(s.key_id) for s in skipped})
+        log.warning(
+            "%s: skipped %d thread(s) this saver cannot open (key ids %s); the rest was done",
+            operation,
+            len(skipped),
+            ", ".join(ids),
+        )
+
+
 @dataclass
 class Entry:
     """One checkpoint as read from the index, before its values are fetched."""
@@ -735,13 +761,23 @@ class ThreadStore:
         entries = self.group(self.thread_records(tid), known_tid=tid)
         return newest_first(entries, before_id)
 
-    def all_entries(self, before_id: str | None = None) -> list[Entry]:
-        """Every checkpoint of every thread, newest first (a scan: admin operations)."""
-        return newest_first(self.group(self.index.scan()), before_id)
+    def all_entries(
+        self, before_id: str | None = None, skipped: list[Skipped] | None = None
+    ) -> list[Entry]:
+        """Every checkpoint of every thread, newest first (a scan: admin operations).
+        With `skipped`, threads whose records do not open are left out and listed there."""
+        return newest_first(self.group(self.index.scan(), skipped=skipped), before_id)
 
-    def group(self, records: Iterable[Record], known_tid: str | None = None) -> list[Entry]:
+    def group(
+        self,
+        records: Iterable[Record],
+        known_tid: str | None = None,
+        skipped: list[Skipped] | None = None,
+    ) -> list[Entry]:
         """Pair checkpoint records with their writes records; learn (thread, ns) from the
-        sealed reference each checkpoint record carries."""
+        sealed reference each checkpoint record carries. With `skipped`, a partition with
+        a reference that does not open (other keys, another naming secret) is left out
+        whole and reported there instead of raising."""
         checkpoints: dict[ItemKey, CheckpointRecord] = {}
         writes: dict[ItemKey, list[WritesRecord]] = {}
         for rec in records:
@@ -750,15 +786,25 @@ class ThreadStore:
             else:
                 checkpoints[rec.key] = rec
         entries = []
+        bad: set[str] = set()
         for key, rec in checkpoints.items():
-            tid, ns = self.open_thread_ref(rec)
+            if rec.pk in bad:
+                continue
+            try:
+                tid, ns = self.open_thread_ref(rec)
+            except IntegrityError as exc:
+                if skipped is None:
+                    raise
+                bad.add(rec.pk)
+                skipped.append(Skipped(rec.pk, self.sealer.key_id_of(rec.thread_ref), str(exc)))
+                continue
             if known_tid is not None and tid != known_tid:
                 raise IntegrityError(
                     f"checkpoint {rec.checkpoint_id} in the partition of thread "
                     f"{known_tid!r} claims thread {tid!r}: the record was moved"
                 )
             entries.append(Entry(tid, ns, rec, writes.get(key, [])))
-        return entries
+        return [e for e in entries if e.record.pk not in bad]
 
     def _query_all(self, pk: str, **bounds: Any) -> Iterator[Record]:
         cursor: Cursor | None = None
@@ -769,17 +815,28 @@ class ThreadStore:
                 return
             cursor = page.cursor
 
-    def live_leaves(self, thread_name: str) -> set[str] | None:
+    def live_leaves(
+        self, thread_name: str, skipped: list[Skipped] | None = None
+    ) -> set[str] | None:
         """Every object leaf a thread's records reference (the mark of garbage
-        collection), read strongly consistent; None if the thread has no record here."""
+        collection), read strongly consistent; None if the thread has no record here.
+        With `skipped`, a thread whose first checkpoint record does not open is reported
+        there (the caller leaves it alone)."""
         live: set[str] = set()
-        found = False
+        found = tried = False
         cursor: Cursor | None = None
         while True:
             page = self.index.query(thread_name, cursor=cursor, consistent=True)
             for rec in page.records:
                 found = True
                 live |= referenced_leaves(rec)
+                if skipped is not None and not tried and isinstance(rec, CheckpointRecord):
+                    tried = True
+                    try:
+                        self.open_thread_ref(rec)
+                    except IntegrityError as exc:
+                        key_id = self.sealer.key_id_of(rec.thread_ref)
+                        skipped.append(Skipped(rec.pk, key_id, str(exc)))
             if page.cursor is None:
                 return live if found else None
             cursor = page.cursor

@@ -48,6 +48,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
     attempt,
     error_code,
+    located,
     translate,
     translate_errors,
 )
@@ -60,7 +61,9 @@ from langgraph.checkpoint.s3dynamo.errors import (
 from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk, head_sk, is_control_pk
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
+    CONTROL_PK,
     CheckpointRecord,
+    ControlRecord,
     Fence,
     HeadMove,
     ItemKey,
@@ -82,6 +85,8 @@ log = logging.getLogger(__name__)
 Item = dict[str, Any]
 
 BODY, METADATA, REF, OBJECTS, INLINE = "c", "m", "t", "o", "iv"
+# Version of a control record (deployment record, KMS keyring), checked on replace.
+CONTROL_VERSION = "v"
 WRITE_PREFIX, BUNDLE = "w", "wb"
 HEAD = "h"
 CHECK_FAILED = "ConditionalCheckFailed"
@@ -279,7 +284,7 @@ class DynamoIndex:
     def __init__(self, client: Any, table: str) -> None:
         self.client = client
         self.table = table
-        self.resource = f"DynamoDB table {table!r}"
+        self.resource = located(f"DynamoDB table {table!r}", client)
 
     def query(
         self,
@@ -548,12 +553,59 @@ class DynamoIndex:
                 kwargs["ExclusiveStartKey"] = start
             with translate_errors(self.resource):
                 out = self.client.scan(**kwargs)
-            # Control items (heads, leases) are not records.
-            items = [i for i in out.get("Items", []) if not is_control_pk(i[PARTITION_KEY]["S"])]
+            # Control items (heads, leases; the deployment's keyring) are not records.
+            items = [
+                i
+                for i in out.get("Items", [])
+                if not is_control_pk(i[PARTITION_KEY]["S"]) and i[PARTITION_KEY]["S"] != CONTROL_PK
+            ]
             yield from (from_item(i) for i in items)
             start = out.get("LastEvaluatedKey")
             if start is None:
                 return
+
+    def read_control(self) -> dict[str, ControlRecord]:
+        items, _ = self._query(CONTROL_PK, consistent=True)
+        out = {}
+        for item in items:
+            fields: dict[str, str | bytes] = {
+                name: value["S"] if "S" in value else bytes(value["B"])
+                for name, value in item.items()
+                if name not in (PARTITION_KEY, SORT_KEY, CONTROL_VERSION)
+            }
+            name = item[SORT_KEY]["S"]
+            out[name] = ControlRecord(name, fields, int(item[CONTROL_VERSION]["N"]))
+        return out
+
+    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
+        item: Item = {
+            PARTITION_KEY: {"S": CONTROL_PK},
+            SORT_KEY: {"S": record.name},
+            CONTROL_VERSION: {"N": str(record.version)},
+        }
+        for name, value in record.fields.items():
+            item[name] = {"S": value} if isinstance(value, str) else {"B": value}
+        condition: dict[str, Any] = (
+            {
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
+            }
+            if expected_version is None
+            else {
+                "ConditionExpression": "#v = :v",
+                "ExpressionAttributeNames": {"#v": CONTROL_VERSION},
+                "ExpressionAttributeValues": {":v": {"N": str(expected_version)}},
+            }
+        )
+        out = attempt(
+            self.resource,
+            self.client.put_item,
+            tolerate=("ConditionalCheckFailedException",),
+            TableName=self.table,
+            Item=item,
+            **condition,
+        )
+        return out.refused is None
 
     def create_if_missing(self) -> bool:
         """Create the table (and wait for it); False if it already existed."""

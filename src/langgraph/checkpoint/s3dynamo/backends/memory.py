@@ -13,6 +13,10 @@ AWS requests, so budgets can be checked without moto.
 from __future__ import annotations
 
 import builtins
+import copy
+import hashlib
+import json
+import os
 import threading
 import uuid
 from collections import Counter
@@ -20,8 +24,12 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
+    DeploymentMismatchError,
     LeaseLostError,
     ObjectNotFoundError,
     StoreMissingError,
@@ -30,6 +38,7 @@ from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
+    ControlRecord,
     Fence,
     HeadMove,
     ItemKey,
@@ -49,6 +58,7 @@ class MemoryIndex:
         # Control items: head checkpoint ids, and leases (owner, token, expiry in ms).
         self.heads: dict[ItemKey, str] = {}
         self.leases: dict[ItemKey, tuple[str, int, int]] = {}
+        self.control: dict[str, ControlRecord] = {}
         self._lock = threading.Lock()
 
     def _count(self, name: str) -> None:
@@ -202,6 +212,22 @@ class MemoryIndex:
             records = [_copy(r) for p in self._partitions.values() for r in p.values()]
         return iter(records)
 
+    def read_control(self) -> dict[str, ControlRecord]:
+        with self._lock:
+            self._count("query")
+            return copy.deepcopy(self.control)
+
+    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
+        with self._lock:
+            self._count("put_control")
+            old = self.control.get(record.name)
+            if (old is None) != (expected_version is None):
+                return False
+            if old is not None and old.version != expected_version:
+                return False
+            self.control[record.name] = copy.deepcopy(record)
+            return True
+
     def create_if_missing(self) -> bool:
         created, self.exists = not self.exists, True
         return created
@@ -212,6 +238,7 @@ class MemoryIndex:
         twin.write_batch(puts=self.records())
         with self._lock:
             twin.heads, twin.leases = dict(self.heads), dict(self.leases)
+            twin.control = copy.deepcopy(self.control)
         twin.calls.clear()
         twin.exists = self.exists
         return twin
@@ -270,6 +297,10 @@ class MemoryObjects:
             tags = dict(self.tags)
         return iter([ObjectInfo(k, len(body), when, tags[k]) for k, (body, when) in found])
 
+    def probe(self, prefix: str) -> None:
+        with self._lock:
+            self._count("list")
+
     def delete(self, keys: Sequence[str]) -> None:
         with self._lock:
             self._count("delete")
@@ -305,3 +336,33 @@ def _copy(record: Record) -> Record:
     if isinstance(record, CheckpointRecord):
         return replace(record, inline=dict(record.inline))
     return replace(record, writes=dict(record.writes))
+
+
+class MemoryKms:
+    """The `KeyService` port in memory: a master key that never leaves this object, and
+    the encryption context bound into every wrapped key, as KMS does."""
+
+    def __init__(self, key_id: str = "memory-key") -> None:
+        self.key_id = key_id
+        self.calls: Counter[str] = Counter()
+        self._master = os.urandom(32)
+
+    def describe(self) -> str:
+        return f"in-memory key {self.key_id!r}"
+
+    def _aad(self, context: dict[str, str]) -> bytes:
+        return hashlib.sha256(json.dumps(context, sort_keys=True).encode()).digest()
+
+    def generate_data_key(self, context: dict[str, str]) -> tuple[bytes, bytes]:
+        self.calls["generate_data_key"] += 1
+        plaintext, nonce = os.urandom(32), os.urandom(12)
+        return plaintext, nonce + AESGCM(self._master).encrypt(nonce, plaintext, self._aad(context))
+
+    def decrypt(self, wrapped: bytes, context: dict[str, str]) -> bytes:
+        self.calls["decrypt"] += 1
+        try:
+            return AESGCM(self._master).decrypt(wrapped[:12], wrapped[12:], self._aad(context))
+        except InvalidTag:
+            raise DeploymentMismatchError(
+                f"{self.describe()} cannot unwrap this keyring (context {context})"
+            ) from None

@@ -6,7 +6,11 @@ import builtins
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt, translate_errors
+from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
+    attempt,
+    located,
+    translate_errors,
+)
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StorageError
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -23,7 +27,7 @@ class S3Objects:
     def __init__(self, client: Any, bucket: str) -> None:
         self.client = client
         self.bucket = bucket
-        self.resource = f"S3 bucket {bucket!r}"
+        self.resource = located(f"S3 bucket {bucket!r}", client)
 
     def put_new(self, key: str, body: bytes) -> bool:
         out = attempt(
@@ -70,6 +74,12 @@ class S3Objects:
             token = out.get("NextContinuationToken")
             if not out.get("IsTruncated") or not token:
                 return
+
+    def probe(self, prefix: str) -> None:
+        # A listing, not HeadBucket: the policy's s3:prefix condition allows only
+        # listings inside the key prefix, and HeadBucket carries none.
+        with translate_errors(self.resource):
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=prefix, MaxKeys=1)
 
     def delete(self, keys: Sequence[str]) -> None:
         chunks = [keys[i : i + DELETE_OBJECTS_MAX] for i in range(0, len(keys), DELETE_OBJECTS_MAX)]

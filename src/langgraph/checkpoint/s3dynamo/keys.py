@@ -1,0 +1,409 @@
+"""Where the keys come from, and whether they are the ones the deployment was written with.
+
+Both live in the control partition of the index (`records.CONTROL_PK`), which no thread
+partition can collide with, and which one Query reads whole (`Control`).
+
+KMS keyring (`KmsKeyring`)
+--------------------------
+With `kms_key_id`, no key material is configured anywhere: KMS makes it. The keyring
+record holds one KMS-wrapped 32-byte key P (GenerateDataKey, bound by encryption context
+to the table) and, sealed with AES-256-GCM under HMAC(P, "wrap"), the data keys by key
+id, which one is active, and the naming secret. A cold start reads the record with the
+same Query that reads the deployment record and unwraps P with one KMS Decrypt; the
+result is cached for the life of the process.
+
+- Bootstrap (first use, no record): one GenerateDataKey; the first data key and the
+  naming secret are derived from its plaintext (HMAC with distinct labels), so KMS is
+  the only source of key material. The record is written with a conditional put; a
+  process that loses that race reads the winner's record and uses it.
+- Rotation (`rotate`): one GenerateDataKey gives a new P'; the new data key is derived
+  from it, appended and made active, the naming secret carried over unchanged, and the
+  whole payload sealed again under P' (so a cold start still needs one Decrypt, however
+  many keys the keyring holds). The record is replaced on condition that its version
+  did not change.
+
+Deployment record (`Deployment`)
+--------------------------------
+A saver whose naming key differs from the writer's computes other names and sees an
+empty thread; one whose sealing keys differ writes blobs no one else can open. So the
+control partition holds what the deployment was written with: a fingerprint of the
+naming key (an HMAC of a constant under it), the sealing mode, and the key ids with a
+check value each (an HMAC of a constant under the key). No key bytes.
+
+It is read once per process, and only when an operation finds no checkpoint (an empty
+thread, a new thread's first `put`): the warm path of an existing thread never reads
+it. A mismatch raises `DeploymentMismatchError` naming what differs, before anything
+is written. The first writer creates it with a conditional put (attribute_not_exists);
+if two processes race, exactly one put succeeds and the other re-reads the record and
+compares against the winner, so a deployment never gets two naming keys. Adding a key
+id (rotation) replaces it on condition of its version.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from langgraph.checkpoint.s3dynamo.errors import (
+    DeploymentMismatchError,
+    IntegrityError,
+    StorageError,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.ports import Index, KeyService
+from langgraph.checkpoint.s3dynamo.records import (
+    DEPLOYMENT_RECORD,
+    KEYRING_RECORD,
+    ControlRecord,
+)
+from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
+
+WRAP_LABEL = b"s3dynamo/v1/kms/wrap"
+DATA_KEY_LABEL = b"s3dynamo/v1/kms/data-key"
+NAMING_SECRET_LABEL = b"s3dynamo/v1/kms/naming-secret"
+KEYRING_AAD = b"s3dynamo/v1/kms-keyring"
+KMS_KEY_PREFIX = "kms-"
+UPDATE_ATTEMPTS = 3
+
+NO_KEY_HINT = (
+    "configure a key source: S3DYNAMO_KMS_KEY_ID=<KMS key id, ARN or alias> (kms_key_id=...), "
+    "or S3DYNAMO_KEYS=id:base64key with S3DYNAMO_SECRET (keys=..., secret=...), or "
+    "LANGGRAPH_AES_KEY; make a key with: python -c 'import os,base64;"
+    "print(base64.b64encode(os.urandom(32)).decode())'. To store checkpoints unencrypted, "
+    "say so: S3DYNAMO_PLAINTEXT=1 (plaintext=True)"
+)
+
+
+def kms_context(table: str) -> dict[str, str]:
+    """The encryption context every wrapped key of this deployment is bound to."""
+    return {"s3dynamo:table": table, "s3dynamo:purpose": "keyring"}
+
+
+class Control:
+    """The control partition, read with one request on first need and cached."""
+
+    def __init__(self, index: Callable[[], Index]) -> None:
+        self._index = index
+        self._records: dict[str, ControlRecord] | None = None
+        self._lock = threading.RLock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._records is not None
+
+    def records(self) -> dict[str, ControlRecord]:
+        with self._lock:
+            if self._records is None:
+                self._records = self._index().read_control()
+            return self._records
+
+    def refresh(self) -> dict[str, ControlRecord]:
+        with self._lock:
+            self._records = None
+            return self.records()
+
+    def put(self, record: ControlRecord, expected_version: int | None) -> bool:
+        ok = self._index().put_control(record, expected_version)
+        with self._lock:
+            if ok and self._records is not None:
+                self._records[record.name] = record
+        return ok
+
+
+@dataclass
+class _Unwrapped:
+    keyring: Keyring
+    secret: bytes
+    version: int
+
+
+class KmsKeyring:
+    """Data keys and the naming secret of a deployment, wrapped by KMS (module docstring)."""
+
+    def __init__(
+        self, control: Control, service: Callable[[], KeyService], context: dict[str, str]
+    ) -> None:
+        self._control = control
+        self._service = service
+        self._context = context
+        self._state: _Unwrapped | None = None
+        self._lock = threading.RLock()
+        # KMS requests this process made (reported by `S3DynamoSaver.check`).
+        self.requests = {"GenerateDataKey": 0, "Decrypt": 0}
+
+    def keyring(self) -> Keyring:
+        return self._load().keyring
+
+    def secret(self) -> bytes:
+        return self._load().secret
+
+    def _load(self) -> _Unwrapped:
+        state = self._state
+        if state is not None:
+            return state
+        with self._lock:
+            if self._state is None:
+                record = self._control.records().get(KEYRING_RECORD)
+                self._state = self._open(record) if record else self._bootstrap()
+            return self._state
+
+    def _wrap_key(self, wrapped: bytes) -> bytes:
+        self.requests["Decrypt"] += 1
+        plain = self._service().decrypt(wrapped, self._context)
+        return hmac.new(plain, WRAP_LABEL, hashlib.sha256).digest()
+
+    def _aad(self) -> bytes:
+        return KEYRING_AAD + json.dumps(self._context, sort_keys=True).encode()
+
+    def _open(self, record: ControlRecord) -> _Unwrapped:
+        wrapped, sealed = record.fields.get("w"), record.fields.get("p")
+        if not isinstance(wrapped, bytes) or not isinstance(sealed, bytes):
+            raise IntegrityError("the keyring record in the control partition is malformed")
+        try:
+            raw = AESGCM(self._wrap_key(wrapped)).decrypt(sealed[:12], sealed[12:], self._aad())
+        except InvalidTag:
+            raise IntegrityError(
+                "the keyring record failed authentication: it was altered, or moved from "
+                "another table"
+            ) from None
+        payload = json.loads(raw)
+        keys = {k: base64.b64decode(v) for k, v in payload["keys"].items()}
+        return _Unwrapped(
+            Keyring(keys=keys, active=payload["active"]),
+            base64.b64decode(payload["naming"]),
+            record.version,
+        )
+
+    def _generate(self) -> tuple[bytes, bytes]:
+        self.requests["GenerateDataKey"] += 1
+        return self._service().generate_data_key(self._context)
+
+    def _record(self, plain: bytes, wrapped: bytes, state: _Unwrapped) -> ControlRecord:
+        payload = json.dumps(
+            {
+                "keys": {k: base64.b64encode(v).decode() for k, v in state.keyring.keys.items()},
+                "active": state.keyring.active,
+                "naming": base64.b64encode(state.secret).decode(),
+            }
+        ).encode()
+        nonce = os.urandom(12)
+        wrap = hmac.new(plain, WRAP_LABEL, hashlib.sha256).digest()
+        sealed = nonce + AESGCM(wrap).encrypt(nonce, payload, self._aad())
+        return ControlRecord(KEYRING_RECORD, {"w": wrapped, "p": sealed}, state.version)
+
+    def _bootstrap(self) -> _Unwrapped:
+        plain, wrapped = self._generate()
+        key_id = f"{KMS_KEY_PREFIX}1"
+        state = _Unwrapped(
+            Keyring(
+                keys={key_id: hmac.new(plain, DATA_KEY_LABEL, hashlib.sha256).digest()},
+                active=key_id,
+            ),
+            hmac.new(plain, NAMING_SECRET_LABEL, hashlib.sha256).digest(),
+            1,
+        )
+        if self._control.put(self._record(plain, wrapped, state), None):
+            return state
+        # Another process created the keyring first: use that one.
+        record = self._control.refresh().get(KEYRING_RECORD)
+        if record is None:  # pragma: no cover - a conditional put refused for no record
+            raise StorageError("the keyring record could neither be created nor read")
+        return self._open(record)
+
+    def rotate(self) -> str:
+        """Add a data key made by KMS and make it active; returns its id."""
+        with self._lock:
+            state = self._load()
+            plain, wrapped = self._generate()
+            numbers = [
+                int(k[len(KMS_KEY_PREFIX) :])
+                for k in state.keyring.keys
+                if k.startswith(KMS_KEY_PREFIX) and k[len(KMS_KEY_PREFIX) :].isdigit()
+            ]
+            key_id = f"{KMS_KEY_PREFIX}{max(numbers, default=0) + 1}"
+            keys = {
+                key_id: hmac.new(plain, DATA_KEY_LABEL, hashlib.sha256).digest(),
+                **state.keyring.keys,
+            }
+            new = _Unwrapped(Keyring(keys=keys, active=key_id), state.secret, state.version + 1)
+            if not self._control.put(self._record(plain, wrapped, new), state.version):
+                self._state = None
+                self._control.refresh()
+                raise StorageError(
+                    "another process rotated the KMS keyring at the same time; nothing was "
+                    "changed by this call: run rotate_key() again if one more key is wanted"
+                )
+            self._state = new
+            return key_id
+
+
+# ------------------------------------------------------------------ deployment record
+
+
+@dataclass
+class DeploymentView:
+    """What a deployment was written with, or what a saver would write with."""
+
+    naming: str
+    mode: str
+    keys: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    @classmethod
+    def of(cls, record: ControlRecord) -> DeploymentView:
+        f = record.fields
+        keys = json.loads(str(f.get("keys", "{}")))
+        return cls(str(f.get("naming", "")), str(f.get("mode", "")), keys, str(f.get("by", "")))
+
+    def fields(self) -> dict[str, str | bytes]:
+        return {
+            "naming": self.naming,
+            "mode": self.mode,
+            "keys": json.dumps(self.keys, sort_keys=True),
+            "by": self.source,
+        }
+
+    def describe(self) -> str:
+        keys = f", key ids {sorted(self.keys)}" if self.keys else ""
+        by = f" from {self.source}" if self.source else ""
+        return f"naming key fingerprint {self.naming}{by}, {self.mode}{keys}"
+
+
+class Deployment:
+    """Checks this saver's keys against the deployment record (module docstring)."""
+
+    def __init__(
+        self,
+        control: Control,
+        namer: Namer,
+        sealer: Sealer,
+        *,
+        source: str,
+        where: str,
+    ) -> None:
+        self._control = control
+        self._namer = namer
+        self._sealer = sealer
+        self._source = source
+        self._where = where
+        self._lock = threading.Lock()
+        # "unchecked", then "read" (checked; a write must still record itself), "ok".
+        self.state = "unchecked"
+
+    def mine(self) -> DeploymentView:
+        if self._sealer.sealed:
+            keyring = self._sealer.keyring
+            assert keyring is not None
+            mode, keys = "sealed", keyring.fingerprints()
+        elif self._sealer.serde_cipher is not None:
+            mode, keys = "serializer cipher", {}
+        else:
+            mode, keys = "plaintext", {}
+        return DeploymentView(self._namer.fingerprint(), mode, keys, self._source)
+
+    def recorded(self) -> DeploymentView | None:
+        record = self._control.records().get(DEPLOYMENT_RECORD)
+        return DeploymentView.of(record) if record else None
+
+    def verify(self, *, write: bool) -> None:
+        """Raise `DeploymentMismatchError` if this saver's keys are not the deployment's;
+        with `write`, record them first if nothing is recorded (or add a new active key)."""
+        if self.state == "ok" or (self.state == "read" and not write):
+            return
+        with self._lock:
+            for _ in range(UPDATE_ATTEMPTS):
+                if self._verify_once(write):
+                    return
+            raise StorageError(  # pragma: no cover - needs three concurrent updates
+                f"the deployment record in {self._where} kept changing under concurrent writers"
+            )
+
+    def _verify_once(self, write: bool) -> bool:
+        record = self._control.records().get(DEPLOYMENT_RECORD)
+        mine = self.mine()
+        if record is None:
+            if not write:
+                self.state = "read"
+                return True
+            if self._control.put(ControlRecord(DEPLOYMENT_RECORD, mine.fields()), None):
+                self.state = "ok"
+                return True
+            self._control.refresh()  # lost the race: compare with the winner's record
+            return False
+        theirs = DeploymentView.of(record)
+        problems = self.differences(theirs, mine)
+        if problems:
+            raise DeploymentMismatchError(
+                f"this saver does not match the deployment in {self._where}: "
+                + "; ".join(problems)
+                + f". Deployment: {theirs.describe()}; this saver: {mine.describe()}. "
+                "Nothing was read or written."
+            )
+        merged = self.merged(theirs, mine)
+        if merged is None:
+            self.state = "ok"
+            return True
+        if not write:
+            self.state = "read"
+            return True
+        new = ControlRecord(DEPLOYMENT_RECORD, merged.fields(), record.version + 1)
+        if self._control.put(new, record.version):
+            self.state = "ok"
+            return True
+        self._control.refresh()
+        return False
+
+    def differences(self, theirs: DeploymentView, mine: DeploymentView) -> list[str]:
+        problems = []
+        if theirs.naming != mine.naming:
+            problems.append(
+                f"the naming key differs (fingerprint {mine.naming} here, {theirs.naming} in "
+                "the deployment), so every thread would look empty: use the naming secret the "
+                "deployment was written with (S3DYNAMO_SECRET, LANGGRAPH_AES_KEY, or the KMS "
+                "keyring in this table)"
+            )
+        if theirs.mode == "plaintext" and mine.mode == "sealed":
+            if not self._sealer.allow_plaintext_read:
+                problems.append(
+                    "the deployment was written without encryption and this saver seals: to "
+                    "turn encryption on over it, pass allow_plaintext_read=True, run "
+                    "reencrypt(), then drop the option"
+                )
+        elif theirs.mode == "sealed" and mine.mode != "sealed":
+            problems.append(
+                f"the deployment is sealed (key ids {sorted(theirs.keys)}) and this saver has "
+                f"no sealing key ({mine.mode}): configure the deployment's keys"
+            )
+        elif theirs.mode == "sealed":
+            common = set(theirs.keys) & set(mine.keys)
+            wrong = sorted(k for k in common if theirs.keys[k] != mine.keys[k])
+            if wrong:
+                problems.append(
+                    f"key id(s) {wrong} hold other keys than the deployment's (check values "
+                    + ", ".join(f"{k}: {mine.keys[k]} here, {theirs.keys[k]} there" for k in wrong)
+                    + ")"
+                )
+            elif not common:
+                problems.append(
+                    f"this saver holds key ids {sorted(mine.keys)} and none of the "
+                    f"deployment's {sorted(theirs.keys)}: add a deployment key to the keyring "
+                    "(rotation keeps the old key until reencrypt() has run)"
+                )
+        return problems
+
+    def merged(self, theirs: DeploymentView, mine: DeploymentView) -> DeploymentView | None:
+        """The record with this saver's keys added, or None if nothing is new."""
+        if mine.mode != "sealed":
+            return None
+        if theirs.mode == "sealed" and set(mine.keys) <= set(theirs.keys):
+            return None
+        return DeploymentView(theirs.naming, "sealed", {**theirs.keys, **mine.keys}, mine.source)
