@@ -76,7 +76,8 @@ def _s3dynamo(
                 bucket=store.bucket,
                 dynamodb_client=ddb,
                 s3_client=s3,
-                **(secrets if encrypted else {}),
+                # Unencrypted is an explicit choice the saver requires (plaintext=True).
+                **(secrets if encrypted else {"plaintext": True}),
                 **settings,
             )
             saver.setup()

@@ -16,7 +16,8 @@ One request per invocation; events and responses are plain JSON:
 
 Replies carry `"ok": true` or `"ok": false` with an `"error"`. Configuration comes from
 the environment (`S3DynamoSaver.from_env()`): S3DYNAMO_TABLE, S3DYNAMO_BUCKET,
-S3DYNAMO_PREFIX, and the sealing keys S3DYNAMO_KEYS + S3DYNAMO_SECRET.
+S3DYNAMO_PREFIX, and one key source: S3DYNAMO_KMS_KEY_ID (what the Terraform example
+sets), or S3DYNAMO_KEYS + S3DYNAMO_SECRET. Without one the saver refuses to start.
 """
 
 from __future__ import annotations

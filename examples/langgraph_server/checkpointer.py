@@ -17,8 +17,9 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 async def s3dynamo_checkpointer() -> AsyncIterator[S3DynamoSaver]:
     """Yield a saver configured from the environment.
 
-    S3DYNAMO_TABLE, S3DYNAMO_BUCKET, S3DYNAMO_KEYS and S3DYNAMO_SECRET name the storage
-    and the sealing keys; region, credentials and endpoints are the AWS SDK's own
+    S3DYNAMO_TABLE and S3DYNAMO_BUCKET name the storage; S3DYNAMO_KMS_KEY_ID (or
+    S3DYNAMO_KEYS and S3DYNAMO_SECRET) the sealing keys, and without one the saver
+    refuses to start (S3DYNAMO_PLAINTEXT=1 stores unencrypted, by choice); region, credentials and endpoints are the AWS SDK's own
     variables. Building the saver makes no request; the table and bucket come from the
     Terraform module (or `saver.setup()` in development).
     """
