@@ -215,6 +215,24 @@ data "aws_iam_policy_document" "saver" {
       }
     }
   }
+
+  # The saver's own keys (S3DYNAMO_KMS_KEY_ID): one Decrypt per cold start unwraps the
+  # keyring kept in the table. Creating and rotating it is maintenance.
+  dynamic "statement" {
+    for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]
+    content {
+      sid       = "SealingKey"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:EncryptionContext:s3dynamo:table"
+        values   = [var.table_name]
+      }
+    }
+  }
 }
 
 data "aws_iam_policy_document" "maintenance" {
@@ -223,6 +241,8 @@ data "aws_iam_policy_document" "maintenance" {
     effect = "Allow"
     actions = [
       "dynamodb:BatchWriteItem",
+      # rotate_key() and reencrypt() rewrite the keyring and deployment records.
+      "dynamodb:PutItem",
       "dynamodb:Query",
       # list(None), reencrypt() and garbage collection over all threads read the whole table.
       "dynamodb:Scan",
@@ -274,6 +294,24 @@ data "aws_iam_policy_document" "maintenance" {
         test     = "StringLike"
         variable = "kms:ViaService"
         values   = ["s3.*.amazonaws.com"]
+      }
+    }
+  }
+
+  # The saver's own keys: rotate_key() (and the first use, which creates the keyring)
+  # asks KMS for a data key; reencrypt() unwraps the keyring.
+  dynamic "statement" {
+    for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]
+    content {
+      sid       = "SealingKey"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:EncryptionContext:s3dynamo:table"
+        values   = [var.table_name]
       }
     }
   }

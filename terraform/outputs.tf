@@ -35,9 +35,14 @@ output "maintenance_policy_arn" {
 
 output "environment" {
   description = "Environment variables for the saver, ready to merge into a Lambda function's environment."
-  value = {
-    S3DYNAMO_TABLE  = aws_dynamodb_table.this.name
-    S3DYNAMO_BUCKET = aws_s3_bucket.this.id
-    S3DYNAMO_PREFIX = var.key_prefix
-  }
+  # With sealing_kms_key_arn the key setting is here too; otherwise add S3DYNAMO_KEYS and
+  # S3DYNAMO_SECRET (secrets, so not an output), or the saver refuses to start.
+  value = merge(
+    {
+      S3DYNAMO_TABLE  = aws_dynamodb_table.this.name
+      S3DYNAMO_BUCKET = aws_s3_bucket.this.id
+      S3DYNAMO_PREFIX = var.key_prefix
+    },
+    var.sealing_kms_key_arn == null ? {} : { S3DYNAMO_KMS_KEY_ID = var.sealing_kms_key_arn },
+  )
 }

@@ -76,6 +76,23 @@ variable "kms_key_arn" {
   }
 }
 
+variable "sealing_kms_key_arn" {
+  description = <<-EOF
+    Optional ARN of the KMS key the saver's own sealing keys come from (S3DYNAMO_KMS_KEY_ID): KMS
+    makes the data keys and the naming secret, kept wrapped in the table. The saver's policy gets
+    kms:Decrypt on it, the maintenance policy kms:Decrypt and kms:GenerateDataKey (creating and
+    rotating the keyring), both only for this table's encryption context. When null, configure
+    S3DYNAMO_KEYS and S3DYNAMO_SECRET instead.
+  EOF
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.sealing_kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/.+$", var.sealing_kms_key_arn))
+    error_message = "sealing_kms_key_arn must be null or a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), not an alias."
+  }
+}
+
 variable "table_kms_key_arn" {
   description = <<-EOT
     Optional ARN of a customer managed KMS key for the table's server-side encryption. When null

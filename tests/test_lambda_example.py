@@ -3,7 +3,8 @@
 - The conversation (start, a turn, a refund that waits for approval, a refused turn, the
   approval, another turn, the history, delete) runs cold, one fresh interpreter per
   invocation as a new Lambda container would, and warm, every invocation in one
-  interpreter; both with a sealing keyring from S3DYNAMO_KEYS / S3DYNAMO_SECRET.
+  interpreter; both with keys from KMS (S3DYNAMO_KMS_KEY_ID, a key on moto server), as the
+  Terraform example configures the function.
 - With S3DYNAMO_TF_APPLY=1, the example root configuration (terraform/examples/lambda_agent)
   is applied to moto server and the handler runs with the function's configuration.
 - The IAM policies in terraform/main.tf are checked against the requests the code makes:
@@ -16,7 +17,6 @@ moto server runs in its own process (`python -m moto.server`), started and stopp
 
 from __future__ import annotations
 
-import base64
 import importlib.util
 import itertools
 import json
@@ -41,7 +41,7 @@ import boto3
 import pytest
 from langchain_core.messages import HumanMessage
 
-from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from tests.test_terraform import (
     MAIN_TF,
     PLUGIN_DIR,
@@ -56,9 +56,6 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "examples" / "lambda_agent" / "app.py"
 REGION = "us-east-1"
 PREFIX = "checkpoints/"
-KEY_1 = "k1:" + base64.b64encode(b"\x01" * 32).decode()
-KEY_2 = "k2:" + base64.b64encode(b"\x02" * 32).decode()
-SECRET = "naming-secret-for-the-lambda-example-tests"
 
 
 # --------------------------------------------------------------------------------------
@@ -124,17 +121,30 @@ def function_env(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> dict[str,
         "AWS_DEFAULT_REGION": REGION,
         "AWS_ENDPOINT_URL_S3": moto_server,
         "AWS_ENDPOINT_URL_DYNAMODB": moto_server,
+        "AWS_ENDPOINT_URL_KMS": moto_server,
         "S3DYNAMO_TABLE": f"agent-{suffix}",
         "S3DYNAMO_BUCKET": f"agent-{suffix}",
         "S3DYNAMO_PREFIX": PREFIX,
-        "S3DYNAMO_KEYS": KEY_1,
-        "S3DYNAMO_SECRET": SECRET,
+        "S3DYNAMO_KMS_KEY_ID": "",
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "LANGGRAPH_AES_KEY"):
+    for name in (
+        "AWS_ENDPOINT_URL",
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "LANGGRAPH_AES_KEY",
+        "S3DYNAMO_KEYS",
+        "S3DYNAMO_SECRET",
+    ):
         monkeypatch.delenv(name, raising=False)
-    S3DynamoSaver.from_env().setup()
+    # The sealing key, as the example's Terraform creates it (KMS on moto server too).
+    kms = boto3.session.Session(region_name=REGION).client("kms", endpoint_url=moto_server)
+    key_arn = kms.create_key(Description=f"sealing {suffix}")["KeyMetadata"]["Arn"]
+    env["S3DYNAMO_KMS_KEY_ID"] = key_arn
+    monkeypatch.setenv("S3DYNAMO_KMS_KEY_ID", key_arn)
+    # setup() creates the table, the bucket and the keyring (one GenerateDataKey).
+    S3DynamoSaver.from_env(kms_client=kms).setup()
     return env
 
 
@@ -147,7 +157,10 @@ def inspection_clients() -> tuple[Any, Any]:
 
 def inspection_saver() -> S3DynamoSaver:
     ddb, s3 = inspection_clients()
-    return S3DynamoSaver.from_env(dynamodb_client=ddb, s3_client=s3)
+    kms = boto3.session.Session(region_name=REGION).client(
+        "kms", endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
+    )
+    return S3DynamoSaver.from_env(dynamodb_client=ddb, s3_client=s3, kms_client=kms)
 
 
 def load_app() -> ModuleType:
@@ -419,6 +432,8 @@ OPERATION_ACTIONS: dict[str, tuple[str, ...]] = {
     "dynamodb.Scan": ("dynamodb:Scan",),
     "dynamodb.TransactWriteItems": ("dynamodb:PutItem", "dynamodb:UpdateItem"),
     "dynamodb.UpdateItem": ("dynamodb:UpdateItem",),
+    "kms.Decrypt": ("kms:Decrypt",),
+    "kms.GenerateDataKey": ("kms:GenerateDataKey",),
     "s3.CopyObject": ("s3:GetObject", "s3:PutObject"),
     "s3.DeleteObject": ("s3:DeleteObject",),
     "s3.DeleteObjects": ("s3:DeleteObject",),
@@ -455,7 +470,14 @@ class Recorder:
             f"the code sends {operation}: add its IAM action(s) to OPERATION_ACTIONS"
         )
         self.operations.add(operation)
-        if operation.startswith("dynamodb."):
+        if operation.startswith("kms."):
+            # Always the configured key, with this table's encryption context (the policy's
+            # kms:EncryptionContext condition).
+            assert params["KeyId"] == self.env["S3DYNAMO_KMS_KEY_ID"], params
+            context = params["EncryptionContext"]
+            assert context["s3dynamo:table"] == self.env["S3DYNAMO_TABLE"], params
+            resource = "sealing key"
+        elif operation.startswith("dynamodb."):
             tables = [params["TableName"]] if "TableName" in params else []
             tables += list(params.get("RequestItems", {}))
             for item in params.get("TransactItems", []):
@@ -484,7 +506,8 @@ class Recorder:
 def policy_grants(document: str) -> set[Grant]:
     """(action, resource kind) pairs of the Allow statements of a policy document in
     main.tf. `dynamic "statement"` blocks (the optional KMS key for SSE-KMS, used by S3
-    on the saver's behalf, not requested by it) are not matched by `statement {`."""
+    on the saver's behalf, not requested by it) are not matched by `statement {`, except
+    the one over `var.sealing_kms_key_arn`: the saver's own KMS requests."""
     [body] = blocks(
         strip_comments(MAIN_TF.read_text(encoding="utf-8")),
         rf'data\s+"aws_iam_policy_document"\s+"{document}"',
@@ -500,6 +523,12 @@ def policy_grants(document: str) -> set[Grant]:
                 f"{document}: unknown resource {expression}; add it to RESOURCE_EXPRESSIONS"
             )
         grants |= {(a.strip('"'), RESOURCE_EXPRESSIONS[r]) for a in actions for r in resources}
+    for dynamic in blocks(body, r'dynamic\s+"statement"'):
+        if "var.sealing_kms_key_arn" not in dynamic:
+            continue
+        [content] = blocks(dynamic, "content")
+        assert _list(content, "resources") == ["statement.value"], content
+        grants |= {(a.strip('"'), "sealing key") for a in _list(content, "actions")}
     return grants
 
 
@@ -547,7 +576,8 @@ def test_policies_grant_exactly_what_the_code_requests(
     saver.copy_thread("m1", "m3")
     saver.prune(["m3"], strategy="keep_latest")
     saver.delete_for_runs([run_id])
-    rotated = S3DynamoSaver.from_env(keys=Keyring.parse(f"{KEY_2},{KEY_1}"))
+    rotated = S3DynamoSaver.from_env()
+    assert rotated.rotate_key() == "kms-2"
     assert rotated.reencrypt() > 0
     rotated.plan_garbage_collection(grace=timedelta(0)).execute()
     rotated.plan_garbage_collection(["m1"], grace=timedelta(0)).execute()
@@ -566,11 +596,14 @@ def test_policies_grant_exactly_what_the_code_requests(
         f"{sorted(maintenance - policy_grants('maintenance'))}"
     )
     # What the function's role does not get, and why: listing every thread, re-sealing and
-    # garbage collection scan the whole table; delete_for_runs queries the run index.
+    # garbage collection scan the whole table; delete_for_runs queries the run index; only
+    # rotation asks KMS for a new data key (the keyring was created by setup()).
     assert maintenance - runtime == {
         ("dynamodb:Scan", "table"),
         ("dynamodb:Query", "index/runs"),
+        ("kms:GenerateDataKey", "sealing key"),
     }
+    assert ("kms:Decrypt", "sealing key") in runtime
 
 
 # --------------------------------------------------------------------------------------
@@ -625,8 +658,6 @@ def test_terraform_apply_example_on_moto(
         "bucket_name": f"agent-{suffix}",
         "deletion_protection": "false",
         "package_path": str(package),
-        "sealing_keys": KEY_1,
-        "naming_secret": SECRET,
     }
     init = terraform(
         ["init", "-backend=false", f"-plugin-dir={PLUGIN_DIR}", "-input=false"], example, tmp_path
@@ -651,11 +682,8 @@ def test_terraform_apply_example_on_moto(
     )
     assert config["KMSKeyArn"].startswith("arn:aws:kms:")
     environment = config["Environment"]["Variables"]
-    assert environment == {
-        **outputs["environment"],
-        "S3DYNAMO_KEYS": KEY_1,
-        "S3DYNAMO_SECRET": SECRET,
-    }
+    assert environment == outputs["environment"]
+    assert environment["S3DYNAMO_KMS_KEY_ID"].startswith("arn:aws:kms:")
     assert environment["S3DYNAMO_TABLE"] == outputs["table_name"] == variables["table_name"]
 
     # The role: the saver's policy, as main.tf renders it, and its own log group; no more.
@@ -666,6 +694,7 @@ def test_terraform_apply_example_on_moto(
     table_arn = f"arn:aws:dynamodb:{REGION}:123456789012:table/{variables['table_name']}"
     bucket_arn = f"arn:aws:s3:::{variables['bucket_name']}"
     kinds = {table_arn: "table", bucket_arn: "bucket", f"{bucket_arn}/{PREFIX}*": "objects"}
+    kinds[environment["S3DYNAMO_KMS_KEY_ID"]] = "sealing key"
     rendered: set[Grant] = set()
     for statement in document["PolicyVersion"]["Document"]["Statement"]:
         actions = (
@@ -687,6 +716,7 @@ def test_terraform_apply_example_on_moto(
         "AWS_DEFAULT_REGION": REGION,
         "AWS_ENDPOINT_URL_S3": moto_server,
         "AWS_ENDPOINT_URL_DYNAMODB": moto_server,
+        "AWS_ENDPOINT_URL_KMS": moto_server,
     }
     for name, value in function_env.items():
         monkeypatch.setenv(name, value)

@@ -44,35 +44,6 @@ variable "package_path" {
   default     = "../../../build/lambda_agent.zip"
 }
 
-variable "sealing_keys" {
-  description = <<-EOT
-    The saver's keyring, passed to the function as S3DYNAMO_KEYS: "id:base64key[,id:base64key...]",
-    32-byte keys, the first one active. Sensitive: it ends up in the function's configuration and in
-    the Terraform state, so keep the state encrypted and access to it narrow.
-  EOT
-  type        = string
-  sensitive   = true
-
-  validation {
-    condition     = can(regex("^[A-Za-z0-9_.-]+:[A-Za-z0-9+/]{43}=(,[A-Za-z0-9_.-]+:[A-Za-z0-9+/]{43}=)*$", var.sealing_keys))
-    error_message = "sealing_keys must be id:base64key[,id:base64key...] with 32-byte keys (44 base64 characters)."
-  }
-}
-
-variable "naming_secret" {
-  description = <<-EOT
-    The saver's naming secret, passed to the function as S3DYNAMO_SECRET. It keys the hashes that
-    name threads and objects and is never rotated. Sensitive, like sealing_keys.
-  EOT
-  type        = string
-  sensitive   = true
-
-  validation {
-    condition     = length(var.naming_secret) >= 32
-    error_message = "naming_secret must be at least 32 characters."
-  }
-}
-
 variable "memory_size" {
   description = "Lambda memory in MB (CPU grows with it)."
   type        = number
