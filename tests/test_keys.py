@@ -18,6 +18,7 @@ from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
     InvalidConfigError,
     S3DynamoSaver,
+    StorageError,
 )
 from tests.conftest import BACKEND, REGION, RequestCounter, make_saver, thread_config
 from tests.scenarios import chat_graph
@@ -296,3 +297,43 @@ def test_a_table_under_two_key_sets(
             m.startswith(f"{operation}: skipped thread {b.namer.thread('b1')}") for m in warnings
         )
         assert any(m.startswith(f"{operation}: skipped 1 thread(s)") for m in warnings)
+
+
+# ------------------------------------------------------- 5. set-up errors that lead to the fix
+
+
+def _no_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in [v for v in os.environ if v.startswith(("AWS_", "S3DYNAMO_"))]:
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def test_no_region_and_no_credentials_say_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_aws_environment(monkeypatch)
+    saver = S3DynamoSaver(table="t", bucket="b", plaintext=True)
+    with pytest.raises(InvalidConfigError, match=r"no AWS region.*AWS_DEFAULT_REGION"):
+        saver.get_tuple(thread_config("t"))
+    # Fails while signing, before anything is sent.
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-3")
+    saver = S3DynamoSaver(table="t", bucket="b", plaintext=True)
+    with pytest.raises(
+        StorageError,
+        match=r"no AWS credentials for DynamoDB table 't' \(region eu-west-3, endpoint "
+        r"https://dynamodb\.eu-west-3\.amazonaws\.com\)",
+    ):
+        saver.get_tuple(thread_config("t"))
+
+
+def test_access_denied_names_region_endpoint_and_policy() -> None:
+    from botocore.exceptions import ClientError
+
+    from langgraph.checkpoint.s3dynamo.backends.aws_errors import translate
+
+    denied = ClientError(
+        {"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}, "Scan"
+    )
+    message = str(translate(denied, "DynamoDB table 't' (region r, endpoint e)"))
+    assert "access denied: Scan on DynamoDB table 't' (region r, endpoint e)" in message
+    assert "maintenance_policy_arn" in message

@@ -19,9 +19,10 @@ async def s3dynamo_checkpointer() -> AsyncIterator[S3DynamoSaver]:
 
     S3DYNAMO_TABLE and S3DYNAMO_BUCKET name the storage; S3DYNAMO_KMS_KEY_ID (or
     S3DYNAMO_KEYS and S3DYNAMO_SECRET) the sealing keys, and without one the saver
-    refuses to start (S3DYNAMO_PLAINTEXT=1 stores unencrypted, by choice); region, credentials and endpoints are the AWS SDK's own
-    variables. Building the saver makes no request; the table and bucket come from the
-    Terraform module (or `saver.setup()` in development).
+    refuses to start (S3DYNAMO_PLAINTEXT=1 stores unencrypted, by choice); region,
+    credentials and endpoints are the AWS SDK's own variables. Building the saver makes
+    no request; the table and bucket come from the Terraform module (or `saver.setup()`
+    in development).
     """
     saver = S3DynamoSaver.from_env()
     # The saver holds no connection of its own to close: boto3's pools go with it.

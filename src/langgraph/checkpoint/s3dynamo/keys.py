@@ -140,6 +140,10 @@ class KmsKeyring:
         # KMS requests this process made (reported by `S3DynamoSaver.check`).
         self.requests = {"GenerateDataKey": 0, "Decrypt": 0}
 
+    def exists(self) -> bool:
+        """Whether the keyring record exists (no KMS request)."""
+        return self._state is not None or KEYRING_RECORD in self._control.records()
+
     def keyring(self) -> Keyring:
         return self._load().keyring
 

@@ -380,6 +380,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         return f"{getattr(self.store.objects, 'resource', 'object store')} answers"
 
     def _check_keys(self) -> str:
+        if self.kms is not None and not self.kms.exists():
+            return (
+                "no KMS keyring in the table yet: setup() or rotate_key() creates it "
+                "(kms:GenerateDataKey, the maintenance policy)"
+            )
         mine = self.deployment.mine()  # unwraps the KMS keyring (one Decrypt)
         theirs = self.deployment.recorded()
         if theirs is None:
@@ -393,15 +398,20 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     def rotate_key(self) -> str:
         """Add a new data key from KMS and make it active (with `kms_key_id`); returns its
-        id. Then `reencrypt()` moves old blobs to it. Needs kms:GenerateDataKey (the
-        maintenance policy). With `keys`, rotation is a configuration change instead:
-        put the new key first in S3DYNAMO_KEYS (see docs/SECURITY.md)."""
+        id. Then `reencrypt()` moves old blobs to it. With no keyring in the table yet, it
+        creates one (the first data key and the naming secret) instead. Needs
+        kms:GenerateDataKey (the maintenance policy). With `keys`, rotation is a
+        configuration change instead: put the new key first in S3DYNAMO_KEYS (see
+        docs/SECURITY.md)."""
         if self.kms is None:
             raise InvalidConfigError(
                 "rotate_key() rotates KMS data keys; this saver has none. With keys=... / "
                 "S3DYNAMO_KEYS, put the new key first, keep the old one, run reencrypt(), "
                 "then drop the old key"
             )
+        if not self.kms.exists():
+            self.deployment.verify(write=True)  # creates the keyring, records it
+            return self.kms.keyring().active
         self.deployment.verify(write=False)
         key_id = self.kms.rotate()
         self.deployment.verify(write=True)
@@ -702,7 +712,7 @@ def _make_client(service: str, max_attempts: int) -> Any:
         )
     except NoRegionError:
         raise InvalidConfigError(
-            f"no AWS region for the {service} client: set AWS_REGION (or AWS_DEFAULT_REGION) "
-            "to the region of the deployment's table and bucket, or pass clients built with "
-            "region_name=..."
+            f"no AWS region for the {service} client: set AWS_DEFAULT_REGION (boto3 does not "
+            "read AWS_REGION; Lambda sets both) to the region of the deployment's table and "
+            "bucket, or pass clients built with region_name=..."
         ) from None

@@ -18,7 +18,8 @@ from langgraph.checkpoint.s3dynamo.errors import StorageError, StoreMissingError
 # Said only after the region and endpoint: a table missing "here" may exist in another
 # region, and creating it here would split the deployment in two.
 SETUP_HINT = (
-    "if it lives in another region, set AWS_REGION (or pass clients built for that region); "
+    "if it lives in another region, set AWS_DEFAULT_REGION (or pass clients built for that "
+    "region); "
     "if it belongs here, deploy the terraform/ module (saver.setup() in development)"
 )
 MISSING_CODES = ("ResourceNotFoundException", "NoSuchBucket")
@@ -83,7 +84,8 @@ def translate(exc: Exception, resource: str) -> Exception:
         )
     if isinstance(exc, EndpointConnectionError):
         return StorageError(
-            f"cannot reach {resource}: {exc}; check AWS_REGION and any AWS_ENDPOINT_URL* variable"
+            f"cannot reach {resource}: {exc}; check AWS_DEFAULT_REGION and any "
+            "AWS_ENDPOINT_URL* variable"
         )
     return StorageError(f"request to {resource} failed: {exc}")
 
