@@ -150,11 +150,11 @@ def test_full_history_of_a_delta_channel_thread_reads_the_index_a_fixed_number_o
     from tests.test_delta import converse, delta_graph
 
     for turns in (10, 40):
-        saver = memory_saver()
+        saver = memory_saver(secret=SECRET)
         g = delta_graph(saver)
         converse(g, "t", turns)
-        fresh = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring)
-        fresh.store.namer = saver.store.namer  # same deployment, another process
+        # The same deployment in another process.
+        fresh = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
         saver.index.calls.clear()
         history = list(delta_graph(fresh).get_state_history(_config("t")))
         assert len(history) == 3 * turns
