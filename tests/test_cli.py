@@ -19,6 +19,7 @@ from langgraph.types import Command
 from langgraph.checkpoint.s3dynamo import Keyring
 from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
 from langgraph.checkpoint.s3dynamo.naming import is_control_pk
+from langgraph.checkpoint.s3dynamo.records import CONTROL_PK
 from langgraph.checkpoint.s3dynamo.testing import Sandbox
 
 pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
@@ -293,11 +294,12 @@ def test_stats_reports_sizes_ratios_and_cost(
     assert r.code == 0, r.err
     s = r.json()
     assert s["threads"] == 3 and s["checkpoints"] == 25
-    # Thread items only: the control items (a head per namespace) hold no state.
+    # Thread items only: the control items (a head per namespace, the deployment record)
+    # hold no state.
     items = [
         i
         for i in sandbox.dynamodb.scan(TableName=sandbox.table)["Items"]
-        if not is_control_pk(i["pk"]["S"])
+        if not is_control_pk(i["pk"]["S"]) and i["pk"]["S"] != CONTROL_PK
     ]
     objects = sandbox.s3.list_objects_v2(Bucket=sandbox.bucket)["Contents"]
     assert s["items"]["count"] == len(items)

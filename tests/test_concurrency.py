@@ -97,8 +97,9 @@ def test_clients_retry_in_standard_mode_with_the_stated_budget(monkeypatch: Any)
     monkeypatch.setenv("S3DYNAMO_TABLE", "t")
     monkeypatch.setenv("S3DYNAMO_BUCKET", "b")
     monkeypatch.setenv("S3DYNAMO_MAX_ATTEMPTS", "7")
+    monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
     saver = S3DynamoSaver.from_env()
     for port in (saver.store.index, saver.store.objects):
         retries = port.client.meta.config.retries  # type: ignore[attr-defined]
         assert retries == {"mode": "standard", "total_max_attempts": 7}
-    assert S3DynamoSaver(table="t", bucket="b").max_attempts == 5
+    assert S3DynamoSaver(table="t", bucket="b", plaintext=True).max_attempts == 5
