@@ -156,6 +156,9 @@ def reads(store: tuple[Sandbox, dict[str, str | None]]) -> dict[str, Result]:
         "no_settings": (no_settings, ("threads",)),
         "no_credentials": (no_credentials, ("threads",)),
         "usage": (env, ("history",)),
+        "doctor_json": (env, ("doctor", "--json")),
+        "doctor_no_bucket": (env, ("doctor", "--bucket", "no-such-bucket")),
+        "rotate_without_kms": (env, ("rotate-key",)),
     }
     return dict(zip(calls, run_all(*calls.values()), strict=True))
 
@@ -442,3 +445,15 @@ def test_errors_are_one_line_with_the_fix(reads: dict[str, Result]) -> None:
 
     usage = reads["usage"]
     assert usage.code == 2 and "Missing argument" in usage.err
+
+
+def test_doctor_checks_up_front_and_rotate_key_names_what_it_needs(
+    reads: dict[str, Result],
+) -> None:
+    r = reads["doctor_json"]
+    assert r.code == 0, r.err
+    assert r.json()["ok"] is True and r.json()["problems"] == []
+    missing = reads["doctor_no_bucket"]
+    assert missing.code == 1 and "no-such-bucket" in missing.err
+    rotate = reads["rotate_without_kms"]
+    assert rotate.code == 2 and "S3DYNAMO_KMS_KEY_ID" in one_line_error(rotate)

@@ -640,6 +640,49 @@ def reencrypt(thread_ids: tuple[str, ...], as_json: bool, yes: bool, **settings:
     return plan_then(as_json, yes, plan, lines, act)
 
 
+@cli.command("rotate-key")
+@json_option
+@yes_option
+@store_options
+def rotate_key(as_json: bool, yes: bool, **settings: Any) -> int:
+    """Add a new KMS data key and make it active (with S3DYNAMO_KMS_KEY_ID); run
+    `reencrypt --yes` afterwards to move old blobs to it."""
+    saver = open_saver(**settings)
+    if saver.kms is None:
+        raise InvalidConfigError(
+            "rotate-key rotates KMS data keys: set S3DYNAMO_KMS_KEY_ID. With S3DYNAMO_KEYS, "
+            "rotation is a setting: put the new key first, keep the old one, run "
+            "`s3dynamo reencrypt --yes`, then drop the old key"
+        )
+    keyring = saver.sealer.keyring
+    plan = {"active_key": keyring.active if keyring else None, "kms_key_id": saver.kms_key_id}
+    lines = [
+        f"active data key {plan['active_key']} (KMS key {plan['kms_key_id']}); a new one "
+        "from KMS becomes active, the old ones stay readable",
+        "then: s3dynamo reencrypt --yes",
+    ]
+    return plan_then(as_json, yes, plan, lines, lambda: {"active_key": saver.rotate_key()})
+
+
+@cli.command()
+@json_option
+@store_options
+def doctor(as_json: bool, **settings: Any) -> int:
+    """Check table, bucket, keys and permissions up front, writing nothing: the same
+    checks as `S3DynamoSaver.check()`."""
+    saver = open_saver(**settings)
+    report = saver.check(raise_on_problem=False)
+    if as_json:
+        emit_json({"ok": report.ok, "checked": report.lines, "problems": report.problems})
+    else:
+        for line in report.lines:
+            out.print(escape(line))
+        for problem in report.problems:
+            err.print(f"s3dynamo: {escape(problem)}")
+        out.print("ok" if report.ok else render.plural(len(report.problems), "problem"))
+    return OK if report.ok else PROBLEMS
+
+
 @cli.command()
 @click.option("--keep", is_flag=True, help="leave the moto server running afterwards")
 def demo(keep: bool) -> int:
