@@ -48,7 +48,7 @@ bench:
 		(apt-get update -qq && apt-get install -y -qq postgresql)
 	$(PYTHON) -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet --upgrade pip
-	.venv-bench/bin/python -m pip install --quiet -e . -r benchmarks/requirements.txt
+	.venv-bench/bin/python -m pip install --quiet -e '.[testing]' -r benchmarks/requirements.txt
 	.venv-bench/bin/python benchmarks/run.py
 
 # build/lambda_agent.zip for the AWS Lambda Python 3.12 runtime (x86_64): the example agent

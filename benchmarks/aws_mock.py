@@ -134,6 +134,11 @@ def aws_account() -> Iterator[None]:
     """A fresh, empty in-process AWS account; everything in it is dropped on exit."""
     from moto import mock_aws
 
+    from langgraph.checkpoint.s3dynamo.testing import serialize_moto
+
+    # moto's TransactWriteItems is not safe against a parallel request (see
+    # serialize_moto); the modelled latency is slept before moto, outside its lock.
+    serialize_moto()
     MOTO.install()
     with mock_aws():
         yield

@@ -76,6 +76,11 @@ class Clients(tuple):  # type: ignore[type-arg]
     bucket: str
 
 
+# The request that commits a checkpoint: a transaction with the namespace's head, or a
+# plain PutItem where the backend has no transactions (dynalite).
+PUT_REQUEST = "dynamodb.PutItem" if BACKEND == "real" else "dynamodb.TransactWriteItems"
+
+
 class RequestCounter:
     """Counts every AWS request the clients send, by service and operation."""
 
@@ -136,6 +141,9 @@ def make_saver(clients: tuple[Any, Any], **kwargs: Any) -> S3DynamoSaver:
         and not os.environ.get("LANGGRAPH_AES_KEY")
     ):
         kwargs["plaintext"] = True
+    # dynalite has no TransactWriteItems: the tier runs with detection off, and the
+    # concurrency tests are marked unsupported there.
+    kwargs.setdefault("detect_concurrent_runs", BACKEND != "real")
     kwargs.setdefault("table", getattr(clients, "table", "checkpoints"))
     kwargs.setdefault("bucket", getattr(clients, "bucket", "checkpoints-bucket"))
     return S3DynamoSaver(dynamodb_client=ddb, s3_client=s3, **kwargs)

@@ -118,7 +118,7 @@ class FaultyIndex:
         return self.faults.request(lambda: self.inner.run_checkpoints(run_key), writes=False)
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove, fence: Fence | None = None
+        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
     ) -> None:
         self.faults.request(lambda: self.inner.put_checkpoint(record, head, fence))
 

@@ -9,7 +9,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from tests.conftest import RequestCounter, make_saver, thread_config
+from tests.conftest import PUT_REQUEST, RequestCounter, make_saver, thread_config
 from tests.scenarios import chat_graph
 
 
@@ -43,7 +43,7 @@ def test_put_is_one_wave_then_one_dynamodb_write(
 ) -> None:
     cp, versions = _large_and_small(saver)
     saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
-    assert counter.calls == {"s3.PutObject": 2, "dynamodb.TransactWriteItems": 1}
+    assert counter.calls == {"s3.PutObject": 2, PUT_REQUEST: 1}
 
 
 def test_put_uploads_only_new_versions(saver: S3DynamoSaver, counter: RequestCounter) -> None:
@@ -57,7 +57,7 @@ def test_put_uploads_only_new_versions(saver: S3DynamoSaver, counter: RequestCou
     child["channel_values"] = dict(cp["channel_values"], small="t")
     saver.put(first, child, {"step": 2}, {"small": child["channel_versions"]["small"]})
     # The two large values are referenced, not uploaded again; the small one is inline.
-    assert counter.calls == {"dynamodb.TransactWriteItems": 1}
+    assert counter.calls == {PUT_REQUEST: 1}
     got = saver.get_tuple(thread_config("t"))
     assert got is not None and got.checkpoint["channel_values"] == child["channel_values"]
 
@@ -105,6 +105,6 @@ def test_graph_turn_costs(saver: S3DynamoSaver, counter: RequestCounter) -> None
     # the item read at the start (no re-read), and every value here fits inline: no S3.
     assert counter.calls == {
         "dynamodb.Query": 1,
-        "dynamodb.TransactWriteItems": 3,
+        PUT_REQUEST: 3,
         "dynamodb.UpdateItem": 2,
     }

@@ -17,6 +17,9 @@ from tests.conftest import RequestCounter, make_saver
 from tests.port_conditions import check_commit_conditions, check_lease_conditions
 from tests.scenarios import chat_graph
 
+# Heads and leases commit with TransactWriteItems, which dynalite does not implement.
+pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+
 TURNS = 5
 
 

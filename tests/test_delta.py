@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.thread_store import ThreadStore
-from tests.conftest import RequestCounter
+from tests.conftest import RequestCounter, make_saver
 
 
 def concat(state: list[str], writes: Sequence[Any]) -> list[str]:
@@ -157,12 +157,10 @@ def test_rebuild_of_thirty_turn_thread_is_three_queries_and_one_wave(
         return real_fetch(self, needed)
 
     monkeypatch.setattr(ThreadStore, "fetch", counting_fetch)
-    fresh = S3DynamoSaver(
+    fresh = make_saver(
+        (saver.dynamodb_client, saver.s3_client),
         table=saver.table_name,
         bucket=saver.bucket_name,
-        dynamodb_client=saver.dynamodb_client,
-        s3_client=saver.s3_client,
-        plaintext=True,
     )
     counter.reset()
     state = delta_graph(fresh).get_state({"configurable": {"thread_id": "t"}})

@@ -96,13 +96,11 @@ def _put_big(saver: S3DynamoSaver, run_id: str, version: str | None = None) -> A
 
 
 def test_gc_in_a_shared_bucket_touches_only_its_own_keys(clients: tuple[Any, Any]) -> None:
-    ddb, s3 = clients
+    _, s3 = clients
     savers = []
     for n, prefix in enumerate(("", "tenant-b/", "")):
-        saver = S3DynamoSaver(
-            dynamodb_client=ddb,
-            s3_client=s3,
-            plaintext=True,
+        saver = make_saver(
+            clients,
             table=f"{clients.table}-{n}",  # type: ignore[attr-defined]
             bucket=clients.bucket,  # type: ignore[attr-defined]
             prefix=prefix,

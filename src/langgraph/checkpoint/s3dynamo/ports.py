@@ -77,11 +77,12 @@ class Index(Protocol):
         ...
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove, fence: Fence | None = None
+        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
     ) -> None:
         """Write a checkpoint record whole and move its namespace's head, atomically, in
         one request (the commit point of `put`). `ConcurrentUpdateError` if the head's
-        condition fails, `LeaseLostError` if `fence` does; then nothing is written."""
+        condition fails, `LeaseLostError` if `fence` does; then nothing is written.
+        Without `head` (detection turned off) the record is written alone."""
         ...
 
     def merge_writes(

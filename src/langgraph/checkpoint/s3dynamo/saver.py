@@ -148,6 +148,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         max_attempts: Attempts per AWS request (first try included) for the clients the
             saver builds, with botocore's `standard` retry mode. Clients you pass keep
             their own settings.
+        detect_concurrent_runs: Hold each put of a run that loaded the latest checkpoint to
+            the namespace's head (one TransactWriteItems per put; see below). False writes
+            each checkpoint with a plain PutItem, for DynamoDB-compatible stores without
+            transactions, at the price of silent forks when two runs share a thread.
 
     Concurrent runs on one thread: a run that loaded the latest checkpoint and finds,
     when it writes, that another run committed to the thread since, fails with
@@ -182,6 +186,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         object_store: ObjectStore | None = None,
         object_cache_bytes: int = DEFAULT_CACHE_BYTES,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        detect_concurrent_runs: bool = True,
         kms_key_id: str | None = None,
         kms_client: Any = None,
         key_service: KeyService | None = None,
@@ -258,6 +263,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             prefix=prefix,
             inline_max=inline_max,
             cache=ObjectCache(object_cache_bytes),
+            detect_concurrent_runs=detect_concurrent_runs,
         )
 
     @classmethod
@@ -293,6 +299,12 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 raise InvalidConfigError(
                     f"S3DYNAMO_OBJECT_CACHE_BYTES must be a number of bytes, got {raw!r}"
                 ) from None
+        if raw := env.get("S3DYNAMO_DETECT_CONCURRENT_RUNS"):
+            if raw.lower() not in ("0", "1", "true", "false"):
+                raise InvalidConfigError(
+                    f"S3DYNAMO_DETECT_CONCURRENT_RUNS must be 1 or 0, got {raw!r}"
+                )
+            kwargs["detect_concurrent_runs"] = raw.lower() in ("1", "true")
         if raw := env.get("S3DYNAMO_MAX_ATTEMPTS"):
             try:
                 kwargs["max_attempts"] = int(raw)

@@ -212,6 +212,7 @@ class ThreadStore:
         prefix: str,
         inline_max: int,
         cache: ObjectCache | None = None,
+        detect_concurrent_runs: bool = True,
     ) -> None:
         self._make_index = index
         self._make_objects = objects
@@ -221,6 +222,7 @@ class ThreadStore:
         self.prefix = prefix
         self.inline_max = inline_max
         self.cache = cache if cache is not None else ObjectCache()
+        self.detect_concurrent_runs = detect_concurrent_runs
         self._carry: OrderedDict[tuple[str, str, str], StoredValues] = OrderedDict()
         self._skeletons: OrderedDict[tuple[str, str, str], Skeleton] = OrderedDict()
         self._carry_lock = threading.Lock()
@@ -374,11 +376,15 @@ class ThreadStore:
             },
         )
         self.refuse_oversized(tid, ns, cid, record, metadata)
-        head = HeadMove(
-            ItemKey(control_pk(pk), head_sk(self.namer.namespace(tid, ns))),
-            cid,
-            parent_id,
-            self.loaded_as_latest(tid, ns, parent_id),
+        head = (
+            HeadMove(
+                ItemKey(control_pk(pk), head_sk(self.namer.namespace(tid, ns))),
+                cid,
+                parent_id,
+                self.loaded_as_latest(tid, ns, parent_id),
+            )
+            if self.detect_concurrent_runs
+            else None
         )
         fence = self.fence(tid)
         if uploads:

@@ -379,15 +379,22 @@ class DynamoIndex:
                 return found
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove, fence: Fence | None = None
+        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
     ) -> None:
-        items: list[dict[str, Any]] = [
-            {"Put": {"TableName": self.table, "Item": to_item(record)}},
-            {"Update": {"TableName": self.table, **head_update(head)}},
-        ]
+        if head is None and fence is None:
+            with translate_errors(self.resource):
+                self.client.put_item(TableName=self.table, Item=to_item(record))
+            return
+        items: list[dict[str, Any]] = [{"Put": {"TableName": self.table, "Item": to_item(record)}}]
+        if head is not None:
+            items.append({"Update": {"TableName": self.table, **head_update(head)}})
         if fence is not None:
             items.append({"Update": {"TableName": self.table, **fence_update(fence)}})
-        self._transact(items, head_at=1, fence_at=2 if fence is not None else None)
+        self._transact(
+            items,
+            head_at=1 if head is not None else None,
+            fence_at=len(items) - 1 if fence is not None else None,
+        )
 
     def merge_writes(
         self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None

@@ -129,16 +129,18 @@ class MemoryIndex:
             raise LeaseLostError("the lease was taken over; write refused")
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove, fence: Fence | None = None
+        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
     ) -> None:
         with self._lock:
             self._count("put_checkpoint")
             self._check_fence(fence)
-            now = self.heads.get(head.key)
-            if head.expect_parent and now not in (None, head.parent, head.to):
-                raise ConcurrentUpdateError(f"the head names {now}, not {head.parent}")
+            if head is not None:
+                now = self.heads.get(head.key)
+                if head.expect_parent and now not in (None, head.parent, head.to):
+                    raise ConcurrentUpdateError(f"the head names {now}, not {head.parent}")
             self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
-            self.heads[head.key] = head.to
+            if head is not None:
+                self.heads[head.key] = head.to
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         with self._lock:
