@@ -42,6 +42,9 @@ from typing import Any  # noqa: E402
 
 SAVERS = ("InMemorySaver", "s3dynamo", "DynamoDBSaver")
 TABLE = "cold"
+# Fixed per benchmark, as a deployment's keys are: every child opens the same deployment.
+SEALING_KEY = b"cold-start benchmark sealing key"  # 32 bytes: AES-256
+NAMING_SECRET = b"cold-start benchmark naming secret"
 BUCKET = "cold-start"
 LGAWS_TABLE, LGAWS_BUCKET = "cold-lgaws", "cold-start-lgaws"
 REGION = "us-east-1"
@@ -78,7 +81,7 @@ def child(saver: str, spawned: float) -> dict[str, float]:
     if saver == "s3dynamo":
         # Sealed, as production runs it.
         checkpointer: Any = S3DynamoSaver(
-            table=TABLE, bucket=BUCKET, keys={"k1": os.urandom(32)}, secret=os.urandom(32)
+            table=TABLE, bucket=BUCKET, keys={"k1": SEALING_KEY}, secret=NAMING_SECRET
         )
     elif saver == "DynamoDBSaver":
         checkpointer = DynamoDBSaver(
@@ -213,8 +216,14 @@ def _create_resources(url: str) -> None:
     def client(service: str) -> Any:
         return session.client(service, endpoint_url=url)
 
+    # The same keys as every child: the deployment record setup() writes names them.
     S3DynamoSaver(
-        table=TABLE, bucket=BUCKET, dynamodb_client=client("dynamodb"), s3_client=client("s3")
+        table=TABLE,
+        bucket=BUCKET,
+        dynamodb_client=client("dynamodb"),
+        s3_client=client("s3"),
+        keys={"k1": SEALING_KEY},
+        secret=NAMING_SECRET,
     ).setup()
 
     # Its own table: DynamoDBSaver's key schema is not s3dynamo's.
