@@ -457,3 +457,11 @@ def test_doctor_checks_up_front_and_rotate_key_names_what_it_needs(
     assert missing.code == 1 and "no-such-bucket" in missing.err
     rotate = reads["rotate_without_kms"]
     assert rotate.code == 2 and "S3DYNAMO_KMS_KEY_ID" in one_line_error(rotate)
+
+
+@pytest.mark.unsupported_on("moto-server", "real", reason="the demo starts its own moto server")
+def test_the_demo_runs_and_nothing_it_said_is_readable_at_rest() -> None:
+    r = run({}, "demo")
+    assert r.code == 0, r.err[-2000:]
+    assert "'blue kettle' found in 0 of" in r.out and "'customer-42' found in 0 of" in r.out
+    assert "$ s3dynamo history customer-42" in r.out and "\nok\n" in r.out
