@@ -144,14 +144,22 @@ class BillingMeter:
     def _after(self, model: Any, context: dict[str, Any], **_: Any) -> None:
         started = time.perf_counter()
         units: Counter[str] = Counter()
+        # A transaction bills each of its writes twice (DynamoDB pricing).
+        factor = 2 if model.name == "TransactWriteItems" else 1
         for table, key, before in context.pop("bench_writes", []):
             largest = max(before, _stored_size(table, key))
-            units["wru"] += max(1, math.ceil(largest / 1024))
+            units["wru"] += factor * max(1, math.ceil(largest / 1024))
         if model.name in ("GetItem", "Query"):
             body = context.pop("bench_body", {})
             rru = max(1, math.ceil(getattr(_read_bytes, "value", 0) / 4096))
             units["rru"] += rru if body.get("ConsistentRead") else rru / 2
-        elif model.name not in ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"):
+        elif model.name not in (
+            "PutItem",
+            "UpdateItem",
+            "DeleteItem",
+            "BatchWriteItem",
+            "TransactWriteItems",
+        ):
             units[f"unbilled {model.name}"] += 1  # listed in the notes if it ever happens
         self._add(units, time.perf_counter() - started)
 
@@ -166,6 +174,16 @@ def _written_keys(operation: str, body: dict[str, Any]) -> list[tuple[str, dict[
         return [(body["TableName"], body["Key"])]
     if operation == "PutItem":
         return [(body["TableName"], _key_of(body["TableName"], body["Item"]))]
+    if operation == "TransactWriteItems":
+        keys = []
+        for entry in body["TransactItems"]:
+            if "Put" in entry:
+                put = entry["Put"]
+                keys.append((put["TableName"], _key_of(put["TableName"], put["Item"])))
+            elif "Update" in entry or "Delete" in entry:
+                write = entry.get("Update") or entry["Delete"]
+                keys.append((write["TableName"], write["Key"]))
+        return keys
     if operation == "BatchWriteItem":
         keys = []
         for table, requests in body["RequestItems"].items():
