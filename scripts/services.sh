@@ -113,7 +113,9 @@ start() {
   fi
   case $name in
     moto)
-      cmd=("$VENV/bin/moto_server" -H "$HOST" -p "$MOTO_PORT") ;;
+      # moto's app behind one lock: its transactions are not safe against parallel
+      # requests (see the module's docstring).
+      cmd=("$VENV/bin/python" "$ROOT/src/langgraph/checkpoint/s3dynamo/moto_serve.py" "$HOST" "$MOTO_PORT") ;;
     dynalite)
       # Tables become ACTIVE at once instead of after 500 ms, so tests need not wait.
       cmd=(node "$NODE_DIR/node_modules/dynalite/cli.js" --host "$HOST" --port "$DYNALITE_PORT"

@@ -87,7 +87,13 @@ def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     with log.open("wb") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "langgraph.checkpoint.s3dynamo.moto_serve",
+                "127.0.0.1",
+                str(port),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -383,8 +383,9 @@ def _answers(port: int) -> bool:
 def moto_server(port: int = 0, *, timeout: float = 30.0) -> Iterator[str]:
     """Run moto server (S3, DynamoDB and the rest of AWS over HTTP) on 127.0.0.1.
 
-    It runs in a subprocess of the current interpreter (``python -m moto.server``, from
-    ``moto[server]``), with fake credentials, and is stopped when the block ends.
+    It runs in a subprocess of the current interpreter (moto's server app, from
+    ``moto[server]``, answering one request at a time: see `moto_serve`), with fake
+    credentials, and is stopped when the block ends.
 
     Args:
         port: The port to listen on; 0 picks a free one (retried if taken meanwhile).
@@ -401,7 +402,14 @@ def moto_server(port: int = 0, *, timeout: float = 30.0) -> Iterator[str]:
         env["MOTO_PORT"] = str(chosen)
         with tempfile.TemporaryFile() as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(chosen)],
+                # moto's own server, one request at a time (see moto_serve.py).
+                [
+                    sys.executable,
+                    "-m",
+                    "langgraph.checkpoint.s3dynamo.moto_serve",
+                    "127.0.0.1",
+                    str(chosen),
+                ],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
