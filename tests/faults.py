@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
@@ -30,6 +30,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Lease,
     Record,
+    Stamp,
     WritesRecord,
 )
 from tests.scenarios import snapshot_view
@@ -157,6 +158,15 @@ class FaultyIndex:
 
     def scan(self) -> Iterator[Record]:
         return self.faults.request(self.inner.scan, writes=False)
+
+    def scan_stamps(self) -> Iterator[Stamp]:
+        return self.faults.request(self.inner.scan_stamps, writes=False)
+
+    def partition_stamps(self, pk: str) -> list[Stamp]:
+        return self.faults.request(lambda: self.inner.partition_stamps(pk), writes=False)
+
+    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
+        self.faults.request(lambda: self.inner.put_heads(thread_name, heads))
 
     # The control partition (deployment record) passes through: faults target threads.
     def read_control(self) -> dict[str, ControlRecord]:

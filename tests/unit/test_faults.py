@@ -9,7 +9,9 @@ docs/RELIABILITY.md.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import time
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -35,6 +37,7 @@ from tests.test_delta import delta_graph
 KEYS = {"k1": os.urandom(32), "k2": os.urandom(32)}
 SECRET = os.urandom(16)
 TURNS = 3
+SWEEPS = itertools.count()
 
 
 def saver_on(index: Any, objects: Any, active: str = "k1") -> S3DynamoSaver:
@@ -88,6 +91,12 @@ def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
         saver.reencrypt(["t"])
     elif op == "gc":
         saver.plan_garbage_collection(["t"], grace=timedelta(0)).execute()
+    elif op == "expire":
+        # Ten days on, with a one-day TTL: the thread is idle. Each sweep runs an hour
+        # after the one before, as a schedule runs them: a crashed sweep's lease lapsed.
+        later = time.time() + timedelta(days=10, hours=next(SWEEPS)).total_seconds()
+        saver.store.clock = lambda: later
+        saver.expire_idle_threads("1d")
     else:
         raise AssertionError(op)
 
@@ -111,7 +120,7 @@ def check_after_fault(
         # The old checkpoints untouched, plus whole checkpoints of the new turn.
         assert t[len(t) - len(old) :] == old
         assert all(view in [v for _, v in ref["t"]] for _, view in t[: len(t) - len(old)])
-    elif op == "delete_thread":
+    elif op in ("delete_thread", "expire"):
         assert is_older_part(t, old)  # the named state: an earlier checkpoint
     elif op == "copy_thread":
         assert t == old and is_older_part(copy, old)  # the named state: a partial copy
@@ -133,9 +142,13 @@ def check_repeated(
     if op == "invoke":
         return  # a user repeats a failed turn by invoking again; nothing to finish
     assert seen["t"] == ref["t"] and seen["copy"] == ref["copy"]
-    if op == "delete_thread":
+    if op in ("delete_thread", "expire"):
         prefix = saver.store.thread_prefix(saver.store.namer.thread("t"))
         assert not [k for k in objects.blobs if k.startswith(prefix)]
+    if op == "expire":
+        # Left: the tombstones alone (no lease, no record), and nothing more to do.
+        plan = saver.expire_idle_threads("1d", dry_run=True)
+        assert not plan.idle and not plan.leftovers
     if op == "reencrypt":
         assert saver.reencrypt(["t"]) == 0
     if op == "gc":
@@ -187,7 +200,16 @@ def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
     return total
 
 
-OPS = ["invoke", "delete_thread", "copy_thread", "prune", "delete_for_runs", "reencrypt", "gc"]
+OPS = [
+    "invoke",
+    "delete_thread",
+    "copy_thread",
+    "prune",
+    "delete_for_runs",
+    "reencrypt",
+    "gc",
+    "expire",
+]
 
 
 @pytest.mark.slow

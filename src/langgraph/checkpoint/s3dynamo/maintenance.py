@@ -142,6 +142,8 @@ def rewrite_thread(
             run_key=rec.run_key,
             objects=frozenset(leaves),
             inline=inline,
+            # A copy is new activity on its target; re-encryption is none.
+            written_at=rec.written_at if src == dst else store.now(),
         )
         if not same_ref:
             out.blobs += 1
@@ -153,6 +155,7 @@ def rewrite_thread(
                 pk=pk,
                 sk=wsk,
                 task_ref=reseal(w.task_ref, ref_id(w.pk, w.sk), ref_id(pk, wsk), what),
+                written_at=w.written_at if src == dst else store.now(),
             )
             for idx, stored in w.writes.items():
                 old_id = write_id(src, ns, cid, task_id, idx)

@@ -16,7 +16,7 @@ chunks): request budgets are counted at this boundary.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
@@ -28,6 +28,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Lease,
     Record,
+    Stamp,
     WritesRecord,
 )
 
@@ -118,7 +119,22 @@ class Index(Protocol):
         ...
 
     def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
-        """Write and delete many records (not atomically as a whole)."""
+        """Write and delete many records (not atomically as a whole); `deletes` may also
+        name control items (heads, leases)."""
+        ...
+
+    def scan_stamps(self) -> Iterator[Stamp]:
+        """Every item of the table but the deployment's own, thread records and control
+        items alike, reduced to what retention reads (`Stamp`); eventually consistent."""
+        ...
+
+    def partition_stamps(self, pk: str) -> list[Stamp]:
+        """The same for one partition (records, or a thread's control items), read
+        consistently."""
+        ...
+
+    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
+        """Set namespace heads (namespace name -> value) without condition."""
         ...
 
     def scan(self) -> Iterator[Record]:

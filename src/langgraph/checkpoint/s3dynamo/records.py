@@ -61,6 +61,9 @@ class CheckpointRecord:
     objects: frozenset[str] = frozenset()
     # channel tag -> sealed value
     inline: dict[str, bytes] = field(default_factory=dict)
+    # When the record was written (seconds since the epoch; None in records written before
+    # the stamp existed): what retention (`retention.py`) calls activity.
+    written_at: int | None = None
 
     @property
     def key(self) -> ItemKey:
@@ -83,6 +86,8 @@ class WritesRecord:
     # idx -> sealed write (bytes) or object reference (str, see `write_ref`)
     writes: dict[int, bytes | str] = field(default_factory=dict)
     bundle: str | None = None
+    # When the newest of its writes was stored (seconds since the epoch), as above.
+    written_at: int | None = None
 
     @property
     def key(self) -> ItemKey:
@@ -111,15 +116,45 @@ def record_size(record: Record) -> int:
         parts = [len(record.body), len(record.metadata), len(record.thread_ref)]
         parts += [len(record.run_key or ""), *(len(o) + 1 for o in record.objects)]
         parts += [len(k) + len(v) + 2 for k, v in record.inline.items()]
-    return len(record.pk) + len(record.sk) + sum(parts) + 64
+    stamp = 0 if record.written_at is None else 8
+    return len(record.pk) + len(record.sk) + sum(parts) + stamp + 64
+
+
+class Stamp(NamedTuple):
+    """What retention reads of one item: its key, when it was written (records; None if
+    unstamped or not a record) and, for a namespace's head, the id (or tombstone) it names."""
+
+    key: ItemKey
+    written_at: int | None = None
+    head: str | None = None
+
+
+# A head set to `~<seconds>` marks a namespace whose thread retention is removing (or
+# removed then): a commit that expects a parent is refused, a new thread may start. Checkpoint
+# ids never begin with "~".
+TOMBSTONE_MARK = "~"
+
+
+def tombstone(at: int) -> str:
+    return f"{TOMBSTONE_MARK}{at}"
+
+
+def tombstone_time(head: str | None) -> int | None:
+    """When a tombstone head was set; None for a head naming a checkpoint (or none)."""
+    if head is None or not head.startswith(TOMBSTONE_MARK):
+        return None
+    try:
+        return int(head[len(TOMBSTONE_MARK) :])
+    except ValueError:
+        return 0
 
 
 class HeadMove(NamedTuple):
     """How committing a checkpoint moves its namespace's head (the id of the newest
     checkpoint, kept in a control item): to `to`, and, when `expect_parent`, only if the
-    head still names `parent` (a new namespace: `parent` None, no head yet), is absent
-    (threads written before heads existed, or after maintenance removed it), or already
-    names `to` (a repeat of this very commit)."""
+    head still names `parent` (a new namespace: `parent` None, no head yet, or a
+    tombstone left by retention), is absent (threads written before heads existed, or
+    after maintenance removed it), or already names `to` (a repeat of this very commit)."""
 
     key: ItemKey
     to: str

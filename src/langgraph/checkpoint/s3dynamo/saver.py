@@ -55,6 +55,7 @@ from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.object_cache import DEFAULT_CACHE_BYTES, ObjectCache
 from langgraph.checkpoint.s3dynamo.placement import DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
+from langgraph.checkpoint.s3dynamo.retention import ExpiryPlan, parse_ttl, plan_expiry
 from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
 from langgraph.checkpoint.s3dynamo.thread_store import Entry, Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
@@ -191,6 +192,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         kms_client: Any = None,
         key_service: KeyService | None = None,
         plaintext: bool = False,
+        retention: str | float | timedelta | None = None,
     ) -> None:
         super().__init__(serde=serde)
         if (not table and index is None) or (not bucket and object_store is None):
@@ -203,6 +205,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if max_attempts < 1:
             raise InvalidConfigError(f"max_attempts must be >= 1, got {max_attempts}")
         self.max_attempts = max_attempts
+        # Idle time after which `expire_idle_threads()` removes a thread; None: never.
+        self.retention = None if retention is None else parse_ttl(retention)
         self.table_name = table
         self.bucket_name = bucket
         self.prefix = prefix
@@ -275,6 +279,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         one key source: `S3DYNAMO_KMS_KEY_ID` (a KMS key id, ARN or alias), or
         `S3DYNAMO_KEYS` (`id:base64key,...`, first is active) with `S3DYNAMO_SECRET`, or
         `LANGGRAPH_AES_KEY`; or `S3DYNAMO_PLAINTEXT=1` to store without encryption.
+        `S3DYNAMO_RETENTION` (`30d`, `12h`, or a number of days) sets `retention`.
         Region, credentials and endpoints are left to the AWS SDK's own variables
         (`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_DYNAMODB`, ...).
         Keyword arguments override what the environment says.
@@ -320,6 +325,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             kwargs["kms_key_id"] = kms_key_id
         if raw := env.get("S3DYNAMO_PLAINTEXT"):
             kwargs["plaintext"] = raw.strip().lower() in TRUE_WORDS
+        if raw := env.get("S3DYNAMO_RETENTION"):
+            kwargs["retention"] = raw
         kwargs.update(overrides)
         return cls(**kwargs)
 
@@ -616,6 +623,33 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
         plan = gc.plan_gc(self.store, tids, grace=grace)
         log.info("garbage collection plan: %d objects, %d bytes", plan.objects, plan.bytes)
+        return plan
+
+    def expire_idle_threads(
+        self,
+        older_than: str | float | timedelta | None = None,
+        *,
+        dry_run: bool = False,
+        deadline: float | None = None,
+    ) -> ExpiryPlan:
+        """Remove, whole, every thread idle for longer than `older_than` (default: the
+        `retention` setting, `S3DYNAMO_RETENTION`): its records and objects, whichever
+        version wrote them; finish removals an earlier call left midway. A thread written
+        within that time keeps every checkpoint. With `dry_run=True` nothing changes and
+        the plan says what would go (`.idle`, `.leftovers`, `.records`); otherwise it
+        also says what went (`.removed`, `.records_deleted`, `.objects_deleted`) and
+        what was left (`.busy`, `.revived`, `.unfinished`; with `deadline`, a
+        `time.monotonic()` value, nothing starts after it). See `retention.py`."""
+        ttl = parse_ttl(older_than) if older_than is not None else self.retention
+        if ttl is None:
+            raise InvalidConfigError(
+                "expire_idle_threads() needs a time to live and none is set; pass "
+                "older_than (such as '30d') or set retention / S3DYNAMO_RETENTION"
+            )
+        plan = plan_expiry(self.store, ttl)
+        if not dry_run:
+            plan.execute(deadline=deadline)
+            self.store.forget()
         return plan
 
     def thread_lock(

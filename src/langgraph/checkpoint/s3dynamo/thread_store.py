@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -227,6 +228,12 @@ class ThreadStore:
         self._skeletons: OrderedDict[tuple[str, str, str], Skeleton] = OrderedDict()
         self._carry_lock = threading.Lock()
         self._loaded: OrderedDict[tuple[str, str, str | None], bool] = OrderedDict()
+        # Stamps every record written (`written_at`); tests replace it.
+        self.clock: Callable[[], float] = time.time
+
+    def now(self) -> int:
+        """The stamp of a record written now: whole seconds since the epoch."""
+        return int(self.clock())
 
     # Two threads racing here at worst build one spare client.
     @cached_property
@@ -374,6 +381,7 @@ class ThreadStore:
                 for ch, v in stored.items()
                 if v.blob is not None
             },
+            written_at=self.now(),
         )
         self.refuse_oversized(tid, ns, cid, record, metadata)
         head = (
@@ -482,7 +490,10 @@ class ThreadStore:
         pk = self.namer.thread(tid)
         sk = writes_sk(self.namer.namespace(tid, ns), cid, self.namer.task(tid, ns, cid, task_id))
         record = WritesRecord(
-            pk=pk, sk=sk, task_ref=self.codec.seal_ref(pk, sk, task_id, task_path)
+            pk=pk,
+            sk=sk,
+            task_ref=self.codec.seal_ref(pk, sk, task_id, task_path),
+            written_at=self.now(),
         )
         indexed = [
             (WRITES_IDX_MAP.get(channel, position), channel, value)

@@ -8,6 +8,7 @@ A checkpoint item (sk = `<ns>#<checkpoint_id>`):
     rk  S    keyed hash of the run id (sparse index `runs`), if any
     o   SS   object leaves of the channel values kept in S3
     iv  M    small sealed channel values kept inline, keyed by a per-item channel tag
+    a   N    when it was written, seconds since the epoch (retention reads it)
 
 A writes item (sk = `<ns>#<checkpoint_id>#<task>`):
 
@@ -15,10 +16,12 @@ A writes item (sk = `<ns>#<checkpoint_id>#<task>`):
     w<idx>   B|S  one write: sealed inline, or a reference to its object
     wb       S    leaf of a bundle object holding a task's regular writes, used when there
                   are more than fit one UpdateExpression (DynamoDB caps it at 4 KB)
+    a        N    when its newest writes were stored, seconds since the epoch
 
 A head item (pk = `<thread>!`, sk = `head#<ns>`):
 
-    h   S    id of the namespace's newest checkpoint
+    h   S    id of the namespace's newest checkpoint, or `~<seconds>`: a tombstone set by
+             retention while (and after) it removes the thread
 
 A lease item (pk = `<thread>!`, sk = `lease`):
 
@@ -40,7 +43,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -62,6 +65,7 @@ from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk, head_s
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CONTROL_PK,
+    TOMBSTONE_MARK,
     CheckpointRecord,
     ControlRecord,
     Fence,
@@ -69,6 +73,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Lease,
     Record,
+    Stamp,
     WritesRecord,
     is_writes_key,
 )
@@ -84,7 +89,7 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 log = logging.getLogger(__name__)
 Item = dict[str, Any]
 
-BODY, METADATA, REF, OBJECTS, INLINE = "c", "m", "t", "o", "iv"
+BODY, METADATA, REF, OBJECTS, INLINE, WRITTEN_AT = "c", "m", "t", "o", "iv", "a"
 # Version of a control record (deployment record, KMS keyring), checked on replace.
 CONTROL_VERSION = "v"
 WRITE_PREFIX, BUNDLE = "w", "wb"
@@ -121,6 +126,7 @@ def to_item(record: Record) -> Item:
             item[write_attr(idx)] = _write_value(value)
         if record.bundle is not None:
             item[BUNDLE] = {"S": record.bundle}
+        _stamp(item, record.written_at)
         return item
     item[BODY] = {"B": record.body}
     item[METADATA] = {"B": record.metadata}
@@ -131,7 +137,18 @@ def to_item(record: Record) -> Item:
         item[OBJECTS] = {"SS": sorted(record.objects)}
     if record.inline:
         item[INLINE] = {"M": {tag: {"B": blob} for tag, blob in sorted(record.inline.items())}}
+    _stamp(item, record.written_at)
     return item
+
+
+def _stamp(item: Item, written_at: int | None) -> None:
+    if written_at is not None:
+        item[WRITTEN_AT] = {"N": str(written_at)}
+
+
+def _written_at(item: Item) -> int | None:
+    value = item.get(WRITTEN_AT)
+    return None if value is None else int(value["N"])
 
 
 def from_item(item: Item) -> Record:
@@ -151,6 +168,7 @@ def from_item(item: Item) -> Record:
                 task_ref=bytes(item[REF]["B"]),
                 writes=writes,
                 bundle=item.get(BUNDLE, {}).get("S"),
+                written_at=_written_at(item),
             )
         return CheckpointRecord(
             pk=pk,
@@ -161,12 +179,21 @@ def from_item(item: Item) -> Record:
             run_key=item.get(RUN_KEY, {}).get("S"),
             objects=frozenset(item.get(OBJECTS, {}).get("SS", ())),
             inline={k: bytes(v["B"]) for k, v in item.get(INLINE, {}).get("M", {}).items()},
+            written_at=_written_at(item),
         )
     except (KeyError, ValueError) as exc:
         raise IntegrityError(
             f"index item with sort key {sk!r} is malformed ({type(exc).__name__}: {exc}); "
             "it was altered or written by something else"
         ) from exc
+
+
+def _stamp_of(item: Item) -> Stamp:
+    return Stamp(
+        ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
+        _written_at(item),
+        item.get(HEAD, {}).get("S"),
+    )
 
 
 def _token(attribute: str) -> str:
@@ -185,6 +212,9 @@ def merge_writes_update(
     if record.bundle is not None:
         names["#bundle"], values[":bundle"] = BUNDLE, {"S": record.bundle}
         clauses.append("#bundle = if_not_exists(#bundle, :bundle)")
+    if record.written_at is not None:
+        names["#at"], values[":at"] = WRITTEN_AT, {"N": str(record.written_at)}
+        clauses.append("#at = :at")
     for idx, value in sorted(record.writes.items()):
         name = _token(write_attr(idx))
         names[f"#{name}"] = write_attr(idx)
@@ -248,6 +278,10 @@ def head_update(head: HeadMove) -> dict[str, Any]:
         if head.parent is not None:
             condition += " OR #h = :parent"
             update["ExpressionAttributeValues"][":parent"] = {"S": head.parent}
+        else:
+            # A new thread may start where retention removed one of the same id.
+            condition += " OR begins_with(#h, :gone)"
+            update["ExpressionAttributeValues"][":gone"] = {"S": TOMBSTONE_MARK}
         update["ConditionExpression"] = condition
     return update
 
@@ -551,6 +585,61 @@ class DynamoIndex:
             f"BatchWriteItem on {self.resource}: {len(pending)} items still unprocessed "
             f"after {BATCH_ATTEMPTS} attempts (throttled); retry the operation"
         )
+
+    # Retention reads keys, stamps and heads only: a small reply, though DynamoDB bills
+    # a Scan or Query by the size of the whole items it reads.
+    STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT, "#h": HEAD}
+
+    def scan_stamps(self) -> Iterator[Stamp]:
+        start: Cursor | None = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "TableName": self.table,
+                "ProjectionExpression": "#pk, #sk, #a, #h",
+                "ExpressionAttributeNames": self.STAMP_NAMES,
+            }
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
+            with translate_errors(self.resource):
+                out = self.client.scan(**kwargs)
+            yield from (
+                _stamp_of(i) for i in out.get("Items", []) if i[PARTITION_KEY]["S"] != CONTROL_PK
+            )
+            start = out.get("LastEvaluatedKey")
+            if start is None:
+                return
+
+    def partition_stamps(self, pk: str) -> list[Stamp]:
+        stamps: list[Stamp] = []
+        start: Cursor | None = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "TableName": self.table,
+                "KeyConditionExpression": "#pk = :pk",
+                "ProjectionExpression": "#pk, #sk, #a, #h",
+                "ExpressionAttributeNames": self.STAMP_NAMES,
+                "ExpressionAttributeValues": {":pk": {"S": pk}},
+                "ConsistentRead": True,
+            }
+            if start is not None:
+                kwargs["ExclusiveStartKey"] = start
+            with translate_errors(self.resource):
+                out = self.client.query(**kwargs)
+            stamps += [_stamp_of(i) for i in out.get("Items", [])]
+            start = out.get("LastEvaluatedKey")
+            if start is None:
+                return stamps
+
+    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
+        pk = control_pk(thread_name)
+        requests = [
+            {"PutRequest": {"Item": {**key_item(ItemKey(pk, head_sk(ns))), HEAD: {"S": value}}}}
+            for ns, value in sorted(heads.items())
+        ]
+        chunks = [
+            requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)
+        ]
+        parallel(self._write_chunk, chunks)
 
     def scan(self) -> Iterator[Record]:
         start: Cursor | None = None

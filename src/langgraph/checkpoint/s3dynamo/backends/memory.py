@@ -18,9 +18,10 @@ import hashlib
 import json
 import os
 import threading
+import time
 import uuid
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -34,7 +35,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk
+from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk, head_sk
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
@@ -44,7 +45,9 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Lease,
     Record,
+    Stamp,
     WritesRecord,
+    tombstone_time,
 )
 
 
@@ -136,7 +139,8 @@ class MemoryIndex:
             self._check_fence(fence)
             if head is not None:
                 now = self.heads.get(head.key)
-                if head.expect_parent and now not in (None, head.parent, head.to):
+                fresh = head.parent is None and tombstone_time(now) is not None
+                if head.expect_parent and now not in (None, head.parent, head.to) and not fresh:
                     raise ConcurrentUpdateError(f"the head names {now}, not {head.parent}")
             self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
             if head is not None:
@@ -189,7 +193,8 @@ class MemoryIndex:
                 if idx in last_wins or idx not in writes:
                     writes[idx] = value
             bundle = old.bundle if old.bundle is not None else record.bundle
-            partition[record.sk] = replace(old, writes=writes, bundle=bundle)
+            written_at = record.written_at if record.written_at is not None else old.written_at
+            partition[record.sk] = replace(old, writes=writes, bundle=bundle, written_at=written_at)
 
     def replace_if_unchanged(self, old: Record, new: Record) -> bool:
         with self._lock:
@@ -207,6 +212,35 @@ class MemoryIndex:
                 self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
             for key in deletes:
                 self._partitions.get(key.pk, {}).pop(key.sk, None)
+                self.heads.pop(key, None)
+                self.leases.pop(key, None)
+
+    def scan_stamps(self) -> Iterator[Stamp]:
+        with self._lock:
+            self._count("scan")
+            stamps = [
+                Stamp(r.key, r.written_at) for p in self._partitions.values() for r in p.values()
+            ]
+            stamps += self._control_stamps(None)
+        return iter(stamps)
+
+    def partition_stamps(self, pk: str) -> list[Stamp]:
+        with self._lock:
+            self._count("query")
+            records = self._partitions.get(pk, {})
+            stamps = [Stamp(records[sk].key, records[sk].written_at) for sk in sorted(records)]
+            return stamps + self._control_stamps(pk)
+
+    def _control_stamps(self, pk: str | None) -> list[Stamp]:
+        heads = [Stamp(k, None, h) for k, h in self.heads.items() if pk in (None, k.pk)]
+        return heads + [Stamp(k) for k in self.leases if pk in (None, k.pk)]
+
+    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
+        with self._lock:
+            self._count("write_batch")
+            pk = control_pk(thread_name)
+            for ns, value in heads.items():
+                self.heads[ItemKey(pk, head_sk(ns))] = value
 
     def scan(self) -> Iterator[Record]:
         with self._lock:
@@ -260,6 +294,8 @@ class MemoryObjects:
         self.blobs: dict[str, tuple[bytes, datetime]] = {}
         # A fresh tag per write, as S3's ETag changes when sealed bytes do.
         self.tags: dict[str, str] = {}
+        # The modification time of a write, as S3's clock gives it; tests replace it.
+        self.clock: Callable[[], float] = time.time
         self._lock = threading.Lock()
 
     def _count(self, name: str) -> None:
@@ -281,7 +317,7 @@ class MemoryObjects:
             self._store(key, body)
 
     def _store(self, key: str, body: bytes) -> None:
-        self.blobs[key] = (bytes(body), datetime.now(timezone.utc))
+        self.blobs[key] = (bytes(body), datetime.fromtimestamp(self.clock(), timezone.utc))
         self.tags[key] = uuid.uuid4().hex
 
     def get(self, key: str) -> bytes:

@@ -1,0 +1,238 @@
+"""Retention on the in-memory ports: idle threads go whole, active ones keep everything.
+
+Faults at every request of a sweep are injected in `tests/unit/test_faults.py` (op
+`expire`); `tests/test_retention.py` runs the same on moto and the DynamoDB adapter.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+
+from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, InvalidConfigError
+from langgraph.checkpoint.s3dynamo.naming import control_pk
+from langgraph.checkpoint.s3dynamo.retention import id_time, parse_ttl
+from tests.scenarios import chat_graph
+from tests.test_delta import delta_graph
+from tests.unit.conftest import MemorySaver, memory_saver
+
+DAY = 86_400.0
+TTL = "30d"
+
+
+def at(saver: MemorySaver, days_from_now: float) -> None:
+    """Set the clocks (record stamps, sweeps, object modification times) to
+    `days_from_now`."""
+    moment = time.time() + days_from_now * DAY
+    saver.store.clock = saver.objects.clock = lambda: moment
+
+
+def chat(saver: MemorySaver, tid: str, turns: int = 3) -> Any:
+    graph = chat_graph(saver)
+    config = {"configurable": {"thread_id": tid}}
+    for i in range(turns):
+        graph.invoke({"messages": [HumanMessage(f"{tid} message {i}", id=f"{tid}-h{i}")]}, config)
+    return graph
+
+
+def delta_chat(saver: MemorySaver, tid: str, turns: int = 3) -> Any:
+    graph = delta_graph(saver, 2)
+    for i in range(turns):
+        graph.invoke({"messages": [f"user: {i}"]}, {"configurable": {"thread_id": tid}})
+    return graph
+
+
+def history(graph: Any, tid: str) -> list[Any]:
+    config = {"configurable": {"thread_id": tid}}
+    return [
+        (s.config["configurable"]["checkpoint_id"], s.values)
+        for s in graph.get_state_history(config)
+    ]
+
+
+def stored(saver: MemorySaver, tid: str) -> tuple[int, int, list[str]]:
+    """Records, objects and control items (heads, lease) a thread has."""
+    name = saver.store.namer.thread(tid)
+    records = [r for r in saver.index.records() if r.pk == name]
+    prefix = saver.store.thread_prefix(name)
+    objects = [k for k in saver.objects.blobs if k.startswith(prefix)]
+    control = [f"{k.sk}={h}" for k, h in saver.index.heads.items() if k.pk == control_pk(name)] + [
+        k.sk for k in saver.index.leases if k.pk == control_pk(name)
+    ]
+    return len(records), len(objects), control
+
+
+@pytest.fixture
+def saver() -> MemorySaver:
+    # Every value in S3, so "whole" covers objects too.
+    return memory_saver(inline_max=0)
+
+
+def test_idle_threads_go_whole_and_active_ones_keep_every_checkpoint(saver: MemorySaver) -> None:
+    at(saver, -40)
+    chat(saver, "old-chat")
+    delta_chat(saver, "old-delta")
+    at(saver, -10)
+    active_chat = chat(saver, "recent-chat")
+    active_delta = delta_chat(saver, "recent-delta")
+    before = {t: history(active_chat, t) for t in ("recent-chat",)}
+    before["recent-delta"] = history(active_delta, "recent-delta")
+    assert stored(saver, "old-chat")[1] > 0
+
+    at(saver, 0)
+    plan = saver.expire_idle_threads(TTL)
+
+    assert len(plan.removed) == 2 and not plan.busy and not plan.revived
+    assert plan.active == 2
+    for tid in ("old-chat", "old-delta"):
+        records, objects, control = stored(saver, tid)
+        assert (records, objects) == (0, 0)
+        # Only tombstones stay, refusing late commits.
+        assert control and all("=~" in c for c in control)
+        assert saver.get_tuple({"configurable": {"thread_id": tid}}) is None
+    assert history(chat_graph(saver), "recent-chat") == before["recent-chat"]
+    assert history(delta_graph(saver, 2), "recent-delta") == before["recent-delta"]
+    # DeltaChannel still rebuilds from its history after the sweep.
+    assert (
+        delta_graph(saver, 2)
+        .get_state({"configurable": {"thread_id": "recent-delta"}})
+        .values["messages"]
+        == before["recent-delta"][0][1]["messages"]
+    )
+
+
+def test_dry_run_changes_nothing(saver: MemorySaver) -> None:
+    at(saver, -40)
+    chat(saver, "old")
+    at(saver, 0)
+    counted = stored(saver, "old")
+    plan = saver.expire_idle_threads(TTL, dry_run=True)
+    assert list(plan.idle) == [saver.store.namer.thread("old")]
+    assert plan.records == counted[0] and not plan.removed
+    assert stored(saver, "old") == counted
+
+
+def test_data_written_before_stamps_is_dated_by_its_checkpoint_ids(saver: MemorySaver) -> None:
+    chat(saver, "legacy")
+    # As an older version wrote them: no stamp on any record.
+    for record in saver.index.records():
+        saver.index.write_batch(puts=[replace(record, written_at=None)])
+    at(saver, 0)
+    assert not saver.expire_idle_threads(TTL).removed  # written today, by its ids
+    at(saver, 31)
+    plan = saver.expire_idle_threads(TTL)
+    assert plan.removed == [saver.store.namer.thread("legacy")]
+    assert stored(saver, "legacy")[:2] == (0, 0)
+
+
+def test_records_that_cannot_be_dated_are_kept(saver: MemorySaver) -> None:
+    config = {"configurable": {"thread_id": "custom", "checkpoint_ns": ""}}
+    checkpoint = create_checkpoint(empty_checkpoint(), None, 1)
+    checkpoint["id"] = "my-own-checkpoint-id"
+    saver.put(config, checkpoint, {"source": "input", "step": 1}, {})
+    for record in saver.index.records():
+        saver.index.write_batch(puts=[replace(record, written_at=None)])
+    at(saver, 400)
+    plan = saver.expire_idle_threads(TTL)
+    assert plan.undated == 1 and not plan.removed
+    assert stored(saver, "custom")[0] == 1
+
+
+def test_a_thread_held_by_its_lock_is_left_alone(saver: MemorySaver) -> None:
+    at(saver, -40)
+    chat(saver, "held")
+    at(saver, 0)
+    with saver.thread_lock("held", ttl=3600):
+        plan = saver.expire_idle_threads(TTL)
+    assert plan.busy == [saver.store.namer.thread("held")] and not plan.removed
+    assert stored(saver, "held")[0] > 0
+
+
+def test_a_commit_between_scan_and_removal_keeps_the_thread(saver: MemorySaver) -> None:
+    at(saver, -40)
+    graph = chat(saver, "revived")
+    at(saver, 0)
+    plan = saver.expire_idle_threads(TTL, dry_run=True)
+    before = history(graph, "revived")
+    config = {"configurable": {"thread_id": "revived"}}
+    graph.invoke({"messages": [HumanMessage("back again", id="back")]}, config)
+    plan.execute()
+    assert plan.revived == [saver.store.namer.thread("revived")] and not plan.removed
+    after = history(graph, "revived")
+    assert len(after) == len(before) + 2 and after[2:] == before  # every checkpoint kept
+    # Its heads are live again (no tombstone left behind): the next turn commits.
+    graph.invoke(
+        {"messages": [HumanMessage("and again", id="again")]},
+        {"configurable": {"thread_id": "revived"}},
+    )
+
+
+def test_a_run_that_loaded_the_thread_before_removal_cannot_commit_after_it(
+    saver: MemorySaver,
+) -> None:
+    at(saver, -40)
+    chat(saver, "late")
+    at(saver, 0)
+    config = {"configurable": {"thread_id": "late", "checkpoint_ns": ""}}
+    loaded = saver.get_tuple(config)  # a run loads the latest checkpoint...
+    assert loaded is not None
+    saver.expire_idle_threads(TTL)  # ...the sweep removes the thread...
+    checkpoint = create_checkpoint(loaded.checkpoint, None, 9)
+    with pytest.raises(ConcurrentUpdateError):  # ...and its commit is refused.
+        saver.put(loaded.config, checkpoint, {"source": "loop", "step": 9}, {})
+    assert stored(saver, "late")[0] == 0
+    # The same thread id starts afresh.
+    graph = chat(saver, "late", turns=1)
+    assert len(graph.get_state({"configurable": {"thread_id": "late"}}).values["messages"]) == 2
+
+
+def test_tombstones_go_once_older_than_the_ttl(saver: MemorySaver) -> None:
+    at(saver, -40)
+    chat(saver, "gone")
+    at(saver, 0)
+    saver.expire_idle_threads(TTL)
+    assert stored(saver, "gone")[2]
+    at(saver, 1)
+    assert not saver.expire_idle_threads(TTL, dry_run=True).leftovers  # nothing to do yet
+    at(saver, 31)
+    plan = saver.expire_idle_threads(TTL)
+    assert plan.removed == [saver.store.namer.thread("gone")]
+    assert stored(saver, "gone") == (0, 0, [])
+
+
+def test_a_sweep_past_its_deadline_leaves_the_rest_for_the_next(saver: MemorySaver) -> None:
+    at(saver, -40)
+    for i in range(3):
+        chat(saver, f"t{i}", turns=1)
+    at(saver, 0)
+    plan = saver.expire_idle_threads(TTL, deadline=time.monotonic() - 1)
+    assert len(plan.unfinished) == 3 and not plan.removed
+    assert len(saver.expire_idle_threads(TTL).removed) == 3
+
+
+def test_retention_setting_and_bad_durations() -> None:
+    assert parse_ttl("30d") == timedelta(days=30)
+    assert parse_ttl("12h") == timedelta(hours=12)
+    assert parse_ttl(7) == timedelta(days=7)
+    with pytest.raises(InvalidConfigError, match="30d, 12h"):
+        parse_ttl("a month")
+    with pytest.raises(InvalidConfigError, match="positive"):
+        parse_ttl("0d")
+    saver = memory_saver()
+    with pytest.raises(InvalidConfigError, match="S3DYNAMO_RETENTION"):
+        saver.expire_idle_threads()
+    assert memory_saver(retention="45d").retention == timedelta(days=45)
+
+
+def test_checkpoint_id_time() -> None:
+    from langgraph.checkpoint.base.id import uuid6
+
+    now = time.time()
+    assert abs((id_time(str(uuid6())) or 0) - now) <= 1
+    assert id_time("not-a-uuid") is None
