@@ -165,7 +165,7 @@ def test_a_commit_between_scan_and_removal_keeps_the_thread(saver: MemorySaver) 
     plan.execute()
     assert plan.revived == [saver.store.namer.thread("revived")] and not plan.removed
     after = history(graph, "revived")
-    assert len(after) == len(before) + 2 and after[2:] == before  # every checkpoint kept
+    assert len(after) > len(before) and after[-len(before) :] == before  # every one kept
     # Its heads are live again (no tombstone left behind): the next turn commits.
     graph.invoke(
         {"messages": [HumanMessage("and again", id="again")]},
