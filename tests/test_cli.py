@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,9 +223,7 @@ def test_history_lists_steps_sources_next_nodes_and_interrupts(reads: dict[str, 
     assert [row["step"] for row in rows] == list(range(6, -2, -1))
     latest = rows[0]
     assert latest["next"] == ["approve"]
-    assert latest["interrupts"][0]["value"] == {
-        "question": "Approve a refund for this customer?"
-    }
+    assert latest["interrupts"][0]["value"] == {"question": "Approve a refund for this customer?"}
     assert rows[-1]["source"] == "input" and rows[-1]["next"] == ["__start__"]
     # The 200 KB order is stored once as a value (and once as the write that set it).
     big = [row for row in rows if row["stored_bytes"] > 10_000]
@@ -465,3 +464,22 @@ def test_the_demo_runs_and_nothing_it_said_is_readable_at_rest() -> None:
     assert r.code == 0, r.err[-2000:]
     assert "'blue kettle' found in 0 of" in r.out and "'customer-42' found in 0 of" in r.out
     assert "$ s3dynamo history customer-42" in r.out and "\nok\n" in r.out
+
+
+def test_expire_removes_idle_threads_after_showing_the_plan(
+    s3dynamo_server_sandbox: Sandbox,
+) -> None:
+    sandbox = s3dynamo_server_sandbox
+    populate(sandbox, ["old"])
+    env = sandbox.environment()
+    time.sleep(4.5)  # "old" is now idle for over 4 s
+    plan, missing = run_all((env, ("expire", "--older-than", "4s", "--json")), (env, ("expire",)))
+    assert plan.json()["plan"]["idle_threads"] == 1 and plan.json()["executed"] is False
+    assert missing.code == 2 and "--older-than 30d" in one_line_error(missing)
+    build_graph(sandbox.saver()).invoke(
+        {"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "new"}}
+    )
+    done = run({**env, "S3DYNAMO_RETENTION": "4s"}, "expire", "--yes", "--json")
+    assert done.json()["result"]["removed_threads"] == 1, done.err
+    listed = run(env, "threads", "--json")
+    assert [t["thread_id"] for t in listed.json()["threads"]] == ["new"]

@@ -58,6 +58,7 @@ checkpoints are gone, and reading it raises an error that names the missing obje
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -205,6 +206,7 @@ class ExpiryPlan:
     objects_deleted: int = 0
     executed: bool = False
     seen: dict[str, _Thread] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def execute(self, *, deadline: float | None = None) -> ExpiryPlan:
         """Remove the idle threads and finish the leftovers (module docstring). With a
@@ -273,9 +275,10 @@ class ExpiryPlan:
             if (tombstone_time(head) or 0) <= self.cutoff
         ]
         index.write_batch(deletes=[*gone, lease_key])
-        self.removed.append(name)
-        self.records_deleted += len(keys)
-        self.objects_deleted += len(deleted)
+        with self._lock:  # threads are removed in parallel
+            self.removed.append(name)
+            self.records_deleted += len(keys)
+            self.objects_deleted += len(deleted)
 
 
 def plan_expiry(

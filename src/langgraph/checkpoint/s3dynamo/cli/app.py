@@ -540,6 +540,61 @@ def gc(thread_ids: tuple[str, ...], grace: int, as_json: bool, yes: bool, **sett
 
 
 @cli.command()
+@click.option(
+    "--older-than",
+    envvar="S3DYNAMO_RETENTION",
+    help="remove threads idle for longer than this: 30d, 12h, or days [S3DYNAMO_RETENTION]",
+)
+@json_option
+@yes_option
+@store_options
+def expire(older_than: str | None, as_json: bool, yes: bool, **settings: Any) -> int:
+    """Remove, whole, every thread idle for longer than the time to live (records and
+    objects), and finish removals an earlier run left midway."""
+    if not older_than:
+        raise InvalidConfigError(
+            "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
+        )
+    saver = open_saver(**settings)
+    with progress("scanning"):
+        found = saver.expire_idle_threads(older_than, dry_run=True)
+    plan = {
+        "ttl_seconds": int(found.ttl.total_seconds()),
+        "idle_threads": len(found.idle),
+        "records": found.records,
+        "leftovers": len(found.leftovers),
+        "active_threads": found.active,
+        "undated_threads": found.undated,
+    }
+    lines = [
+        f"{render.plural(plan['idle_threads'], 'thread')} idle for over {older_than} "
+        f"({render.plural(plan['records'], 'record')}, and their objects); "
+        f"{plan['active_threads']} active",
+    ]
+    if plan["leftovers"]:
+        lines.append(f"{plan['leftovers']} removals left unfinished by an earlier run")
+    if plan["undated_threads"]:
+        lines.append(
+            f"{plan['undated_threads']} threads have no stamp or time-based checkpoint id "
+            "and are kept"
+        )
+
+    def act() -> dict[str, int]:
+        with progress("removing"):
+            done = found.execute()
+        return {
+            "removed_threads": len(done.removed),
+            "records_deleted": done.records_deleted,
+            "objects_deleted": done.objects_deleted,
+            "busy_threads": len(done.busy),
+            "revived_threads": len(done.revived),
+        }
+
+    work = plan["idle_threads"] + plan["leftovers"]
+    return plan_then(as_json, yes and work > 0, plan, lines, act)
+
+
+@cli.command()
 @click.argument("thread_ids", nargs=-1, required=True)
 @click.option(
     "--strategy",
