@@ -156,8 +156,10 @@ resource "aws_s3_bucket_policy" "this" {
 #   saver        the agent at run time: checkpoints, writes, reads, history, delete_thread
 #   maintenance  list(None), copy_thread, prune, delete_for_runs, reencrypt, garbage
 #                collection and delete_thread, for an operator or a scheduled job
+#   retention    expire_idle_threads(), for the scheduled retention job: it reads keys and
+#                stamps and deletes, so it gets no object reads or writes and no KMS key
 #
-# Neither grants Create*/Delete* on the table or bucket: the saver's setup() is for
+# None grants Create*/Delete* on the table or bucket: the saver's setup() is for
 # development and must not run in production.
 # --------------------------------------------------------------------------------------
 
@@ -317,6 +319,47 @@ data "aws_iam_policy_document" "maintenance" {
   }
 }
 
+data "aws_iam_policy_document" "retention" {
+  statement {
+    sid    = "CheckpointTable"
+    effect = "Allow"
+    actions = [
+      # Tombstones on heads, record and control-item deletes.
+      "dynamodb:BatchWriteItem",
+      # One consistent read of an idle thread before it goes.
+      "dynamodb:Query",
+      # Finding idle threads reads the whole table (keys and stamps).
+      "dynamodb:Scan",
+      # The thread's lease, taken while it is removed.
+      "dynamodb:UpdateItem",
+    ]
+    resources = [aws_dynamodb_table.this.arn]
+  }
+
+  statement {
+    sid       = "CheckpointObjects"
+    effect    = "Allow"
+    actions   = ["s3:DeleteObject"]
+    resources = [local.object_arn_pattern]
+  }
+
+  statement {
+    sid       = "CheckpointListing"
+    effect    = "Allow"
+    actions   = ["s3:ListBucket"]
+    resources = [aws_s3_bucket.this.arn]
+
+    dynamic "condition" {
+      for_each = var.key_prefix == "" ? [] : [var.key_prefix]
+      content {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["${condition.value}*"]
+      }
+    }
+  }
+}
+
 resource "aws_iam_policy" "saver" {
   name        = var.policy_name
   name_prefix = var.policy_name == null ? local.policy_name_prefix : null
@@ -346,4 +389,19 @@ resource "aws_iam_role_policy_attachment" "maintenance" {
 
   role       = each.value
   policy_arn = aws_iam_policy.maintenance.arn
+}
+
+resource "aws_iam_policy" "retention" {
+  name        = var.retention_policy_name
+  name_prefix = var.retention_policy_name == null ? "${local.policy_name_prefix}ret-" : null
+  description = "Retention access for langgraph-checkpoint-s3dynamo to table ${var.table_name} and bucket ${var.bucket_name}"
+  policy      = data.aws_iam_policy_document.retention.json
+  tags        = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "retention" {
+  for_each = toset(var.retention_role_names)
+
+  role       = each.value
+  policy_arn = aws_iam_policy.retention.arn
 }

@@ -33,6 +33,11 @@ output "maintenance_policy_arn" {
   value       = aws_iam_policy.maintenance.arn
 }
 
+output "retention_policy_arn" {
+  description = "ARN of the retention IAM policy (the scheduled expire_idle_threads() job), for roles not listed in retention_role_names."
+  value       = aws_iam_policy.retention.arn
+}
+
 output "environment" {
   description = "Environment variables for the saver, ready to merge into a Lambda function's environment."
   # With sealing_kms_key_arn the key setting is here too; otherwise add S3DYNAMO_KEYS and
@@ -44,5 +49,6 @@ output "environment" {
       S3DYNAMO_PREFIX = var.key_prefix
     },
     var.sealing_kms_key_arn == null ? {} : { S3DYNAMO_KMS_KEY_ID = var.sealing_kms_key_arn },
+    var.retention == null ? {} : { S3DYNAMO_RETENTION = var.retention },
   )
 }

@@ -129,3 +129,34 @@ variable "maintenance_policy_name" {
   type        = string
   default     = null
 }
+
+variable "retention" {
+  description = <<-EOT
+    Idle time after which a thread is removed whole (S3DYNAMO_RETENTION): "30d", "12h", or a
+    number of days. Null keeps every thread. Removal happens when a job calls
+    expire_idle_threads() (the example schedules one daily); see docs/OPERATIONS.md.
+  EOT
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.retention == null || can(regex("^[0-9]+(\\.[0-9]+)?[dhms]?$", var.retention))
+    error_message = "retention must be a number of days or a number with a unit: 30d, 12h, 90m, 3600s."
+  }
+}
+
+variable "retention_role_names" {
+  description = <<-EOT
+    Names (not ARNs) of IAM roles to attach the retention policy to: the scheduled job that
+    calls expire_idle_threads() (table Scan, Query, UpdateItem, BatchWriteItem; listing and
+    deleting objects; no reads of values and no KMS).
+  EOT
+  type        = list(string)
+  default     = []
+}
+
+variable "retention_policy_name" {
+  description = "Name of the retention IAM policy. When null a unique name starting with \"s3dynamo-\" is generated."
+  type        = string
+  default     = null
+}

@@ -590,6 +590,17 @@ def test_policies_grant_exactly_what_the_code_requests(
     rotated.delete_thread("m1")
     maintenance = recorder.take()
 
+    # Retention: the scheduled handler, once a thread with objects has been idle for 2 s.
+    monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "0")
+    graph = load_app().get_graph()
+    graph.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "r1"}})
+    time.sleep(2.1)
+    monkeypatch.setenv("S3DYNAMO_RETENTION", "2s")
+    recorder.take()
+    swept = load_app().expire({}, None)
+    retention = recorder.take()
+    assert swept["removed_threads"] >= 1 and swept["objects_deleted"] >= 1, swept
+
     assert runtime, "no request was recorded: does the saver still use boto3's default session?"
     assert policy_grants("saver") == runtime, (
         f"terraform/main.tf saver policy: grants but never used "
@@ -600,6 +611,11 @@ def test_policies_grant_exactly_what_the_code_requests(
         f"terraform/main.tf maintenance policy: grants but never used "
         f"{sorted(policy_grants('maintenance') - maintenance)}; used but not granted "
         f"{sorted(maintenance - policy_grants('maintenance'))}"
+    )
+    assert policy_grants("retention") == retention, (
+        f"terraform/main.tf retention policy: grants but never used "
+        f"{sorted(policy_grants('retention') - retention)}; used but not granted "
+        f"{sorted(retention - policy_grants('retention'))}"
     )
     # What the function's role does not get, and why: listing every thread, re-sealing and
     # garbage collection scan the whole table; delete_for_runs queries the run index; only

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import operator
 import re
+import time
 import uuid
 from typing import Annotated, Any
 
@@ -287,6 +288,35 @@ def delete(event: dict[str, Any]) -> dict[str, Any]:
 
 
 ACTIONS = {"start": start, "send": send, "resume": resume, "history": history, "delete": delete}
+
+
+# A sweep stops starting new threads this long before the invocation's time runs out.
+EXPIRE_MARGIN_MS = 60_000
+
+
+def expire(event: Any, context: Any = None) -> dict[str, Any]:
+    """AWS Lambda entry point of the scheduled retention job: removes every thread idle
+    for longer than S3DYNAMO_RETENTION, whole, and finishes removals an earlier run left.
+    `{"dry_run": true}` only reports. What a run cannot reach in its time, the next does."""
+    saver = S3DynamoSaver.from_env()
+    dry_run = isinstance(event, dict) and bool(event.get("dry_run"))
+    deadline = None
+    if context is not None:
+        left = context.get_remaining_time_in_millis() - EXPIRE_MARGIN_MS
+        deadline = time.monotonic() + max(left, 0) / 1000
+    plan = saver.expire_idle_threads(dry_run=dry_run, deadline=deadline)
+    return {
+        "ok": True,
+        "dry_run": dry_run,
+        "idle_threads": len(plan.idle),
+        "leftovers": len(plan.leftovers),
+        "active_threads": plan.active,
+        "removed_threads": len(plan.removed),
+        "records_deleted": plan.records_deleted,
+        "objects_deleted": plan.objects_deleted,
+        "busy_threads": len(plan.busy),
+        "left_for_next_run": len(plan.unfinished),
+    }
 
 
 def handler(event: Any, context: Any = None) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 # the module's table and bucket, the function from the zip `make lambda-package` builds, an
 # execution role with the saver's policy and nothing else but writing its own log group, and
 # a customer managed KMS key for the function's environment (which holds the sealing keys)
-# and its logs.
+# and its logs. With `retention` set, a second function from the same zip runs
+# expire_idle_threads() on a schedule, under the module's retention policy.
 
 data "aws_caller_identity" "current" {}
 data "aws_partition" "current" {}
@@ -10,6 +11,11 @@ data "aws_partition" "current" {}
 locals {
   log_group_name = "/aws/lambda/${var.name}"
   log_group_arn  = "arn:${data.aws_partition.current.partition}:logs:${var.region}:${data.aws_caller_identity.current.account_id}:log-group:${local.log_group_name}"
+
+  retention_name           = "${var.name}-retention"
+  retention_jobs           = var.retention == null ? [] : [local.retention_name]
+  retention_log_group_name = "/aws/lambda/${local.retention_name}"
+  retention_log_group_arn  = "arn:${data.aws_partition.current.partition}:logs:${var.region}:${data.aws_caller_identity.current.account_id}:log-group:${local.retention_log_group_name}"
 }
 
 module "checkpoints" {
@@ -20,6 +26,7 @@ module "checkpoints" {
   key_prefix          = var.key_prefix
   deletion_protection = var.deletion_protection
   sealing_kms_key_arn = aws_kms_key.sealing.arn
+  retention           = var.retention
   tags                = var.tags
 }
 
@@ -61,7 +68,7 @@ data "aws_iam_policy_document" "key" {
     condition {
       test     = "ArnEquals"
       variable = "kms:EncryptionContext:aws:logs:arn"
-      values   = [local.log_group_arn]
+      values   = [local.log_group_arn, local.retention_log_group_arn]
     }
   }
 }
@@ -198,4 +205,114 @@ resource "aws_lambda_function" "agent" {
   tags = var.tags
 
   depends_on = [aws_iam_role_policy.logs, aws_iam_role_policy_attachment.checkpoints]
+}
+
+# --------------------------------------------------------------------------------------
+# Retention: the same zip, handler app.expire, once per retention_schedule. It removes
+# threads idle for longer than var.retention and finishes removals a previous run left
+# (see docs/OPERATIONS.md). Its role gets the module's retention policy (Scan, Query,
+# UpdateItem, BatchWriteItem, ListBucket, DeleteObject; no reads of values, no KMS) and
+# its own log group.
+# --------------------------------------------------------------------------------------
+
+resource "aws_iam_role" "retention" {
+  for_each = toset(local.retention_jobs)
+
+  name               = each.value
+  assume_role_policy = data.aws_iam_policy_document.assume.json
+  tags               = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "retention" {
+  for_each = aws_iam_role.retention
+
+  role       = each.value.name
+  policy_arn = module.checkpoints.retention_policy_arn
+}
+
+data "aws_iam_policy_document" "retention_logs" {
+  statement {
+    effect    = "Allow"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = ["${local.retention_log_group_arn}:*"]
+  }
+}
+
+resource "aws_iam_role_policy" "retention_logs" {
+  for_each = aws_iam_role.retention
+
+  name   = "logs"
+  role   = each.value.id
+  policy = data.aws_iam_policy_document.retention_logs.json
+}
+
+resource "aws_cloudwatch_log_group" "retention" {
+  for_each = toset(local.retention_jobs)
+
+  name              = local.retention_log_group_name
+  retention_in_days = var.log_retention_days
+  kms_key_id        = aws_kms_key.agent.arn
+  tags              = var.tags
+}
+
+resource "aws_lambda_function" "retention" {
+  for_each = toset(local.retention_jobs)
+
+  #checkov:skip=CKV_AWS_117:The function reaches only DynamoDB and S3 over TLS with IAM-signed requests and needs no private network resource; a VPC would add NAT or endpoints and no control the IAM policy and bucket policy do not give.
+  #checkov:skip=CKV_AWS_116:A failed run changes nothing that the next scheduled run does not finish (each removal is idempotent and resumes where it stopped); EventBridge retries it, and the error is in the function's log group.
+  #checkov:skip=CKV_AWS_50:X-Ray tracing would need X-Ray write permissions on the role, which is deliberately limited to the retention policy and its own log group.
+  #checkov:skip=CKV_AWS_272:The zip is built from this repository by make lambda-package and deployed by Terraform directly; code signing needs an AWS Signer profile and a signed artifact in S3, which a deployment pipeline adds.
+  function_name = each.value
+  role          = aws_iam_role.retention[each.key].arn
+  runtime       = "python3.12"
+  architectures = ["x86_64"]
+  handler       = "app.expire"
+  filename      = var.package_path
+  # Changes when the zip does, so a new build is deployed.
+  source_code_hash = filebase64sha256(var.package_path)
+  memory_size      = 512
+  # The longest a Lambda function may run; a sweep stops starting threads a minute before.
+  timeout = 900
+  # One sweep at a time: a second would only race the first for the same threads.
+  reserved_concurrent_executions = 1
+  kms_key_arn                    = aws_kms_key.agent.arn
+
+  environment {
+    variables = module.checkpoints.environment
+  }
+
+  logging_config {
+    log_format = "JSON"
+    log_group  = aws_cloudwatch_log_group.retention[each.key].name
+  }
+
+  tags = var.tags
+
+  depends_on = [aws_iam_role_policy.retention_logs, aws_iam_role_policy_attachment.retention]
+}
+
+resource "aws_cloudwatch_event_rule" "retention" {
+  for_each = toset(local.retention_jobs)
+
+  name                = each.value
+  description         = "Runs expire_idle_threads() for ${var.table_name}"
+  schedule_expression = var.retention_schedule
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "retention" {
+  for_each = aws_cloudwatch_event_rule.retention
+
+  rule = each.value.name
+  arn  = aws_lambda_function.retention[each.key].arn
+}
+
+resource "aws_lambda_permission" "retention" {
+  for_each = aws_cloudwatch_event_rule.retention
+
+  statement_id  = "AllowScheduledRetention"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.retention[each.key].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = each.value.arn
 }

@@ -32,3 +32,8 @@ output "maintenance_policy_arn" {
   description = "Attach to an operator's or a scheduled job's role for list(None), prune, reencrypt and garbage collection."
   value       = module.checkpoints.maintenance_policy_arn
 }
+
+output "retention_function_name" {
+  description = "Name of the scheduled retention function (null without retention)."
+  value       = one(aws_lambda_function.retention[*].function_name)
+}

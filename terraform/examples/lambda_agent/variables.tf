@@ -73,3 +73,15 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "retention" {
+  description = "Idle time after which a conversation is removed whole (S3DYNAMO_RETENTION): \"30d\", \"12h\", or days. Null keeps every conversation and creates no retention job."
+  type        = string
+  default     = "30d"
+}
+
+variable "retention_schedule" {
+  description = "When the retention job runs (an EventBridge schedule expression)."
+  type        = string
+  default     = "rate(1 day)"
+}
