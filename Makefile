@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
+CHECKOV_STAMP := .venv-checkov/.installed
 
 .PHONY: demo test lint test-integration bench clean lambda-package checkov
 
@@ -21,15 +22,15 @@ lint: $(STAMP)
 	$(PY) -m mypy
 
 # The unit tier (pure code and the thread store on in-memory ports) first, then the
-# whole suite on moto in process, then the long in-memory runs (fault injection at every
-# request, a 200-turn chat).
-test: $(STAMP) lint
+# whole suite on moto in process (with terraform's checks and checkov on terraform/),
+# then the long in-memory runs (fault injection at every request, a 200-turn chat).
+test: $(STAMP) $(CHECKOV_STAMP) lint
 	$(PY) -m pytest -q tests/unit -m "not slow"
 	$(PY) -m pytest -q --ignore=tests/unit
 	$(PY) -m pytest -q tests/unit -m slow
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-checkov .pytest_cache .mypy_cache .ruff_cache
 
 # The same suite against independent implementations over HTTP on 127.0.0.1:
 # moto server, then dynalite (DynamoDB) with SeaweedFS (S3). See scripts/services.sh.
@@ -57,8 +58,12 @@ lambda-package:
 	PYTHON=$(PYTHON) scripts/lambda_package.sh
 
 # Static security checks of terraform/ (module and example) in their own virtual environment.
-checkov:
+# checkov has its own virtual environment: its dependencies stay out of the project's.
+$(CHECKOV_STAMP):
 	$(PYTHON) -m venv .venv-checkov
 	.venv-checkov/bin/python -m pip install --quiet --upgrade pip
 	.venv-checkov/bin/python -m pip install --quiet 'checkov>=3.2'
+	touch $(CHECKOV_STAMP)
+
+checkov: $(CHECKOV_STAMP)
 	.venv-checkov/bin/checkov --quiet --compact --skip-download -d terraform --framework terraform

@@ -81,7 +81,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.thread_store import ThreadStore
-from langgraph.checkpoint.s3dynamo.waves import parallel
+from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS, parallel
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,9 @@ log = logging.getLogger(__name__)
 # takes, short enough that a sweep killed midway does not hold the thread for long.
 LEASE_TTL = timedelta(minutes=15)
 LEASE_OWNER = "retention"
-# Threads removed at once.
-PARALLEL_THREADS = 8
+# Threads removed at once: as many as the shared wave pool and the clients' connection
+# pools serve (a thread's own requests then run one after another).
+PARALLEL_THREADS = WAVE_WORKERS
 # 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch.
 _UUID_EPOCH = 0x01B21DD213814000
 
