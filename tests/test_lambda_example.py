@@ -663,7 +663,7 @@ def test_terraform_apply_example_on_moto(
     shutil.copytree(ROOT / "terraform", copy, ignore=shutil.ignore_patterns(".terraform*"))
     example = copy / "examples" / "lambda_agent"
     # An override file (merged into the provider block) points every service at moto.
-    services = ("dynamodb", "iam", "kms", "lambda", "logs", "s3", "sts")
+    services = ("dynamodb", "events", "iam", "kms", "lambda", "logs", "s3", "sts")
     endpoints = "\n".join(f'    {s} = "{moto_server}"' for s in services)
     (example / "moto_override.tf").write_text(
         MOTO_PROVIDER.format(region=REGION, endpoints=endpoints)
@@ -745,3 +745,21 @@ def test_terraform_apply_example_on_moto(
     for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "S3DYNAMO_INLINE_MAX"):
         monkeypatch.delenv(name, raising=False)
     run_conversation(function_env, cold_invoker(function_env), full=False)
+
+    # The retention job: same zip and environment, handler app.expire, the module's
+    # retention policy, run daily by an EventBridge rule; a dry run with its settings.
+    job = lam.get_function_configuration(FunctionName=outputs["retention_function_name"])
+    assert (job["Handler"], job["Timeout"]) == ("app.expire", 900)
+    assert job["Environment"]["Variables"] == environment
+    assert environment["S3DYNAMO_RETENTION"] == "30d"
+    [job_policy] = iam.list_attached_role_policies(RoleName=job["Role"].rsplit("/", 1)[1])[
+        "AttachedPolicies"
+    ]
+    assert job_policy["PolicyName"].startswith(f"s3dynamo-{variables['table_name']}-ret-")
+    events = session.client("events", endpoint_url=moto_server)
+    rule = events.describe_rule(Name=outputs["retention_function_name"])
+    assert rule["ScheduleExpression"] == "rate(1 day)"
+    [target] = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+    assert target["Arn"] == job["FunctionArn"]
+    swept = load_app().expire({"dry_run": True}, None)
+    assert swept["ok"] and swept["dry_run"] and swept["removed_threads"] == 0

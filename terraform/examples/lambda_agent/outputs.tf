@@ -35,5 +35,5 @@ output "maintenance_policy_arn" {
 
 output "retention_function_name" {
   description = "Name of the scheduled retention function (null without retention)."
-  value       = one(aws_lambda_function.retention[*].function_name)
+  value       = one([for f in aws_lambda_function.retention : f.function_name])
 }
