@@ -84,13 +84,17 @@ class Row:
 
     @property
     def wall_latency_ms(self) -> float | None:
+        """Wall time with the latency model standing in for AWS: the run with latencies
+        slept, less the time moto itself took to answer (which AWS does not add on top of
+        its latency; moto's TransactWriteItems alone deep-copies the whole table)."""
         if self.latency_estimated:
             # Sequential reads: no overlap, so the latencies simply add up.
             plain = self.plain
             return self.per_op(plain.wall - plain.moto_wall + plain.serial_latency)
         if self.with_latency is None:
             return None
-        return 1000 * self.with_latency.wall / self.with_latency.ops
+        run = self.with_latency
+        return 1000 * (run.wall - run.moto_wall) / run.ops
 
     @property
     def cpu_ms(self) -> float:

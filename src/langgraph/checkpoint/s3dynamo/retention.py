@@ -245,7 +245,8 @@ class ExpiryPlan:
             int(LEASE_TTL.total_seconds() * 1000),
         )
         if held is None:
-            self.busy.append(name)
+            with self._lock:
+                self.busy.append(name)
             return
         # 2. Tombstones on every namespace.
         heads = dict(seen.heads)
@@ -259,7 +260,8 @@ class ExpiryPlan:
             if idle:
                 index.write_batch(deletes=[ItemKey(control, HEAD_PREFIX + ns) for ns in heads])
             index.release_lease(held)
-            self.revived.append(name)
+            with self._lock:
+                self.revived.append(name)
             return
         # 4. Records, each namespace newest first.
         keys = [s.key for s in records]
