@@ -8,8 +8,8 @@ rule serves channel values (`put`) and pending writes (`put_writes`).
 A changed channel value may instead be stored as a delta: a zstd frame compressed against
 the channel's last full version, which is an object. The delta is used only when it fits
 inline, so a read needs at most that one object plus the record, in the same wave, and
-the chain is never longer than one: a delta that grows past `inline_max` is replaced by a
-new full version, which the next deltas are made against.
+the chain is never longer than one: a delta that grows past `DELTA_MAX` (or `inline_max`,
+if smaller) is replaced by a new full version, which the next deltas are made against.
 """
 
 from __future__ import annotations
@@ -31,6 +31,21 @@ MAX_WRITE_ATTRIBUTES = 64
 # object) when that version's data is at most this large: the delta is kept only when it
 # fits inline, and compressing against a larger dictionary costs more than it can save.
 MAX_DELTA_BASE = 8 * 1024 * 1024
+# Largest delta kept inline; past it, the value is written whole and becomes the next base.
+# A delta is smaller than `inline_max` for a reason of its own: it grows with every change
+# since its base and is carried in every later record until the next full version, and a
+# checkpoint record is written in a transaction (2 write units per started KB). A new
+# full version costs one S3 PUT ($0.005 per 1,000, the price of 8 write units) and resets
+# the delta. With g the delta's growth per checkpoint, a threshold T costs per checkpoint
+# about 8 * g / T (PUTs) + 2 * T / 2 (the average delta carried, in write units), least at
+# T = sqrt(8 g): about 2.4 KB for the benchmark chat (W1, g ~ 0.7 KB sealed), less once
+# the 1 KB rounding of each record is counted. Measured on W1 (benchmarks/billing.py, 40
+# turns, encrypted, monthly bill of 10,000 chats kept a month): 8 KiB $17.88, 4 KiB
+# $15.10, 3 KiB $12.90, 2 KiB $12.74, 1.5 KiB $12.43, 1.25 KiB $12.36, 1 KiB $13.33.
+# The minimum is flat from 1.25 to 2 KiB; 1.5 KiB sits in it with fewer PUTs (and fewer
+# S3 requests on the write path) than 1.25 KiB. A read still needs one full version plus
+# one delta, in one wave.
+DELTA_MAX = 1536
 
 
 class InlineBudget:

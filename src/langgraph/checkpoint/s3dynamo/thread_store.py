@@ -78,6 +78,7 @@ from langgraph.checkpoint.s3dynamo.naming import (
 )
 from langgraph.checkpoint.s3dynamo.object_cache import ObjectCache
 from langgraph.checkpoint.s3dynamo.placement import (
+    DELTA_MAX,
     ITEM_MAX,
     MAX_DELTA_BASE,
     InlineBudget,
@@ -618,8 +619,8 @@ class ThreadStore:
         previous: StoredValue | None,
     ) -> _Fresh:
         """Seal a changed value: as a delta against the channel's last full version when
-        this process holds that version and the delta is small enough to stay inline,
-        else whole."""
+        this process holds that version and the delta is at most `DELTA_MAX` (and fits
+        inline), else whole."""
         typed = self.codec.dump(value)
         base = self._delta_base(tid, ns, channel, previous)
         if base is not None:
@@ -627,7 +628,7 @@ class ThreadStore:
             delta = self.codec.seal_value_delta(
                 tid, ns, channel, version, typed, base_version, base_data
             )
-            if delta is not None and len(delta) <= self.inline_max:
+            if delta is not None and len(delta) <= min(self.inline_max, DELTA_MAX):
                 return _Fresh(channel, version, delta, typed, base_version)
         sealed = self.codec.seal_value_typed(tid, ns, channel, version, typed)
         return _Fresh(channel, version, sealed, typed, None)
