@@ -5,6 +5,7 @@ re-encryption, prune and garbage collection, and a read never needs a second wav
 from __future__ import annotations
 
 import random
+from collections import Counter
 from datetime import timedelta
 from typing import Annotated, Any
 
@@ -217,3 +218,44 @@ def test_deltas_stay_below_delta_max_and_cost_less_than_deltas_up_to_inline_max(
         graph(saver).get_state(_config("t")).values
         == graph(up_to_inline_max).get_state(_config("t")).values
     )
+
+
+def test_full_history_of_a_delta_channel_thread_opens_each_write_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kept ancestors hold their writes opened: a full history read decrypts and
+    decompresses each stored write once (`Codec.write_data`), though every snapshot's walk
+    passes it, and deserializes only the writes returned, each walk into new objects."""
+    from langgraph.checkpoint.s3dynamo.codec import Codec
+    from tests.test_delta import converse, delta_graph
+
+    saver = memory_saver(secret=SECRET)
+    converse(delta_graph(saver), "t", 30)
+    fresh = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
+    opened: list[tuple[str, str, int]] = []
+    real = Codec.write_data
+
+    def counting(codec: Codec, tid: str, ns: str, cid: str, task: str, idx: int, *a: Any) -> Any:
+        opened.append((cid, task, idx))
+        return real(codec, tid, ns, cid, task, idx, *a)
+
+    monkeypatch.setattr(Codec, "write_data", counting)
+    walks: list[Any] = []
+    real_history = fresh.get_delta_channel_history
+
+    def keep(*args: Any, **kwargs: Any) -> Any:
+        walks.append(real_history(*args, **kwargs))
+        return walks[-1]
+
+    monkeypatch.setattr(fresh, "get_delta_channel_history", keep)
+    history = list(delta_graph(fresh).get_state_history(_config("t")))
+    stored = sum(len(w.writes) for e in fresh.store.thread_entries("t") for w in e.writes)
+    # Listing opens each write for the tuples' pending writes, the walks at most once more.
+    assert len(history) == 90 and len(walks) > 80
+    assert max(Counter(opened).values()) <= 2 and len(opened) <= 2 * stored
+    # No two walks share a value object.
+    seen: set[int] = set()
+    for walk in walks:
+        for _, _, value in walk["messages"]["writes"]:
+            assert id(value) not in seen
+        seen |= {id(v) for _, _, v in walk["messages"]["writes"]}

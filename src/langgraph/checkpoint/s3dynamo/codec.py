@@ -155,10 +155,21 @@ class Codec:
     def open_write(
         self, tid: str, ns: str, cid: str, task_id: str, idx: int, blob: bytes, what: str
     ) -> tuple[str, Any]:
+        channel, typed = self.write_data(tid, ns, cid, task_id, idx, blob, what)
+        return channel, self.load(typed)
+
+    def write_data(
+        self, tid: str, ns: str, cid: str, task_id: str, idx: int, blob: bytes, what: str
+    ) -> tuple[str, tuple[str, bytes]]:
+        """A write opened but not deserialized: (channel, (type, data)) for `load`."""
         ident = write_id(tid, ns, cid, task_id, idx)
         typ, data = self.sealer.open(blob, ident, what)
         channel, payload = _unpack_channel(data, what)
-        return channel, self._serde().loads_typed((typ, payload))
+        return channel, (typ, payload)
+
+    def load(self, typed: tuple[str, bytes]) -> Any:
+        """Deserialize what `write_data` or `value_data` opened: a new object each call."""
+        return self._serde().loads_typed(typed)
 
     # Checkpoint body and metadata: bound to (thread, ns, checkpoint).
     def seal_body(self, tid: str, ns: str, cid: str, body: dict[str, Any]) -> bytes:

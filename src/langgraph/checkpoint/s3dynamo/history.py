@@ -10,14 +10,17 @@ shares the namespace but not the chain.
 A full history read (`get_state_history`) asks this for every checkpoint, newest first,
 and each walk covers the next one's chain. So every ancestor a walk opens is kept
 (`ThreadStore.keep_skeleton`: a checkpoint with a child never changes), and the walks
-after the first read nothing from the index: the work grows with the history's length,
-not its square. Values still open per call, so no caller shares a mutable object.
+after the first read nothing from the index: the index work grows with the history's
+length, not its square. A kept ancestor holds its inline writes decrypted and
+decompressed, so later walks skip the writes of other channels without opening them, and
+only deserialize the ones they return: values are still made per call, so no caller
+shares a mutable object.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
 
@@ -26,18 +29,18 @@ from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     Record,
     WritesRecord,
-    split_write_ref,
     unpack_bundle,
 )
 from langgraph.checkpoint.s3dynamo.thread_store import Entry, Skeleton, ThreadStore
 
 
 class _Write(NamedTuple):
-    """A write found on the chain: opened already, or the object key to open it from."""
+    """A write found on the chain: opened already (serialized data), or the object key
+    to open it from."""
 
     order: tuple[str, str, int]
     at: str
-    value: Any
+    typed: tuple[str, bytes] | None
     source: str | None
 
 
@@ -114,24 +117,18 @@ def delta_channel_history(
         if link is None:
             break
         store.keep_skeleton(tid, ns, cursor, link)
-        what = describe(tid, ns, cursor)
         # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
-        for w, task_id, task_path in link.writes:
-            for idx, stored in w.writes.items():
-                order = writes_sort_key(task_path, task_id, idx)
-                if isinstance(stored, str):
-                    leaf, tag = split_write_ref(stored)
-                    channel = tag_of.get(tag or "")
-                    if channel in remaining:
-                        key = store.object_key(tid, leaf)
-                        collected[channel].append(_Write(order, cursor, None, key))
-                    continue
-                channel, value = codec.open_write(tid, ns, cursor, task_id, idx, stored, what)
+        for kw in link.writes:
+            if kw.channel is None:
+                channel = tag_of.get(kw.tag or "")
                 if channel in remaining:
-                    collected[channel].append(_Write(order, cursor, value, None))
-            if w.bundle:
-                key = store.object_key(tid, w.bundle)
-                bundles.append(_Bundle(cursor, task_id, task_path, key, frozenset(remaining)))
+                    key = store.object_key(tid, kw.leaf or "")
+                    collected[channel].append(_Write(kw.order, cursor, None, key))
+            elif kw.channel in remaining:
+                collected[kw.channel].append(_Write(kw.order, cursor, kw.typed, None))
+        for kb in link.bundles:
+            key = store.object_key(tid, kb.leaf)
+            bundles.append(_Bundle(cursor, kb.task_id, kb.task_path, key, frozenset(remaining)))
         for channel, value in link.stored.items():
             if channel in remaining:
                 blob = value.blob or store.object_key(tid, value.leaf or "")
@@ -152,20 +149,22 @@ def delta_channel_history(
     for b in bundles:
         for idx, blob in unpack_bundle(fetched[b.key]).items():
             what = describe(tid, ns, b.at)
-            channel, value = codec.open_write(tid, ns, b.at, b.task_id, idx, blob, what)
+            channel, data = codec.write_data(tid, ns, b.at, b.task_id, idx, blob, what)
             if channel in b.channels:
                 order = writes_sort_key(b.task_path, b.task_id, idx)
-                collected[channel].append(_Write(order, b.at, value, None))
+                collected[channel].append(_Write(order, b.at, data, None))
 
     result: dict[str, DeltaChannelHistory] = {}
     for channel in channels:
         # Oldest checkpoint first; within one, the order live execution applied them in.
         ordered = sorted(collected[channel], key=lambda w: (w.at, w.order))
         pending: list[PendingWrite] = []
-        for (_, task_id, idx), at, value, source in ordered:
-            if source is not None:
+        for (_, task_id, idx), at, typed, source in ordered:
+            if typed is not None:
+                value = codec.load(typed)
+            else:
                 what = describe(tid, ns, at)
-                _, value = codec.open_write(tid, ns, at, task_id, idx, fetched[source], what)
+                _, value = codec.open_write(tid, ns, at, task_id, idx, fetched[source or ""], what)
             pending.append((task_id, channel, value))
         entry_out: DeltaChannelHistory = {"writes": pending}
         if channel in seeds:

@@ -142,15 +142,36 @@ class StoredValue(NamedTuple):
 StoredValues = dict[str, StoredValue]
 
 
+class KeptWrite(NamedTuple):
+    """One pending write of a kept checkpoint: opened (channel and serialized data) when
+    it was inline, else where its object is (`leaf`) and its channel tag."""
+
+    order: tuple[str, str, int]
+    task_id: str
+    idx: int
+    channel: str | None
+    typed: tuple[str, bytes] | None
+    leaf: str | None = None
+    tag: str | None = None
+
+
+class KeptBundle(NamedTuple):
+    task_id: str
+    task_path: str
+    leaf: str
+
+
 class Skeleton(NamedTuple):
     """A checkpoint that has a child, opened: its parent, where its values are stored,
-    and its writes records with their (task id, task path). None of it changes once a
-    child exists (the writes that produced the child are all in), so a history walk
-    keeps it and never reads or opens it again."""
+    and its writes, inline ones decrypted and decompressed but not deserialized. None of
+    it changes once a child exists (the writes that produced the child are all in), so a
+    history walk keeps it and never reads, decrypts or decompresses it again; each walk
+    deserializes only the writes it returns, into objects of its own."""
 
     parent: str | None
     stored: StoredValues
-    writes: tuple[tuple[WritesRecord, str, str], ...]
+    writes: tuple[KeptWrite, ...]
+    bundles: tuple[KeptBundle, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -576,10 +597,27 @@ class ThreadStore:
             while len(self._skeletons) > SKELETONS:
                 self._skeletons.popitem(last=False)
 
-    def open_skeleton(self, entry: Entry) -> Skeleton:
-        body = self.open_body(entry)
-        writes = tuple((w, *self.open_task(w, entry.what)) for w in entry.writes)
-        return Skeleton(body.get("parent"), self.stored_values(entry, body), writes)
+    def open_skeleton(self, entry: Entry, body: Mapping[str, Any] | None = None) -> Skeleton:
+        """Open a checkpoint that has a child (`body`: its body, if opened already)."""
+        tid, ns, cid, what = entry.tid, entry.ns, entry.checkpoint_id, entry.what
+        if body is None:
+            body = self.open_body(entry)
+        writes: list[KeptWrite] = []
+        bundles: list[KeptBundle] = []
+        for w in entry.writes:
+            task_id, task_path = self.open_task(w, what)
+            for idx, blob in w.writes.items():
+                order = writes_sort_key(task_path, task_id, idx)
+                if isinstance(blob, str):
+                    leaf, tag = split_write_ref(blob)
+                    writes.append(KeptWrite(order, task_id, idx, None, None, leaf, tag))
+                    continue
+                channel, typed = self.codec.write_data(tid, ns, cid, task_id, idx, blob, what)
+                writes.append(KeptWrite(order, task_id, idx, channel, typed))
+            if w.bundle:
+                bundles.append(KeptBundle(task_id, task_path, w.bundle))
+        stored = self.stored_values(entry, body)
+        return Skeleton(body.get("parent"), stored, tuple(writes), tuple(bundles))
 
     def _parent_values(
         self,
@@ -879,6 +917,9 @@ class ThreadStore:
         request), then one wave per page for the survivors' values."""
         remaining = limit
         page: list[Entry] = []
+        # Checkpoints named as a parent by one listed earlier (newest first: a child comes
+        # before its parent): they have a child, so they are kept for history walks.
+        parents: set[tuple[str, str, str]] = set()
         for entry in entries:
             if filter:
                 md = self.open_metadata(entry)
@@ -890,14 +931,31 @@ class ThreadStore:
                 if remaining == 0:
                     break
             if len(page) >= LIST_PAGE:
-                yield from self.decode(page)
+                yield from self.decode(page, parents=parents)
                 page = []
         if page:
-            yield from self.decode(page)
+            yield from self.decode(page, parents=parents)
 
-    def decode(self, entries: Sequence[Entry], *, remember: bool = False) -> list[CheckpointTuple]:
-        """Turn entries into checkpoint tuples with one parallel wave for all of them."""
+    def decode(
+        self,
+        entries: Sequence[Entry],
+        *,
+        remember: bool = False,
+        parents: set[tuple[str, str, str]] | None = None,
+    ) -> list[CheckpointTuple]:
+        """Turn entries into checkpoint tuples with one parallel wave for all of them.
+        With `parents` (listing newest first), the parents of these entries are added to
+        it, and every entry found there is kept opened for history walks (`Skeleton`)."""
         plans = [self._plan(entry, remember) for entry in entries]
+        if parents is not None:
+            for plan in plans:
+                if (parent := plan.body.get("parent")) is not None:
+                    parents.add((plan.entry.tid, plan.entry.ns, parent))
+            for plan in plans:
+                e = plan.entry
+                key = (e.tid, e.ns, e.checkpoint_id)
+                if key in parents and self.skeleton(*key) is None:
+                    self.keep_skeleton(*key, self.open_skeleton(e, plan.body))
         needed: dict[str, str] = {}
         for plan in plans:
             needed.update(plan.needed)
