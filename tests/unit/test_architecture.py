@@ -10,7 +10,12 @@ PACKAGE = "langgraph.checkpoint.s3dynamo"
 ROOT = Path(__file__).resolve().parents[2] / "src" / "langgraph" / "checkpoint" / "s3dynamo"
 # Documented public methods of named tuples, despite the underscore.
 NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make"}
-AWS_ADAPTERS = {"backends.aws_errors", "backends.dynamodb", "backends.s3"}
+AWS_ADAPTERS = {
+    "backends.aws_clients",
+    "backends.aws_errors",
+    "backends.dynamodb",
+    "backends.s3",
+}
 
 
 def _modules() -> dict[str, ast.Module]:

@@ -1,2 +1,3 @@
-"""Adapters for the ports in `ports.py`: DynamoDB and S3 (`dynamodb.py`, `s3.py`, the
-only code that knows botocore), and in-memory twins (`memory.py`)."""
+"""Adapters for the ports in `ports.py`: DynamoDB, S3 and KMS (`dynamodb.py`, `s3.py`,
+`kms.py`, with `aws_errors.py` and `aws_clients.py` the only code that knows botocore),
+and in-memory twins (`memory.py`)."""

@@ -1,0 +1,50 @@
+"""The AWS clients the saver builds when none are passed: botocore alone, one session.
+
+botocore, not boto3: the saver needs only low-level clients, and `import boto3` costs a
+cold start more than `botocore.session` does (boto3's resource layer comes with it).
+One botocore session serves every client the process builds this way (as boto3's
+default session did), so the data files (endpoints, partitions, retry and default
+configuration) are read and credentials resolved once, however many of DynamoDB, S3 and
+KMS clients, or savers, the process ends up with. Each client is built on first use (see
+`S3DynamoSaver`): a turn that never touches S3 never builds its client.
+
+Region, credentials and endpoints come from the environment as the SDK reads them
+(`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL_DYNAMODB`, the shared config file, ...). Retries
+are chosen, not inherited from `AWS_RETRY_MODE` or the config file: botocore's `standard`
+mode (backoff with jitter, a retry quota, transient errors and throttling) with a stated
+attempt budget, and enough pooled connections for the shared wave pool (`waves.py`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from botocore.config import Config
+from botocore.exceptions import NoRegionError
+from botocore.session import Session
+
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+
+_session: Session | None = None
+_lock = threading.Lock()  # botocore sessions are not safe to share unlocked
+
+
+def client(service: str, *, max_attempts: int, max_pool_connections: int) -> Any:
+    """A botocore client for `service` from the process's one session."""
+    global _session
+    config = Config(
+        max_pool_connections=max_pool_connections,
+        retries={"mode": "standard", "total_max_attempts": max_attempts},
+    )
+    with _lock:
+        if _session is None:
+            _session = Session()
+        try:
+            return _session.create_client(service, config=config)
+        except NoRegionError:
+            raise InvalidConfigError(
+                f"no AWS region for the {service} client: set AWS_DEFAULT_REGION (the SDK "
+                "does not read AWS_REGION; Lambda sets both) to the region of the "
+                "deployment's table and bucket, or pass clients built with region_name=..."
+            ) from None
