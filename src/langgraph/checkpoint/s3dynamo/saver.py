@@ -35,7 +35,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import gc, history, lease, maintenance
+from langgraph.checkpoint.s3dynamo import gc, lease
+
+# `maintenance` and `history` are imported where they are used: a Lambda cold start's
+# first request needs neither (history only for graphs with DeltaChannels).
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.config import (
     checkpoint_id_of,
@@ -561,6 +564,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         As LangGraph warns, deleting a run whose writes a live thread's DeltaChannel
         still replays loses that history; prune with `keep_latest` is the safe tool."""
         log.info("delete_for_runs: %d runs", len(run_ids))
+        from langgraph.checkpoint.s3dynamo import maintenance
+
         maintenance.delete_for_runs(self.store, [str(r) for r in run_ids])
         self.store.forget()
 
@@ -571,6 +576,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         there). Raises `ThreadExistsError` if the target already has checkpoints."""
         src, dst = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
         log.info("copy_thread %s -> %s", self.namer.thread(src), self.namer.thread(dst))
+        from langgraph.checkpoint.s3dynamo import maintenance
+
         maintenance.copy_thread(self.store, src, dst)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -587,6 +594,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             if strategy == "delete":
                 self.store.delete_thread(tid)
             else:
+                from langgraph.checkpoint.s3dynamo import maintenance
+
                 maintenance.prune_keep_latest(self.store, tid)
         self.store.forget()
 
@@ -596,6 +605,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Writes and seeds of DeltaChannels along the parent chain, read with one Query
         over the namespace and one S3 wave (see `history.py`)."""
         tid, ns, cid = target(config)
+        from langgraph.checkpoint.s3dynamo import history
+
         return history.delta_channel_history(self.store, tid, ns, cid, list(channels))
 
     def get_next_version(self, current: str | None, channel: None) -> str:
@@ -620,6 +631,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
         log.info("reencrypt: %s threads", "all" if tids is None else len(tids))
         self.deployment.verify(write=True)  # records a newly active key
+        from langgraph.checkpoint.s3dynamo import maintenance
+
         count, skipped = maintenance.reencrypt(self.store, tids)
         log.info("reencrypt: %d blobs re-sealed, %d threads skipped", count, len(skipped))
         self.store.forget()
