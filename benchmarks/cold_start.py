@@ -3,23 +3,31 @@
     python benchmarks/cold_start.py --runs 7    # prints the medians; run.py calls measure()
 
 Each sample is a new `python cold_start.py --child SAVER` process doing what a Lambda
-handler module does: import LangGraph (and boto3 and the saver), compile a two-node
-`add_messages` graph with the saver, then invoke it once on a new thread. The AWS savers
-talk to moto server over HTTP on 127.0.0.1 (started here, stopped at the end), so moto's
-own import is in another process and not in the figures. Times (ms, median of the runs):
+handler module does: import LangGraph and the saver, compile a two-node `add_messages`
+graph with the saver, then invoke it once on a new thread. The child imports nothing of
+the AWS SDK itself: each saver imports what it uses, when it uses it (DynamoDBSaver
+imports boto3 with its package; s3dynamo imports botocore when it builds its first
+client). The AWS savers talk to moto server over HTTP on 127.0.0.1 (the package's
+`moto_serve.py`, one request at a time; started here, stopped at the end), so moto's own
+import is in another process and not in the figures. Times (ms, median of the runs):
 
 - total: from just before the parent spawns the child to the first reply in the child
 - interpreter: spawn to the first line of this file (Python start-up, `site`)
-- imports: LangGraph, boto3, the saver module (each also timed apart)
+- imports: LangGraph, then the saver's module (each also timed apart)
 - build: the saver and the compiled graph
-- first request: the first `invoke` (the saver's boto3 clients are created here, lazily,
-  for both AWS savers, plus its first requests)
+- first request: the first `invoke`, with whatever the saver left for first use
 
-`saver part` is everything after LangGraph's import (boto3 and saver imports, build,
-first request): what a handler adds over the baseline is its `saver part` minus the
+`saver part` is everything after LangGraph's import (saver import, build, first
+request): what a handler adds over the baseline is its `saver part` minus the
 baseline's, which keeps the noise of the large, shared LangGraph import out of the
-difference. `clients` and `requests` split the first request further: wall time inside botocore's
-`create_client` and inside API calls (moto server's answer included).
+difference. Three timers split it further, wherever the work happens: `sdk_import`, wall
+time importing boto3/botocore modules (a finder on `sys.meta_path` times each outermost
+one); `clients`, wall time inside botocore's `create_client`; `requests`, wall time inside
+API calls (moto server's answer included; summed over threads).
+
+The unmeasured first round also writes any missing bytecode caches (the children may
+write them even if `PYTHONDONTWRITEBYTECODE` is set here), so no measured child compiles
+a module: an installed package has its caches, pip compiles them.
 """
 
 import time
@@ -48,6 +56,7 @@ NAMING_SECRET = b"cold-start benchmark naming secret"
 BUCKET = "cold-start"
 LGAWS_TABLE, LGAWS_BUCKET = "cold-lgaws", "cold-start-lgaws"
 REGION = "us-east-1"
+MOTO_SERVE = Path(__file__).parents[1] / "src/langgraph/checkpoint/s3dynamo/moto_serve.py"
 
 
 # --- the child: one Lambda cold start ------------------------------------------------
@@ -66,10 +75,7 @@ def child(saver: str, spawned: float) -> dict[str, float]:
 
     marks["langgraph"] = time.time()
     if saver != "InMemorySaver":
-        import boto3  # noqa: F401
-
-        _time_botocore(timers)
-    marks["boto3"] = time.time()
+        _time_botocore(timers)  # imports nothing: patches botocore when it is imported
     if saver == "s3dynamo":
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
     elif saver == "DynamoDBSaver":
@@ -119,8 +125,7 @@ def child(saver: str, spawned: float) -> dict[str, float]:
         "interpreter": marks["main"] - marks["spawned"],
         "imports": marks["imported"] - marks["main"],
         "langgraph_import": marks["langgraph"] - marks["main"],
-        "boto3_import": marks["boto3"] - marks["langgraph"],
-        "saver_import": marks["imported"] - marks["boto3"],
+        "saver_import": marks["imported"] - marks["langgraph"],
         # All but interpreter start-up and LangGraph's import, which every handler
         # pays alike: the part of the total that depends on the saver.
         "saver_part": marks["replied"] - marks["langgraph"],
@@ -131,9 +136,18 @@ def child(saver: str, spawned: float) -> dict[str, float]:
 
 
 def _time_botocore(timers: dict[str, float]) -> None:
-    """Sum the wall time of client creation and of API calls (a perf_counter each)."""
-    import botocore.client
-    import botocore.session
+    """Sum the wall time of the AWS SDK's import, of client creation and of API calls.
+
+    Nothing is imported here: a finder on `sys.meta_path` times each outermost import of
+    a boto3 or botocore module (`sdk_import`, wherever it happens: the saver's import or
+    its first request) and patches `Session.create_client` and `BaseClient._make_api_call`
+    (a perf_counter each) as soon as botocore defines them."""
+    import importlib.abc
+    import importlib.machinery
+    import threading
+
+    depth = threading.local()
+    timers["sdk_import"] = 0.0
 
     def timed(original: Any, key: str) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -151,10 +165,40 @@ def _time_botocore(timers: dict[str, float]) -> None:
 
         return wrapper
 
-    session = botocore.session.Session
-    session.create_client = timed(session.create_client, "clients")  # type: ignore[method-assign]
-    client = botocore.client.BaseClient
-    client._make_api_call = timed(client._make_api_call, "requests")  # type: ignore[method-assign]
+    def patch(module: Any) -> None:
+        if module.__name__ == "botocore.session":
+            session = module.Session
+            session.create_client = timed(session.create_client, "clients")
+        elif module.__name__ == "botocore.client":
+            client = module.BaseClient
+            client._make_api_call = timed(client._make_api_call, "requests")
+
+    class SdkImports(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+            if name.partition(".")[0] not in ("boto3", "botocore"):
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is None or spec.loader is None:
+                return spec
+            run = spec.loader.exec_module  # type: ignore[union-attr]
+
+            def exec_module(module: Any) -> None:
+                outermost = not getattr(depth, "n", 0)
+                depth.n = getattr(depth, "n", 0) + 1
+                started = time.perf_counter()
+                try:
+                    run(module)
+                finally:
+                    depth.n -= 1
+                    if outermost:
+                        timers["sdk_import"] += time.perf_counter() - started
+                patch(module)
+
+            spec.loader.exec_module = exec_module  # type: ignore[union-attr]
+            return spec
+
+    assert "botocore" not in sys.modules, "the SDK must not be imported before the timers"
+    sys.meta_path.insert(0, SdkImports())
 
 
 # --- the parent: moto server, resources, samples ---------------------------------------
@@ -162,13 +206,17 @@ def _time_botocore(timers: dict[str, float]) -> None:
 
 @contextmanager
 def moto_server() -> Iterator[str]:
-    """`python -m moto.server` on a free loopback port; yields its URL."""
+    """moto server on a free loopback port, answering one request at a time; yields its URL.
+
+    The package's `moto_serve.py`, run by its path (it imports only moto): moto's
+    TransactWriteItems is not safe against a request changing the table meanwhile, and
+    both AWS savers send requests from several threads (LangGraph's background puts)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, str(MOTO_SERVE), "127.0.0.1", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -189,7 +237,13 @@ def moto_server() -> Iterator[str]:
 
 
 def _child_env(url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    # Bytecode caches allowed: the unmeasured round writes any that are missing, so no
+    # measured child compiles a module (an installed package has them; pip compiles).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AWS_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env.update(
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
@@ -274,9 +328,11 @@ IMPORTS = (
     "langgraph.graph",
     "langchain_core.messages",
     "boto3",
+    "botocore.config",
     "botocore.session",
     "botocore.client",
     "langgraph.checkpoint.s3dynamo",
+    "langgraph.checkpoint.s3dynamo.backends.aws_clients",
     "zstandard",
     "cryptography.hazmat.primitives.ciphers.aead",
     "langgraph_checkpoint_aws",
