@@ -42,6 +42,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from tests.test_terraform import (
     MAIN_TF,
     PLUGIN_DIR,
@@ -553,10 +554,9 @@ def test_policies_grant_exactly_what_the_code_requests(
     function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     recorder = Recorder(function_env)
-    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
-    boto3.setup_default_session(region_name=REGION)
-    assert boto3.DEFAULT_SESSION is not None
-    boto3.DEFAULT_SESSION.events.register("before-parameter-build.*.*", recorder)
+    # The session every client the saver builds comes from (a new one for this test).
+    monkeypatch.setattr(aws_clients, "_session", None)
+    aws_clients.session().register("before-parameter-build.*.*", recorder)
 
     # Runtime: the whole conversation, with values inline (the default) and all in S3,
     # without the object cache, as containers that did not write what they read.
@@ -601,7 +601,7 @@ def test_policies_grant_exactly_what_the_code_requests(
     retention = recorder.take()
     assert swept["removed_threads"] >= 1 and swept["objects_deleted"] >= 1, swept
 
-    assert runtime, "no request was recorded: does the saver still use boto3's default session?"
+    assert runtime, "no request was recorded: does the saver still use aws_clients.session()?"
     assert policy_grants("saver") == runtime, (
         f"terraform/main.tf saver policy: grants but never used "
         f"{sorted(policy_grants('saver') - runtime)}; used but not granted "

@@ -25,5 +25,5 @@ async def s3dynamo_checkpointer() -> AsyncIterator[S3DynamoSaver]:
     in development).
     """
     saver = S3DynamoSaver.from_env()
-    # The saver holds no connection of its own to close: boto3's pools go with it.
+    # The saver holds no connection of its own to close: its clients' connection pools go with it.
     yield saver

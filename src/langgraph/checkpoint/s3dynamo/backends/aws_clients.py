@@ -30,18 +30,29 @@ _session: Session | None = None
 _lock = threading.Lock()  # botocore sessions are not safe to share unlocked
 
 
+def session() -> Session:
+    """The process's one botocore session, created on first use (event handlers
+    registered on it apply to the clients created after)."""
+    with _lock:
+        return _the_session()
+
+
+def _the_session() -> Session:
+    global _session
+    if _session is None:
+        _session = Session()
+    return _session
+
+
 def client(service: str, *, max_attempts: int, max_pool_connections: int) -> Any:
     """A botocore client for `service` from the process's one session."""
-    global _session
     config = Config(
         max_pool_connections=max_pool_connections,
         retries={"mode": "standard", "total_max_attempts": max_attempts},
     )
     with _lock:
-        if _session is None:
-            _session = Session()
         try:
-            return _session.create_client(service, config=config)
+            return _the_session().create_client(service, config=config)
         except NoRegionError:
             raise InvalidConfigError(
                 f"no AWS region for the {service} client: set AWS_DEFAULT_REGION (the SDK "
