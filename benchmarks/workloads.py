@@ -51,7 +51,7 @@ class Scale:
     counter_bumps: int = 20
     fanout_rounds: int = 5
     read_repeats: int = 5
-    history_budget_s: float = 45.0
+    history_budget_s: float = 60.0
 
 
 @dataclass

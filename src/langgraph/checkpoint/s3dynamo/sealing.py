@@ -36,6 +36,7 @@ import hashlib
 import hmac
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,10 @@ BINDING_SIZE = 32
 MIN_COMPRESS_SIZE = 64
 # Refuse to inflate a corrupt or hostile frame beyond this.
 MAX_DECOMPRESSED_SIZE = 1 << 31
+# Delta compressors kept, one per recent base (see `Sealer._delta_compress`), each only
+# for a base of at most 1 MiB: at most 8 MiB of dictionaries held.
+DELTA_COMPRESSORS = 8
+DELTA_COMPRESSOR_MAX_DICT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,8 @@ class Sealer:
         self.compression_level = compression_level
         # zstd contexts are not thread-safe, and waves and async graphs seal in parallel.
         self._local = threading.local()
+        self._delta_compressors: OrderedDict[bytes, zstandard.ZstdCompressor] = OrderedDict()
+        self._delta_lock = threading.Lock()
 
     @property
     def keyring(self) -> Keyring | None:
@@ -171,7 +178,7 @@ class Sealer:
         as a delta against it, which only that dictionary opens."""
         flags = 0
         if dictionary is not None:
-            data = self._delta_compressor(dictionary).compress(data)
+            data = self._delta_compress(dictionary, data)
             flags = FLAG_ZSTD | FLAG_DELTA
         elif len(data) >= MIN_COMPRESS_SIZE:
             packed = self._contexts()[0].compress(data)
@@ -305,9 +312,26 @@ class Sealer:
             self._local.contexts = contexts
         return contexts
 
-    def _delta_compressor(self, dictionary: bytes) -> zstandard.ZstdCompressor:
-        raw = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-        return zstandard.ZstdCompressor(level=self.compression_level, dict_data=raw)
+    def _delta_compress(self, dictionary: bytes, data: bytes) -> bytes:
+        """Compress `data` against `dictionary`. Loading a dictionary into a compressor
+        costs about fifteen times the compression of a turn's delta, and consecutive
+        deltas share their base, so the compressors of the last few bases are kept (a
+        compressor serves one call at a time)."""
+        digest = hashlib.sha256(dictionary).digest()
+        with self._delta_lock:
+            compressor = self._delta_compressors.pop(digest, None)
+        if compressor is None:
+            raw = zstandard.ZstdCompressionDict(
+                dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT
+            )
+            compressor = zstandard.ZstdCompressor(level=self.compression_level, dict_data=raw)
+        packed = compressor.compress(data)
+        if len(dictionary) <= DELTA_COMPRESSOR_MAX_DICT:
+            with self._delta_lock:
+                self._delta_compressors[digest] = compressor
+                while len(self._delta_compressors) > DELTA_COMPRESSORS:
+                    self._delta_compressors.popitem(last=False)
+        return packed
 
     @staticmethod
     def _message_key(keyring: Keyring, key_id: str, nonce: bytes) -> bytes:

@@ -114,6 +114,9 @@ LIST_PAGE = 32
 CARRY_CACHE_SIZE = 256
 # Checkpoints a history walk keeps opened: a few long threads' worth.
 SKELETONS = 4096
+# Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
+OPENED_BASES = 4
+OPENED_BASE_MAX = 1 << 20
 # How each recently loaded or written checkpoint was reached: as the latest (True) or by
 # id (False). Decides whether a put on it is held to the head (see the module docstring).
 LOADED_CACHE_SIZE = 4096
@@ -248,6 +251,8 @@ class ThreadStore:
         self.detect_concurrent_runs = detect_concurrent_runs
         self._carry: OrderedDict[tuple[str, str, str], StoredValues] = OrderedDict()
         self._skeletons: OrderedDict[tuple[str, str, str], Skeleton] = OrderedDict()
+        # Object key -> opened data of recent delta bases.
+        self._bases: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
         self._carry_lock = threading.Lock()
         self._loaded: OrderedDict[tuple[str, str, str | None], bool] = OrderedDict()
         # Stamps every record written (`written_at`); tests replace it.
@@ -584,6 +589,7 @@ class ThreadStore:
         with self._carry_lock:
             self._carry.clear()
             self._skeletons.clear()
+            self._bases.clear()
 
     def skeleton(self, tid: str, ns: str, cid: str) -> Skeleton | None:
         with self._carry_lock:
@@ -681,6 +687,10 @@ class ThreadStore:
             return None
         version = previous.base if previous.base is not None else previous.version
         key = self.object_key(tid, self.namer.value(tid, ns, channel, version))
+        with self._carry_lock:
+            opened = self._bases.get(key)
+        if opened is not None:
+            return version, opened
         body = self.cache.get(key)
         if body is None:
             return None
@@ -688,6 +698,12 @@ class ThreadStore:
         data = self.codec.value_data(tid, ns, channel, version, body, what)
         if len(data[1]) > MAX_DELTA_BASE:
             return None
+        # Consecutive deltas share their base: keep it opened (objects never change).
+        if len(data[1]) <= OPENED_BASE_MAX:
+            with self._carry_lock:
+                self._bases[key] = data
+                while len(self._bases) > OPENED_BASES:
+                    self._bases.popitem(last=False)
         return version, data
 
     def _reseal_carried(
