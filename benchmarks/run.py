@@ -263,7 +263,7 @@ def history_curve(args: argparse.Namespace) -> None:
             warm_up(spec, scenarios, env)
             # DynamoDBSaver's quadratic W6 is time-boxed as in the main run; the others
             # get long enough to finish.
-            budget = 45.0 if spec.name == "DynamoDBSaver" else 300.0
+            budget = Scale().history_budget_s if spec.name == "DynamoDBSaver" else 300.0
             for turns in turns_list:
                 for scenario in scenarios:
                     skip = CURVE_SKIP.get((spec.name, scenario.name, turns))
