@@ -111,9 +111,16 @@ task = os.environ["LAMBDA_PATH"].split(":")[0]
 for module in (app, zstandard, S3DynamoSaver):
     path = getattr(module, "__file__", None) or sys.modules[module.__module__].__file__
     assert path.startswith(task), f"{module} imported from {path}, not from the zip"
-os.environ.update(S3DYNAMO_TABLE="t", S3DYNAMO_BUCKET="b")
+# As the Terraform example configures the function: table, bucket, the KMS key id.
+os.environ.update(
+    S3DYNAMO_TABLE="t", S3DYNAMO_BUCKET="b", S3DYNAMO_KMS_KEY_ID="alias/check",
+    AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="check", AWS_SECRET_ACCESS_KEY="check",
+)
 app.get_graph()  # builds the saver and compiles the graph; makes no request
-print("import check passed: app.handler, s3dynamo, zstandard (C backend), cryptography")
+app._saver.store.index, app._saver.store.objects  # botocore clients, no request either
+assert callable(app.handler) and callable(app.expire)
+print("import check passed: app.handler, app.expire, s3dynamo and its botocore clients, "
+      "zstandard (C backend), cryptography")
 '
 rm -rf "$BUILD/lambda_wheel"
 
