@@ -259,7 +259,7 @@ resource "aws_lambda_function" "retention" {
   for_each = toset(local.retention_jobs)
 
   #checkov:skip=CKV_AWS_117:The function reaches only DynamoDB and S3 over TLS with IAM-signed requests and needs no private network resource; a VPC would add NAT or endpoints and no control the IAM policy and bucket policy do not give.
-  #checkov:skip=CKV_AWS_116:A failed run changes nothing that the next scheduled run does not finish (each removal is idempotent and resumes where it stopped); EventBridge retries it, and the error is in the function's log group.
+  #checkov:skip=CKV_AWS_116:A failed run changes nothing that the next scheduled run does not finish (each removal is idempotent and resumes where it stopped); Lambda retries a failed scheduled (asynchronous) invocation twice, and the error is in the function's log group.
   #checkov:skip=CKV_AWS_50:X-Ray tracing would need X-Ray write permissions on the role, which is deliberately limited to the retention policy and its own log group.
   #checkov:skip=CKV_AWS_272:The zip is built from this repository by make lambda-package and deployed by Terraform directly; code signing needs an AWS Signer profile and a signed artifact in S3, which a deployment pipeline adds.
   function_name = each.value
