@@ -53,6 +53,9 @@ never disturbed. Not guarded: a commit that expects no parent (detection off, an
 steps 3 and 6, on a thread idle for the whole TTL. It commits onto a thread being removed:
 its own record and the objects it uploaded stay, but values it shares with removed
 checkpoints are gone, and reading it raises an error that names the missing object.
+Pending writes (`put_writes`) carry no head condition either: a late run's writes to a
+removed checkpoint are stored with no checkpoint record to show them, and, being recent,
+keep the thread out of the sweeps until they are older than the TTL; then they go too.
 """
 
 from __future__ import annotations
