@@ -225,7 +225,7 @@ SAVERS: list[SaverSpec] = [
 
 
 # Not run by default: `--savers` picks them to choose defaults (`inline_max`, the zstd
-# level) from measurements. All encrypted, as production would run.
+# level, `delta_max`) from measurements. All encrypted, as production would run.
 SETTINGS_SWEEP: list[SaverSpec] = [
     SaverSpec(
         f"s3dynamo {name}={label}",
@@ -240,6 +240,11 @@ SETTINGS_SWEEP: list[SaverSpec] = [
             (("0", 0), ("1K", 1024), ("4K", 4096), ("8K", 8192), ("16K", 16384), ("64K", 65536)),
         ),
         ("zstd", "compression_level", (("1", 1), ("3", 3), ("6", 6), ("9", 9))),
+        (
+            "delta",
+            "delta_max",
+            (("2K", 2048), ("3K", 3072), ("4K", 4096), ("6K", 6144), ("8K", 8192)),
+        ),
     )
     for label, value in choices
 ]

@@ -17,8 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from langgraph.checkpoint.s3dynamo import thread_store
-from langgraph.checkpoint.s3dynamo.placement import DELTA_MAX
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.records import record_size
 from langgraph.checkpoint.s3dynamo.thread_store import ThreadStore
 from tests.unit.conftest import MemorySaver, memory_saver
@@ -180,17 +179,15 @@ def _varied(seed: int, words: int) -> str:
 def _modelled_write_units(saver: MemorySaver, tid: str) -> int:
     """What writing the thread's checkpoints cost, as DynamoDB and S3 bill it: a record
     put in a transaction is 2 write units per started KB, and an S3 PUT costs what 8 write
-    units do (see placement.DELTA_MAX)."""
+    units do (see placement.DEFAULT_DELTA_MAX)."""
     store = saver.store
     units = sum(2 * -(-record_size(e.record) // 1024) for e in store.thread_entries(tid))
     return units + 8 * len(saver.objects.blobs)
 
 
-def test_deltas_stay_below_delta_max_and_cost_less_than_deltas_up_to_inline_max(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def run() -> tuple[MemorySaver, list[int]]:
-        saver = memory_saver(secret=SECRET)
+def test_delta_max_trades_s3_puts_against_write_units() -> None:
+    def run(**settings: Any) -> tuple[MemorySaver, list[int]]:
+        saver = memory_saver(secret=SECRET, **settings)
         g = graph(saver)
         for i in range(30):
             text = _varied(i, 150)
@@ -204,19 +201,18 @@ def test_deltas_stay_below_delta_max_and_cost_less_than_deltas_up_to_inline_max(
         ]
         return saver, deltas
 
-    saver, deltas = run()
-    assert saver.inline_max > DELTA_MAX
-    assert len(deltas) > 30 and max(deltas) <= DELTA_MAX
-    ours = _modelled_write_units(saver, "t")
-    monkeypatch.setattr(thread_store, "DELTA_MAX", saver.inline_max)
-    up_to_inline_max, deltas = run()
-    assert max(deltas) > DELTA_MAX  # the comparison is a real one
-    theirs = _modelled_write_units(up_to_inline_max, "t")
-    assert ours < 0.8 * theirs
+    default, deltas = run()
+    assert len(deltas) > 30 and max(deltas) <= default.delta_max <= default.inline_max
+    cheaper, small_deltas = run(delta_max=3072)
+    assert len(small_deltas) > 30 and max(small_deltas) <= 3072 < max(deltas)
+    # A lower delta_max writes more full versions (S3 PUTs, latency) and carries less
+    # in each record: fewer write units in all.
+    assert len(cheaper.objects.blobs) > len(default.objects.blobs)
+    assert _modelled_write_units(cheaper, "t") < 0.95 * _modelled_write_units(default, "t")
     # Both read back the same.
     assert (
-        graph(saver).get_state(_config("t")).values
-        == graph(up_to_inline_max).get_state(_config("t")).values
+        graph(cheaper).get_state(_config("t")).values
+        == graph(default).get_state(_config("t")).values
     )
 
 
@@ -259,3 +255,20 @@ def test_full_history_of_a_delta_channel_thread_opens_each_write_once(
         for _, _, value in walk["messages"]["writes"]:
             assert id(value) not in seen
         seen |= {id(v) for _, _, v in walk["messages"]["writes"]}
+
+
+def test_delta_max_zero_stores_whole_values_and_a_negative_one_is_refused() -> None:
+    saver = memory_saver(delta_max=0)
+    g = graph(saver)
+    for i in range(6):
+        g.invoke({"messages": [HumanMessage(_varied(i, 150), id=f"h-{i}")]}, _config("t"))
+    store = saver.store
+    assert not [
+        v
+        for e in store.thread_entries("t")
+        for v in store.stored_values(e, store.open_body(e)).values()
+        if v.base is not None
+    ]
+    assert len(g.get_state(_config("t")).values["messages"]) == 12
+    with pytest.raises(InvalidConfigError, match="delta_max must be >= 0 bytes"):
+        memory_saver(delta_max=-1)

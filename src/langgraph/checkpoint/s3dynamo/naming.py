@@ -24,6 +24,7 @@ thread's objects share one key prefix.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import threading
@@ -37,6 +38,9 @@ SEPARATOR = "#"
 CONTROL_SUFFIX = "!"
 HEAD_PREFIX = "head#"
 LEASE_SK = "lease"
+# Names computed lately, kept: a checkpoint names its thread, namespace and channels
+# again and again, and a history walk names the same channels at every checkpoint.
+NAMES_CACHED = 4096
 
 
 def _b64(raw: bytes) -> str:
@@ -62,6 +66,7 @@ class Namer:
         self._resolved = not callable(secret)
         self._key = self._derive(secret) if not callable(secret) else None
         self._lock = threading.Lock()
+        self._cached_digest = functools.lru_cache(maxsize=NAMES_CACHED)(self._compute)
 
     @staticmethod
     def _derive(secret: bytes | None) -> bytes | None:
@@ -80,11 +85,16 @@ class Namer:
         return self._key
 
     def _digest(self, label: str, *parts: str) -> bytes:
+        return self._cached_digest(label, parts)
+
+    def _compute(self, label: str, parts: tuple[str, ...]) -> bytes:
         message = _encode_parts(label, parts)
         key = self._naming_key()
         if key is None:
             return hashlib.sha256(UNKEYED_LABEL + message).digest()
-        return hmac.new(key, message, hashlib.sha256).digest()
+        # Not hmac.digest: it lets go of the GIL for even a few bytes, and getting it back
+        # from a busy thread costs far more than the hash.
+        return hmac.new(key, message, "sha256").digest()
 
     def fingerprint(self) -> str:
         """A public fingerprint of the naming key (an HMAC of a constant under it, or the

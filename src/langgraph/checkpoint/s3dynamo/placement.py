@@ -8,7 +8,7 @@ rule serves channel values (`put`) and pending writes (`put_writes`).
 A changed channel value may instead be stored as a delta: a zstd frame compressed against
 the channel's last full version, which is an object. The delta is used only when it fits
 inline, so a read needs at most that one object plus the record, in the same wave, and
-the chain is never longer than one: a delta that grows past `DELTA_MAX` (or `inline_max`,
+the chain is never longer than one: a delta that grows past `delta_max` (or `inline_max`,
 if smaller) is replaced by a new full version, which the next deltas are made against.
 """
 
@@ -31,24 +31,27 @@ MAX_WRITE_ATTRIBUTES = 64
 # object) when that version's data is at most this large: the delta is kept only when it
 # fits inline, and compressing against a larger dictionary costs more than it can save.
 MAX_DELTA_BASE = 8 * 1024 * 1024
-# Largest delta kept inline; past it, the value is written whole and becomes the next base.
-# A delta is smaller than `inline_max` for a reason of its own: it grows with every change
-# since its base and is carried in every later record until the next full version, and a
-# checkpoint record is written in a transaction (2 write units per started KB). A new
-# full version costs one S3 PUT ($0.005 per 1,000, the price of 8 write units) and resets
-# the delta. With g the delta's growth per checkpoint, a threshold T costs per checkpoint
-# about 8 * g / T (PUTs) + 2 * T / 2 (the average delta carried, in write units), least at
-# T = sqrt(8 g): about 2.4 KB for the benchmark chat (W1, g ~ 0.7 KB sealed), less once
-# the 1 KB rounding of each record is counted. Measured on W1 (benchmarks/billing.py, 40
-# turns, encrypted, monthly bill of 10,000 chats kept a month): 8 KiB $17.88, 4 KiB
-# $15.10, 3 KiB $12.90, 2 KiB $12.74, 1.5 KiB $12.43, 1.25 KiB $12.36, 1 KiB $13.33.
-# The bill is least from 1.25 to 2 KiB, but each new full version is the whole value, so a
-# lower threshold stores more: W1's bytes (`record_size` of the items plus the objects,
-# 40 turns, in memory) are 1.41 MB at 8 KiB, 1.57 MB at 4 KiB, 1.48 MB at 3 KiB, 1.92 MB
-# at 2 KiB, 2.14 MB at 1.5 KiB. 3 KiB keeps the stored bytes near their least and the
-# bill within 5% of its least. A read still needs one full version plus one delta, in one
-# wave.
-DELTA_MAX = 3072
+# Largest delta kept inline by default (`delta_max`); past it, the value is written whole
+# and becomes the next base. The setting trades latency against the bill. A new full
+# version is an S3 PUT on the put's critical path (30 ms in the latency model) and resets
+# the delta; a delta is carried in every later record until the next full version, and a
+# record is written in a transaction (2 write units per started KB), so a larger threshold
+# means fewer PUTs, hence less latency, but more write units. Measured on W1 (40 turns,
+# encrypted, one run beside DynamoDBSaver: benchmarks/delta_sweep/results.md):
+#
+#   delta_max  PUTs/invoke  latency-model ms/invoke  bill/month (10,000 chats)  stored
+#   2 KiB      0.75         77.4                     $12.77                     1.90 MB
+#   3 KiB      0.475        68.5                     $12.97                     1.46 MB
+#   4 KiB      0.45         64.5                     $15.13                     1.55 MB
+#   6 KiB      0.275        60.3                     $15.77                     1.32 MB
+#   8 KiB      0.225        60.5                     $17.90                     1.39 MB
+#   DynamoDBSaver           90.5                     $166.45                    19.2 MB
+#
+# 6 KiB is the default: the latency of 8 KiB, the fewest bytes stored, and a full
+# history of W1 still in one Query page (at 8 KiB it takes two). 3 KiB costs 18% less
+# and adds about 8 ms per chat turn. A read needs one full version plus one delta
+# either way, in one wave.
+DEFAULT_DELTA_MAX = 6144
 
 
 class InlineBudget:

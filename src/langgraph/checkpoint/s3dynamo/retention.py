@@ -64,7 +64,6 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -287,12 +286,10 @@ class ExpiryPlan:
             self.objects_deleted += len(deleted)
 
 
-def plan_expiry(
-    store: ThreadStore, ttl: timedelta, *, now: Callable[[], float] | None = None
-) -> ExpiryPlan:
-    """Find idle threads and leftovers with one Scan; nothing is changed (dry run)."""
-    at = (now or store.clock)()
-    plan = ExpiryPlan(store, ttl, int(at - ttl.total_seconds()))
+def plan_expiry(store: ThreadStore, ttl: timedelta) -> ExpiryPlan:
+    """Find idle threads and leftovers with one Scan; nothing is changed (dry run). Idle
+    is measured against the store's clock (`ThreadStore.clock`)."""
+    plan = ExpiryPlan(store, ttl, int(store.clock() - ttl.total_seconds()))
     for stamp in store.index.scan_stamps():
         pk = stamp.key.pk
         name = pk[: -len(CONTROL_SUFFIX)] if is_control_pk(pk) else pk

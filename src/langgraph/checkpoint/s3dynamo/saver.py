@@ -56,7 +56,7 @@ from langgraph.checkpoint.s3dynamo.keys import (
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.object_cache import DEFAULT_CACHE_BYTES, ObjectCache
-from langgraph.checkpoint.s3dynamo.placement import DEFAULT_INLINE_MAX
+from langgraph.checkpoint.s3dynamo.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.retention import ExpiryPlan, parse_ttl, plan_expiry
 from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
@@ -128,6 +128,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         s3_client: A boto3 (or botocore) S3 client; built likewise (`AWS_ENDPOINT_URL_S3`).
         inline_max: Largest sealed value kept inside the DynamoDB item; 0 puts every
             value in S3.
+        delta_max: Largest delta (a changed value compressed against the channel's last
+            full version) kept inside the item before a new full version is written to
+            S3. Lower costs fewer DynamoDB write units, higher fewer S3 PUTs (less
+            latency); see the README's "Choosing `delta_max`".
         keys: Sealing keys by id (32 bytes each), or a `Keyring`. Enables encryption.
         active_key: Id of the key that seals new blobs (default: the first of `keys`).
         secret: Secret the naming key is derived from. Required with `keys`; never rotate it.
@@ -182,6 +186,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         dynamodb_client: Any = None,
         s3_client: Any = None,
         inline_max: int = DEFAULT_INLINE_MAX,
+        delta_max: int = DEFAULT_DELTA_MAX,
         keys: Mapping[str, bytes] | Keyring | None = None,
         active_key: str | None = None,
         secret: bytes | str | None = None,
@@ -207,6 +212,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             )
         if inline_max < 0:
             raise InvalidConfigError(f"inline_max must be >= 0 bytes, got {inline_max}")
+        if delta_max < 0:
+            raise InvalidConfigError(
+                f"delta_max must be >= 0 bytes (0 stores no deltas), got {delta_max}"
+            )
         if max_attempts < 1:
             raise InvalidConfigError(f"max_attempts must be >= 1, got {max_attempts}")
         self.max_attempts = max_attempts
@@ -216,6 +225,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         self.bucket_name = bucket
         self.prefix = prefix
         self.inline_max = inline_max
+        self.delta_max = delta_max
         self.dynamodb_client = dynamodb_client
         self.s3_client = s3_client
         self.kms_client = kms_client
@@ -271,6 +281,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             sealer=self.sealer,
             prefix=prefix,
             inline_max=inline_max,
+            delta_max=delta_max,
             cache=ObjectCache(object_cache_bytes),
             detect_concurrent_runs=detect_concurrent_runs,
         )
@@ -280,14 +291,15 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Build a saver from the environment.
 
         Reads `S3DYNAMO_TABLE`, `S3DYNAMO_BUCKET`, optional `S3DYNAMO_PREFIX`,
-        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_OBJECT_CACHE_BYTES`, `S3DYNAMO_MAX_ATTEMPTS`, and
-        one key source: `S3DYNAMO_KMS_KEY_ID` (a KMS key id, ARN or alias), or
-        `S3DYNAMO_KEYS` (`id:base64key,...`, first is active) with `S3DYNAMO_SECRET`, or
-        `LANGGRAPH_AES_KEY`; or `S3DYNAMO_PLAINTEXT=1` to store without encryption.
-        `S3DYNAMO_RETENTION` (`30d`, `12h`, or a number of days) sets `retention`.
-        Region, credentials and endpoints are left to the AWS SDK's own variables
-        (`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_DYNAMODB`, ...).
-        Keyword arguments override what the environment says.
+        `S3DYNAMO_INLINE_MAX`, `S3DYNAMO_DELTA_MAX`, `S3DYNAMO_OBJECT_CACHE_BYTES`,
+        `S3DYNAMO_MAX_ATTEMPTS`, and one key source: `S3DYNAMO_KMS_KEY_ID` (a KMS key
+        id, ARN or alias), or `S3DYNAMO_KEYS` (`id:base64key,...`, first is active) with
+        `S3DYNAMO_SECRET`, or `LANGGRAPH_AES_KEY`; or `S3DYNAMO_PLAINTEXT=1` to store
+        without encryption. `S3DYNAMO_RETENTION` (`30d`, `12h`, or a number of days)
+        sets `retention`. Region, credentials and endpoints are left to the AWS SDK's own
+        variables (`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL_S3`,
+        `AWS_ENDPOINT_URL_DYNAMODB`, ...). Keyword arguments override what the
+        environment says.
         """
         env = os.environ
         kwargs: dict[str, Any] = {
@@ -295,20 +307,18 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             "bucket": env.get("S3DYNAMO_BUCKET", ""),
             "prefix": env.get("S3DYNAMO_PREFIX", ""),
         }
-        if raw := env.get("S3DYNAMO_INLINE_MAX"):
-            try:
-                kwargs["inline_max"] = int(raw)
-            except ValueError:
-                raise InvalidConfigError(
-                    f"S3DYNAMO_INLINE_MAX must be a number of bytes, got {raw!r}"
-                ) from None
-        if raw := env.get("S3DYNAMO_OBJECT_CACHE_BYTES"):
-            try:
-                kwargs["object_cache_bytes"] = int(raw)
-            except ValueError:
-                raise InvalidConfigError(
-                    f"S3DYNAMO_OBJECT_CACHE_BYTES must be a number of bytes, got {raw!r}"
-                ) from None
+        for name, setting in (
+            ("S3DYNAMO_INLINE_MAX", "inline_max"),
+            ("S3DYNAMO_DELTA_MAX", "delta_max"),
+            ("S3DYNAMO_OBJECT_CACHE_BYTES", "object_cache_bytes"),
+        ):
+            if raw := env.get(name):
+                try:
+                    kwargs[setting] = int(raw)
+                except ValueError:
+                    raise InvalidConfigError(
+                        f"{name} must be a number of bytes, got {raw!r}"
+                    ) from None
         if raw := env.get("S3DYNAMO_DETECT_CONCURRENT_RUNS"):
             if raw.lower() not in ("0", "1", "true", "false"):
                 raise InvalidConfigError(
@@ -503,7 +513,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if entry is None:
             self._verify_deployment(write=False)
             return None
-        return self.store.decode([entry], remember=True)[0]
+        return next(self.store.decode([entry], remember=True))
 
     def list(
         self,

@@ -37,9 +37,10 @@ import hmac
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import zstandard
 from cryptography.exceptions import InvalidTag
@@ -68,10 +69,14 @@ BINDING_SIZE = 32
 MIN_COMPRESS_SIZE = 64
 # Refuse to inflate a corrupt or hostile frame beyond this.
 MAX_DECOMPRESSED_SIZE = 1 << 31
-# Delta compressors kept, one per recent base (see `Sealer._delta_compress`), each only
-# for a base of at most 1 MiB: at most 8 MiB of dictionaries held.
-DELTA_COMPRESSORS = 8
+# zstd contexts kept for reuse (see `ContextLender`): for the last few dictionaries (delta
+# bases) of at most 1 MiB each, a few idle contexts per dictionary.
+DELTA_DICTIONARIES = 8
 DELTA_COMPRESSOR_MAX_DICT = 1 << 20
+IDLE_CONTEXTS = 4
+NO_DICTIONARY = b""
+
+Context = TypeVar("Context")
 
 
 @dataclass(frozen=True)
@@ -150,10 +155,8 @@ class Sealer:
         self.serde_cipher = serde_cipher
         self.allow_plaintext_read = allow_plaintext_read
         self.compression_level = compression_level
-        # zstd contexts are not thread-safe, and waves and async graphs seal in parallel.
-        self._local = threading.local()
-        self._delta_compressors: OrderedDict[bytes, zstandard.ZstdCompressor] = OrderedDict()
-        self._delta_lock = threading.Lock()
+        self._compressors = ContextLender(self._new_compressor)
+        self._decompressors = ContextLender(_new_decompressor)
 
     @property
     def keyring(self) -> Keyring | None:
@@ -178,10 +181,12 @@ class Sealer:
         as a delta against it, which only that dictionary opens."""
         flags = 0
         if dictionary is not None:
-            data = self._delta_compress(dictionary, data)
+            with self._compressors.lend(dictionary) as compressor:
+                data = compressor.compress(data)
             flags = FLAG_ZSTD | FLAG_DELTA
         elif len(data) >= MIN_COMPRESS_SIZE:
-            packed = self._contexts()[0].compress(data)
+            with self._compressors.lend(NO_DICTIONARY) as compressor:
+                packed = compressor.compress(data)
             if len(packed) < len(data):
                 data, flags = packed, flags | FLAG_ZSTD
         if self.serde_cipher is not None:
@@ -284,14 +289,14 @@ class Sealer:
                     "not supplied"
                 )
             try:
-                data = _delta_decompressor(dictionary).decompress(
-                    data, max_output_size=MAX_DECOMPRESSED_SIZE
-                )
+                with self._decompressors.lend(dictionary) as decompressor:
+                    data = decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
             except zstandard.ZstdError as exc:
                 raise IntegrityError(f"{what}: delta does not apply: {exc}") from exc
         elif flags & FLAG_ZSTD:
             try:
-                data = self._contexts()[1].decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
+                with self._decompressors.lend(NO_DICTIONARY) as decompressor:
+                    data = decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
             except zstandard.ZstdError as exc:
                 raise IntegrityError(f"{what}: compressed data is corrupt: {exc}") from exc
         return typ, data
@@ -302,45 +307,62 @@ class Sealer:
             return None
         return blob[3 : 3 + blob[2]].decode("ascii", "replace")
 
-    def _contexts(self) -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
-        contexts = getattr(self._local, "contexts", None)
-        if contexts is None:
-            contexts = (
-                zstandard.ZstdCompressor(level=self.compression_level),
-                zstandard.ZstdDecompressor(),
-            )
-            self._local.contexts = contexts
-        return contexts
-
-    def _delta_compress(self, dictionary: bytes, data: bytes) -> bytes:
-        """Compress `data` against `dictionary`. Loading a dictionary into a compressor
-        costs about fifteen times the compression of a turn's delta, and consecutive
-        deltas share their base, so the compressors of the last few bases are kept (a
-        compressor serves one call at a time)."""
-        digest = hashlib.sha256(dictionary).digest()
-        with self._delta_lock:
-            compressor = self._delta_compressors.pop(digest, None)
-        if compressor is None:
-            raw = zstandard.ZstdCompressionDict(
-                dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT
-            )
-            compressor = zstandard.ZstdCompressor(level=self.compression_level, dict_data=raw)
-        packed = compressor.compress(data)
-        if len(dictionary) <= DELTA_COMPRESSOR_MAX_DICT:
-            with self._delta_lock:
-                self._delta_compressors[digest] = compressor
-                while len(self._delta_compressors) > DELTA_COMPRESSORS:
-                    self._delta_compressors.popitem(last=False)
-        return packed
+    def _new_compressor(self, dictionary: bytes) -> zstandard.ZstdCompressor:
+        if dictionary == NO_DICTIONARY:
+            return zstandard.ZstdCompressor(level=self.compression_level)
+        raw = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+        return zstandard.ZstdCompressor(level=self.compression_level, dict_data=raw)
 
     @staticmethod
     def _message_key(keyring: Keyring, key_id: str, nonce: bytes) -> bytes:
-        return hmac.new(keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, hashlib.sha256).digest()
+        return hmac.new(keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, "sha256").digest()
 
 
-def _delta_decompressor(dictionary: bytes) -> zstandard.ZstdDecompressor:
+def _new_decompressor(dictionary: bytes) -> zstandard.ZstdDecompressor:
+    if dictionary == NO_DICTIONARY:
+        return zstandard.ZstdDecompressor()
     raw = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
     return zstandard.ZstdDecompressor(dict_data=raw)
+
+
+class ContextLender(Generic[Context]):
+    """zstd contexts for reuse, each lent to one caller at a time (a context is not
+    thread-safe, and waves and async graphs seal in parallel).
+
+    Building one costs more than using it: loading a 40 KB delta base as a dictionary
+    costs about fifteen times compressing a turn's delta against it, and even a plain
+    context costs several small compressions; LangGraph runs checkpoint writes on
+    short-lived threads, so contexts kept per thread would be rebuilt on every call.
+    Contexts are kept by dictionary (the base's bytes: consecutive deltas share one, and
+    a bytes object hashes once), for the last `DELTA_DICTIONARIES` dictionaries of at
+    most `DELTA_COMPRESSOR_MAX_DICT` bytes, and for no dictionary."""
+
+    def __init__(self, make: Callable[[bytes], Context]) -> None:
+        self._make = make
+        self._idle: OrderedDict[bytes, list[Context]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def lend(self, dictionary: bytes) -> Iterator[Context]:
+        with self._lock:
+            idle = self._idle.get(dictionary)
+            context = idle.pop() if idle else None
+        if context is None:
+            context = self._make(dictionary)
+        yield context  # not given back if the caller raised: a failed frame is dropped
+        if len(dictionary) > DELTA_COMPRESSOR_MAX_DICT:
+            return
+        with self._lock:
+            idle = self._idle.setdefault(dictionary, [])
+            self._idle.move_to_end(dictionary)
+            if len(idle) < IDLE_CONTEXTS:
+                idle.append(context)
+            while len(self._idle) > DELTA_DICTIONARIES + 1:  # + the plain contexts
+                oldest = next(iter(self._idle))
+                if oldest == NO_DICTIONARY:
+                    self._idle.move_to_end(oldest)
+                    continue
+                del self._idle[oldest]
 
 
 def _binding(typ: str, flags: int, ident: bytes) -> bytes:
@@ -349,8 +371,8 @@ def _binding(typ: str, flags: int, ident: bytes) -> bytes:
 
 def identity(*parts: Any) -> bytes:
     """Associated data for a blob: its kind and identity, length-prefixed."""
-    out = bytearray()
+    out: list[bytes] = []
     for part in parts:
         raw = str(part).encode("utf-8", "surrogatepass")
-        out += len(raw).to_bytes(4, "big") + raw
-    return bytes(out)
+        out += (len(raw).to_bytes(4, "big"), raw)
+    return b"".join(out)

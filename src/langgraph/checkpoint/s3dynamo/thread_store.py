@@ -78,7 +78,7 @@ from langgraph.checkpoint.s3dynamo.naming import (
 )
 from langgraph.checkpoint.s3dynamo.object_cache import ObjectCache
 from langgraph.checkpoint.s3dynamo.placement import (
-    DELTA_MAX,
+    DEFAULT_DELTA_MAX,
     ITEM_MAX,
     MAX_DELTA_BASE,
     InlineBudget,
@@ -237,6 +237,7 @@ class ThreadStore:
         sealer: Sealer,
         prefix: str,
         inline_max: int,
+        delta_max: int = DEFAULT_DELTA_MAX,
         cache: ObjectCache | None = None,
         detect_concurrent_runs: bool = True,
     ) -> None:
@@ -247,6 +248,7 @@ class ThreadStore:
         self.sealer = sealer
         self.prefix = prefix
         self.inline_max = inline_max
+        self.delta_max = delta_max
         self.cache = cache if cache is not None else ObjectCache()
         self.detect_concurrent_runs = detect_concurrent_runs
         self._carry: OrderedDict[tuple[str, str, str], StoredValues] = OrderedDict()
@@ -663,7 +665,7 @@ class ThreadStore:
         previous: StoredValue | None,
     ) -> _Fresh:
         """Seal a changed value: as a delta against the channel's last full version when
-        this process holds that version and the delta is at most `DELTA_MAX` (and fits
+        this process holds that version and the delta is at most `delta_max` (and fits
         inline), else whole."""
         typed = self.codec.dump(value)
         base = self._delta_base(tid, ns, channel, previous)
@@ -672,7 +674,7 @@ class ThreadStore:
             delta = self.codec.seal_value_delta(
                 tid, ns, channel, version, typed, base_version, base_data
             )
-            if delta is not None and len(delta) <= min(self.inline_max, DELTA_MAX):
+            if delta is not None and len(delta) <= min(self.inline_max, self.delta_max):
                 return _Fresh(channel, version, delta, typed, base_version)
         sealed = self.codec.seal_value_typed(tid, ns, channel, version, typed)
         return _Fresh(channel, version, sealed, typed, None)
@@ -958,10 +960,15 @@ class ThreadStore:
         *,
         remember: bool = False,
         parents: set[tuple[str, str, str]] | None = None,
-    ) -> list[CheckpointTuple]:
+    ) -> Iterator[CheckpointTuple]:
         """Turn entries into checkpoint tuples with one parallel wave for all of them.
         With `parents` (listing newest first), the parents of these entries are added to
-        it, and every entry found there is kept opened for history walks (`Skeleton`)."""
+        it, and every entry found there is kept opened for history walks (`Skeleton`).
+
+        The wave is sent before the first tuple is yielded; each tuple's values are then
+        deserialized as it is taken, so a history walk holds one snapshot's objects at a
+        time (deserializing a whole page up front kept thousands of messages alive and
+        made Python's garbage collector scan them again and again)."""
         plans = [self._plan(entry, remember) for entry in entries]
         if parents is not None:
             for plan in plans:
@@ -977,7 +984,7 @@ class ThreadStore:
             needed.update(plan.needed)
         fetched = self.fetch(needed) if needed else {}
         opened_bases: dict[str, tuple[str, bytes]] = {}  # many deltas share one base
-        return [self._assemble(plan, fetched, opened_bases) for plan in plans]
+        return (self._assemble(plan, fetched, opened_bases) for plan in plans)
 
     def _plan(self, entry: Entry, remember: bool) -> _Plan:
         tid, ns, what = entry.tid, entry.ns, entry.what

@@ -343,14 +343,33 @@ class DynamoIndex:
         return Page([from_item(i) for i in items], last)
 
     def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
+        for items in self._pages("query", self._query_args(pk, prefix=prefix, keys_only=True)):
+            yield from (ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items)
+
+    def _pages(self, operation: str, request: dict[str, Any]) -> Iterator[list[Item]]:
+        """The items of a Query or Scan, page after page, until DynamoDB says no more."""
+        send = getattr(self.client, operation)
         start: Cursor | None = None
         while True:
-            items, start = self._query(pk, prefix=prefix, keys_only=True, start=start)
-            yield from (ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items)
+            with translate_errors(self.resource):
+                out = send(**request, **({"ExclusiveStartKey": start} if start else {}))
+            yield out.get("Items", [])
+            start = out.get("LastEvaluatedKey")
             if start is None:
                 return
 
     def _query(
+        self, pk: str, *, start: Cursor | None = None, **args: Any
+    ) -> tuple[list[Item], Cursor | None]:
+        """One page of a Query (see `_query_args`)."""
+        request = self._query_args(pk, **args)
+        if start is not None:
+            request["ExclusiveStartKey"] = start
+        with translate_errors(self.resource):
+            out = self.client.query(**request)
+        return out.get("Items", []), out.get("LastEvaluatedKey")
+
+    def _query_args(
         self,
         pk: str,
         *,
@@ -358,10 +377,9 @@ class DynamoIndex:
         between: tuple[str, str] | None = None,
         descending: bool = False,
         limit: int | None = None,
-        start: Cursor | None = None,
         keys_only: bool = False,
         consistent: bool = False,
-    ) -> tuple[list[Item], Cursor | None]:
+    ) -> dict[str, Any]:
         names = {"#pk": PARTITION_KEY}
         values: dict[str, Any] = {":pk": {"S": pk}}
         condition = "#pk = :pk"
@@ -386,31 +404,21 @@ class DynamoIndex:
             kwargs["ConsistentRead"] = True
         if limit is not None:
             kwargs["Limit"] = limit
-        if start is not None:
-            kwargs["ExclusiveStartKey"] = start
-        with translate_errors(self.resource):
-            out = self.client.query(**kwargs)
-        return out.get("Items", []), out.get("LastEvaluatedKey")
+        return kwargs
 
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
-        found: list[ItemKey] = []
-        start: Cursor | None = None
-        while True:
-            kwargs: dict[str, Any] = {
-                "TableName": self.table,
-                "IndexName": RUN_INDEX,
-                "KeyConditionExpression": "#rk = :rk",
-                "ExpressionAttributeNames": {"#rk": RUN_KEY},
-                "ExpressionAttributeValues": {":rk": {"S": run_key}},
-            }
-            if start is not None:
-                kwargs["ExclusiveStartKey"] = start
-            with translate_errors(self.resource):
-                out = self.client.query(**kwargs)
-            found += [ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in out["Items"]]
-            start = out.get("LastEvaluatedKey")
-            if start is None:
-                return found
+        request = {
+            "TableName": self.table,
+            "IndexName": RUN_INDEX,
+            "KeyConditionExpression": "#rk = :rk",
+            "ExpressionAttributeNames": {"#rk": RUN_KEY},
+            "ExpressionAttributeValues": {":rk": {"S": run_key}},
+        }
+        return [
+            ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"])
+            for items in self._pages("query", request)
+            for i in items
+        ]
 
     def put_checkpoint(
         self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
@@ -591,44 +599,24 @@ class DynamoIndex:
     STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT, "#h": HEAD}
 
     def scan_stamps(self) -> Iterator[Stamp]:
-        start: Cursor | None = None
-        while True:
-            kwargs: dict[str, Any] = {
-                "TableName": self.table,
-                "ProjectionExpression": "#pk, #sk, #a, #h",
-                "ExpressionAttributeNames": self.STAMP_NAMES,
-            }
-            if start is not None:
-                kwargs["ExclusiveStartKey"] = start
-            with translate_errors(self.resource):
-                out = self.client.scan(**kwargs)
-            yield from (
-                _stamp_of(i) for i in out.get("Items", []) if i[PARTITION_KEY]["S"] != CONTROL_PK
-            )
-            start = out.get("LastEvaluatedKey")
-            if start is None:
-                return
+        request = {
+            "TableName": self.table,
+            "ProjectionExpression": "#pk, #sk, #a, #h",
+            "ExpressionAttributeNames": self.STAMP_NAMES,
+        }
+        for items in self._pages("scan", request):
+            yield from (_stamp_of(i) for i in items if i[PARTITION_KEY]["S"] != CONTROL_PK)
 
     def partition_stamps(self, pk: str) -> list[Stamp]:
-        stamps: list[Stamp] = []
-        start: Cursor | None = None
-        while True:
-            kwargs: dict[str, Any] = {
-                "TableName": self.table,
-                "KeyConditionExpression": "#pk = :pk",
-                "ProjectionExpression": "#pk, #sk, #a, #h",
-                "ExpressionAttributeNames": self.STAMP_NAMES,
-                "ExpressionAttributeValues": {":pk": {"S": pk}},
-                "ConsistentRead": True,
-            }
-            if start is not None:
-                kwargs["ExclusiveStartKey"] = start
-            with translate_errors(self.resource):
-                out = self.client.query(**kwargs)
-            stamps += [_stamp_of(i) for i in out.get("Items", [])]
-            start = out.get("LastEvaluatedKey")
-            if start is None:
-                return stamps
+        request = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#pk = :pk",
+            "ProjectionExpression": "#pk, #sk, #a, #h",
+            "ExpressionAttributeNames": self.STAMP_NAMES,
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "ConsistentRead": True,
+        }
+        return [_stamp_of(i) for items in self._pages("query", request) for i in items]
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
         pk = control_pk(thread_name)
@@ -642,23 +630,13 @@ class DynamoIndex:
         parallel(self._write_chunk, chunks)
 
     def scan(self) -> Iterator[Record]:
-        start: Cursor | None = None
-        while True:
-            kwargs: dict[str, Any] = {"TableName": self.table}
-            if start is not None:
-                kwargs["ExclusiveStartKey"] = start
-            with translate_errors(self.resource):
-                out = self.client.scan(**kwargs)
+        for items in self._pages("scan", {"TableName": self.table}):
             # Control items (heads, leases; the deployment's keyring) are not records.
-            items = [
-                i
-                for i in out.get("Items", [])
+            yield from (
+                from_item(i)
+                for i in items
                 if not is_control_pk(i[PARTITION_KEY]["S"]) and i[PARTITION_KEY]["S"] != CONTROL_PK
-            ]
-            yield from (from_item(i) for i in items)
-            start = out.get("LastEvaluatedKey")
-            if start is None:
-                return
+            )
 
     def read_control(self) -> dict[str, ControlRecord]:
         items, _ = self._query(CONTROL_PK, consistent=True)
