@@ -25,7 +25,14 @@ from langgraph.checkpoint.s3dynamo.records import (
     unpack_bundle,
     write_ref,
 )
-from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer, identity
+from langgraph.checkpoint.s3dynamo.sealing import (
+    DELTA_DICTIONARIES,
+    NO_DICTIONARY,
+    ContextLender,
+    Keyring,
+    Sealer,
+    identity,
+)
 
 KEY = os.urandom(32)
 
@@ -48,6 +55,41 @@ def test_envelope_bound_to_its_identity() -> None:
     blob = sealer().seal("json", b"x" * 100, identity("value", "t", "", "ch", "1"))
     with pytest.raises(IntegrityError, match="authentication failed"):
         sealer().open(blob, identity("value", "t", "", "ch", "2"), "x")
+
+
+def test_contexts_are_lent_one_caller_at_a_time_and_kept_for_few_dictionaries() -> None:
+    made: list[bytes] = []
+    lender: ContextLender[object] = ContextLender(lambda d: made.append(d) or object())
+    base = b"base version " * 100
+    # While one is lent, a second caller gets a context of its own.
+    with lender.lend(base) as first, lender.lend(base) as second:
+        assert second is not first
+    with lender.lend(base) as again:
+        assert again in (first, second)
+    assert made == [base, base]
+    with pytest.raises(RuntimeError), lender.lend(NO_DICTIONARY):
+        raise RuntimeError("a failed frame")
+    with lender.lend(NO_DICTIONARY):  # the context of a failed call was not kept
+        pass
+    assert made.count(NO_DICTIONARY) == 2
+    for n in range(DELTA_DICTIONARIES + 2):
+        with lender.lend(b"%d" % n + base):
+            pass
+    with lender.lend(base):  # the oldest dictionaries went; the plain contexts stay
+        pass
+    with lender.lend(NO_DICTIONARY):
+        pass
+    assert made.count(base) == 3 and made.count(NO_DICTIONARY) == 2
+
+
+def test_a_delta_is_small_and_opens_against_its_base() -> None:
+    base = os.urandom(2000)
+    ident = identity("delta", "t", "", "ch", "2", "1")
+    blob = sealer().seal("json", base + b"turn two", ident, dictionary=base)
+    assert len(blob) < 100
+    assert sealer().open(blob, ident, "x", dictionary=base) == ("json", base + b"turn two")
+    with pytest.raises(IntegrityError, match="version it was made against"):
+        sealer().open(blob, ident, "x")
 
 
 def test_flipped_byte_and_truncation_refused() -> None:

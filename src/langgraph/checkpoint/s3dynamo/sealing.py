@@ -69,11 +69,13 @@ BINDING_SIZE = 32
 MIN_COMPRESS_SIZE = 64
 # Refuse to inflate a corrupt or hostile frame beyond this.
 MAX_DECOMPRESSED_SIZE = 1 << 31
-# zstd contexts kept for reuse (see `ContextLender`): for the last few dictionaries (delta
-# bases) of at most 1 MiB each, a few idle contexts per dictionary.
+# zstd contexts kept for reuse (see `ContextLender`): one for each of the last few
+# dictionaries (delta bases) of at most 1 MiB, whose contexts hold a digested copy of the
+# dictionary (at most about 8 MiB of them in all), and a few plain ones, for waves that
+# seal in parallel.
 DELTA_DICTIONARIES = 8
 DELTA_COMPRESSOR_MAX_DICT = 1 << 20
-IDLE_CONTEXTS = 4
+IDLE_PLAIN_CONTEXTS = 4
 NO_DICTIONARY = b""
 
 Context = TypeVar("Context")
@@ -355,7 +357,7 @@ class ContextLender(Generic[Context]):
         with self._lock:
             idle = self._idle.setdefault(dictionary, [])
             self._idle.move_to_end(dictionary)
-            if len(idle) < IDLE_CONTEXTS:
+            if len(idle) < (IDLE_PLAIN_CONTEXTS if dictionary == NO_DICTIONARY else 1):
                 idle.append(context)
             while len(self._idle) > DELTA_DICTIONARIES + 1:  # + the plain contexts
                 oldest = next(iter(self._idle))
