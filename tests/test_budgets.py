@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from tests.conftest import PUT_REQUEST, RequestCounter, make_saver, thread_config
 from tests.scenarios import chat_graph
 
@@ -27,6 +29,21 @@ def test_from_env_makes_no_request_and_builds_no_client(monkeypatch: Any) -> Non
     assert (saver.table_name, saver.bucket_name, saver.prefix) == ("t", "b", "agents/")
     # The ports (and their boto3 clients) are built on first use, not here.
     assert "index" not in vars(saver.store) and "objects" not in vars(saver.store)
+
+
+def test_from_env_reads_the_size_settings_and_names_a_bad_one(monkeypatch: Any) -> None:
+    for name, value in (("TABLE", "t"), ("BUCKET", "b"), ("PLAINTEXT", "1")):
+        monkeypatch.setenv(f"S3DYNAMO_{name}", value)
+    monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "4096")
+    monkeypatch.setenv("S3DYNAMO_DELTA_MAX", "3072")
+    saver = S3DynamoSaver.from_env()
+    assert (saver.inline_max, saver.delta_max) == (4096, 3072)
+    assert (saver.store.inline_max, saver.store.delta_max) == (4096, 3072)
+    monkeypatch.setenv("S3DYNAMO_DELTA_MAX", "3 KiB")
+    with pytest.raises(
+        InvalidConfigError, match="S3DYNAMO_DELTA_MAX must be a number of bytes, got '3 KiB'"
+    ):
+        S3DynamoSaver.from_env()
 
 
 def _large_and_small(saver: S3DynamoSaver) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -966,9 +966,8 @@ class ThreadStore:
         it, and every entry found there is kept opened for history walks (`Skeleton`).
 
         The wave is sent before the first tuple is yielded; each tuple's values are then
-        deserialized as it is taken, so a history walk holds one snapshot's objects at a
-        time (deserializing a whole page up front kept thousands of messages alive and
-        made Python's garbage collector scan them again and again)."""
+        deserialized as it is taken, so a caller walking a history holds the objects of
+        the snapshot it is at, not those of a whole page."""
         plans = [self._plan(entry, remember) for entry in entries]
         if parents is not None:
             for plan in plans:
