@@ -310,10 +310,9 @@ class Sealer:
         return blob[3 : 3 + blob[2]].decode("ascii", "replace")
 
     def _new_compressor(self, dictionary: bytes) -> zstandard.ZstdCompressor:
-        if dictionary == NO_DICTIONARY:
-            return zstandard.ZstdCompressor(level=self.compression_level)
-        raw = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-        return zstandard.ZstdCompressor(level=self.compression_level, dict_data=raw)
+        return zstandard.ZstdCompressor(
+            level=self.compression_level, dict_data=_raw_dictionary(dictionary)
+        )
 
     @staticmethod
     def _message_key(keyring: Keyring, key_id: str, nonce: bytes) -> bytes:
@@ -321,10 +320,14 @@ class Sealer:
 
 
 def _new_decompressor(dictionary: bytes) -> zstandard.ZstdDecompressor:
+    return zstandard.ZstdDecompressor(dict_data=_raw_dictionary(dictionary))
+
+
+def _raw_dictionary(dictionary: bytes) -> zstandard.ZstdCompressionDict | None:
+    """A delta base as zstd's raw-content dictionary; None for plain contexts."""
     if dictionary == NO_DICTIONARY:
-        return zstandard.ZstdDecompressor()
-    raw = zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-    return zstandard.ZstdDecompressor(dict_data=raw)
+        return None
+    return zstandard.ZstdCompressionDict(dictionary, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
 
 
 class ContextLender(Generic[Context]):

@@ -346,28 +346,29 @@ class DynamoIndex:
         for items in self._pages("query", self._query_args(pk, prefix=prefix, keys_only=True)):
             yield from (ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items)
 
+    def _page(
+        self, operation: str, request: dict[str, Any], start: Cursor | None = None
+    ) -> tuple[list[Item], Cursor | None]:
+        """One page of a Query or Scan, from `start`, and where the next one starts."""
+        with translate_errors(self.resource):
+            out = getattr(self.client, operation)(
+                **request, **({"ExclusiveStartKey": start} if start else {})
+            )
+        return out.get("Items", []), out.get("LastEvaluatedKey")
+
     def _pages(self, operation: str, request: dict[str, Any]) -> Iterator[list[Item]]:
         """The items of a Query or Scan, page after page, until DynamoDB says no more."""
-        send = getattr(self.client, operation)
-        start: Cursor | None = None
-        while True:
-            with translate_errors(self.resource):
-                out = send(**request, **({"ExclusiveStartKey": start} if start else {}))
-            yield out.get("Items", [])
-            start = out.get("LastEvaluatedKey")
-            if start is None:
-                return
+        items, start = self._page(operation, request)
+        yield items
+        while start is not None:
+            items, start = self._page(operation, request, start)
+            yield items
 
     def _query(
         self, pk: str, *, start: Cursor | None = None, **args: Any
     ) -> tuple[list[Item], Cursor | None]:
         """One page of a Query (see `_query_args`)."""
-        request = self._query_args(pk, **args)
-        if start is not None:
-            request["ExclusiveStartKey"] = start
-        with translate_errors(self.resource):
-            out = self.client.query(**request)
-        return out.get("Items", []), out.get("LastEvaluatedKey")
+        return self._page("query", self._query_args(pk, **args), start)
 
     def _query_args(
         self,
