@@ -19,6 +19,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m ruff format --check src tests benchmarks examples
 	$(PY) -m mypy
 
 # The unit tier (pure code and the thread store on in-memory ports) first, then the

@@ -96,9 +96,7 @@ def open_saver(
     if endpoint_url:
         os.environ["AWS_ENDPOINT_URL_S3"] = endpoint_url
         os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint_url
-    overrides = {
-        k: v for k, v in {"table": table, "bucket": bucket, "prefix": prefix}.items() if v
-    }
+    overrides = {k: v for k, v in {"table": table, "bucket": bucket, "prefix": prefix}.items() if v}
     try:
         return S3DynamoSaver.from_env(**overrides)
     except InvalidConfigError as exc:
@@ -319,8 +317,7 @@ def show(
     out.print(f"checkpoint  {data['checkpoint_id']}")
     out.print(f"parent      {data['parent_checkpoint_id'] or '-'}")
     out.print(
-        f"step {data['step']}, source {data['source']}, "
-        f"{render.short_time(data['created_at'])} UTC"
+        f"step {data['step']}, source {data['source']}, {render.short_time(data['created_at'])} UTC"
     )
     out.print(f"next        {escape(', '.join(data['next']) or '-')}")
     out.print()
@@ -463,9 +460,11 @@ def verify(thread_id: str | None, as_json: bool, **settings: Any) -> int:
         )
         for p in data["problems"]:
             where = f"{p['where']} {p['key']}"
-            owner = f" (thread {p['thread_id']!r}, {short(p['checkpoint_id'])})" if p[
-                "checkpoint_id"
-            ] else ""
+            owner = (
+                f" (thread {p['thread_id']!r}, {short(p['checkpoint_id'])})"
+                if p["checkpoint_id"]
+                else ""
+            )
             out.print(escape(f"{p['kind'].upper()}: {where}{owner}: {p['detail']}"), soft_wrap=True)
         out.print("ok" if data["ok"] else f"{render.plural(len(data['problems']), 'problem')}")
     if data["hint"]:
@@ -613,8 +612,7 @@ def prune(
     saver = open_saver(**settings)
     plan = collect.prune_plan(saver.store, list(thread_ids), strategy)
     lines = [
-        f"{t['thread_id']}: {t['checkpoints']} checkpoints, keep {t['kept']}, "
-        f"remove {t['removed']}"
+        f"{t['thread_id']}: {t['checkpoints']} checkpoints, keep {t['kept']}, remove {t['removed']}"
         for t in plan["threads"]
     ]
     return plan_then(
@@ -766,9 +764,7 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
 
 
 def _named(exc: BaseException, *names: str) -> bool:
-    return any(
-        cls.__name__ in names for cause in _causes(exc) for cls in type(cause).__mro__
-    )
+    return any(cls.__name__ in names for cause in _causes(exc) for cls in type(cause).__mro__)
 
 
 def _one_line(text: object) -> str:

@@ -41,8 +41,7 @@ THREAD = "customer-42"
 SECRET_TEXT = b"blue kettle"
 SECOND = "--second-process"
 INSTALL = (
-    'install what it needs with: pip install "langgraph-checkpoint-s3dynamo[cli,testing]" '
-    "langgraph"
+    'install what it needs with: pip install "langgraph-checkpoint-s3dynamo[cli,testing]" langgraph'
 )
 
 

@@ -142,11 +142,7 @@ def diff_states(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dic
         if channel in before and channel in after and old == new:
             continue
         change = (
-            "added"
-            if channel not in before
-            else "removed"
-            if channel not in after
-            else "changed"
+            "added" if channel not in before else "removed" if channel not in after else "changed"
         )
         entry: dict[str, Any] = {"channel": channel, "change": change, "before": old, "after": new}
         if _messages(old) or _messages(new):
