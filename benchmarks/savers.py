@@ -225,7 +225,9 @@ SAVERS: list[SaverSpec] = [
 
 
 # Not run by default: `--savers` picks them to choose defaults (`inline_max`, the zstd
-# level, `delta_max`) from measurements. All encrypted, as production would run.
+# level, `delta_max`) from measurements, and to show what concurrent-run detection costs
+# (`detect=off`: plain PutItem instead of a transaction with the namespace's head). All
+# encrypted, as production would run.
 SETTINGS_SWEEP: list[SaverSpec] = [
     SaverSpec(
         f"s3dynamo {name}={label}",
@@ -245,6 +247,7 @@ SETTINGS_SWEEP: list[SaverSpec] = [
             "delta_max",
             (("2K", 2048), ("3K", 3072), ("4K", 4096), ("6K", 6144), ("8K", 8192)),
         ),
+        ("detect", "detect_concurrent_runs", (("off", False),)),
     )
     for label, value in choices
 ]
