@@ -159,8 +159,8 @@ class FaultyIndex:
     def scan(self) -> Iterator[Record]:
         return self.faults.request(self.inner.scan, writes=False)
 
-    def scan_stamps(self) -> Iterator[Stamp]:
-        return self.faults.request(self.inner.scan_stamps, writes=False)
+    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
+        return self.faults.request(lambda: self.inner.scan_stamps(segment, segments), writes=False)
 
     def partition_stamps(self, pk: str) -> list[Stamp]:
         return self.faults.request(lambda: self.inner.partition_stamps(pk), writes=False)

@@ -405,6 +405,31 @@ def test_conversation_cold_then_warm(
     assert len(graphs) == 1
 
 
+class LambdaContext:
+    """What the retention handler reads of AWS Lambda's context object."""
+
+    def __init__(self, remaining_ms: int) -> None:
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def test_retention_job_out_of_time_removes_nothing_and_says_so(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = load_app()
+    started = app.handler({"action": "start", "message": "hi"}, None)
+    assert started["ok"]
+    monkeypatch.setenv("S3DYNAMO_RETENTION", "30d")
+    # Less time left than the margin the job keeps: the Scan stops at its first page.
+    late = app.expire({"dry_run": True}, LambdaContext(app.EXPIRE_MARGIN_MS - 1))
+    assert late["scanned_all"] is False, late
+    assert late["idle_threads"] == late["active_threads"] == 0, late
+    roomy = app.expire({"dry_run": True}, LambdaContext(app.EXPIRE_MARGIN_MS + 600_000))
+    assert roomy["scanned_all"] is True and roomy["active_threads"] >= 1, roomy
+
+
 def test_bad_events(function_env: dict[str, str]) -> None:
     app = load_app()
     for event, phrase in [

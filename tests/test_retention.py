@@ -12,6 +12,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.naming import is_control_pk
+from langgraph.checkpoint.s3dynamo.retention import SCAN_SEGMENTS
 from tests.conftest import BACKEND, RequestCounter, make_saver
 from tests.scenarios import chat_graph
 from tests.test_delta import delta_graph
@@ -102,7 +104,21 @@ def test_scan_reads_only_keys_stamps_and_heads(clients: Any, counter: RequestCou
     counter.reset()
     plan = saver.expire_idle_threads("1d", dry_run=True)
     assert plan.active == 1 and not plan.idle
-    assert dict(counter.calls) == {"dynamodb.Scan": 1}
+    assert dict(counter.calls) == {"dynamodb.Scan": SCAN_SEGMENTS}
     if BACKEND == "moto":
         stamps = list(saver.store.index.scan_stamps())
-        assert stamps and all(s.key.pk for s in stamps)
+        assert len(stamps) == 1 and stamps[0] and all(s.key.pk for s in stamps[0])
+
+
+def test_the_parallel_scan_covers_the_table_once(clients: Any) -> None:
+    """DynamoDB's Segment and TotalSegments, as the backend sends them: the segments
+    hold every item of a sequential Scan, each once."""
+    saver = make_saver(clients)
+    saver.setup()
+    for i in range(6):
+        chat(saver, f"t{i}", turns=1)
+    index = saver.store.index
+    whole = [s.key for page in index.scan_stamps() for s in page]
+    split = [s.key for seg in range(4) for page in index.scan_stamps(seg, 4) for s in page]
+    assert sorted(split) == sorted(whole) and len(set(split)) == len(split)
+    assert len({k.pk for k in whole if not is_control_pk(k.pk)}) == 6

@@ -308,6 +308,7 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
     return {
         "ok": True,
         "dry_run": dry_run,
+        "scanned_all": plan.scanned_all,
         "idle_threads": len(plan.idle),
         "leftovers": len(plan.leftovers),
         "active_threads": plan.active,

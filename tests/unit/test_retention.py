@@ -17,7 +17,12 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.naming import control_pk
-from langgraph.checkpoint.s3dynamo.retention import id_time, parse_ttl
+from langgraph.checkpoint.s3dynamo.retention import (
+    SCAN_SEGMENTS,
+    id_time,
+    parse_ttl,
+    plan_expiry,
+)
 from tests.scenarios import chat_graph
 from tests.test_delta import delta_graph
 from tests.unit.conftest import MemorySaver, memory_saver
@@ -211,9 +216,43 @@ def test_a_sweep_past_its_deadline_leaves_the_rest_for_the_next(saver: MemorySav
     for i in range(3):
         chat(saver, f"t{i}", turns=1)
     at(saver, 0)
-    plan = saver.expire_idle_threads(TTL, deadline=time.monotonic() - 1)
+    plan = plan_expiry(saver.store, parse_ttl(TTL)).execute(deadline=time.monotonic() - 1)
     assert len(plan.unfinished) == 3 and not plan.removed
     assert len(saver.expire_idle_threads(TTL).removed) == 3
+
+
+def test_a_scan_past_its_deadline_judges_nothing(saver: MemorySaver) -> None:
+    """A thread's records and control items may lie in different segments: a Scan cut
+    short would see half of some threads, so it decides nothing and removes nothing."""
+    at(saver, -40)
+    for i in range(3):
+        chat(saver, f"t{i}", turns=1)
+    at(saver, 0)
+    before = [stored(saver, f"t{i}") for i in range(3)]
+    plan = saver.expire_idle_threads(TTL, deadline=time.monotonic() - 1)
+    assert not plan.scanned_all
+    assert (plan.idle, plan.leftovers, plan.active, plan.removed) == ({}, [], 0, [])
+    assert [stored(saver, f"t{i}") for i in range(3)] == before
+    plan = saver.expire_idle_threads(TTL)
+    assert plan.scanned_all and len(plan.removed) == 3
+
+
+def test_the_segments_of_the_scan_together_see_every_thread(saver: MemorySaver) -> None:
+    at(saver, -40)
+    for i in range(12):
+        chat(saver, f"idle{i}", turns=1)
+    at(saver, 0)
+    for i in range(4):
+        chat(saver, f"active{i}", turns=1)
+    assert saver.index.calls["scan"] == 0
+    split = plan_expiry(saver.store, parse_ttl(TTL))
+    assert saver.index.calls["scan"] == SCAN_SEGMENTS  # one request per segment
+    whole = plan_expiry(saver.store, parse_ttl(TTL), segments=1)
+    names = {saver.store.namer.thread(f"idle{i}") for i in range(12)}
+    assert set(split.idle) == set(whole.idle) == names
+    assert split.active == whole.active == 4
+    with pytest.raises(InvalidConfigError, match="at least 1"):
+        plan_expiry(saver.store, parse_ttl(TTL), segments=0)
 
 
 def test_retention_setting_and_bad_durations() -> None:

@@ -123,9 +123,11 @@ class Index(Protocol):
         name control items (heads, leases)."""
         ...
 
-    def scan_stamps(self) -> Iterator[Stamp]:
-        """Every item of the table but the deployment's own, thread records and control
-        items alike, reduced to what retention reads (`Stamp`); eventually consistent."""
+    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
+        """Segment `segment` of a Scan split into `segments` (DynamoDB's parallel Scan;
+        the segments together hold every item once): every item in it but the
+        deployment's own, thread records and control items alike, reduced to what
+        retention reads (`Stamp`), a page at a time; eventually consistent."""
         ...
 
     def partition_stamps(self, pk: str) -> list[Stamp]:

@@ -12,9 +12,12 @@ of whose records can be dated (ids of the caller's own making) is kept and count
 
 The sweep
 ---------
-`plan_expiry` is the dry run: one paged Scan that reads each item's key, stamp and head
-(nothing sealed is opened, so it needs no keys). `ExpiryPlan.execute` then removes each
-idle thread (several in parallel) in this order:
+`plan_expiry` is the dry run: one Scan of the table, in `SCAN_SEGMENTS` segments read in
+parallel (DynamoDB's parallel Scan), that reads each item's key, stamp and head (nothing
+sealed is opened, so it needs no keys). A Scan that does not finish by the caller's
+deadline decides nothing: a thread is judged only on every item of the table, since its
+records and its control items may lie in different segments. `ExpiryPlan.execute` then
+removes each idle thread (several in parallel) in this order:
 
 1. Take the thread's lease (`lease.py`). If someone holds it, skip the thread (`busy`):
    a holder is at work on it. From here a writer whose lease lapsed is refused
@@ -94,6 +97,10 @@ LEASE_OWNER = "retention"
 # Threads removed at once: as many as the shared wave pool and the clients' connection
 # pools serve (a thread's own requests then run one after another).
 PARALLEL_THREADS = WAVE_WORKERS
+# Segments of the Scan, read at once on the same pool. A sequential Scan reads one 1 MB
+# page after another, so a table of tens of GB would outlast a Lambda's 15 minutes; each
+# segment adds one request per sweep even to an empty table.
+SCAN_SEGMENTS = 16
 # 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch.
 _UUID_EPOCH = 0x01B21DD213814000
 
@@ -200,6 +207,8 @@ class ExpiryPlan:
     undated: int = 0
     # Records of the idle threads.
     records: int = 0
+    # False when the Scan met the deadline first: then nothing was judged or removed.
+    scanned_all: bool = True
     # Filled by `execute`.
     removed: list[str] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)
@@ -286,14 +295,45 @@ class ExpiryPlan:
             self.objects_deleted += len(deleted)
 
 
-def plan_expiry(store: ThreadStore, ttl: timedelta) -> ExpiryPlan:
-    """Find idle threads and leftovers with one Scan; nothing is changed (dry run). Idle
-    is measured against the store's clock (`ThreadStore.clock`)."""
+def plan_expiry(
+    store: ThreadStore,
+    ttl: timedelta,
+    *,
+    segments: int = SCAN_SEGMENTS,
+    deadline: float | None = None,
+) -> ExpiryPlan:
+    """Find idle threads and leftovers with one Scan in `segments` parallel segments;
+    nothing is changed (dry run). Idle is measured against the store's clock
+    (`ThreadStore.clock`). With a `deadline` (a `time.monotonic()` value) the Scan stops
+    at the first page after it, and the plan finds nothing (`scanned_all` False)."""
+    if segments < 1:
+        raise InvalidConfigError(f"retention scan segments must be at least 1, got {segments}")
     plan = ExpiryPlan(store, ttl, int(store.clock() - ttl.total_seconds()))
-    for stamp in store.index.scan_stamps():
-        pk = stamp.key.pk
-        name = pk[: -len(CONTROL_SUFFIX)] if is_control_pk(pk) else pk
-        plan.seen.setdefault(name, _Thread()).see(stamp)
+    lock = threading.Lock()
+
+    def scan(segment: int) -> bool:
+        for page in store.index.scan_stamps(segment, segments):
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            with lock:
+                for stamp in page:
+                    pk = stamp.key.pk
+                    name = pk[: -len(CONTROL_SUFFIX)] if is_control_pk(pk) else pk
+                    plan.seen.setdefault(name, _Thread()).see(stamp)
+        return True
+
+    finished = parallel(scan, range(segments))
+    if not all(finished):
+        plan.scanned_all = False
+        plan.seen.clear()
+        log.warning(
+            "retention: the Scan reached the deadline with %d of %d segments read; nothing "
+            "was judged or removed. Give the job more time, or run the sweep where no "
+            "deadline applies (`s3dynamo expire`)",
+            sum(finished),
+            segments,
+        )
+        return plan
     for name, seen in plan.seen.items():
         if seen.records == 0:
             if seen.unfinished(plan.cutoff):

@@ -671,15 +671,16 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         within that time keeps every checkpoint. With `dry_run=True` nothing changes and
         the plan says what would go (`.idle`, `.leftovers`, `.records`); otherwise it
         also says what went (`.removed`, `.records_deleted`, `.objects_deleted`) and
-        what was left (`.busy`, `.revived`, `.unfinished`; with `deadline`, a
-        `time.monotonic()` value, nothing starts after it). See `retention.py`."""
+        what was left (`.busy`, `.revived`, `.unfinished`). With `deadline`, a
+        `time.monotonic()` value, nothing starts after it, and a Scan of the table not
+        finished by then decides nothing (`.scanned_all` is False). See `retention.py`."""
         ttl = parse_ttl(older_than) if older_than is not None else self.retention
         if ttl is None:
             raise InvalidConfigError(
                 "expire_idle_threads() needs a time to live and none is set; pass "
                 "older_than (such as '30d') or set retention / S3DYNAMO_RETENTION"
             )
-        plan = plan_expiry(self.store, ttl)
+        plan = plan_expiry(self.store, ttl, deadline=deadline)
         if not dry_run:
             plan.execute(deadline=deadline)
             self.store.forget()

@@ -599,14 +599,16 @@ class DynamoIndex:
     # a Scan or Query by the size of the whole items it reads.
     STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT, "#h": HEAD}
 
-    def scan_stamps(self) -> Iterator[Stamp]:
-        request = {
+    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
+        request: dict[str, Any] = {
             "TableName": self.table,
             "ProjectionExpression": "#pk, #sk, #a, #h",
             "ExpressionAttributeNames": self.STAMP_NAMES,
         }
+        if segments > 1:
+            request |= {"Segment": segment, "TotalSegments": segments}
         for items in self._pages("scan", request):
-            yield from (_stamp_of(i) for i in items if i[PARTITION_KEY]["S"] != CONTROL_PK)
+            yield [_stamp_of(i) for i in items if i[PARTITION_KEY]["S"] != CONTROL_PK]
 
     def partition_stamps(self, pk: str) -> list[Stamp]:
         request = {
