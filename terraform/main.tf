@@ -148,7 +148,7 @@ resource "aws_s3_bucket_policy" "this" {
 }
 
 # --------------------------------------------------------------------------------------
-# IAM. Two policies, each granting exactly the requests the library makes for its job; the
+# IAM. Three policies, each granting exactly the requests the library makes for its job; the
 # sets are not written by hand but recorded: tests/test_lambda_example.py runs the example
 # agent and the maintenance operations against moto, maps every request to its IAM action
 # and fails unless the statements below grant exactly those.
@@ -163,27 +163,9 @@ resource "aws_s3_bucket_policy" "this" {
 # development and must not run in production.
 # --------------------------------------------------------------------------------------
 
-data "aws_iam_policy_document" "saver" {
-  statement {
-    sid    = "CheckpointTable"
-    effect = "Allow"
-    actions = [
-      "dynamodb:BatchWriteItem",
-      "dynamodb:PutItem",
-      "dynamodb:Query",
-      "dynamodb:UpdateItem",
-    ]
-    resources = [aws_dynamodb_table.this.arn]
-  }
-
-  statement {
-    sid       = "CheckpointObjects"
-    effect    = "Allow"
-    actions   = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
-    resources = [local.object_arn_pattern]
-  }
-
-  # delete_thread lists the thread's own key prefix to find every object to delete.
+# Shared by the three policies below: every job lists a thread's own key prefix to find its
+# objects (delete_thread, garbage collection, retention).
+data "aws_iam_policy_document" "object_listing" {
   statement {
     sid       = "CheckpointListing"
     effect    = "Allow"
@@ -201,7 +183,11 @@ data "aws_iam_policy_document" "saver" {
       }
     }
   }
+}
 
+# The bucket's own KMS key (SSE-KMS), used by S3 on behalf of the jobs that read and write
+# objects; no statement when the bucket uses S3-managed keys.
+data "aws_iam_policy_document" "bucket_kms" {
   dynamic "statement" {
     for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
     content {
@@ -216,6 +202,32 @@ data "aws_iam_policy_document" "saver" {
         values   = ["s3.*.amazonaws.com"]
       }
     }
+  }
+}
+
+data "aws_iam_policy_document" "saver" {
+  source_policy_documents = [
+    data.aws_iam_policy_document.object_listing.json,
+    data.aws_iam_policy_document.bucket_kms.json,
+  ]
+
+  statement {
+    sid    = "CheckpointTable"
+    effect = "Allow"
+    actions = [
+      "dynamodb:BatchWriteItem",
+      "dynamodb:PutItem",
+      "dynamodb:Query",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [aws_dynamodb_table.this.arn]
+  }
+
+  statement {
+    sid       = "CheckpointObjects"
+    effect    = "Allow"
+    actions   = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    resources = [local.object_arn_pattern]
   }
 
   # The saver's own keys (S3DYNAMO_KMS_KEY_ID): one Decrypt per cold start unwraps the
@@ -238,6 +250,11 @@ data "aws_iam_policy_document" "saver" {
 }
 
 data "aws_iam_policy_document" "maintenance" {
+  source_policy_documents = [
+    data.aws_iam_policy_document.object_listing.json,
+    data.aws_iam_policy_document.bucket_kms.json,
+  ]
+
   statement {
     sid    = "CheckpointTable"
     effect = "Allow"
@@ -268,37 +285,6 @@ data "aws_iam_policy_document" "maintenance" {
     resources = [local.object_arn_pattern]
   }
 
-  statement {
-    sid       = "CheckpointListing"
-    effect    = "Allow"
-    actions   = ["s3:ListBucket"]
-    resources = [aws_s3_bucket.this.arn]
-
-    dynamic "condition" {
-      for_each = var.key_prefix == "" ? [] : [var.key_prefix]
-      content {
-        test     = "StringLike"
-        variable = "s3:prefix"
-        values   = ["${condition.value}*"]
-      }
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
-    content {
-      sid       = "BucketKmsKey"
-      effect    = "Allow"
-      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
-      resources = [statement.value]
-
-      condition {
-        test     = "StringLike"
-        variable = "kms:ViaService"
-        values   = ["s3.*.amazonaws.com"]
-      }
-    }
-  }
 
   # The saver's own keys: rotate_key() (and the first use, which creates the keyring)
   # asks KMS for a data key; reencrypt() unwraps the keyring.
@@ -320,6 +306,8 @@ data "aws_iam_policy_document" "maintenance" {
 }
 
 data "aws_iam_policy_document" "retention" {
+  source_policy_documents = [data.aws_iam_policy_document.object_listing.json]
+
   statement {
     sid    = "CheckpointTable"
     effect = "Allow"
@@ -343,21 +331,6 @@ data "aws_iam_policy_document" "retention" {
     resources = [local.object_arn_pattern]
   }
 
-  statement {
-    sid       = "CheckpointListing"
-    effect    = "Allow"
-    actions   = ["s3:ListBucket"]
-    resources = [aws_s3_bucket.this.arn]
-
-    dynamic "condition" {
-      for_each = var.key_prefix == "" ? [] : [var.key_prefix]
-      content {
-        test     = "StringLike"
-        variable = "s3:prefix"
-        values   = ["${condition.value}*"]
-      }
-    }
-  }
 }
 
 resource "aws_iam_policy" "saver" {

@@ -555,6 +555,12 @@ def policy_grants(document: str) -> set[Grant]:
                 f"{document}: unknown resource {expression}; add it to RESOURCE_EXPRESSIONS"
             )
         grants |= {(a.strip('"'), RESOURCE_EXPRESSIONS[r]) for a in actions for r in resources}
+    # Statements shared between policies live in documents of their own.
+    shared_in = re.search(r"^\s*source_policy_documents\s*=", body, re.MULTILINE)
+    for source in _list(body, "source_policy_documents") if shared_in else []:
+        shared = re.fullmatch(r"data\.aws_iam_policy_document\.(\w+)\.json", source)
+        assert shared, f"{document}: unknown source document {source}"
+        grants |= policy_grants(shared.group(1))
     for dynamic in blocks(body, r'dynamic\s+"statement"'):
         if "var.sealing_kms_key_arn" not in dynamic:
             continue
@@ -573,6 +579,7 @@ def _list(statement: str, name: str) -> list[str]:
 def test_policy_parser_reads_main_tf() -> None:
     grants = policy_grants("saver")
     assert ("dynamodb:Query", "table") in grants and ("s3:GetObject", "objects") in grants
+    assert ("s3:ListBucket", "bucket") in grants  # from the shared object_listing document
 
 
 def test_policies_grant_exactly_what_the_code_requests(
