@@ -605,15 +605,21 @@ class ThreadStore:
             while len(self._skeletons) > SKELETONS:
                 self._skeletons.popitem(last=False)
 
-    def open_skeleton(self, entry: Entry, body: Mapping[str, Any] | None = None) -> Skeleton:
-        """Open a checkpoint that has a child (`body`: its body, if opened already)."""
+    def open_skeleton(
+        self,
+        entry: Entry,
+        body: Mapping[str, Any] | None = None,
+        tasks: Mapping[str, tuple[str, str]] | None = None,
+    ) -> Skeleton:
+        """Open a checkpoint that has a child (`body`: its body, and `tasks`: its writes
+        records' (task id, task path) by sort key, if opened already)."""
         tid, ns, cid, what = entry.tid, entry.ns, entry.checkpoint_id, entry.what
         if body is None:
             body = self.open_body(entry)
         writes: list[KeptWrite] = []
         bundles: list[KeptBundle] = []
         for w in entry.writes:
-            task_id, task_path = self.open_task(w, what)
+            task_id, task_path = tasks[w.sk] if tasks else self.open_task(w, what)
             for idx, blob in w.writes.items():
                 order = writes_sort_key(task_path, task_id, idx)
                 if isinstance(blob, str):
@@ -977,7 +983,20 @@ class ThreadStore:
                 e = plan.entry
                 key = (e.tid, e.ns, e.checkpoint_id)
                 if key in parents and self.skeleton(*key) is None:
-                    self.keep_skeleton(*key, self.open_skeleton(e, plan.body))
+                    kept = self.open_skeleton(e, plan.body, plan.tasks)
+                    self.keep_skeleton(*key, kept)
+                    # Its inline writes are now open: the tuple deserializes those.
+                    opened = {
+                        (k.task_id, k.idx): (k.channel, k.typed)
+                        for k in kept.writes
+                        if k.channel is not None and k.typed is not None
+                    }
+                    plan.writes = [
+                        w._replace(opened=opened.get((w.task_id, w.idx)))
+                        if isinstance(w.blob, bytes)
+                        else w
+                        for w in plan.writes
+                    ]
         needed: dict[str, str] = {}
         for plan in plans:
             needed.update(plan.needed)
@@ -1009,6 +1028,7 @@ class ThreadStore:
                 plan.needed[key] = what
         for w in entry.writes:
             task_id, task_path = self.open_task(w, what)
+            plan.tasks[w.sk] = (task_id, task_path)
             if w.bundle is not None:
                 key = self.object_key(tid, w.bundle)
                 plan.needed[key] = what
@@ -1060,9 +1080,12 @@ class ThreadStore:
         }
         pending: list[PendingWrite] = []
         for w in sorted(writes, key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx)):
-            channel, value = self.codec.open_write(
-                tid, ns, cid, w.task_id, w.idx, resolve(w.blob), f"{what}, pending write"
-            )
+            if w.opened is not None:
+                channel, value = w.opened[0], self.codec.load(w.opened[1])
+            else:
+                channel, value = self.codec.open_write(
+                    tid, ns, cid, w.task_id, w.idx, resolve(w.blob), f"{what}, pending write"
+                )
             pending.append((w.task_id, channel, value))
         listed = body.pop("stored", None)
         if listed is not None and (lost := set(listed) - set(plan.stored)):
@@ -1143,6 +1166,8 @@ class _TaskBlob(NamedTuple):
     task_id: str
     idx: int
     blob: bytes | str
+    # (channel, serialized data) when already decrypted and decompressed
+    opened: tuple[str, tuple[str, bytes]] | None = None
 
 
 @dataclass
@@ -1159,6 +1184,8 @@ class _Plan:
     bases: dict[str, tuple[str, str]] = field(default_factory=dict)
     writes: list[_TaskBlob] = field(default_factory=list)
     bundles: list[_TaskBlob] = field(default_factory=list)
+    # writes record sort key -> (task id, task path)
+    tasks: dict[str, tuple[str, str]] = field(default_factory=dict)
     # object key -> the checkpoint that needs it (for errors)
     needed: dict[str, str] = field(default_factory=dict)
 
