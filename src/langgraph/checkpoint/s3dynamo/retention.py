@@ -98,8 +98,8 @@ LEASE_OWNER = "retention"
 # pools serve (a thread's own requests then run one after another).
 PARALLEL_THREADS = WAVE_WORKERS
 # Segments of the Scan, read at once on the same pool. A sequential Scan reads one 1 MB
-# page after another, so a table of tens of GB would outlast a Lambda's 15 minutes; each
-# segment adds one request per sweep even to an empty table.
+# page after another, so a large table can outlast a Lambda's 15 minutes; each segment
+# adds one request per sweep, even on an empty table.
 SCAN_SEGMENTS = 16
 # 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch.
 _UUID_EPOCH = 0x01B21DD213814000
