@@ -128,9 +128,23 @@ class Codec:
         base: tuple[str, bytes],
         what: str,
     ) -> Any:
+        typed = self.delta_data(tid, ns, channel, version, blob, base_version, base, what)
+        return self._serde().loads_typed(typed)
+
+    def delta_data(
+        self,
+        tid: str,
+        ns: str,
+        channel: str,
+        version: str,
+        blob: bytes,
+        base_version: str,
+        base: tuple[str, bytes],
+        what: str,
+    ) -> tuple[str, bytes]:
+        """A delta opened against its opened `base` but not deserialized."""
         ident = delta_id(tid, ns, channel, version, base_version)
-        typ, data = self.sealer.open(blob, ident, what, dictionary=base[1])
-        return self._serde().loads_typed((typ, data))
+        return self.sealer.open(blob, ident, what, dictionary=base[1])
 
     def reseal_delta(
         self,

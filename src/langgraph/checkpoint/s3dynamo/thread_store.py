@@ -742,6 +742,10 @@ class ThreadStore:
             )
         return entry.metadata
 
+    def base_key(self, tid: str, ns: str, channel: str, base_version: str) -> str:
+        """Key of the object holding the full version a delta is made against."""
+        return self.object_key(tid, self.namer.value(tid, ns, channel, base_version))
+
     def open_task(self, writes: WritesRecord, what: str) -> tuple[str, str]:
         """(task id, task path) of a writes record."""
         task_id, task_path = self.codec.open_ref(writes.pk, writes.sk, writes.task_ref, what)

@@ -23,7 +23,6 @@ from langgraph.checkpoint.s3dynamo import (
     S3DynamoSaver,
 )
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import to_item
-from langgraph.checkpoint.s3dynamo.codec import delta_id, value_id, write_id
 from langgraph.checkpoint.s3dynamo.gc import split_key
 from langgraph.checkpoint.s3dynamo.maintenance import needed_chain
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
@@ -315,7 +314,7 @@ def stats(store: ThreadStore, thread_id: str | None, tick: Tick = _no_tick) -> d
     channels: dict[str, _Channel] = {}
     seen: set[tuple[str, str, str, str]] = set()
     referenced: set[str] = set()
-    sealer = store.sealer
+    codec = store.codec
     tick(0, len(by_thread))
     for done, (tid, entries) in enumerate(by_thread.items(), 1):
         keys = store.referenced_keys(entries)
@@ -330,18 +329,12 @@ def stats(store: ThreadStore, thread_id: str | None, tick: Tick = _no_tick) -> d
                 blob = value.blob if value.blob is not None else fetched.get(key or "")
                 logical = 0
                 if blob is not None and value.base is not None:
-                    base_key = store.object_key(
-                        tid, store.namer.value(tid, e.ns, channel, value.base)
-                    )
-                    base_blob = fetched.get(base_key)
+                    base_blob = fetched.get(store.base_key(tid, e.ns, channel, value.base))
                     if base_blob is not None:
-                        base = store.codec.value_data(
-                            tid, e.ns, channel, value.base, base_blob, e.what
-                        )
-                        delta = delta_id(tid, e.ns, channel, value.version, value.base)
-                        logical = len(sealer.open(blob, delta, e.what, dictionary=base[1])[1])
+                        base = codec.value_data(tid, e.ns, channel, value.base, base_blob, e.what)
+                        logical = len(codec.delta_data(*ident, blob, value.base, base, e.what)[1])
                 elif blob is not None:
-                    logical = len(sealer.open(blob, value_id(*ident), e.what)[1])
+                    logical = len(codec.value_data(*ident, blob, e.what)[1])
                 c.references += 1
                 c.referenced_logical_bytes += logical
                 if ident in seen:
@@ -368,8 +361,10 @@ def stats(store: ThreadStore, thread_id: str | None, tick: Tick = _no_tick) -> d
                 if w.bundle and (bundle := fetched.get(store.object_key(tid, w.bundle))):
                     blobs += list(unpack_bundle(bundle).items())
                 for idx, blob in blobs:
-                    ident_w = write_id(tid, e.ns, e.checkpoint_id, task_id, idx)
-                    logical = len(sealer.open(blob, ident_w, e.what)[1])
+                    _, (_, data) = codec.write_data(
+                        tid, e.ns, e.checkpoint_id, task_id, idx, blob, e.what
+                    )
+                    logical = len(data)
                     c.values += 1
                     c.references += 1
                     c.stored_bytes += len(blob)
@@ -582,7 +577,7 @@ def _verify_thread(
         for channel, value in stored.items():
             if value.blob is not None and value.base is not None:
                 # A delta opens against its base, an object checked like any other.
-                base_key = store.object_key(tid, store.namer.value(tid, e.ns, channel, value.base))
+                base_key = store.base_key(tid, e.ns, channel, value.base)
                 base_blob = object_blob(base_key, e)
                 if base_blob is None:
                     continue
