@@ -36,8 +36,12 @@ def measure(phase: Phase, meter: RequestMeter) -> Measure:
         units0, overhead0 = meter.billing.snapshot()
         moto_cpu0, moto_wall0 = MOTO.snapshot()
         cpu0, wall0 = time.process_time(), time.perf_counter()
+        done = 0
         for op in phase.ops:
             op()
+            done += 1
+            if phase.partial:  # it stopped at its time budget: so would the next
+                break
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     finally:
         gc.unfreeze()
@@ -47,7 +51,7 @@ def measure(phase: Phase, meter: RequestMeter) -> Measure:
     # The billing hooks' own time (sizing items) is the benchmark's, not the saver's.
     overhead -= overhead0
     return Measure(
-        ops=len(phase.ops),
+        ops=done,
         requests=counts - counts0,
         serial_latency=latency - latency0,
         wall=wall - overhead,

@@ -90,7 +90,7 @@ def warm_up(spec: SaverSpec, scenarios: list[Scenario], env: BenchEnv) -> None:
     """Each scenario once at a tiny scale, unmeasured: the first use of a code path in
     moto, LangGraph or the saver pays one-off imports and caches, which would otherwise
     land on whichever saver runs first."""
-    tiny = Scale(chat_turns=2, counter_bumps=1, fanout_rounds=1, read_repeats=1)
+    tiny = Scale(chat_turns=2, counter_bumps=1, fanout_rounds=1, read_repeats=1, history_repeats=1)
     for scenario in scenarios:
         run_scenario(spec, scenario, env, tiny, sleep=False)
         if spec.is_aws:
@@ -182,7 +182,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     use_fake_credentials()
     scale = (
-        Scale(chat_turns=6, counter_bumps=4, fanout_rounds=2, read_repeats=2)
+        Scale(chat_turns=6, counter_bumps=4, fanout_rounds=2, read_repeats=2, history_repeats=1)
         if args.quick
         else Scale()
     )
@@ -271,7 +271,12 @@ def history_curve(args: argparse.Namespace) -> None:
                     if skip:
                         lines.append([str(turns), label, spec.name, skip, "", "", "", ""])
                         continue
-                    scale = Scale(chat_turns=turns, read_repeats=1, history_budget_s=budget)
+                    scale = Scale(
+                        chat_turns=turns,
+                        read_repeats=1,
+                        history_repeats=1,
+                        history_budget_s=budget,
+                    )
                     reads = frozenset(f"{label[:2]} get_state {w}" for w in ("latest", "old"))
                     rows, _ = run_scenario(spec, scenario, env, scale, sleep=False, skip=reads)
                     lines.append(_curve_line(turns, rows[label]))
