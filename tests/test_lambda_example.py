@@ -421,13 +421,16 @@ def test_retention_job_out_of_time_removes_nothing_and_says_so(
     app = load_app()
     started = app.handler({"action": "start", "message": "hi"}, None)
     assert started["ok"]
-    monkeypatch.setenv("S3DYNAMO_RETENTION", "30d")
+    monkeypatch.setenv("S3DYNAMO_RETENTION", "1s")
+    time.sleep(2.1)  # stamps are whole seconds: the thread is now idle for over 1 s
     # Less time left than the margin the job keeps: the Scan stops at its first page.
-    late = app.expire({"dry_run": True}, LambdaContext(app.EXPIRE_MARGIN_MS - 1))
+    late = app.expire({}, LambdaContext(app.EXPIRE_MARGIN_MS - 1))
     assert late["scanned_all"] is False, late
-    assert late["idle_threads"] == late["active_threads"] == 0, late
+    assert late["idle_threads"] == late["removed_threads"] == 0, late
+    kept = app.handler({"action": "history", "thread_id": started["thread_id"]}, None)
+    assert kept["ok"] and kept["checkpoints"], kept
     roomy = app.expire({"dry_run": True}, LambdaContext(app.EXPIRE_MARGIN_MS + 600_000))
-    assert roomy["scanned_all"] is True and roomy["active_threads"] >= 1, roomy
+    assert roomy["scanned_all"] is True and roomy["idle_threads"] >= 1, roomy
 
 
 def test_bad_events(function_env: dict[str, str]) -> None:

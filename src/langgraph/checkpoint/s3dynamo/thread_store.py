@@ -619,7 +619,7 @@ class ThreadStore:
         writes: list[KeptWrite] = []
         bundles: list[KeptBundle] = []
         for w in entry.writes:
-            task_id, task_path = tasks[w.sk] if tasks else self.open_task(w, what)
+            task_id, task_path = tasks[w.sk] if tasks is not None else self.open_task(w, what)
             for idx, blob in w.writes.items():
                 order = writes_sort_key(task_path, task_id, idx)
                 if isinstance(blob, str):
