@@ -61,6 +61,10 @@ class Codec:
         # A callable, so `with_allowlist` clones that swap the serializer are honoured.
         self._serde = serde
 
+    def serde(self) -> SerializerProtocol:
+        """The serializer in use now."""
+        return self._serde()
+
     def reseal(self, blob: bytes, old: bytes, new: bytes, what: str) -> bytes:
         """Open a blob under one identity and seal it under another (or the same one,
         with the active key): for copying threads and rotating keys."""

@@ -65,6 +65,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     LeaseLostError,
     ObjectNotFoundError,
 )
+from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists
 from langgraph.checkpoint.s3dynamo.naming import (
     LEASE_SK,
     SEPARATOR,
@@ -948,6 +949,7 @@ class ThreadStore:
         # Checkpoints named as a parent by one listed earlier (newest first: a child comes
         # before its parent): they have a child, so they are kept for history walks.
         parents: set[tuple[str, str, str]] = set()
+        lists = GrowingLists(self.codec.serde)
         for entry in entries:
             if filter:
                 md = self.open_metadata(entry)
@@ -959,10 +961,10 @@ class ThreadStore:
                 if remaining == 0:
                     break
             if len(page) >= LIST_PAGE:
-                yield from self.decode(page, parents=parents)
+                yield from self.decode(page, parents=parents, lists=lists)
                 page = []
         if page:
-            yield from self.decode(page, parents=parents)
+            yield from self.decode(page, parents=parents, lists=lists)
 
     def decode(
         self,
@@ -970,10 +972,13 @@ class ThreadStore:
         *,
         remember: bool = False,
         parents: set[tuple[str, str, str]] | None = None,
+        lists: GrowingLists | None = None,
     ) -> Iterator[CheckpointTuple]:
         """Turn entries into checkpoint tuples with one parallel wave for all of them.
         With `parents` (listing newest first), the parents of these entries are added to
         it, and every entry found there is kept opened for history walks (`Skeleton`).
+        With `lists`, a list value that begins the one listed before it is copied from
+        that one rather than deserialized again (`list_reuse.py`).
 
         The wave is sent before the first tuple is yielded; each tuple's values are then
         deserialized as it is taken, so a caller walking a history holds the objects of
@@ -1006,7 +1011,7 @@ class ThreadStore:
             needed.update(plan.needed)
         fetched = self.fetch(needed) if needed else {}
         opened_bases: dict[str, tuple[str, bytes]] = {}  # many deltas share one base
-        return (self._assemble(plan, fetched, opened_bases) for plan in plans)
+        return (self._assemble(plan, fetched, opened_bases, lists) for plan in plans)
 
     def _plan(self, entry: Entry, remember: bool) -> _Plan:
         tid, ns, what = entry.tid, entry.ns, entry.what
@@ -1051,6 +1056,7 @@ class ThreadStore:
         plan: _Plan,
         fetched: Mapping[str, bytes],
         opened_bases: dict[str, tuple[str, bytes]],
+        lists: GrowingLists | None,
     ) -> CheckpointTuple:
         entry, body = plan.entry, plan.body
         tid, ns, cid, what = entry.tid, entry.ns, entry.checkpoint_id, entry.what
@@ -1061,15 +1067,17 @@ class ThreadStore:
         def open_value(channel: str, version: str, blob: bytes | str) -> Any:
             where = f"{what}, channel value"
             if channel not in plan.bases:
-                return self.codec.open_value(tid, ns, channel, version, resolve(blob), where)
-            base_version, key = plan.bases[channel]
-            if key not in opened_bases:
-                opened_bases[key] = self.codec.value_data(
-                    tid, ns, channel, base_version, fetched[key], f"{where} (delta base)"
+                typed = self.codec.value_data(tid, ns, channel, version, resolve(blob), where)
+            else:
+                base_version, key = plan.bases[channel]
+                if key not in opened_bases:
+                    opened_bases[key] = self.codec.value_data(
+                        tid, ns, channel, base_version, fetched[key], f"{where} (delta base)"
+                    )
+                typed = self.codec.delta_data(
+                    tid, ns, channel, version, resolve(blob), base_version, opened_bases[key], where
                 )
-            return self.codec.open_value_delta(
-                tid, ns, channel, version, resolve(blob), base_version, opened_bases[key], where
-            )
+            return lists.load(channel, typed) if lists else self.codec.load(typed)
 
         writes = list(plan.writes)
         for bundle in plan.bundles:
