@@ -52,7 +52,7 @@ def test_a_growing_list_is_deserialized_once_per_listing(
     expected = view(chat(InMemorySaver(), "t", 30), "t")
     counted = count_message_lists(saver, monkeypatch)
     assert view(g, "t") == expected
-    # 30 turns, 90 snapshots holding messages; only the newest list is deserialized.
+    # 30 turns, three snapshots each: only the newest list is deserialized.
     assert counted[0] == 1
     each_read_alone(saver, "t")
 
