@@ -6,7 +6,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
 CHECKOV_STAMP := .venv-checkov/.installed
 
-.PHONY: demo test lint test-integration bench clean lambda-package checkov
+LANGGRAPH_STAMP := .venv-langgraph/.installed
+
+.PHONY: demo test lint test-integration test-langgraph bench clean lambda-package checkov
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +20,8 @@ demo: $(STAMP)
 	$(VENV)/bin/s3dynamo demo
 
 lint: $(STAMP)
-	$(PY) -m ruff check src tests benchmarks examples
-	$(PY) -m ruff format --check src tests benchmarks examples
+	$(PY) -m ruff check src tests benchmarks examples scripts
+	$(PY) -m ruff format --check src tests benchmarks examples scripts
 	$(PY) -m mypy
 
 # The unit tier (pure code and the thread store on in-memory ports) first, then the
@@ -31,7 +33,19 @@ test: $(STAMP) $(CHECKOV_STAMP) lint
 	$(PY) -m pytest -q tests/unit -m slow
 
 clean:
-	rm -rf $(VENV) .venv-checkov .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-checkov .venv-langgraph .langgraph-suite .pytest_cache .mypy_cache .ruff_cache
+
+# LangGraph's own graph tests (the version pinned in scripts/langgraph_suite/requirements.txt)
+# with S3DynamoSaver, default settings, as their checkpointer; in an environment of their own.
+$(LANGGRAPH_STAMP): pyproject.toml scripts/langgraph_suite/requirements.txt
+	$(PYTHON) -m venv .venv-langgraph
+	.venv-langgraph/bin/python -m pip install --quiet --upgrade pip
+	.venv-langgraph/bin/python -m pip install --quiet -e '.[testing]' \
+		-r scripts/langgraph_suite/requirements.txt
+	touch $(LANGGRAPH_STAMP)
+
+test-langgraph: $(LANGGRAPH_STAMP)
+	.venv-langgraph/bin/python scripts/langgraph_suite/run.py
 
 # The same suite against independent implementations over HTTP on 127.0.0.1:
 # moto server, then dynalite (DynamoDB) with SeaweedFS (S3). See scripts/services.sh.

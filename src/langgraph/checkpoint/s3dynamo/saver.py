@@ -35,7 +35,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import gc, lease
+from langgraph.checkpoint.s3dynamo import gc, lease, runs
 
 # `maintenance` and `history` are imported where they are used: a Lambda cold start's
 # first request needs neither (history only for graphs with DeltaChannels).
@@ -163,10 +163,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             each checkpoint with a plain PutItem, for DynamoDB-compatible stores without
             transactions, at the price of silent forks when two runs share a thread.
 
-    Concurrent runs on one thread: a run that loaded the latest checkpoint and finds,
+    Concurrent runs on one thread: a run that continues the latest checkpoint and finds,
     when it writes, that another run committed to the thread since, fails with
     `ConcurrentUpdateError` (nothing written; retry the run). Forks (`update_state` on an
-    old checkpoint, replay from a `checkpoint_id`) are not affected. To serialize runs
+    old checkpoint, replay from a `checkpoint_id`, `__copy__`) and a single writer are
+    never refused (`runs.py`). To serialize runs
     instead, hold `thread_lock(thread_id)` around each. See docs/RELIABILITY.md.
 
     Example:
@@ -506,14 +507,36 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Fetch the latest checkpoint of a namespace, or one by `checkpoint_id`:
         one Query, then one parallel wave of S3 GETs."""
         tid, ns, cid = target(config)
+        found = self._read_tuple(tid, ns, cid)
+        self._loaded(tid, ns, cid, found)
+        return found
+
+    def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
         entry = self.store.read_checkpoint(tid, ns, cid) if cid else self.store.read_latest(tid, ns)
-        # A run that starts from what this returns is held to it when it commits, unless
-        # the caller asked for this checkpoint by id (a fork or a replay).
-        self.store.mark_loaded(tid, ns, entry.checkpoint_id if entry else cid, latest=not cid)
         if entry is None:
             self._verify_deployment(write=False)
             return None
         return next(self.store.decode([entry], remember=True))
+
+    def _loaded(self, tid: str, ns: str, cid: str | None, found: CheckpointTuple | None) -> None:
+        """Tell concurrent-run detection what this run continues (`runs.py`): the latest
+        it got, or nothing when it asked for a checkpoint by id. Runs in the caller's
+        context (the async twins call it there, not in their worker thread)."""
+        if cid:
+            self.store.loaded(tid, ns, None)
+        else:
+            self.store.loaded(tid, ns, found.checkpoint["id"] if found else runs.EMPTY)
+
+    def _listed(self, config: RunnableConfig | None) -> None:
+        """A listing loads by position: what it shows is not continued as the latest
+        (how a replaying parent loads its subgraphs' earlier state)."""
+        if config is None:
+            return
+        tid, ns, _ = target(config, namespace_optional=True)
+        if ns is None:
+            self.store.loaded_thread(tid)
+        else:
+            self.store.loaded(tid, ns, None)
 
     def list(
         self,
@@ -528,6 +551,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         With a `checkpoint_ns`, that namespace; without one, every namespace of the
         thread; with `config=None`, every thread (a table scan: an admin operation).
         """
+        self._listed(config)
         if limit is not None and limit <= 0:
             return
         before_id = (
@@ -715,7 +739,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     # --------------------------------------------------------------------- async
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
+        tid, ns, cid = target(config)
+        found = await asyncio.to_thread(self._read_tuple, tid, ns, cid)
+        self._loaded(tid, ns, cid, found)
+        return found
 
     async def alist(
         self,
@@ -725,6 +752,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        self._listed(config)
         iterator = self.list(config, filter=filter, before=before, limit=limit)
         done = object()
         while True:

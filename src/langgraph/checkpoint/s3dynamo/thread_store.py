@@ -20,13 +20,14 @@ it leaves the new state. `commit_writes` does the same with one merge per (check
 task), so a `put_writes` call becomes visible all at once or not at all.
 
 Concurrent runs. The record is written in one transaction with the namespace's head (the
-id of its newest checkpoint, a control item). A run that loaded the latest checkpoint
-(`mark_loaded(..., latest=True)`, or it wrote that checkpoint itself) commits only if the
-head still names that parent: if another run committed meanwhile, the commit raises
-`ConcurrentUpdateError` and writes nothing. A put whose parent was loaded by id (a fork:
-`update_state` on an old checkpoint, a replay) or never loaded here (direct API use)
-moves the head without condition. Under `thread_lock` every commit also carries the
-lease's fencing token and is refused (`LeaseLostError`) once another holder took it over.
+id of its newest checkpoint, a control item). A put that continues what its run holds as
+the namespace's latest (`runs.py`: the checkpoint the run loaded as the latest, or its
+own last commit there) commits only if the head still names that parent: if another run
+committed meanwhile, the commit raises `ConcurrentUpdateError` and writes nothing. Any
+other put (a fork: `update_state` on an old checkpoint, a replay, direct API use) moves
+the head without condition; `runs.py` argues why a single writer is never refused. Under
+`thread_lock` every commit also carries the lease's fencing token and is refused
+(`LeaseLostError`) once another holder took it over.
 
 Reading. "Latest" is one descending query over the namespace with a small limit (the
 newest checkpoint record comes right after its own writes records); "by id" is one query
@@ -56,6 +57,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
+from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, value_id
 from langgraph.checkpoint.s3dynamo.config import describe, make_config
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -118,9 +120,6 @@ SKELETONS = 4096
 # Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
 OPENED_BASES = 4
 OPENED_BASE_MAX = 1 << 20
-# How each recently loaded or written checkpoint was reached: as the latest (True) or by
-# id (False). Decides whether a put on it is held to the head (see the module docstring).
-LOADED_CACHE_SIZE = 4096
 # Special writes (error, interrupt, ...): the last one of an index wins.
 LAST_WINS = frozenset(WRITES_IDX_MAP.values())
 # Above every checkpoint id, so an open-ended range needs no id to bound it.
@@ -257,7 +256,6 @@ class ThreadStore:
         # Object key -> opened data of recent delta bases.
         self._bases: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
         self._carry_lock = threading.Lock()
-        self._loaded: OrderedDict[tuple[str, str, str | None], bool] = OrderedDict()
         # Stamps every record written (`written_at`); tests replace it.
         self.clock: Callable[[], float] = time.time
 
@@ -414,12 +412,13 @@ class ThreadStore:
             written_at=self.now(),
         )
         self.refuse_oversized(tid, ns, cid, record, metadata)
+        run_key = self.run_key(tid, ns)
         head = (
             HeadMove(
-                ItemKey(control_pk(pk), head_sk(self.namer.namespace(tid, ns))),
+                ItemKey(control_pk(pk), head_sk(run_key[2])),
                 cid,
                 parent_id,
-                self.loaded_as_latest(tid, ns, parent_id),
+                runs.continues_latest(run_key, parent_id),
             )
             if self.detect_concurrent_runs
             else None
@@ -439,12 +438,12 @@ class ThreadStore:
         except ConcurrentUpdateError as exc:
             raise ConcurrentUpdateError(
                 f"{describe(tid, ns, cid)}: not written: another run committed to this "
-                f"thread since this run loaded checkpoint {parent_id or '(none: a new thread)'} "
+                f"thread since this run continued checkpoint {parent_id or '(none: a new thread)'} "
                 f"as the latest ({exc}). Retry the run: it will load the new latest state. "
                 "To run one at a time instead, wrap runs in saver.thread_lock(thread_id)"
             ) from exc
         self.remember(tid, ns, cid, stored)
-        self.mark_loaded(tid, ns, cid, latest=True)
+        runs.committed(run_key, cid)
         return cid
 
     def refuse_oversized(
@@ -476,18 +475,18 @@ class ThreadStore:
 
     # ---------------------------------------------------- runs and leases
 
-    def mark_loaded(self, tid: str, ns: str, cid: str | None, *, latest: bool) -> None:
-        """Record how a checkpoint was loaded (or written): as the latest of its namespace,
-        or by id. `cid` None: the namespace was found empty."""
-        with self._carry_lock:
-            self._loaded[(tid, ns, cid)] = latest
-            self._loaded.move_to_end((tid, ns, cid))
-            while len(self._loaded) > LOADED_CACHE_SIZE:
-                self._loaded.popitem(last=False)
+    def run_key(self, tid: str, ns: str) -> runs.Key:
+        return (id(self), self.namer.thread(tid), self.namer.namespace(tid, ns))
 
-    def loaded_as_latest(self, tid: str, ns: str, cid: str | None) -> bool:
-        with self._carry_lock:
-            return self._loaded.get((tid, ns, cid), False)
+    def loaded(self, tid: str, ns: str, latest_id: str | None) -> None:
+        """This context's run loaded the namespace: as the latest, getting `latest_id`
+        (`runs.EMPTY` if it was empty), or (None) by id or by position. Call it in the
+        caller's context, not in a worker thread's copy (see `runs.py`)."""
+        runs.loaded(self.run_key(tid, ns), latest_id)
+
+    def loaded_thread(self, tid: str) -> None:
+        """This context's run listed every namespace of the thread."""
+        runs.loaded_thread(id(self), self.namer.thread(tid))
 
     def lease_key(self, tid: str) -> ItemKey:
         return ItemKey(control_pk(self.namer.thread(tid)), LEASE_SK)
@@ -791,7 +790,11 @@ class ThreadStore:
         cursor: Cursor | None = None
         limit = LATEST_PAGE
         while True:
-            page = self.index.query(pk, prefix=prefix, descending=True, limit=limit, cursor=cursor)
+            # Strongly consistent: a run continues what the last commit left, even when
+            # that commit came from another process a moment ago (`runs.py`).
+            page = self.index.query(
+                pk, prefix=prefix, descending=True, limit=limit, cursor=cursor, consistent=True
+            )
             for rec in page.records:
                 if isinstance(rec, WritesRecord):
                     writes.append(rec)

@@ -1,0 +1,100 @@
+"""Which checkpoint a run continues as the latest: what concurrent-run detection holds a
+commit to.
+
+Each namespace of a thread has a head, a control item naming its newest checkpoint,
+and every `put` moves it in the same transaction as the checkpoint record. A put is
+*held* (the transaction applies only if the head still names the put's parent) exactly
+when the run making it continues that parent as the namespace's latest, as LangGraph
+told the saver:
+
+- the run loaded the namespace with ``get_tuple`` and no ``checkpoint_id`` ("the
+  latest": how every LangGraph run, resume and ``update_state`` without an id starts)
+  and got that parent (or found the namespace empty, for a parent of None); or
+- the parent is the checkpoint the same run committed last in that namespace.
+
+A load by id (``get_tuple`` with a ``checkpoint_id``: a replay, an ``update_state`` or
+``__copy__`` fork, a subgraph resolved through ``checkpoint_map``) or by position
+(``list``: how a replaying parent loads a subgraph's state from before the replay point)
+says the run does not continue the latest, and clears the namespace's entry. Any other
+put moves the head without condition.
+
+Where "the run" lives. The record is kept per execution context (`contextvars`), not
+per process: LangGraph loads a namespace in the context of the loop that will write it
+and submits that loop's puts with copies of that context (its background executors call
+``copy_context()``), so a put sees what its own run loaded and nothing another run
+loaded. A load replaces the context's record with a new one (copy on write), so two runs
+started from one context (``asyncio.gather``, a thread pool) never share a record; a
+commit updates the record in place, so the run's next put, in another copy of the same
+context, sees it. An async method records in the caller's coroutine, not in the worker
+thread that does the I/O.
+
+Why a single writer is never refused. A held put requires the head to name the put's
+parent P. P came from one of two events of the same run: the load that returned P as
+the latest, when P was the head (a load reads the namespace strongly consistently), or
+the run's own commit of P, which moved the head to P. Between that event and the put,
+the run itself moved the head only by committing, and each commit makes the record name
+the new checkpoint, which is then the put's parent. So if the head no longer names P, a
+writer other than this run moved it: with one writer, a held put always finds its
+parent at the head. Every put that is not held is written as before (deliberate forks
+and replays keep working), and forgetting an entry (the record is bounded) only makes
+a put unheld, never refuses one.
+
+Why two runs that continue the same latest checkpoint are still told apart. Both loaded
+X as the latest, so both first puts are held to X. DynamoDB applies the two
+transactions one after the other; the first moves the head off X, so the second is
+refused with `ConcurrentUpdateError` before it writes anything. A run that loads the
+latest while another is midway is held from then on: whichever of the two commits
+second on the same parent is refused, at whatever step.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+# A namespace found empty by a "latest" load: its first put has no parent.
+EMPTY = ""
+# Namespaces one context remembers; forgetting one only makes a put unheld.
+LIMIT = 256
+
+Key = tuple[int, str, str]  # (store id, thread name, namespace name)
+
+_CONTINUED: ContextVar[dict[Key, str] | None] = ContextVar("s3dynamo_continued", default=None)
+
+
+def loaded(key: Key, latest_id: str | None) -> None:
+    """A load of the namespace by this context's run: `latest_id` is the checkpoint it
+    got as the latest (`EMPTY` for an empty namespace), or None for a load by id or by
+    position, which does not continue the latest."""
+    record = dict(_CONTINUED.get() or {})
+    record.pop(key, None)
+    if latest_id is not None:
+        record[key] = latest_id
+        while len(record) > LIMIT:
+            del record[next(iter(record))]
+    _CONTINUED.set(record)
+
+
+def loaded_thread(store: int, thread_name: str) -> None:
+    """A load of every namespace of a thread by position (``list`` without a namespace)."""
+    old = _CONTINUED.get()
+    if old and any(k[0] == store and k[1] == thread_name for k in old):
+        _CONTINUED.set({k: v for k, v in old.items() if k[:2] != (store, thread_name)})
+
+
+def continues_latest(key: Key, parent_id: str | None) -> bool:
+    """Whether a put on `parent_id` continues what this run holds as the namespace's
+    latest: such a put is held to the head."""
+    record = _CONTINUED.get()
+    return record is not None and record.get(key) == (parent_id or EMPTY)
+
+
+def committed(key: Key, checkpoint_id: str) -> None:
+    """The run committed `checkpoint_id`: its next put there continues it. In place, so
+    the run's other copies of this context see it; nothing if this context never loaded
+    (direct use of `put` alone holds nothing)."""
+    record = _CONTINUED.get()
+    if record is not None:
+        record.pop(key, None)
+        record[key] = checkpoint_id
+        while len(record) > LIMIT:
+            del record[next(iter(record))]
