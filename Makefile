@@ -8,7 +8,7 @@ CHECKOV_STAMP := .venv-checkov/.installed
 
 LANGGRAPH_STAMP := .venv-langgraph/.installed
 
-.PHONY: demo test lint test-integration test-langgraph bench clean lambda-package checkov
+.PHONY: demo test lint test-e2e test-integration test-langgraph bench clean lambda-package checkov
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,13 +24,19 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check src tests benchmarks examples scripts
 	$(PY) -m mypy
 
-# The unit tier (pure code and the thread store on in-memory ports) first, then the
-# whole suite on moto in process (with terraform's checks and checkov on terraform/),
-# then the long in-memory runs (fault injection at every request, a 200-turn chat).
-test: $(STAMP) $(CHECKOV_STAMP) lint
+# The unit tier (everything but the adapters, on the in-memory ports), then the AWS
+# tier (the DynamoDB and S3 adapters, request budgets and bytes at rest, on moto in
+# process), then the long in-memory runs (fault injection at every request, a 200-turn
+# chat). The end-to-end tier and the integration tiers run in CI (.ci/run).
+test: $(STAMP) lint
 	$(PY) -m pytest -q tests/unit -m "not slow"
-	$(PY) -m pytest -q --ignore=tests/unit
+	$(PY) -m pytest -q tests/aws
 	$(PY) -m pytest -q tests/unit -m slow
+
+# The command line, the Lambda example, Terraform (fmt, validate, checkov) and the
+# testing kit, as a user runs them.
+test-e2e: $(STAMP) $(CHECKOV_STAMP)
+	$(PY) -m pytest -q tests/e2e
 
 clean:
 	rm -rf $(VENV) .venv-checkov .venv-langgraph .langgraph-suite .pytest_cache .mypy_cache .ruff_cache
@@ -47,15 +53,14 @@ $(LANGGRAPH_STAMP): pyproject.toml scripts/langgraph_suite/requirements.txt
 test-langgraph: $(LANGGRAPH_STAMP)
 	.venv-langgraph/bin/python scripts/langgraph_suite/run.py
 
-# The same suite against independent implementations over HTTP on 127.0.0.1:
-# moto server, then dynalite (DynamoDB) with SeaweedFS (S3). See scripts/services.sh.
+# The AWS tier against independent implementations over HTTP on 127.0.0.1: moto
+# server, then dynalite (DynamoDB) with SeaweedFS (S3). See scripts/services.sh.
 test-integration: $(STAMP)
 	scripts/services.sh up
 	trap 'scripts/services.sh down' EXIT; \
 	set -e; \
-	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/unit; \
-	(. .services/env-moto-server.sh && S3DYNAMO_TEST_BACKEND=moto-server $(PY) -m pytest -q -p no:cacheprovider --ignore=tests/unit); \
-	(. .services/env-real.sh && S3DYNAMO_TEST_BACKEND=real $(PY) -m pytest -q -p no:cacheprovider --ignore=tests/unit)
+	(. .services/env-moto-server.sh && S3DYNAMO_TEST_BACKEND=moto-server $(PY) -m pytest -q -p no:cacheprovider tests/aws); \
+	(. .services/env-real.sh && S3DYNAMO_TEST_BACKEND=real $(PY) -m pytest -q -p no:cacheprovider tests/aws)
 
 # Side by side with the savers users would otherwise pick; writes benchmarks/results.*.
 # PostgresSaver needs a local PostgreSQL server (Debian's package), started by the run.

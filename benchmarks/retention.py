@@ -74,7 +74,7 @@ def main() -> None:
             meter.instrument(client)
         later = time.time() + 45 * DAY
         saver.store.clock = lambda: later
-        plan = saver.expire_idle_threads("30d")
+        plan = saver.ops.expire_idle_threads("30d")
         assert len(plan.removed) == args.threads, plan
         counts, latency = meter.snapshot()
         units, _ = meter.billing.snapshot()
@@ -87,7 +87,7 @@ def main() -> None:
     million_scan_rru = scan_units(int(per_thread_bytes * 1e6))
     # The sweep's own time, as modelled per request (DynamoDB 6 ms, S3 20 to 30 ms),
     # threads removed PARALLEL_THREADS at a time, on a 512 MB function.
-    from langgraph.checkpoint.s3dynamo.retention import PARALLEL_THREADS
+    from langgraph.checkpoint.s3dynamo.ops.retention import PARALLEL_THREADS
 
     seconds_per_thread = latency / n / PARALLEL_THREADS
     lambda_per_million = 1e6 * seconds_per_thread * 0.5 * LAMBDA_GB_SECOND

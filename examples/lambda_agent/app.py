@@ -304,7 +304,7 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
     if context is not None:
         left = context.get_remaining_time_in_millis() - EXPIRE_MARGIN_MS
         deadline = time.monotonic() + max(left, 0) / 1000
-    plan = saver.expire_idle_threads(dry_run=dry_run, deadline=deadline)
+    plan = saver.ops.expire_idle_threads(dry_run=dry_run, deadline=deadline)
     return {
         "ok": True,
         "dry_run": dry_run,

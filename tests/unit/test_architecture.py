@@ -1,5 +1,7 @@
 """The layers hold: no import cycle in the package, no module reaching into another's
-underscore names, and botocore known only to the AWS adapters."""
+underscore names, botocore known only to the AWS adapters, the command line never
+reaching past the library to an adapter, every exception in `errors.py`, and no class
+or module grown past a size a reader can hold."""
 
 from __future__ import annotations
 
@@ -39,11 +41,14 @@ def _imports(tree: ast.Module) -> list[tuple[str, list[str]]]:
 
 
 def _local(module: str, names: list[str], known: set[str]) -> list[str]:
-    """Package modules an import statement depends on."""
+    """Package modules an import statement depends on (`from pkg import module` names
+    the module, not the package)."""
     if module == PACKAGE:
         return [n for n in names if n in known]
     if module.startswith(PACKAGE + "."):
-        return [module[len(PACKAGE) + 1 :]]
+        inner = module[len(PACKAGE) + 1 :]
+        submodules = [f"{inner}.{n}" for n in names if f"{inner}.{n}" in known]
+        return submodules or [inner]
     return []
 
 
@@ -51,7 +56,7 @@ def test_no_import_cycle() -> None:
     modules = _modules()
     known = set(modules)
     graph = {
-        name: {dep for mod, names in _imports(tree) for dep in _local(mod, names, known)}
+        name: {dep for mod, names in _imports(tree) for dep in _local(mod, names, known)} - {name}
         for name, tree in modules.items()
         if name  # the package's __init__ only re-exports
     }
@@ -99,3 +104,43 @@ def test_only_aws_adapters_know_botocore() -> None:
         third_party = {mod.split(".")[0] for mod, _ in _imports(tree)}
         if name not in AWS_ADAPTERS:
             assert not third_party & {"botocore", "boto3"} or name in ("saver", "testing"), name
+
+
+MAX_CLASS_LINES = 400
+MAX_MODULE_LINES = 600
+
+
+def test_no_class_or_module_is_too_large_to_read() -> None:
+    for name, tree in _modules().items():
+        path = ROOT / (name.replace(".", "/") or "__init__")
+        lines = (
+            (path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py")
+            .read_text()
+            .count("\n")
+        )
+        assert lines <= MAX_MODULE_LINES, f"{name or '__init__'}: {lines} lines"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                assert size <= MAX_CLASS_LINES, f"{name}.{node.name}: {size} lines"
+
+
+def test_the_command_line_never_imports_an_adapter() -> None:
+    for name, tree in _modules().items():
+        if name.startswith("cli"):
+            for mod, _ in _imports(tree):
+                assert not mod.startswith(f"{PACKAGE}.backends"), f"{name} imports {mod}"
+
+
+def test_every_exception_is_defined_in_errors() -> None:
+    defined = {
+        node.name for node in ast.walk(_modules()["errors"]) if isinstance(node, ast.ClassDef)
+    }
+    for name, tree in _modules().items():
+        if name == "errors":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+                is_error = bool(bases & (defined | {"Exception", "LookupError", "ValueError"}))
+                assert not is_error, f"{name}.{node.name} is an exception outside errors.py"

@@ -79,16 +79,6 @@ def test_interrupts_from_pending_writes() -> None:
     assert render.interrupts(writes) == [{"task_id": "t2", "id": "i1", "value": {"q": "ok?"}}]
 
 
-def test_item_size_follows_dynamodb_rules() -> None:
-    item = {
-        "pk": {"S": "abc"},
-        "c": {"B": b"12345"},
-        "o": {"SS": ["x", "yz"]},
-        "iv": {"M": {"k": {"B": b"123"}}},
-    }
-    assert render.item_size(item) == (2 + 3) + (1 + 5) + (1 + 3) + (2 + 3 + 1 + 1 + 3)
-
-
 def test_monthly_cost_at_list_prices() -> None:
     cost = render.monthly_cost(items=1000, item_bytes=2**30 - 100_000, object_bytes=2**30)
     assert cost["dynamodb_monthly"] == pytest.approx(0.25)
@@ -123,19 +113,18 @@ def test_sizes_and_summaries() -> None:
 
 
 def test_verify_and_stats_open_values_stored_as_deltas() -> None:
-    from langgraph.checkpoint.s3dynamo.cli import collect
-    from tests.unit.conftest import memory_saver
-    from tests.unit.test_deltas import chat
+    from tests.support.chats import chat
+    from tests.support.savers import memory_saver
 
     saver = memory_saver()
     chat(saver, "t", 30)
     store = saver.store
     assert any(
         v.base
-        for e in store.thread_entries("t")
-        for v in store.stored_values(e, store.open_body(e)).values()
+        for e in store.finder.thread_entries("t")
+        for v in store.walker.stored_values(e, store.walker.open_body(e)).values()
     )
-    report = collect.verify(store, "t")
-    assert report["ok"], report["problems"]
-    stats = collect.stats(store, "t")
+    report = saver.ops.verify("t")
+    assert report.ok, report.problems
+    stats = saver.ops.stats("t").to_dict()
     assert stats

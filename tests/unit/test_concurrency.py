@@ -12,9 +12,9 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.s3dynamo import ItemTooLargeError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
-from tests import concurrent_runs as runs
-from tests.scenarios import chat_graph
-from tests.unit.conftest import memory_saver
+from tests.support import concurrent_runs as runs
+from tests.support.savers import memory_saver
+from tests.support.scenarios import chat_graph
 
 TURNS = 8
 
@@ -110,7 +110,7 @@ def test_a_transaction_cancelled_by_a_conflict_is_sent_again() -> None:
     from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
     from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
     from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
-    from tests.port_conditions import HEAD, LEASE, _cp
+    from tests.support.port_conditions import HEAD, LEASE, _cp
 
     head, fence = HeadMove(HEAD, "2", "1", True), Fence(LEASE, 3)
     conflict = ["None", "None", "TransactionConflict"]

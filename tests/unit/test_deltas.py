@@ -7,83 +7,27 @@ from __future__ import annotations
 import random
 from collections import Counter
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
-from typing_extensions import TypedDict
 
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import record_size
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.records import record_size
-from langgraph.checkpoint.s3dynamo.thread_store import ThreadStore
-from tests.unit.conftest import MemorySaver, memory_saver
+from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+from tests.support.chats import WORDS, _config, chat, graph, view
+from tests.support.savers import MemorySaver, memory_saver
 
-WORDS = [
-    "the",
-    "a",
-    "kettle",
-    "blue",
-    "order",
-    "refund",
-    "shipping",
-    "parcel",
-    "week",
-    "customer",
-    "asked",
-    "said",
-]
 SECRET = b"naming secret"
-
-
-class State(TypedDict):
-    messages: Annotated[list[AnyMessage], add_messages]
-
-
-def prose(seed: int, words: int) -> str:
-    rng = random.Random(seed)
-    return " ".join(rng.choice(WORDS) for _ in range(words))
-
-
-def graph(cp: BaseCheckpointSaver) -> Any:
-    def respond(state: State) -> dict[str, Any]:
-        n = len(state["messages"])
-        return {"messages": [AIMessage(prose(n, 200), id=f"ai-{n}")]}
-
-    g = StateGraph(State)
-    g.add_node("respond", respond)
-    g.add_edge(START, "respond")
-    g.add_edge("respond", END)
-    return g.compile(checkpointer=cp)
-
-
-def chat(cp: BaseCheckpointSaver, tid: str, turns: int) -> Any:
-    g = graph(cp)
-    for i in range(turns):
-        g.invoke({"messages": [HumanMessage(prose(-i, 60), id=f"h-{i}")]}, _config(tid))
-    return g
-
-
-def _config(tid: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": tid}}
-
-
-def view(g: Any, tid: str) -> list[Any]:
-    return [
-        ([m.content for m in s.values.get("messages", [])], s.next, s.metadata["step"])
-        for s in g.get_state_history(_config(tid))
-    ]
 
 
 def _deltas(saver: MemorySaver, tid: str) -> int:
     """How many checkpoints of a thread hold a value stored as a delta."""
     store = saver.store
     return sum(
-        any(v.base for v in store.stored_values(e, store.open_body(e)).values())
-        for e in store.thread_entries(tid)
+        any(v.base for v in store.walker.stored_values(e, store.walker.open_body(e)).values())
+        for e in store.finder.thread_entries(tid)
     )
 
 
@@ -97,15 +41,15 @@ def test_a_long_chat_is_mostly_deltas_and_reads_back_exactly() -> None:
     expected = theirs.get_state(_config("t")).values
     assert ours.get_state(_config("t")).values == expected
     # A process that never saw the thread reads it the same, in one wave.
-    cold = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
+    cold = memory_saver(saver.index, saver.objects, keys=saver.parts.sealer.keyring, secret=SECRET)
     waves: list[int] = []
-    real_fetch = ThreadStore.fetch
+    real_fetch = ObjectIO.fetch
 
-    def counting(store: ThreadStore, needed: Any, **kw: Any) -> dict[str, bytes]:
+    def counting(objects: ObjectIO, needed: Any, **kw: Any) -> dict[str, bytes]:
         waves.append(len(needed))
-        return real_fetch(store, needed, **kw)
+        return real_fetch(objects, needed, **kw)
 
-    ThreadStore.fetch = counting  # type: ignore[method-assign]
+    ObjectIO.fetch = counting  # type: ignore[method-assign]
     try:
         assert graph(cold).get_state(_config("t")).values == expected
         assert len(waves) == 1
@@ -116,7 +60,7 @@ def test_a_long_chat_is_mostly_deltas_and_reads_back_exactly() -> None:
         want = [len(s.values.get("messages", ())) for s in theirs.get_state_history(_config("t"))]
         assert got == want
     finally:
-        ThreadStore.fetch = real_fetch  # type: ignore[method-assign]
+        ObjectIO.fetch = real_fetch  # type: ignore[method-assign]
 
 
 def test_deltas_survive_copy_rotation_prune_and_gc() -> None:
@@ -128,17 +72,17 @@ def test_deltas_survive_copy_rotation_prune_and_gc() -> None:
 
     saver.copy_thread("t", "copy")
     rotated = memory_saver(*ports, keys={**new_key, **old_key}, secret=SECRET)
-    assert rotated.reencrypt() > 0
+    assert rotated.ops.reencrypt() > 0
     only_new = memory_saver(*ports, keys=new_key, secret=SECRET)
     assert view(graph(only_new), "t") == expected
     assert view(graph(only_new), "copy") == expected
 
-    plan = only_new.plan_garbage_collection(grace=timedelta(0))
+    plan = only_new.ops.plan_garbage_collection(grace=timedelta(0))
     assert plan.execute() == 0  # every base is referenced
     only_new.prune(["t"], strategy="keep_latest")
     latest = graph(only_new).get_state(_config("t"))
     assert [m.content for m in latest.values["messages"]] == expected[0][0]
-    only_new.plan_garbage_collection(grace=timedelta(0)).execute()
+    only_new.ops.plan_garbage_collection(grace=timedelta(0)).execute()
     fresh = memory_saver(*ports, keys=new_key, secret=SECRET)
     assert graph(fresh).get_state(_config("t")).values == latest.values
     # The chat goes on after all of that, on deltas again.
@@ -150,14 +94,16 @@ def test_deltas_survive_copy_rotation_prune_and_gc() -> None:
 def test_full_history_of_a_delta_channel_thread_reads_the_index_a_fixed_number_of_times() -> None:
     """Each snapshot's DeltaChannel history walks to the seed; the ancestors a walk opened
     are kept, so the index is read about twice however long the history is."""
-    from tests.test_delta import converse, delta_graph
+    from tests.support.graphs import converse, delta_graph
 
     for turns in (10, 40):
         saver = memory_saver(secret=SECRET)
         g = delta_graph(saver)
         converse(g, "t", turns)
         # The same deployment in another process.
-        fresh = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
+        fresh = memory_saver(
+            saver.index, saver.objects, keys=saver.parts.sealer.keyring, secret=SECRET
+        )
         saver.index.calls.clear()
         history = list(delta_graph(fresh).get_state_history(_config("t")))
         assert len(history) == 3 * turns
@@ -181,7 +127,7 @@ def _modelled_write_units(saver: MemorySaver, tid: str) -> int:
     put in a transaction is 2 write units per started KB, and an S3 PUT costs what 8 write
     units do (see placement.DEFAULT_DELTA_MAX)."""
     store = saver.store
-    units = sum(2 * -(-record_size(e.record) // 1024) for e in store.thread_entries(tid))
+    units = sum(2 * -(-record_size(e.record) // 1024) for e in store.finder.thread_entries(tid))
     return units + 8 * len(saver.objects.blobs)
 
 
@@ -195,14 +141,17 @@ def test_delta_max_trades_s3_puts_against_write_units() -> None:
         store = saver.store
         deltas = [
             len(v.blob or b"")
-            for e in store.thread_entries("t")
-            for v in store.stored_values(e, store.open_body(e)).values()
+            for e in store.finder.thread_entries("t")
+            for v in store.walker.stored_values(e, store.walker.open_body(e)).values()
             if v.base is not None
         ]
         return saver, deltas
 
     default, deltas = run()
-    assert len(deltas) > 30 and max(deltas) <= default.delta_max <= default.inline_max
+    assert (
+        len(deltas) > 30
+        and max(deltas) <= default.settings.delta_max <= default.settings.inline_max
+    )
     cheaper, small_deltas = run(delta_max=3072)
     assert len(small_deltas) > 30 and max(small_deltas) <= 3072 < max(deltas)
     # A lower delta_max writes more full versions (S3 PUTs, latency) and carries less
@@ -224,11 +173,11 @@ def test_full_history_of_a_delta_channel_thread_opens_each_write_once(
     it as a pending write and every snapshot's walk passes it, and deserializes only the
     writes returned, each walk and each tuple into new objects."""
     from langgraph.checkpoint.s3dynamo.codec import Codec
-    from tests.test_delta import converse, delta_graph
+    from tests.support.graphs import converse, delta_graph
 
     saver = memory_saver(secret=SECRET)
     converse(delta_graph(saver), "t", 30)
-    fresh = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
+    fresh = memory_saver(saver.index, saver.objects, keys=saver.parts.sealer.keyring, secret=SECRET)
     opened: list[tuple[str, str, int]] = []
     real = Codec.write_data
 
@@ -246,7 +195,7 @@ def test_full_history_of_a_delta_channel_thread_opens_each_write_once(
 
     monkeypatch.setattr(fresh, "get_delta_channel_history", keep)
     history = list(delta_graph(fresh).get_state_history(_config("t")))
-    stored = sum(len(w.writes) for e in fresh.store.thread_entries("t") for w in e.writes)
+    stored = sum(len(w.writes) for e in fresh.store.finder.thread_entries("t") for w in e.writes)
     assert len(history) == 90 and len(walks) > 80
     assert max(Counter(opened).values()) == 1 and len(opened) == stored
     # No two walks share a value object.
@@ -265,8 +214,8 @@ def test_delta_max_zero_stores_whole_values_and_a_negative_one_is_refused() -> N
     store = saver.store
     assert not [
         v
-        for e in store.thread_entries("t")
-        for v in store.stored_values(e, store.open_body(e)).values()
+        for e in store.finder.thread_entries("t")
+        for v in store.walker.stored_values(e, store.walker.open_body(e)).values()
         if v.base is not None
     ]
     assert len(g.get_state(_config("t")).values["messages"]) == 12

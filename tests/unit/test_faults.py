@@ -21,7 +21,7 @@ from langchain_core.messages import HumanMessage
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from tests.faults import (
+from tests.support.faults import (
     Crash,
     Faults,
     FaultyIndex,
@@ -31,8 +31,8 @@ from tests.faults import (
     is_subset,
     read_history,
 )
-from tests.scenarios import chat_graph
-from tests.test_delta import delta_graph
+from tests.support.graphs import delta_graph
+from tests.support.scenarios import chat_graph
 
 KEYS = {"k1": os.urandom(32), "k2": os.urandom(32)}
 SECRET = os.urandom(16)
@@ -88,15 +88,15 @@ def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
     elif op == "delete_for_runs":
         saver.delete_for_runs([f"run-{TURNS - 1}"])
     elif op == "reencrypt":
-        saver.reencrypt(["t"])
+        saver.ops.reencrypt(["t"])
     elif op == "gc":
-        saver.plan_garbage_collection(["t"], grace=timedelta(0)).execute()
+        saver.ops.plan_garbage_collection(["t"], grace=timedelta(0)).execute()
     elif op == "expire":
         # Ten days on, with a one-day TTL: the thread is idle. Each sweep runs an hour
         # after the one before, as a schedule runs them: a crashed sweep's lease lapsed.
         later = time.time() + timedelta(days=10, hours=next(SWEEPS)).total_seconds()
         saver.store.clock = lambda: later
-        saver.expire_idle_threads("1d")
+        saver.ops.expire_idle_threads("1d")
     else:
         raise AssertionError(op)
 
@@ -143,16 +143,16 @@ def check_repeated(
         return  # a user repeats a failed turn by invoking again; nothing to finish
     assert seen["t"] == ref["t"] and seen["copy"] == ref["copy"]
     if op in ("delete_thread", "expire"):
-        prefix = saver.store.thread_prefix(saver.store.namer.thread("t"))
+        prefix = saver.store.objects.thread_prefix(saver.store.namer.thread("t"))
         assert not [k for k in objects.blobs if k.startswith(prefix)]
     if op == "expire":
         # Left: the tombstones alone (no lease, no record), and nothing more to do.
-        plan = saver.expire_idle_threads("1d", dry_run=True)
+        plan = saver.ops.expire_idle_threads("1d", dry_run=True)
         assert not plan.idle and not plan.leftovers
     if op == "reencrypt":
-        assert saver.reencrypt(["t"]) == 0
+        assert saver.ops.reencrypt(["t"]) == 0
     if op == "gc":
-        assert saver.plan_garbage_collection(["t"], grace=timedelta(0)).objects == 0
+        assert saver.ops.plan_garbage_collection(["t"], grace=timedelta(0)).objects == 0
 
 
 def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:

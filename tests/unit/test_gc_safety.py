@@ -11,14 +11,15 @@ from typing import Any
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from langgraph.checkpoint.s3dynamo.gc import plan_gc, split_key
+from langgraph.checkpoint.s3dynamo.layout import split_object_key as split_key
+from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from tests.unit.conftest import MemorySaver, memory_saver
+from tests.support.savers import MemorySaver, memory_saver
 
 
 def _put_big(saver: MemorySaver, tid: str, run_id: str, version: str | None = None) -> Any:
     cp = empty_checkpoint()
-    cp["channel_values"] = {"doc": b"d" * 10 + os.urandom(3 * saver.inline_max)}
+    cp["channel_values"] = {"doc": b"d" * 10 + os.urandom(3 * saver.settings.inline_max)}
     cp["channel_versions"] = {"doc": version or saver.get_next_version(None, None)}
     config = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
     return saver.put(config, cp, {"run_id": run_id}, cp["channel_versions"])
@@ -57,7 +58,7 @@ def test_deployments_sharing_a_bucket_never_collect_each_other() -> None:
 
     for saver in (root, tenant_b, root_too):
         before = survivors()
-        plan = saver.plan_garbage_collection(grace=timedelta(0))
+        plan = saver.ops.plan_garbage_collection(grace=timedelta(0))
         assert plan.objects == 1
         (doomed,) = (k for keys in plan.candidates.values() for k in keys)
         assert plan.execute() == 1
@@ -99,13 +100,15 @@ def test_refresh_between_last_look_and_delete_keeps_the_object() -> None:
     objects = Interleave()
     saver = memory_saver(MemoryIndex(), objects)
     version = _orphan_of_version(saver)
-    plan = saver.plan_garbage_collection(grace=timedelta(0))
+    plan = saver.ops.plan_garbage_collection(grace=timedelta(0))
     assert plan.objects == 1
     committed: list[Any] = []
     objects.before_delete = lambda: committed.append(_put_big(saver, "t", "run-3", version))
     assert plan.execute() == 0
     got = saver.get_tuple(committed[0])
-    assert got is not None and len(got.checkpoint["channel_values"]["doc"]) > saver.inline_max
+    assert (
+        got is not None and len(got.checkpoint["channel_values"]["doc"]) > saver.settings.inline_max
+    )
 
 
 def test_refresh_before_execution_makes_the_object_young_again() -> None:
@@ -118,7 +121,7 @@ def test_refresh_before_execution_makes_the_object_young_again() -> None:
     # A writer that got 412 rewrites the object: new time, new tag.
     (key,) = plan.candidates[saver.store.namer.thread("t")]
     tag = objects.tags[key]
-    saver.store.upload([(key, objects.blobs[key][0])])
+    saver.store.objects.upload([(key, objects.blobs[key][0])])
     assert objects.tags[key] != tag
     # Its record is not written yet: the object is young, so execution spares it.
     assert plan.execute() == 0
@@ -139,7 +142,7 @@ def _run_order(order: list[str]) -> None:
     objects = Interleave()
     saver = memory_saver(MemoryIndex(), objects)
     version = _orphan_of_version(saver)
-    value = b"d" * 10 + os.urandom(3 * saver.inline_max)
+    value = b"d" * 10 + os.urandom(3 * saver.settings.inline_max)
     cp = empty_checkpoint()
     cp["channel_values"] = {"doc": value}
     cp["channel_versions"] = {"doc": version}
@@ -149,11 +152,11 @@ def _run_order(order: list[str]) -> None:
 
     def step(name: str) -> None:
         if name == "plan":
-            plans.append(saver.plan_garbage_collection(grace=timedelta(0)))
+            plans.append(saver.ops.plan_garbage_collection(grace=timedelta(0)))
         elif name == "upload":  # the writer's upload wave alone (412, then refresh)
             sealed = saver.store.codec.seal_value("t", "", "doc", version, value)
             leaf = saver.store.namer.value("t", "", "doc", version)
-            saver.store.upload([(saver.store.object_key("t", leaf), sealed)])
+            saver.store.objects.upload([(saver.store.objects.key("t", leaf), sealed)])
         elif name == "record":  # put() uploads again (412, refresh), then the record
             committed.append(saver.put(config, cp, {"run_id": "w"}, {"doc": version}))
 

@@ -14,8 +14,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.s3dynamo import list_reuse
 from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists, array_items
-from tests.unit.conftest import MemorySaver, memory_saver
-from tests.unit.test_deltas import _config, chat, view
+from tests.support.chats import _config, chat, view
+from tests.support.savers import MemorySaver, memory_saver
 
 
 def count_message_lists(saver: MemorySaver, monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -7,7 +7,7 @@ import pytest
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StoreMissingError
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, HeadMove, ItemKey, WritesRecord
-from tests.port_conditions import check_commit_conditions, check_lease_conditions
+from tests.support.port_conditions import check_commit_conditions, check_lease_conditions
 
 
 def _cp(sk: str, body: bytes = b"b") -> CheckpointRecord:

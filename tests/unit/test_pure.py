@@ -12,18 +12,23 @@ from langgraph.checkpoint.s3dynamo.errors import (
     KeyNotFoundError,
     PlaintextRefusedError,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer, checkpoint_sk, parse_sk, writes_sk
+from langgraph.checkpoint.s3dynamo.layout import (
+    checkpoint_sk,
+    owner_sk,
+    parse_sk,
+    split_write_ref,
+    write_ref,
+    writes_sk,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.placement import InlineBudget, needs_bundle
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
     WritesRecord,
-    owner_sk,
     pack_bundle,
     referenced_leaves,
-    split_write_ref,
     unpack_bundle,
-    write_ref,
 )
 from langgraph.checkpoint.s3dynamo.sealing import (
     DELTA_DICTIONARIES,
@@ -223,12 +228,25 @@ def test_bundle_threshold() -> None:
 def test_base64_langgraph_aes_key_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     import base64
 
-    from langgraph.checkpoint.s3dynamo.config import resolve_keys
     from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+    from langgraph.checkpoint.s3dynamo.settings import Settings
 
     monkeypatch.setenv("LANGGRAPH_AES_KEY", base64.b64encode(os.urandom(32)).decode())
     with pytest.raises(InvalidConfigError, match=r"44 bytes.*raw string.*not base64-decoded"):
-        resolve_keys(None, None, None)
+        Settings()
     monkeypatch.setenv("LANGGRAPH_AES_KEY", "k" * 32)
-    keyring, secret = resolve_keys(None, None, None)
-    assert keyring is not None and keyring.active == "lg" and secret == b"k" * 32
+    source = Settings().key_source()
+    assert source.keyring is not None and source.keyring.active == "lg"
+    assert source.secret == b"k" * 32
+
+
+def test_item_size_follows_dynamodb_rules() -> None:
+    from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import item_size
+
+    item = {
+        "pk": {"S": "abc"},
+        "c": {"B": b"12345"},
+        "o": {"SS": ["x", "yz"]},
+        "iv": {"M": {"k": {"B": b"123"}}},
+    }
+    assert item_size(item) == (2 + 3) + (1 + 5) + (1 + 3) + (2 + 3 + 1 + 1 + 3)

@@ -16,16 +16,12 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, InvalidConfigError
-from langgraph.checkpoint.s3dynamo.naming import control_pk
-from langgraph.checkpoint.s3dynamo.retention import (
-    SCAN_SEGMENTS,
-    id_time,
-    parse_ttl,
-    plan_expiry,
-)
-from tests.scenarios import chat_graph
-from tests.test_delta import delta_graph
-from tests.unit.conftest import MemorySaver, memory_saver
+from langgraph.checkpoint.s3dynamo.layout import control_pk
+from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, id_time, plan_expiry
+from langgraph.checkpoint.s3dynamo.settings import parse_ttl
+from tests.support.graphs import delta_graph
+from tests.support.savers import MemorySaver, memory_saver
+from tests.support.scenarios import chat_graph
 
 DAY = 86_400.0
 TTL = "30d"
@@ -65,7 +61,7 @@ def stored(saver: MemorySaver, tid: str) -> tuple[int, int, list[str]]:
     """Records, objects and control items (heads, lease) a thread has."""
     name = saver.store.namer.thread(tid)
     records = [r for r in saver.index.records() if r.pk == name]
-    prefix = saver.store.thread_prefix(name)
+    prefix = saver.store.objects.thread_prefix(name)
     objects = [k for k in saver.objects.blobs if k.startswith(prefix)]
     control = [f"{k.sk}={h}" for k, h in saver.index.heads.items() if k.pk == control_pk(name)] + [
         k.sk for k in saver.index.leases if k.pk == control_pk(name)
@@ -91,7 +87,7 @@ def test_idle_threads_go_whole_and_active_ones_keep_every_checkpoint(saver: Memo
     assert stored(saver, "old-chat")[1] > 0
 
     at(saver, 0)
-    plan = saver.expire_idle_threads(TTL)
+    plan = saver.ops.expire_idle_threads(TTL)
 
     assert len(plan.removed) == 2 and not plan.busy and not plan.revived
     assert plan.active == 2
@@ -117,7 +113,7 @@ def test_dry_run_changes_nothing(saver: MemorySaver) -> None:
     chat(saver, "old")
     at(saver, 0)
     counted = stored(saver, "old")
-    plan = saver.expire_idle_threads(TTL, dry_run=True)
+    plan = saver.ops.expire_idle_threads(TTL, dry_run=True)
     assert list(plan.idle) == [saver.store.namer.thread("old")]
     assert plan.records == counted[0] and not plan.removed
     assert stored(saver, "old") == counted
@@ -129,9 +125,9 @@ def test_data_written_before_stamps_is_dated_by_its_checkpoint_ids(saver: Memory
     for record in saver.index.records():
         saver.index.write_batch(puts=[replace(record, written_at=None)])
     at(saver, 0)
-    assert not saver.expire_idle_threads(TTL).removed  # written today, by its ids
+    assert not saver.ops.expire_idle_threads(TTL).removed  # written today, by its ids
     at(saver, 31)
-    plan = saver.expire_idle_threads(TTL)
+    plan = saver.ops.expire_idle_threads(TTL)
     assert plan.removed == [saver.store.namer.thread("legacy")]
     assert stored(saver, "legacy")[:2] == (0, 0)
 
@@ -144,7 +140,7 @@ def test_records_that_cannot_be_dated_are_kept(saver: MemorySaver) -> None:
     for record in saver.index.records():
         saver.index.write_batch(puts=[replace(record, written_at=None)])
     at(saver, 400)
-    plan = saver.expire_idle_threads(TTL)
+    plan = saver.ops.expire_idle_threads(TTL)
     assert plan.undated == 1 and not plan.removed
     assert stored(saver, "custom")[0] == 1
 
@@ -153,8 +149,8 @@ def test_a_thread_held_by_its_lock_is_left_alone(saver: MemorySaver) -> None:
     at(saver, -40)
     chat(saver, "held")
     at(saver, 0)
-    with saver.thread_lock("held", ttl=3600):
-        plan = saver.expire_idle_threads(TTL)
+    with saver.ops.thread_lock("held", ttl=3600):
+        plan = saver.ops.expire_idle_threads(TTL)
     assert plan.busy == [saver.store.namer.thread("held")] and not plan.removed
     assert stored(saver, "held")[0] > 0
 
@@ -163,7 +159,7 @@ def test_a_commit_between_scan_and_removal_keeps_the_thread(saver: MemorySaver) 
     at(saver, -40)
     graph = chat(saver, "revived")
     at(saver, 0)
-    plan = saver.expire_idle_threads(TTL, dry_run=True)
+    plan = saver.ops.expire_idle_threads(TTL, dry_run=True)
     before = history(graph, "revived")
     config = {"configurable": {"thread_id": "revived"}}
     graph.invoke({"messages": [HumanMessage("back again", id="back")]}, config)
@@ -187,7 +183,7 @@ def test_a_run_that_loaded_the_thread_before_removal_cannot_commit_after_it(
     config = {"configurable": {"thread_id": "late", "checkpoint_ns": ""}}
     loaded = saver.get_tuple(config)  # a run loads the latest checkpoint...
     assert loaded is not None
-    saver.expire_idle_threads(TTL)  # ...the sweep removes the thread...
+    saver.ops.expire_idle_threads(TTL)  # ...the sweep removes the thread...
     checkpoint = create_checkpoint(loaded.checkpoint, None, 9)
     with pytest.raises(ConcurrentUpdateError):  # ...and its commit is refused.
         saver.put(loaded.config, checkpoint, {"source": "loop", "step": 9}, {})
@@ -201,12 +197,12 @@ def test_tombstones_go_once_older_than_the_ttl(saver: MemorySaver) -> None:
     at(saver, -40)
     chat(saver, "gone")
     at(saver, 0)
-    saver.expire_idle_threads(TTL)
+    saver.ops.expire_idle_threads(TTL)
     assert stored(saver, "gone")[2]
     at(saver, 1)
-    assert not saver.expire_idle_threads(TTL, dry_run=True).leftovers  # nothing to do yet
+    assert not saver.ops.expire_idle_threads(TTL, dry_run=True).leftovers  # nothing to do yet
     at(saver, 31)
-    plan = saver.expire_idle_threads(TTL)
+    plan = saver.ops.expire_idle_threads(TTL)
     assert plan.removed == [saver.store.namer.thread("gone")]
     assert stored(saver, "gone") == (0, 0, [])
 
@@ -218,7 +214,7 @@ def test_a_sweep_past_its_deadline_leaves_the_rest_for_the_next(saver: MemorySav
     at(saver, 0)
     plan = plan_expiry(saver.store, parse_ttl(TTL)).execute(deadline=time.monotonic() - 1)
     assert len(plan.unfinished) == 3 and not plan.removed
-    assert len(saver.expire_idle_threads(TTL).removed) == 3
+    assert len(saver.ops.expire_idle_threads(TTL).removed) == 3
 
 
 def test_a_scan_past_its_deadline_judges_nothing(saver: MemorySaver) -> None:
@@ -229,11 +225,11 @@ def test_a_scan_past_its_deadline_judges_nothing(saver: MemorySaver) -> None:
         chat(saver, f"t{i}", turns=1)
     at(saver, 0)
     before = [stored(saver, f"t{i}") for i in range(3)]
-    plan = saver.expire_idle_threads(TTL, deadline=time.monotonic() - 1)
+    plan = saver.ops.expire_idle_threads(TTL, deadline=time.monotonic() - 1)
     assert not plan.scanned_all
     assert (plan.idle, plan.leftovers, plan.active, plan.removed) == ({}, [], 0, [])
     assert [stored(saver, f"t{i}") for i in range(3)] == before
-    plan = saver.expire_idle_threads(TTL)
+    plan = saver.ops.expire_idle_threads(TTL)
     assert plan.scanned_all and len(plan.removed) == 3
 
 
@@ -265,8 +261,8 @@ def test_retention_setting_and_bad_durations() -> None:
         parse_ttl("0d")
     saver = memory_saver()
     with pytest.raises(InvalidConfigError, match="S3DYNAMO_RETENTION"):
-        saver.expire_idle_threads()
-    assert memory_saver(retention="45d").retention == timedelta(days=45)
+        saver.ops.expire_idle_threads()
+    assert memory_saver(retention="45d").settings.retention == timedelta(days=45)
 
 
 def test_checkpoint_id_time() -> None:

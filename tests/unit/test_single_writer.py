@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from tests.unit.conftest import memory_saver
+from tests.support.savers import memory_saver
 
 
 class State(TypedDict):

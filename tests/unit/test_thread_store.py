@@ -13,8 +13,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import IntegrityError, ThreadExistsError
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
-from tests.scenarios import SCENARIOS, Runner, chat_graph
-from tests.unit.conftest import MemorySaver, memory_saver
+from tests.support.savers import MemorySaver, memory_saver
+from tests.support.scenarios import SCENARIOS, Runner, chat_graph
 
 SECRET = b"naming secret"
 
@@ -32,7 +32,7 @@ def _put(saver: MemorySaver, values: dict[str, Any], parent: Any = None) -> Any:
 
 def test_small_values_inline_large_ones_as_objects() -> None:
     saver = memory_saver(secret=SECRET)
-    big = os.urandom(3 * saver.inline_max)
+    big = os.urandom(3 * saver.settings.inline_max)
     config = _put(saver, {"big": big, "small": "s"})
     assert saver.index.calls == {"put_checkpoint": 1}
     assert saver.objects.calls == {"put": 1}
@@ -45,14 +45,14 @@ def test_small_values_inline_large_ones_as_objects() -> None:
     assert got is not None and got.checkpoint["channel_values"] == {"big": big, "small": "s"}
     # The object this process just wrote comes from its cache; another process GETs it.
     assert saver.index.calls == {"query": 1} and not saver.objects.calls
-    other = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
+    other = memory_saver(saver.index, saver.objects, keys=saver.parts.sealer.keyring, secret=SECRET)
     assert other.get_tuple(config) is not None and saver.objects.calls == {"get": 1}
 
 
 def test_a_call_of_writes_is_one_merge_in_order(saver: MemorySaver) -> None:
     config = _put(saver, {"a": 1})
     saver.index.calls.clear()
-    saver.put_writes(config, [("a", 2), ("b", os.urandom(3 * saver.inline_max))], "task")
+    saver.put_writes(config, [("a", 2), ("b", os.urandom(3 * saver.settings.inline_max))], "task")
     saver.put_writes(config, [("a", 3)], "task")  # first write of an index wins
     assert saver.index.calls == {"merge_writes": 2}
     got = saver.get_tuple(config)
@@ -74,17 +74,19 @@ def test_many_writes_go_to_one_bundle(saver: MemorySaver) -> None:
 
 def test_a_deleted_object_names_thread_and_checkpoint() -> None:
     saver = memory_saver(secret=SECRET)
-    config = _put(saver, {"big": os.urandom(3 * saver.inline_max)})
+    config = _put(saver, {"big": os.urandom(3 * saver.settings.inline_max)})
     saver.objects.blobs.clear()
     cid = config["configurable"]["checkpoint_id"]
     # Another process: the writer's own cache would still serve the object.
-    reader = memory_saver(saver.index, saver.objects, keys=saver.sealer.keyring, secret=SECRET)
+    reader = memory_saver(
+        saver.index, saver.objects, keys=saver.parts.sealer.keyring, secret=SECRET
+    )
     with pytest.raises(IntegrityError, match=f"thread 't' checkpoint {cid}.*missing"):
         reader.get_tuple(config)
 
 
 def test_delete_copy_and_exists(saver: MemorySaver) -> None:
-    _put(saver, {"big": os.urandom(3 * saver.inline_max)})
+    _put(saver, {"big": os.urandom(3 * saver.settings.inline_max)})
     saver.copy_thread("t", "u")
     before = saver.index.records()
     saver.copy_thread("t", "u")  # a repeat after a complete copy changes nothing
@@ -99,11 +101,11 @@ def test_delete_copy_and_exists(saver: MemorySaver) -> None:
 
 
 def test_gc_spares_referenced_objects(saver: MemorySaver) -> None:
-    first = _put(saver, {"doc": os.urandom(3 * saver.inline_max)})
+    first = _put(saver, {"doc": os.urandom(3 * saver.settings.inline_max)})
     saver.delete_thread("t")
-    _put(saver, {"doc": os.urandom(3 * saver.inline_max)})
-    saver.objects.put_new(saver.store.object_key("t", "orphan".ljust(22, "A")), b"x")
-    plan = saver.plan_garbage_collection(grace=timedelta(0))
+    _put(saver, {"doc": os.urandom(3 * saver.settings.inline_max)})
+    saver.objects.put_new(saver.store.objects.key("t", "orphan".ljust(22, "A")), b"x")
+    plan = saver.ops.plan_garbage_collection(grace=timedelta(0))
     assert plan.objects == 1 and plan.execute() == 1
     assert saver.get_tuple(_config()) is not None and saver.get_tuple(first) is None
 
@@ -111,10 +113,10 @@ def test_gc_spares_referenced_objects(saver: MemorySaver) -> None:
 def test_reencrypt_moves_everything_to_the_active_key() -> None:
     old_key, new_key, secret = os.urandom(32), os.urandom(32), b"naming"
     saver = memory_saver(keys={"old": old_key}, secret=secret)
-    _put(saver, {"big": os.urandom(3 * saver.inline_max), "small": "s"})
+    _put(saver, {"big": os.urandom(3 * saver.settings.inline_max), "small": "s"})
     ports = {"index": saver.index, "objects": saver.objects}
     rotated = memory_saver(**ports, keys={"new": new_key, "old": old_key}, secret=secret)
-    assert rotated.reencrypt() > 0 and rotated.reencrypt() == 0
+    assert rotated.ops.reencrypt() > 0 and rotated.ops.reencrypt() == 0
     only_new = memory_saver(**ports, keys={"new": new_key}, secret=secret)
     got = only_new.get_tuple(_config())
     assert got is not None and got.checkpoint["channel_values"]["small"] == "s"
@@ -145,7 +147,7 @@ def test_logging_is_silent_by_default_and_names_no_thread_id(
     package = logging.getLogger("langgraph.checkpoint.s3dynamo")
     assert any(isinstance(h, logging.NullHandler) for h in package.handlers)
     with caplog.at_level(logging.DEBUG, logger="langgraph.checkpoint.s3dynamo"):
-        _put(saver, {"big": os.urandom(3 * saver.inline_max)}, _config("user-42"))
+        _put(saver, {"big": os.urandom(3 * saver.settings.inline_max)}, _config("user-42"))
         saver.delete_thread("user-42")
     messages = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert ("DEBUG", "commit checkpoint: 0 inline, 1 objects") in messages

@@ -13,10 +13,14 @@ silent until the application configures logging.
 """
 
 import logging
+from importlib.metadata import PackageNotFoundError, version
 
 from langgraph.checkpoint.s3dynamo.errors import (
+    CheckFailedError,
     ConcurrentUpdateError,
+    CredentialsNotFoundError,
     DeploymentMismatchError,
+    EndpointUnreachableError,
     IntegrityError,
     InvalidConfigError,
     ItemTooLargeError,
@@ -25,18 +29,22 @@ from langgraph.checkpoint.s3dynamo.errors import (
     LeaseTimeoutError,
     ObjectNotFoundError,
     PlaintextRefusedError,
+    RegionNotSetError,
     S3DynamoError,
     StorageError,
     StoreMissingError,
     ThreadExistsError,
+    ThreadNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.saver import (
-    CheckFailedError,
-    CheckReport,
-    ReencryptResult,
-    S3DynamoSaver,
-)
+from langgraph.checkpoint.s3dynamo.ops import CheckReport, Operations, ReencryptResult
+from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.sealing import Keyring
+from langgraph.checkpoint.s3dynamo.settings import Settings
+
+try:
+    __version__ = version("langgraph-checkpoint-s3dynamo")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
@@ -44,7 +52,9 @@ __all__ = [
     "CheckFailedError",
     "CheckReport",
     "ConcurrentUpdateError",
+    "CredentialsNotFoundError",
     "DeploymentMismatchError",
+    "EndpointUnreachableError",
     "IntegrityError",
     "InvalidConfigError",
     "ItemTooLargeError",
@@ -53,11 +63,16 @@ __all__ = [
     "LeaseLostError",
     "LeaseTimeoutError",
     "ObjectNotFoundError",
+    "Operations",
     "PlaintextRefusedError",
     "ReencryptResult",
+    "RegionNotSetError",
     "S3DynamoError",
     "S3DynamoSaver",
+    "Settings",
     "StorageError",
     "StoreMissingError",
     "ThreadExistsError",
+    "ThreadNotFoundError",
+    "__version__",
 ]

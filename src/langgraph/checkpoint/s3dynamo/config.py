@@ -1,69 +1,22 @@
-"""What LangGraph hands the saver, validated: thread ids, namespaces, checkpoint ids,
-and the key settings. Pure functions; errors say what was expected and how to fix it."""
+"""What LangGraph hands the saver, validated: thread ids, namespaces and checkpoint ids
+from a config. Pure functions; errors say what was expected and how to fix it. (The
+saver's own settings are `settings.py`.)"""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import os
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.naming import SEPARATOR
-from langgraph.checkpoint.s3dynamo.sealing import Keyring
+from langgraph.checkpoint.s3dynamo.layout import SEPARATOR
 
 # Documented limits on identities (UTF-8 bytes). Names are hashed, so these bound only
 # the sealed copies kept for list(None) and the cost of a hostile id.
 MAX_THREAD_ID_BYTES = 1024
 MAX_NAMESPACE_BYTES = 2048
 MAX_CHECKPOINT_ID_BYTES = 128
-
-
-def resolve_keys(
-    keys: Mapping[str, bytes] | Keyring | None,
-    active_key: str | None,
-    secret: bytes | str | None,
-) -> tuple[Keyring | None, bytes | None]:
-    """Decide the keyring and the naming secret from arguments and the environment."""
-    keyring, naming, _ = resolve_key_source(keys, active_key, secret)
-    return keyring, naming
-
-
-def resolve_key_source(
-    keys: Mapping[str, bytes] | Keyring | None,
-    active_key: str | None,
-    secret: bytes | str | None,
-) -> tuple[Keyring | None, bytes | None, str]:
-    """The keyring, the naming secret, and where they came from (for messages)."""
-    secret_bytes = secret.encode() if isinstance(secret, str) else secret
-    if keys is not None:
-        if isinstance(keys, Keyring):
-            keyring = keys if active_key is None else Keyring(keys=keys.keys, active=active_key)
-        else:
-            keyring = Keyring(keys=dict(keys), active=active_key or next(iter(keys), ""))
-        if not secret_bytes:
-            raise InvalidConfigError(
-                "encryption keys were given without a naming secret: expected secret=... "
-                "(or S3DYNAMO_SECRET), which names objects and is never rotated, unlike keys"
-            )
-        return keyring, secret_bytes, "keys/S3DYNAMO_KEYS"
-    if lg_key := os.environ.get("LANGGRAPH_AES_KEY"):
-        # As on LangGraph's platform: the key alone turns encryption on.
-        raw = lg_key.encode()
-        if len(raw) not in (16, 24, 32):
-            raise InvalidConfigError(
-                f"LANGGRAPH_AES_KEY is {len(raw)} bytes; LangGraph requires a raw string of "
-                "16, 24 or 32 bytes (it is used as is, not base64-decoded); make one with: "
-                "python -c 'import secrets; print(secrets.token_hex(16))'"
-            )
-        derived = hmac.new(raw, b"s3dynamo/v1/langgraph-aes-key", hashlib.sha256).digest()
-        source = "LANGGRAPH_AES_KEY" + (" and secret/S3DYNAMO_SECRET" if secret_bytes else "")
-        return Keyring(keys={"lg": derived}, active="lg"), secret_bytes or raw, source
-    return None, secret_bytes, "secret/S3DYNAMO_SECRET" if secret_bytes else "no secret"
 
 
 def thread_id_of(value: Any) -> str:

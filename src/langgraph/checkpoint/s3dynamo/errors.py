@@ -5,11 +5,16 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
 
     S3DynamoError
     ├── InvalidConfigError (ValueError)     bad config, thread id, namespace or setting
+    │   ├── ItemTooLargeError               a checkpoint would not fit one index item
+    │   ├── RegionNotSetError               no AWS region for a client the saver builds
+    │   └── CredentialsNotFoundError        no AWS credentials found
     ├── DeploymentMismatchError             keys or naming secret differ from the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        any other failure talking to S3 or DynamoDB
+    │   └── EndpointUnreachableError        the service's endpoint did not answer
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
-    ├── ItemTooLargeError (InvalidConfigError)  a checkpoint would not fit one index item
+    ├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
+    ├── CheckFailedError                    `ops.check()` found problems (`.report`)
     ├── ConcurrentUpdateError               another run moved the thread on: retry the run
     │   ├── LeaseTimeoutError               thread_lock not acquired within its wait
     │   └── LeaseLostError                  the lease was taken over: this holder's write refused
@@ -45,12 +50,36 @@ class StoreMissingError(S3DynamoError):
     """The DynamoDB table or S3 bucket does not exist."""
 
 
+class RegionNotSetError(InvalidConfigError):
+    """No AWS region is set for a client the saver builds."""
+
+
+class CredentialsNotFoundError(InvalidConfigError):
+    """The AWS SDK found no credentials for a request."""
+
+
 class StorageError(S3DynamoError):
     """S3 or DynamoDB refused or failed a request."""
 
 
+class EndpointUnreachableError(StorageError):
+    """The service's endpoint did not answer (network, region or endpoint setting)."""
+
+
 class ThreadExistsError(S3DynamoError, ValueError):
     """The target of `copy_thread` already holds checkpoints."""
+
+
+class ThreadNotFoundError(S3DynamoError, LookupError):
+    """An operation named a thread (or a checkpoint of one) that has nothing stored."""
+
+
+class CheckFailedError(S3DynamoError):
+    """`ops.check()` found problems; `report` holds every line it checked."""
+
+    def __init__(self, report: object) -> None:
+        super().__init__(f"saver check failed:\n{report}")
+        self.report = report
 
 
 class ItemTooLargeError(InvalidConfigError):

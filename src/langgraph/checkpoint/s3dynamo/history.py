@@ -9,7 +9,7 @@ shares the namespace but not the chain.
 
 A full history read (`get_state_history`) asks this for every checkpoint, newest first,
 and each walk covers the next one's chain. So every ancestor a walk opens is kept
-(`ThreadStore.keep_skeleton`: a checkpoint with a child never changes), and the walks
+(`Decoder.keep_skeleton`: a checkpoint with a child never changes), and the walks
 after the first read nothing from the index: the index work grows with the history's
 length, not its square. A kept ancestor holds its inline writes decrypted and
 decompressed, so later walks skip the writes of other channels without opening them, and
@@ -31,7 +31,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     WritesRecord,
     unpack_bundle,
 )
-from langgraph.checkpoint.s3dynamo.thread_store import Entry, Skeleton, ThreadStore
+from langgraph.checkpoint.s3dynamo.store import Entry, Skeleton, ThreadStore
 
 
 class _Write(NamedTuple):
@@ -65,7 +65,7 @@ def delta_channel_history(
 ) -> Mapping[str, DeltaChannelHistory]:
     if not channels:
         return {}
-    namer, codec = store.namer, store.codec
+    namer, codec, decoder, objects = store.namer, store.codec, store.decoder, store.objects
     records: dict[str, CheckpointRecord] = {}
     writes: dict[str, list[WritesRecord]] = {}
     pages: Iterator[Record] | None = None
@@ -77,7 +77,7 @@ def delta_channel_history(
         children); a walk that finds kept skeletons down to its seed reads nothing."""
         nonlocal pages
         if pages is None:
-            pages = store.namespace_records(tid, ns, upper_id=wanted)
+            pages = store.finder.namespace_records(tid, ns, upper_id=wanted)
         for rec in pages:
             if isinstance(rec, WritesRecord):
                 writes.setdefault(rec.checkpoint_id, []).append(rec)
@@ -92,12 +92,14 @@ def delta_channel_history(
     def skeleton(at: str) -> Skeleton | None:
         """The opened checkpoint `at`, kept or read; kept only as an ancestor, whose
         writes are all in (see `Skeleton`)."""
-        kept = store.skeleton(tid, ns, at)
+        kept = decoder.skeleton(tid, ns, at)
         if kept is not None:
             return kept
         if at not in records and not load(at):
             return None
-        return store.open_skeleton(Entry(tid, ns, records[at], writes.get(at, [])))
+        return decoder.skeleton_of(
+            store.walker.walk(Entry(tid, ns, records[at], writes.get(at, [])))
+        )
 
     if cid is None:
         if not load(None):
@@ -116,26 +118,24 @@ def delta_channel_history(
         link = skeleton(cursor)
         if link is None:
             break
-        store.keep_skeleton(tid, ns, cursor, link)
+        decoder.keep_skeleton(tid, ns, cursor, link)
         # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
         for kw in link.writes:
             if kw.channel is None:
                 channel = tag_of.get(kw.tag or "")
                 if channel in remaining:
-                    key = store.object_key(tid, kw.leaf or "")
-                    collected[channel].append(_Write(kw.order, cursor, None, key))
+                    collected[channel].append(_Write(kw.order, cursor, None, kw.key))
             elif kw.channel in remaining:
                 collected[kw.channel].append(_Write(kw.order, cursor, kw.typed, None))
         for kb in link.bundles:
-            key = store.object_key(tid, kb.leaf)
-            bundles.append(_Bundle(cursor, kb.task_id, kb.task_path, key, frozenset(remaining)))
+            bundles.append(_Bundle(cursor, kb.task_id, kb.task_path, kb.key, frozenset(remaining)))
         for channel, value in link.stored.items():
             if channel in remaining:
-                blob = value.blob or store.object_key(tid, value.leaf or "")
+                blob = value.blob or objects.key(tid, value.leaf or "")
                 base = None
                 if value.base is not None:
                     base_leaf = namer.value(tid, ns, channel, value.base)
-                    base = (value.base, store.object_key(tid, base_leaf))
+                    base = (value.base, objects.key(tid, base_leaf))
                 seeds[channel] = _Seed(cursor, value.version, blob, base)
                 remaining.discard(channel)
         cursor = link.parent
@@ -145,7 +145,7 @@ def delta_channel_history(
     for found in collected.values():
         needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
     needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
-    fetched = store.fetch(needed) if needed else {}
+    fetched = objects.fetch(needed) if needed else {}
     for b in bundles:
         for idx, blob in unpack_bundle(fetched[b.key]).items():
             what = describe(tid, ns, b.at)

@@ -1,6 +1,6 @@
 """Where the keys come from, and whether they are the ones the deployment was written with.
 
-Both live in the control partition of the index (`records.CONTROL_PK`), which no thread
+Both live in the control partition of the index (`layout.CONTROL_PK`), which no thread
 partition can collide with, and which one Query reads whole (`Control`).
 
 KMS keyring (`KmsKeyring`)
@@ -58,13 +58,10 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     StorageError,
 )
+from langgraph.checkpoint.s3dynamo.layout import DEPLOYMENT_RECORD, KEYRING_RECORD
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import Index, KeyService
-from langgraph.checkpoint.s3dynamo.records import (
-    DEPLOYMENT_RECORD,
-    KEYRING_RECORD,
-    ControlRecord,
-)
+from langgraph.checkpoint.s3dynamo.ports import ControlItems, KeyService
+from langgraph.checkpoint.s3dynamo.records import ControlRecord
 from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
 
 WRAP_LABEL = b"s3dynamo/v1/kms/wrap"
@@ -73,14 +70,6 @@ NAMING_SECRET_LABEL = b"s3dynamo/v1/kms/naming-secret"
 KEYRING_AAD = b"s3dynamo/v1/kms-keyring"
 KMS_KEY_PREFIX = "kms-"
 UPDATE_ATTEMPTS = 3
-
-NO_KEY_HINT = (
-    "configure a key source: S3DYNAMO_KMS_KEY_ID=<KMS key id, ARN or alias> (kms_key_id=...), "
-    "or S3DYNAMO_KEYS=id:base64key with S3DYNAMO_SECRET (keys=..., secret=...), or "
-    "LANGGRAPH_AES_KEY; make a key with: python -c 'import os,base64;"
-    "print(base64.b64encode(os.urandom(32)).decode())'. To store checkpoints unencrypted, "
-    "say so: S3DYNAMO_PLAINTEXT=1 (plaintext=True)"
-)
 
 
 def kms_context(table: str) -> dict[str, str]:
@@ -91,7 +80,7 @@ def kms_context(table: str) -> dict[str, str]:
 class Control:
     """The control partition, read with one request on first need and cached."""
 
-    def __init__(self, index: Callable[[], Index]) -> None:
+    def __init__(self, index: Callable[[], ControlItems]) -> None:
         self._index = index
         self._records: dict[str, ControlRecord] | None = None
         self._lock = threading.RLock()

@@ -27,8 +27,10 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, LeaseTimeoutError
-from langgraph.checkpoint.s3dynamo.records import Fence, Lease
-from langgraph.checkpoint.s3dynamo.thread_store import HELD, ThreadStore
+from langgraph.checkpoint.s3dynamo.layout import LEASE_SK, control_pk
+from langgraph.checkpoint.s3dynamo.records import Fence, ItemKey, Lease
+from langgraph.checkpoint.s3dynamo.store import ThreadStore
+from langgraph.checkpoint.s3dynamo.store.fences import fence, hold, release
 
 DEFAULT_TTL = 120.0
 FIRST_BACKOFF = 0.05
@@ -53,7 +55,7 @@ class ThreadLease:
 
     def renew(self) -> None:
         """Push the expiry `ttl` seconds out (long runs); `LeaseLostError` if taken over."""
-        self.lease = self.store.index.renew_lease(self.lease, _now_ms(), _ms(self.ttl))
+        self.lease = self.store.control.renew_lease(self.lease, _now_ms(), _ms(self.ttl))
 
 
 def _now_ms() -> int:
@@ -67,7 +69,7 @@ def _ms(seconds: float) -> int:
 def _check(store: ThreadStore, tid: str, ttl: float, wait: float) -> None:
     if ttl <= 0 or wait < 0:
         raise InvalidConfigError(f"thread_lock needs ttl > 0 and wait >= 0, got {ttl}, {wait}")
-    if store.fence(tid) is not None:
+    if fence(id(store), store.namer.thread(tid)) is not None:
         raise InvalidConfigError(
             f"thread {tid!r}: this context already holds its lease; thread_lock is not reentrant"
         )
@@ -80,8 +82,12 @@ def _timeout(tid: str, wait: float) -> LeaseTimeoutError:
     )
 
 
+def lease_key(store: ThreadStore, tid: str) -> ItemKey:
+    return ItemKey(control_pk(store.namer.thread(tid)), LEASE_SK)
+
+
 def _attempt(store: ThreadStore, tid: str, owner: str, ttl: float) -> Lease | None:
-    return store.index.acquire_lease(store.lease_key(tid), owner, _now_ms(), _ms(ttl))
+    return store.control.acquire_lease(lease_key(store, tid), owner, _now_ms(), _ms(ttl))
 
 
 @contextmanager
@@ -95,12 +101,12 @@ def thread_lock(store: ThreadStore, tid: str, ttl: float, wait: float) -> Iterat
         time.sleep(min(left, delay * random.uniform(0.5, 1.0)))
         delay = min(delay * 2, MAX_BACKOFF)
     handle = ThreadLease(store, tid, lease, ttl)
-    reset = store.hold(tid, Fence(lease.key, lease.token))
+    token = hold(id(store), store.namer.thread(tid), Fence(lease.key, lease.token))
     try:
         yield handle
     finally:
-        HELD.reset(reset)
-        store.index.release_lease(handle.lease)
+        release(token)
+        store.control.release_lease(handle.lease)
 
 
 @asynccontextmanager
@@ -116,9 +122,9 @@ async def athread_lock(
         await asyncio.sleep(min(left, delay * random.uniform(0.5, 1.0)))
         delay = min(delay * 2, MAX_BACKOFF)
     handle = ThreadLease(store, tid, lease, ttl)
-    reset = store.hold(tid, Fence(lease.key, lease.token))
+    token = hold(id(store), store.namer.thread(tid), Fence(lease.key, lease.token))
     try:
         yield handle
     finally:
-        HELD.reset(reset)
-        await asyncio.to_thread(store.index.release_lease, handle.lease)
+        release(token)
+        await asyncio.to_thread(store.control.release_lease, handle.lease)

@@ -5,20 +5,7 @@ holding the bucket cannot even test a guessed thread id. Without one, names are 
 SHA-256 with a domain label: still opaque and uniform, but guessable. The naming key is
 never rotated (renaming every object would be a full rewrite); sealing keys are.
 
-Layout inside one thread's partition (`pk` = thread name):
-
-    sk = <ns>#<checkpoint_id>              checkpoint item
-    sk = <ns>#<checkpoint_id>#<task>       pending writes of one task at that checkpoint
-
-Control items (a namespace's head, the thread's lease) live in a partition of their own,
-`<pk>!`, so queries over a thread's partition never meet them:
-
-    pk = <thread>!  sk = head#<ns>         id of the namespace's newest checkpoint
-    pk = <thread>!  sk = lease             the thread's lease: holder, expiry, fencing token
-
-Checkpoint ids are time-ordered, so a descending Query over `<ns>#` meets the newest
-checkpoint (after its own writes) first. Objects live at `<prefix><pk>/<leaf>`, so a
-thread's objects share one key prefix.
+Where each name goes (sort keys, control items, object keys) is `layout.py`.
 """
 
 from __future__ import annotations
@@ -33,11 +20,6 @@ from collections.abc import Callable
 NAMING_LABEL = b"s3dynamo/v1/naming"
 UNKEYED_LABEL = b"s3dynamo/v1/unkeyed/"
 FINGERPRINT_LABEL = "fingerprint"
-SEPARATOR = "#"
-# Thread names are base64url, which never contains "!": control partitions never collide.
-CONTROL_SUFFIX = "!"
-HEAD_PREFIX = "head#"
-LEASE_SK = "lease"
 # Names computed lately, kept: a checkpoint names its thread, namespace and channels
 # again and again, and a history walk names the same channels at every checkpoint.
 NAMES_CACHED = 4096
@@ -142,36 +124,3 @@ class Namer:
     def run(self, run_id: str) -> str:
         """Key of the run index, so `delete_for_runs` needs no scan."""
         return _b64(self._digest("run", run_id)[:16])
-
-
-def checkpoint_sk(ns_name: str, checkpoint_id: str) -> str:
-    return f"{ns_name}{SEPARATOR}{checkpoint_id}"
-
-
-def writes_sk(ns_name: str, checkpoint_id: str, task_name: str) -> str:
-    return f"{ns_name}{SEPARATOR}{checkpoint_id}{SEPARATOR}{task_name}"
-
-
-def parse_sk(sk: str) -> tuple[str, str, str | None]:
-    """Split a sort key into (namespace name, checkpoint id, task name or None)."""
-    parts = sk.split(SEPARATOR)
-    if len(parts) == 2:
-        return parts[0], parts[1], None
-    return parts[0], parts[1], parts[2]
-
-
-def object_key(prefix: str, thread_name: str, leaf: str) -> str:
-    return f"{prefix}{thread_name}/{leaf}"
-
-
-def control_pk(thread_name: str) -> str:
-    """Partition of a thread's control items (heads and lease)."""
-    return thread_name + CONTROL_SUFFIX
-
-
-def is_control_pk(pk: str) -> bool:
-    return pk.endswith(CONTROL_SUFFIX)
-
-
-def head_sk(ns_name: str) -> str:
-    return HEAD_PREFIX + ns_name

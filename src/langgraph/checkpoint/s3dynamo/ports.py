@@ -1,7 +1,13 @@
-"""The two stores a thread lives in, as ports: what the thread store needs of each.
+"""The stores a thread lives in, as ports: what the thread store needs of each, split by
+concern so that a new backend implements one small Protocol at a time.
 
-    Index          records of every thread, keyed (pk, sk); DynamoDB in production
+    RecordIndex    checkpoint and writes records, keyed (pk, sk), and their commit
+    ControlItems   a thread's heads and lease, and the deployment's control records
+    TableScan      every item of the table (admin operations, retention)
     ObjectStore    immutable blobs by key; S3 in production
+    KeyService     wraps data keys under a master key (AWS KMS)
+
+On DynamoDB the first three are one table (`Index` names an adapter that is all three).
 
 Both speak plain typed values (`records.py`, `ObjectInfo`, `Page`), never a service's
 wire shapes. Adapters live in `backends/`: `dynamodb.py` and `s3.py` are the only code
@@ -50,7 +56,7 @@ class ObjectInfo(NamedTuple):
     tag: str = ""
 
 
-class Index(Protocol):
+class RecordIndex(Protocol):
     """Records of every thread, ordered by sort key within a partition."""
 
     def query(
@@ -94,9 +100,40 @@ class Index(Protocol):
         `LeaseLostError` (nothing written) unless the lease still carries its token."""
         ...
 
+    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
+        """Replace `old` by `new` (same key) if the stored record still equals `old`;
+        False if a concurrent writer changed it first."""
+        ...
+
+    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
+        """Write and delete many records (not atomically as a whole)."""
+        ...
+
+    def item_size(self, record: Record) -> int:
+        """Bytes the record takes as one item, as the store bills and limits it (no
+        request): what refuses an oversized checkpoint, and what `stats` reports."""
+        ...
+
+    def create_if_missing(self) -> bool:
+        """Create the index if absent; True if it was created."""
+        ...
+
+
+class ControlItems(Protocol):
+    """A thread's control items (namespace heads, the lease) and the deployment's
+    control records, kept apart from the records a thread query reads."""
+
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         """Delete the heads of these namespaces of a thread (all of them when None), so
         the next commit there is not held to a checkpoint maintenance removed."""
+        ...
+
+    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
+        """Set namespace heads (namespace name -> value) without condition."""
+        ...
+
+    def delete_items(self, keys: Iterable[ItemKey]) -> None:
+        """Delete control items (heads, leases) by key; absent ones are not an error."""
         ...
 
     def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
@@ -113,14 +150,22 @@ class Index(Protocol):
         tokens only grow); nothing if it was taken over."""
         ...
 
-    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
-        """Replace `old` by `new` (same key) if the stored record still equals `old`;
-        False if a concurrent writer changed it first."""
+    def read_control(self) -> dict[str, ControlRecord]:
+        """Every record of the control partition by name (one request)."""
         ...
 
-    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
-        """Write and delete many records (not atomically as a whole); `deletes` may also
-        name control items (heads, leases)."""
+    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
+        """Write a control record if none exists (`expected_version` None) or if the
+        stored one still has `expected_version`; False if another writer came first."""
+        ...
+
+
+class TableScan(Protocol):
+    """Every item of the table: admin operations and retention only."""
+
+    def scan(self) -> Iterator[Record]:
+        """Every record of every thread (admin operations only); never the control
+        partition."""
         ...
 
     def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
@@ -135,27 +180,9 @@ class Index(Protocol):
         consistently."""
         ...
 
-    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        """Set namespace heads (namespace name -> value) without condition."""
-        ...
 
-    def scan(self) -> Iterator[Record]:
-        """Every record of every thread (admin operations only); never the control
-        partition."""
-        ...
-
-    def read_control(self) -> dict[str, ControlRecord]:
-        """Every record of the control partition by name (one request)."""
-        ...
-
-    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
-        """Write a control record if none exists (`expected_version` None) or if the
-        stored one still has `expected_version`; False if another writer came first."""
-        ...
-
-    def create_if_missing(self) -> bool:
-        """Create the index if absent; True if it was created."""
-        ...
+class Index(RecordIndex, ControlItems, TableScan, Protocol):
+    """An adapter that is all three (one DynamoDB table, the in-memory twin)."""
 
 
 class KeyService(Protocol):

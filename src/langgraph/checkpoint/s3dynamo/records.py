@@ -1,9 +1,6 @@
 """The records a thread is stored as, in plain typed values. No I/O, no AWS shapes.
 
-A thread's records share one partition key (`pk`, the keyed hash of its id). Sort keys:
-
-    <ns>#<checkpoint_id>            CheckpointRecord: one per checkpoint
-    <ns>#<checkpoint_id>#<task>     WritesRecord: the pending writes of one task there
+Where each record lives (its keys) is `layout.py`'s business.
 
 A checkpoint record holds the sealed body (everything but channel values, plus the
 parent id), sealed metadata, a sealed (thread id, namespace) reference so `list(None)`
@@ -23,14 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from langgraph.checkpoint.s3dynamo.naming import SEPARATOR, parse_sk
-
-# Partition of the deployment's own records (the deployment record, the KMS keyring).
-# Thread partitions are 22 base64url characters, which never contain '#', so no thread
-# can land here.
-CONTROL_PK = "#s3dynamo"
-DEPLOYMENT_RECORD = "deployment"
-KEYRING_RECORD = "keyring"
+from langgraph.checkpoint.s3dynamo.layout import owner_sk, parse_sk, split_write_ref
 
 
 @dataclass
@@ -106,20 +96,6 @@ class WritesRecord:
 Record = CheckpointRecord | WritesRecord
 
 
-def record_size(record: Record) -> int:
-    """Bytes the record takes as an index item, counted as DynamoDB counts them (names
-    and values), with a little room for the attribute names the adapter adds."""
-    if isinstance(record, WritesRecord):
-        parts = [len(record.task_ref), len(record.bundle or "")]
-        parts += [len(v) + 8 for v in record.writes.values()]
-    else:
-        parts = [len(record.body), len(record.metadata), len(record.thread_ref)]
-        parts += [len(record.run_key or ""), *(len(o) + 1 for o in record.objects)]
-        parts += [len(k) + len(v) + 2 for k, v in record.inline.items()]
-    stamp = 0 if record.written_at is None else 8
-    return len(record.pk) + len(record.sk) + sum(parts) + stamp + 64
-
-
 class Stamp(NamedTuple):
     """What retention reads of one item: its key, when it was written (records; None if
     unstamped or not a record) and, for a namespace's head, the id (or tombstone) it names."""
@@ -127,26 +103,6 @@ class Stamp(NamedTuple):
     key: ItemKey
     written_at: int | None = None
     head: str | None = None
-
-
-# A head set to `~<seconds>` marks a namespace whose thread retention is removing (or
-# removed then): a commit that expects a parent is refused, a new thread may start. Checkpoint
-# ids never begin with "~".
-TOMBSTONE_MARK = "~"
-
-
-def tombstone(at: int) -> str:
-    return f"{TOMBSTONE_MARK}{at}"
-
-
-def tombstone_time(head: str | None) -> int | None:
-    """When a tombstone head was set; None for a head naming a checkpoint (or none)."""
-    if head is None or not head.startswith(TOMBSTONE_MARK):
-        return None
-    try:
-        return int(head[len(TOMBSTONE_MARK) :])
-    except ValueError:
-        return 0
 
 
 class HeadMove(NamedTuple):
@@ -178,26 +134,6 @@ class Lease(NamedTuple):
     owner: str
     token: int
     expires_ms: int
-
-
-def owner_sk(sk: str) -> str:
-    """Sort key of the checkpoint a record belongs to: itself, or a writes record's owner."""
-    return sk.rsplit(SEPARATOR, 1)[0] if sk.count(SEPARATOR) == 2 else sk
-
-
-def is_writes_key(sk: str) -> bool:
-    return sk.count(SEPARATOR) == 2
-
-
-def write_ref(leaf: str, channel_tag: str) -> str:
-    """How a writes record points at a write kept in S3: the object leaf, then the keyed
-    channel tag, so a reader can pick a channel's writes without fetching the others."""
-    return f"{leaf}.{channel_tag}"
-
-
-def split_write_ref(ref: str) -> tuple[str, str | None]:
-    leaf, _, tag = ref.partition(".")
-    return leaf, tag or None
 
 
 def referenced_leaves(record: Record) -> set[str]:

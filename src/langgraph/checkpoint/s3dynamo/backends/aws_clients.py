@@ -8,7 +8,8 @@ configuration) are read and credentials resolved once, however many of DynamoDB,
 KMS clients, or savers, the process ends up with. Each client is built on first use (see
 `S3DynamoSaver`): a turn that never touches S3 never builds its client.
 
-Region, credentials and endpoints come from the environment as the SDK reads them
+The region and endpoint are the saver's settings where it has them (`compose.py`);
+otherwise, and for credentials, the environment as the SDK reads it
 (`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL_DYNAMODB`, the shared config file, ...). Retries
 are chosen, not inherited from `AWS_RETRY_MODE` or the config file: botocore's `standard`
 mode (backoff with jitter, a retry quota, transient errors and throttling) with a stated
@@ -24,7 +25,7 @@ from botocore.config import Config
 from botocore.exceptions import NoRegionError
 from botocore.session import Session
 
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import RegionNotSetError
 
 _session: Session | None = None
 _lock = threading.Lock()  # botocore sessions are not safe to share unlocked
@@ -44,7 +45,21 @@ def _the_session() -> Session:
     return _session
 
 
-def client(service: str, *, max_attempts: int, max_pool_connections: int) -> Any:
+# Every message about a missing region says the same thing.
+REGION_HINT = (
+    "set AWS_REGION (or AWS_DEFAULT_REGION, S3DYNAMO_REGION, or region=... / --region) to "
+    "the region of the deployment's table and bucket"
+)
+
+
+def client(
+    service: str,
+    *,
+    region: str | None = None,
+    endpoint_url: str | None = None,
+    max_attempts: int,
+    max_pool_connections: int,
+) -> Any:
     """A botocore client for `service` from the process's one session."""
     config = Config(
         max_pool_connections=max_pool_connections,
@@ -52,10 +67,10 @@ def client(service: str, *, max_attempts: int, max_pool_connections: int) -> Any
     )
     with _lock:
         try:
-            return _the_session().create_client(service, config=config)
+            return _the_session().create_client(
+                service, region_name=region, endpoint_url=endpoint_url, config=config
+            )
         except NoRegionError:
-            raise InvalidConfigError(
-                f"no AWS region for the {service} client: set AWS_DEFAULT_REGION (the SDK "
-                "does not read AWS_REGION; Lambda sets both) to the region of the "
-                "deployment's table and bucket, or pass clients built with region_name=..."
+            raise RegionNotSetError(
+                f"no AWS region for the {service} client: {REGION_HINT}"
             ) from None

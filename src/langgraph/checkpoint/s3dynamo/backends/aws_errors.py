@@ -9,17 +9,22 @@ from typing import Any, NamedTuple
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
+    ConnectionClosedError,
     EndpointConnectionError,
     NoCredentialsError,
 )
 
-from langgraph.checkpoint.s3dynamo.errors import StorageError, StoreMissingError
+from langgraph.checkpoint.s3dynamo.errors import (
+    CredentialsNotFoundError,
+    EndpointUnreachableError,
+    StorageError,
+    StoreMissingError,
+)
 
 # Said only after the region and endpoint: a table missing "here" may exist in another
 # region, and creating it here would split the deployment in two.
 SETUP_HINT = (
-    "if it lives in another region, set AWS_DEFAULT_REGION (or pass clients built for that "
-    "region); "
+    "if it lives in another region, set AWS_REGION (or pass clients built for that region); "
     "if it belongs here, deploy the terraform/ module (saver.setup() in development)"
 )
 MISSING_CODES = ("ResourceNotFoundException", "NoSuchBucket")
@@ -78,14 +83,14 @@ def translate(exc: Exception, resource: str) -> Exception:
             )
         return StorageError(f"{op} on {resource} failed: {code}: {message}")
     if isinstance(exc, NoCredentialsError):
-        return StorageError(
+        return CredentialsNotFoundError(
             f"no AWS credentials for {resource}: set AWS_ACCESS_KEY_ID and "
             "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where a role is attached"
         )
-    if isinstance(exc, EndpointConnectionError):
-        return StorageError(
-            f"cannot reach {resource}: {exc}; check AWS_DEFAULT_REGION and any "
-            "AWS_ENDPOINT_URL* variable"
+    if isinstance(exc, (EndpointConnectionError, ConnectionClosedError)):
+        return EndpointUnreachableError(
+            f"cannot reach {resource}: {exc}; check AWS_REGION and the endpoint "
+            "(S3DYNAMO_ENDPOINT_URL, AWS_ENDPOINT_URL*)"
         )
     return StorageError(f"request to {resource} failed: {exc}")
 

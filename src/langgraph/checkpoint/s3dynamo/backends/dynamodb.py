@@ -1,41 +1,13 @@
-"""The index on DynamoDB: records as items, in DynamoDB's low-level attribute-value form.
-
-A checkpoint item (sk = `<ns>#<checkpoint_id>`):
-
-    c   B    sealed checkpoint body
-    m   B    sealed metadata
-    t   B    sealed (thread id, namespace)
-    rk  S    keyed hash of the run id (sparse index `runs`), if any
-    o   SS   object leaves of the channel values kept in S3
-    iv  M    small sealed channel values kept inline, keyed by a per-item channel tag
-    a   N    when it was written, seconds since the epoch (retention reads it)
-
-A writes item (sk = `<ns>#<checkpoint_id>#<task>`):
-
-    t        B    sealed (task id, task path)
-    w<idx>   B|S  one write: sealed inline, or a reference to its object
-    wb       S    leaf of a bundle object holding a task's regular writes, used when there
-                  are more than fit one UpdateExpression (DynamoDB caps it at 4 KB)
-    a        N    when its newest writes were stored, seconds since the epoch
-
-A head item (pk = `<thread>!`, sk = `head#<ns>`):
-
-    h   S    id of the namespace's newest checkpoint, or `~<seconds>`: a tombstone set by
-             retention while (and after) it removes the thread
-
-A lease item (pk = `<thread>!`, sk = `lease`):
-
-    o   S    holder (a random id per acquisition)
-    k   N    fencing token: grows by one with every acquisition, never reset
-    x   N    expiry, ms since the epoch (the holder's clock); 0 once released
+"""The index on DynamoDB: the `RecordIndex`, `ControlItems` and `TableScan` ports on one
+table. The item format (attribute names, expressions) is pure and lives in
+`dynamodb_items.py`; this module only sends requests, and every botocore error leaves
+through `aws_errors`.
 
 A checkpoint is committed with one TransactWriteItems: the Put of its item and the
-Update of its namespace's head (conditional for a run that loaded the latest
-checkpoint), plus, under a lease, an Update of the lease item conditional on the token.
-DynamoDB bills a transaction twice the write units of the same writes done plainly.
-
-`to_item` and `from_item` are pure; `DynamoIndex` only sends requests. Every botocore
-error leaves through `aws_errors`.
+Update of its namespace's head (conditional for a run that continues the latest
+checkpoint, see `runs.py`), plus, under a lease, an Update of the lease item conditional
+on the token. DynamoDB bills a transaction twice the write units of the same writes
+done plainly.
 """
 
 from __future__ import annotations
@@ -55,17 +27,38 @@ from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
     translate,
     translate_errors,
 )
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
+    CONTROL_VERSION,
+    HEAD,
+    LEASE_EXPIRES,
+    LEASE_OWNER,
+    LEASE_TOKEN,
+    WRITTEN_AT,
+    Item,
+    fence_update,
+    from_item,
+    head_update,
+    key_item,
+    merge_writes_update,
+    record_size,
+    replace_update,
+    stamp_of,
+    to_item,
+)
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
-    IntegrityError,
     LeaseLostError,
     StorageError,
 )
-from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk, head_sk, is_control_pk
+from langgraph.checkpoint.s3dynamo.layout import (
+    CONTROL_PK,
+    HEAD_PREFIX,
+    control_pk,
+    head_sk,
+    is_control_pk,
+)
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
-    CONTROL_PK,
-    TOMBSTONE_MARK,
     CheckpointRecord,
     ControlRecord,
     Fence,
@@ -75,7 +68,6 @@ from langgraph.checkpoint.s3dynamo.records import (
     Record,
     Stamp,
     WritesRecord,
-    is_writes_key,
 )
 from langgraph.checkpoint.s3dynamo.schema import (
     PARTITION_KEY,
@@ -87,215 +79,13 @@ from langgraph.checkpoint.s3dynamo.schema import (
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 log = logging.getLogger(__name__)
-Item = dict[str, Any]
 
-BODY, METADATA, REF, OBJECTS, INLINE, WRITTEN_AT = "c", "m", "t", "o", "iv", "a"
-# Version of a control record (deployment record, KMS keyring), checked on replace.
-CONTROL_VERSION = "v"
-WRITE_PREFIX, BUNDLE = "w", "wb"
-HEAD = "h"
 CHECK_FAILED = "ConditionalCheckFailed"
 # Sends of a transaction cancelled only by a conflict with another one in flight.
 TRANSACTION_ATTEMPTS = 5
-LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
 # DynamoDB's hard limit on one BatchWriteItem.
 BATCH_WRITE_MAX = 25
 BATCH_ATTEMPTS = 8
-
-
-# ------------------------------------------------------------------ item format
-
-
-def write_attr(idx: int) -> str:
-    return f"{WRITE_PREFIX}{idx}"
-
-
-def _write_value(value: bytes | str) -> dict[str, Any]:
-    return {"S": value} if isinstance(value, str) else {"B": value}
-
-
-def key_item(key: ItemKey) -> Item:
-    return {PARTITION_KEY: {"S": key.pk}, SORT_KEY: {"S": key.sk}}
-
-
-def to_item(record: Record) -> Item:
-    item = key_item(record.key)
-    if isinstance(record, WritesRecord):
-        item[REF] = {"B": record.task_ref}
-        for idx, value in record.writes.items():
-            item[write_attr(idx)] = _write_value(value)
-        if record.bundle is not None:
-            item[BUNDLE] = {"S": record.bundle}
-        _stamp(item, record.written_at)
-        return item
-    item[BODY] = {"B": record.body}
-    item[METADATA] = {"B": record.metadata}
-    item[REF] = {"B": record.thread_ref}
-    if record.run_key:
-        item[RUN_KEY] = {"S": record.run_key}
-    if record.objects:
-        item[OBJECTS] = {"SS": sorted(record.objects)}
-    if record.inline:
-        item[INLINE] = {"M": {tag: {"B": blob} for tag, blob in sorted(record.inline.items())}}
-    _stamp(item, record.written_at)
-    return item
-
-
-def _stamp(item: Item, written_at: int | None) -> None:
-    if written_at is not None:
-        item[WRITTEN_AT] = {"N": str(written_at)}
-
-
-def _written_at(item: Item) -> int | None:
-    value = item.get(WRITTEN_AT)
-    return None if value is None else int(value["N"])
-
-
-def from_item(item: Item) -> Record:
-    """Parse an item; an item missing what its kind requires is an `IntegrityError`."""
-    pk, sk = item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]
-    try:
-        if is_writes_key(sk):
-            writes: dict[int, bytes | str] = {}
-            for name, value in item.items():
-                if name.startswith(WRITE_PREFIX) and name != BUNDLE:
-                    writes[int(name[len(WRITE_PREFIX) :])] = (
-                        value["S"] if "S" in value else bytes(value["B"])
-                    )
-            return WritesRecord(
-                pk=pk,
-                sk=sk,
-                task_ref=bytes(item[REF]["B"]),
-                writes=writes,
-                bundle=item.get(BUNDLE, {}).get("S"),
-                written_at=_written_at(item),
-            )
-        return CheckpointRecord(
-            pk=pk,
-            sk=sk,
-            body=bytes(item[BODY]["B"]),
-            metadata=bytes(item[METADATA]["B"]),
-            thread_ref=bytes(item[REF]["B"]),
-            run_key=item.get(RUN_KEY, {}).get("S"),
-            objects=frozenset(item.get(OBJECTS, {}).get("SS", ())),
-            inline={k: bytes(v["B"]) for k, v in item.get(INLINE, {}).get("M", {}).items()},
-            written_at=_written_at(item),
-        )
-    except (KeyError, ValueError) as exc:
-        raise IntegrityError(
-            f"index item with sort key {sk!r} is malformed ({type(exc).__name__}: {exc}); "
-            "it was altered or written by something else"
-        ) from exc
-
-
-def _stamp_of(item: Item) -> Stamp:
-    return Stamp(
-        ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
-        _written_at(item),
-        item.get(HEAD, {}).get("S"),
-    )
-
-
-def _token(attribute: str) -> str:
-    """An attribute name as placeholders may spell it (`w-3` is a special write's)."""
-    return attribute.replace("-", "_")
-
-
-def merge_writes_update(
-    record: WritesRecord, last_wins: frozenset[int]
-) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """One UpdateItem that stores a whole `put_writes` call atomically: the first write
-    of a regular index wins (`if_not_exists`), one in `last_wins` takes the new value."""
-    names = {"#ref": REF}
-    values: dict[str, Any] = {":ref": {"B": record.task_ref}}
-    clauses = ["#ref = if_not_exists(#ref, :ref)"]
-    if record.bundle is not None:
-        names["#bundle"], values[":bundle"] = BUNDLE, {"S": record.bundle}
-        clauses.append("#bundle = if_not_exists(#bundle, :bundle)")
-    if record.written_at is not None:
-        names["#at"], values[":at"] = WRITTEN_AT, {"N": str(record.written_at)}
-        clauses.append("#at = :at")
-    for idx, value in sorted(record.writes.items()):
-        name = _token(write_attr(idx))
-        names[f"#{name}"] = write_attr(idx)
-        values[f":{name}"] = _write_value(value)
-        if idx in last_wins:
-            clauses.append(f"#{name} = :{name}")
-        else:
-            clauses.append(f"#{name} = if_not_exists(#{name}, :{name})")
-    return "SET " + ", ".join(clauses), names, values
-
-
-def replace_update(old: Item, new: Item) -> dict[str, Any] | None:
-    """UpdateItem arguments setting the attributes that differ between `old` and `new`,
-    on condition that each still holds its old value; None if nothing differs."""
-    changed = [name for name in new if old.get(name) != new[name]]
-    if not changed:
-        return None
-    # Conditions compare scalars only (dynalite cannot compare maps); a map changes only
-    # together with the item's sealed body or task reference, which stand guard for it.
-    guarded = [n for n in changed if "M" not in new[n]]
-    if len(guarded) < len(changed):
-        guard = BODY if BODY in old else REF
-        if guard not in guarded:
-            guarded.append(guard)
-    names: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    sets, conditions = [], []
-    for name in changed:
-        token = _token(name)
-        names[f"#set_{token}"] = name
-        values[f":new_{token}"] = new[name]
-        sets.append(f"#set_{token} = :new_{token}")
-    for name in guarded:
-        token = _token(name)
-        names[f"#was_{token}"] = name
-        if name in old:
-            values[f":old_{token}"] = old[name]
-            conditions.append(f"#was_{token} = :old_{token}")
-        else:
-            conditions.append(f"attribute_not_exists(#was_{token})")
-    return {
-        "Key": {PARTITION_KEY: new[PARTITION_KEY], SORT_KEY: new[SORT_KEY]},
-        "UpdateExpression": "SET " + ", ".join(sets),
-        "ConditionExpression": " AND ".join(conditions),
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": values,
-    }
-
-
-def head_update(head: HeadMove) -> dict[str, Any]:
-    """The Update moving a namespace's head, conditional when the commit must find the
-    head still at its parent (or absent, or already at this very checkpoint)."""
-    update: dict[str, Any] = {
-        "Key": key_item(head.key),
-        "UpdateExpression": "SET #h = :to",
-        "ExpressionAttributeNames": {"#h": HEAD},
-        "ExpressionAttributeValues": {":to": {"S": head.to}},
-    }
-    if head.expect_parent:
-        condition = "attribute_not_exists(#h) OR #h = :to"
-        if head.parent is not None:
-            condition += " OR #h = :parent"
-            update["ExpressionAttributeValues"][":parent"] = {"S": head.parent}
-        else:
-            # A new thread may start where retention removed one of the same id.
-            condition += " OR begins_with(#h, :gone)"
-            update["ExpressionAttributeValues"][":gone"] = {"S": TOMBSTONE_MARK}
-        update["ConditionExpression"] = condition
-    return update
-
-
-def fence_update(fence: Fence) -> dict[str, Any]:
-    """An Update of the lease item that changes nothing and holds only while the lease
-    still carries the writer's token: the fencing check, as an UpdateItem action."""
-    return {
-        "Key": key_item(fence.key),
-        "UpdateExpression": "SET #k = :token",
-        "ConditionExpression": "#k = :token",
-        "ExpressionAttributeNames": {"#k": LEASE_TOKEN},
-        "ExpressionAttributeValues": {":token": {"N": str(fence.token)}},
-    }
 
 
 def cancellation_codes(exc: ClientError) -> list[str]:
@@ -309,42 +99,14 @@ def cancellation_codes(exc: ClientError) -> list[str]:
     return [part.strip() for part in inside.split(",")]
 
 
-# --------------------------------------------------------------------- adapter
-
-
-class DynamoIndex:
-    """The `Index` port on one DynamoDB table (see `schema.py`)."""
+class DynamoTable:
+    """One DynamoDB table (see `schema.py`): the client, and the paged reads and batch
+    writes the three ports below share."""
 
     def __init__(self, client: Any, table: str) -> None:
         self.client = client
         self.table = table
         self.resource = located(f"DynamoDB table {table!r}", client)
-
-    def query(
-        self,
-        pk: str,
-        *,
-        prefix: str | None = None,
-        between: tuple[str, str] | None = None,
-        descending: bool = False,
-        limit: int | None = None,
-        cursor: Cursor | None = None,
-        consistent: bool = False,
-    ) -> Page:
-        items, last = self._query(
-            pk,
-            prefix=prefix,
-            between=between,
-            descending=descending,
-            limit=limit,
-            start=cursor,
-            consistent=consistent,
-        )
-        return Page([from_item(i) for i in items], last)
-
-    def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
-        for items in self._pages("query", self._query_args(pk, prefix=prefix, keys_only=True)):
-            yield from (ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items)
 
     def _page(
         self, operation: str, request: dict[str, Any], start: Cursor | None = None
@@ -406,6 +168,86 @@ class DynamoIndex:
         if limit is not None:
             kwargs["Limit"] = limit
         return kwargs
+
+    def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
+        for items in self._pages("query", self._query_args(pk, prefix=prefix, keys_only=True)):
+            yield from (ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items)
+
+    def _write_chunk(self, chunk: list[Item]) -> None:
+        pending, delay = chunk, 0.05
+        for _attempt in range(BATCH_ATTEMPTS):
+            with translate_errors(self.resource):
+                out = self.client.batch_write_item(RequestItems={self.table: pending})
+            pending = out.get("UnprocessedItems", {}).get(self.table, [])
+            if not pending:
+                return
+            log.warning(
+                "BatchWriteItem on %s: %d items unprocessed (throttled), retrying in %.2f s",
+                self.resource,
+                len(pending),
+                delay,
+            )
+            time.sleep(delay)
+            delay *= 2
+        raise StorageError(
+            f"BatchWriteItem on {self.resource}: {len(pending)} items still unprocessed "
+            f"after {BATCH_ATTEMPTS} attempts (throttled); retry the operation"
+        )
+
+    def _batch(self, requests: list[Item]) -> None:
+        """Write requests in parallel batches of 25, retrying unprocessed ones."""
+        chunks = [
+            requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)
+        ]
+        parallel(self._write_chunk, chunks)
+
+    def create_if_missing(self) -> bool:
+        """Create the table (and wait for it); False if it already existed."""
+        found = attempt(
+            self.resource,
+            self.client.describe_table,
+            tolerate=("ResourceNotFoundException",),
+            TableName=self.table,
+        )
+        if found.refused is None:
+            return False
+        attempt(
+            self.resource,
+            self.client.create_table,
+            tolerate=("ResourceInUseException",),
+            **table_definition(self.table),
+        )
+        with translate_errors(self.resource):
+            self.client.get_waiter("table_exists").wait(
+                TableName=self.table, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+            )
+        return True
+
+
+class DynamoRecords(DynamoTable):
+    """The `RecordIndex` port: checkpoint and writes records, and their commits."""
+
+    def query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        between: tuple[str, str] | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        cursor: Cursor | None = None,
+        consistent: bool = False,
+    ) -> Page:
+        items, last = self._query(
+            pk,
+            prefix=prefix,
+            between=between,
+            descending=descending,
+            limit=limit,
+            start=cursor,
+            consistent=consistent,
+        )
+        return Page([from_item(i) for i in items], last)
 
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
         request = {
@@ -496,13 +338,50 @@ class DynamoIndex:
             except BotoCoreError as exc:
                 raise translate(exc, self.resource) from exc
 
+    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
+        update = replace_update(to_item(old), to_item(new))
+        if update is None:
+            return True
+        out = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=("ConditionalCheckFailedException",),
+            TableName=self.table,
+            **update,
+        )
+        return out.refused is None
+
+    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
+        requests = [{"PutRequest": {"Item": to_item(r)}} for r in puts]
+        requests += [{"DeleteRequest": {"Key": key_item(k)}} for k in deletes]
+        self._batch(requests)
+
+    def item_size(self, record: Record) -> int:
+        return record_size(record)
+
+
+class DynamoControl(DynamoTable):
+    """The `ControlItems` port: heads, leases and the deployment's control records."""
+
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         pk = control_pk(thread_name)
         if ns_names is None:
             keys = [k for k in self.query_keys(pk, prefix=HEAD_PREFIX)]
         else:
             keys = [ItemKey(pk, head_sk(name)) for name in sorted(ns_names)]
-        self.write_batch(deletes=keys)
+        self.delete_items(keys)
+
+    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
+        pk = control_pk(thread_name)
+        self._batch(
+            [
+                {"PutRequest": {"Item": {**key_item(ItemKey(pk, head_sk(ns))), HEAD: {"S": v}}}}
+                for ns, v in sorted(heads.items())
+            ]
+        )
+
+    def delete_items(self, keys: Iterable[ItemKey]) -> None:
+        self._batch([{"DeleteRequest": {"Key": key_item(k)}} for k in keys])
 
     def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
         out = attempt(
@@ -552,95 +431,6 @@ class DynamoIndex:
         )
         return out.refused is None
 
-    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
-        update = replace_update(to_item(old), to_item(new))
-        if update is None:
-            return True
-        out = attempt(
-            self.resource,
-            self.client.update_item,
-            tolerate=("ConditionalCheckFailedException",),
-            TableName=self.table,
-            **update,
-        )
-        return out.refused is None
-
-    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
-        """Write and delete items in parallel batches of 25, retrying unprocessed ones."""
-        requests = [{"PutRequest": {"Item": to_item(r)}} for r in puts]
-        requests += [{"DeleteRequest": {"Key": key_item(k)}} for k in deletes]
-        chunks = [
-            requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)
-        ]
-        parallel(self._write_chunk, chunks)
-
-    def _write_chunk(self, chunk: list[Item]) -> None:
-        pending, delay = chunk, 0.05
-        for _attempt in range(BATCH_ATTEMPTS):
-            with translate_errors(self.resource):
-                out = self.client.batch_write_item(RequestItems={self.table: pending})
-            pending = out.get("UnprocessedItems", {}).get(self.table, [])
-            if not pending:
-                return
-            log.warning(
-                "BatchWriteItem on %s: %d items unprocessed (throttled), retrying in %.2f s",
-                self.resource,
-                len(pending),
-                delay,
-            )
-            time.sleep(delay)
-            delay *= 2
-        raise StorageError(
-            f"BatchWriteItem on {self.resource}: {len(pending)} items still unprocessed "
-            f"after {BATCH_ATTEMPTS} attempts (throttled); retry the operation"
-        )
-
-    # Retention reads keys, stamps and heads only: a small reply, though DynamoDB bills
-    # a Scan or Query by the size of the whole items it reads.
-    STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT, "#h": HEAD}
-
-    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "ProjectionExpression": "#pk, #sk, #a, #h",
-            "ExpressionAttributeNames": self.STAMP_NAMES,
-        }
-        if segments > 1:
-            request |= {"Segment": segment, "TotalSegments": segments}
-        for items in self._pages("scan", request):
-            yield [_stamp_of(i) for i in items if i[PARTITION_KEY]["S"] != CONTROL_PK]
-
-    def partition_stamps(self, pk: str) -> list[Stamp]:
-        request = {
-            "TableName": self.table,
-            "KeyConditionExpression": "#pk = :pk",
-            "ProjectionExpression": "#pk, #sk, #a, #h",
-            "ExpressionAttributeNames": self.STAMP_NAMES,
-            "ExpressionAttributeValues": {":pk": {"S": pk}},
-            "ConsistentRead": True,
-        }
-        return [_stamp_of(i) for items in self._pages("query", request) for i in items]
-
-    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        pk = control_pk(thread_name)
-        requests = [
-            {"PutRequest": {"Item": {**key_item(ItemKey(pk, head_sk(ns))), HEAD: {"S": value}}}}
-            for ns, value in sorted(heads.items())
-        ]
-        chunks = [
-            requests[i : i + BATCH_WRITE_MAX] for i in range(0, len(requests), BATCH_WRITE_MAX)
-        ]
-        parallel(self._write_chunk, chunks)
-
-    def scan(self) -> Iterator[Record]:
-        for items in self._pages("scan", {"TableName": self.table}):
-            # Control items (heads, leases; the deployment's keyring) are not records.
-            yield from (
-                from_item(i)
-                for i in items
-                if not is_control_pk(i[PARTITION_KEY]["S"]) and i[PARTITION_KEY]["S"] != CONTROL_PK
-            )
-
     def read_control(self) -> dict[str, ControlRecord]:
         items, _ = self._query(CONTROL_PK, consistent=True)
         out = {}
@@ -684,24 +474,46 @@ class DynamoIndex:
         )
         return out.refused is None
 
-    def create_if_missing(self) -> bool:
-        """Create the table (and wait for it); False if it already existed."""
-        found = attempt(
-            self.resource,
-            self.client.describe_table,
-            tolerate=("ResourceNotFoundException",),
-            TableName=self.table,
-        )
-        if found.refused is None:
-            return False
-        attempt(
-            self.resource,
-            self.client.create_table,
-            tolerate=("ResourceInUseException",),
-            **table_definition(self.table),
-        )
-        with translate_errors(self.resource):
-            self.client.get_waiter("table_exists").wait(
-                TableName=self.table, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
+
+class DynamoScans(DynamoTable):
+    """The `TableScan` port: every item of the table, for admin operations and retention."""
+
+    # Retention reads keys, stamps and heads only: a small reply, though DynamoDB bills
+    # a Scan or Query by the size of the whole items it reads.
+
+    STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT, "#h": HEAD}
+
+    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "ProjectionExpression": "#pk, #sk, #a, #h",
+            "ExpressionAttributeNames": self.STAMP_NAMES,
+        }
+        if segments > 1:
+            request |= {"Segment": segment, "TotalSegments": segments}
+        for items in self._pages("scan", request):
+            yield [stamp_of(i) for i in items if i[PARTITION_KEY]["S"] != CONTROL_PK]
+
+    def partition_stamps(self, pk: str) -> list[Stamp]:
+        request = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#pk = :pk",
+            "ProjectionExpression": "#pk, #sk, #a, #h",
+            "ExpressionAttributeNames": self.STAMP_NAMES,
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "ConsistentRead": True,
+        }
+        return [stamp_of(i) for items in self._pages("query", request) for i in items]
+
+    def scan(self) -> Iterator[Record]:
+        for items in self._pages("scan", {"TableName": self.table}):
+            # Control items (heads, leases; the deployment's keyring) are not records.
+            yield from (
+                from_item(i)
+                for i in items
+                if not is_control_pk(i[PARTITION_KEY]["S"]) and i[PARTITION_KEY]["S"] != CONTROL_PK
             )
-        return True
+
+
+class DynamoIndex(DynamoRecords, DynamoControl, DynamoScans):
+    """All three ports on one table: what the saver builds."""

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import record_size
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
@@ -36,7 +37,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.naming import HEAD_PREFIX, control_pk, head_sk
+from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace, head_sk, tombstone_time
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
@@ -48,12 +49,13 @@ from langgraph.checkpoint.s3dynamo.records import (
     Record,
     Stamp,
     WritesRecord,
-    tombstone_time,
 )
 
 
 class MemoryIndex:
-    """The `Index` port in memory."""
+    """The `RecordIndex`, `ControlItems` and `TableScan` ports in memory (an `Index`).
+    Items are sized as DynamoDB counts them (`dynamodb_items.py`, pure), so limits and
+    budgets match."""
 
     def __init__(self, *, exists: bool = True) -> None:
         self.exists = exists
@@ -152,7 +154,7 @@ class MemoryIndex:
             self._count("drop_heads")
             pk = control_pk(thread_name)
             for key in [k for k in self.heads if k.pk == pk]:
-                if ns_names is None or key.sk[len(HEAD_PREFIX) :] in ns_names:
+                if ns_names is None or head_namespace(key.sk) in ns_names:
                     del self.heads[key]
 
     def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
@@ -213,8 +215,16 @@ class MemoryIndex:
                 self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
             for key in deletes:
                 self._partitions.get(key.pk, {}).pop(key.sk, None)
+
+    def delete_items(self, keys: Iterable[ItemKey]) -> None:
+        with self._lock:
+            self._count("write_batch")
+            for key in keys:
                 self.heads.pop(key, None)
                 self.leases.pop(key, None)
+
+    def item_size(self, record: Record) -> int:
+        return record_size(record)
 
     def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
         with self._lock:

@@ -8,9 +8,10 @@ the `cli` extra, so the Lambda path never imports them::
     pip install "langgraph-checkpoint-s3dynamo[cli]"
     s3dynamo --help
 
-Modules: `app.py` (commands and error handling), `collect.py` (what each command
-reads from a `ThreadStore`, as plain dicts: the `--json` shapes), `render.py` (pure
-formatting: values, diffs, sizes, costs, page tokens).
+Modules: `app.py` (the entry point and error handling), `common.py` (the group, the
+store options, opening a saver), `reading.py` and `maintenance.py` (the commands),
+`views.py` (the `--json` shapes, from `saver.ops` reports), `render.py` (pure
+formatting: values, diffs, sizes, costs, page tokens), `demo.py` (`s3dynamo demo`).
 """
 
 from __future__ import annotations

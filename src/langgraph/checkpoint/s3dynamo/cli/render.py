@@ -1,5 +1,5 @@
 """Pure formatting for the command line: values as JSON, diffs of two states, what a
-checkpoint will run next, DynamoDB item sizes, monthly cost, sizes and page tokens.
+checkpoint will run next, monthly cost, sizes and page tokens.
 
 No I/O and no click or rich here, so all of it is unit-tested on plain values.
 """
@@ -262,32 +262,6 @@ def interrupts(pending_writes: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------- sizes and cost
-
-
-def item_size(item: Mapping[str, Any]) -> int:
-    """Bytes a DynamoDB item counts for, by DynamoDB's rule: each attribute's name plus
-    its value (strings and binary by length, numbers about 1 byte per 2 digits, sets by
-    their members, maps and lists 3 bytes plus 1 per element plus their contents)."""
-    return sum(len(name.encode()) + attribute_size(value) for name, value in item.items())
-
-
-def attribute_size(value: Mapping[str, Any]) -> int:
-    ((kind, inner),) = value.items()
-    if kind == "S":
-        return len(inner.encode())
-    if kind == "B":
-        return len(inner)
-    if kind == "N":
-        return len(str(inner).lstrip("-").replace(".", "")) // 2 + 1
-    if kind in ("SS", "BS"):
-        return sum(len(s.encode() if isinstance(s, str) else s) for s in inner)
-    if kind == "NS":
-        return sum(len(str(n)) // 2 + 1 for n in inner)
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + 1 + attribute_size(v) for k, v in inner.items())
-    if kind == "L":
-        return 3 + sum(1 + attribute_size(v) for v in inner)
-    return 1  # BOOL, NULL
 
 
 def monthly_cost(items: int, item_bytes: int, object_bytes: int) -> dict[str, Any]:

@@ -1,0 +1,291 @@
+"""The index on DynamoDB: records as items, in DynamoDB's low-level attribute-value form.
+
+A checkpoint item (sk = `<ns>#<checkpoint_id>`):
+
+    c   B    sealed checkpoint body
+    m   B    sealed metadata
+    t   B    sealed (thread id, namespace)
+    rk  S    keyed hash of the run id (sparse index `runs`), if any
+    o   SS   object leaves of the channel values kept in S3
+    iv  M    small sealed channel values kept inline, keyed by a per-item channel tag
+    a   N    when it was written, seconds since the epoch (retention reads it)
+
+A writes item (sk = `<ns>#<checkpoint_id>#<task>`):
+
+    t        B    sealed (task id, task path)
+    w<idx>   B|S  one write: sealed inline, or a reference to its object
+    wb       S    leaf of a bundle object holding a task's regular writes, used when there
+                  are more than fit one UpdateExpression (DynamoDB caps it at 4 KB)
+    a        N    when its newest writes were stored, seconds since the epoch
+
+A head item (pk = `<thread>!`, sk = `head#<ns>`):
+
+    h   S    id of the namespace's newest checkpoint, or `~<seconds>`: a tombstone set by
+             retention while (and after) it removes the thread
+
+A lease item (pk = `<thread>!`, sk = `lease`):
+
+    o   S    holder (a random id per acquisition)
+    k   N    fencing token: grows by one with every acquisition, never reset
+    x   N    expiry, ms since the epoch (the holder's clock); 0 once released
+
+A checkpoint is committed with one TransactWriteItems: the Put of its item and the
+Update of its namespace's head (conditional for a run that loaded the latest
+checkpoint), plus, under a lease, an Update of the lease item conditional on the token.
+DynamoDB bills a transaction twice the write units of the same writes done plainly.
+
+Everything here is pure (no botocore): `dynamodb.py` sends the requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.layout import TOMBSTONE_MARK, is_writes_key
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    Fence,
+    HeadMove,
+    ItemKey,
+    Record,
+    Stamp,
+    WritesRecord,
+)
+from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY, RUN_KEY, SORT_KEY
+
+Item = dict[str, Any]
+
+BODY, METADATA, REF, OBJECTS, INLINE, WRITTEN_AT = "c", "m", "t", "o", "iv", "a"
+# Version of a control record (deployment record, KMS keyring), checked on replace.
+CONTROL_VERSION = "v"
+WRITE_PREFIX, BUNDLE = "w", "wb"
+HEAD = "h"
+LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
+
+
+# ------------------------------------------------------------------ item format
+
+
+def write_attr(idx: int) -> str:
+    return f"{WRITE_PREFIX}{idx}"
+
+
+def _write_value(value: bytes | str) -> dict[str, Any]:
+    return {"S": value} if isinstance(value, str) else {"B": value}
+
+
+def key_item(key: ItemKey) -> Item:
+    return {PARTITION_KEY: {"S": key.pk}, SORT_KEY: {"S": key.sk}}
+
+
+def to_item(record: Record) -> Item:
+    item = key_item(record.key)
+    if isinstance(record, WritesRecord):
+        item[REF] = {"B": record.task_ref}
+        for idx, value in record.writes.items():
+            item[write_attr(idx)] = _write_value(value)
+        if record.bundle is not None:
+            item[BUNDLE] = {"S": record.bundle}
+        _stamp(item, record.written_at)
+        return item
+    item[BODY] = {"B": record.body}
+    item[METADATA] = {"B": record.metadata}
+    item[REF] = {"B": record.thread_ref}
+    if record.run_key:
+        item[RUN_KEY] = {"S": record.run_key}
+    if record.objects:
+        item[OBJECTS] = {"SS": sorted(record.objects)}
+    if record.inline:
+        item[INLINE] = {"M": {tag: {"B": blob} for tag, blob in sorted(record.inline.items())}}
+    _stamp(item, record.written_at)
+    return item
+
+
+def _stamp(item: Item, written_at: int | None) -> None:
+    if written_at is not None:
+        item[WRITTEN_AT] = {"N": str(written_at)}
+
+
+def _written_at(item: Item) -> int | None:
+    value = item.get(WRITTEN_AT)
+    return None if value is None else int(value["N"])
+
+
+def from_item(item: Item) -> Record:
+    """Parse an item; an item missing what its kind requires is an `IntegrityError`."""
+    pk, sk = item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]
+    try:
+        if is_writes_key(sk):
+            writes: dict[int, bytes | str] = {}
+            for name, value in item.items():
+                if name.startswith(WRITE_PREFIX) and name != BUNDLE:
+                    writes[int(name[len(WRITE_PREFIX) :])] = (
+                        value["S"] if "S" in value else bytes(value["B"])
+                    )
+            return WritesRecord(
+                pk=pk,
+                sk=sk,
+                task_ref=bytes(item[REF]["B"]),
+                writes=writes,
+                bundle=item.get(BUNDLE, {}).get("S"),
+                written_at=_written_at(item),
+            )
+        return CheckpointRecord(
+            pk=pk,
+            sk=sk,
+            body=bytes(item[BODY]["B"]),
+            metadata=bytes(item[METADATA]["B"]),
+            thread_ref=bytes(item[REF]["B"]),
+            run_key=item.get(RUN_KEY, {}).get("S"),
+            objects=frozenset(item.get(OBJECTS, {}).get("SS", ())),
+            inline={k: bytes(v["B"]) for k, v in item.get(INLINE, {}).get("M", {}).items()},
+            written_at=_written_at(item),
+        )
+    except (KeyError, ValueError) as exc:
+        raise IntegrityError(
+            f"index item with sort key {sk!r} is malformed ({type(exc).__name__}: {exc}); "
+            "it was altered or written by something else"
+        ) from exc
+
+
+def stamp_of(item: Item) -> Stamp:
+    return Stamp(
+        ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
+        _written_at(item),
+        item.get(HEAD, {}).get("S"),
+    )
+
+
+def _token(attribute: str) -> str:
+    """An attribute name as placeholders may spell it (`w-3` is a special write's)."""
+    return attribute.replace("-", "_")
+
+
+def merge_writes_update(
+    record: WritesRecord, last_wins: frozenset[int]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """One UpdateItem that stores a whole `put_writes` call atomically: the first write
+    of a regular index wins (`if_not_exists`), one in `last_wins` takes the new value."""
+    names = {"#ref": REF}
+    values: dict[str, Any] = {":ref": {"B": record.task_ref}}
+    clauses = ["#ref = if_not_exists(#ref, :ref)"]
+    if record.bundle is not None:
+        names["#bundle"], values[":bundle"] = BUNDLE, {"S": record.bundle}
+        clauses.append("#bundle = if_not_exists(#bundle, :bundle)")
+    if record.written_at is not None:
+        names["#at"], values[":at"] = WRITTEN_AT, {"N": str(record.written_at)}
+        clauses.append("#at = :at")
+    for idx, value in sorted(record.writes.items()):
+        name = _token(write_attr(idx))
+        names[f"#{name}"] = write_attr(idx)
+        values[f":{name}"] = _write_value(value)
+        if idx in last_wins:
+            clauses.append(f"#{name} = :{name}")
+        else:
+            clauses.append(f"#{name} = if_not_exists(#{name}, :{name})")
+    return "SET " + ", ".join(clauses), names, values
+
+
+def replace_update(old: Item, new: Item) -> dict[str, Any] | None:
+    """UpdateItem arguments setting the attributes that differ between `old` and `new`,
+    on condition that each still holds its old value; None if nothing differs."""
+    changed = [name for name in new if old.get(name) != new[name]]
+    if not changed:
+        return None
+    # Conditions compare scalars only (dynalite cannot compare maps); a map changes only
+    # together with the item's sealed body or task reference, which stand guard for it.
+    guarded = [n for n in changed if "M" not in new[n]]
+    if len(guarded) < len(changed):
+        guard = BODY if BODY in old else REF
+        if guard not in guarded:
+            guarded.append(guard)
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    sets, conditions = [], []
+    for name in changed:
+        token = _token(name)
+        names[f"#set_{token}"] = name
+        values[f":new_{token}"] = new[name]
+        sets.append(f"#set_{token} = :new_{token}")
+    for name in guarded:
+        token = _token(name)
+        names[f"#was_{token}"] = name
+        if name in old:
+            values[f":old_{token}"] = old[name]
+            conditions.append(f"#was_{token} = :old_{token}")
+        else:
+            conditions.append(f"attribute_not_exists(#was_{token})")
+    return {
+        "Key": {PARTITION_KEY: new[PARTITION_KEY], SORT_KEY: new[SORT_KEY]},
+        "UpdateExpression": "SET " + ", ".join(sets),
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def head_update(head: HeadMove) -> dict[str, Any]:
+    """The Update moving a namespace's head, conditional when the commit must find the
+    head still at its parent (or absent, or already at this very checkpoint)."""
+    update: dict[str, Any] = {
+        "Key": key_item(head.key),
+        "UpdateExpression": "SET #h = :to",
+        "ExpressionAttributeNames": {"#h": HEAD},
+        "ExpressionAttributeValues": {":to": {"S": head.to}},
+    }
+    if head.expect_parent:
+        condition = "attribute_not_exists(#h) OR #h = :to"
+        if head.parent is not None:
+            condition += " OR #h = :parent"
+            update["ExpressionAttributeValues"][":parent"] = {"S": head.parent}
+        else:
+            # A new thread may start where retention removed one of the same id.
+            condition += " OR begins_with(#h, :gone)"
+            update["ExpressionAttributeValues"][":gone"] = {"S": TOMBSTONE_MARK}
+        update["ConditionExpression"] = condition
+    return update
+
+
+def fence_update(fence: Fence) -> dict[str, Any]:
+    """An Update of the lease item that changes nothing and holds only while the lease
+    still carries the writer's token: the fencing check, as an UpdateItem action."""
+    return {
+        "Key": key_item(fence.key),
+        "UpdateExpression": "SET #k = :token",
+        "ConditionExpression": "#k = :token",
+        "ExpressionAttributeNames": {"#k": LEASE_TOKEN},
+        "ExpressionAttributeValues": {":token": {"N": str(fence.token)}},
+    }
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """Bytes a DynamoDB item counts for, by DynamoDB's rule: each attribute's name plus
+    its value (strings and binary by length, numbers about 1 byte per 2 digits, sets by
+    their members, maps and lists 3 bytes plus 1 per element plus their contents)."""
+    return sum(len(name.encode()) + attribute_size(value) for name, value in item.items())
+
+
+def attribute_size(value: Mapping[str, Any]) -> int:
+    ((kind, inner),) = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "B":
+        return len(inner)
+    if kind == "N":
+        return len(str(inner).lstrip("-").replace(".", "")) // 2 + 1
+    if kind in ("SS", "BS"):
+        return sum(len(s.encode() if isinstance(s, str) else s) for s in inner)
+    if kind == "NS":
+        return sum(len(str(n)) // 2 + 1 for n in inner)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + 1 + attribute_size(v) for k, v in inner.items())
+    if kind == "L":
+        return 3 + sum(1 + attribute_size(v) for v in inner)
+    return 1  # BOOL, NULL
+
+
+def record_size(record: Record) -> int:
+    """Bytes the record takes as an item (the `item_size` of the ports)."""
+    return item_size(to_item(record))

@@ -1,0 +1,155 @@
+"""What every command shares: the click group, the store options (accepted before the
+command and after it), opening a saver from them, and output helpers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.ops.inspect import Progress as Tick
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OK, PROBLEMS, USAGE = 0, 1, 2
+ALL_NAMESPACES = "*"
+SHORT_ID = 12
+STORE_SETTINGS = ("table", "bucket", "prefix", "region", "endpoint_url")
+
+
+class _Output(Console):
+    def on_broken_pipe(self) -> None:
+        # rich would exit with 1; a reader that stopped reading (`| head`) is no error:
+        # the entry point ends the command quietly with 0 (`app.run`).
+        raise BrokenPipeError
+
+
+out = _Output(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+
+def store_options(fn: F) -> F:
+    """--table, --bucket, --prefix, --region and --endpoint-url: on the group (before
+    the command) and on every command (after it), the later one winning; unset, the
+    saver's environment (S3DYNAMO_TABLE, ..., AWS_REGION) decides."""
+    options = [
+        click.option("--table", help="DynamoDB table [S3DYNAMO_TABLE]"),
+        click.option("--bucket", help="S3 bucket [S3DYNAMO_BUCKET]"),
+        click.option("--prefix", help="object key prefix [S3DYNAMO_PREFIX]"),
+        click.option(
+            "--region", help="AWS region [S3DYNAMO_REGION, AWS_REGION, AWS_DEFAULT_REGION]"
+        ),
+        click.option(
+            "--endpoint-url",
+            help="endpoint of an S3- and DynamoDB-compatible server [S3DYNAMO_ENDPOINT_URL]",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="print JSON (shape: README)")(fn)
+
+
+def yes_option(fn: F) -> F:
+    return click.option("--yes", is_flag=True, help="carry out the plan (default: show it)")(fn)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="langgraph-checkpoint-s3dynamo", prog_name="s3dynamo")
+@store_options
+@click.pass_context
+def cli(ctx: click.Context, /, **settings: Any) -> None:
+    """Inspect and maintain an s3dynamo checkpoint store (a DynamoDB table and an S3
+    bucket). Settings come from the environment the saver reads (S3DYNAMO_TABLE,
+    S3DYNAMO_BUCKET, S3DYNAMO_PREFIX, S3DYNAMO_KEYS, S3DYNAMO_SECRET, S3DYNAMO_KMS_KEY_ID,
+    LANGGRAPH_AES_KEY, AWS_REGION, ...) or from the options, before or after the
+    command. Commands that change the store show their plan and change nothing without
+    --yes.
+
+    Exit codes: 0 fine, 1 problems found, 2 usage or configuration.
+    """
+    ctx.obj = {k: v for k, v in settings.items() if v}
+
+
+def open_saver(**settings: Any) -> S3DynamoSaver:
+    """A saver from the same environment as `S3DynamoSaver.from_env()`, the options
+    (group ones, then the command's) overriding it."""
+    ctx = click.get_current_context()
+    chosen = {**(ctx.find_root().obj or {}), **{k: v for k, v in settings.items() if v}}
+    try:
+        return S3DynamoSaver.from_env(**{k: v for k, v in chosen.items() if k in STORE_SETTINGS})
+    except InvalidConfigError as exc:
+        if "table and bucket are required" in str(exc):
+            raise InvalidConfigError(
+                "no table or bucket given: pass --table and --bucket, or set S3DYNAMO_TABLE "
+                "and S3DYNAMO_BUCKET (and S3DYNAMO_KEYS, S3DYNAMO_SECRET as the writers do)"
+            ) from exc
+        raise
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=repr) + "\n")
+
+
+@contextmanager
+def progress(label: str) -> Iterator[Tick]:
+    """A progress bar on stderr while threads are worked through; nothing when stderr is
+    not a terminal, and gone when the work ends."""
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+    task = bar.add_task(label, total=None)
+
+    def tick(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    with bar:
+        yield tick
+
+
+def short(checkpoint_id: str | None) -> str:
+    return checkpoint_id[-SHORT_ID:] if checkpoint_id else "-"
+
+
+def plan_then(
+    as_json: bool,
+    yes: bool,
+    plan: Mapping[str, Any],
+    lines: Sequence[str],
+    act: Callable[[], Any],
+    *,
+    work: bool = True,
+) -> int:
+    """Show a plan; with --yes, carry it out and report. With no `work` to do, say so
+    and change nothing, --yes or not."""
+    run = yes and work
+    result = act() if run else None
+    if as_json:
+        emit_json({"plan": plan, "executed": run, "result": result})
+        return OK
+    for line in lines:
+        out.print(escape(line))
+    if run:
+        out.print(f"done{'' if result is None else ': ' + str(result)}")
+    elif not work:
+        out.print("nothing to do")
+    else:
+        out.print("nothing changed; run again with --yes to do it")
+    return OK

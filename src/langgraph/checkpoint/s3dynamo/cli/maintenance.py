@@ -1,0 +1,261 @@
+"""The commands that change the store (gc, expire, prune, delete, copy, reencrypt,
+rotate-key), each showing the plan `saver.ops` makes and executing it only with
+`--yes`; and doctor and demo."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import click
+from rich.markup import escape
+
+import langgraph.checkpoint.s3dynamo.cli.render as render
+from langgraph.checkpoint.s3dynamo import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.cli.common import (
+    OK,
+    PROBLEMS,
+    cli,
+    emit_json,
+    err,
+    json_option,
+    open_saver,
+    out,
+    plan_then,
+    progress,
+    store_options,
+    yes_option,
+)
+
+
+@cli.command()
+@click.argument("thread_ids", nargs=-1)
+@click.option(
+    "--grace",
+    default=3600,
+    show_default=True,
+    type=click.IntRange(0),
+    help="seconds an unreferenced object must be old to go",
+)
+@json_option
+@yes_option
+@store_options
+def gc(thread_ids: tuple[str, ...], grace: int, as_json: bool, yes: bool, **settings: Any) -> int:
+    """Delete objects no item references, older than the grace period (default: the
+    whole bucket of this deployment)."""
+    saver = open_saver(**settings)
+    with progress("planning"):
+        gc_plan = saver.ops.plan_garbage_collection(
+            list(thread_ids) or None, grace=timedelta(seconds=grace)
+        )
+    plan = gc_plan.to_dict()
+    lines = [
+        f"{render.plural(plan['objects'], 'unreferenced object')} older than {grace} s "
+        f"({render.human_bytes(plan['bytes'])}) in {render.plural(plan['threads'], 'thread')}",
+    ]
+    if plan["unindexed"]:
+        lines.append(
+            f"{plan['unindexed']} objects of threads with no item here are left alone "
+            "(name the thread, or `s3dynamo delete THREAD`)"
+        )
+
+    def act() -> dict[str, int]:
+        with progress("deleting"):
+            return {"deleted": gc_plan.execute()}
+
+    return plan_then(as_json, yes, plan, lines, act, work=plan["objects"] > 0)
+
+
+@cli.command()
+@click.option(
+    "--older-than",
+    envvar="S3DYNAMO_RETENTION",
+    help="remove threads idle for longer than this: 30d, 12h, or days [S3DYNAMO_RETENTION]",
+)
+@json_option
+@yes_option
+@store_options
+def expire(older_than: str | None, as_json: bool, yes: bool, **settings: Any) -> int:
+    """Remove, whole, every thread idle for longer than the time to live (records and
+    objects), and finish removals an earlier run left midway."""
+    if not older_than:
+        raise InvalidConfigError(
+            "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
+        )
+    saver = open_saver(**settings)
+    with progress("scanning"):
+        found = saver.ops.plan_expiry(older_than)
+    plan = found.to_dict()
+    lines = [
+        f"{render.plural(plan['idle_threads'], 'thread')} idle for over {older_than} "
+        f"({render.plural(plan['records'], 'record')}, and their objects); "
+        f"{plan['active_threads']} active",
+    ]
+    if plan["leftovers"]:
+        lines.append(f"{plan['leftovers']} removals left unfinished by an earlier run")
+    if plan["undated_threads"]:
+        lines.append(
+            f"{plan['undated_threads']} threads have no stamp or time-based checkpoint id "
+            "and are kept"
+        )
+
+    def act() -> dict[str, int]:
+        with progress("removing"):
+            return found.execute().result()
+
+    work = plan["idle_threads"] + plan["leftovers"]
+    return plan_then(as_json, yes, plan, lines, act, work=work > 0)
+
+
+@cli.command()
+@click.argument("thread_ids", nargs=-1, required=True)
+@click.option(
+    "--strategy",
+    type=click.Choice(["keep_latest", "delete"]),
+    default="keep_latest",
+    show_default=True,
+)
+@json_option
+@yes_option
+@store_options
+def prune(
+    thread_ids: tuple[str, ...], strategy: str, as_json: bool, yes: bool, **settings: Any
+) -> int:
+    """Drop old checkpoints (keep_latest keeps each namespace's latest and what
+    DeltaChannel needs to rebuild it) or whole threads (delete)."""
+    saver = open_saver(**settings)
+    pruning = saver.ops.plan_prune(list(thread_ids), strategy)
+    plan = pruning.to_dict()
+    lines = [
+        f"{t['thread_id']}: {t['checkpoints']} checkpoints, keep {t['kept']}, remove {t['removed']}"
+        for t in plan["threads"]
+    ]
+    work = any(t["removed"] for t in plan["threads"])
+    return plan_then(as_json, yes, plan, lines, pruning.execute, work=work)
+
+
+@cli.command()
+@click.argument("thread_id")
+@json_option
+@yes_option
+@store_options
+def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
+    """Delete a thread: every checkpoint, write and object, all namespaces."""
+    saver = open_saver(**settings)
+    deleting = saver.ops.plan_delete(thread_id)
+    plan = deleting.to_dict()
+    lines = [
+        f"delete thread {thread_id}: {render.plural(plan['checkpoints'], 'checkpoint')}, "
+        f"{render.plural(plan['items'], 'item')}, {render.plural(plan['objects'], 'object')} "
+        f"({render.human_bytes(plan['object_bytes'])})"
+    ]
+    return plan_then(as_json, yes, plan, lines, deleting.execute)
+
+
+@cli.command()
+@click.argument("source")
+@click.argument("target")
+@json_option
+@yes_option
+@store_options
+def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) -> int:
+    """Copy a thread to a new thread id (values re-sealed for the target)."""
+    saver = open_saver(**settings)
+    copying = saver.ops.plan_copy(source, target)
+    plan = copying.to_dict()
+    lines = [
+        f"copy {source} -> {target}: {render.plural(plan['checkpoints'], 'checkpoint')}, "
+        f"{render.plural(plan['items'], 'item')}, {render.plural(plan['objects'], 'object')}"
+    ]
+    if plan["target_checkpoints"]:
+        lines.append(
+            f"the target already has {plan['target_checkpoints']} checkpoints: only an "
+            "unfinished copy of the source can be completed"
+        )
+    return plan_then(as_json, yes, plan, lines, copying.execute)
+
+
+@cli.command()
+@click.argument("thread_ids", nargs=-1)
+@json_option
+@yes_option
+@store_options
+def reencrypt(thread_ids: tuple[str, ...], as_json: bool, yes: bool, **settings: Any) -> int:
+    """Re-seal every blob not sealed under the active key (the first of S3DYNAMO_KEYS),
+    so an old key can leave the keyring. Default: every thread."""
+    saver = open_saver(**settings)
+    resealing = saver.ops.plan_reencrypt(list(thread_ids) or None)
+    plan = resealing.to_dict()
+    counts = ", ".join(f"{k}: {n}" for k, n in plan["item_blobs"].items()) or "none"
+    lines = [
+        f"active key {plan['active_key']}; {render.plural(len(plan['threads']), 'thread')}",
+        f"blobs in items by key: {counts}; {plan['stale_item_blobs']} to re-seal "
+        "(objects are checked as it runs)",
+    ]
+
+    def act() -> dict[str, int]:
+        with progress("re-sealing threads") as tick:
+            return {"resealed": int(resealing.execute(tick))}
+
+    return plan_then(as_json, yes, plan, lines, act, work=bool(plan["threads"]))
+
+
+@cli.command("rotate-key")
+@json_option
+@yes_option
+@store_options
+def rotate_key(as_json: bool, yes: bool, **settings: Any) -> int:
+    """Add a new KMS data key and make it active (with S3DYNAMO_KMS_KEY_ID); run
+    `reencrypt --yes` afterwards to move old blobs to it."""
+    saver = open_saver(**settings)
+    if saver.parts.kms is None:
+        raise InvalidConfigError(
+            "rotate-key rotates KMS data keys: set S3DYNAMO_KMS_KEY_ID. With S3DYNAMO_KEYS, "
+            "rotation is a setting: put the new key first, keep the old one, run "
+            "`s3dynamo reencrypt --yes`, then drop the old key"
+        )
+    keyring = saver.parts.sealer.keyring
+    plan = {
+        "active_key": keyring.active if keyring else None,
+        "kms_key_id": saver.settings.kms_key_id,
+    }
+    lines = [
+        f"active data key {plan['active_key']} (KMS key {plan['kms_key_id']}); a new one "
+        "from KMS becomes active, the old ones stay readable",
+        "then: s3dynamo reencrypt --yes",
+    ]
+    return plan_then(as_json, yes, plan, lines, lambda: {"active_key": saver.ops.rotate_key()})
+
+
+@cli.command()
+@json_option
+@store_options
+def doctor(as_json: bool, **settings: Any) -> int:
+    """Check table, bucket, keys and permissions up front, writing nothing: the same
+    checks as `S3DynamoSaver.check()`."""
+    saver = open_saver(**settings)
+    report = saver.ops.check(raise_on_problem=False)
+    if as_json:
+        emit_json({"ok": report.ok, "checked": report.lines, "problems": report.problems})
+    else:
+        for line in report.lines:
+            out.print(escape(line))
+        for problem in report.problems:
+            err.print(f"s3dynamo: {escape(problem)}")
+        out.print("ok" if report.ok else render.plural(len(report.problems), "problem"))
+    return OK if report.ok else PROBLEMS
+
+
+@cli.command()
+@click.option("--keep", is_flag=True, help="leave the moto server running afterwards")
+def demo(keep: bool) -> int:
+    """Run the example agent on a local moto server (from_env, two processes, ainvoke,
+    sealed), then this command line on what it stored."""
+    try:
+        import langgraph.checkpoint.s3dynamo.cli.demo as demo_module
+    except ImportError as exc:
+        raise InvalidConfigError(
+            f"the demo needs {exc.name}; install it with: "
+            'pip install "langgraph-checkpoint-s3dynamo[cli,testing]" langgraph'
+        ) from None
+    return demo_module.main(["--keep"] if keep else [])

@@ -1,0 +1,329 @@
+"""The commands that read: threads, history, show, diff, stats, verify. Each gets a
+report from `saver.ops` or a tuple from `get_tuple` (`views.py`) and draws it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich import box
+from rich.markup import escape
+from rich.pretty import Pretty
+from rich.table import Table
+
+import langgraph.checkpoint.s3dynamo.cli.render as render
+import langgraph.checkpoint.s3dynamo.cli.views as views
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.cli.common import (
+    ALL_NAMESPACES,
+    OK,
+    PROBLEMS,
+    cli,
+    emit_json,
+    err,
+    json_option,
+    open_saver,
+    out,
+    progress,
+    short,
+    store_options,
+)
+
+
+def resolve(saver: S3DynamoSaver, thread_id: str, ns: str, given: str | None) -> str | None:
+    try:
+        return views.resolve_checkpoint(saver, thread_id, ns, given)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="CHECKPOINT") from None
+
+
+# ------------------------------------------------------------------------ reads
+
+
+@cli.command()
+@click.option(
+    "--limit", default=50, show_default=True, type=click.IntRange(1), help="threads per page"
+)
+@click.option("--page-token", help="continue after the page that printed this token")
+@json_option
+@store_options
+def threads(limit: int, page_token: str | None, as_json: bool, **settings: Any) -> int:
+    """List threads, most recently updated first (a scan of the table)."""
+    saver = open_saver(**settings)
+    try:
+        render.parse_page_token(page_token) if page_token else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--page-token") from None
+    data = views.threads(saver, limit=limit, page_token=page_token)
+    if as_json:
+        emit_json(data)
+        return OK
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("thread", overflow="fold")
+    table.add_column("checkpoints", justify="right")
+    table.add_column("last step", justify="right")
+    table.add_column("last updated (UTC)", no_wrap=True)
+    for row in data["threads"]:
+        table.add_row(
+            escape(row["thread_id"]),
+            str(row["checkpoints"]),
+            "-" if row["last_step"] is None else str(row["last_step"]),
+            render.short_time(row["last_updated"]),
+        )
+    if data["threads"]:
+        out.print(table)
+    else:
+        out.print("no threads")
+    if data["unreadable_records"]:
+        err.print(
+            f"{data['unreadable_records']} checkpoint items did not open (other keys or "
+            "secret?); `s3dynamo verify` lists them"
+        )
+    if data["next_page_token"]:
+        out.print(f"next page: s3dynamo threads --page-token {data['next_page_token']}")
+    return OK
+
+
+@cli.command()
+@click.argument("thread_id")
+@click.option("--ns", default="", help="checkpoint namespace (default: the root graph; '*': all)")
+@click.option("--limit", type=click.IntRange(1), help="only the newest N checkpoints")
+@json_option
+@store_options
+def history(thread_id: str, ns: str, limit: int | None, as_json: bool, **settings: Any) -> int:
+    """Checkpoints of a thread, newest first: step, source, time, next nodes,
+    interrupts and stored size."""
+    saver = open_saver(**settings)
+    data = views.history(saver, thread_id, None if ns == ALL_NAMESPACES else ns)
+    if limit is not None:
+        data["checkpoints"] = data["checkpoints"][:limit]
+    if as_json:
+        emit_json(data)
+        return OK
+    every_ns = ns == ALL_NAMESPACES
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    table.add_column("checkpoint", no_wrap=True)
+    if every_ns:
+        table.add_column("ns", overflow="fold")
+    table.add_column("step", justify="right")
+    table.add_column("source")
+    table.add_column("time (UTC)", no_wrap=True)
+    table.add_column("next", overflow="fold")
+    table.add_column("stored", justify="right", no_wrap=True)
+    for row in data["checkpoints"]:
+        nxt = ", ".join(row["next"]) or "-"
+        if row["interrupts"]:
+            nxt += f" ({render.plural(len(row['interrupts']), 'interrupt')})"
+        cells = [short(row["checkpoint_id"])]
+        if every_ns:
+            cells.append(escape(row["checkpoint_ns"]) or "(root)")
+        cells += [
+            "-" if row["step"] is None else str(row["step"]),
+            str(row["source"] or "-"),
+            render.short_time(row["created_at"])[5:],
+            escape(nxt),
+            render.human_bytes(row["stored_bytes"]),
+        ]
+        table.add_row(*cells)
+    out.print(table)
+    return OK
+
+
+def _print_value(name: str, value: Any, full: bool) -> None:
+    if render.is_message_list(value) or (
+        isinstance(value, list)
+        and value
+        and all(isinstance(m, dict) and {"type", "content"} <= set(m) for m in value)
+    ):
+        out.print(f"[bold]{escape(name)}[/bold]  {render.plural(len(value), 'message')}")
+        shown = value if full else value[-10:]
+        if len(shown) < len(value):
+            out.print(f"  … {len(value) - len(shown)} earlier (--full shows all)")
+        for m in shown:
+            out.print("  " + escape(render.message_line(m, 10_000 if full else 74)))
+        return
+    out.print(f"[bold]{escape(name)}[/bold]")
+    out.print(
+        Pretty(
+            value,
+            max_length=None if full else 3,
+            max_string=None if full else 120,
+            max_depth=None if full else 3,
+            indent_guides=False,
+        ),
+        crop=not full,
+    )
+
+
+@cli.command()
+@click.argument("thread_id")
+@click.argument("checkpoint", required=False)
+@click.option("--ns", default="", help="checkpoint namespace (default: the root graph)")
+@click.option("--full", is_flag=True, help="show long values whole")
+@json_option
+@store_options
+def show(
+    thread_id: str, checkpoint: str | None, ns: str, full: bool, as_json: bool, **settings: Any
+) -> int:
+    """A checkpoint's state (default: the latest): values, pending writes, interrupts."""
+    saver = open_saver(**settings)
+    cid = resolve(saver, thread_id, ns, checkpoint)
+    data = views.state(saver, thread_id, cid, ns)
+    if as_json:
+        emit_json(data)
+        return OK
+    out.print(f"thread      {escape(thread_id)}" + (f"  (namespace {escape(ns)})" if ns else ""))
+    out.print(f"checkpoint  {data['checkpoint_id']}")
+    out.print(f"parent      {data['parent_checkpoint_id'] or '-'}")
+    out.print(
+        f"step {data['step']}, source {data['source']}, {render.short_time(data['created_at'])} UTC"
+    )
+    out.print(f"next        {escape(', '.join(data['next']) or '-')}")
+    out.print()
+    for name, value in data["values"].items():
+        _print_value(name, value, full)
+    if data["pending_writes"]:
+        out.print()
+        out.print(f"[bold]pending writes[/bold]  {len(data['pending_writes'])}")
+        for w in data["pending_writes"]:
+            out.print(
+                f"  {escape(short(w['task_id']))}  {escape(w['channel'])}: "
+                + escape(render.summary(w["value"], 50))
+            )
+    if data["interrupts"]:
+        out.print()
+        out.print(f"[bold]interrupts[/bold]  {len(data['interrupts'])}")
+        for i in data["interrupts"]:
+            out.print("  " + escape(render.summary(i["value"], 74)))
+    return OK
+
+
+@cli.command()
+@click.argument("thread_id")
+@click.argument("a", required=False)
+@click.argument("b", required=False)
+@click.option("--ns", default="", help="checkpoint namespace (default: the root graph)")
+@json_option
+@store_options
+def diff(
+    thread_id: str, a: str | None, b: str | None, ns: str, as_json: bool, **settings: Any
+) -> int:
+    """What changed between two checkpoints (default: the latest against its parent;
+    one id: that checkpoint against its parent)."""
+    saver = open_saver(**settings)
+    a_id = resolve(saver, thread_id, ns, a)
+    b_id = resolve(saver, thread_id, ns, b)
+    data = views.diff(saver, thread_id, a_id, b_id, ns)
+    if as_json:
+        emit_json(data)
+        return OK
+    old, new = data["from"], data["to"]
+    if old is None:
+        out.print(f"{short(new['checkpoint_id'])} (step {new['step']}) has no parent")
+    else:
+        out.print(
+            f"from {short(old['checkpoint_id'])} (step {old['step']}, {old['source']}) "
+            f"to {short(new['checkpoint_id'])} (step {new['step']}, {new['source']})"
+        )
+    for line in render.diff_lines(data["changes"]):
+        out.print(escape(line))
+    return OK
+
+
+@cli.command()
+@click.argument("thread_id", required=False)
+@json_option
+@store_options
+def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
+    """Items, objects, stored and logical bytes, compression and reuse, per channel, and
+    the monthly storage cost (us-east-1 list prices)."""
+    saver = open_saver(**settings)
+    with progress("reading") as tick:
+        data = views.stats(saver, thread_id, tick)
+    if as_json:
+        emit_json(data)
+        return OK
+    hb = render.human_bytes
+    scope = f"thread {thread_id}" if thread_id else "whole store"
+    out.print(
+        f"{escape(scope)}: {render.plural(data['threads'], 'thread')}, "
+        f"{render.plural(data['checkpoints'], 'checkpoint')}"
+    )
+    items, objects, values = data["items"], data["objects"], data["values"]
+    out.print(f"DynamoDB  {render.plural(items['count'], 'item')}, {hb(items['bytes'])}")
+    out.print(
+        f"S3        {render.plural(objects['count'], 'object')}, {hb(objects['bytes'])}"
+        + (f" ({objects['unreferenced']} unreferenced)" if objects["unreferenced"] else "")
+    )
+    out.print(
+        f"values    {values['count']} stored for {values['references']} references: "
+        f"{hb(values['logical_bytes'])} serialized -> {hb(values['sealed_bytes'])} sealed"
+    )
+    out.print(
+        f"          compression x{data['compression_ratio'] or '-'}, "
+        f"reuse x{data['reuse_ratio'] or '-'} (bytes referenced / bytes stored)"
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col, justify in (
+        ("channel", "left"),
+        ("values", "right"),
+        ("refs", "right"),
+        ("inline", "right"),
+        ("objects", "right"),
+        ("sealed", "right"),
+        ("serialized", "right"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for c in data["channels"]:
+        table.add_row(
+            escape(c["channel"]),
+            str(c["values"]),
+            str(c["references"]),
+            str(c["inline"]),
+            str(c["objects"]),
+            hb(c["stored_bytes"]),
+            hb(c["logical_bytes"]),
+        )
+    out.print(table)
+    cost = data["cost"]
+    out.print(
+        f"monthly storage cost {render.usd(cost['total_monthly'])}: "
+        f"DynamoDB {render.usd(cost['dynamodb_monthly'])}, S3 {render.usd(cost['s3_monthly'])}"
+    )
+    out.print(
+        f"  ({cost['region']} list prices of {cost['prices_as_of']}: DynamoDB "
+        f"${cost['dynamodb_gb_month']}/GB-month + {cost['dynamodb_item_overhead_bytes']} B "
+        f"per item, S3 ${cost['s3_gb_month']}/GB-month)"
+    )
+    return OK
+
+
+@cli.command()
+@click.argument("thread_id", required=False)
+@json_option
+@store_options
+def verify(thread_id: str | None, as_json: bool, **settings: Any) -> int:
+    """Open and authenticate every item and object; report missing, unreferenced,
+    tampered or unopenable ones. Exit 1 if any."""
+    saver = open_saver(**settings)
+    with progress("verifying threads") as tick:
+        data = views.verify(saver, thread_id, tick)
+    if as_json:
+        emit_json(data)
+    else:
+        c = data["checked"]
+        out.print(
+            f"checked {render.plural(c['items'], 'item')} and "
+            f"{render.plural(c['objects'], 'object')}: {c['opened']} of "
+            f"{c['blobs']} sealed blobs opened"
+        )
+        for p in data["problems"]:
+            where = f"{p['where']} {p['key']}"
+            owner = (
+                f" (thread {p['thread_id']!r}, {short(p['checkpoint_id'])})"
+                if p["checkpoint_id"]
+                else ""
+            )
+            out.print(escape(f"{p['kind'].upper()}: {where}{owner}: {p['detail']}"), soft_wrap=True)
+        out.print("ok" if data["ok"] else f"{render.plural(len(data['problems']), 'problem')}")
+    return OK if data["ok"] else PROBLEMS

@@ -1,0 +1,175 @@
+"""What each reading command shows, as plain dicts: the `--json` shapes (documented in
+README.md, "Command line"), from which the text output is drawn too.
+
+Everything comes from the saver: `saver.ops` reports (threads, history, stats, verify)
+and `get_tuple` (show, diff). Nothing here reads the store or opens a blob itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import langgraph.checkpoint.s3dynamo.cli.render as render
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ThreadNotFoundError
+from langgraph.checkpoint.s3dynamo.ops.inspect import Progress, no_progress
+
+
+def threads(saver: S3DynamoSaver, *, limit: int, page_token: str | None) -> dict[str, Any]:
+    """{"threads": [{"thread_id", "checkpoints", "namespaces", "last_checkpoint_id",
+    "last_step", "last_updated"}], "next_page_token", "unreadable_records"}: one page,
+    most recently updated first."""
+    report = saver.ops.threads()
+    rows = sorted((t.to_dict() for t in report.threads), key=render.thread_order)
+    rest = render.after_token(rows, page_token)
+    page = [dict(r) for r in rest[:limit]]
+    more = len(rest) > limit
+    return {
+        "threads": page,
+        "next_page_token": (
+            render.page_token(page[-1]["last_updated"], page[-1]["thread_id"])
+            if more and page
+            else None
+        ),
+        "unreadable_records": report.unreadable_records,
+    }
+
+
+def history(saver: S3DynamoSaver, thread_id: str, ns: str | None) -> dict[str, Any]:
+    """{"thread_id", "checkpoint_ns", "checkpoints": [{"checkpoint_id", "checkpoint_ns",
+    "parent_checkpoint_id", "step", "source", "created_at", "next", "interrupts",
+    "pending_writes", "item_bytes", "stored_bytes", "referenced_bytes"}]}, newest first."""
+    rows = []
+    for item in saver.ops.history(thread_id, ns):
+        t = item.tuple
+        metadata = t.metadata or {}
+        rows.append(
+            {
+                "checkpoint_id": item.entry.checkpoint_id,
+                "checkpoint_ns": item.entry.ns,
+                "parent_checkpoint_id": (
+                    t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+                ),
+                "step": metadata.get("step"),
+                "source": metadata.get("source"),
+                "created_at": t.checkpoint.get("ts"),
+                "next": render.next_nodes(t.checkpoint),
+                "interrupts": render.interrupts(t.pending_writes or []),
+                "pending_writes": len(t.pending_writes or []),
+                "item_bytes": item.item_bytes,
+                "stored_bytes": item.stored_bytes,
+                "referenced_bytes": item.referenced_bytes,
+            }
+        )
+    return {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoints": rows}
+
+
+def resolve_checkpoint(
+    saver: S3DynamoSaver, thread_id: str, ns: str, given: str | None
+) -> str | None:
+    """A full checkpoint id from a full id or any unique start or end of one (`history`
+    shows the last 12 characters); ValueError if several match."""
+    if given is None:
+        return None
+    ids = saver.ops.checkpoint_ids(thread_id, ns)
+    if given in ids:
+        return given
+    found = [c for c in ids if c.startswith(given) or c.endswith(given)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ThreadNotFoundError(
+            f"thread {thread_id!r} has no checkpoint {given!r} in namespace {ns!r}; "
+            f"`s3dynamo history {thread_id}` lists them"
+        )
+    raise ValueError(f"{given!r} matches {len(found)} checkpoints; give more of the id")
+
+
+def state(
+    saver: S3DynamoSaver, thread_id: str, checkpoint_id: str | None, ns: str
+) -> dict[str, Any]:
+    """{"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
+    "created_at", "step", "source", "metadata", "next", "values", "internal_channels",
+    "pending_writes": [{"task_id", "channel", "value"}], "interrupts"}."""
+    configurable = {"thread_id": thread_id, "checkpoint_ns": ns}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    t = saver.get_tuple({"configurable": configurable})
+    if t is None:
+        if checkpoint_id is None:
+            saver.ops.checkpoint_ids(thread_id, ns)  # names an unknown thread
+            raise ThreadNotFoundError(f"thread {thread_id!r} has no checkpoint in namespace {ns!r}")
+        raise ThreadNotFoundError(
+            f"thread {thread_id!r} has no checkpoint {checkpoint_id!r} in namespace {ns!r}; "
+            f"`s3dynamo history {thread_id}` lists them"
+        )
+    values = t.checkpoint.get("channel_values", {})
+    internal = {k for k in values if k.startswith(render.BRANCH_TO) or k.startswith("__")}
+    metadata = t.metadata or {}
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": ns,
+        "checkpoint_id": t.checkpoint["id"],
+        "parent_checkpoint_id": (
+            t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+        ),
+        "created_at": t.checkpoint.get("ts"),
+        "step": metadata.get("step"),
+        "source": metadata.get("source"),
+        "metadata": render.jsonable(metadata),
+        "next": render.next_nodes(t.checkpoint),
+        "values": {k: render.jsonable(v) for k, v in values.items() if k not in internal},
+        "internal_channels": {k: render.jsonable(values[k]) for k in sorted(internal)},
+        "pending_writes": [
+            {"task_id": task, "channel": ch, "value": render.jsonable(v)}
+            for task, ch, v in t.pending_writes or []
+        ],
+        "interrupts": render.interrupts(t.pending_writes or []),
+    }
+
+
+def diff(
+    saver: S3DynamoSaver, thread_id: str, a: str | None, b: str | None, ns: str
+) -> dict[str, Any]:
+    """{"thread_id", "checkpoint_ns", "from": {checkpoint_id, step, created_at}, "to":
+    {...}, "changes": [see `render.diff_states`]}. With no ids: the latest against its
+    parent; with one: that checkpoint against its parent."""
+    if b is None:
+        newer = state(saver, thread_id, a, ns)
+        parent = newer["parent_checkpoint_id"]
+        older = state(saver, thread_id, parent, ns) if parent else None
+    else:
+        older, newer = state(saver, thread_id, a, ns), state(saver, thread_id, b, ns)
+
+    def side(s: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if s is None:
+            return None
+        return {k: s[k] for k in ("checkpoint_id", "step", "source", "created_at")}
+
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": ns,
+        "from": side(older),
+        "to": side(newer),
+        "changes": render.diff_states(older["values"] if older else {}, newer["values"]),
+    }
+
+
+def stats(
+    saver: S3DynamoSaver, thread_id: str | None, progress: Progress = no_progress
+) -> dict[str, Any]:
+    """The stats report (README.md, "Command line") with its monthly cost."""
+    data = saver.ops.stats(thread_id, progress).to_dict()
+    data["cost"] = render.monthly_cost(
+        data["items"]["count"], data["items"]["bytes"], data["objects"]["bytes"]
+    )
+    return data
+
+
+def verify(
+    saver: S3DynamoSaver, thread_id: str | None, progress: Progress = no_progress
+) -> dict[str, Any]:
+    """{"thread_id", "ok", "checked": {"items", "objects", "blobs", "opened"}, "problems":
+    [{"kind": "missing" | "unreferenced" | "tampered" | "unopenable", "where": "item" |
+    "object", "key", "thread_id", "checkpoint_ns", "checkpoint_id", "detail"}]}"""
+    return saver.ops.verify(thread_id, progress).to_dict()

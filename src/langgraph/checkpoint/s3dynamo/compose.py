@@ -1,0 +1,181 @@
+"""The composition root: from `Settings` and whatever the caller injects (clients, ports,
+a key service, the serializer), the parts of a saver: sealer, namer, codec, the
+deployment check, the KMS keyring and the thread store. Nothing here sends a request:
+clients and ports are built on first use (a turn that never touches S3 never builds an
+S3 client).
+
+Clients the saver builds come from one botocore session per process
+(`backends/aws_clients.py`), in the region `Settings.region` names, else `AWS_REGION`
+(what Lambda and most tools set), else what botocore finds itself (`AWS_DEFAULT_REGION`,
+the profile); at `Settings.endpoint_url` for S3 and DynamoDB when set.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.keys import Control, Deployment, KmsKeyring, kms_context
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
+from langgraph.checkpoint.s3dynamo.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
+from langgraph.checkpoint.s3dynamo.store import ThreadStore
+from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
+
+
+@dataclass
+class Injected:
+    """What a caller may pass instead of letting the saver build it."""
+
+    dynamodb_client: Any = None
+    s3_client: Any = None
+    kms_client: Any = None
+    index: Index | None = None
+    object_store: ObjectStore | None = None
+    key_service: KeyService | None = None
+
+
+class Clients:
+    """The AWS clients of one saver: injected, or built on first use."""
+
+    def __init__(self, settings: Settings, injected: Injected) -> None:
+        self.settings = settings
+        self.dynamodb: Any = injected.dynamodb_client
+        self.s3: Any = injected.s3_client
+        self.kms: Any = injected.kms_client
+
+    def region(self) -> str | None:
+        return self.settings.region or os.environ.get("AWS_REGION") or None
+
+    def build(self, service: str) -> Any:
+        from langgraph.checkpoint.s3dynamo.backends import aws_clients
+
+        return aws_clients.client(
+            service,
+            region=self.region(),
+            endpoint_url=self.settings.endpoint_url if service != "kms" else None,
+            max_attempts=self.settings.max_attempts,
+            # As many connections as the workers of the shared wave pool (waves.py).
+            max_pool_connections=WAVE_WORKERS,
+        )
+
+    def dynamodb_index(self) -> Index:
+        from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+
+        if self.dynamodb is None:
+            self.dynamodb = self.build("dynamodb")
+        return DynamoIndex(self.dynamodb, self.settings.table)
+
+    def s3_objects(self) -> ObjectStore:
+        from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
+
+        if self.s3 is None:
+            self.s3 = self.build("s3")
+        return S3Objects(self.s3, self.settings.bucket)
+
+    def kms_service(self) -> KeyService:
+        from langgraph.checkpoint.s3dynamo.backends.kms import KmsKeys
+
+        if self.kms is None:
+            self.kms = self.build("kms")
+        return KmsKeys(self.kms, self.settings.kms_key_id or "")
+
+
+@dataclass
+class Components:
+    settings: Settings
+    source: KeySource
+    clients: Clients
+    sealer: Sealer
+    namer: Namer
+    codec: Codec
+    control: Control
+    kms: KmsKeyring | None
+    deployment: Deployment
+    store: ThreadStore
+
+
+def build(
+    settings: Settings,
+    injected: Injected,
+    *,
+    serde: Callable[[], SerializerProtocol],
+    serde_cipher: Any = None,
+) -> Components:
+    """The parts of a saver. `serde` gives the serializer in use (a callable, so that
+    `with_allowlist` clones that swap it are honoured); `serde_cipher` is the cipher of
+    LangGraph's `EncryptedSerializer`, which the sealer calls after compressing."""
+    settings.require_storage(
+        index=injected.index is not None, objects=injected.object_store is not None
+    )
+    source = settings.key_source(
+        serializer_cipher=serde_cipher is not None, key_service=injected.key_service is not None
+    )
+    clients = Clients(settings, injected)
+    index = injected.index
+    index_factory: Callable[[], Index] = (
+        (lambda: index) if index is not None else _once(clients.dynamodb_index)
+    )
+    objects = injected.object_store
+    objects_factory: Callable[[], ObjectStore] = (
+        (lambda: objects) if objects is not None else clients.s3_objects
+    )
+    control = Control(index_factory)
+    kms = None
+    if source.kind == "kms":
+        service = injected.key_service
+        kms = KmsKeyring(
+            control,
+            (lambda: service) if service is not None else clients.kms_service,
+            kms_context(settings.table or "index"),
+        )
+    sealer = Sealer(
+        keyring=kms.keyring if kms else source.keyring,
+        serde_cipher=serde_cipher,
+        compression_level=settings.compression_level,
+        allow_plaintext_read=settings.allow_plaintext_read,
+    )
+    namer = Namer(kms.secret if kms else source.secret)
+    codec = Codec(sealer, serde)
+    deployment = Deployment(
+        control,
+        namer,
+        sealer,
+        source=source.describe(),
+        where=f"table {settings.table!r}" if settings.table else "the index",
+    )
+    store = ThreadStore(
+        records=index_factory,
+        control=index_factory,
+        scans=index_factory,
+        objects=objects_factory,
+        namer=namer,
+        codec=codec,
+        sealer=sealer,
+        prefix=settings.prefix,
+        inline_max=settings.inline_max,
+        delta_max=settings.delta_max,
+        cache_bytes=settings.object_cache_bytes,
+        detect_concurrent_runs=settings.detect_concurrent_runs,
+    )
+    return Components(
+        settings, source, clients, sealer, namer, codec, control, kms, deployment, store
+    )
+
+
+def _once(make: Callable[[], Index]) -> Callable[[], Index]:
+    """The same adapter for every port of the table (records, control items, scans)."""
+    made: list[Index] = []
+
+    def get() -> Index:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return get

@@ -1,0 +1,163 @@
+"""Where everything is stored: the grammar of every partition key, sort key and object
+key, in one place. Pure string functions; `naming.py` makes the names that go in them.
+
+Index (one table, partition key `pk`, sort key `sk`):
+
+    pk = <thread>        sk = <ns>#<checkpoint id>          checkpoint record
+    pk = <thread>        sk = <ns>#<checkpoint id>#<task>   one task's pending writes there
+    pk = <thread>!       sk = head#<ns>                     id of the namespace's newest
+                                                            checkpoint (or a tombstone)
+    pk = <thread>!       sk = lease                         the thread's lease
+    pk = #s3dynamo       sk = deployment | keyring          the deployment's own records
+
+`<thread>` is the keyed hash of the thread id and `<ns>` of the namespace (both urlsafe
+base64, which never holds `#` or `!`), so a Query over a thread's partition never meets
+its control items, and no thread partition is the deployment's. Checkpoint ids are
+time-ordered: a descending Query over `<ns>#` meets the newest checkpoint first, right
+after its own writes records.
+
+Objects (one bucket): `<prefix><thread>/<leaf>`, a leaf being the keyed hash of a
+value's (thread, namespace, channel, version) or of a large write's identity, so a
+thread's objects share one key prefix. A writes record points at a write kept as an
+object with `<leaf>.<channel tag>`.
+"""
+
+from __future__ import annotations
+
+import re
+
+SEPARATOR = "#"
+# Above every checkpoint id, so an open-ended range needs no id to bound it.
+TOP = "\uffff"
+
+# The deployment's own records (the deployment record, the KMS keyring).
+CONTROL_PK = "#s3dynamo"
+DEPLOYMENT_RECORD = "deployment"
+KEYRING_RECORD = "keyring"
+
+# A thread's control items: `<thread>!` (thread names never contain "!").
+CONTROL_SUFFIX = "!"
+HEAD_PREFIX = "head#"
+LEASE_SK = "lease"
+
+# A head set to `~<seconds>` marks a namespace whose thread retention is removing (or
+# removed then): a commit that expects a parent is refused, a new thread may start.
+# Checkpoint ids never begin with "~".
+TOMBSTONE_MARK = "~"
+
+# One name as `naming.py` makes a thread name or a leaf: 16 bytes, urlsafe base64, no
+# padding. The last character carries 2 data bits and 4 zero bits: A, Q, g or w.
+NAME = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+
+
+# ------------------------------------------------------------------ sort keys
+
+
+def checkpoint_sk(ns_name: str, checkpoint_id: str) -> str:
+    return f"{ns_name}{SEPARATOR}{checkpoint_id}"
+
+
+def writes_sk(ns_name: str, checkpoint_id: str, task_name: str) -> str:
+    return f"{ns_name}{SEPARATOR}{checkpoint_id}{SEPARATOR}{task_name}"
+
+
+def namespace_prefix(ns_name: str) -> str:
+    """The sort-key prefix of every record of one namespace."""
+    return ns_name + SEPARATOR
+
+
+def namespace_range(ns_name: str, upper_id: str | None) -> tuple[str, str]:
+    """Sort keys of a namespace's records from its start up to checkpoint `upper_id`
+    (inclusive of its record, not of its writes), or to its end."""
+    upper = checkpoint_sk(ns_name, upper_id) if upper_id else ns_name + SEPARATOR + TOP
+    return namespace_prefix(ns_name), upper
+
+
+def parse_sk(sk: str) -> tuple[str, str, str | None]:
+    """Split a sort key into (namespace name, checkpoint id, task name or None)."""
+    parts = sk.split(SEPARATOR)
+    if len(parts) == 2:
+        return parts[0], parts[1], None
+    return parts[0], parts[1], parts[2]
+
+
+def is_writes_key(sk: str) -> bool:
+    return sk.count(SEPARATOR) == 2
+
+
+def owner_sk(sk: str) -> str:
+    """Sort key of the checkpoint a record belongs to: itself, or a writes record's owner."""
+    return sk.rsplit(SEPARATOR, 1)[0] if is_writes_key(sk) else sk
+
+
+# --------------------------------------------------------------- control items
+
+
+def control_pk(thread_name: str) -> str:
+    """Partition of a thread's control items (heads and lease)."""
+    return thread_name + CONTROL_SUFFIX
+
+
+def is_control_pk(pk: str) -> bool:
+    return pk.endswith(CONTROL_SUFFIX)
+
+
+def thread_of(pk: str) -> str:
+    """The thread name a partition belongs to, records or control items."""
+    return pk[: -len(CONTROL_SUFFIX)] if is_control_pk(pk) else pk
+
+
+def head_sk(ns_name: str) -> str:
+    return HEAD_PREFIX + ns_name
+
+
+def head_namespace(sk: str) -> str | None:
+    """The namespace name a head item's sort key names; None for another control item."""
+    return sk[len(HEAD_PREFIX) :] if sk.startswith(HEAD_PREFIX) else None
+
+
+def tombstone(at: int) -> str:
+    return f"{TOMBSTONE_MARK}{at}"
+
+
+def tombstone_time(head: str | None) -> int | None:
+    """When a tombstone head was set; None for a head naming a checkpoint (or none)."""
+    if head is None or not head.startswith(TOMBSTONE_MARK):
+        return None
+    try:
+        return int(head[len(TOMBSTONE_MARK) :])
+    except ValueError:
+        return 0
+
+
+# -------------------------------------------------------------------- objects
+
+
+def object_key(prefix: str, thread_name: str, leaf: str) -> str:
+    return f"{prefix}{thread_name}/{leaf}"
+
+
+def thread_prefix(prefix: str, thread_name: str) -> str:
+    """Key prefix shared by every object of one thread."""
+    return f"{prefix}{thread_name}/"
+
+
+def split_object_key(prefix: str, key: str) -> tuple[str, str] | None:
+    """(thread name, leaf) of a key this deployment could have written, else None."""
+    if not key.startswith(prefix):
+        return None
+    thread_name, slash, leaf = key[len(prefix) :].partition("/")
+    if slash and NAME.fullmatch(thread_name) and NAME.fullmatch(leaf):
+        return thread_name, leaf
+    return None
+
+
+def write_ref(leaf: str, channel_tag: str) -> str:
+    """How a writes record points at a write kept as an object: the leaf, then the keyed
+    channel tag, so a reader can pick a channel's writes without fetching the others."""
+    return f"{leaf}.{channel_tag}"
+
+
+def split_write_ref(ref: str) -> tuple[str, str | None]:
+    leaf, _, tag = ref.partition(".")
+    return leaf, tag or None

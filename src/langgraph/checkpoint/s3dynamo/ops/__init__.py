@@ -1,0 +1,288 @@
+"""Everything beyond LangGraph's checkpointer methods, as `saver.ops`: checking and
+rotating keys, maintenance (garbage collection, retention, delete, copy, prune,
+re-encryption), the thread lease, and inspection (threads, history, stats, verify).
+
+Every operation that changes stored data is planned first: `plan_*` reads what it would
+touch and changes nothing; the plan's `execute()` does it (the command line shows the
+plan and executes it on `--yes`). Inspections return reports. Each plan and report has
+`to_dict()`, the shape the command line prints with `--json`.
+
+    gc.py         garbage collection: plan, then execute (its safety proof)
+    retention.py  expiring idle threads: the sweep and its guarantees
+    threads.py    delete, copy, prune and delete-runs plans
+    reencrypt.py  re-sealing under the active key
+    rewrite.py    re-sealing a thread's blobs (for copies and re-encryption)
+    inspect.py    threads, history, stats and verify reports
+    check.py      the up-front check and KMS key rotation
+
+The deployment check guards every read here as on the saver's own path: an empty
+result, or a blob that does not open, is first checked against the deployment record,
+so a wrong key or naming secret is named as such, never shown as an empty thread or
+reported as tampering.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
+from datetime import timedelta
+
+from langgraph.checkpoint.s3dynamo import lease
+from langgraph.checkpoint.s3dynamo.compose import Components
+from langgraph.checkpoint.s3dynamo.config import thread_id_of
+from langgraph.checkpoint.s3dynamo.errors import (
+    DeploymentMismatchError,
+    IntegrityError,
+    InvalidConfigError,
+    ObjectNotFoundError,
+    ThreadNotFoundError,
+)
+from langgraph.checkpoint.s3dynamo.keys import Deployment
+from langgraph.checkpoint.s3dynamo.ops import check as checks
+from langgraph.checkpoint.s3dynamo.ops import gc, inspect, reencrypt, retention, threads
+from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
+from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan
+from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
+from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
+from langgraph.checkpoint.s3dynamo.settings import parse_ttl
+from langgraph.checkpoint.s3dynamo.store import Entry, Skipped
+
+__all__ = ["CheckReport", "ExpiryPlan", "GcPlan", "Operations", "ReencryptResult", "guarded"]
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def guarded(deployment: Deployment) -> Iterator[None]:
+    """A blob that does not open is first checked against the deployment record: with
+    other keys or another naming secret than the deployment's, `DeploymentMismatchError`
+    names which (the blob is not tampered with; the configuration is wrong). A missing
+    object, or keys that match, leave the error as it was."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if isinstance(exc, ObjectNotFoundError):
+            raise
+        try:
+            deployment.verify(write=False)
+        except DeploymentMismatchError as mismatch:
+            raise mismatch from exc
+        raise
+
+
+class Operations:
+    """The operations of one saver (module docstring); `saver.ops`."""
+
+    def __init__(self, parts: Components) -> None:
+        self.parts = parts
+        self.store = parts.store
+        # Threads the last table-wide operation skipped (they do not open with these keys).
+        self.last_skipped: list[Skipped] = []
+
+    def _entries(self, thread_id: str) -> list[Entry]:
+        """A thread's checkpoints; a thread with none is checked against the deployment
+        (a wrong naming secret finds nothing) before it is called unknown."""
+        tid = thread_id_of(thread_id)
+        with guarded(self.parts.deployment):
+            entries = self.store.finder.thread_entries(tid)
+        if not entries:
+            self.parts.deployment.verify(write=False)
+            raise ThreadNotFoundError(
+                f"thread {tid!r} has no checkpoints in this deployment; list the threads "
+                "with `s3dynamo threads` (or check the table, bucket and prefix)"
+            )
+        return entries
+
+    # ---------------------------------------------------------------- keys
+
+    def check(self, *, raise_on_problem: bool = True) -> CheckReport:
+        """Verify table, bucket, keys and permissions up front, with a few cheap requests;
+        nothing is written (see `ops/check.py`). Raises `CheckFailedError` holding the
+        report, unless `raise_on_problem` is False."""
+        return checks.check(self.parts, raise_on_problem=raise_on_problem)
+
+    def rotate_key(self) -> str:
+        """Add a new data key from KMS and make it active (with `kms_key_id`); returns its
+        id. Then `reencrypt()` moves old blobs to it. With no keyring in the table yet, it
+        creates one instead. Needs kms:GenerateDataKey (the maintenance policy). With
+        `keys`, rotation is a configuration change: put the new key first in
+        S3DYNAMO_KEYS (see docs/SECURITY.md)."""
+        return checks.rotate_key(self.parts)
+
+    def plan_reencrypt(self, thread_ids: Sequence[str] | None = None) -> ReencryptPlan:
+        """Which keys the blobs are sealed under now; `.execute()` re-seals every blob not
+        sealed under the active key, so an old key can leave the keyring."""
+        if self.parts.sealer.keyring is None:
+            raise InvalidConfigError(
+                "reencrypt needs sealing keys: set S3DYNAMO_KEYS=new:base64,old:base64 (the "
+                "first is the active key) and S3DYNAMO_SECRET, or S3DYNAMO_KMS_KEY_ID"
+            )
+        tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
+        for tid in tids or ():
+            self._entries(tid)
+        self.parts.deployment.verify(write=True)  # records a newly active key
+        with guarded(self.parts.deployment):
+            return reencrypt.plan_reencrypt(self.store, tids)
+
+    def reencrypt(self, thread_ids: Sequence[str] | None = None) -> ReencryptResult:
+        """Re-seal every blob of these threads (default: all) not sealed under the active
+        key. Returns how many it re-sealed (an int), with `.skipped`: over the whole
+        table, threads that do not open with these keys are skipped and listed there."""
+        result = self.plan_reencrypt(thread_ids).execute()
+        self.last_skipped = result.skipped
+        log.info("reencrypt: %d blobs re-sealed, %d threads skipped", result, len(result.skipped))
+        return result
+
+    # -------------------------------------------------------- maintenance
+
+    def plan_garbage_collection(
+        self, thread_ids: Sequence[str] | None = None, *, grace: timedelta = gc.DEFAULT_GRACE
+    ) -> GcPlan:
+        """Find objects no index item references, older than `grace` (a dry run); call
+        `.execute()` on the plan to delete them (see `ops/gc.py`)."""
+        tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
+        plan = gc.plan_gc(self.store, tids, grace=grace)
+        log.info("garbage collection plan: %d objects, %d bytes", plan.objects, plan.bytes)
+        return plan
+
+    def plan_expiry(
+        self, older_than: str | float | timedelta | None = None, *, deadline: float | None = None
+    ) -> ExpiryPlan:
+        """Every thread idle for longer than `older_than` (default: the `retention`
+        setting), found with one Scan; `.execute()` removes them whole (`ops/retention.py`).
+        With `deadline` (a `time.monotonic()` value), a Scan not finished by then decides
+        nothing (`.scanned_all` is False)."""
+        ttl = parse_ttl(older_than) if older_than is not None else self.parts.settings.retention
+        if ttl is None:
+            raise InvalidConfigError(
+                "expiring idle threads needs a time to live and none is set; pass "
+                "older_than (such as '30d') or set retention / S3DYNAMO_RETENTION"
+            )
+        return retention.plan_expiry(self.store, ttl, deadline=deadline)
+
+    def expire_idle_threads(
+        self,
+        older_than: str | float | timedelta | None = None,
+        *,
+        dry_run: bool = False,
+        deadline: float | None = None,
+    ) -> ExpiryPlan:
+        """Remove, whole, every thread idle for longer than `older_than`; finish removals
+        an earlier call left midway. A thread written within that time keeps every
+        checkpoint. With `dry_run=True` nothing changes and the plan says what would go."""
+        plan = self.plan_expiry(older_than, deadline=deadline)
+        if not dry_run:
+            plan.execute(deadline=deadline)
+            self.store.forget()
+        return plan
+
+    def plan_delete(self, thread_id: str) -> threads.DeletePlan:
+        """What deleting a thread removes; `.execute()` deletes it."""
+        tid = thread_id_of(thread_id)
+        plan = threads.plan_delete(self.store, tid)
+        if not plan.items and not plan.objects:
+            self._entries(tid)  # names a wrong secret, else the unknown thread
+        return plan
+
+    def plan_copy(self, source: str, target: str) -> threads.CopyPlan:
+        """What copying a thread writes; `.execute()` copies it (resumably)."""
+        self._entries(source)
+        return threads.plan_copy(self.store, thread_id_of(source), thread_id_of(target))
+
+    def plan_prune(
+        self, thread_ids: Sequence[str], strategy: str = "keep_latest"
+    ) -> threads.PrunePlan:
+        """What pruning keeps and removes per thread; `.execute()` prunes."""
+        threads.check_strategy(strategy)
+        tids = [thread_id_of(t) for t in thread_ids]
+        for tid in tids:
+            self._entries(tid)
+        with guarded(self.parts.deployment):
+            return threads.plan_prune(self.store, tids, strategy)
+
+    def plan_delete_runs(self, run_ids: Sequence[str]) -> threads.DeleteRunsPlan:
+        """The checkpoints these runs created, found through the run index; `.execute()`
+        deletes them with their writes."""
+        return threads.plan_delete_runs(self.store, [str(r) for r in run_ids])
+
+    # ---------------------------------------------------------------- runs
+
+    def thread_lock(
+        self, thread_id: str, *, ttl: float = lease.DEFAULT_TTL, wait: float | None = None
+    ) -> AbstractContextManager[lease.ThreadLease]:
+        """Hold the thread's lease for the block, so runs on it go one at a time.
+
+        ```python
+        with saver.ops.thread_lock(thread_id, ttl=120):
+            graph.invoke(inputs, {"configurable": {"thread_id": thread_id}})
+        ```
+
+        One conditional UpdateItem takes it; another holder waits up to `wait` seconds
+        (default: `ttl`, long enough for a crashed holder's lease to lapse), then
+        `LeaseTimeoutError`; `wait=0` fails fast. The lease lapses `ttl` seconds after it
+        was taken (`renew()` on the yielded lease extends it). Writes made in the block
+        carry its fencing token: if it lapsed and another holder took it, they are refused
+        with `LeaseLostError`. Details in `lease.py`."""
+        tid = thread_id_of(thread_id)
+        return lease.thread_lock(self.store, tid, ttl, ttl if wait is None else wait)
+
+    def athread_lock(
+        self, thread_id: str, *, ttl: float = lease.DEFAULT_TTL, wait: float | None = None
+    ) -> AbstractAsyncContextManager[lease.ThreadLease]:
+        """`thread_lock` for `async with`; waiting does not block the event loop."""
+        tid = thread_id_of(thread_id)
+        return lease.athread_lock(self.store, tid, ttl, ttl if wait is None else wait)
+
+    # ---------------------------------------------------------- inspection
+
+    def threads(self) -> inspect.ThreadsReport:
+        """Every thread with checkpoints (a scan of the table)."""
+        self.parts.deployment.verify(write=False)
+        return inspect.threads(self.store)
+
+    def history(self, thread_id: str, ns: str | None = None) -> list[inspect.HistoryItem]:
+        """A thread's checkpoints newest first (`ns`: one namespace, else all), decoded,
+        with their sizes."""
+        entries = self._entries(thread_id)
+        if ns is not None:
+            entries = [e for e in entries if e.ns == ns]
+            if not entries:
+                raise ThreadNotFoundError(
+                    f"thread {thread_id!r} has no checkpoints in namespace {ns!r}; "
+                    "`--ns '*'` shows every namespace"
+                )
+        with guarded(self.parts.deployment):
+            return inspect.history(self.store, entries)
+
+    def checkpoint_ids(self, thread_id: str, ns: str) -> list[str]:
+        """The ids of a thread's checkpoints in one namespace, newest first."""
+        return [e.checkpoint_id for e in self._entries(thread_id) if e.ns == ns]
+
+    def stats(
+        self, thread_id: str | None = None, progress: inspect.Progress | None = None
+    ) -> inspect.StatsReport:
+        """Sizes, compression and reuse by channel, of one thread or the whole store."""
+        if thread_id is not None:
+            self._entries(thread_id)
+        else:
+            self.parts.deployment.verify(write=False)
+        with guarded(self.parts.deployment):
+            return inspect.stats(self.store, thread_id, progress or inspect.no_progress)
+
+    def verify(
+        self, thread_id: str | None = None, progress: inspect.Progress | None = None
+    ) -> inspect.VerifyReport:
+        """Open and authenticate every item and object of one thread or the whole store.
+        When nothing opens, the keys are checked against the deployment first: a wrong
+        key or secret raises `DeploymentMismatchError` instead of a report of tampering."""
+        tid = None if thread_id is None else thread_id_of(thread_id)
+        if tid is None:
+            self.parts.deployment.verify(write=False)
+        scoped = inspect.scope(self.store, tid)
+        if tid is not None and not scoped[0] and not scoped[1]:
+            self._entries(tid)
+        report = inspect.verify(self.store, tid, progress or inspect.no_progress, scoped)
+        if report.checked["blobs"] and not report.checked["opened"]:
+            self.parts.deployment.verify(write=False)
+        return report

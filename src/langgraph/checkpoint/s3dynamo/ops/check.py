@@ -1,0 +1,98 @@
+"""Checking a deployment up front (table, bucket, keys, permissions) and rotating its KMS
+data key. Few, cheap requests; `check` writes nothing."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from langgraph.checkpoint.s3dynamo.compose import Components
+from langgraph.checkpoint.s3dynamo.errors import CheckFailedError, InvalidConfigError, S3DynamoError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CheckReport:
+    """What `check` verified: one line per part, and the problems found."""
+
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    requests: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __str__(self) -> str:
+        return "\n".join([*self.lines, *(f"PROBLEM: {p}" for p in self.problems)])
+
+
+def check(parts: Components, *, raise_on_problem: bool = True) -> CheckReport:
+    """One Query on the control partition (the table exists in this region and may be
+    read; it also reads the deployment record and the KMS keyring), one listing of at
+    most one key under the prefix (the bucket exists and may be listed), one KMS Decrypt
+    with `kms_key_id` (the key unwraps this deployment's keyring). Nothing is written.
+    Returns the report, or raises `CheckFailedError` holding it."""
+    report = CheckReport()
+    steps = (("table", _check_table), ("bucket", _check_bucket), ("keys", _check_keys))
+    for name, step in steps:
+        try:
+            report.lines.append(f"{name}: {step(parts)}")
+        except S3DynamoError as exc:
+            report.problems.append(f"{name}: {exc}")
+            if name == "table":
+                break  # keys live in the table
+    if parts.kms is not None:
+        report.requests = {f"kms.{k}": n for k, n in parts.kms.requests.items()}
+    if report.problems and raise_on_problem:
+        raise CheckFailedError(report)
+    return report
+
+
+def _check_table(parts: Components) -> str:
+    parts.control.refresh()
+    return f"{getattr(parts.store.records, 'resource', 'index')} answers"
+
+
+def _check_bucket(parts: Components) -> str:
+    parts.store.objects.port.probe(parts.settings.prefix)
+    return f"{getattr(parts.store.objects.port, 'resource', 'object store')} answers"
+
+
+def _check_keys(parts: Components) -> str:
+    deployment = parts.deployment
+    if parts.kms is not None and not parts.kms.exists():
+        return (
+            "no KMS keyring in the table yet: setup() or rotate_key() creates it "
+            "(kms:GenerateDataKey, the maintenance policy)"
+        )
+    mine = deployment.mine()  # unwraps the KMS keyring (one Decrypt)
+    theirs = deployment.recorded()
+    if theirs is None:
+        return "no deployment record yet (the first write creates it); this saver: " + (
+            mine.describe()
+        )
+    problems = deployment.differences(theirs, mine)
+    if problems:
+        raise InvalidConfigError("; ".join(problems) + f" (deployment: {theirs.describe()})")
+    return f"match the deployment: {mine.describe()}"
+
+
+def rotate_key(parts: Components) -> str:
+    """Add a new data key from KMS and make it active; returns its id (module docs)."""
+    kms, deployment = parts.kms, parts.deployment
+    if kms is None:
+        raise InvalidConfigError(
+            "rotate_key() rotates KMS data keys; this saver has none. With keys=... / "
+            "S3DYNAMO_KEYS, put the new key first, keep the old one, run reencrypt(), "
+            "then drop the old key"
+        )
+    if not kms.exists():
+        deployment.verify(write=True)  # creates the keyring, records it
+        return kms.keyring().active
+    deployment.verify(write=False)
+    key_id = kms.rotate()
+    deployment.verify(write=True)
+    log.info("rotate_key: new active key %s", key_id)
+    return key_id

@@ -1,0 +1,518 @@
+"""Inspecting stored data: the threads of a deployment, a thread's history with sizes,
+statistics (sizes, compression, reuse) and verification (open and authenticate every
+blob). Each returns a report of plain values; the command line only renders it (the
+`--json` shapes are these reports' `to_dict()`).
+
+Every blob is reached through the store's walker (`store/walker.py`) and opened with the
+codec: nothing here knows the record layout or decodes on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    KeyNotFoundError,
+    ObjectNotFoundError,
+    PlaintextRefusedError,
+)
+from langgraph.checkpoint.s3dynamo.layout import split_object_key
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    Record,
+    referenced_leaves,
+)
+from langgraph.checkpoint.s3dynamo.store import Entry, ThreadStore
+from langgraph.checkpoint.s3dynamo.store.walker import Blobs
+
+Progress = Callable[[int, int], None]
+
+
+def no_progress(done: int, total: int) -> None:
+    return None
+
+
+def _by_thread(entries: Iterable[Entry]) -> dict[str, list[Entry]]:
+    out: dict[str, list[Entry]] = {}
+    for e in entries:
+        out.setdefault(e.tid, []).append(e)
+    return out
+
+
+def item_label(key: ItemKey) -> str:
+    return f"{key.pk} {key.sk}"
+
+
+# ---------------------------------------------------------------------- threads
+
+
+@dataclass
+class ThreadSummary:
+    thread_id: str
+    checkpoints: int
+    namespaces: int
+    last_checkpoint_id: str
+    last_step: Any
+    last_updated: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass
+class ThreadsReport:
+    """Every thread with checkpoints here, and the checkpoint records that did not open
+    (other keys or naming secret, or altered)."""
+
+    threads: list[ThreadSummary]
+    unreadable_records: int
+    opened_records: int
+
+
+def threads(store: ThreadStore) -> ThreadsReport:
+    """One scan of the table: each thread's checkpoints, namespaces and latest step."""
+    records = (r for r in store.scans.scan() if isinstance(r, CheckpointRecord))
+    grouped = store.finder.pair(records)
+    counts: dict[str, int] = {}
+    namespaces: dict[str, set[str]] = {}
+    latest: dict[str, Entry] = {}
+    for e in grouped.entries:
+        counts[e.tid] = counts.get(e.tid, 0) + 1
+        namespaces.setdefault(e.tid, set()).add(e.ns)
+        best = latest.get(e.tid)
+        # The root namespace's newest checkpoint stands for the thread.
+        if best is None or (e.ns == "", e.checkpoint_id) > (best.ns == "", best.checkpoint_id):
+            latest[e.tid] = e
+    rows = []
+    for tid, e in latest.items():
+        step, ts = None, None
+        with contextlib.suppress(IntegrityError):  # `verify` reports it; the listing goes on
+            step = (store.walker.open_metadata(e) or {}).get("step")
+            ts = store.walker.open_body(e).get("ts")
+        rows.append(
+            ThreadSummary(tid, counts[tid], len(namespaces[tid]), e.checkpoint_id, step, ts)
+        )
+    return ThreadsReport(rows, len(grouped.unopened), len(grouped.entries))
+
+
+# ---------------------------------------------------------------------- history
+
+
+@dataclass
+class HistoryItem:
+    """One checkpoint of a history, decoded, with what it costs to keep: `item_bytes`
+    (its records), `stored_bytes` (its records plus the objects its parent did not
+    reference: what it added) and `referenced_bytes` (its records plus every object it
+    references: everything it needs)."""
+
+    entry: Entry
+    tuple: CheckpointTuple
+    item_bytes: int
+    stored_bytes: int
+    referenced_bytes: int
+
+
+def history(store: ThreadStore, entries: Sequence[Entry]) -> list[HistoryItem]:
+    """Decode a thread's entries (newest first) with their sizes."""
+    if not entries:
+        return []
+    sizes = {o.key: o.size for o in store.objects.list_thread(entries[0].record.pk)}
+    by_id = {(e.ns, e.checkpoint_id): e for e in entries}
+    size = store.records.item_size
+    out = []
+    for e, t in zip(entries, store.decoder.tuples(entries, None, None), strict=True):
+        parent_id = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+        own = set(store.finder.referenced_keys([e]))
+        parent = by_id.get((e.ns, parent_id)) if parent_id else None
+        inherited = set(store.finder.referenced_keys([parent])) if parent else set()
+        items = size(e.record) + sum(size(w) for w in e.writes)
+        out.append(
+            HistoryItem(
+                e,
+                t,
+                items,
+                items + sum(sizes.get(k, 0) for k in own - inherited),
+                items + sum(sizes.get(k, 0) for k in own),
+            )
+        )
+    return out
+
+
+# ------------------------------------------------------------------------ stats
+
+
+@dataclass
+class ChannelStats:
+    values: int = 0
+    references: int = 0
+    inline: int = 0
+    objects: int = 0
+    stored_bytes: int = 0
+    logical_bytes: int = 0
+    referenced_logical_bytes: int = 0
+
+
+@dataclass
+class StatsReport:
+    thread_id: str | None
+    threads: int
+    checkpoints: int
+    items: int
+    item_bytes: int
+    objects: int
+    object_bytes: int
+    unreferenced_objects: int
+    channels: dict[str, ChannelStats]
+
+    def to_dict(self) -> dict[str, Any]:
+        channels = self.channels.values()
+        logical = sum(c.logical_bytes for c in channels)
+        sealed = sum(c.stored_bytes for c in channels)
+        referenced_logical = sum(c.referenced_logical_bytes for c in channels)
+        return {
+            "thread_id": self.thread_id,
+            "threads": self.threads,
+            "checkpoints": self.checkpoints,
+            "items": {"count": self.items, "bytes": self.item_bytes},
+            "objects": {
+                "count": self.objects,
+                "bytes": self.object_bytes,
+                "unreferenced": self.unreferenced_objects,
+            },
+            "stored_bytes": self.item_bytes + self.object_bytes,
+            "values": {
+                "count": sum(c.values for c in channels),
+                "references": sum(c.references for c in channels),
+                "sealed_bytes": sealed,
+                "logical_bytes": logical,
+                "referenced_logical_bytes": referenced_logical,
+            },
+            "compression_ratio": _ratio(logical, sealed),
+            "reuse_ratio": _ratio(referenced_logical, logical),
+            "channels": [
+                {"channel": name, **vars(c)}
+                for name, c in sorted(self.channels.items(), key=lambda kv: -kv[1].stored_bytes)
+            ],
+        }
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return round(numerator / denominator, 3) if denominator else None
+
+
+def scope(store: ThreadStore, thread_id: str | None) -> tuple[list[Record], list[ObjectInfo]]:
+    """The records and objects of one thread, or of the whole deployment."""
+    if thread_id is None:
+        return list(store.scans.scan()), list(store.objects.port.list(store.prefix))
+    name = store.namer.thread(thread_id)
+    return store.finder.thread_records(thread_id), store.objects.list_thread(name)
+
+
+def stats(
+    store: ThreadStore, thread_id: str | None, progress: Progress = no_progress
+) -> StatsReport:
+    """Sizes, compression and reuse, by channel, of one thread or the whole deployment."""
+    records, listed = scope(store, thread_id)
+    objects = [o for o in listed if split_object_key(store.prefix, o.key)]
+    entries = store.finder.pair(records).entries
+    by_thread = _by_thread(entries)
+    sizes = {o.key: o.size for o in objects}
+    channels: dict[str, ChannelStats] = {}
+    seen: set[tuple[str, str, str, str]] = set()
+    referenced: set[str] = set()
+    walker = store.walker
+    progress(0, len(by_thread))
+    for done, (tid, thread_entries) in enumerate(by_thread.items(), 1):
+        keys = store.finder.referenced_keys(thread_entries)
+        referenced |= set(keys)
+        fetched = store.objects.fetch({k: w for k, w in keys.items() if k in sizes})
+        for e in thread_entries:
+            blobs = walker.walk(e)
+            bases: dict[str, tuple[str, bytes]] = {}
+            for v in blobs.values:
+                c = channels.setdefault(v.channel, ChannelStats())
+                present = v.blob is not None or v.key in fetched
+                if v.base is not None and v.base[1] not in fetched:
+                    present = False
+                logical = len(walker.value_data(e, v, fetched, bases)[1]) if present else 0
+                c.references += 1
+                c.referenced_logical_bytes += logical
+                ident = (tid, e.ns, v.channel, v.version)
+                if ident in seen:
+                    continue
+                seen.add(ident)
+                c.values += 1
+                c.logical_bytes += logical
+                blob = v.blob if v.blob is not None else fetched.get(v.key or "")
+                c.stored_bytes += len(blob) if blob is not None else 0
+                c.inline += v.blob is not None
+                c.objects += v.blob is None
+            pending = (
+                channels.setdefault("(pending writes)", ChannelStats())
+                if (blobs.writes or blobs.bundles)
+                else None
+            )
+            for sealed, inline in _write_blobs(store, blobs, fetched):
+                assert pending is not None
+                logical = len(walker.write_blob_data(e, *sealed)[1][1])
+                pending.values += 1
+                pending.references += 1
+                pending.stored_bytes += len(sealed[2])
+                pending.logical_bytes += logical
+                pending.referenced_logical_bytes += logical
+                pending.inline += inline
+                pending.objects += not inline
+        progress(done, len(by_thread))
+    size = store.records.item_size
+    return StatsReport(
+        thread_id=thread_id,
+        threads=len(by_thread),
+        checkpoints=len(entries),
+        items=len(records),
+        item_bytes=sum(size(r) for r in records),
+        objects=len(objects),
+        object_bytes=sum(o.size for o in objects),
+        unreferenced_objects=sum(1 for o in objects if o.key not in referenced),
+        channels=channels,
+    )
+
+
+def _write_blobs(
+    store: ThreadStore, blobs: Blobs, fetched: Mapping[str, bytes]
+) -> list[tuple[tuple[str, int, bytes], bool]]:
+    """((task id, index, sealed write), kept inline) for every write whose blob is at
+    hand (objects missing from the bucket are `verify`'s to report)."""
+    out: list[tuple[tuple[str, int, bytes], bool]] = []
+    for w in blobs.writes:
+        blob = w.blob if w.blob is not None else fetched.get(w.key or "")
+        if blob is not None:
+            out.append(((w.task_id, w.idx, blob), w.blob is not None))
+    for b in blobs.bundles:
+        if b.key in fetched:
+            for idx, blob in store.walker.bundle_blobs(blobs.entry, b, fetched).items():
+                out.append(((b.task_id, idx, blob), False))
+    return out
+
+
+# ----------------------------------------------------------------------- verify
+
+
+def problem_kind(exc: Exception) -> str:
+    if isinstance(exc, ObjectNotFoundError):
+        return "missing"
+    if isinstance(exc, (KeyNotFoundError, PlaintextRefusedError)):
+        return "unopenable"
+    if isinstance(exc, IntegrityError):
+        return "tampered"
+    return "unopenable"
+
+
+@dataclass
+class VerifyReport:
+    thread_id: str | None
+    checked: dict[str, int] = field(
+        default_factory=lambda: {"items": 0, "objects": 0, "blobs": 0, "opened": 0}
+    )
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def problem(
+        self, kind: str, where: str, key: str, e: Entry | None, detail: str, tid: str | None = None
+    ) -> None:
+        self.problems.append(
+            {
+                "kind": kind,
+                "where": where,
+                "key": key,
+                "thread_id": e.tid if e else tid,
+                "checkpoint_ns": e.ns if e else None,
+                "checkpoint_id": e.checkpoint_id if e else None,
+                "detail": detail,
+            }
+        )
+
+    def attempt(
+        self, where: str, key: str, e: Entry | None, fn: Callable[..., Any], *args: Any
+    ) -> Any:
+        """fn(*args), counted; None (and a problem recorded) if it raises."""
+        self.checked["blobs"] += 1
+        try:
+            result = fn(*args)
+        except Exception as exc:
+            self.problem(problem_kind(exc), where, key, e, f"{type(exc).__name__}: {exc}")
+            return None
+        self.checked["opened"] += 1
+        return result if result is not None else True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "ok": self.ok,
+            "checked": dict(self.checked),
+            "problems": list(self.problems),
+        }
+
+
+def verify(
+    store: ThreadStore,
+    thread_id: str | None,
+    progress: Progress = no_progress,
+    scoped: tuple[list[Record], list[ObjectInfo]] | None = None,
+) -> VerifyReport:
+    """Open and authenticate every item and object in scope (one thread, or every thread
+    of the deployment; `scoped`: its records and objects, if read already): what is
+    missing, unreferenced, altered or sealed under a key this saver does not hold."""
+    records, objects = scoped or scope(store, thread_id)
+    listed = {o.key: o for o in objects if split_object_key(store.prefix, o.key)}
+    report = VerifyReport(thread_id)
+    report.checked.update(items=len(records), objects=len(listed))
+    grouped = store.finder.pair(records)
+    for rec, exc in grouped.unopened:
+        report.checked["blobs"] += 1
+        report.problem(
+            problem_kind(exc), "item", item_label(rec.key), None, f"{type(exc).__name__}: {exc}"
+        )
+    for w in grouped.orphan_writes:
+        report.problem(
+            "unreferenced",
+            "item",
+            item_label(w.key),
+            None,
+            "writes item whose checkpoint item is gone (an interrupted delete; "
+            "`s3dynamo delete` or prune again removes it)",
+        )
+    report.checked["blobs"] += len(grouped.entries)  # the thread references, opened by `pair`
+    report.checked["opened"] += len(grouped.entries)
+    by_thread = _by_thread(grouped.entries)
+    progress(0, len(by_thread))
+    live: dict[str, set[str]] = {}
+    for r in records:
+        live.setdefault(r.pk, set()).update(referenced_leaves(r))
+    for done, (_, entries) in enumerate(by_thread.items(), 1):
+        _verify_thread(store, entries, listed, report)
+        progress(done, len(by_thread))
+    scope_pk = store.namer.thread(thread_id) if thread_id is not None else None
+    now = datetime.now(timezone.utc)
+    for key, info in sorted(listed.items()):
+        parts = split_object_key(store.prefix, key)
+        assert parts is not None
+        thread_name, leaf = parts
+        if scope_pk is not None and thread_name != scope_pk:
+            continue
+        if leaf not in live.get(thread_name, set()):
+            age = int((now - info.modified).total_seconds())
+            report.problem(
+                "unreferenced",
+                "object",
+                key,
+                None,
+                f"{info.size} bytes, {age} s old, referenced by no item "
+                "(`s3dynamo gc` removes it after the grace period)",
+                tid=thread_id,
+            )
+    return report
+
+
+def _verify_thread(
+    store: ThreadStore,
+    entries: Sequence[Entry],
+    listed: Mapping[str, ObjectInfo],
+    report: VerifyReport,
+) -> None:
+    """Open every blob of one thread's entries; objects are fetched in one wave and each
+    opened once, however many checkpoints reference it."""
+    walker, attempt = store.walker, report.attempt
+    keys = store.finder.referenced_keys(entries)
+    present = {k: w for k, w in keys.items() if k in listed}
+    try:
+        fetched = store.objects.fetch(present, cached=False)  # the bucket, not a cache
+    except ObjectNotFoundError:  # deleted since the listing: fetch one by one
+        fetched = {}
+        for k in present:
+            with contextlib.suppress(ObjectNotFoundError):
+                fetched.update(store.objects.fetch({k: present[k]}, cached=False))
+    done: set[str] = set()
+
+    def object_blob(key: str, e: Entry) -> bytes | None:
+        blob = fetched.get(key)
+        if blob is None and key not in done:
+            done.add(key)
+            report.problem(
+                "missing", "object", key, e, f"{e.what}: referenced, but not in the bucket"
+            )
+        return blob
+
+    for e in entries:
+        label = item_label(e.record.key)
+        body = attempt("item", label, e, walker.open_body, e)
+        if body is None:
+            continue
+        attempt("item", label, e, walker.open_metadata, e)
+        tasks: dict[str, tuple[str, str]] = {}
+        for w in e.writes:
+            task = attempt("item", item_label(w.key), e, walker.open_task, w, e.what)
+            if task is not None:
+                tasks[w.sk] = task
+        opened = Entry(e.tid, e.ns, e.record, [w for w in e.writes if w.sk in tasks], e.metadata)
+        try:
+            blobs = walker.walk(opened, body, tasks)
+        except IntegrityError as exc:
+            report.problem("tampered", "item", label, e, f"{type(exc).__name__}: {exc}")
+            continue
+        if blobs.lost:
+            report.problem(
+                "tampered",
+                "item",
+                label,
+                e,
+                f"{len(blobs.lost)} stored channel value(s) missing from the item: it was altered",
+            )
+        for v in blobs.values:
+            if v.base is not None:
+                # A delta opens against its base, an object checked like any other.
+                if object_blob(v.base[1], e) is None:
+                    continue
+                bases: dict[str, tuple[str, bytes]] = {}
+                only_base = v._replace(blob=None, key=v.base[1], base=None, version=v.base[0])
+                if (
+                    attempt("object", v.base[1], e, walker.value_data, e, only_base, fetched)
+                    is None
+                ):
+                    continue
+                attempt("item", label, e, walker.value_data, e, v, fetched, bases)
+                continue
+            if v.blob is not None:
+                attempt("item", label, e, walker.value_data, e, v, fetched)
+                continue
+            key = v.key or ""
+            if key in done or object_blob(key, e) is None:
+                continue
+            done.add(key)
+            attempt("object", key, e, walker.value_data, e, v, fetched)
+        for wb in blobs.writes:
+            if wb.blob is not None:
+                attempt("item", item_label(wb.record.key), e, walker.write_data, e, wb, fetched)
+            elif object_blob(wb.key or "", e) is not None:
+                attempt("object", wb.key or "", e, walker.write_data, e, wb, fetched)
+        for b in blobs.bundles:
+            if object_blob(b.key, e) is None:
+                continue
+            try:
+                parts = walker.bundle_blobs(e, b, fetched)
+            except IntegrityError as exc:
+                report.problem("tampered", "object", b.key, e, f"writes bundle: {exc}")
+                continue
+            for idx, blob in parts.items():
+                attempt("object", b.key, e, walker.write_blob_data, e, b.task_id, idx, blob)

@@ -1,0 +1,349 @@
+"""Retention: threads idle for longer than a time to live (TTL) are removed whole.
+
+Activity
+--------
+Every record carries `written_at`, stamped when it is written (a checkpoint, a task's
+writes, a copy's target; re-encryption keeps the stamp). A thread's activity is the newest
+stamp among its records. A record written before stamps existed is dated by its checkpoint
+id: LangGraph's ids are UUIDv6 (v1 accepted too), which hold their creation time. So data
+written before retention was turned on, or by an older version, is covered. A thread none
+of whose records can be dated (ids of the caller's own making) is kept and counted as
+`undated`. Idle means: activity older than `now - ttl` (the cutoff).
+
+The sweep
+---------
+`plan_expiry` is the dry run: one Scan of the table, in `SCAN_SEGMENTS` segments read in
+parallel (DynamoDB's parallel Scan), that reads each item's key, stamp and head (nothing
+sealed is opened, so it needs no keys). A Scan that does not finish by the caller's
+deadline decides nothing: a thread is judged only on every item of the table, since its
+records and its control items may lie in different segments. `ExpiryPlan.execute` then
+removes each idle thread (several in parallel) in this order:
+
+1. Take the thread's lease (`lease.py`). If someone holds it, skip the thread (`busy`):
+   a holder is at work on it. From here a writer whose lease lapsed is refused
+   (`LeaseLostError`).
+2. Set every namespace head of the thread to a tombstone `~<now>` (each namespace its
+   records show, and each head found). From here, a commit that expects a parent (every
+   run that loaded the latest checkpoint, with concurrent-run detection on, the default)
+   is refused with `ConcurrentUpdateError` and writes nothing; a run starting the same
+   thread id afresh is not.
+3. Read the thread's records again, consistently. If one is now newer than the cutoff, a
+   commit landed between the Scan and step 2: drop the tombstones (an absent head only
+   relaxes the next commit's check), release the lease, keep the thread (`revived`).
+4. Delete the records, each namespace newest first (`Deleter.delete_records`): if
+   interrupted, the thread reads as an earlier checkpoint with all its ancestors.
+5. Delete the thread's objects last modified before the cutoff, each only while it still
+   has the ETag this listing saw. An idle thread's objects were all written before its
+   last record, so before the cutoff; an object written since belongs to a writer active
+   now and stays.
+6. Delete the lease. The tombstones stay: they refuse a commit from a run that loaded the
+   thread before step 2 and writes only now. A later sweep deletes them once they are
+   older than the TTL.
+
+Why an interrupted sweep is completed by the next one: before step 4 finishes, records
+remain with the same old stamps (tombstones and the sweep's lease are not activity, and
+the lease lapses after `LEASE_TTL`), so the thread is idle again and the steps rerun; each
+is idempotent. After step 4, the thread has control items and no records: a `leftover`,
+which the next sweep finishes with steps 1, 3 (no records may have appeared), 5 and 6,
+deleting live heads too (a head without records is what an interrupted
+`delete_thread` also leaves).
+
+Why an active thread loses nothing: a thread is removed only if, after step 2, a
+consistent read still finds no record newer than the cutoff; a conditional commit after
+step 2 is refused; objects written after the cutoff are never deleted; a lease holder is
+never disturbed. Not guarded: a commit that expects no parent (detection off, an
+`update_state` fork, a `put` through the API with a parent never loaded) landing between
+steps 3 and 6, on a thread idle for the whole TTL. It commits onto a thread being removed:
+its own record and the objects it uploaded stay, but values it shares with removed
+checkpoints are gone, and reading it raises an error that names the missing object.
+Pending writes (`put_writes`) carry no head condition either: a late run's writes to a
+removed checkpoint are stored with no checkpoint record to show them, and, being recent,
+keep the thread out of the sweeps until they are older than the TTL; then they go too.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.layout import (
+    LEASE_SK,
+    control_pk,
+    head_namespace,
+    head_sk,
+    is_control_pk,
+    parse_sk,
+    thread_of,
+    tombstone,
+    tombstone_time,
+)
+from langgraph.checkpoint.s3dynamo.records import ItemKey, Stamp
+from langgraph.checkpoint.s3dynamo.store import ThreadStore
+from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS, parallel
+
+log = logging.getLogger(__name__)
+
+# How long the sweep's lease on one thread lasts: far longer than removing one thread
+# takes, short enough that a sweep killed midway does not hold the thread for long.
+LEASE_TTL = timedelta(minutes=15)
+LEASE_OWNER = "retention"
+# Threads removed at once: as many as the shared wave pool and the clients' connection
+# pools serve (a thread's own requests then run one after another).
+PARALLEL_THREADS = WAVE_WORKERS
+# Segments of the Scan, read at once on the same pool. A sequential Scan reads one 1 MB
+# page after another, so a large table can outlast a Lambda's 15 minutes; each segment
+# adds one request per sweep, even on an empty table.
+SCAN_SEGMENTS = 16
+# 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch.
+_UUID_EPOCH = 0x01B21DD213814000
+
+
+def id_time(checkpoint_id: str) -> int | None:
+    """Creation time (seconds since the epoch) held in a UUIDv6 or v1 checkpoint id."""
+    try:
+        u = uuid.UUID(checkpoint_id)
+    except ValueError:
+        return None
+    if u.version == 6:
+        ticks = ((u.int >> 80) << 12) | ((u.int >> 64) & 0x0FFF)
+    elif u.version == 1:
+        ticks = u.time
+    else:
+        return None
+    return (ticks - _UUID_EPOCH) // 10_000_000
+
+
+def stamp_time(stamp: Stamp) -> int | None:
+    """When a record was written: its stamp, else its checkpoint id's time."""
+    if stamp.written_at is not None:
+        return stamp.written_at
+    return id_time(parse_sk(stamp.key.sk)[1])
+
+
+@dataclass
+class _Thread:
+    """What the Scan saw of one thread."""
+
+    newest: int | None = None
+    records: int = 0
+    undated: int = 0
+    namespaces: set[str] = field(default_factory=set)
+    # namespace name -> the checkpoint id or tombstone its head names
+    heads: dict[str, str] = field(default_factory=dict)
+    lease: bool = False
+
+    def see(self, stamp: Stamp) -> None:
+        sk = stamp.key.sk
+        if is_control_pk(stamp.key.pk):
+            ns_name = head_namespace(sk)
+            if stamp.head is not None and ns_name is not None:
+                self.heads[ns_name] = stamp.head
+            elif sk == LEASE_SK:
+                self.lease = True
+            return
+        self.records += 1
+        self.namespaces.add(parse_sk(sk)[0])
+        at = stamp_time(stamp)
+        if at is None:
+            self.undated += 1
+        elif self.newest is None or at > self.newest:
+            self.newest = at
+
+    def unfinished(self, cutoff: int) -> bool:
+        """For a thread without records: whether a removal is left to finish (a lease
+        it took, a live head, a tombstone old enough to go), rather than only the
+        tombstones of a removal just finished."""
+        return self.lease or any(
+            (tombstone_time(head) or 0) <= cutoff for head in self.heads.values()
+        )
+
+
+@dataclass
+class ExpiryPlan:
+    """What a sweep found (the dry run) and, once executed, what it removed. Threads are
+    named by their keyed hash (the partition key), never by id."""
+
+    store: ThreadStore
+    ttl: timedelta
+    cutoff: int
+    # thread name -> its newest record time (seconds since the epoch)
+    idle: dict[str, int] = field(default_factory=dict)
+    # thread names with control items left and no records (an interrupted removal)
+    leftovers: list[str] = field(default_factory=list)
+    active: int = 0
+    undated: int = 0
+    # Records of the idle threads.
+    records: int = 0
+    # False when the Scan met the deadline first: then nothing was judged or removed.
+    scanned_all: bool = True
+    # Filled by `execute`.
+    removed: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    revived: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    records_deleted: int = 0
+    objects_deleted: int = 0
+    executed: bool = False
+    seen: dict[str, _Thread] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def execute(self, *, deadline: float | None = None) -> ExpiryPlan:
+        """Remove the idle threads and finish the leftovers (module docstring). With a
+        `deadline` (a `time.monotonic()` value), no thread is started after it; those
+        not started are listed in `unfinished`, for the next sweep."""
+        work = [*self.idle, *self.leftovers]
+        for start in range(0, len(work), PARALLEL_THREADS):
+            if deadline is not None and time.monotonic() > deadline:
+                self.unfinished += work[start:]
+                break
+            parallel(self._remove, work[start : start + PARALLEL_THREADS])
+        self.executed = True
+        log.info(
+            "retention: removed %d threads (%d records, %d objects); %d busy, %d revived, "
+            "%d left for the next sweep",
+            len(self.removed),
+            self.records_deleted,
+            self.objects_deleted,
+            len(self.busy),
+            len(self.revived),
+            len(self.unfinished),
+        )
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as the command line's `--json` shows it."""
+        return {
+            "ttl_seconds": int(self.ttl.total_seconds()),
+            "idle_threads": len(self.idle),
+            "records": self.records,
+            "leftovers": len(self.leftovers),
+            "active_threads": self.active,
+            "undated_threads": self.undated,
+        }
+
+    def result(self) -> dict[str, Any]:
+        """What an executed sweep did, as the command line's `--json` shows it."""
+        return {
+            "removed_threads": len(self.removed),
+            "records_deleted": self.records_deleted,
+            "objects_deleted": self.objects_deleted,
+            "busy_threads": len(self.busy),
+            "revived_threads": len(self.revived),
+        }
+
+    def _remove(self, name: str) -> None:
+        store, seen = self.store, self.seen[name]
+        control, scans = store.control, store.scans
+        idle = name in self.idle
+        control_key = control_pk(name)
+        lease_key = ItemKey(control_key, LEASE_SK)
+        # 1. The thread's lease.
+        held = control.acquire_lease(
+            lease_key,
+            LEASE_OWNER,
+            int(store.clock() * 1000),
+            int(LEASE_TTL.total_seconds() * 1000),
+        )
+        if held is None:
+            with self._lock:
+                self.busy.append(name)
+            return
+        # 2. Tombstones on every namespace.
+        heads = dict(seen.heads)
+        if idle:
+            heads = dict.fromkeys(sorted(seen.namespaces | set(heads)), tombstone(store.now()))
+            control.put_heads(name, heads)
+        # 3. The records again, consistently.
+        records = scans.partition_stamps(name)
+        times = [t for t in (stamp_time(s) for s in records) if t is not None]
+        if (records and not idle) or any(t >= self.cutoff for t in times):
+            if idle:
+                control.delete_items([ItemKey(control_key, head_sk(ns)) for ns in heads])
+            control.release_lease(held)
+            with self._lock:
+                self.revived.append(name)
+            return
+        # 4. Records, each namespace newest first.
+        keys = [s.key for s in records]
+        if keys:
+            store.deleter.delete_records(keys)
+        # 5. Objects written before the cutoff, each only while unchanged.
+        cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)
+        old = [o for o in store.objects.list_thread(name) if o.modified < cutoff]
+        deleted = store.objects.delete_unchanged(old)
+        # 6. The lease, live heads, and tombstones older than the TTL.
+        gone = [
+            ItemKey(control_key, head_sk(ns))
+            for ns, head in heads.items()
+            if (tombstone_time(head) or 0) <= self.cutoff
+        ]
+        control.delete_items([*gone, lease_key])
+        with self._lock:  # threads are removed in parallel
+            self.removed.append(name)
+            self.records_deleted += len(keys)
+            self.objects_deleted += len(deleted)
+
+
+def plan_expiry(
+    store: ThreadStore,
+    ttl: timedelta,
+    *,
+    segments: int = SCAN_SEGMENTS,
+    deadline: float | None = None,
+) -> ExpiryPlan:
+    """Find idle threads and leftovers with one Scan in `segments` parallel segments;
+    nothing is changed (dry run). Idle is measured against the store's clock
+    (`ThreadStore.clock`). With a `deadline` (a `time.monotonic()` value) the Scan stops
+    at the first page after it, and the plan finds nothing (`scanned_all` False)."""
+    if segments < 1:
+        raise InvalidConfigError(f"retention scan segments must be at least 1, got {segments}")
+    plan = ExpiryPlan(store, ttl, int(store.clock() - ttl.total_seconds()))
+    lock = threading.Lock()
+
+    def scan(segment: int) -> bool:
+        for page in store.scans.scan_stamps(segment, segments):
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            with lock:
+                for stamp in page:
+                    plan.seen.setdefault(thread_of(stamp.key.pk), _Thread()).see(stamp)
+        return True
+
+    finished = parallel(scan, range(segments))
+    if not all(finished):
+        plan.scanned_all = False
+        plan.seen.clear()
+        log.warning(
+            "retention: the Scan reached the deadline with %d of %d segments read; nothing "
+            "was judged or removed. Give the job more time, or run the sweep where no "
+            "deadline applies (`s3dynamo expire`)",
+            sum(finished),
+            segments,
+        )
+        return plan
+    for name, seen in plan.seen.items():
+        if seen.records == 0:
+            if seen.unfinished(plan.cutoff):
+                plan.leftovers.append(name)
+        elif seen.newest is None:
+            plan.undated += 1
+        elif seen.newest < plan.cutoff:
+            plan.idle[name] = seen.newest
+            plan.records += seen.records
+        else:
+            plan.active += 1
+    log.info(
+        "retention: %d threads idle for over %s, %d leftovers, %d active, %d undated",
+        len(plan.idle),
+        ttl,
+        len(plan.leftovers),
+        plan.active,
+        plan.undated,
+    )
+    return plan

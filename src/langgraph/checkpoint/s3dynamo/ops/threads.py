@@ -1,0 +1,328 @@
+"""Whole-thread operations: delete, copy, prune, delete runs. Each is planned first (what
+it would touch, read without changing anything) and then executed; the command line
+shows the plan and executes it on `--yes`, the saver's own methods execute at once.
+
+Each reads a thread's records with one paged query, works in memory, and writes in the
+commit order of `store/committer.py`: objects first, records last. Objects an operation
+leaves unreferenced are deleted at the end when this operation is what orphaned them
+(prune, delete), or left to garbage collection (`ops/gc.py`), which only removes objects
+no record references. The states an interruption can leave, and why a repeat completes
+each operation, are in docs/RELIABILITY.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.errors import ThreadExistsError
+from langgraph.checkpoint.s3dynamo.layout import (
+    checkpoint_sk,
+    is_writes_key,
+    owner_sk,
+    parse_sk,
+    writes_sk,
+)
+from langgraph.checkpoint.s3dynamo.ops.rewrite import rewrite_thread
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    WritesRecord,
+    referenced_leaves,
+)
+from langgraph.checkpoint.s3dynamo.store import Entry, ThreadStore
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+# ------------------------------------------------------------------------- delete
+
+
+@dataclass
+class DeletePlan:
+    """What deleting a thread removes (counted when planned; execution reads again)."""
+
+    store: ThreadStore
+    thread_id: str
+    checkpoints: int
+    items: int
+    objects: int
+    object_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "checkpoints": self.checkpoints,
+            "items": self.items,
+            "objects": self.objects,
+            "object_bytes": self.object_bytes,
+        }
+
+    def execute(self) -> None:
+        self.store.delete_thread(self.thread_id)
+
+
+def plan_delete(store: ThreadStore, tid: str) -> DeletePlan:
+    keys = store.finder.thread_keys(tid)
+    objects = store.objects.list_thread(store.namer.thread(tid))
+    return DeletePlan(
+        store,
+        tid,
+        checkpoints=sum(1 for k in keys if not is_writes_key(k.sk)),
+        items=len(keys),
+        objects=len(objects),
+        object_bytes=sum(o.size for o in objects),
+    )
+
+
+# --------------------------------------------------------------------------- copy
+
+
+@dataclass
+class CopyPlan:
+    store: ThreadStore
+    source: str
+    target: str
+    checkpoints: int
+    items: int
+    objects: int
+    target_checkpoints: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "target": self.target,
+            "checkpoints": self.checkpoints,
+            "items": self.items,
+            "objects": self.objects,
+            "target_checkpoints": self.target_checkpoints,
+        }
+
+    def execute(self) -> None:
+        copy_thread(self.store, self.source, self.target)
+
+
+def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
+    entries = store.finder.thread_entries(src)
+    return CopyPlan(
+        store,
+        src,
+        dst,
+        checkpoints=len(entries),
+        items=len(entries) + sum(len(e.writes) for e in entries),
+        objects=len(store.finder.referenced_keys(entries)),
+        target_checkpoints=len(store.finder.thread_entries(dst)),
+    )
+
+
+def copy_keys(store: ThreadStore, dst: str, entries: Sequence[Entry]) -> set[str]:
+    """Sort keys a copy of these entries writes in the target partition."""
+    namer, keys = store.namer, set()
+    for e in entries:
+        ns_name = namer.namespace(dst, e.ns)
+        keys.add(checkpoint_sk(ns_name, e.checkpoint_id))
+        for w in e.writes:
+            task_id, _ = store.walker.open_task(w, e.what)
+            keys.add(
+                writes_sk(ns_name, e.checkpoint_id, namer.task(dst, e.ns, e.checkpoint_id, task_id))
+            )
+    return keys
+
+
+def copy_thread(store: ThreadStore, src: str, dst: str) -> None:
+    """Copy `src` to `dst`, resumably. Order: objects, then every writes record (a writes
+    record without its checkpoint record is invisible to readers), then the checkpoint
+    records one at a time, oldest first. So an interrupted copy leaves the target showing
+    a prefix of the source's history, each checkpoint whole with its writes and its
+    ancestors: the named intermediate state "partial copy". A repeat sees that the
+    target holds only keys this copy writes, skips the checkpoints already there and
+    writes the rest; a repeat after a complete copy changes nothing. A target holding any
+    other key (its own checkpoints) raises `ThreadExistsError`."""
+    entries = store.finder.thread_entries(src)
+    present = {r.sk: r for r in store.finder.thread_records(dst)} if src != dst else {}
+    if present:
+        foreign = set(present) - copy_keys(store, dst, entries)
+        if foreign:
+            raise ThreadExistsError(
+                f"copy_thread target {dst!r} already has checkpoints that are not part of a "
+                f"copy of {src!r}; expected an empty thread (or an unfinished copy of "
+                f"{src!r}, which a repeat completes). Delete it first (delete_thread) or "
+                "copy to a new thread id"
+            )
+    elif src == dst and entries:
+        raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
+    done = {sk for sk, r in present.items() if isinstance(r, CheckpointRecord)}
+    todo = [
+        e
+        for e in entries
+        if checkpoint_sk(store.namer.namespace(dst, e.ns), e.checkpoint_id) not in done
+    ]
+    if not todo:
+        return
+    plan = rewrite_thread(store, src, dst, todo, stale_only=False)
+    store.objects.upload(plan.objects)
+    writes = [new for _, new in plan.records if isinstance(new, WritesRecord)]
+    if writes:
+        store.records.write_batch(puts=writes)
+    checkpoints = [new for _, new in plan.records if isinstance(new, CheckpointRecord)]
+    for record in sorted(checkpoints, key=lambda r: r.checkpoint_id):
+        # One record per request (a batch applies in no set order); a batch of one, so
+        # maintenance needs no permission beyond BatchWriteItem.
+        store.records.write_batch(puts=[record])
+
+
+# -------------------------------------------------------------------------- prune
+
+
+@dataclass
+class PrunedThread:
+    thread_id: str
+    checkpoints: int
+    kept: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "checkpoints": self.checkpoints,
+            "kept": self.kept,
+            "removed": self.checkpoints - self.kept,
+        }
+
+
+@dataclass
+class PrunePlan:
+    store: ThreadStore
+    strategy: str
+    threads: list[PrunedThread] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "threads": [t.to_dict() for t in self.threads]}
+
+    def execute(self) -> None:
+        prune(self.store, [t.thread_id for t in self.threads], self.strategy)
+
+
+def check_strategy(strategy: str) -> None:
+    if strategy not in PRUNE_STRATEGIES:
+        raise ValueError(f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}")
+
+
+def plan_prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> PrunePlan:
+    check_strategy(strategy)
+    plan = PrunePlan(store, strategy)
+    for tid in thread_ids:
+        entries = store.finder.thread_entries(tid)
+        kept = 0
+        if strategy == "keep_latest":
+            kept = sum(len(chain) for chain in kept_chains(store, entries).values())
+        plan.threads.append(PrunedThread(tid, len(entries), kept))
+    return plan
+
+
+def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> None:
+    check_strategy(strategy)
+    for tid in thread_ids:
+        if strategy == "delete":
+            store.delete_thread(tid)
+        else:
+            prune_keep_latest(store, tid)
+    store.forget()
+
+
+def kept_chains(store: ThreadStore, entries: Sequence[Entry]) -> dict[str, list[Entry]]:
+    """Namespace -> what `keep_latest` keeps there: the latest checkpoint and the
+    ancestors DeltaChannel reconstruction of it needs."""
+    by_ns: dict[str, dict[str, Entry]] = {}
+    for e in entries:
+        by_ns.setdefault(e.ns, {})[e.checkpoint_id] = e
+    return {ns: needed_chain(store, chain[max(chain)], chain) for ns, chain in by_ns.items()}
+
+
+def prune_keep_latest(store: ThreadStore, tid: str) -> None:
+    """Keep each namespace's latest checkpoint and the ancestors (with their writes)
+    that DeltaChannel reconstruction of it still needs; delete the rest."""
+    records = store.finder.thread_records(tid)
+    entries = store.finder.group(records, known_tid=tid)
+    kept_sks = {e.record.sk for chain in kept_chains(store, entries).values() for e in chain}
+    doomed: list[ItemKey] = []
+    dropped_leaves: set[str] = set()
+    kept_leaves: set[str] = set()
+    for rec in records:
+        if owner_sk(rec.sk) in kept_sks:
+            kept_leaves |= referenced_leaves(rec)
+        else:
+            doomed.append(rec.key)
+            dropped_leaves |= referenced_leaves(rec)
+    if doomed:
+        # The kept checkpoints are never touched; of the doomed ones, an interruption
+        # leaves the oldest, each with its ancestors and writes. A repeat finishes.
+        store.deleter.delete_records(doomed)
+    orphaned = sorted(dropped_leaves - kept_leaves)
+    store.objects.delete([store.objects.key(tid, leaf) for leaf in orphaned])
+
+
+def needed_chain(store: ThreadStore, latest: Entry, chain: dict[str, Entry]) -> list[Entry]:
+    """The latest checkpoint plus its ancestors back to the nearest stored value of every
+    DeltaChannel (the channels named in `counters_since_delta_snapshot`)."""
+    walker = store.walker
+    metadata: dict[str, Any] = walker.open_metadata(latest) or {}
+    remaining = set(metadata.get("counters_since_delta_snapshot") or {})
+    needed = [latest]
+    cursor: Entry | None = latest
+    while cursor is not None and remaining:
+        body = walker.open_body(cursor)
+        remaining -= set(walker.stored_values(cursor, body))
+        parent = body.get("parent")
+        cursor = chain.get(parent) if parent and remaining else None
+        if cursor is not None:
+            needed.append(cursor)
+    return needed
+
+
+# ------------------------------------------------------------------- delete runs
+
+
+@dataclass
+class DeleteRunsPlan:
+    """The checkpoints (with their writes) that runs created, found through the run
+    index without a scan; objects they alone referenced are left to garbage collection."""
+
+    store: ThreadStore
+    run_ids: list[str]
+    checkpoints: list[ItemKey]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": len(self.run_ids), "checkpoints": len(self.checkpoints)}
+
+    def execute(self) -> None:
+        store = self.store
+        found = self.checkpoints
+        records = store.records
+
+        def record_keys(checkpoint: ItemKey) -> list[ItemKey]:
+            return [
+                k
+                for k in records.query_keys(checkpoint.pk, prefix=checkpoint.sk)
+                if owner_sk(k.sk) == checkpoint.sk
+            ]
+
+        doomed = [k for keys in parallel(record_keys, found) for k in keys]
+        # Heads first: one may name a checkpoint about to go, and would then hold every
+        # later commit there to it. Without a head the next commit is not held.
+        touched: dict[str, set[str]] = {}
+        for key in found:
+            touched.setdefault(key.pk, set()).add(parse_sk(key.sk)[0])
+        for thread_name, ns_names in sorted(touched.items()):
+            store.control.drop_heads(thread_name, ns_names)
+        if doomed:
+            # Interrupted, some of the runs' checkpoints remain, each whole; a repeat
+            # finishes.
+            store.deleter.delete_records(doomed)
+        store.forget()
+
+
+def plan_delete_runs(store: ThreadStore, run_ids: Sequence[str]) -> DeleteRunsPlan:
+    run_keys = [store.namer.run(str(r)) for r in dict.fromkeys(run_ids)]
+    found = [key for keys in parallel(store.records.run_checkpoints, run_keys) for key in keys]
+    return DeleteRunsPlan(store, [str(r) for r in run_ids], found)

@@ -1,0 +1,283 @@
+"""Every setting of a saver, validated in one place: `Settings`, from arguments or from
+the environment (`Settings.from_env`). Pure: no client is built and no request is sent
+here (`compose.py` builds the parts from a `Settings`).
+
+Environment variables, with the argument each sets:
+
+    S3DYNAMO_TABLE, S3DYNAMO_BUCKET, S3DYNAMO_PREFIX       table, bucket, prefix
+    S3DYNAMO_REGION (else AWS_REGION, AWS_DEFAULT_REGION,  region
+      the AWS profile)
+    S3DYNAMO_ENDPOINT_URL                                  endpoint_url
+    S3DYNAMO_INLINE_MAX, S3DYNAMO_DELTA_MAX                 inline_max, delta_max
+    S3DYNAMO_OBJECT_CACHE_BYTES, S3DYNAMO_MAX_ATTEMPTS      object_cache_bytes, max_attempts
+    S3DYNAMO_DETECT_CONCURRENT_RUNS (1 or 0)               detect_concurrent_runs
+    S3DYNAMO_RETENTION (30d, 12h, or days)                 retention
+    one key source:
+      S3DYNAMO_KMS_KEY_ID                                  kms_key_id
+      S3DYNAMO_KEYS (id:base64key,...) + S3DYNAMO_SECRET   keys, secret
+      LANGGRAPH_AES_KEY (read even without from_env, as LangGraph's platform does)
+      S3DYNAMO_PLAINTEXT=1                                 plaintext
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
+from langgraph.checkpoint.s3dynamo.sealing import Keyring
+
+# Objects this process wrote or read lately, kept in memory (see store/objects.py).
+DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+# botocore's retry budget per request (first try included), in its "standard" mode.
+DEFAULT_MAX_ATTEMPTS = 5
+TRUE_WORDS = ("1", "true", "yes", "on")
+
+NO_KEY_HINT = (
+    "configure a key source: S3DYNAMO_KMS_KEY_ID=<KMS key id, ARN or alias> (kms_key_id=...), "
+    "or S3DYNAMO_KEYS=id:base64key with S3DYNAMO_SECRET (keys=..., secret=...), or "
+    "LANGGRAPH_AES_KEY; make a key with: python -c 'import os,base64;"
+    "print(base64.b64encode(os.urandom(32)).decode())'. To store checkpoints unencrypted, "
+    "say so: S3DYNAMO_PLAINTEXT=1 (plaintext=True)"
+)
+LANGGRAPH_KEY_LABEL = b"s3dynamo/v1/langgraph-aes-key"
+
+
+@dataclass(frozen=True)
+class KeySource:
+    """Where the sealing keys and the naming secret come from: exactly one of a keyring
+    with a secret, KMS, `LANGGRAPH_AES_KEY`, LangGraph's `EncryptedSerializer`, or
+    plaintext chosen explicitly."""
+
+    kind: str  # "keys" | "kms" | "langgraph_aes_key" | "serializer" | "plaintext"
+    keyring: Keyring | None = None
+    secret: bytes | None = None
+    kms_key_id: str | None = None
+
+    def describe(self) -> str:
+        return {
+            "keys": "keys/S3DYNAMO_KEYS",
+            "kms": f"KMS key {self.kms_key_id or 'of the key service'}",
+            "langgraph_aes_key": "LANGGRAPH_AES_KEY"
+            + (" and secret/S3DYNAMO_SECRET" if self.secret else ""),
+            "serializer": "EncryptedSerializer"
+            + (" and secret/S3DYNAMO_SECRET" if self.secret else ""),
+            "plaintext": "plaintext" + (" and secret/S3DYNAMO_SECRET" if self.secret else ""),
+        }[self.kind]
+
+
+def parse_ttl(value: str | float | timedelta) -> timedelta:
+    """A TTL from a timedelta, a number of days, or text such as `30d`, `12h`, `90m`."""
+    if isinstance(value, timedelta):
+        ttl = value
+    elif isinstance(value, (int, float)):
+        ttl = timedelta(days=value)
+    else:
+        text = value.strip().lower()
+        units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+        try:
+            if text and text[-1] in units:
+                ttl = timedelta(**{units[text[-1]]: float(text[:-1])})
+            else:
+                ttl = timedelta(days=float(text))
+        except ValueError:
+            raise InvalidConfigError(
+                f"retention TTL {value!r} is not a duration; expected a number of days "
+                "or a number with a unit: 30d, 12h, 90m, 3600s"
+            ) from None
+    if ttl <= timedelta(0):
+        raise InvalidConfigError(
+            f"retention TTL must be positive, got {value!r}; give the idle time after "
+            "which a thread is removed, such as 30d"
+        )
+    return ttl
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A saver's settings (the arguments of `S3DynamoSaver`, less the parts you inject:
+    clients, ports, serializer). Validated when made; see the module docstring for the
+    environment variables `from_env` reads."""
+
+    table: str = ""
+    bucket: str = ""
+    prefix: str = ""
+    region: str | None = None
+    endpoint_url: str | None = None
+    inline_max: int = DEFAULT_INLINE_MAX
+    delta_max: int = DEFAULT_DELTA_MAX
+    object_cache_bytes: int = DEFAULT_CACHE_BYTES
+    compression_level: int = 3
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    detect_concurrent_runs: bool = True
+    retention: timedelta | None = None
+    keys: Keyring | None = None
+    secret: bytes | None = None
+    kms_key_id: str | None = None
+    plaintext: bool = False
+    allow_plaintext_read: bool = False
+    # Read from the environment when not given, as LangGraph's platform does: the key
+    # alone turns encryption on.
+    langgraph_aes_key: str | None = field(
+        default_factory=lambda: os.environ.get("LANGGRAPH_AES_KEY") or None, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.inline_max < 0:
+            raise InvalidConfigError(f"inline_max must be >= 0 bytes, got {self.inline_max}")
+        if self.delta_max < 0:
+            raise InvalidConfigError(
+                f"delta_max must be >= 0 bytes (0 stores no deltas), got {self.delta_max}"
+            )
+        if self.max_attempts < 1:
+            raise InvalidConfigError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        if self.object_cache_bytes < 0:
+            raise InvalidConfigError(
+                f"object_cache_bytes must be >= 0 (0 turns the cache off), got "
+                f"{self.object_cache_bytes}"
+            )
+        if self.kms_key_id is not None and (self.keys is not None or self.secret):
+            raise InvalidConfigError(
+                "kms_key_id and keys/secret were both given: with KMS the data keys and the "
+                "naming secret come from the keyring KMS wraps in the table; pass one or the other"
+            )
+        if self.keys is not None and not self.secret:
+            raise InvalidConfigError(
+                "encryption keys were given without a naming secret: expected secret=... "
+                "(or S3DYNAMO_SECRET), which names objects and is never rotated, unlike keys"
+            )
+        if self.langgraph_aes_key is not None and len(self.langgraph_aes_key.encode()) not in (
+            16,
+            24,
+            32,
+        ):
+            raise InvalidConfigError(
+                f"LANGGRAPH_AES_KEY is {len(self.langgraph_aes_key.encode())} bytes; LangGraph "
+                "requires a raw string of 16, 24 or 32 bytes (it is used as is, not "
+                "base64-decoded); make one with: python -c 'import secrets; "
+                "print(secrets.token_hex(16))'"
+            )
+
+    @classmethod
+    def of(cls, **options: Any) -> Settings:
+        """Settings from `S3DynamoSaver`'s keyword arguments: keys as a mapping or a
+        `Keyring` (with `active_key`), a secret as text or bytes, a TTL as text, days or
+        a timedelta. Unknown names are an error that lists the known ones."""
+        known = {f.name for f in fields(cls)} | {"active_key"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            expected = sorted(known - {"langgraph_aes_key"})
+            raise TypeError(f"unknown setting(s) {unknown}; expected some of {expected}")
+        options = dict(options)
+        active = options.pop("active_key", None)
+        keys = options.get("keys")
+        if keys is not None and not isinstance(keys, Keyring):
+            options["keys"] = Keyring(keys=dict(keys), active=active or next(iter(keys), ""))
+        elif isinstance(keys, Keyring) and active is not None:
+            options["keys"] = Keyring(keys=keys.keys, active=active)
+        if isinstance(options.get("secret"), str):
+            options["secret"] = options["secret"].encode()
+        if options.get("retention") is not None:
+            options["retention"] = parse_ttl(options["retention"])
+        if not options.get("kms_key_id"):
+            options["kms_key_id"] = None
+        return cls(**options)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from the environment (module docstring); keyword arguments win."""
+        env = os.environ if env is None else env
+        options: dict[str, Any] = {
+            "table": env.get("S3DYNAMO_TABLE", ""),
+            "bucket": env.get("S3DYNAMO_BUCKET", ""),
+            "prefix": env.get("S3DYNAMO_PREFIX", ""),
+            "langgraph_aes_key": env.get("LANGGRAPH_AES_KEY") or None,
+        }
+        for name, setting in (
+            ("S3DYNAMO_INLINE_MAX", "inline_max"),
+            ("S3DYNAMO_DELTA_MAX", "delta_max"),
+            ("S3DYNAMO_OBJECT_CACHE_BYTES", "object_cache_bytes"),
+            ("S3DYNAMO_MAX_ATTEMPTS", "max_attempts"),
+        ):
+            if raw := env.get(name):
+                try:
+                    options[setting] = int(raw)
+                except ValueError:
+                    unit = "attempts" if setting == "max_attempts" else "bytes"
+                    raise InvalidConfigError(
+                        f"{name} must be a whole number of {unit}, got {raw!r}"
+                    ) from None
+        if raw := env.get("S3DYNAMO_DETECT_CONCURRENT_RUNS"):
+            if raw.lower() not in ("0", "1", "true", "false"):
+                raise InvalidConfigError(
+                    f"S3DYNAMO_DETECT_CONCURRENT_RUNS must be 1 or 0, got {raw!r}"
+                )
+            options["detect_concurrent_runs"] = raw.lower() in ("1", "true")
+        if raw := env.get("S3DYNAMO_REGION"):
+            options["region"] = raw
+        if raw := env.get("S3DYNAMO_ENDPOINT_URL"):
+            options["endpoint_url"] = raw
+        if spec := env.get("S3DYNAMO_KEYS"):
+            options["keys"] = Keyring.parse(spec)
+        if secret := env.get("S3DYNAMO_SECRET"):
+            options["secret"] = secret
+        if kms_key_id := env.get("S3DYNAMO_KMS_KEY_ID"):
+            options["kms_key_id"] = kms_key_id
+        if raw := env.get("S3DYNAMO_PLAINTEXT"):
+            options["plaintext"] = raw.strip().lower() in TRUE_WORDS
+        if raw := env.get("S3DYNAMO_RETENTION"):
+            options["retention"] = raw
+        options.update(overrides)
+        return cls.of(**options)
+
+    def replace(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+    def key_source(
+        self, *, serializer_cipher: bool = False, key_service: bool = False
+    ) -> KeySource:
+        """The one key source these settings name, or `InvalidConfigError` if there is none
+        (and plaintext was not chosen) or more than one. `serializer_cipher`: the saver's
+        serializer is LangGraph's `EncryptedSerializer`; `key_service`: a key service was
+        injected in place of KMS."""
+        if key_service and (self.keys is not None or self.secret):
+            raise InvalidConfigError(
+                "a key service and keys/secret were both given: with a key service the data "
+                "keys and the naming secret come from the keyring it wraps in the table; "
+                "pass one or the other"
+            )
+        if self.kms_key_id is not None or key_service:
+            source = KeySource("kms", kms_key_id=self.kms_key_id)
+        elif self.keys is not None:
+            source = KeySource("keys", self.keys, self.secret)
+        elif self.langgraph_aes_key is not None:
+            raw = self.langgraph_aes_key.encode()
+            derived = hmac.new(raw, LANGGRAPH_KEY_LABEL, hashlib.sha256).digest()
+            keyring = Keyring(keys={"lg": derived}, active="lg")
+            source = KeySource("langgraph_aes_key", keyring, self.secret or raw)
+        elif serializer_cipher:
+            source = KeySource("serializer", secret=self.secret)
+        else:
+            source = KeySource("plaintext", secret=self.secret)
+        if self.plaintext and source.kind != "plaintext":
+            raise InvalidConfigError(
+                f"plaintext=True (S3DYNAMO_PLAINTEXT) but a key source is configured "
+                f"({source.describe()}): drop one"
+            )
+        if source.kind == "plaintext" and not self.plaintext:
+            raise InvalidConfigError(f"no sealing key is configured; {NO_KEY_HINT}")
+        return source
+
+    def require_storage(self, *, index: bool, objects: bool) -> None:
+        """Table and bucket must be named unless their ports are injected."""
+        if (not self.table and not index) or (not self.bucket and not objects):
+            raise InvalidConfigError(
+                f"table and bucket are required, got table={self.table!r} "
+                f"bucket={self.bucket!r}; set S3DYNAMO_TABLE and S3DYNAMO_BUCKET or pass them"
+            )

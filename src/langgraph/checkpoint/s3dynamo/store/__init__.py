@@ -1,0 +1,136 @@
+"""The storage protocol of a thread, in parts: how checkpoints and writes are found,
+walked, decoded, committed and deleted. The saver, history, garbage collection,
+maintenance, retention and the command line all build on a `ThreadStore`; only it
+decides where a value lives.
+
+    finder.py     finding records and grouping them into checkpoints (`Entry`)
+    walker.py     the one walk over a checkpoint's blobs, and how each opens
+    decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
+    committer.py  placing, sealing and committing checkpoints and writes
+    deleter.py    deleting records and objects in a safe order
+    objects.py    object reads and writes in waves, through one cache
+    cache.py      the one cache type (least recently used)
+    fences.py     which leases this context holds
+    ports.py      the ports, built on first use
+
+The storage layout is in `layout.py`; the commit protocol in `committer.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from langgraph.checkpoint.s3dynamo import runs
+from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.ports import ControlItems, ObjectStore, RecordIndex, TableScan
+from langgraph.checkpoint.s3dynamo.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.store.cache import Lru
+from langgraph.checkpoint.s3dynamo.store.committer import Committer
+from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
+from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, warn_skipped
+from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.store.walker import StoredValues, Walker
+
+__all__ = ["Entry", "Skeleton", "Skipped", "ThreadStore", "warn_skipped"]
+
+# Checkpoints whose stored values are kept for the next put on them.
+CARRY_CACHE_SIZE = 256
+
+
+class ThreadStore:
+    """A deployment's threads on its ports, in parts (module docstring). The ports are
+    built on first use, so constructing one makes no request."""
+
+    def __init__(
+        self,
+        *,
+        records: Callable[[], RecordIndex],
+        control: Callable[[], ControlItems],
+        scans: Callable[[], TableScan],
+        objects: Callable[[], ObjectStore],
+        namer: Namer,
+        codec: Codec,
+        sealer: Sealer,
+        prefix: str,
+        inline_max: int,
+        delta_max: int,
+        cache_bytes: int,
+        detect_concurrent_runs: bool = True,
+    ) -> None:
+        self.ports = Ports(records=records, control=control, scans=scans, objects=objects)
+        self.namer = namer
+        self.codec = codec
+        self.sealer = sealer
+        self.prefix = prefix
+        self.objects = ObjectIO(self.ports, namer, prefix, cache_bytes)
+        self.finder = Finder(self.ports, namer, codec, sealer, prefix)
+        self.walker = Walker(namer, codec, self.objects)
+        carry: Lru[tuple[str, str, str], StoredValues] = Lru(CARRY_CACHE_SIZE)
+        self.decoder = Decoder(self.walker, codec, self.objects, carry)
+        self.committer = Committer(
+            ports=self.ports,
+            finder=self.finder,
+            walker=self.walker,
+            objects=self.objects,
+            namer=namer,
+            codec=codec,
+            sealer=sealer,
+            inline_max=inline_max,
+            delta_max=delta_max,
+            detect_concurrent_runs=detect_concurrent_runs,
+            carry=carry,
+            store_id=id(self),
+        )
+        self.deleter = Deleter(self.ports, self.finder, self.objects, namer)
+
+    @property
+    def records(self) -> RecordIndex:
+        return self.ports.records
+
+    @property
+    def control(self) -> ControlItems:
+        return self.ports.control
+
+    @property
+    def scans(self) -> TableScan:
+        return self.ports.scans
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """What stamps records (`written_at`) and judges idleness; tests replace it."""
+        return self.committer.clock
+
+    @clock.setter
+    def clock(self, value: Callable[[], float]) -> None:
+        self.committer.clock = value
+
+    def now(self) -> int:
+        return self.committer.now()
+
+    def thread_name(self, tid: str) -> str:
+        return self.namer.thread(tid)
+
+    def forget(self) -> None:
+        """Drop what is cached about stored records (after anything rewrote them)."""
+        self.decoder.carry.clear()
+        self.decoder.skeletons.clear()
+        self.committer.bases.clear()
+
+    def delete_thread(self, tid: str) -> None:
+        self.deleter.delete_thread(tid)
+        self.forget()
+
+    # ------------------------------------------------- what a run continues
+
+    def loaded(self, tid: str, ns: str, latest_id: str | None) -> None:
+        """This context's run loaded the namespace: as the latest, getting `latest_id`
+        (`runs.EMPTY` if it was empty), or (None) by id or by position. Call it in the
+        caller's context, not in a worker thread's copy (see `runs.py`)."""
+        runs.loaded(self.committer.run_key(tid, ns), latest_id)
+
+    def loaded_thread(self, tid: str) -> None:
+        """This context's run listed every namespace of the thread."""
+        runs.loaded_thread(id(self), self.namer.thread(tid))

@@ -1,0 +1,428 @@
+"""Committing a checkpoint or a task's writes: placing values, sealing, then the commit.
+
+Placement. A channel value is stored once per (thread, ns, channel, version): inline in
+the checkpoint record when small (`placement.py`), else as an object named by that
+identity. A checkpoint whose channel did not change points at what its parent stored
+(usually cached from the read that started the run), so unchanged values are never
+uploaded again. A changed value whose parent is (or is a delta of) a full version this
+process holds is sealed as a delta against it when the delta fits inline and `delta_max`.
+
+Commit protocol. `commit_checkpoint` seals everything first (bad input writes nothing),
+uploads the new values too large to inline in one parallel wave, each with
+`If-None-Match: *` (an existing object already holds the same value; it is written again
+anyway, which keeps garbage collection off it: see `ObjectIO.upload` and `ops/gc.py`),
+then writes the checkpoint record with one request: the record is the commit point. A
+crash before it leaves the old state plus unreferenced objects, which garbage collection
+removes after a grace period; a crash after it leaves the new state. `commit_writes` does
+the same with one merge per (checkpoint, task), so a `put_writes` call becomes visible
+all at once or not at all.
+
+Concurrent runs. The record is written in one transaction with the namespace's head (the
+id of its newest checkpoint, a control item). A put that continues what its run holds as
+the namespace's latest (`runs.py`) commits only if the head still names that parent,
+else it raises `ConcurrentUpdateError` and writes nothing; any other put (a fork, a
+replay, direct API use) moves the head without condition. Under `thread_lock` every
+commit also carries the lease's fencing token (`fences.py`) and is refused
+(`LeaseLostError`) once another holder took it over.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
+
+from langgraph.checkpoint.s3dynamo import runs
+from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, value_id
+from langgraph.checkpoint.s3dynamo.config import describe
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    ItemTooLargeError,
+    LeaseLostError,
+)
+from langgraph.checkpoint.s3dynamo.layout import (
+    checkpoint_sk,
+    control_pk,
+    head_sk,
+    write_ref,
+    writes_sk,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.placement import (
+    ITEM_MAX,
+    MAX_DELTA_BASE,
+    InlineBudget,
+    needs_bundle,
+)
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    HeadMove,
+    ItemKey,
+    WritesRecord,
+    pack_bundle,
+)
+from langgraph.checkpoint.s3dynamo.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.store.cache import Lru
+from langgraph.checkpoint.s3dynamo.store.fences import fence
+from langgraph.checkpoint.s3dynamo.store.finder import Finder
+from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.store.walker import StoredValue, StoredValues, Typed, Walker
+
+log = logging.getLogger(__name__)
+
+# Special writes (error, interrupt, ...): the last one of an index wins.
+LAST_WINS = frozenset(WRITES_IDX_MAP.values())
+# What the store adds to a checkpoint's body; never taken from the caller's checkpoint.
+INTERNAL_KEYS = frozenset({"channel_values", "parent", "stored", "bases"})
+# Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
+OPENED_BASES = 4
+OPENED_BASE_MAX = 1 << 20
+
+
+class Fresh(NamedTuple):
+    """A changed value, sealed whole or (with `base`) as a delta."""
+
+    channel: str
+    version: str
+    sealed: bytes
+    typed: Typed
+    base: str | None
+
+
+class Committer:
+    def __init__(
+        self,
+        *,
+        ports: Ports,
+        finder: Finder,
+        walker: Walker,
+        objects: ObjectIO,
+        namer: Namer,
+        codec: Codec,
+        sealer: Sealer,
+        inline_max: int,
+        delta_max: int,
+        detect_concurrent_runs: bool,
+        carry: Lru[tuple[str, str, str], StoredValues],
+        store_id: int,
+    ) -> None:
+        self._ports = ports
+        self.finder = finder
+        self.walker = walker
+        self.objects = objects
+        self.namer = namer
+        self.codec = codec
+        self.sealer = sealer
+        self.inline_max = inline_max
+        self.delta_max = delta_max
+        self.detect_concurrent_runs = detect_concurrent_runs
+        self.carry = carry
+        self.store_id = store_id
+        # Object key -> opened data of recent delta bases.
+        self.bases: Lru[str, Typed] = Lru(OPENED_BASES)
+        # Stamps every record written (`written_at`); tests replace it.
+        self.clock: Callable[[], float] = time.time
+
+    def now(self) -> int:
+        """The stamp of a record written now: whole seconds since the epoch."""
+        return int(self.clock())
+
+    def run_key(self, tid: str, ns: str) -> runs.Key:
+        return (self.store_id, self.namer.thread(tid), self.namer.namespace(tid, ns))
+
+    # ------------------------------------------------------------ checkpoints
+
+    def commit_checkpoint(
+        self,
+        tid: str,
+        ns: str,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, Any],
+    ) -> str:
+        """Store a checkpoint: new large values in one wave, then its record. Returns
+        the checkpoint id."""
+        cid = checkpoint["id"]
+        values: dict[str, Any] = checkpoint.get("channel_values", {})
+        versions = {**checkpoint.get("channel_versions", {}), **new_versions}
+        body: dict[str, Any] = {k: v for k, v in checkpoint.items() if k not in INTERNAL_KEYS}
+        body["parent"] = parent_id
+        # Serialize and seal everything before the first request: bad input writes nothing.
+        sealed_metadata = self.codec.seal_metadata(tid, ns, cid, metadata)
+
+        carried = self._parent_values(tid, ns, parent_id, versions, new_versions)
+        what = describe(tid, ns, cid)
+        budget = InlineBudget(self.inline_max)
+        stored: StoredValues = {}
+        fresh: list[Fresh] = []
+        for channel, raw_version in versions.items():
+            version = str(raw_version)
+            old = carried.get(channel)
+            if channel not in new_versions and old is not None and old.version == version:
+                if old.blob is not None and self._stale(old.blob):
+                    # Carried forward from before a rotation: seal it under the active key.
+                    old = self._reseal_carried(tid, ns, channel, old, what)
+                if old.blob is not None and budget.take(old.blob, carried=True):
+                    stored[channel] = old
+                    continue
+                if old.leaf is not None:
+                    stored[channel] = old
+                    continue
+            if channel in values:
+                fresh.append(self._seal_fresh(tid, ns, channel, version, values[channel], old))
+        uploads: list[tuple[str, bytes]] = []
+        # Smallest first, so the inline budget keeps as many values out of S3 as it can.
+        for f in sorted(fresh, key=lambda f: len(f.sealed)):
+            if budget.take(f.sealed):
+                stored[f.channel] = StoredValue(f.version, f.sealed, None, f.base)
+                continue
+            full = f.sealed
+            if f.base is not None:
+                # The delta did not fit after all: a full version, which later deltas use.
+                full = self.codec.seal_value_typed(tid, ns, f.channel, f.version, f.typed)
+            leaf = self.namer.value(tid, ns, f.channel, f.version)
+            uploads.append((self.objects.key(tid, leaf), full))
+            stored[f.channel] = StoredValue(f.version, None, leaf)
+        bases = {ch: v.base for ch, v in stored.items() if v.base is not None}
+        if bases:
+            body["bases"] = bases
+
+        # Sealed with the body, so an inline value or object reference removed from the
+        # record is detected instead of silently dropping the channel.
+        body["stored"] = sorted(stored)
+        pk = self.namer.thread(tid)
+        sk = checkpoint_sk(self.namer.namespace(tid, ns), cid)
+        run_id = metadata.get("run_id")
+        record = CheckpointRecord(
+            pk=pk,
+            sk=sk,
+            body=self.codec.seal_body(tid, ns, cid, body),
+            metadata=sealed_metadata,
+            thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
+            run_key=self.namer.run(str(run_id)) if run_id else None,
+            objects=frozenset(
+                [v.leaf for v in stored.values() if v.leaf is not None]
+                + [self.namer.value(tid, ns, ch, base) for ch, base in bases.items()]
+            ),
+            inline={
+                self.namer.channel(tid, ns, ch): v.blob
+                for ch, v in stored.items()
+                if v.blob is not None
+            },
+            written_at=self.now(),
+        )
+        self.refuse_oversized(tid, ns, cid, record, metadata)
+        run_key = self.run_key(tid, ns)
+        head = (
+            HeadMove(
+                ItemKey(control_pk(pk), head_sk(run_key[2])),
+                cid,
+                parent_id,
+                runs.continues_latest(run_key, parent_id),
+            )
+            if self.detect_concurrent_runs
+            else None
+        )
+        held = fence(self.store_id, pk)
+        if uploads:
+            self.objects.upload(uploads)
+        log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
+        try:
+            self._ports.records.put_checkpoint(record, head, held)
+        except LeaseLostError as exc:
+            raise LeaseLostError(
+                f"{what}: not written: the thread's lease expired and another holder took it "
+                "over; this run must stop (its writes are refused). Use a longer ttl or "
+                "renew the lease during long runs"
+            ) from exc
+        except ConcurrentUpdateError as exc:
+            raise ConcurrentUpdateError(
+                f"{what}: not written: another run committed to this thread since this run "
+                f"continued checkpoint {parent_id or '(none: a new thread)'} as the latest "
+                f"({exc}). Retry the run: it will load the new latest state. To run one at "
+                "a time instead, wrap runs in saver.ops.thread_lock(thread_id)"
+            ) from exc
+        self.carry.put((tid, ns, cid), stored)
+        runs.committed(run_key, cid)
+        return cid
+
+    def refuse_oversized(
+        self, tid: str, ns: str, cid: str, record: CheckpointRecord, metadata: Mapping[str, Any]
+    ) -> None:
+        """Raise `ItemTooLargeError` before any request if the record would exceed an index
+        item's limit, naming the metadata key (usually a string LangGraph copied from
+        config["configurable"]) or the part of the checkpoint that is too large."""
+        size = self._ports.records.item_size(record)
+        if size <= ITEM_MAX:
+            return
+        what = describe(tid, ns, cid)
+        if len(record.metadata) >= len(record.body):
+            sizes = {str(k): len(repr(v)) for k, v in metadata.items()}
+            key = max(sizes, key=lambda k: sizes[k]) if sizes else "?"
+            raise ItemTooLargeError(
+                f"{what}: metadata is {len(record.metadata)} bytes sealed, the record "
+                f"{size} bytes, over the {ITEM_MAX}-byte limit of one index item; its largest "
+                f"key is {key!r} (about {sizes.get(key, 0)} characters). LangGraph copies "
+                "every string of config['configurable'] and the metadata you pass into the "
+                "checkpoint's metadata: keep large data in the graph state instead"
+            )
+        raise ItemTooLargeError(
+            f"{what}: the checkpoint body (channel versions and versions_seen) is "
+            f"{len(record.body)} bytes sealed, the record {size} bytes, over the "
+            f"{ITEM_MAX}-byte limit of one index item; the graph has too many channels or "
+            "tasks for one checkpoint"
+        )
+
+    # ----------------------------------------------------------------- writes
+
+    def commit_writes(
+        self,
+        tid: str,
+        ns: str,
+        cid: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, Any]],
+    ) -> None:
+        """Store a task's pending writes: large ones in one wave, then one merge."""
+        pk = self.namer.thread(tid)
+        sk = writes_sk(self.namer.namespace(tid, ns), cid, self.namer.task(tid, ns, cid, task_id))
+        record = WritesRecord(
+            pk=pk,
+            sk=sk,
+            task_ref=self.codec.seal_ref(pk, sk, task_id, task_path),
+            written_at=self.now(),
+        )
+        indexed = [
+            (WRITES_IDX_MAP.get(channel, position), channel, value)
+            for position, (channel, value) in enumerate(writes)
+        ]
+        channels = {idx: channel for idx, channel, _ in indexed}
+        sealed = [
+            (idx, self.codec.seal_write(tid, ns, cid, task_id, idx, channel, value))
+            for idx, channel, value in indexed
+        ]
+        uploads: list[tuple[str, bytes]] = []
+        regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
+        if needs_bundle(len(regular)):
+            leaf = self.namer.write(tid, ns, cid, task_id, len(regular), uuid.uuid4().hex)
+            uploads.append((self.objects.key(tid, leaf), pack_bundle(regular)))
+            record.bundle = leaf
+            sealed = [(i, b) for i, b in sealed if i in LAST_WINS]
+        budget = InlineBudget(self.inline_max)
+        for idx, blob in sealed:
+            if budget.take(blob):
+                record.writes[idx] = blob
+            else:
+                leaf = self.namer.write(tid, ns, cid, task_id, idx, uuid.uuid4().hex)
+                uploads.append((self.objects.key(tid, leaf), blob))
+                record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
+        held = fence(self.store_id, pk)
+        if uploads:
+            self.objects.upload(uploads)
+        log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
+        try:
+            self._ports.records.merge_writes(record, LAST_WINS, held)
+        except LeaseLostError as exc:
+            raise LeaseLostError(
+                f"{describe(tid, ns, cid)}: writes of task {task_id!r} not written: the "
+                "thread's lease expired and another holder took it over"
+            ) from exc
+
+    # ------------------------------------------------------ where values live
+
+    def _parent_values(
+        self,
+        tid: str,
+        ns: str,
+        parent_id: str | None,
+        versions: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> StoredValues:
+        """Where the parent keeps the values this checkpoint did not change: usually
+        cached from the read that started the run; otherwise one query reads the
+        parent's record (no object request)."""
+        if parent_id is None:
+            return {}
+        cached = self.carry.get((tid, ns, parent_id))
+        if cached is not None:
+            return cached  # also tells where the bases of new deltas are
+        if all(ch in new_versions for ch in versions):
+            return {}
+        entry = self.finder.read_checkpoint(tid, ns, parent_id)
+        if entry is None:
+            return {}
+        return self.walker.stored_values(entry, self.walker.open_body(entry))
+
+    def _stale(self, blob: bytes) -> bool:
+        keyring = self.sealer.keyring
+        return keyring is not None and self.sealer.key_id_of(blob) != keyring.active
+
+    def _seal_fresh(
+        self,
+        tid: str,
+        ns: str,
+        channel: str,
+        version: str,
+        value: Any,
+        previous: StoredValue | None,
+    ) -> Fresh:
+        """Seal a changed value: as a delta against the channel's last full version when
+        this process holds that version and the delta is at most `delta_max` (and fits
+        inline), else whole."""
+        typed = self.codec.dump(value)
+        base = self._delta_base(tid, ns, channel, previous)
+        if base is not None:
+            base_version, base_data = base
+            delta = self.codec.seal_value_delta(
+                tid, ns, channel, version, typed, base_version, base_data
+            )
+            if delta is not None and len(delta) <= min(self.inline_max, self.delta_max):
+                return Fresh(channel, version, delta, typed, base_version)
+        sealed = self.codec.seal_value_typed(tid, ns, channel, version, typed)
+        return Fresh(channel, version, sealed, typed, None)
+
+    def _delta_base(
+        self, tid: str, ns: str, channel: str, previous: StoredValue | None
+    ) -> tuple[str, Typed] | None:
+        """(version, opened data) of the full version a new delta of `channel` is made
+        against: the one the parent's value is, or is a delta of. Only an object can be
+        a base, and only one this process holds: the write path never reads S3."""
+        if previous is None or (previous.base is None and previous.leaf is None):
+            return None
+        version = previous.base if previous.base is not None else previous.version
+        key = self.objects.key(tid, self.namer.value(tid, ns, channel, version))
+        opened = self.bases.get(key)
+        if opened is not None:
+            return version, opened
+        body = self.objects.cache.get(key)
+        if body is None:
+            return None
+        what = f"{describe(tid, ns, version)} (delta base)"
+        data = self.codec.value_data(tid, ns, channel, version, body, what)
+        if len(data[1]) > MAX_DELTA_BASE:
+            return None
+        # Consecutive deltas share their base: keep it opened (objects never change).
+        if len(data[1]) <= OPENED_BASE_MAX:
+            self.bases.put(key, data)
+        return version, data
+
+    def _reseal_carried(
+        self, tid: str, ns: str, channel: str, old: StoredValue, what: str
+    ) -> StoredValue:
+        if old.blob is None:
+            return old
+        if old.base is None:
+            ident = value_id(tid, ns, channel, old.version)
+            return old._replace(blob=self.codec.reseal(old.blob, ident, ident, what))
+        base = self._delta_base(tid, ns, channel, old)
+        if base is None:
+            return old  # still opens under its key; reencrypt() moves it later
+        ident = delta_id(tid, ns, channel, old.version, old.base)
+        return old._replace(blob=self.codec.reseal_delta(old.blob, ident, ident, base[1], what))

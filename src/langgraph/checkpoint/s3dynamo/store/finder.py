@@ -1,0 +1,313 @@
+"""Finding a thread's records and grouping them into checkpoints (`Entry`): a checkpoint
+record with its writes records, and the thread and namespace its sealed reference names.
+
+"Latest" is one descending query over the namespace with a small limit (the newest
+checkpoint record comes right after its own writes records), strongly consistent, so a
+run continues what the last commit left even when another process made it a moment ago;
+"by id" is one query over the checkpoint's sort-key prefix. Nothing here opens a value.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.config import describe
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.layout import (
+    checkpoint_sk,
+    namespace_prefix,
+    namespace_range,
+    object_key,
+    owner_sk,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.ports import Cursor
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    Record,
+    WritesRecord,
+    referenced_leaves,
+)
+from langgraph.checkpoint.s3dynamo.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.store.ports import Ports
+
+log = logging.getLogger(__name__)
+
+# First page of a "latest" query: the newest checkpoint record plus a few writes records.
+LATEST_PAGE = 8
+LATER_PAGES = 100
+
+
+@dataclass
+class Entry:
+    """One checkpoint as read from the index, before its values are fetched."""
+
+    tid: str
+    ns: str
+    record: CheckpointRecord
+    writes: list[WritesRecord]
+    # Opened on demand and kept, so filtering and decoding open it once.
+    metadata: Any = None
+
+    @property
+    def checkpoint_id(self) -> str:
+        return self.record.checkpoint_id
+
+    @property
+    def what(self) -> str:
+        return describe(self.tid, self.ns, self.checkpoint_id)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A thread a table-wide operation could not open, named as stored (its partition
+    key) with the key id its records are sealed under, never by thread id."""
+
+    partition: str
+    key_id: str | None
+    reason: str
+
+
+@dataclass
+class Grouped:
+    """Records paired up: checkpoints with their writes (`entries`), checkpoint records
+    whose reference did not open (`unopened`, with the error), and writes records whose
+    checkpoint record is gone (`orphan_writes`, left by an interrupted delete)."""
+
+    entries: list[Entry]
+    unopened: list[tuple[CheckpointRecord, IntegrityError]]
+    orphan_writes: list[WritesRecord]
+
+
+def warn_skipped(operation: str, skipped: Sequence[Skipped]) -> None:
+    """One warning per skipped thread, then a summary (logger `langgraph.checkpoint.s3dynamo`)."""
+    for s in skipped:
+        log.warning(
+            "%s: skipped thread %s (key id %s): %s", operation, s.partition, s.key_id, s.reason
+        )
+    if skipped:
+        ids = sorted({str(s.key_id) for s in skipped})
+        log.warning(
+            "%s: skipped %d thread(s) this saver cannot open (key ids %s); the rest was done",
+            operation,
+            len(skipped),
+            ", ".join(ids),
+        )
+
+
+def newest_first(entries: list[Entry], before_id: str | None) -> list[Entry]:
+    if before_id is not None:
+        entries = [e for e in entries if e.checkpoint_id < before_id]
+    return sorted(entries, key=lambda e: e.checkpoint_id, reverse=True)
+
+
+class Finder:
+    """Reads records from the index and groups them into entries."""
+
+    def __init__(
+        self, ports: Ports, namer: Namer, codec: Codec, sealer: Sealer, prefix: str
+    ) -> None:
+        self._ports = ports
+        self.namer = namer
+        self.codec = codec
+        self.sealer = sealer
+        self.prefix = prefix
+
+    def read_checkpoint(self, tid: str, ns: str, cid: str) -> Entry | None:
+        """One checkpoint by id, with its writes: one query."""
+        pk = self.namer.thread(tid)
+        sk = checkpoint_sk(self.namer.namespace(tid, ns), cid)
+        found: CheckpointRecord | None = None
+        writes: list[WritesRecord] = []
+        for rec in self._query_all(pk, prefix=sk):
+            # The prefix also matches longer ids that start with this one.
+            if owner_sk(rec.sk) != sk:
+                continue
+            if isinstance(rec, WritesRecord):
+                writes.append(rec)
+            else:
+                found = rec
+        return Entry(tid, ns, found, writes) if found else None
+
+    def read_latest(self, tid: str, ns: str) -> Entry | None:
+        """The newest checkpoint of a namespace, with its writes: one query, more only
+        when writes records fill the first page."""
+        pk = self.namer.thread(tid)
+        prefix = namespace_prefix(self.namer.namespace(tid, ns))
+        writes: list[WritesRecord] = []
+        cursor: Cursor | None = None
+        limit = LATEST_PAGE
+        while True:
+            page = self._ports.records.query(
+                pk, prefix=prefix, descending=True, limit=limit, cursor=cursor, consistent=True
+            )
+            for rec in page.records:
+                if isinstance(rec, WritesRecord):
+                    writes.append(rec)
+                    continue
+                # Descending order meets a checkpoint's writes just before the checkpoint.
+                own = [w for w in writes if w.checkpoint_id == rec.checkpoint_id]
+                return Entry(tid, ns, rec, own)
+            if page.cursor is None:
+                return None
+            cursor, limit = page.cursor, LATER_PAGES
+
+    def namespace_records(
+        self, tid: str, ns: str, *, upper_id: str | None = None
+    ) -> Iterator[Record]:
+        """A namespace's records newest first, from checkpoint `upper_id` (inclusive)
+        down, page by page as the caller consumes them."""
+        pk, ns_name = self.namer.thread(tid), self.namer.namespace(tid, ns)
+        return self._query_all(pk, between=namespace_range(ns_name, upper_id), descending=True)
+
+    def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[Entry]:
+        """A namespace's checkpoints newest first, strictly before `before_id` if given."""
+        pk = self.namer.thread(tid)
+        ns_name = self.namer.namespace(tid, ns)
+        records = (
+            self._query_all(
+                pk,
+                between=(namespace_prefix(ns_name), checkpoint_sk(ns_name, before_id)),
+                descending=True,
+            )
+            if before_id
+            else self._query_all(pk, prefix=namespace_prefix(ns_name), descending=True)
+        )
+        writes: dict[str, list[WritesRecord]] = {}
+        for rec in records:
+            if isinstance(rec, WritesRecord):
+                writes.setdefault(rec.checkpoint_id, []).append(rec)
+                continue
+            if before_id is not None and rec.checkpoint_id >= before_id:
+                continue
+            yield Entry(tid, ns, rec, writes.pop(rec.checkpoint_id, []))
+
+    def thread_records(self, tid: str) -> list[Record]:
+        """Every record of a thread, every namespace."""
+        return list(self._query_all(self.namer.thread(tid)))
+
+    def thread_keys(self, tid: str) -> list[ItemKey]:
+        return list(self._ports.records.query_keys(self.namer.thread(tid)))
+
+    def thread_entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
+        """Every checkpoint of a thread, every namespace, newest first."""
+        entries = self.group(self.thread_records(tid), known_tid=tid)
+        return newest_first(entries, before_id)
+
+    def all_entries(
+        self, before_id: str | None = None, skipped: list[Skipped] | None = None
+    ) -> list[Entry]:
+        """Every checkpoint of every thread, newest first (a scan: admin operations).
+        With `skipped`, threads whose records do not open are left out and listed there."""
+        return newest_first(self.group(self._ports.scans.scan(), skipped=skipped), before_id)
+
+    def group(
+        self,
+        records: Iterable[Record],
+        known_tid: str | None = None,
+        skipped: list[Skipped] | None = None,
+    ) -> list[Entry]:
+        """Pair checkpoint records with their writes records; learn (thread, ns) from the
+        sealed reference each checkpoint record carries. With `skipped`, a partition with
+        a reference that does not open (other keys, another naming secret) is left out
+        whole and reported there instead of raising."""
+        grouped = self.pair(records)
+        if grouped.unopened and skipped is None:
+            raise grouped.unopened[0][1]
+        bad = {rec.pk for rec, _ in grouped.unopened}
+        for rec, exc in grouped.unopened:
+            if skipped is not None and not any(s.partition == rec.pk for s in skipped):
+                skipped.append(Skipped(rec.pk, self.sealer.key_id_of(rec.thread_ref), str(exc)))
+        entries = [e for e in grouped.entries if e.record.pk not in bad]
+        if known_tid is not None:
+            for e in entries:
+                if e.tid != known_tid:
+                    raise IntegrityError(
+                        f"checkpoint {e.checkpoint_id} in the partition of thread "
+                        f"{known_tid!r} claims thread {e.tid!r}: the record was moved"
+                    )
+        return entries
+
+    def pair(self, records: Iterable[Record]) -> Grouped:
+        """Every record accounted for: entries, unopened checkpoint records and orphan
+        writes (see `Grouped`). Opens one reference per checkpoint record."""
+        checkpoints: dict[ItemKey, CheckpointRecord] = {}
+        writes: dict[ItemKey, list[WritesRecord]] = {}
+        for rec in records:
+            if isinstance(rec, WritesRecord):
+                writes.setdefault(ItemKey(rec.pk, rec.owner_sk), []).append(rec)
+            else:
+                checkpoints[rec.key] = rec
+        out = Grouped([], [], [])
+        for key, rec in checkpoints.items():
+            try:
+                tid, ns = self.open_thread_ref(rec)
+            except IntegrityError as exc:
+                out.unopened.append((rec, exc))
+                continue
+            out.entries.append(Entry(tid, ns, rec, writes.pop(key, [])))
+        out.orphan_writes = [w for ws in writes.values() for w in ws]
+        return out
+
+    def open_thread_ref(self, rec: CheckpointRecord) -> tuple[str, str]:
+        """(thread id, namespace) a checkpoint record belongs to, checked against its key."""
+        what = f"checkpoint {rec.checkpoint_id} (thread reference)"
+        tid, ns = self.codec.open_ref(rec.pk, rec.sk, rec.thread_ref, what)
+        if self.namer.thread(tid) != rec.pk or self.namer.namespace(tid, ns) != rec.ns_name:
+            raise IntegrityError(
+                f"{what}: names thread {tid!r}, whose records this saver would store under "
+                "another key: the saver's naming secret differs from the writer's (set the "
+                "same secret / S3DYNAMO_SECRET), or the record was moved"
+            )
+        return tid, ns
+
+    def _query_all(self, pk: str, **bounds: Any) -> Iterator[Record]:
+        cursor: Cursor | None = None
+        while True:
+            page = self._ports.records.query(pk, cursor=cursor, **bounds)
+            yield from page.records
+            if page.cursor is None:
+                return
+            cursor = page.cursor
+
+    def live_leaves(
+        self, thread_name: str, skipped: list[Skipped] | None = None
+    ) -> set[str] | None:
+        """Every object leaf a thread's records reference (the mark of garbage
+        collection), read strongly consistent; None if the thread has no record here.
+        With `skipped`, a thread whose first checkpoint record does not open is reported
+        there (the caller leaves it alone)."""
+        live: set[str] = set()
+        found = tried = False
+        cursor: Cursor | None = None
+        while True:
+            page = self._ports.records.query(thread_name, cursor=cursor, consistent=True)
+            for rec in page.records:
+                found = True
+                live |= referenced_leaves(rec)
+                if skipped is not None and not tried and isinstance(rec, CheckpointRecord):
+                    tried = True
+                    try:
+                        self.open_thread_ref(rec)
+                    except IntegrityError as exc:
+                        key_id = self.sealer.key_id_of(rec.thread_ref)
+                        skipped.append(Skipped(rec.pk, key_id, str(exc)))
+            if page.cursor is None:
+                return live if found else None
+            cursor = page.cursor
+
+    def referenced_keys(self, entries: Sequence[Entry]) -> dict[str, str]:
+        """Object key -> the checkpoint that references it, for every object the entries
+        reference (no blob is opened)."""
+        keys: dict[str, str] = {}
+        for e in entries:
+            records: list[Record] = [e.record, *e.writes]
+            for rec in records:
+                for leaf in referenced_leaves(rec):
+                    keys[object_key(self.prefix, rec.pk, leaf)] = e.what
+        return keys

@@ -1,0 +1,113 @@
+"""Object I/O: reading and writing a thread's objects in parallel waves, through one
+byte-bounded cache of what this process wrote or read lately.
+
+Objects are named by their identity (thread, namespace, channel, version, or a write's
+nonce) and never change meaning, so a cached copy is never stale and a warm process
+serving the same thread need not GET what it just PUT or read. What the cache trusts is
+its own process: an object altered in the bucket after this process wrote or read it is
+not noticed here (every other process still authenticates it on read).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
+from langgraph.checkpoint.s3dynamo.layout import object_key, thread_prefix
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo, ObjectStore
+from langgraph.checkpoint.s3dynamo.store.cache import Lru
+from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+log = logging.getLogger(__name__)
+
+
+class ObjectIO:
+    """A deployment's objects: their keys, and waves of reads and writes."""
+
+    def __init__(self, ports: Ports, namer: Namer, prefix: str, cache_bytes: int) -> None:
+        self._ports = ports
+        self.namer = namer
+        self.prefix = prefix
+        # One object may take a quarter of the budget, so a few large ones cannot flush
+        # everything else; 0 turns the cache off.
+        self.cache: Lru[str, bytes] = Lru(cache_bytes, weigh=len, largest=cache_bytes // 4)
+
+    @property
+    def port(self) -> ObjectStore:
+        return self._ports.objects
+
+    def key(self, tid: str, leaf: str) -> str:
+        return object_key(self.prefix, self.namer.thread(tid), leaf)
+
+    def thread_prefix(self, thread_name: str) -> str:
+        """Key prefix shared by every object of one thread."""
+        return thread_prefix(self.prefix, thread_name)
+
+    def list_thread(self, thread_name: str) -> list[ObjectInfo]:
+        return list(self.port.list(self.thread_prefix(thread_name)))
+
+    def fetch(self, needed: Mapping[str, str], *, cached: bool = True) -> dict[str, bytes]:
+        """Read objects in one parallel wave; `needed` maps each key to what needs it,
+        named in the error if the object is gone. Objects this process wrote or read
+        lately come from the cache unless `cached` is False."""
+        found: dict[str, bytes] = {}
+        if cached:
+            for key in needed:
+                if (body := self.cache.get(key)) is not None:
+                    found[key] = body
+        keys = [k for k in needed if k not in found]
+        log.debug("object read wave: %d objects (%d cached)", len(keys), len(found))
+        try:
+            bodies = parallel(self.port.get, keys)
+        except ObjectNotFoundError as exc:
+            raise ObjectNotFoundError(
+                f"{needed.get(exc.key, 'a checkpoint')}: object {exc.key!r} is referenced "
+                "by the index but missing from the bucket; it was deleted outside s3dynamo",
+                exc.key,
+            ) from exc
+        for key, body in zip(keys, bodies, strict=True):
+            self.cache.put(key, body)
+            found[key] = body
+        return found
+
+    def upload(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        """Write new objects in one parallel wave (If-None-Match). An object already
+        there holds the same value (names are identities) but may be an orphan that
+        garbage collection is about to delete: it is written again (a second request,
+        only in that case), which restarts its grace period and changes its ETag, so a
+        collection that listed it before can no longer delete it (see `ops/gc.py`)."""
+        log.debug("object write wave: %d objects, %d bytes", len(objects), _size(objects))
+
+        def put(key: str, body: bytes) -> None:
+            if not self.port.put_new(key, body):
+                self.port.overwrite(key, body)
+
+        parallel(lambda kb: put(*kb), objects)
+        for key, body in objects:
+            self.cache.put(key, body)
+
+    def overwrite(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        """Replace objects in place, in one wave: the same value sealed anew (rotation)."""
+        parallel(lambda kb: self.port.overwrite(*kb), objects)
+        for key, body in objects:
+            self.cache.put(key, body)
+
+    def delete(self, keys: Sequence[str]) -> None:
+        if keys:
+            self.port.delete(keys)
+            self.cache.discard(keys)
+
+    def delete_unchanged(self, objects: Sequence[ObjectInfo]) -> list[str]:
+        """Delete each object only while it still carries the listed tag (see the port)."""
+        if not objects:
+            return []
+        deleted = self.port.delete_unchanged(objects)
+        self.cache.discard(deleted)
+        return deleted
+
+
+def _size(objects: Sequence[tuple[str, bytes]]) -> int:
+    return sum(len(body) for _, body in objects)

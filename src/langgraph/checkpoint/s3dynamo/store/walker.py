@@ -1,0 +1,253 @@
+"""The one walk over a checkpoint's blobs: every sealed thing its records hold or point
+at, and how each opens. Decoding, history, verification, statistics, copying and
+re-encryption all walk a checkpoint this way; none of them knows the record layout.
+
+A checkpoint's blobs:
+
+- a channel value per channel with a version: inline in the checkpoint record, or an
+  object; an inline value may be a delta, which opens only against its base, an object
+  of its own (the record lists the base among its objects);
+- a pending write per (task, index): inline in the task's writes record, or an object
+  (the record keeps a reference `<leaf>.<channel tag>`);
+- a bundle per task with more regular writes than one update may carry: one object
+  holding them all, each sealed on its own.
+
+`walk` opens only what says where things are (the checkpoint body and each task's
+reference); opening a value or a write is the caller's step, with `value_data`,
+`write_data` and `bundle_blobs`, once the objects are fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.layout import split_write_ref
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.records import WritesRecord, unpack_bundle
+from langgraph.checkpoint.s3dynamo.store.finder import Entry
+from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+
+Typed = tuple[str, bytes]
+
+
+class StoredValue(NamedTuple):
+    """Where one channel's value at one checkpoint is kept: inline (`blob`) or as an
+    object (`leaf`). With `base`, the inline blob is a delta against that version of the
+    channel, which is an object of its own."""
+
+    version: str
+    blob: bytes | None
+    leaf: str | None
+    base: str | None = None
+
+
+StoredValues = dict[str, StoredValue]
+
+
+class ValueBlob(NamedTuple):
+    """A channel value to open: `blob` inline, or the object `key`; with `base`, the
+    inline blob is a delta against (base version, key of its object)."""
+
+    channel: str
+    version: str
+    blob: bytes | None
+    key: str | None
+    base: tuple[str, str] | None
+
+
+class WriteBlob(NamedTuple):
+    """A pending write to open: `blob` inline, or the object `key` (with the channel's
+    keyed `tag`, so a reader can pick a channel's writes without fetching the others)."""
+
+    record: WritesRecord
+    task_id: str
+    task_path: str
+    idx: int
+    blob: bytes | None
+    key: str | None
+    tag: str | None
+
+
+class BundleBlob(NamedTuple):
+    """The object holding one task's bundled regular writes."""
+
+    record: WritesRecord
+    task_id: str
+    task_path: str
+    key: str
+
+
+@dataclass
+class Blobs:
+    """Everything sealed that one checkpoint holds or references."""
+
+    entry: Entry
+    body: dict[str, Any]
+    stored: StoredValues
+    values: list[ValueBlob]
+    writes: list[WriteBlob]
+    bundles: list[BundleBlob]
+    # Channels the sealed body lists as stored that the record no longer holds.
+    lost: frozenset[str]
+    # Writes record sort key -> (task id, task path).
+    tasks: dict[str, tuple[str, str]]
+
+    def keys(self) -> dict[str, str]:
+        """Object key -> the checkpoint needing it: values, delta bases, writes, bundles."""
+        what = self.entry.what
+        keys = {v.key: what for v in self.values if v.key is not None}
+        keys.update({v.base[1]: what for v in self.values if v.base is not None})
+        keys.update({w.key: what for w in self.writes if w.key is not None})
+        keys.update({b.key: what for b in self.bundles})
+        return keys
+
+
+class Walker:
+    def __init__(self, namer: Namer, codec: Codec, objects: ObjectIO) -> None:
+        self.namer = namer
+        self.codec = codec
+        self.objects = objects
+
+    def open_body(self, entry: Entry) -> dict[str, Any]:
+        rec = entry.record
+        return self.codec.open_body(entry.tid, entry.ns, rec.checkpoint_id, rec.body, entry.what)
+
+    def open_metadata(self, entry: Entry) -> Any:
+        if entry.metadata is None:
+            rec = entry.record
+            entry.metadata = self.codec.open_metadata(
+                entry.tid, entry.ns, rec.checkpoint_id, rec.metadata, entry.what
+            )
+        return entry.metadata
+
+    def open_task(self, writes: WritesRecord, what: str) -> tuple[str, str]:
+        """(task id, task path) of a writes record."""
+        task_id, task_path = self.codec.open_ref(writes.pk, writes.sk, writes.task_ref, what)
+        return task_id, task_path
+
+    def stored_values(self, entry: Entry, body: Mapping[str, Any]) -> StoredValues:
+        """Where each channel's value at this checkpoint is kept: inline in the record,
+        in an object, or (channels absent here) nowhere."""
+        tid, ns, rec = entry.tid, entry.ns, entry.record
+        bases: Mapping[str, str] = body.get("bases") or {}
+        out: StoredValues = {}
+        for channel, raw_version in body.get("channel_versions", {}).items():
+            version = str(raw_version)
+            blob = rec.inline.get(self.namer.channel(tid, ns, channel))
+            if blob is not None:
+                out[channel] = StoredValue(version, blob, None, bases.get(channel))
+                continue
+            leaf = self.namer.value(tid, ns, channel, version)
+            if leaf in rec.objects:
+                out[channel] = StoredValue(version, None, leaf)
+        return out
+
+    def walk(
+        self,
+        entry: Entry,
+        body: dict[str, Any] | None = None,
+        tasks: Mapping[str, tuple[str, str]] | None = None,
+    ) -> Blobs:
+        """Every blob of the checkpoint (`body`: its opened body, and `tasks`: its writes
+        records' (task id, task path) by sort key, where opened already)."""
+        tid, ns, what = entry.tid, entry.ns, entry.what
+        if body is None:
+            body = self.open_body(entry)
+        stored = self.stored_values(entry, body)
+        values: list[ValueBlob] = []
+        for channel, value in stored.items():
+            if value.blob is None:
+                values.append(
+                    ValueBlob(
+                        channel, value.version, None, self.objects.key(tid, value.leaf or ""), None
+                    )
+                )
+                continue
+            base = None
+            if value.base is not None:
+                base_leaf = self.namer.value(tid, ns, channel, value.base)
+                if base_leaf not in entry.record.objects:
+                    raise IntegrityError(
+                        f"{what}: channel value is a delta whose base is not among the "
+                        "item's objects; the item was altered"
+                    )
+                base = (value.base, self.objects.key(tid, base_leaf))
+            values.append(ValueBlob(channel, value.version, value.blob, None, base))
+        writes: list[WriteBlob] = []
+        bundles: list[BundleBlob] = []
+        opened_tasks: dict[str, tuple[str, str]] = {}
+        for w in entry.writes:
+            task_id, task_path = tasks[w.sk] if tasks is not None else self.open_task(w, what)
+            opened_tasks[w.sk] = (task_id, task_path)
+            for idx, stored_write in w.writes.items():
+                if isinstance(stored_write, str):
+                    leaf, tag = split_write_ref(stored_write)
+                    key = self.objects.key(tid, leaf)
+                    writes.append(WriteBlob(w, task_id, task_path, idx, None, key, tag))
+                else:
+                    writes.append(WriteBlob(w, task_id, task_path, idx, stored_write, None, None))
+            if w.bundle is not None:
+                key = self.objects.key(tid, w.bundle)
+                bundles.append(BundleBlob(w, task_id, task_path, key))
+        lost = frozenset(body.get("stored") or ()) - set(stored)
+        return Blobs(entry, body, stored, values, writes, bundles, lost, opened_tasks)
+
+    # ------------------------------------------------------------- opening
+
+    def value_data(
+        self,
+        entry: Entry,
+        value: ValueBlob,
+        fetched: Mapping[str, bytes],
+        bases: dict[str, Typed] | None = None,
+    ) -> Typed:
+        """A channel value opened (authenticated, decompressed) but not deserialized.
+        `bases` keeps opened delta bases by key: many deltas share one base."""
+        tid, ns, where = entry.tid, entry.ns, f"{entry.what}, channel value"
+        blob = value.blob if value.blob is not None else fetched[value.key or ""]
+        if value.base is None:
+            return self.codec.value_data(tid, ns, value.channel, value.version, blob, where)
+        base_version, key = value.base
+        base = (bases or {}).get(key)
+        if base is None:
+            base = self.codec.value_data(
+                tid, ns, value.channel, base_version, fetched[key], f"{where} (delta base)"
+            )
+            if bases is not None:
+                bases[key] = base
+        return self.codec.delta_data(
+            tid, ns, value.channel, value.version, blob, base_version, base, where
+        )
+
+    def write_data(
+        self, entry: Entry, write: WriteBlob, fetched: Mapping[str, bytes]
+    ) -> tuple[str, Typed]:
+        """A pending write opened but not deserialized: (channel, (type, data))."""
+        blob = write.blob if write.blob is not None else fetched[write.key or ""]
+        return self.write_blob_data(entry, write.task_id, write.idx, blob)
+
+    def write_blob_data(
+        self, entry: Entry, task_id: str, idx: int, blob: bytes
+    ) -> tuple[str, Typed]:
+        return self.codec.write_data(
+            entry.tid,
+            entry.ns,
+            entry.checkpoint_id,
+            task_id,
+            idx,
+            blob,
+            f"{entry.what}, pending write",
+        )
+
+    def bundle_blobs(
+        self, entry: Entry, bundle: BundleBlob, fetched: Mapping[str, bytes]
+    ) -> dict[int, bytes]:
+        """The sealed writes a bundle object holds, by index."""
+        try:
+            return unpack_bundle(fetched[bundle.key])
+        except ValueError as exc:
+            raise IntegrityError(f"{entry.what}: writes bundle {bundle.key!r}: {exc}") from exc

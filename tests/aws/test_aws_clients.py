@@ -1,0 +1,63 @@
+"""The clients the saver builds itself: botocore alone, one session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
+from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3DYNAMO_"))}
+    env.update(
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        **extra,
+    )
+    return env
+
+
+def test_the_saver_builds_its_clients_without_boto3() -> None:
+    # A fresh interpreter, as a Lambda cold start: the clients are built (no request).
+    code = (
+        "import sys\n"
+        "from langgraph.checkpoint.s3dynamo import S3DynamoSaver\n"
+        "saver = S3DynamoSaver(table='t', bucket='b', plaintext=True)\n"
+        "saver.store.records, saver.store.objects\n"
+        "assert 'botocore' in sys.modules\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'boto3'], 'boto3 imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], env=_env(), check=True)
+
+
+def test_clients_share_one_session_and_keep_the_settings(monkeypatch: Any) -> None:
+    for var, value in _env().items():
+        monkeypatch.setenv(var, value)
+    sessions = []
+
+    class Counted(aws_clients.Session):  # type: ignore[misc,name-defined]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            sessions.append(self)
+
+    monkeypatch.setattr(aws_clients, "Session", Counted)
+    monkeypatch.setattr(aws_clients, "_session", None)
+    saver = S3DynamoSaver(table="t", bucket="b", plaintext=True, max_attempts=3)
+    dynamodb = saver.store.records.client  # type: ignore[attr-defined]
+    s3 = saver.store.objects.port.client  # type: ignore[attr-defined]
+    for client, service in ((dynamodb, "dynamodb"), (s3, "s3")):
+        assert client.meta.service_model.service_name == service
+        assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 3}
+        assert client.meta.config.max_pool_connections == WAVE_WORKERS
+        assert client.meta.region_name == "us-east-1"
+    other = S3DynamoSaver(table="t2", bucket="b2", plaintext=True)
+    assert other.store.records.client is not dynamodb  # type: ignore[attr-defined]
+    assert len(sessions) == 1  # one session for every client of the process

@@ -1,0 +1,558 @@
+"""The `s3dynamo` command, run in process through its own entry point (`cli.app.run`,
+exit code and output as a user gets them) on moto in process, on a store populated by
+real graphs: outputs, JSON shapes, exit codes, plans. One test runs the installed console
+script in subprocesses against moto server, as a shell would."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command
+
+from langgraph.checkpoint.s3dynamo import Keyring
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
+from langgraph.checkpoint.s3dynamo.cli import app
+from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
+from langgraph.checkpoint.s3dynamo.layout import CONTROL_PK, is_control_pk
+from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
+
+pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
+
+SCRIPT = Path(sys.executable).parent / "s3dynamo"
+THREADS = ["alice", "bob", "carol"]
+DAY = 86_400
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def _env(env: Mapping[str, str | None]) -> dict[str, str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3DYNAMO_"))}
+    full.update({k: v for k, v in env.items() if v is not None})
+    full.update({"COLUMNS": "80", "NO_COLOR": "1"})
+    return full
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def run(env: Mapping[str, str | None], *args: str) -> Result:
+    """The command with these arguments in this environment, in process: what it prints
+    and the code it exits with."""
+    out, err = io.StringIO(), io.StringIO()
+    # A fresh botocore session per command, as a new process has.
+    aws_clients._session = None
+    with _environment(_env(env)), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            app.run(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_all(*calls: tuple[Mapping[str, str | None], tuple[str, ...]]) -> list[Result]:
+    return [run(env, *args) for env, args in calls]
+
+
+def one_line_error(r: Result) -> str:
+    assert "Traceback" not in r.err, r.err
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("s3dynamo: "), r.err
+    return lines[0]
+
+
+def populate(sandbox: Sandbox, threads: list[str], *, days_ago: float = 0) -> None:
+    """Each thread: two chat turns, then a refund request that stops at an interrupt;
+    the first thread's interrupt is resumed. With `days_ago`, the records are stamped
+    that long ago (idle, for retention)."""
+    saver = sandbox.saver()
+    if days_ago:
+        saver.store.clock = lambda: time.time() - days_ago * DAY
+    graph = build_graph(saver)
+    for i, tid in enumerate(threads):
+        config = {"configurable": {"thread_id": tid}}
+        graph.invoke({"messages": [HumanMessage(f"hello from {tid}")]}, config)
+        graph.invoke({"messages": [HumanMessage("my kettle is late")]}, config)
+        graph.invoke({"messages": [HumanMessage("I want a refund")]}, config)
+        if i == 0:
+            graph.invoke(Command(resume="yes"), config)
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[None]:
+    """moto in process for the whole module (each test makes its own table and bucket)."""
+    from moto import mock_aws
+
+    serialize_moto()
+    with mock_aws():
+        yield
+
+
+@pytest.fixture(scope="module")
+def store(moto: None) -> tuple[Sandbox, dict[str, str | None]]:
+    """One populated store for the read-only tests of this module."""
+    sandbox = Sandbox()
+    env = sandbox.environment()
+    with _environment(_env(env)):
+        populate(sandbox, THREADS)
+    return sandbox, env
+
+
+@pytest.fixture(scope="module")
+def reads(store: tuple[Sandbox, dict[str, str | None]]) -> dict[str, Result]:
+    """Every read command this module checks that needs no earlier output."""
+    _, env = store
+    wrong_key = {**env, "S3DYNAMO_KEYS": f"test:{_b64(os.urandom(32))}"}
+    other_id = {**env, "S3DYNAMO_KEYS": f"other:{_b64(os.urandom(32))}"}
+    no_settings = {k: v for k, v in env.items() if not k.startswith("S3DYNAMO_")}
+    calls: dict[str, tuple[Mapping[str, str | None], tuple[str, ...]]] = {
+        "threads_json": (env, ("threads", "--limit", "2", "--json")),
+        "threads_text": (env, ("threads", "--limit", "2")),
+        "threads_bad_token": (env, ("threads", "--page-token", "nonsense!")),
+        "history_json": (env, ("history", "bob", "--json")),
+        "history_text": (env, ("history", "bob")),
+        "show_json": (env, ("show", "alice", "--json")),
+        "diff_json": (env, ("diff", "alice", "--json")),
+        "stats_json": (env, ("stats", "--json")),
+        "stats_text": (env, ("stats", "bob")),
+        "unknown_thread": (env, ("history", "nobody")),
+        "wrong_key": (wrong_key, ("show", "alice")),
+        "other_key_id": (other_id, ("show", "alice")),
+        "missing_table": (env, ("threads", "--table", "no-such-table")),
+        "no_settings": (no_settings, ("threads",)),
+        "usage": (env, ("history",)),
+        "doctor_json": (env, ("doctor", "--json")),
+        "doctor_no_bucket": (env, ("doctor", "--bucket", "no-such-bucket")),
+        "rotate_without_kms": (env, ("rotate-key",)),
+    }
+    return dict(zip(calls, run_all(*calls.values()), strict=True))
+
+
+def test_threads_pages_through_every_thread(
+    store: tuple[Sandbox, Any], reads: dict[str, Result]
+) -> None:
+    _, env = store
+    first = reads["threads_json"]
+    assert first.code == 0, first.err
+    page = first.json()
+    assert set(page) == {"threads", "next_page_token", "unreadable_records"}
+    assert len(page["threads"]) == 2 and page["next_page_token"]
+    row = page["threads"][0]
+    assert set(row) == {
+        "thread_id",
+        "checkpoints",
+        "namespaces",
+        "last_checkpoint_id",
+        "last_step",
+        "last_updated",
+    }
+    second = run(env, "threads", "--limit", "2", "--page-token", page["next_page_token"], "--json")
+    rest = second.json()
+    assert rest["next_page_token"] is None
+    seen = [r["thread_id"] for r in page["threads"] + rest["threads"]]
+    assert sorted(seen) == sorted(THREADS)
+    # Most recently updated first: carol was written last.
+    assert seen[0] == "carol"
+    by_id = {r["thread_id"]: r for r in page["threads"] + rest["threads"]}
+    assert by_id["alice"]["checkpoints"] == 9 and by_id["bob"]["checkpoints"] == 8
+
+    text = reads["threads_text"]
+    assert text.code == 0
+    assert "next page: s3dynamo threads --page-token" in text.out
+    assert all(len(line) <= 80 for line in text.out.splitlines())
+    bad = reads["threads_bad_token"]
+    assert bad.code == 2 and "page-token" in bad.err
+
+
+def test_history_lists_steps_sources_next_nodes_and_interrupts(reads: dict[str, Result]) -> None:
+    r = reads["history_json"]
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["thread_id"] == "bob"
+    rows = data["checkpoints"]
+    assert set(rows[0]) == {
+        "checkpoint_id",
+        "checkpoint_ns",
+        "parent_checkpoint_id",
+        "step",
+        "source",
+        "created_at",
+        "next",
+        "interrupts",
+        "pending_writes",
+        "item_bytes",
+        "stored_bytes",
+        "referenced_bytes",
+    }
+    assert [row["step"] for row in rows] == list(range(6, -2, -1))
+    latest = rows[0]
+    assert latest["next"] == ["approve"]
+    assert latest["interrupts"][0]["value"] == {"question": "Approve a refund for this customer?"}
+    assert rows[-1]["source"] == "input" and rows[-1]["next"] == ["__start__"]
+    # The 200 KB order is stored once as a value (and once as the write that set it).
+    big = [row for row in rows if row["stored_bytes"] > 10_000]
+    assert [row["step"] for row in big] == [1, 0]
+    assert all(row["referenced_bytes"] > 10_000 for row in rows[:-2])
+
+    text = reads["history_text"]
+    assert text.code == 0
+    assert "approve (1 interrupt)" in text.out
+    assert latest["checkpoint_id"][-12:] in text.out
+    assert all(len(line) <= 80 for line in text.out.splitlines())
+
+
+def test_show_and_diff(store: tuple[Sandbox, Any], reads: dict[str, Result]) -> None:
+    _, env = store
+    shown = reads["show_json"]
+    assert shown.code == 0, shown.err
+    state = shown.json()
+    assert set(state) == {
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "created_at",
+        "step",
+        "source",
+        "metadata",
+        "next",
+        "values",
+        "internal_channels",
+        "pending_writes",
+        "interrupts",
+    }
+    messages = state["values"]["messages"]
+    assert [m["type"] for m in messages] == ["human", "ai"] * 3
+    assert messages[-1]["content"] == "A supervisor approved your refund."
+    assert state["values"]["refund_approved"] is True
+    assert len(state["values"]["order"]["lines"]) == 2000
+
+    d = reads["diff_json"]
+    assert d.code == 0, d.err
+    change = d.json()
+    assert set(change) == {"thread_id", "checkpoint_ns", "from", "to", "changes"}
+    by_channel = {c["channel"]: c for c in change["changes"]}
+    assert [m["content"] for m in by_channel["messages"]["messages_added"]] == [
+        "A supervisor approved your refund."
+    ]
+    assert by_channel["refund_approved"]["change"] == "added"
+
+    # The interrupted thread, by a short id as `history` prints it; and a diff of two
+    # named checkpoints: the first turn against the interrupted one.
+    history = reads["history_json"].json()["checkpoints"]
+    short = history[0]["checkpoint_id"][-12:]
+    first, last = history[-3]["checkpoint_id"], history[0]["checkpoint_id"]
+    text, delta = run_all((env, ("show", "bob", short)), (env, ("diff", "bob", first, last)))
+    assert text.code == 0, text.err
+    assert "interrupts  1" in text.out
+    assert '{"question": "Approve a refund for this customer?"}' in text.out
+    assert "human: I want a refund" in text.out
+    assert delta.code == 0, delta.err
+    assert "messages: 3 messages added" in delta.out
+    assert "+ human: my kettle is late" in delta.out
+
+
+def test_stats_reports_sizes_ratios_and_cost(
+    store: tuple[Sandbox, Any], reads: dict[str, Result]
+) -> None:
+    sandbox, _ = store
+    r = reads["stats_json"]
+    assert r.code == 0, r.err
+    s = r.json()
+    assert s["threads"] == 3 and s["checkpoints"] == 25
+    # Thread items only: the control items (a head per namespace, the deployment record)
+    # hold no state.
+    items = [
+        i
+        for i in sandbox.dynamodb.scan(TableName=sandbox.table)["Items"]
+        if not is_control_pk(i["pk"]["S"]) and i["pk"]["S"] != CONTROL_PK
+    ]
+    objects = sandbox.s3.list_objects_v2(Bucket=sandbox.bucket)["Contents"]
+    assert s["items"]["count"] == len(items)
+    assert s["objects"] == {
+        "count": len(objects),
+        "bytes": sum(o["Size"] for o in objects),
+        "unreferenced": 0,
+    }
+    assert s["stored_bytes"] == s["items"]["bytes"] + s["objects"]["bytes"]
+    assert s["compression_ratio"] > 2 and s["reuse_ratio"] > 2
+    order = next(c for c in s["channels"] if c["channel"] == "order")
+    assert order["values"] == 3 and order["objects"] == 3 and order["references"] == 19
+    cost = s["cost"]
+    assert cost["dynamodb_gb_month"] == 0.25 and cost["s3_gb_month"] == 0.023
+    expected = (s["items"]["bytes"] + 100 * s["items"]["count"]) / 2**30 * 0.25
+    assert cost["dynamodb_monthly"] == pytest.approx(expected)
+    assert cost["total_monthly"] == pytest.approx(cost["dynamodb_monthly"] + cost["s3_monthly"])
+
+    one = reads["stats_text"]
+    assert one.code == 0 and "monthly storage cost" in one.out
+
+
+def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
+    sandbox = Sandbox()
+    populate(sandbox, ["alice", "bob"])
+    env = sandbox.environment()
+    clean = run(env, "verify", "--json")
+    assert clean.code == 0, clean.out + clean.err
+    assert clean.json()["ok"] is True and clean.json()["problems"] == []
+
+    s3, bucket = sandbox.s3, sandbox.bucket
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    tampered = keys[0]
+    body = bytearray(s3.get_object(Bucket=bucket, Key=tampered)["Body"].read())
+    body[-5] ^= 0x01
+    s3.put_object(Bucket=bucket, Key=tampered, Body=bytes(body))
+    # An object of this deployment's shape that no item references.
+    orphan = tampered.rsplit("/", 1)[0] + "/" + "A" * 21 + "Q"
+    s3.put_object(Bucket=bucket, Key=orphan, Body=b"left behind by a crashed writer")
+    missing = keys[1]
+    s3.delete_object(Bucket=bucket, Key=missing)
+
+    r, text, plan = run_all(
+        (env, ("verify", "--json")), (env, ("verify",)), (env, ("gc", "--grace", "0", "--json"))
+    )
+    assert r.code == 1, r.err
+    report = r.json()
+    assert set(report) == {"thread_id", "ok", "checked", "problems"}
+    assert report["ok"] is False
+    found = {(p["kind"], p["key"]) for p in report["problems"]}
+    assert ("tampered", tampered) in found
+    assert ("unreferenced", orphan) in found
+    assert ("missing", missing) in found
+    assert set(report["problems"][0]) == {
+        "kind",
+        "where",
+        "key",
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "detail",
+    }
+    assert text.code == 1
+    assert "TAMPERED: object" in text.out and "UNREFERENCED: object" in text.out
+
+    # Garbage collection: the plan first, then only with --yes.
+    assert plan.code == 0, plan.err
+    assert plan.json()["plan"]["objects"] == 1 and plan.json()["executed"] is False
+    done = run(env, "gc", "--grace", "0", "--yes", "--json")
+    assert done.json()["result"] == {"deleted": 1}
+    assert orphan not in {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+
+
+def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) -> None:
+    sandbox = Sandbox()
+    populate(sandbox, ["alice", "bob"])
+    env = sandbox.environment()
+
+    new = Keyring(keys={"new": os.urandom(32)}, active="new")
+    rotated = {**env, "S3DYNAMO_KEYS": f"new:{_b64(new.keys['new'])},{env['S3DYNAMO_KEYS']}"}
+    plan, copy, exists, rotation = run_all(
+        (env, ("delete", "bob")),
+        (env, ("copy", "alice", "alice-copy", "--yes", "--json")),
+        (env, ("copy", "alice", "bob", "--yes")),
+        (rotated, ("reencrypt", "--json")),
+    )
+    assert plan.code == 0 and "delete thread bob: 8 checkpoints" in plan.out
+    assert "nothing changed" in plan.out
+    assert copy.code == 0, copy.err
+    assert copy.json()["plan"]["checkpoints"] == 9 and copy.json()["executed"] is True
+    assert exists.code == 2 and "already has checkpoints" in one_line_error(exists)
+    # Key rotation: a new active key, the old one still in the keyring.
+    assert rotation.json()["plan"]["active_key"] == "new"
+    assert rotation.json()["plan"]["stale_item_blobs"] > 0
+    assert rotation.json()["executed"] is False
+
+    pruned, deleted, resealed = run_all(
+        (env, ("prune", "alice-copy", "--yes")),
+        (env, ("delete", "bob", "--yes")),
+        (rotated, ("reencrypt", "alice", "--yes", "--json")),
+    )
+    assert pruned.code == 0 and "keep 1, remove 8" in pruned.out
+    assert deleted.code == 0
+    assert resealed.json()["result"]["resealed"] > 0
+
+    only_new = {**env, "S3DYNAMO_KEYS": f"new:{_b64(new.keys['new'])}"}
+    listed, after = run_all((rotated, ("threads", "--json")), (only_new, ("verify", "alice")))
+    assert sorted(t["thread_id"] for t in listed.json()["threads"]) == ["alice", "alice-copy"]
+    assert after.code == 0, after.out + after.err
+
+
+def test_errors_are_one_line_with_the_fix(reads: dict[str, Result]) -> None:
+    unknown = reads["unknown_thread"]
+    assert unknown.code == 2
+    assert "thread 'nobody' has no checkpoints" in one_line_error(unknown)
+
+    r = reads["wrong_key"]
+    assert r.code == 2
+    assert "key id(s) ['test'] hold other keys than the deployment's" in one_line_error(r)
+    r = reads["other_key_id"]
+    assert r.code == 2 and "none of the deployment's ['test']" in one_line_error(r)
+
+    missing = reads["missing_table"]
+    assert missing.code == 2
+    assert "does not exist" in one_line_error(missing)
+
+    r = reads["no_settings"]
+    assert r.code == 2 and "S3DYNAMO_TABLE" in one_line_error(r)
+
+    usage = reads["usage"]
+    assert usage.code == 2 and "Missing argument" in usage.err
+
+
+def test_doctor_checks_up_front_and_rotate_key_names_what_it_needs(
+    reads: dict[str, Result],
+) -> None:
+    r = reads["doctor_json"]
+    assert r.code == 0, r.err
+    assert r.json()["ok"] is True and r.json()["problems"] == []
+    missing = reads["doctor_no_bucket"]
+    assert missing.code == 1 and "no-such-bucket" in missing.err
+    rotate = reads["rotate_without_kms"]
+    assert rotate.code == 2 and "S3DYNAMO_KMS_KEY_ID" in one_line_error(rotate)
+
+
+@pytest.mark.unsupported_on("moto-server", "real", reason="the demo starts its own moto server")
+@pytest.mark.parametrize("case", ["wrong key", "other key id", "wrong secret", "plaintext"])
+def test_a_wrong_key_or_secret_is_named_by_every_reading_command(
+    store: tuple[Sandbox, dict[str, str | None]], case: str
+) -> None:
+    """Never "no checkpoints", never "TAMPERED": the mismatch, in one line, exit 2."""
+    _, env = store
+    changed = {
+        "wrong key": {"S3DYNAMO_KEYS": f"test:{_b64(os.urandom(32))}"},
+        "other key id": {"S3DYNAMO_KEYS": f"other:{_b64(os.urandom(32))}"},
+        "wrong secret": {"S3DYNAMO_SECRET": _b64(os.urandom(32))},
+        "plaintext": {"S3DYNAMO_KEYS": None, "S3DYNAMO_PLAINTEXT": "1"},
+    }[case]
+    named = {
+        "wrong key": "hold other keys than the deployment's",
+        "other key id": "none of the deployment's ['test']",
+        "wrong secret": "the naming key differs",
+        "plaintext": "the deployment is sealed",
+    }[case]
+    env = {**env, **changed}
+    for args in (
+        ("history", "alice"),
+        ("show", "alice"),
+        ("threads",),
+        ("stats",),
+        ("stats", "alice"),
+        ("verify",),
+        ("verify", "alice"),
+    ):
+        r = run(env, *args)
+        line = one_line_error(r)
+        assert r.code == 2, (args, r.out, r.err)
+        assert named in line and "fingerprint" in line, (args, line)
+        assert "no checkpoints" not in line and "TAMPERED" not in r.out, (args, r.out)
+
+
+def test_expire_removes_idle_threads_after_showing_the_plan(moto: None) -> None:
+    sandbox = Sandbox()
+    env = sandbox.environment()
+    with _environment(_env(env)):
+        populate(sandbox, ["old"], days_ago=2)
+    plan, missing = run_all((env, ("expire", "--older-than", "1d", "--json")), (env, ("expire",)))
+    assert plan.json()["plan"]["idle_threads"] == 1 and plan.json()["executed"] is False
+    assert missing.code == 2 and "--older-than 30d" in one_line_error(missing)
+    with _environment(_env(env)):
+        build_graph(sandbox.saver()).invoke(
+            {"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "new"}}
+        )
+    done = run({**env, "S3DYNAMO_RETENTION": "1d"}, "expire", "--yes", "--json")
+    assert done.json()["result"]["removed_threads"] == 1, done.err
+    listed = run(env, "threads", "--json")
+    assert [t["thread_id"] for t in listed.json()["threads"]] == ["new"]
+    again = run({**env, "S3DYNAMO_RETENTION": "1d"}, "expire", "--yes")
+    assert "nothing to do" in again.out
+
+
+def test_the_installed_script_in_a_shell(s3dynamo_server_sandbox: Sandbox) -> None:
+    """The console script in subprocesses, against moto server: its help, options before
+    or after the command, a reader closing the pipe early, missing credentials."""
+    sandbox = s3dynamo_server_sandbox
+    populate(sandbox, ["alice"])
+    env = _env(sandbox.environment())
+    table = env.pop("S3DYNAMO_TABLE")
+
+    def script(*args: str, **extra: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SCRIPT), *args], env=extra.pop("env", env), capture_output=True, text=True,
+            timeout=120, **extra,
+        )  # fmt: skip
+
+    assert SCRIPT.exists(), f"{SCRIPT} missing: pip install -e '.[cli]'"
+    helped = script("--help")
+    assert helped.returncode == 0
+    for command in ("threads", "history", "show", "diff", "stats", "verify", "gc", "prune"):
+        assert command in helped.stdout
+    before = script("--table", table, "threads", "--json")
+    after = script("threads", "--table", table, "--json")
+    assert before.returncode == after.returncode == 0, before.stderr + after.stderr
+    assert json.loads(before.stdout) == json.loads(after.stdout)
+    # `s3dynamo show ... | head -1`: the reader goes away; the command ends quietly, 0.
+    shell = subprocess.run(
+        f"set -o pipefail; '{SCRIPT}' --table {table} show alice --full | head -1",
+        shell=True, executable="/bin/bash", env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shell.returncode == 0 and shell.stderr == "", shell.stderr
+    bare = {k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    denied = script("--table", table, "threads", env=bare)
+    assert denied.returncode == 2 and "no AWS credentials" in denied.stderr, denied.stderr
+
+
+def test_without_the_cli_extra_the_command_names_the_pip_line() -> None:
+    code = (
+        "import sys; sys.modules['rich'] = None; "
+        "from langgraph.checkpoint.s3dynamo.cli import main; main()"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "s3dynamo: the command line needs rich, which is not installed; install it with: "
+        'pip install "langgraph-checkpoint-s3dynamo[cli]"'
+    )
+
+
+@pytest.mark.unsupported_on("moto-server", "real", reason="the demo starts its own moto server")
+def test_the_demo_runs_and_nothing_it_said_is_readable_at_rest() -> None:
+    r = subprocess.run(
+        [str(SCRIPT), "demo"], env=_env({}), capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "'blue kettle' found in 0 of" in r.stdout and "'customer-42' found in 0 of" in r.stdout
+    assert "$ s3dynamo history customer-42" in r.stdout and "\nok\n" in r.stdout
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()

@@ -1,0 +1,801 @@
+"""The Lambda example (examples/lambda_agent/app.py) against moto server on 127.0.0.1.
+
+- The conversation (start, a turn, a refund that waits for approval, a refused turn, the
+  approval, another turn, the history, delete) runs cold, one fresh interpreter per
+  invocation as a new Lambda container would, and warm, every invocation in one
+  interpreter; both with keys from KMS (S3DYNAMO_KMS_KEY_ID, a key on moto server), as the
+  Terraform example configures the function.
+- With S3DYNAMO_TF_APPLY=1, the example root configuration (terraform/examples/lambda_agent)
+  is applied to moto server and the handler runs with the function's configuration.
+- The IAM policies in terraform/main.tf are checked against the requests the code makes:
+  every request the handler's conversation and the maintenance operations send is
+  recorded, mapped to its IAM action and resource, and each policy must grant exactly
+  that set, no more and no less.
+
+moto server runs in its own process (`python -m moto.server`), started and stopped here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+import zipfile
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
+from tests.support.terraform import (
+    MAIN_TF,
+    PLUGIN_DIR,
+    blocks,
+    needs_provider,
+    needs_terraform,
+    strip_comments,
+    terraform,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "examples" / "lambda_agent" / "app.py"
+REGION = "us-east-1"
+PREFIX = "checkpoints/"
+
+
+# --------------------------------------------------------------------------------------
+# moto server, and the environment a function would get
+# --------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/moto-api/", timeout=1):
+            return True
+    except urllib.error.HTTPError:
+        return True  # any HTTP status means the server is up
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("moto") / "moto.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "langgraph.checkpoint.s3dynamo.moto_serve",
+                "127.0.0.1",
+                str(port),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not answers(url):
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"moto server did not answer at {url}:\n{log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture
+def function_env(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """What the function's environment holds in AWS (Terraform passes the same names),
+    plus the endpoint variables that point the AWS SDK at moto server. Also applied to
+    this process, and the table and bucket are created with setup()."""
+    suffix = uuid.uuid4().hex[:12]
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ENDPOINT_URL_S3": moto_server,
+        "AWS_ENDPOINT_URL_DYNAMODB": moto_server,
+        "AWS_ENDPOINT_URL_KMS": moto_server,
+        "S3DYNAMO_TABLE": f"agent-{suffix}",
+        "S3DYNAMO_BUCKET": f"agent-{suffix}",
+        "S3DYNAMO_PREFIX": PREFIX,
+        "S3DYNAMO_KMS_KEY_ID": "",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for name in (
+        "AWS_ENDPOINT_URL",
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "LANGGRAPH_AES_KEY",
+        "S3DYNAMO_KEYS",
+        "S3DYNAMO_SECRET",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    # The sealing key, as the example's Terraform creates it (KMS on moto server too).
+    kms = boto3.session.Session(region_name=REGION).client("kms", endpoint_url=moto_server)
+    key_arn = kms.create_key(Description=f"sealing {suffix}")["KeyMetadata"]["Arn"]
+    env["S3DYNAMO_KMS_KEY_ID"] = key_arn
+    monkeypatch.setenv("S3DYNAMO_KMS_KEY_ID", key_arn)
+    # setup() creates the table, the bucket and the keyring (one GenerateDataKey).
+    S3DynamoSaver.from_env(kms_client=kms).setup()
+    return env
+
+
+def inspection_clients() -> tuple[Any, Any]:
+    """(dynamodb, s3) clients of a session of their own: what the test itself reads is
+    not recorded as the code's requests (the recorder hooks the default session)."""
+    session = boto3.session.Session(region_name=REGION)
+    return session.client("dynamodb"), session.client("s3")
+
+
+def inspection_saver() -> S3DynamoSaver:
+    ddb, s3 = inspection_clients()
+    kms = boto3.session.Session(region_name=REGION).client(
+        "kms", endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
+    )
+    return S3DynamoSaver.from_env(dynamodb_client=ddb, s3_client=s3, kms_client=kms)
+
+
+def load_app() -> ModuleType:
+    """A fresh copy of the handler module, as a new container would import it."""
+    name = f"lambda_agent_app_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(name, APP)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # typing.get_type_hints looks the module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+# --------------------------------------------------------------------------------------
+# The conversation: each step an event and what its reply must say
+# --------------------------------------------------------------------------------------
+
+Check = Callable[[dict[str, Any]], None]
+
+
+def done(*phrases: str) -> Check:
+    def check(reply: dict[str, Any]) -> None:
+        assert reply["ok"] and reply["status"] == "done", reply
+        assert reply["interrupt"] is None, reply
+        for phrase in phrases:
+            assert phrase in reply["reply"], reply
+
+    return check
+
+
+def waits_for_approval(order_id: str, amount: float) -> Check:
+    def check(reply: dict[str, Any]) -> None:
+        assert reply["ok"] and reply["status"] == "waiting_for_approval", reply
+        assert reply["interrupt"]["order_id"] == order_id, reply
+        assert reply["interrupt"]["amount"] == amount, reply
+        assert reply["reply"] == reply["interrupt"]["question"], reply
+
+    return check
+
+
+def refused(phrase: str) -> Check:
+    def check(reply: dict[str, Any]) -> None:
+        assert reply == {"ok": False, "error": reply.get("error")}, reply
+        assert phrase in reply["error"], reply
+
+    return check
+
+
+def conversation(tid: str, full: bool) -> list[tuple[dict[str, Any], Check]]:
+    """The steps; `full=False` leaves out the refused requests and the small talk, so the
+    cold run (about 2 s of imports per invocation) stays short."""
+    steps: list[tuple[dict[str, Any], Check, bool]] = [
+        ({"action": "start", "thread_id": tid, "message": "hello"}, done("(turn 1)"), True),
+        ({"action": "start", "thread_id": tid, "message": "again"}, refused("exists"), False),
+        (
+            {"action": "send", "thread_id": tid, "message": "please refund A-1001"},
+            waits_for_approval("A-1001", 49.0),
+            True,
+        ),
+        (
+            {"action": "send", "thread_id": tid, "message": "hurry"},
+            refused("waits for approval"),
+            False,
+        ),
+        (
+            {"action": "resume", "thread_id": tid, "approved": True, "by": "maria"},
+            done("49.00", "A-1001", "approved by maria"),
+            True,
+        ),
+        (
+            {"action": "resume", "thread_id": tid, "approved": True},
+            refused("not waiting"),
+            False,
+        ),
+        (
+            {"action": "send", "thread_id": tid, "message": "refund A-1002 too"},
+            done("A-1002 is already refunded"),
+            True,
+        ),
+        ({"action": "send", "thread_id": tid, "message": "thanks"}, done("(turn 4)"), False),
+    ]
+    return [(event, check) for event, check, essential in steps if full or essential]
+
+
+def check_history(reply: dict[str, Any], full: bool) -> None:
+    assert reply["ok"], reply
+    checkpoints = reply["checkpoints"]
+    json.dumps(checkpoints)  # plain JSON
+    ids = [c["checkpoint_id"] for c in checkpoints]
+    assert ids == sorted(ids, reverse=True), "history is not newest first"
+    for newer, older in itertools.pairwise(checkpoints):
+        assert newer["parent_checkpoint_id"] == older["checkpoint_id"]
+    steps = [c["step"] for c in checkpoints]
+    assert steps == list(range(steps[0], steps[0] - len(steps), -1)), steps
+    assert checkpoints[-1]["parent_checkpoint_id"] is None and checkpoints[-1]["step"] == -1
+    newest = checkpoints[0]
+    # human, AI; human, tool call, tool result, approval; human, tool call, tool result, AI
+    # (and human, AI for "thanks" in the full conversation)
+    assert newest["next"] == [] and newest["messages"] == (12 if full else 10), newest
+    assert ("(turn 4)" if full else "already refunded") in newest["last_message"]
+    # Exactly one checkpoint stopped at the approval, with the question pending.
+    waiting = [c for c in checkpoints if c["interrupts"]]
+    assert [c["next"] for c in waiting] == [["approval"]], waiting
+    assert waiting[0]["interrupts"][0]["order_id"] == "A-1001"
+
+
+def check_storage(env: dict[str, str], tid: str, replies: list[dict[str, Any]]) -> None:
+    """What the handler stored: readable with the keys, opaque without them."""
+    saver = inspection_saver()
+    stored = list(saver.list({"configurable": {"thread_id": tid}}))
+    history = replies[-1]["checkpoints"]
+    assert [t.config["configurable"]["checkpoint_id"] for t in stored] == [
+        c["checkpoint_id"] for c in history
+    ]
+    latest = saver.get_tuple({"configurable": {"thread_id": tid}})
+    assert latest is not None
+    assert latest.checkpoint["channel_values"]["refunds"] == [
+        {"order_id": "A-1001", "amount": 49.0, "approved": True, "by": "maria"}
+    ]
+    # Sealed: neither the thread id nor anything said appears in the table or the bucket.
+    ddb, s3 = inspection_clients()
+    raw = json.dumps(ddb.scan(TableName=env["S3DYNAMO_TABLE"])["Items"], default=str).encode()
+    for obj in s3.list_objects_v2(Bucket=env["S3DYNAMO_BUCKET"]).get("Contents", []):
+        assert obj["Key"].startswith(PREFIX)
+        raw += s3.get_object(Bucket=env["S3DYNAMO_BUCKET"], Key=obj["Key"])["Body"].read()
+    for plain in (tid, "maria", "blue kettle", "hello", "A-1001"):
+        assert plain.encode() not in raw, f"{plain!r} is stored in the clear"
+
+
+def object_count(env: dict[str, str]) -> int:
+    _, s3 = inspection_clients()
+    return int(s3.list_objects_v2(Bucket=env["S3DYNAMO_BUCKET"])["KeyCount"])
+
+
+def run_conversation(
+    env: dict[str, str], invoke: Callable[[dict[str, Any]], dict[str, Any]], full: bool = True
+) -> list[dict[str, Any]]:
+    tid = f"customer-{uuid.uuid4().hex[:8]}"
+    replies = []
+    for event, check in conversation(tid, full):
+        reply = invoke(event)
+        check(reply)
+        replies.append(reply)
+    replies.append(invoke({"action": "history", "thread_id": tid, "limit": 100}))
+    check_history(replies[-1], full)
+    check_storage(env, tid, replies)
+    if full:
+        limited = invoke({"action": "history", "thread_id": tid, "limit": 2})
+        assert limited["checkpoints"] == replies[-1]["checkpoints"][:2]
+    if os.environ.get("S3DYNAMO_INLINE_MAX") == "0":
+        assert object_count(env) > 0, "inline_max=0 but no value went to S3"
+    assert invoke({"action": "delete", "thread_id": tid}) == {
+        "ok": True,
+        "thread_id": tid,
+        "deleted": True,
+    }
+    assert object_count(env) == 0, "delete left objects behind"
+    assert inspection_saver().get_tuple({"configurable": {"thread_id": tid}}) is None
+    if full:
+        assert invoke({"action": "history", "thread_id": tid})["checkpoints"] == []
+    return replies
+
+
+def comparable(replies: list[dict[str, Any]]) -> list[Any]:
+    """Replies without what differs between two runs (thread ids, ids and times)."""
+    out: list[Any] = []
+    for reply in replies:
+        reply = {k: v for k, v in reply.items() if k != "thread_id"}
+        if "checkpoints" in reply:
+            reply["checkpoints"] = [
+                {k: v for k, v in c.items() if not k.endswith(("_id", "created_at"))}
+                for c in reply["checkpoints"]
+            ]
+        out.append(reply)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Cold and warm
+# --------------------------------------------------------------------------------------
+
+RUNNER = f"""
+import json, sys
+sys.path.insert(0, {str(APP.parent)!r})
+import app
+json.dump(app.handler(json.load(sys.stdin), None), sys.stdout)
+"""
+
+
+def cold_invoker(function_env: dict[str, str]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Each call a fresh interpreter, as in a new Lambda container."""
+    # Only what a Lambda's environment would hold, plus PATH: no endpoint or key leaks in
+    # from the test process beyond these.
+    child_env = {**function_env, "PATH": os.environ.get("PATH", "")}
+
+    def cold(event: dict[str, Any]) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", RUNNER],
+            input=json.dumps(event),
+            env=child_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        reply: dict[str, Any] = json.loads(done.stdout)
+        return reply
+
+    return cold
+
+
+def test_conversation_cold_then_warm(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every value to S3 (by default this conversation's small state stays in DynamoDB), so
+    # the sealing and delete checks see objects too. The IAM test runs both settings.
+    function_env = {**function_env, "S3DYNAMO_INLINE_MAX": "0"}
+    monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "0")
+    cold = cold_invoker(function_env)
+    cold_replies = run_conversation(function_env, cold, full=False)
+
+    app = load_app()
+    graphs = set()
+
+    def warm(event: dict[str, Any]) -> dict[str, Any]:
+        reply: dict[str, Any] = json.loads(json.dumps(app.handler(event, None)))
+        graphs.add(id(app._graph))
+        return reply
+
+    warm_replies = run_conversation(function_env, warm, full=False)
+    assert len(graphs) == 1, "the graph was compiled more than once in one container"
+    assert comparable(warm_replies) == comparable(cold_replies)
+    run_conversation(function_env, warm, full=True)
+    assert len(graphs) == 1
+
+
+class LambdaContext:
+    """What the retention handler reads of AWS Lambda's context object."""
+
+    def __init__(self, remaining_ms: int) -> None:
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def test_retention_job_out_of_time_removes_nothing_and_says_so(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = load_app()
+    started = app.handler({"action": "start", "message": "hi"}, None)
+    assert started["ok"]
+    monkeypatch.setenv("S3DYNAMO_RETENTION", "1s")
+    time.sleep(2.1)  # stamps are whole seconds: the thread is now idle for over 1 s
+    # Less time left than the margin the job keeps: the Scan stops at its first page.
+    late = app.expire({}, LambdaContext(app.EXPIRE_MARGIN_MS - 1))
+    assert late["scanned_all"] is False, late
+    assert late["idle_threads"] == late["removed_threads"] == 0, late
+    kept = app.handler({"action": "history", "thread_id": started["thread_id"]}, None)
+    assert kept["ok"] and kept["checkpoints"], kept
+    roomy = app.expire({"dry_run": True}, LambdaContext(app.EXPIRE_MARGIN_MS + 600_000))
+    assert roomy["scanned_all"] is True and roomy["idle_threads"] >= 1, roomy
+
+
+def test_bad_events(function_env: dict[str, str]) -> None:
+    app = load_app()
+    for event, phrase in [
+        ([], "JSON object"),
+        ({}, "action must be one of"),
+        ({"action": "send", "message": "hi"}, "thread_id"),
+        ({"action": "send", "thread_id": "x", "message": ""}, "message"),
+        ({"action": "send", "thread_id": "x", "message": "x" * 4001}, "longer"),
+        ({"action": "send", "thread_id": "never-started", "message": "hi"}, "no thread"),
+        ({"action": "resume", "thread_id": "x", "approved": "yes"}, "approved"),
+        ({"action": "history", "thread_id": "x", "limit": 0}, "limit"),
+    ]:
+        reply = app.handler(event, None)
+        assert reply["ok"] is False and phrase in reply["error"], (event, reply)
+    started = app.handler({"action": "start", "message": "hi"}, None)
+    assert started["ok"] and uuid.UUID(started["thread_id"])
+
+
+# --------------------------------------------------------------------------------------
+# IAM: the policies grant exactly the requests the code makes
+# --------------------------------------------------------------------------------------
+
+# botocore operation -> the IAM actions it needs (AWS's service authorization reference).
+OPERATION_ACTIONS: dict[str, tuple[str, ...]] = {
+    "dynamodb.BatchGetItem": ("dynamodb:BatchGetItem",),
+    "dynamodb.BatchWriteItem": ("dynamodb:BatchWriteItem",),
+    "dynamodb.DeleteItem": ("dynamodb:DeleteItem",),
+    "dynamodb.DescribeTable": ("dynamodb:DescribeTable",),
+    "dynamodb.GetItem": ("dynamodb:GetItem",),
+    "dynamodb.PutItem": ("dynamodb:PutItem",),
+    "dynamodb.Query": ("dynamodb:Query",),
+    "dynamodb.Scan": ("dynamodb:Scan",),
+    "dynamodb.TransactWriteItems": ("dynamodb:PutItem", "dynamodb:UpdateItem"),
+    "dynamodb.UpdateItem": ("dynamodb:UpdateItem",),
+    "kms.Decrypt": ("kms:Decrypt",),
+    "kms.GenerateDataKey": ("kms:GenerateDataKey",),
+    "s3.CopyObject": ("s3:GetObject", "s3:PutObject"),
+    "s3.DeleteObject": ("s3:DeleteObject",),
+    "s3.DeleteObjects": ("s3:DeleteObject",),
+    "s3.GetObject": ("s3:GetObject",),
+    "s3.HeadBucket": ("s3:ListBucket",),
+    "s3.HeadObject": ("s3:GetObject",),
+    "s3.ListObjects": ("s3:ListBucket",),
+    "s3.ListObjectsV2": ("s3:ListBucket",),
+    "s3.PutObject": ("s3:PutObject",),
+}
+
+# How main.tf names each resource in a policy statement.
+RESOURCE_EXPRESSIONS = {
+    "aws_dynamodb_table.this.arn": "table",
+    '"${aws_dynamodb_table.this.arn}/index/runs"': "index/runs",
+    "local.object_arn_pattern": "objects",
+    "aws_s3_bucket.this.arn": "bucket",
+}
+
+Grant = tuple[str, str]  # (IAM action, resource kind)
+
+
+class Recorder:
+    """Every request the default boto3 session's clients send, as (IAM action, resource)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.grants: set[Grant] = set()
+        self.operations: set[str] = set()
+
+    def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        operation = f"{model.service_model.service_name}.{model.name}"
+        assert operation in OPERATION_ACTIONS, (
+            f"the code sends {operation}: add its IAM action(s) to OPERATION_ACTIONS"
+        )
+        self.operations.add(operation)
+        if operation.startswith("kms."):
+            # Always the configured key, with this table's encryption context (the policy's
+            # kms:EncryptionContext condition).
+            assert params["KeyId"] == self.env["S3DYNAMO_KMS_KEY_ID"], params
+            context = params["EncryptionContext"]
+            assert context["s3dynamo:table"] == self.env["S3DYNAMO_TABLE"], params
+            resource = "sealing key"
+        elif operation.startswith("dynamodb."):
+            tables = [params["TableName"]] if "TableName" in params else []
+            tables += list(params.get("RequestItems", {}))
+            for item in params.get("TransactItems", []):
+                tables += [op["TableName"] for op in item.values()]
+            assert tables and set(tables) == {self.env["S3DYNAMO_TABLE"]}, params
+            resource = f"index/{params['IndexName']}" if "IndexName" in params else "table"
+        else:
+            assert params["Bucket"] == self.env["S3DYNAMO_BUCKET"], params
+            if operation in ("s3.ListObjects", "s3.ListObjectsV2", "s3.HeadBucket"):
+                resource = "bucket"
+                # The policy's s3:prefix condition: listings stay inside the key prefix.
+                assert params.get("Prefix", "").startswith(PREFIX), params
+            else:
+                resource = "objects"
+                keys = [params["Key"]] if "Key" in params else []
+                keys += [o["Key"] for o in params.get("Delete", {}).get("Objects", [])]
+                assert keys and all(k.startswith(PREFIX) for k in keys), params
+        for action in OPERATION_ACTIONS[operation]:
+            self.grants.add((action, resource))
+
+    def take(self) -> set[Grant]:
+        grants, self.grants = self.grants, set()
+        return grants
+
+
+def policy_grants(document: str) -> set[Grant]:
+    """(action, resource kind) pairs of the Allow statements of a policy document in
+    main.tf. `dynamic "statement"` blocks (the optional KMS key for SSE-KMS, used by S3
+    on the saver's behalf, not requested by it) are not matched by `statement {`, except
+    the one over `var.sealing_kms_key_arn`: the saver's own KMS requests."""
+    [body] = blocks(
+        strip_comments(MAIN_TF.read_text(encoding="utf-8")),
+        rf'data\s+"aws_iam_policy_document"\s+"{document}"',
+    )
+    grants: set[Grant] = set()
+    for statement in blocks(body, "statement"):
+        effect = re.search(r'effect\s*=\s*"(\w+)"', statement)
+        assert effect and effect.group(1) == "Allow", statement
+        actions = _list(statement, "actions")
+        resources = _list(statement, "resources")
+        for expression in resources:
+            assert expression in RESOURCE_EXPRESSIONS, (
+                f"{document}: unknown resource {expression}; add it to RESOURCE_EXPRESSIONS"
+            )
+        grants |= {(a.strip('"'), RESOURCE_EXPRESSIONS[r]) for a in actions for r in resources}
+    # Statements shared between policies live in documents of their own.
+    shared_in = re.search(r"^\s*source_policy_documents\s*=", body, re.MULTILINE)
+    for source in _list(body, "source_policy_documents") if shared_in else []:
+        shared = re.fullmatch(r"data\.aws_iam_policy_document\.(\w+)\.json", source)
+        assert shared, f"{document}: unknown source document {source}"
+        grants |= policy_grants(shared.group(1))
+    for dynamic in blocks(body, r'dynamic\s+"statement"'):
+        if "var.sealing_kms_key_arn" not in dynamic:
+            continue
+        [content] = blocks(dynamic, "content")
+        assert _list(content, "resources") == ["statement.value"], content
+        grants |= {(a.strip('"'), "sealing key") for a in _list(content, "actions")}
+    return grants
+
+
+def _list(statement: str, name: str) -> list[str]:
+    match = re.search(rf"^\s*{name}\s*=\s*\[(.*?)\]", statement, re.MULTILINE | re.DOTALL)
+    assert match, f"statement has no {name} list: {statement}"
+    return [item.strip() for item in match.group(1).split(",") if item.strip()]
+
+
+def test_policy_parser_reads_main_tf() -> None:
+    grants = policy_grants("saver")
+    assert ("dynamodb:Query", "table") in grants and ("s3:GetObject", "objects") in grants
+    assert ("s3:ListBucket", "bucket") in grants  # from the shared object_listing document
+
+
+def test_policies_grant_exactly_what_the_code_requests(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = Recorder(function_env)
+    # The session every client the saver builds comes from (a new one for this test).
+    monkeypatch.setattr(aws_clients, "_session", None)
+    aws_clients.session().register("before-parameter-build.*.*", recorder)
+
+    # Runtime: the whole conversation, with values inline (the default) and all in S3,
+    # without the object cache, as containers that did not write what they read.
+    monkeypatch.setenv("S3DYNAMO_OBJECT_CACHE_BYTES", "0")
+    for inline_max in ("8192", "0"):
+        monkeypatch.setenv("S3DYNAMO_INLINE_MAX", inline_max)
+        run_conversation(function_env, load_app().handler)
+    runtime = recorder.take()
+    monkeypatch.delenv("S3DYNAMO_OBJECT_CACHE_BYTES")
+
+    # Maintenance: two threads, one created by a known run; then every operation.
+    app = load_app()
+    graph = app.get_graph()
+    run_id = str(uuid.uuid4())
+    graph.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "m1"}})
+    graph.invoke(
+        {"messages": [HumanMessage("refund A-1001")]},
+        {"configurable": {"thread_id": "m2"}, "run_id": run_id},
+    )
+    saver = app._saver
+    recorder.take()
+    assert len(list(saver.list(None))) > 0
+    saver.copy_thread("m1", "m3")
+    saver.prune(["m3"], strategy="keep_latest")
+    saver.delete_for_runs([run_id])
+    rotated = S3DynamoSaver.from_env()
+    assert rotated.ops.rotate_key() == "kms-2"
+    assert rotated.ops.reencrypt() > 0
+    rotated.ops.plan_garbage_collection(grace=timedelta(0)).execute()
+    rotated.ops.plan_garbage_collection(["m1"], grace=timedelta(0)).execute()
+    rotated.delete_thread("m1")
+    maintenance = recorder.take()
+
+    # Retention: the scheduled handler, once a thread with objects has been idle for over
+    # 2 s (4 s on: stamps are whole seconds, and S3 modification times may be rounded).
+    monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "0")
+    graph = load_app().get_graph()
+    graph.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "r1"}})
+    time.sleep(4.1)
+    monkeypatch.setenv("S3DYNAMO_RETENTION", "2s")
+    recorder.take()
+    swept = load_app().expire({}, None)
+    retention = recorder.take()
+    assert swept["removed_threads"] >= 1 and swept["objects_deleted"] >= 1, swept
+
+    assert runtime, "no request was recorded: does the saver still use aws_clients.session()?"
+    assert policy_grants("saver") == runtime, (
+        f"terraform/main.tf saver policy: grants but never used "
+        f"{sorted(policy_grants('saver') - runtime)}; used but not granted "
+        f"{sorted(runtime - policy_grants('saver'))}"
+    )
+    assert policy_grants("maintenance") == maintenance, (
+        f"terraform/main.tf maintenance policy: grants but never used "
+        f"{sorted(policy_grants('maintenance') - maintenance)}; used but not granted "
+        f"{sorted(maintenance - policy_grants('maintenance'))}"
+    )
+    assert policy_grants("retention") == retention, (
+        f"terraform/main.tf retention policy: grants but never used "
+        f"{sorted(policy_grants('retention') - retention)}; used but not granted "
+        f"{sorted(retention - policy_grants('retention'))}"
+    )
+    # What the function's role does not get, and why: listing every thread, re-sealing and
+    # garbage collection scan the whole table; delete_for_runs queries the run index; only
+    # rotation asks KMS for a new data key (the keyring was created by setup()).
+    assert maintenance - runtime == {
+        ("dynamodb:Scan", "table"),
+        ("dynamodb:Query", "index/runs"),
+        ("kms:GenerateDataKey", "sealing key"),
+    }
+    assert ("kms:Decrypt", "sealing key") in runtime
+
+
+# --------------------------------------------------------------------------------------
+# terraform apply of the example against moto server, then the handler against it
+# --------------------------------------------------------------------------------------
+
+MOTO_PROVIDER = """
+provider "aws" {{
+  region                      = "{region}"
+  access_key                  = "testing"
+  secret_key                  = "testing"
+  skip_credentials_validation = true
+  skip_metadata_api_check     = true
+  skip_requesting_account_id  = true
+  s3_use_path_style           = true
+
+  endpoints {{
+{endpoints}
+  }}
+}}
+"""
+
+
+@needs_terraform
+@needs_provider
+@pytest.mark.skipif(
+    os.environ.get("S3DYNAMO_TF_APPLY") != "1",
+    reason="terraform apply of the example on moto server takes about a minute; "
+    "run it with S3DYNAMO_TF_APPLY=1",
+)
+def test_terraform_apply_example_on_moto(
+    moto_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    copy = tmp_path / "terraform"
+    shutil.copytree(ROOT / "terraform", copy, ignore=shutil.ignore_patterns(".terraform*"))
+    example = copy / "examples" / "lambda_agent"
+    # An override file (merged into the provider block) points every service at moto.
+    services = ("dynamodb", "events", "iam", "kms", "lambda", "logs", "s3", "sts")
+    endpoints = "\n".join(f'    {s} = "{moto_server}"' for s in services)
+    (example / "moto_override.tf").write_text(
+        MOTO_PROVIDER.format(region=REGION, endpoints=endpoints)
+    )
+    # moto stores the function's code but does not run it: the test runs the handler itself
+    # with the configuration Terraform created, so app.py alone is a sufficient zip.
+    package = tmp_path / "app.zip"
+    with zipfile.ZipFile(package, "w") as zf:
+        zf.write(APP, "app.py")
+    suffix = uuid.uuid4().hex[:8]
+    variables = {
+        "name": f"agent-{suffix}",
+        "table_name": f"agent-{suffix}",
+        "bucket_name": f"agent-{suffix}",
+        "deletion_protection": "false",
+        "package_path": str(package),
+    }
+    init = terraform(
+        ["init", "-backend=false", f"-plugin-dir={PLUGIN_DIR}", "-input=false"], example, tmp_path
+    )
+    assert init.returncode == 0, init.stdout + init.stderr
+    var_args = [arg for k, v in variables.items() for arg in ("-var", f"{k}={v}")]
+    apply = terraform(["apply", "-auto-approve", "-input=false", *var_args], example, tmp_path)
+    assert apply.returncode == 0, apply.stdout[-3000:] + apply.stderr[-3000:]
+    output = terraform(["output", "-json"], example, tmp_path)
+    outputs = {k: v["value"] for k, v in json.loads(output.stdout).items()}
+
+    session = boto3.session.Session(
+        region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing"
+    )
+    lam = session.client("lambda", endpoint_url=moto_server)
+    iam = session.client("iam", endpoint_url=moto_server)
+    config = lam.get_function_configuration(FunctionName=outputs["function_name"])
+    assert (config["Runtime"], config["Handler"], config["Architectures"]) == (
+        "python3.12",
+        "app.handler",
+        ["x86_64"],
+    )
+    assert config["KMSKeyArn"].startswith("arn:aws:kms:")
+    environment = config["Environment"]["Variables"]
+    assert environment == outputs["environment"]
+    assert environment["S3DYNAMO_KMS_KEY_ID"].startswith("arn:aws:kms:")
+    assert environment["S3DYNAMO_TABLE"] == outputs["table_name"] == variables["table_name"]
+
+    # The role: the saver's policy, as main.tf renders it, and its own log group; no more.
+    role = outputs["role_name"]
+    [attached] = iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"]
+    version = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]["DefaultVersionId"]
+    document = iam.get_policy_version(PolicyArn=attached["PolicyArn"], VersionId=version)
+    table_arn = f"arn:aws:dynamodb:{REGION}:123456789012:table/{variables['table_name']}"
+    bucket_arn = f"arn:aws:s3:::{variables['bucket_name']}"
+    kinds = {table_arn: "table", bucket_arn: "bucket", f"{bucket_arn}/{PREFIX}*": "objects"}
+    kinds[environment["S3DYNAMO_KMS_KEY_ID"]] = "sealing key"
+    rendered: set[Grant] = set()
+    for statement in document["PolicyVersion"]["Document"]["Statement"]:
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        resources = statement["Resource"]
+        resources = resources if isinstance(resources, list) else [resources]
+        rendered |= {(a, kinds[r]) for a in actions for r in resources}
+    assert rendered == policy_grants("saver")
+    assert iam.list_role_policies(RoleName=role)["PolicyNames"] == ["logs"]
+
+    # The handler, cold, with exactly the function's environment (plus the endpoints and
+    # test credentials that stand in for AWS).
+    function_env = {
+        **environment,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ENDPOINT_URL_S3": moto_server,
+        "AWS_ENDPOINT_URL_DYNAMODB": moto_server,
+        "AWS_ENDPOINT_URL_KMS": moto_server,
+    }
+    for name, value in function_env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "S3DYNAMO_INLINE_MAX"):
+        monkeypatch.delenv(name, raising=False)
+    run_conversation(function_env, cold_invoker(function_env), full=False)
+
+    # The retention job: same zip and environment, handler app.expire, the module's
+    # retention policy, run daily by an EventBridge rule; a dry run with its settings.
+    job = lam.get_function_configuration(FunctionName=outputs["retention_function_name"])
+    assert (job["Handler"], job["Timeout"]) == ("app.expire", 900)
+    assert job["Environment"]["Variables"] == environment
+    assert environment["S3DYNAMO_RETENTION"] == "30d"
+    [job_policy] = iam.list_attached_role_policies(RoleName=job["Role"].rsplit("/", 1)[1])[
+        "AttachedPolicies"
+    ]
+    assert job_policy["PolicyName"].startswith(f"s3dynamo-{variables['table_name']}-ret-")
+    events = session.client("events", endpoint_url=moto_server)
+    rule = events.describe_rule(Name=outputs["retention_function_name"])
+    assert rule["ScheduleExpression"] == "rate(1 day)"
+    [target] = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+    assert target["Arn"] == job["FunctionArn"]
+    swept = load_app().expire({"dry_run": True}, None)
+    assert swept["ok"] and swept["dry_run"] and swept["removed_threads"] == 0
