@@ -1,7 +1,7 @@
 # Infrastructure for langgraph-checkpoint-s3dynamo.
 #
 # The table layout below must match src/langgraph/checkpoint/s3dynamo/schema.py exactly;
-# tests/test_terraform.py parses this file and fails if the two disagree.
+# tests/e2e/test_terraform.py parses this file and fails if the two disagree.
 
 locals {
   # Every object the saver touches lives under this pattern (the prefix is taken literally).
@@ -149,7 +149,7 @@ resource "aws_s3_bucket_policy" "this" {
 
 # --------------------------------------------------------------------------------------
 # IAM. Three policies, each granting exactly the requests the library makes for its job; the
-# sets are not written by hand but recorded: tests/test_lambda_example.py runs the example
+# sets are not written by hand but recorded: tests/e2e/test_lambda_example.py runs the example
 # agent and the maintenance operations against moto, maps every request to its IAM action
 # and fails unless the statements below grant exactly those.
 #

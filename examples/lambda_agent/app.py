@@ -14,7 +14,16 @@ One request per invocation; events and responses are plain JSON:
     {"action": "history", "thread_id": "t-1", "limit": 20}      -> checkpoints, newest first
     {"action": "delete", "thread_id": "t-1"}                    -> forget the thread
 
-Replies carry `"ok": true` or `"ok": false` with an `"error"`. Configuration comes from
+Replies carry `"ok": true` or `"ok": false` with an `"error"`.
+
+Two runs on one thread at once (a retried delivery, a double-clicked send): the saver
+refuses the one that commits second with `ConcurrentUpdateError`, having written nothing
+of it. The handler then runs the action again on the new latest state, checks included,
+at most `RUN_ATTEMPTS` times with jittered backoff, and otherwise answers `"ok": false,
+"retry": true`. Nothing is lost or repeated either way. To make runs on one thread wait
+for each other instead, wrap the action in `saver.ops.thread_lock(thread_id)`.
+
+Configuration comes from
 the environment (`S3DynamoSaver.from_env()`): S3DYNAMO_TABLE, S3DYNAMO_BUCKET,
 S3DYNAMO_PREFIX, and one key source: S3DYNAMO_KMS_KEY_ID (what the Terraform example
 sets), or S3DYNAMO_KEYS + S3DYNAMO_SECRET. Without one the saver refuses to start.
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 import json
 import operator
+import random
 import re
 import time
 import uuid
@@ -38,11 +48,15 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, S3DynamoSaver
 
 MAX_MESSAGE_CHARS = 4000
 MAX_THREAD_ID_CHARS = 128
 MAX_HISTORY = 100
+# Runs of one action when another run keeps committing to the thread first; the backoff
+# doubles from RETRY_BACKOFF seconds (jittered), about a second in all at most.
+RUN_ATTEMPTS = 3
+RETRY_BACKOFF = 0.1
 
 # The shop's order book, standing in for a database the tool would query.
 ORDERS: dict[str, dict[str, Any]] = {
@@ -327,7 +341,13 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
     action = ACTIONS.get(event.get("action"))  # type: ignore[arg-type]
     if action is None:
         return {"ok": False, "error": f"action must be one of {sorted(ACTIONS)}"}
-    try:
-        return action(event)
-    except BadRequest as exc:
-        return {"ok": False, "error": str(exc)}
+    for attempt in range(RUN_ATTEMPTS):
+        try:
+            return action(event)
+        except BadRequest as exc:
+            return {"ok": False, "error": str(exc)}
+        except ConcurrentUpdateError as exc:
+            if attempt + 1 == RUN_ATTEMPTS:
+                return {"ok": False, "retry": True, "error": f"busy thread: {exc}"}
+            time.sleep(RETRY_BACKOFF * 2**attempt * random.uniform(0.5, 1.5))
+    raise AssertionError("unreachable")

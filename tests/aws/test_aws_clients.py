@@ -7,7 +7,9 @@ import subprocess
 import sys
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+import pytest
+
+from langgraph.checkpoint.s3dynamo import RegionNotSetError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
@@ -31,7 +33,7 @@ def test_the_saver_builds_its_clients_without_boto3() -> None:
         "import sys\n"
         "from langgraph.checkpoint.s3dynamo import S3DynamoSaver\n"
         "saver = S3DynamoSaver(table='t', bucket='b', plaintext=True)\n"
-        "saver.store.records, saver.store.objects\n"
+        "saver.store.records, saver.store.objects.port\n"
         "assert 'botocore' in sys.modules\n"
         "assert not [m for m in sys.modules if m.split('.')[0] == 'boto3'], 'boto3 imported'\n"
     )
@@ -61,3 +63,48 @@ def test_clients_share_one_session_and_keep_the_settings(monkeypatch: Any) -> No
     other = S3DynamoSaver(table="t2", bucket="b2", plaintext=True)
     assert other.store.records.client is not dynamodb  # type: ignore[attr-defined]
     assert len(sessions) == 1  # one session for every client of the process
+
+
+@pytest.mark.parametrize(
+    ("env", "kwargs", "expected"),
+    [
+        ({"AWS_REGION": "eu-west-1"}, {}, "eu-west-1"),  # what Lambda and most tools set
+        ({"AWS_DEFAULT_REGION": "eu-west-2"}, {}, "eu-west-2"),
+        ({"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-2"}, {}, "eu-west-1"),
+        ({"S3DYNAMO_REGION": "ap-south-1", "AWS_REGION": "eu-west-1"}, {}, "ap-south-1"),
+        ({"AWS_REGION": "eu-west-1"}, {"region": "us-west-2"}, "us-west-2"),
+        ({"PROFILE": "eu-north-1"}, {}, "eu-north-1"),  # a profile in the config file
+    ],
+    ids=["AWS_REGION", "AWS_DEFAULT_REGION", "both", "S3DYNAMO_REGION", "argument", "profile"],
+)
+def test_the_region_is_found_the_way_aws_tools_find_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, env: dict[str, str], kwargs: dict[str, str],
+    expected: str,
+) -> None:  # fmt: skip
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION", "S3DYNAMO_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    for var, value in env.items():
+        if var == "PROFILE":
+            config = tmp_path / "config"
+            config.write_text(f"[default]\nregion = {value}\n")
+            monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+        else:
+            monkeypatch.setenv(var, value)
+    monkeypatch.setattr(aws_clients, "_session", None)
+    monkeypatch.setenv("S3DYNAMO_TABLE", "t")
+    monkeypatch.setenv("S3DYNAMO_BUCKET", "b")
+    monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
+    saver = S3DynamoSaver.from_env(**kwargs)
+    assert saver.store.records.client.meta.region_name == expected  # type: ignore[attr-defined]
+    assert saver.store.objects.port.client.meta.region_name == expected  # type: ignore[attr-defined]
+
+
+def test_no_region_says_which_variable_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION", "S3DYNAMO_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setattr(aws_clients, "_session", None)
+    saver = S3DynamoSaver(table="t", bucket="b", plaintext=True)
+    with pytest.raises(RegionNotSetError, match="set AWS_REGION"):
+        saver.store.records  # noqa: B018 - building the client is what is checked

@@ -19,6 +19,7 @@ from langgraph.func import entrypoint, task
 from langgraph.types import Command, interrupt
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from langgraph.checkpoint.s3dynamo.testing import Sandbox
 from tests.support.scenarios import chat_graph
 
@@ -147,4 +148,20 @@ def test_langgraph_server_checkpointer(s3dynamo_sandbox: Sandbox) -> None:
 
 
 def test_langgraph_server_checkpointer_over_http(s3dynamo_server_sandbox: Sandbox) -> None:
+    langgraph_server_run(s3dynamo_server_sandbox)
+
+
+def test_langgraph_server_with_the_region_of_its_env_example(
+    s3dynamo_server_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`.env.example` sets AWS_REGION alone, as most tools do: the server's saver finds it."""
+    example = dict(
+        line.split("=", 1)
+        for line in (SERVER_EXAMPLE / ".env.example").read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    )
+    assert "AWS_REGION" in example and "AWS_DEFAULT_REGION" not in example
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.setenv("AWS_REGION", example["AWS_REGION"])
+    monkeypatch.setattr(aws_clients, "_session", None)
     langgraph_server_run(s3dynamo_server_sandbox)

@@ -10,6 +10,9 @@ import contextlib
 import io
 import json
 import os
+import shlex
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -477,6 +480,24 @@ def test_a_wrong_key_or_secret_is_named_by_every_reading_command(
         assert "no checkpoints" not in line and "TAMPERED" not in r.out, (args, r.out)
 
 
+def test_the_region_comes_from_aws_region_or_the_option(
+    store: tuple[Sandbox, dict[str, str | None]],
+) -> None:
+    _, env = store
+    without = {k: v for k, v in env.items() if k not in ("AWS_REGION", "AWS_DEFAULT_REGION")}
+    for region_env, args in (
+        ({"AWS_REGION": "us-east-1"}, ()),  # as Lambda and most tools set it
+        ({"AWS_DEFAULT_REGION": "us-east-1"}, ()),
+        ({}, ("--region", "us-east-1")),  # before the command
+    ):
+        r = run({**without, **region_env}, *args, "threads", "--json")
+        assert r.code == 0, (region_env, args, r.err)
+        assert len(r.json()["threads"]) == len(THREADS)
+    none = run(without, "threads")
+    assert none.code == 2 and "no AWS region" in one_line_error(none)
+    assert "set AWS_REGION" in one_line_error(none)
+
+
 def test_expire_removes_idle_threads_after_showing_the_plan(moto: None) -> None:
     sandbox = Sandbox()
     env = sandbox.environment()
@@ -552,6 +573,42 @@ def test_the_demo_runs_and_nothing_it_said_is_readable_at_rest() -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     assert "'blue kettle' found in 0 of" in r.stdout and "'customer-42' found in 0 of" in r.stdout
     assert "$ s3dynamo history customer-42" in r.stdout and "\nok\n" in r.stdout
+
+
+@pytest.mark.unsupported_on("moto-server", "real", reason="the demo starts its own moto server")
+def test_demo_keep_prints_an_environment_that_works_in_a_new_shell_and_stops_on_sigterm() -> None:
+    demo = subprocess.Popen(
+        [str(SCRIPT), "demo", "--keep"],
+        env=_env({}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        exports = ""
+        assert demo.stdout is not None
+        for line in demo.stdout:
+            if line.strip().startswith("export "):
+                exports = line.strip()[len("export ") :]
+                break
+        assert exports, demo.stderr.read() if demo.stderr else ""
+        given = dict(item.split("=", 1) for item in shlex.split(exports))
+        assert {"AWS_REGION", "AWS_ACCESS_KEY_ID", "S3DYNAMO_KEYS"} <= set(given), given
+        # A new shell: nothing but what the demo printed (and a PATH).
+        shell = {"PATH": os.environ["PATH"], **given}
+        listed = subprocess.run(
+            [str(SCRIPT), "threads", "--json"], env=shell, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert listed.returncode == 0, listed.stderr
+        assert [t["thread_id"] for t in json.loads(listed.stdout)["threads"]] == ["customer-42"]
+        url = given["AWS_ENDPOINT_URL_S3"]
+    finally:
+        demo.send_signal(signal.SIGTERM)
+        demo.communicate(timeout=30)
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0, "the demo's moto server still runs"
 
 
 def _b64(raw: bytes) -> str:

@@ -26,6 +26,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -431,6 +432,46 @@ def test_retention_job_out_of_time_removes_nothing_and_says_so(
     assert kept["ok"] and kept["checkpoints"], kept
     roomy = app.expire({"dry_run": True}, LambdaContext(app.EXPIRE_MARGIN_MS + 600_000))
     assert roomy["scanned_all"] is True and roomy["idle_threads"] >= 1, roomy
+
+
+def test_two_sends_at_once_are_both_answered_and_neither_is_lost(
+    function_env: dict[str, str],
+) -> None:
+    """Two invocations send to one thread at the same moment: the saver refuses the run
+    that commits second, and the handler runs it again on the new state."""
+    app = load_app()
+    started = app.handler({"action": "start", "message": "hi"}, None)
+    tid = started["thread_id"]
+    arrived, both = [0], threading.Event()
+    real_agent = app.agent
+
+    def agent_after_both_loaded(state: Any) -> Any:
+        arrived[0] += 1
+        if arrived[0] <= 2:
+            if arrived[0] == 2:
+                both.set()
+            assert both.wait(30)
+        return real_agent(state)
+
+    app.agent = agent_after_both_loaded  # the graph is built on first use, with this node
+    app._graph = None
+    replies: list[dict[str, Any]] = []
+
+    def send(text: str) -> None:
+        replies.append(app.handler({"action": "send", "thread_id": tid, "message": text}, None))
+
+    senders = [threading.Thread(target=send, args=(text,)) for text in ("one", "two")]
+    for s in senders:
+        s.start()
+    for s in senders:
+        s.join(60)
+    assert [r["ok"] for r in replies] == [True, True], replies
+    assert arrived[0] == 3  # the refused run ran once more
+    history = app.handler({"action": "history", "thread_id": tid, "limit": 100}, None)
+    assert history["ok"], history
+    state = app.get_graph().get_state({"configurable": {"thread_id": tid}}).values
+    said = [m.content for m in state["messages"] if m.type == "human"]
+    assert sorted(said) == ["hi", "one", "two"], said
 
 
 def test_bad_events(function_env: dict[str, str]) -> None:

@@ -79,7 +79,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -440,27 +439,14 @@ def moto_server(port: int = 0, *, timeout: float = 30.0) -> Iterator[str]:
 
 
 def serialize_moto() -> None:
-    """Make moto in process answer one request at a time (idempotent).
+    """Make moto in process answer one request at a time (idempotent). The saver does
+    this itself when it builds its DynamoDB or S3 adapter with moto loaded, so a plain
+    ``with mock_aws():`` test needs no call; see `backends.aws_clients.guard_moto`."""
+    import moto.core.botocore_stubber  # noqa: F401 - loaded, so guard_moto sees it
 
-    moto's TransactWriteItems deep-copies its tables to roll back on a refused condition;
-    another request changing the table meanwhile (a parallel graph task's writes) breaks
-    that copy ("dictionary changed size during iteration"). DynamoDB has no such limit.
-    One lock around moto's request handler keeps in-process moto correct under the
-    saver's parallel requests; with moto the requests were never truly parallel anyway.
-    """
-    from moto.core.botocore_stubber import BotocoreStubber
+    from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto
 
-    if getattr(BotocoreStubber, "s3dynamo_serialized", False):
-        return
-    original = BotocoreStubber.__call__
-    lock = threading.RLock()
-
-    def serialized(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with lock:
-            return original(self, *args, **kwargs)
-
-    BotocoreStubber.__call__ = serialized  # type: ignore[method-assign]
-    BotocoreStubber.s3dynamo_serialized = True  # type: ignore[attr-defined]
+    guard_moto()
 
 
 # --------------------------------------------------------------- without pytest

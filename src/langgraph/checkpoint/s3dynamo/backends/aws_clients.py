@@ -18,6 +18,7 @@ attempt budget, and enough pooled connections for the shared wave pool (`waves.p
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -74,3 +75,34 @@ def client(
             raise RegionNotSetError(
                 f"no AWS region for the {service} client: {REGION_HINT}"
             ) from None
+
+
+def guard_moto() -> None:
+    """Make moto in process answer one request at a time, if moto is loaded (idempotent;
+    nothing happens where moto is not imported).
+
+    moto's TransactWriteItems deep-copies its tables to roll back a refused condition;
+    another request changing a table meanwhile (a parallel graph task's writes, a wave of
+    this saver's requests) breaks that copy ("dictionary changed size during iteration").
+    DynamoDB has no such limit, and a user's own `with mock_aws():` test should not need
+    to know. One lock around moto's request handler keeps it correct; under moto the
+    requests were never truly parallel anyway. Called when an adapter is built, so a test
+    that imported moto is guarded before the first request."""
+    stubber = sys.modules.get("moto.core.botocore_stubber")
+    if stubber is None:
+        return
+    cls = stubber.BotocoreStubber
+    if getattr(cls, "s3dynamo_serialized", False):
+        return
+    with _lock:
+        if getattr(cls, "s3dynamo_serialized", False):
+            return
+        original = cls.__call__
+        one_at_a_time = threading.RLock()
+
+        def serialized(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with one_at_a_time:
+                return original(self, *args, **kwargs)
+
+        cls.__call__ = serialized
+        cls.s3dynamo_serialized = True

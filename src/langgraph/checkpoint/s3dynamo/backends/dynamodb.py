@@ -20,6 +20,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
     attempt,
     error_code,
@@ -104,6 +105,7 @@ class DynamoTable:
     writes the three ports below share."""
 
     def __init__(self, client: Any, table: str) -> None:
+        guard_moto()
         self.client = client
         self.table = table
         self.resource = located(f"DynamoDB table {table!r}", client)

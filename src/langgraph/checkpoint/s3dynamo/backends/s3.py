@@ -6,6 +6,7 @@ import builtins
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
     attempt,
     located,
@@ -25,6 +26,7 @@ class S3Objects:
     """The `ObjectStore` port on one S3 bucket."""
 
     def __init__(self, client: Any, bucket: str) -> None:
+        guard_moto()
         self.client = client
         self.bucket = bucket
         self.resource = located(f"S3 bucket {bucket!r}", client)

@@ -24,6 +24,7 @@ import asyncio
 import os
 import random
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -38,6 +39,20 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
 THREAD = "customer-42"
+# What `--keep` prints for another shell: enough to reach the server as-is.
+EXPORTED = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "S3DYNAMO_TABLE",
+    "S3DYNAMO_BUCKET",
+    "S3DYNAMO_KEYS",
+    "S3DYNAMO_SECRET",
+)
 SECRET_TEXT = b"blue kettle"
 SECOND = "--second-process"
 INSTALL = (
@@ -150,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(second_process())
         return 0
     keep = "--keep" in argv
+    # SIGTERM unwinds like Ctrl-C, so the moto server stops with the demo.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         import moto.server  # noqa: F401
 
@@ -193,14 +210,11 @@ def main(argv: list[str] | None = None) -> int:
             run_cli(*args)
 
         env = sandbox.environment()
-        exports = " ".join(
-            f"{k}={shlex.quote(v)}"
-            for k, v in env.items()
-            if v is not None and k.startswith(("S3DYNAMO_", "AWS_ENDPOINT_URL", "AWS_REGION"))
-        )
+        exports = " ".join(f"{k}={shlex.quote(env[k] or '')}" for k in EXPORTED if env.get(k))
         if keep:
             print(f"\nThe server stays up until Ctrl-C. In another shell:\n  export {exports}")
             print(f"  s3dynamo threads; s3dynamo history {THREAD}; s3dynamo show {THREAD}")
+            sys.stdout.flush()
             try:
                 while True:
                     time.sleep(3600)
