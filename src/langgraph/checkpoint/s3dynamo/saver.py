@@ -285,7 +285,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         second call or garbage collection removes."""
         tid = thread_id_of(thread_id)
         log.info("delete_thread %s", self.store.namer.thread(tid))
-        self.store.delete_thread(tid)
+        if not self.store.delete_thread(tid):
+            self.parts.deployment.verify(write=False)  # another secret finds nothing
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete every checkpoint (with its writes) created by these runs, in every
@@ -305,7 +306,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         src, dst = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
         log.info("copy_thread %s -> %s", self.store.namer.thread(src), self.store.namer.thread(dst))
         with guarded(self.parts.deployment):
-            threads.copy_thread(self.store, src, dst)
+            if not threads.copy_thread(self.store, src, dst):
+                self.parts.deployment.verify(write=False)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads. `keep_latest` keeps each namespace's latest checkpoint and
@@ -317,7 +319,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         tids = [thread_id_of(t) for t in thread_ids]
         log.info("prune %s (%s)", [self.store.namer.thread(t) for t in tids], strategy)
         with guarded(self.parts.deployment):
-            threads.prune(self.store, tids, strategy)
+            if not threads.prune(self.store, tids, strategy):
+                self.parts.deployment.verify(write=False)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -328,7 +331,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
         tid, ns, cid = target(config)
         with guarded(self.parts.deployment):
-            return history.delta_channel_history(self.store, tid, ns, cid, list(channels))
+            found = history.delta_channel_history(self.store, tid, ns, cid, list(channels))
+        if not any(h.get("writes") or "seed" in h for h in found.values()):
+            self.parts.deployment.verify(write=False)  # nothing: keys checked first
+        return found
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A version unique per write: a zero-padded counter plus a random suffix (the

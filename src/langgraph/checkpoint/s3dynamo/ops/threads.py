@@ -130,7 +130,7 @@ def copy_keys(store: ThreadStore, dst: str, entries: Sequence[Entry]) -> set[str
     return keys
 
 
-def copy_thread(store: ThreadStore, src: str, dst: str) -> None:
+def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     """Copy `src` to `dst`, resumably. Order: objects, then every writes record (a writes
     record without its checkpoint record is invisible to readers), then the checkpoint
     records one at a time, oldest first. So an interrupted copy leaves the target showing
@@ -138,7 +138,8 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> None:
     ancestors: the named intermediate state "partial copy". A repeat sees that the
     target holds only keys this copy writes, skips the checkpoints already there and
     writes the rest; a repeat after a complete copy changes nothing. A target holding any
-    other key (its own checkpoints) raises `ThreadExistsError`."""
+    other key (its own checkpoints) raises `ThreadExistsError`. Returns how many
+    checkpoints it wrote."""
     entries = store.finder.thread_entries(src)
     present = {r.sk: r for r in store.finder.thread_records(dst)} if src != dst else {}
     if present:
@@ -159,7 +160,7 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> None:
         if checkpoint_sk(store.namer.namespace(dst, e.ns), e.checkpoint_id) not in done
     ]
     if not todo:
-        return
+        return 0
     plan = rewrite_thread(store, src, dst, todo, stale_only=False)
     store.objects.upload(plan.objects)
     writes = [new for _, new in plan.records if isinstance(new, WritesRecord)]
@@ -170,6 +171,7 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> None:
         # One record per request (a batch applies in no set order); a batch of one, so
         # maintenance needs no permission beyond BatchWriteItem.
         store.records.write_batch(puts=[record])
+    return len(checkpoints)
 
 
 # -------------------------------------------------------------------------- prune
@@ -220,14 +222,17 @@ def plan_prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> 
     return plan
 
 
-def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> None:
+def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> int:
+    """Prune each thread; returns how many records (and, deleting, objects) it found."""
     check_strategy(strategy)
+    found = 0
     for tid in thread_ids:
         if strategy == "delete":
-            store.delete_thread(tid)
+            found += store.delete_thread(tid)
         else:
-            prune_keep_latest(store, tid)
+            found += prune_keep_latest(store, tid)
     store.forget()
+    return found
 
 
 def kept_chains(store: ThreadStore, entries: Sequence[Entry]) -> dict[str, list[Entry]]:
@@ -239,9 +244,10 @@ def kept_chains(store: ThreadStore, entries: Sequence[Entry]) -> dict[str, list[
     return {ns: needed_chain(store, chain[max(chain)], chain) for ns, chain in by_ns.items()}
 
 
-def prune_keep_latest(store: ThreadStore, tid: str) -> None:
+def prune_keep_latest(store: ThreadStore, tid: str) -> int:
     """Keep each namespace's latest checkpoint and the ancestors (with their writes)
-    that DeltaChannel reconstruction of it still needs; delete the rest."""
+    that DeltaChannel reconstruction of it still needs; delete the rest. Returns how many
+    records the thread had."""
     records = store.finder.thread_records(tid)
     entries = store.finder.group(records, known_tid=tid)
     kept_sks = {e.record.sk for chain in kept_chains(store, entries).values() for e in chain}
@@ -260,6 +266,7 @@ def prune_keep_latest(store: ThreadStore, tid: str) -> None:
         store.deleter.delete_records(doomed)
     orphaned = sorted(dropped_leaves - kept_leaves)
     store.objects.delete([store.objects.key(tid, leaf) for leaf in orphaned])
+    return len(records)
 
 
 def needed_chain(store: ThreadStore, latest: Entry, chain: dict[str, Entry]) -> list[Entry]:

@@ -119,9 +119,11 @@ class ThreadStore:
         self.decoder.skeletons.clear()
         self.committer.bases.clear()
 
-    def delete_thread(self, tid: str) -> None:
-        self.deleter.delete_thread(tid)
+    def delete_thread(self, tid: str) -> int:
+        """Delete a thread whole (`Deleter.delete_thread`); how many records and objects."""
+        found = self.deleter.delete_thread(tid)
         self.forget()
+        return found
 
     # ------------------------------------------------- what a run continues
 

@@ -21,11 +21,12 @@ class Deleter:
         self.objects = objects
         self.namer = namer
 
-    def delete_thread(self, tid: str) -> None:
+    def delete_thread(self, tid: str) -> int:
         """Delete every record and object of a thread (all namespaces), in the order of
         `delete_records`, objects last. Interrupted, the thread reads as an earlier
         checkpoint of its history (never a checkpoint without its ancestors or its
-        writes) until the call is repeated; a repeat finishes it."""
+        writes) until the call is repeated; a repeat finishes it. Returns how many records
+        and objects it found."""
         thread_name = self.namer.thread(tid)
         # Heads first: an interruption then leaves records without heads, which only
         # relaxes the next commit's check, never blocks it.
@@ -35,6 +36,7 @@ class Deleter:
             self.delete_records(keys)
         leftover = [o.key for o in self.objects.list_thread(thread_name)]
         self.objects.delete(leftover)
+        return len(keys) + len(leftover)
 
     def delete_records(self, keys: Iterable[ItemKey]) -> None:
         """Delete records so that no reader ever sees a wrong state in between.
