@@ -91,12 +91,13 @@ def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
         saver.ops.reencrypt(["t"])
     elif op == "gc":
         saver.ops.plan_garbage_collection(["t"], grace=timedelta(0)).execute()
-    elif op == "expire":
+    elif op in ("expire", "expire keep_latest"):
         # Ten days on, with a one-day TTL: the thread is idle. Each sweep runs an hour
         # after the one before, as a schedule runs them: a crashed sweep's lease lapsed.
         later = time.time() + timedelta(days=10, hours=next(SWEEPS)).total_seconds()
         saver.store.clock = lambda: later
-        saver.ops.expire_idle_threads("1d")
+        strategy = "keep_latest" if op == "expire keep_latest" else "delete"
+        saver.ops.expire_idle_threads("1d", strategy=strategy)
     else:
         raise AssertionError(op)
 
@@ -124,7 +125,7 @@ def check_after_fault(
         assert is_older_part(t, old)  # the named state: an earlier checkpoint
     elif op == "copy_thread":
         assert t == old and is_older_part(copy, old)  # the named state: a partial copy
-    elif op == "prune":
+    elif op in ("prune", "expire keep_latest"):
         assert t[0] == old[0] and is_subset(t, old)
     elif op == "delete_for_runs":
         assert is_subset(t, old) and is_subset(ref["t"], t)
@@ -149,6 +150,10 @@ def check_repeated(
         # Left: the tombstones alone (no lease, no record), and nothing more to do.
         plan = saver.ops.expire_idle_threads("1d", dry_run=True)
         assert not plan.idle and not plan.leftovers
+    if op == "expire keep_latest":
+        # No marker, no lease left, and nothing more to drop.
+        plan = saver.ops.expire_idle_threads("1d", strategy="keep_latest", dry_run=True)
+        assert not plan.idle and not plan.leftovers and plan.kept == 1
     if op == "reencrypt":
         assert saver.ops.reencrypt(["t"]) == 0
     if op == "gc":
@@ -209,6 +214,7 @@ OPS = [
     "reencrypt",
     "gc",
     "expire",
+    "expire keep_latest",
 ]
 
 

@@ -6,6 +6,7 @@ Faults at every request of a sweep are injected in `tests/unit/test_faults.py` (
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from datetime import timedelta
@@ -18,10 +19,10 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.layout import control_pk
 from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, id_time, plan_expiry
-from langgraph.checkpoint.s3dynamo.settings import parse_ttl
+from langgraph.checkpoint.s3dynamo.settings import Settings, langgraph_json_ttl, parse_ttl
 from tests.support.graphs import delta_graph
 from tests.support.savers import MemorySaver, memory_saver
-from tests.support.scenarios import chat_graph
+from tests.support.scenarios import ask_graph, chat_graph
 
 DAY = 86_400.0
 TTL = "30d"
@@ -271,3 +272,107 @@ def test_checkpoint_id_time() -> None:
     now = time.time()
     assert abs((id_time(str(uuid6())) or 0) - now) <= 1
     assert id_time("not-a-uuid") is None
+
+
+# --------------------------------------------------------------- strategy keep_latest
+
+
+def test_keep_latest_keeps_the_conversation_and_drops_its_history(saver: MemorySaver) -> None:
+    at(saver, -40)
+    graph = chat(saver, "chat", turns=4)
+    delta = delta_chat(saver, "delta", turns=7)
+    asked = ask_graph(saver)
+    asked.invoke({"question": "refund?"}, {"configurable": {"thread_id": "asked"}})
+    before = {
+        "chat": graph.get_state({"configurable": {"thread_id": "chat"}}),
+        "delta": delta.get_state({"configurable": {"thread_id": "delta"}}),
+        "asked": asked.get_state({"configurable": {"thread_id": "asked"}}),
+    }
+    objects_before = stored(saver, "chat")[1]
+    at(saver, -10)
+    recent = chat(saver, "recent", turns=2)
+    recent_history = history(recent, "recent")
+
+    at(saver, 0)
+    dry = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", dry_run=True)
+    assert dry.to_dict()["strategy"] == "keep_latest" and len(dry.idle) == 3
+    plan = saver.ops.expire_idle_threads(TTL, strategy="keep_latest")
+
+    assert sorted(plan.pruned) == sorted(saver.store.namer.thread(t) for t in before)
+    assert not plan.removed and plan.active == 1
+    after = {
+        "chat": graph.get_state({"configurable": {"thread_id": "chat"}}),
+        "delta": delta.get_state({"configurable": {"thread_id": "delta"}}),
+        "asked": asked.get_state({"configurable": {"thread_id": "asked"}}),
+    }
+    for tid in before:  # get_state reads the same, interrupts and pending writes included
+        assert after[tid].values == before[tid].values, tid
+        assert after[tid].next == before[tid].next, tid
+        assert after[tid].tasks == before[tid].tasks, tid
+    assert len(history(graph, "chat")) == 1  # one checkpoint per namespace is left
+    # The DeltaChannel thread keeps what its latest state is rebuilt from, and no more
+    # than the checkpoints back to its last snapshot.
+    assert 1 <= len(history(delta, "delta")) <= 3
+    assert stored(saver, "chat")[1] < objects_before  # unreferenced objects went too
+    control = stored(saver, "chat")[2]  # the namespace's head, no marker, no lease
+    assert len(control) == 1 and control[0].startswith("head#") and "~" not in control[0]
+    assert history(recent, "recent") == recent_history  # the active thread is untouched
+    # The conversation goes on, and the next sweep finds nothing more to drop.
+    graph.invoke(
+        {"messages": [HumanMessage("back again", id="chat-back")]},
+        {"configurable": {"thread_id": "chat"}},
+    )
+    at(saver, 40)
+    again = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", dry_run=True)
+    assert saver.store.namer.thread("chat") in again.idle  # two checkpoints now
+    assert saver.store.namer.thread("asked") not in again.idle and again.kept >= 1
+
+
+def test_keep_latest_leaves_a_thread_written_during_the_sweep_whole(saver: MemorySaver) -> None:
+    at(saver, -40)
+    graph = chat(saver, "busy", turns=3)
+    at(saver, 0)
+    plan = saver.ops.plan_expiry(TTL, strategy="keep_latest")
+    # After the Scan, before the sweep reaches it, the thread gets a new turn.
+    graph.invoke(
+        {"messages": [HumanMessage("still here", id="busy-x")]},
+        {"configurable": {"thread_id": "busy"}},
+    )
+    full = history(graph, "busy")
+    plan.execute()
+    assert plan.revived == [saver.store.namer.thread("busy")] and not plan.pruned
+    assert history(graph, "busy") == full
+
+
+def test_the_retention_strategy_setting_and_the_platform_names() -> None:
+    saver = memory_saver(
+        ttl={"strategy": "keep_latest", "default_ttl": 60, "sweep_interval_minutes": 5}
+    )
+    assert saver.settings.retention == timedelta(minutes=60)
+    assert saver.settings.retention_strategy == "keep_latest"
+    assert saver.settings.sweep_interval == timedelta(minutes=5)
+    assert saver.ops.plan_expiry().strategy == "keep_latest"
+    with pytest.raises(InvalidConfigError, match="keep_latest"):
+        memory_saver(retention_strategy="keep_oldest")
+    with pytest.raises(InvalidConfigError, match="minutes"):
+        memory_saver(ttl={"default_ttl": "30d"})
+    with pytest.raises(InvalidConfigError, match="unknown ttl key"):
+        memory_saver(ttl={"default_ttl": 60, "refresh_on_read": True})
+
+
+def test_a_langgraph_json_ttl_and_the_environment_give_the_same_settings(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ttl = {"strategy": "keep_latest", "default_ttl": 43200, "sweep_interval_minutes": 60}
+    config = tmp_path / "langgraph.json"
+    config.write_text(json.dumps({"graphs": {}, "checkpointer": {"path": "x.py:f", "ttl": ttl}}))
+    from_file = memory_saver(ttl=langgraph_json_ttl(str(config))).settings
+    monkeypatch.setenv("S3DYNAMO_TTL", json.dumps(ttl))
+    from_env = Settings.from_env(keys={"k": b"k" * 32}, secret=b"s")
+    for settings in (from_file, from_env):
+        assert settings.retention == timedelta(days=30)
+        assert settings.retention_strategy == "keep_latest"
+        assert settings.sweep_interval == timedelta(hours=1)
+    monkeypatch.setenv("S3DYNAMO_TTL", "30 days")
+    with pytest.raises(InvalidConfigError, match="S3DYNAMO_TTL must be JSON"):
+        Settings.from_env(keys={"k": b"k" * 32}, secret=b"s")

@@ -40,6 +40,10 @@ CONTROL_SUFFIX = "!"
 HEAD_PREFIX = "head#"
 LEASE_SK = "lease"
 
+# A head under this name (which no namespace has: namespace names are base64url) marks a
+# `keep_latest` retention sweep in progress on the thread, so that an interrupted one is
+# finished by the next sweep (`ops/retention.py`).
+PRUNING_HEAD = "~pruning"
 # A head set to `~<seconds>` marks a namespace whose thread retention is removing (or
 # removed then): a commit that expects a parent is refused, a new thread may start.
 # Checkpoint ids never begin with "~".

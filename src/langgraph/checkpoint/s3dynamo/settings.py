@@ -12,6 +12,10 @@ Environment variables, with the argument each sets:
     S3DYNAMO_OBJECT_CACHE_BYTES, S3DYNAMO_MAX_ATTEMPTS      object_cache_bytes, max_attempts
     S3DYNAMO_DETECT_CONCURRENT_RUNS (1 or 0)               detect_concurrent_runs
     S3DYNAMO_RETENTION (30d, 12h, or days)                 retention
+    S3DYNAMO_RETENTION_STRATEGY (delete or keep_latest)    retention_strategy
+    S3DYNAMO_TTL: LangGraph Platform's `checkpointer.ttl`  ttl (its names and units:
+      of langgraph.json, as JSON                             strategy, default_ttl in
+                                                             minutes, sweep_interval_minutes)
     one key source:
       S3DYNAMO_KMS_KEY_ID                                  kms_key_id
       S3DYNAMO_KEYS (id:base64key,...) + S3DYNAMO_SECRET   keys, secret
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -47,6 +52,9 @@ NO_KEY_HINT = (
     "say so: S3DYNAMO_PLAINTEXT=1 (plaintext=True)"
 )
 LANGGRAPH_KEY_LABEL = b"s3dynamo/v1/langgraph-aes-key"
+RETENTION_STRATEGIES = ("delete", "keep_latest")
+# LangGraph Platform's names in langgraph.json's `checkpointer.ttl`.
+PLATFORM_TTL_KEYS = ("strategy", "default_ttl", "sweep_interval_minutes")
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,43 @@ def parse_ttl(value: str | float | timedelta) -> timedelta:
     return ttl
 
 
+def platform_ttl(ttl: Any) -> dict[str, Any]:
+    """Our settings from LangGraph Platform's `checkpointer.ttl` (langgraph.json): its
+    names and units, `strategy` ("delete" or "keep_latest"), `default_ttl` (minutes) and
+    `sweep_interval_minutes`."""
+    if not isinstance(ttl, Mapping):
+        raise InvalidConfigError(f"ttl must be a mapping like langgraph.json's, got {ttl!r}")
+    unknown = sorted(set(ttl) - set(PLATFORM_TTL_KEYS))
+    if unknown:
+        raise InvalidConfigError(
+            f"unknown ttl key(s) {unknown}; langgraph.json's checkpointer.ttl has "
+            f"{list(PLATFORM_TTL_KEYS)} (default_ttl and sweep_interval_minutes in minutes)"
+        )
+    out: dict[str, Any] = {}
+    for key, name in (("default_ttl", "retention"), ("sweep_interval_minutes", "sweep_interval")):
+        value = ttl.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise InvalidConfigError(
+                f"ttl {key} must be a positive number of minutes, got {value!r}"
+            )
+        out[name] = timedelta(minutes=value)
+    if "strategy" in ttl:
+        out["retention_strategy"] = ttl["strategy"]
+    return out
+
+
+def langgraph_json_ttl(path: str = "langgraph.json") -> dict[str, Any]:
+    """The `checkpointer.ttl` of a langgraph.json (an empty mapping if it has none), for
+    `S3DynamoSaver.from_env(ttl=...)`: a custom checkpointer gets the same retention the
+    Platform's own would."""
+    with open(path) as f:
+        config = json.load(f)
+    ttl = (config.get("checkpointer") or {}).get("ttl") or {}
+    return dict(ttl)
+
+
 @dataclass(frozen=True)
 class Settings:
     """A saver's settings (the arguments of `S3DynamoSaver`, less the parts you inject:
@@ -117,6 +162,8 @@ class Settings:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     detect_concurrent_runs: bool = True
     retention: timedelta | None = None
+    retention_strategy: str = "delete"
+    sweep_interval: timedelta | None = None
     keys: Keyring | None = None
     secret: bytes | None = None
     kms_key_id: str | None = None
@@ -137,6 +184,12 @@ class Settings:
             )
         if self.max_attempts < 1:
             raise InvalidConfigError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        if self.retention_strategy not in RETENTION_STRATEGIES:
+            raise InvalidConfigError(
+                f"retention strategy {self.retention_strategy!r} is not one of "
+                f"{RETENTION_STRATEGIES}: 'delete' removes an idle thread whole, 'keep_latest' "
+                "keeps its latest checkpoint in each namespace and drops the rest"
+            )
         if self.object_cache_bytes < 0:
             raise InvalidConfigError(
                 f"object_cache_bytes must be >= 0 (0 turns the cache off), got "
@@ -169,7 +222,7 @@ class Settings:
         """Settings from `S3DynamoSaver`'s keyword arguments: keys as a mapping or a
         `Keyring` (with `active_key`), a secret as text or bytes, a TTL as text, days or
         a timedelta. Unknown names are an error that lists the known ones."""
-        known = {f.name for f in fields(cls)} | {"active_key"}
+        known = {f.name for f in fields(cls)} | {"active_key", "ttl"}
         unknown = sorted(set(options) - known)
         if unknown:
             expected = sorted(known - {"langgraph_aes_key"})
@@ -183,8 +236,13 @@ class Settings:
             options["keys"] = Keyring(keys=keys.keys, active=active)
         if isinstance(options.get("secret"), str):
             options["secret"] = options["secret"].encode()
+        if options.get("ttl") is not None:
+            options.update(platform_ttl(options.pop("ttl")))
+        options.pop("ttl", None)
         if options.get("retention") is not None:
             options["retention"] = parse_ttl(options["retention"])
+        if options.get("sweep_interval") is not None:
+            options["sweep_interval"] = parse_ttl(options["sweep_interval"])
         if not options.get("kms_key_id"):
             options["kms_key_id"] = None
         return cls(**options)
@@ -231,8 +289,18 @@ class Settings:
             options["kms_key_id"] = kms_key_id
         if raw := env.get("S3DYNAMO_PLAINTEXT"):
             options["plaintext"] = raw.strip().lower() in TRUE_WORDS
+        if raw := env.get("S3DYNAMO_TTL"):
+            try:
+                options["ttl"] = json.loads(raw)
+            except ValueError:
+                raise InvalidConfigError(
+                    f"S3DYNAMO_TTL must be JSON like langgraph.json's checkpointer.ttl, e.g. "
+                    f'{{"strategy": "keep_latest", "default_ttl": 43200}}; got {raw!r}'
+                ) from None
         if raw := env.get("S3DYNAMO_RETENTION"):
             options["retention"] = raw
+        if raw := env.get("S3DYNAMO_RETENTION_STRATEGY"):
+            options["retention_strategy"] = raw.strip()
         options.update(overrides)
         return cls.of(**options)
 

@@ -69,28 +69,42 @@ def gc(thread_ids: tuple[str, ...], grace: int, as_json: bool, yes: bool, **sett
 @cli.command()
 @click.option(
     "--older-than",
-    envvar="S3DYNAMO_RETENTION",
-    help="remove threads idle for longer than this: 30d, 12h, or days [S3DYNAMO_RETENTION]",
+    help="threads idle for longer than this: 30d, 12h, or days [S3DYNAMO_RETENTION, S3DYNAMO_TTL]",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(["delete", "keep_latest"]),
+    help="delete: remove idle threads whole; keep_latest: keep each one's latest checkpoints "
+    "[S3DYNAMO_RETENTION_STRATEGY, default delete]",
 )
 @json_option
 @yes_option
 @store_options
-def expire(older_than: str | None, as_json: bool, yes: bool, **settings: Any) -> int:
-    """Remove, whole, every thread idle for longer than the time to live (records and
-    objects), and finish removals an earlier run left midway."""
-    if not older_than:
+def expire(
+    older_than: str | None, strategy: str | None, as_json: bool, yes: bool, **settings: Any
+) -> int:
+    """Expire every thread idle for longer than the time to live: remove it whole
+    (records and objects) or keep only its latest checkpoints; finish what an earlier run
+    left midway."""
+    saver = open_saver(**settings)
+    if not older_than and saver.settings.retention is None:
         raise InvalidConfigError(
             "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
         )
-    saver = open_saver(**settings)
     with progress("scanning"):
-        found = saver.ops.plan_expiry(older_than)
+        found = saver.ops.plan_expiry(older_than, strategy=strategy)
     plan = found.to_dict()
-    lines = [
-        f"{render.plural(plan['idle_threads'], 'thread')} idle for over {older_than} "
-        f"({render.plural(plan['records'], 'record')}, and their objects); "
-        f"{plan['active_threads']} active",
-    ]
+    idle = f"{render.plural(plan['idle_threads'], 'thread')} idle for over {found.ttl}"
+    if found.strategy == "keep_latest":
+        lines = [
+            f"{idle} with history to drop (each keeps its latest checkpoints); "
+            f"{plan['kept_threads']} idle with nothing to drop; {plan['active_threads']} active"
+        ]
+    else:
+        lines = [
+            f"{idle} ({render.plural(plan['records'], 'record')}, and their objects); "
+            f"{plan['active_threads']} active",
+        ]
     if plan["leftovers"]:
         lines.append(f"{plan['leftovers']} removals left unfinished by an earlier run")
     if plan["undated_threads"]:

@@ -147,31 +147,45 @@ class Operations:
         return plan
 
     def plan_expiry(
-        self, older_than: str | float | timedelta | None = None, *, deadline: float | None = None
+        self,
+        older_than: str | float | timedelta | None = None,
+        *,
+        strategy: str | None = None,
+        deadline: float | None = None,
     ) -> ExpiryPlan:
         """Every thread idle for longer than `older_than` (default: the `retention`
-        setting), found with one Scan; `.execute()` removes them whole (`ops/retention.py`).
-        With `deadline` (a `time.monotonic()` value), a Scan not finished by then decides
-        nothing (`.scanned_all` is False)."""
+        setting), found with one Scan; `.execute()` removes them whole (strategy
+        "delete") or drops all but their latest checkpoints ("keep_latest"; default: the
+        `retention_strategy` setting). See `ops/retention.py`. With `deadline` (a
+        `time.monotonic()` value), a Scan not finished by then decides nothing
+        (`.scanned_all` is False)."""
         ttl = parse_ttl(older_than) if older_than is not None else self.parts.settings.retention
         if ttl is None:
             raise InvalidConfigError(
                 "expiring idle threads needs a time to live and none is set; pass "
                 "older_than (such as '30d') or set retention / S3DYNAMO_RETENTION"
             )
-        return retention.plan_expiry(self.store, ttl, deadline=deadline)
+        chosen = strategy or self.parts.settings.retention_strategy
+        if chosen not in retention.STRATEGIES:
+            raise InvalidConfigError(
+                f"retention strategy {chosen!r} is not one of {retention.STRATEGIES}"
+            )
+        return retention.plan_expiry(self.store, ttl, strategy=chosen, deadline=deadline)
 
     def expire_idle_threads(
         self,
         older_than: str | float | timedelta | None = None,
         *,
+        strategy: str | None = None,
         dry_run: bool = False,
         deadline: float | None = None,
     ) -> ExpiryPlan:
-        """Remove, whole, every thread idle for longer than `older_than`; finish removals
-        an earlier call left midway. A thread written within that time keeps every
-        checkpoint. With `dry_run=True` nothing changes and the plan says what would go."""
-        plan = self.plan_expiry(older_than, deadline=deadline)
+        """Expire every thread idle for longer than `older_than`: remove it whole, or keep
+        only its latest checkpoints (`strategy`, default the `retention_strategy`
+        setting); finish what an earlier call left midway. A thread written within that
+        time keeps every checkpoint. With `dry_run=True` nothing changes and the plan
+        says what would go."""
+        plan = self.plan_expiry(older_than, strategy=strategy, deadline=deadline)
         if not dry_run:
             plan.execute(deadline=deadline)
             self.store.forget()

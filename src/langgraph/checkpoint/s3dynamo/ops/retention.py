@@ -40,13 +40,41 @@ removes each idle thread (several in parallel) in this order:
    thread before step 2 and writes only now. A later sweep deletes them once they are
    older than the TTL.
 
+Strategy `keep_latest` (LangGraph Platform's name): an idle thread keeps its latest
+checkpoint in each namespace, the ancestors DeltaChannel needs to rebuild it, and the
+pending writes of those, and loses the rest of its history; `get_state` reads the same
+before and after. The Scan counts each namespace's checkpoint records: an idle thread
+with one per namespace has nothing to lose and is left alone (`kept`). Otherwise:
+
+1. Take the thread's lease, as above (`busy` if held).
+2. Set a marker (a head named `layout.PRUNING_HEAD`, which no namespace has): from here
+   an interrupted sweep leaves something the next Scan sees.
+3. Read the thread's records again, consistently; one newer than the cutoff: `revived`
+   (drop the marker, release the lease).
+4. Open the thread (this needs its keys: a thread that does not open is `skipped`), find
+   what `keep_latest` keeps (`ops/threads.py`, as `prune` does) and delete every other
+   record, each namespace newest first.
+5. Collect the thread's garbage as `ops/gc.py` does, with the TTL as the grace: list its
+   objects modified before the cutoff, mark what its records reference with a
+   consistent read made after the listing, and delete the rest each only while it still
+   has the ETag the listing saw. The proof in `ops/gc.py` applies: an object a record
+   references (a kept checkpoint, or a commit that landed meanwhile) is never deleted.
+6. Delete the marker and the lease.
+
+No tombstone is set: the thread lives on. A run continuing its latest checkpoint meanwhile
+commits as usual (its parent is kept, and its objects are either new or marked in step
+5). Not guarded, as above: a fork from a checkpoint step 4 removes, committed meanwhile,
+keeps its own record and every object it references, but its parent is gone.
+
 Why an interrupted sweep is completed by the next one: before step 4 finishes, records
 remain with the same old stamps (tombstones and the sweep's lease are not activity, and
 the lease lapses after `LEASE_TTL`), so the thread is idle again and the steps rerun; each
 is idempotent. After step 4, the thread has control items and no records: a `leftover`,
 which the next sweep finishes with steps 1, 3 (no records may have appeared), 5 and 6,
 deleting live heads too (a head without records is what an interrupted
-`delete_thread` also leaves).
+`delete_thread` also leaves). With `keep_latest`, an interrupted sweep leaves its marker
+(and perhaps records still to delete): the thread is idle and marked, so the next sweep
+runs steps 1 to 6 again; each is idempotent.
 
 Why an active thread loses nothing: a thread is removed only if, after step 2, a
 consistent read still finds no record newer than the cutoff; a conditional commit after
@@ -71,24 +99,29 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.layout import (
     LEASE_SK,
+    PRUNING_HEAD,
     control_pk,
     head_namespace,
     head_sk,
     is_control_pk,
+    is_writes_key,
+    owner_sk,
     parse_sk,
     thread_of,
     tombstone,
     tombstone_time,
 )
-from langgraph.checkpoint.s3dynamo.records import ItemKey, Stamp
-from langgraph.checkpoint.s3dynamo.store import ThreadStore
+from langgraph.checkpoint.s3dynamo.ops.threads import kept_chains
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Stamp
+from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS, parallel
 
 log = logging.getLogger(__name__)
 
+STRATEGIES = ("delete", "keep_latest")
 # How long the sweep's lease on one thread lasts: far longer than removing one thread
 # takes, short enough that a sweep killed midway does not hold the thread for long.
 LEASE_TTL = timedelta(minutes=15)
@@ -134,6 +167,8 @@ class _Thread:
     records: int = 0
     undated: int = 0
     namespaces: set[str] = field(default_factory=set)
+    # namespace name -> how many checkpoint records it has
+    checkpoints: dict[str, int] = field(default_factory=dict)
     # namespace name -> the checkpoint id or tombstone its head names
     heads: dict[str, str] = field(default_factory=dict)
     lease: bool = False
@@ -148,12 +183,20 @@ class _Thread:
                 self.lease = True
             return
         self.records += 1
-        self.namespaces.add(parse_sk(sk)[0])
+        ns_name = parse_sk(sk)[0]
+        self.namespaces.add(ns_name)
+        if not is_writes_key(sk):
+            self.checkpoints[ns_name] = self.checkpoints.get(ns_name, 0) + 1
         at = stamp_time(stamp)
         if at is None:
             self.undated += 1
         elif self.newest is None or at > self.newest:
             self.newest = at
+
+    def history_to_drop(self) -> bool:
+        """For `keep_latest`: whether a namespace has more than its latest checkpoint, or
+        an earlier sweep was interrupted on it (its marker is still there)."""
+        return PRUNING_HEAD in self.heads or any(n > 1 for n in self.checkpoints.values())
 
     def unfinished(self, cutoff: int) -> bool:
         """For a thread without records: whether a removal is left to finish (a lease
@@ -172,18 +215,24 @@ class ExpiryPlan:
     store: ThreadStore
     ttl: timedelta
     cutoff: int
+    # "delete": idle threads go whole; "keep_latest": they keep their latest checkpoints.
+    strategy: str = "delete"
     # thread name -> its newest record time (seconds since the epoch)
     idle: dict[str, int] = field(default_factory=dict)
     # thread names with control items left and no records (an interrupted removal)
     leftovers: list[str] = field(default_factory=list)
     active: int = 0
     undated: int = 0
+    # keep_latest: idle threads with nothing to drop (one checkpoint per namespace).
+    kept: int = 0
     # Records of the idle threads.
     records: int = 0
     # False when the Scan met the deadline first: then nothing was judged or removed.
     scanned_all: bool = True
     # Filled by `execute`.
     removed: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)
     revived: list[str] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)
@@ -202,12 +251,14 @@ class ExpiryPlan:
             if deadline is not None and time.monotonic() > deadline:
                 self.unfinished += work[start:]
                 break
-            parallel(self._remove, work[start : start + PARALLEL_THREADS])
+            parallel(self._one, work[start : start + PARALLEL_THREADS])
         self.executed = True
+        warn_skipped("retention", self.skipped)
         log.info(
-            "retention: removed %d threads (%d records, %d objects); %d busy, %d revived, "
-            "%d left for the next sweep",
+            "retention: removed %d threads, pruned %d (%d records, %d objects); %d busy, "
+            "%d revived, %d left for the next sweep",
             len(self.removed),
+            len(self.pruned),
             self.records_deleted,
             self.objects_deleted,
             len(self.busy),
@@ -220,7 +271,9 @@ class ExpiryPlan:
         """The plan as the command line's `--json` shows it."""
         return {
             "ttl_seconds": int(self.ttl.total_seconds()),
+            "strategy": self.strategy,
             "idle_threads": len(self.idle),
+            "kept_threads": self.kept,
             "records": self.records,
             "leftovers": len(self.leftovers),
             "active_threads": self.active,
@@ -231,11 +284,77 @@ class ExpiryPlan:
         """What an executed sweep did, as the command line's `--json` shows it."""
         return {
             "removed_threads": len(self.removed),
+            "pruned_threads": len(self.pruned),
+            "skipped_threads": len(self.skipped),
             "records_deleted": self.records_deleted,
             "objects_deleted": self.objects_deleted,
             "busy_threads": len(self.busy),
             "revived_threads": len(self.revived),
         }
+
+    def _one(self, name: str) -> None:
+        if self.strategy == "keep_latest" and name in self.idle:
+            self._prune(name)
+        else:
+            self._remove(name)
+
+    def _acquire(self, name: str) -> Any:
+        """The thread's lease for the sweep, or None (and the thread counted busy)."""
+        store = self.store
+        held = store.control.acquire_lease(
+            ItemKey(control_pk(name), LEASE_SK),
+            LEASE_OWNER,
+            int(store.clock() * 1000),
+            int(LEASE_TTL.total_seconds() * 1000),
+        )
+        if held is None:
+            with self._lock:
+                self.busy.append(name)
+        return held
+
+    def _prune(self, name: str) -> None:
+        """keep_latest on one idle thread (module docstring, steps 1 to 6)."""
+        store = self.store
+        control, marker = store.control, ItemKey(control_pk(name), head_sk(PRUNING_HEAD))
+        held = self._acquire(name)  # 1.
+        if held is None:
+            return
+        control.put_heads(name, {PRUNING_HEAD: str(store.now())})  # 2.
+        stamps = store.scans.partition_stamps(name)  # 3.
+        if any(t >= self.cutoff for t in (stamp_time(s) for s in stamps) if t is not None):
+            control.delete_items([marker])
+            control.release_lease(held)
+            with self._lock:
+                self.revived.append(name)
+            return
+        records = store.finder.partition_records(name)  # 4.
+        try:
+            entries = store.finder.group(records)
+        except IntegrityError as exc:
+            control.delete_items([marker])
+            control.release_lease(held)
+            refs = [r.thread_ref for r in records if isinstance(r, CheckpointRecord)]
+            key_id = store.sealer.key_id_of(refs[0]) if refs else None
+            with self._lock:
+                self.skipped.append(Skipped(name, key_id, str(exc)))
+            return
+        kept = {e.record.sk for chain in kept_chains(store, entries).values() for e in chain}
+        doomed = [r.key for r in records if owner_sk(r.sk) not in kept]
+        if doomed:
+            store.deleter.delete_records(doomed)
+        cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)  # 5.
+        prefix = store.objects.thread_prefix(name)
+        old = [o for o in store.objects.list_thread(name) if o.modified < cutoff]
+        live = (store.finder.live_leaves(name) or set()) if old else set()
+        deleted = store.objects.delete_unchanged(
+            [o for o in old if o.key[len(prefix) :] not in live]
+        )
+        control.delete_items([marker, held.key])  # 6.
+        store.forget()
+        with self._lock:
+            self.pruned.append(name)
+            self.records_deleted += len(doomed)
+            self.objects_deleted += len(deleted)
 
     def _remove(self, name: str) -> None:
         store, seen = self.store, self.seen[name]
@@ -294,6 +413,7 @@ def plan_expiry(
     store: ThreadStore,
     ttl: timedelta,
     *,
+    strategy: str = "delete",
     segments: int = SCAN_SEGMENTS,
     deadline: float | None = None,
 ) -> ExpiryPlan:
@@ -303,7 +423,7 @@ def plan_expiry(
     at the first page after it, and the plan finds nothing (`scanned_all` False)."""
     if segments < 1:
         raise InvalidConfigError(f"retention scan segments must be at least 1, got {segments}")
-    plan = ExpiryPlan(store, ttl, int(store.clock() - ttl.total_seconds()))
+    plan = ExpiryPlan(store, ttl, int(store.clock() - ttl.total_seconds()), strategy)
     lock = threading.Lock()
 
     def scan(segment: int) -> bool:
@@ -334,6 +454,9 @@ def plan_expiry(
         elif seen.newest is None:
             plan.undated += 1
         elif seen.newest < plan.cutoff:
+            if strategy == "keep_latest" and not seen.history_to_drop():
+                plan.kept += 1
+                continue
             plan.idle[name] = seen.newest
             plan.records += seen.records
         else:

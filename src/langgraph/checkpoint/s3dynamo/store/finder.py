@@ -189,7 +189,11 @@ class Finder:
 
     def thread_records(self, tid: str) -> list[Record]:
         """Every record of a thread, every namespace."""
-        return list(self._query_all(self.namer.thread(tid)))
+        return self.partition_records(self.namer.thread(tid))
+
+    def partition_records(self, thread_name: str) -> list[Record]:
+        """Every record of a thread named as stored (its keyed hash)."""
+        return list(self._query_all(thread_name))
 
     def thread_keys(self, tid: str) -> list[ItemKey]:
         return list(self._ports.records.query_keys(self.namer.thread(tid)))
