@@ -31,7 +31,7 @@ from metrics import Row, measure
 from pg_server import local_postgres
 from report import Report, chart, markdown
 from savers import SAVERS, SETTINGS_SWEEP, BenchEnv, SaverSpec, _s3dynamo_missing
-from workloads import SCENARIOS, Scale, Scenario
+from workloads import DURABILITY_SCENARIOS, SCENARIOS, Scale, Scenario
 
 HERE = Path(__file__).resolve().parent
 PACKAGES = [
@@ -162,7 +162,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="short smoke run")
     parser.add_argument("--savers", nargs="*", help="only these savers (names as in the table)")
-    parser.add_argument("--workloads", nargs="*", help="only these scenarios, e.g. W1 W3")
+    parser.add_argument(
+        "--workloads",
+        nargs="*",
+        help="only these scenarios, e.g. W1 W3; 'W1 sync', 'W1 async' and 'W1 exit' (W1's "
+        "chat with that durability) run only when named",
+    )
     parser.add_argument("--out", type=Path, default=HERE, help="directory for results.*")
     parser.add_argument(
         "--history-curve",
@@ -190,7 +195,13 @@ def main() -> None:
     specs = [
         s for s in SAVERS + SETTINGS_SWEEP if s.name in (args.savers or [x.name for x in SAVERS])
     ]
-    scenarios = [s for s in SCENARIOS if not args.workloads or s.name in args.workloads]
+    scenarios = [
+        s
+        for s in SCENARIOS + DURABILITY_SCENARIOS
+        if s.name in (args.workloads or [x.name for x in SCENARIOS])
+    ]
+    # A run of the durability variants alone compares writes; the cold path is not theirs.
+    durability_only = bool(scenarios) and all(s in DURABILITY_SCENARIOS for s in scenarios)
 
     rows: list[Row] = []
     notes: list[str] = []
@@ -211,7 +222,11 @@ def main() -> None:
             saver_rows, digests[spec.name], problems = run_saver(spec, scenarios, env, scale)
             rows += saver_rows
             checks += problems
-    if any(spec.cold_start for spec in specs) and not _s3dynamo_missing(env):
+    if (
+        any(spec.cold_start for spec in specs)
+        and not _s3dynamo_missing(env)
+        and not durability_only
+    ):
         print("cold start (moto server on 127.0.0.1)", flush=True)
         cold = cold_start.measure(cold_runs)
         print("  " + "\n  ".join(cold_start.summary(cold)), flush=True)

@@ -135,19 +135,32 @@ def _chat_graph(schema: type, saver: Any) -> Any:
     return graph.compile(checkpointer=saver)
 
 
-def _user_turn(graph: Any, config: dict[str, Any], turn: int) -> Callable[[], Any]:
+def _user_turn(
+    graph: Any, config: dict[str, Any], turn: int, durability: str | None = None
+) -> Callable[[], Any]:
+    # Without a durability the invoke passes none, and LangGraph uses its default ("async").
+    options = {} if durability is None else {"durability": durability}
+
     def invoke() -> Any:
         text = textgen.prose(random.Random(f"user-{turn}"), USER_BYTES)
-        return graph.invoke({"messages": [HumanMessage(text, id=f"user-{turn}")]}, config)
+        return graph.invoke(
+            {"messages": [HumanMessage(text, id=f"user-{turn}")]}, config, **options
+        )
 
     return invoke
 
 
-def _chat(schema: type, label: str, reads_label: str) -> Callable[..., tuple[list[Phase], Any]]:
+def _chat(
+    schema: type, label: str, reads_label: str | None, durability: str | None = None
+) -> Callable[..., tuple[list[Phase], Any]]:
+    """The chat, then its reads under `reads_label` (none without one)."""
+
     def build(saver: Any, scale: Scale) -> tuple[list[Phase], Callable[[], str]]:
         graph = _chat_graph(schema, saver)
         config = _config("chat")
-        turns = [_user_turn(graph, config, t) for t in range(1, scale.chat_turns + 1)]
+        turns = [_user_turn(graph, config, t, durability) for t in range(1, scale.chat_turns + 1)]
+        if reads_label is None:
+            return [Phase(f"{label} chat", turns)], lambda: _digest(graph, config)
         picked: dict[str, Any] = {}
 
         def pick_old_checkpoint() -> None:
@@ -289,4 +302,17 @@ SCENARIOS: list[Scenario] = [
     Scenario("W2", "chat with DeltaChannel, read back by W6", _chat(DeltaChatState, "W2", "W6")),
     Scenario("W3", "2 MB document set once, then counter bumps", _document),
     Scenario("W4", "Send fan-out to 10 workers x 8 KB", _fanout),
+]
+
+# Not run by default: `--workloads "W1 sync" "W1 async" "W1 exit"` picks them. W1's chat
+# (no reads) with each invoke given LangGraph's `durability`: "sync" saves each step's
+# checkpoint before the next step starts, "async" (the default) saves it while the next
+# step runs, "exit" saves only when the invoke ends.
+DURABILITY_SCENARIOS: list[Scenario] = [
+    Scenario(
+        f"W1 {mode}",
+        f"W1's chat with durability={mode!r}",
+        _chat(ChatState, f"W1 {mode}", None, durability=mode),
+    )
+    for mode in ("sync", "async", "exit")
 ]
