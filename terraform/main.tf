@@ -7,6 +7,11 @@ locals {
   # Every object the saver touches lives under this pattern (the prefix is taken literally).
   object_arn_pattern = "${aws_s3_bucket.this.arn}/${var.key_prefix}*"
   policy_name_prefix = "s3dynamo-${substr(var.table_name, 0, 80)}-"
+  # Whether the retention job keeps each idle thread's latest checkpoints (it then reads).
+  keep_latest = (
+    var.retention_strategy == "keep_latest"
+    || try(var.checkpointer_ttl.strategy, null) == "keep_latest"
+  )
 }
 
 # --------------------------------------------------------------------------------------
@@ -157,7 +162,9 @@ resource "aws_s3_bucket_policy" "this" {
 #   maintenance  list(None), copy_thread, prune, delete_for_runs, reencrypt, garbage
 #                collection and delete_thread, for an operator or a scheduled job
 #   retention    expire_idle_threads(), for the scheduled retention job: it reads keys and
-#                stamps and deletes, so it gets no object reads or writes and no KMS key
+#                stamps and deletes, so it gets no object reads or writes and no KMS key.
+#                With the keep_latest strategy it also opens each idle thread's latest
+#                checkpoint's metadata (retention_keep_latest): the sealing key.
 #
 # None grants Create*/Delete* on the table or bucket: the saver's setup() is for
 # development and must not run in production.
@@ -333,6 +340,30 @@ data "aws_iam_policy_document" "retention" {
 
 }
 
+# keep_latest keeps each idle thread's latest checkpoint and the ancestors DeltaChannel
+# rebuilds it from, which that checkpoint's metadata names: the sweep opens the metadata,
+# sealed in the table record (never in an object), so with the saver's own KMS key it
+# unwraps the keyring once. Granted only when a strategy asks for keep_latest.
+data "aws_iam_policy_document" "retention_keep_latest" {
+  source_policy_documents = [data.aws_iam_policy_document.retention.json]
+
+  dynamic "statement" {
+    for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]
+    content {
+      sid       = "SealingKey"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:EncryptionContext:s3dynamo:table"
+        values   = [var.table_name]
+      }
+    }
+  }
+}
+
 resource "aws_iam_policy" "saver" {
   name        = var.policy_name
   name_prefix = var.policy_name == null ? local.policy_name_prefix : null
@@ -368,8 +399,12 @@ resource "aws_iam_policy" "retention" {
   name        = var.retention_policy_name
   name_prefix = var.retention_policy_name == null ? "${local.policy_name_prefix}ret-" : null
   description = "Retention access for langgraph-checkpoint-s3dynamo to table ${var.table_name} and bucket ${var.bucket_name}"
-  policy      = data.aws_iam_policy_document.retention.json
-  tags        = var.tags
+  policy = (
+    local.keep_latest
+    ? data.aws_iam_policy_document.retention_keep_latest.json
+    : data.aws_iam_policy_document.retention.json
+  )
+  tags = var.tags
 }
 
 resource "aws_iam_role_policy_attachment" "retention" {

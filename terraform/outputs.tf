@@ -50,5 +50,18 @@ output "environment" {
     },
     var.sealing_kms_key_arn == null ? {} : { S3DYNAMO_KMS_KEY_ID = var.sealing_kms_key_arn },
     var.retention == null ? {} : { S3DYNAMO_RETENTION = var.retention },
+    # Only when it differs from the saver's default ("delete"), so an environment set up
+    # with `retention` alone stays as it was.
+    var.retention == null || var.retention_strategy == "delete" ? {} : {
+      S3DYNAMO_RETENTION_STRATEGY = var.retention_strategy
+    },
+    # checkpointer_ttl goes in whole, as S3DYNAMO_TTL, rather than converted into
+    # S3DYNAMO_RETENTION="<default_ttl>m" and S3DYNAMO_RETENTION_STRATEGY: the saver reads
+    # the Platform's object with the Platform's names and units, nothing is converted here,
+    # and sweep_interval_minutes, which those two variables cannot carry, reaches it too.
+    # Attributes left out (null) are dropped rather than written as JSON null.
+    var.checkpointer_ttl == null ? {} : {
+      S3DYNAMO_TTL = jsonencode({ for name, value in var.checkpointer_ttl : name => value if value != null })
+    },
   )
 }

@@ -132,9 +132,11 @@ variable "maintenance_policy_name" {
 
 variable "retention" {
   description = <<-EOT
-    Idle time after which a thread is removed whole (S3DYNAMO_RETENTION): "30d", "12h", or a
-    number of days. Null keeps every thread. Removal happens when a job calls
-    expire_idle_threads() (the example schedules one daily); see docs/OPERATIONS.md.
+    Idle time after which a thread expires (S3DYNAMO_RETENTION): "30d", "12h", or a number of
+    days; retention_strategy says what then happens to it (by default it is removed whole).
+    Null keeps every thread. Expiry happens when a job calls expire_idle_threads() (the example
+    schedules one daily); see docs/OPERATIONS.md. For LangGraph Platform's names and units,
+    use checkpointer_ttl instead.
   EOT
   type        = string
   default     = null
@@ -142,6 +144,62 @@ variable "retention" {
   validation {
     condition     = var.retention == null || can(regex("^[0-9]+(\\.[0-9]+)?[dhms]?$", var.retention))
     error_message = "retention must be a number of days or a number with a unit: 30d, 12h, 90m, 3600s."
+  }
+}
+
+variable "retention_strategy" {
+  description = <<-EOT
+    What happens to a thread idle for longer than `retention` (S3DYNAMO_RETENTION_STRATEGY):
+    "delete" removes it whole, "keep_latest" keeps its latest checkpoint in each namespace and
+    drops the rest. Applies to `retention` only; `checkpointer_ttl` carries its own strategy.
+  EOT
+  type        = string
+  default     = "delete"
+  nullable    = false
+
+  validation {
+    condition     = contains(["delete", "keep_latest"], var.retention_strategy)
+    error_message = "retention_strategy must be \"delete\" or \"keep_latest\"."
+  }
+
+  validation {
+    condition     = var.retention_strategy == "delete" || var.retention != null
+    error_message = "retention_strategy applies to retention only: set retention as well, or, with checkpointer_ttl, give the strategy inside it."
+  }
+}
+
+variable "checkpointer_ttl" {
+  description = <<-EOT
+    Retention in LangGraph Platform's terms, as langgraph.json's `checkpointer.ttl`: `strategy`
+    ("delete" or "keep_latest"), `default_ttl` (minutes) and `sweep_interval_minutes`. It reaches
+    the saver as S3DYNAMO_TTL, the object as JSON. An alternative to `retention` and
+    `retention_strategy`, not an addition: set one or the other. Null sets nothing.
+  EOT
+  type = object({
+    strategy               = optional(string, "delete")
+    default_ttl            = number
+    sweep_interval_minutes = optional(number)
+  })
+  default = null
+
+  validation {
+    condition     = var.checkpointer_ttl == null ? true : contains(["delete", "keep_latest"], var.checkpointer_ttl.strategy)
+    error_message = "checkpointer_ttl.strategy must be \"delete\" or \"keep_latest\"."
+  }
+
+  validation {
+    condition     = var.checkpointer_ttl == null ? true : try(var.checkpointer_ttl.default_ttl > 0, false)
+    error_message = "checkpointer_ttl.default_ttl must be a positive number of minutes."
+  }
+
+  validation {
+    condition     = try(var.checkpointer_ttl.sweep_interval_minutes, null) == null ? true : var.checkpointer_ttl.sweep_interval_minutes > 0
+    error_message = "checkpointer_ttl.sweep_interval_minutes must be a positive number of minutes, or left out."
+  }
+
+  validation {
+    condition     = var.checkpointer_ttl == null || var.retention == null
+    error_message = "Set checkpointer_ttl or retention, not both. checkpointer_ttl takes langgraph.json's checkpointer.ttl (default_ttl in minutes); retention takes a duration such as \"30d\", with retention_strategy. To use checkpointer_ttl, leave retention null."
   }
 }
 

@@ -309,8 +309,10 @@ EXPIRE_MARGIN_MS = 60_000
 
 
 def expire(event: Any, context: Any = None) -> dict[str, Any]:
-    """AWS Lambda entry point of the scheduled retention job: removes every thread idle
-    for longer than S3DYNAMO_RETENTION, whole, and finishes removals an earlier run left.
+    """AWS Lambda entry point of the scheduled retention job: every thread idle for longer
+    than S3DYNAMO_RETENTION (or S3DYNAMO_TTL's default_ttl) is removed whole, or with
+    keep_latest (S3DYNAMO_RETENTION_STRATEGY) pruned to its latest checkpoints; removals an
+    earlier run left are finished.
     `{"dry_run": true}` only reports. What a run cannot reach in its time, the next does."""
     saver = S3DynamoSaver.from_env()
     dry_run = isinstance(event, dict) and bool(event.get("dry_run"))
@@ -327,6 +329,7 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
         "leftovers": len(plan.leftovers),
         "active_threads": plan.active,
         "removed_threads": len(plan.removed),
+        "pruned_threads": len(plan.pruned),
         "records_deleted": plan.records_deleted,
         "objects_deleted": plan.objects_deleted,
         "busy_threads": len(plan.busy),

@@ -678,6 +678,24 @@ def test_policies_grant_exactly_what_the_code_requests(
     retention = recorder.take()
     assert swept["removed_threads"] >= 1 and swept["objects_deleted"] >= 1, swept
 
+    # Retention with keep_latest: it opens the latest checkpoint of each idle thread (its
+    # metadata says which ancestors DeltaChannel needs), so it reads what delete does not.
+    monkeypatch.delenv("S3DYNAMO_RETENTION")
+    graph = load_app().get_graph()
+    for text in ("hello", "refund A-1001", "thanks"):
+        graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "r2"}})
+    time.sleep(4.1)
+    monkeypatch.setenv("S3DYNAMO_RETENTION", "2s")
+    monkeypatch.setenv("S3DYNAMO_RETENTION_STRATEGY", "keep_latest")
+    recorder.take()
+    swept = load_app().expire({}, None)
+    keep_latest = recorder.take()
+    assert swept["pruned_threads"] >= 1 and swept["records_deleted"] >= 1, swept
+    assert (
+        len(list(load_app().get_graph().get_state_history({"configurable": {"thread_id": "r2"}})))
+        == 1
+    )
+
     assert runtime, "no request was recorded: does the saver still use aws_clients.session()?"
     assert policy_grants("saver") == runtime, (
         f"terraform/main.tf saver policy: grants but never used "
@@ -693,6 +711,12 @@ def test_policies_grant_exactly_what_the_code_requests(
         f"terraform/main.tf retention policy: grants but never used "
         f"{sorted(policy_grants('retention') - retention)}; used but not granted "
         f"{sorted(retention - policy_grants('retention'))}"
+    )
+    both = retention | keep_latest
+    assert policy_grants("retention_keep_latest") == both, (
+        f"terraform/main.tf retention_keep_latest policy: grants but never used "
+        f"{sorted(policy_grants('retention_keep_latest') - both)}; used but not granted "
+        f"{sorted(both - policy_grants('retention_keep_latest'))}"
     )
     # What the function's role does not get, and why: listing every thread, re-sealing and
     # garbage collection scan the whole table; delete_for_runs queries the run index; only

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -74,6 +75,9 @@ def assignments(body: str) -> dict[str, str]:
 
 TERRAFORM_DIR = ROOT / "terraform"
 EXAMPLE_DIR = TERRAFORM_DIR / "examples" / "lambda_agent"
+# `terraform test` files (*.tftest.hcl) for the module and for the example, kept out of
+# terraform/ and copied next to the configuration they test when they run.
+TERRAFORM_TESTS_DIR = ROOT / "tests" / "e2e" / "terraform_tests"
 # A local provider mirror, so `terraform init` needs no registry: S3DYNAMO_TF_PLUGIN_DIR,
 # else /opt/tf-plugins. It must hold registry.terraform.io/hashicorp/aws.
 PLUGIN_DIR = Path(os.environ.get("S3DYNAMO_TF_PLUGIN_DIR", "/opt/tf-plugins"))
@@ -110,3 +114,24 @@ def terraform(args: list[str], cwd: Path, tmp_path: Path) -> subprocess.Complete
         timeout=300,
         check=False,
     )
+
+
+def terraform_version(tmp_path: Path) -> tuple[int, ...]:
+    """The terraform binary's version, as numbers: (1, 11, 4)."""
+    done = terraform(["version", "-json"], ROOT, tmp_path)
+    assert done.returncode == 0, f"terraform version failed:\n{done.stdout}{done.stderr}"
+    version: str = json.loads(done.stdout)["terraform_version"]
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("-")[0]))
+
+
+def copy_with_tests(tmp_path: Path) -> Path:
+    """terraform/ copied into tmp_path (so .terraform/ and lock files land there, not in the
+    repository), with each root's `terraform test` files in its `tests/` folder."""
+    copy = tmp_path / "terraform"
+    shutil.copytree(TERRAFORM_DIR, copy, ignore=shutil.ignore_patterns(".terraform*"))
+    for root, target in (
+        ("module", copy),
+        ("example", copy / EXAMPLE_DIR.relative_to(TERRAFORM_DIR)),
+    ):
+        shutil.copytree(TERRAFORM_TESTS_DIR / root, target / "tests")
+    return copy

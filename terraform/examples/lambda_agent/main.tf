@@ -2,8 +2,9 @@
 # the module's table and bucket, the function from the zip `make lambda-package` builds, an
 # execution role with the saver's policy and nothing else but writing its own log group, and
 # a customer managed KMS key for the function's environment (which holds the sealing keys)
-# and its logs. With `retention` set, a second function from the same zip runs
-# expire_idle_threads() on a schedule, under the module's retention policy.
+# and its logs. With `retention` or `checkpointer_ttl` set, a second function from the same
+# zip runs expire_idle_threads() on a schedule, under the module's retention policy. With
+# `snapstart`, the agent's function is published with SnapStart and invoked through an alias.
 
 data "aws_caller_identity" "current" {}
 data "aws_partition" "current" {}
@@ -13,9 +14,18 @@ locals {
   log_group_arn  = "arn:${data.aws_partition.current.partition}:logs:${var.region}:${data.aws_caller_identity.current.account_id}:log-group:${local.log_group_name}"
 
   retention_name           = "${var.name}-retention"
-  retention_jobs           = var.retention == null ? [] : [local.retention_name]
+  retention_jobs           = var.retention == null && var.checkpointer_ttl == null ? [] : [local.retention_name]
   retention_log_group_name = "/aws/lambda/${local.retention_name}"
   retention_log_group_arn  = "arn:${data.aws_partition.current.partition}:logs:${var.region}:${data.aws_caller_identity.current.account_id}:log-group:${local.retention_log_group_name}"
+
+  # The Platform's sweep interval when given. EventBridge wants the singular unit for 1:
+  # rate(1 minute), rate(5 minutes).
+  sweep_interval_minutes = try(var.checkpointer_ttl.sweep_interval_minutes, null)
+  retention_schedule = (
+    local.sweep_interval_minutes == null ? var.retention_schedule :
+    local.sweep_interval_minutes == 1 ? "rate(1 minute)" :
+    "rate(${local.sweep_interval_minutes} minutes)"
+  )
 }
 
 module "checkpoints" {
@@ -27,6 +37,8 @@ module "checkpoints" {
   deletion_protection = var.deletion_protection
   sealing_kms_key_arn = aws_kms_key.sealing.arn
   retention           = var.retention
+  retention_strategy  = var.retention_strategy
+  checkpointer_ttl    = var.checkpointer_ttl
   tags                = var.tags
 }
 
@@ -191,6 +203,15 @@ resource "aws_lambda_function" "agent" {
   timeout                        = var.timeout
   reserved_concurrent_executions = var.reserved_concurrency
   kms_key_arn                    = aws_kms_key.agent.arn
+  # With SnapStart every change publishes a version, snapshotted after its init phase.
+  publish = var.snapstart
+
+  dynamic "snap_start" {
+    for_each = var.snapstart ? ["PublishedVersions"] : []
+    content {
+      apply_on = snap_start.value
+    }
+  }
 
   environment {
     # Table, bucket, prefix and S3DYNAMO_KMS_KEY_ID: no secret in the function's settings.
@@ -207,9 +228,22 @@ resource "aws_lambda_function" "agent" {
   depends_on = [aws_iam_role_policy.logs, aws_iam_role_policy_attachment.checkpoints]
 }
 
+# SnapStart applies to published versions only, never to $LATEST: callers invoke this alias,
+# which follows the version the function above published last.
+resource "aws_lambda_alias" "live" {
+  count = var.snapstart ? 1 : 0
+
+  name             = "live"
+  description      = "The published, SnapStart version of ${var.name}"
+  function_name    = aws_lambda_function.agent.function_name
+  function_version = aws_lambda_function.agent.version
+}
+
 # --------------------------------------------------------------------------------------
-# Retention: the same zip, handler app.expire, once per retention_schedule. It removes
-# threads idle for longer than var.retention and finishes removals a previous run left
+# Retention: the same zip, handler app.expire, once per retention_schedule (or every
+# checkpointer_ttl.sweep_interval_minutes). It expires threads idle for longer than
+# var.retention (or checkpointer_ttl.default_ttl), by the strategy the saver is configured
+# with (by default it removes them whole), and finishes removals a previous run left
 # (see docs/OPERATIONS.md). Its role gets the module's retention policy (Scan, Query,
 # UpdateItem, BatchWriteItem, ListBucket, DeleteObject; no reads of values, no KMS) and
 # its own log group.
@@ -296,7 +330,7 @@ resource "aws_cloudwatch_event_rule" "retention" {
 
   name                = each.value
   description         = "Runs expire_idle_threads() for ${var.table_name}"
-  schedule_expression = var.retention_schedule
+  schedule_expression = local.retention_schedule
   tags                = var.tags
 }
 

@@ -4,8 +4,13 @@ output "function_name" {
 }
 
 output "function_arn" {
-  description = "ARN of the agent's Lambda function."
-  value       = aws_lambda_function.agent.arn
+  description = "ARN to invoke the agent with: with snapstart, the ARN of the alias \"live\" (SnapStart applies to published versions only); without, the function's unqualified ARN."
+  value       = var.snapstart ? aws_lambda_alias.live[0].arn : aws_lambda_function.agent.arn
+}
+
+output "function_version" {
+  description = "The version the alias \"live\" points at, with snapstart; \"$LATEST\" without."
+  value       = aws_lambda_function.agent.version
 }
 
 output "role_name" {

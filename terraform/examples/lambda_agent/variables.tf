@@ -75,13 +75,83 @@ variable "tags" {
 }
 
 variable "retention" {
-  description = "Idle time after which a conversation is removed whole (S3DYNAMO_RETENTION): \"30d\", \"12h\", or days. Null keeps every conversation and creates no retention job."
+  description = "Idle time after which a conversation is removed whole (S3DYNAMO_RETENTION): \"30d\", \"12h\", or days. Null (with no checkpointer_ttl) keeps every conversation and creates no retention job."
   type        = string
   default     = "30d"
 }
 
+variable "retention_strategy" {
+  description = "What happens to a conversation idle for longer than `retention` (S3DYNAMO_RETENTION_STRATEGY): \"delete\" removes it whole, \"keep_latest\" keeps its latest checkpoint in each namespace and drops the rest."
+  type        = string
+  default     = "delete"
+  nullable    = false
+
+  validation {
+    condition     = contains(["delete", "keep_latest"], var.retention_strategy)
+    error_message = "retention_strategy must be \"delete\" or \"keep_latest\"."
+  }
+
+  validation {
+    condition     = var.retention_strategy == "delete" || var.retention != null
+    error_message = "retention_strategy applies to retention only: set retention as well, or, with checkpointer_ttl, give the strategy inside it."
+  }
+}
+
+variable "checkpointer_ttl" {
+  description = <<-EOT
+    Retention in LangGraph Platform's terms, as langgraph.json's `checkpointer.ttl`: `strategy`
+    ("delete" or "keep_latest"), `default_ttl` (minutes) and `sweep_interval_minutes`. The
+    functions get it as S3DYNAMO_TTL; with `sweep_interval_minutes` the retention job runs every
+    that many minutes instead of on `retention_schedule`. Replaces `retention`, which must then
+    be null (it defaults to "30d" here).
+  EOT
+  type = object({
+    strategy               = optional(string, "delete")
+    default_ttl            = number
+    sweep_interval_minutes = optional(number)
+  })
+  default = null
+
+  validation {
+    condition     = var.checkpointer_ttl == null ? true : contains(["delete", "keep_latest"], var.checkpointer_ttl.strategy)
+    error_message = "checkpointer_ttl.strategy must be \"delete\" or \"keep_latest\"."
+  }
+
+  validation {
+    condition     = var.checkpointer_ttl == null ? true : try(var.checkpointer_ttl.default_ttl > 0, false)
+    error_message = "checkpointer_ttl.default_ttl must be a positive number of minutes."
+  }
+
+  validation {
+    condition     = try(var.checkpointer_ttl.sweep_interval_minutes, null) == null ? true : var.checkpointer_ttl.sweep_interval_minutes >= 1 && floor(var.checkpointer_ttl.sweep_interval_minutes) == var.checkpointer_ttl.sweep_interval_minutes
+    error_message = "checkpointer_ttl.sweep_interval_minutes must be a whole number of minutes, 1 or more (it becomes an EventBridge rate()), or left out."
+  }
+
+  validation {
+    condition     = var.checkpointer_ttl == null || var.retention == null
+    error_message = "Set checkpointer_ttl or retention, not both; retention defaults to \"30d\" in this example. To use checkpointer_ttl (langgraph.json's checkpointer.ttl, default_ttl in minutes), set retention = null. To keep retention (a duration such as \"30d\", with retention_strategy), drop checkpointer_ttl."
+  }
+}
+
 variable "retention_schedule" {
-  description = "When the retention job runs (an EventBridge schedule expression)."
+  description = "When the retention job runs (an EventBridge schedule expression). checkpointer_ttl.sweep_interval_minutes, when given, replaces it."
   type        = string
   default     = "rate(1 day)"
+}
+
+variable "snapstart" {
+  description = <<-EOT
+    Lambda SnapStart for the agent's function. Each apply that changes the function publishes a
+    new version; Lambda runs its init phase then and snapshots it, and new execution
+    environments resume from that snapshot instead of importing the code again. SnapStart
+    applies to published versions only, so callers invoke the alias "live", which Terraform
+    points at the version it published last (the function_arn output is then the alias's
+    ARN). Costs and changes: for Python, Lambda charges for caching each published version's
+    snapshot and for every restore; each apply that publishes waits for the snapshot; and
+    published versions stay until deleted. False leaves the function unpublished and invoked
+    unqualified ($LATEST), as before. The retention function is not affected.
+  EOT
+  type        = bool
+  default     = false
+  nullable    = false
 }

@@ -1,5 +1,6 @@
 terraform {
-  required_version = ">= 1.5"
+  # 1.9: the checkpointer_ttl validation refers to another variable (retention).
+  required_version = ">= 1.9"
 
   required_providers {
     aws = {
