@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
@@ -56,8 +57,8 @@ def graph_of(kind: str, saver: S3DynamoSaver) -> Any:
     return chat_graph(saver) if kind == "chat" else delta_graph(saver, 2)
 
 
-def turn(kind: str, graph: Any, i: int) -> None:
-    config = {"configurable": {"thread_id": "t"}, "metadata": {"run_id": f"run-{i}"}}
+def turn(kind: str, graph: Any, i: int, tid: str = "t") -> None:
+    config = {"configurable": {"thread_id": tid}, "metadata": {"run_id": f"run-{i}"}}
     if kind == "chat":
         graph.invoke({"messages": [HumanMessage(f"message {i}", id=f"h{i}")]}, config)
     else:
@@ -76,6 +77,16 @@ def base(kind: str, op: str) -> tuple[MemoryIndex, MemoryObjects]:
     return index, objects
 
 
+@cache
+def import_source(kind: str) -> InMemorySaver:
+    """Another LangGraph checkpointer holding thread "copy": what the import reads."""
+    source = InMemorySaver()
+    graph = graph_of(kind, source)  # type: ignore[arg-type]
+    for i in range(TURNS):
+        turn(kind, graph, i, tid="copy")
+    return source
+
+
 def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
     if op == "invoke":
         turn(kind, graph_of(kind, saver), TURNS)
@@ -83,6 +94,8 @@ def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
         saver.delete_thread("t")
     elif op == "copy_thread":
         saver.copy_thread("t", "copy")
+    elif op == "import":
+        saver.ops.import_threads(import_source(kind), ["copy"])
     elif op == "prune":
         saver.prune(["t"])
     elif op == "delete_for_runs":
@@ -115,7 +128,7 @@ def check_after_fault(
     op: str, old: History, ref: dict[str, History], seen: dict[str, History]
 ) -> None:
     t, copy = seen["t"], seen["copy"]
-    if op != "copy_thread":
+    if op not in ("copy_thread", "import"):
         assert copy == []
     if op == "invoke":
         # The old checkpoints untouched, plus whole checkpoints of the new turn.
@@ -125,6 +138,8 @@ def check_after_fault(
         assert is_older_part(t, old)  # the named state: an earlier checkpoint
     elif op == "copy_thread":
         assert t == old and is_older_part(copy, old)  # the named state: a partial copy
+    elif op == "import":
+        assert t == old and is_older_part(copy, ref["copy"])  # a partial import
     elif op in ("prune", "expire keep_latest"):
         assert t[0] == old[0] and is_subset(t, old)
     elif op == "delete_for_runs":
@@ -209,6 +224,7 @@ OPS = [
     "invoke",
     "delete_thread",
     "copy_thread",
+    "import",
     "prune",
     "delete_for_runs",
     "reencrypt",

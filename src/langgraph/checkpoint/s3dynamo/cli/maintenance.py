@@ -11,6 +11,7 @@ import click
 from rich.markup import escape
 
 import langgraph.checkpoint.s3dynamo.cli.render as render
+import langgraph.checkpoint.s3dynamo.cli.sources as sources
 from langgraph.checkpoint.s3dynamo import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.cli.common import (
     OK,
@@ -273,3 +274,35 @@ def demo(keep: bool) -> int:
             'pip install "langgraph-checkpoint-s3dynamo[cli,testing]" langgraph'
         ) from None
     return demo_module.main(["--keep"] if keep else [])
+
+
+@cli.command("import")
+@click.option("--from", "source", required=True, metavar="SOURCE", help=sources.EXPECTED)
+@click.argument("thread_ids", nargs=-1)
+@json_option
+@yes_option
+@store_options
+def import_threads(
+    source: str, thread_ids: tuple[str, ...], as_json: bool, yes: bool, **settings: Any
+) -> int:
+    """Copy threads, whole histories, from another LangGraph checkpointer (default: every
+    thread it has). Resumable; a thread that already has other checkpoints here is
+    reported and left alone. Exit 1 if any was."""
+    saver = open_saver(**settings)
+    region = settings.get("region") or saver.settings.region
+    with sources.open_source(source, region) as src:
+        with progress("reading the source"):
+            importing = saver.ops.plan_import(src, list(thread_ids) or None)
+        plan = importing.to_dict()
+        lines = [
+            f"{render.plural(len(plan['threads']), 'thread')} in {source}: "
+            f"{render.plural(plan['checkpoints_to_copy'], 'checkpoint')} to copy"
+        ]
+        lines += [f"left alone: {t.conflict}" for t in importing.conflicts]
+
+        def act() -> dict[str, Any]:
+            with progress("importing threads") as tick:
+                return importing.execute(tick).result()
+
+        code = plan_then(as_json, yes, plan, lines, act, work=plan["checkpoints_to_copy"] > 0)
+    return PROBLEMS if importing.conflicts else code

@@ -27,6 +27,9 @@ import logging
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from datetime import timedelta
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.s3dynamo import lease
 from langgraph.checkpoint.s3dynamo.compose import Components
@@ -40,7 +43,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.keys import Deployment
 from langgraph.checkpoint.s3dynamo.ops import check as checks
-from langgraph.checkpoint.s3dynamo.ops import gc, inspect, reencrypt, retention, threads
+from langgraph.checkpoint.s3dynamo.ops import gc, inspect, migrate, reencrypt, retention, threads
 from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
 from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
@@ -214,6 +217,25 @@ class Operations:
             self._entries(tid)
         with guarded(self.parts.deployment):
             return threads.plan_prune(self.store, tids, strategy)
+
+    def plan_import(
+        self, source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None
+    ) -> migrate.ImportPlan:
+        """What importing threads from another LangGraph checkpointer copies (default:
+        every thread its `list(None)` shows); `.execute()` copies them. See
+        `ops/migrate.py`."""
+        return migrate.plan_import(self.store, self.parts.deployment, source, thread_ids)
+
+    def import_threads(
+        self, source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None
+    ) -> migrate.ImportPlan:
+        """Copy threads, whole histories with every namespace and pending write, from any
+        LangGraph checkpointer (`InMemorySaver`, `SqliteSaver`, `PostgresSaver`, AWS's
+        `DynamoDBSaver`, ...). Resumable: a repeat after an interruption copies what is
+        missing and duplicates nothing; a thread that already has other checkpoints here
+        is reported in `.conflicts`, never overwritten. Returns the executed plan
+        (`.result()` says what was copied)."""
+        return self.plan_import(source, thread_ids).execute()
 
     def plan_delete_runs(self, run_ids: Sequence[str]) -> threads.DeleteRunsPlan:
         """The checkpoints these runs created, found through the run index; `.execute()`

@@ -1,0 +1,71 @@
+"""The checkpointers `s3dynamo import --from` reads, named the way people name them:
+
+    sqlite:PATH                           LangGraph's SqliteSaver on a database file
+    postgres://... or postgresql://...    LangGraph's PostgresSaver on a connection string
+    dynamodb:TABLE[?offload_bucket=NAME]  AWS's DynamoDBSaver (langgraph-checkpoint-aws),
+                                          with its S3 offload bucket if it used one
+
+Each needs its own package; a missing one is named with the pip line that installs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from langgraph.checkpoint.s3dynamo import InvalidConfigError
+
+EXPECTED = "expected sqlite:PATH, postgres://..., or dynamodb:TABLE[?offload_bucket=NAME]"
+
+
+def _need(package: str, module: str) -> Any:
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError:
+        raise InvalidConfigError(
+            f"reading this source needs {package}; install it with: pip install {package}"
+        ) from None
+
+
+@contextlib.contextmanager
+def open_source(spec: str, region: str | None = None) -> Iterator[BaseCheckpointSaver[Any]]:
+    """The checkpointer `spec` names, open for the duration of the block."""
+    scheme, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise InvalidConfigError(f"--from {spec!r}: {EXPECTED}")
+    if scheme == "sqlite":
+        sqlite = _need("langgraph-checkpoint-sqlite", "langgraph.checkpoint.sqlite")
+        if not os.path.exists(rest):
+            raise InvalidConfigError(f"--from {spec!r}: no SQLite database at {rest!r}")
+        conn = sqlite3.connect(rest, check_same_thread=False)
+        try:
+            yield sqlite.SqliteSaver(conn)
+        finally:
+            conn.close()
+    elif scheme in ("postgres", "postgresql"):
+        postgres = _need("langgraph-checkpoint-postgres", "langgraph.checkpoint.postgres")
+        with postgres.PostgresSaver.from_conn_string(spec) as saver:
+            yield saver
+    elif scheme == "dynamodb":
+        aws = _need("langgraph-checkpoint-aws", "langgraph_checkpoint_aws")
+        table, _, query = rest.partition("?")
+        options = {k: v[-1] for k, v in parse_qs(query).items()}
+        unknown = sorted(set(options) - {"offload_bucket"})
+        if unknown or not table:
+            raise InvalidConfigError(f"--from {spec!r}: {EXPECTED}")
+        offload = (
+            {"bucket_name": options["offload_bucket"]} if "offload_bucket" in options else None
+        )
+        yield aws.DynamoDBSaver(
+            table_name=table,
+            region_name=region or os.environ.get("AWS_REGION") or None,
+            s3_offload_config=offload,
+        )
+    else:
+        raise InvalidConfigError(f"--from {spec!r}: unknown kind of source {scheme!r}; {EXPECTED}")

@@ -1,0 +1,289 @@
+"""Importing threads from any LangGraph checkpointer (`InMemorySaver`, `SqliteSaver`,
+`PostgresSaver`, AWS's `DynamoDBSaver`, ...): whole histories, every namespace, with
+their checkpoint ids, parents, metadata and pending writes, so that `list()`,
+`get_state_history()` and DeltaChannel reconstruction read back what the source does.
+
+The source is read through its public `list()`: one listing of a thread gives every
+checkpoint of every namespace as LangGraph stored it (a DeltaChannel's snapshots where
+they were taken, its writes everywhere). Each checkpoint is written here holding
+exactly the values the source gives for it: the channels whose version and value it
+shares with its parent point at what the parent stored, and a channel the source gives
+no value for (a DeltaChannel between snapshots) has none here either. Pending writes
+keep the order the source returns them in: each task's writes get a task path that
+sorts in that order, which is the order LangGraph replays them in (`writes_sort_key`).
+Whole-number channel versions (InMemorySaver's, DynamoDBSaver's) are written in this
+saver's text form (`text_versions`), so the thread's next steps here compare with them.
+
+Order, per thread (the commit order of `store/committer.py`, extended): every pending
+write first (a writes record without its checkpoint record is invisible to readers),
+then the checkpoint records, parents before children. Interrupted, the thread here shows
+a part of its history whose every checkpoint has its writes and its ancestors; a repeat
+of the import skips the checkpoints already here and writes the rest (writes merge
+idempotently: the first write of an index is kept). A thread that already has
+checkpoints here that the source does not have is reported as a conflict and left as it
+is: an import never overwrites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointTuple,
+)
+
+from langgraph.checkpoint.s3dynamo.config import thread_id_of
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.keys import Deployment
+from langgraph.checkpoint.s3dynamo.store import ThreadStore
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class ThreadImport:
+    """One thread of an import: what the source holds, what is here already, and, once
+    executed, what was copied."""
+
+    thread_id: str
+    checkpoints: int
+    already_here: int
+    # Why the thread is left alone (checkpoints here that the source does not have).
+    conflict: str | None = None
+    copied: int = 0
+    writes_copied: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass
+class ImportPlan:
+    """What importing these threads copies (`execute()` does it)."""
+
+    store: ThreadStore
+    deployment: Deployment
+    source: BaseCheckpointSaver[Any]
+    threads: list[ThreadImport] = field(default_factory=list)
+    executed: bool = False
+
+    @property
+    def conflicts(self) -> list[ThreadImport]:
+        return [t for t in self.threads if t.conflict]
+
+    def to_dict(self) -> dict[str, Any]:
+        todo = [t for t in self.threads if not t.conflict]
+        return {
+            "threads": [t.to_dict() for t in self.threads],
+            "checkpoints_to_copy": sum(t.checkpoints - t.already_here for t in todo),
+            "conflicts": len(self.conflicts),
+        }
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "threads_copied": sum(1 for t in self.threads if t.copied),
+            "checkpoints_copied": sum(t.copied for t in self.threads),
+            "writes_copied": sum(t.writes_copied for t in self.threads),
+            "conflicts": [t.thread_id for t in self.conflicts],
+        }
+
+    def execute(self, progress: Progress | None = None) -> ImportPlan:
+        """Copy every thread of the plan but the conflicting ones (module docstring)."""
+        todo = [t for t in self.threads if not t.conflict]
+        if progress:
+            progress(0, len(todo))
+        for done, thread in enumerate(todo, 1):
+            import_thread(self.store, self.deployment, self.source, thread)
+            if progress:
+                progress(done, len(todo))
+        self.executed = True
+        return self
+
+
+def plan_import(
+    store: ThreadStore,
+    deployment: Deployment,
+    source: BaseCheckpointSaver[Any],
+    thread_ids: Sequence[str] | None = None,
+) -> ImportPlan:
+    """Read what the source holds of these threads (default: every thread its
+    `list(None)` shows) and what is here already; nothing is written."""
+    plan = ImportPlan(store, deployment, source)
+    tids = (
+        list(dict.fromkeys(map(thread_id_of, thread_ids))) if thread_ids else source_threads(source)
+    )
+    for tid in tids:
+        tuples = read_thread(source, tid)
+        here = present(store, tid)
+        theirs = {_key(t) for t in tuples}
+        foreign = here - theirs
+        conflict = None
+        if foreign:
+            conflict = (
+                f"thread {tid!r} has {len(foreign)} checkpoint(s) here that the source does not "
+                "have; an import never overwrites: delete it here first, or import it under "
+                "another id"
+            )
+        plan.threads.append(ThreadImport(tid, len(tuples), len(here & theirs), conflict))
+    return plan
+
+
+def source_threads(source: BaseCheckpointSaver[Any]) -> list[str]:
+    """Every thread id the source has: what its table-wide listing shows, in the order
+    first seen, or for AWS's DynamoDBSaver (whose `list()` needs a thread id) the
+    thread of each of its checkpoint partitions."""
+    if type(source).__module__.startswith("langgraph_checkpoint_aws"):
+        return _dynamodb_saver_threads(source)
+    seen: dict[str, None] = {}
+    try:
+        for t in source.list(None):
+            seen.setdefault(str(t.config["configurable"]["thread_id"]), None)
+    except ValueError as e:
+        raise InvalidConfigError(
+            f"{type(source).__name__} cannot list its threads ({e}); name the threads to import"
+        ) from e
+    return list(seen)
+
+
+def _dynamodb_saver_threads(source: Any) -> list[str]:
+    # DynamoDBSaver keeps a thread's checkpoints in the partition "CHECKPOINT_<thread id>"
+    # (langgraph_checkpoint_aws/checkpoint/dynamodb/unified_repository.py, `_checkpoint_pk`);
+    # a scan of the partition keys alone finds every thread.
+    prefix = "CHECKPOINT_"
+    seen: dict[str, None] = {}
+    pages = source.client.get_paginator("scan").paginate(
+        TableName=source.table_name,
+        ProjectionExpression="PK",
+        FilterExpression="begins_with(PK, :p)",
+        ExpressionAttributeValues={":p": {"S": prefix}},
+    )
+    for page in pages:
+        for item in page.get("Items", []):
+            seen.setdefault(item["PK"]["S"][len(prefix) :], None)
+    return list(seen)
+
+
+def read_thread(source: BaseCheckpointSaver[Any], tid: str) -> list[CheckpointTuple]:
+    """Every checkpoint of every namespace of a thread, as the source stored them."""
+    return list(source.list({"configurable": {"thread_id": tid}}))
+
+
+def present(store: ThreadStore, tid: str) -> set[tuple[str, str]]:
+    """(namespace, checkpoint id) of every checkpoint the thread has here."""
+    return {(e.ns, e.checkpoint_id) for e in store.finder.thread_entries(tid)}
+
+
+def parents_first(tuples: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
+    """Checkpoints ordered so that each comes after its parent (ids are time-ordered;
+    the parent links decide where they are not)."""
+    by_key = {_key(t): t for t in tuples}
+    done: set[tuple[str, str]] = set()
+    out: list[CheckpointTuple] = []
+
+    def visit(key: tuple[str, str]) -> None:
+        chain = []
+        while key in by_key and key not in done:
+            chain.append(key)
+            done.add(key)
+            parent = by_key[key].parent_config
+            if not parent:
+                break
+            key = (key[0], parent["configurable"]["checkpoint_id"])
+        out.extend(by_key[k] for k in reversed(chain))
+
+    for key in sorted(by_key, key=lambda k: k[1]):
+        visit(key)
+    return out
+
+
+def import_thread(
+    store: ThreadStore,
+    deployment: Deployment,
+    source: BaseCheckpointSaver[Any],
+    thread: ThreadImport,
+) -> None:
+    """Copy one thread's missing checkpoints: writes first, then checkpoints, parents
+    before children."""
+    tid = thread.thread_id
+    tuples = read_thread(source, tid)
+    here = present(store, tid)
+    todo = [t for t in parents_first(tuples) if _key(t) not in here]
+    if not todo:
+        return
+    if not here:
+        deployment.verify(write=True)  # a new thread's first write records the keys
+    committer = store.committer
+    tuples = [t._replace(checkpoint=text_versions(t.checkpoint)) for t in tuples]
+    todo = [t._replace(checkpoint=text_versions(t.checkpoint)) for t in todo]
+    for t in todo:
+        ns, cid = _key(t)
+        for task_id, task_path, writes in _tasks(t.pending_writes or []):
+            committer.commit_writes(tid, ns, cid, task_id, task_path, writes)
+            thread.writes_copied += len(writes)
+    versions_of = {_key(t): dict(t.checkpoint.get("channel_versions", {})) for t in tuples}
+    for t in todo:
+        ns, cid = _key(t)
+        parent_id = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+        parent_versions = versions_of.get((ns, parent_id), {}) if parent_id else {}
+        versions = t.checkpoint.get("channel_versions", {})
+        values = t.checkpoint.get("channel_values", {})
+        # Changed since the parent, or absent from this checkpoint's values although its
+        # version is the parent's (a DeltaChannel between snapshots, as some savers store
+        # it): either way not what the parent stored.
+        new_versions = {
+            ch: v for ch, v in versions.items() if parent_versions.get(ch) != v or ch not in values
+        }
+        committer.commit_checkpoint(tid, ns, parent_id, t.checkpoint, t.metadata, new_versions)
+        thread.copied += 1
+
+
+def text_versions(checkpoint: Checkpoint) -> Checkpoint:
+    """The checkpoint with whole-number channel versions (InMemorySaver's, DynamoDBSaver's)
+    written in this saver's text form, counter first (`S3DynamoSaver.get_next_version`).
+    LangGraph compares a thread's versions with each other, and an int does not compare
+    with the text versions this saver gives the thread's next steps; the counter keeps
+    the order, and the same int always becomes the same text, so a repeat writes the
+    same checkpoint."""
+
+    def text(v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return f"{v:032}.{0:016}"
+        return v
+
+    out = dict(checkpoint)
+    out["channel_versions"] = {k: text(v) for k, v in checkpoint["channel_versions"].items()}
+    out["versions_seen"] = {
+        node: {k: text(v) for k, v in seen.items()}
+        for node, seen in checkpoint["versions_seen"].items()
+    }
+    return out  # type: ignore[return-value]
+
+
+def _key(t: CheckpointTuple) -> tuple[str, str]:
+    return t.config["configurable"].get("checkpoint_ns", "") or "", t.checkpoint["id"]
+
+
+def _tasks(
+    pending: Iterable[tuple[str, str, Any]],
+) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+    """(task id, task path, writes) per put_writes call that stores the writes in the
+    order given: tasks in order of first appearance (their task path sorts so), a task's
+    regular writes in one call (their positions are their indexes), each special write
+    (error, interrupt, ...: a fixed index) in a call of its own."""
+    order: dict[str, int] = {}
+    regular: dict[str, list[tuple[str, Any]]] = {}
+    special: list[tuple[str, str, Any]] = []
+    for task_id, channel, value in pending:
+        order.setdefault(task_id, len(order))
+        if channel in WRITES_IDX_MAP:
+            special.append((task_id, channel, value))
+        else:
+            regular.setdefault(task_id, []).append((channel, value))
+    calls = [(t, f"{order[t]:08}", writes) for t, writes in regular.items()]
+    calls += [(t, f"{order[t]:08}", [(ch, v)]) for t, ch, v in special]
+    return calls

@@ -1,0 +1,144 @@
+"""`s3dynamo import --from ...` as a user moving to this saver runs it: from a SQLite
+file, from PostgreSQL (a local server on 127.0.0.1, started and stopped here) and from
+AWS's DynamoDBSaver table, into a store on moto in process. The plan, the copy, a repeat
+that has nothing to do, a thread that exists here with another history (exit 1), and
+the errors for a source that cannot be read."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
+from tests.e2e.test_cli import _env, _environment, one_line_error, run
+from tests.support.graphs import converse, delta_graph
+from tests.support.postgres import find_bin_dir, local_postgres
+from tests.support.scenarios import SCENARIOS, Runner
+from tests.unit.test_import import tuples
+
+pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
+
+THREADS = ["memory", "interrupt", "subgraph"]
+
+
+def populate(source: BaseCheckpointSaver[Any]) -> None:
+    for name in THREADS:
+        SCENARIOS[name](source, Runner("sync"), name)
+    converse(delta_graph(source, 4), "delta", 5)
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[None]:
+    from moto import mock_aws
+
+    serialize_moto()
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def sandbox(moto: None) -> Sandbox:
+    sandbox = Sandbox()
+    sandbox.setup()  # the deployed table and bucket, empty
+    return sandbox
+
+
+def imported_equal(sandbox: Sandbox, source: BaseCheckpointSaver[Any]) -> None:
+    with _environment(_env(sandbox.environment())):
+        saver = sandbox.saver()
+        for tid in [*THREADS, "delta"]:
+            assert tuples(saver, tid) == tuples(source, tid), tid
+
+
+def test_from_sqlite_plan_copy_repeat_and_conflict(sandbox: Sandbox, tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = tmp_path / "checkpoints.sqlite"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    source = SqliteSaver(conn)
+    populate(source)
+    env = sandbox.environment()
+    spec = f"sqlite:{path}"
+
+    plan = run(env, "import", "--from", spec, "--json")
+    assert plan.code == 0, plan.err
+    body = plan.json()
+    assert body["executed"] is False
+    assert sorted(t["thread_id"] for t in body["plan"]["threads"]) == sorted([*THREADS, "delta"])
+    shown = run(env, "import", "--from", spec)
+    assert "4 threads in" in shown.out and "run again with --yes" in shown.out
+
+    done = run(env, "import", "--from", spec, "--yes", "--json")
+    assert done.code == 0, done.err
+    assert done.json()["result"]["threads_copied"] == 4
+    imported_equal(sandbox, source)
+
+    again = run(env, "import", "--from", spec, "--yes")
+    assert again.code == 0 and "nothing to do" in again.out
+
+    # A thread of the same id that has a history of its own here: left alone, exit 1.
+    with _environment(_env(env)):
+        saver = sandbox.saver()
+        converse(delta_graph(saver, 4), "mine", 1)
+    converse(delta_graph(source, 4), "mine", 2)
+    clash = run(env, "import", "--from", spec, "mine", "--yes")
+    assert clash.code == 1
+    assert "left alone: thread 'mine'" in clash.out
+    conn.close()
+
+
+def test_from_dynamodb_saver_table_with_offload_bucket(sandbox: Sandbox) -> None:
+    from langgraph_checkpoint_aws import DynamoDBSaver
+
+    from tests.aws.test_import import dynamodb_saver, same_order
+    from tests.support.savers import Clients
+
+    clients = Clients((sandbox.dynamodb, sandbox.s3))
+    source: DynamoDBSaver = dynamodb_saver(clients)
+    populate(source)
+    spec = f"dynamodb:{source.table_name}?offload_bucket={source.storage.s3_bucket}"
+    env = {**sandbox.environment(), "AWS_REGION": sandbox.dynamodb.meta.region_name}
+    done = run(env, "import", "--from", spec, "--yes", "--json")
+    assert done.code == 0, done.err
+    assert done.json()["result"]["threads_copied"] == 4
+    with _environment(_env(env)):
+        saver = sandbox.saver()
+        for tid in [*THREADS, "delta"]:
+            assert same_order(saver, tid) == same_order(source, tid), tid
+
+
+@pytest.mark.skipif(find_bin_dir() is None, reason="PostgreSQL is not installed (initdb)")
+def test_from_postgres(sandbox: Sandbox) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with local_postgres() as dsn:
+        assert dsn
+        with PostgresSaver.from_conn_string(dsn) as source:
+            source.setup()
+            populate(source)
+            done = run(sandbox.environment(), "import", "--from", dsn, "--yes", "--json")
+            assert done.code == 0, done.err
+            assert done.json()["result"]["threads_copied"] == 4
+            imported_equal(sandbox, source)
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("sqlite:/no/such/file.sqlite", "no SQLite database at"),
+        ("mysql://localhost/db", "unknown kind of source 'mysql'"),
+        ("nonsense", "expected sqlite:PATH, postgres://..., or dynamodb:TABLE"),
+        ("dynamodb:t?bucket=b", "expected sqlite:PATH"),
+    ],
+)
+def test_a_source_that_cannot_be_read_is_named(sandbox: Sandbox, spec: str, says: str) -> None:
+    r = run(sandbox.environment(), "import", "--from", spec, "--yes")
+    assert r.code == 2
+    assert says in one_line_error(r)
+    with _environment(_env(sandbox.environment())):
+        assert list(sandbox.saver().list(None)) == []  # nothing written

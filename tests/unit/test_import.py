@@ -1,0 +1,129 @@
+"""Importing threads from another LangGraph checkpointer: every tuple `list()` gives and
+every state `get_state_history()` shows equal the source's, for chats, interrupts,
+subgraphs, forks, parallel branches and DeltaChannel threads; a repeat duplicates
+nothing; a thread that exists here with other checkpoints is reported, not overwritten.
+(A fault at every request of an import, and a repeat, are in `test_faults.py`; imports
+from DynamoDBSaver and PostgresSaver in the AWS and end-to-end tiers.)"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph.checkpoint.s3dynamo import InvalidConfigError
+from tests.support.graphs import converse, delta_graph
+from tests.support.savers import memory_saver
+from tests.support.scenarios import SCENARIOS, Runner, chat_graph
+
+THREADS = ["memory", "fork", "interrupt", "subgraph", "parallel_failure", "send"]
+
+
+def populate(source: BaseCheckpointSaver[Any]) -> None:
+    """A thread per scenario (named after it) and a DeltaChannel chat, on the source."""
+    for name in THREADS:
+        SCENARIOS[name](source, Runner("sync"), name)
+    converse(delta_graph(source, 4), "delta", 9)
+
+
+def counter(version: Any) -> int:
+    """A channel version's counter: the int itself, or the text form's leading number
+    (whole-number versions are written as text here, so the thread's next steps compare
+    with them)."""
+    return version if isinstance(version, int) else int(str(version).split(".")[0])
+
+
+def tuples(saver: BaseCheckpointSaver[Any], tid: str) -> list[Any]:
+    """Every tuple of a thread, every namespace, as values a test can compare."""
+    out = []
+    for t in saver.list({"configurable": {"thread_id": tid}}):
+        cp = dict(t.checkpoint)
+        cp["channel_versions"] = {k: counter(v) for k, v in cp["channel_versions"].items()}
+        cp["versions_seen"] = {
+            n: {k: counter(v) for k, v in seen.items()} for n, seen in cp["versions_seen"].items()
+        }
+        out.append((t.config, cp, t.metadata, t.parent_config, t.pending_writes))
+    return sorted(out, key=lambda t: (t[0]["configurable"]["checkpoint_ns"], t[1]["id"]))
+
+
+def states(graph: Any, tid: str) -> list[Any]:
+    config = {"configurable": {"thread_id": tid}}
+    return [
+        (s.config, s.values, s.next, s.metadata, s.tasks) for s in graph.get_state_history(config)
+    ]
+
+
+@pytest.fixture(params=["InMemorySaver", "SqliteSaver"])
+def source(request: pytest.FixtureRequest) -> Iterator[BaseCheckpointSaver[Any]]:
+    if request.param == "InMemorySaver":
+        yield InMemorySaver()
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    try:
+        yield SqliteSaver(conn)
+    finally:
+        conn.close()
+
+
+def test_every_tuple_and_every_state_equal_the_source(source: BaseCheckpointSaver[Any]) -> None:
+    populate(source)
+    saver = memory_saver()
+    plan = saver.ops.plan_import(source)
+    assert sorted(t.thread_id for t in plan.threads) == sorted([*THREADS, "delta"])
+    assert saver.index.records() == []  # planning wrote nothing
+    result = plan.execute().result()
+    assert result["conflicts"] == [] and result["threads_copied"] == len(THREADS) + 1
+    for tid in [*THREADS, "delta"]:
+        assert tuples(saver, tid) == tuples(source, tid), tid
+    assert states(chat_graph(saver), "memory") == states(chat_graph(source), "memory")
+    assert states(delta_graph(saver, 4), "delta") == states(delta_graph(source, 4), "delta")
+    # The threads go on here as they would have there.
+    converse(delta_graph(saver, 4), "delta", 2, start=9)
+    converse(delta_graph(source, 4), "delta", 2, start=9)
+    mine = delta_graph(saver, 4).get_state({"configurable": {"thread_id": "delta"}}).values
+    theirs = delta_graph(source, 4).get_state({"configurable": {"thread_id": "delta"}}).values
+    assert mine == theirs
+
+
+def test_a_repeat_duplicates_nothing_and_an_other_thread_is_not_overwritten() -> None:
+    source = InMemorySaver()
+    populate(source)
+    saver = memory_saver()
+    first = saver.ops.import_threads(source, ["memory", "delta"]).result()
+    assert first["checkpoints_copied"] > 0
+    records = len(saver.index.records())
+    again = saver.ops.import_threads(source, ["memory", "delta"])
+    assert again.result()["checkpoints_copied"] == 0
+    assert [t.already_here for t in again.threads] == [t.checkpoints for t in again.threads]
+    assert len(saver.index.records()) == records
+    # A thread of the same id with a history of its own here: reported, left alone.
+    chat_graph(saver).invoke(
+        {"messages": [HumanMessage("mine", id="m")]}, {"configurable": {"thread_id": "fork"}}
+    )
+    mine = tuples(saver, "fork")
+    plan = saver.ops.import_threads(source, ["fork"])
+    assert [t.thread_id for t in plan.conflicts] == ["fork"]
+    assert "never overwrites" in (plan.conflicts[0].conflict or "")
+    assert tuples(saver, "fork") == mine
+
+
+def test_a_source_that_cannot_list_its_threads_asks_for_them() -> None:
+    class NeedsThreadId(InMemorySaver):
+        def list(self, config: Any, **kwargs: Any) -> Iterator[Any]:
+            if config is None:
+                raise ValueError("Runnable config must contain thread_id")
+            return super().list(config, **kwargs)
+
+    source = NeedsThreadId()
+    populate(source)
+    saver = memory_saver()
+    with pytest.raises(InvalidConfigError, match="name the threads to import"):
+        saver.ops.plan_import(source)
+    assert saver.ops.import_threads(source, ["memory"]).result()["threads_copied"] == 1
