@@ -120,7 +120,7 @@ def test_gc_in_a_shared_bucket_touches_only_its_own_keys(clients: tuple[Any, Any
     assert len(keys()) == 7
     for saver in savers:
         before = keys()
-        plan = saver.ops.plan_garbage_collection(grace=timedelta(0))
+        plan = saver.ops.plan_garbage_collection(grace=timedelta(0), scope=saver.store.prefix)
         assert plan.objects == 1 and plan.execute() == 1
         assert len(before - keys()) == 1
         for other in savers:

@@ -491,8 +491,10 @@ def test_wrong_key_under_the_same_id_is_refused(
     cause = exc.value.__cause__
     assert isinstance(cause, IntegrityError) and not isinstance(cause, KeyNotFoundError)
     assert "t-key" in str(cause) and cid in str(cause)
-    # Table-wide, the thread is skipped and reported (partition and key id), not raised.
-    assert list(other.list(None)) == []
+    # Table-wide, a thread that does not open is skipped and reported (partition and key
+    # id); a listing that finds nothing else names the mismatch instead of coming back empty.
+    with pytest.raises(DeploymentMismatchError, match=r"key id\(s\) \['a'\] hold other keys"):
+        list(other.list(None))
     [skipped] = other.ops.last_skipped
     assert (skipped.partition, skipped.key_id) == (other.parts.namer.thread("t-key"), "a")
     assert cid in skipped.reason

@@ -25,7 +25,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
-from langgraph.checkpoint.s3dynamo import Keyring
+from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from langgraph.checkpoint.s3dynamo.cli import app
 from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
@@ -516,6 +516,42 @@ def test_expire_removes_idle_threads_after_showing_the_plan(moto: None) -> None:
     assert [t["thread_id"] for t in listed.json()["threads"]] == ["new"]
     again = run({**env, "S3DYNAMO_RETENTION": "1d"}, "expire", "--yes")
     assert "nothing to do" in again.out
+
+
+def test_tenants_each_see_their_own_and_a_sweep_without_a_prefix_names_its_scope(
+    moto: None,
+) -> None:
+    sandbox = Sandbox()
+    root_env = sandbox.environment()
+    tenant_env = {
+        **root_env,
+        "S3DYNAMO_PREFIX": "tenant-42/",
+        "S3DYNAMO_KEYS": f"t42:{_b64(os.urandom(32))}",
+        "S3DYNAMO_SECRET": _b64(os.urandom(32)),
+    }
+    with _environment(_env(root_env)):
+        populate(sandbox, ["root-thread"], days_ago=2)
+    with _environment(_env(tenant_env)):
+        tenant = S3DynamoSaver.from_env()
+        build_graph(tenant).invoke(
+            {"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "t42-thread"}}
+        )
+    root_threads, tenant_threads, flag_threads = run_all(
+        (root_env, ("threads", "--json")),
+        (tenant_env, ("threads", "--json")),
+        ({**tenant_env, "S3DYNAMO_PREFIX": None}, ("--prefix", "tenant-42/", "threads", "--json")),
+    )
+    assert [t["thread_id"] for t in root_threads.json()["threads"]] == ["root-thread"]
+    assert [t["thread_id"] for t in tenant_threads.json()["threads"]] == ["t42-thread"]
+    assert flag_threads.json() == tenant_threads.json()
+
+    refused = run(root_env, "expire", "--older-than", "1d", "--yes")
+    assert refused.code == 2 and "--scope ''" in one_line_error(refused)
+    assert "'tenant-42/'" in refused.err
+    done = run(root_env, "expire", "--older-than", "1d", "--scope", "", "--yes", "--json")
+    assert done.json()["result"]["removed_threads"] == 1, done.err
+    after = run(tenant_env, "threads", "--json")
+    assert [t["thread_id"] for t in after.json()["threads"]] == ["t42-thread"]
 
 
 def test_the_installed_script_in_a_shell(s3dynamo_server_sandbox: Sandbox) -> None:

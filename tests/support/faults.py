@@ -163,11 +163,15 @@ class FaultyIndex:
             deletes=[k for op, k in chunk if op == "delete"],
         )
 
-    def scan(self) -> Iterator[Record]:
-        return self.faults.request(self.inner.scan, writes=False)
+    def scan(self, prefix: str = "") -> Iterator[Record]:
+        return self.faults.request(lambda: self.inner.scan(prefix), writes=False)
 
-    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
-        return self.faults.request(lambda: self.inner.scan_stamps(segment, segments), writes=False)
+    def scan_stamps(
+        self, segment: int = 0, segments: int = 1, prefix: str = ""
+    ) -> Iterator[list[Stamp]]:
+        return self.faults.request(
+            lambda: self.inner.scan_stamps(segment, segments, prefix), writes=False
+        )
 
     def partition_stamps(self, pk: str) -> list[Stamp]:
         return self.faults.request(lambda: self.inner.partition_stamps(pk), writes=False)
@@ -176,11 +180,11 @@ class FaultyIndex:
         self.faults.request(lambda: self.inner.put_heads(thread_name, heads))
 
     # The control partition (deployment record) passes through: faults target threads.
-    def read_control(self) -> dict[str, ControlRecord]:
-        return self.inner.read_control()
+    def read_control(self, pk: str) -> dict[str, ControlRecord]:
+        return self.inner.read_control(pk)
 
-    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
-        return self.inner.put_control(record, expected_version)
+    def put_control(self, pk: str, record: ControlRecord, expected_version: int | None) -> bool:
+        return self.inner.put_control(pk, record, expected_version)
 
     def create_if_missing(self) -> bool:
         return self.inner.create_if_missing()

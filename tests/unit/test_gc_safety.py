@@ -8,8 +8,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
+from langgraph.checkpoint.s3dynamo import ScopeNotNamedError
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.layout import split_object_key as split_key
 from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc
@@ -35,7 +37,8 @@ def _orphan(saver: MemorySaver, tid: str) -> None:
 def test_key_shape_is_exactly_the_namers() -> None:
     name = memory_saver().store.namer.thread("t")
     assert split_key("", f"{name}/{name}") == (name, name)
-    assert split_key("p/", f"p/{name}/{name}") == (name, name)
+    # The thread name a key gives carries its deployment's prefix, as the partition key does.
+    assert split_key("p/", f"p/{name}/{name}") == (f"p/{name}", name)
     assert split_key("", f"tenant-b/{name}/{name}") is None
     assert split_key("", "reports/2025/summary.csv") is None
     assert split_key("", f"{name}/{name}.csv") is None
@@ -56,9 +59,12 @@ def test_deployments_sharing_a_bucket_never_collect_each_other() -> None:
     def survivors() -> set[str]:
         return set(objects.blobs)
 
+    # A saver without a prefix, on a bucket that holds a tenant, is told to name its scope.
+    with pytest.raises(ScopeNotNamedError, match="'tenant-b/'"):
+        root.ops.plan_garbage_collection(grace=timedelta(0))
     for saver in (root, tenant_b, root_too):
         before = survivors()
-        plan = saver.ops.plan_garbage_collection(grace=timedelta(0))
+        plan = saver.ops.plan_garbage_collection(grace=timedelta(0), scope=saver.store.prefix)
         assert plan.objects == 1
         (doomed,) = (k for keys in plan.candidates.values() for k in keys)
         assert plan.execute() == 1

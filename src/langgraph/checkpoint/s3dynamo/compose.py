@@ -21,6 +21,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.keys import Control, Deployment, KmsKeyring, kms_context
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
@@ -126,14 +127,14 @@ def build(
     objects_factory: Callable[[], ObjectStore] = (
         (lambda: objects) if objects is not None else clients.s3_objects
     )
-    control = Control(index_factory)
+    control = Control(index_factory, deployment_pk(settings.prefix))
     kms = None
     if source.kind == "kms":
         service = injected.key_service
         kms = KmsKeyring(
             control,
             (lambda: service) if service is not None else clients.kms_service,
-            kms_context(settings.table or "index"),
+            kms_context(settings.table or "index", settings.prefix),
         )
     sealer = Sealer(
         keyring=kms.keyring if kms else source.keyring,
@@ -141,14 +142,14 @@ def build(
         compression_level=settings.compression_level,
         allow_plaintext_read=settings.allow_plaintext_read,
     )
-    namer = Namer(kms.secret if kms else source.secret)
+    namer = Namer(kms.secret if kms else source.secret, settings.prefix)
     codec = Codec(sealer, serde)
     deployment = Deployment(
         control,
         namer,
         sealer,
         source=source.describe(),
-        where=f"table {settings.table!r}" if settings.table else "the index",
+        where=_where(settings),
     )
     store = ThreadStore(
         records=index_factory,
@@ -167,6 +168,12 @@ def build(
     return Components(
         settings, source, clients, sealer, namer, codec, control, kms, deployment, store
     )
+
+
+def _where(settings: Settings) -> str:
+    """The deployment, as messages name it."""
+    where = f"table {settings.table!r}" if settings.table else "the index"
+    return f"{where}, prefix {settings.prefix!r}" if settings.prefix else where
 
 
 def _once(make: Callable[[], Index]) -> Callable[[], Index]:

@@ -7,7 +7,9 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
     ├── InvalidConfigError (ValueError)     bad config, thread id, namespace or setting
     │   ├── ItemTooLargeError               a checkpoint would not fit one index item
     │   ├── RegionNotSetError               no AWS region for a client the saver builds
-    │   └── CredentialsNotFoundError        no AWS credentials found
+    │   ├── CredentialsNotFoundError        no AWS credentials found
+    │   └── ScopeNotNamedError              a table-wide sweep without a prefix, on a
+    │                                       table that holds tenants
     ├── DeploymentMismatchError             keys or naming secret differ from the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        any other failure talking to S3 or DynamoDB
@@ -56,6 +58,12 @@ class RegionNotSetError(InvalidConfigError):
 
 class CredentialsNotFoundError(InvalidConfigError):
     """The AWS SDK found no credentials for a request."""
+
+
+class ScopeNotNamedError(InvalidConfigError):
+    """A saver without a prefix was asked for a table-wide destructive operation on a
+    table that also holds prefixed deployments (tenants): it acts on the unprefixed
+    threads only, so it must be told that is meant (`scope=""`)."""
 
 
 class StorageError(S3DynamoError):

@@ -1,7 +1,8 @@
 """Where the keys come from, and whether they are the ones the deployment was written with.
 
-Both live in the control partition of the index (`layout.CONTROL_PK`), which no thread
-partition can collide with, and which one Query reads whole (`Control`).
+Both live in the deployment's own partition of the index (`layout.deployment_pk`: one per
+prefix, so tenants sharing a table each have theirs), which no thread partition can
+collide with, and which one Query reads whole (`Control`).
 
 KMS keyring (`KmsKeyring`)
 --------------------------
@@ -72,16 +73,23 @@ KMS_KEY_PREFIX = "kms-"
 UPDATE_ATTEMPTS = 3
 
 
-def kms_context(table: str) -> dict[str, str]:
-    """The encryption context every wrapped key of this deployment is bound to."""
-    return {"s3dynamo:table": table, "s3dynamo:purpose": "keyring"}
+def kms_context(table: str, prefix: str = "") -> dict[str, str]:
+    """The encryption context every wrapped key of this deployment is bound to: its
+    table, and on a shared table its prefix, so one tenant's keyring never opens as
+    another's."""
+    context = {"s3dynamo:table": table, "s3dynamo:purpose": "keyring"}
+    if prefix:
+        context["s3dynamo:prefix"] = prefix
+    return context
 
 
 class Control:
-    """The control partition, read with one request on first need and cached."""
+    """A deployment's own partition (`layout.deployment_pk`), read with one request on
+    first need and cached."""
 
-    def __init__(self, index: Callable[[], ControlItems]) -> None:
+    def __init__(self, index: Callable[[], ControlItems], pk: str) -> None:
         self._index = index
+        self.pk = pk
         self._records: dict[str, ControlRecord] | None = None
         self._lock = threading.RLock()
 
@@ -92,7 +100,7 @@ class Control:
     def records(self) -> dict[str, ControlRecord]:
         with self._lock:
             if self._records is None:
-                self._records = self._index().read_control()
+                self._records = self._index().read_control(self.pk)
             return self._records
 
     def refresh(self) -> dict[str, ControlRecord]:
@@ -101,7 +109,7 @@ class Control:
             return self.records()
 
     def put(self, record: ControlRecord, expected_version: int | None) -> bool:
-        ok = self._index().put_control(record, expected_version)
+        ok = self._index().put_control(self.pk, record, expected_version)
         with self._lock:
             if ok and self._records is not None:
                 self._records[record.name] = record

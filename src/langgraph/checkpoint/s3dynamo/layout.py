@@ -3,23 +3,28 @@ key, in one place. Pure string functions; `naming.py` makes the names that go in
 
 Index (one table, partition key `pk`, sort key `sk`):
 
-    pk = <thread>        sk = <ns>#<checkpoint id>          checkpoint record
-    pk = <thread>        sk = <ns>#<checkpoint id>#<task>   one task's pending writes there
-    pk = <thread>!       sk = head#<ns>                     id of the namespace's newest
-                                                            checkpoint (or a tombstone)
-    pk = <thread>!       sk = lease                         the thread's lease
-    pk = #s3dynamo       sk = deployment | keyring          the deployment's own records
+    pk = <thread>            sk = <ns>#<checkpoint id>          checkpoint record
+    pk = <thread>            sk = <ns>#<checkpoint id>#<task>   a task's pending writes there
+    pk = <thread>!           sk = head#<ns>                     id of the namespace's newest
+                                                                checkpoint (or a tombstone)
+    pk = <thread>!           sk = lease                         the thread's lease
+    pk = <prefix>#s3dynamo   sk = deployment | keyring          the deployment's own records
 
-`<thread>` is the keyed hash of the thread id and `<ns>` of the namespace (both urlsafe
-base64, which never holds `#` or `!`), so a Query over a thread's partition never meets
-its control items, and no thread partition is the deployment's. Checkpoint ids are
-time-ordered: a descending Query over `<ns>#` meets the newest checkpoint first, right
-after its own writes records.
+`<thread>` is `<prefix><name>`: the deployment's prefix (empty by default; a tenant's,
+such as `tenant-42/`, on a shared table) and the keyed hash of the thread id. `<ns>` is
+the keyed hash of the namespace. Hashes are urlsafe base64, which never holds `#` or `!`,
+so a Query over a thread's partition never meets its control items, and no thread
+partition is a deployment's. Checkpoint ids are time-ordered: a descending Query over
+`<ns>#` meets the newest checkpoint first, right after its own writes records.
 
-Objects (one bucket): `<prefix><thread>/<leaf>`, a leaf being the keyed hash of a
-value's (thread, namespace, channel, version) or of a large write's identity, so a
-thread's objects share one key prefix. A writes record points at a write kept as an
-object with `<leaf>.<channel tag>`.
+A deployment (a prefix) owns exactly the partitions `scope_of` maps to its prefix: its
+threads' records and control items and its own control partition. Every other partition
+belongs to another deployment sharing the table, whose keys it does not hold.
+
+Objects (one bucket): `<thread>/<leaf>`, so `<prefix><name>/<leaf>`: a leaf is the keyed
+hash of a value's (thread, namespace, channel, version) or of a large write's identity,
+so a thread's objects share one key prefix, and a deployment's share its prefix. A
+writes record points at a write kept as an object with `<leaf>.<channel tag>`.
 """
 
 from __future__ import annotations
@@ -30,8 +35,10 @@ SEPARATOR = "#"
 # Above every checkpoint id, so an open-ended range needs no id to bound it.
 TOP = "\uffff"
 
-# The deployment's own records (the deployment record, the KMS keyring).
-CONTROL_PK = "#s3dynamo"
+# A deployment's own records (the deployment record, the KMS keyring) live in the
+# partition `<prefix>#s3dynamo`: `deployment_pk(prefix)`.
+DEPLOYMENT_SUFFIX = "#s3dynamo"
+CONTROL_PK = DEPLOYMENT_SUFFIX  # the unprefixed deployment's
 DEPLOYMENT_RECORD = "deployment"
 KEYRING_RECORD = "keyring"
 
@@ -52,6 +59,7 @@ TOMBSTONE_MARK = "~"
 # One name as `naming.py` makes a thread name or a leaf: 16 bytes, urlsafe base64, no
 # padding. The last character carries 2 data bits and 4 zero bits: A, Q, g or w.
 NAME = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+NAME_LENGTH = 22
 
 
 # ------------------------------------------------------------------ sort keys
@@ -92,6 +100,31 @@ def is_writes_key(sk: str) -> bool:
 def owner_sk(sk: str) -> str:
     """Sort key of the checkpoint a record belongs to: itself, or a writes record's owner."""
     return sk.rsplit(SEPARATOR, 1)[0] if is_writes_key(sk) else sk
+
+
+# ------------------------------------------------------------------ deployments
+
+
+def deployment_pk(prefix: str) -> str:
+    """Partition of a deployment's own records (deployment record, keyring)."""
+    return prefix + DEPLOYMENT_SUFFIX
+
+
+def is_deployment_pk(pk: str) -> bool:
+    return pk.endswith(DEPLOYMENT_SUFFIX)
+
+
+def scope_of(pk: str) -> str | None:
+    """The prefix of the deployment a partition belongs to (thread records, a thread's
+    control items, or the deployment's own records); None for a partition no deployment
+    writes. Exact: a thread name has a fixed length and alphabet, so no partition of
+    prefix `a/` is taken for one of prefix `a/b`."""
+    if is_deployment_pk(pk):
+        return pk[: -len(DEPLOYMENT_SUFFIX)]
+    name = pk[: -len(CONTROL_SUFFIX)] if pk.endswith(CONTROL_SUFFIX) else pk
+    if len(name) >= NAME_LENGTH and NAME.fullmatch(name[-NAME_LENGTH:]):
+        return name[:-NAME_LENGTH]
+    return None
 
 
 # --------------------------------------------------------------- control items
@@ -137,23 +170,34 @@ def tombstone_time(head: str | None) -> int | None:
 # -------------------------------------------------------------------- objects
 
 
-def object_key(prefix: str, thread_name: str, leaf: str) -> str:
-    return f"{prefix}{thread_name}/{leaf}"
+def object_key(thread_name: str, leaf: str) -> str:
+    """A thread name carries its deployment's prefix, so its objects share it."""
+    return f"{thread_name}/{leaf}"
 
 
-def thread_prefix(prefix: str, thread_name: str) -> str:
+def thread_prefix(thread_name: str) -> str:
     """Key prefix shared by every object of one thread."""
-    return f"{prefix}{thread_name}/"
+    return f"{thread_name}/"
 
 
 def split_object_key(prefix: str, key: str) -> tuple[str, str] | None:
-    """(thread name, leaf) of a key this deployment could have written, else None."""
+    """(thread name, leaf) of a key the deployment of this prefix could have written,
+    else None."""
     if not key.startswith(prefix):
         return None
-    thread_name, slash, leaf = key[len(prefix) :].partition("/")
-    if slash and NAME.fullmatch(thread_name) and NAME.fullmatch(leaf):
-        return thread_name, leaf
+    name, slash, leaf = key[len(prefix) :].partition("/")
+    if slash and NAME.fullmatch(name) and NAME.fullmatch(leaf):
+        return prefix + name, leaf
     return None
+
+
+def object_scope(key: str) -> str | None:
+    """The prefix of the deployment that could have written an object key (as
+    `scope_of` for partitions); None for a key no deployment writes."""
+    thread_key, slash, leaf = key.rpartition("/")
+    if not slash or not NAME.fullmatch(leaf):
+        return None
+    return scope_of(thread_key)
 
 
 def write_ref(leaf: str, channel_tag: str) -> str:

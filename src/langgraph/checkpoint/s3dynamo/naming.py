@@ -41,7 +41,10 @@ def _encode_parts(label: str, parts: tuple[str, ...]) -> bytes:
 class Namer:
     """Derives every stored name from the identities it stands for."""
 
-    def __init__(self, secret: bytes | Callable[[], bytes] | None) -> None:
+    def __init__(self, secret: bytes | Callable[[], bytes] | None, prefix: str = "") -> None:
+        # Thread partitions and run keys start with the deployment's prefix, so that
+        # deployments sharing a table (tenants) never share one (`layout.py`).
+        self.prefix = prefix
         # A callable secret (one unwrapped by KMS) is resolved on first use, so building a
         # saver makes no request.
         self._source = secret
@@ -85,8 +88,8 @@ class Namer:
         return _b64(self._digest(FINGERPRINT_LABEL)[:12])
 
     def thread(self, thread_id: str) -> str:
-        """Partition key of a thread (128 bits)."""
-        return _b64(self._digest("thread", thread_id)[:16])
+        """Partition key of a thread: the prefix, then 128 bits."""
+        return self.prefix + _b64(self._digest("thread", thread_id)[:16])
 
     def namespace(self, thread_id: str, checkpoint_ns: str) -> str:
         """Sort-key prefix of a namespace within its thread (72 bits; unique per thread)."""
@@ -123,4 +126,4 @@ class Namer:
 
     def run(self, run_id: str) -> str:
         """Key of the run index, so `delete_for_runs` needs no scan."""
-        return _b64(self._digest("run", run_id)[:16])
+        return self.prefix + _b64(self._digest("run", run_id)[:16])

@@ -150,29 +150,35 @@ class ControlItems(Protocol):
         tokens only grow); nothing if it was taken over."""
         ...
 
-    def read_control(self) -> dict[str, ControlRecord]:
-        """Every record of the control partition by name (one request)."""
+    def read_control(self, pk: str) -> dict[str, ControlRecord]:
+        """Every record of a deployment's own partition (`layout.deployment_pk`) by name
+        (one request)."""
         ...
 
-    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
-        """Write a control record if none exists (`expected_version` None) or if the
-        stored one still has `expected_version`; False if another writer came first."""
+    def put_control(self, pk: str, record: ControlRecord, expected_version: int | None) -> bool:
+        """Write a record of a deployment's own partition if none of its name exists
+        (`expected_version` None) or if the stored one still has `expected_version`;
+        False if another writer came first."""
         ...
 
 
 class TableScan(Protocol):
-    """Every item of the table: admin operations and retention only."""
+    """Every item of the table: admin operations and retention only. `prefix` narrows a
+    scan to partitions whose key starts with it (a shared table's tenant); the caller
+    keeps exactly its own (`store/scope.py`). Deployments' own partitions are never
+    returned."""
 
-    def scan(self) -> Iterator[Record]:
-        """Every record of every thread (admin operations only); never the control
-        partition."""
+    def scan(self, prefix: str = "") -> Iterator[Record]:
+        """Every record of every thread (admin operations only), no control items."""
         ...
 
-    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
+    def scan_stamps(
+        self, segment: int = 0, segments: int = 1, prefix: str = ""
+    ) -> Iterator[list[Stamp]]:
         """Segment `segment` of a Scan split into `segments` (DynamoDB's parallel Scan;
-        the segments together hold every item once): every item in it but the
-        deployment's own, thread records and control items alike, reduced to what
-        retention reads (`Stamp`), a page at a time; eventually consistent."""
+        the segments together hold every item once): every item in it, thread records
+        and control items alike, reduced to what retention reads (`Stamp`), a page at a
+        time; eventually consistent."""
         ...
 
     def partition_stamps(self, pk: str) -> list[Stamp]:

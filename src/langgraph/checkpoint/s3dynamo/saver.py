@@ -55,7 +55,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     Args:
         table: DynamoDB table name (see `schema.py` and `terraform/`).
         bucket: S3 bucket name.
-        prefix: Key prefix for every object in the bucket.
+        prefix: The deployment's prefix (such as "tenant-42/"): it starts every object
+            key and every partition key, so deployments with their own keys (tenants)
+            share one table and bucket, each reading and maintaining only its own
+            threads (see docs/SECURITY.md, "Tenants").
         region: AWS region of the table and bucket (default: `AWS_REGION`, else what the
             SDK finds: `AWS_DEFAULT_REGION`, the profile).
         endpoint_url: An S3- and DynamoDB-compatible endpoint (a local server).
@@ -276,7 +279,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             for item in self.store.decoder.tuples(entries, filter, limit):
                 found = True
                 yield item
-        if not found and config is not None and not filter and before_id is None:
+        if not found and not filter and before_id is None:
+            # Nothing at all: other keys or another naming secret find nothing, and say so.
             self.parts.deployment.verify(write=False)
 
     def delete_thread(self, thread_id: str) -> None:

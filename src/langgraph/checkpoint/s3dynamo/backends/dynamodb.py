@@ -52,11 +52,11 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StorageError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
-    CONTROL_PK,
     HEAD_PREFIX,
     control_pk,
     head_sk,
     is_control_pk,
+    is_deployment_pk,
 )
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
@@ -433,8 +433,8 @@ class DynamoControl(DynamoTable):
         )
         return out.refused is None
 
-    def read_control(self) -> dict[str, ControlRecord]:
-        items, _ = self._query(CONTROL_PK, consistent=True)
+    def read_control(self, pk: str) -> dict[str, ControlRecord]:
+        items, _ = self._query(pk, consistent=True)
         out = {}
         for item in items:
             fields: dict[str, str | bytes] = {
@@ -446,9 +446,9 @@ class DynamoControl(DynamoTable):
             out[name] = ControlRecord(name, fields, int(item[CONTROL_VERSION]["N"]))
         return out
 
-    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
+    def put_control(self, pk: str, record: ControlRecord, expected_version: int | None) -> bool:
         item: Item = {
-            PARTITION_KEY: {"S": CONTROL_PK},
+            PARTITION_KEY: {"S": pk},
             SORT_KEY: {"S": record.name},
             CONTROL_VERSION: {"N": str(record.version)},
         }
@@ -485,16 +485,19 @@ class DynamoScans(DynamoTable):
 
     STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT, "#h": HEAD}
 
-    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
+    def scan_stamps(
+        self, segment: int = 0, segments: int = 1, prefix: str = ""
+    ) -> Iterator[list[Stamp]]:
         request: dict[str, Any] = {
             "TableName": self.table,
             "ProjectionExpression": "#pk, #sk, #a, #h",
-            "ExpressionAttributeNames": self.STAMP_NAMES,
+            "ExpressionAttributeNames": dict(self.STAMP_NAMES),
         }
         if segments > 1:
             request |= {"Segment": segment, "TotalSegments": segments}
+        request |= _starting_with(prefix)
         for items in self._pages("scan", request):
-            yield [stamp_of(i) for i in items if i[PARTITION_KEY]["S"] != CONTROL_PK]
+            yield [stamp_of(i) for i in items if not is_deployment_pk(i[PARTITION_KEY]["S"])]
 
     def partition_stamps(self, pk: str) -> list[Stamp]:
         request = {
@@ -507,14 +510,30 @@ class DynamoScans(DynamoTable):
         }
         return [stamp_of(i) for items in self._pages("query", request) for i in items]
 
-    def scan(self) -> Iterator[Record]:
-        for items in self._pages("scan", {"TableName": self.table}):
-            # Control items (heads, leases; the deployment's keyring) are not records.
+    def scan(self, prefix: str = "") -> Iterator[Record]:
+        request: dict[str, Any] = {"TableName": self.table}
+        if prefix:
+            request |= _starting_with(prefix)
+            request["ExpressionAttributeNames"] = {"#pk": PARTITION_KEY}
+        for items in self._pages("scan", request):
+            # Control items (heads, leases; the deployments' keyrings) are not records.
             yield from (
                 from_item(i)
                 for i in items
-                if not is_control_pk(i[PARTITION_KEY]["S"]) and i[PARTITION_KEY]["S"] != CONTROL_PK
+                if not is_control_pk(i[PARTITION_KEY]["S"])
+                and not is_deployment_pk(i[PARTITION_KEY]["S"])
             )
+
+
+def _starting_with(prefix: str) -> dict[str, Any]:
+    """A Scan's filter to partitions under a prefix (it still reads, and is billed for,
+    the whole table: a filter only trims the reply)."""
+    if not prefix:
+        return {}
+    return {
+        "FilterExpression": "begins_with(#pk, :prefix)",
+        "ExpressionAttributeValues": {":prefix": {"S": prefix}},
+    }
 
 
 class DynamoIndex(DynamoRecords, DynamoControl, DynamoScans):

@@ -64,7 +64,8 @@ class MemoryIndex:
         # Control items: head checkpoint ids, and leases (owner, token, expiry in ms).
         self.heads: dict[ItemKey, str] = {}
         self.leases: dict[ItemKey, tuple[str, int, int]] = {}
-        self.control: dict[str, ControlRecord] = {}
+        # Deployments' own records: partition -> name -> record.
+        self.control: dict[str, dict[str, ControlRecord]] = {}
         self._lock = threading.Lock()
 
     def _count(self, name: str) -> None:
@@ -226,13 +227,16 @@ class MemoryIndex:
     def item_size(self, record: Record) -> int:
         return record_size(record)
 
-    def scan_stamps(self, segment: int = 0, segments: int = 1) -> Iterator[list[Stamp]]:
+    def scan_stamps(
+        self, segment: int = 0, segments: int = 1, prefix: str = ""
+    ) -> Iterator[list[Stamp]]:
         with self._lock:
             self._count("scan")
             stamps = [
                 Stamp(r.key, r.written_at) for p in self._partitions.values() for r in p.values()
             ]
             stamps += self._control_stamps(None)
+            stamps = [s for s in stamps if s.key.pk.startswith(prefix)]
         # Segments split the items by partition key (retention never relies on it).
         return iter([[s for s in stamps if zlib.crc32(s.key.pk.encode()) % segments == segment]])
 
@@ -254,26 +258,31 @@ class MemoryIndex:
             for ns, value in heads.items():
                 self.heads[ItemKey(pk, head_sk(ns))] = value
 
-    def scan(self) -> Iterator[Record]:
+    def scan(self, prefix: str = "") -> Iterator[Record]:
         with self._lock:
             self._count("scan")
-            records = [_copy(r) for p in self._partitions.values() for r in p.values()]
+            records = [
+                _copy(r)
+                for pk, p in self._partitions.items()
+                if pk.startswith(prefix)
+                for r in p.values()
+            ]
         return iter(records)
 
-    def read_control(self) -> dict[str, ControlRecord]:
+    def read_control(self, pk: str) -> dict[str, ControlRecord]:
         with self._lock:
             self._count("query")
-            return copy.deepcopy(self.control)
+            return copy.deepcopy(self.control.get(pk, {}))
 
-    def put_control(self, record: ControlRecord, expected_version: int | None) -> bool:
+    def put_control(self, pk: str, record: ControlRecord, expected_version: int | None) -> bool:
         with self._lock:
             self._count("put_control")
-            old = self.control.get(record.name)
+            old = self.control.get(pk, {}).get(record.name)
             if (old is None) != (expected_version is None):
                 return False
             if old is not None and old.version != expected_version:
                 return False
-            self.control[record.name] = copy.deepcopy(record)
+            self.control.setdefault(pk, {})[record.name] = copy.deepcopy(record)
             return True
 
     def create_if_missing(self) -> bool:

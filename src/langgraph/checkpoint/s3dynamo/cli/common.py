@@ -43,7 +43,10 @@ def store_options(fn: F) -> F:
     options = [
         click.option("--table", help="DynamoDB table [S3DYNAMO_TABLE]"),
         click.option("--bucket", help="S3 bucket [S3DYNAMO_BUCKET]"),
-        click.option("--prefix", help="object key prefix [S3DYNAMO_PREFIX]"),
+        click.option(
+            "--prefix",
+            help="the deployment's prefix on a shared table and bucket [S3DYNAMO_PREFIX]",
+        ),
         click.option(
             "--region", help="AWS region [S3DYNAMO_REGION, AWS_REGION, AWS_DEFAULT_REGION]"
         ),
@@ -63,6 +66,15 @@ def json_option(fn: F) -> F:
 
 def yes_option(fn: F) -> F:
     return click.option("--yes", is_flag=True, help="carry out the plan (default: show it)")(fn)
+
+
+def scope_option(fn: F) -> F:
+    return click.option(
+        "--scope",
+        metavar="PREFIX",
+        help="the prefix a table-wide sweep acts on: the saver's own (--prefix); without "
+        "one, on a table that holds tenants, say '' to mean the unprefixed threads",
+    )(fn)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -24,6 +24,7 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     out,
     plan_then,
     progress,
+    scope_option,
     store_options,
     yes_option,
 )
@@ -38,16 +39,24 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     type=click.IntRange(0),
     help="seconds an unreferenced object must be old to go",
 )
+@scope_option
 @json_option
 @yes_option
 @store_options
-def gc(thread_ids: tuple[str, ...], grace: int, as_json: bool, yes: bool, **settings: Any) -> int:
+def gc(
+    thread_ids: tuple[str, ...],
+    grace: int,
+    scope: str | None,
+    as_json: bool,
+    yes: bool,
+    **settings: Any,
+) -> int:
     """Delete objects no item references, older than the grace period (default: the
     whole bucket of this deployment)."""
     saver = open_saver(**settings)
     with progress("planning"):
         gc_plan = saver.ops.plan_garbage_collection(
-            list(thread_ids) or None, grace=timedelta(seconds=grace)
+            list(thread_ids) or None, grace=timedelta(seconds=grace), scope=scope
         )
     plan = gc_plan.to_dict()
     lines = [
@@ -78,11 +87,23 @@ def gc(thread_ids: tuple[str, ...], grace: int, as_json: bool, yes: bool, **sett
     help="delete: remove idle threads whole; keep_latest: keep each one's latest checkpoints "
     "[S3DYNAMO_RETENTION_STRATEGY, default delete]",
 )
+@click.option(
+    "--scope",
+    metavar="PREFIX",
+    help="the prefix the sweep acts on: the saver's own (--prefix); without one, on a table "
+    "that holds tenants, say '' for the unprefixed threads, or '*' for every tenant's in one "
+    "Scan (strategy delete)",
+)
 @json_option
 @yes_option
 @store_options
 def expire(
-    older_than: str | None, strategy: str | None, as_json: bool, yes: bool, **settings: Any
+    older_than: str | None,
+    strategy: str | None,
+    scope: str | None,
+    as_json: bool,
+    yes: bool,
+    **settings: Any,
 ) -> int:
     """Expire every thread idle for longer than the time to live: remove it whole
     (records and objects) or keep only its latest checkpoints; finish what an earlier run
@@ -93,7 +114,7 @@ def expire(
             "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
         )
     with progress("scanning"):
-        found = saver.ops.plan_expiry(older_than, strategy=strategy)
+        found = saver.ops.plan_expiry(older_than, strategy=strategy, scope=scope)
     plan = found.to_dict()
     idle = f"{render.plural(plan['idle_threads'], 'thread')} idle for over {found.ttl}"
     if found.strategy == "keep_latest":
@@ -192,14 +213,17 @@ def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) ->
 
 @cli.command()
 @click.argument("thread_ids", nargs=-1)
+@scope_option
 @json_option
 @yes_option
 @store_options
-def reencrypt(thread_ids: tuple[str, ...], as_json: bool, yes: bool, **settings: Any) -> int:
+def reencrypt(
+    thread_ids: tuple[str, ...], scope: str | None, as_json: bool, yes: bool, **settings: Any
+) -> int:
     """Re-seal every blob not sealed under the active key (the first of S3DYNAMO_KEYS),
     so an old key can leave the keyring. Default: every thread."""
     saver = open_saver(**settings)
-    resealing = saver.ops.plan_reencrypt(list(thread_ids) or None)
+    resealing = saver.ops.plan_reencrypt(list(thread_ids) or None, scope=scope)
     plan = resealing.to_dict()
     counts = ", ".join(f"{k}: {n}" for k, n in plan["item_blobs"].items()) or "none"
     lines = [

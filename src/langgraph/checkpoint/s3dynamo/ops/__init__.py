@@ -39,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
     ObjectNotFoundError,
+    ScopeNotNamedError,
     ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.keys import Deployment
@@ -50,6 +51,7 @@ from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, Reencrypt
 from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
 from langgraph.checkpoint.s3dynamo.settings import parse_ttl
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped
+from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT
 
 __all__ = ["CheckReport", "ExpiryPlan", "GcPlan", "Operations", "ReencryptResult", "guarded"]
 
@@ -83,6 +85,37 @@ class Operations:
         # Threads the last table-wide operation skipped (they do not open with these keys).
         self.last_skipped: list[Skipped] = []
 
+    @contextmanager
+    def _table_wide(self, what: str, scope: str | None, *, every: bool = False) -> Iterator[None]:
+        """Around the planning of a table-wide destructive operation. A saver acts on its
+        own prefix's threads only (`store/scope.py`); `scope` names that prefix (or, where
+        `every` allows, "*": every deployment of the table). Without a prefix, on a table
+        that also holds tenants, the scope must be named: a sweep of "the table" would
+        otherwise be taken to cover them. Raised once the plan's reads show it, before
+        anything is written."""
+        prefix = self.store.prefix
+        allowed = {prefix, EVERY_DEPLOYMENT} if every else {prefix}
+        if scope is not None and scope not in allowed:
+            raise InvalidConfigError(
+                f"{what}: scope {scope!r} is not this saver's; it acts on its own prefix "
+                f"{prefix!r} only"
+                + (" or, with '*', on every deployment" if every else "")
+                + "; use that tenant's prefix and keys"
+            )
+        self.store.scope.others.clear()
+        yield
+        others = self.store.scope.other_prefixes()
+        if scope is None and not prefix and others:
+            shown = ", ".join(repr(p) for p in others[:5]) + (", ..." if len(others) > 5 else "")
+            raise ScopeNotNamedError(
+                f"{what}: the table or bucket also holds deployments under other prefixes "
+                f"({shown}), "
+                "and a saver without a prefix acts only on the threads written without "
+                "one. Say that is meant with scope='' (command line: --scope ''), or run it "
+                "with each tenant's prefix and keys"
+                + ("; scope='*' expires idle threads of every tenant in one Scan" if every else "")
+            )
+
     def _entries(self, thread_id: str) -> list[Entry]:
         """A thread's checkpoints; a thread with none is checked against the deployment
         (a wrong naming secret finds nothing) before it is called unknown."""
@@ -113,9 +146,13 @@ class Operations:
         S3DYNAMO_KEYS (see docs/SECURITY.md)."""
         return checks.rotate_key(self.parts)
 
-    def plan_reencrypt(self, thread_ids: Sequence[str] | None = None) -> ReencryptPlan:
+    def plan_reencrypt(
+        self, thread_ids: Sequence[str] | None = None, *, scope: str | None = None
+    ) -> ReencryptPlan:
         """Which keys the blobs are sealed under now; `.execute()` re-seals every blob not
-        sealed under the active key, so an old key can leave the keyring."""
+        sealed under the active key, so an old key can leave the keyring. Over the whole
+        table, `scope` names this saver's prefix (needed without one on a table that
+        holds tenants: `_table_wide`)."""
         if self.parts.sealer.keyring is None:
             raise InvalidConfigError(
                 "reencrypt needs sealing keys: set S3DYNAMO_KEYS=new:base64,old:base64 (the "
@@ -125,14 +162,19 @@ class Operations:
         for tid in tids or ():
             self._entries(tid)
         self.parts.deployment.verify(write=True)  # records a newly active key
-        with guarded(self.parts.deployment):
-            return reencrypt.plan_reencrypt(self.store, tids)
+        if tids is not None:
+            with guarded(self.parts.deployment):
+                return reencrypt.plan_reencrypt(self.store, tids)
+        with guarded(self.parts.deployment), self._table_wide("reencrypt", scope):
+            return reencrypt.plan_reencrypt(self.store, None)
 
-    def reencrypt(self, thread_ids: Sequence[str] | None = None) -> ReencryptResult:
+    def reencrypt(
+        self, thread_ids: Sequence[str] | None = None, *, scope: str | None = None
+    ) -> ReencryptResult:
         """Re-seal every blob of these threads (default: all) not sealed under the active
         key. Returns how many it re-sealed (an int), with `.skipped`: over the whole
         table, threads that do not open with these keys are skipped and listed there."""
-        result = self.plan_reencrypt(thread_ids).execute()
+        result = self.plan_reencrypt(thread_ids, scope=scope).execute()
         self.last_skipped = result.skipped
         log.info("reencrypt: %d blobs re-sealed, %d threads skipped", result, len(result.skipped))
         return result
@@ -140,12 +182,22 @@ class Operations:
     # -------------------------------------------------------- maintenance
 
     def plan_garbage_collection(
-        self, thread_ids: Sequence[str] | None = None, *, grace: timedelta = gc.DEFAULT_GRACE
+        self,
+        thread_ids: Sequence[str] | None = None,
+        *,
+        grace: timedelta = gc.DEFAULT_GRACE,
+        scope: str | None = None,
     ) -> GcPlan:
         """Find objects no index item references, older than `grace` (a dry run); call
-        `.execute()` on the plan to delete them (see `ops/gc.py`)."""
+        `.execute()` on the plan to delete them (see `ops/gc.py`). Over the whole bucket,
+        `scope` names this saver's prefix (needed without one on a table that holds
+        tenants)."""
         tids = None if thread_ids is None else [thread_id_of(t) for t in thread_ids]
-        plan = gc.plan_gc(self.store, tids, grace=grace)
+        if tids is not None:
+            plan = gc.plan_gc(self.store, tids, grace=grace)
+        else:
+            with self._table_wide("garbage collection", scope):
+                plan = gc.plan_gc(self.store, None, grace=grace)
         log.info("garbage collection plan: %d objects, %d bytes", plan.objects, plan.bytes)
         return plan
 
@@ -155,13 +207,16 @@ class Operations:
         *,
         strategy: str | None = None,
         deadline: float | None = None,
+        scope: str | None = None,
     ) -> ExpiryPlan:
         """Every thread idle for longer than `older_than` (default: the `retention`
         setting), found with one Scan; `.execute()` removes them whole (strategy
         "delete") or drops all but their latest checkpoints ("keep_latest"; default: the
         `retention_strategy` setting). See `ops/retention.py`. With `deadline` (a
         `time.monotonic()` value), a Scan not finished by then decides nothing
-        (`.scanned_all` is False)."""
+        (`.scanned_all` is False). `scope` names this saver's prefix (needed without one
+        on a table that holds tenants), or is "*": every tenant's idle threads, in one
+        Scan (strategy "delete" only, which opens nothing, so needs no tenant's keys)."""
         ttl = parse_ttl(older_than) if older_than is not None else self.parts.settings.retention
         if ttl is None:
             raise InvalidConfigError(
@@ -173,7 +228,17 @@ class Operations:
             raise InvalidConfigError(
                 f"retention strategy {chosen!r} is not one of {retention.STRATEGIES}"
             )
-        return retention.plan_expiry(self.store, ttl, strategy=chosen, deadline=deadline)
+        every = scope == EVERY_DEPLOYMENT
+        if every and chosen != "delete":
+            raise InvalidConfigError(
+                f"retention strategy {chosen!r} opens each thread's latest checkpoint, "
+                "which needs that tenant's keys: sweep every tenant (scope='*') with "
+                "strategy 'delete', or each tenant with its prefix and keys"
+            )
+        with self._table_wide("retention", scope, every=True):
+            return retention.plan_expiry(
+                self.store, ttl, strategy=chosen, deadline=deadline, every=every
+            )
 
     def expire_idle_threads(
         self,
@@ -182,13 +247,14 @@ class Operations:
         strategy: str | None = None,
         dry_run: bool = False,
         deadline: float | None = None,
+        scope: str | None = None,
     ) -> ExpiryPlan:
         """Expire every thread idle for longer than `older_than`: remove it whole, or keep
         only its latest checkpoints (`strategy`, default the `retention_strategy`
         setting); finish what an earlier call left midway. A thread written within that
         time keeps every checkpoint. With `dry_run=True` nothing changes and the plan
         says what would go."""
-        plan = self.plan_expiry(older_than, strategy=strategy, deadline=deadline)
+        plan = self.plan_expiry(older_than, strategy=strategy, deadline=deadline, scope=scope)
         if not dry_run:
             plan.execute(deadline=deadline)
             self.store.forget()

@@ -86,7 +86,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.layout import split_object_key
+from langgraph.checkpoint.s3dynamo.layout import object_scope, split_object_key
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
@@ -174,6 +174,7 @@ def plan_gc(
         parts = split_object_key(store.prefix, obj.key)
         if parts is None:
             plan.foreign += 1
+            store.scope.note(object_scope(obj.key))
             continue
         by_thread.setdefault(parts[0], []).append(obj)
     # At the bucket root, a thread name with no record here may be another deployment's.

@@ -80,7 +80,7 @@ class ThreadsReport:
 
 def threads(store: ThreadStore) -> ThreadsReport:
     """One scan of the table: each thread's checkpoints, namespaces and latest step."""
-    records = (r for r in store.scans.scan() if isinstance(r, CheckpointRecord))
+    records = (r for r in store.scope.records() if isinstance(r, CheckpointRecord))
     grouped = store.finder.pair(records)
     counts: dict[str, int] = {}
     namespaces: dict[str, set[str]] = {}
@@ -212,7 +212,7 @@ def _ratio(numerator: float, denominator: float) -> float | None:
 def scope(store: ThreadStore, thread_id: str | None) -> tuple[list[Record], list[ObjectInfo]]:
     """The records and objects of one thread, or of the whole deployment."""
     if thread_id is None:
-        return list(store.scans.scan()), list(store.objects.port.list(store.prefix))
+        return list(store.scope.records()), list(store.objects.port.list(store.prefix))
     name = store.namer.thread(thread_id)
     return store.finder.thread_records(thread_id), store.objects.list_thread(name)
 

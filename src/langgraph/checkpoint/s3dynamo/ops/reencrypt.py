@@ -76,7 +76,7 @@ def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> Reen
     sealer = store.sealer
     skipped: list[Skipped] = []
     if thread_ids is None:
-        records: list[Record] = list(store.scans.scan())
+        records: list[Record] = list(store.scope.records())
         tids = sorted({e.tid for e in store.finder.group(records, skipped=skipped)})
     else:
         tids = list(thread_ids)

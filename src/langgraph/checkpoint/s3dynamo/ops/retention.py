@@ -416,18 +416,21 @@ def plan_expiry(
     strategy: str = "delete",
     segments: int = SCAN_SEGMENTS,
     deadline: float | None = None,
+    every: bool = False,
 ) -> ExpiryPlan:
     """Find idle threads and leftovers with one Scan in `segments` parallel segments;
     nothing is changed (dry run). Idle is measured against the store's clock
     (`ThreadStore.clock`). With a `deadline` (a `time.monotonic()` value) the Scan stops
-    at the first page after it, and the plan finds nothing (`scanned_all` False)."""
+    at the first page after it, and the plan finds nothing (`scanned_all` False). With
+    `every`, the threads of every deployment sharing the table (tenants) are judged;
+    otherwise this deployment's only (`store/scope.py`)."""
     if segments < 1:
         raise InvalidConfigError(f"retention scan segments must be at least 1, got {segments}")
     plan = ExpiryPlan(store, ttl, int(store.clock() - ttl.total_seconds()), strategy)
     lock = threading.Lock()
 
     def scan(segment: int) -> bool:
-        for page in store.scans.scan_stamps(segment, segments):
+        for page in store.scope.stamps(segment, segments, every=every):
             if deadline is not None and time.monotonic() > deadline:
                 return False
             with lock:

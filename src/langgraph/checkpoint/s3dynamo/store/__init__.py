@@ -12,6 +12,7 @@ decides where a value lives.
     cache.py      the one cache type (least recently used)
     fences.py     which leases this context holds
     ports.py      the ports, built on first use
+    scope.py      the deployment's share of a table that tenants share
 
 The storage layout is in `layout.py`; the commit protocol in `committer.py`.
 """
@@ -32,6 +33,7 @@ from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.store.scope import Scope
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValues, Walker
 
 __all__ = ["Entry", "Skeleton", "Skipped", "ThreadStore", "warn_skipped"]
@@ -65,8 +67,9 @@ class ThreadStore:
         self.codec = codec
         self.sealer = sealer
         self.prefix = prefix
+        self.scope = Scope(self.ports, prefix)
         self.objects = ObjectIO(self.ports, namer, prefix, cache_bytes)
-        self.finder = Finder(self.ports, namer, codec, sealer, prefix)
+        self.finder = Finder(self.ports, namer, codec, sealer, self.scope)
         self.walker = Walker(namer, codec, self.objects)
         carry: Lru[tuple[str, str, str], StoredValues] = Lru(CARRY_CACHE_SIZE)
         self.decoder = Decoder(self.walker, codec, self.objects, carry)

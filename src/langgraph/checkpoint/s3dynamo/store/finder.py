@@ -35,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.records import (
 )
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.store.scope import Scope
 
 log = logging.getLogger(__name__)
 
@@ -110,13 +111,13 @@ class Finder:
     """Reads records from the index and groups them into entries."""
 
     def __init__(
-        self, ports: Ports, namer: Namer, codec: Codec, sealer: Sealer, prefix: str
+        self, ports: Ports, namer: Namer, codec: Codec, sealer: Sealer, scope: Scope
     ) -> None:
         self._ports = ports
         self.namer = namer
         self.codec = codec
         self.sealer = sealer
-        self.prefix = prefix
+        self.scope = scope
 
     def read_checkpoint(self, tid: str, ns: str, cid: str) -> Entry | None:
         """One checkpoint by id, with its writes: one query."""
@@ -208,7 +209,7 @@ class Finder:
     ) -> list[Entry]:
         """Every checkpoint of every thread, newest first (a scan: admin operations).
         With `skipped`, threads whose records do not open are left out and listed there."""
-        return newest_first(self.group(self._ports.scans.scan(), skipped=skipped), before_id)
+        return newest_first(self.group(self.scope.records(), skipped=skipped), before_id)
 
     def group(
         self,
@@ -313,5 +314,5 @@ class Finder:
             records: list[Record] = [e.record, *e.writes]
             for rec in records:
                 for leaf in referenced_leaves(rec):
-                    keys[object_key(self.prefix, rec.pk, leaf)] = e.what
+                    keys[object_key(rec.pk, leaf)] = e.what
         return keys

@@ -40,11 +40,11 @@ class ObjectIO:
         return self._ports.objects
 
     def key(self, tid: str, leaf: str) -> str:
-        return object_key(self.prefix, self.namer.thread(tid), leaf)
+        return object_key(self.namer.thread(tid), leaf)
 
     def thread_prefix(self, thread_name: str) -> str:
         """Key prefix shared by every object of one thread."""
-        return thread_prefix(self.prefix, thread_name)
+        return thread_prefix(thread_name)
 
     def list_thread(self, thread_name: str) -> list[ObjectInfo]:
         return list(self.port.list(self.thread_prefix(thread_name)))

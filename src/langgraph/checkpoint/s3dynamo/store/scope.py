@@ -1,0 +1,70 @@
+"""A deployment's share of a table that other deployments (tenants, each with its own
+prefix and keys) may share: the partitions `layout.scope_of` maps to its prefix.
+
+Every table-wide read (a Scan: `list(None)`, statistics, re-encryption, retention) goes
+through here, so it keeps exactly this deployment's partitions whatever the table holds,
+and notes the other deployments it passed, by prefix. A Scan reads, and is billed for,
+the whole table whichever deployment asks (`TableScan`): N tenants sweeping one by one
+read the table N times; retention's `scope="*"` sweeps every deployment in one Scan.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+
+from langgraph.checkpoint.s3dynamo.layout import scope_of
+from langgraph.checkpoint.s3dynamo.records import Record, Stamp
+from langgraph.checkpoint.s3dynamo.store.ports import Ports
+
+# The scope of a sweep over every deployment of the table (retention's delete strategy,
+# which reads keys and stamps only, so needs nobody's keys).
+EVERY_DEPLOYMENT = "*"
+
+
+class Scope:
+    """This deployment's partitions of the table (module docstring)."""
+
+    def __init__(self, ports: Ports, prefix: str) -> None:
+        self._ports = ports
+        self.prefix = prefix
+        # Items of other deployments that scans passed, by their prefix.
+        self.others: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def owns(self, pk: str) -> bool:
+        return scope_of(pk) == self.prefix
+
+    def note(self, scope: str | None) -> None:
+        """An item of the deployment with this prefix was passed (None: nobody's)."""
+        if scope is not None and scope != self.prefix:
+            with self._lock:
+                self.others[scope] += 1
+
+    def _keep(self, pk: str, every: bool = False) -> bool:
+        scope = scope_of(pk)
+        if scope == self.prefix or (every and scope is not None):
+            return True
+        self.note(scope)
+        return False
+
+    def records(self) -> Iterator[Record]:
+        """Every record of this deployment's threads (a Scan)."""
+        for rec in self._ports.scans.scan(self.prefix):
+            if self._keep(rec.pk):
+                yield rec
+
+    def stamps(
+        self, segment: int = 0, segments: int = 1, every: bool = False
+    ) -> Iterator[list[Stamp]]:
+        """One segment of a Scan of this deployment's items as retention reads them; with
+        `every`, every deployment's."""
+        prefix = "" if every else self.prefix
+        for page in self._ports.scans.scan_stamps(segment, segments, prefix):
+            yield [s for s in page if self._keep(s.key.pk, every)]
+
+    def other_prefixes(self) -> list[str]:
+        """The prefixes of the other deployments scans passed so far, sorted."""
+        with self._lock:
+            return sorted(self.others)
