@@ -170,17 +170,16 @@ def build_graph(checkpointer: Any) -> CompiledStateGraph[Any, Any, Any, Any]:
 
 # ----------------------------------------------------------------------------- handler
 
-# Built on the first invocation of a container and kept for the next ones (warm starts).
-# The saver makes no request until it is used, so building it costs only the import.
-_saver: S3DynamoSaver | None = None
-_graph: CompiledStateGraph[Any, Any, Any, Any] | None = None
+# Built in the init phase (when Lambda imports this module, before the first invocation;
+# with SnapStart, once, before the snapshot) and kept for every invocation of the
+# container. `prime()` builds the AWS clients and whatever else the first request needs
+# without sending a request, so the first invocation starts where a warm one does.
+_saver = S3DynamoSaver.from_env()
+_saver.prime()
+_graph = build_graph(_saver)
 
 
 def get_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
-    global _saver, _graph
-    if _graph is None:
-        _saver = S3DynamoSaver.from_env()
-        _graph = build_graph(_saver)
     return _graph
 
 
@@ -296,7 +295,6 @@ def history(event: dict[str, Any]) -> dict[str, Any]:
 def delete(event: dict[str, Any]) -> dict[str, Any]:
     tid = _thread_id(event)
     get_graph()
-    assert _saver is not None
     _saver.delete_thread(tid)
     return {"ok": True, "thread_id": tid, "deleted": True}
 

@@ -453,8 +453,8 @@ def test_two_sends_at_once_are_both_answered_and_neither_is_lost(
             assert both.wait(30)
         return real_agent(state)
 
-    app.agent = agent_after_both_loaded  # the graph is built on first use, with this node
-    app._graph = None
+    app.agent = agent_after_both_loaded
+    app._graph = app.build_graph(app._saver)  # the graph again, with this node
     replies: list[dict[str, Any]] = []
 
     def send(text: str) -> None:

@@ -13,7 +13,7 @@ silent until the application configures logging.
 """
 
 import logging
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import (
     CheckFailedError,
@@ -37,15 +37,28 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.ops import CheckReport, Operations, ReencryptResult
 from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.settings import Settings
 
-try:
-    __version__ = version("langgraph-checkpoint-s3dynamo")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+# Imported on first use, so a handler's import pays for neither (see `__getattr__`).
+_LAZY = {"CheckReport", "Operations", "ReencryptResult"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from langgraph.checkpoint.s3dynamo import ops
+
+        return getattr(ops, name)
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("langgraph-checkpoint-s3dynamo")
+        except PackageNotFoundError:  # a source tree that was never installed
+            return "0+unknown"
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

@@ -13,6 +13,7 @@ the profile); at `Settings.endpoint_url` for S3 and DynamoDB when set.
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -168,6 +169,40 @@ def build(
     return Components(
         settings, source, clients, sealer, namer, codec, control, kms, deployment, store
     )
+
+
+# Random numbers that must differ between processes: drawn from the OS each time, so no
+# state is shared by clones restored from one SnapStart snapshot (channel versions).
+UNIQUE = random.SystemRandom()
+_after_restore: list[bool] = []
+
+
+def prime(parts: Components) -> None:
+    """Build every port and client the first request may need, sending no request
+    (`S3DynamoSaver.prime`), and, once per process, register SnapStart's after-restore
+    hook where the runtime has it.
+
+    What must not be shared by clones restored from one snapshot: envelope nonces, write
+    leaves and lease owners are drawn from `os.urandom` when used, and channel versions
+    from `UNIQUE`; Python's `random`, which LangGraph's checkpoint ids and botocore's
+    retry jitter draw from, is reseeded after each restore. No connection is opened and
+    nothing is read before the first request. Credentials are the SDK's: botocore
+    resolves them when it builds a client and refreshes expiring ones itself."""
+    ports = parts.store.ports
+    for name in ("records", "control", "scans", "objects"):
+        getattr(ports, name)
+    if parts.kms is not None:
+        parts.kms.prime()
+    if not _after_restore:
+        try:
+            from snapshot_restore_py import (  # type: ignore[import-not-found]
+                register_after_restore,  # in AWS Lambda's managed Python runtimes
+            )
+        except ImportError:
+            _after_restore.append(False)
+        else:
+            register_after_restore(random.seed)  # no argument: a seed from the OS
+            _after_restore.append(True)
 
 
 def _where(settings: Settings) -> str:

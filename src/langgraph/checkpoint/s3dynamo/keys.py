@@ -48,7 +48,8 @@ import hmac
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from cryptography.exceptions import InvalidTag
@@ -57,6 +58,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
+    ObjectNotFoundError,
     StorageError,
 )
 from langgraph.checkpoint.s3dynamo.layout import DEPLOYMENT_RECORD, KEYRING_RECORD
@@ -81,6 +83,24 @@ def kms_context(table: str, prefix: str = "") -> dict[str, str]:
     if prefix:
         context["s3dynamo:prefix"] = prefix
     return context
+
+
+@contextmanager
+def guarded(deployment: Deployment) -> Iterator[None]:
+    """A blob that does not open is first checked against the deployment record: with
+    other keys or another naming secret than the deployment's, `DeploymentMismatchError`
+    names which (the blob is not tampered with; the configuration is wrong). A missing
+    object, or keys that match, leave the error as it was."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if isinstance(exc, ObjectNotFoundError):
+            raise
+        try:
+            deployment.verify(write=False)
+        except DeploymentMismatchError as mismatch:
+            raise mismatch from exc
+        raise
 
 
 class Control:
@@ -136,6 +156,10 @@ class KmsKeyring:
         self._lock = threading.RLock()
         # KMS requests this process made (reported by `S3DynamoSaver.check`).
         self.requests = {"GenerateDataKey": 0, "Decrypt": 0}
+
+    def prime(self) -> None:
+        """Build the KMS client and its adapter (no request)."""
+        self._service()
 
     def exists(self) -> bool:
         """Whether the keyring record exists (no KMS request)."""

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -36,10 +35,13 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.s3dynamo import compose, runs
 from langgraph.checkpoint.s3dynamo.config import checkpoint_id_of, target, thread_id_of
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.ops import Operations, guarded
+from langgraph.checkpoint.s3dynamo.keys import guarded
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
+
+if TYPE_CHECKING:  # imported when first used: a handler's requests never need it
+    from langgraph.checkpoint.s3dynamo.ops import Operations
 
 # Maintenance is logged at INFO with threads named by their keyed hash (as stored), never
 # by id: a thread id is often a user id, and logs leave the sealed store.
@@ -149,6 +151,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def ops(self) -> Operations:
         """Everything beyond LangGraph's methods: checks, maintenance plans, the thread
         lease, inspection (see `ops/`)."""
+        from langgraph.checkpoint.s3dynamo.ops import Operations
+
         return Operations(self.parts)
 
     def _inner_serde(self) -> SerializerProtocol:
@@ -156,6 +160,14 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if isinstance(self.serde, EncryptedSerializer):
             return self.serde.serde
         return self.serde
+
+    def prime(self) -> None:
+        """Get ready for the first request without sending one: import and build what it
+        needs (the DynamoDB and S3 clients, KMS's with `kms_key_id`, and the adapters
+        over them). Call it in an init phase: module scope of an AWS Lambda handler, or
+        before a SnapStart snapshot. Where SnapStart's runtime hooks exist, it registers
+        what must differ between clones restored from one snapshot (`compose.prime`)."""
+        compose.prime(self.parts)
 
     def setup(self) -> None:
         """Create the table and bucket if missing (idempotent), then the KMS keyring (with
@@ -350,7 +362,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             counter = int(current)
         else:
             counter = int(str(current).split(".")[0])
-        return f"{counter + 1:032}.{random.random():016}"
+        return f"{counter + 1:032}.{compose.UNIQUE.random():016}"
 
     # --------------------------------------------------------------------- async
 

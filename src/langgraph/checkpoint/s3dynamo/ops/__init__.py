@@ -35,14 +35,11 @@ from langgraph.checkpoint.s3dynamo import lease
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.config import thread_id_of
 from langgraph.checkpoint.s3dynamo.errors import (
-    DeploymentMismatchError,
-    IntegrityError,
     InvalidConfigError,
-    ObjectNotFoundError,
     ScopeNotNamedError,
     ThreadNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.keys import Deployment
+from langgraph.checkpoint.s3dynamo.keys import guarded
 from langgraph.checkpoint.s3dynamo.ops import check as checks
 from langgraph.checkpoint.s3dynamo.ops import gc, inspect, migrate, reencrypt, retention, threads
 from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
@@ -56,24 +53,6 @@ from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT
 __all__ = ["CheckReport", "ExpiryPlan", "GcPlan", "Operations", "ReencryptResult", "guarded"]
 
 log = logging.getLogger(__name__)
-
-
-@contextmanager
-def guarded(deployment: Deployment) -> Iterator[None]:
-    """A blob that does not open is first checked against the deployment record: with
-    other keys or another naming secret than the deployment's, `DeploymentMismatchError`
-    names which (the blob is not tampered with; the configuration is wrong). A missing
-    object, or keys that match, leave the error as it was."""
-    try:
-        yield
-    except IntegrityError as exc:
-        if isinstance(exc, ObjectNotFoundError):
-            raise
-        try:
-            deployment.verify(write=False)
-        except DeploymentMismatchError as mismatch:
-            raise mismatch from exc
-        raise
 
 
 class Operations:

@@ -1,0 +1,57 @@
+"""`saver.prime()` for an init phase: the ports are built and no request is sent; where
+AWS Lambda SnapStart's runtime hooks exist, Python's `random` is reseeded after each
+restore, registered once per process; channel versions never come from `random`'s state,
+so clones restored from one snapshot cannot draw the same one. (That the first request
+after priming imports no module and builds no client is shown against moto server in
+`tests/e2e/test_prime.py`.)"""
+
+from __future__ import annotations
+
+import random
+import sys
+import types
+from collections.abc import Callable
+
+import pytest
+
+from langgraph.checkpoint.s3dynamo import compose
+from tests.support.savers import memory_saver
+
+
+def test_prime_builds_every_port_and_sends_nothing() -> None:
+    saver = memory_saver()
+    saver.index.calls.clear()
+    saver.prime()
+    ports = saver.store.ports
+    assert all(ports.built(name) for name in ("records", "control", "scans", "objects"))
+    assert saver.index.calls == {} and saver.objects.calls == {}
+
+
+def test_after_a_snapstart_restore_random_is_reseeded_once_registered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hooks: list[Callable[[], object]] = []
+    runtime = types.ModuleType("snapshot_restore_py")
+    runtime.register_after_restore = hooks.append  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "snapshot_restore_py", runtime)
+    monkeypatch.setattr(compose, "_after_restore", [])
+    memory_saver().prime()
+    memory_saver().prime()
+    assert hooks == [random.seed]  # once per process, however many savers prime
+    # Two clones restored from one snapshot start with the same state; the hook makes
+    # them draw differently.
+    random.seed(42)
+    state = random.getstate()
+    first = random.random()
+    random.setstate(state)
+    hooks[0]()
+    assert random.random() != first
+
+
+def test_channel_versions_do_not_follow_random_state() -> None:
+    saver = memory_saver()
+    random.seed(7)
+    a = saver.get_next_version(None, None)
+    random.seed(7)
+    b = saver.get_next_version(None, None)
+    assert a != b and a.split(".")[0] == b.split(".")[0]
