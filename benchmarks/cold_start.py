@@ -1,15 +1,26 @@
 """The Lambda cold path: a fresh interpreter imports, builds a graph, serves one request.
 
-    python benchmarks/cold_start.py --runs 7    # prints the medians; run.py calls measure()
+    python benchmarks/cold_start.py --runs 15   # prints the medians; run.py calls measure()
 
-Each sample is a new `python cold_start.py --child SAVER` process doing what a Lambda
-handler module does: import LangGraph and the saver, compile a two-node `add_messages`
-graph with the saver, then invoke it once on a new thread. The child imports nothing of
-the AWS SDK itself: each saver imports what it uses, when it uses it (DynamoDBSaver
-imports boto3 with its package; s3dynamo imports botocore when it builds its first
-client). The AWS savers talk to moto server over HTTP on 127.0.0.1 (the package's
-`moto_serve.py`, one request at a time; started here, stopped at the end), so moto's own
-import is in another process and not in the figures. Times (ms, median of the runs):
+Each sample is a new `python cold_start.py --child KIND` process. The handler kinds do
+what a Lambda handler module does: import LangGraph and the saver, compile a two-node
+`add_messages` graph with the saver, then invoke it once on a new thread. The child
+imports nothing of the AWS SDK itself: each saver imports what it uses, when it uses it
+(DynamoDBSaver imports boto3 with its package; s3dynamo imports botocore when it builds
+its first client). The AWS savers talk to moto server over HTTP on 127.0.0.1 (the
+package's `moto_serve.py`, one request at a time; started here, stopped at the end), so
+moto's own import is in another process and not in the figures. The kinds:
+
+- `InMemorySaver`: the baseline handler.
+- `botocore floor`: the InMemorySaver handler that also, right after LangGraph's import,
+  runs `import botocore.session` and builds ONE DynamoDB client
+  (`botocore.session.get_session().create_client("dynamodb", region_name=...,
+  endpoint_url=<moto server>)`, same environment as the others) and sends no request:
+  the least any saver built on botocore must pay. Its `saver import` column holds that
+  import and that client.
+- `s3dynamo` (sealed, as production runs it) and `DynamoDBSaver` (with its S3 offload).
+
+Times (ms, median of the runs):
 
 - total: from just before the parent spawns the child to the first reply in the child
 - interpreter: spawn to the first line of this file (Python start-up, `site`)
@@ -24,6 +35,24 @@ difference. Three timers split it further, wherever the work happens: `sdk_impor
 time importing boto3/botocore modules (a finder on `sys.meta_path` times each outermost
 one); `clients`, wall time inside botocore's `create_client`; `requests`, wall time inside
 API calls (moto server's answer included; summed over threads).
+
+From the same round-robin runs (each a difference of medians, like `over InMemorySaver`):
+
+- floor: median `saver part` of `botocore floor` minus InMemorySaver's.
+- beyond the floor (per AWS saver): its median `saver part` minus `botocore floor`'s,
+  what the saver costs over the least a botocore saver can cost.
+- ratio: s3dynamo's beyond-floor figure over DynamoDBSaver's. Two forms are given: the
+  ratio of medians (the two figures above divided), and the median of per-round ratios
+  (in each round r, (s3dynamo_r - floor child_r) / (DynamoDBSaver_r - floor child_r) of
+  the `saver part`s of that round's children; the median over the rounds).
+
+Package import beyond its dependencies: a separate child kind (`package import`, also in
+the round robin) imports the package's dependencies first (`langgraph.checkpoint.base`,
+`langgraph.checkpoint.serde.jsonplus`, `zstandard`,
+`cryptography.hazmat.primitives.ciphers.aead`; not botocore, which the package must not
+import at import time), then times `import langgraph.checkpoint.s3dynamo` alone
+(perf_counter; median of the runs). It records whether botocore (or boto3) is in
+`sys.modules` afterwards, and which modules outside the package that import added.
 
 The unmeasured first round also writes any missing bytecode caches (the children may
 write them even if `PYTHONDONTWRITEBYTECODE` is set here), so no measured child compiles
@@ -48,7 +77,19 @@ from pathlib import Path  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 from typing import Any  # noqa: E402
 
-SAVERS = ("InMemorySaver", "s3dynamo", "DynamoDBSaver")
+FLOOR = "botocore floor"
+SAVERS = ("InMemorySaver", FLOOR, "s3dynamo", "DynamoDBSaver")  # the handler kinds
+AWS_SAVERS = ("s3dynamo", "DynamoDBSaver")
+PACKAGE_IMPORT = "package import"  # the child kind that times the package's own import
+PACKAGE = "langgraph.checkpoint.s3dynamo"
+# What the package imports from outside itself, imported before it is timed. Not botocore:
+# the package must not import the AWS SDK at import time (checked in the child).
+PACKAGE_DEPENDENCIES = (
+    "langgraph.checkpoint.base",
+    "langgraph.checkpoint.serde.jsonplus",
+    "zstandard",
+    "cryptography.hazmat.primitives.ciphers.aead",
+)
 TABLE = "cold"
 # Fixed per benchmark, as a deployment's keys are: every child opens the same deployment.
 SEALING_KEY = b"cold-start benchmark sealing key"  # 32 bytes: AES-256
@@ -76,6 +117,13 @@ def child(saver: str, spawned: float) -> dict[str, float]:
     marks["langgraph"] = time.time()
     if saver != "InMemorySaver":
         _time_botocore(timers)  # imports nothing: patches botocore when it is imported
+    if saver == FLOOR:  # the least a saver on botocore pays: its import and one client
+        import botocore.session
+
+        floor_client = botocore.session.get_session().create_client(
+            "dynamodb", region_name=REGION, endpoint_url=os.environ["AWS_ENDPOINT_URL"]
+        )
+        assert floor_client.meta.region_name == REGION  # kept until the reply
     if saver == "s3dynamo":
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
     elif saver == "DynamoDBSaver":
@@ -132,6 +180,29 @@ def child(saver: str, spawned: float) -> dict[str, float]:
         "build": marks["built"] - marks["imported"],
         "first_request": marks["replied"] - marks["built"],
         **timers,
+    }
+
+
+def package_import_child() -> dict[str, Any]:
+    """`import langgraph.checkpoint.s3dynamo` alone, after what it imports from outside."""
+    import importlib
+
+    for name in PACKAGE_DEPENDENCIES:
+        importlib.import_module(name)
+    before = set(sys.modules)
+    started = time.perf_counter()
+    importlib.import_module(PACKAGE)
+    elapsed = time.perf_counter() - started
+    added = set(sys.modules) - before
+    return {
+        "package_import": elapsed,
+        "botocore_imported": "botocore" in sys.modules,
+        "boto3_imported": "boto3" in sys.modules,
+        "modules_added": len(added),
+        # What the import added outside the package itself.
+        "others_added": sorted(
+            m for m in added if m != PACKAGE and not m.startswith(PACKAGE + ".")
+        ),
     }
 
 
@@ -298,29 +369,83 @@ def _run_child(saver: str, env: dict[str, str], extra: tuple[str, ...] = ()) -> 
 
 
 def measure(runs: int) -> dict[str, Any]:
-    """Median of `runs` fresh interpreters per saver (ms), plus one `-X importtime` run.
+    """Median of `runs` fresh interpreters per child kind (ms), plus one `-X importtime`
+    run per handler kind; the floor, each AWS saver beyond it and their ratio.
 
     One unmeasured round first, so every measured run finds the files in the OS cache."""
+    kinds = (*SAVERS, PACKAGE_IMPORT)
     with moto_server() as url:
         _create_resources(url)
         env = _child_env(url)
-        samples: dict[str, list[dict[str, float]]] = {s: [] for s in SAVERS}
-        for saver in SAVERS:  # one unmeasured round: the first run pays a cold disk cache
-            _run_child(saver, env)
+        samples: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
+        for kind in kinds:  # one unmeasured round: the first run pays a cold disk cache
+            _run_child(kind, env)
         for _ in range(runs):  # round robin, so drift on the machine hits all alike
-            for saver in SAVERS:
-                samples[saver].append(_run_child(saver, env)[0])
+            for kind in kinds:
+                samples[kind].append(_run_child(kind, env)[0])
         imports = {
             saver: _import_times(_run_child(saver, env, ("-X", "importtime"))[1])
             for saver in SAVERS
         }
-    medians = {
-        saver: {k: 1000 * statistics.median(s[k] for s in runs_) for k in runs_[0]}
+    package = samples.pop(PACKAGE_IMPORT)
+    medians = {  # a key missing from a run (a client it did not build) counts as 0
+        saver: {
+            k: 1000 * statistics.median(s.get(k, 0) for s in runs_)
+            for k in dict.fromkeys(k for s in runs_ for k in s)
+        }
         for saver, runs_ in samples.items()
     }
     for figures in medians.values():
         figures["request_count"] /= 1000  # a count, not seconds
-    return {"runs": runs, "medians": medians, "imports": imports}
+    return {
+        "runs": runs,
+        "medians": medians,
+        "imports": imports,
+        "floor": _floor(samples, medians),
+        "package_import": {
+            "median": 1000 * statistics.median(p["package_import"] for p in package),
+            "runs_ms": [1000 * p["package_import"] for p in package],
+            "dependencies": list(PACKAGE_DEPENDENCIES),
+            "botocore_imported": any(p["botocore_imported"] for p in package),
+            "boto3_imported": any(p["boto3_imported"] for p in package),
+            "modules_added": statistics.median(p["modules_added"] for p in package),
+            "others_added": sorted({m for p in package for m in p["others_added"]}),
+        },
+    }
+
+
+def _floor(samples: dict[str, list[dict[str, Any]]], medians: dict) -> dict[str, Any]:
+    """The botocore floor, each AWS saver beyond it, and the s3dynamo/DynamoDBSaver ratio.
+
+    The figures are differences of the `saver part` medians; the ratio is given both as
+    the ratio of those medians and as the median of the per-round ratios (round r's
+    children only), with every round's figures kept."""
+    part = {saver: medians[saver]["saver_part"] for saver in SAVERS}
+    beyond = {saver: part[saver] - part[FLOOR] for saver in AWS_SAVERS}
+    rounds = []
+    for i in range(len(samples[FLOOR])):
+        r = {saver: 1000 * samples[saver][i]["saver_part"] for saver in SAVERS}
+        round_beyond = {saver: r[saver] - r[FLOOR] for saver in AWS_SAVERS}
+        rounds.append(
+            {
+                "floor": r[FLOOR] - r["InMemorySaver"],
+                **{f"{saver} beyond floor": v for saver, v in round_beyond.items()},
+                "ratio": _ratio(round_beyond["s3dynamo"], round_beyond["DynamoDBSaver"]),
+            }
+        )
+    ratios = [r["ratio"] for r in rounds if r["ratio"] is not None]
+    return {
+        "floor": part[FLOOR] - part["InMemorySaver"],
+        "beyond": beyond,
+        "ratio_of_medians": _ratio(beyond["s3dynamo"], beyond["DynamoDBSaver"]),
+        "median_of_round_ratios": statistics.median(ratios) if ratios else None,
+        "round_ratio_range": [min(ratios), max(ratios)] if ratios else None,
+        "rounds": rounds,
+    }
+
+
+def _ratio(ours: float, theirs: float) -> float | None:
+    return ours / theirs if theirs > 0 else None  # undefined if DynamoDBSaver's is not > 0
 
 
 # Modules whose cumulative import time (ms, from `-X importtime`) is reported.
@@ -350,16 +475,66 @@ def _import_times(stderr: str) -> dict[str, float]:
 
 
 def summary(result: dict[str, Any]) -> list[str]:
-    """Lines for a terminal."""
-    base = result["medians"]["InMemorySaver"]["saver_part"]
-    return [
-        f"{saver}: {m['total']:.0f} ms (+{m['saver_part'] - base:.0f} over InMemorySaver)"
-        for saver, m in result["medians"].items()
-    ]
+    """Lines for a terminal (run.py prints them; report.py writes the same figures)."""
+    medians = result["medians"]
+    base = medians["InMemorySaver"]["saver_part"]
+    out = [f"median of {result['runs']} fresh processes per child, round robin (ms):"]
+    for saver, m in medians.items():
+        parts = [f"imports {m['imports']:.0f}"]
+        if "sdk_import" in m:
+            parts.append(f"SDK import {m['sdk_import']:.0f}")
+            parts.append(f"clients {m['clients']:.0f}")
+            parts.append(f"requests {m['requests']:.0f} ({m['request_count']:.0f})")
+        out.append(
+            f"{saver}: total {m['total']:.0f}, saver part {m['saver_part']:.0f} "
+            f"(+{m['saver_part'] - base:.0f} over InMemorySaver); " + ", ".join(parts)
+        )
+    return out + floor_lines(result)
+
+
+def floor_lines(result: dict[str, Any]) -> list[str]:
+    """The floor, beyond-floor, ratio and package-import lines (also in results.md)."""
+    out = []
+    n = result["runs"]
+    floor = result.get("floor")
+    if floor:
+        beyond = floor["beyond"]
+        out += [
+            f"botocore floor (import botocore.session + one DynamoDB client; median saver "
+            f"part of the floor child - InMemorySaver's, {n} runs each): {floor['floor']:.0f} ms",
+            f"beyond the floor (median saver part - the floor child's): s3dynamo "
+            f"{beyond['s3dynamo']:.0f} ms, DynamoDBSaver {beyond['DynamoDBSaver']:.0f} ms",
+            f"ratio s3dynamo/DynamoDBSaver beyond the floor: {_fmt(floor['ratio_of_medians'])}"
+            f" (ratio of the medians; target: at most 0.5); "
+            f"{_fmt(floor['median_of_round_ratios'])} (median of "
+            f"the {len(floor['rounds'])} per-round ratios, range "
+            + " to ".join(_fmt(x) for x in floor["round_ratio_range"] or [None, None])
+            + ")",
+        ]
+    package = result.get("package_import")
+    if package:
+        sdk = [m for m in ("botocore", "boto3") if package[f"{m}_imported"]]
+        out.append(
+            f"package import beyond its dependencies (import {PACKAGE} after "
+            f"{', '.join(package['dependencies'])}; median of {n}): "
+            f"{package['median']:.1f} ms; "
+            + (
+                f"it imported {' and '.join(sdk)}!"
+                if sdk
+                else "botocore not in sys.modules after it"
+            )
+        )
+    return out
+
+
+def _fmt(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f}"
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--child"]:
+    if sys.argv[1:2] == ["--child"] and sys.argv[2] == PACKAGE_IMPORT:
+        print(json.dumps(package_import_child()))
+    elif sys.argv[1:2] == ["--child"]:
         print(json.dumps(child(sys.argv[2], float(sys.argv[3]))))
     else:
         import argparse
