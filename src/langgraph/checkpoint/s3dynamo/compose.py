@@ -151,6 +151,7 @@ def build(
         sealer,
         source=source.describe(),
         where=_where(settings),
+        root=Control(index_factory, deployment_pk("")) if settings.prefix else None,
     )
     store = ThreadStore(
         records=index_factory,

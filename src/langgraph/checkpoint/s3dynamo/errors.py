@@ -98,7 +98,7 @@ class ItemTooLargeError(InvalidConfigError):
 class ConcurrentUpdateError(S3DynamoError):
     """Another run committed to this thread (namespace) since this run loaded its latest
     checkpoint. Nothing of this write is visible; retry the run (it loads the new latest
-    state), or serialize runs with `saver.thread_lock(thread_id)`."""
+    state), or serialize runs with `saver.ops.thread_lock(thread_id)`."""
 
 
 class LeaseTimeoutError(ConcurrentUpdateError):

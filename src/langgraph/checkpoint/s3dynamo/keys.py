@@ -61,7 +61,11 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     StorageError,
 )
-from langgraph.checkpoint.s3dynamo.layout import DEPLOYMENT_RECORD, KEYRING_RECORD
+from langgraph.checkpoint.s3dynamo.layout import (
+    DEPLOYMENT_RECORD,
+    KEYRING_RECORD,
+    STORAGE_FORMAT,
+)
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ControlItems, KeyService
 from langgraph.checkpoint.s3dynamo.records import ControlRecord
@@ -154,7 +158,7 @@ class KmsKeyring:
         self._context = context
         self._state: _Unwrapped | None = None
         self._lock = threading.RLock()
-        # KMS requests this process made (reported by `S3DynamoSaver.check`).
+        # KMS requests this process made (reported by `ops.check`).
         self.requests = {"GenerateDataKey": 0, "Decrypt": 0}
 
     def prime(self) -> None:
@@ -282,12 +286,19 @@ class DeploymentView:
     mode: str
     keys: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    format: int = STORAGE_FORMAT
 
     @classmethod
     def of(cls, record: ControlRecord) -> DeploymentView:
         f = record.fields
         keys = json.loads(str(f.get("keys", "{}")))
-        return cls(str(f.get("naming", "")), str(f.get("mode", "")), keys, str(f.get("by", "")))
+        return cls(
+            str(f.get("naming", "")),
+            str(f.get("mode", "")),
+            keys,
+            str(f.get("by", "")),
+            int(str(f.get("format", "1"))),  # records from before the field: format 1
+        )
 
     def fields(self) -> dict[str, str | bytes]:
         return {
@@ -295,6 +306,7 @@ class DeploymentView:
             "mode": self.mode,
             "keys": json.dumps(self.keys, sort_keys=True),
             "by": self.source,
+            "format": str(self.format),
         }
 
     def describe(self) -> str:
@@ -314,7 +326,11 @@ class Deployment:
         *,
         source: str,
         where: str,
+        root: Control | None = None,
     ) -> None:
+        # With a prefix: the unprefixed deployment's partition, read once if this prefix
+        # has no deployment record yet (`_refuse_unscoped`).
+        self._root = root
         self._control = control
         self._namer = namer
         self._sealer = sealer
@@ -356,6 +372,7 @@ class Deployment:
         record = self._control.records().get(DEPLOYMENT_RECORD)
         mine = self.mine()
         if record is None:
+            self._refuse_unscoped(mine)
             if not write:
                 self.state = "read"
                 return True
@@ -387,8 +404,31 @@ class Deployment:
         self._control.refresh()
         return False
 
+    def _refuse_unscoped(self, mine: DeploymentView) -> None:
+        """A prefix with no deployment record of its own, on a table whose unprefixed
+        deployment has these very keys: version 0.1 wrote a prefixed deployment that way
+        (the prefix on object keys only), and this saver would otherwise find every
+        thread empty. Not an error once the prefix has its own record."""
+        if self._root is None:
+            return
+        record = self._root.records().get(DEPLOYMENT_RECORD)
+        if record is not None and DeploymentView.of(record).naming == mine.naming:
+            raise DeploymentMismatchError(
+                f"{self._where} has no deployment of its own, but the table's unprefixed "
+                "deployment has this saver's naming key: it was written by version 0.1, "
+                "where the prefix applied to object keys only (docs/FORMAT.md). Read it "
+                "with langgraph-checkpoint-s3dynamo<0.2; a tenant on a shared table needs "
+                "keys of its own"
+            )
+
     def differences(self, theirs: DeploymentView, mine: DeploymentView) -> list[str]:
         problems = []
+        if theirs.format > mine.format:
+            problems.append(
+                f"the deployment is in storage format {theirs.format} and this version of "
+                f"langgraph-checkpoint-s3dynamo reads format {mine.format}: upgrade the package "
+                "(docs/FORMAT.md)"
+            )
         if theirs.naming != mine.naming:
             problems.append(
                 f"the naming key differs (fingerprint {mine.naming} here, {theirs.naming} in "

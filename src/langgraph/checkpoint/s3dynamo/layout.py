@@ -31,6 +31,11 @@ from __future__ import annotations
 
 import re
 
+# The storage format this grammar, the envelope (`sealing.py`) and the records
+# (`backends/dynamodb_items.py`) make up; recorded in the deployment record, whose
+# absence of the field means 1 (docs/FORMAT.md).
+STORAGE_FORMAT = 1
+
 SEPARATOR = "#"
 # Above every checkpoint id, so an open-ended range needs no id to bound it.
 TOP = "\uffff"

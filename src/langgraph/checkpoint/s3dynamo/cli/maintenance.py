@@ -271,7 +271,7 @@ def rotate_key(as_json: bool, yes: bool, **settings: Any) -> int:
 @store_options
 def doctor(as_json: bool, **settings: Any) -> int:
     """Check table, bucket, keys and permissions up front, writing nothing: the same
-    checks as `S3DynamoSaver.check()`."""
+    checks as `saver.ops.check()`."""
     saver = open_saver(**settings)
     report = saver.ops.check(raise_on_problem=False)
     if as_json:

@@ -1,0 +1,62 @@
+"""The storage format: the deployment record says which one wrote it; a newer one than
+this version reads is named before anything is read or written; a record from before the
+field counts as format 1; and a prefixed deployment written by 0.1 (its prefix on object
+keys only, its records at the table root) is named, never shown as an empty thread."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from langgraph.checkpoint.s3dynamo import DeploymentMismatchError
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.layout import (
+    DEPLOYMENT_RECORD,
+    STORAGE_FORMAT,
+    deployment_pk,
+)
+from langgraph.checkpoint.s3dynamo.records import ControlRecord
+from tests.support.savers import memory_saver
+
+CONFIG = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+
+
+def _record(index: MemoryIndex, prefix: str = "") -> ControlRecord:
+    return index.control[deployment_pk(prefix)][DEPLOYMENT_RECORD]
+
+
+def test_the_deployment_record_names_its_format_and_a_newer_one_is_refused() -> None:
+    saver = memory_saver()
+    assert _record(saver.index).fields["format"] == str(STORAGE_FORMAT)
+    saver.put(CONFIG, empty_checkpoint(), {}, {})
+    newer = _record(saver.index)
+    newer.fields["format"] = str(STORAGE_FORMAT + 1)
+    with pytest.raises(DeploymentMismatchError, match=f"storage format {STORAGE_FORMAT + 1}"):
+        memory_saver(  # its setup() checks the deployment, as a first read would
+            saver.index, saver.objects, keys=saver.settings.keys, secret=saver.settings.secret
+        )
+
+
+def test_a_record_without_the_field_is_format_1() -> None:
+    saver = memory_saver()
+    saver.put(CONFIG, empty_checkpoint(), {}, {})
+    del _record(saver.index).fields["format"]
+    again = memory_saver(
+        saver.index, saver.objects, keys=saver.settings.keys, secret=saver.settings.secret
+    )
+    assert again.get_tuple(CONFIG) is not None
+    assert again.get_tuple({"configurable": {"thread_id": "unknown"}}) is None
+
+
+def test_a_prefixed_deployment_written_by_0_1_is_named() -> None:
+    index, objects = MemoryIndex(), MemoryObjects()
+    keys, secret = {"k1": os.urandom(32)}, os.urandom(16)
+    memory_saver(index, objects, keys=keys, secret=secret)  # records at the table root
+    with pytest.raises(DeploymentMismatchError, match=r"written by version 0\.1"):
+        memory_saver(index, objects, keys=keys, secret=secret, prefix="tenant-a/")
+    # A tenant with keys of its own is a new deployment beside it.
+    tenant = memory_saver(index, objects, prefix="tenant-a/")
+    tenant.put(CONFIG, empty_checkpoint(), {}, {})
+    assert tenant.get_tuple(CONFIG) is not None
