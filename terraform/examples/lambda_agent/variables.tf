@@ -112,16 +112,7 @@ variable "checkpointer_ttl" {
   })
   default = null
 
-  validation {
-    condition     = var.checkpointer_ttl == null ? true : contains(["delete", "keep_latest"], var.checkpointer_ttl.strategy)
-    error_message = "checkpointer_ttl.strategy must be \"delete\" or \"keep_latest\"."
-  }
-
-  validation {
-    condition     = var.checkpointer_ttl == null ? true : try(var.checkpointer_ttl.default_ttl > 0, false)
-    error_message = "checkpointer_ttl.default_ttl must be a positive number of minutes."
-  }
-
+  # The module checks the strategy and default_ttl; these two are the example's own.
   validation {
     condition     = try(var.checkpointer_ttl.sweep_interval_minutes, null) == null ? true : var.checkpointer_ttl.sweep_interval_minutes >= 1 && floor(var.checkpointer_ttl.sweep_interval_minutes) == var.checkpointer_ttl.sweep_interval_minutes
     error_message = "checkpointer_ttl.sweep_interval_minutes must be a whole number of minutes, 1 or more (it becomes an EventBridge rate()), or left out."
