@@ -3,10 +3,11 @@
     .venv/bin/python benchmarks/huge_value.py            # 200 MB, sealed
     .venv/bin/python benchmarks/huge_value.py --mb 50 --plain
 
-moto runs in process, so the figures include moto's own copy of the object (it keeps
-the bytes it was sent); `tracemalloc` peaks are Python allocations during each call
-(moto's copy included), `ru_maxrss` is the process's high-water mark. The value is
-incompressible (random bytes), the worst case for zstd.
+moto runs in process, so the figures include moto's own copies of the object (it keeps
+the bytes it was sent); `tracemalloc` peaks are Python allocations during each call,
+mostly moto's, and `ru_maxrss` is the process's high-water mark. For the saver's own
+peak memory, by resident set in fresh processes, see `benchmarks/memory.py`. The value
+is incompressible (random bytes).
 """
 
 from __future__ import annotations

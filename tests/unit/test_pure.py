@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 
 import pytest
+import zstandard
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo.backends import dynamodb as ddb
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -31,7 +35,12 @@ from langgraph.checkpoint.s3dynamo.records import (
     unpack_bundle,
 )
 from langgraph.checkpoint.s3dynamo.sealing import (
+    CHUNK_SIZE,
     DELTA_DICTIONARIES,
+    FLAG_KEYRING,
+    FLAG_ZSTD,
+    MAX_DECOMPRESSED_SIZE,
+    MESSAGE_KEY_LABEL,
     NO_DICTIONARY,
     ContextLender,
     Keyring,
@@ -121,8 +130,71 @@ def test_plaintext_refused_while_encryption_is_on_unless_allowed() -> None:
     assert sealer(allow_plaintext_read=True).open(blob, identity("a"), "x")[1] == b"hello"
 
 
+def test_a_frame_declaring_more_than_the_limit_is_refused_before_inflating() -> None:
+    # zstandard ignores max_output_size for frames that declare their size: the declared
+    # size is checked first (an unsealed store is where a forged frame could come from).
+    stream = zstandard.ZstdCompressor().compressobj(size=MAX_DECOMPRESSED_SIZE + 1)
+    frame = stream.compress(b"a" * 100) + stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+    blob = bytes([1, FLAG_ZSTD, 0, 4]) + b"json" + frame
+    with pytest.raises(IntegrityError, match="declares 2147483649 bytes"):
+        Sealer().open(blob, identity("a"), "x")
+
+
 def test_identity_parts_cannot_run_together() -> None:
     assert identity("ab", "c") != identity("a", "bc")
+
+
+def _one_shot(blob: bytes, ident: bytes) -> bytes:
+    """The payload of a keyring envelope under KEY, opened the plain way: AES-GCM over
+    everything after the header and nonce, with the header and identity as AAD."""
+    pos = 3 + blob[2]
+    nonce = blob[pos : pos + 16]
+    key = hmac.new(KEY, MESSAGE_KEY_LABEL + nonce, hashlib.sha256).digest()
+    return AESGCM(key).decrypt(nonce[:12], blob[pos + 16 :], blob[:pos] + ident)
+
+
+@pytest.mark.parametrize("compressible", [True, False])
+def test_a_large_envelope_is_sealed_in_chunks_into_the_same_format(compressible: bool) -> None:
+    """Data over a chunk is compressed and encrypted a chunk at a time and decrypted in
+    parts (so that no whole copy of it is made besides the envelope); the envelope is
+    the one sealing it whole makes, and either opens the other's."""
+    ident = identity("value", "t", "", "ch", "1")
+    data = b"the blue kettle " * (CHUNK_SIZE // 5) if compressible else os.urandom(CHUNK_SIZE + 7)
+    blob = sealer().seal("msgpack", data, ident)
+    assert sealer().open(blob, ident, "x") == ("msgpack", data)
+    payload = _one_shot(blob, ident)
+    assert payload[:8] == b"\x07msgpack"
+    assert bool(blob[1] & FLAG_ZSTD) == compressible  # decided by the first chunk
+    stored = zstandard.ZstdDecompressor().decompress(payload[8:]) if compressible else payload[8:]
+    assert stored == data
+    # An envelope sealed whole (as before chunks) opens through the chunked path.
+    header = bytes([1, FLAG_ZSTD | FLAG_KEYRING, 2]) + b"k1"
+    nonce = os.urandom(16)
+    key = hmac.new(KEY, MESSAGE_KEY_LABEL + nonce, hashlib.sha256).digest()
+    packed = b"\x07msgpack" + zstandard.ZstdCompressor().compress(data)
+    whole = header + nonce + AESGCM(key).encrypt(nonce[:12], packed, header + ident)
+    assert sealer().open(whole, ident, "x") == ("msgpack", data)
+    # A prefix (a pending write's channel) is sealed as if joined to the data.
+    headed = sealer().seal("msgpack", data, ident, prefix=b"\0\0\0\2ch")
+    assert sealer().open(headed, ident, "x") == ("msgpack", b"\0\0\0\2ch" + data)
+    # Without a keyring too.
+    plain = Sealer().seal("msgpack", data, ident)
+    assert bool(plain[1] & FLAG_ZSTD) == compressible
+    assert sealer(allow_plaintext_read=True).open(plain, ident, "x") == ("msgpack", data)
+
+
+def test_a_large_envelope_altered_or_truncated_is_refused() -> None:
+    ident = identity("a")
+    blob = bytearray(sealer().seal("json", os.urandom(2 * CHUNK_SIZE), ident))
+    blob[CHUNK_SIZE] ^= 1
+    with pytest.raises(IntegrityError, match="authentication failed"):
+        sealer().open(bytes(blob), ident, "x")
+    blob[CHUNK_SIZE] ^= 1
+    with pytest.raises(IntegrityError, match="authentication failed"):
+        sealer().open(bytes(blob[:-1]), ident, "x")
+    with pytest.raises(IntegrityError, match="authentication failed"):
+        sealer().open(bytes(blob), identity("b"), "x")
+    assert sealer().open(bytes(blob), ident, "x")[0] == "json"
 
 
 # ---------------------------------------------------------------------- names

@@ -17,9 +17,10 @@ from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.sealing import Sealer, identity
 
 
-def _pack_channel(channel: str, data: bytes) -> bytes:
+def _channel_prefix(channel: str) -> bytes:
+    """What a pending write's data is prefixed with: its channel."""
     raw = channel.encode("utf-8", "surrogatepass")
-    return len(raw).to_bytes(4, "big") + raw + data
+    return len(raw).to_bytes(4, "big") + raw
 
 
 def _unpack_channel(data: bytes, what: str) -> tuple[str, bytes]:
@@ -168,7 +169,8 @@ class Codec:
     ) -> bytes:
         typ, data = self._serde().dumps_typed(obj)
         ident = write_id(tid, ns, cid, task_id, idx)
-        return self.sealer.seal(typ, _pack_channel(channel, data), ident)
+        # The channel goes in as a prefix: joined here, a huge value would be copied.
+        return self.sealer.seal(typ, data, ident, prefix=_channel_prefix(channel))
 
     def open_write(
         self, tid: str, ns: str, cid: str, task_id: str, idx: int, blob: bytes, what: str

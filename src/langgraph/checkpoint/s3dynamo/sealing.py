@@ -11,7 +11,8 @@
     rest        body: AES-GCM ciphertext and tag, or the payload itself
 
 The payload is `len(type) | type | data`, where (type, data) is what the serializer made.
-Compression applies to `data` and is kept only where it shrinks it; it always happens
+Compression applies to `data` and is kept only where it shrinks it (for data over
+`CHUNK_SIZE`, where its first chunk shrinks: see `Sealer._seal_large`); it always happens
 before any encryption, including LangGraph's own `EncryptedSerializer`, whose cipher we
 call on the compressed bytes instead of letting it encrypt incompressible-to-be data.
 
@@ -34,6 +35,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import io
+import itertools
 import os
 import threading
 from collections import OrderedDict
@@ -44,6 +47,12 @@ from typing import Any, Generic, TypeVar
 
 import zstandard
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers import (
+    AEADEncryptionContext,
+    Cipher,
+    algorithms,
+    modes,
+)
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from langgraph.checkpoint.serde.base import CipherProtocol
 
@@ -69,6 +78,8 @@ BINDING_SIZE = 32
 MIN_COMPRESS_SIZE = 64
 # Refuse to inflate a corrupt or hostile frame beyond this.
 MAX_DECOMPRESSED_SIZE = 1 << 31
+# Data larger than this is compressed and encrypted a chunk at a time (`Sealer.seal`).
+CHUNK_SIZE = 1 << 20
 # zstd contexts kept for reuse (see `ContextLender`): one for each of the last few
 # dictionaries (delta bases) of at most 1 MiB, whose contexts hold a digested copy of the
 # dictionary (at most about 8 MiB of them in all), and a few plain ones, for waves that
@@ -177,10 +188,21 @@ class Sealer:
         return self._keyring is not None
 
     def seal(
-        self, typ: str, data: bytes, identity: bytes, *, dictionary: bytes | None = None
+        self,
+        typ: str,
+        data: bytes,
+        identity: bytes,
+        *,
+        dictionary: bytes | None = None,
+        prefix: bytes = b"",
     ) -> bytes:
         """Compress, encrypt and frame `data`; with `dictionary` (another version's data),
-        as a delta against it, which only that dictionary opens."""
+        as a delta against it, which only that dictionary opens. A `prefix` is sealed
+        before `data` as if the caller had joined them, without a copy of `data`."""
+        if dictionary is None and self.serde_cipher is None and len(data) > CHUNK_SIZE:
+            return self._seal_large(typ, prefix, data, identity)
+        if prefix:
+            data = prefix + data
         flags = 0
         if dictionary is not None:
             with self._compressors.lend(dictionary) as compressor:
@@ -197,18 +219,77 @@ class Sealer:
             data = _binding(typ, flags, identity) + data
             cipher_name, data = self.serde_cipher.encrypt(data)
             typ, flags = f"{typ}+{cipher_name}", flags | FLAG_SERDE_CIPHER
-        type_raw = typ.encode()
-        payload = bytes([len(type_raw)]) + type_raw + data
+        return self._frame(flags, typ, data, identity)
+
+    def _seal_large(self, typ: str, prefix: bytes, data: bytes, identity: bytes) -> bytes:
+        """`seal` for data over one chunk, in about the memory of the envelope alone.
+
+        Whole, the compressed data, the payload (type, then data), its ciphertext and the
+        envelope (header, nonce, then ciphertext) would each be a copy as large as the
+        value. Here each chunk is compressed, encrypted and appended to the envelope in
+        turn (`_frame_pieces`). Whether to compress is decided before the first byte is
+        encrypted (the flags are in the associated data), so by the first chunk: random
+        or already compressed data is stored as it is, without a wasted pass of zstd."""
+        view = memoryview(data)
+        chunks: Iterator[bytes | memoryview] = itertools.chain(
+            [prefix], (view[at : at + CHUNK_SIZE] for at in range(0, len(view), CHUNK_SIZE))
+        )
+        with self._compressors.lend(NO_DICTIONARY) as compressor:
+            if len(compressor.compress(view[:CHUNK_SIZE])) >= CHUNK_SIZE:
+                return self._frame_pieces(0, typ, chunks, identity)
+            stream = compressor.compressobj(size=len(prefix) + len(view))
+
+            def packed() -> Iterator[bytes]:
+                for chunk in chunks:
+                    yield stream.compress(chunk)
+                yield stream.flush()
+
+            return self._frame_pieces(FLAG_ZSTD, typ, packed(), identity)
+
+    def _header(self, flags: int) -> tuple[Keyring | None, bytes]:
+        """The keyring sealing a new envelope, if any, and the envelope's header."""
         keyring = self.keyring
         if keyring is None:
-            return bytes([FORMAT_V1, flags, 0]) + payload
-        key_id = keyring.active
-        flags |= FLAG_KEYRING
-        kid = key_id.encode()
-        header = bytes([FORMAT_V1, flags, len(kid)]) + kid
+            return None, bytes([FORMAT_V1, flags, 0])
+        kid = keyring.active.encode()
+        return keyring, bytes([FORMAT_V1, flags | FLAG_KEYRING, len(kid)]) + kid
+
+    def _frame(self, flags: int, typ: str, data: bytes, identity: bytes) -> bytes:
+        """The envelope of the payload `len(type) | type | data`, encrypted under the
+        active key when there is a keyring."""
+        keyring, header = self._header(flags)
+        type_raw = typ.encode()
+        payload = bytes([len(type_raw)]) + type_raw + data
+        if keyring is None:
+            return header + payload
         nonce = os.urandom(NONCE_SIZE)
-        aead = AESGCM(self._message_key(keyring, key_id, nonce))
+        aead = AESGCM(self._message_key(keyring, keyring.active, nonce))
         return header + nonce + aead.encrypt(nonce[:12], payload, header + identity)
+
+    def _frame_pieces(
+        self, flags: int, typ: str, pieces: Iterator[bytes | memoryview], identity: bytes
+    ) -> bytes:
+        """`_frame` of data given in pieces, without a copy of it but the envelope: each
+        piece is encrypted (AES-GCM encrypts a stream) and appended as it comes, and
+        `BytesIO.getvalue` hands over the buffer it grew without copying it. The same
+        bytes as `_frame`'s; only for large data, as the streaming cipher costs a few
+        microseconds more to set up than one-shot `AESGCM`."""
+        keyring, header = self._header(flags)
+        envelope = io.BytesIO()
+        envelope.write(header)
+        encryptor: AEADEncryptionContext | None = None
+        if keyring is not None:
+            nonce = os.urandom(NONCE_SIZE)
+            envelope.write(nonce)
+            key = self._message_key(keyring, keyring.active, nonce)
+            encryptor = Cipher(algorithms.AES(key), modes.GCM(nonce[:12])).encryptor()
+            encryptor.authenticate_additional_data(header + identity)
+        type_raw = typ.encode()
+        for piece in itertools.chain([bytes([len(type_raw)]) + type_raw], pieces):
+            envelope.write(piece if encryptor is None else encryptor.update(piece))
+        if encryptor is not None:
+            envelope.write(encryptor.finalize() + encryptor.tag)
+        return envelope.getvalue()
 
     def open(
         self, blob: bytes, identity: bytes, what: str, *, dictionary: bytes | None = None
@@ -234,29 +315,20 @@ class Sealer:
                     f"{what}: sealed under key id {key_id!r}, which the keyring does not "
                     f"hold (it holds {held}); add that key to the keyring to read it"
                 )
-            nonce = blob[pos : pos + NONCE_SIZE]
-            if len(nonce) < NONCE_SIZE or len(blob) < pos + NONCE_SIZE + TAG_SIZE:
+            if len(blob) < pos + NONCE_SIZE + TAG_SIZE:
                 raise IntegrityError(f"{what}: envelope is truncated ({len(blob)} bytes)")
-            aead = AESGCM(self._message_key(keyring, key_id, nonce))
-            try:
-                payload = aead.decrypt(nonce[:12], blob[pos + NONCE_SIZE :], blob[:pos] + identity)
-            except InvalidTag:
-                raise IntegrityError(
-                    f"{what}: authentication failed: the blob was altered, truncated, or "
-                    "belongs to another thread, checkpoint, channel or version"
-                ) from None
+            type_raw, data = self._decrypt(blob, pos, keyring, key_id, identity, what)
         else:
             if keyring is not None and not self.allow_plaintext_read:
                 raise PlaintextRefusedError(
                     f"{what}: stored without keyring encryption while encryption is on; "
                     "pass allow_plaintext_read=True to read it during a migration"
                 )
-            payload = blob[pos:]
-        if not payload or len(payload) < 1 + payload[0]:
-            raise IntegrityError(f"{what}: envelope payload is truncated")
-        type_len = payload[0]
-        typ = payload[1 : 1 + type_len].decode()
-        data = payload[1 + type_len :]
+            if len(blob) <= pos or len(blob) < pos + 1 + blob[pos]:
+                raise IntegrityError(f"{what}: envelope payload is truncated")
+            type_end = pos + 1 + blob[pos]
+            type_raw, data = blob[pos + 1 : type_end], blob[type_end:]
+        typ = type_raw.decode()
         if flags & FLAG_SERDE_CIPHER:
             if self.serde_cipher is None:
                 raise IntegrityError(
@@ -290,18 +362,46 @@ class Sealer:
                     f"{what}: stored as a delta, but the version it was made against was "
                     "not supplied"
                 )
+            _check_inflated_size(data, what)
             try:
                 with self._decompressors.lend(dictionary) as decompressor:
                     data = decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
             except zstandard.ZstdError as exc:
                 raise IntegrityError(f"{what}: delta does not apply: {exc}") from exc
         elif flags & FLAG_ZSTD:
+            _check_inflated_size(data, what)
             try:
                 with self._decompressors.lend(NO_DICTIONARY) as decompressor:
                     data = decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
             except zstandard.ZstdError as exc:
                 raise IntegrityError(f"{what}: compressed data is corrupt: {exc}") from exc
         return typ, data
+
+    def _decrypt(
+        self, blob: bytes, pos: int, keyring: Keyring, key_id: str, identity: bytes, what: str
+    ) -> tuple[bytes, bytes]:
+        """Authenticate and decrypt the payload after the header (`pos` bytes): its type
+        and its data. The sealed part is read through a view, not sliced: a slice would
+        copy it whole."""
+        nonce = blob[pos : pos + NONCE_SIZE]
+        key = self._message_key(keyring, key_id, nonce)
+        sealed = memoryview(blob)[pos + NONCE_SIZE :]
+        associated = blob[:pos] + identity
+        try:
+            if len(sealed) > CHUNK_SIZE:
+                head, type_raw, data = _decrypt_in_parts(key, nonce[:12], sealed, associated)
+            else:
+                payload = AESGCM(key).decrypt(nonce[:12], sealed, associated)
+                type_end = 1 + (payload[0] if payload else 0)
+                head, type_raw, data = payload[:1], payload[1:type_end], payload[type_end:]
+        except InvalidTag:
+            raise IntegrityError(
+                f"{what}: authentication failed: the blob was altered, truncated, or "
+                "belongs to another thread, checkpoint, channel or version"
+            ) from None
+        if not head or len(type_raw) < head[0]:
+            raise IntegrityError(f"{what}: envelope payload is truncated")
+        return type_raw, data
 
     def key_id_of(self, blob: bytes) -> str | None:
         """The keyring key id a blob is sealed under, or None if not keyring-sealed."""
@@ -317,6 +417,40 @@ class Sealer:
     @staticmethod
     def _message_key(keyring: Keyring, key_id: str, nonce: bytes) -> bytes:
         return hmac.new(keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, "sha256").digest()
+
+
+def _decrypt_in_parts(
+    key: bytes, nonce: bytes, sealed: memoryview, associated: bytes
+) -> tuple[bytes, bytes, bytes]:
+    """AES-GCM decryption of `sealed` (ciphertext, then tag) as the payload's three parts:
+    the type's length, the type and the data. Decrypted whole and then sliced, the data
+    would be copied once more, as large as the value; here it is decrypted into a bytes
+    object of its own. Raises `InvalidTag`; nothing decrypted is returned before the tag
+    is checked (`finalize`)."""
+    body, tag = sealed[:-TAG_SIZE], bytes(sealed[-TAG_SIZE:])
+    decryptor = Cipher(algorithms.AES(key), modes.GCM(nonce, tag)).decryptor()
+    decryptor.authenticate_additional_data(associated)
+    head = decryptor.update(body[:1])
+    type_end = 1 + (head[0] if head else 0)
+    parts = head, decryptor.update(body[1:type_end]), decryptor.update(body[type_end:])
+    decryptor.finalize()
+    return parts
+
+
+def _check_inflated_size(frame: bytes, what: str) -> None:
+    """Refuse a frame that declares more than `MAX_DECOMPRESSED_SIZE`: zstandard applies
+    `max_output_size` only to frames that declare no size, and every frame written here
+    declares one, so a forged frame in an unsealed store could otherwise ask for any
+    amount of memory."""
+    try:
+        declared = zstandard.frame_content_size(frame)
+    except zstandard.ZstdError as exc:
+        raise IntegrityError(f"{what}: compressed data is corrupt: {exc}") from exc
+    if declared > MAX_DECOMPRESSED_SIZE:
+        raise IntegrityError(
+            f"{what}: the compressed data declares {declared} bytes, more than the "
+            f"{MAX_DECOMPRESSED_SIZE} a stored value may inflate to"
+        )
 
 
 def _new_decompressor(dictionary: bytes) -> zstandard.ZstdDecompressor:
