@@ -102,12 +102,17 @@ def test_get_tuple_is_one_query_then_one_wave(
     config = saver.put(thread_config("t", checkpoint_ns=""), cp, {}, versions)
     saver.put_writes(config, [("a", os.urandom(3 * saver.settings.inline_max))], "task")
     for target in (thread_config("t"), config):  # latest, then by id
-        # Another process (a cold cache): one Query, then one wave for the three objects.
+        # Another process's first read: the thread's Query with the deployment record's
+        # in one wave (a new thread must be checked against it), then one wave for the
+        # three objects; its next read of another thread, one Query.
         reader = make_saver(clients)
         counter.reset()
         got = reader.get_tuple(target)
         assert got is not None and got.checkpoint["channel_values"] == cp["channel_values"]
-        assert counter.calls == {"dynamodb.Query": 1, "s3.GetObject": 3}
+        assert counter.calls == {"dynamodb.Query": 2, "s3.GetObject": 3}
+        counter.reset()
+        assert reader.get_tuple(thread_config("new")) is None
+        assert counter.calls == {"dynamodb.Query": 1}
         # The writer's own process holds what it wrote: no S3 request at all.
         counter.reset()
         assert saver.get_tuple(target) == got

@@ -31,9 +31,10 @@ control partition holds what the deployment was written with: a fingerprint of t
 naming key (an HMAC of a constant under it), the sealing mode, and the key ids with a
 check value each (an HMAC of a constant under the key). No key bytes.
 
-It is read once per process, and only when an operation finds no checkpoint (an empty
-thread, a new thread's first `put`): the warm path of an existing thread never reads
-it. A mismatch raises `DeploymentMismatchError` naming what differs, before anything
+It is read once per process: with the process's first `get_tuple`, in the same wave as
+that read's Query (a new thread must be checked against it, and this way costs no round
+trip of its own), or else when an operation finds no checkpoint. The warm path never
+reads it. A mismatch raises `DeploymentMismatchError` naming what differs, before anything
 is written. The first writer creates it with a conditional put (attribute_not_exists);
 if two processes race, exactly one put succeeds and the other re-reads the record and
 compares against the winner, so a deployment never gets two naming keys. Adding a key

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.keys import guarded
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
+from langgraph.checkpoint.s3dynamo.waves import parallel
 
 if TYPE_CHECKING:  # imported when first used: a handler's requests never need it
     from langgraph.checkpoint.s3dynamo.ops import Operations
@@ -226,8 +227,18 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
         finder = self.store.finder
+
+        def read() -> Entry | None:
+            return finder.read_checkpoint(tid, ns, cid) if cid else finder.read_latest(tid, ns)
+
         with guarded(self.parts.deployment):
-            entry = finder.read_checkpoint(tid, ns, cid) if cid else finder.read_latest(tid, ns)
+            if self.parts.control.loaded:
+                entry = read()
+            else:
+                # A process's first read: the deployment record in the same wave, so a
+                # new thread, which must be checked against it, costs no second round trip.
+                steps: list[Callable[[], Any]] = [read, self.parts.control.records]
+                entry = parallel(lambda step: step(), steps)[0]
             if entry is None:
                 self.parts.deployment.verify(write=False)
                 return None
