@@ -6,53 +6,14 @@ source's, and the thread goes on here."""
 from __future__ import annotations
 
 import os
-import uuid
-from typing import Any
 
 from langchain_core.messages import HumanMessage
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from tests.support.graphs import converse, delta_graph
+from tests.support.imports import dynamodb_saver, same_order, states
 from tests.support.savers import Clients, make_saver
 from tests.support.scenarios import SCENARIOS, Runner, chat_graph
-from tests.unit.test_import import states, tuples
-
-
-def dynamodb_saver(clients: Clients) -> Any:
-    from langgraph_checkpoint_aws import DynamoDBSaver
-
-    ddb, s3 = clients
-    table, bucket = f"lgaws-{uuid.uuid4().hex[:8]}", f"lgaws-{uuid.uuid4().hex[:8]}"
-    # The table layout DynamoDBSaver documents: PK and SK, both strings.
-    ddb.create_table(
-        TableName=table,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "PK", "AttributeType": "S"},
-            {"AttributeName": "SK", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "PK", "KeyType": "HASH"},
-            {"AttributeName": "SK", "KeyType": "RANGE"},
-        ],
-    )
-    s3.create_bucket(Bucket=bucket)
-    region = ddb.meta.region_name
-    return DynamoDBSaver(
-        table_name=table, region_name=region, s3_offload_config={"bucket_name": bucket}
-    )
-
-
-def same_order(saver: Any, tid: str) -> list[Any]:
-    """`tuples()` with each task's writes in one order: DynamoDBSaver returns a task's
-    special writes in the string order of their index (`__interrupt__`, -3, before
-    `__resume__`, -4), LangGraph's own savers and this one in the order they were put,
-    which LangGraph does not depend on within a task."""
-    out = []
-    for *rest, writes in tuples(saver, tid):
-        tasks = list(dict.fromkeys(w[0] for w in writes))
-        out.append((*rest, sorted(writes, key=lambda w: (tasks.index(w[0]), w[1]))))
-    return out
 
 
 def test_a_dynamodb_saver_thread_reads_back_whole(clients: Clients) -> None:

@@ -6,8 +6,6 @@ script in subprocesses against moto server, as a shell would."""
 from __future__ import annotations
 
 import base64
-import contextlib
-import io
 import json
 import os
 import shlex
@@ -17,7 +15,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,72 +23,16 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
 from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends import aws_clients
-from langgraph.checkpoint.s3dynamo.cli import app
 from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
 from langgraph.checkpoint.s3dynamo.layout import CONTROL_PK, is_control_pk
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
+from tests.support.cli import Result, command_env, environment, one_line_error, run, run_all
 
 pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
 
 SCRIPT = Path(sys.executable).parent / "s3dynamo"
 THREADS = ["alice", "bob", "carol"]
 DAY = 86_400
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-def _env(env: Mapping[str, str | None]) -> dict[str, str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3DYNAMO_"))}
-    full.update({k: v for k, v in env.items() if v is not None})
-    full.update({"COLUMNS": "80", "NO_COLOR": "1"})
-    return full
-
-
-@contextlib.contextmanager
-def _environment(env: Mapping[str, str]) -> Iterator[None]:
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-def run(env: Mapping[str, str | None], *args: str) -> Result:
-    """The command with these arguments in this environment, in process: what it prints
-    and the code it exits with."""
-    out, err = io.StringIO(), io.StringIO()
-    # A fresh botocore session per command, as a new process has.
-    aws_clients._session = None
-    with _environment(_env(env)), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            app.run(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 0
-    return Result(code, out.getvalue(), err.getvalue())
-
-
-def run_all(*calls: tuple[Mapping[str, str | None], tuple[str, ...]]) -> list[Result]:
-    return [run(env, *args) for env, args in calls]
-
-
-def one_line_error(r: Result) -> str:
-    assert "Traceback" not in r.err, r.err
-    lines = r.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("s3dynamo: "), r.err
-    return lines[0]
 
 
 def populate(sandbox: Sandbox, threads: list[str], *, days_ago: float = 0) -> None:
@@ -126,7 +67,7 @@ def store(moto: None) -> tuple[Sandbox, dict[str, str | None]]:
     """One populated store for the read-only tests of this module."""
     sandbox = Sandbox()
     env = sandbox.environment()
-    with _environment(_env(env)):
+    with environment(command_env(env)):
         populate(sandbox, THREADS)
     return sandbox, env
 
@@ -501,12 +442,12 @@ def test_the_region_comes_from_aws_region_or_the_option(
 def test_expire_removes_idle_threads_after_showing_the_plan(moto: None) -> None:
     sandbox = Sandbox()
     env = sandbox.environment()
-    with _environment(_env(env)):
+    with environment(command_env(env)):
         populate(sandbox, ["old"], days_ago=2)
     plan, missing = run_all((env, ("expire", "--older-than", "1d", "--json")), (env, ("expire",)))
     assert plan.json()["plan"]["idle_threads"] == 1 and plan.json()["executed"] is False
     assert missing.code == 2 and "--older-than 30d" in one_line_error(missing)
-    with _environment(_env(env)):
+    with environment(command_env(env)):
         build_graph(sandbox.saver()).invoke(
             {"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "new"}}
         )
@@ -529,9 +470,9 @@ def test_tenants_each_see_their_own_and_a_sweep_without_a_prefix_names_its_scope
         "S3DYNAMO_KEYS": f"t42:{_b64(os.urandom(32))}",
         "S3DYNAMO_SECRET": _b64(os.urandom(32)),
     }
-    with _environment(_env(root_env)):
+    with environment(command_env(root_env)):
         populate(sandbox, ["root-thread"], days_ago=2)
-    with _environment(_env(tenant_env)):
+    with environment(command_env(tenant_env)):
         tenant = S3DynamoSaver.from_env()
         build_graph(tenant).invoke(
             {"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "t42-thread"}}
@@ -559,7 +500,7 @@ def test_the_installed_script_in_a_shell(s3dynamo_server_sandbox: Sandbox) -> No
     or after the command, a reader closing the pipe early, missing credentials."""
     sandbox = s3dynamo_server_sandbox
     populate(sandbox, ["alice"])
-    env = _env(sandbox.environment())
+    env = command_env(sandbox.environment())
     table = env.pop("S3DYNAMO_TABLE")
 
     def script(*args: str, **extra: Any) -> subprocess.CompletedProcess[str]:
@@ -604,7 +545,7 @@ def test_without_the_cli_extra_the_command_names_the_pip_line() -> None:
 @pytest.mark.unsupported_on("moto-server", "real", reason="the demo starts its own moto server")
 def test_the_demo_runs_and_nothing_it_said_is_readable_at_rest() -> None:
     r = subprocess.run(
-        [str(SCRIPT), "demo"], env=_env({}), capture_output=True, text=True, timeout=600
+        [str(SCRIPT), "demo"], env=command_env({}), capture_output=True, text=True, timeout=600
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "'blue kettle' found in 0 of" in r.stdout and "'customer-42' found in 0 of" in r.stdout
@@ -615,7 +556,7 @@ def test_the_demo_runs_and_nothing_it_said_is_readable_at_rest() -> None:
 def test_demo_keep_prints_an_environment_that_works_in_a_new_shell_and_stops_on_sigterm() -> None:
     demo = subprocess.Popen(
         [str(SCRIPT), "demo", "--keep"],
-        env=_env({}),
+        env=command_env({}),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -15,11 +15,11 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
-from tests.e2e.test_cli import _env, _environment, one_line_error, run
+from tests.support.cli import command_env, environment, one_line_error, run
 from tests.support.graphs import converse, delta_graph
+from tests.support.imports import dynamodb_saver, same_order, tuples
 from tests.support.postgres import find_bin_dir, local_postgres
 from tests.support.scenarios import SCENARIOS, Runner
-from tests.unit.test_import import tuples
 
 pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
 
@@ -49,7 +49,7 @@ def sandbox(moto: None) -> Sandbox:
 
 
 def imported_equal(sandbox: Sandbox, source: BaseCheckpointSaver[Any]) -> None:
-    with _environment(_env(sandbox.environment())):
+    with environment(command_env(sandbox.environment())):
         saver = sandbox.saver()
         for tid in [*THREADS, "delta"]:
             assert tuples(saver, tid) == tuples(source, tid), tid
@@ -82,7 +82,7 @@ def test_from_sqlite_plan_copy_repeat_and_conflict(sandbox: Sandbox, tmp_path: P
     assert again.code == 0 and "nothing to do" in again.out
 
     # A thread of the same id that has a history of its own here: left alone, exit 1.
-    with _environment(_env(env)):
+    with environment(command_env(env)):
         saver = sandbox.saver()
         converse(delta_graph(saver, 4), "mine", 1)
     converse(delta_graph(source, 4), "mine", 2)
@@ -95,7 +95,6 @@ def test_from_sqlite_plan_copy_repeat_and_conflict(sandbox: Sandbox, tmp_path: P
 def test_from_dynamodb_saver_table_with_offload_bucket(sandbox: Sandbox) -> None:
     from langgraph_checkpoint_aws import DynamoDBSaver
 
-    from tests.aws.test_import import dynamodb_saver, same_order
     from tests.support.savers import Clients
 
     clients = Clients((sandbox.dynamodb, sandbox.s3))
@@ -106,7 +105,7 @@ def test_from_dynamodb_saver_table_with_offload_bucket(sandbox: Sandbox) -> None
     done = run(env, "import", "--from", spec, "--yes", "--json")
     assert done.code == 0, done.err
     assert done.json()["result"]["threads_copied"] == 4
-    with _environment(_env(env)):
+    with environment(command_env(env)):
         saver = sandbox.saver()
         for tid in [*THREADS, "delta"]:
             assert same_order(saver, tid) == same_order(source, tid), tid
@@ -140,5 +139,5 @@ def test_a_source_that_cannot_be_read_is_named(sandbox: Sandbox, spec: str, says
     r = run(sandbox.environment(), "import", "--from", spec, "--yes")
     assert r.code == 2
     assert says in one_line_error(r)
-    with _environment(_env(sandbox.environment())):
+    with environment(command_env(sandbox.environment())):
         assert list(sandbox.saver().list(None)) == []  # nothing written

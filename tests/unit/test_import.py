@@ -18,6 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import InvalidConfigError
 from tests.support.graphs import converse, delta_graph
+from tests.support.imports import states, tuples
 from tests.support.savers import memory_saver
 from tests.support.scenarios import SCENARIOS, Runner, chat_graph
 
@@ -29,33 +30,6 @@ def populate(source: BaseCheckpointSaver[Any]) -> None:
     for name in THREADS:
         SCENARIOS[name](source, Runner("sync"), name)
     converse(delta_graph(source, 4), "delta", 9)
-
-
-def counter(version: Any) -> int:
-    """A channel version's counter: the int itself, or the text form's leading number
-    (whole-number versions are written as text here, so the thread's next steps compare
-    with them)."""
-    return version if isinstance(version, int) else int(str(version).split(".")[0])
-
-
-def tuples(saver: BaseCheckpointSaver[Any], tid: str) -> list[Any]:
-    """Every tuple of a thread, every namespace, as values a test can compare."""
-    out = []
-    for t in saver.list({"configurable": {"thread_id": tid}}):
-        cp = dict(t.checkpoint)
-        cp["channel_versions"] = {k: counter(v) for k, v in cp["channel_versions"].items()}
-        cp["versions_seen"] = {
-            n: {k: counter(v) for k, v in seen.items()} for n, seen in cp["versions_seen"].items()
-        }
-        out.append((t.config, cp, t.metadata, t.parent_config, t.pending_writes))
-    return sorted(out, key=lambda t: (t[0]["configurable"]["checkpoint_ns"], t[1]["id"]))
-
-
-def states(graph: Any, tid: str) -> list[Any]:
-    config = {"configurable": {"thread_id": tid}}
-    return [
-        (s.config, s.values, s.next, s.metadata, s.tasks) for s in graph.get_state_history(config)
-    ]
 
 
 @pytest.fixture(params=["InMemorySaver", "SqliteSaver"])
