@@ -177,3 +177,23 @@ def test_the_saver_is_a_thin_facade() -> None:
     350 lines of code, docstrings and comments aside."""
     lines = code_lines((ROOT / "saver.py").read_text())
     assert lines <= 350, f"saver.py has {lines} lines of code"
+
+
+def test_no_test_tier_imports_another_tiers_test_module() -> None:
+    tests = Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted(tests.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            found += [
+                f"{path.relative_to(tests)}: {name}"
+                for name in names
+                if name.startswith(("tests.unit", "tests.aws", "tests.e2e"))
+            ]
+    assert found == [], "shared helpers belong in tests/support: " + ", ".join(found)
