@@ -85,16 +85,7 @@ variable "retention_strategy" {
   type        = string
   default     = "delete"
   nullable    = false
-
-  validation {
-    condition     = contains(["delete", "keep_latest"], var.retention_strategy)
-    error_message = "retention_strategy must be \"delete\" or \"keep_latest\"."
-  }
-
-  validation {
-    condition     = var.retention_strategy == "delete" || var.retention != null
-    error_message = "retention_strategy applies to retention only: set retention as well, or, with checkpointer_ttl, give the strategy inside it."
-  }
+  # The module checks it.
 }
 
 variable "checkpointer_ttl" {
