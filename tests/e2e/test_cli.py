@@ -24,7 +24,7 @@ from langgraph.types import Command
 
 from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
-from langgraph.checkpoint.s3dynamo.layout import CONTROL_PK, is_control_pk
+from langgraph.checkpoint.s3dynamo.layout import is_control_pk, is_deployment_pk
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
 from tests.support.cli import Result, command_env, environment, one_line_error, run, run_all
 
@@ -239,7 +239,7 @@ def test_stats_reports_sizes_ratios_and_cost(
     items = [
         i
         for i in sandbox.dynamodb.scan(TableName=sandbox.table)["Items"]
-        if not is_control_pk(i["pk"]["S"]) and i["pk"]["S"] != CONTROL_PK
+        if not is_control_pk(i["pk"]["S"]) and not is_deployment_pk(i["pk"]["S"])
     ]
     objects = sandbox.s3.list_objects_v2(Bucket=sandbox.bucket)["Contents"]
     assert s["items"]["count"] == len(items)

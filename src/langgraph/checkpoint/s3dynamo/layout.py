@@ -43,7 +43,6 @@ TOP = "\uffff"
 # A deployment's own records (the deployment record, the KMS keyring) live in the
 # partition `<prefix>#s3dynamo`: `deployment_pk(prefix)`.
 DEPLOYMENT_SUFFIX = "#s3dynamo"
-CONTROL_PK = DEPLOYMENT_SUFFIX  # the unprefixed deployment's
 DEPLOYMENT_RECORD = "deployment"
 KEYRING_RECORD = "keyring"
 

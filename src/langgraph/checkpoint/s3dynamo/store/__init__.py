@@ -68,7 +68,7 @@ class ThreadStore:
         self.sealer = sealer
         self.prefix = prefix
         self.scope = Scope(self.ports, prefix)
-        self.objects = ObjectIO(self.ports, namer, prefix, cache_bytes)
+        self.objects = ObjectIO(self.ports, namer, cache_bytes)
         self.finder = Finder(self.ports, namer, codec, sealer, self.scope)
         self.walker = Walker(namer, codec, self.objects)
         carry: Lru[tuple[str, str, str], StoredValues] = Lru(CARRY_CACHE_SIZE)

@@ -27,10 +27,9 @@ log = logging.getLogger(__name__)
 class ObjectIO:
     """A deployment's objects: their keys, and waves of reads and writes."""
 
-    def __init__(self, ports: Ports, namer: Namer, prefix: str, cache_bytes: int) -> None:
+    def __init__(self, ports: Ports, namer: Namer, cache_bytes: int) -> None:
         self._ports = ports
         self.namer = namer
-        self.prefix = prefix
         # One object may take a quarter of the budget, so a few large ones cannot flush
         # everything else; 0 turns the cache off.
         self.cache: Lru[str, bytes] = Lru(cache_bytes, weigh=len, largest=cache_bytes // 4)

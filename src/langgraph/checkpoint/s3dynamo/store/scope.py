@@ -33,9 +33,6 @@ class Scope:
         self.others: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def owns(self, pk: str) -> bool:
-        return scope_of(pk) == self.prefix
-
     def note(self, scope: str | None) -> None:
         """An item of the deployment with this prefix was passed (None: nobody's)."""
         if scope is not None and scope != self.prefix:
