@@ -49,8 +49,8 @@ with one per namespace has nothing to lose and is left alone (`kept`). Otherwise
 1. Take the thread's lease, as above (`busy` if held).
 2. Set a marker (a head named `layout.PRUNING_HEAD`, which no namespace has): from here
    an interrupted sweep leaves something the next Scan sees.
-3. Read the thread's records again, consistently; one newer than the cutoff: `revived`
-   (drop the marker, release the lease).
+3. Read the thread's records again, consistently (step 4 works on this read); one newer
+   than the cutoff: `revived` (drop the marker, release the lease).
 4. Open the thread (this needs its keys: a thread that does not open is `skipped`), find
    what `keep_latest` keeps (`ops/threads.py`, as `prune` does) and delete every other
    record, each namespace newest first.
@@ -320,14 +320,15 @@ class ExpiryPlan:
         if held is None:
             return
         control.put_heads(name, {PRUNING_HEAD: str(store.now())})  # 2.
-        stamps = store.scans.partition_stamps(name)  # 3.
+        # 3. and 4. read the same records: one consistent read serves both.
+        records = store.finder.partition_records(name, consistent=True)
+        stamps = (Stamp(r.key, r.written_at) for r in records)
         if any(t >= self.cutoff for t in (stamp_time(s) for s in stamps) if t is not None):
             control.delete_items([marker])
             control.release_lease(held)
             with self._lock:
                 self.revived.append(name)
             return
-        records = store.finder.partition_records(name)  # 4.
         try:
             entries = store.finder.group(records)
         except IntegrityError as exc:

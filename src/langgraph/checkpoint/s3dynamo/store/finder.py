@@ -192,9 +192,9 @@ class Finder:
         """Every record of a thread, every namespace."""
         return self.partition_records(self.namer.thread(tid))
 
-    def partition_records(self, thread_name: str) -> list[Record]:
+    def partition_records(self, thread_name: str, *, consistent: bool = False) -> list[Record]:
         """Every record of a thread named as stored (its keyed hash)."""
-        return list(self._query_all(thread_name))
+        return list(self._query_all(thread_name, consistent=consistent))
 
     def thread_keys(self, tid: str) -> list[ItemKey]:
         return list(self._ports.records.query_keys(self.namer.thread(tid)))
