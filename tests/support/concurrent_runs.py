@@ -138,8 +138,9 @@ def stale_run_is_refused(savers: tuple[S3DynamoSaver, S3DynamoSaver]) -> str:
 
 
 def fenced_holder_is_refused(savers: tuple[S3DynamoSaver, S3DynamoSaver]) -> None:
-    """Holder A's lease lapses while its node runs; B takes the lease over and runs a
-    turn; A's next write is refused with LeaseLostError and B's state stands."""
+    """Holder A stalls in its node with no heartbeat, so its lease lapses; B takes the
+    lease over and runs a turn; A's next write is refused with LeaseLostError and B's
+    state stands."""
     first, second = savers
     inside, go = threading.Event(), threading.Event()
 
@@ -151,7 +152,7 @@ def fenced_holder_is_refused(savers: tuple[S3DynamoSaver, S3DynamoSaver]) -> Non
 
     def run_a() -> None:
         try:
-            with first.ops.thread_lock(TID, ttl=0.3, wait=0):
+            with first.ops.thread_lock(TID, ttl=0.3, wait=0, heartbeat=False):
                 slow_chat_graph(first, hold).invoke(
                     {"messages": [HumanMessage("from a", id="a")]}, CONFIG
                 )

@@ -88,3 +88,28 @@ def check_lease_conditions(index: Any) -> None:
     index.release_lease(renewed)
     third = index.acquire_lease(LEASE, "c", 1_900, 500)
     assert third is not None and third.token > second.token
+    # A holder's accepted write renews its lease in the same request: the expiry becomes
+    # the fence's. (`third` lapses at 2_400 on its own.)
+    commit(index, "3", "2", fence=Fence(LEASE, third.token, 5_000))
+    assert index.acquire_lease(LEASE, "d", 3_000, 500) is None
+    index.merge_writes(
+        WritesRecord(PK, "ns#3#t", b"t", {0: b"w"}), frozenset(), Fence(LEASE, third.token, 6_000)
+    )
+    assert index.acquire_lease(LEASE, "d", 5_500, 500) is None
+    # A refused write renews nothing: a fenced commit whose head condition fails...
+    with pytest.raises(ConcurrentUpdateError):
+        commit(index, "4", "1", fence=Fence(LEASE, third.token, 60_000))
+    fourth = index.acquire_lease(LEASE, "d", 6_001, 500)
+    assert fourth is not None and fourth.token > third.token
+    # ... and a taken-over holder's writes.
+    with pytest.raises(LeaseLostError):
+        commit(index, "4", "3", fence=Fence(LEASE, third.token, 60_000))
+    with pytest.raises(LeaseLostError):
+        index.merge_writes(
+            WritesRecord(PK, "ns#3#t", b"t", {1: b"w"}),
+            frozenset(),
+            Fence(LEASE, third.token, 60_000),
+        )
+    assert "ns#4" not in _ids(index)
+    assert index.query(PK, prefix="ns#3#t").records[0].writes.keys() == {0}
+    assert index.acquire_lease(LEASE, "e", 6_502, 500) is not None

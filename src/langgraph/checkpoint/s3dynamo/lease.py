@@ -1,47 +1,94 @@
-"""Leases: one holder at a time per thread, with expiry and a fencing token.
+"""Leases: one holder at a time per thread, with expiry, renewal and a fencing token.
 
 `thread_lock` takes the thread's lease with one conditional UpdateItem (it succeeds if
 nobody holds the lease or the holder's expiry has passed, and raises the fencing token
 by one), retries with backoff until `wait` runs out (`LeaseTimeoutError`; `wait=0`
 fails fast), and releases it on exit. While held, every `put` and `put_writes` of that
 thread made in this context (LangGraph's worker threads and `asyncio.to_thread` inherit
-it) carries the token as a condition of the same request: once the lease lapsed and
-another holder took it (a higher token), the old holder's writes are refused with
-`LeaseLostError` and nothing of them is visible.
+it) carries the token as a condition of the same request, and sets the lease's expiry
+to `ttl` from now in that request: a holder that writes keeps its lease at no extra
+request. Between writes a heartbeat thread, alive only inside the `with` block, renews
+the lease with one UpdateItem once a third of `ttl` passed without a write. So a live
+holder keeps its lease, and a dead one (killed, frozen) loses it within `ttl`.
 
-Safety: two holders at once need two successful acquisitions, each of which requires
-the expiry of the previous one to have passed; tokens only grow (a release keeps the
-counter). So whatever the clocks say, at most one holder's writes are accepted at any
-moment: the one with the highest token. Clocks matter only for liveness (a holder whose
-clock runs late may see its lease taken over early; then its writes are refused, not
-mixed in). Expiry lets the lease of a crashed holder lapse after `ttl`.
+Given the Lambda context (`context=`), no expiry is ever set past the end of the
+invocation (as Powertools' idempotency bounds its in-progress records), and the wait
+ends `LAMBDA_RESERVE` seconds before it, leaving the handler time to answer.
+
+Safety (whatever the clocks say, only the highest token's writes are accepted; clocks
+only decide when a lease may be taken over) and the figures behind the defaults:
+docs/RELIABILITY.md, "The lease".
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Protocol
 
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, LeaseTimeoutError
+from langgraph.checkpoint.s3dynamo.errors import (
+    InvalidConfigError,
+    LeaseLostError,
+    LeaseTimeoutError,
+    S3DynamoError,
+)
 from langgraph.checkpoint.s3dynamo.layout import LEASE_SK, control_pk
-from langgraph.checkpoint.s3dynamo.records import Fence, ItemKey, Lease
+from langgraph.checkpoint.s3dynamo.records import ItemKey, Lease
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
-from langgraph.checkpoint.s3dynamo.store.fences import fence, hold, release
+from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 
-DEFAULT_TTL = 120.0
+log = logging.getLogger(__name__)
+
+# Seconds. A killed holder's lease is taken over within DEFAULT_TTL (plus one retry of
+# the waiter); a live one renews it every DEFAULT_TTL / 3 without a write, so a renewal
+# has two thirds of the ttl to land. Why 10: docs/RELIABILITY.md, "The lease".
+DEFAULT_TTL = 10.0
+HEARTBEAT_SHARE = 1 / 3
 FIRST_BACKOFF = 0.05
 MAX_BACKOFF = 1.0
+# A renewal that failed for a transient reason is tried again after this long.
+RENEW_RETRY = 0.5
+# Inside Lambda the wait ends this long before the invocation would be killed.
+LAMBDA_RESERVE = 1.0
+
+
+class LambdaContext(Protocol):
+    """What `thread_lock` reads of AWS Lambda's context object."""
+
+    def get_remaining_time_in_millis(self) -> int: ...
+
+
+class Clock:
+    """Time as the lease sees it; tests pass one that moves only when told."""
+
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+SYSTEM_CLOCK = Clock()
 
 
 class ThreadLease:
     """A held lease, as `thread_lock` yields it."""
 
-    def __init__(self, store: ThreadStore, tid: str, lease: Lease, ttl: float) -> None:
-        self.store, self.tid, self.lease, self.ttl = store, tid, lease, ttl
+    def __init__(self, store: ThreadStore, tid: str, lease: Lease, held: Holding) -> None:
+        self.store, self.tid, self.lease, self.held = store, tid, lease, held
+        self.lost = False
+        self.renewals = 0
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
 
     @property
     def token(self) -> int:
@@ -49,36 +96,89 @@ class ThreadLease:
         return self.lease.token
 
     @property
+    def ttl(self) -> float:
+        """How long past its holder's last write or renewal the lease lasts (seconds)."""
+        return self.held.ttl_ms / 1000
+
+    @property
     def expires(self) -> float:
-        """When the lease lapses unless renewed (seconds since the epoch)."""
-        return self.lease.expires_ms / 1000
+        """When the lease lapses unless a write or renewal pushes it out (seconds since
+        the epoch, the holder's clock)."""
+        return self.held.expires_ms / 1000
+
+    @property
+    def until(self) -> float | None:
+        """The end of the Lambda invocation holding it (no expiry is set later), if
+        known (seconds since the epoch)."""
+        return None if self.held.until_ms is None else self.held.until_ms / 1000
 
     def renew(self) -> None:
-        """Push the expiry `ttl` seconds out (long runs); `LeaseLostError` if taken over."""
-        self.lease = self.store.control.renew_lease(self.lease, _now_ms(), _ms(self.ttl))
+        """Push the expiry `ttl` seconds out now (never past `until`); `LeaseLostError`
+        if another holder took the lease over. Writes and the heartbeat do this anyway."""
+        expires = self.held.next_expiry()
+        now = self.held.now_ms()
+        self.store.control.renew_lease(self.lease, now, max(1, expires - now))
+        self.held.extended(expires)
+        self.renewals += 1
 
+    # --------------------------------------------------------------- heartbeat
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+    def start_heartbeat(self) -> None:
+        self._beat = threading.Thread(
+            target=self._heartbeat, name=f"s3dynamo-lease-{self.token}", daemon=True
+        )
+        self._beat.start()
 
+    def stop_heartbeat(self) -> None:
+        """Stop renewing; returns once the heartbeat thread has ended."""
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
+            self._beat = None
 
-def _ms(seconds: float) -> int:
-    return max(1, int(seconds * 1000))
+    def _heartbeat(self) -> None:
+        interval = self.held.ttl_ms * HEARTBEAT_SHARE
+        delay = 0.0
+        while True:
+            if self.held.until_ms is not None and self.held.next_expiry() <= self.held.expires_ms:
+                # Already set to the invocation's end: no renewal can push it further.
+                self._stop.wait()
+                return
+            # Due once a third of ttl passed since the last write or renewal.
+            due_in = (self.held.expires_ms - self.held.ttl_ms + interval) - self.held.now_ms()
+            if self._stop.wait(max(due_in / 1000, delay)):
+                return
+            if self.held.expires_ms - self.held.ttl_ms + interval > self.held.now_ms():
+                continue  # a write renewed it meanwhile
+            try:
+                self.renew()
+                delay = 0.0
+            except LeaseLostError:
+                self.lost = True
+                log.warning("thread lease %d: taken over by another holder", self.token)
+                return
+            except S3DynamoError as exc:
+                delay = RENEW_RETRY
+                log.warning("thread lease %d: renewal failed, retrying: %s", self.token, exc)
 
 
 def _check(store: ThreadStore, tid: str, ttl: float, wait: float) -> None:
-    if ttl <= 0 or wait < 0:
-        raise InvalidConfigError(f"thread_lock needs ttl > 0 and wait >= 0, got {ttl}, {wait}")
-    if fence(id(store), store.namer.thread(tid)) is not None:
+    if not ttl > 0 or not wait >= 0:
+        raise InvalidConfigError(
+            f"thread_lock needs ttl > 0 and wait >= 0 (seconds), got ttl={ttl}, wait={wait}; "
+            f"the defaults are ttl={DEFAULT_TTL:g} and wait=ttl + {MAX_BACKOFF:g}"
+        )
+    if holding(id(store), store.namer.thread(tid)) is not None:
         raise InvalidConfigError(
             f"thread {tid!r}: this context already holds its lease; thread_lock is not reentrant"
         )
 
 
-def _timeout(tid: str, wait: float) -> LeaseTimeoutError:
+def _timeout(tid: str, wait: float, bounded: bool) -> LeaseTimeoutError:
+    why = " (bounded by the Lambda invocation's remaining time)" if bounded else ""
     return LeaseTimeoutError(
         f"thread {tid!r}: its lease is held by another run and was not released within "
-        f"{wait:g} s; retry later, pass a longer wait=, or wait=0 to fail fast"
+        f"{wait:g} s{why}; retry later, pass a longer wait=, or wait=0 to fail fast"
     )
 
 
@@ -86,45 +186,103 @@ def lease_key(store: ThreadStore, tid: str) -> ItemKey:
     return ItemKey(control_pk(store.namer.thread(tid)), LEASE_SK)
 
 
-def _attempt(store: ThreadStore, tid: str, owner: str, ttl: float) -> Lease | None:
-    return store.control.acquire_lease(lease_key(store, tid), owner, _now_ms(), _ms(ttl))
+class _Plan:
+    """One acquisition: the owner, its deadline to get the lease, and the bound on expiry."""
+
+    def __init__(
+        self, ttl: float, wait: float, context: LambdaContext | None, clock: Clock
+    ) -> None:
+        self.clock, self.owner = clock, uuid.uuid4().hex
+        self.ttl_ms = max(1, int(ttl * 1000))
+        self.until_ms: int | None = None
+        self.bounded = False
+        if context is not None:
+            remaining = context.get_remaining_time_in_millis()
+            self.until_ms = self.now_ms() + remaining
+            bound = max(0.0, remaining / 1000 - LAMBDA_RESERVE)
+            self.bounded = bound < wait
+            wait = min(wait, bound)
+        self.wait = wait
+        self.deadline = clock.monotonic() + wait
+        self.delay = FIRST_BACKOFF
+
+    def now_ms(self) -> int:
+        return int(self.clock.time() * 1000)
+
+    def attempt(self, store: ThreadStore, tid: str) -> Lease | None:
+        now = self.now_ms()
+        ttl = self.ttl_ms if self.until_ms is None else min(self.ttl_ms, self.until_ms - now)
+        return store.control.acquire_lease(lease_key(store, tid), self.owner, now, max(1, ttl))
+
+    def pause(self, tid: str) -> float:
+        """Seconds to sleep before the next attempt; `LeaseTimeoutError` if none is left."""
+        left = self.deadline - self.clock.monotonic()
+        if left <= 0:
+            raise _timeout(tid, self.wait, self.bounded)
+        pause = min(left, self.delay * random.uniform(0.5, 1.0))
+        self.delay = min(self.delay * 2, MAX_BACKOFF)
+        return pause
+
+    def held(self, store: ThreadStore, tid: str, lease: Lease) -> ThreadLease:
+        held = Holding(
+            lease.key, lease.token, lease.expires_ms, self.ttl_ms, self.until_ms, self.now_ms
+        )
+        return ThreadLease(store, tid, lease, held)
 
 
 @contextmanager
-def thread_lock(store: ThreadStore, tid: str, ttl: float, wait: float) -> Iterator[ThreadLease]:
+def thread_lock(
+    store: ThreadStore,
+    tid: str,
+    ttl: float = DEFAULT_TTL,
+    wait: float | None = None,
+    *,
+    context: LambdaContext | None = None,
+    heartbeat: bool = True,
+    clock: Clock = SYSTEM_CLOCK,
+) -> Iterator[ThreadLease]:
+    wait = ttl + MAX_BACKOFF if wait is None else wait
     _check(store, tid, ttl, wait)
-    owner, deadline, delay = uuid.uuid4().hex, time.monotonic() + wait, FIRST_BACKOFF
-    while (lease := _attempt(store, tid, owner, ttl)) is None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _timeout(tid, wait)
-        time.sleep(min(left, delay * random.uniform(0.5, 1.0)))
-        delay = min(delay * 2, MAX_BACKOFF)
-    handle = ThreadLease(store, tid, lease, ttl)
-    token = hold(id(store), store.namer.thread(tid), Fence(lease.key, lease.token))
+    plan = _Plan(ttl, wait, context, clock)
+    while (lease := plan.attempt(store, tid)) is None:
+        clock.sleep(plan.pause(tid))
+    handle = plan.held(store, tid, lease)
+    token = hold(id(store), store.namer.thread(tid), handle.held)
     try:
+        if heartbeat:
+            handle.start_heartbeat()
         yield handle
     finally:
+        # The heartbeat ends first: a renewal after the release would revive the lease.
+        handle.stop_heartbeat()
         release(token)
         store.control.release_lease(handle.lease)
 
 
 @asynccontextmanager
 async def athread_lock(
-    store: ThreadStore, tid: str, ttl: float, wait: float
+    store: ThreadStore,
+    tid: str,
+    ttl: float = DEFAULT_TTL,
+    wait: float | None = None,
+    *,
+    context: LambdaContext | None = None,
+    heartbeat: bool = True,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> AsyncIterator[ThreadLease]:
+    wait = ttl + MAX_BACKOFF if wait is None else wait
     _check(store, tid, ttl, wait)
-    owner, deadline, delay = uuid.uuid4().hex, time.monotonic() + wait, FIRST_BACKOFF
-    while (lease := await asyncio.to_thread(_attempt, store, tid, owner, ttl)) is None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _timeout(tid, wait)
-        await asyncio.sleep(min(left, delay * random.uniform(0.5, 1.0)))
-        delay = min(delay * 2, MAX_BACKOFF)
-    handle = ThreadLease(store, tid, lease, ttl)
-    token = hold(id(store), store.namer.thread(tid), Fence(lease.key, lease.token))
+    plan = _Plan(ttl, wait, context, clock)
+    while (lease := await asyncio.to_thread(plan.attempt, store, tid)) is None:
+        await asyncio.sleep(plan.pause(tid))
+    handle = plan.held(store, tid, lease)
+    token = hold(id(store), store.namer.thread(tid), handle.held)
     try:
+        # A thread, not a task: a node that blocks the event loop must not starve it.
+        if heartbeat:
+            handle.start_heartbeat()
         yield handle
     finally:
+        await asyncio.to_thread(handle.stop_heartbeat)
         release(token)
         await asyncio.to_thread(store.control.release_lease, handle.lease)

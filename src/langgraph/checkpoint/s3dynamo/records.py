@@ -120,10 +120,12 @@ class HeadMove(NamedTuple):
 
 class Fence(NamedTuple):
     """A write made under a thread's lease: refused unless the lease still carries
-    `token` (nobody took it over)."""
+    `token` (nobody took it over); accepted, it also sets the lease's expiry to
+    `expires_ms` when given (the holder's writes keep its lease alive)."""
 
     key: ItemKey
     token: int
+    expires_ms: int | None = None
 
 
 class Lease(NamedTuple):

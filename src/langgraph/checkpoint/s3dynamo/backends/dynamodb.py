@@ -6,8 +6,8 @@ through `aws_errors`.
 A checkpoint is committed with one TransactWriteItems: the Put of its item and the
 Update of its namespace's head (conditional for a run that continues the latest
 checkpoint, see `runs.py`), plus, under a lease, an Update of the lease item conditional
-on the token. DynamoDB bills a transaction twice the write units of the same writes
-done plainly.
+on the token that also pushes the lease's expiry out (the write renews the lease).
+DynamoDB bills a transaction twice the write units of the same writes done plainly.
 """
 
 from __future__ import annotations

@@ -249,14 +249,26 @@ def head_update(head: HeadMove) -> dict[str, Any]:
 
 
 def fence_update(fence: Fence) -> dict[str, Any]:
-    """An Update of the lease item that changes nothing and holds only while the lease
-    still carries the writer's token: the fencing check, as an UpdateItem action."""
+    """An Update of the lease item that holds only while the lease still carries the
+    writer's token (the fencing check, as an UpdateItem action) and sets the lease's
+    expiry to the fence's, so the holder's write renews its lease in the same request."""
+    if fence.expires_ms is None:
+        return {
+            "Key": key_item(fence.key),
+            "UpdateExpression": "SET #k = :token",
+            "ConditionExpression": "#k = :token",
+            "ExpressionAttributeNames": {"#k": LEASE_TOKEN},
+            "ExpressionAttributeValues": {":token": {"N": str(fence.token)}},
+        }
     return {
         "Key": key_item(fence.key),
-        "UpdateExpression": "SET #k = :token",
+        "UpdateExpression": "SET #x = :expires",
         "ConditionExpression": "#k = :token",
-        "ExpressionAttributeNames": {"#k": LEASE_TOKEN},
-        "ExpressionAttributeValues": {":token": {"N": str(fence.token)}},
+        "ExpressionAttributeNames": {"#k": LEASE_TOKEN, "#x": LEASE_EXPIRES},
+        "ExpressionAttributeValues": {
+            ":token": {"N": str(fence.token)},
+            ":expires": {"N": str(fence.expires_ms)},
+        },
     }
 
 

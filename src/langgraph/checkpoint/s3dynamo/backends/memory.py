@@ -135,6 +135,12 @@ class MemoryIndex:
         if fence is not None and self.leases.get(fence.key, ("", 0, 0))[1] != fence.token:
             raise LeaseLostError("the lease was taken over; write refused")
 
+    def _extend(self, fence: Fence | None) -> None:
+        """The accepted write's push of the lease's expiry (same lock, same operation)."""
+        if fence is not None and fence.expires_ms is not None:
+            owner, token, _ = self.leases[fence.key]
+            self.leases[fence.key] = (owner, token, fence.expires_ms)
+
     def put_checkpoint(
         self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
     ) -> None:
@@ -149,6 +155,7 @@ class MemoryIndex:
             self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
             if head is not None:
                 self.heads[head.key] = head.to
+            self._extend(fence)
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         with self._lock:
@@ -187,6 +194,7 @@ class MemoryIndex:
         with self._lock:
             self._count("merge_writes")
             self._check_fence(fence)
+            self._extend(fence)
             partition = self._partitions.setdefault(record.pk, {})
             old = partition.get(record.sk)
             if not isinstance(old, WritesRecord):

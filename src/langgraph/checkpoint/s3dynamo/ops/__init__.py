@@ -290,30 +290,47 @@ class Operations:
     # ---------------------------------------------------------------- runs
 
     def thread_lock(
-        self, thread_id: str, *, ttl: float = lease.DEFAULT_TTL, wait: float | None = None
+        self,
+        thread_id: str,
+        *,
+        ttl: float = lease.DEFAULT_TTL,
+        wait: float | None = None,
+        context: lease.LambdaContext | None = None,
+        heartbeat: bool = True,
     ) -> AbstractContextManager[lease.ThreadLease]:
         """Hold the thread's lease for the block, so runs on it go one at a time.
 
         ```python
-        with saver.ops.thread_lock(thread_id, ttl=120):
-            graph.invoke(inputs, {"configurable": {"thread_id": thread_id}})
+        def handler(event, context):
+            with saver.ops.thread_lock(thread_id, context=context):
+                graph.invoke(inputs, {"configurable": {"thread_id": thread_id}})
         ```
 
         One conditional UpdateItem takes it; another holder waits up to `wait` seconds
-        (default: `ttl`, long enough for a crashed holder's lease to lapse), then
-        `LeaseTimeoutError`; `wait=0` fails fast. The lease lapses `ttl` seconds after it
-        was taken (`renew()` on the yielded lease extends it). Writes made in the block
-        carry its fencing token: if it lapsed and another holder took it, they are refused
-        with `LeaseLostError`. Details in `lease.py`."""
+        (default: `ttl` + 1, long enough for a crashed holder's lease to lapse), then
+        `LeaseTimeoutError`; `wait=0` fails fast. The lease lasts `ttl` seconds (default
+        10) past the holder's last write or renewal: each write in the block renews it in
+        its own request, and a heartbeat thread (`heartbeat=False` turns it off) renews
+        it when a third of `ttl` passed without one, so only a dead or stalled holder
+        loses it. With the Lambda `context`, the lease never outlasts the invocation and
+        the wait ends a second before it does. Writes made in the block carry its fencing
+        token: once another holder took the lease, they are refused with
+        `LeaseLostError`. Details in `lease.py` and docs/RELIABILITY.md."""
         tid = thread_id_of(thread_id)
-        return lease.thread_lock(self.store, tid, ttl, ttl if wait is None else wait)
+        return lease.thread_lock(self.store, tid, ttl, wait, context=context, heartbeat=heartbeat)
 
     def athread_lock(
-        self, thread_id: str, *, ttl: float = lease.DEFAULT_TTL, wait: float | None = None
+        self,
+        thread_id: str,
+        *,
+        ttl: float = lease.DEFAULT_TTL,
+        wait: float | None = None,
+        context: lease.LambdaContext | None = None,
+        heartbeat: bool = True,
     ) -> AbstractAsyncContextManager[lease.ThreadLease]:
         """`thread_lock` for `async with`; waiting does not block the event loop."""
         tid = thread_id_of(thread_id)
-        return lease.athread_lock(self.store, tid, ttl, ttl if wait is None else wait)
+        return lease.athread_lock(self.store, tid, ttl, wait, context=context, heartbeat=heartbeat)
 
     # ---------------------------------------------------------- inspection
 

@@ -23,7 +23,8 @@ the namespace's latest (`runs.py`) commits only if the head still names that par
 else it raises `ConcurrentUpdateError` and writes nothing; any other put (a fork, a
 replay, direct API use) moves the head without condition. Under `thread_lock` every
 commit also carries the lease's fencing token (`fences.py`) and is refused
-(`LeaseLostError`) once another holder took it over.
+(`LeaseLostError`) once another holder took it over; accepted, the same request pushes
+the lease's expiry out, so a holder that keeps writing keeps its lease.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from langgraph.checkpoint.s3dynamo.records import (
 )
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.store.cache import Lru
-from langgraph.checkpoint.s3dynamo.store.fences import fence
+from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.ports import Ports
@@ -229,17 +230,19 @@ class Committer:
             if self.detect_concurrent_runs
             else None
         )
-        held = fence(self.store_id, pk)
+        lease = holding(self.store_id, pk)
         if uploads:
             self.objects.upload(uploads)
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
+        # Stamped after the uploads: the expiry this commit sets counts from its request.
+        held = lease.stamp() if lease is not None else None
         try:
             self._ports.records.put_checkpoint(record, head, held)
         except LeaseLostError as exc:
             raise LeaseLostError(
                 f"{what}: not written: the thread's lease expired and another holder took it "
-                "over; this run must stop (its writes are refused). Use a longer ttl or "
-                "renew the lease during long runs"
+                "over; this run must stop (its writes are refused). A holder keeps its lease "
+                "while it writes or its heartbeat runs; a longer ttl covers longer stalls"
             ) from exc
         except ConcurrentUpdateError as exc:
             raise ConcurrentUpdateError(
@@ -248,6 +251,8 @@ class Committer:
                 f"({exc}). Retry the run: it will load the new latest state. To run one at "
                 "a time instead, wrap runs in saver.ops.thread_lock(thread_id)"
             ) from exc
+        if lease is not None and held is not None and held.expires_ms is not None:
+            lease.extended(held.expires_ms)
         self.carry.put((tid, ns, cid), stored)
         runs.committed(run_key, cid)
         return cid
@@ -323,17 +328,20 @@ class Committer:
                 leaf = self.namer.write(tid, ns, cid, task_id, idx, uuid.uuid4().hex)
                 uploads.append((self.objects.key(tid, leaf), blob))
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
-        held = fence(self.store_id, pk)
+        lease = holding(self.store_id, pk)
         if uploads:
             self.objects.upload(uploads)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
+        held = lease.stamp() if lease is not None else None
         try:
             self._ports.records.merge_writes(record, LAST_WINS, held)
         except LeaseLostError as exc:
             raise LeaseLostError(
                 f"{describe(tid, ns, cid)}: writes of task {task_id!r} not written: the "
-                "thread's lease expired and another holder took it over"
+                "thread's lease expired and another holder took it over; this run must stop"
             ) from exc
+        if lease is not None and held is not None and held.expires_ms is not None:
+            lease.extended(held.expires_ms)
 
     # ------------------------------------------------------ where values live
 
