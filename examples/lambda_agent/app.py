@@ -20,8 +20,10 @@ Two runs on one thread at once (a retried delivery, a double-clicked send): the 
 refuses the one that commits second with `ConcurrentUpdateError`, having written nothing
 of it. The handler then runs the action again on the new latest state, checks included,
 at most `RUN_ATTEMPTS` times with jittered backoff, and otherwise answers `"ok": false,
-"retry": true`. Nothing is lost or repeated either way. To make runs on one thread wait
-for each other instead, wrap the action in `saver.ops.thread_lock(thread_id)`.
+"retry": true`. Nothing is lost or repeated either way. With SERIALIZE_RUNS=1 runs on
+one thread wait for each other instead: start, send and resume run under
+`saver.ops.thread_lock(thread_id, context=context)`, whose lease never outlives the
+invocation, and whose wait ends in time to answer `"retry": true`.
 
 Configuration comes from
 the environment (`S3DynamoSaver.from_env()`): S3DYNAMO_TABLE, S3DYNAMO_BUCKET,
@@ -33,10 +35,12 @@ from __future__ import annotations
 
 import json
 import operator
+import os
 import random
 import re
 import time
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -48,7 +52,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, S3DynamoSaver
+from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, LeaseTimeoutError, S3DynamoSaver
 
 MAX_MESSAGE_CHARS = 4000
 MAX_THREAD_ID_CHARS = 128
@@ -57,6 +61,8 @@ MAX_HISTORY = 100
 # doubles from RETRY_BACKOFF seconds (jittered), about a second in all at most.
 RUN_ATTEMPTS = 3
 RETRY_BACKOFF = 0.1
+# Runs on one thread wait for each other under the thread's lease instead of retrying.
+SERIALIZE_RUNS = os.environ.get("SERIALIZE_RUNS") == "1"
 
 # The shop's order book, standing in for a database the tool would query.
 ORDERS: dict[str, dict[str, Any]] = {
@@ -300,6 +306,7 @@ def delete(event: dict[str, Any]) -> dict[str, Any]:
 
 
 ACTIONS = {"start": start, "send": send, "resume": resume, "history": history, "delete": delete}
+RUNS = {"start", "send", "resume"}
 
 
 # A sweep stops starting new threads this long before the invocation's time runs out.
@@ -335,6 +342,18 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
     }
 
 
+def _locked(
+    action: Callable[[dict[str, Any]], dict[str, Any]], event: dict[str, Any], context: Any
+) -> dict[str, Any]:
+    """The run under the thread's lease (SERIALIZE_RUNS=1), bounded by the invocation's
+    remaining time when Lambda gave its context; else the run alone."""
+    if not SERIALIZE_RUNS:
+        return action(event)
+    tid = _thread_id(event, new=event["action"] == "start")
+    with _saver.ops.thread_lock(tid, context=context):
+        return action({**event, "thread_id": tid})
+
+
 def handler(event: Any, context: Any = None) -> dict[str, Any]:
     """AWS Lambda entry point: one action per invocation, JSON in, JSON out."""
     if not isinstance(event, dict):
@@ -344,9 +363,12 @@ def handler(event: Any, context: Any = None) -> dict[str, Any]:
         return {"ok": False, "error": f"action must be one of {sorted(ACTIONS)}"}
     for attempt in range(RUN_ATTEMPTS):
         try:
-            return action(event)
+            return _locked(action, event, context) if event["action"] in RUNS else action(event)
         except BadRequest as exc:
             return {"ok": False, "error": str(exc)}
+        except LeaseTimeoutError as exc:
+            # The wait already used what the invocation could spare: answer now.
+            return {"ok": False, "retry": True, "error": f"busy thread: {exc}"}
         except ConcurrentUpdateError as exc:
             if attempt + 1 == RUN_ATTEMPTS:
                 return {"ok": False, "retry": True, "error": f"busy thread: {exc}"}

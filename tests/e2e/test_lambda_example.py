@@ -407,7 +407,7 @@ def test_conversation_cold_then_warm(
 
 
 class LambdaContext:
-    """What the retention handler reads of AWS Lambda's context object."""
+    """What the handlers read of AWS Lambda's context object (a fixed time left)."""
 
     def __init__(self, remaining_ms: int) -> None:
         self.remaining_ms = remaining_ms
@@ -472,6 +472,72 @@ def test_two_sends_at_once_are_both_answered_and_neither_is_lost(
     state = app.get_graph().get_state({"configurable": {"thread_id": tid}}).values
     said = [m.content for m in state["messages"] if m.type == "human"]
     assert sorted(said) == ["hi", "one", "two"], said
+
+
+def test_serialized_sends_wait_for_each_other_within_the_invocation(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SERIALIZE_RUNS=1: two sends at once run one after the other under the thread's
+    lease (no run is refused or repeated); the lease passes to the second at release."""
+    monkeypatch.setenv("SERIALIZE_RUNS", "1")
+    app = load_app()
+    started = app.handler({"action": "start", "message": "hi"}, LambdaContext(30_000))
+    assert started["ok"], started
+    tid = started["thread_id"]
+    inside, most, runs, lock = [0], [0], [0], threading.Lock()
+    real_agent = app.agent
+
+    def slow_agent(state: Any) -> Any:
+        with lock:
+            inside[0] += 1
+            runs[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.5)
+        with lock:
+            inside[0] -= 1
+        return real_agent(state)
+
+    app.agent = slow_agent
+    app._graph = app.build_graph(app._saver)
+    replies: list[dict[str, Any]] = []
+
+    def send(text: str) -> None:
+        event = {"action": "send", "thread_id": tid, "message": text}
+        replies.append(app.handler(event, LambdaContext(30_000)))
+
+    senders = [threading.Thread(target=send, args=(text,)) for text in ("one", "two")]
+    for s in senders:
+        s.start()
+    for s in senders:
+        s.join(60)
+    assert [r["ok"] for r in replies] == [True, True], replies
+    assert runs[0] == 2 and most[0] == 1, (runs, most)  # never both, none repeated
+    state = app.get_graph().get_state({"configurable": {"thread_id": tid}}).values
+    said = [m.content for m in state["messages"] if m.type == "human"]
+    assert sorted(said) == ["hi", "one", "two"], said
+
+
+def test_serialized_send_to_a_held_thread_answers_before_the_invocation_ends(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread whose lease another invocation holds: with 2.5 s left, the handler gives
+    up waiting a second before its end and answers "retry"."""
+    monkeypatch.setenv("SERIALIZE_RUNS", "1")
+    app = load_app()
+    started = app.handler({"action": "start", "message": "hi"}, LambdaContext(30_000))
+    tid = started["thread_id"]
+    other = load_app()  # another container, holding the thread's lease
+    with other._saver.ops.thread_lock(tid, heartbeat=True):
+        began = time.monotonic()
+        reply = app.handler(
+            {"action": "send", "thread_id": tid, "message": "late"}, LambdaContext(2_500)
+        )
+        took = time.monotonic() - began
+    assert reply["ok"] is False and reply["retry"] is True, reply
+    assert "remaining time" in reply["error"], reply
+    assert 1.4 <= took < 2.5, took  # waited 1.5 s, answered with about a second to spare
+    state = app.get_graph().get_state({"configurable": {"thread_id": tid}}).values
+    assert [m.content for m in state["messages"] if m.type == "human"] == ["hi"]
 
 
 def test_bad_events(function_env: dict[str, str]) -> None:
