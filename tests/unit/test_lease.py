@@ -20,6 +20,7 @@ from langgraph.checkpoint.s3dynamo import (
     LeaseLostError,
     LeaseTimeoutError,
     S3DynamoSaver,
+    StorageError,
 )
 from langgraph.checkpoint.s3dynamo import lease as leases
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
@@ -211,6 +212,26 @@ def test_the_heartbeat_sends_nothing_while_writes_renew_the_lease() -> None:
             time.sleep(0.05)
         assert held.renewals == 0
     assert a.index.calls["renew_lease"] == 0
+
+
+def test_a_renewal_that_fails_for_a_transient_reason_is_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, b = _pair()
+    ttl = 1.0
+    real, failures = a.index.renew_lease, []
+
+    def flaky(*args: object) -> object:
+        if not failures:
+            failures.append(1)
+            raise StorageError("DynamoDB: throttled (a test's fault)")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(a.index, "renew_lease", flaky)
+    with leases.thread_lock(a.store, TID, ttl=ttl) as held:
+        time.sleep(1.5 * ttl)  # past the first expiry: only a retried renewal keeps it
+        assert not _taken(b, leases.SYSTEM_CLOCK)
+        assert failures == [1] and held.renewals >= 2 and not held.lost
 
 
 def test_the_heartbeat_ends_when_the_block_raises() -> None:

@@ -36,7 +36,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     LeaseLostError,
     LeaseTimeoutError,
-    S3DynamoError,
 )
 from langgraph.checkpoint.s3dynamo.layout import LEASE_SK, control_pk
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Lease
@@ -157,7 +156,7 @@ class ThreadLease:
                 self.lost = True
                 log.warning("thread lease %d: taken over by another holder", self.token)
                 return
-            except S3DynamoError as exc:
+            except Exception as exc:  # a heartbeat that died silently would lose the lease
                 delay = RENEW_RETRY
                 log.warning("thread lease %d: renewal failed, retrying: %s", self.token, exc)
 
