@@ -2,12 +2,15 @@
 it would touch, read without changing anything) and then executed; the command line
 shows the plan and executes it on `--yes`, the saver's own methods execute at once.
 
-Each reads a thread's records with one paged query, works in memory, and writes in the
-commit order of `store/committer.py`: objects first, records last. Objects an operation
-leaves unreferenced are deleted at the end when this operation is what orphaned them
-(prune, delete), or left to garbage collection (`ops/gc.py`), which only removes objects
-no record references. The states an interruption can leave, and why a repeat completes
-each operation, are in docs/RELIABILITY.md.
+Each reads a thread's records with one paged query and works in memory. Before its
+first change it writes a mark over each namespace it changes (`records.Mark`), hiding
+from readers what it is about to delete, or, at a copy's target, everything; then its
+records go in full batches sent in parallel, in any order (objects first when copying);
+the marks go last. So readers see each operation whole: before it, or after it. Objects
+an operation leaves unreferenced are deleted once no record references them when this
+operation is what orphaned them (prune, delete), or left to garbage collection
+(`ops/gc.py`). The states an interruption can leave, the data-safety argument and why a
+repeat completes each operation: docs/RELIABILITY.md, "Deleting, copying, pruning".
 """
 
 from __future__ import annotations
