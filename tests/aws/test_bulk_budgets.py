@@ -16,6 +16,9 @@ from tests.support.savers import RequestCounter, make_saver, memory_saver, threa
 
 TURNS = 100
 BATCH = 25
+# What each operation sends beyond ceil(items / 25) DynamoDB requests, at most
+# (docs/RELIABILITY.md, "Deleting, copying, pruning").
+CONSTANT = 7
 SECRET = "bulk-budgets"
 
 
@@ -59,6 +62,7 @@ def test_delete_copy_and_prune_a_long_thread_go_in_full_batches(
     graph = two_step_graph(saver)
     checkpoints, writes = _items(saver, "t")
     assert (checkpoints, writes) == (4 * TURNS, 3 * TURNS)
+    items = checkpoints + writes
     latest = graph.get_state(thread_config("t"))
     history = [s.values for s in graph.get_state_history(thread_config("t"))]
 
@@ -70,6 +74,7 @@ def test_delete_copy_and_prune_a_long_thread_go_in_full_batches(
         "dynamodb.Query": 2,
         "dynamodb.BatchWriteItem": 2 + math.ceil((checkpoints + writes) / BATCH),
     }
+    assert counter.total("dynamodb") <= math.ceil(items / BATCH) + CONSTANT
     assert [s.values for s in graph.get_state_history(thread_config("c"))] == history
 
     # Prune (keep_latest) of the copy: one read, marks set and cleared, the older
@@ -83,6 +88,7 @@ def test_delete_copy_and_prune_a_long_thread_go_in_full_batches(
         + math.ceil((checkpoints - 1) / BATCH)
         + math.ceil((writes - kept_writes) / BATCH),
     }
+    assert counter.total("dynamodb") <= math.ceil(items / BATCH) + CONSTANT
     assert graph.get_state(thread_config("c")).values == latest.values
     assert len(list(graph.get_state_history(thread_config("c")))) == 1
 
@@ -95,6 +101,7 @@ def test_delete_copy_and_prune_a_long_thread_go_in_full_batches(
         "dynamodb.Query": 2,
         "dynamodb.BatchWriteItem": 4 + math.ceil(checkpoints / BATCH) + math.ceil(writes / BATCH),
     }
+    assert counter.total("dynamodb") <= math.ceil(items / BATCH) + CONSTANT
     assert counter.calls["s3.ListObjectsV2"] == 1 and counter.total("s3") == 1
     assert graph.get_state(thread_config("t")).values == {}
     assert list(graph.get_state_history(thread_config("t"))) == []
