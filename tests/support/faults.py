@@ -243,13 +243,3 @@ def read_history(graph: Any, tid: str) -> History:
     # here, so it may differ from the history's first entry).
     graph.get_state(config)
     return out
-
-
-def is_older_part(seen: History, full: History) -> bool:
-    """`seen` is `full` cut from the newest end (possibly empty), states unchanged."""
-    return not seen or full[len(full) - len(seen) :] == seen
-
-
-def is_subset(seen: History, full: History) -> bool:
-    by_id = dict(full)
-    return all(cid in by_id and by_id[cid] == view for cid, view in seen)

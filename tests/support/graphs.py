@@ -63,3 +63,25 @@ def view(graph: Any, tid: str) -> dict[str, Any]:
 def history(graph: Any, tid: str) -> list[Any]:
     config = {"configurable": {"thread_id": tid}}
     return [(s.values, s.next, s.metadata["step"]) for s in graph.get_state_history(config)]
+
+
+def two_step_graph(cp: BaseCheckpointSaver) -> Any:
+    """Two nodes one after the other: a turn is four checkpoints (input, after
+    `__start__`, after each node) and three tasks' writes."""
+
+    class Steps(TypedDict):
+        steps: Annotated[list[str], operator.add]
+
+    def first(state: Steps) -> dict[str, Any]:
+        return {"steps": [f"first read {len(state['steps'])}"]}
+
+    def second(state: Steps) -> dict[str, Any]:
+        return {"steps": [f"second read {len(state['steps'])}"]}
+
+    g = StateGraph(Steps)
+    g.add_node("first", first)
+    g.add_node("second", second)
+    g.add_edge(START, "first")
+    g.add_edge("first", "second")
+    g.add_edge("second", END)
+    return g.compile(checkpointer=cp)

@@ -1,6 +1,7 @@
-"""The conditions of a commit and of a lease, checked on any `Index`: the in-memory twin
-(`tests/unit/test_memory_ports.py`) and DynamoDB on moto (`tests/test_concurrency.py`)
-must agree on every one."""
+"""The conditions of a commit and of a lease, and where marks sort, checked on any
+`Index`: the in-memory twin (`tests/unit/test_memory_ports.py`) and DynamoDB on moto
+(`tests/test_concurrency.py`, `tests/aws/test_bulk_budgets.py`) must agree on every
+one."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
+from langgraph.checkpoint.s3dynamo.layout import mark_sk
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     Fence,
     HeadMove,
     ItemKey,
+    Mark,
     WritesRecord,
 )
 
@@ -113,3 +116,21 @@ def check_lease_conditions(index: Any) -> None:
     assert "ns#4" not in _ids(index)
     assert index.query(PK, prefix="ns#3#t").records[0].writes.keys() == {0}
     assert index.acquire_lease(LEASE, "e", 6_502, 500) is not None
+
+
+def check_mark_conditions(index: Any) -> None:
+    writes = WritesRecord(PK, "ns#2#task", b"t", {0: b"w"})
+    index.write_batch(puts=[_cp("1"), _cp("2"), writes])
+    mark = Mark(PK, mark_sk("ns", "prune"), "2", frozenset({"2"}), frozenset({"0"}), 7)
+    index.write_batch(puts=[mark])
+    # Descending from the namespace's top, the mark comes first and counts towards the
+    # limit; it comes in `marks`, never among the records, as it was written.
+    top = index.query(PK, prefix="ns#", descending=True, limit=2)
+    assert top.marks == (mark,) and [r.sk for r in top.records] == ["ns#2#task"]
+    whole = index.query(PK, prefix="ns#")
+    assert [r.sk for r in whole.records] == ["ns#1", "ns#2", "ns#2#task"]
+    assert whole.marks == (mark,)
+    assert mark.key in set(index.query_keys(PK))
+    assert [r.sk for r in index.scan()] == ["ns#1", "ns#2", "ns#2#task"]
+    index.write_batch(deletes=[mark.key])
+    assert index.query(PK, prefix="ns#").marks == ()

@@ -7,7 +7,11 @@ import pytest
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StoreMissingError
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, HeadMove, ItemKey, WritesRecord
-from tests.support.port_conditions import check_commit_conditions, check_lease_conditions
+from tests.support.port_conditions import (
+    check_commit_conditions,
+    check_lease_conditions,
+    check_mark_conditions,
+)
 
 
 def _cp(sk: str, body: bytes = b"b") -> CheckpointRecord:
@@ -89,3 +93,7 @@ def test_commit_conditions_hold_in_memory() -> None:
 
 def test_lease_conditions_hold_in_memory() -> None:
     check_lease_conditions(MemoryIndex())
+
+
+def test_marks_sort_first_and_come_apart_in_memory() -> None:
+    check_mark_conditions(MemoryIndex())

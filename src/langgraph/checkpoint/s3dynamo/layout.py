@@ -5,6 +5,8 @@ Index (one table, partition key `pk`, sort key `sk`):
 
     pk = <thread>            sk = <ns>#<checkpoint id>          checkpoint record
     pk = <thread>            sk = <ns>#<checkpoint id>#<task>   a task's pending writes there
+    pk = <thread>            sk = <ns>#\uffff<operation>        a mark: what an operation in
+                                                                progress hides of the namespace
     pk = <thread>!           sk = head#<ns>                     id of the namespace's newest
                                                                 checkpoint (or a tombstone)
     pk = <thread>!           sk = lease                         the thread's lease
@@ -15,7 +17,8 @@ such as `tenant-42/`, on a shared table) and the keyed hash of the thread id. `<
 the keyed hash of the namespace. Hashes are urlsafe base64, which never holds `#` or `!`,
 so a Query over a thread's partition never meets its control items, and no thread
 partition is a deployment's. Checkpoint ids are time-ordered: a descending Query over
-`<ns>#` meets the newest checkpoint first, right after its own writes records.
+`<ns>#` meets the namespace's marks first (`\uffff` sorts above every checkpoint id),
+then the newest checkpoint, right after its own writes records.
 
 A deployment (a prefix) owns exactly the partitions `scope_of` maps to its prefix: its
 threads' records and control items and its own control partition. Every other partition
@@ -60,6 +63,10 @@ PRUNING_HEAD = "~pruning"
 # Checkpoint ids never begin with "~".
 TOMBSTONE_MARK = "~"
 
+# A mark's sort key: `<ns>#` + MARK + the operation that set it (records.Mark).
+MARK = TOP
+MARK_OPERATIONS = ("copy", "delete", "prune", "runs")
+
 # One name as `naming.py` makes a thread name or a leaf: 16 bytes, urlsafe base64, no
 # padding. The last character carries 2 data bits and 4 zero bits: A, Q, g or w.
 NAME = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
@@ -84,9 +91,24 @@ def namespace_prefix(ns_name: str) -> str:
 
 def namespace_range(ns_name: str, upper_id: str | None) -> tuple[str, str]:
     """Sort keys of a namespace's records from its start up to checkpoint `upper_id`
-    (inclusive of its record, not of its writes), or to its end."""
-    upper = checkpoint_sk(ns_name, upper_id) if upper_id else ns_name + SEPARATOR + TOP
+    (inclusive of its record, not of its writes), or to its end (its marks included)."""
+    upper = checkpoint_sk(ns_name, upper_id) if upper_id else ns_name + SEPARATOR + TOP + TOP
     return namespace_prefix(ns_name), upper
+
+
+def mark_sk(ns_name: str, operation: str) -> str:
+    """Where an operation's mark over a namespace lives: above all of its records."""
+    if operation not in MARK_OPERATIONS:
+        raise ValueError(f"unknown mark operation {operation!r}; expected one of {MARK_OPERATIONS}")
+    return f"{ns_name}{SEPARATOR}{MARK}{operation}"
+
+
+def is_mark_key(sk: str) -> bool:
+    return SEPARATOR + MARK in sk
+
+
+def mark_operation(sk: str) -> str:
+    return sk.rpartition(SEPARATOR + MARK)[2]
 
 
 def parse_sk(sk: str) -> tuple[str, str, str | None]:

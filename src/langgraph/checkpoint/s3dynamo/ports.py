@@ -33,6 +33,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     HeadMove,
     ItemKey,
     Lease,
+    Mark,
     Record,
     Stamp,
     WritesRecord,
@@ -45,6 +46,8 @@ Cursor = object
 class Page(NamedTuple):
     records: list[Record]
     cursor: Cursor | None
+    # The marks among the page's items (`records.Mark`), apart from the records.
+    marks: tuple[Mark, ...] = ()
 
 
 class ObjectInfo(NamedTuple):
@@ -71,12 +74,14 @@ class RecordIndex(Protocol):
         consistent: bool = False,
     ) -> Page:
         """One page of a partition's records whose sort key starts with `prefix` or lies
-        in `between` (inclusive), in sort-key order; `limit` caps the page. `consistent`
-        asks for a strongly consistent read (every write acknowledged before it shows)."""
+        in `between` (inclusive), in sort-key order; `limit` caps the page (marks count
+        towards it, and come in `Page.marks`). `consistent` asks for a strongly
+        consistent read (every write acknowledged before it shows)."""
         ...
 
     def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
-        """Keys of every record of a partition (optionally under a sort-key prefix)."""
+        """Keys of every record and mark of a partition (optionally under a sort-key
+        prefix)."""
         ...
 
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
@@ -105,8 +110,12 @@ class RecordIndex(Protocol):
         False if a concurrent writer changed it first."""
         ...
 
-    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
-        """Write and delete many records (not atomically as a whole)."""
+    def write_batch(
+        self, puts: Iterable[Record | Mark] = (), deletes: Iterable[ItemKey] = ()
+    ) -> None:
+        """Write and delete many records and marks, in full batches sent in parallel
+        (BatchWriteItem: 25 items a request), each item whole, in no set order, and
+        not atomically as a whole; items the store leaves unprocessed are sent again."""
         ...
 
     def item_size(self, record: Record) -> int:
@@ -169,15 +178,16 @@ class TableScan(Protocol):
     returned."""
 
     def scan(self, prefix: str = "") -> Iterator[Record]:
-        """Every record of every thread (admin operations only), no control items."""
+        """Every record of every thread (admin operations only), no control items and
+        no marks."""
         ...
 
     def scan_stamps(
         self, segment: int = 0, segments: int = 1, prefix: str = ""
     ) -> Iterator[list[Stamp]]:
         """Segment `segment` of a Scan split into `segments` (DynamoDB's parallel Scan;
-        the segments together hold every item once): every item in it, thread records
-        and control items alike, reduced to what retention reads (`Stamp`), a page at a
+        the segments together hold every item once): every item in it, thread records,
+        marks and control items alike, reduced to what retention reads (`Stamp`), a page at a
         time; eventually consistent."""
         ...
 

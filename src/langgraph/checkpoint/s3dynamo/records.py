@@ -17,10 +17,16 @@ How these become DynamoDB items is the DynamoDB adapter's business
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from langgraph.checkpoint.s3dynamo.layout import owner_sk, parse_sk, split_write_ref
+from langgraph.checkpoint.s3dynamo.layout import (
+    mark_operation,
+    owner_sk,
+    parse_sk,
+    split_write_ref,
+)
 
 
 @dataclass
@@ -94,6 +100,70 @@ class WritesRecord:
 
 
 Record = CheckpointRecord | WritesRecord
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What an operation in progress hides of a namespace's records from readers (a
+    delete, a copy or import at its target, a prune): the checkpoints with an id up to
+    `upto` (inclusive) except those in `keep`, and those in `ids`, each with its writes.
+    It sorts above every checkpoint of its namespace (`layout.mark_sk`), so the reader's
+    descending Query meets it first; written before the operation's first change and
+    removed after its last (docs/RELIABILITY.md)."""
+
+    pk: str
+    sk: str
+    upto: str = ""
+    keep: frozenset[str] = frozenset()
+    ids: frozenset[str] = frozenset()
+    # When it was set (seconds since the epoch).
+    at: int | None = None
+
+    @property
+    def key(self) -> ItemKey:
+        return ItemKey(self.pk, self.sk)
+
+    @property
+    def ns_name(self) -> str:
+        return parse_sk(self.sk)[0]
+
+    @property
+    def operation(self) -> str:
+        return mark_operation(self.sk)
+
+    def hides(self, checkpoint_id: str) -> bool:
+        return checkpoint_id in self.ids or (
+            checkpoint_id <= self.upto and checkpoint_id not in self.keep
+        )
+
+    def hides_below(self, checkpoint_id: str) -> bool:
+        """Whether it hides every checkpoint older than `checkpoint_id` too (a reader
+        going newest first may stop there)."""
+        return checkpoint_id <= self.upto and all(k >= checkpoint_id for k in self.keep)
+
+
+class Veil:
+    """The marks of one or more namespaces, as a reader applies them: a record is hidden
+    if any mark of its namespace hides its checkpoint."""
+
+    def __init__(self, marks: Iterable[Mark] = ()) -> None:
+        self.by_ns: dict[str, list[Mark]] = {}
+        self.add(marks)
+
+    def add(self, marks: Iterable[Mark]) -> None:
+        for m in marks:
+            self.by_ns.setdefault(m.ns_name, []).append(m)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_ns)
+
+    def hides(self, sk: str) -> bool:
+        ns_name, cid, _ = parse_sk(sk)
+        return any(m.hides(cid) for m in self.by_ns.get(ns_name, ()))
+
+    def hides_below(self, sk: str) -> bool:
+        ns_name, cid, _ = parse_sk(sk)
+        return any(m.hides_below(cid) for m in self.by_ns.get(ns_name, ()))
 
 
 class Stamp(NamedTuple):

@@ -39,7 +39,9 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     fence_update,
     from_item,
     head_update,
+    is_mark_item,
     key_item,
+    mark_from_item,
     merge_writes_update,
     record_size,
     replace_update,
@@ -66,6 +68,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     HeadMove,
     ItemKey,
     Lease,
+    Mark,
     Record,
     Stamp,
     WritesRecord,
@@ -249,7 +252,8 @@ class DynamoRecords(DynamoTable):
             start=cursor,
             consistent=consistent,
         )
-        return Page([from_item(i) for i in items], last)
+        marks = tuple(mark_from_item(i) for i in items if is_mark_item(i))
+        return Page([from_item(i) for i in items if not is_mark_item(i)], last, marks)
 
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
         request = {
@@ -353,7 +357,9 @@ class DynamoRecords(DynamoTable):
         )
         return out.refused is None
 
-    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
+    def write_batch(
+        self, puts: Iterable[Record | Mark] = (), deletes: Iterable[ItemKey] = ()
+    ) -> None:
         requests = [{"PutRequest": {"Item": to_item(r)}} for r in puts]
         requests += [{"DeleteRequest": {"Key": key_item(k)}} for k in deletes]
         self._batch(requests)
@@ -516,12 +522,14 @@ class DynamoScans(DynamoTable):
             request |= _starting_with(prefix)
             request["ExpressionAttributeNames"] = {"#pk": PARTITION_KEY}
         for items in self._pages("scan", request):
-            # Control items (heads, leases; the deployments' keyrings) are not records.
+            # Control items (heads, leases; the deployments' keyrings) and marks are not
+            # records.
             yield from (
                 from_item(i)
                 for i in items
                 if not is_control_pk(i[PARTITION_KEY]["S"])
                 and not is_deployment_pk(i[PARTITION_KEY]["S"])
+                and not is_mark_item(i)
             )
 
 

@@ -18,6 +18,13 @@ A writes item (sk = `<ns>#<checkpoint_id>#<task>`):
                   are more than fit one UpdateExpression (DynamoDB caps it at 4 KB)
     a        N    when its newest writes were stored, seconds since the epoch
 
+A mark (sk = `<ns>#\uffff<operation>`: what an operation in progress hides):
+
+    mu  S    hides every checkpoint id up to this one (absent: none by range)
+    mk  SS   except these ids
+    mi  SS   and hides these ids
+    ma  N    when it was set, seconds since the epoch
+
 A head item (pk = `<thread>!`, sk = `head#<ns>`):
 
     h   S    id of the namespace's newest checkpoint, or `~<seconds>`: a tombstone set by
@@ -43,12 +50,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import TOMBSTONE_MARK, is_writes_key
+from langgraph.checkpoint.s3dynamo.layout import TOMBSTONE_MARK, is_mark_key, is_writes_key
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     Fence,
     HeadMove,
     ItemKey,
+    Mark,
     Record,
     Stamp,
     WritesRecord,
@@ -62,6 +70,7 @@ BODY, METADATA, REF, OBJECTS, INLINE, WRITTEN_AT = "c", "m", "t", "o", "iv", "a"
 CONTROL_VERSION = "v"
 WRITE_PREFIX, BUNDLE = "w", "wb"
 HEAD = "h"
+MARK_UPTO, MARK_KEEP, MARK_IDS, MARK_AT = "mu", "mk", "mi", "ma"
 LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
 
 
@@ -80,7 +89,38 @@ def key_item(key: ItemKey) -> Item:
     return {PARTITION_KEY: {"S": key.pk}, SORT_KEY: {"S": key.sk}}
 
 
-def to_item(record: Record) -> Item:
+def mark_item(mark: Mark) -> Item:
+    item = key_item(mark.key)
+    if mark.upto:
+        item[MARK_UPTO] = {"S": mark.upto}
+    if mark.keep:
+        item[MARK_KEEP] = {"SS": sorted(mark.keep)}
+    if mark.ids:
+        item[MARK_IDS] = {"SS": sorted(mark.ids)}
+    if mark.at is not None:
+        item[MARK_AT] = {"N": str(mark.at)}
+    return item
+
+
+def mark_from_item(item: Item) -> Mark:
+    at = item.get(MARK_AT)
+    return Mark(
+        pk=item[PARTITION_KEY]["S"],
+        sk=item[SORT_KEY]["S"],
+        upto=item.get(MARK_UPTO, {}).get("S", ""),
+        keep=frozenset(item.get(MARK_KEEP, {}).get("SS", ())),
+        ids=frozenset(item.get(MARK_IDS, {}).get("SS", ())),
+        at=None if at is None else int(at["N"]),
+    )
+
+
+def is_mark_item(item: Item) -> bool:
+    return is_mark_key(item[SORT_KEY]["S"])
+
+
+def to_item(record: Record | Mark) -> Item:
+    if isinstance(record, Mark):
+        return mark_item(record)
     item = key_item(record.key)
     if isinstance(record, WritesRecord):
         item[REF] = {"B": record.task_ref}

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
+from typing import overload
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -46,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     HeadMove,
     ItemKey,
     Lease,
+    Mark,
     Record,
     Stamp,
     WritesRecord,
@@ -60,7 +62,8 @@ class MemoryIndex:
     def __init__(self, *, exists: bool = True) -> None:
         self.exists = exists
         self.calls: Counter[str] = Counter()
-        self._partitions: dict[str, dict[str, Record]] = {}
+        # Records and marks, by partition and sort key.
+        self._partitions: dict[str, dict[str, Record | Mark]] = {}
         # Control items: head checkpoint ids, and leases (owner, token, expiry in ms).
         self.heads: dict[ItemKey, str] = {}
         self.leases: dict[ItemKey, tuple[str, int, int]] = {}
@@ -81,8 +84,8 @@ class MemoryIndex:
         descending: bool,
         after: str | None = None,
         limit: int | None = None,
-    ) -> tuple[list[Record], str | None]:
-        """Copies of the matching records of one page, and where the next page starts."""
+    ) -> tuple[list[Record | Mark], str | None]:
+        """Copies of the matching items of one page, and where the next page starts."""
         partition = self._partitions.get(pk, {})
         keys = sorted(partition, reverse=descending)
         if prefix is not None:
@@ -112,8 +115,9 @@ class MemoryIndex:
             self._count("query")
             # The cursor is the last sort key returned; a page resumes strictly after it.
             after = None if cursor is None else str(cursor)
-            records, last = self._select(pk, prefix, between, descending, after, limit)
-        return Page(records, last)
+            items, last = self._select(pk, prefix, between, descending, after, limit)
+        marks = tuple(i for i in items if isinstance(i, Mark))
+        return Page([i for i in items if not isinstance(i, Mark)], last, marks)
 
     def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
         with self._lock:
@@ -217,7 +221,9 @@ class MemoryIndex:
             partition[new.sk] = _copy(new)
             return True
 
-    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
+    def write_batch(
+        self, puts: Iterable[Record | Mark] = (), deletes: Iterable[ItemKey] = ()
+    ) -> None:
         with self._lock:
             self._count("write_batch")
             for record in puts:
@@ -241,7 +247,7 @@ class MemoryIndex:
         with self._lock:
             self._count("scan")
             stamps = [
-                Stamp(r.key, r.written_at) for p in self._partitions.values() for r in p.values()
+                Stamp(r.key, _written_at(r)) for p in self._partitions.values() for r in p.values()
             ]
             stamps += self._control_stamps(None)
             stamps = [s for s in stamps if s.key.pk.startswith(prefix)]
@@ -252,7 +258,7 @@ class MemoryIndex:
         with self._lock:
             self._count("query")
             records = self._partitions.get(pk, {})
-            stamps = [Stamp(records[sk].key, records[sk].written_at) for sk in sorted(records)]
+            stamps = [Stamp(records[sk].key, _written_at(records[sk])) for sk in sorted(records)]
             return stamps + self._control_stamps(pk)
 
     def _control_stamps(self, pk: str | None) -> list[Stamp]:
@@ -274,6 +280,7 @@ class MemoryIndex:
                 for pk, p in self._partitions.items()
                 if pk.startswith(prefix)
                 for r in p.values()
+                if not isinstance(r, Mark)
             ]
         return iter(records)
 
@@ -300,7 +307,7 @@ class MemoryIndex:
     def clone(self) -> MemoryIndex:
         """An independent copy of everything stored (tests fork a store this way)."""
         twin = MemoryIndex()
-        twin.write_batch(puts=self.records())
+        twin.write_batch(puts=[*self.records(), *self.marks()])
         with self._lock:
             twin.heads, twin.leases = dict(self.heads), dict(self.leases)
             twin.control = copy.deepcopy(self.control)
@@ -309,9 +316,19 @@ class MemoryIndex:
         return twin
 
     def records(self) -> list[Record]:
-        """Everything stored, for tests that inspect raw storage."""
+        """Every record stored, for tests that inspect raw storage."""
         with self._lock:
-            return [_copy(r) for p in self._partitions.values() for r in p.values()]
+            return [
+                _copy(r)
+                for p in self._partitions.values()
+                for r in p.values()
+                if not isinstance(r, Mark)
+            ]
+
+    def marks(self) -> list[Mark]:
+        """Every mark stored (frozen, so shared as they are)."""
+        with self._lock:
+            return [r for p in self._partitions.values() for r in p.values() if isinstance(r, Mark)]
 
 
 class MemoryObjects:
@@ -397,9 +414,19 @@ class MemoryObjects:
         return twin
 
 
-def _copy(record: Record) -> Record:
+def _written_at(item: Record | Mark) -> int | None:
+    return None if isinstance(item, Mark) else item.written_at
+
+
+@overload
+def _copy(record: Record) -> Record: ...
+@overload
+def _copy(record: Record | Mark) -> Record | Mark: ...
+def _copy(record: Record | Mark) -> Record | Mark:
     """A copy no caller's mutation can reach back through (bytes and frozensets are
     immutable; the dicts are not)."""
+    if isinstance(record, Mark):
+        return record
     if isinstance(record, CheckpointRecord):
         return replace(record, inline=dict(record.inline))
     return replace(record, writes=dict(record.writes))

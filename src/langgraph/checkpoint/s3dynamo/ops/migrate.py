@@ -14,11 +14,13 @@ sorts in that order, which is the order LangGraph replays them in (`writes_sort_
 Whole-number channel versions (InMemorySaver's, DynamoDBSaver's) are written in this
 saver's text form (`text_versions`), so the thread's next steps here compare with them.
 
-Order, per thread (the commit order of `store/committer.py`, extended): every pending
-write first (a writes record without its checkpoint record is invisible to readers),
-then the checkpoint records, parents before children. Interrupted, the thread here shows
-a part of its history whose every checkpoint has its writes and its ancestors; a repeat
-of the import skips the checkpoints already here and writes the rest (writes merge
+Order, per thread (the commit order of `store/committer.py`, extended): a thread new
+here is first hidden by a copy mark over each namespace (`records.Mark`); then every
+pending write (a writes record without its checkpoint record is invisible to readers),
+then the checkpoint records, parents before children; the marks last. Interrupted, a
+new thread here shows nothing (a thread already here shows a part of its history whose
+every checkpoint has its writes and its ancestors); a repeat of the import skips the
+checkpoints already here, writes the rest and removes the marks (writes merge
 idempotently: the first write of an index is kept). A thread that already has
 checkpoints here that the source does not have is reported as a conflict and left as it
 is: an import never overwrites.
@@ -40,6 +42,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.s3dynamo.config import thread_id_of
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.keys import Deployment
+from langgraph.checkpoint.s3dynamo.layout import TOP, mark_sk
+from langgraph.checkpoint.s3dynamo.records import Mark, Veil
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
 
 Progress = Callable[[int, int], None]
@@ -208,15 +212,32 @@ def import_thread(
     thread: ThreadImport,
 ) -> None:
     """Copy one thread's missing checkpoints: writes first, then checkpoints, parents
-    before children."""
+    before children. A thread that reads as empty here is hidden meanwhile by a copy
+    mark over each namespace, removed last (the root namespace's after the others)."""
     tid = thread.thread_id
     tuples = read_thread(source, tid)
-    here = present(store, tid)
+    name = store.namer.thread(tid)
+    records, marks = store.finder.partition_items(name)
+    here = {(e.ns, e.checkpoint_id) for e in store.finder.group(records, known_tid=tid)}
+    importing = {m.key for m in marks if m.operation == "copy"}
     todo = [t for t in parents_first(tuples) if _key(t) not in here]
-    if not todo:
+    if not todo and not importing:
         return
     if not here:
         deployment.verify(write=True)  # a new thread's first write records the keys
+    # Hidden while it is written if a reader sees nothing of it yet; a thread readers
+    # already see grows one whole checkpoint at a time instead.
+    veil = Veil(marks)
+    shown = any(not veil.hides(r.sk) for r in records)
+    hiding = (
+        []
+        if shown
+        else [
+            Mark(name, mark_sk(ns_name, "copy"), upto=TOP, at=store.now())
+            for ns_name in sorted({store.namer.namespace(tid, _key(t)[0]) for t in todo})
+        ]
+    )
+    store.deleter.hide(hiding)
     committer = store.committer
     tuples = [t._replace(checkpoint=text_versions(t.checkpoint)) for t in tuples]
     todo = [t._replace(checkpoint=text_versions(t.checkpoint)) for t in todo]
@@ -240,6 +261,7 @@ def import_thread(
         }
         committer.commit_checkpoint(tid, ns, parent_id, t.checkpoint, t.metadata, new_versions)
         thread.copied += 1
+    store.deleter.unhide(importing | {m.key for m in hiding}, last=store.namer.namespace(tid, ""))
 
 
 def text_versions(checkpoint: Checkpoint) -> Checkpoint:

@@ -30,15 +30,16 @@ removes each idle thread (several in parallel) in this order:
 3. Read the thread's records again, consistently. If one is now newer than the cutoff, a
    commit landed between the Scan and step 2: drop the tombstones (an absent head only
    relaxes the next commit's check), release the lease, keep the thread (`revived`).
-4. Delete the records, each namespace newest first (`Deleter.delete_records`): if
-   interrupted, the thread reads as an earlier checkpoint with all its ancestors.
+4. Set a delete mark over each namespace (`store/deleter.py`): from here readers see
+   the thread as deleted. Then delete the records in full batches
+   (`Deleter.delete_records`).
 5. Delete the thread's objects last modified before the cutoff, each only while it still
    has the ETag this listing saw. An idle thread's objects were all written before its
    last record, so before the cutoff; an object written since belongs to a writer active
    now and stays.
-6. Delete the lease. The tombstones stay: they refuse a commit from a run that loaded the
-   thread before step 2 and writes only now. A later sweep deletes them once they are
-   older than the TTL.
+6. Delete the marks, then the lease. The tombstones stay: they refuse a commit from a
+   run that loaded the thread before step 2 and writes only now. A later sweep deletes
+   them once they are older than the TTL.
 
 Strategy `keep_latest` (LangGraph Platform's name): an idle thread keeps its latest
 checkpoint in each namespace, the ancestors DeltaChannel needs to rebuild it, and the
@@ -52,14 +53,15 @@ with one per namespace has nothing to lose and is left alone (`kept`). Otherwise
 3. Read the thread's records again, consistently (step 4 works on this read); one newer
    than the cutoff: `revived` (drop the marker, release the lease).
 4. Open the thread (this needs its keys: a thread that does not open is `skipped`), find
-   what `keep_latest` keeps (`ops/threads.py`, as `prune` does) and delete every other
-   record, each namespace newest first.
+   what `keep_latest` keeps (`ops/threads.py`, as `prune` does), set a prune mark over
+   each namespace hiding every other record (readers see the pruned thread from here),
+   and delete those records in full batches.
 5. Collect the thread's garbage as `ops/gc.py` does, with the TTL as the grace: list its
    objects modified before the cutoff, mark what its records reference with a
    consistent read made after the listing, and delete the rest each only while it still
    has the ETag the listing saw. The proof in `ops/gc.py` applies: an object a record
    references (a kept checkpoint, or a commit that landed meanwhile) is never deleted.
-6. Delete the marker and the lease.
+6. Delete the prune marks, the marker and the lease.
 
 No tombstone is set: the thread lives on. A run continuing its latest checkpoint meanwhile
 commits as usual (its parent is kept, and its objects are either new or marked in step
@@ -69,7 +71,7 @@ keeps its own record and every object it references, but its parent is gone.
 Why an interrupted sweep is completed by the next one: before step 4 finishes, records
 remain with the same old stamps (tombstones and the sweep's lease are not activity, and
 the lease lapses after `LEASE_TTL`), so the thread is idle again and the steps rerun; each
-is idempotent. After step 4, the thread has control items and no records: a `leftover`,
+is idempotent. After step 4, the thread has marks, control items and no records: a `leftover`,
 which the next sweep finishes with steps 1, 3 (no records may have appeared), 5 and 6,
 deleting live heads too (a head without records is what an interrupted
 `delete_thread` also leaves). With `keep_latest`, an interrupted sweep leaves its marker
@@ -107,7 +109,9 @@ from langgraph.checkpoint.s3dynamo.layout import (
     head_namespace,
     head_sk,
     is_control_pk,
+    is_mark_key,
     is_writes_key,
+    mark_operation,
     owner_sk,
     parse_sk,
     thread_of,
@@ -172,9 +176,15 @@ class _Thread:
     # namespace name -> the checkpoint id or tombstone its head names
     heads: dict[str, str] = field(default_factory=dict)
     lease: bool = False
+    # operations whose marks the thread holds (an operation of several requests left
+    # unfinished, or running now)
+    marks: set[str] = field(default_factory=set)
 
     def see(self, stamp: Stamp) -> None:
         sk = stamp.key.sk
+        if is_mark_key(sk):
+            self.marks.add(mark_operation(sk))
+            return
         if is_control_pk(stamp.key.pk):
             ns_name = head_namespace(sk)
             if stamp.head is not None and ns_name is not None:
@@ -196,14 +206,20 @@ class _Thread:
     def history_to_drop(self) -> bool:
         """For `keep_latest`: whether a namespace has more than its latest checkpoint, or
         an earlier sweep was interrupted on it (its marker is still there)."""
-        return PRUNING_HEAD in self.heads or any(n > 1 for n in self.checkpoints.values())
+        return (
+            PRUNING_HEAD in self.heads
+            or "prune" in self.marks
+            or any(n > 1 for n in self.checkpoints.values())
+        )
 
     def unfinished(self, cutoff: int) -> bool:
         """For a thread without records: whether a removal is left to finish (a lease
-        it took, a live head, a tombstone old enough to go), rather than only the
-        tombstones of a removal just finished."""
-        return self.lease or any(
-            (tombstone_time(head) or 0) <= cutoff for head in self.heads.values()
+        it took, a mark, a live head, a tombstone old enough to go), rather than only
+        the tombstones of a removal just finished."""
+        return (
+            self.lease
+            or bool(self.marks)
+            or any((tombstone_time(head) or 0) <= cutoff for head in self.heads.values())
         )
 
 
@@ -321,7 +337,7 @@ class ExpiryPlan:
             return
         control.put_heads(name, {PRUNING_HEAD: str(store.now())})  # 2.
         # 3. and 4. read the same records: one consistent read serves both.
-        records = store.finder.partition_records(name, consistent=True)
+        records, marks = store.finder.partition_items(name, consistent=True)
         stamps = (Stamp(r.key, r.written_at) for r in records)
         if any(t >= self.cutoff for t in (stamp_time(s) for s in stamps) if t is not None):
             control.delete_items([marker])
@@ -339,10 +355,12 @@ class ExpiryPlan:
             with self._lock:
                 self.skipped.append(Skipped(name, key_id, str(exc)))
             return
-        kept = {e.record.sk for chain in kept_chains(store, entries).values() for e in chain}
-        doomed = [r.key for r in records if owner_sk(r.sk) not in kept]
-        if doomed:
-            store.deleter.delete_records(doomed)
+        kept = [e.record.key for chain in kept_chains(store, entries).values() for e in chain]
+        kept_sks = {k.sk for k in kept}
+        doomed = [r.key for r in records if owner_sk(r.sk) not in kept_sks]
+        hiding = store.deleter.delete_marks(name, doomed, keep=kept) if doomed else []
+        store.deleter.hide(hiding)
+        store.deleter.delete_records(doomed)
         cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)  # 5.
         prefix = store.objects.thread_prefix(name)
         old = [o for o in store.objects.list_thread(name) if o.modified < cutoff]
@@ -350,7 +368,10 @@ class ExpiryPlan:
         deleted = store.objects.delete_unchanged(
             [o for o in old if o.key[len(prefix) :] not in live]
         )
-        control.delete_items([marker, held.key])  # 6.
+        store.deleter.unhide(  # 6.
+            {m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"}
+        )
+        control.delete_items([marker, held.key])
         store.forget()
         with self._lock:
             self.pruned.append(name)
@@ -380,7 +401,8 @@ class ExpiryPlan:
             heads = dict.fromkeys(sorted(seen.namespaces | set(heads)), tombstone(store.now()))
             control.put_heads(name, heads)
         # 3. The records again, consistently.
-        records = scans.partition_stamps(name)
+        stamps = scans.partition_stamps(name)
+        records = [s for s in stamps if not is_mark_key(s.key.sk)]
         times = [t for t in (stamp_time(s) for s in records) if t is not None]
         if (records and not idle) or any(t >= self.cutoff for t in times):
             if idle:
@@ -389,15 +411,20 @@ class ExpiryPlan:
             with self._lock:
                 self.revived.append(name)
             return
-        # 4. Records, each namespace newest first.
+        # 4. Marks hiding every record, then the records in full batches.
         keys = [s.key for s in records]
-        if keys:
-            store.deleter.delete_records(keys)
+        hiding = store.deleter.delete_marks(name, keys) if keys else []
+        store.deleter.hide(hiding)
+        store.deleter.delete_records(keys)
         # 5. Objects written before the cutoff, each only while unchanged.
         cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)
         old = [o for o in store.objects.list_thread(name) if o.modified < cutoff]
         deleted = store.objects.delete_unchanged(old)
-        # 6. The lease, live heads, and tombstones older than the TTL.
+        # 6. Every mark (an interrupted operation's too), then the lease, live heads, and
+        # tombstones older than the TTL.
+        store.deleter.unhide(
+            {m.key for m in hiding} | {s.key for s in stamps if is_mark_key(s.key.sk)}
+        )
         gone = [
             ItemKey(control_key, head_sk(ns))
             for ns, head in heads.items()

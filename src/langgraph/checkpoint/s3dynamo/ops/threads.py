@@ -2,24 +2,30 @@
 it would touch, read without changing anything) and then executed; the command line
 shows the plan and executes it on `--yes`, the saver's own methods execute at once.
 
-Each reads a thread's records with one paged query, works in memory, and writes in the
-commit order of `store/committer.py`: objects first, records last. Objects an operation
-leaves unreferenced are deleted at the end when this operation is what orphaned them
-(prune, delete), or left to garbage collection (`ops/gc.py`), which only removes objects
-no record references. The states an interruption can leave, and why a repeat completes
-each operation, are in docs/RELIABILITY.md.
+Each reads a thread's records with one paged query and works in memory. Before its
+first change it writes a mark over each namespace it changes (`records.Mark`), hiding
+from readers what it is about to delete, or, at a copy's target, everything; then its
+records go in full batches sent in parallel, in any order (objects first when copying);
+the marks go last. So readers see each operation whole: before it, or after it. Objects
+an operation leaves unreferenced are deleted once no record references them when this
+operation is what orphaned them (prune, delete), or left to garbage collection
+(`ops/gc.py`). The states an interruption can leave, the data-safety argument and why a
+repeat completes each operation: docs/RELIABILITY.md, "Deleting, copying, pruning".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import ThreadExistsError
 from langgraph.checkpoint.s3dynamo.layout import (
+    TOP,
     checkpoint_sk,
+    is_mark_key,
     is_writes_key,
+    mark_sk,
     owner_sk,
     parse_sk,
     writes_sk,
@@ -28,13 +34,17 @@ from langgraph.checkpoint.s3dynamo.ops.rewrite import rewrite_thread
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
-    WritesRecord,
+    Mark,
+    Record,
     referenced_leaves,
 )
 from langgraph.checkpoint.s3dynamo.store import Entry, ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# Checkpoints `delete_for_runs` hides with one mark per namespace at most (a mark names
+# each id: 8,000 ids of 36 characters stay far below an item's 400 KB).
+RUNS_ROUND = 8000
 
 # ------------------------------------------------------------------------- delete
 
@@ -64,7 +74,7 @@ class DeletePlan:
 
 
 def plan_delete(store: ThreadStore, tid: str) -> DeletePlan:
-    keys = store.finder.thread_keys(tid)
+    keys = [k for k in store.finder.thread_keys(tid) if not is_mark_key(k.sk)]
     objects = store.objects.list_thread(store.namer.thread(tid))
     return DeletePlan(
         store,
@@ -116,62 +126,65 @@ def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
     )
 
 
-def copy_keys(store: ThreadStore, dst: str, entries: Sequence[Entry]) -> set[str]:
-    """Sort keys a copy of these entries writes in the target partition."""
-    namer, keys = store.namer, set()
-    for e in entries:
-        ns_name = namer.namespace(dst, e.ns)
-        keys.add(checkpoint_sk(ns_name, e.checkpoint_id))
-        for w in e.writes:
-            task_id, _ = store.walker.open_task(w, e.what)
-            keys.add(
-                writes_sk(ns_name, e.checkpoint_id, namer.task(dst, e.ns, e.checkpoint_id, task_id))
-            )
+def entry_keys(store: ThreadStore, dst: str, e: Entry) -> set[str]:
+    """Sort keys a copy of one entry writes in the target partition: its checkpoint
+    record and its writes records."""
+    namer = store.namer
+    ns_name = namer.namespace(dst, e.ns)
+    keys = {checkpoint_sk(ns_name, e.checkpoint_id)}
+    for w in e.writes:
+        task_id, _ = store.walker.open_task(w, e.what)
+        keys.add(
+            writes_sk(ns_name, e.checkpoint_id, namer.task(dst, e.ns, e.checkpoint_id, task_id))
+        )
     return keys
 
 
 def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
-    """Copy `src` to `dst`, resumably. Order: objects, then every writes record (a writes
-    record without its checkpoint record is invisible to readers), then the checkpoint
-    records one at a time, oldest first. So an interrupted copy leaves the target showing
-    a prefix of the source's history, each checkpoint whole with its writes and its
-    ancestors: the named intermediate state "partial copy". A repeat sees that the
-    target holds only keys this copy writes, skips the checkpoints already there and
-    writes the rest; a repeat after a complete copy changes nothing. A target holding any
-    other key (its own checkpoints) raises `ThreadExistsError`. Returns how many
-    checkpoints it wrote."""
+    """Copy `src` (what its readers see) to `dst`, resumably. Order: a copy mark over
+    each namespace of the target, hiding all of it; the objects; every record, in full
+    batches sent in parallel, in any order; then the marks, the root namespace's last.
+    So an interrupted copy leaves the target showing nothing (or, after the marks went,
+    the whole copy). A repeat sees that the target holds only keys this copy writes,
+    writes the records still missing and removes the marks; a repeat after a complete
+    copy changes nothing. A target holding any other key (its own checkpoints) raises
+    `ThreadExistsError`. Returns how many checkpoints it wrote."""
     entries = store.finder.thread_entries(src)
-    present = {r.sk: r for r in store.finder.thread_records(dst)} if src != dst else {}
+    name = store.namer.thread(dst)
+    records, marks = store.finder.partition_items(name) if src != dst else ([], [])
+    if src == dst and entries:
+        raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
+    present = {r.sk for r in records}
+    wanted = {(e.ns, e.checkpoint_id): entry_keys(store, dst, e) for e in entries}
     if present:
-        foreign = set(present) - copy_keys(store, dst, entries)
+        foreign = present.difference(*wanted.values())
         if foreign:
+            unfinished = sorted({m.operation for m in marks if m.operation != "copy"})
             raise ThreadExistsError(
                 f"copy_thread target {dst!r} already has checkpoints that are not part of a "
-                f"copy of {src!r}; expected an empty thread (or an unfinished copy of "
-                f"{src!r}, which a repeat completes). Delete it first (delete_thread) or "
-                "copy to a new thread id"
+                f"copy of {src!r}"
+                + (f" (hidden by an unfinished {' and '.join(unfinished)})" if unfinished else "")
+                + f"; expected an empty thread (or an unfinished copy of {src!r}, which a "
+                "repeat completes). Delete it first (delete_thread) or copy to a new thread id"
             )
-    elif src == dst and entries:
-        raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
-    done = {sk for sk, r in present.items() if isinstance(r, CheckpointRecord)}
-    todo = [
-        e
-        for e in entries
-        if checkpoint_sk(store.namer.namespace(dst, e.ns), e.checkpoint_id) not in done
-    ]
-    if not todo:
+    # Records go in any order: a checkpoint is done when all of its records are there.
+    todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
+    copying = {m.key for m in marks if m.operation == "copy"}
+    if not todo and not copying:
         return 0
-    plan = rewrite_thread(store, src, dst, todo, stale_only=False)
-    store.objects.upload(plan.objects)
-    writes = [new for _, new in plan.records if isinstance(new, WritesRecord)]
-    if writes:
-        store.records.write_batch(puts=writes)
-    checkpoints = [new for _, new in plan.records if isinstance(new, CheckpointRecord)]
-    for record in sorted(checkpoints, key=lambda r: r.checkpoint_id):
-        # One record per request (a batch applies in no set order); a batch of one, so
-        # maintenance needs no permission beyond BatchWriteItem.
-        store.records.write_batch(puts=[record])
-    return len(checkpoints)
+    hiding = [
+        Mark(name, mark_sk(ns_name, "copy"), upto=TOP, at=store.now())
+        for ns_name in sorted({store.namer.namespace(dst, e.ns) for e in todo})
+    ]
+    written: list[Record] = []
+    if todo:
+        store.deleter.hide(hiding)
+        plan = rewrite_thread(store, src, dst, todo, stale_only=False)
+        store.objects.upload(plan.objects)
+        written = [new for _, new in plan.records]
+        store.records.write_batch(puts=written)
+    store.deleter.unhide(copying | {m.key for m in hiding}, last=store.namer.namespace(dst, ""))
+    return sum(1 for r in written if isinstance(r, CheckpointRecord))
 
 
 # -------------------------------------------------------------------------- prune
@@ -246,11 +259,15 @@ def kept_chains(store: ThreadStore, entries: Sequence[Entry]) -> dict[str, list[
 
 def prune_keep_latest(store: ThreadStore, tid: str) -> int:
     """Keep each namespace's latest checkpoint and the ancestors (with their writes)
-    that DeltaChannel reconstruction of it still needs; delete the rest. Returns how many
-    records the thread had."""
-    records = store.finder.thread_records(tid)
+    that DeltaChannel reconstruction of it still needs; delete the rest: a prune mark
+    over each namespace hiding what goes (so readers see the pruned thread from then
+    on), the records in full batches, the objects only they referenced, the marks last.
+    The kept checkpoints are never touched. Returns how many records the thread had."""
+    name = store.namer.thread(tid)
+    records, marks = store.finder.partition_items(name)
     entries = store.finder.group(records, known_tid=tid)
-    kept_sks = {e.record.sk for chain in kept_chains(store, entries).values() for e in chain}
+    kept = [e.record.key for chain in kept_chains(store, entries).values() for e in chain]
+    kept_sks = {k.sk for k in kept}
     doomed: list[ItemKey] = []
     dropped_leaves: set[str] = set()
     kept_leaves: set[str] = set()
@@ -260,12 +277,14 @@ def prune_keep_latest(store: ThreadStore, tid: str) -> int:
         else:
             doomed.append(rec.key)
             dropped_leaves |= referenced_leaves(rec)
+    hiding: list[Mark] = []
     if doomed:
-        # The kept checkpoints are never touched; of the doomed ones, an interruption
-        # leaves the oldest, each with its ancestors and writes. A repeat finishes.
+        hiding = store.deleter.delete_marks(name, doomed, keep=kept)
+        store.deleter.hide(hiding)
         store.deleter.delete_records(doomed)
     orphaned = sorted(dropped_leaves - kept_leaves)
     store.objects.delete([store.objects.key(tid, leaf) for leaf in orphaned])
+    store.deleter.unhide({m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"})
     return len(records)
 
 
@@ -314,19 +333,41 @@ class DeleteRunsPlan:
                 if owner_sk(k.sk) == checkpoint.sk
             ]
 
-        doomed = [k for keys in parallel(record_keys, found) for k in keys]
-        # Heads first: one may name a checkpoint about to go, and would then hold every
-        # later commit there to it. Without a head the next commit is not held.
-        touched: dict[str, set[str]] = {}
-        for key in found:
-            touched.setdefault(key.pk, set()).add(parse_sk(key.sk)[0])
-        for thread_name, ns_names in sorted(touched.items()):
-            store.control.drop_heads(thread_name, ns_names)
-        if doomed:
-            # Interrupted, some of the runs' checkpoints remain, each whole; a repeat
-            # finishes.
-            store.deleter.delete_records(doomed)
+        for start in range(0, len(found), RUNS_ROUND):
+            # A round's checkpoints, hidden by one mark per namespace naming them.
+            delete_checkpoints(store, found[start : start + RUNS_ROUND], record_keys)
         store.forget()
+
+
+def delete_checkpoints(
+    store: ThreadStore,
+    checkpoints: Sequence[ItemKey],
+    record_keys: Callable[[ItemKey], list[ItemKey]],
+) -> None:
+    """Delete checkpoint records (and their writes) of any threads: heads of their
+    namespaces dropped, a runs mark over each namespace naming them, the records in
+    full batches, the marks last."""
+    doomed = [k for keys in parallel(record_keys, list(checkpoints)) for k in keys]
+    # Heads first: one may name a checkpoint about to go, and would then hold every
+    # later commit there to it. Without a head the next commit is not held.
+    touched: dict[tuple[str, str], set[str]] = {}
+    for key in checkpoints:
+        touched.setdefault((key.pk, parse_sk(key.sk)[0]), set()).add(parse_sk(key.sk)[1])
+    by_thread: dict[str, set[str]] = {}
+    for pk, ns_name in touched:
+        by_thread.setdefault(pk, set()).add(ns_name)
+    for thread_name, ns_names in sorted(by_thread.items()):
+        store.control.drop_heads(thread_name, ns_names)
+    if not doomed:
+        return
+    at = store.now()
+    hiding = [
+        Mark(pk, mark_sk(ns_name, "runs"), ids=frozenset(ids), at=at)
+        for (pk, ns_name), ids in sorted(touched.items())
+    ]
+    store.deleter.hide(hiding)
+    store.deleter.delete_records(doomed)
+    store.deleter.unhide({m.key for m in hiding})
 
 
 def plan_delete_runs(store: ThreadStore, run_ids: Sequence[str]) -> DeleteRunsPlan:

@@ -7,7 +7,7 @@ decides where a value lives.
     walker.py     the one walk over a checkpoint's blobs, and how each opens
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
     committer.py  placing, sealing and committing checkpoints and writes
-    deleter.py    deleting records and objects in a safe order
+    deleter.py    deleting records and objects: marks first, full batches, marks last
     objects.py    object reads and writes in waves, through one cache
     cache.py      the one cache type (least recently used)
     fences.py     which leases this context holds
@@ -87,7 +87,7 @@ class ThreadStore:
             carry=carry,
             store_id=id(self),
         )
-        self.deleter = Deleter(self.ports, self.finder, self.objects, namer)
+        self.deleter = Deleter(self.ports, self.finder, self.objects, namer, self.now)
 
     @property
     def records(self) -> RecordIndex:

@@ -1,66 +1,143 @@
-"""Deleting a thread's records and objects so that no reader ever sees a wrong state in
-between (the named intermediate states are in docs/RELIABILITY.md)."""
+"""Deleting a thread's records and objects so that a reader sees the thread whole or
+deleted, never half-deleted, in full batches.
+
+Order (`delete_thread`; retention's delete and prune follow it too):
+
+1. A mark over every namespace (`records.Mark`, one batch): from here the reads that
+   start at a namespace's top (latest, listings, history) show nothing of the records
+   it hides, at no request more (`finder.py`).
+2. Each namespace's head becomes a tombstone: a run that loaded the thread before and
+   commits only now is refused; a new history (a put with no parent) may start.
+3. The records, in full batches of 25 sent in parallel, in any order within each of two
+   steps: the checkpoint records, then the writes records (so a read by checkpoint id,
+   which does not meet the mark, finds a checkpoint whole or not at all).
+4. Objects no record references any more (none of the thread's, unless a new history
+   started meanwhile): the index no longer points at them.
+5. The marks, then the heads: removed last.
+
+Interrupted anywhere, a repeat reads the keys again and finishes. The argument, and
+what each reader sees meanwhile: docs/RELIABILITY.md, "Deleting, copying, pruning".
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 
-from langgraph.checkpoint.s3dynamo.layout import is_writes_key, parse_sk
+from langgraph.checkpoint.s3dynamo.layout import (
+    is_mark_key,
+    is_writes_key,
+    mark_sk,
+    parse_sk,
+    tombstone,
+)
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import ItemKey
+from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.ports import Ports
-from langgraph.checkpoint.s3dynamo.waves import parallel
 
 
 class Deleter:
-    def __init__(self, ports: Ports, finder: Finder, objects: ObjectIO, namer: Namer) -> None:
+    def __init__(
+        self,
+        ports: Ports,
+        finder: Finder,
+        objects: ObjectIO,
+        namer: Namer,
+        now: Callable[[], int],
+    ) -> None:
         self._ports = ports
         self.finder = finder
         self.objects = objects
         self.namer = namer
+        self.now = now
 
     def delete_thread(self, tid: str) -> int:
-        """Delete every record and object of a thread (all namespaces), in the order of
-        `delete_records`, objects last. Interrupted, the thread reads as an earlier
-        checkpoint of its history (never a checkpoint without its ancestors or its
-        writes) until the call is repeated; a repeat finishes it. Returns how many records
-        and objects it found."""
+        """Delete every record and object of a thread (all namespaces) in the order of
+        the module docstring. Interrupted, the thread reads as deleted (or, before the
+        marks are written, unchanged) until the call is repeated; a repeat finishes it.
+        Returns how many records and objects it found."""
         thread_name = self.namer.thread(tid)
-        # Heads first: an interruption then leaves records without heads, which only
-        # relaxes the next commit's check, never blocks it.
-        self._ports.control.drop_heads(thread_name)
         keys = self.finder.thread_keys(tid)
-        if keys:
-            self.delete_records(keys)
-        leftover = [o.key for o in self.objects.list_thread(thread_name)]
-        self.objects.delete(leftover)
-        return len(keys) + len(leftover)
+        records = [k for k in keys if not is_mark_key(k.sk)]
+        marks: list[Mark] = []
+        if records:
+            marks = self.delete_marks(thread_name, records)
+            self.hide(marks)
+            namespaces = {m.ns_name for m in marks}
+            self._ports.control.put_heads(
+                thread_name, dict.fromkeys(sorted(namespaces), tombstone(self.now()))
+            )
+            self.delete_records(records)
+        deleted = self.delete_unreferenced_objects(thread_name)
+        # Every mark goes: a copy's or a prune's left by an interrupted run included.
+        self.unhide({*(m.key for m in marks), *(k for k in keys if is_mark_key(k.sk))})
+        self._ports.control.drop_heads(thread_name)
+        return len(records) + deleted
+
+    def delete_marks(
+        self, thread_name: str, records: Iterable[ItemKey], keep: Iterable[ItemKey] = ()
+    ) -> list[Mark]:
+        """Marks hiding every one of these records (keys of one thread's records) but
+        those of the checkpoints in `keep`: one per namespace, hiding up to its newest
+        checkpoint. A checkpoint committed later has a newer id and stays visible: a
+        new history may start on a thread being deleted."""
+        newest: dict[str, str] = {}
+        for key in records:
+            ns_name, cid, _ = parse_sk(key.sk)
+            if cid > newest.get(ns_name, ""):
+                newest[ns_name] = cid
+        kept: dict[str, set[str]] = {}
+        for key in keep:
+            ns_name, cid, _ = parse_sk(key.sk)
+            kept.setdefault(ns_name, set()).add(cid)
+        at = self.now()
+        operation = "prune" if kept else "delete"
+        return [
+            Mark(
+                thread_name,
+                mark_sk(ns_name, operation),
+                upto=upto,
+                keep=frozenset(kept.get(ns_name, ())),
+                at=at,
+            )
+            for ns_name, upto in sorted(newest.items())
+        ]
+
+    def hide(self, marks: Sequence[Mark]) -> None:
+        """Write marks (one batch per 25); nothing a mark hides is changed before."""
+        if marks:
+            self._ports.records.write_batch(puts=marks)
+
+    def unhide(self, keys: Collection[ItemKey], last: str | None = None) -> None:
+        """Remove marks, the one over namespace `last` (a thread's root namespace, whose
+        checkpoints lead a reader to the others) in a request after the rest."""
+        first = [k for k in keys if last is None or parse_sk(k.sk)[0] != last]
+        final = [k for k in keys if k not in first]
+        for batch in (first, final):
+            if batch:
+                self._ports.records.write_batch(deletes=sorted(batch))
 
     def delete_records(self, keys: Iterable[ItemKey]) -> None:
-        """Delete records so that no reader ever sees a wrong state in between.
+        """Delete records in full batches sent in parallel: the checkpoint records, then
+        the writes records, so a checkpoint read by id is found whole or not at all.
+        Callers hide the records with a mark first (readers of the latest state and
+        listings then see none of this)."""
+        keys = list(keys)
+        checkpoints = [k for k in keys if not is_writes_key(k.sk)]
+        writes = [k for k in keys if is_writes_key(k.sk)]
+        for batch in (checkpoints, writes):
+            if batch:
+                self._ports.records.write_batch(deletes=batch)
 
-        Checkpoint records go first, each namespace's newest first, one request each
-        (namespaces in parallel): a batch applies its items in no set order, so two
-        checkpoints of one namespace in one batch could leave the newer without its
-        parent. Whatever survives an interruption is therefore each namespace's history
-        cut from the newest end: every surviving checkpoint keeps all its ancestors (which
-        DeltaChannel rebuilds from) and all its writes. Writes records go last, in bulk:
-        by then no checkpoint record shows them."""
-        chains: dict[tuple[str, str], list[ItemKey]] = {}
-        writes: list[ItemKey] = []
-        for key in keys:
-            if is_writes_key(key.sk):
-                writes.append(key)
-            else:
-                chains.setdefault((key.pk, parse_sk(key.sk)[0]), []).append(key)
-        records = self._ports.records
-
-        def newest_first(chain: list[ItemKey]) -> None:
-            for key in sorted(chain, key=lambda k: k.sk, reverse=True):
-                records.write_batch(deletes=[key])
-
-        parallel(newest_first, list(chains.values()))
-        if writes:
-            records.write_batch(deletes=writes)
+    def delete_unreferenced_objects(self, thread_name: str) -> int:
+        """Delete the thread's objects that no record references (read consistently,
+        after the listing); how many. With no record left, that is all of them."""
+        listed = self.objects.list_thread(thread_name)
+        if not listed:
+            return 0
+        live = self.finder.live_leaves(thread_name) or set()
+        prefix = self.objects.thread_prefix(thread_name)
+        doomed = [o.key for o in listed if o.key[len(prefix) :] not in live]
+        self.objects.delete(doomed)
+        return len(doomed)

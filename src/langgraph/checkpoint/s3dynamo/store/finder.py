@@ -5,6 +5,16 @@ record with its writes records, and the thread and namespace its sealed referenc
 checkpoint record comes right after its own writes records), strongly consistent, so a
 run continues what the last commit left even when another process made it a moment ago;
 "by id" is one query over the checkpoint's sort-key prefix. Nothing here opens a value.
+
+Marks. An operation that changes a thread in many requests (delete, copy or import at
+the target, prune) first writes a mark over each namespace it changes, saying which
+checkpoints it hides (`records.Mark`), and removes it last. A mark sorts above every
+record of its namespace, so the reads that go newest first from the top of a namespace
+(latest, a namespace listing, a history read) meet it in their first page, and a thread
+listing reads the whole partition anyway: each applies it and shows the hidden
+checkpoints nowhere, at no request more. Reads by checkpoint id, and listings with
+`before`, start below the mark and do not see it. Why this is safe:
+docs/RELIABILITY.md, "Deleting, copying, pruning".
 """
 
 from __future__ import annotations
@@ -25,11 +35,13 @@ from langgraph.checkpoint.s3dynamo.layout import (
     owner_sk,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import Cursor
+from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
+    Mark,
     Record,
+    Veil,
     WritesRecord,
     referenced_leaves,
 )
@@ -136,18 +148,25 @@ class Finder:
         return Entry(tid, ns, found, writes) if found else None
 
     def read_latest(self, tid: str, ns: str) -> Entry | None:
-        """The newest checkpoint of a namespace, with its writes: one query, more only
-        when writes records fill the first page."""
+        """The newest checkpoint of a namespace that no mark hides, with its writes: one
+        query, more only when writes records (or, while an operation runs, hidden
+        records) fill the first page."""
         pk = self.namer.thread(tid)
         prefix = namespace_prefix(self.namer.namespace(tid, ns))
         writes: list[WritesRecord] = []
         cursor: Cursor | None = None
         limit = LATEST_PAGE
+        veil = Veil()
         while True:
             page = self._ports.records.query(
                 pk, prefix=prefix, descending=True, limit=limit, cursor=cursor, consistent=True
             )
+            veil.add(page.marks)  # they sort first: in the first page
             for rec in page.records:
+                if veil and veil.hides(rec.sk):
+                    if veil.hides_below(rec.sk):
+                        return None  # everything older is hidden too
+                    continue
                 if isinstance(rec, WritesRecord):
                     writes.append(rec)
                     continue
@@ -164,20 +183,20 @@ class Finder:
         """A namespace's records newest first, from checkpoint `upper_id` (inclusive)
         down, page by page as the caller consumes them."""
         pk, ns_name = self.namer.thread(tid), self.namer.namespace(tid, ns)
-        return self._query_all(pk, between=namespace_range(ns_name, upper_id), descending=True)
+        return self._unveiled(pk, between=namespace_range(ns_name, upper_id), descending=True)
 
     def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[Entry]:
         """A namespace's checkpoints newest first, strictly before `before_id` if given."""
         pk = self.namer.thread(tid)
         ns_name = self.namer.namespace(tid, ns)
         records = (
-            self._query_all(
+            self._unveiled(
                 pk,
                 between=(namespace_prefix(ns_name), checkpoint_sk(ns_name, before_id)),
                 descending=True,
             )
             if before_id
-            else self._query_all(pk, prefix=namespace_prefix(ns_name), descending=True)
+            else self._unveiled(pk, prefix=namespace_prefix(ns_name), descending=True)
         )
         writes: dict[str, list[WritesRecord]] = {}
         for rec in records:
@@ -189,20 +208,40 @@ class Finder:
             yield Entry(tid, ns, rec, writes.pop(rec.checkpoint_id, []))
 
     def thread_records(self, tid: str) -> list[Record]:
-        """Every record of a thread, every namespace."""
+        """Every record of a thread, every namespace, hidden by a mark or not."""
         return self.partition_records(self.namer.thread(tid))
 
     def partition_records(self, thread_name: str, *, consistent: bool = False) -> list[Record]:
         """Every record of a thread named as stored (its keyed hash)."""
-        return list(self._query_all(thread_name, consistent=consistent))
+        return self.partition_items(thread_name, consistent=consistent)[0]
+
+    def thread_items(
+        self, tid: str, *, consistent: bool = False
+    ) -> tuple[list[Record], list[Mark]]:
+        return self.partition_items(self.namer.thread(tid), consistent=consistent)
+
+    def partition_items(
+        self, thread_name: str, *, consistent: bool = False
+    ) -> tuple[list[Record], list[Mark]]:
+        """Every record and every mark of a thread named as stored."""
+        records: list[Record] = []
+        marks: list[Mark] = []
+        for page in self._pages(thread_name, consistent=consistent):
+            records += page.records
+            marks += page.marks
+        return records, marks
 
     def thread_keys(self, tid: str) -> list[ItemKey]:
+        """Keys of every record and mark of a thread (`layout.is_mark_key` tells them
+        apart)."""
         return list(self._ports.records.query_keys(self.namer.thread(tid)))
 
     def thread_entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
-        """Every checkpoint of a thread, every namespace, newest first."""
-        entries = self.group(self.thread_records(tid), known_tid=tid)
-        return newest_first(entries, before_id)
+        """Every checkpoint of a thread no mark hides, every namespace, newest first."""
+        records, marks = self.thread_items(tid)
+        veil = Veil(marks)
+        shown = [r for r in records if not veil.hides(r.sk)] if veil else records
+        return newest_first(self.group(shown, known_tid=tid), before_id)
 
     def all_entries(
         self, before_id: str | None = None, skipped: list[Skipped] | None = None
@@ -271,14 +310,33 @@ class Finder:
             )
         return tid, ns
 
-    def _query_all(self, pk: str, **bounds: Any) -> Iterator[Record]:
+    def _pages(self, pk: str, **bounds: Any) -> Iterator[Page]:
         cursor: Cursor | None = None
         while True:
             page = self._ports.records.query(pk, cursor=cursor, **bounds)
-            yield from page.records
+            yield page
             if page.cursor is None:
                 return
             cursor = page.cursor
+
+    def _query_all(self, pk: str, **bounds: Any) -> Iterator[Record]:
+        for page in self._pages(pk, **bounds):
+            yield from page.records
+
+    def _unveiled(self, pk: str, **bounds: Any) -> Iterator[Record]:
+        """A namespace's records, newest first, that no mark met on the way hides: a
+        range that reaches the namespace's top meets its marks first."""
+        veil = Veil()
+        for page in self._pages(pk, **bounds):
+            veil.add(page.marks)
+            for rec in page.records:
+                if not veil:
+                    yield rec
+                elif veil.hides(rec.sk):
+                    if veil.hides_below(rec.sk):
+                        return
+                else:
+                    yield rec
 
     def live_leaves(
         self, thread_name: str, skipped: list[Skipped] | None = None

@@ -1,0 +1,138 @@
+"""Request budgets of whole-thread operations on a long thread, counted exactly on the
+botocore clients: delete, copy and prune each go in full batches of 25 items, plus a
+small constant (docs/RELIABILITY.md, "Deleting, copying, pruning")."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace
+from tests.support.graphs import two_step_graph
+from tests.support.port_conditions import check_mark_conditions
+from tests.support.savers import RequestCounter, make_saver, memory_saver, thread_config
+
+TURNS = 100
+BATCH = 25
+# What each operation sends beyond ceil(items / 25) DynamoDB requests, at most
+# (docs/RELIABILITY.md, "Deleting, copying, pruning").
+CONSTANT = 7
+SECRET = "bulk-budgets"
+
+
+@pytest.fixture
+def saver(clients: tuple[Any, Any], counter: RequestCounter) -> S3DynamoSaver:
+    s = make_saver(clients, secret=SECRET)
+    s.setup()
+    counter.reset()
+    return s
+
+
+def _long_thread(saver: S3DynamoSaver, tid: str, turns: int) -> None:
+    """A thread of `turns` two-step turns, run on the in-memory ports (moto slows down
+    as a partition grows) and loaded into the saver's table as stored, heads included."""
+    mem = memory_saver(plaintext=True, keys=None, secret=SECRET)
+    graph = two_step_graph(mem)
+    for i in range(turns):
+        graph.invoke({"steps": [f"turn {i}"]}, thread_config(tid))
+    saver.store.records.write_batch(puts=mem.index.records())
+    name = saver.store.namer.thread(tid)
+    heads = {head_namespace(k.sk) or "": v for k, v in mem.index.heads.items()}
+    assert all(k.pk == control_pk(name) for k in mem.index.heads)
+    saver.store.control.put_heads(name, heads)
+
+
+def _items(saver: S3DynamoSaver, tid: str) -> tuple[int, int]:
+    """(checkpoint records, writes records) of a thread."""
+    keys = saver.store.finder.thread_keys(tid)
+    writes = sum(1 for k in keys if k.sk.count("#") == 2)
+    return len(keys) - writes, writes
+
+
+def _dynamodb(counter: RequestCounter) -> dict[str, int]:
+    return {k: n for k, n in counter.calls.items() if k.startswith("dynamodb.")}
+
+
+def test_delete_copy_and_prune_a_long_thread_go_in_full_batches(
+    saver: S3DynamoSaver, counter: RequestCounter
+) -> None:
+    _long_thread(saver, "t", TURNS)
+    graph = two_step_graph(saver)
+    checkpoints, writes = _items(saver, "t")
+    assert (checkpoints, writes) == (4 * TURNS, 3 * TURNS)
+    items = checkpoints + writes
+    latest = graph.get_state(thread_config("t"))
+    history = [s.values for s in graph.get_state_history(thread_config("t"))]
+
+    # Copy: both threads read once, the target's marks set and cleared, the items in
+    # full batches; every value is inline, so no S3 request.
+    counter.reset()
+    saver.copy_thread("t", "c")
+    assert counter.calls == {
+        "dynamodb.Query": 2,
+        "dynamodb.BatchWriteItem": 2 + math.ceil((checkpoints + writes) / BATCH),
+    }
+    assert counter.total("dynamodb") <= math.ceil(items / BATCH) + CONSTANT
+    assert [s.values for s in graph.get_state_history(thread_config("c"))] == history
+
+    # Prune (keep_latest) of the copy: one read, marks set and cleared, the older
+    # checkpoints in full batches, then their writes; no object is orphaned.
+    counter.reset()
+    saver.prune(["c"])
+    kept_writes = 0  # the latest checkpoint of a finished turn has no pending writes
+    assert counter.calls == {
+        "dynamodb.Query": 1,
+        "dynamodb.BatchWriteItem": 2
+        + math.ceil((checkpoints - 1) / BATCH)
+        + math.ceil((writes - kept_writes) / BATCH),
+    }
+    assert counter.total("dynamodb") <= math.ceil(items / BATCH) + CONSTANT
+    assert graph.get_state(thread_config("c")).values == latest.values
+    assert len(list(graph.get_state_history(thread_config("c")))) == 1
+
+    # Delete: keys read once; marks, then the heads' tombstones; checkpoints, then
+    # writes, in full batches; the objects listed (none, so no record is read for
+    # them); marks cleared; the heads read and cleared.
+    counter.reset()
+    saver.delete_thread("t")
+    assert _dynamodb(counter) == {
+        "dynamodb.Query": 2,
+        "dynamodb.BatchWriteItem": 4 + math.ceil(checkpoints / BATCH) + math.ceil(writes / BATCH),
+    }
+    assert counter.total("dynamodb") <= math.ceil(items / BATCH) + CONSTANT
+    assert counter.calls["s3.ListObjectsV2"] == 1 and counter.total("s3") == 1
+    assert graph.get_state(thread_config("t")).values == {}
+    assert list(graph.get_state_history(thread_config("t"))) == []
+
+
+def test_the_read_path_costs_the_same_with_and_without_a_mark(
+    saver: S3DynamoSaver, counter: RequestCounter
+) -> None:
+    graph = two_step_graph(saver)
+    for i in range(3):
+        graph.invoke({"steps": [f"turn {i}"]}, thread_config("t"))
+    counter.reset()
+    assert graph.get_state(thread_config("t")).values["steps"]
+    plain = dict(counter.calls)
+    # A mark left by an interrupted delete: the same single Query finds the thread gone.
+    _mark_as_deleting(saver, "t")
+    counter.reset()
+    assert graph.get_state(thread_config("t")).values == {}
+    assert counter.calls == plain == {"dynamodb.Query": 1}
+
+
+def _mark_as_deleting(saver: S3DynamoSaver, tid: str) -> Any:
+    store = saver.store
+    keys = store.finder.thread_keys(tid)
+    marks = store.deleter.delete_marks(store.namer.thread(tid), keys, [])
+    store.deleter.hide(marks)
+    return marks
+
+
+def test_dynamodb_marks_sort_first_and_come_apart_as_in_the_twin(clients: Any) -> None:
+    make_saver(clients).setup()
+    check_mark_conditions(DynamoIndex(clients[0], clients.table))

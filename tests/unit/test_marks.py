@@ -1,0 +1,136 @@
+"""Thread operations behind marks, on the in-memory ports: what a reader sees while a
+delete, copy or prune is interrupted, what a new run on such a thread does, and that
+the read path costs the same with a mark as without (docs/RELIABILITY.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError
+from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from tests.support.savers import MemorySaver
+from tests.support.scenarios import chat_graph
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _config(tid: str = "t") -> dict[str, Any]:
+    return {"configurable": {"thread_id": tid}}
+
+
+def _chat(saver: MemorySaver, tid: str = "t", turns: int = 3, start: int = 0) -> Any:
+    graph = chat_graph(saver)
+    for i in range(start, start + turns):
+        graph.invoke({"messages": [HumanMessage(f"m{i}", id=f"h{i}")]}, _config(tid))
+    return graph
+
+
+def _history(graph: Any, tid: str = "t") -> list[Any]:
+    return [s.values for s in graph.get_state_history(_config(tid))]
+
+
+def _interrupt_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next record deletion applies half of its keys, then the process dies."""
+    real = Deleter.delete_records
+
+    def half(self: Deleter, keys: Any) -> None:
+        keys = list(keys)
+        real(self, keys[::2])
+        raise Interrupted
+
+    monkeypatch.setattr(Deleter, "delete_records", half)
+
+
+def test_an_interrupted_delete_reads_as_deleted_and_a_new_history_starts_cleanly(
+    saver: MemorySaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = _chat(saver)
+    with monkeypatch.context() as m:
+        _interrupt_records(m)
+        with pytest.raises(Interrupted):
+            saver.delete_thread("t")
+    assert saver.index.records() and saver.index.marks()  # half of it is still there
+    saver.index.calls.clear()
+    assert graph.get_state(_config()).values == {}
+    assert saver.index.calls == {"query": 1}  # the one Query of the read path
+    assert _history(graph) == [] and list(saver.list(_config())) == []
+    # A new conversation on the same thread id: newer checkpoint ids than the mark
+    # hides, so they show, and nothing of the deleted one comes back.
+    _chat(saver, turns=1, start=10)
+    state = graph.get_state(_config())
+    assert [m.content for m in state.values["messages"]] == ["m10", "turn 1; heard: m10"]
+    assert len(_history(graph)) == 3
+    # Repeating the delete finishes it: no record, mark, head or object is left.
+    saver.delete_thread("t")
+    assert not saver.index.records() and not saver.index.marks()
+    assert not saver.index.heads and not saver.objects.blobs
+    assert graph.get_state(_config()).values == {}
+
+
+def test_a_run_that_loaded_the_thread_before_a_delete_is_refused(
+    saver: MemorySaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = _chat(saver)
+    # The run loads the latest checkpoint, then the thread is deleted (interrupted
+    # after the heads became tombstones), then the run commits on what it loaded.
+    latest = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+    assert latest is not None
+    with monkeypatch.context() as m:
+        _interrupt_records(m)
+        with pytest.raises(Interrupted):
+            saver.delete_thread("t")
+    checkpoint = dict(latest.checkpoint, id="1ffffffff-0000-6000-8000-000000000000")
+    with pytest.raises(ConcurrentUpdateError, match="another run committed"):
+        saver.put(latest.config, checkpoint, {"step": 9}, {})  # type: ignore[arg-type]
+    assert graph.get_state(_config()).values == {}
+
+
+def test_an_interrupted_copy_shows_nothing_at_the_target_until_a_repeat(
+    saver: MemorySaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = _chat(saver)
+    source = _history(graph)
+    real = saver.store.records.write_batch
+    calls = []
+
+    def dying(puts: Any = (), deletes: Any = ()) -> None:
+        puts = list(puts)
+        calls.append(len(puts))
+        if len(calls) == 2:  # the records, after the marks: half of them, then death
+            real(puts=puts[::2], deletes=deletes)
+            raise Interrupted
+        real(puts=puts, deletes=deletes)
+
+    with monkeypatch.context() as m:
+        m.setattr(saver.store.records, "write_batch", dying)
+        with pytest.raises(Interrupted):
+            saver.copy_thread("t", "c")
+    assert _history(graph, "c") == [] and graph.get_state(_config("c")).values == {}
+    saver.copy_thread("t", "c")
+    assert _history(graph, "c") == source and not saver.index.marks()
+    saver.copy_thread("t", "c")  # complete: a repeat changes nothing
+    assert _history(graph, "c") == source
+
+
+def test_an_interrupted_prune_shows_the_pruned_thread_and_the_latest_unchanged(
+    saver: MemorySaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = _chat(saver)
+    latest = graph.get_state(_config())
+    with monkeypatch.context() as m:
+        _interrupt_records(m)
+        with pytest.raises(Interrupted):
+            saver.prune(["t"])
+    state = graph.get_state(_config())
+    assert state.values == latest.values and state.config == latest.config
+    assert _history(graph) == [latest.values]
+    # A run continues the thread meanwhile: its checkpoints are newer than the mark's.
+    _chat(saver, turns=1, start=3)
+    assert len(_history(graph)) == 4
+    saver.prune(["t"])
+    assert len(_history(graph)) == 1 and not saver.index.marks()
