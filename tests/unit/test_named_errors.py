@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import base64
 import os
+import threading
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import START, StateGraph
+from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import (
     InvalidConfigError,
     S3DynamoSaver,
     Settings,
+    ValueNotSerializableError,
 )
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from tests.support.savers import MemorySaver, thread_config
 
 KEY_1, KEY_0 = os.urandom(32), os.urandom(32)
@@ -135,3 +140,70 @@ def test_a_short_naming_secret_is_refused_with_how_to_make_one(secret: str | byt
 def test_a_sixteen_byte_secret_is_enough_for_every_key_source() -> None:
     assert saver_on(secret="s" * 16).settings.secret == b"s" * 16
     assert saver_on(keys=None, secret=b"\0" * 16, plaintext=True).settings.secret == b"\0" * 16
+
+
+# ------------------------------------------ 3. a value the serializer cannot store
+
+
+class HoldsALock:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+@pytest.mark.parametrize(
+    ("value", "came"),
+    [
+        (lambda x: x, "builtins.function"),
+        (threading.Lock(), "_thread.lock"),
+        (HoldsALock(), "tests.unit.test_named_errors.HoldsALock"),
+    ],
+    ids=["a lambda", "a lock", "an object holding a lock"],
+)
+def test_a_value_that_cannot_be_serialized_names_its_channel_and_writes_nothing(
+    value: Any, came: str
+) -> None:
+    saver = saver_on(inline_max=0)  # a fresh deployment: not even its record is written
+    with pytest.raises(ValueNotSerializableError) as raised:
+        put_value(saver, "customer-42", value)
+    message = str(raised.value)
+    assert message.startswith("thread 'customer-42' checkpoint ")
+    assert (
+        f": channel 'tool' holds a {came} the serializer cannot store "
+        "(Type is not msgpack serializable" in message
+    )
+    assert "nothing was written" in message and "keep functions, locks" in message
+    assert isinstance(raised.value, TypeError)  # what callers caught before
+    assert writes_of(saver) == {}
+    assert saver.index.control.get(deployment_pk("")) is None
+    assert not saver.objects.blobs
+
+
+def test_a_write_that_cannot_be_serialized_names_task_and_channel_and_writes_nothing() -> None:
+    saver = saver_on()
+    config = put_value(saver, "customer-42", "fine")
+    before = writes_of(saver)
+    with pytest.raises(ValueNotSerializableError) as raised:
+        saver.put_writes(config, [("notes", "ok"), ("tool", HoldsALock())], "task-7")
+    message = str(raised.value)
+    assert (
+        f"thread 'customer-42' checkpoint {config['configurable']['checkpoint_id']}: the write "
+        "of task 'task-7' to channel 'tool' holds a tests.unit.test_named_errors.HoldsALock"
+    ) in message
+    assert writes_of(saver) == before  # the writes that could be stored are not written either
+    tup = saver.get_tuple(config)
+    assert tup is not None and tup.pending_writes == []
+
+
+def test_a_graph_node_returning_a_function_is_told_which_channel_holds_it() -> None:
+    class State(TypedDict):
+        question: str
+        callback: Any
+
+    def plan(state: State) -> dict[str, Any]:
+        return {"callback": lambda: state["question"]}
+
+    saver = saver_on()
+    graph = StateGraph(State).add_node(plan).add_edge(START, "plan").compile(checkpointer=saver)
+    named = r"checkpoint [0-9a-f-]+: channel 'callback' holds a builtins\.function"
+    with pytest.raises(ValueNotSerializableError, match=named):
+        graph.invoke({"question": "why?"}, thread_config("t-graph"), durability="sync")

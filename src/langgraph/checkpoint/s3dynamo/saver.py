@@ -193,10 +193,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         tid, ns, parent_id = target(config)
         checkpoint_id_of(checkpoint.get("id"))
         shaped = get_checkpoint_metadata(config, metadata)
-        if parent_id is None:
-            self.parts.deployment.verify(write=True)
+        # A new thread checks (or records) the deployment first, once its values are
+        # serialized: a value that cannot be stored writes nothing, not even the record.
+        first = (lambda: self.parts.deployment.verify(write=True)) if parent_id is None else None
         cid = self.store.committer.commit_checkpoint(
-            tid, ns, parent_id, checkpoint, shaped, new_versions
+            tid, ns, parent_id, checkpoint, shaped, new_versions, before_write=first
         )
         return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
