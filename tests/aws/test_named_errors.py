@@ -1,0 +1,115 @@
+"""What retrying cannot fix is a configuration error, named as one (`StorageConfigError`);
+what may pass stays a `StorageError` (issue 28, part 4). On moto, and on botocore answers
+stubbed with `botocore.stub.Stubber`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from langgraph.checkpoint.base import empty_checkpoint
+
+from langgraph.checkpoint.s3dynamo import (
+    InvalidConfigError,
+    StorageConfigError,
+    StorageError,
+)
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
+from tests.support.savers import make_saver, thread_config
+
+HTML_500 = "<!doctype html><title>500 Internal Server Error</title><h1>Internal Server Error</h1>"
+
+
+def put_large(saver: Any, tid: str) -> dict[str, Any]:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"doc": "x" * 50_000}
+    checkpoint["channel_versions"] = {"doc": "1"}
+    config = thread_config(tid)
+    config["configurable"]["checkpoint_ns"] = ""
+    out: dict[str, Any] = saver.put(config, checkpoint, {"step": -1}, {"doc": "1"})
+    return out
+
+
+@pytest.mark.unsupported_on("real", reason="SeaweedFS accepts any bucket name")
+def test_an_invalid_bucket_name_is_a_configuration_error_that_says_the_rules(
+    clients: Any,
+) -> None:
+    saver = make_saver(clients, bucket="ab")  # S3 names have 3 to 63 characters
+    with pytest.raises(StorageConfigError) as raised:
+        saver.setup()
+    message = str(raised.value)
+    assert "CreateBucket on S3 bucket 'ab' (region us-east-1" in message
+    assert "S3 refused the bucket name (InvalidBucketName" in message
+    assert "retrying does not fix" in message and "fix S3DYNAMO_BUCKET (bucket=)" in message
+    assert "3 to 63 characters of lowercase letters" in message
+    assert isinstance(raised.value, InvalidConfigError)
+    assert not isinstance(raised.value, StorageError)  # not "retry later"
+
+
+def test_a_bucket_name_botocore_refuses_before_sending_is_named_too(clients: Any) -> None:
+    saver = make_saver(clients, bucket="Agent Checkpoints!")
+    with pytest.raises(StorageConfigError, match=r"botocore refused a request to S3 bucket "):
+        saver.setup()
+
+
+def stubbed(service: str) -> tuple[Any, Stubber]:
+    client = boto3.client(
+        service, region_name="eu-nowhere-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(client)
+    stubber.activate()
+    return client, stubber
+
+
+def test_an_endpoint_answering_500_without_an_aws_error_is_a_configuration_error() -> None:
+    # What moto server (or any web server) at the endpoint answers for a region it does
+    # not serve: an HTML page, on every attempt.
+    client, stubber = stubbed("dynamodb")
+    stubber.add_client_error(
+        "query", service_error_code="", service_message=HTML_500, http_status_code=500
+    )
+    with pytest.raises(StorageConfigError) as raised:
+        DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+    message = str(raised.value)
+    assert "Query on DynamoDB table 'checkpoints' (region eu-nowhere-1, endpoint " in message
+    assert "answered HTTP 500 without an AWS error code" in message
+    assert "set AWS_REGION (or region=) to a region the service runs in" in message
+    assert "S3DYNAMO_ENDPOINT_URL" in message
+
+
+@pytest.mark.parametrize(
+    ("service", "operation", "code", "status"),
+    [
+        ("dynamodb", "query", "InternalServerError", 500),
+        ("dynamodb", "query", "ProvisionedThroughputExceededException", 400),
+        ("s3", "put_object", "InternalError", 500),
+        ("s3", "put_object", "SlowDown", 503),
+        ("s3", "put_object", "", 503),  # a gateway's bodiless 503
+    ],
+)
+def test_errors_that_may_pass_stay_storage_errors_that_say_retry(
+    service: str, operation: str, code: str, status: int
+) -> None:
+    client, stubber = stubbed(service)
+    stubber.add_client_error(
+        operation, service_error_code=code, service_message="", http_status_code=status
+    )
+    with pytest.raises(StorageError, match="retry later") as raised:
+        if service == "dynamodb":
+            DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+        else:
+            S3Objects(client, "agent-checkpoints").overwrite("k", b"v")
+    assert not isinstance(raised.value, InvalidConfigError)
+
+
+@pytest.mark.parametrize("code", ["AccessDenied", "InvalidAccessKeyId"])
+def test_access_and_credentials_refused_are_configuration_errors(code: str) -> None:
+    client, stubber = stubbed("s3")
+    stubber.add_client_error(
+        "put_object", service_error_code=code, service_message="no", http_status_code=403
+    )
+    with pytest.raises(StorageConfigError, match="PutObject on S3 bucket 'agent-checkpoints'"):
+        S3Objects(client, "agent-checkpoints").overwrite("k", b"v")
