@@ -1,6 +1,7 @@
 """What retrying cannot fix is a configuration error, named as one (`StorageConfigError`);
-what may pass stays a `StorageError` (issue 28, part 4). On moto, and on botocore answers
-stubbed with `botocore.stub.Stubber`."""
+what may pass stays a `StorageError` (issue 28, part 4). And a saver pointed at another
+bucket than the deployment's is refused by name on the cold path, at no extra request.
+On moto, and on botocore answers stubbed with `botocore.stub.Stubber`."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from botocore.stub import Stubber
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import (
+    DeploymentMismatchError,
     InvalidConfigError,
     StorageConfigError,
     StorageError,
 )
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
-from tests.support.savers import make_saver, thread_config
+from tests.support.savers import RequestCounter, make_saver, thread_config
 
 HTML_500 = "<!doctype html><title>500 Internal Server Error</title><h1>Internal Server Error</h1>"
 
@@ -113,3 +115,76 @@ def test_access_and_credentials_refused_are_configuration_errors(code: str) -> N
     )
     with pytest.raises(StorageConfigError, match="PutObject on S3 bucket 'agent-checkpoints'"):
         S3Objects(client, "agent-checkpoints").overwrite("k", b"v")
+
+
+def test_a_saver_on_another_bucket_is_refused_on_the_cold_path_at_no_extra_request(
+    clients: Any, counter: RequestCounter
+) -> None:
+    writer = make_saver(clients, inline_max=0)
+    writer.setup()
+    put_large(writer, "t")
+    counter.reset()
+
+    # Another process whose bucket setting has a typo: its first read sends what any
+    # cold read sends (the thread's Query and the deployment record's, in one wave).
+    wrong = make_saver(clients, bucket=f"{clients.bucket}-typo", inline_max=0)
+    with pytest.raises(DeploymentMismatchError) as raised:
+        wrong.get_tuple(thread_config("t"))
+    assert counter.calls == {"dynamodb.Query": 2}
+    message = str(raised.value)
+    assert f"this saver's objects go to bucket '{clients.bucket}-typo'" in message
+    assert f"the deployment's are in bucket '{clients.bucket}'" in message
+    assert f"set S3DYNAMO_BUCKET (bucket=) to '{clients.bucket}'" in message
+
+    # A process whose first call writes a new thread is refused before any write.
+    counter.reset()
+    first_put = make_saver(clients, bucket=f"{clients.bucket}-typo", inline_max=0)
+    with pytest.raises(DeploymentMismatchError, match="go to bucket"):
+        put_large(first_put, "new")
+    assert counter.calls == {"dynamodb.Query": 1}
+
+    right = make_saver(clients, inline_max=0)
+    counter.reset()
+    assert right.get_tuple(thread_config("t")) is not None
+    assert counter.calls == {"dynamodb.Query": 2, "s3.GetObject": 1}
+
+
+def test_the_deployment_record_names_the_bucket_it_was_set_up_with(clients: Any) -> None:
+    saver = make_saver(clients)
+    saver.setup()
+    item = clients[0].get_item(
+        TableName=clients.table, Key={"pk": {"S": "#s3dynamo"}, "sk": {"S": "deployment"}}
+    )["Item"]
+    assert item["bucket"] == {"S": clients.bucket}
+
+
+def test_the_documented_update_names_the_bucket_of_a_record_written_without_one(
+    clients: Any,
+) -> None:
+    """docs/FORMAT.md's update-item, sent through boto3: a 0.2.0 record (no bucket) gains
+    the field, and a saver on another bucket is refused from then on."""
+    ddb = clients[0]
+    key = {"pk": {"S": "#s3dynamo"}, "sk": {"S": "deployment"}}
+    writer = make_saver(clients)
+    writer.setup()
+    ddb.update_item(
+        TableName=clients.table,
+        Key=key,
+        UpdateExpression="REMOVE #b",
+        ExpressionAttributeNames={"#b": "bucket"},
+    )  # as 0.2.0 wrote it
+    # Unchecked: any bucket is accepted.
+    assert (
+        make_saver(clients, bucket=f"{clients.bucket}-typo").get_tuple(thread_config("t")) is None
+    )
+
+    ddb.update_item(
+        TableName=clients.table,
+        Key=key,
+        UpdateExpression="SET #b = :b, #v = #v + :one",
+        ExpressionAttributeNames={"#b": "bucket", "#v": "v"},
+        ExpressionAttributeValues={":b": {"S": clients.bucket}, ":one": {"N": "1"}},
+    )
+    with pytest.raises(DeploymentMismatchError, match="go to bucket"):
+        make_saver(clients, bucket=f"{clients.bucket}-typo").get_tuple(thread_config("t"))
+    assert make_saver(clients).get_tuple(thread_config("t")) is None

@@ -16,6 +16,7 @@ from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import (
+    DeploymentMismatchError,
     InvalidConfigError,
     S3DynamoSaver,
     Settings,
@@ -207,3 +208,50 @@ def test_a_graph_node_returning_a_function_is_told_which_channel_holds_it() -> N
     named = r"checkpoint [0-9a-f-]+: channel 'callback' holds a builtins\.function"
     with pytest.raises(ValueNotSerializableError, match=named):
         graph.invoke({"question": "why?"}, thread_config("t-graph"), durability="sync")
+
+
+# --------------------------------------------- 5. the bucket the deployment uses
+
+
+def test_a_saver_on_another_bucket_is_refused_by_name_before_it_reads_or_writes() -> None:
+    index = MemoryIndex()
+    writer = saver_on(index, MemoryObjects(name="agent-checkpoints"), inline_max=0)
+    put_value(writer, "t", "x" * 100)
+    assert (
+        writer.index.control[deployment_pk("")]["deployment"].fields["bucket"]
+        == "agent-checkpoints"
+    )
+
+    wrong = saver_on(index, MemoryObjects(name="agent-checkpoint"), inline_max=0)
+    for call in (
+        lambda: wrong.get_tuple(thread_config("t")),  # a thread that exists
+        lambda: wrong.get_tuple(thread_config("new")),  # and one that does not
+        lambda: put_value(wrong, "new", "y" * 100),
+    ):
+        with pytest.raises(DeploymentMismatchError) as raised:
+            call()
+        message = str(raised.value)
+        assert (
+            "this saver's objects go to bucket 'agent-checkpoint' and the deployment's are in "
+            "bucket 'agent-checkpoints'"
+        ) in message
+        assert "set S3DYNAMO_BUCKET (bucket=) to 'agent-checkpoints'" in message
+    assert not wrong.objects.calls
+
+
+def test_a_deployment_recorded_before_the_bucket_field_is_read_and_not_stamped() -> None:
+    index = MemoryIndex()
+    older = saver_on(index, MemoryObjects())  # a store with no name records none
+    put_value(older, "t", "small enough to stay in the index")
+    assert "bucket" not in index.control[deployment_pk("")]["deployment"].fields
+
+    # A saver on a named store reads it, writes to it, and adds a key to the record,
+    # which still names no bucket: nothing proves this bucket is the deployment's.
+    named = saver_on(
+        index, MemoryObjects(name="agent-checkpoints"), keys={"k2": KEY_0, "k1": KEY_1}
+    )
+    assert named.get_tuple(thread_config("t")) is not None
+    put_value(named, "t2", "also small")
+    record = index.control[deployment_pk("")]["deployment"]
+    assert '"k2"' in str(record.fields["keys"]) and record.version == 2
+    assert "bucket" not in record.fields

@@ -242,6 +242,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 # new thread, which must be checked against it, costs no second round trip.
                 steps: list[Callable[[], Any]] = [read, self.parts.control.records]
                 entry = parallel(lambda step: step(), steps)[0]
+            # The record is in hand (read in that wave, or before): another bucket is
+            # named before any object read, at no request. Keys are checked when a blob
+            # does not open (`guarded`), so the error names the blob too.
+            self.parts.deployment.check_bucket()
             if entry is None:
                 self.parts.deployment.verify(write=False)
                 return None
