@@ -9,11 +9,14 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
+from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
+    EndpointUnreachableError,
     InvalidConfigError,
     StorageConfigError,
     StorageError,
@@ -188,3 +191,35 @@ def test_the_documented_update_names_the_bucket_of_a_record_written_without_one(
     with pytest.raises(DeploymentMismatchError, match="go to bucket"):
         make_saver(clients, bucket=f"{clients.bucket}-typo").get_tuple(thread_config("t"))
     assert make_saver(clients).get_tuple(thread_config("t")) is None
+
+
+@pytest.mark.parametrize(
+    ("region", "error"),
+    [("us-esat-1", StorageConfigError), ("us-east-1", EndpointUnreachableError)],
+)
+def test_a_region_no_one_knows_is_a_configuration_error_when_its_endpoint_does_not_answer(
+    region: str, error: type[Exception]
+) -> None:
+    # No network here: the connection fails at every attempt, as DNS fails for a region
+    # that does not exist (and, for one that does, as an outage would: that may pass).
+    client = boto3.client(
+        "dynamodb",
+        region_name=region,
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"mode": "standard", "max_attempts": 2}),
+    )
+
+    def no_connection(request: Any, **_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url=request.url)
+
+    client.meta.events.register("before-send", no_connection)
+    with pytest.raises(error) as raised:
+        DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+    message = str(raised.value)
+    assert f"cannot reach DynamoDB table 'checkpoints' (region {region}, endpoint " in message
+    if error is StorageConfigError:
+        assert f"'{region}' is no AWS region botocore knows (a typo?)" in message
+        assert "set AWS_REGION (or region=)" in message
+    else:
+        assert isinstance(raised.value, StorageError)

@@ -7,6 +7,7 @@ pass (throttling, a service's own internal error, a dropped connection) `Storage
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -76,6 +77,19 @@ def http_status(exc: ClientError) -> int | None:
     return int(status) if status is not None else None
 
 
+def unknown_region(resource: str) -> str | None:
+    """The region `located` put in `resource`, if it is on AWS's own endpoints and in no
+    partition botocore knows; only asked once a request could not connect."""
+    found = re.search(r"\(region ([^,]+), endpoint (\S+)\)$", resource)
+    if found is None or not found.group(2).endswith((".amazonaws.com", ".amazonaws.com.cn")):
+        return None
+    import botocore.session
+
+    data = botocore.session.get_session().get_component("data_loader").load_data("endpoints")
+    known = {region for partition in data["partitions"] for region in partition["regions"]}
+    return None if found.group(1) in known else found.group(1)
+
+
 def attempts(exc: ClientError) -> str:
     """How many times botocore sent the request, as the error's metadata says."""
     retries = exc.response.get("ResponseMetadata", {}).get("RetryAttempts")
@@ -129,6 +143,12 @@ def translate(exc: Exception, resource: str) -> Exception:
         return CredentialsNotFoundError(
             f"no AWS credentials for {resource}: set AWS_ACCESS_KEY_ID and "
             "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where a role is attached"
+        )
+    if isinstance(exc, EndpointConnectionError) and (region := unknown_region(resource)):
+        return StorageConfigError(
+            f"cannot reach {resource}: {exc}; {region!r} is no AWS region botocore knows "
+            "(a typo?), so its endpoint does not exist, a configuration error that retrying "
+            f"does not fix: {ENDPOINT_HINT}"
         )
     if isinstance(exc, (EndpointConnectionError, ConnectionClosedError)):
         return EndpointUnreachableError(
