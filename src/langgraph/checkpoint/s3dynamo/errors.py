@@ -15,10 +15,10 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
     │   └── StorageConfigError              S3 or DynamoDB refused the configuration:
     │                                       bucket name, region, endpoint, access;
     │                                       permanent, so retrying does not help
-    ├── DeploymentMismatchError             keys or naming secret differ from the deployment's
+    ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
-    ├── StorageError                        any other failure talking to S3 or DynamoDB
-    │                                       (may pass: retry later)
+    ├── StorageError                        any other failure talking to S3 or DynamoDB,
+    │   │                                   one that may pass: retry later
     │   └── EndpointUnreachableError        the service's endpoint did not answer
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
     ├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
@@ -30,7 +30,6 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
         ├── ObjectNotFoundError             the index references an object that is gone
         ├── KeyNotFoundError                sealed under a key id missing from the keyring
         └── PlaintextRefusedError           unsealed data read while encryption is on
-
 """
 
 from __future__ import annotations
@@ -45,7 +44,8 @@ class InvalidConfigError(S3DynamoError, ValueError):
 
 
 class DeploymentMismatchError(S3DynamoError):
-    """The saver's keys or naming secret differ from those the deployment was written with.
+    """The saver's keys, naming secret or bucket differ from those the deployment was
+    written with.
 
     Raised instead of showing an empty thread (names derived from another naming key find
     nothing) or starting a second, parallel set of names beside the first. The message
