@@ -156,7 +156,7 @@ def test_gc_in_a_shared_bucket_touches_only_its_own_keys(clients: tuple[Any, Any
             table=f"{clients.table}-{n}",  # type: ignore[attr-defined]
             bucket=clients.bucket,  # type: ignore[attr-defined]
             prefix=prefix,
-            secret=f"deployment-{n}",
+            secret=f"naming secret of deployment {n}",
         )
         saver.setup()
         _put_big(saver, "gone")

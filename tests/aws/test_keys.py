@@ -63,7 +63,7 @@ def test_no_key_source_refuses_to_start(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
     assert S3DynamoSaver.from_env().settings.plaintext
     with pytest.raises(InvalidConfigError, match="plaintext=True"):
-        S3DynamoSaver.from_env(keys={"a": os.urandom(32)}, secret="s")
+        S3DynamoSaver.from_env(keys={"a": os.urandom(32)}, secret="s" * 16)
 
 
 # ------------------------------------------- 3. a wrong key is an error, never empty
@@ -86,10 +86,10 @@ def _writer_and_reader(
         monkeypatch.setenv("LANGGRAPH_AES_KEY", "fedcba9876543210fedcba9876543210")
         return writer, lambda: make_saver(clients)
     if case == "changed S3DYNAMO_SECRET":
-        writer = make_saver(clients, keys=key, secret="first secret")
-        return writer, lambda: make_saver(clients, keys=key, secret="second secret")
+        writer = make_saver(clients, keys=key, secret="the first naming secret")
+        return writer, lambda: make_saver(clients, keys=key, secret="the second naming secret")
     writer = make_saver(clients, plaintext=True)
-    return writer, lambda: make_saver(clients, keys=key, secret="turned on later")
+    return writer, lambda: make_saver(clients, keys=key, secret="a secret turned on later")
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -129,11 +129,11 @@ def test_wrong_keys_raise_and_write_nothing(
 def test_the_deployment_record_is_read_once_per_process_and_never_on_the_warm_path(
     clients: tuple[Any, Any], counter: RequestCounter
 ) -> None:
-    saver = make_saver(clients, keys={"a": os.urandom(32)}, secret="s")
+    saver = make_saver(clients, keys={"a": os.urandom(32)}, secret="s" * 16)
     saver.setup()
     _turn(saver, "t", "hello")
     for first in ("t", "new"):  # a process whose first read finds a thread, or none
-        cold = make_saver(clients, keys=saver.parts.sealer.keyring, secret="s")
+        cold = make_saver(clients, keys=saver.parts.sealer.keyring, secret="s" * 16)
         counter.reset()
         # The first read: the thread's Query and the record's, in one wave.
         assert (cold.get_tuple(thread_config(first)) is None) == (first == "new")
@@ -147,8 +147,8 @@ def test_the_deployment_record_is_read_once_per_process_and_never_on_the_warm_pa
 def test_racing_first_writers_agree_on_one_record(clients: tuple[Any, Any]) -> None:
     """Two processes both find no record; the one whose conditional put loses reads the
     winner's and refuses if its keys differ, before writing any checkpoint."""
-    first = make_saver(clients, keys={"a": os.urandom(32)}, secret="one")
-    second = make_saver(clients, keys={"b": os.urandom(32)}, secret="two")
+    first = make_saver(clients, keys={"a": os.urandom(32)}, secret="one" * 6)
+    second = make_saver(clients, keys={"b": os.urandom(32)}, secret="two" * 6)
     # Table and bucket exist (as Terraform creates them), no deployment record yet.
     first.store.records.create_if_missing()
     first.store.objects.port.create_if_missing()
@@ -266,7 +266,7 @@ def test_a_table_under_two_key_sets(
     clients: tuple[Any, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     ddb = clients[0]
-    b = make_saver(clients, keys={"b": os.urandom(32)}, secret="B", inline_max=0)
+    b = make_saver(clients, keys={"b": os.urandom(32)}, secret="B" * 16, inline_max=0)
     b.setup()
     _put_big(b, "b1", "b-run-2", parent=_put_big(b, "b1", "b-keep"))
     b.delete_for_runs(["b-run-2"])  # leaves an orphan object of b's
@@ -275,7 +275,7 @@ def test_a_table_under_two_key_sets(
         TableName=b.settings.table, Key={"pk": {"S": "#s3dynamo"}, "sk": {"S": "deployment"}}
     )
     a_keys = {"a": os.urandom(32)}
-    a = make_saver(clients, keys=a_keys, secret="A", inline_max=0)
+    a = make_saver(clients, keys=a_keys, secret="A" * 16, inline_max=0)
     a.setup()
     for tid in ("a1", "a2"):
         _put_big(a, tid, f"{tid}-run-2", parent=_put_big(a, tid, f"{tid}-keep"))
@@ -288,7 +288,9 @@ def test_a_table_under_two_key_sets(
         (b.parts.namer.thread("b1"), "b")
     ]
 
-    rotated = make_saver(clients, keys={"a2": os.urandom(32), **a_keys}, secret="A", inline_max=0)
+    rotated = make_saver(
+        clients, keys={"a2": os.urandom(32), **a_keys}, secret="A" * 16, inline_max=0
+    )
     result = rotated.ops.reencrypt()
     assert result > 0
     assert [(s.partition, s.key_id) for s in result.skipped] == [(b.parts.namer.thread("b1"), "b")]

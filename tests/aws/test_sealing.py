@@ -43,7 +43,7 @@ RESUME_MARKER = "MARKER-RESUME-d41c"
 ITEM_MARKER = "MARKER-ITEM-88a0"
 RUN_MARKER = "MARKER-RUN-3e17"
 TID = "THREAD-SECRET-91"
-SECRET = b"naming-secret"
+SECRET = b"naming-secret-16+bytes"
 AES_KEY = b"0123456789abcdef0123456789abcdef"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Shorter terms could turn up by chance in base64 names (64^-5 per position is already
@@ -723,7 +723,7 @@ def test_encrypted_serializer_blob_moved_to_another_thread_fails(clients: Any) -
 def test_removed_inline_value_is_an_error_not_a_missing_channel(clients: Any) -> None:
     from langgraph.checkpoint.base import empty_checkpoint
 
-    saver = make_saver(clients, keys={"a": os.urandom(32)}, secret=b"s")
+    saver = make_saver(clients, keys={"a": os.urandom(32)}, secret=b"s" * 16)
     saver.setup()
     cp = empty_checkpoint()
     cp["channel_values"] = {"alpha": "one", "beta": "two"}

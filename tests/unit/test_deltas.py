@@ -19,7 +19,7 @@ from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from tests.support.chats import WORDS, _config, chat, graph, view
 from tests.support.savers import MemorySaver, memory_saver
 
-SECRET = b"naming secret"
+SECRET = b"naming secret, 16+ bytes"
 
 
 def _deltas(saver: MemorySaver, tid: str) -> int:

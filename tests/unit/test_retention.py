@@ -368,11 +368,11 @@ def test_a_langgraph_json_ttl_and_the_environment_give_the_same_settings(
     config.write_text(json.dumps({"graphs": {}, "checkpointer": {"path": "x.py:f", "ttl": ttl}}))
     from_file = memory_saver(ttl=langgraph_json_ttl(str(config))).settings
     monkeypatch.setenv("S3DYNAMO_TTL", json.dumps(ttl))
-    from_env = Settings.from_env(keys={"k": b"k" * 32}, secret=b"s")
+    from_env = Settings.from_env(keys={"k": b"k" * 32}, secret=b"s" * 16)
     for settings in (from_file, from_env):
         assert settings.retention == timedelta(days=30)
         assert settings.retention_strategy == "keep_latest"
         assert settings.sweep_interval == timedelta(hours=1)
     monkeypatch.setenv("S3DYNAMO_TTL", "30 days")
     with pytest.raises(InvalidConfigError, match="S3DYNAMO_TTL must be JSON"):
-        Settings.from_env(keys={"k": b"k" * 32}, secret=b"s")
+        Settings.from_env(keys={"k": b"k" * 32}, secret=b"s" * 16)

@@ -16,7 +16,7 @@ from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
 from tests.support.savers import MemorySaver, memory_saver
 from tests.support.scenarios import SCENARIOS, Runner, chat_graph
 
-SECRET = b"naming secret"
+SECRET = b"naming secret, 16+ bytes"
 
 
 def _config(tid: str = "t", **extra: Any) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def test_gc_spares_referenced_objects(saver: MemorySaver) -> None:
 
 
 def test_reencrypt_moves_everything_to_the_active_key() -> None:
-    old_key, new_key, secret = os.urandom(32), os.urandom(32), b"naming"
+    old_key, new_key, secret = os.urandom(32), os.urandom(32), b"naming secret, 16+ bytes"
     saver = memory_saver(keys={"old": old_key}, secret=secret)
     _put(saver, {"big": os.urandom(3 * saver.settings.inline_max), "small": "s"})
     ports = {"index": saver.index, "objects": saver.objects}

@@ -32,10 +32,12 @@ from langgraph.checkpoint.s3dynamo.errors import (
     RegionNotSetError,
     S3DynamoError,
     ScopeNotNamedError,
+    StorageConfigError,
     StorageError,
     StoreMissingError,
     ThreadExistsError,
     ThreadNotFoundError,
+    ValueNotSerializableError,
 )
 from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.sealing import Keyring
@@ -85,9 +87,11 @@ __all__ = [
     "S3DynamoSaver",
     "ScopeNotNamedError",
     "Settings",
+    "StorageConfigError",
     "StorageError",
     "StoreMissingError",
     "ThreadExistsError",
     "ThreadNotFoundError",
+    "ValueNotSerializableError",
     "__version__",
 ]

@@ -152,6 +152,8 @@ def build(
         source=source.describe(),
         where=_where(settings),
         root=Control(index_factory, deployment_pk("")) if settings.prefix else None,
+        # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if it has one.
+        bucket=settings.bucket if objects is None else str(getattr(objects, "name", "") or ""),
     )
     store = ThreadStore(
         records=index_factory,

@@ -8,11 +8,17 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
     │   ├── ItemTooLargeError               a checkpoint would not fit one index item
     │   ├── RegionNotSetError               no AWS region for a client the saver builds
     │   ├── CredentialsNotFoundError        no AWS credentials found
-    │   └── ScopeNotNamedError              a table-wide sweep without a prefix, on a
-    │                                       table that holds tenants
-    ├── DeploymentMismatchError             keys or naming secret differ from the deployment's
+    │   ├── ScopeNotNamedError              a table-wide sweep without a prefix, on a
+    │   │                                   table that holds tenants
+    │   ├── ValueNotSerializableError       a value or write the serializer cannot store
+    │   │   (also TypeError)                (names the channel, and the task of a write)
+    │   └── StorageConfigError              S3 or DynamoDB refused the configuration:
+    │                                       bucket name, region, endpoint, access;
+    │                                       permanent, so retrying does not help
+    ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
-    ├── StorageError                        any other failure talking to S3 or DynamoDB
+    ├── StorageError                        any other failure talking to S3 or DynamoDB,
+    │   │                                   one that may pass: retry later
     │   └── EndpointUnreachableError        the service's endpoint did not answer
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
     ├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
@@ -24,9 +30,6 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
         ├── ObjectNotFoundError             the index references an object that is gone
         ├── KeyNotFoundError                sealed under a key id missing from the keyring
         └── PlaintextRefusedError           unsealed data read while encryption is on
-
-A value the serializer cannot handle surfaces as the serializer's own `TypeError`,
-raised before anything is written.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ class InvalidConfigError(S3DynamoError, ValueError):
 
 
 class DeploymentMismatchError(S3DynamoError):
-    """The saver's keys or naming secret differ from those the deployment was written with.
+    """The saver's keys, naming secret or bucket differ from those the deployment was
+    written with.
 
     Raised instead of showing an empty thread (names derived from another naming key find
     nothing) or starting a second, parallel set of names beside the first. The message
@@ -67,11 +71,25 @@ class ScopeNotNamedError(InvalidConfigError):
 
 
 class StorageError(S3DynamoError):
-    """S3 or DynamoDB refused or failed a request."""
+    """S3 or DynamoDB failed a request after botocore's retries, in a way that may pass
+    (throttling, a service error, a dropped connection): retry later."""
 
 
 class EndpointUnreachableError(StorageError):
     """The service's endpoint did not answer (network, region or endpoint setting)."""
+
+
+class StorageConfigError(InvalidConfigError):
+    """S3 or DynamoDB refused a request because of how the saver is configured: a bucket
+    name S3 does not accept, a region or endpoint that does not serve the service, access
+    or credentials refused. It does not pass on its own: fix the setting it names."""
+
+
+class ValueNotSerializableError(InvalidConfigError, TypeError):
+    """The serializer cannot store a channel value, a pending write or the metadata (a
+    function, a lock, a client, an object holding one). Names the channel (and the task
+    of a write) and the type; raised before anything is written. A `TypeError` too, as
+    the serializer's own error was."""
 
 
 class ThreadExistsError(S3DynamoError, ValueError):

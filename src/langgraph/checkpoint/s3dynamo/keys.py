@@ -29,7 +29,9 @@ A saver whose naming key differs from the writer's computes other names and sees
 empty thread; one whose sealing keys differ writes blobs no one else can open. So the
 control partition holds what the deployment was written with: a fingerprint of the
 naming key (an HMAC of a constant under it), the sealing mode, and the key ids with a
-check value each (an HMAC of a constant under the key). No key bytes.
+check value each (an HMAC of a constant under the key), and the bucket the deployment's
+objects are in (docs/FORMAT.md), so a saver pointed at another bucket is refused by
+name. No key bytes.
 
 It is read once per process: with the process's first `get_tuple`, in the same wave as
 that read's Query (a new thread must be checked against it, and this way costs no round
@@ -59,7 +61,6 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
-    ObjectNotFoundError,
     StorageError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
@@ -92,15 +93,14 @@ def kms_context(table: str, prefix: str = "") -> dict[str, str]:
 
 @contextmanager
 def guarded(deployment: Deployment) -> Iterator[None]:
-    """A blob that does not open is first checked against the deployment record: with
-    other keys or another naming secret than the deployment's, `DeploymentMismatchError`
-    names which (the blob is not tampered with; the configuration is wrong). A missing
-    object, or keys that match, leave the error as it was."""
+    """A blob that does not open, or an object that is missing, is first checked against
+    the deployment record: with other keys, another naming secret or another bucket than
+    the deployment's, `DeploymentMismatchError` names which (nothing was tampered with or
+    deleted; the configuration is wrong). A record that matches leaves the error as it
+    was."""
     try:
         yield
     except IntegrityError as exc:
-        if isinstance(exc, ObjectNotFoundError):
-            raise
         try:
             deployment.verify(write=False)
         except DeploymentMismatchError as mismatch:
@@ -288,6 +288,8 @@ class DeploymentView:
     keys: dict[str, str] = field(default_factory=dict)
     source: str = ""
     format: int = STORAGE_FORMAT
+    # The object store's name (an S3 bucket); "" where unknown or not yet recorded.
+    bucket: str = ""
 
     @classmethod
     def of(cls, record: ControlRecord) -> DeploymentView:
@@ -299,25 +301,44 @@ class DeploymentView:
             keys,
             str(f.get("by", "")),
             int(str(f.get("format", "1"))),  # records from before the field: format 1
+            str(f.get("bucket", "")),  # records from before the field name none
         )
 
     def fields(self) -> dict[str, str | bytes]:
-        return {
+        fields: dict[str, str | bytes] = {
             "naming": self.naming,
             "mode": self.mode,
             "keys": json.dumps(self.keys, sort_keys=True),
             "by": self.source,
             "format": str(self.format),
         }
+        if self.bucket:
+            fields["bucket"] = self.bucket
+        return fields
 
     def describe(self) -> str:
         keys = f", key ids {sorted(self.keys)}" if self.keys else ""
         by = f" from {self.source}" if self.source else ""
-        return f"naming key fingerprint {self.naming}{by}, {self.mode}{keys}"
+        bucket = f", bucket {self.bucket!r}" if self.bucket else ""
+        return f"naming key fingerprint {self.naming}{by}, {self.mode}{keys}{bucket}"
+
+
+def bucket_problem(theirs: str, mine: str) -> str | None:
+    """What is wrong when the recorded bucket and this saver's differ (both named)."""
+    if not theirs or not mine or theirs == mine:
+        return None
+    return (
+        f"this saver's objects go to bucket {mine!r} and the deployment's are in bucket "
+        f"{theirs!r}, so values too large for the index would be written where no reader "
+        f"looks and read from where none were written: set S3DYNAMO_BUCKET (bucket=) to "
+        f"{theirs!r}; if the objects were moved to the new bucket, update the record's "
+        "bucket field (docs/FORMAT.md)"
+    )
 
 
 class Deployment:
-    """Checks this saver's keys against the deployment record (module docstring)."""
+    """Checks this saver's keys and bucket against the deployment record (module
+    docstring)."""
 
     def __init__(
         self,
@@ -328,6 +349,7 @@ class Deployment:
         source: str,
         where: str,
         root: Control | None = None,
+        bucket: str = "",
     ) -> None:
         # With a prefix: the unprefixed deployment's partition, read once if this prefix
         # has no deployment record yet (`_refuse_unscoped`).
@@ -337,6 +359,8 @@ class Deployment:
         self._sealer = sealer
         self._source = source
         self._where = where
+        # The object store this saver writes to ("" if it has no name to compare).
+        self._bucket = bucket
         self._lock = threading.Lock()
         # "unchecked", then "read" (checked; a write must still record itself), "ok".
         self.state = "unchecked"
@@ -350,7 +374,9 @@ class Deployment:
             mode, keys = "serializer cipher", {}
         else:
             mode, keys = "plaintext", {}
-        return DeploymentView(self._namer.fingerprint(), mode, keys, self._source)
+        return DeploymentView(
+            self._namer.fingerprint(), mode, keys, self._source, bucket=self._bucket
+        )
 
     def recorded(self) -> DeploymentView | None:
         record = self._control.records().get(DEPLOYMENT_RECORD)
@@ -405,6 +431,19 @@ class Deployment:
         self._control.refresh()
         return False
 
+    def check_bucket(self) -> None:
+        """Refuse a saver on another bucket than the recorded one, from the record already
+        read (no request; nothing to compare before it is read)."""
+        if self.state != "unchecked" or not self._bucket or not self._control.loaded:
+            return
+        record = self._control.records().get(DEPLOYMENT_RECORD)
+        problem = bucket_problem(DeploymentView.of(record).bucket, self._bucket) if record else None
+        if problem:
+            raise DeploymentMismatchError(
+                f"this saver does not match the deployment in {self._where}: {problem}. "
+                "Nothing was read or written."
+            )
+
     def _refuse_unscoped(self, mine: DeploymentView) -> None:
         """A prefix with no deployment record of its own, on a table whose unprefixed
         deployment has these very keys: version 0.1 wrote a prefixed deployment that way
@@ -430,6 +469,8 @@ class Deployment:
                 f"langgraph-checkpoint-s3dynamo reads format {mine.format}: upgrade the package "
                 "(docs/FORMAT.md)"
             )
+        if wrong_bucket := bucket_problem(theirs.bucket, mine.bucket):
+            problems.append(wrong_bucket)
         if theirs.naming != mine.naming:
             problems.append(
                 f"the naming key differs (fingerprint {mine.naming} here, {theirs.naming} in "
@@ -472,4 +513,7 @@ class Deployment:
             return None
         if theirs.mode == "sealed" and set(mine.keys) <= set(theirs.keys):
             return None
-        return DeploymentView(theirs.naming, "sealed", {**theirs.keys, **mine.keys}, mine.source)
+        # The bucket is kept as recorded, never added to a record without one: nothing
+        # here proves this saver's bucket holds the deployment's objects (docs/FORMAT.md).
+        keys = {**theirs.keys, **mine.keys}
+        return DeploymentView(theirs.naming, "sealed", keys, mine.source, bucket=theirs.bucket)

@@ -52,6 +52,13 @@ NO_KEY_HINT = (
     "say so: S3DYNAMO_PLAINTEXT=1 (plaintext=True)"
 )
 LANGGRAPH_KEY_LABEL = b"s3dynamo/v1/langgraph-aes-key"
+# The naming secret keys every name's HMAC: at least 128 bits, as for an AES-128 key.
+MIN_SECRET_BYTES = 16
+MAKE_SECRET = "python -c 'import secrets;print(secrets.token_urlsafe(32))'"
+KEYS_FORMS = (
+    "expected keys as 'id:base64key[,id:base64key...]' (S3DYNAMO_KEYS' form), a mapping "
+    "of key id to 32 raw bytes, or a Keyring"
+)
 RETENTION_STRATEGIES = ("delete", "keep_latest")
 # LangGraph Platform's names in langgraph.json's `checkpointer.ttl`.
 PLATFORM_TTL_KEYS = ("strategy", "default_ttl", "sweep_interval_minutes")
@@ -144,6 +151,35 @@ def langgraph_json_ttl(path: str = "langgraph.json") -> dict[str, Any]:
     return dict(ttl)
 
 
+def keyring_of(keys: Any, active: str | None = None) -> Keyring:
+    """A `Keyring` from the `keys` argument: a `Keyring`, a mapping of key id to 32 raw
+    bytes, or the text S3DYNAMO_KEYS holds (parsed as the environment variable is); the
+    first key is active unless `active` names another."""
+    if isinstance(keys, (bytes, bytearray)):
+        keys = bytes(keys).decode("ascii", "replace")
+    if isinstance(keys, str):
+        try:
+            keyring = Keyring.parse(keys)
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"keys (S3DYNAMO_KEYS' form): {exc}") from None
+    elif isinstance(keys, Keyring):
+        keyring = keys
+    elif isinstance(keys, Mapping):
+        for key_id, key in keys.items():
+            if not isinstance(key_id, str) or not isinstance(key, (bytes, bytearray)):
+                raise InvalidConfigError(
+                    f"keys[{key_id!r}] is {type(key).__name__}; a mapping must hold raw 32-byte "
+                    f"keys (bytes) by text id, e.g. {{'k1': base64.b64decode(...)}}. Base64 "
+                    "text goes in the string form instead: keys='k1:<base64>'"
+                )
+        keyring = Keyring(keys={k: bytes(v) for k, v in keys.items()}, active=next(iter(keys), ""))
+    else:
+        raise InvalidConfigError(f"keys is {type(keys).__name__}; {KEYS_FORMS}")
+    if active is not None and active != keyring.active:
+        keyring = Keyring(keys=keyring.keys, active=active)
+    return keyring
+
+
 @dataclass(frozen=True)
 class Settings:
     """A saver's settings (the arguments of `S3DynamoSaver`, less the parts you inject:
@@ -205,6 +241,13 @@ class Settings:
                 "encryption keys were given without a naming secret: expected secret=... "
                 "(or S3DYNAMO_SECRET), which names objects and is never rotated, unlike keys"
             )
+        if self.secret and len(self.secret) < MIN_SECRET_BYTES:
+            raise InvalidConfigError(
+                f"the naming secret (secret=, S3DYNAMO_SECRET) is {len(self.secret)} bytes; "
+                f"expected at least {MIN_SECRET_BYTES} (UTF-8 bytes for text): every object "
+                "and partition name is a keyed hash under it, so a short one can be guessed. "
+                f"Make one with: {MAKE_SECRET}, and keep it: it is never rotated"
+            )
         if self.langgraph_aes_key is not None and len(self.langgraph_aes_key.encode()) not in (
             16,
             24,
@@ -219,9 +262,9 @@ class Settings:
 
     @classmethod
     def of(cls, **options: Any) -> Settings:
-        """Settings from `S3DynamoSaver`'s keyword arguments: keys as a mapping or a
-        `Keyring` (with `active_key`), a secret as text or bytes, a TTL as text, days or
-        a timedelta. Unknown names are an error that lists the known ones."""
+        """Settings from `S3DynamoSaver`'s keyword arguments: keys as a mapping, a
+        `Keyring` (with `active_key`) or S3DYNAMO_KEYS' text, a secret as text or bytes,
+        a TTL as text, days or a timedelta. Unknown names are an error that lists the known ones."""
         known = {f.name for f in fields(cls)} | {"active_key", "ttl"}
         unknown = sorted(set(options) - known)
         if unknown:
@@ -230,10 +273,8 @@ class Settings:
         options = dict(options)
         active = options.pop("active_key", None)
         keys = options.get("keys")
-        if keys is not None and not isinstance(keys, Keyring):
-            options["keys"] = Keyring(keys=dict(keys), active=active or next(iter(keys), ""))
-        elif isinstance(keys, Keyring) and active is not None:
-            options["keys"] = Keyring(keys=keys.keys, active=active)
+        if keys is not None:
+            options["keys"] = keyring_of(keys, active)
         if isinstance(options.get("secret"), str):
             options["secret"] = options["secret"].encode()
         if options.get("ttl") is not None:
@@ -282,7 +323,7 @@ class Settings:
         if raw := env.get("S3DYNAMO_ENDPOINT_URL"):
             options["endpoint_url"] = raw
         if spec := env.get("S3DYNAMO_KEYS"):
-            options["keys"] = Keyring.parse(spec)
+            options["keys"] = spec
         if secret := env.get("S3DYNAMO_SECRET"):
             options["secret"] = secret
         if kms_key_id := env.get("S3DYNAMO_KMS_KEY_ID"):

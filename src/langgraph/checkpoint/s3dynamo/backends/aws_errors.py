@@ -1,7 +1,13 @@
-"""botocore errors, translated once: every AWS adapter raises only `errors.py` types."""
+"""botocore errors, translated once: every AWS adapter raises only `errors.py` types.
+
+What retrying cannot fix (a bucket name S3 refuses, a region or endpoint that does not
+serve the service, access or credentials refused) becomes `StorageConfigError`; what may
+pass (throttling, a service's own internal error, a dropped connection) `StorageError`.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -12,11 +18,13 @@ from botocore.exceptions import (
     ConnectionClosedError,
     EndpointConnectionError,
     NoCredentialsError,
+    ParamValidationError,
 )
 
 from langgraph.checkpoint.s3dynamo.errors import (
     CredentialsNotFoundError,
     EndpointUnreachableError,
+    StorageConfigError,
     StorageError,
     StoreMissingError,
 )
@@ -36,6 +44,14 @@ UNKNOWN_CREDENTIALS_CODES = (
     "SignatureDoesNotMatch",
     "ExpiredToken",
     "ExpiredTokenException",
+)
+BUCKET_NAME_RULES = (
+    "S3 bucket names are 3 to 63 characters of lowercase letters, digits, dots and hyphens, "
+    "beginning and ending with a letter or digit"
+)
+ENDPOINT_HINT = (
+    "set AWS_REGION (or region=) to a region the service runs in, and S3DYNAMO_ENDPOINT_URL "
+    "(or AWS_ENDPOINT_URL*) to the service's endpoint, or unset it for AWS's own"
 )
 POLICY_HINT = (
     "grant the caller the policy from terraform/ (policy_arn for the agent; "
@@ -61,31 +77,78 @@ def http_status(exc: ClientError) -> int | None:
     return int(status) if status is not None else None
 
 
+def unknown_region(resource: str) -> str | None:
+    """The region `located` put in `resource`, if it is on AWS's own endpoints and in no
+    partition botocore knows; only asked once a request could not connect."""
+    found = re.search(r"\(region ([^,]+), endpoint (\S+)\)$", resource)
+    if found is None or not found.group(2).endswith((".amazonaws.com", ".amazonaws.com.cn")):
+        return None
+    import botocore.session
+
+    data = botocore.session.get_session().get_component("data_loader").load_data("endpoints")
+    known = {region for partition in data["partitions"] for region in partition["regions"]}
+    return None if found.group(1) in known else found.group(1)
+
+
+def attempts(exc: ClientError) -> str:
+    """How many times botocore sent the request, as the error's metadata says."""
+    retries = exc.response.get("ResponseMetadata", {}).get("RetryAttempts")
+    return "once" if not retries else f"on all {int(retries) + 1} attempts"
+
+
 def translate(exc: Exception, resource: str) -> Exception:
     """The s3dynamo error for a botocore failure on `resource` (raise it `from exc`)."""
     if isinstance(exc, ClientError):
         code = error_code(exc)
         op = getattr(exc, "operation_name", "request")
         message = exc.response.get("Error", {}).get("Message", "")
+        status = http_status(exc)
         if code in MISSING_CODES:
             return StoreMissingError(f"{resource} does not exist ({code}); {SETUP_HINT}")
-        if code in DENIED_CODES or (
-            str(http_status(exc)) == "403" and code not in (UNKNOWN_CREDENTIALS_CODES)
-        ):
-            return StorageError(
+        if code == "InvalidBucketName":
+            return StorageConfigError(
+                f"{op} on {resource}: S3 refused the bucket name ({code}: {message}), a "
+                f"configuration error that retrying does not fix. Expected a valid name: "
+                f"{BUCKET_NAME_RULES}; fix S3DYNAMO_BUCKET (bucket=)"
+            )
+        if code in DENIED_CODES or (str(status) == "403" and code not in UNKNOWN_CREDENTIALS_CODES):
+            return StorageConfigError(
                 f"access denied: {op} on {resource} ({code}: {message}); {POLICY_HINT}"
             )
         if code in UNKNOWN_CREDENTIALS_CODES:
-            return StorageError(
+            return StorageConfigError(
                 f"credentials refused: {op} on {resource} ({code}: {message}); the access "
                 "key is unknown or expired there: check AWS_PROFILE / AWS_ACCESS_KEY_ID, and "
                 "that the endpoint is the service you meant"
             )
-        return StorageError(f"{op} on {resource} failed: {code}: {message}")
+        if status == 500 and code in ("", "500") and message:
+            # AWS answers its own internal errors with a code (InternalError,
+            # InternalServerError) and those may pass, as may a HEAD's bodiless 500; a body
+            # that is no AWS error document, after botocore's retries, is an endpoint that
+            # does not serve this service in this region.
+            return StorageConfigError(
+                f"{op} on {resource}: the endpoint answered HTTP 500 without an AWS error "
+                f"code, {attempts(exc)}: it does not serve this service in this region (a "
+                f"region it does not know, or another service at that URL), a configuration "
+                f"error that retrying does not fix; {ENDPOINT_HINT}"
+            )
+        return StorageError(f"{op} on {resource} failed: {code}: {message}; retry later")
+    if isinstance(exc, ParamValidationError):
+        return StorageConfigError(
+            f"botocore refused a request to {resource} before sending it: {exc}. A setting "
+            f"is malformed (for a bucket: {BUCKET_NAME_RULES}); fix S3DYNAMO_BUCKET / "
+            "S3DYNAMO_TABLE (bucket=, table=)"
+        )
     if isinstance(exc, NoCredentialsError):
         return CredentialsNotFoundError(
             f"no AWS credentials for {resource}: set AWS_ACCESS_KEY_ID and "
             "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where a role is attached"
+        )
+    if isinstance(exc, EndpointConnectionError) and (region := unknown_region(resource)):
+        return StorageConfigError(
+            f"cannot reach {resource}: {exc}; {region!r} is no AWS region botocore knows "
+            "(a typo?), so its endpoint does not exist, a configuration error that retrying "
+            f"does not fix: {ENDPOINT_HINT}"
         )
     if isinstance(exc, (EndpointConnectionError, ConnectionClosedError)):
         return EndpointUnreachableError(

@@ -332,10 +332,12 @@ class MemoryIndex:
 
 
 class MemoryObjects:
-    """The `ObjectStore` port in memory."""
+    """The `ObjectStore` port in memory. `name` stands for a bucket's: a deployment
+    record written through a named store refuses a saver on another name."""
 
-    def __init__(self, *, exists: bool = True) -> None:
+    def __init__(self, *, exists: bool = True, name: str = "") -> None:
         self.exists = exists
+        self.name = name
         self.calls: Counter[str] = Counter()
         self.blobs: dict[str, tuple[bytes, datetime]] = {}
         # A fresh tag per write, as S3's ETag changes when sealed bytes do.

@@ -32,7 +32,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
@@ -44,6 +45,8 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     ItemTooLargeError,
     LeaseLostError,
+    S3DynamoError,
+    ValueNotSerializableError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
@@ -83,6 +86,26 @@ INTERNAL_KEYS = frozenset({"channel_values", "parent", "stored", "bases"})
 # Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
 OPENED_BASES = 4
 OPENED_BASE_MAX = 1 << 20
+
+
+@contextmanager
+def serializing(subject: str, value: Any) -> Iterator[None]:
+    """Turn the serializer's bare error for `value` (msgpack's "Type is not msgpack
+    serializable: function", a pickling error) into one that names what held it."""
+    try:
+        yield
+    except (TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, S3DynamoError):
+            raise
+        kind = type(value)
+        raise ValueNotSerializableError(
+            f"{subject} holds a {kind.__module__}.{kind.__qualname__} the serializer cannot "
+            f"store ({exc}); nothing was written. Expected data LangGraph's serializer "
+            "stores (primitives, lists, dicts, dataclasses, pydantic models, messages): keep "
+            "functions, locks, clients and open files out of the state (make them inside the "
+            "node, or pass them through config or the runtime context), or pass serde= a "
+            "serializer that stores this type"
+        ) from exc
 
 
 class Fresh(NamedTuple):
@@ -146,19 +169,22 @@ class Committer:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, Any],
+        before_write: Callable[[], None] | None = None,
     ) -> str:
         """Store a checkpoint: new large values in one wave, then its record. Returns
-        the checkpoint id."""
+        the checkpoint id. `before_write` runs after everything is sealed, before the
+        first write."""
         cid = checkpoint["id"]
         values: dict[str, Any] = checkpoint.get("channel_values", {})
         versions = {**checkpoint.get("channel_versions", {}), **new_versions}
         body: dict[str, Any] = {k: v for k, v in checkpoint.items() if k not in INTERNAL_KEYS}
         body["parent"] = parent_id
         # Serialize and seal everything before the first request: bad input writes nothing.
-        sealed_metadata = self.codec.seal_metadata(tid, ns, cid, metadata)
+        what = describe(tid, ns, cid)
+        with serializing(f"{what}: the metadata", metadata):
+            sealed_metadata = self.codec.seal_metadata(tid, ns, cid, metadata)
 
         carried = self._parent_values(tid, ns, parent_id, versions, new_versions)
-        what = describe(tid, ns, cid)
         budget = InlineBudget(self.inline_max)
         stored: StoredValues = {}
         fresh: list[Fresh] = []
@@ -176,7 +202,8 @@ class Committer:
                     stored[channel] = old
                     continue
             if channel in values:
-                fresh.append(self._seal_fresh(tid, ns, channel, version, values[channel], old))
+                with serializing(f"{what}: channel {channel!r}", values[channel]):
+                    fresh.append(self._seal_fresh(tid, ns, channel, version, values[channel], old))
         uploads: list[tuple[str, bytes]] = []
         # Smallest first, so the inline budget keeps as many values out of S3 as it can.
         for f in sorted(fresh, key=lambda f: len(f.sealed)):
@@ -231,6 +258,8 @@ class Committer:
             else None
         )
         lease = holding(self.store_id, pk)
+        if before_write is not None:
+            before_write()
         if uploads:
             self.objects.upload(uploads)
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
@@ -309,10 +338,15 @@ class Committer:
             for position, (channel, value) in enumerate(writes)
         ]
         channels = {idx: channel for idx, channel, _ in indexed}
-        sealed = [
-            (idx, self.codec.seal_write(tid, ns, cid, task_id, idx, channel, value))
-            for idx, channel, value in indexed
-        ]
+        sealed = []
+        for idx, channel, value in indexed:
+            subject = (
+                f"{describe(tid, ns, cid)}: the write of task {task_id!r} to channel {channel!r}"
+            )
+            with serializing(subject, value):
+                sealed.append(
+                    (idx, self.codec.seal_write(tid, ns, cid, task_id, idx, channel, value))
+                )
         uploads: list[tuple[str, bytes]] = []
         regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
         if needs_bundle(len(regular)):
