@@ -21,7 +21,7 @@ BATCH = 25
 # What each operation sends beyond ceil(items / 25) DynamoDB requests, at most
 # (docs/RELIABILITY.md, "Deleting, copying, pruning").
 CONSTANT = 7
-SECRET = "bulk-budgets"
+SECRET = "bulk-budgets-naming-secret"
 
 
 @pytest.fixture
