@@ -597,7 +597,7 @@ def test_without_the_cli_extra_the_command_names_the_pip_line() -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "s3dynamo: the command line needs rich, which is not installed; install it with: "
-        'pip install "langgraph-checkpoint-s3dynamo[cli]"'
+        'pip install "langgraph-checkpoint-s3dynamo[cli]" (from a clone: pip install ".[cli]")'
     )
 
 
