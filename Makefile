@@ -17,12 +17,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# The demo needs the command line, moto server and LangGraph, not the test extra (other
-# savers, a PostgreSQL driver, ruff, mypy); `make test` adds those to the same .venv.
+# The demo needs the command line, LangGraph, pytest (testing.py imports it) and moto
+# server for S3 and DynamoDB (Flask): not the test extra (other savers, a PostgreSQL
+# driver, ruff, mypy), nor moto[server], which brings every moto service's dependencies
+# (cfn-lint, sympy, networkx). `make test` adds the rest to the same .venv.
 $(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[cli,testing]' 'langgraph>=1.2'
+	$(PY) -m pip install --quiet -e '.[cli]' 'langgraph>=1.2' 'pytest>=8' \
+		'moto[s3,dynamodb]>=5.0' flask flask-cors
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
