@@ -13,8 +13,8 @@ human-approval interrupt, on a moto server on 127.0.0.1 (offline; no AWS account
    there: sealed), and the `s3dynamo` command line is run on what the demo stored:
    `stats`, `history`, `show`, `diff`, `verify`.
 
-It needs LangGraph and moto server: the `cli` and `testing` extras and `langgraph` (what
-`make demo` installs). With `--keep` the server stays up afterwards so the commands can be tried
+It needs LangGraph, moto server and pytest: the `cli` and `testing` extras and
+`langgraph` (`make demo` installs a smaller set: see the Makefile). With `--keep` the server stays up afterwards so the commands can be tried
 by hand.
 """
 
