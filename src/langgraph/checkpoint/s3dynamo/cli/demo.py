@@ -14,8 +14,8 @@ human-approval interrupt, on a moto server on 127.0.0.1 (offline; no AWS account
    `stats`, `history`, `show`, `diff`, `verify`.
 
 It needs LangGraph, moto server and pytest: the `cli` and `testing` extras and
-`langgraph` (`make demo` installs a smaller set: see the Makefile). With `--keep` the server stays up afterwards so the commands can be tried
-by hand.
+`langgraph` (`make demo` installs a smaller set: see the Makefile). With `--keep` the
+server stays up afterwards so the commands can be tried by hand.
 """
 
 from __future__ import annotations
