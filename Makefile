@@ -4,11 +4,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
+DEMO_STAMP := $(VENV)/.installed-demo
 CHECKOV_STAMP := .venv-checkov/.installed
 
 LANGGRAPH_STAMP := .venv-langgraph/.installed
 
-.PHONY: demo test lint test-e2e test-integration test-langgraph bench clean lambda-package checkov
+.PHONY: demo dist test lint test-e2e test-integration test-langgraph bench clean lambda-package checkov
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +17,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo needs the command line, LangGraph, pytest (testing.py imports it) and moto
+# server for S3 and DynamoDB (Flask): not the test extra (other savers, a PostgreSQL
+# driver, ruff, mypy), nor moto[server], which brings every moto service's dependencies
+# (cfn-lint, sympy, networkx). `make test` adds the rest to the same .venv.
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[cli]' 'langgraph>=1.2' 'pytest>=8' \
+		'moto[s3,dynamodb]>=5.0' flask flask-cors
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/s3dynamo demo
+
+# dist/langgraph_checkpoint_s3dynamo-<version>-py3-none-any.whl (or in DIST=dir), to install with
+# `pip install 'dist/<wheel>[cli]'` until the package is on PyPI. pip builds it (with
+# hatchling, fetched into an isolated build environment); no build tool to install.
+DIST ?= dist
+dist:
+	rm -rf $(DIST)
+	$(PYTHON) -m pip wheel --quiet --no-deps . -w $(DIST)
+	@ls $(DIST)/*.whl
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples scripts

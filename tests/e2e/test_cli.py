@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -16,11 +17,14 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import HumanMessage
-from langgraph.types import Command
+from langchain_core.messages import AnyMessage, HumanMessage
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
@@ -224,6 +228,61 @@ def test_show_and_diff(store: tuple[Sandbox, Any], reads: dict[str, Result]) -> 
     assert delta.code == 0, delta.err
     assert "messages: 3 messages added" in delta.out
     assert "+ human: my kettle is late" in delta.out
+
+
+def test_show_full_prints_an_interrupt_s_values_and_subgraph_namespaces_fit_80_columns(
+    moto: None,
+) -> None:
+    """A refund review in a subgraph (namespace `review:<uuid>`) stops at an interrupt
+    asking two things: `show --full` prints both, `--redact` neither, and `history --ns
+    '*'` keeps each namespace whole on one line at COLUMNS=80."""
+    asked = {
+        "question": "Approve a refund of $120 for order #1001?",
+        "notes": "customer since 2019, two refunds this year",
+    }
+
+    class Chat(TypedDict):
+        messages: Annotated[list[AnyMessage], add_messages]
+
+    def ask(state: Chat) -> dict[str, Any]:
+        interrupt(asked)
+        return {}
+
+    review = StateGraph(Chat).add_node("ask", ask).add_edge(START, "ask").compile()
+    sandbox = Sandbox()
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        graph = StateGraph(Chat).add_node("review", review).add_edge(START, "review")
+        graph.compile(checkpointer=sandbox.saver()).invoke(
+            {"messages": [HumanMessage("refund please")]}, {"configurable": {"thread_id": "r1"}}
+        )
+    full, brief, redacted, redacted_json, every_ns = run_all(
+        (env, ("show", "r1", "--full")),
+        (env, ("show", "r1")),
+        (env, ("show", "r1", "--redact", "--full")),
+        (env, ("show", "r1", "--redact", "--json")),
+        (env, ("history", "r1", "--ns", "*")),
+    )
+    for r in (full, brief, redacted, redacted_json, every_ns):
+        assert r.code == 0, r.err
+    interrupts = full.out[full.out.index("interrupts  1") :]
+    assert f'"question": "{asked["question"]}"' in interrupts
+    assert f'"notes": "{asked["notes"]}"' in interrupts
+    assert f'"notes": "{asked["notes"]}"' in brief.out
+    assert "{question, notes}" not in full.out + brief.out
+    assert "refund" not in redacted.out and "2019" not in redacted.out
+    assert '"question": "<41 chars>"' in redacted.out and "human: <13 chars>" in redacted.out
+    data = redacted_json.json()
+    assert data["interrupts"][0]["value"] == {"question": "<41 chars>", "notes": "<42 chars>"}
+    assert "refund" not in redacted_json.out
+
+    namespaces = json.loads(run(env, "history", "r1", "--ns", "*", "--json").out)
+    sub = {row["checkpoint_ns"] for row in namespaces["checkpoints"]} - {""}
+    assert len(sub) == 1 and re.fullmatch(r"review:[0-9a-f-]{36}", next(iter(sub)))
+    lines = every_ns.out.splitlines()
+    assert f"namespace {next(iter(sub))}" in lines and "namespace (root)" in lines
+    assert all(len(line) <= 80 for line in lines), every_ns.out
+    assert "ask (1 interrupt)" in every_ns.out
 
 
 def test_stats_reports_sizes_ratios_and_cost(
@@ -538,7 +597,7 @@ def test_without_the_cli_extra_the_command_names_the_pip_line() -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "s3dynamo: the command line needs rich, which is not installed; install it with: "
-        'pip install "langgraph-checkpoint-s3dynamo[cli]"'
+        'pip install "langgraph-checkpoint-s3dynamo[cli]" (from a clone: pip install ".[cli]")'
     )
 
 

@@ -1,7 +1,8 @@
 """The README as its reader meets it: short enough to read (at most 250 lines), every
 relative link leads to a file, and the quickstart, copied out as it stands (the
-environment block, chat.py, and the two runs), works against moto server on 127.0.0.1:
-the second process continues the first one's conversation."""
+environment kept in a file, chat.py, `s3dynamo doctor`, the runs, and a second shell),
+works against moto server on 127.0.0.1: the second process, and a second shell with the
+kept keys, continue the first one's conversation; new keys are refused by name."""
 
 from __future__ import annotations
 
@@ -34,27 +35,58 @@ def test_the_readme_is_at_most_250_lines_and_its_links_lead_somewhere() -> None:
             assert (ROOT / target).exists(), target
 
 
-def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
-    (env_lang, env_block), (py_lang, chat), (run_lang, runs) = blocks(section("Quickstart"))
-    assert (env_lang, py_lang, run_lang) == ("bash", "python", "bash")
+def test_the_quickstart_runs_as_written_and_a_second_shell_with_the_kept_keys_reads_back(
+    tmp_path: Path,
+) -> None:
+    (env_lang, env_block), (py_lang, chat), (run_lang, runs), (again_lang, again) = blocks(
+        section("Quickstart")
+    )
+    assert (env_lang, py_lang, run_lang, again_lang) == ("bash", "python", "bash", "bash")
     (tmp_path / "chat.py").write_text(chat)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3DYNAMO_"))}
-    # `python` is this interpreter, as in the reader's activated environment.
+    # `python` and `s3dynamo` are this environment's, as in the reader's activated one.
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["COLUMNS"] = "200"
+
+    def shell(script: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-euc", script], cwd=cwd, env=env, capture_output=True, text=True,
+            timeout=180,
+        )  # fmt: skip
+
     with moto_server() as url:
         env.update(
             AWS_ENDPOINT_URL=url, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing"
         )
-        done = subprocess.run(
-            ["bash", "-euc", env_block + runs],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.splitlines() == [
+        # The first shell: the settings kept in a file, `s3dynamo doctor` before the first
+        # run (the table is not there yet: it says so and how to make it), then the runs.
+        first = shell(env_block + 's3dynamo doctor || echo "doctor exit $?"\n' + runs)
+        kept = (tmp_path / "s3dynamo.env").read_text()
+        # A second shell: sources the kept file and continues the thread.
+        second = shell(again)
+        # Running the first block again keeps the file (and its keys) as they were.
+        rerun = shell(env_block)
+        # A shell that made new keys instead (another directory, no file yet) is refused.
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "chat.py").write_text(chat)
+        fresh = shell(env_block + 'python chat.py "who am I?"\n', cwd=elsewhere)
+
+    assert first.returncode == 0, first.stderr[-3000:]
+    lines = first.stdout.splitlines()
+    assert lines[:2] == ["1 problem", "doctor exit 1"], first.stdout
+    assert "does not exist" in first.stderr and "setup()" in first.stderr, first.stderr
+    assert lines[2:4] == [
         "so far you said: ['hello']",
         "so far you said: ['hello', 'remember me?']",
-    ], done.stdout
+    ], first.stdout
+    assert "keys: match the deployment" in first.stdout and lines[-1] == "ok", first.stdout
+
+    assert (tmp_path / "s3dynamo.env").stat().st_mode & 0o077 == 0
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.stdout.splitlines() == [
+        "so far you said: ['hello', 'remember me?', 'still there?']"
+    ], second.stdout
+    assert rerun.returncode != 0 and "s3dynamo.env" in rerun.stderr, rerun.stderr
+    assert (tmp_path / "s3dynamo.env").read_text() == kept
+    assert fresh.returncode != 0 and "DeploymentMismatchError" in fresh.stderr, fresh.stderr[-3000:]

@@ -128,3 +128,34 @@ def test_verify_and_stats_open_values_stored_as_deltas() -> None:
     assert report.ok, report.problems
     stats = saver.ops.stats("t").to_dict()
     assert stats
+
+
+def test_value_lines_show_a_value_whole_or_cut_short_and_say_what_was_cut() -> None:
+    asked = {"question": "Approve a refund of $120 for order #1001?", "notes": "since 2019"}
+    assert render.value_lines({"question": "ok?"}, 74, full=False) == ['{"question": "ok?"}']
+    lines = render.value_lines(asked, 40, full=False)
+    assert lines == [
+        "{",
+        '  "question": "Approve a refund of $120 for order #1001?",',
+        '  "notes": "since 2019"',
+        "}",
+    ]
+    long = {"text": "x" * 500, "items": list(range(25))}
+    cut = "\n".join(render.value_lines(long, 74, full=False))
+    assert '"x' + "x" * 118 + '…"' in cut and '"… 15 more"' in cut and "24" not in cut
+    whole = "\n".join(render.value_lines(long, 74, full=True))
+    assert "x" * 500 in whole and "24" in whole and "more" not in whole
+
+
+def test_redact_keeps_the_shape_and_hides_text_and_numbers() -> None:
+    value = render.jsonable(
+        {
+            "messages": [HumanMessage("my card is 4242", id="m1")],
+            "refund": {"amount": 120.5, "approved": True, "note": None, "tags": ["vip"]},
+        }
+    )
+    assert render.redact(value) == {
+        "messages": [{"type": "human", "content": "<15 chars>", "id": "m1"}],
+        "refund": {"amount": "<number>", "approved": True, "note": None, "tags": ["<3 chars>"]},
+    }
+    assert render.redact("a") == "<1 char>"

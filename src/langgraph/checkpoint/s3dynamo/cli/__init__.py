@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import sys
 
-INSTALL_HINT = 'pip install "langgraph-checkpoint-s3dynamo[cli]"'
+# The second form until the package is on PyPI (README, "Install").
+INSTALL_HINT = (
+    'pip install "langgraph-checkpoint-s3dynamo[cli]" (from a clone: pip install ".[cli]")'
+)
 
 
 def main() -> None:

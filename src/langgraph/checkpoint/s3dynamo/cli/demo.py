@@ -13,9 +13,9 @@ human-approval interrupt, on a moto server on 127.0.0.1 (offline; no AWS account
    there: sealed), and the `s3dynamo` command line is run on what the demo stored:
    `stats`, `history`, `show`, `diff`, `verify`.
 
-It needs LangGraph and moto server: `pip install "langgraph-checkpoint-s3dynamo[cli,testing]"
-langgraph`. With `--keep` the server stays up afterwards so the commands can be tried
-by hand.
+It needs LangGraph, moto server and pytest: the `cli` and `testing` extras and
+`langgraph` (`make demo` installs a smaller set: see the Makefile). With `--keep` the
+server stays up afterwards so the commands can be tried by hand.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ EXPORTED = (
 SECRET_TEXT = b"blue kettle"
 SECOND = "--second-process"
 INSTALL = (
-    'install what it needs with: pip install "langgraph-checkpoint-s3dynamo[cli,testing]" langgraph'
+    'install what it needs with: pip install "langgraph-checkpoint-s3dynamo[cli,testing]" '
+    'langgraph (from a clone: pip install ".[cli,testing]" langgraph, or make demo)'
 )
 
 

@@ -295,7 +295,8 @@ def demo(keep: bool) -> int:
     except ImportError as exc:
         raise InvalidConfigError(
             f"the demo needs {exc.name}; install it with: "
-            'pip install "langgraph-checkpoint-s3dynamo[cli,testing]" langgraph'
+            'pip install "langgraph-checkpoint-s3dynamo[cli,testing]" langgraph '
+            '(from a clone: pip install ".[cli,testing]" langgraph, or make demo)'
         ) from None
     return demo_module.main(["--keep"] if keep else [])
 

@@ -100,33 +100,43 @@ def history(thread_id: str, ns: str, limit: int | None, as_json: bool, **setting
     if as_json:
         emit_json(data)
         return OK
-    every_ns = ns == ALL_NAMESPACES
+    if ns != ALL_NAMESPACES:
+        out.print(_history_table(data["checkpoints"]))
+        return OK
+    # Every namespace: a heading per namespace, on a line of its own, then its rows; a
+    # column of `node:<uuid>` namespaces would wrap a character or two per line at 80.
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in data["checkpoints"]:
+        groups.setdefault(row["checkpoint_ns"], []).append(row)
+    for i, name in enumerate(sorted(groups, key=lambda n: n != "")):
+        if i:
+            out.print()
+        out.print(f"namespace {escape(name) or '(root)'}", soft_wrap=True)
+        out.print(_history_table(groups[name]))
+    return OK
+
+
+def _history_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     table.add_column("checkpoint", no_wrap=True)
-    if every_ns:
-        table.add_column("ns", overflow="fold")
     table.add_column("step", justify="right")
     table.add_column("source")
     table.add_column("time (UTC)", no_wrap=True)
     table.add_column("next", overflow="fold")
     table.add_column("stored", justify="right", no_wrap=True)
-    for row in data["checkpoints"]:
+    for row in rows:
         nxt = ", ".join(row["next"]) or "-"
         if row["interrupts"]:
             nxt += f" ({render.plural(len(row['interrupts']), 'interrupt')})"
-        cells = [short(row["checkpoint_id"])]
-        if every_ns:
-            cells.append(escape(row["checkpoint_ns"]) or "(root)")
-        cells += [
+        table.add_row(
+            short(row["checkpoint_id"]),
             "-" if row["step"] is None else str(row["step"]),
             str(row["source"] or "-"),
             render.short_time(row["created_at"])[5:],
             escape(nxt),
             render.human_bytes(row["stored_bytes"]),
-        ]
-        table.add_row(*cells)
-    out.print(table)
-    return OK
+        )
+    return table
 
 
 def _print_value(name: str, value: Any, full: bool) -> None:
@@ -159,16 +169,23 @@ def _print_value(name: str, value: Any, full: bool) -> None:
 @click.argument("thread_id")
 @click.argument("checkpoint", required=False)
 @click.option("--ns", default="", help="checkpoint namespace (default: the root graph)")
-@click.option("--full", is_flag=True, help="show long values whole")
+@click.option("--full", is_flag=True, help="show long values and pending writes whole")
+@click.option("--redact", is_flag=True, help="show the shape of values, not their text or numbers")
 @json_option
 @store_options
 def show(
-    thread_id: str, checkpoint: str | None, ns: str, full: bool, as_json: bool, **settings: Any
+    thread_id: str,
+    checkpoint: str | None,
+    ns: str,
+    full: bool,
+    redact: bool,
+    as_json: bool,
+    **settings: Any,
 ) -> int:
     """A checkpoint's state (default: the latest): values, pending writes, interrupts."""
     saver = open_saver(**settings)
     cid = resolve(saver, thread_id, ns, checkpoint)
-    data = views.state(saver, thread_id, cid, ns)
+    data = views.state(saver, thread_id, cid, ns, redacted=redact)
     if as_json:
         emit_json(data)
         return OK
@@ -186,16 +203,25 @@ def show(
         out.print()
         out.print(f"[bold]pending writes[/bold]  {len(data['pending_writes'])}")
         for w in data["pending_writes"]:
-            out.print(
-                f"  {escape(short(w['task_id']))}  {escape(w['channel'])}: "
-                + escape(render.summary(w["value"], 50))
-            )
+            head = f"  {short(w['task_id'])}  {w['channel']}: "
+            if full:
+                _print_lines(head, render.value_lines(w["value"], 74 - len(head), full=True))
+            else:
+                out.print(escape(head + render.summary(w["value"], 50)))
     if data["interrupts"]:
         out.print()
         out.print(f"[bold]interrupts[/bold]  {len(data['interrupts'])}")
         for i in data["interrupts"]:
-            out.print("  " + escape(render.summary(i["value"], 74)))
+            _print_lines("  ", render.value_lines(i["value"], 74, full))
     return OK
+
+
+def _print_lines(head: str, lines: list[str]) -> None:
+    """The first line after `head`, the rest indented two spaces; long lines run on
+    rather than being cut or folded, so a pasted value stays whole."""
+    out.print(escape(head + lines[0]), soft_wrap=True)
+    for line in lines[1:]:
+        out.print(escape("  " + line), soft_wrap=True)
 
 
 @cli.command()

@@ -123,6 +123,53 @@ def size_of(value: Any) -> str:
     return human_bytes(len(json.dumps(value, ensure_ascii=False).encode()))
 
 
+def value_lines(value: Any, width: int, full: bool) -> list[str]:
+    """A JSON-ready value as JSON text: one line if it fits `width`, else indented; unless
+    `full`, long strings, lists and dicts inside it are cut short (see `clip`)."""
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) <= width:
+        return [text]
+    return json.dumps(value if full else clip(value), ensure_ascii=False, indent=2).splitlines()
+
+
+def clip(value: Any, max_string: int = 120, max_items: int = 10) -> Any:
+    """A copy of a JSON-ready value with strings cut at `max_string` characters and lists
+    and dicts at `max_items` entries, each cut marked with what was left out."""
+    if isinstance(value, str):
+        return value if len(value) <= max_string else value[: max_string - 1] + "…"
+    if isinstance(value, list):
+        kept = [clip(v, max_string, max_items) for v in value[:max_items]]
+        return kept + ([f"… {len(value) - max_items} more"] if len(value) > max_items else [])
+    if isinstance(value, dict):
+        out = {k: clip(v, max_string, max_items) for k, v in list(value.items())[:max_items]}
+        if len(value) > max_items:
+            out["…"] = f"{len(value) - max_items} more keys"
+        return out
+    return value
+
+
+# What `redact` keeps of a message: its kind and identity, not what it says.
+MESSAGE_KEPT = ("type", "id", "tool_call_id")
+
+
+def redact(value: Any) -> Any:
+    """A copy of a JSON-ready value that shows its shape, not its content: keys, lists,
+    booleans and nulls are kept; every string becomes `<N chars>` and every number
+    `<number>`; a message keeps its type and ids."""
+    if isinstance(value, str):
+        return f"<{plural(len(value), 'char')}>"
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return "<number>"
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    if isinstance(value, dict):
+        message = "type" in value and "content" in value
+        return {k: v if message and k in MESSAGE_KEPT else redact(v) for k, v in value.items()}
+    return value
+
+
 # --------------------------------------------------------------------- diffs
 
 

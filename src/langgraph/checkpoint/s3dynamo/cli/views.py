@@ -86,11 +86,17 @@ def resolve_checkpoint(
 
 
 def state(
-    saver: S3DynamoSaver, thread_id: str, checkpoint_id: str | None, ns: str
+    saver: S3DynamoSaver,
+    thread_id: str,
+    checkpoint_id: str | None,
+    ns: str,
+    *,
+    redacted: bool = False,
 ) -> dict[str, Any]:
     """{"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id",
     "created_at", "step", "source", "metadata", "next", "values", "internal_channels",
-    "pending_writes": [{"task_id", "channel", "value"}], "interrupts"}."""
+    "pending_writes": [{"task_id", "channel", "value"}], "interrupts"}. With `redacted`,
+    metadata and every value show their shape only (`render.redact`)."""
     configurable = {"thread_id": thread_id, "checkpoint_ns": ns}
     if checkpoint_id:
         configurable["checkpoint_id"] = checkpoint_id
@@ -106,6 +112,8 @@ def state(
     values = t.checkpoint.get("channel_values", {})
     internal = {k for k in values if k.startswith(render.BRANCH_TO) or k.startswith("__")}
     metadata = t.metadata or {}
+    shown = render.redact if redacted else _as_is
+    interrupts = render.interrupts(t.pending_writes or [])
     return {
         "thread_id": thread_id,
         "checkpoint_ns": ns,
@@ -116,16 +124,20 @@ def state(
         "created_at": t.checkpoint.get("ts"),
         "step": metadata.get("step"),
         "source": metadata.get("source"),
-        "metadata": render.jsonable(metadata),
+        "metadata": shown(render.jsonable(metadata)),
         "next": render.next_nodes(t.checkpoint),
-        "values": {k: render.jsonable(v) for k, v in values.items() if k not in internal},
-        "internal_channels": {k: render.jsonable(values[k]) for k in sorted(internal)},
+        "values": {k: shown(render.jsonable(v)) for k, v in values.items() if k not in internal},
+        "internal_channels": {k: shown(render.jsonable(values[k])) for k in sorted(internal)},
         "pending_writes": [
-            {"task_id": task, "channel": ch, "value": render.jsonable(v)}
+            {"task_id": task, "channel": ch, "value": shown(render.jsonable(v))}
             for task, ch, v in t.pending_writes or []
         ],
-        "interrupts": render.interrupts(t.pending_writes or []),
+        "interrupts": [{**i, "value": shown(i["value"])} for i in interrupts],
     }
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def diff(
