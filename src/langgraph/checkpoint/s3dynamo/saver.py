@@ -110,7 +110,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
         retention: Idle time after which `ops.expire_idle_threads()` removes a thread.
         serde: Serializer. `EncryptedSerializer` works; compression then happens inside
-            its encryption.
+            its encryption. Read on every call: a copy made by `with_allowlist` (how a
+            graph compiled under `LANGGRAPH_STRICT_MSGPACK=true` allows its own types)
+            uses its own, sharing everything else (`__copy__`).
         dynamodb_client, s3_client, kms_client: boto3 or botocore clients to use instead
             of the ones the saver builds on first use (one botocore session per process).
         index, object_store, key_service: Other implementations of the ports (`ports.py`),
