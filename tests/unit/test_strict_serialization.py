@@ -243,9 +243,8 @@ def test_a_listing_reports_every_blocked_item_it_returns(events: list[SerdeEvent
 # -------------------------------------------------------------- what a copy shares
 
 
-def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist(
-    strict: None,
-) -> None:
+@pytest.mark.usefixtures("strict")
+def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist() -> None:
     saver = memory_saver(inline_max=0)  # every value in S3: reads go through the cache
     run(saver)
     clone = saver.with_allowlist([(HERE, "Point")])
@@ -277,9 +276,8 @@ def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist(
     assert found.checkpoint["channel_values"]["point"] == Point(3, 7)
 
 
-@pytest.mark.usefixtures("strict")
-def test_default_mode_copies_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without strict mode no copy is made and every type is revived, as before."""
+def test_default_mode_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without strict mode every type is revived and `with_allowlist` makes no copy."""
     monkeypatch.setattr(_msgpack, "STRICT_MSGPACK_ENABLED", False)
     monkeypatch.setattr(graph_serde, "STRICT_MSGPACK_ENABLED", False)
     monkeypatch.setattr(BaseCheckpointSaver, "serde", JsonPlusSerializer())
