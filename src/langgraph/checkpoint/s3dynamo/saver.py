@@ -88,8 +88,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         inline_max: Largest sealed value kept inside the DynamoDB item; 0 puts every
             value in S3.
         delta_max: Largest delta (a changed value compressed against the channel's last
-            full version) kept inside the item before a new full version is written to
-            S3. Lower costs fewer DynamoDB write units, higher fewer S3 PUTs.
+            full version) kept inside the item before a new full version goes to S3.
         keys: Sealing keys by id (32 bytes each), a `Keyring`, or S3DYNAMO_KEYS' text
             (`"k1:<base64>,k0:<base64>"`). Enables encryption.
         active_key: Id of the key that seals new blobs (default: the first of `keys`).
@@ -112,9 +111,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
         retention: Idle time after which `ops.expire_idle_threads()` removes a thread.
         serde: Serializer. `EncryptedSerializer` works; compression then happens inside
-            its encryption. Read on every call: a copy made by `with_allowlist` (how a
-            graph compiled under `LANGGRAPH_STRICT_MSGPACK=true` allows its own types)
-            uses its own, sharing everything else (`__copy__`).
+            its encryption. A copy made by `with_allowlist` uses its own (`__copy__`).
         dynamodb_client, s3_client, kms_client: boto3 or botocore clients to use instead
             of the ones the saver builds on first use (one botocore session per process).
         index, object_store, key_service: Other implementations of the ports (`ports.py`),
@@ -122,12 +119,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             needed.
         settings: A `Settings` instead of the keyword settings above.
 
-    Concurrent runs on one thread: a run that continues the latest checkpoint and finds,
-    when it writes, that another run committed to the thread since, fails with
-    `ConcurrentUpdateError` (nothing written; retry the run). Forks (`update_state` on an
-    old checkpoint, replay from a `checkpoint_id`, `__copy__`) and a single writer are
-    never refused (`runs.py`). To serialize runs instead, hold
-    `saver.ops.thread_lock(thread_id)` around each. See docs/RELIABILITY.md.
+    Concurrent runs on one thread: a run that continues the latest checkpoint after
+    another run committed fails with `ConcurrentUpdateError` (nothing written; retry it);
+    forks and a single writer never do (`runs.py`). `saver.ops.thread_lock(thread_id)`
+    serializes runs instead. See docs/RELIABILITY.md.
 
     Example:
         ```python
@@ -167,10 +162,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         self._origin: S3DynamoSaver | None = None  # the saver a copy was made from
 
     def __copy__(self) -> S3DynamoSaver:
-        """A copy, such as the one `with_allowlist` makes when a graph compiles in strict
-        mode (`LANGGRAPH_STRICT_MSGPACK`), serializes with its own `serde` (its allowlist)
-        and shares the rest with this saver: clients, caches, keys, the deployment check,
-        run detection, leases and `ops`. Building it sends no request."""
+        """A copy (`with_allowlist` makes one when a graph compiles under
+        `LANGGRAPH_STRICT_MSGPACK`) serializes with its own `serde` and shares the rest:
+        clients, caches, keys, the deployment check, run detection, leases and `ops`."""
         clone = type(self).__new__(type(self))
         vars(clone).update(vars(self), _origin=self._origin or self)
         clone.parts = compose.with_serde(self.parts, lambda: _serializer(clone))
