@@ -1,7 +1,8 @@
 """The layers hold: no import cycle in the package, no module reaching into another's
 underscore names, botocore known only to the AWS adapters, the command line never
-reaching past the library to an adapter, every exception in `errors.py`, and no class
-or module grown past a size a reader can hold."""
+reaching past the library to an adapter, the thread store used through its facade only,
+every exception in `errors.py`, no class or module grown past a size a reader can hold,
+and module docstrings short."""
 
 from __future__ import annotations
 
@@ -132,6 +133,48 @@ def test_the_command_line_never_imports_an_adapter() -> None:
         if name.startswith("cli"):
             for mod, _ in _imports(tree):
                 assert not mod.startswith(f"{PACKAGE}.backends"), f"{name} imports {mod}"
+
+
+# The thread store's parts: private to `store/`, used elsewhere through `ThreadStore`'s
+# methods only.
+STORE_PARTS = {
+    "finder",
+    "walker",
+    "decoder",
+    "committer",
+    "deleter",
+    "objects",
+    "records",
+    "control",
+    "scans",
+    "carry",
+    "scope",
+    "ports",
+}
+
+
+def _names_a_store(node: ast.expr) -> bool:
+    """`store`, `thread_store`, `self.store`, `parts.store`, `self._store` ..."""
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+    return name.lstrip("_") in ("store", "thread_store")
+
+
+def test_nothing_outside_the_thread_store_names_its_parts() -> None:
+    found = []
+    for name, tree in _modules().items():
+        if name == "store" or name.startswith("store."):
+            continue
+        for mod, _ in _imports(tree):
+            if mod.startswith(f"{PACKAGE}.store."):
+                found.append(f"{name} imports {mod} (import from {PACKAGE}.store)")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in STORE_PARTS
+                and _names_a_store(node.value)
+            ):
+                found.append(f"{name}.py line {node.lineno}: .{node.attr} of the thread store")
+    assert found == [], "use ThreadStore's methods: " + "; ".join(found)
 
 
 def test_every_exception_is_defined_in_errors() -> None:

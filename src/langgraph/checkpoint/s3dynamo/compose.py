@@ -201,9 +201,7 @@ def prime(parts: Components) -> None:
     retry jitter draw from, is reseeded after each restore. No connection is opened and
     nothing is read before the first request. Credentials are the SDK's: botocore
     resolves them when it builds a client and refreshes expiring ones itself."""
-    ports = parts.store.ports
-    for name in ("records", "control", "scans", "objects"):
-        getattr(ports, name)
+    parts.store.prime()
     if parts.kms is not None:
         parts.kms.prime()
     if not _after_restore:

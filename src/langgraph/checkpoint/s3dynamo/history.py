@@ -65,7 +65,7 @@ def delta_channel_history(
 ) -> Mapping[str, DeltaChannelHistory]:
     if not channels:
         return {}
-    namer, codec, decoder, objects = store.namer, store.codec, store.decoder, store.objects
+    namer, codec = store.namer, store.codec
     records: dict[str, CheckpointRecord] = {}
     writes: dict[str, list[WritesRecord]] = {}
     pages: Iterator[Record] | None = None
@@ -77,7 +77,7 @@ def delta_channel_history(
         children); a walk that finds kept skeletons down to its seed reads nothing."""
         nonlocal pages
         if pages is None:
-            pages = store.finder.namespace_records(tid, ns, upper_id=wanted)
+            pages = store.namespace_records(tid, ns, upper_id=wanted)
         for rec in pages:
             if isinstance(rec, WritesRecord):
                 writes.setdefault(rec.checkpoint_id, []).append(rec)
@@ -92,14 +92,12 @@ def delta_channel_history(
     def skeleton(at: str) -> Skeleton | None:
         """The opened checkpoint `at`, kept or read; kept only as an ancestor, whose
         writes are all in (see `Skeleton`)."""
-        kept = decoder.skeleton(tid, ns, at)
+        kept = store.skeleton(tid, ns, at)
         if kept is not None:
             return kept
         if at not in records and not load(at):
             return None
-        return decoder.skeleton_of(
-            store.walker.walk(Entry(tid, ns, records[at], writes.get(at, [])))
-        )
+        return store.skeleton_of(store.walk(Entry(tid, ns, records[at], writes.get(at, []))))
 
     if cid is None:
         if not load(None):
@@ -118,7 +116,7 @@ def delta_channel_history(
         link = skeleton(cursor)
         if link is None:
             break
-        decoder.keep_skeleton(tid, ns, cursor, link)
+        store.keep_skeleton(tid, ns, cursor, link)
         # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
         for kw in link.writes:
             if kw.channel is None:
@@ -131,11 +129,11 @@ def delta_channel_history(
             bundles.append(_Bundle(cursor, kb.task_id, kb.task_path, kb.key, frozenset(remaining)))
         for channel, value in link.stored.items():
             if channel in remaining:
-                blob = value.blob or objects.key(tid, value.leaf or "")
+                blob = value.blob or store.object_key(tid, value.leaf or "")
                 base = None
                 if value.base is not None:
                     base_leaf = namer.value(tid, ns, channel, value.base)
-                    base = (value.base, objects.key(tid, base_leaf))
+                    base = (value.base, store.object_key(tid, base_leaf))
                 seeds[channel] = _Seed(cursor, value.version, blob, base)
                 remaining.discard(channel)
         cursor = link.parent
@@ -145,7 +143,7 @@ def delta_channel_history(
     for found in collected.values():
         needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
     needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
-    fetched = objects.fetch(needed) if needed else {}
+    fetched = store.fetch_objects(needed) if needed else {}
     for b in bundles:
         for idx, blob in unpack_bundle(fetched[b.key]).items():
             what = describe(tid, ns, b.at)

@@ -37,10 +37,8 @@ from langgraph.checkpoint.s3dynamo.errors import (
     LeaseLostError,
     LeaseTimeoutError,
 )
-from langgraph.checkpoint.s3dynamo.layout import LEASE_SK, control_pk
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Lease
-from langgraph.checkpoint.s3dynamo.store import ThreadStore
-from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
+from langgraph.checkpoint.s3dynamo.store import Holding, ThreadStore, hold, holding, release
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +114,7 @@ class ThreadLease:
         if another holder took the lease over. Writes and the heartbeat do this anyway."""
         expires = self.held.next_expiry()
         now = self.held.now_ms()
-        self.store.control.renew_lease(self.lease, now, max(1, expires - now))
+        self.store.renew_lease(self.lease, now, max(1, expires - now))
         self.held.extended(expires)
         self.renewals += 1
 
@@ -182,7 +180,7 @@ def _timeout(tid: str, wait: float, bounded: bool) -> LeaseTimeoutError:
 
 
 def lease_key(store: ThreadStore, tid: str) -> ItemKey:
-    return ItemKey(control_pk(store.namer.thread(tid)), LEASE_SK)
+    return store.lease_key(store.namer.thread(tid))
 
 
 class _Plan:
@@ -211,7 +209,7 @@ class _Plan:
     def attempt(self, store: ThreadStore, tid: str) -> Lease | None:
         now = self.now_ms()
         ttl = self.ttl_ms if self.until_ms is None else min(self.ttl_ms, self.until_ms - now)
-        return store.control.acquire_lease(lease_key(store, tid), self.owner, now, max(1, ttl))
+        return store.acquire_lease(store.namer.thread(tid), self.owner, now, max(1, ttl))
 
     def pause(self, tid: str) -> float:
         """Seconds to sleep before the next attempt; `LeaseTimeoutError` if none is left."""
@@ -255,7 +253,7 @@ def thread_lock(
         # The heartbeat ends first: a renewal after the release would revive the lease.
         handle.stop_heartbeat()
         release(token)
-        store.control.release_lease(handle.lease)
+        store.release_lease(handle.lease)
 
 
 @asynccontextmanager
@@ -284,4 +282,4 @@ async def athread_lock(
     finally:
         await asyncio.to_thread(handle.stop_heartbeat)
         release(token)
-        await asyncio.to_thread(store.control.release_lease, handle.lease)
+        await asyncio.to_thread(store.release_lease, handle.lease)

@@ -201,8 +201,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Create the table and bucket if missing (idempotent), then the KMS keyring (with
         `kms_key_id`) and the deployment record. For development and tests; production
         infrastructure comes from `terraform/`."""
-        self.store.records.create_if_missing()
-        self.store.objects.port.create_if_missing()
+        self.store.create_if_missing()
         self.parts.deployment.verify(write=True)
 
     # ------------------------------------------------------------ the contract
@@ -221,7 +220,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         # A new thread checks (or records) the deployment first, once its values are
         # serialized: a value that cannot be stored writes nothing, not even the record.
         first = (lambda: self.parts.deployment.verify(write=True)) if parent_id is None else None
-        cid = self.store.committer.commit_checkpoint(
+        cid = self.store.commit(
             tid, ns, parent_id, checkpoint, shaped, new_versions, before_write=first
         )
         return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
@@ -243,7 +242,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if not isinstance(task_id, str):
             raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
         if writes:
-            self.store.committer.commit_writes(tid, ns, cid, task_id, task_path, writes)
+            self.store.commit_writes(tid, ns, cid, task_id, task_path, writes)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Fetch the latest checkpoint of a namespace, or one by `checkpoint_id`:
@@ -254,10 +253,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         return found
 
     def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
-        finder = self.store.finder
+        store = self.store
 
         def read() -> Entry | None:
-            return finder.read_checkpoint(tid, ns, cid) if cid else finder.read_latest(tid, ns)
+            return store.by_id(tid, ns, cid) if cid else store.latest(tid, ns)
 
         with guarded(self.parts.deployment):
             if self.parts.control.loaded:
@@ -274,7 +273,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             if entry is None:
                 self.parts.deployment.verify(write=False)
                 return None
-            return next(self.store.decoder.decode([entry], remember=True))
+            return self.store.decode(entry)
 
     def _loaded(self, tid: str, ns: str, cid: str | None, found: CheckpointTuple | None) -> None:
         """Tell concurrent-run detection what this run continues (`runs.py`): the latest
@@ -313,25 +312,25 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             if (before and before.get("configurable", {}).get("checkpoint_id"))
             else None
         )
-        finder = self.store.finder
+        store = self.store
         with guarded(self.parts.deployment):
             entries: Iterable[Entry]
             if config is None:
                 skipped: list[Skipped] = []
-                entries = finder.all_entries(before_id, skipped=skipped)
+                entries = store.all_entries(before_id, skipped=skipped)
                 self.ops.last_skipped = skipped
                 warn_skipped("list(None)", skipped)
             else:
                 tid, ns, cid = target(config, namespace_optional=True)
                 if cid is not None:
-                    one = finder.read_checkpoint(tid, ns or "", cid)
+                    one = store.by_id(tid, ns or "", cid)
                     entries = [one] if one and (before_id is None or cid < before_id) else []
                 elif ns is None:
-                    entries = finder.thread_entries(tid, before_id)
+                    entries = store.thread_entries(tid, before_id)
                 else:
-                    entries = finder.namespace_entries(tid, ns, before_id)
+                    entries = store.namespace_entries(tid, ns, before_id)
             found = False
-            for item in self.store.decoder.tuples(entries, filter, limit):
+            for item in store.tuples(entries, filter, limit):
                 found = True
                 yield item
         if not found and not filter and before_id is None:

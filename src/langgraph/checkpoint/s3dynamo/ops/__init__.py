@@ -47,8 +47,7 @@ from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
 from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
 from langgraph.checkpoint.s3dynamo.settings import parse_ttl
-from langgraph.checkpoint.s3dynamo.store import Entry, Skipped
-from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT
+from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
 
 __all__ = ["CheckReport", "ExpiryPlan", "GcPlan", "Operations", "ReencryptResult", "guarded"]
 
@@ -81,9 +80,9 @@ class Operations:
                 + (" or, with '*', on every deployment" if every else "")
                 + "; use that tenant's prefix and keys"
             )
-        self.store.scope.others.clear()
+        self.store.other_deployments(reset=True)
         yield
-        others = self.store.scope.other_prefixes()
+        others = self.store.other_deployments()
         if scope is None and not prefix and others:
             shown = ", ".join(repr(p) for p in others[:5]) + (", ..." if len(others) > 5 else "")
             raise ScopeNotNamedError(
@@ -100,7 +99,7 @@ class Operations:
         (a wrong naming secret finds nothing) before it is called unknown."""
         tid = thread_id_of(thread_id)
         with guarded(self.parts.deployment):
-            entries = self.store.finder.thread_entries(tid)
+            entries = self.store.thread_entries(tid)
         if not entries:
             self.parts.deployment.verify(write=False)
             raise ThreadNotFoundError(

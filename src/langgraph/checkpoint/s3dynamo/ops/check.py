@@ -52,12 +52,11 @@ def check(parts: Components, *, raise_on_problem: bool = True) -> CheckReport:
 
 def _check_table(parts: Components) -> str:
     parts.control.refresh()
-    return f"{getattr(parts.store.records, 'resource', 'index')} answers"
+    return f"{parts.store.index_resource()} answers"
 
 
 def _check_bucket(parts: Components) -> str:
-    parts.store.objects.port.probe(parts.settings.prefix)
-    return f"{getattr(parts.store.objects.port, 'resource', 'object store')} answers"
+    return f"{parts.store.probe_objects()} answers"
 
 
 def _check_keys(parts: Components) -> str:

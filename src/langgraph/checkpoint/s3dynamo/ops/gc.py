@@ -133,22 +133,22 @@ class GcPlan:
         deleted = 0
         for thread_name, keys in self.candidates.items():
             planned = set(keys)
-            objects = self.store.objects
-            prefix = objects.thread_prefix(thread_name)
+            store = self.store
+            prefix = store.thread_prefix(thread_name)
             # L: list again; an object written since planning is young now.
             old = [
                 o
-                for o in objects.list_thread(thread_name)
+                for o in store.thread_objects(thread_name)
                 if o.key in planned and o.modified < cutoff
             ]
             if not old:
                 continue
             # M: mark again, after L.
-            live = self.store.finder.live_leaves(thread_name) or set()
+            live = store.live_leaves(thread_name) or set()
             doomed = [o for o in old if o.key[len(prefix) :] not in live]
             # D: conditional on the tag L saw.
             if doomed:
-                deleted += len(objects.delete_unchanged(doomed))
+                deleted += len(store.delete_unchanged_objects(doomed))
         return deleted
 
 
@@ -165,16 +165,16 @@ def plan_gc(
     plan = GcPlan(store, grace)
     by_thread: dict[str, list[ObjectInfo]] = {}
     if thread_ids is None:
-        listed: Iterable[ObjectInfo] = store.objects.port.list(store.prefix)
+        listed: Iterable[ObjectInfo] = store.deployment_objects()
     else:
         names = [store.namer.thread(str(tid)) for tid in thread_ids]
         by_thread = {name: [] for name in names}
-        listed = (o for name in names for o in store.objects.list_thread(name))
+        listed = (o for name in names for o in store.thread_objects(name))
     for obj in listed:
         parts = split_object_key(store.prefix, obj.key)
         if parts is None:
             plan.foreign += 1
-            store.scope.note(object_scope(obj.key))
+            store.note_passed(object_scope(obj.key))
             continue
         by_thread.setdefault(parts[0], []).append(obj)
     # At the bucket root, a thread name with no record here may be another deployment's.
@@ -183,7 +183,7 @@ def plan_gc(
         if not objs:
             continue
         before = len(plan.skipped)
-        live = store.finder.live_leaves(thread_name, plan.skipped if thread_ids is None else None)
+        live = store.live_leaves(thread_name, plan.skipped if thread_ids is None else None)
         if len(plan.skipped) > before:
             continue
         if live is None:
@@ -191,7 +191,7 @@ def plan_gc(
                 plan.unindexed += len(objs)
                 continue
             live = set()
-        prefix = store.objects.thread_prefix(thread_name)
+        prefix = store.thread_prefix(thread_name)
         for obj in objs:
             if obj.key[len(prefix) :] not in live and obj.modified < cutoff:
                 plan.candidates.setdefault(thread_name, []).append(obj.key)

@@ -76,11 +76,11 @@ def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> Reen
     sealer = store.sealer
     skipped: list[Skipped] = []
     if thread_ids is None:
-        records: list[Record] = list(store.scope.records())
-        tids = sorted({e.tid for e in store.finder.group(records, skipped=skipped)})
+        records: list[Record] = list(store.deployment_records())
+        tids = sorted({e.tid for e in store.group(records, skipped=skipped)})
     else:
         tids = list(thread_ids)
-        records = [r for tid in tids for r in store.finder.thread_records(tid)]
+        records = [r for tid in tids for r in store.thread_records(tid)]
     by_key: dict[str, int] = {}
     for r in records:
         blobs: list[bytes]
@@ -99,7 +99,7 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
     """Re-seal one thread's stale blobs; returns how many. With `skipped` (table-wide), a
     thread that does not open is listed there instead of raising."""
     for _attempt in range(REENCRYPT_ATTEMPTS):
-        entries = store.finder.thread_entries(tid)
+        entries = store.thread_entries(tid)
         try:
             plan = rewrite_thread(store, tid, tid, entries, stale_only=True)
         except IntegrityError as exc:
@@ -108,9 +108,9 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
             skipped.append(Skipped(store.namer.thread(tid), None, str(exc)))
             return 0
         # Objects are overwritten in place: same name, same identity, same value.
-        store.objects.overwrite(plan.objects)
+        store.overwrite_objects(plan.objects)
         changed = [(old, new) for old, new in plan.records if old != new]
-        applied = parallel(lambda pair: store.records.replace_if_unchanged(*pair), changed)
+        applied = parallel(lambda pair: store.replace_if_unchanged(*pair), changed)
         if all(applied):
             return plan.blobs
         # A concurrent writer changed a record between read and update: read again.

@@ -105,9 +105,7 @@ from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigEr
 from langgraph.checkpoint.s3dynamo.layout import (
     LEASE_SK,
     PRUNING_HEAD,
-    control_pk,
     head_namespace,
-    head_sk,
     is_control_pk,
     is_mark_key,
     is_writes_key,
@@ -119,7 +117,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.ops.threads import kept_chains
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Stamp
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Stamp
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS, parallel
 
@@ -317,8 +315,8 @@ class ExpiryPlan:
     def _acquire(self, name: str) -> Any:
         """The thread's lease for the sweep, or None (and the thread counted busy)."""
         store = self.store
-        held = store.control.acquire_lease(
-            ItemKey(control_pk(name), LEASE_SK),
+        held = store.acquire_lease(
+            name,
             LEASE_OWNER,
             int(store.clock() * 1000),
             int(LEASE_TTL.total_seconds() * 1000),
@@ -331,25 +329,25 @@ class ExpiryPlan:
     def _prune(self, name: str) -> None:
         """keep_latest on one idle thread (module docstring, steps 1 to 6)."""
         store = self.store
-        control, marker = store.control, ItemKey(control_pk(name), head_sk(PRUNING_HEAD))
+        marker = store.head_key(name, PRUNING_HEAD)
         held = self._acquire(name)  # 1.
         if held is None:
             return
-        control.put_heads(name, {PRUNING_HEAD: str(store.now())})  # 2.
+        store.put_heads(name, {PRUNING_HEAD: str(store.now())})  # 2.
         # 3. and 4. read the same records: one consistent read serves both.
-        records, marks = store.finder.partition_items(name, consistent=True)
+        records, marks = store.partition_items(name, consistent=True)
         stamps = (Stamp(r.key, r.written_at) for r in records)
         if any(t >= self.cutoff for t in (stamp_time(s) for s in stamps) if t is not None):
-            control.delete_items([marker])
-            control.release_lease(held)
+            store.delete_control([marker])
+            store.release_lease(held)
             with self._lock:
                 self.revived.append(name)
             return
         try:
-            entries = store.finder.group(records)
+            entries = store.group(records)
         except IntegrityError as exc:
-            control.delete_items([marker])
-            control.release_lease(held)
+            store.delete_control([marker])
+            store.release_lease(held)
             refs = [r.thread_ref for r in records if isinstance(r, CheckpointRecord)]
             key_id = store.sealer.key_id_of(refs[0]) if refs else None
             with self._lock:
@@ -358,20 +356,20 @@ class ExpiryPlan:
         kept = [e.record.key for chain in kept_chains(store, entries).values() for e in chain]
         kept_sks = {k.sk for k in kept}
         doomed = [r.key for r in records if owner_sk(r.sk) not in kept_sks]
-        hiding = store.deleter.delete_marks(name, doomed, keep=kept) if doomed else []
-        store.deleter.hide(hiding)
-        store.deleter.delete_records(doomed)
+        hiding = store.delete_marks(name, doomed, keep=kept) if doomed else []
+        store.hide(hiding)
+        store.delete_records(doomed)
         cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)  # 5.
-        prefix = store.objects.thread_prefix(name)
-        old = [o for o in store.objects.list_thread(name) if o.modified < cutoff]
-        live = (store.finder.live_leaves(name) or set()) if old else set()
-        deleted = store.objects.delete_unchanged(
+        prefix = store.thread_prefix(name)
+        old = [o for o in store.thread_objects(name) if o.modified < cutoff]
+        live = (store.live_leaves(name) or set()) if old else set()
+        deleted = store.delete_unchanged_objects(
             [o for o in old if o.key[len(prefix) :] not in live]
         )
-        store.deleter.unhide(  # 6.
+        store.unhide(  # 6.
             {m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"}
         )
-        control.delete_items([marker, held.key])
+        store.delete_control([marker, held.key])
         store.forget()
         with self._lock:
             self.pruned.append(name)
@@ -380,13 +378,11 @@ class ExpiryPlan:
 
     def _remove(self, name: str) -> None:
         store, seen = self.store, self.seen[name]
-        control, scans = store.control, store.scans
         idle = name in self.idle
-        control_key = control_pk(name)
-        lease_key = ItemKey(control_key, LEASE_SK)
+        lease_key = store.lease_key(name)
         # 1. The thread's lease.
-        held = control.acquire_lease(
-            lease_key,
+        held = store.acquire_lease(
+            name,
             LEASE_OWNER,
             int(store.clock() * 1000),
             int(LEASE_TTL.total_seconds() * 1000),
@@ -399,38 +395,36 @@ class ExpiryPlan:
         heads = dict(seen.heads)
         if idle:
             heads = dict.fromkeys(sorted(seen.namespaces | set(heads)), tombstone(store.now()))
-            control.put_heads(name, heads)
+            store.put_heads(name, heads)
         # 3. The records again, consistently.
-        stamps = scans.partition_stamps(name)
+        stamps = store.partition_stamps(name)
         records = [s for s in stamps if not is_mark_key(s.key.sk)]
         times = [t for t in (stamp_time(s) for s in records) if t is not None]
         if (records and not idle) or any(t >= self.cutoff for t in times):
             if idle:
-                control.delete_items([ItemKey(control_key, head_sk(ns)) for ns in heads])
-            control.release_lease(held)
+                store.delete_control([store.head_key(name, ns) for ns in heads])
+            store.release_lease(held)
             with self._lock:
                 self.revived.append(name)
             return
         # 4. Marks hiding every record, then the records in full batches.
         keys = [s.key for s in records]
-        hiding = store.deleter.delete_marks(name, keys) if keys else []
-        store.deleter.hide(hiding)
-        store.deleter.delete_records(keys)
+        hiding = store.delete_marks(name, keys) if keys else []
+        store.hide(hiding)
+        store.delete_records(keys)
         # 5. Objects written before the cutoff, each only while unchanged.
         cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)
-        old = [o for o in store.objects.list_thread(name) if o.modified < cutoff]
-        deleted = store.objects.delete_unchanged(old)
+        old = [o for o in store.thread_objects(name) if o.modified < cutoff]
+        deleted = store.delete_unchanged_objects(old)
         # 6. Every mark (an interrupted operation's too), then the lease, live heads, and
         # tombstones older than the TTL.
-        store.deleter.unhide(
-            {m.key for m in hiding} | {s.key for s in stamps if is_mark_key(s.key.sk)}
-        )
+        store.unhide({m.key for m in hiding} | {s.key for s in stamps if is_mark_key(s.key.sk)})
         gone = [
-            ItemKey(control_key, head_sk(ns))
+            store.head_key(name, ns)
             for ns, head in heads.items()
             if (tombstone_time(head) or 0) <= self.cutoff
         ]
-        control.delete_items([*gone, lease_key])
+        store.delete_control([*gone, lease_key])
         with self._lock:  # threads are removed in parallel
             self.removed.append(name)
             self.records_deleted += len(keys)
@@ -458,7 +452,7 @@ def plan_expiry(
     lock = threading.Lock()
 
     def scan(segment: int) -> bool:
-        for page in store.scope.stamps(segment, segments, every=every):
+        for page in store.deployment_stamps(segment, segments, every=every):
             if deadline is not None and time.monotonic() > deadline:
                 return False
             with lock:

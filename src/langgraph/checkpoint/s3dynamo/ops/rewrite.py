@@ -47,10 +47,10 @@ def rewrite_thread(
 ) -> Rewrite:
     """Re-seal every blob of `src` for `dst` (a copy), or, with `stale_only` and
     `src == dst`, only the blobs not sealed under the active key (a rotation)."""
-    codec, namer, sealer, objects = store.codec, store.namer, store.sealer, store.objects
+    codec, namer, sealer = store.codec, store.namer, store.sealer
     active = sealer.keyring.active if sealer.keyring else None
     # A rotation must see what is stored, not what this process cached before.
-    fetched = objects.fetch(store.finder.referenced_keys(entries), cached=not stale_only)
+    fetched = store.fetch_objects(store.referenced_keys(entries), cached=not stale_only)
     out = Rewrite()
     done_objects: set[str] = set()
 
@@ -84,7 +84,7 @@ def rewrite_thread(
     pk = namer.thread(dst)
     for e in entries:
         ns, rec, cid, what = e.ns, e.record, e.checkpoint_id, e.what
-        blobs = store.walker.walk(e)
+        blobs = store.walk(e)
         ns_name = namer.namespace(dst, ns)
         sk = checkpoint_sk(ns_name, cid)
         inline: dict[str, bytes] = {}
@@ -101,7 +101,8 @@ def rewrite_thread(
                 new_base = namer.value(dst, ns, channel, base_version)
                 leaves.add(new_base)
                 base_new_id = value_id(dst, ns, channel, base_version)
-                put_object(base_key, objects.key(dst, new_base), base_old_id, base_new_id, what)
+                new_base_key = store.object_key(dst, new_base)
+                put_object(base_key, new_base_key, base_old_id, base_new_id, what)
                 inline[tag] = reseal_delta(
                     v.blob,
                     delta_id(src, ns, channel, v.version, base_version),
@@ -115,7 +116,7 @@ def rewrite_thread(
             elif v.key is not None:
                 new_leaf = namer.value(dst, ns, channel, v.version)
                 leaves.add(new_leaf)
-                put_object(v.key, objects.key(dst, new_leaf), old_id, new_id, what)
+                put_object(v.key, store.object_key(dst, new_leaf), old_id, new_id, what)
         same_ref = stale_only and src == dst and sealer.key_id_of(rec.thread_ref) == active
         new_rec = CheckpointRecord(
             pk=pk,
@@ -152,18 +153,18 @@ def rewrite_thread(
             if w.blob is not None:
                 new_w.writes[idx] = reseal(w.blob, old_id, new_id, what)
                 continue
-            channel, _ = store.walker.write_data(e, w, fetched)
+            channel, _ = store.write_data(e, w, fetched)
             old_leaf, _ = split_write_ref(str(w.record.writes[idx]))
             new_leaf = (
                 old_leaf
                 if src == dst
                 else namer.write(dst, ns, cid, task_id, idx, uuid.uuid4().hex)
             )
-            put_object(w.key or "", objects.key(dst, new_leaf), old_id, new_id, what)
+            put_object(w.key or "", store.object_key(dst, new_leaf), old_id, new_id, what)
             new_w.writes[idx] = write_ref(new_leaf, namer.channel(dst, ns, channel))
         for b in blobs.bundles:
             new_w, task_id = by_record[b.record.sk], b.task_id
-            bundle = store.walker.bundle_blobs(e, b, fetched)
+            bundle = store.bundle_blobs(e, b, fetched)
             resealed = {
                 i: reseal(
                     blob,
@@ -179,6 +180,6 @@ def rewrite_thread(
                 else namer.write(dst, ns, cid, task_id, len(bundle), uuid.uuid4().hex)
             )
             if src != dst or any(resealed[i] is not bundle[i] for i in bundle):
-                out.objects.append((objects.key(dst, new_leaf), pack_bundle(resealed)))
+                out.objects.append((store.object_key(dst, new_leaf), pack_bundle(resealed)))
             new_w.bundle = new_leaf
     return out

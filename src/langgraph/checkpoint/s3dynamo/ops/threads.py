@@ -74,8 +74,8 @@ class DeletePlan:
 
 
 def plan_delete(store: ThreadStore, tid: str) -> DeletePlan:
-    keys = [k for k in store.finder.thread_keys(tid) if not is_mark_key(k.sk)]
-    objects = store.objects.list_thread(store.namer.thread(tid))
+    keys = [k for k in store.thread_keys(tid) if not is_mark_key(k.sk)]
+    objects = store.thread_objects(store.namer.thread(tid))
     return DeletePlan(
         store,
         tid,
@@ -114,15 +114,15 @@ class CopyPlan:
 
 
 def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
-    entries = store.finder.thread_entries(src)
+    entries = store.thread_entries(src)
     return CopyPlan(
         store,
         src,
         dst,
         checkpoints=len(entries),
         items=len(entries) + sum(len(e.writes) for e in entries),
-        objects=len(store.finder.referenced_keys(entries)),
-        target_checkpoints=len(store.finder.thread_entries(dst)),
+        objects=len(store.referenced_keys(entries)),
+        target_checkpoints=len(store.thread_entries(dst)),
     )
 
 
@@ -133,7 +133,7 @@ def entry_keys(store: ThreadStore, dst: str, e: Entry) -> set[str]:
     ns_name = namer.namespace(dst, e.ns)
     keys = {checkpoint_sk(ns_name, e.checkpoint_id)}
     for w in e.writes:
-        task_id, _ = store.walker.open_task(w, e.what)
+        task_id, _ = store.open_task(w, e.what)
         keys.add(
             writes_sk(ns_name, e.checkpoint_id, namer.task(dst, e.ns, e.checkpoint_id, task_id))
         )
@@ -149,9 +149,9 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     writes the records still missing and removes the marks; a repeat after a complete
     copy changes nothing. A target holding any other key (its own checkpoints) raises
     `ThreadExistsError`. Returns how many checkpoints it wrote."""
-    entries = store.finder.thread_entries(src)
+    entries = store.thread_entries(src)
     name = store.namer.thread(dst)
-    records, marks = store.finder.partition_items(name) if src != dst else ([], [])
+    records, marks = store.partition_items(name) if src != dst else ([], [])
     if src == dst and entries:
         raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
     present = {r.sk for r in records}
@@ -178,12 +178,12 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     ]
     written: list[Record] = []
     if todo:
-        store.deleter.hide(hiding)
+        store.hide(hiding)
         plan = rewrite_thread(store, src, dst, todo, stale_only=False)
-        store.objects.upload(plan.objects)
+        store.upload_objects(plan.objects)
         written = [new for _, new in plan.records]
-        store.records.write_batch(puts=written)
-    store.deleter.unhide(copying | {m.key for m in hiding}, last=store.namer.namespace(dst, ""))
+        store.write_records(written)
+    store.unhide(copying | {m.key for m in hiding}, last=store.namer.namespace(dst, ""))
     return sum(1 for r in written if isinstance(r, CheckpointRecord))
 
 
@@ -227,7 +227,7 @@ def plan_prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> 
     check_strategy(strategy)
     plan = PrunePlan(store, strategy)
     for tid in thread_ids:
-        entries = store.finder.thread_entries(tid)
+        entries = store.thread_entries(tid)
         kept = 0
         if strategy == "keep_latest":
             kept = sum(len(chain) for chain in kept_chains(store, entries).values())
@@ -264,8 +264,8 @@ def prune_keep_latest(store: ThreadStore, tid: str) -> int:
     on), the records in full batches, the objects only they referenced, the marks last.
     The kept checkpoints are never touched. Returns how many records the thread had."""
     name = store.namer.thread(tid)
-    records, marks = store.finder.partition_items(name)
-    entries = store.finder.group(records, known_tid=tid)
+    records, marks = store.partition_items(name)
+    entries = store.group(records, known_tid=tid)
     kept = [e.record.key for chain in kept_chains(store, entries).values() for e in chain]
     kept_sks = {k.sk for k in kept}
     doomed: list[ItemKey] = []
@@ -279,26 +279,25 @@ def prune_keep_latest(store: ThreadStore, tid: str) -> int:
             dropped_leaves |= referenced_leaves(rec)
     hiding: list[Mark] = []
     if doomed:
-        hiding = store.deleter.delete_marks(name, doomed, keep=kept)
-        store.deleter.hide(hiding)
-        store.deleter.delete_records(doomed)
+        hiding = store.delete_marks(name, doomed, keep=kept)
+        store.hide(hiding)
+        store.delete_records(doomed)
     orphaned = sorted(dropped_leaves - kept_leaves)
-    store.objects.delete([store.objects.key(tid, leaf) for leaf in orphaned])
-    store.deleter.unhide({m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"})
+    store.delete_objects([store.object_key(tid, leaf) for leaf in orphaned])
+    store.unhide({m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"})
     return len(records)
 
 
 def needed_chain(store: ThreadStore, latest: Entry, chain: dict[str, Entry]) -> list[Entry]:
     """The latest checkpoint plus its ancestors back to the nearest stored value of every
     DeltaChannel (the channels named in `counters_since_delta_snapshot`)."""
-    walker = store.walker
-    metadata: dict[str, Any] = walker.open_metadata(latest) or {}
+    metadata: dict[str, Any] = store.open_metadata(latest) or {}
     remaining = set(metadata.get("counters_since_delta_snapshot") or {})
     needed = [latest]
     cursor: Entry | None = latest
     while cursor is not None and remaining:
-        body = walker.open_body(cursor)
-        remaining -= set(walker.stored_values(cursor, body))
+        body = store.open_body(cursor)
+        remaining -= set(store.stored_values(cursor, body))
         parent = body.get("parent")
         cursor = chain.get(parent) if parent and remaining else None
         if cursor is not None:
@@ -324,14 +323,9 @@ class DeleteRunsPlan:
     def execute(self) -> None:
         store = self.store
         found = self.checkpoints
-        records = store.records
 
         def record_keys(checkpoint: ItemKey) -> list[ItemKey]:
-            return [
-                k
-                for k in records.query_keys(checkpoint.pk, prefix=checkpoint.sk)
-                if owner_sk(k.sk) == checkpoint.sk
-            ]
+            return [k for k in store.checkpoint_keys(checkpoint) if owner_sk(k.sk) == checkpoint.sk]
 
         for start in range(0, len(found), RUNS_ROUND):
             # A round's checkpoints, hidden by one mark per namespace naming them.
@@ -357,7 +351,7 @@ def delete_checkpoints(
     for pk, ns_name in touched:
         by_thread.setdefault(pk, set()).add(ns_name)
     for thread_name, ns_names in sorted(by_thread.items()):
-        store.control.drop_heads(thread_name, ns_names)
+        store.drop_heads(thread_name, ns_names)
     if not doomed:
         return
     at = store.now()
@@ -365,12 +359,12 @@ def delete_checkpoints(
         Mark(pk, mark_sk(ns_name, "runs"), ids=frozenset(ids), at=at)
         for (pk, ns_name), ids in sorted(touched.items())
     ]
-    store.deleter.hide(hiding)
-    store.deleter.delete_records(doomed)
-    store.deleter.unhide({m.key for m in hiding})
+    store.hide(hiding)
+    store.delete_records(doomed)
+    store.unhide({m.key for m in hiding})
 
 
 def plan_delete_runs(store: ThreadStore, run_ids: Sequence[str]) -> DeleteRunsPlan:
     run_keys = [store.namer.run(str(r)) for r in dict.fromkeys(run_ids)]
-    found = [key for keys in parallel(store.records.run_checkpoints, run_keys) for key in keys]
+    found = [key for keys in parallel(store.run_checkpoints, run_keys) for key in keys]
     return DeleteRunsPlan(store, [str(r) for r in run_ids], found)

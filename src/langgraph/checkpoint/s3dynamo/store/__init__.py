@@ -1,7 +1,8 @@
-"""The storage protocol of a thread, in parts: how checkpoints and writes are found,
-walked, decoded, committed and deleted. The saver, history, garbage collection,
-maintenance, retention and the command line all build on a `ThreadStore`; only it
-decides where a value lives.
+"""The storage protocol of a thread, behind one facade: `ThreadStore`. The saver,
+history, leases, garbage collection, maintenance, retention and the command line call
+its methods (finding, opening, decoding, committing, deleting, objects, control items);
+only it decides where a value lives. Its parts are private to this package (the
+architecture test checks that nothing outside names them):
 
     finder.py     finding records and grouping them into checkpoints (`Entry`)
     walker.py     the one walk over a checkpoint's blobs, and how each opens
@@ -13,32 +14,67 @@ decides where a value lives.
     fences.py     which leases this context holds
     ports.py      the ports, built on first use
     scope.py      the deployment's share of a table that tenants share
+    upkeep.py     the facade's maintenance methods: scans, marks, objects, control items
 
-The storage layout is in `layout.py`; the commit protocol in `committer.py`.
+The read path hands the write path what it opened: `decode(..., remember=True)` keeps
+a checkpoint's stored values (the carry) and skeleton, which the next `commit` on that
+checkpoint reuses instead of reading them again; `loaded` tells concurrent-run detection
+what the run continues. The storage layout is in `layout.py`; the commit protocol in
+`committer.py`.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
+
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
 
 from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ControlItems, ObjectStore, RecordIndex, TableScan
+from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, Record, WritesRecord
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
-from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, warn_skipped
+from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
+from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.ports import Ports
-from langgraph.checkpoint.s3dynamo.store.scope import Scope
-from langgraph.checkpoint.s3dynamo.store.walker import StoredValues, Walker
+from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT, Scope
+from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
+from langgraph.checkpoint.s3dynamo.store.walker import (
+    Blobs,
+    BundleBlob,
+    StoredValues,
+    Typed,
+    ValueBlob,
+    Walker,
+    WriteBlob,
+)
 
-__all__ = ["Entry", "Skeleton", "Skipped", "ThreadStore", "warn_skipped"]
+__all__ = [
+    "EVERY_DEPLOYMENT",
+    "Blobs",
+    "BundleBlob",
+    "Entry",
+    "Grouped",
+    "Holding",
+    "Skeleton",
+    "Skipped",
+    "StoredValues",
+    "ThreadStore",
+    "ValueBlob",
+    "WriteBlob",
+    "hold",
+    "holding",
+    "release",
+    "warn_skipped",
+]
 
 # Checkpoints whose stored values are kept for the next put on them.
 CARRY_CACHE_SIZE = 256
@@ -46,9 +82,11 @@ CARRY_CACHE_SIZE = 256
 _Part = TypeVar("_Part")
 
 
-class ThreadStore:
-    """A deployment's threads on its ports, in parts (module docstring). The ports are
-    built on first use, so constructing one makes no request."""
+class ThreadStore(Upkeep):
+    """A deployment's threads on its ports (module docstring). The ports are built on
+    first use, so constructing one makes no request. Code outside this package calls
+    the methods below and those of `Upkeep`; the parts stay attributes only so that
+    white-box tests can count what they hold."""
 
     def __init__(
         self,
@@ -133,9 +171,6 @@ class ThreadStore:
     def now(self) -> int:
         return self.committer.now()
 
-    def thread_name(self, tid: str) -> str:
-        return self.namer.thread(tid)
-
     def forget(self) -> None:
         """Drop what is cached about stored records (after anything rewrote them)."""
         self.decoder.carry.clear()
@@ -159,6 +194,178 @@ class ThreadStore:
     def loaded_thread(self, tid: str) -> None:
         """This context's run listed every namespace of the thread."""
         runs.loaded_thread(self.committer.store_id, self.namer.thread(tid))
+
+    # ------------------------------------------------- reading: the read path
+
+    def latest(self, tid: str, ns: str) -> Entry | None:
+        """A namespace's latest checkpoint with its writes: one query."""
+        return self.finder.read_latest(tid, ns)
+
+    def by_id(self, tid: str, ns: str, cid: str) -> Entry | None:
+        """One checkpoint by id, with its writes: one query."""
+        return self.finder.read_checkpoint(tid, ns, cid)
+
+    def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[Entry]:
+        """A namespace's checkpoints newest first, strictly before `before_id` if given."""
+        return self.finder.namespace_entries(tid, ns, before_id)
+
+    def namespace_records(
+        self, tid: str, ns: str, *, upper_id: str | None = None
+    ) -> Iterator[Record]:
+        """A namespace's records newest first from checkpoint `upper_id` down, paged."""
+        return self.finder.namespace_records(tid, ns, upper_id=upper_id)
+
+    def thread_entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
+        """Every checkpoint of a thread no mark hides, every namespace, newest first."""
+        return self.finder.thread_entries(tid, before_id)
+
+    def all_entries(
+        self, before_id: str | None = None, skipped: list[Skipped] | None = None
+    ) -> list[Entry]:
+        """Every checkpoint of every thread, newest first (a scan)."""
+        return self.finder.all_entries(before_id, skipped=skipped)
+
+    def thread_records(self, tid: str) -> list[Record]:
+        """Every record of a thread, hidden by a mark or not."""
+        return self.finder.thread_records(tid)
+
+    def thread_keys(self, tid: str) -> list[ItemKey]:
+        """Keys of every record and mark of a thread."""
+        return self.finder.thread_keys(tid)
+
+    def partition_items(
+        self, thread_name: str, *, consistent: bool = False
+    ) -> tuple[list[Record], list[Mark]]:
+        """Every record and every mark of a thread named as stored."""
+        return self.finder.partition_items(thread_name, consistent=consistent)
+
+    def group(
+        self,
+        records: Iterable[Record],
+        known_tid: str | None = None,
+        skipped: list[Skipped] | None = None,
+    ) -> list[Entry]:
+        """Records grouped into checkpoints with their writes."""
+        return self.finder.group(records, known_tid=known_tid, skipped=skipped)
+
+    def pair(self, records: Iterable[Record]) -> Grouped:
+        """Records grouped into checkpoints, and the writes without one."""
+        return self.finder.pair(records)
+
+    def live_leaves(
+        self, thread_name: str, skipped: list[Skipped] | None = None
+    ) -> set[str] | None:
+        """Every object leaf a thread's records reference; None if it has no record."""
+        return self.finder.live_leaves(thread_name, skipped)
+
+    def referenced_keys(self, entries: Sequence[Entry]) -> dict[str, str]:
+        """Object keys these checkpoints reference, each with what it holds."""
+        return self.finder.referenced_keys(entries)
+
+    # ------------------------------------------------- opening: the one walk
+
+    def walk(
+        self,
+        entry: Entry,
+        body: dict[str, Any] | None = None,
+        tasks: Mapping[str, tuple[str, str]] | None = None,
+    ) -> Blobs:
+        """Every blob of a checkpoint and of its writes, placed (`Walker.walk`): what the
+        decoder, history, stats, verify and rewrite all go through."""
+        return self.walker.walk(entry, body, tasks)
+
+    def value_data(
+        self,
+        entry: Entry,
+        value: ValueBlob,
+        fetched: Mapping[str, bytes],
+        bases: dict[str, Typed] | None = None,
+    ) -> Typed:
+        """A channel value opened but not deserialized (`bases`: opened delta bases)."""
+        return self.walker.value_data(entry, value, fetched, bases)
+
+    def write_blob_data(
+        self, entry: Entry, task_id: str, idx: int, blob: bytes
+    ) -> tuple[str, Typed]:
+        """A pending write's sealed blob opened but not deserialized."""
+        return self.walker.write_blob_data(entry, task_id, idx, blob)
+
+    def open_body(self, entry: Entry) -> dict[str, Any]:
+        return self.walker.open_body(entry)
+
+    def open_metadata(self, entry: Entry) -> Any:
+        return self.walker.open_metadata(entry)
+
+    def open_task(self, writes: WritesRecord, what: str) -> tuple[str, str]:
+        """A writes record's (task id, task path)."""
+        return self.walker.open_task(writes, what)
+
+    def stored_values(self, entry: Entry, body: Mapping[str, Any]) -> StoredValues:
+        """The values a checkpoint stores itself, by channel."""
+        return self.walker.stored_values(entry, body)
+
+    def write_data(
+        self, entry: Entry, write: WriteBlob, fetched: Mapping[str, bytes]
+    ) -> tuple[str, Typed]:
+        """A pending write opened but not deserialized: (channel, (type, data))."""
+        return self.walker.write_data(entry, write, fetched)
+
+    def bundle_blobs(
+        self, entry: Entry, bundle: BundleBlob, fetched: Mapping[str, bytes]
+    ) -> dict[int, bytes]:
+        """The sealed writes a bundle object holds, by index."""
+        return self.walker.bundle_blobs(entry, bundle, fetched)
+
+    # ------------------------------------------------- decoding
+
+    def tuples(
+        self, entries: Iterable[Entry], filter: Mapping[str, Any] | None, limit: int | None
+    ) -> Iterator[CheckpointTuple]:
+        """Entries decoded page by page into LangGraph's tuples."""
+        return self.decoder.tuples(entries, filter, limit)
+
+    def decode(self, entry: Entry) -> CheckpointTuple:
+        """One checkpoint decoded for a run that continues from it: its stored values
+        and skeleton are kept for the next `commit` on it (the read-to-write hand-off)."""
+        return next(self.decoder.decode([entry], remember=True))
+
+    def skeleton_of(self, blobs: Blobs) -> Skeleton:
+        return self.decoder.skeleton_of(blobs)
+
+    def skeleton(self, tid: str, ns: str, cid: str) -> Skeleton | None:
+        return self.decoder.skeleton(tid, ns, cid)
+
+    def keep_skeleton(self, tid: str, ns: str, cid: str, skeleton: Skeleton) -> None:
+        self.decoder.keep_skeleton(tid, ns, cid, skeleton)
+
+    # ------------------------------------------------- committing: the write path
+
+    def commit(
+        self,
+        tid: str,
+        ns: str,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, Any],
+        before_write: Callable[[], None] | None = None,
+    ) -> str:
+        """Store a checkpoint (`Committer.commit_checkpoint`); its id."""
+        return self.committer.commit_checkpoint(
+            tid, ns, parent_id, checkpoint, metadata, new_versions, before_write=before_write
+        )
+
+    def commit_writes(
+        self,
+        tid: str,
+        ns: str,
+        cid: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, Any]],
+    ) -> None:
+        """Store a task's pending writes (`Committer.commit_writes`)."""
+        self.committer.commit_writes(tid, ns, cid, task_id, task_path, writes)
 
 
 def _rebound(part: _Part, **attributes: Any) -> _Part:

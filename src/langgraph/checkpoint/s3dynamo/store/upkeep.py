@@ -1,0 +1,176 @@
+"""The maintenance side of the thread store's facade: setting up and probing the
+ports, scans of the deployment, records written or replaced whole, deleting under marks,
+objects by listing, and control items (heads, tombstones, markers, leases), whose keys
+are built here only. `ThreadStore` inherits it; garbage collection, retention, copies,
+re-encryption, `check` and leases call these methods, never the ports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+
+from langgraph.checkpoint.s3dynamo.layout import LEASE_SK, control_pk, head_sk
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.records import ItemKey, Lease, Mark, Record, Stamp
+from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.store.scope import Scope
+
+
+class Upkeep:
+    """Maintenance methods over the parts a `ThreadStore` builds (module docstring)."""
+
+    ports: Ports
+    prefix: str
+    scope: Scope
+    objects: ObjectIO
+    deleter: Deleter
+
+    def create_if_missing(self) -> None:
+        """Create the table and the bucket if missing (development and tests)."""
+        self.ports.records.create_if_missing()
+        self.ports.objects.create_if_missing()
+
+    def prime(self) -> None:
+        """Build every port now (an init phase), still without a request."""
+        for name in ("records", "control", "scans", "objects"):
+            getattr(self.ports, name)
+
+    def index_resource(self) -> str:
+        """What the index is, as `check` names it."""
+        return str(getattr(self.ports.records, "resource", "index"))
+
+    def probe_objects(self) -> str:
+        """List the deployment's objects once; what answered (`check`)."""
+        self.ports.objects.probe(self.prefix)
+        return str(getattr(self.ports.objects, "resource", "object store"))
+
+    def deployment_records(self) -> Iterator[Record]:
+        """Every record of this deployment (a scan)."""
+        return self.scope.records()
+
+    def deployment_stamps(
+        self, segment: int = 0, segments: int = 1, every: bool = False
+    ) -> Iterator[list[Stamp]]:
+        """One segment of a Scan of this deployment's items (`every`: all deployments')."""
+        return self.scope.stamps(segment, segments, every=every)
+
+    def note_passed(self, scope: str | None) -> None:
+        """An item of the deployment with this prefix was passed (None: nobody's)."""
+        self.scope.note(scope)
+
+    def other_deployments(self, *, reset: bool = False) -> list[str]:
+        """Prefixes of the other deployments scans passed so far; `reset` forgets them."""
+        if reset:
+            self.scope.others.clear()
+            return []
+        return self.scope.other_prefixes()
+
+    def partition_stamps(self, thread_name: str) -> list[Stamp]:
+        """Key and write time of every item of a thread, read consistently."""
+        return self.ports.scans.partition_stamps(thread_name)
+
+    def run_checkpoints(self, run_key: str) -> list[ItemKey]:
+        """Checkpoints a run created, through the run index."""
+        return self.ports.records.run_checkpoints(run_key)
+
+    def checkpoint_keys(self, checkpoint: ItemKey) -> Iterator[ItemKey]:
+        """Keys of a checkpoint's record and everything sorted under it."""
+        return self.ports.records.query_keys(checkpoint.pk, prefix=checkpoint.sk)
+
+    def item_size(self, record: Record) -> int:
+        """The size DynamoDB bills for a record's item."""
+        return self.ports.records.item_size(record)
+
+    def write_records(self, records: Sequence[Record]) -> None:
+        """Put records in full batches, unconditionally (copies, imports)."""
+        self.ports.records.write_batch(puts=list(records))
+
+    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
+        """Replace a record only while it is still `old`."""
+        return self.ports.records.replace_if_unchanged(old, new)
+
+    # ------------------------------------------------- deleting: marks first
+
+    def delete_marks(
+        self, thread_name: str, records: Iterable[ItemKey], keep: Iterable[ItemKey] = ()
+    ) -> list[Mark]:
+        """Marks hiding these records but those of the checkpoints in `keep`."""
+        return self.deleter.delete_marks(thread_name, records, keep)
+
+    def hide(self, marks: Sequence[Mark]) -> None:
+        """Write marks (before what they hide is deleted)."""
+        self.deleter.hide(marks)
+
+    def unhide(self, keys: Collection[ItemKey], last: str | None = None) -> None:
+        """Remove marks (after), the one over namespace `last` last."""
+        self.deleter.unhide(keys, last)
+
+    def delete_records(self, keys: Iterable[ItemKey]) -> None:
+        """Delete records in full batches."""
+        self.deleter.delete_records(keys)
+
+    # ------------------------------------------------- objects
+
+    def object_key(self, tid: str, leaf: str) -> str:
+        return self.objects.key(tid, leaf)
+
+    def thread_prefix(self, thread_name: str) -> str:
+        return self.objects.thread_prefix(thread_name)
+
+    def thread_objects(self, thread_name: str) -> list[ObjectInfo]:
+        """Every object of a thread named as stored."""
+        return self.objects.list_thread(thread_name)
+
+    def deployment_objects(self) -> Iterator[ObjectInfo]:
+        """Every object of this deployment."""
+        return self.ports.objects.list(self.prefix)
+
+    def fetch_objects(self, needed: Mapping[str, str], *, cached: bool = True) -> dict[str, bytes]:
+        """Object bodies in one wave (`cached=False`: the bucket, not the cache)."""
+        return self.objects.fetch(needed, cached=cached)
+
+    def upload_objects(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        """Write new objects in one wave."""
+        self.objects.upload(objects)
+
+    def overwrite_objects(self, objects: Sequence[tuple[str, bytes]]) -> None:
+        self.objects.overwrite(objects)
+
+    def delete_objects(self, keys: Sequence[str]) -> None:
+        self.objects.delete(keys)
+
+    def delete_unchanged_objects(self, objects: Sequence[ObjectInfo]) -> list[str]:
+        """Delete objects each only while unchanged since listed; the keys deleted."""
+        return self.objects.delete_unchanged(objects)
+
+    # ------------------------------------------------- control items
+
+    def lease_key(self, thread_name: str) -> ItemKey:
+        """Where a thread's lease lives."""
+        return ItemKey(control_pk(thread_name), LEASE_SK)
+
+    def head_key(self, thread_name: str, ns_name: str) -> ItemKey:
+        """Where a namespace's head (or tombstone) lives."""
+        return ItemKey(control_pk(thread_name), head_sk(ns_name))
+
+    def acquire_lease(self, thread_name: str, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
+        """The thread's lease, or None while another holds it."""
+        return self.ports.control.acquire_lease(self.lease_key(thread_name), owner, now_ms, ttl_ms)
+
+    def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
+        return self.ports.control.renew_lease(lease, now_ms, ttl_ms)
+
+    def release_lease(self, lease: Lease) -> None:
+        self.ports.control.release_lease(lease)
+
+    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
+        self.ports.control.put_heads(thread_name, heads)
+
+    def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
+        self.ports.control.drop_heads(thread_name, ns_names)
+
+    def delete_control(self, keys: Iterable[ItemKey]) -> None:
+        """Delete control items (heads, tombstones, leases, markers)."""
+        self.ports.control.delete_items(keys)
