@@ -177,6 +177,27 @@ def test_nothing_outside_the_thread_store_names_its_parts() -> None:
     assert found == [], "use ThreadStore's methods: " + "; ".join(found)
 
 
+MAX_CONSTRUCTOR_PARAMETERS = 6
+# LangGraph-facing: every injection point a user may pass is a keyword of its own.
+WIDE_CONSTRUCTORS = {"saver.S3DynamoSaver"}
+
+
+def test_no_constructor_takes_more_than_six_parameters() -> None:
+    """Settings and collaborators travel grouped in objects that say what they are."""
+    found = []
+    for name, tree in _modules().items():
+        for cls in ast.walk(tree):
+            if not isinstance(cls, ast.ClassDef) or f"{name}.{cls.name}" in WIDE_CONSTRUCTORS:
+                continue
+            for init in cls.body:
+                if isinstance(init, ast.FunctionDef) and init.name == "__init__":
+                    a = init.args
+                    count = len(a.posonlyargs) + len(a.args) - 1 + len(a.kwonlyargs)
+                    if count > MAX_CONSTRUCTOR_PARAMETERS:
+                        found.append(f"{name}.{cls.name}: {count}")
+    assert found == [], "constructors taking too many parameters: " + ", ".join(found)
+
+
 def test_every_exception_is_defined_in_errors() -> None:
     defined = {
         node.name for node in ast.walk(_modules()["errors"]) if isinstance(node, ast.ClassDef)

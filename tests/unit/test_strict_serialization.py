@@ -253,7 +253,7 @@ def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist() 
     assert all(getattr(clone.parts, n) is getattr(saver.parts, n) for n in shared)
     assert clone.store.ports is saver.store.ports
     assert clone.store.objects is saver.store.objects
-    assert clone.store.decoder.carry is saver.store.decoder.carry
+    assert clone.store.handoff is saver.store.handoff
     assert clone.store.decoder.skeletons is saver.store.decoder.skeletons
     assert clone.store.committer.bases is saver.store.committer.bases
     assert clone.ops is saver.ops  # a lease taken through either fences both's writes

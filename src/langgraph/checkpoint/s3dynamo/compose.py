@@ -22,13 +22,19 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo.codec import Codec
-from langgraph.checkpoint.s3dynamo.keys import Control, Deployment, KmsKeyring, kms_context
+from langgraph.checkpoint.s3dynamo.keys import (
+    Configured,
+    Control,
+    Deployment,
+    KmsKeyring,
+    kms_context,
+)
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
-from langgraph.checkpoint.s3dynamo.store import ThreadStore
+from langgraph.checkpoint.s3dynamo.store import Ports, StorePolicy, ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
 
@@ -150,25 +156,25 @@ def build(
         control,
         namer,
         sealer,
-        source=source.describe(),
-        where=_where(settings),
+        Configured(
+            source=source.describe(),
+            where=_where(settings),
+            # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if any.
+            bucket=settings.bucket if objects is None else str(getattr(objects, "name", "") or ""),
+        ),
         root=Control(index_factory, deployment_pk("")) if settings.prefix else None,
-        # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if it has one.
-        bucket=settings.bucket if objects is None else str(getattr(objects, "name", "") or ""),
     )
     store = ThreadStore(
-        records=index_factory,
-        control=index_factory,
-        scans=index_factory,
-        objects=objects_factory,
+        ports=Ports(index=index_factory, objects=objects_factory),
         namer=namer,
         codec=codec,
-        sealer=sealer,
         prefix=settings.prefix,
-        inline_max=settings.inline_max,
-        delta_max=settings.delta_max,
-        cache_bytes=settings.object_cache_bytes,
-        detect_concurrent_runs=settings.detect_concurrent_runs,
+        policy=StorePolicy(
+            inline_max=settings.inline_max,
+            delta_max=settings.delta_max,
+            cache_bytes=settings.object_cache_bytes,
+            detect_concurrent_runs=settings.detect_concurrent_runs,
+        ),
     )
     return Components(
         settings, source, clients, sealer, namer, codec, control, kms, deployment, store

@@ -54,6 +54,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -336,6 +337,16 @@ def bucket_problem(theirs: str, mine: str) -> str | None:
     )
 
 
+class Configured(NamedTuple):
+    """What a saver is configured with, as its deployment record is checked against it
+    and its errors name it: where its keys come from (`source`), where its index lives
+    (`where`), and the bucket its objects go to ("" if it has no name to compare)."""
+
+    source: str
+    where: str
+    bucket: str = ""
+
+
 class Deployment:
     """Checks this saver's keys and bucket against the deployment record (module
     docstring)."""
@@ -345,11 +356,9 @@ class Deployment:
         control: Control,
         namer: Namer,
         sealer: Sealer,
+        configured: Configured,
         *,
-        source: str,
-        where: str,
         root: Control | None = None,
-        bucket: str = "",
     ) -> None:
         # With a prefix: the unprefixed deployment's partition, read once if this prefix
         # has no deployment record yet (`_refuse_unscoped`).
@@ -357,10 +366,7 @@ class Deployment:
         self._control = control
         self._namer = namer
         self._sealer = sealer
-        self._source = source
-        self._where = where
-        # The object store this saver writes to ("" if it has no name to compare).
-        self._bucket = bucket
+        self._source, self._where, self._bucket = configured
         self._lock = threading.Lock()
         # "unchecked", then "read" (checked; a write must still record itself), "ok".
         self.state = "unchecked"

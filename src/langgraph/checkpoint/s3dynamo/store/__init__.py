@@ -14,13 +14,15 @@ architecture test checks that nothing outside names them):
     fences.py     which leases this context holds
     ports.py      the ports, built on first use
     scope.py      the deployment's share of a table that tenants share
+    handoff.py    what the read path hands the write path (stored values, run keys)
+    policy.py     the settings the parts take, as one value
     upkeep.py     the facade's maintenance methods: scans, marks, objects, control items
 
-The read path hands the write path what it opened: `decode(..., remember=True)` keeps
-a checkpoint's stored values (the carry) and skeleton, which the next `commit` on that
-checkpoint reuses instead of reading them again; `loaded` tells concurrent-run detection
-what the run continues. The storage layout is in `layout.py`; the commit protocol in
-`committer.py`.
+The read path hands the write path what it opened, through one named object
+(`handoff.py`): `decode` keeps where a checkpoint's values are stored, which the next
+`commit` on it reuses instead of reading or uploading them again, and `loaded` records
+under the hand-off's run key what the run continues (concurrent-run detection).
+The storage layout is in `layout.py`; the commit protocol in `committer.py`.
 """
 
 from __future__ import annotations
@@ -31,19 +33,18 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
 
-from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import ControlItems, ObjectStore, RecordIndex, TableScan
+from langgraph.checkpoint.s3dynamo.ports import ControlItems, RecordIndex, TableScan
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, Record, WritesRecord
-from langgraph.checkpoint.s3dynamo.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
+from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.ports import Ports
 from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT, Scope
 from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
@@ -64,8 +65,10 @@ __all__ = [
     "Entry",
     "Grouped",
     "Holding",
+    "Ports",
     "Skeleton",
     "Skipped",
+    "StorePolicy",
     "StoredValues",
     "ThreadStore",
     "ValueBlob",
@@ -75,9 +78,6 @@ __all__ = [
     "release",
     "warn_skipped",
 ]
-
-# Checkpoints whose stored values are kept for the next put on them.
-CARRY_CACHE_SIZE = 256
 
 _Part = TypeVar("_Part")
 
@@ -89,61 +89,40 @@ class ThreadStore(Upkeep):
     white-box tests can count what they hold."""
 
     def __init__(
-        self,
-        *,
-        records: Callable[[], RecordIndex],
-        control: Callable[[], ControlItems],
-        scans: Callable[[], TableScan],
-        objects: Callable[[], ObjectStore],
-        namer: Namer,
-        codec: Codec,
-        sealer: Sealer,
-        prefix: str,
-        inline_max: int,
-        delta_max: int,
-        cache_bytes: int,
-        detect_concurrent_runs: bool = True,
+        self, *, ports: Ports, namer: Namer, codec: Codec, prefix: str, policy: StorePolicy
     ) -> None:
-        self.ports = Ports(records=records, control=control, scans=scans, objects=objects)
+        self.ports = ports
         self.namer = namer
         self.codec = codec
-        self.sealer = sealer
+        self.sealer = codec.sealer
         self.prefix = prefix
-        self.scope = Scope(self.ports, prefix)
-        self.objects = ObjectIO(self.ports, namer, cache_bytes)
-        self.finder = Finder(self.ports, namer, codec, sealer, self.scope)
+        self.scope = Scope(ports, prefix)
+        self.objects = ObjectIO(ports, namer, policy.cache_bytes)
+        self.finder = Finder(ports, namer, codec, self.sealer, self.scope)
         self.walker = Walker(namer, codec, self.objects)
-        carry: Lru[tuple[str, str, str], StoredValues] = Lru(CARRY_CACHE_SIZE)
-        self.decoder = Decoder(self.walker, codec, self.objects, carry)
+        # What a read hands the next write on the same checkpoint (handoff.py).
+        self.handoff = Handoff(namer, id(self))
+        self.decoder = Decoder(self.walker, self.handoff)
         self.committer = Committer(
-            ports=self.ports,
+            ports=ports,
             finder=self.finder,
             walker=self.walker,
-            objects=self.objects,
-            namer=namer,
-            codec=codec,
-            sealer=sealer,
-            inline_max=inline_max,
-            delta_max=delta_max,
-            detect_concurrent_runs=detect_concurrent_runs,
-            carry=carry,
-            store_id=id(self),
+            handoff=self.handoff,
+            policy=policy,
         )
-        self.deleter = Deleter(self.ports, self.finder, self.objects, namer, self.now)
+        self.deleter = Deleter(ports, self.finder, self.objects, namer, self.now)
 
     def with_codec(self, codec: Codec) -> ThreadStore:
         """This store serializing through another codec (a saver's copy with its own
         serializer, `S3DynamoSaver.__copy__`). Only the parts that hold the codec are new,
         shallow copies: ports, object cache, carried values, kept skeletons, opened bases,
-        run records and leases (keyed by the committer's `store_id`) stay shared."""
+        run records and leases (keyed by the hand-off's `store_id`) stay shared."""
         clone = copy.copy(self)
         clone.codec = codec
         clone.finder = _rebound(self.finder, codec=codec)
         clone.walker = _rebound(self.walker, codec=codec)
-        clone.decoder = _rebound(self.decoder, walker=clone.walker, codec=codec)
-        clone.committer = _rebound(
-            self.committer, finder=clone.finder, walker=clone.walker, codec=codec
-        )
+        clone.decoder = _rebound(self.decoder, walker=clone.walker)
+        clone.committer = _rebound(self.committer, finder=clone.finder, walker=clone.walker)
         clone.deleter = _rebound(self.deleter, finder=clone.finder)
         return clone
 
@@ -173,7 +152,7 @@ class ThreadStore(Upkeep):
 
     def forget(self) -> None:
         """Drop what is cached about stored records (after anything rewrote them)."""
-        self.decoder.carry.clear()
+        self.handoff.clear()
         self.decoder.skeletons.clear()
         self.committer.bases.clear()
 
@@ -189,11 +168,11 @@ class ThreadStore(Upkeep):
         """This context's run loaded the namespace: as the latest, getting `latest_id`
         (`runs.EMPTY` if it was empty), or (None) by id or by position. Call it in the
         caller's context, not in a worker thread's copy (see `runs.py`)."""
-        runs.loaded(self.committer.run_key(tid, ns), latest_id)
+        self.handoff.loaded(tid, ns, latest_id)
 
     def loaded_thread(self, tid: str) -> None:
         """This context's run listed every namespace of the thread."""
-        runs.loaded_thread(self.committer.store_id, self.namer.thread(tid))
+        self.handoff.loaded_thread(tid)
 
     # ------------------------------------------------- reading: the read path
 

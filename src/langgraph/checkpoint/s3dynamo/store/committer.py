@@ -73,7 +73,9 @@ from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
+from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.ports import Ports
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValue, StoredValues, Typed, Walker
 
@@ -119,34 +121,25 @@ class Fresh(NamedTuple):
 
 
 class Committer:
+    """Writes what the walker reads: it names, seals and keeps objects through the
+    walker's namer, codec and object cache, so the two cannot disagree."""
+
     def __init__(
         self,
         *,
         ports: Ports,
         finder: Finder,
         walker: Walker,
-        objects: ObjectIO,
-        namer: Namer,
-        codec: Codec,
-        sealer: Sealer,
-        inline_max: int,
-        delta_max: int,
-        detect_concurrent_runs: bool,
-        carry: Lru[tuple[str, str, str], StoredValues],
-        store_id: int,
+        handoff: Handoff,
+        policy: StorePolicy,
     ) -> None:
         self._ports = ports
         self.finder = finder
         self.walker = walker
-        self.objects = objects
-        self.namer = namer
-        self.codec = codec
-        self.sealer = sealer
-        self.inline_max = inline_max
-        self.delta_max = delta_max
-        self.detect_concurrent_runs = detect_concurrent_runs
-        self.carry = carry
-        self.store_id = store_id
+        self.handoff = handoff
+        self.inline_max = policy.inline_max
+        self.delta_max = policy.delta_max
+        self.detect_concurrent_runs = policy.detect_concurrent_runs
         # Object key -> opened data of recent delta bases.
         self.bases: Lru[str, Typed] = Lru(OPENED_BASES)
         # Stamps every record written (`written_at`); tests replace it.
@@ -156,8 +149,21 @@ class Committer:
         """The stamp of a record written now: whole seconds since the epoch."""
         return int(self.clock())
 
-    def run_key(self, tid: str, ns: str) -> runs.Key:
-        return (self.store_id, self.namer.thread(tid), self.namer.namespace(tid, ns))
+    @property
+    def namer(self) -> Namer:
+        return self.walker.namer
+
+    @property
+    def codec(self) -> Codec:
+        return self.walker.codec
+
+    @property
+    def sealer(self) -> Sealer:
+        return self.walker.codec.sealer
+
+    @property
+    def objects(self) -> ObjectIO:
+        return self.walker.objects
 
     # ------------------------------------------------------------ checkpoints
 
@@ -246,7 +252,7 @@ class Committer:
             written_at=self.now(),
         )
         self.refuse_oversized(tid, ns, cid, record, metadata)
-        run_key = self.run_key(tid, ns)
+        run_key = self.handoff.run_key(tid, ns)
         head = (
             HeadMove(
                 ItemKey(control_pk(pk), head_sk(run_key[2])),
@@ -257,7 +263,7 @@ class Committer:
             if self.detect_concurrent_runs
             else None
         )
-        lease = holding(self.store_id, pk)
+        lease = holding(self.handoff.store_id, pk)
         if before_write is not None:
             before_write()
         if uploads:
@@ -282,7 +288,7 @@ class Committer:
             ) from exc
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
-        self.carry.put((tid, ns, cid), stored)
+        self.handoff.keep(tid, ns, cid, stored)
         runs.committed(run_key, cid)
         return cid
 
@@ -362,7 +368,7 @@ class Committer:
                 leaf = self.namer.write(tid, ns, cid, task_id, idx, uuid.uuid4().hex)
                 uploads.append((self.objects.key(tid, leaf), blob))
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
-        lease = holding(self.store_id, pk)
+        lease = holding(self.handoff.store_id, pk)
         if uploads:
             self.objects.upload(uploads)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
@@ -392,7 +398,7 @@ class Committer:
         parent's record (no object request)."""
         if parent_id is None:
             return {}
-        cached = self.carry.get((tid, ns, parent_id))
+        cached = self.handoff.stored(tid, ns, parent_id)
         if cached is not None:
             return cached  # also tells where the bases of new deltas are
         if all(ch in new_versions for ch in versions):
@@ -443,7 +449,7 @@ class Committer:
         opened = self.bases.get(key)
         if opened is not None:
             return version, opened
-        body = self.objects.cache.get(key)
+        body = self.objects.cached(key)
         if body is None:
             return None
         what = f"{describe(tid, ns, version)} (delta base)"

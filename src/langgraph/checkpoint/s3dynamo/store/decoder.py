@@ -13,13 +13,12 @@ from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, PendingWrite, writes_sort_key
 
-from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.config import make_config
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists
 from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
-from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.walker import Blobs, StoredValues, Typed, Walker
 
 # Checkpoints whose values are fetched in one S3 wave while listing.
@@ -64,16 +63,12 @@ class Decoder:
     def __init__(
         self,
         walker: Walker,
-        codec: Codec,
-        objects: ObjectIO,
-        carry: Lru[tuple[str, str, str], StoredValues],
+        handoff: Handoff,
     ) -> None:
         self.walker = walker
-        self.codec = codec
-        self.objects = objects
         # Where the values of checkpoints read lately are stored: the parent of the next
-        # put, so unchanged values are never uploaded again (see `Committer`).
-        self.carry = carry
+        # put, so unchanged values are never uploaded again (see `handoff.py`).
+        self.handoff = handoff
         self.skeletons: Lru[tuple[str, str, str], Skeleton] = Lru(SKELETONS)
 
     def tuples(
@@ -84,7 +79,7 @@ class Decoder:
         remaining = limit
         page: list[Entry] = []
         parents: set[tuple[str, str, str]] = set()
-        lists = GrowingLists(self.codec.serde)
+        lists = GrowingLists(self.walker.codec.serde)
         for entry in entries:
             if filter:
                 md = self.walker.open_metadata(entry)
@@ -142,11 +137,11 @@ class Decoder:
         if remember:
             for blobs in walks:
                 e = blobs.entry
-                self.carry.put((e.tid, e.ns, e.checkpoint_id), blobs.stored)
+                self.handoff.keep(e.tid, e.ns, e.checkpoint_id, blobs.stored)
         needed: dict[str, str] = {}
         for blobs in walks:
             needed.update(blobs.keys())
-        fetched = self.objects.fetch(needed) if needed else {}
+        fetched = self.walker.objects.fetch(needed) if needed else {}
         bases: dict[str, Typed] = {}  # many deltas share one base
         return (self._assemble(blobs, fetched, bases, lists, opened) for blobs in walks)
 
@@ -164,7 +159,7 @@ class Decoder:
         for value in blobs.values:
             typed = walker.value_data(entry, value, fetched, bases)
             channel_values[value.channel] = (
-                lists.load(value.channel, typed) if lists else self.codec.load(typed)
+                lists.load(value.channel, typed) if lists else self.walker.codec.load(typed)
             )
         found: list[tuple[tuple[str, str, int], str, str, Any]] = []
         for w in blobs.writes:
@@ -179,7 +174,7 @@ class Decoder:
                     (writes_sort_key(b.task_path, b.task_id, idx), b.task_id, channel, typed)
                 )
         pending: list[PendingWrite] = [
-            (task_id, channel, self.codec.load(typed))
+            (task_id, channel, self.walker.codec.load(typed))
             for _, task_id, channel, typed in sorted(found, key=lambda f: f[0])
         ]
         if blobs.lost:

@@ -48,6 +48,10 @@ class ObjectIO:
     def list_thread(self, thread_name: str) -> list[ObjectInfo]:
         return list(self.port.list(self.thread_prefix(thread_name)))
 
+    def cached(self, key: str) -> bytes | None:
+        """An object's body if this process holds it, without a request."""
+        return self.cache.get(key)
+
     def fetch(self, needed: Mapping[str, str], *, cached: bool = True) -> dict[str, bytes]:
         """Read objects in one parallel wave; `needed` maps each key to what needs it,
         named in the error if the object is gone. Objects this process wrote or read

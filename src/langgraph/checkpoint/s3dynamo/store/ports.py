@@ -6,42 +6,45 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cached_property
 
-from langgraph.checkpoint.s3dynamo.ports import ControlItems, ObjectStore, RecordIndex, TableScan
+from langgraph.checkpoint.s3dynamo.ports import (
+    ControlItems,
+    Index,
+    ObjectStore,
+    RecordIndex,
+    TableScan,
+)
 
 
 class Ports:
-    """Factories of the four ports, each called once, on first use (two threads racing
-    there at worst build one spare client)."""
+    """Factories of the index and the object store, each called once, on first use (two
+    threads racing there at worst build one spare client). The index serves as all three
+    of its ports (records, control items, scans)."""
 
-    def __init__(
-        self,
-        *,
-        records: Callable[[], RecordIndex],
-        control: Callable[[], ControlItems],
-        scans: Callable[[], TableScan],
-        objects: Callable[[], ObjectStore],
-    ) -> None:
-        self._make_records = records
-        self._make_control = control
-        self._make_scans = scans
+    def __init__(self, *, index: Callable[[], Index], objects: Callable[[], ObjectStore]) -> None:
+        self._make_index = index
         self._make_objects = objects
 
     @cached_property
+    def index(self) -> Index:
+        return self._make_index()
+
+    @property
     def records(self) -> RecordIndex:
-        return self._make_records()
+        return self.index
 
-    @cached_property
+    @property
     def control(self) -> ControlItems:
-        return self._make_control()
+        return self.index
 
-    @cached_property
+    @property
     def scans(self) -> TableScan:
-        return self._make_scans()
+        return self.index
 
     @cached_property
     def objects(self) -> ObjectStore:
         return self._make_objects()
 
     def built(self, name: str) -> bool:
-        """Whether the port `name` has been built (no request is made to tell)."""
-        return name in vars(self)
+        """Whether the port `name` (`index` or `objects`; `records`, `control` and
+        `scans` are the index) has been built: no request is made to tell."""
+        return ("index" if name in ("records", "control", "scans") else name) in vars(self)

@@ -34,7 +34,7 @@ class Upkeep:
 
     def prime(self) -> None:
         """Build every port now (an init phase), still without a request."""
-        for name in ("records", "control", "scans", "objects"):
+        for name in ("index", "objects"):
             getattr(self.ports, name)
 
     def index_resource(self) -> str:
