@@ -198,6 +198,27 @@ def test_no_constructor_takes_more_than_six_parameters() -> None:
     assert found == [], "constructors taking too many parameters: " + ", ".join(found)
 
 
+MAX_MODULE_DOCSTRING_LINES = 30
+
+
+def test_module_docstrings_are_short() -> None:
+    """A module says what it holds in a few lines and links to docs/ for the argument
+    (the proofs of garbage collection, retention and concurrent runs are in
+    docs/RELIABILITY.md)."""
+    found = []
+    for name, tree in _modules().items():
+        first = tree.body[0] if tree.body else None
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            lines = (first.end_lineno or first.lineno) - first.lineno + 1
+            if lines > MAX_MODULE_DOCSTRING_LINES:
+                found.append(f"{name or '__init__'}: {lines}")
+    assert found == [], "module docstrings over 30 lines: " + ", ".join(found)
+
+
 def test_every_exception_is_defined_in_errors() -> None:
     defined = {
         node.name for node in ast.walk(_modules()["errors"]) if isinstance(node, ast.ClassDef)

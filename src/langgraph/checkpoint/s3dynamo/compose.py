@@ -22,7 +22,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo.codec import Codec
-from langgraph.checkpoint.s3dynamo.keys import (
+from langgraph.checkpoint.s3dynamo.deployment import (
     Configured,
     Control,
     Deployment,
@@ -34,7 +34,7 @@ from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
-from langgraph.checkpoint.s3dynamo.store import Ports, StorePolicy, ThreadStore
+from langgraph.checkpoint.s3dynamo.store import LazyPorts, StorePolicy, ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
 
@@ -165,7 +165,7 @@ def build(
         root=Control(index_factory, deployment_pk("")) if settings.prefix else None,
     )
     store = ThreadStore(
-        ports=Ports(index=index_factory, objects=objects_factory),
+        ports=LazyPorts(index=index_factory, objects=objects_factory),
         namer=namer,
         codec=codec,
         prefix=settings.prefix,

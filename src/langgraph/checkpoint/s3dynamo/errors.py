@@ -1,7 +1,5 @@
-"""Errors raised by s3dynamo.
-
-Every error names what was expected, what came, and how to fix it. botocore errors are
-translated in one place (`backends/aws_errors.py`) and chained with `from`.
+"""Errors raised by s3dynamo: each names what was expected, what came, and how to fix
+it; botocore errors are translated in one place (`backends/aws_errors.py`), with `from`.
 
     S3DynamoError
     ├── InvalidConfigError (ValueError)     bad config, thread id, namespace or setting
@@ -12,9 +10,8 @@ translated in one place (`backends/aws_errors.py`) and chained with `from`.
     │   │                                   table that holds tenants
     │   ├── ValueNotSerializableError       a value or write the serializer cannot store
     │   │   (also TypeError)                (names the channel, and the task of a write)
-    │   └── StorageConfigError              S3 or DynamoDB refused the configuration:
-    │                                       bucket name, region, endpoint, access;
-    │                                       permanent, so retrying does not help
+    │   └── StorageConfigError              S3 or DynamoDB refused the configuration (bucket
+    │                                       name, region, endpoint, access): do not retry
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        any other failure talking to S3 or DynamoDB,

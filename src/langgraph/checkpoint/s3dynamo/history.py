@@ -24,13 +24,13 @@ from typing import NamedTuple
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
 
-from langgraph.checkpoint.s3dynamo.config import describe
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     Record,
     WritesRecord,
     unpack_bundle,
 )
+from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.store import Entry, Skeleton, ThreadStore
 
 

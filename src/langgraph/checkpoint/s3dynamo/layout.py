@@ -27,8 +27,7 @@ belongs to another deployment sharing the table, whose keys it does not hold.
 Objects (one bucket): `<thread>/<leaf>`, so `<prefix><name>/<leaf>`: a leaf is the keyed
 hash of a value's (thread, namespace, channel, version) or of a large write's identity,
 so a thread's objects share one key prefix, and a deployment's share its prefix. A
-writes record points at a write kept as an object with `<leaf>.<channel tag>`.
-"""
+writes record points at a write kept as an object with `<leaf>.<channel tag>`."""
 
 from __future__ import annotations
 

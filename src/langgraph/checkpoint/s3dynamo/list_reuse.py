@@ -6,34 +6,12 @@ builds every message again from its bytes, and for a long chat that is most of w
 full history read costs. Here a listing deserializes the newest list of a chain once and
 gives each older snapshot its own copy of the first items of it.
 
-Why the result is what deserializing each value would give:
-- Only values LangGraph's `JsonPlusSerializer` wrote as msgpack, and that are msgpack
-  arrays, are considered. An array is a header holding the item count, then each item's
-  encoding, one after the other. An item's encoding delimits itself and does not depend
-  on the items around it (the serializer keeps no references between items).
-- So when the item bytes of an older value are, byte for byte, the start of the item bytes
-  of the list held here, its items are exactly the first items of that list, and the same
-  bytes give the same objects through the same serializer. Anything else (another type,
-  not an array, bytes that differ anywhere, another serializer) is deserialized whole.
-- A list whose deserialization reported anything to LangGraph's serde event listeners
-  (a type its allowlist blocks in strict mode, `LANGGRAPH_STRICT_MSGPACK`, or an
-  unregistered type it revives with a warning) is not held: every snapshot holding it
-  is deserialized whole, so each logs and reports as LangGraph's serializer does.
-
-Why no two snapshots share an object:
-- The list held here is pickled (`PIECE` items to a piece) as soon as it is deserialized,
-  before the caller gets it, and every older snapshot gets its own objects from
-  `pickle.loads` of the pieces its items are in: a caller changing one snapshot's
-  messages changes no other. Pieces lose no shared reference, since the serializer
-  builds each item apart. Rebuilding from a pickle takes under a third of the time of
-  deserializing: 0.6 against 2.1 ms for the final 120 messages of the benchmark's W1
-  chat, each timed in a loop on one list.
-- The pickle bytes are made in this process from objects this process deserialized, and
-  never leave it. A list that pickle refuses is not held, and neither is any later list
-  of that channel in the listing: they are deserialized whole.
-
-Memory: per channel, the newest list's serialized bytes and its pickle, for the length
-of one listing.
+Only msgpack arrays LangGraph's `JsonPlusSerializer` wrote are considered, and an older
+list is served from the newer one only when its item bytes are, byte for byte, the start
+of the newer list's; each snapshot gets objects of its own (rebuilt from a pickle made in
+this process). Why the result is what deserializing each value would give, why no two
+snapshots share an object, and the memory it takes: docs/RELIABILITY.md, "Listings: a
+growing list deserialized once".
 """
 
 from __future__ import annotations

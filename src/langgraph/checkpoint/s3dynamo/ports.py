@@ -220,7 +220,7 @@ class KeyService(Protocol):
 
 class ObjectStore(Protocol):
     """Immutable blobs by key. An implementation may carry a `name` (its bucket's): the
-    deployment record keeps it and refuses a saver on another name (`keys.py`)."""
+    deployment record keeps it and refuses a saver on another name (`deployment.py`)."""
 
     def put_new(self, key: str, body: bytes) -> bool:
         """Write unless the key exists (If-None-Match); False if it already did."""

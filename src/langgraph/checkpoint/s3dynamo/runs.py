@@ -18,33 +18,10 @@ A load by id (``get_tuple`` with a ``checkpoint_id``: a replay, an ``update_stat
 says the run does not continue the latest, and clears the namespace's entry. Any other
 put moves the head without condition.
 
-Where "the run" lives. The record is kept per execution context (`contextvars`), not
-per process: LangGraph loads a namespace in the context of the loop that will write it
-and submits that loop's puts with copies of that context (its background executors call
-``copy_context()``), so a put sees what its own run loaded and nothing another run
-loaded. A load replaces the context's record with a new one (copy on write), so two runs
-started from one context (``asyncio.gather``, a thread pool) never share a record; a
-commit updates the record in place, so the run's next put, in another copy of the same
-context, sees it. An async method records in the caller's coroutine, not in the worker
-thread that does the I/O.
-
-Why a single writer is never refused. A held put requires the head to name the put's
-parent P. P came from one of two events of the same run: the load that returned P as
-the latest, when P was the head (a load reads the namespace strongly consistently), or
-the run's own commit of P, which moved the head to P. Between that event and the put,
-the run itself moved the head only by committing, and each commit makes the record name
-the new checkpoint, which is then the put's parent. So if the head no longer names P, a
-writer other than this run moved it: with one writer, a held put always finds its
-parent at the head. Every put that is not held is written as before (deliberate forks
-and replays keep working), and forgetting an entry (the record is bounded) only makes
-a put unheld, never refuses one.
-
-Why two runs that continue the same latest checkpoint are still told apart. Both loaded
-X as the latest, so both first puts are held to X. DynamoDB applies the two
-transactions one after the other; the first moves the head off X, so the second is
-refused with `ConcurrentUpdateError` before it writes anything. A run that loads the
-latest while another is midway is held from then on: whichever of the two commits
-second on the same parent is refused, at whatever step.
+The record is kept per execution context (`contextvars`), so a put sees what its own run
+loaded and nothing another run did. Where "the run" lives, why a single writer is never
+refused and why two runs continuing the same checkpoint are still told apart:
+docs/RELIABILITY.md, "The run record in full".
 """
 
 from __future__ import annotations

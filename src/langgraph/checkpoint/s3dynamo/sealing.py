@@ -27,8 +27,7 @@ a blob copied to another key, thread or checkpoint fails to open.
 Nonces never repeat under one key: each message is sealed under its own key,
 HMAC-SHA-256(key, label | nonce) with a fresh random 128-bit nonce, so a repeat needs two
 equal 128-bit nonces (about 2^64 messages per key before that is even likely), and the
-AES-GCM nonce under that one-time key cannot repeat at all.
-"""
+AES-GCM nonce under that one-time key cannot repeat at all."""
 
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ then load the fixtures from the ``conftest.py`` at the root of your tests::
 
     pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
 
-(or ``pytest -p langgraph.checkpoint.s3dynamo.testing``, or the same ``-p`` in ``addopts``)
-and write a test::
+(or ``pytest -p langgraph.checkpoint.s3dynamo.testing``) and write a test::
 
     def test_agent_remembers(s3dynamo_saver):
         graph = build_agent().compile(checkpointer=s3dynamo_saver)
@@ -18,52 +17,11 @@ and write a test::
         out = graph.invoke({"messages": [("user", "who am I?")]}, config)
         assert "Ada" in out["messages"][-1].content
 
-Why an importable plugin and not a ``pytest11`` entry point:
-    An entry point would load this module into every pytest run of every project that
-    has the saver installed, including projects that never test against it, and
-    production images where pytest happens to be present. That would (1) put
-    ``s3dynamo_*`` fixtures into their namespace, where a fixture of theirs with the
-    same name would silently shadow or be shadowed by ours; (2) cost every run the import
-    of the saver and boto3 (a few hundred milliseconds) before the first test; (3) fail
-    every run, or need guards everywhere, where moto is not installed, since moto is a
-    test-only dependency that the saver itself never needs. Loading it explicitly costs
-    one line in one ``conftest.py``, shows a reader where the fixtures come from, and
-    only the projects that ask for it pay for it. moto is still imported lazily, inside
-    the fixtures, so importing this module only to use `Sandbox` against a server costs
-    nothing extra.
-
-Fixtures (all sync fixtures: they serve sync tests, tests that run
-``asyncio.run(graph.ainvoke(...))``, and ``async def`` tests under pytest-asyncio or
-anyio alike, and need neither):
-
-    s3dynamo_saver: A ready `S3DynamoSaver` on moto in process: sealed with a fresh random
-        keyring and naming secret, on a table and bucket of its own, created for this test
-        and gone after it.
-    s3dynamo_sandbox: The `Sandbox` behind `s3dynamo_saver`: the boto3 clients (hook a
-        request counter onto them), the table, bucket, keys and secret, ``saver(...)`` for
-        more savers on the same storage (a second process, other settings, unsealed),
-        ``setup()``, and ``stored_bytes()`` to inspect what was stored. Its table and
-        bucket are created by the first ``saver()`` or ``setup()``, not before, so a test
-        can also see what happens while they are missing.
-    s3dynamo_server: The URL of a moto server over HTTP on 127.0.0.1, started on a free
-        port once for the session (in a subprocess) and stopped after it.
-    s3dynamo_server_sandbox: Like `s3dynamo_sandbox`, on that server, with a fresh table
-        and bucket per test, both deleted after it.
-    s3dynamo_server_saver: Like `s3dynamo_saver`, on that server.
-
-While any of these is active, the environment is the test's (``monkeypatch``, undone
-after the test): fake AWS credentials and region; no AWS profile, config or credentials
-file, session token, role or instance metadata; every ``AWS_ENDPOINT_URL*`` variable
-cleared in process, or set to the server's 127.0.0.1 URL for the server fixtures; and
-``S3DYNAMO_TABLE``, ``S3DYNAMO_BUCKET``, ``S3DYNAMO_KEYS`` and ``S3DYNAMO_SECRET`` set to
-the sandbox's, so code under test that calls ``S3DynamoSaver.from_env()`` gets the same
-storage and keys. No request can reach a real AWS endpoint.
-
-Without pytest: `moto_saver` and `moto_sandbox` are context managers doing the same, and
-`moto_server` runs the server::
-
-    with moto_saver() as saver:
-        graph = builder.compile(checkpointer=saver)
+The fixtures (`s3dynamo_saver`, `s3dynamo_sandbox`, `s3dynamo_server`,
+`s3dynamo_server_sandbox`, `s3dynamo_server_saver`), the environment they set (no request
+can reach a real AWS endpoint), `moto_saver`, `moto_sandbox` and `moto_server` for use
+without pytest, and why this is a plugin you load rather than an entry point: see
+docs/TESTING.md.
 
 PYTEST_DONT_REWRITE: this module has no assert of its own, so pytest need not rewrite
 it, and a conftest or test module may import `Sandbox` or `moto_saver` from it before

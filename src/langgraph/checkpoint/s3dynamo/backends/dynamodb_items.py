@@ -1,45 +1,8 @@
 """The index on DynamoDB: records as items, in DynamoDB's low-level attribute-value form.
 
-A checkpoint item (sk = `<ns>#<checkpoint_id>`):
-
-    c   B    sealed checkpoint body
-    m   B    sealed metadata
-    t   B    sealed (thread id, namespace)
-    rk  S    keyed hash of the run id (sparse index `runs`), if any
-    o   SS   object leaves of the channel values kept in S3
-    iv  M    small sealed channel values kept inline, keyed by a per-item channel tag
-    a   N    when it was written, seconds since the epoch (retention reads it)
-
-A writes item (sk = `<ns>#<checkpoint_id>#<task>`):
-
-    t        B    sealed (task id, task path)
-    w<idx>   B|S  one write: sealed inline, or a reference to its object
-    wb       S    leaf of a bundle object holding a task's regular writes, used when there
-                  are more than fit one UpdateExpression (DynamoDB caps it at 4 KB)
-    a        N    when its newest writes were stored, seconds since the epoch
-
-A mark (sk = `<ns>#\uffff<operation>`: what an operation in progress hides):
-
-    mu  S    hides every checkpoint id up to this one (absent: none by range)
-    mk  SS   except these ids
-    mi  SS   and hides these ids
-    ma  N    when it was set, seconds since the epoch
-
-A head item (pk = `<thread>!`, sk = `head#<ns>`):
-
-    h   S    id of the namespace's newest checkpoint, or `~<seconds>`: a tombstone set by
-             retention while (and after) it removes the thread
-
-A lease item (pk = `<thread>!`, sk = `lease`):
-
-    o   S    holder (a random id per acquisition)
-    k   N    fencing token: grows by one with every acquisition, never reset
-    x   N    expiry, ms since the epoch (the holder's clock); 0 once released
-
-A checkpoint is committed with one TransactWriteItems: the Put of its item and the
-Update of its namespace's head (conditional for a run that loaded the latest
-checkpoint), plus, under a lease, an Update of the lease item conditional on the token.
-DynamoDB bills a transaction twice the write units of the same writes done plainly.
+Checkpoint, writes, mark, head and lease items, attribute by attribute, and how a
+checkpoint is committed (one TransactWriteItems with its namespace's head): docs/FORMAT.md,
+"Index items".
 
 Everything here is pure (no botocore): `dynamodb.py` sends the requests.
 """

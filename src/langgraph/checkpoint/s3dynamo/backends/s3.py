@@ -29,7 +29,7 @@ class S3Objects:
         guard_moto()
         self.client = client
         self.bucket = bucket
-        self.name = bucket  # what the deployment record compares (keys.py)
+        self.name = bucket  # what the deployment record compares (deployment.py)
         self.resource = located(f"S3 bucket {bucket!r}", client)
 
     def put_new(self, key: str, body: bytes) -> bool:

@@ -7,7 +7,7 @@ touch and changes nothing; the plan's `execute()` does it (the command line show
 plan and executes it on `--yes`). Inspections return reports. Each plan and report has
 `to_dict()`, the shape the command line prints with `--json`.
 
-    gc.py         garbage collection: plan, then execute (its safety proof)
+    gc.py         garbage collection: plan, then execute (proof in docs/RELIABILITY.md)
     retention.py  expiring idle threads: the sweep and its guarantees
     threads.py    delete, copy, prune and delete-runs plans
     reencrypt.py  re-sealing under the active key
@@ -33,19 +33,19 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.s3dynamo import lease
 from langgraph.checkpoint.s3dynamo.compose import Components
-from langgraph.checkpoint.s3dynamo.config import thread_id_of
+from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     ScopeNotNamedError,
     ThreadNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.keys import guarded
 from langgraph.checkpoint.s3dynamo.ops import check as checks
 from langgraph.checkpoint.s3dynamo.ops import gc, inspect, migrate, reencrypt, retention, threads
 from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
 from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
 from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
+from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.settings import parse_ttl
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
 

@@ -7,76 +7,11 @@ not referenced and older than the grace period are candidates. `GcPlan.execute` 
 them again, marks again, and deletes each one with a conditional delete that holds only
 while the object is unchanged since that second listing.
 
-What collection may touch
--------------------------
-Only keys this deployment wrote: `<prefix><thread name>/<leaf>` where the thread name and
-the leaf each have exactly the shape `naming.py` produces (urlsafe base64 without padding
-of 16 bytes: 22 characters, the last one of `AQgw`; see `layout.split_object_key`). Any
-other key under the prefix (another deployment's `tenant-b/...`,
-`reports/2025/summary.csv`, a key of another shape) is never a candidate, so with an
-empty prefix collection still skips them.
-
-One case the shape cannot settle: another deployment writing at the bucket root (empty
-prefix) makes keys of exactly our shape. So a table-wide run with an empty prefix takes
-only threads that have a record in this deployment's index; keys of other thread names
-are counted in `GcPlan.unindexed` and left alone. With a non-empty prefix the prefix is
-this deployment's claim, and a thread with no record left (every checkpoint removed by
-`delete_for_runs`, a crash inside `delete_thread`, a first `put` that died before its
-record) is collected like any other. Naming threads (`thread_ids=`) collects them in
-either case: their names derive from ids the caller says are its own. Two deployments
-sharing a bucket must differ in prefix or in naming secret; otherwise equal thread ids
-give equal keys and they overwrite each other's objects regardless of collection.
-
-Why a referenced object is never deleted
-----------------------------------------
-Assumptions. (A1) The grace period G exceeds any writer's lifetime: from its last
-upload of an object to the write of the record that references it, less than G passes.
-(A2) The object store's modification time and this process's clock agree to within a
-margin that G absorbs. (A3) Every write of a key gives it a new tag (S3: a new ETag;
-sealed blobs carry a fresh nonce, so their bytes never repeat), and a conditional delete
-removes a key only if it still carries the tag given (S3 conditional deletes, `If-Match`
-with the ETag in DeleteObjects; the in-memory store keeps the same rule). (A4) Index
-reads of the mark are strongly consistent (`ConsistentRead`). (A5) A record is removed
-only by an operation the user asked for (`delete_thread`, `prune`, `delete_for_runs`),
-never under a run still extending that checkpoint.
-
-Writer protocol (`ObjectIO.upload`, `store/objects.py`). A writer that will reference
-key k writes k (PUT If-None-Match; if the key exists, PUT again without condition), then writes its
-record R. Values carried from a parent are not written again: they stay referenced by
-the parent's record, which (A5) outlives the child's commit.
-
-Collector protocol, per thread. Execution starts at t0 with cutoff c = t0 - G. L: list
-the thread's keys, with modification time m and tag v; keep those with m < c that are
-candidates of the plan. M: mark, a consistent query of the thread's records, after L.
-D: conditional delete of each kept key with its tag v, after M.
-
-Invariant: if a committed record references k, k exists. Suppose D removes k while a
-record R referencing k is committed at some time. Let w be the last write of k before
-D. By A3, D succeeds only if the version of k at D is the one L saw, so w happened at
-time m and no write of k happened in (m, D]. Take any writer whose record R references
-k, with its own last write of k at time t_w and R at t_R.
-
-- t_w <= m (it wrote k before or when L's version was made). By A1, t_R < t_w + G <=
-  m + G < c + G = t0 <= L < M. So R was committed before M, M read it (A4), k was
-  marked, and D does not include k. Contradiction.
-- m < t_w <= D. Then k was written after L's version, its tag changed (A3), and D's
-  condition fails: k is not deleted. Contradiction.
-- t_w > D. The writer's PUT (If-None-Match finds k absent, or the unconditional PUT)
-  creates k again after D, so k exists when R commits.
-
-Records committed before the plan or between plan and execution are covered by the first
-case (M runs at execution). A record removed after M (A5) no longer references k. Every
-interleaving of writer steps (upload, refresh, record) with collector steps (plan list,
-plan mark, L, M, D) falls in one of the three cases, so collection never deletes an
-object a committed record references, nor one a running writer is about to reference.
-Interrupted collection is harmless: candidates stay unreferenced and the next run
-takes them.
-
-Where A3 does not hold (moto ignores the condition; without sealing keys a refresh
-rewrites identical bytes, so S3 keeps the ETag) the second case rests on timing instead:
-L runs again at execution, so a refresh before L makes k young and spares it, and only a
-refresh landing inside one thread's L-to-D window (milliseconds) can be lost. Configure
-sealing keys to close it.
+Only keys of the shape `naming.py` produces under this deployment's prefix are ever
+candidates, and with an empty prefix only threads that have a record in this index (or
+that the caller names). What collection may touch, and the proof that it never deletes
+an object a committed record references (or one a running writer is about to): see
+docs/RELIABILITY.md, "Garbage collection: why a referenced object is never deleted".
 """
 
 from __future__ import annotations

@@ -39,11 +39,11 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-from langgraph.checkpoint.s3dynamo.config import thread_id_of
+from langgraph.checkpoint.s3dynamo.deployment import Deployment
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.keys import Deployment
 from langgraph.checkpoint.s3dynamo.layout import TOP, mark_sk
 from langgraph.checkpoint.s3dynamo.records import Mark, Veil
+from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
 
 Progress = Callable[[int, int], None]

@@ -1,94 +1,19 @@
-"""Retention: threads idle for longer than a time to live (TTL) are removed whole.
+"""Retention: threads idle for longer than a time to live (TTL) are removed whole, or,
+with the `keep_latest` strategy, pruned down to their latest checkpoints.
 
-Activity
---------
-Every record carries `written_at`, stamped when it is written (a checkpoint, a task's
-writes, a copy's target; re-encryption keeps the stamp). A thread's activity is the newest
-stamp among its records. A record written before stamps existed is dated by its checkpoint
-id: LangGraph's ids are UUIDv6 (v1 accepted too), which hold their creation time. So data
-written before retention was turned on, or by an older version, is covered. A thread none
-of whose records can be dated (ids of the caller's own making) is kept and counted as
-`undated`. Idle means: activity older than `now - ttl` (the cutoff).
+A thread's activity is the newest `written_at` stamp among its records (a record written
+before stamps existed is dated by its checkpoint id, a UUIDv6 or v1; a thread none of
+whose records can be dated is kept and counted `undated`). `plan_expiry` is the dry run:
+one parallel Scan reading each item's key, stamp and head, opening nothing sealed.
+`ExpiryPlan.execute` removes each idle thread under its lease: tombstones on its heads, a
+consistent read again (a commit meanwhile revives the thread), delete marks, the records,
+the objects written before the cutoff (each only while unchanged), then the marks and the
+lease. `keep_latest` sets a marker instead of tombstones, prunes as `prune` does and
+collects the thread's garbage as `ops/gc.py` does.
 
-The sweep
----------
-`plan_expiry` is the dry run: one Scan of the table, in `SCAN_SEGMENTS` segments read in
-parallel (DynamoDB's parallel Scan), that reads each item's key, stamp and head (nothing
-sealed is opened, so it needs no keys). A Scan that does not finish by the caller's
-deadline decides nothing: a thread is judged only on every item of the table, since its
-records and its control items may lie in different segments. `ExpiryPlan.execute` then
-removes each idle thread (several in parallel) in this order:
-
-1. Take the thread's lease (`lease.py`). If someone holds it, skip the thread (`busy`):
-   a holder is at work on it. From here a writer whose lease lapsed is refused
-   (`LeaseLostError`).
-2. Set every namespace head of the thread to a tombstone `~<now>` (each namespace its
-   records show, and each head found). From here, a commit that expects a parent (every
-   run that loaded the latest checkpoint, with concurrent-run detection on, the default)
-   is refused with `ConcurrentUpdateError` and writes nothing; a run starting the same
-   thread id afresh is not.
-3. Read the thread's records again, consistently. If one is now newer than the cutoff, a
-   commit landed between the Scan and step 2: drop the tombstones (an absent head only
-   relaxes the next commit's check), release the lease, keep the thread (`revived`).
-4. Set a delete mark over each namespace (`store/deleter.py`): from here readers see
-   the thread as deleted. Then delete the records in full batches
-   (`Deleter.delete_records`).
-5. Delete the thread's objects last modified before the cutoff, each only while it still
-   has the ETag this listing saw. An idle thread's objects were all written before its
-   last record, so before the cutoff; an object written since belongs to a writer active
-   now and stays.
-6. Delete the marks, then the lease. The tombstones stay: they refuse a commit from a
-   run that loaded the thread before step 2 and writes only now. A later sweep deletes
-   them once they are older than the TTL.
-
-Strategy `keep_latest` (LangGraph Platform's name): an idle thread keeps its latest
-checkpoint in each namespace, the ancestors DeltaChannel needs to rebuild it, and the
-pending writes of those, and loses the rest of its history; `get_state` reads the same
-before and after. The Scan counts each namespace's checkpoint records: an idle thread
-with one per namespace has nothing to lose and is left alone (`kept`). Otherwise:
-
-1. Take the thread's lease, as above (`busy` if held).
-2. Set a marker (a head named `layout.PRUNING_HEAD`, which no namespace has): from here
-   an interrupted sweep leaves something the next Scan sees.
-3. Read the thread's records again, consistently (step 4 works on this read); one newer
-   than the cutoff: `revived` (drop the marker, release the lease).
-4. Open the thread (this needs its keys: a thread that does not open is `skipped`), find
-   what `keep_latest` keeps (`ops/threads.py`, as `prune` does), set a prune mark over
-   each namespace hiding every other record (readers see the pruned thread from here),
-   and delete those records in full batches.
-5. Collect the thread's garbage as `ops/gc.py` does, with the TTL as the grace: list its
-   objects modified before the cutoff, mark what its records reference with a
-   consistent read made after the listing, and delete the rest each only while it still
-   has the ETag the listing saw. The proof in `ops/gc.py` applies: an object a record
-   references (a kept checkpoint, or a commit that landed meanwhile) is never deleted.
-6. Delete the prune marks, the marker and the lease.
-
-No tombstone is set: the thread lives on. A run continuing its latest checkpoint meanwhile
-commits as usual (its parent is kept, and its objects are either new or marked in step
-5). Not guarded, as above: a fork from a checkpoint step 4 removes, committed meanwhile,
-keeps its own record and every object it references, but its parent is gone.
-
-Why an interrupted sweep is completed by the next one: before step 4 finishes, records
-remain with the same old stamps (tombstones and the sweep's lease are not activity, and
-the lease lapses after `LEASE_TTL`), so the thread is idle again and the steps rerun; each
-is idempotent. After step 4, the thread has marks, control items and no records: a `leftover`,
-which the next sweep finishes with steps 1, 3 (no records may have appeared), 5 and 6,
-deleting live heads too (a head without records is what an interrupted
-`delete_thread` also leaves). With `keep_latest`, an interrupted sweep leaves its marker
-(and perhaps records still to delete): the thread is idle and marked, so the next sweep
-runs steps 1 to 6 again; each is idempotent.
-
-Why an active thread loses nothing: a thread is removed only if, after step 2, a
-consistent read still finds no record newer than the cutoff; a conditional commit after
-step 2 is refused; objects written after the cutoff are never deleted; a lease holder is
-never disturbed. Not guarded: a commit that expects no parent (detection off, an
-`update_state` fork, a `put` through the API with a parent never loaded) landing between
-steps 3 and 6, on a thread idle for the whole TTL. It commits onto a thread being removed:
-its own record and the objects it uploaded stay, but values it shares with removed
-checkpoints are gone, and reading it raises an error that names the missing object.
-Pending writes (`put_writes`) carry no head condition either: a late run's writes to a
-removed checkpoint are stored with no checkpoint record to show them, and, being recent,
-keep the thread out of the sweeps until they are older than the TTL; then they go too.
+The steps one by one, why an interrupted sweep is completed by the next one, why an
+active thread loses nothing, and what is not guarded: docs/RELIABILITY.md, "Retention:
+the sweep, step by step".
 """
 
 from __future__ import annotations
@@ -257,9 +182,10 @@ class ExpiryPlan:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def execute(self, *, deadline: float | None = None) -> ExpiryPlan:
-        """Remove the idle threads and finish the leftovers (module docstring). With a
-        `deadline` (a `time.monotonic()` value), no thread is started after it; those
-        not started are listed in `unfinished`, for the next sweep."""
+        """Remove the idle threads and finish the leftovers (docs/RELIABILITY.md,
+        "Retention"). With a `deadline` (a `time.monotonic()` value), no thread is
+        started after it; those not started are listed in `unfinished`, for the next
+        sweep."""
         work = [*self.idle, *self.leftovers]
         for start in range(0, len(work), PARALLEL_THREADS):
             if deadline is not None and time.monotonic() > deadline:
@@ -327,7 +253,7 @@ class ExpiryPlan:
         return held
 
     def _prune(self, name: str) -> None:
-        """keep_latest on one idle thread (module docstring, steps 1 to 6)."""
+        """keep_latest on one idle thread (docs/RELIABILITY.md, "Retention", steps 1 to 6)."""
         store = self.store
         marker = store.head_key(name, PRUNING_HEAD)
         held = self._acquire(name)  # 1.

@@ -12,7 +12,7 @@ architecture test checks that nothing outside names them):
     objects.py    object reads and writes in waves, through one cache
     cache.py      the one cache type (least recently used)
     fences.py     which leases this context holds
-    ports.py      the ports, built on first use
+    lazy_ports.py the ports, built on first use
     scope.py      the deployment's share of a table that tenants share
     handoff.py    what the read path hands the write path (stored values, run keys)
     policy.py     the settings the parts take, as one value
@@ -43,9 +43,9 @@ from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
+from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
-from langgraph.checkpoint.s3dynamo.store.ports import Ports
 from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT, Scope
 from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import (
@@ -65,7 +65,7 @@ __all__ = [
     "Entry",
     "Grouped",
     "Holding",
-    "Ports",
+    "LazyPorts",
     "Skeleton",
     "Skipped",
     "StorePolicy",
@@ -89,7 +89,7 @@ class ThreadStore(Upkeep):
     white-box tests can count what they hold."""
 
     def __init__(
-        self, *, ports: Ports, namer: Namer, codec: Codec, prefix: str, policy: StorePolicy
+        self, *, ports: LazyPorts, namer: Namer, codec: Codec, prefix: str, policy: StorePolicy
     ) -> None:
         self.ports = ports
         self.namer = namer

@@ -40,7 +40,6 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMeta
 
 from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, value_id
-from langgraph.checkpoint.s3dynamo.config import describe
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     ItemTooLargeError,
@@ -69,14 +68,15 @@ from langgraph.checkpoint.s3dynamo.records import (
     WritesRecord,
     pack_bundle,
 )
+from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
+from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
-from langgraph.checkpoint.s3dynamo.store.ports import Ports
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValue, StoredValues, Typed, Walker
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class Committer:
     def __init__(
         self,
         *,
-        ports: Ports,
+        ports: LazyPorts,
         finder: Finder,
         walker: Walker,
         handoff: Handoff,

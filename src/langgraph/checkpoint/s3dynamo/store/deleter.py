@@ -33,14 +33,14 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
+from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
-from langgraph.checkpoint.s3dynamo.store.ports import Ports
 
 
 class Deleter:
     def __init__(
         self,
-        ports: Ports,
+        ports: LazyPorts,
         finder: Finder,
         objects: ObjectIO,
         namer: Namer,

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.codec import Codec
-from langgraph.checkpoint.s3dynamo.config import describe
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
@@ -45,8 +44,9 @@ from langgraph.checkpoint.s3dynamo.records import (
     WritesRecord,
     referenced_leaves,
 )
+from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class Finder:
     """Reads records from the index and groups them into entries."""
 
     def __init__(
-        self, ports: Ports, namer: Namer, codec: Codec, sealer: Sealer, scope: Scope
+        self, ports: LazyPorts, namer: Namer, codec: Codec, sealer: Sealer, scope: Scope
     ) -> None:
         self._ports = ports
         self.namer = namer

@@ -18,7 +18,7 @@ from langgraph.checkpoint.s3dynamo.layout import object_key, thread_prefix
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo, ObjectStore
 from langgraph.checkpoint.s3dynamo.store.cache import Lru
-from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 class ObjectIO:
     """A deployment's objects: their keys, and waves of reads and writes."""
 
-    def __init__(self, ports: Ports, namer: Namer, cache_bytes: int) -> None:
+    def __init__(self, ports: LazyPorts, namer: Namer, cache_bytes: int) -> None:
         self._ports = ports
         self.namer = namer
         # One object may take a quarter of the budget, so a few large ones cannot flush

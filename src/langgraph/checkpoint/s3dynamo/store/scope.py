@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from langgraph.checkpoint.s3dynamo.layout import scope_of
 from langgraph.checkpoint.s3dynamo.records import Record, Stamp
-from langgraph.checkpoint.s3dynamo.store.ports import Ports
+from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 
 # The scope of a sweep over every deployment of the table (retention's delete strategy,
 # which reads keys and stamps only, so needs nobody's keys).
@@ -26,7 +26,7 @@ EVERY_DEPLOYMENT = "*"
 class Scope:
     """This deployment's partitions of the table (module docstring)."""
 
-    def __init__(self, ports: Ports, prefix: str) -> None:
+    def __init__(self, ports: LazyPorts, prefix: str) -> None:
         self._ports = ports
         self.prefix = prefix
         # Items of other deployments that scans passed, by their prefix.

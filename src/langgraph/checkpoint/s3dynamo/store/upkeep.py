@@ -13,15 +13,15 @@ from langgraph.checkpoint.s3dynamo.layout import LEASE_SK, control_pk, head_sk
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Lease, Mark, Record, Stamp
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
-from langgraph.checkpoint.s3dynamo.store.ports import Ports
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
 
 
 class Upkeep:
     """Maintenance methods over the parts a `ThreadStore` builds (module docstring)."""
 
-    ports: Ports
+    ports: LazyPorts
     prefix: str
     scope: Scope
     objects: ObjectIO

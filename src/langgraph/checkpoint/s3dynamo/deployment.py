@@ -4,43 +4,12 @@ Both live in the deployment's own partition of the index (`layout.deployment_pk`
 prefix, so tenants sharing a table each have theirs), which no thread partition can
 collide with, and which one Query reads whole (`Control`).
 
-KMS keyring (`KmsKeyring`)
---------------------------
-With `kms_key_id`, no key material is configured anywhere: KMS makes it. The keyring
-record holds one KMS-wrapped 32-byte key P (GenerateDataKey, bound by encryption context
-to the table) and, sealed with AES-256-GCM under HMAC(P, "wrap"), the data keys by key
-id, which one is active, and the naming secret. A cold start reads the record with the
-same Query that reads the deployment record and unwraps P with one KMS Decrypt; the
-result is cached for the life of the process.
-
-- Bootstrap (first use, no record): one GenerateDataKey; the first data key and the
-  naming secret are derived from its plaintext (HMAC with distinct labels), so KMS is
-  the only source of key material. The record is written with a conditional put; a
-  process that loses that race reads the winner's record and uses it.
-- Rotation (`rotate`): one GenerateDataKey gives a new P'; the new data key is derived
-  from it, appended and made active, the naming secret carried over unchanged, and the
-  whole payload sealed again under P' (so a cold start still needs one Decrypt, however
-  many keys the keyring holds). The record is replaced on condition that its version
-  did not change.
-
-Deployment record (`Deployment`)
---------------------------------
-A saver whose naming key differs from the writer's computes other names and sees an
-empty thread; one whose sealing keys differ writes blobs no one else can open. So the
-control partition holds what the deployment was written with: a fingerprint of the
-naming key (an HMAC of a constant under it), the sealing mode, and the key ids with a
-check value each (an HMAC of a constant under the key), and the bucket the deployment's
-objects are in (docs/FORMAT.md), so a saver pointed at another bucket is refused by
-name. No key bytes.
-
-It is read once per process: with the process's first `get_tuple`, in the same wave as
-that read's Query (a new thread must be checked against it, and this way costs no round
-trip of its own), or else when an operation finds no checkpoint. The warm path never
-reads it. A mismatch raises `DeploymentMismatchError` naming what differs, before anything
-is written. The first writer creates it with a conditional put (attribute_not_exists);
-if two processes race, exactly one put succeeds and the other re-reads the record and
-compares against the winner, so a deployment never gets two naming keys. Adding a key
-id (rotation) replaces it on condition of its version.
+`KmsKeyring`: with `kms_key_id`, KMS makes every key; the keyring record holds one
+KMS-wrapped key that seals the data keys and the naming secret, so a cold start costs one
+Decrypt. `Deployment`: the record of what the deployment was written with (fingerprints
+of the naming key and of each sealing key, the sealing mode, the bucket; no key bytes),
+read once per process and compared before anything is written. Bootstrap, rotation and
+races: docs/SECURITY.md, "The keyring and deployment records".
 """
 
 from __future__ import annotations

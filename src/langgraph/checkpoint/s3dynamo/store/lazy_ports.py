@@ -15,7 +15,7 @@ from langgraph.checkpoint.s3dynamo.ports import (
 )
 
 
-class Ports:
+class LazyPorts:
     """Factories of the index and the object store, each called once, on first use (two
     threads racing there at worst build one spare client). The index serves as all three
     of its ports (records, control items, scans)."""
