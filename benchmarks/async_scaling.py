@@ -360,8 +360,12 @@ async def _run_cell(cell: dict[str, Any], saver: Any, in_flight: Any) -> dict[st
     }
 
 
+# Thread ids of this process's cell: PostgreSQL keeps its tables from cell to cell.
+CELL = f"{os.getpid()}-{time.time_ns()}"
+
+
 def _config(run: int | str) -> Any:
-    return {"configurable": {"thread_id": f"run-{run}"}}
+    return {"configurable": {"thread_id": f"{CELL}-run-{run}"}}
 
 
 def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
