@@ -381,6 +381,61 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     return asyncio.run(main())
 
 
+def moto_costs(threads: int = 300) -> None:
+    """What moto spends per DynamoDB operation of s3dynamo's turns as its table grows
+    (moto in process, the same table-backup patch as the server)."""
+    import copy
+    from collections import Counter, defaultdict
+
+    import moto.dynamodb.models as ddb_models
+    from moto import mock_aws
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+    real_deepcopy = copy.deepcopy
+
+    class NoTableBackup:
+        @staticmethod
+        def deepcopy(value: Any, memo: Any = None) -> Any:
+            return value if isinstance(value, ddb_models.Table) else real_deepcopy(value, memo)
+
+    ddb_models.copy = NoTableBackup  # type: ignore[assignment]
+    spent: defaultdict[str, float] = defaultdict(float)
+    count: Counter[str] = Counter()
+    original = BotocoreStubber.process_request
+
+    def timed(stubber: Any, request: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return original(stubber, request)
+        finally:
+            target = request.headers.get("X-Amz-Target", b"s3")
+            op = (target.decode() if isinstance(target, bytes) else target).split(".")[-1]
+            spent[op] += time.perf_counter() - began
+            count[op] += 1
+
+    BotocoreStubber.process_request = timed  # type: ignore[method-assign]
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
+    with mock_aws():
+        saver = S3DynamoSaver(table="costs", bucket="costs-bucket", region=REGION, plaintext=True)
+        saver.setup()
+        graph = _graph(saver)
+
+        async def batch(first: int) -> None:
+            from langchain_core.messages import HumanMessage
+
+            for run in range(first, first + threads):
+                await graph.ainvoke({"messages": [HumanMessage("hi")]}, _config(run))
+
+        for done in (threads, 2 * threads):
+            spent.clear()
+            count.clear()
+            asyncio.run(batch(done - threads))
+            each = ", ".join(f"{op} {1000 * spent[op] / count[op]:.1f} ms" for op in sorted(count))
+            print(f"threads {done - threads + 1} to {done}: moto per request: {each}")
+
+
 # ------------------------------------------------------------------------- driver
 
 
@@ -410,6 +465,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--serve", type=int)
     parser.add_argument("--cell")
+    parser.add_argument("--moto-costs", action="store_true", help="moto's time per operation")
     parser.add_argument(
         "--savers",
         nargs="*",
@@ -430,6 +486,9 @@ def main() -> None:
         return
     if args.cell:
         print(json.dumps(run_cell(json.loads(args.cell))))
+        return
+    if args.moto_costs:
+        moto_costs()
         return
 
     sys.path.insert(0, str(HERE))
