@@ -13,11 +13,12 @@ deep-copies every table it touches to roll back a refused condition, a cost that
 with the table and is paid under the server's one lock. No run here shares a thread, so
 no transaction is refused; the cell checks every state read back.
 
-    python benchmarks/async_scaling.py                   # everything, about 10 minutes
-    python benchmarks/async_scaling.py --quick           # fewer cells
-    python benchmarks/async_scaling.py --cell '{...}'    # one cell, prints JSON
+    python benchmarks/async_scaling.py                   # everything (24 min on a busy 2-core box)
+    python benchmarks/async_scaling.py --savers s3dynamo --runs 1 32 --latencies 15
+    python benchmarks/async_scaling.py --moto-costs      # moto's time per operation
+    python benchmarks/async_scaling.py --plot            # redraw the plot from the table
 
-Writes benchmarks/async_scaling.md.
+Writes benchmarks/async_scaling.md and the plot async_scaling.png.
 """
 
 from __future__ import annotations
@@ -480,6 +481,7 @@ def main() -> None:
         help="pool sizes compared at 32 and 128 runs, 15 ms (in-memory ports)",
     )
     parser.add_argument("--out", default=str(HERE / "async_scaling.md"))
+    parser.add_argument("--plot", action="store_true", help="only redraw the plot of --out")
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
@@ -489,6 +491,9 @@ def main() -> None:
         return
     if args.moto_costs:
         moto_costs()
+        return
+    if args.plot:
+        plot(Path(args.out))
         return
 
     sys.path.insert(0, str(HERE))
@@ -527,6 +532,39 @@ def main() -> None:
     elapsed = time.perf_counter() - began
     Path(args.out).write_text(_report(rows, elapsed, args, dsn is not None))
     print(f"wrote {args.out} ({elapsed:.0f} s)")
+    plot(Path(args.out))
+
+
+def plot(table: Path) -> None:
+    """Turns/s against concurrent runs, one line per saver and latency, from the
+    table of `table` (so a plot can be redrawn from a results file); beside it as .png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for line in table.read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) < 5 or not cells[2].isdigit() or "error" in cells[4]:
+            continue
+        series.setdefault((cells[0], cells[1]), []).append((int(cells[2]), float(cells[4])))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    names = sorted({saver for saver, _ in series})
+    colors = {name: f"C{i}" for i, name in enumerate(names)}
+    for ax, latency in zip(axes, ("15 ms", "100 ms"), strict=True):
+        for (saver, lat), points in sorted(series.items()):
+            if lat == latency and len(points) > 2:
+                label = "s3dynamo (moto server)" if saver == "s3dynamo" else saver
+                ax.plot(*zip(*points, strict=True), marker="o", label=label, color=colors[saver])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("concurrent runs")
+        ax.set_ylabel("turns/s")
+        ax.set_title(f"{latency} per request")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(table.with_suffix(".png"), dpi=100)
 
 
 def _label(cell: dict[str, Any]) -> str:

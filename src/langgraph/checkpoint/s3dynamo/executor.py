@@ -21,7 +21,10 @@ that sent the request: it holds one worker of many, so other runs go on unless e
 worker is backing off, which means AWS is throttling the whole process.
 
 The caller's `contextvars` context is copied into the worker (as `asyncio.to_thread`
-does): what a run holds (`runs.py`, the lease's fence) reaches the storage call.
+does): what a run holds (`runs.py`, the lease's fence) reaches the storage call. Between
+calls the workers are idle and hold no connection, safe in a frozen Lambda sandbox for
+the reasons `waves.py` gives; a call whose awaiting task is cancelled still finishes in
+its worker, as with `asyncio.to_thread`.
 """
 
 from __future__ import annotations
