@@ -22,6 +22,7 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver, executor
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.settings import Settings
+from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
 RUNS = 256
 TURNS = 2
@@ -175,3 +176,39 @@ def test_the_pool_size_is_a_setting_and_an_environment_variable(
     # Savers asking for one size share one pool.
     assert executor.pool(5) is executor.pool(5)
     assert executor.pool(5) is not executor.pool(6)
+
+
+def test_a_small_pool_whose_puts_fan_out_into_waves_never_deadlocks() -> None:
+    # Two async workers, each waiting on S3 waves (every value goes to S3), while far
+    # more runs queue for them: the waits form no cycle, so every run finishes.
+    meter = Meter()
+    index, objects = MemoryIndex(), MemoryObjects()
+    saver = S3DynamoSaver(
+        index=InFlight(index, meter),  # type: ignore[arg-type]
+        object_store=InFlight(objects, meter),  # type: ignore[arg-type]
+        plaintext=True,
+        inline_max=0,
+        async_workers=2,
+    )
+    saver.setup()
+    graph = _graph(saver)
+
+    async def main() -> list[Any]:
+        await asyncio.wait_for(asyncio.gather(*(_converse(graph, r) for r in range(40))), 60)
+        return [await graph.aget_state(_config(r)) for r in range(40)]
+
+    for run, state in enumerate(asyncio.run(main())):
+        assert [(m.type, m.content) for m in state.values["messages"]] == _expected(run)
+    assert objects.calls["put"] > 0  # the values went through S3 waves
+
+
+def test_the_clients_hold_a_connection_for_every_async_and_wave_worker() -> None:
+    saver = S3DynamoSaver(
+        table="t", bucket="b", region="us-east-1", plaintext=True, async_workers=3
+    )
+    client = saver.store.records.client  # type: ignore[attr-defined]
+    assert client.meta.config.max_pool_connections == 3 + WAVE_WORKERS
+
+
+def _config(run: int) -> Any:
+    return {"configurable": {"thread_id": f"run-{run}"}}
