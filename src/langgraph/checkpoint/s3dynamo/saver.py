@@ -90,6 +90,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         detect_concurrent_runs: Hold each put of a run that continues the latest checkpoint
             to the namespace's head (one TransactWriteItems per put; see `runs.py`). False
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
+        async_workers: Threads of the process-wide pool the async methods run in (default
+            64, or `S3DYNAMO_ASYNC_WORKERS`; see `executor.py` and docs/OPERATIONS.md).
         retention: Idle time after which `ops.expire_idle_threads()` removes a thread.
         serde: Serializer. `EncryptedSerializer` works; compression then happens inside
             its encryption.
