@@ -518,19 +518,22 @@ def main() -> None:
                 for runs in (32, 128):
                     cells.append({"saver": saver, "latency_ms": 15, "runs": runs, "pool": pool})
         last: dict[str, float] = {}  # turns/s of each series' previous cell
+        loads: list[float] = []
         for cell in cells:
             cell.update(url=url, dsn=dsn, turns=_turns(cell["runs"], cell["latency_ms"]))
             series = f"{_label(cell)} {cell['latency_ms']}"
             estimate = cell["runs"] * cell["turns"] / last[series] if series in last else 0
+            result: dict[str, Any]
             if estimate > CELL_BUDGET:
                 result = {"error": f"not run: about {estimate:.0f} s at the previous row's rate"}
             else:
+                loads.append(os.getloadavg()[0])
                 result = _cell_in_subprocess(cell)
-                last[series] = result.get("turns_per_s", 0) or 1e-3
+                last[series] = float(result.get("turns_per_s", 0)) or 1e-3
             rows.append((cell, result))
             print(_line(cell, result), flush=True)
     elapsed = time.perf_counter() - began
-    Path(args.out).write_text(_report(rows, elapsed, args, dsn is not None))
+    Path(args.out).write_text(_report(rows, elapsed, loads or [0.0], dsn is not None))
     print(f"wrote {args.out} ({elapsed:.0f} s)")
     plot(Path(args.out))
 
@@ -590,29 +593,29 @@ def _line(cell: dict[str, Any], r: dict[str, Any]) -> str:
 def _report(
     rows: list[tuple[dict[str, Any], dict[str, Any]]],
     elapsed: float,
-    args: argparse.Namespace,
+    loads: list[float],
     postgres: bool,
 ) -> str:
-    load = os.getloadavg()[0]
     out = [
         "# Async scaling: many concurrent runs in one process",
         "",
         f"`python benchmarks/async_scaling.py` ({time.strftime('%Y-%m-%d')}, "
-        f"{os.cpu_count()} cores shared with other work, load average {load:.1f} at the "
-        f"end, {elapsed:.0f} s). See the module docstring for the set-up."
+        f"{os.cpu_count()} cores shared with other work, load average {min(loads):.1f} to "
+        f"{max(loads):.1f} as cells started, {elapsed:.0f} s). "
+        "See the module docstring for the set-up."
         + ("" if postgres else " PostgreSQL could not be started: no AsyncPostgresSaver rows."),
         "",
         "| saver | latency/request | concurrent runs | turns | turns/s | x one run | p50 ms |"
         " p99 ms | max in flight | requests/turn | CPU ms/turn | client CPU | server busy |"
-        " RSS KiB/run |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " server ms/request | RSS KiB/run |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     one: dict[tuple[str, int], float] = {}
     for cell, r in rows:
         if "error" in r:
             out.append(
                 f"| {_label(cell)} | {cell['latency_ms']} ms | {cell['runs']} | "
-                f"{cell['turns']} | error: {r['error']} |||||||||"
+                f"{cell['turns']} | error: {r['error']} ||||||||||"
             )
             continue
         key = (_label(cell), cell["latency_ms"])
@@ -620,22 +623,25 @@ def _report(
             one[key] = r["turns_per_s"]
         base = one.get(key) or one.get((cell["saver"], cell["latency_ms"]))
         ratio = f"{r['turns_per_s'] / base:.1f}" if base else "—"
+        per_second = r["turns_per_s"] * r["requests_per_turn"]
+        busy = r["server_busy_share"]
+        server_ms = f"{1000 * busy / per_second:.1f}" if busy and per_second else "—"
         out.append(
             f"| {_label(cell)} | {cell['latency_ms']} ms | {cell['runs']} | {cell['turns']} | "
             f"{r['turns_per_s']:.1f} | {ratio} | {r['p50_ms']:.0f} | {r['p99_ms']:.0f} | "
             f"{r['in_flight']} | {r['requests_per_turn']:.1f} | {r['cpu_ms_per_turn']:.1f} | "
-            f"{r['client_cpu_share']:.0%} | {r['server_busy_share']:.0%} | "
+            f"{r['client_cpu_share']:.0%} | {r['server_busy_share']:.0%} | {server_ms} | "
             f"{r['rss_kib_per_run']:.0f} |"
         )
     out += [
         "",
-        '"x one run" divides by the same saver\'s one-run throughput at that latency (the '
-        'pool rows by the same saver\'s with its own pool). "Max in flight" is the most '
-        "requests the server (moto, PostgreSQL round trips, in-memory port calls) had at "
-        "once. CPU is the client process's, per "
-        'turn; "client CPU" is its CPU time over wall time (100% = one core); "server busy" '
-        "the share of wall time moto spent answering under its one lock (100% caps the "
-        "cell). RSS per run is the process's peak resident memory during the cell less "
+        '"x one run" divides by the same saver\'s one-run throughput at that latency (the pool'
+        ' rows by the same saver\'s with its own pool). "Max in flight" is the most requests '
+        "the server (moto, PostgreSQL round trips, in-memory port calls) had at once. CPU is "
+        'the client process\'s, per turn; "client CPU" is its CPU time over wall time (100% = '
+        'one core); "server busy" the share of wall time moto spent answering under its one '
+        "lock (100% caps the cell), and server ms/request that time over the requests "
+        "answered. RSS per run is the process's peak resident memory during the cell less "
         "before it, over the concurrent runs.",
         "",
     ]
