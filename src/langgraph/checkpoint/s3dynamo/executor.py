@@ -10,7 +10,8 @@ that size. Threads start only when a call finds none idle, so an unused size cos
 
 Why not native async clients (aiobotocore): a second I/O path beside the sync one, a heavy
 dependency, and the measurement (benchmarks/async_scaling.md) shows the pool reaching the
-limit the process's CPU sets, which async clients would not raise.
+limit the process's CPU sets, which clients that still sign and parse every request in
+Python would not raise.
 
 No deadlock with the wave pool (`waves.py`): an async worker may wait for a wave, but a
 wave worker never submits to or waits for this pool, and a wave started inside a wave
