@@ -6,18 +6,18 @@ It validates what LangGraph hands it (`runnable_config.py`) and delegates: setti
 `saver.ops` (`ops/`). See `docs/ARCHITECTURE.md` for the layers.
 
 Sync and async share one core. The async methods run the sync code in a worker thread
-(`asyncio.to_thread`): the work is blocking botocore I/O either way, and one code path
-means one set of request budgets and one set of bugs. What a run continues (`runs.py`)
-is recorded in the caller's context, not in the worker's copy of it.
+of the process's async pool (`executor.py`, not the loop's default executor): the work
+is blocking botocore I/O either way, and one code path means one set of request budgets
+and one set of bugs. What a run continues (`runs.py`) is recorded in the caller's
+context, not in the worker's copy of it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import compose, runs
+from langgraph.checkpoint.s3dynamo import compose, executor, runs
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
@@ -47,6 +47,8 @@ if TYPE_CHECKING:  # imported when first used: a handler's requests never need i
 # Maintenance is logged at INFO with threads named by their keyed hash (as stored), never
 # by id: a thread id is often a user id, and logs leave the sealed store.
 log = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
 
 
 def _serializer(saver: S3DynamoSaver) -> SerializerProtocol:
@@ -109,6 +111,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         detect_concurrent_runs: Hold each put of a run that continues the latest checkpoint
             to the namespace's head (one TransactWriteItems per put; see `runs.py`). False
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
+        async_workers: Threads of the process-wide pool the async methods run in (default
+            64, or `S3DYNAMO_ASYNC_WORKERS`; see `executor.py` and docs/OPERATIONS.md).
         retention: Idle time after which `ops.expire_idle_threads()` removes a thread.
         serde: Serializer. `EncryptedSerializer` works; compression then happens inside
             its encryption. A copy made by `with_allowlist` uses its own (`__copy__`).
@@ -119,10 +123,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             needed.
         settings: A `Settings` instead of the keyword settings above.
 
-    Concurrent runs on one thread: a run that continues the latest checkpoint after
-    another run committed fails with `ConcurrentUpdateError` (nothing written; retry it);
-    forks and a single writer never do (`runs.py`). `saver.ops.thread_lock(thread_id)`
-    serializes runs instead. See docs/RELIABILITY.md.
+    Concurrent runs: one that continues the latest checkpoint after another committed
+    raises `ConcurrentUpdateError` (nothing written; retry it); forks and a single writer
+    never do. `saver.ops.thread_lock(thread_id)` serializes runs (docs/RELIABILITY.md).
 
     Example:
         ```python
@@ -253,10 +256,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         return found
 
     def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
-        store = self.store
-
         def read() -> Entry | None:
-            return store.by_id(tid, ns, cid) if cid else store.latest(tid, ns)
+            return self.store.by_id(tid, ns, cid) if cid else self.store.latest(tid, ns)
 
         with guarded(self.parts.deployment):
             if self.parts.control.loaded:
@@ -276,8 +277,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             return self.store.decode(entry)
 
     def _loaded(self, tid: str, ns: str, cid: str | None, found: CheckpointTuple | None) -> None:
-        """Tell concurrent-run detection what this run continues (`runs.py`): the latest
-        it got, or nothing when it asked for a checkpoint by id."""
+        """Tell run detection what this run continues: the latest it got, or nothing."""
         latest = None if cid else (found.checkpoint["id"] if found else runs.EMPTY)
         self.store.loaded(tid, ns, latest)
 
@@ -312,25 +312,24 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             if (before and before.get("configurable", {}).get("checkpoint_id"))
             else None
         )
-        store = self.store
         with guarded(self.parts.deployment):
             entries: Iterable[Entry]
             if config is None:
                 skipped: list[Skipped] = []
-                entries = store.all_entries(before_id, skipped=skipped)
+                entries = self.store.all_entries(before_id, skipped=skipped)
                 self.ops.last_skipped = skipped
                 warn_skipped("list(None)", skipped)
             else:
                 tid, ns, cid = target(config, namespace_optional=True)
                 if cid is not None:
-                    one = store.by_id(tid, ns or "", cid)
+                    one = self.store.by_id(tid, ns or "", cid)
                     entries = [one] if one and (before_id is None or cid < before_id) else []
                 elif ns is None:
-                    entries = store.thread_entries(tid, before_id)
+                    entries = self.store.thread_entries(tid, before_id)
                 else:
-                    entries = store.namespace_entries(tid, ns, before_id)
+                    entries = self.store.namespace_entries(tid, ns, before_id)
             found = False
-            for item in store.tuples(entries, filter, limit):
+            for item in self.store.tuples(entries, filter, limit):
                 found = True
                 yield item
         if not found and not filter and before_id is None:
@@ -408,9 +407,14 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     # --------------------------------------------------------------------- async
 
+    async def _in_worker(self, fn: Callable[..., _R], /, *args: Any, **kwargs: Any) -> _R:
+        """The sync core in a worker of the process's async pool (`executor.py`), not
+        the loop's default executor; the caller's context goes with it."""
+        return await executor.run(self.settings.async_workers, fn, *args, **kwargs)
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         tid, ns, cid = target(config)
-        found = await asyncio.to_thread(self._read_tuple, tid, ns, cid)
+        found = await self._in_worker(self._read_tuple, tid, ns, cid)
         self._loaded(tid, ns, cid, found)
         return found
 
@@ -426,10 +430,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         iterator = self.list(config, filter=filter, before=before, limit=limit)
         done = object()
         while True:
-            item = await asyncio.to_thread(next, iterator, done)
+            item = await self._in_worker(next, iterator, done)
             if item is done:
                 return
-            yield item  # type: ignore[misc]
+            yield item
 
     async def aput(
         self,
@@ -438,7 +442,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        return await self._in_worker(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -447,24 +451,24 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        await self._in_worker(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
+        await self._in_worker(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
+        await self._in_worker(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+        await self._in_worker(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+        await self._in_worker(self.prune, thread_ids, strategy=strategy)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        return await asyncio.to_thread(
+        return await self._in_worker(
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )
 
