@@ -1,6 +1,6 @@
 """Two runs on one thread at once, through DynamoDB and S3 on moto: the checks of
 `tests/unit/test_concurrency.py`, and the commit and lease conditions of the DynamoDB
-adapter against the in-memory twin's (`tests/port_conditions.py`)."""
+adapter against the in-memory twin's (`tests/support/port_conditions.py`)."""
 
 from __future__ import annotations
 

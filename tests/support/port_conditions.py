@@ -1,6 +1,6 @@
 """The conditions of a commit and of a lease, and where marks sort, checked on any
 `Index`: the in-memory twin (`tests/unit/test_memory_ports.py`) and DynamoDB on moto
-(`tests/test_concurrency.py`, `tests/aws/test_bulk_budgets.py`) must agree on every
+(`tests/aws/test_concurrency.py`, `tests/aws/test_bulk_budgets.py`) must agree on every
 one."""
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from pathlib import Path
 
@@ -282,3 +283,22 @@ def test_no_test_tier_imports_another_tiers_test_module() -> None:
                 if name.startswith(("tests.unit", "tests.aws", "tests.e2e"))
             ]
     assert found == [], "shared helpers belong in tests/support: " + ", ".join(found)
+
+
+def test_every_test_path_named_exists() -> None:
+    """Paths such as `tests/support/faults.py` named in code, tests or docs point at a
+    file that is there (files move; their mentions must follow)."""
+    repo = Path(__file__).resolve().parents[2]
+    sources = [
+        *repo.joinpath("src").rglob("*.py"),
+        *repo.joinpath("tests").rglob("*.py"),
+        *repo.joinpath("docs").glob("*.md"),
+        repo / "README.md",
+    ]
+    stale = sorted(
+        f"{path.relative_to(repo)} names {named}"
+        for path in sources
+        for named in set(re.findall(r"\btests/[\w/]+\.py\b", path.read_text(encoding="utf-8")))
+        if not (repo / named).exists()
+    )
+    assert stale == [], "; ".join(stale)

@@ -1,6 +1,6 @@
 """Two runs on one thread at once, on the in-memory ports: detection raises the clear
 error, the lease serializes them, and no message is lost either way. The same checks
-run on moto in `tests/test_concurrency.py`."""
+run on moto in `tests/aws/test_concurrency.py`."""
 
 from __future__ import annotations
 
@@ -68,6 +68,10 @@ def test_deliberate_forks_are_not_refused() -> None:
     old = next(s for s in graph.get_state_history(config) if s.values.get("turns") == 1)
     forked = graph.update_state(old.config, {"messages": [HumanMessage("fork", id="f")]})
     graph.invoke(None, forked)
+    latest = [m.content for m in graph.get_state(config).values["messages"]]
+    assert latest[-2:] == ["fork", "turn 2; heard: q0 / q1 / fork"]  # the fork ran on
+    history = [[m.content for m in s.values["messages"]] for s in graph.get_state_history(config)]
+    assert ["q0", "turn 1; heard: q0", "q1", "turn 2; heard: q0 / q1"] in history  # kept
     graph.invoke(None, old.config)  # replay from an old checkpoint id
     graph.invoke({"messages": [HumanMessage("after", id="a")]}, config)
 

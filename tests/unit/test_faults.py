@@ -1,7 +1,7 @@
 """Every operation, failed at each of its requests in turn (before, after or halfway
 through applying it), leaves a state a reader may see, and a repeat finishes it.
 
-Runs on the in-memory ports through `tests/faults.py`; `tests/test_faults.py` runs
+Runs on the in-memory ports through `tests/support/faults.py`; `tests/aws/test_faults.py` runs
 cases through moto. The states each operation may show are listed in
 docs/RELIABILITY.md.
 """

@@ -2,7 +2,7 @@
 within ttl + 1 s, a holder that writes or beats keeps it, a stalled one loses it and is
 fenced, and the Lambda context bounds both the expiry and the wait. A clock that moves
 only when told measures the takeovers; the heartbeat runs on real time with short ttls.
-The same takeover after a real SIGKILL on moto server: `tests/aws/test_lease_kill.py`."""
+The same takeover after a real SIGKILL on moto server: `tests/e2e/test_lease_kill.py`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Retention on the in-memory ports: idle threads go whole, active ones keep everything.
 
 Faults at every request of a sweep are injected in `tests/unit/test_faults.py` (op
-`expire`); `tests/test_retention.py` runs the same on moto and the DynamoDB adapter.
+`expire`); `tests/aws/test_retention.py` runs the same on moto and the DynamoDB adapter.
 """
 
 from __future__ import annotations

@@ -157,7 +157,12 @@ def test_forks_and_replays_handed_between_processes() -> None:
     first = [s for s in graph_one.get_state_history(config()) if s.next == ("sub",)][-1]
     graph_one.invoke(None, first.config)
     graph_two.invoke({"log": []}, config())
-    graph_one.invoke({"log": []}, config())
+    out = graph_one.invoke({"log": []}, config())
+    # The replay gave the subgraph its state from before the first run; each later run,
+    # whichever process made it, continued from the one before.
+    assert seen == [[], ["s"], [], ["s"], ["s", "s"]]
+    assert out == {"log": ["p", "p", "p"]}
+    assert graph_two.get_state(config()).values == out  # both processes read one latest
 
 
 def test_async_forks_replays_and_subgraphs() -> None:

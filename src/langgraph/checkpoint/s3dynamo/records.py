@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.layout import (
+    LEASE_SK,
+    control_pk,
+    head_sk,
     mark_operation,
     owner_sk,
     parse_sk,
@@ -44,6 +47,17 @@ class ItemKey(NamedTuple):
 
     pk: str
     sk: str
+
+
+# Control items' keys, built here only (`layout.py` has their grammar).
+def head_key(thread_name: str, ns_name: str) -> ItemKey:
+    """Where a namespace's head (or a tombstone, or a marker) lives."""
+    return ItemKey(control_pk(thread_name), head_sk(ns_name))
+
+
+def lease_key(thread_name: str) -> ItemKey:
+    """Where a thread's lease lives."""
+    return ItemKey(control_pk(thread_name), LEASE_SK)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The infrastructure s3dynamo expects, in one place.
 
 `setup()` creates exactly this for development and tests; `terraform/` declares the
-same for production, and `tests/test_terraform.py` keeps the two in agreement.
+same for production, and `tests/e2e/test_terraform.py` keeps the two in agreement.
 """
 
 from __future__ import annotations

@@ -56,7 +56,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
 from langgraph.checkpoint.s3dynamo.layout import (
     HEAD_PREFIX,
     control_pk,
-    head_sk,
     is_control_pk,
     is_deployment_pk,
 )
@@ -72,6 +71,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     Record,
     Stamp,
     WritesRecord,
+    head_key,
 )
 from langgraph.checkpoint.s3dynamo.schema import (
     PARTITION_KEY,
@@ -376,14 +376,13 @@ class DynamoControl(DynamoTable):
         if ns_names is None:
             keys = [k for k in self.query_keys(pk, prefix=HEAD_PREFIX)]
         else:
-            keys = [ItemKey(pk, head_sk(name)) for name in sorted(ns_names)]
+            keys = [head_key(thread_name, name) for name in sorted(ns_names)]
         self.delete_items(keys)
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        pk = control_pk(thread_name)
         self._batch(
             [
-                {"PutRequest": {"Item": {**key_item(ItemKey(pk, head_sk(ns))), HEAD: {"S": v}}}}
+                {"PutRequest": {"Item": {**key_item(head_key(thread_name, ns)), HEAD: {"S": v}}}}
                 for ns, v in sorted(heads.items())
             ]
         )

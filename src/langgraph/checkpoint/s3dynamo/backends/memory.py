@@ -38,7 +38,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace, head_sk, tombstone_time
+from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace, tombstone_time
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
@@ -51,6 +51,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     Record,
     Stamp,
     WritesRecord,
+    head_key,
 )
 
 
@@ -268,9 +269,8 @@ class MemoryIndex:
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
         with self._lock:
             self._count("write_batch")
-            pk = control_pk(thread_name)
             for ns, value in heads.items():
-                self.heads[ItemKey(pk, head_sk(ns))] = value
+                self.heads[head_key(thread_name, ns)] = value
 
     def scan(self, prefix: str = "") -> Iterator[Record]:
         with self._lock:

@@ -49,8 +49,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
-    control_pk,
-    head_sk,
     write_ref,
     writes_sk,
 )
@@ -64,8 +62,8 @@ from langgraph.checkpoint.s3dynamo.placement import (
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     HeadMove,
-    ItemKey,
     WritesRecord,
+    head_key,
     pack_bundle,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
@@ -255,7 +253,7 @@ class Committer:
         run_key = self.handoff.run_key(tid, ns)
         head = (
             HeadMove(
-                ItemKey(control_pk(pk), head_sk(run_key[2])),
+                head_key(pk, run_key[2]),
                 cid,
                 parent_id,
                 runs.continues_latest(run_key, parent_id),

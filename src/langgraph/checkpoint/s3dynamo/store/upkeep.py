@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from langgraph.checkpoint.s3dynamo.layout import LEASE_SK, control_pk, head_sk
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import ItemKey, Lease, Mark, Record, Stamp
+from langgraph.checkpoint.s3dynamo.records import (
+    ItemKey,
+    Lease,
+    Mark,
+    Record,
+    Stamp,
+    head_key,
+    lease_key,
+)
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
@@ -149,11 +156,11 @@ class Upkeep:
 
     def lease_key(self, thread_name: str) -> ItemKey:
         """Where a thread's lease lives."""
-        return ItemKey(control_pk(thread_name), LEASE_SK)
+        return lease_key(thread_name)
 
     def head_key(self, thread_name: str, ns_name: str) -> ItemKey:
         """Where a namespace's head (or tombstone) lives."""
-        return ItemKey(control_pk(thread_name), head_sk(ns_name))
+        return head_key(thread_name, ns_name)
 
     def acquire_lease(self, thread_name: str, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
         """The thread's lease, or None while another holds it."""
