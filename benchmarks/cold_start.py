@@ -1,6 +1,7 @@
 """The Lambda cold path: a fresh interpreter imports, builds a graph, serves one request.
 
     python benchmarks/cold_start.py --runs 15   # prints the medians; run.py calls measure()
+    python benchmarks/cold_start.py --package --runs 11   # the shipped Lambda zips
 
 Each sample is a new `python cold_start.py --child KIND` process. The handler kinds do
 what a Lambda handler module does: import LangGraph and the saver, compile a two-node
@@ -53,6 +54,14 @@ the round robin) imports the package's dependencies first (`langgraph.checkpoint
 import at import time), then times `import langgraph.checkpoint.s3dynamo` alone
 (perf_counter; median of the runs). It records whether botocore (or boto3) is in
 `sys.modules` afterwards, and which modules outside the package that import added.
+
+`--package` measures the artefact users deploy instead: scripts/lambda_package.sh builds
+three zips (`make lambda-package`'s, and `cold_start_handler.py` with s3dynamo and with
+DynamoDBSaver, packaged the same way); each is unzipped into a read-only copy, with and
+without its bytecode, and a fresh `python3.12 -I -S -B` per sample, with only that copy
+and boto3 (installed for 3.12 and compiled, as the runtime's copy) on its path, runs the
+init phase (`import app`) and a first invocation against moto server. Times: interpreter
+(spawn to its first line), init, first invocation, total.
 
 The unmeasured first round also writes any missing bytecode caches (the children may
 write them even if `PYTHONDONTWRITEBYTECODE` is set here), so no measured child compiles
