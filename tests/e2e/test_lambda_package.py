@@ -3,9 +3,10 @@
 The zip is built (into a temporary build directory), unzipped into a read-only copy and
 run by Python 3.12, the Lambda runtime's version, isolated (`-I -S -B`: no site-packages,
 no PYTHONPATH, no bytecode writes) with only the unzipped files and, after them, boto3 and
-botocore standing in for the runtime's copy on its path. The conversation of
-test_lambda_example.py runs on it: its first two invocations each in a fresh interpreter
-(new containers, cold), the rest in one interpreter that stays (a warm container). Every
+botocore standing in for the runtime's copy on its path. A conversation runs on it
+(a refund waits for approval, is approved, the history read, the thread deleted): its
+first two invocations each in a fresh interpreter (new containers, cold), the rest in one
+interpreter that stays (a warm container); the checkpoints are read back with the keys. Every
 child watches the import system and reports any module of the zip compiled from source.
 The listing check (all an arm64 zip gets on an x86_64 machine) is tested on a small zip.
 """
@@ -21,21 +22,22 @@ import shutil
 import stat
 import subprocess
 import sys
+import uuid
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
-from tests.e2e import test_lambda_example as example
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.testing import moto_server
 
 ROOT = Path(__file__).resolve().parents[2]
 # What the Lambda Python runtime provides beside the code (copied from this environment).
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "six", "urllib3")
-# The example's fixtures: moto server on 127.0.0.1, the function's environment on it.
-moto_server = example.moto_server
-function_env = example.function_env
+REGION = "us-east-1"
 
 
 def runtime_python() -> str | None:
@@ -64,6 +66,47 @@ pytestmark = pytest.mark.skipif(
     reason="no Python 3.12 (the Lambda runtime's version, which compiles the zip's "
     "bytecode): install one (pyenv install 3.12) or set CHECK_PYTHON",
 )
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with moto_server() as url:
+        yield url
+
+
+@pytest.fixture
+def deployment(server: str) -> tuple[dict[str, str], S3DynamoSaver]:
+    """The function's environment as the Terraform example sets it (table, bucket, prefix,
+    a KMS key on moto server), pointed at moto server; and a saver of the test's own on the
+    same deployment, which created it with setup()."""
+    suffix = uuid.uuid4().hex[:12]
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+    )
+    kms = session.client("kms", endpoint_url=server)
+    key = kms.create_key(Description=f"sealing {suffix}")["KeyMetadata"]["Arn"]
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ENDPOINT_URL": server,
+        "S3DYNAMO_TABLE": f"agent-{suffix}",
+        "S3DYNAMO_BUCKET": f"agent-{suffix}",
+        "S3DYNAMO_PREFIX": "checkpoints/",
+        "S3DYNAMO_KMS_KEY_ID": key,
+    }
+    saver = S3DynamoSaver(
+        table=env["S3DYNAMO_TABLE"],
+        bucket=env["S3DYNAMO_BUCKET"],
+        prefix=env["S3DYNAMO_PREFIX"],
+        kms_key_id=key,
+        dynamodb_client=session.client("dynamodb", endpoint_url=server),
+        s3_client=session.client("s3", endpoint_url=server),
+        kms_client=kms,
+    )
+    saver.setup()
+    return env, saver
 
 
 @pytest.fixture(scope="module")
@@ -210,36 +253,51 @@ def test_make_lambda_package_builds_and_checks_the_zip(built: tuple[Path, str]) 
 
 
 def test_the_zips_handler_cold_then_warm(
-    task: Path, runtime: Path, function_env: dict[str, str]
+    task: Path, runtime: Path, deployment: tuple[dict[str, str], S3DynamoSaver]
 ) -> None:
+    env, saver = deployment
+    tid = f"customer-{uuid.uuid4().hex[:8]}"
     summaries: list[dict[str, Any]] = []
-    warm: Container | None = None
 
     def cold(event: dict[str, Any]) -> dict[str, Any]:
-        container = Container(task, runtime, function_env)
+        container = Container(task, runtime, env)
         reply = container.invoke(event)
         summaries.append(container.close())
         return reply
 
-    def invoke(event: dict[str, Any]) -> dict[str, Any]:
-        # The first two invocations land on new containers, the rest on one that stays.
-        nonlocal warm
-        if len(summaries) < 2:
-            return cold(event)
-        if warm is None:
-            warm = Container(task, runtime, function_env)
-        return warm.invoke(event)
+    # Two new containers, one event each.
+    reply = cold({"action": "start", "thread_id": tid, "message": "hello"})
+    assert reply["ok"] and reply["status"] == "done" and "(turn 1)" in reply["reply"], reply
+    reply = cold({"action": "send", "thread_id": tid, "message": "please refund A-1001"})
+    assert reply["status"] == "waiting_for_approval", reply
+    assert reply["reply"] == "Refund 49.00 for order A-1001 (blue kettle)?", reply
 
-    # start, a refund that waits for approval, the approval, another turn, the history,
-    # delete: each reply checked, then the checkpoints read back from moto server with the
-    # keys (the approved refund in the latest state, nothing stored in the clear).
-    replies = example.run_conversation(function_env, invoke, full=False)
-    assert replies[1]["status"] == "waiting_for_approval"
-    assert replies[2]["reply"] == "The refund of 49.00 for order A-1001 was approved by maria."
-    assert warm is not None
-    served = warm.invocations
+    # Then one container that stays.
+    warm = Container(task, runtime, env)
+    reply = warm.invoke({"action": "resume", "thread_id": tid, "approved": True, "by": "maria"})
+    assert reply["reply"] == "The refund of 49.00 for order A-1001 was approved by maria."
+    reply = warm.invoke({"action": "send", "thread_id": tid, "message": "refund A-1002 too"})
+    assert reply["reply"] == "Order A-1002 is already refunded.", reply
+    history = warm.invoke({"action": "history", "thread_id": tid, "limit": 100})["checkpoints"]
+    # human, AI; human, tool call, tool result; approval; human, tool call, tool result, AI
+    assert history[0]["messages"] == 10 and history[0]["next"] == [], history[0]
+    assert [c["interrupts"][0]["order_id"] for c in history if c["interrupts"]] == ["A-1001"]
+
+    # What the handler stored, read back with the keys: the same checkpoints, the refund.
+    config: Any = {"configurable": {"thread_id": tid}}
+    stored = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config)]
+    assert stored == [c["checkpoint_id"] for c in history]
+    latest = saver.get_tuple(config)
+    assert latest is not None
+    assert latest.checkpoint["channel_values"]["refunds"] == [
+        {"order_id": "A-1001", "amount": 49.0, "approved": True, "by": "maria"}
+    ]
+    deleted = warm.invoke({"action": "delete", "thread_id": tid})
+    assert deleted == {"ok": True, "thread_id": tid, "deleted": True}
+    assert saver.get_tuple(config) is None
+    assert warm.invocations == 4  # resume, send, history, delete
     summaries.append(warm.close())
-    assert served == len(replies) + 1 - 2  # every invocation after the cold two, delete too
+
     for summary in summaries:
         assert summary["app"] == str(task / "app.py"), summary
         assert summary["compiled"] == [], "the runtime compiled sources of the zip"
