@@ -223,6 +223,12 @@ class Container:
         reply: dict[str, Any] = json.loads(line)["reply"]
         return reply
 
+    def kill(self) -> None:
+        """Stop it if a check failed before close(), so no process outlives the test."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()
+
     def close(self) -> dict[str, Any]:
         out, err = self.process.communicate(timeout=60)
         assert self.process.returncode == 0, err[-3000:]
@@ -261,8 +267,12 @@ def test_the_zips_handler_cold_then_warm(
 
     def cold(event: dict[str, Any]) -> dict[str, Any]:
         container = Container(task, runtime, env)
-        reply = container.invoke(event)
-        summaries.append(container.close())
+        try:
+            reply = container.invoke(event)
+            summaries.append(container.close())
+        except BaseException:
+            container.kill()
+            raise
         return reply
 
     # Two new containers, one event each.
@@ -274,29 +284,33 @@ def test_the_zips_handler_cold_then_warm(
 
     # Then one container that stays.
     warm = Container(task, runtime, env)
-    reply = warm.invoke({"action": "resume", "thread_id": tid, "approved": True, "by": "maria"})
-    assert reply["reply"] == "The refund of 49.00 for order A-1001 was approved by maria."
-    reply = warm.invoke({"action": "send", "thread_id": tid, "message": "refund A-1002 too"})
-    assert reply["reply"] == "Order A-1002 is already refunded.", reply
-    history = warm.invoke({"action": "history", "thread_id": tid, "limit": 100})["checkpoints"]
-    # human, AI; human, tool call, tool result; approval; human, tool call, tool result, AI
-    assert history[0]["messages"] == 10 and history[0]["next"] == [], history[0]
-    assert [c["interrupts"][0]["order_id"] for c in history if c["interrupts"]] == ["A-1001"]
+    try:
+        reply = warm.invoke({"action": "resume", "thread_id": tid, "approved": True, "by": "maria"})
+        assert reply["reply"] == "The refund of 49.00 for order A-1001 was approved by maria."
+        reply = warm.invoke({"action": "send", "thread_id": tid, "message": "refund A-1002 too"})
+        assert reply["reply"] == "Order A-1002 is already refunded.", reply
+        history = warm.invoke({"action": "history", "thread_id": tid, "limit": 100})["checkpoints"]
+        # human, AI; human, tool call, tool result; approval; human, tool call, tool result, AI
+        assert history[0]["messages"] == 10 and history[0]["next"] == [], history[0]
+        assert [c["interrupts"][0]["order_id"] for c in history if c["interrupts"]] == ["A-1001"]
 
-    # What the handler stored, read back with the keys: the same checkpoints, the refund.
-    config: Any = {"configurable": {"thread_id": tid}}
-    stored = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config)]
-    assert stored == [c["checkpoint_id"] for c in history]
-    latest = saver.get_tuple(config)
-    assert latest is not None
-    assert latest.checkpoint["channel_values"]["refunds"] == [
-        {"order_id": "A-1001", "amount": 49.0, "approved": True, "by": "maria"}
-    ]
-    deleted = warm.invoke({"action": "delete", "thread_id": tid})
-    assert deleted == {"ok": True, "thread_id": tid, "deleted": True}
-    assert saver.get_tuple(config) is None
-    assert warm.invocations == 4  # resume, send, history, delete
-    summaries.append(warm.close())
+        # What the handler stored, read back with the keys: the same checkpoints, the refund.
+        config: Any = {"configurable": {"thread_id": tid}}
+        stored = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config)]
+        assert stored == [c["checkpoint_id"] for c in history]
+        latest = saver.get_tuple(config)
+        assert latest is not None
+        assert latest.checkpoint["channel_values"]["refunds"] == [
+            {"order_id": "A-1001", "amount": 49.0, "approved": True, "by": "maria"}
+        ]
+        deleted = warm.invoke({"action": "delete", "thread_id": tid})
+        assert deleted == {"ok": True, "thread_id": tid, "deleted": True}
+        assert saver.get_tuple(config) is None
+        assert warm.invocations == 4  # resume, send, history, delete
+        summaries.append(warm.close())
+    except BaseException:
+        warm.kill()
+        raise
 
     for summary in summaries:
         assert summary["app"] == str(task / "app.py"), summary
