@@ -51,13 +51,16 @@ class Injected:
 
 
 class Clients:
-    """The AWS clients of one saver: injected, or built on first use."""
+    """The AWS clients of one saver, injected or built on first use, and the table's
+    adapter, built once over its client: the one lazy construction of the index (the
+    store's ports and the deployment check are handed this method, not a client)."""
 
     def __init__(self, settings: Settings, injected: Injected) -> None:
         self.settings = settings
         self.dynamodb: Any = injected.dynamodb_client
         self.s3: Any = injected.s3_client
         self.kms: Any = injected.kms_client
+        self.index: Index | None = None
 
     def region(self) -> str | None:
         return self.settings.region or os.environ.get("AWS_REGION") or None
@@ -76,11 +79,13 @@ class Clients:
         )
 
     def dynamodb_index(self) -> Index:
-        from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+        if self.index is None:
+            from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
 
-        if self.dynamodb is None:
-            self.dynamodb = self.build("dynamodb")
-        return DynamoIndex(self.dynamodb, self.settings.table)
+            if self.dynamodb is None:
+                self.dynamodb = self.build("dynamodb")
+            self.index = DynamoIndex(self.dynamodb, self.settings.table)
+        return self.index
 
     def s3_objects(self) -> ObjectStore:
         from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
@@ -130,7 +135,7 @@ def build(
     clients = Clients(settings, injected)
     index = injected.index
     index_factory: Callable[[], Index] = (
-        (lambda: index) if index is not None else _once(clients.dynamodb_index)
+        (lambda: index) if index is not None else clients.dynamodb_index
     )
     objects = injected.object_store
     objects_factory: Callable[[], ObjectStore] = (
@@ -227,15 +232,3 @@ def _where(settings: Settings) -> str:
     """The deployment, as messages name it."""
     where = f"table {settings.table!r}" if settings.table else "the index"
     return f"{where}, prefix {settings.prefix!r}" if settings.prefix else where
-
-
-def _once(make: Callable[[], Index]) -> Callable[[], Index]:
-    """The same adapter for every port of the table (records, control items, scans)."""
-    made: list[Index] = []
-
-    def get() -> Index:
-        if not made:
-            made.append(make())
-        return made[0]
-
-    return get
