@@ -132,8 +132,7 @@ def delta_channel_history(
                 blob = value.blob or store.object_key(tid, value.leaf or "")
                 base = None
                 if value.base is not None:
-                    base_leaf = namer.value(tid, ns, channel, value.base)
-                    base = (value.base, store.object_key(tid, base_leaf))
+                    base = (value.base, store.value_key(tid, ns, channel, value.base))
                 seeds[channel] = _Seed(cursor, value.version, blob, base)
                 remaining.discard(channel)
         cursor = link.parent

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
+from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
@@ -29,6 +30,7 @@ class Upkeep:
     """Maintenance methods over the parts a `ThreadStore` builds (module docstring)."""
 
     ports: LazyPorts
+    namer: Namer
     prefix: str
     scope: Scope
     objects: ObjectIO
@@ -122,6 +124,10 @@ class Upkeep:
 
     def object_key(self, tid: str, leaf: str) -> str:
         return self.objects.key(tid, leaf)
+
+    def value_key(self, tid: str, ns: str, channel: str, version: str) -> str:
+        """The object key of a channel value's full version (a delta's base)."""
+        return self.objects.key(tid, self.namer.value(tid, ns, channel, version))
 
     def thread_prefix(self, thread_name: str) -> str:
         return self.objects.thread_prefix(thread_name)
