@@ -1,8 +1,8 @@
 """The storage protocol of a thread, behind one facade: `ThreadStore`. The saver,
-history, leases, garbage collection, maintenance, retention and the command line call
-its methods (finding, opening, decoding, committing, deleting, objects, control items);
-only it decides where a value lives. Its parts are private to this package (the
-architecture test checks that nothing outside names them):
+history, leases and the operations (garbage collection, maintenance, retention: what the
+command line runs) call its methods (finding, opening, decoding, committing, deleting,
+objects, control items); only it decides where a value lives. Its parts are private to
+this package (the architecture test checks that nothing outside names them):
 
     finder.py     finding records and grouping them into checkpoints (`Entry`)
     walker.py     the one walk over a checkpoint's blobs, and how each opens
