@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import threading
 import time
 import uuid
@@ -32,6 +31,8 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Protocol
 
+from langgraph.checkpoint.s3dynamo import backoff
+from langgraph.checkpoint.s3dynamo.backoff import Backoff
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     LeaseLostError,
@@ -47,8 +48,6 @@ log = logging.getLogger(__name__)
 # has two thirds of the ttl to land. Why 10: docs/RELIABILITY.md, "The lease".
 DEFAULT_TTL = 10.0
 HEARTBEAT_SHARE = 1 / 3
-FIRST_BACKOFF = 0.05
-MAX_BACKOFF = 1.0
 # A renewal that failed for a transient reason is tried again after this long.
 RENEW_RETRY = 0.5
 # Inside Lambda the wait ends this long before the invocation would be killed.
@@ -163,7 +162,7 @@ def _check(store: ThreadStore, tid: str, ttl: float, wait: float) -> None:
     if not ttl > 0 or not wait >= 0:
         raise InvalidConfigError(
             f"thread_lock needs ttl > 0 and wait >= 0 (seconds), got ttl={ttl}, wait={wait}; "
-            f"the defaults are ttl={DEFAULT_TTL:g} and wait=ttl + {MAX_BACKOFF:g}"
+            f"the defaults are ttl={DEFAULT_TTL:g} and wait=ttl + {backoff.CAP:g}"
         )
     if holding(id(store), store.namer.thread(tid)) is not None:
         raise InvalidConfigError(
@@ -201,7 +200,7 @@ class _Plan:
             wait = min(wait, bound)
         self.wait = wait
         self.deadline = clock.monotonic() + wait
-        self.delay = FIRST_BACKOFF
+        self.backoff = Backoff()
 
     def now_ms(self) -> int:
         return int(self.clock.time() * 1000)
@@ -216,9 +215,7 @@ class _Plan:
         left = self.deadline - self.clock.monotonic()
         if left <= 0:
             raise _timeout(tid, self.wait, self.bounded)
-        pause = min(left, self.delay * random.uniform(0.5, 1.0))
-        self.delay = min(self.delay * 2, MAX_BACKOFF)
-        return pause
+        return min(left, self.backoff.pause())
 
     def held(self, store: ThreadStore, tid: str, lease: Lease) -> ThreadLease:
         held = Holding(
@@ -238,7 +235,7 @@ def thread_lock(
     heartbeat: bool = True,
     clock: Clock = SYSTEM_CLOCK,
 ) -> Iterator[ThreadLease]:
-    wait = ttl + MAX_BACKOFF if wait is None else wait
+    wait = ttl + backoff.CAP if wait is None else wait
     _check(store, tid, ttl, wait)
     plan = _Plan(ttl, wait, context, clock)
     while (lease := plan.attempt(store, tid)) is None:
@@ -267,7 +264,7 @@ async def athread_lock(
     heartbeat: bool = True,
     clock: Clock = SYSTEM_CLOCK,
 ) -> AsyncIterator[ThreadLease]:
-    wait = ttl + MAX_BACKOFF if wait is None else wait
+    wait = ttl + backoff.CAP if wait is None else wait
     _check(store, tid, ttl, wait)
     plan = _Plan(ttl, wait, context, clock)
     while (lease := await asyncio.to_thread(plan.attempt, store, tid)) is None:

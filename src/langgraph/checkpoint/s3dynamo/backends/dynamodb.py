@@ -13,7 +13,6 @@ DynamoDB bills a transaction twice the write units of the same writes done plain
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
@@ -48,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     stamp_of,
     to_item,
 )
+from langgraph.checkpoint.s3dynamo.backoff import Backoff
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     LeaseLostError,
@@ -179,21 +179,21 @@ class DynamoTable:
             yield from (ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items)
 
     def _write_chunk(self, chunk: list[Item]) -> None:
-        pending, delay = chunk, 0.05
+        pending, wait = chunk, Backoff()
         for _attempt in range(BATCH_ATTEMPTS):
             with translate_errors(self.resource):
                 out = self.client.batch_write_item(RequestItems={self.table: pending})
             pending = out.get("UnprocessedItems", {}).get(self.table, [])
             if not pending:
                 return
+            pause = wait.pause()
             log.warning(
                 "BatchWriteItem on %s: %d items unprocessed (throttled), retrying in %.2f s",
                 self.resource,
                 len(pending),
-                delay,
+                pause,
             )
-            time.sleep(delay)
-            delay *= 2
+            time.sleep(pause)
         raise StorageError(
             f"BatchWriteItem on {self.resource}: {len(pending)} items still unprocessed "
             f"after {BATCH_ATTEMPTS} attempts (throttled); retry the operation"
@@ -314,7 +314,7 @@ class DynamoRecords(DynamoTable):
         in flight: parallel tasks' fenced writes all touch the lease item) was not
         applied, so it is sent again, a few times with backoff; botocore does not retry
         cancellations."""
-        delay = 0.01
+        wait = Backoff()
         for attempt_no in range(TRANSACTION_ATTEMPTS):
             try:
                 self.client.transact_write_items(TransactItems=items)
@@ -339,8 +339,7 @@ class DynamoRecords(DynamoTable):
                         f"moment ({TRANSACTION_ATTEMPTS} attempts)"
                     ) from exc
                 log.warning("TransactWriteItems on %s: conflict, retrying", self.resource)
-                time.sleep(delay * random.uniform(0.5, 1.5))
-                delay *= 2
+                time.sleep(wait.pause())
             except BotoCoreError as exc:
                 raise translate(exc, self.resource) from exc
 
