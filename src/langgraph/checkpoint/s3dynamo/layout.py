@@ -235,3 +235,58 @@ def write_ref(leaf: str, channel_tag: str) -> str:
 def split_write_ref(ref: str) -> tuple[str, str | None]:
     leaf, _, tag = ref.partition(".")
     return leaf, tag or None
+
+
+# ------------------------------------------------------------- long-term memory
+#
+# The Store's items and the node cache's entries (`memory/`), beside threads in the same
+# table and bucket. A space is "m" (the Store) or "c" (the node cache).
+#
+#   pk = <prefix><ns>~<space>    sk = <key>     one item: its sealed payload, or the
+#                                               leaf of its object; expiry in clear
+#   pk = <prefix>~<space>~dir    sk = <ns>      directory: one entry per namespace that
+#                                               has (or may have) items; sealed namespace
+#
+# `<ns>` and `<key>` are keyed hashes of the space and the namespace tuple (and of the
+# key), 16 bytes as thread names. A `~` can be in no thread or control partition and never
+# in the last 22 characters of one, so `scope_of` maps these partitions to no thread, and
+# thread scans, retention's thread sweep and garbage collection pass them by. Objects:
+# `<prefix><ns>~<space>/<leaf>`, which `split_object_key` refuses (gc never lists them).
+
+MEMORY_SPACES = ("m", "c")
+MEMORY_MARK = "~"
+DIRECTORY_SUFFIX = "~dir"
+
+
+def memory_pk(prefix: str, ns_name: str, space: str) -> str:
+    """Partition of one namespace's items in a space."""
+    return f"{prefix}{ns_name}{MEMORY_MARK}{space}"
+
+
+def directory_pk(prefix: str, space: str) -> str:
+    """Partition of a space's namespace directory."""
+    return f"{prefix}{MEMORY_MARK}{space}{DIRECTORY_SUFFIX}"
+
+
+def is_memory_pk(pk: str) -> bool:
+    """A partition of the Store or the node cache (items or directory)."""
+    if pk.endswith(DIRECTORY_SUFFIX):
+        return pk[: -len(DIRECTORY_SUFFIX)][-2:] in {MEMORY_MARK + s for s in MEMORY_SPACES}
+    return pk[-2:] in {MEMORY_MARK + s for s in MEMORY_SPACES}
+
+
+def memory_scope(pk: str) -> tuple[str, str, str | None] | None:
+    """(prefix, space, namespace name or None for the directory) of a memory partition."""
+    if not is_memory_pk(pk):
+        return None
+    if pk.endswith(DIRECTORY_SUFFIX):
+        head = pk[: -len(DIRECTORY_SUFFIX)]
+        return head[:-2], head[-1], None
+    head, space = pk[:-2], pk[-1]
+    if len(head) < NAME_LENGTH or not NAME.fullmatch(head[-NAME_LENGTH:]):
+        return None
+    return head[:-NAME_LENGTH], space, head[-NAME_LENGTH:]
+
+
+def memory_object_key(pk: str, leaf: str) -> str:
+    return f"{pk}/{leaf}"
