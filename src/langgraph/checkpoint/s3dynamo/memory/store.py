@@ -33,6 +33,7 @@ from langgraph.store.base import (
     ensure_embeddings,
     get_text_at_path,
     tokenize_path,
+    validate_op_namespace,
 )
 from langgraph.store.memory import _compare_values, _cosine_similarity, _does_match
 
@@ -112,14 +113,19 @@ class S3DynamoStore(BaseStore):
 
     def setup(self) -> None:
         """Create the table and bucket if missing, and record the deployment (as
-        `S3DynamoSaver.setup`)."""
+        `S3DynamoSaver.setup`). For development and tests; production infrastructure
+        comes from terraform/."""
         self.saver.setup()
         self._checked.set()
+
+    async def asetup(self) -> None:
+        """`setup`, from async code."""
+        await run(self.setup)
 
     # ------------------------------------------------------------ the contract
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
+        ops = _validated(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
         vectors = self._embed_queries(queries)
         puts = self._last_puts(ops)
@@ -128,7 +134,7 @@ class S3DynamoStore(BaseStore):
         return self._run(ops, puts, vectors, texts, embedded)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
+        ops = _validated(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
         vectors: dict[str, list[float]] = {}
         if queries and self.embeddings:
@@ -243,15 +249,15 @@ class S3DynamoStore(BaseStore):
         directory: list[tuple[Namespace, Any]],
         vectors: dict[str, list[float]],
     ) -> list[SearchItem]:
-        n = len(op.namespace_prefix)
-        namespaces = [ns for ns, _ in directory if ns[:n] == op.namespace_prefix]
+        prefix = tuple(op.namespace_prefix)
+        namespaces = [ns for ns, _ in directory if ns[: len(prefix)] == prefix]
         found = [f for batch in parallel(self.space.scan_namespace, namespaces) for f in batch]
         candidates: list[tuple[Found, dict[str, Any]]] = []
         for f in found:
             body = self._body(f)
             value = body["value"]
             if op.filter and not all(
-                _compare_values(value.get(k), v) for k, v in op.filter.items()
+                _compare_values(_at_path(value, k), v) for k, v in op.filter.items()
             ):
                 continue
             candidates.append((f, body))
@@ -361,3 +367,23 @@ def _list_namespaces(op: ListNamespacesOp, namespaces: list[Namespace]) -> list[
 
 def _time(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def _validated(ops: Iterable[Op]) -> list[Op]:
+    # Ops given straight to batch skip BaseStore's checks; the whole batch is refused
+    # before anything is read or written.
+    ops = list(ops)
+    for op in ops:
+        validate_op_namespace(op)
+    return ops
+
+
+def _at_path(value: Any, path: str) -> Any:
+    """A filter key's value: the key itself if present, else a dotted path into nested
+    dicts (as LangGraph's SQL stores read `"user.level"`)."""
+    if not isinstance(value, dict):
+        return None
+    if path in value:
+        return value[path]
+    head, dot, rest = path.partition(".")
+    return _at_path(value.get(head), rest) if dot else None
