@@ -99,7 +99,8 @@ def main() -> int:
     report = WORK / "report.xml"
     deselect = " or ".join(SQLITE_ONLY)
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning", "-k", f"not ({deselect})",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-W", "ignore::DeprecationWarning", "-k", f"not ({deselect})",
          f"--junitxml={report}", "tests", *sys.argv[1:]],
         cwd=suite,
     )  # fmt: skip

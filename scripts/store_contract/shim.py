@@ -33,7 +33,9 @@ def _saver(stack: ExitStack) -> S3DynamoSaver:
         )
     from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 
-    return S3DynamoSaver(index=MemoryIndex(), object_store=MemoryObjects(), keys=keys, secret=secret)
+    return S3DynamoSaver(
+        index=MemoryIndex(), object_store=MemoryObjects(), keys=keys, secret=secret
+    )
 
 
 def _store(stack: ExitStack, index: Any = None, ttl: Any = None) -> S3DynamoStore:

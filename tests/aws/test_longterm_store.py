@@ -3,11 +3,10 @@ nothing readable at rest, and thread maintenance unaffected by memory items besi
 
 from __future__ import annotations
 
+import base64
 import os
 from datetime import timedelta
 from typing import Any
-
-import base64
 
 import pytest
 

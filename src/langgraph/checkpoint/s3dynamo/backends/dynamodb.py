@@ -16,7 +16,7 @@ import logging
 import random
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -560,7 +560,9 @@ class DynamoMemory(DynamoTable):
     """The `MemoryItems` port: the Store's items and the node cache's entries."""
 
     def memory_put(self, row: MemoryRow, entry: DirectoryEntry) -> None:
-        self._transact(
+        # The same transaction sender as a checkpoint's commit (retried on conflicts);
+        # DynamoIndex is both.
+        cast(DynamoRecords, self)._transact(
             [
                 {"Update": {"TableName": self.table, **memory_update(row)}},
                 {"Update": {"TableName": self.table, **directory_update(entry)}},

@@ -152,10 +152,7 @@ class Space:
 
     def clear(self, namespaces: Iterable[Namespace] | None) -> int:
         """Delete every item of these namespaces (all of the space's when None)."""
-        if namespaces is None:
-            targets = [ns for ns, _ in self.namespaces()]
-        else:
-            targets = list(namespaces)
+        targets = [ns for ns, _ in self.namespaces()] if namespaces is None else list(namespaces)
         counts = parallel(self._clear_one, targets)
         return sum(counts)
 

@@ -175,15 +175,15 @@ class S3DynamoStore(BaseStore):
                     results[i] = self._item(f) if f else None
                 self.space.touch(refresh)
             directory: list[tuple[Namespace, Any]] | None = None
-            for i, op in enumerate(ops):
-                if isinstance(op, SearchOp):
+            for i, other in enumerate(ops):
+                if isinstance(other, SearchOp):
                     if directory is None:
                         directory = self.space.namespaces()
-                    results[i] = self._search(op, directory, vectors)
-                elif isinstance(op, ListNamespacesOp):
+                    results[i] = self._search(other, directory, vectors)
+                elif isinstance(other, ListNamespacesOp):
                     if directory is None:
                         directory = self.space.namespaces()
-                    results[i] = _list_namespaces(op, [ns for ns, _ in directory])
+                    results[i] = _list_namespaces(other, [ns for ns, _ in directory])
             self._write(puts, texts, embedded)
         return results
 
