@@ -72,11 +72,11 @@ class Clients:
         )
 
     def dynamodb_index(self) -> Index:
-        from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+        from langgraph.checkpoint.s3dynamo.backends.dynamodb_memory import DynamoTableIndex
 
         if self.dynamodb is None:
             self.dynamodb = self.build("dynamodb")
-        return DynamoIndex(self.dynamodb, self.settings.table)
+        return DynamoTableIndex(self.dynamodb, self.settings.table)
 
     def s3_objects(self) -> ObjectStore:
         from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects

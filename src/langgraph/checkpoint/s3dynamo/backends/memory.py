@@ -141,6 +141,14 @@ class MemoryItemsTwin:
             ]
         return iter([rows])
 
+    def load_memory(self, rows: Iterable[MemoryRow], entries: Iterable[DirectoryEntry]) -> None:
+        """Store memory items and directory entries as they are (`MemoryIndex.clone`)."""
+        with self._lock:
+            for row in rows:
+                self._memory.setdefault(row.key.pk, {})[row.key.sk] = row
+            for entry in entries:
+                self._directory.setdefault(entry.key.pk, {})[entry.key.sk] = entry
+
     def memory_rows(self) -> builtins.list[MemoryRow]:
         """Every memory item stored, for tests that inspect raw storage."""
         with self._lock:
@@ -412,8 +420,7 @@ class MemoryIndex(MemoryItemsTwin):
         with self._lock:
             twin.heads, twin.leases = dict(self.heads), dict(self.leases)
             twin.control = copy.deepcopy(self.control)
-            twin._memory = {pk: dict(p) for pk, p in self._memory.items()}
-            twin._directory = {pk: dict(p) for pk, p in self._directory.items()}
+        twin.load_memory(self.memory_rows(), self.directory_entries())
         twin.calls.clear()
         twin.exists = self.exists
         return twin

@@ -33,7 +33,7 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
     def __init__(
         self, saver: Any = None, *, serde: SerializerProtocol | None = None, **saver_options: Any
     ) -> None:
-        from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
+        from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
         super().__init__(serde=serde)
         if saver is None:
@@ -53,7 +53,7 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
     @classmethod
     def from_env(cls, **overrides: Any) -> S3DynamoCache[Any]:
         """A cache configured as `S3DynamoSaver.from_env` configures a saver."""
-        from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
+        from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
         return cls(S3DynamoSaver.from_env(**overrides))
 

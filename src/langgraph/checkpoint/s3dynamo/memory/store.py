@@ -75,7 +75,7 @@ class S3DynamoStore(BaseStore):
         ttl: TTLConfig | None = None,
         **saver_options: Any,
     ) -> None:
-        from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
+        from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
         if saver is None:
             saver = S3DynamoSaver(**saver_options)
@@ -107,7 +107,7 @@ class S3DynamoStore(BaseStore):
         cls, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None, **overrides: Any
     ) -> S3DynamoStore:
         """A store configured as `S3DynamoSaver.from_env` configures a saver."""
-        from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
+        from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
         return cls(S3DynamoSaver.from_env(**overrides), index=index, ttl=ttl)
 
