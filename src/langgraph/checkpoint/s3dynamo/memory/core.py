@@ -84,6 +84,14 @@ class Space:
     def index(self) -> MemoryItems:
         return self._index()
 
+    @property
+    def objects(self) -> ObjectStore:
+        return self._objects()
+
+    def owns(self, pk: str) -> bool:
+        """Whether a partition holds this space's items of this deployment."""
+        return _scope_is(pk, self.prefix, self.space)
+
     def pk(self, namespace: Namespace) -> str:
         return memory_pk(
             self.prefix, self.namer.memory_namespace(self.space, namespace), self.space
@@ -263,7 +271,7 @@ class Space:
         at = int(self.clock() if now is None else now)
         deleted: list[MemoryRow] = []
         for page in self.index.memory_expired(self.prefix, at):
-            mine = [r for r in page if _scope_is(r.key.pk, self.prefix, self.space)]
+            mine = [r for r in page if self.owns(r.key.pk)]
             gone = parallel(lambda r: self.index.memory_delete(r.key, expired_at=at), mine)
             deleted += [r for r in gone if r is not None]
         leaves = [memory_object_key(r.key.pk, r.leaf) for r in deleted if r.leaf]

@@ -1,0 +1,99 @@
+"""What the command line and the retention job do with long-term memory: its share of
+the storage (`memory_stats`) and the expiry sweep (`expire_memory`) over the Store's
+items and the node cache's entries. Both read the spaces' directories; the sweep is one
+filtered Scan per space (docs/OPERATIONS.md, "Long-term memory").
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
+from langgraph.checkpoint.s3dynamo.keys import guarded
+from langgraph.checkpoint.s3dynamo.layout import memory_object_key
+from langgraph.checkpoint.s3dynamo.memory.core import Space
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+SPACES = {"store": "m", "cache": "c"}
+
+
+@dataclass
+class SpaceStats:
+    namespaces: int = 0
+    items: int = 0
+    expired: int = 0
+    inline_bytes: int = 0
+    objects: int = 0
+    object_bytes: int = 0
+
+
+@dataclass
+class MemoryExpiry:
+    """What an expiry sweep removed (or, as a dry run, found) per space."""
+
+    dry_run: bool
+    items: dict[str, int] = field(default_factory=dict)
+    namespaces_dropped: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
+    """Per space: namespaces, items (and how many have expired, not yet swept), bytes
+    inline in the table and in objects. One Query per namespace and one listing per
+    namespace with objects."""
+    out: dict[str, dict[str, int]] = {}
+    for label, code in SPACES.items():
+        space = memory_space(parts, code)
+        stats = SpaceStats()
+        with guarded(parts.deployment):
+            namespaces = space.namespaces()
+        stats.namespaces = len(namespaces)
+        now = space.clock()
+
+        counted = parallel(
+            functools.partial(_namespace_stats, space, now), [ns for ns, _ in namespaces]
+        )
+        for items, expired, inline, objects, object_bytes in counted:
+            stats.items += items
+            stats.expired += expired
+            stats.inline_bytes += inline
+            stats.objects += objects
+            stats.object_bytes += object_bytes
+        out[label] = asdict(stats)
+    return out
+
+
+def _namespace_stats(
+    space: Space, now: float, namespace: tuple[str, ...]
+) -> tuple[int, int, int, int, int]:
+    """(items, expired items, inline bytes, objects, object bytes) of one namespace."""
+    pk = space.pk(namespace)
+    rows = space.index.memory_query(pk)
+    leaves = {memory_object_key(pk, r.leaf) for r in rows if r.leaf}
+    sizes = [o.size for o in space.objects.list(pk + "/") if o.key in leaves] if leaves else []
+    expired = sum(1 for r in rows if not space.live(r, now))
+    return len(rows), expired, sum(len(r.blob or b"") for r in rows), len(sizes), sum(sizes)
+
+
+def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
+    """Remove the expired Store items and cache entries of this deployment (each only
+    while still expired: a read that refreshed it, or a new put, keeps it), their
+    objects, and the directory entries of namespaces left empty. An expired item is
+    never returned by a read whether or not this has run."""
+    result = MemoryExpiry(dry_run)
+    for label, code in SPACES.items():
+        space = memory_space(parts, code)
+        if dry_run:
+            now = int(space.clock())
+            found = sum(
+                len([r for r in page if space.owns(r.key.pk)])
+                for page in space.index.memory_expired(space.prefix, now)
+            )
+            result.items[label], result.namespaces_dropped[label] = found, 0
+        else:
+            result.items[label], result.namespaces_dropped[label] = space.expire()
+    return result
