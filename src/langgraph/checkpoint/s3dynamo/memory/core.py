@@ -277,13 +277,19 @@ class Space:
         leaves = [memory_object_key(r.key.pk, r.leaf) for r in deleted if r.leaf]
         if leaves:
             self._objects().delete(leaves)
-        touched = {r.key.pk for r in deleted}
+        # Namespaces left empty leave the directory. Their entries are found by name
+        # (a namespace's partition names its entry), so the sweep opens nothing and
+        # needs no keys, only the table.
         dropped = 0
-        if touched:
-            for namespace, entry in self.namespaces():
-                pk = self.pk(namespace)
-                if pk in touched and not self.index.memory_query(pk, limit=1):
-                    dropped += int(self.index.directory_drop(entry))
+        for pk in sorted({r.key.pk for r in deleted}):
+            scope = memory_scope(pk)
+            if scope is None or scope[2] is None:
+                continue
+            entry = self.index.directory_get(
+                ItemKey(directory_pk(self.prefix, self.space), scope[2])
+            )
+            if entry is not None and not self.index.memory_query(pk, limit=1):
+                dropped += int(self.index.directory_drop(entry))
         return len(deleted), dropped
 
 

@@ -118,6 +118,16 @@ class S3DynamoStore(BaseStore):
         self.saver.setup()
         self._checked.set()
 
+    def sweep_ttl(self) -> int:
+        """Remove the store's expired items now (as LangGraph's SQL stores' `sweep_ttl`);
+        the number removed. The scheduled retention job does this for the Store and the
+        node cache (`memory.admin.expire_memory`); reads never return an expired item
+        either way."""
+        return self.space.expire()[0]
+
+    async def asweep_ttl(self) -> int:
+        return await run(self.sweep_ttl)
+
     async def asetup(self) -> None:
         """`setup`, from async code."""
         await run(self.setup)
