@@ -347,3 +347,29 @@ def test_cache_ttl_clear_and_sealing(parts: tuple[MemoryIndex, MemoryObjects]) -
     cache.set({(("node", "c"), "k"): (1, None)})
     asyncio.run(cache.aclear())
     assert asyncio.run(cache.aget([(("node", "c"), "k")])) == {}
+
+
+def test_memory_partitions_are_no_thread_s() -> None:
+    from langgraph.checkpoint.s3dynamo.layout import (
+        directory_pk,
+        is_control_pk,
+        memory_object_key,
+        memory_pk,
+        memory_scope,
+        object_scope,
+        scope_of,
+        split_object_key,
+    )
+
+    name = "A" * 21 + "w"
+    for prefix in ("", "tenant-1/"):
+        pk, directory = memory_pk(prefix, name, "m"), directory_pk(prefix, "c")
+        assert memory_scope(pk) == (prefix, "m", name)
+        assert memory_scope(directory) == (prefix, "c", None)
+        # Thread scans (this release's and 0.2.0's) skip partitions ending in "!";
+        # retention and garbage collection map them to no deployment's thread.
+        assert is_control_pk(pk) and is_control_pk(directory)
+        assert scope_of(pk) is None and scope_of(directory) is None
+        key = memory_object_key(pk, name)
+        assert split_object_key(prefix, key) is None and object_scope(key) is None
+    assert memory_scope(name + "!") is None and memory_scope(name) is None
