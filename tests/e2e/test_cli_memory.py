@@ -3,6 +3,7 @@ S3DynamoCache: namespaces, show, search, delete (plan, then --yes), stats and ex
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -30,11 +31,16 @@ def test_memory_commands(sandbox: Sandbox) -> None:
         store = S3DynamoStore.from_saver(saver)
         store.put(("users", "42", "memories"), "m1", {"text": "likes tea", "kind": "pref"})
         store.put(("users", "42", "memories"), "m2", {"text": "lives in Oslo", "kind": "fact"})
+        store.put(("users", "42", "docs"), "big", {"text": os.urandom(20_000).hex()})
         store.put(("users", "7", "memories"), "m3", {"text": "short-lived"}, ttl=1)
         S3DynamoCache.from_saver(saver).set({(("node",), "k"): ("v", 3600)})
 
     listed = run(env, "memory", "namespaces", "--json")
-    assert listed.json() == [["users", "42", "memories"], ["users", "7", "memories"]], listed.err
+    assert listed.json() == [
+        ["users", "42", "docs"],
+        ["users", "42", "memories"],
+        ["users", "7", "memories"],
+    ], listed.err
     assert run(env, "memory", "namespaces", "--max-depth", "2").out.split() == [
         "users/42",
         "users/7",
@@ -46,9 +52,15 @@ def test_memory_commands(sandbox: Sandbox) -> None:
     assert [i["key"] for i in found.json()] == ["m2"]
 
     stats = run(env, "memory", "stats", "--json").json()
-    assert stats["store"]["namespaces"] == 2 and stats["store"]["items"] == 3
+    assert stats["store"]["namespaces"] == 3 and stats["store"]["items"] == 4
+    assert stats["store"]["objects"] == 1
     assert stats["cache"]["items"] == 1
     assert "store" in run(env, "stats").out
+    # Thread maintenance beside memory: nothing to verify, nothing to collect, no thread.
+    assert run(env, "verify").code == 0
+    collected = run(env, "gc", "--grace", "0", "--json").json()
+    assert collected["plan"]["objects"] == 0, collected
+    assert run(env, "threads", "--json").json()["threads"] == []
 
     plan = run(env, "memory", "delete", "users/42/memories", "m1", "--json").json()
     assert plan["plan"]["exists"] is True and plan["executed"] is False
@@ -62,7 +74,10 @@ def test_memory_commands(sandbox: Sandbox) -> None:
         store.space.clock = lambda: time.time() + 120
         assert store.get(("users", "7", "memories"), "m3") is None
         store.space.expire()
-    assert run(env, "memory", "namespaces", "--json").json() == [["users", "42", "memories"]]
+    assert run(env, "memory", "namespaces", "--json").json() == [
+        ["users", "42", "docs"],
+        ["users", "42", "memories"],
+    ]
 
 
 def test_a_wrong_secret_is_named(sandbox: Sandbox) -> None:
