@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
@@ -373,3 +374,17 @@ def test_memory_partitions_are_no_thread_s() -> None:
         key = memory_object_key(pk, name)
         assert split_object_key(prefix, key) is None and object_scope(key) is None
     assert memory_scope(name + "!") is None and memory_scope(name) is None
+
+
+def test_langgraph_store_and_cache_stay_namespace_packages() -> None:
+    # Installed beside langgraph's own `langgraph.store.memory` and
+    # `langgraph.cache.memory`: this project ships no `__init__.py` above its packages.
+    import langgraph.cache
+    import langgraph.store
+
+    src = Path(__file__).resolve().parents[2] / "src" / "langgraph"
+    for part in ("", "store", "cache", "checkpoint"):
+        assert not (src / part / "__init__.py").exists(), part
+    for package in (langgraph.store, langgraph.cache):
+        assert getattr(package, "__file__", None) is None, package  # a namespace package
+        assert any(str(src) in p for p in package.__path__), package.__path__
