@@ -64,6 +64,8 @@ clean:
 
 # LangGraph's own graph tests (the version pinned in scripts/langgraph_suite/requirements.txt)
 # with S3DynamoSaver, default settings, as their checkpointer; in an environment of their own.
+# Twice: as LangGraph runs by default, then with its strict serialization
+# (LANGGRAPH_STRICT_MSGPACK=true).
 $(LANGGRAPH_STAMP): pyproject.toml scripts/langgraph_suite/requirements.txt
 	$(PYTHON) -m venv .venv-langgraph
 	.venv-langgraph/bin/python -m pip install --quiet --upgrade pip
@@ -73,6 +75,7 @@ $(LANGGRAPH_STAMP): pyproject.toml scripts/langgraph_suite/requirements.txt
 
 test-langgraph: $(LANGGRAPH_STAMP)
 	.venv-langgraph/bin/python scripts/langgraph_suite/run.py
+	.venv-langgraph/bin/python scripts/langgraph_suite/run.py --strict
 
 # LangGraph's SQLite store tests with S3DynamoStore swapped in (scripts/store_contract/).
 test-store-contract: $(STAMP)

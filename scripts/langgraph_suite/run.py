@@ -1,7 +1,8 @@
 """Run LangGraph's own graph tests with S3DynamoSaver as their checkpointer.
 
-Usage: python scripts/langgraph_suite/run.py [--workers N] [extra pytest arguments]
-(`make test-langgraph` builds the environment from requirements.txt and runs this.)
+Usage: python scripts/langgraph_suite/run.py [--strict] [--workers N] [extra pytest arguments]
+(`make test-langgraph` builds the environment from requirements.txt and runs this twice:
+by default, then with --strict.)
 
 1. Takes the source distribution of the installed langgraph (pinned in requirements.txt)
    from the package registry, once, into .langgraph-suite/, and unpacks its tests/.
@@ -13,6 +14,10 @@ Usage: python scripts/langgraph_suite/run.py [--workers N] [extra pytest argumen
    on `--workers` processes, and checks the outcome: every test passes except those in
    KNOWN_FAILURES, each with its reason. Anything else failing, a known failure now
    passing, or fewer tests than expected, exits 1.
+
+With --strict the tests run with LANGGRAPH_STRICT_MSGPACK=true: LangGraph's serializer
+then revives only allowlisted types, and a compiled graph hands the saver its own
+through `with_allowlist`. The expected outcome is the same.
 """
 
 from __future__ import annotations
@@ -92,17 +97,20 @@ def outcomes(report: Path) -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", default="2", help="pytest-xdist processes (default 2)")
+    parser.add_argument("--strict", action="store_true", help="with LANGGRAPH_STRICT_MSGPACK=true")
     args, extra = parser.parse_known_args()
     langgraph_version = version("langgraph")
     source = unpack(langgraph_version)
-    report = WORK / "report.xml"
+    mode = "strict serialization" if args.strict else "default settings"
+    report = WORK / ("report-strict.xml" if args.strict else "report.xml")
     env = {**os.environ, "NO_DOCKER": "true", "PYTHONPATH": str(source)}
+    env["LANGGRAPH_STRICT_MSGPACK"] = "true" if args.strict else "false"
     command = [
         sys.executable, "-m", "pytest", "tests", "-c", "pyproject.toml", "--rootdir", ".",
         "-k", "s3dynamo", "-q", "-p", "no:cacheprovider",
         "-n", args.workers, f"--junitxml={report}", "-o", "junit_family=xunit1", *extra,
     ]  # fmt: skip
-    print(f"langgraph {langgraph_version}: {' '.join(command[3:])}", flush=True)
+    print(f"langgraph {langgraph_version} ({mode}): {' '.join(command[3:])}", flush=True)
     subprocess.run(command, cwd=source, env=env, check=False)
 
     found = outcomes(report)
@@ -110,7 +118,7 @@ def main() -> int:
     passed = sum(v == "passed" for v in found.values())
     unexpected = [k for k in failed if k not in KNOWN_FAILURES]
     fixed = [k for k in KNOWN_FAILURES if found.get(k) == "passed"]
-    print(f"\nlanggraph {langgraph_version}'s graph tests with S3DynamoSaver (default settings):")
+    print(f"\nlanggraph {langgraph_version}'s graph tests with S3DynamoSaver ({mode}):")
     print(f"  {passed} passed of {len(found)}, {len(failed)} failed")
     for k in failed:
         print(f"  {'known' if k in KNOWN_FAILURES else 'NEW'} failure: {k}")

@@ -59,7 +59,7 @@ def ref_id(pk: str, sk: str) -> bytes:
 class Codec:
     def __init__(self, sealer: Sealer, serde: Callable[[], SerializerProtocol]) -> None:
         self.sealer = sealer
-        # A callable, so `with_allowlist` clones that swap the serializer are honoured.
+        # Asked on every call: the serializer is the saver's, which may be swapped.
         self._serde = serde
 
     def serde(self) -> SerializerProtocol:

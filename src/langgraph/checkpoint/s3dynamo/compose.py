@@ -12,6 +12,7 @@ the profile); at `Settings.endpoint_url` for S3 and DynamoDB when set.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from collections.abc import Callable
@@ -118,9 +119,9 @@ def build(
     serde: Callable[[], SerializerProtocol],
     serde_cipher: Any = None,
 ) -> Components:
-    """The parts of a saver. `serde` gives the serializer in use (a callable, so that
-    `with_allowlist` clones that swap it are honoured); `serde_cipher` is the cipher of
-    LangGraph's `EncryptedSerializer`, which the sealer calls after compressing."""
+    """The parts of a saver. `serde` gives the serializer in use, asked on every call (the
+    saver's own `serde`, so assigning another one is honoured); `serde_cipher` is the
+    cipher of LangGraph's `EncryptedSerializer`, which the sealer calls after compressing."""
     settings.require_storage(
         index=injected.index is not None, objects=injected.object_store is not None
     )
@@ -210,6 +211,15 @@ def memory_space(parts: Components, space: str) -> Space:
         prefix=parts.settings.prefix,
         inline_max=parts.settings.inline_max,
     )
+
+
+def with_serde(parts: Components, serde: Callable[[], SerializerProtocol]) -> Components:
+    """The parts of a saver's copy that serializes with its own `serde` (`with_allowlist`
+    makes one per compiled graph): a codec asking it, and the thread store's parts that
+    hold the codec. Settings, clients, ports, keys, the deployment check and every cache
+    stay the original's; nothing is built that sends a request."""
+    codec = Codec(parts.sealer, serde)
+    return dataclasses.replace(parts, codec=codec, store=parts.store.with_codec(codec))
 
 
 # Random numbers that must differ between processes: drawn from the OS each time, so no

@@ -14,8 +14,11 @@ Why the result is what deserializing each value would give:
 - So when the item bytes of an older value are, byte for byte, the start of the item bytes
   of the list held here, its items are exactly the first items of that list, and the same
   bytes give the same objects through the same serializer. Anything else (another type,
-  not an array, bytes that differ anywhere, a serializer of another class) is
-  deserialized whole, as before.
+  not an array, bytes that differ anywhere, another serializer) is deserialized whole.
+- A list whose deserialization reported anything to LangGraph's serde event listeners
+  (a type its allowlist blocks in strict mode, `LANGGRAPH_STRICT_MSGPACK`, or an
+  unregistered type it revives with a warning) is not held: every snapshot holding it
+  is deserialized whole, so each logs and reports as LangGraph's serializer does.
 
 Why no two snapshots share an object:
 - The list held here is pickled (`PIECE` items to a piece) as soon as it is deserialized,
@@ -39,6 +42,7 @@ import pickle
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 
@@ -61,6 +65,7 @@ PIECE = 16
 
 
 class _Held(NamedTuple):
+    serde: Any  # the serializer that deserialized it
     data: bytes  # the serialized list
     start: int  # where its items begin
     length: int
@@ -82,7 +87,7 @@ class GrowingLists:
             return serde.loads_typed(typed)
         shape = array_items(data)
         held = self._held.get(channel)
-        if shape is not None and held is not None:
+        if shape is not None and held is not None and held.serde is serde:
             count, start = shape
             if count <= held.length and held.data.startswith(data[start:], held.start):
                 try:
@@ -93,9 +98,16 @@ class GrowingLists:
                     return copy
                 except Exception:
                     del self._held[channel]
-        value = serde.loads_typed(typed)
         self._held.pop(channel, None)
-        if shape is not None and isinstance(value, list) and channel not in self._refused:
+        if shape is None or channel in self._refused:
+            return serde.loads_typed(typed)
+        reported: list[SerdeEvent] = []
+        unregister = register_serde_event_listener(reported.append)
+        try:
+            value = serde.loads_typed(typed)
+        finally:
+            unregister()
+        if isinstance(value, list) and not reported:
             try:
                 pieces = [
                     pickle.dumps(value[i : i + PIECE], protocol=pickle.HIGHEST_PROTOCOL)
@@ -104,5 +116,5 @@ class GrowingLists:
             except Exception:
                 self._refused.add(channel)
                 return value
-            self._held[channel] = _Held(data, shape[1], shape[0], pieces)
+            self._held[channel] = _Held(serde, data, shape[1], shape[0], pieces)
         return value

@@ -49,6 +49,26 @@ if TYPE_CHECKING:  # imported when first used: a handler's requests never need i
 log = logging.getLogger(__name__)
 
 
+def _serializer(saver: S3DynamoSaver) -> SerializerProtocol:
+    """What the codec serializes with: the saver's `serde`, read on every call, so a copy
+    (`with_allowlist`) or an assigned serializer is honoured. With an `EncryptedSerializer`,
+    its inner serializer: the sealer calls the cipher itself, after compressing, so the
+    cipher must stay the one the saver was built with."""
+    serde = saver.serde
+    cipher = serde.cipher if isinstance(serde, EncryptedSerializer) else None
+    built = saver.parts.sealer.serde_cipher
+    if cipher is not built:
+        expected = "no cipher" if built is None else "its EncryptedSerializer's cipher"
+        got = "no cipher" if cipher is None else "a cipher of its own"
+        raise InvalidConfigError(
+            f"serde: the saver was built with {expected}, and its serde was replaced by "
+            f"a {type(serde).__name__} with {got}; the cipher is fixed at construction: "
+            "wrap the new serializer in the cipher the saver was built with "
+            "(EncryptedSerializer(cipher, serializer)), or build a new saver"
+        )
+    return serde.serde if isinstance(serde, EncryptedSerializer) else serde
+
+
 class S3DynamoSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpointer keeping channel values in S3 and an index in DynamoDB.
 
@@ -68,8 +88,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         inline_max: Largest sealed value kept inside the DynamoDB item; 0 puts every
             value in S3.
         delta_max: Largest delta (a changed value compressed against the channel's last
-            full version) kept inside the item before a new full version is written to
-            S3. Lower costs fewer DynamoDB write units, higher fewer S3 PUTs.
+            full version) kept inside the item before a new full version goes to S3.
         keys: Sealing keys by id (32 bytes each), a `Keyring`, or S3DYNAMO_KEYS' text
             (`"k1:<base64>,k0:<base64>"`). Enables encryption.
         active_key: Id of the key that seals new blobs (default: the first of `keys`).
@@ -92,7 +111,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
         retention: Idle time after which `ops.expire_idle_threads()` removes a thread.
         serde: Serializer. `EncryptedSerializer` works; compression then happens inside
-            its encryption.
+            its encryption. A copy made by `with_allowlist` uses its own (`__copy__`).
         dynamodb_client, s3_client, kms_client: boto3 or botocore clients to use instead
             of the ones the saver builds on first use (one botocore session per process).
         index, object_store, key_service: Other implementations of the ports (`ports.py`),
@@ -100,12 +119,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             needed.
         settings: A `Settings` instead of the keyword settings above.
 
-    Concurrent runs on one thread: a run that continues the latest checkpoint and finds,
-    when it writes, that another run committed to the thread since, fails with
-    `ConcurrentUpdateError` (nothing written; retry the run). Forks (`update_state` on an
-    old checkpoint, replay from a `checkpoint_id`, `__copy__`) and a single writer are
-    never refused (`runs.py`). To serialize runs instead, hold
-    `saver.ops.thread_lock(thread_id)` around each. See docs/RELIABILITY.md.
+    Concurrent runs on one thread: a run that continues the latest checkpoint after
+    another run committed fails with `ConcurrentUpdateError` (nothing written; retry it);
+    forks and a single writer never do (`runs.py`). `saver.ops.thread_lock(thread_id)`
+    serializes runs instead. See docs/RELIABILITY.md.
 
     Example:
         ```python
@@ -139,9 +156,20 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         )
         cipher = self.serde.cipher if isinstance(self.serde, EncryptedSerializer) else None
         self.parts = compose.build(
-            self.settings, injected, serde=self._inner_serde, serde_cipher=cipher
+            self.settings, injected, serde=lambda: _serializer(self), serde_cipher=cipher
         )
         self.store = self.parts.store
+        self._origin: S3DynamoSaver | None = None  # the saver a copy was made from
+
+    def __copy__(self) -> S3DynamoSaver:
+        """A copy (`with_allowlist` makes one when a graph compiles under
+        `LANGGRAPH_STRICT_MSGPACK`) serializes with its own `serde` and shares the rest:
+        clients, caches, keys, the deployment check, run detection, leases and `ops`."""
+        clone = type(self).__new__(type(self))
+        vars(clone).update(vars(self), _origin=self._origin or self)
+        clone.parts = compose.with_serde(self.parts, lambda: _serializer(clone))
+        clone.store = clone.parts.store
+        return clone
 
     @classmethod
     def from_env(cls, **overrides: Any) -> S3DynamoSaver:
@@ -153,16 +181,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     @cached_property
     def ops(self) -> Operations:
         """Everything beyond LangGraph's methods: checks, maintenance plans, the thread
-        lease, inspection (see `ops/`)."""
+        lease, inspection (see `ops/`). A copy's are its origin's: a lease taken through
+        either fences the writes of both."""
+        if self._origin is not None:
+            return self._origin.ops
         from langgraph.checkpoint.s3dynamo.ops import Operations
 
         return Operations(self.parts)
-
-    def _inner_serde(self) -> SerializerProtocol:
-        # With EncryptedSerializer the sealer calls its cipher itself, after compressing.
-        if isinstance(self.serde, EncryptedSerializer):
-            return self.serde.serde
-        return self.serde
 
     def prime(self) -> None:
         """Get ready for the first request without sending one: import and build what it

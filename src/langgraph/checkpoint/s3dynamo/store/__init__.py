@@ -19,7 +19,9 @@ The storage layout is in `layout.py`; the commit protocol in `committer.py`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.codec import Codec
@@ -40,6 +42,8 @@ __all__ = ["Entry", "Skeleton", "Skipped", "ThreadStore", "warn_skipped"]
 
 # Checkpoints whose stored values are kept for the next put on them.
 CARRY_CACHE_SIZE = 256
+
+_Part = TypeVar("_Part")
 
 
 class ThreadStore:
@@ -88,6 +92,22 @@ class ThreadStore:
             store_id=id(self),
         )
         self.deleter = Deleter(self.ports, self.finder, self.objects, namer, self.now)
+
+    def with_codec(self, codec: Codec) -> ThreadStore:
+        """This store serializing through another codec (a saver's copy with its own
+        serializer, `S3DynamoSaver.__copy__`). Only the parts that hold the codec are new,
+        shallow copies: ports, object cache, carried values, kept skeletons, opened bases,
+        run records and leases (keyed by the committer's `store_id`) stay shared."""
+        clone = copy.copy(self)
+        clone.codec = codec
+        clone.finder = _rebound(self.finder, codec=codec)
+        clone.walker = _rebound(self.walker, codec=codec)
+        clone.decoder = _rebound(self.decoder, walker=clone.walker, codec=codec)
+        clone.committer = _rebound(
+            self.committer, finder=clone.finder, walker=clone.walker, codec=codec
+        )
+        clone.deleter = _rebound(self.deleter, finder=clone.finder)
+        return clone
 
     @property
     def records(self) -> RecordIndex:
@@ -138,4 +158,12 @@ class ThreadStore:
 
     def loaded_thread(self, tid: str) -> None:
         """This context's run listed every namespace of the thread."""
-        runs.loaded_thread(id(self), self.namer.thread(tid))
+        runs.loaded_thread(self.committer.store_id, self.namer.thread(tid))
+
+
+def _rebound(part: _Part, **attributes: Any) -> _Part:
+    """A shallow copy of a store part with some attributes replaced; its caches are the
+    same objects as the original's."""
+    clone = copy.copy(part)
+    vars(clone).update(attributes)
+    return clone
