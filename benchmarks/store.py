@@ -3,8 +3,7 @@
 AWS requests, DynamoDB read/write units, bytes stored, modelled latency and AWS cost per
 operation; then what a semantic search over one large namespace costs S3DynamoStore.
 
-    .venv/bin/python benchmarks/store.py                  # writes benchmarks/store_results.md
-    .venv/bin/python benchmarks/store.py --large 10000    # the large namespace's size
+    .venv/bin/python benchmarks/store.py --large 2000     # writes benchmarks/store_results.md
 
 The workload (one user's memories): `put` of N items of about 300 bytes in
 ("users", "u1", "memories") and 5 other namespaces; `get` of each; `search` by filter in
@@ -12,8 +11,8 @@ the user's namespace; `search` by query (fake 256-dim embeddings: only the store
 embed locally); `list_namespaces`; `get` with the TTL refreshed (TTLConfig default 60
 minutes, refresh_on_read). Costs: benchmarks/billing.py (on-demand us-east-1 list prices,
 units per request as AWS bills them); latency: aws_mock.py's model (6 ms per DynamoDB
-request, 20/30 ms per S3 GET/PUT, requests of one wave counted once is NOT modelled here:
-the figure is the serial sum, an upper bound).
+request, 20/30 ms per S3 GET/PUT), summed over every request as if none ran in parallel
+(an upper bound).
 """
 
 from __future__ import annotations
@@ -227,7 +226,7 @@ def main() -> None:
     lines = [
         "# Long-term memory: S3DynamoStore, DynamoDBStore, InMemoryStore",
         "",
-        "Produced by `.venv/bin/python benchmarks/store.py` (moto in process; see its",
+        f"Produced by `.venv/bin/python benchmarks/store.py --large {args.large}` (moto in process; see its",
         "docstring for the workload and the cost model). Per operation: AWS requests,",
         "DynamoDB request units, modelled serial latency, request cost per million operations.",
         "",
