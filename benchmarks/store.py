@@ -226,8 +226,9 @@ def main() -> None:
     lines = [
         "# Long-term memory: S3DynamoStore, DynamoDBStore, InMemoryStore",
         "",
-        f"Produced by `.venv/bin/python benchmarks/store.py --large {args.large}` (moto in process; see its",
-        "docstring for the workload and the cost model). Per operation: AWS requests,",
+        f"Produced by `.venv/bin/python benchmarks/store.py --large {args.large}`",
+        "(moto in process; see its docstring for the workload and the cost model).",
+        "Per operation: AWS requests,",
         "DynamoDB request units, modelled serial latency, request cost per million operations.",
         "",
         "| operation | store | requests | units | latency model ms | $ per million |",
