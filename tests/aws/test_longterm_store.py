@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from langgraph.store.base import PutOp
 
 from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
@@ -46,6 +47,12 @@ def test_requests_per_operation(saver: S3DynamoSaver, counter: RequestCounter) -
     counter.reset()
     store.put(("users", "a"), "big", {"v": os.urandom(30000).hex()})
     assert counter.calls == {"s3.PutObject": 1, "dynamodb.TransactWriteItems": 1}
+    counter.reset()
+    # A batch writes each namespace's items together: 99 items and the directory entry
+    # a transaction, so parallel puts into one namespace never contend for its entry.
+    store.batch([PutOp(("users", "b"), f"k{i}", {"i": i}) for i in range(150)])
+    assert counter.calls == {"dynamodb.TransactWriteItems": 2}
+    assert len(store.search(("users", "b"), limit=200)) == 150
 
 
 def test_nothing_readable_at_rest(clients: Any) -> None:

@@ -199,14 +199,20 @@ class TableScan(Protocol):
         ...
 
 
+# Items of one `MemoryItems.memory_put`: DynamoDB's 100 items a transaction, less the
+# directory entry.
+MEMORY_PUT_MAX = 99
+
+
 class MemoryItems(Protocol):
     """The Store's items and the node cache's entries, and their namespace directories
     (`layout.memory_pk`, `memory/core.py`)."""
 
-    def memory_put(self, row: MemoryRow, entry: DirectoryEntry) -> None:
-        """Write an item whole (keeping the `created_ms` of one already there) and renew
-        its namespace's directory entry (its sealed namespace set if absent, its
-        generation replaced), atomically, in one request."""
+    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
+        """Write items of one namespace whole (each keeping the `created_ms` of one
+        already there; at most `MEMORY_PUT_MAX`) and renew the namespace's directory
+        entry (its sealed namespace set if absent, its generation replaced), atomically,
+        in one request."""
         ...
 
     def memory_get(self, keys: Sequence[ItemKey]) -> list[MemoryRow]:

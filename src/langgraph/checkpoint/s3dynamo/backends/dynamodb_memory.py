@@ -39,11 +39,11 @@ BATCH_GET_MAX = 100
 class DynamoMemory(DynamoRecords):
     """The `MemoryItems` port: the Store's items and the node cache's entries."""
 
-    def memory_put(self, row: MemoryRow, entry: DirectoryEntry) -> None:
+    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
         # The same transaction sender as a checkpoint's commit (retried on conflicts).
         self._transact(
             [
-                {"Update": {"TableName": self.table, **memory_update(row)}},
+                *({"Update": {"TableName": self.table, **memory_update(r)}} for r in rows),
                 {"Update": {"TableName": self.table, **directory_update(entry)}},
             ],
             head_at=None,

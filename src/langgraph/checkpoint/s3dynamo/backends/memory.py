@@ -66,14 +66,15 @@ class MemoryItemsTwin:
     def _count(self, name: str) -> None:
         raise NotImplementedError
 
-    def memory_put(self, row: MemoryRow, entry: DirectoryEntry) -> None:
+    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
         with self._lock:
             self._count("memory_put")
-            partition = self._memory.setdefault(row.key.pk, {})
-            old = partition.get(row.key.sk)
-            partition[row.key.sk] = row._replace(
-                created_ms=old.created_ms if old else row.created_ms
-            )
+            for row in rows:
+                partition = self._memory.setdefault(row.key.pk, {})
+                old = partition.get(row.key.sk)
+                partition[row.key.sk] = row._replace(
+                    created_ms=old.created_ms if old else row.created_ms
+                )
             entries = self._directory.setdefault(entry.key.pk, {})
             known = entries.get(entry.key.sk)
             entries[entry.key.sk] = entry._replace(blob=known.blob if known else entry.blob)

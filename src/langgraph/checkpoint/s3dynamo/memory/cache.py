@@ -75,12 +75,12 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
             return
         self._check(write=True)
 
-        def one(item: tuple[FullKey, tuple[ValueT, int | None]]) -> None:
-            (ns, key), (value, ttl) = item
+        # Grouped by namespace: one writer per namespace, namespaces in parallel.
+        writes: dict[Namespace, list[tuple[str, tuple[str, bytes], float | None]]] = {}
+        for (ns, key), (value, ttl) in pairs.items():
             minutes = None if ttl is None else ttl / 60
-            self.space.put(tuple(ns), key, self.serde.dumps_typed(value), minutes)
-
-        parallel(one, list(pairs.items()))
+            writes.setdefault(tuple(ns), []).append((key, self.serde.dumps_typed(value), minutes))
+        parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
 
     def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
         self._check(write=False)

@@ -30,7 +30,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     memory_scope,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import MemoryItems, ObjectStore
+from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX, MemoryItems, ObjectStore
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
 from langgraph.checkpoint.s3dynamo.sealing import Sealer, identity
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -120,25 +120,42 @@ class Space:
         typed: tuple[str, bytes],
         ttl_minutes: float | None,
     ) -> None:
-        """Write one item: its object first when it is large, then the item and its
-        namespace's directory entry in one transaction (the commit point)."""
+        """Write one item (`put_many`)."""
+        self.put_many(namespace, [(key, typed, ttl_minutes)])
+
+    def put_many(
+        self,
+        namespace: Namespace,
+        items: Sequence[tuple[str, tuple[str, bytes], float | None]],
+    ) -> None:
+        """Write items of one namespace: objects first for large ones (one wave), then
+        the items and the namespace's directory entry in one transaction per
+        `MEMORY_PUT_MAX` items (each a commit point). One writer per namespace never
+        races itself for the directory entry, as parallel one-item transactions would."""
         now = self.clock()
-        ik = self.item_key(namespace, key)
-        payload = json.dumps([list(namespace), key, typed[0]]).encode() + b"\n" + typed[1]
-        blob: bytes | None = self.sealer.seal("memory", payload, self._aad(namespace, ik.sk))
-        leaf = None
-        if len(blob or b"") > self.inline_max:
-            leaf = self.namer.memory_leaf(self.space, namespace, key, os.urandom(12).hex())
-            self._objects().put_new(memory_object_key(ik.pk, leaf), blob or b"")
-            blob = None
         ms = int(now * 1000)
-        expires = None if ttl_minutes is None else int(now + ttl_minutes * 60)
-        row = MemoryRow(ik, blob, leaf, expires, ttl_minutes, ms, ms)
+        rows: list[MemoryRow] = []
+        uploads: list[tuple[str, bytes]] = []
+        for key, typed, ttl_minutes in items:
+            ik = self.item_key(namespace, key)
+            payload = json.dumps([list(namespace), key, typed[0]]).encode() + b"\n" + typed[1]
+            blob: bytes | None = self.sealer.seal("memory", payload, self._aad(namespace, ik.sk))
+            leaf = None
+            if len(blob or b"") > self.inline_max:
+                leaf = self.namer.memory_leaf(self.space, namespace, key, os.urandom(12).hex())
+                uploads.append((memory_object_key(ik.pk, leaf), blob or b""))
+                blob = None
+            expires = None if ttl_minutes is None else int(now + ttl_minutes * 60)
+            rows.append(MemoryRow(ik, blob, leaf, expires, ttl_minutes, ms, ms))
+        if uploads:
+            parallel(lambda kb: self._objects().put_new(*kb), uploads)
         ek = self.entry_key(namespace)
         sealed_ns = self.sealer.seal(
             NAMESPACE_TYPE, _ns_text(namespace).encode(), self._entry_aad(ek.sk)
         )
-        self.index.memory_put(row, DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex))
+        for start in range(0, len(rows), MEMORY_PUT_MAX):
+            chunk = rows[start : start + MEMORY_PUT_MAX]
+            self.index.memory_put(chunk, DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex))
 
     def delete(self, namespace: Namespace, key: str) -> bool:
         """Delete one item (and its object); drop its namespace from the directory if

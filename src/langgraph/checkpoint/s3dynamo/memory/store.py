@@ -223,16 +223,17 @@ class S3DynamoStore(BaseStore):
         for (ns, key, path), vec in zip(flat, embedded, strict=True):
             vecs[(ns, key)][path] = [float(x) for x in vec]
         serde = self._parts.codec.serde()
-
-        def one(item: tuple[tuple[Namespace, str], PutOp]) -> None:
-            (ns, key), op = item
+        # Puts grouped by namespace: one writer per namespace, namespaces in parallel.
+        writes: dict[Namespace, list[tuple[str, tuple[str, bytes], float | None]]] = {}
+        deletes: list[tuple[Namespace, str]] = []
+        for (ns, key), op in puts.items():
             if op.value is None:
-                self.space.delete(ns, key)
-                return
-            typed = serde.dumps_typed({"value": op.value, "vectors": vecs.get((ns, key), {})})
-            self.space.put(ns, key, typed, op.ttl)
-
-        parallel(one, list(puts.items()))
+                deletes.append((ns, key))
+            else:
+                body = {"value": op.value, "vectors": vecs.get((ns, key), {})}
+                writes.setdefault(ns, []).append((key, serde.dumps_typed(body), op.ttl))
+        parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
+        parallel(lambda nk: self.space.delete(*nk), deletes)
 
     def _item(self, found: Found) -> Item:
         body = self._body(found)
