@@ -100,10 +100,12 @@ bench:
 	.venv-bench/bin/python -m pip install --quiet -e '.[testing]' -r benchmarks/requirements.txt
 	.venv-bench/bin/python benchmarks/run.py
 
-# build/lambda_agent.zip for the AWS Lambda Python 3.12 runtime (x86_64): the example agent
-# in examples/lambda_agent/, this package and its dependencies; prints its sizes.
+# build/lambda_agent.zip for the AWS Lambda Python 3.12 runtime (x86_64; ARCH=arm64 builds
+# build/lambda_agent_arm64.zip): the example agent in examples/lambda_agent/, this package
+# and its dependencies, with bytecode compiled by Python 3.12; checks it and prints its sizes.
+ARCH ?= x86_64
 lambda-package:
-	PYTHON=$(PYTHON) scripts/lambda_package.sh
+	PYTHON=$(PYTHON) scripts/lambda_package.sh $(ARCH)
 
 # Static security checks of terraform/ (module and example) in their own virtual environment.
 # checkov has its own virtual environment: its dependencies stay out of the project's.

@@ -1,6 +1,7 @@
 """The Lambda cold path: a fresh interpreter imports, builds a graph, serves one request.
 
     python benchmarks/cold_start.py --runs 15   # prints the medians; run.py calls measure()
+    python benchmarks/cold_start.py --package --runs 11   # the shipped Lambda zips
 
 Each sample is a new `python cold_start.py --child KIND` process. The handler kinds do
 what a Lambda handler module does: import LangGraph and the saver, compile a two-node
@@ -53,6 +54,14 @@ the round robin) imports the package's dependencies first (`langgraph.checkpoint
 import at import time), then times `import langgraph.checkpoint.s3dynamo` alone
 (perf_counter; median of the runs). It records whether botocore (or boto3) is in
 `sys.modules` afterwards, and which modules outside the package that import added.
+
+`--package` measures the artefact users deploy instead: scripts/lambda_package.sh builds
+three zips (`make lambda-package`'s, and `cold_start_handler.py` with s3dynamo and with
+DynamoDBSaver, packaged the same way); each is unzipped into a read-only copy, with and
+without its bytecode, and a fresh `python3.12 -I -S -B` per sample, with only that copy
+and boto3 (installed for 3.12 and compiled, as the runtime's copy) on its path, runs the
+init phase (`import app`) and a first invocation against moto server. Times: interpreter
+(spawn to its first line), init, first invocation, total.
 
 The unmeasured first round also writes any missing bytecode caches (the children may
 write them even if `PYTHONDONTWRITEBYTECODE` is set here), so no measured child compiles
@@ -531,6 +540,273 @@ def _fmt(ratio: float | None) -> str:
     return "n/a" if ratio is None else f"{ratio:.2f}"
 
 
+# --- the shipped artefact: the Lambda zip, run as the runtime runs it ------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_SCRIPT = ROOT / "scripts" / "lambda_package.sh"
+HANDLER = Path(__file__).resolve().parent / "cold_start_handler.py"
+APP_TABLE, APP_BUCKET = "cold-app", "cold-start-app"
+APP_ZIP, S3DYNAMO_ZIP, LGAWS_ZIP = "app.py zip", "s3dynamo handler zip", "DynamoDBSaver handler zip"
+UNPRIMED = f"{S3DYNAMO_ZIP}, bytecode, prime() not called"
+# What the DynamoDBSaver zip carries instead of this package (and langgraph, for the graph).
+LGAWS_REQUIREMENTS = "langgraph-checkpoint-aws langgraph>=1.2"
+
+# The runtime's side, run by Python 3.12 with -I -S -B: the unzipped task, then the
+# runtime's boto3, on the path; init (`import app`: imports, the saver built and primed,
+# the graph compiled), then the first invocation.
+ARTEFACT_CHILD = """
+import json, sys, time
+main = time.time()
+task, runtime, event = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.path[:0] = [task, runtime]
+import app
+init = time.time()
+reply = app.handler(event, None)
+replied = time.time()
+assert reply["ok"], reply
+print(json.dumps({"main": main, "init": init, "replied": replied}))
+"""
+
+
+def runtime_python() -> str:
+    """Python 3.12, the Lambda runtime's version, as scripts/lambda_package.sh finds it."""
+    import glob
+    import shutil
+
+    pyenv = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    for candidate in (
+        os.environ.get("CHECK_PYTHON"),
+        shutil.which("python3.12"),
+        *sorted(glob.glob(f"{pyenv}/versions/3.12*/bin/python3.12")),
+    ):
+        if (
+            candidate
+            and subprocess.run(
+                [candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"],
+                capture_output=True,
+                check=False,
+            ).returncode
+            == 0
+        ):
+            return candidate
+    raise SystemExit("no Python 3.12 (the Lambda runtime's version): set CHECK_PYTHON")
+
+
+def build_artefacts(work: Path, python312: str) -> dict[str, Any]:
+    """The three zips, each by scripts/lambda_package.sh (x86_64) with its self-check:
+    `make lambda-package`'s own, the side-by-side handler with s3dynamo, and the same
+    handler with DynamoDBSaver. Returns, per kind, its zip and the script's size lines."""
+    builds = {
+        APP_ZIP: {},
+        S3DYNAMO_ZIP: {"LAMBDA_HANDLER": str(HANDLER)},
+        LGAWS_ZIP: {"LAMBDA_HANDLER": str(HANDLER), "LAMBDA_REQUIREMENTS": LGAWS_REQUIREMENTS},
+    }
+    out: dict[str, Any] = {}
+    for i, (kind, extra) in enumerate(builds.items()):
+        zip_path = work / f"zip{i}" / "lambda_agent.zip"
+        env = {
+            **os.environ,
+            **extra,
+            "LAMBDA_ZIP": str(zip_path),
+            "BUILD_DIR": str(work / "build"),
+            "CHECK_PYTHON": python312,
+            "PYTHON": os.environ.get("PYTHON", sys.executable),
+        }
+        done = subprocess.run(
+            ["bash", str(PACKAGE_SCRIPT), "x86_64"], env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{PACKAGE_SCRIPT} failed for {kind}:\n{done.stdout}{done.stderr}")
+        out[kind] = {
+            "zip": zip_path,
+            "sizes": [
+                line
+                for line in done.stdout.splitlines()
+                if line.startswith(("zipped:", "unzipped:", "runtime Python", "import check"))
+            ],
+        }
+    return out
+
+
+def _read_only_copy(source: Path, target: Path, bytecode: bool) -> Path:
+    import shutil
+
+    ignore = None if bytecode else shutil.ignore_patterns("__pycache__")
+    shutil.copytree(source, target, ignore=ignore)
+    # /var/task is read-only; as root this does not stop writes, -B does.
+    for path in [target, *target.rglob("*")]:
+        path.chmod(path.stat().st_mode & 0o555)
+    return target
+
+
+def _run_artefact(python312: str, task: Path, runtime: Path, env: dict, event: dict) -> dict:
+    spawned = time.time()
+    done = subprocess.run(
+        [
+            python312,
+            "-I",
+            "-S",
+            "-B",
+            "-c",
+            ARTEFACT_CHILD,
+            str(task),
+            str(runtime),
+            json.dumps(event),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the handler of {task} failed:\n{done.stderr[-3000:]}")
+    marks = json.loads(done.stdout.strip().splitlines()[-1])
+    return {
+        "total": marks["replied"] - spawned,
+        "interpreter": marks["main"] - spawned,
+        "init": marks["init"] - marks["main"],
+        "first_invocation": marks["replied"] - marks["init"],
+    }
+
+
+def measure_package(runs: int) -> dict[str, Any]:
+    """The shipped zips' cold path, with and without their bytecode: median of `runs`
+    fresh Python 3.12 processes per row, round robin after one unmeasured round."""
+    import tempfile
+    import zipfile
+
+    import boto3
+
+    python312 = runtime_python()
+    version = subprocess.run(
+        [python312, "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        built = build_artefacts(work, python312)
+        # boto3 as the runtime provides it: for Python 3.12, compiled by it.
+        runtime = work / "runtime"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-compile",
+                "--target",
+                str(runtime),
+                "--platform",
+                "manylinux2014_x86_64",
+                "--python-version",
+                "3.12",
+                "--only-binary=:all:",
+                "boto3",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            [python312, "-I", "-m", "compileall", "-q", "-j", "0", str(runtime)],
+            check=True,
+            capture_output=True,
+        )
+        tasks: dict[str, Path] = {}
+        for kind, b in built.items():
+            unzipped = work / "unzipped" / kind.replace(" ", "_")
+            with zipfile.ZipFile(b["zip"]) as zf:
+                zf.extractall(unzipped)
+            for bytecode in (True, False):
+                row = f"{kind}, {'bytecode' if bytecode else 'no bytecode'}"
+                target = work / "task" / row.replace(" ", "_").replace(",", "")
+                tasks[row] = _read_only_copy(unzipped, target, bytecode)
+        # The same zip as the row above it, with the saver left unprimed until the first
+        # request: what prime() at module scope moves from the first invocation to init.
+        tasks[UNPRIMED] = tasks[f"{S3DYNAMO_ZIP}, bytecode"]
+        samples: dict[str, list[dict[str, float]]] = {row: [] for row in tasks}
+        with moto_server() as url:
+            session = boto3.session.Session(
+                aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+            )
+            kms = session.client("kms", endpoint_url=url)
+            key = kms.create_key(Description="cold start")["KeyMetadata"]["Arn"]
+            from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+            # As the Terraform example deploys it: keys from KMS, the keyring in the table.
+            S3DynamoSaver(
+                table=APP_TABLE,
+                bucket=APP_BUCKET,
+                kms_key_id=key,
+                dynamodb_client=session.client("dynamodb", endpoint_url=url),
+                s3_client=session.client("s3", endpoint_url=url),
+                kms_client=kms,
+            ).setup()
+            sys.path.insert(0, str(Path(__file__).parent))
+            from savers import create_dynamodb_saver_resources
+
+            endpoint = SimpleNamespace(
+                client=lambda service: session.client(service, endpoint_url=url)
+            )
+            create_dynamodb_saver_resources(LGAWS_TABLE, LGAWS_BUCKET, endpoint)
+            env = {  # what the function's environment would hold, pointed at moto server
+                "PATH": os.environ.get("PATH", ""),
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_REGION": REGION,
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_ENDPOINT_URL": url,
+                "S3DYNAMO_TABLE": APP_TABLE,
+                "S3DYNAMO_BUCKET": APP_BUCKET,
+                "S3DYNAMO_KMS_KEY_ID": key,
+                "LGAWS_TABLE": LGAWS_TABLE,
+                "LGAWS_BUCKET": LGAWS_BUCKET,
+                "LANGSMITH_TRACING": "false",
+            }
+
+            def event(row: str, n: int) -> dict[str, Any]:
+                if row.startswith(APP_ZIP):
+                    return {"action": "start", "message": "hello"}
+                return {"thread_id": f"cold-{n}-{time.time_ns()}", "message": "hello"}
+
+            def run(row: str, n: int) -> dict[str, float]:
+                row_env = {**env, "COLD_PRIME": "0" if row == UNPRIMED else "1"}
+                return _run_artefact(python312, tasks[row], runtime, row_env, event(row, n))
+
+            for row in tasks:  # unmeasured: warms the OS file cache
+                run(row, -1)
+            for n in range(runs):
+                for row in tasks:
+                    samples[row].append(run(row, n))
+    medians = {
+        row: {k: 1000 * statistics.median(s[k] for s in rows) for k in rows[0]}
+        for row, rows in samples.items()
+    }
+    return {
+        "runs": runs,
+        "python": version,
+        "medians": medians,
+        "sizes": {kind: b["sizes"] for kind, b in built.items()},
+    }
+
+
+def package_summary(result: dict[str, Any]) -> list[str]:
+    out = [
+        f"the shipped zips, unzipped read-only, run by Python {result['python']} -I -S -B with "
+        f"boto3 as the runtime's copy, against moto server; median of {result['runs']} fresh "
+        "processes per row, round robin (ms):"
+    ]
+    for row, m in result["medians"].items():
+        out.append(
+            f"{row}: total {m['total']:.0f} (interpreter {m['interpreter']:.0f}, init "
+            f"{m['init']:.0f}, first invocation {m['first_invocation']:.0f})"
+        )
+    for kind, lines in result["sizes"].items():
+        out += [f"{kind}: {line}" for line in lines if line.startswith(("zipped", "unzipped"))]
+    return out
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"] and sys.argv[2] == PACKAGE_IMPORT:
         print(json.dumps(package_import_child()))
@@ -541,7 +817,16 @@ if __name__ == "__main__":
 
         parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
         parser.add_argument("--runs", type=int, default=7)
+        parser.add_argument(
+            "--package",
+            action="store_true",
+            help="measure the shipped Lambda zips (built here) instead of the checkout",
+        )
         args = parser.parse_args()
-        result = measure(args.runs)
-        print("\n".join(summary(result)))
-        print(json.dumps(result, indent=1))
+        if args.package:
+            result = measure_package(args.runs)
+            print("\n".join(package_summary(result)))
+        else:
+            result = measure(args.runs)
+            print("\n".join(summary(result)))
+        print(json.dumps(result, indent=1, default=str))

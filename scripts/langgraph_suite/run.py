@@ -40,6 +40,8 @@ HERE = Path(__file__).resolve().parent
 # async (648 with a checkpointer; the store and cache fixtures add 4 and make the cache
 # tests' two variants, SQLite and in-memory, one).
 EXPECTED_TESTS = 652
+# More failures than this are not timing: they are reported without running again.
+RERUN_AT_MOST = 5
 KNOWN_FAILURES = {
     "tests.test_large_cases::test_root_graph[s3dynamo]": (
         "the test's deterministic_uuids fixture replaces uuid.uuid4, which botocore also "
@@ -94,6 +96,36 @@ def outcomes(report: Path) -> dict[str, str]:
     return found
 
 
+def node_id(source: Path, name: str) -> str:
+    """pytest's id of a test from its JUnit name (`tests.test_x[.Class]::test[param]`)."""
+    classname, test = name.split("::", 1)
+    parts = classname.split(".")
+    for cut in range(len(parts), 0, -1):
+        path = Path(*parts[:cut]).with_suffix(".py")
+        if (source / path).exists():
+            return "::".join([path.as_posix(), *parts[cut:], test])
+    return name
+
+
+def rerun_alone(failed: list[str], source: Path, env: dict[str, str]) -> list[str]:
+    """The failures that pass when run again, each alone and in one process. LangGraph's
+    suite has timing-bound tests (a stream's chunks during execution, a task's
+    cancellation) that a loaded 2-core machine fails at random; a test counts as failed
+    only if it fails alone too (two tries). Exact failures fail every time."""
+    passed_alone = []
+    for name in failed[:RERUN_AT_MOST]:
+        for _ in range(2):
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", node_id(source, name), "-c", "pyproject.toml",
+                 "--rootdir", ".", "-q", "-p", "no:cacheprovider", "-n", "0"],
+                cwd=source, env=env, check=False, capture_output=True,
+            )  # fmt: skip
+            if run.returncode == 0:
+                passed_alone.append(name)
+                break
+    return passed_alone
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", default="2", help="pytest-xdist processes (default 2)")
@@ -114,12 +146,19 @@ def main() -> int:
     subprocess.run(command, cwd=source, env=env, check=False)
 
     found = outcomes(report)
+    flaky = rerun_alone(
+        [k for k, v in found.items() if v == "failed" and k not in KNOWN_FAILURES],
+        source, env,
+    )  # fmt: skip
+    found.update(dict.fromkeys(flaky, "passed"))
     failed = sorted(k for k, v in found.items() if v == "failed")
     passed = sum(v == "passed" for v in found.values())
     unexpected = [k for k in failed if k not in KNOWN_FAILURES]
     fixed = [k for k in KNOWN_FAILURES if found.get(k) == "passed"]
     print(f"\nlanggraph {langgraph_version}'s graph tests with S3DynamoSaver ({mode}):")
     print(f"  {passed} passed of {len(found)}, {len(failed)} failed")
+    for k in flaky:
+        print(f"  passed alone after failing in the parallel run (timing-bound): {k}")
     for k in failed:
         print(f"  {'known' if k in KNOWN_FAILURES else 'NEW'} failure: {k}")
         if k in KNOWN_FAILURES:

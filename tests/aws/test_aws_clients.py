@@ -11,6 +11,7 @@ import pytest
 
 from langgraph.checkpoint.s3dynamo import RegionNotSetError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends import aws_clients
+from langgraph.checkpoint.s3dynamo.executor import DEFAULT_ASYNC_WORKERS
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
 
@@ -58,7 +59,7 @@ def test_clients_share_one_session_and_keep_the_settings(monkeypatch: Any) -> No
     for client, service in ((dynamodb, "dynamodb"), (s3, "s3")):
         assert client.meta.service_model.service_name == service
         assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 3}
-        assert client.meta.config.max_pool_connections == WAVE_WORKERS
+        assert client.meta.config.max_pool_connections == WAVE_WORKERS + DEFAULT_ASYNC_WORKERS
         assert client.meta.region_name == "us-east-1"
     other = S3DynamoSaver(table="t2", bucket="b2", plaintext=True)
     assert other.store.records.client is not dynamodb  # type: ignore[attr-defined]

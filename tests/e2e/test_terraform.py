@@ -1,7 +1,8 @@
 """terraform/main.tf must declare exactly the DynamoDB table that schema.py describes, and the
 Terraform code must pass the real toolchain: `terraform fmt`, `terraform validate` on the
 module and on the example root configuration, `terraform test` (the files in
-tests/e2e/terraform_tests/, planned against a mocked AWS provider: SnapStart in the example,
+tests/e2e/terraform_tests/, planned against a mocked AWS provider: SnapStart and the
+architecture in the example,
 checkpointer_ttl and retention in the module and the example), and checkov (each skipped,
 with the reason, where the tool is not installed).
 
@@ -293,6 +294,74 @@ def test_checkpointer_ttl_with_retention_says_which_to_use(tmp_path: Path) -> No
     assert done.returncode != 0, output
     assert "Set checkpointer_ttl or retention, not both" in output, output
     assert "set retention = null" in output, output
+
+
+DEFAULT_ZIP_TEST = """
+mock_provider "aws" {
+  override_during = plan
+  source          = "./tests/mocks"
+}
+
+run "arm64_default_zip" {
+  command = plan
+  variables {
+    bucket_name  = "agent-checkpoints-test"
+    architecture = "arm64"
+  }
+  assert {
+    condition     = endswith(aws_lambda_function.agent.filename, "build/lambda_agent_arm64.zip")
+    error_message = "arm64 must deploy build/lambda_agent_arm64.zip"
+  }
+}
+
+run "x86_64_default_zip" {
+  command = plan
+  variables {
+    bucket_name = "agent-checkpoints-test"
+  }
+  assert {
+    condition     = endswith(aws_lambda_function.agent.filename, "build/lambda_agent.zip")
+    error_message = "x86_64 must deploy build/lambda_agent.zip"
+  }
+}
+"""
+
+
+@needs_terraform
+@needs_provider
+def test_arm64_deploys_the_arm64_zip_and_names_the_command_that_builds_it(
+    tmp_path: Path,
+) -> None:
+    # Without package_path the example deploys what `make lambda-package ARCH=arm64` builds
+    # (build/lambda_agent_arm64.zip from the repository's root); a wrong value names it.
+    cwd = init_for_test("example", tmp_path)
+    build = cwd.parents[2] / "build"
+    build.mkdir()
+    (build / "lambda_agent_arm64.zip").write_bytes(b"arm64 zip")
+    (build / "lambda_agent.zip").write_bytes(b"x86_64 zip")
+    (cwd / "tests" / "default_zip.tftest.hcl").write_text(DEFAULT_ZIP_TEST)
+    done = terraform(["test", "-filter=tests/default_zip.tftest.hcl"], cwd, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed, 0 failed" in done.stdout, done.stdout
+
+    (cwd / "tests" / "default_zip.tftest.hcl").unlink()
+    (cwd / "tests" / "wrong.tftest.hcl").write_text(
+        'mock_provider "aws" {}\n'
+        "\n"
+        'run "aarch64" {\n'
+        "  command = plan\n"
+        "  variables {\n"
+        '    bucket_name  = "agent-checkpoints-test"\n'
+        '    package_path = "main.tf"\n'
+        '    architecture = "aarch64"\n'
+        "  }\n"
+        "}\n"
+    )
+    done = terraform(["test", "-filter=tests/wrong.tftest.hcl"], cwd, tmp_path)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0, output
+    assert 'architecture must be "x86_64" or "arm64"' in output, output
+    assert "make lambda-package ARCH=<architecture>" in output, output
 
 
 @pytest.mark.skipif(

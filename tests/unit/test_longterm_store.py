@@ -388,3 +388,27 @@ def test_langgraph_store_and_cache_stay_namespace_packages() -> None:
     for package in (langgraph.store, langgraph.cache):
         assert getattr(package, "__file__", None) is None, package  # a namespace package
         assert any(str(src) in p for p in package.__path__), package.__path__
+
+
+def test_async_methods_run_in_the_saver_s_pool(parts: tuple[MemoryIndex, MemoryObjects]) -> None:
+    import threading
+
+    saver = make(*parts, async_workers=7)
+    store = S3DynamoStore.from_saver(saver)
+    cache: S3DynamoCache[Any] = S3DynamoCache.from_saver(saver)
+    seen: list[str] = []
+    real = store.space.get
+
+    def spy(*args: Any) -> Any:
+        seen.append(threading.current_thread().name)
+        return real(*args)
+
+    store.space.get = spy  # type: ignore[method-assign]
+    cache.space.get = spy  # type: ignore[method-assign]
+
+    async def go() -> None:
+        await store.aget(("a",), "k")
+        await cache.aget([(("a",), "k")])
+
+    asyncio.run(go())
+    assert len(seen) == 2 and all(name.startswith("s3dynamo-async7") for name in seen), seen

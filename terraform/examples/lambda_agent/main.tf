@@ -5,11 +5,15 @@
 # and its logs. With `retention` or `checkpointer_ttl` set, a second function from the same
 # zip runs expire_idle_threads() on a schedule, under the module's retention policy. With
 # `snapstart`, the agent's function is published with SnapStart and invoked through an alias.
+# `architecture = "arm64"` runs both on Graviton, from the zip built for it.
 
 data "aws_caller_identity" "current" {}
 data "aws_partition" "current" {}
 
 locals {
+  # What `make lambda-package [ARCH=arm64]` builds for the architecture.
+  package_path = coalesce(var.package_path, "${path.module}/../../../build/lambda_agent${var.architecture == "arm64" ? "_arm64" : ""}.zip")
+
   log_group_name = "/aws/lambda/${var.name}"
   log_group_arn  = "arn:${data.aws_partition.current.partition}:logs:${var.region}:${data.aws_caller_identity.current.account_id}:log-group:${local.log_group_name}"
 
@@ -194,11 +198,11 @@ resource "aws_lambda_function" "agent" {
   function_name = var.name
   role          = aws_iam_role.agent.arn
   runtime       = "python3.12"
-  architectures = ["x86_64"]
+  architectures = [var.architecture]
   handler       = "app.handler"
-  filename      = var.package_path
+  filename      = local.package_path
   # Changes when the zip does, so a new build is deployed.
-  source_code_hash               = filebase64sha256(var.package_path)
+  source_code_hash               = filebase64sha256(local.package_path)
   memory_size                    = var.memory_size
   timeout                        = var.timeout
   reserved_concurrent_executions = var.reserved_concurrency
@@ -299,11 +303,11 @@ resource "aws_lambda_function" "retention" {
   function_name = each.value
   role          = aws_iam_role.retention[each.key].arn
   runtime       = "python3.12"
-  architectures = ["x86_64"]
+  architectures = [var.architecture]
   handler       = "app.expire"
-  filename      = var.package_path
+  filename      = local.package_path
   # Changes when the zip does, so a new build is deployed.
-  source_code_hash = filebase64sha256(var.package_path)
+  source_code_hash = filebase64sha256(local.package_path)
   memory_size      = 512
   # The longest a Lambda function may run; a sweep stops starting threads a minute before.
   timeout = 900

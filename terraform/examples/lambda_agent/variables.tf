@@ -38,10 +38,22 @@ variable "deletion_protection" {
   default     = true
 }
 
-variable "package_path" {
-  description = "The zip built by `make lambda-package`."
+variable "architecture" {
+  description = "Instruction set of both functions: \"x86_64\" or \"arm64\" (Graviton, a lower price per GB-second; see benchmarks/README.md). The zip must be built for it: `make lambda-package` builds x86_64, `make lambda-package ARCH=arm64` builds build/lambda_agent_arm64.zip, the default package_path for arm64."
   type        = string
-  default     = "../../../build/lambda_agent.zip"
+  default     = "x86_64"
+  nullable    = false
+
+  validation {
+    condition     = contains(["x86_64", "arm64"], var.architecture)
+    error_message = "architecture must be \"x86_64\" or \"arm64\" (Lambda's two instruction sets); build the zip for it with `make lambda-package ARCH=<architecture>`."
+  }
+}
+
+variable "package_path" {
+  description = "The zip built by `make lambda-package` for var.architecture; null: build/lambda_agent.zip (x86_64) or build/lambda_agent_arm64.zip (arm64)."
+  type        = string
+  default     = null
 }
 
 variable "memory_size" {

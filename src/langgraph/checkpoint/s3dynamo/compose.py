@@ -68,8 +68,9 @@ class Clients:
             region=self.region(),
             endpoint_url=self.settings.endpoint_url if service != "kms" else None,
             max_attempts=self.settings.max_attempts,
-            # As many connections as the workers of the shared wave pool (waves.py).
-            max_pool_connections=WAVE_WORKERS,
+            # A connection for every thread that may send at once: the async workers'
+            # own requests and the shared wave pool's (executor.py, waves.py).
+            max_pool_connections=self.settings.async_workers + WAVE_WORKERS,
         )
 
     def dynamodb_index(self) -> Index:

@@ -11,6 +11,7 @@ Environment variables, with the argument each sets:
     S3DYNAMO_INLINE_MAX, S3DYNAMO_DELTA_MAX                 inline_max, delta_max
     S3DYNAMO_OBJECT_CACHE_BYTES, S3DYNAMO_MAX_ATTEMPTS      object_cache_bytes, max_attempts
     S3DYNAMO_DETECT_CONCURRENT_RUNS (1 or 0)               detect_concurrent_runs
+    S3DYNAMO_ASYNC_WORKERS (read even without from_env)    async_workers
     S3DYNAMO_RETENTION (30d, 12h, or days)                 retention
     S3DYNAMO_RETENTION_STRATEGY (delete or keep_latest)    retention_strategy
     S3DYNAMO_TTL: LangGraph Platform's `checkpointer.ttl`  ttl (its names and units:
@@ -35,6 +36,7 @@ from datetime import timedelta
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_env
 from langgraph.checkpoint.s3dynamo.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.sealing import Keyring
 
@@ -197,6 +199,8 @@ class Settings:
     compression_level: int = 3
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     detect_concurrent_runs: bool = True
+    # Worker threads of the process-wide pool async calls run in (`executor.py`).
+    async_workers: int = field(default_factory=workers_from_env)
     retention: timedelta | None = None
     retention_strategy: str = "delete"
     sweep_interval: timedelta | None = None
@@ -220,6 +224,7 @@ class Settings:
             )
         if self.max_attempts < 1:
             raise InvalidConfigError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        check_workers(self.async_workers)
         if self.retention_strategy not in RETENTION_STRATEGIES:
             raise InvalidConfigError(
                 f"retention strategy {self.retention_strategy!r} is not one of "
@@ -318,6 +323,8 @@ class Settings:
                     f"S3DYNAMO_DETECT_CONCURRENT_RUNS must be 1 or 0, got {raw!r}"
                 )
             options["detect_concurrent_runs"] = raw.lower() in ("1", "true")
+        if env.get("S3DYNAMO_ASYNC_WORKERS"):
+            options["async_workers"] = workers_from_env(env)
         if raw := env.get("S3DYNAMO_REGION"):
             options["region"] = raw
         if raw := env.get("S3DYNAMO_ENDPOINT_URL"):

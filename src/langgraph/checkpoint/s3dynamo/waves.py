@@ -1,10 +1,10 @@
 """Parallel waves: one round of concurrent requests, the unit of every request budget.
 
-Every wave of the process runs on one shared pool of `WAVE_WORKERS` threads, the size of
-each client's connection pool (`max_pool_connections`), so the requests in flight never
-outnumber the connections to one service, however many graph tasks start waves at once;
-and a wave costs no thread start-up (a wave per checkpoint read or written used to start
-and join up to 16 threads).
+Every wave of the process runs on one shared pool of `WAVE_WORKERS` threads, so a wave's
+requests never outnumber the connections kept for them (each client the saver builds
+holds `WAVE_WORKERS` connections plus one per async worker, `executor.py`), however many
+graph tasks start waves at once; and a wave costs no thread start-up (a wave per
+checkpoint read or written used to start and join up to 16 threads).
 
 Why a long-lived pool is safe in a frozen Lambda sandbox: a wave returns only after every
 one of its requests finished (also when one failed: the others are waited for before the
@@ -31,7 +31,7 @@ from typing import TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Equal to the clients' `max_pool_connections` (saver.py builds them with this).
+# Part of the clients' `max_pool_connections` (compose.py adds the async workers).
 WAVE_WORKERS = 32
 
 _pool: ThreadPoolExecutor | None = None

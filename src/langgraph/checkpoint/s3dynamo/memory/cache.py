@@ -88,10 +88,10 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
             self.space.clear(None if namespaces is None else [tuple(ns) for ns in namespaces])
 
     async def aget(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
-        return await run(self.get, keys)
+        return await run(self._parts, self.get, keys)
 
     async def aset(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
-        await run(self.set, pairs)
+        await run(self._parts, self.set, pairs)
 
     async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
-        await run(self.clear, namespaces)
+        await run(self._parts, self.clear, namespaces)

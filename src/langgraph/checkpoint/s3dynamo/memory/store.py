@@ -7,7 +7,7 @@ Filters, namespace match conditions and cosine similarity are LangGraph's own
 matching namespaces' partitions, and filter and rank client-side: they cost what the
 matching namespaces hold (docs/ARCHITECTURE.md, "Long-term memory").
 
-Async methods run the sync core in a worker thread (`memory/aio.py`): one I/O path.
+Async methods run the sync core in the saver's worker pool (`memory/aio.py`): one I/O path.
 """
 
 from __future__ import annotations
@@ -126,11 +126,11 @@ class S3DynamoStore(BaseStore):
         return self.space.expire()[0]
 
     async def asweep_ttl(self) -> int:
-        return await run(self.sweep_ttl)
+        return await run(self._parts, self.sweep_ttl)
 
     async def asetup(self) -> None:
         """`setup`, from async code."""
-        await run(self.setup)
+        await run(self._parts, self.setup)
 
     # ------------------------------------------------------------ the contract
 
@@ -155,7 +155,7 @@ class S3DynamoStore(BaseStore):
         embedded = (
             await self.embeddings.aembed_documents(list(texts)) if texts and self.embeddings else []
         )
-        return await run(self._run, ops, puts, vectors, texts, embedded)
+        return await run(self._parts, self._run, ops, puts, vectors, texts, embedded)
 
     # ------------------------------------------------------------ execution
 

@@ -1,0 +1,107 @@
+"""The worker threads async callers' storage calls run in: one pool per process.
+
+The async methods run the sync core in a worker thread (`saver.py` says why). Not in the
+event loop's default executor: its min(32, cpus + 4) threads (6 on 2 cores) are shared
+with everything else the application sends there, and capped a server's concurrent runs
+at 6 requests in flight while the clients held 32 connections (issue 31). Every saver of
+the process (and whatever else is built on the same storage) shares one pool of
+`DEFAULT_ASYNC_WORKERS` threads; a saver given another `async_workers` shares the pool of
+that size. Threads start only when a call finds none idle, so an unused size costs nothing.
+
+Why not native async clients (aiobotocore): a second I/O path beside the sync one, a heavy
+dependency, and the measurement (benchmarks/async_scaling.md) shows the pool reaching the
+limit the process's CPU sets, which clients that still sign and parse every request in
+Python would not raise.
+
+No deadlock with the wave pool (`waves.py`): an async worker may wait for a wave, but a
+wave worker never submits to or waits for this pool, and a wave started inside a wave
+runs inline; the waits form no cycle. Connections: up to `workers` calls send a request
+of their own while the wave pool sends up to `WAVE_WORKERS`, so the clients a saver
+builds hold that many (`compose.py`). A botocore retry sleeps its backoff in the worker
+that sent the request: it holds one worker of many, so other runs go on unless every
+worker is backing off, which means AWS is throttling the whole process.
+
+The caller's `contextvars` context is copied into the worker (as `asyncio.to_thread`
+does): what a run holds (`runs.py`, the lease's fence) reaches the storage call. Between
+calls the workers are idle and hold no connection, safe in a frozen Lambda sandbox for
+the reasons `waves.py` gives; a call whose awaiting task is cancelled still finishes in
+its worker, as with `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+
+R = TypeVar("R")
+
+ENV = "S3DYNAMO_ASYNC_WORKERS"
+# Chosen by benchmarks/async_scaling.py (issue 31): see docs/OPERATIONS.md.
+DEFAULT_ASYNC_WORKERS = 64
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+_lock = threading.Lock()
+
+
+def workers_from_env(env: Mapping[str, str] | None = None) -> int:
+    """The pool size `S3DYNAMO_ASYNC_WORKERS` asks for, else the default."""
+    raw = (os.environ if env is None else env).get(ENV, "").strip()
+    if not raw:
+        return DEFAULT_ASYNC_WORKERS
+    try:
+        size = int(raw)
+    except ValueError:
+        raise InvalidConfigError(
+            f"{ENV} must be a whole number of threads (at least 1), got {raw!r}; unset it "
+            f"for the default of {DEFAULT_ASYNC_WORKERS}"
+        ) from None
+    check_workers(size, ENV)
+    return size
+
+
+def check_workers(size: int, name: str = "async_workers") -> None:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidConfigError(
+            f"{name} must be a whole number of threads, at least 1, got {size!r}; the "
+            f"default is {DEFAULT_ASYNC_WORKERS}"
+        )
+
+
+def pool(size: int) -> ThreadPoolExecutor:
+    """The process's pool of `size` workers, started on first use."""
+    found = _pools.get(size)
+    if found is not None:
+        return found
+    with _lock:
+        if size not in _pools:
+            _pools[size] = ThreadPoolExecutor(
+                max_workers=size, thread_name_prefix=f"s3dynamo-async{size}"
+            )
+        return _pools[size]
+
+
+async def run(size: int, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+    """`fn(*args, **kwargs)` in a worker of the pool of `size`, in a copy of the
+    caller's context, without blocking the event loop."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return await loop.run_in_executor(pool(size), call)
+
+
+def _forget_pools_after_fork() -> None:
+    # The parent's worker threads do not exist in a forked child.
+    global _lock
+    _pools.clear()
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
