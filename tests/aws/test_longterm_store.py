@@ -78,3 +78,16 @@ def test_thread_maintenance_passes_memory_items_by(saver: S3DynamoSaver) -> None
     assert plan.idle == {} and plan.leftovers == []
     assert store.space.expire(now=store.space.clock() + 120) == (1, 1)
     assert store.list_namespaces() == []
+
+
+def test_replaced_large_values_are_collected(saver: S3DynamoSaver, clients: Any) -> None:
+    from langgraph.checkpoint.s3dynamo.memory.admin import collect_memory_garbage
+
+    store = S3DynamoStore.from_saver(saver)
+    store.put(("docs",), "big", {"v": os.urandom(20000).hex()})
+    store.put(("docs",), "big", {"v": os.urandom(20000).hex()})
+    assert len(clients[1].list_objects_v2(Bucket=clients.bucket)["Contents"]) == 2
+    assert collect_memory_garbage(saver.parts, timedelta(hours=1))["store"] == 0
+    assert collect_memory_garbage(saver.parts, timedelta(seconds=-5))["store"] == 1
+    assert len(clients[1].list_objects_v2(Bucket=clients.bucket)["Contents"]) == 1
+    assert store.get(("docs",), "big") is not None

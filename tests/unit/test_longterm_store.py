@@ -412,3 +412,24 @@ def test_async_methods_run_in_the_saver_s_pool(parts: tuple[MemoryIndex, MemoryO
 
     asyncio.run(go())
     assert len(seen) == 2 and all(name.startswith("s3dynamo-async7") for name in seen), seen
+
+
+def test_replaced_large_values_are_collected_after_the_grace(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    from datetime import timedelta
+
+    from langgraph.checkpoint.s3dynamo.memory.admin import collect_memory_garbage
+
+    saver = make(*parts)
+    store = S3DynamoStore.from_saver(saver)
+    store.put(("docs",), "big", {"v": os.urandom(20000).hex()})
+    latest = {"v": os.urandom(20000).hex()}
+    store.put(("docs",), "big", latest)  # the first object is now referenced by nothing
+    assert len(list(parts[1].list(""))) == 2
+    # Within the grace nothing goes (a put may be between its upload and its commit).
+    assert collect_memory_garbage(saver.parts, timedelta(hours=1)) == {"store": 0, "cache": 0}
+    assert collect_memory_garbage(saver.parts, timedelta(0)) == {"store": 1, "cache": 0}
+    assert len(list(parts[1].list(""))) == 1
+    got = store.get(("docs",), "big")
+    assert got is not None and got.value == latest

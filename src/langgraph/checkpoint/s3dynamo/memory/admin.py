@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
@@ -65,6 +66,35 @@ def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
             stats.object_bytes += object_bytes
         out[label] = asdict(stats)
     return out
+
+
+def collect_memory_garbage(parts: Components, grace: timedelta) -> dict[str, int]:
+    """Delete the objects of Store items and cache entries that no item references any
+    more (a large value replaced by a later put, or a put interrupted before its commit)
+    and that are older than `grace`, longer than any put takes; each only while it is
+    unchanged since it was listed. Per space: objects deleted. One directory Query per
+    space, then per namespace one listing and one Query."""
+    out: dict[str, int] = {}
+    for label, code in SPACES.items():
+        space = memory_space(parts, code)
+        with guarded(parts.deployment):
+            namespaces = [ns for ns, _ in space.namespaces()]
+        cutoff = datetime.now(timezone.utc) - grace
+        deleted = parallel(functools.partial(_collect_namespace, space, cutoff), namespaces)
+        out[label] = sum(deleted)
+    return out
+
+
+def _collect_namespace(space: Space, cutoff: datetime, namespace: tuple[str, ...]) -> int:
+    pk = space.pk(namespace)
+    listed = list(space.objects.list(pk + "/"))
+    if not listed:
+        return 0
+    # Listed before the items are read: an object written since is not in `listed`, and
+    # one listed and referenced by a put committed since is too young to go (grace).
+    referenced = {memory_object_key(pk, r.leaf) for r in space.index.memory_query(pk) if r.leaf}
+    unreferenced = [o for o in listed if o.key not in referenced and o.modified < cutoff]
+    return len(space.objects.delete_unchanged(unreferenced)) if unreferenced else 0
 
 
 def _namespace_stats(
