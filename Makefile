@@ -9,7 +9,7 @@ CHECKOV_STAMP := .venv-checkov/.installed
 
 LANGGRAPH_STAMP := .venv-langgraph/.installed
 
-.PHONY: demo dist test lint test-e2e test-integration test-langgraph bench clean lambda-package checkov
+.PHONY: demo dist test lint test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package checkov
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,7 +60,7 @@ test-e2e: $(STAMP) $(CHECKOV_STAMP)
 	$(PY) -m pytest -q tests/e2e
 
 clean:
-	rm -rf $(VENV) .venv-checkov .venv-langgraph .langgraph-suite .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-checkov .venv-langgraph .langgraph-suite .store-contract .pytest_cache .mypy_cache .ruff_cache
 
 # LangGraph's own graph tests (the version pinned in scripts/langgraph_suite/requirements.txt)
 # with S3DynamoSaver, default settings, as their checkpointer; in an environment of their own.
@@ -76,6 +76,10 @@ $(LANGGRAPH_STAMP): pyproject.toml scripts/langgraph_suite/requirements.txt
 test-langgraph: $(LANGGRAPH_STAMP)
 	.venv-langgraph/bin/python scripts/langgraph_suite/run.py
 	.venv-langgraph/bin/python scripts/langgraph_suite/run.py --strict
+
+# LangGraph's SQLite store tests with S3DynamoStore swapped in (scripts/store_contract/).
+test-store-contract: $(STAMP)
+	$(PY) scripts/store_contract/run.py
 
 # The AWS tier against independent implementations over HTTP on 127.0.0.1: moto
 # server, then dynalite (DynamoDB) with SeaweedFS (S3). See scripts/services.sh.

@@ -164,7 +164,11 @@ resource "aws_s3_bucket_policy" "this" {
 #   retention    expire_idle_threads(), for the scheduled retention job: it reads keys and
 #                stamps and deletes, so it gets no object reads or writes and no KMS key.
 #                With the keep_latest strategy it also opens each idle thread's latest
-#                checkpoint's metadata (retention_keep_latest): the sealing key.
+#                checkpoint's metadata (retention_keep_latest): the sealing key. It also
+#                removes Store items and node-cache entries past their TTL (by key, opening
+#                nothing).
+#   memory       the agent's long-term memory at run time: S3DynamoStore and S3DynamoCache
+#                (items, namespace directory, large values as objects), beside the saver's.
 #
 # None grants Create*/Delete* on the table or bucket: the saver's setup() is for
 # development and must not run in production.
@@ -327,6 +331,10 @@ data "aws_iam_policy_document" "retention" {
       "dynamodb:Scan",
       # The thread's lease, taken while it is removed.
       "dynamodb:UpdateItem",
+      # Expired Store items and cache entries (each while still expired), and the
+      # directory entries of namespaces they leave empty.
+      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
     ]
     resources = [aws_dynamodb_table.this.arn]
   }
@@ -338,6 +346,52 @@ data "aws_iam_policy_document" "retention" {
     resources = [local.object_arn_pattern]
   }
 
+}
+
+# Long-term memory (S3DynamoStore, S3DynamoCache) at run time, for an agent that uses them
+# beside the saver: put is one TransactWriteItems (the item and its namespace's directory
+# entry), get a BatchGetItem, search and list_namespaces Queries, delete a DeleteItem;
+# values past inline_max are objects under the namespace's key prefix.
+data "aws_iam_policy_document" "memory" {
+  source_policy_documents = [data.aws_iam_policy_document.bucket_kms.json]
+
+  statement {
+    sid    = "MemoryTable"
+    effect = "Allow"
+    actions = [
+      "dynamodb:BatchGetItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
+      # The first use reads the deployment record (keys and naming secret checked).
+      "dynamodb:PutItem",
+      "dynamodb:Query",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [aws_dynamodb_table.this.arn]
+  }
+
+  statement {
+    sid       = "MemoryObjects"
+    effect    = "Allow"
+    actions   = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    resources = [local.object_arn_pattern]
+  }
+
+  dynamic "statement" {
+    for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]
+    content {
+      sid       = "SealingKey"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:EncryptionContext:s3dynamo:table"
+        values   = [var.table_name]
+      }
+    }
+  }
 }
 
 # keep_latest keeps each idle thread's latest checkpoint and the ancestors DeltaChannel
@@ -412,4 +466,19 @@ resource "aws_iam_role_policy_attachment" "retention" {
 
   role       = each.value
   policy_arn = aws_iam_policy.retention.arn
+}
+
+resource "aws_iam_policy" "memory" {
+  name        = var.memory_policy_name
+  name_prefix = var.memory_policy_name == null ? "${local.policy_name_prefix}mem-" : null
+  description = "Long-term memory access for langgraph-checkpoint-s3dynamo to table ${var.table_name} and bucket ${var.bucket_name}"
+  policy      = data.aws_iam_policy_document.memory.json
+  tags        = var.tags
+}
+
+resource "aws_iam_role_policy_attachment" "memory" {
+  for_each = toset(var.memory_role_names)
+
+  role       = each.value
+  policy_arn = aws_iam_policy.memory.arn
 }

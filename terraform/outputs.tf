@@ -38,6 +38,11 @@ output "retention_policy_arn" {
   value       = aws_iam_policy.retention.arn
 }
 
+output "memory_policy_arn" {
+  description = "ARN of the long-term memory IAM policy (S3DynamoStore, S3DynamoCache), for roles not listed in memory_role_names."
+  value       = aws_iam_policy.memory.arn
+}
+
 output "environment" {
   description = "Environment variables for the saver, ready to merge into a Lambda function's environment."
   # With sealing_kms_key_arn the key setting is here too; otherwise add S3DYNAMO_KEYS and

@@ -218,3 +218,19 @@ variable "retention_policy_name" {
   type        = string
   default     = null
 }
+
+variable "memory_role_names" {
+  description = <<-EOT
+    Names (not ARNs) of IAM roles to attach the long-term memory policy to: the agent's
+    function when it uses S3DynamoStore or S3DynamoCache (give it the saver policy too). Same
+    plan-time rule as lambda_role_names.
+  EOT
+  type        = list(string)
+  default     = []
+}
+
+variable "memory_policy_name" {
+  description = "Name of the long-term memory IAM policy. When null a unique name starting with \"s3dynamo-\" is generated."
+  type        = string
+  default     = null
+}

@@ -53,6 +53,7 @@ from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, LeaseTimeoutError, S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.memory.admin import expire_memory
 
 MAX_MESSAGE_CHARS = 4000
 MAX_THREAD_ID_CHARS = 128
@@ -326,6 +327,8 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
         left = context.get_remaining_time_in_millis() - EXPIRE_MARGIN_MS
         deadline = time.monotonic() + max(left, 0) / 1000
     plan = saver.ops.expire_idle_threads(dry_run=dry_run, deadline=deadline)
+    # Store items and node-cache entries past their TTL (hidden from reads already).
+    memory = expire_memory(saver.parts, dry_run=dry_run)
     return {
         "ok": True,
         "dry_run": dry_run,
@@ -339,6 +342,7 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
         "objects_deleted": plan.objects_deleted,
         "busy_threads": len(plan.busy),
         "left_for_next_run": len(plan.unfinished),
+        "memory_items_expired": sum(memory.items.values()),
     }
 
 

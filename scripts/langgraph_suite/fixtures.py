@@ -3,7 +3,9 @@
 # concurrent-run detection on), on moto in process, with a fresh table and bucket.
 import pytest
 
+from langgraph.cache.s3dynamo import S3DynamoCache as _S3DynamoCache
 from langgraph.checkpoint.s3dynamo.testing import moto_saver as _s3dynamo_moto_saver
+from langgraph.store.s3dynamo import S3DynamoStore as _S3DynamoStore
 
 
 @pytest.fixture(scope="function", params=["s3dynamo"])
@@ -16,3 +18,23 @@ def sync_checkpointer(request):
 async def async_checkpointer(request):
     with _s3dynamo_moto_saver() as saver:
         yield saver
+
+
+# The store and cache fixtures yield S3DynamoStore and S3DynamoCache on a saver of their
+# own (moto in process), so LangGraph's graph tests that take them run on ours.
+@pytest.fixture(scope="function", params=["s3dynamo-store"])
+def sync_store(request):
+    with _s3dynamo_moto_saver() as saver:
+        yield _S3DynamoStore.from_saver(saver)
+
+
+@pytest.fixture(scope="function", params=["s3dynamo-store"])
+async def async_store(request):
+    with _s3dynamo_moto_saver() as saver:
+        yield _S3DynamoStore.from_saver(saver)
+
+
+@pytest.fixture(scope="function", params=["s3dynamo-cache"])
+def cache(request):
+    with _s3dynamo_moto_saver() as saver:
+        yield _S3DynamoCache.from_saver(saver)

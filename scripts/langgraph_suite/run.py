@@ -8,7 +8,8 @@ by default, then with --strict.)
    from the package registry, once, into .langgraph-suite/, and unpacks its tests/.
 2. Appends fixtures.py to its tests/conftest.py: the `sync_checkpointer` and
    `async_checkpointer` fixtures then yield only an S3DynamoSaver with default settings
-   (sealed, concurrent-run detection on) on moto in process.
+   (sealed, concurrent-run detection on) on moto in process, and `sync_store`,
+   `async_store` and `cache` an S3DynamoStore and S3DynamoCache.
 3. Runs every test that uses them (the ones whose id names "s3dynamo"), sync and async,
    on `--workers` processes, and checks the outcome: every test passes except those in
    KNOWN_FAILURES, each with its reason. Anything else failing, a known failure now
@@ -35,8 +36,10 @@ ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".langgraph-suite"
 HERE = Path(__file__).resolve().parent
 
-# Tests that use a checkpointer fixture in langgraph 1.2.24, sync and async.
-EXPECTED_TESTS = 648
+# Tests that use a checkpointer, store or cache fixture in langgraph 1.2.24, sync and
+# async (648 with a checkpointer; the store and cache fixtures add 4 and make the cache
+# tests' two variants, SQLite and in-memory, one).
+EXPECTED_TESTS = 652
 # More failures than this are not timing: they are reported without running again.
 RERUN_AT_MOST = 5
 KNOWN_FAILURES = {

@@ -42,8 +42,10 @@ import boto3
 import pytest
 from langchain_core.messages import HumanMessage
 
+from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends import aws_clients
+from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.terraform import (
     MAIN_TF,
     PLUGIN_DIR,
@@ -732,17 +734,36 @@ def test_policies_grant_exactly_what_the_code_requests(
     rotated.delete_thread("m1")
     maintenance = recorder.take()
 
+    # Long-term memory at run time: a fresh process (cold start) using the Store and the
+    # node cache, small values and large ones.
+    monkeypatch.delenv("S3DYNAMO_INLINE_MAX")
+    store = S3DynamoStore.from_env()
+    store.put(("users", "u1"), "small", {"text": "likes tea"})
+    store.put(("users", "u1"), "large", {"text": os.urandom(20_000).hex()})
+    assert store.get(("users", "u1"), "large") is not None
+    assert len(store.search(("users",), filter={"text": "likes tea"})) == 1
+    assert store.list_namespaces() == [("users", "u1")]
+    store.delete(("users", "u1"), "large")
+    cache: S3DynamoCache[Any] = S3DynamoCache.from_env()
+    cache.set({(("node",), "k"): ("v", 60)})
+    assert cache.get([(("node",), "k")]) == {(("node",), "k"): "v"}
+    cache.clear()
+    memory = recorder.take()
+
     # Retention: the scheduled handler, once a thread with objects has been idle for over
-    # 2 s (4 s on: stamps are whole seconds, and S3 modification times may be rounded).
+    # 2 s (4 s on: stamps are whole seconds, and S3 modification times may be rounded),
+    # beside a Store item whose TTL (0.02 minutes) has passed.
     monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "0")
     graph = load_app().get_graph()
     graph.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "r1"}})
+    S3DynamoStore.from_env().put(("users", "gone"), "k", {"v": 1}, ttl=0.02)
     time.sleep(4.1)
     monkeypatch.setenv("S3DYNAMO_RETENTION", "2s")
     recorder.take()
     swept = load_app().expire({}, None)
     retention = recorder.take()
     assert swept["removed_threads"] >= 1 and swept["objects_deleted"] >= 1, swept
+    assert swept["memory_items_expired"] == 1, swept
 
     # Retention with keep_latest: it opens the latest checkpoint of each idle thread (its
     # metadata says which ancestors DeltaChannel needs), so it reads what delete does not.
@@ -777,6 +798,11 @@ def test_policies_grant_exactly_what_the_code_requests(
         f"terraform/main.tf retention policy: grants but never used "
         f"{sorted(policy_grants('retention') - retention)}; used but not granted "
         f"{sorted(retention - policy_grants('retention'))}"
+    )
+    assert policy_grants("memory") == memory, (
+        f"terraform/main.tf memory policy: grants but never used "
+        f"{sorted(policy_grants('memory') - memory)}; used but not granted "
+        f"{sorted(memory - policy_grants('memory'))}"
     )
     both = retention | keep_latest
     assert policy_grants("retention_keep_latest") == both, (

@@ -20,6 +20,7 @@ AWS_ADAPTERS = {
     "backends.aws_clients",
     "backends.aws_errors",
     "backends.dynamodb",
+    "backends.dynamodb_memory",
     "backends.s3",
 }
 

@@ -17,7 +17,7 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -36,6 +36,9 @@ from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
 from langgraph.checkpoint.s3dynamo.store import LazyPorts, StorePolicy, ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.s3dynamo.memory.core import Space
 
 
 @dataclass
@@ -80,11 +83,11 @@ class Clients:
 
     def dynamodb_index(self) -> Index:
         if self.index is None:
-            from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+            from langgraph.checkpoint.s3dynamo.backends.dynamodb_memory import DynamoTableIndex
 
             if self.dynamodb is None:
                 self.dynamodb = self.build("dynamodb")
-            self.index = DynamoIndex(self.dynamodb, self.settings.table)
+            self.index = DynamoTableIndex(self.dynamodb, self.settings.table)
         return self.index
 
     def s3_objects(self) -> ObjectStore:
@@ -114,6 +117,10 @@ class Components:
     kms: KmsKeyring | None
     deployment: Deployment
     store: ThreadStore
+    # The table and bucket ports as built for the thread store, shared by the Store and
+    # the node cache (`memory_space`).
+    index_port: Callable[[], Index] | None = None
+    objects_port: Callable[[], ObjectStore] | None = None
 
 
 def build(
@@ -183,7 +190,36 @@ def build(
         ),
     )
     return Components(
-        settings, source, clients, sealer, namer, codec, control, kms, deployment, store
+        settings,
+        source,
+        clients,
+        sealer,
+        namer,
+        codec,
+        control,
+        kms,
+        deployment,
+        store,
+        index_factory,
+        objects_factory,
+    )
+
+
+def memory_space(parts: Components, space: str) -> Space:
+    """A memory space (the Store's items, the node cache's entries) on a saver's table,
+    bucket, keys, naming secret and prefix, through the same ports and clients."""
+    from langgraph.checkpoint.s3dynamo.memory.core import Space
+
+    index, objects = parts.index_port, parts.objects_port
+    if index is None or objects is None:
+        raise ValueError("these parts were not built by compose.build")
+    return Space(
+        space,
+        ports=LazyPorts(index=index, objects=objects),
+        namer=parts.namer,
+        sealer=parts.sealer,
+        prefix=parts.settings.prefix,
+        inline_max=parts.settings.inline_max,
     )
 
 

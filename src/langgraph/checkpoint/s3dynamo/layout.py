@@ -234,3 +234,63 @@ def write_ref(leaf: str, channel_tag: str) -> str:
 def split_write_ref(ref: str) -> tuple[str, str | None]:
     leaf, _, tag = ref.partition(".")
     return leaf, tag or None
+
+
+# ------------------------------------------------------------- long-term memory
+#
+# The Store's items and the node cache's entries (`memory/`), beside threads in the same
+# table and bucket. A space is "m" (the Store) or "c" (the node cache).
+#
+#   pk = <prefix><ns>~<space>!    sk = <key>    one item: its sealed payload, or the leaf
+#                                               of its object; expiry in clear
+#   pk = <prefix>~<space>~dir!    sk = <ns>     directory: one entry per namespace that
+#                                               has (or may have) items; sealed namespace
+#
+# `<ns>` and `<key>` are keyed hashes of the space and the namespace tuple (and of the
+# key), 16 bytes as thread names. The `~` keeps `scope_of` from mapping these partitions
+# to any thread (the name before `!` never ends in 22 name characters), so retention's
+# thread sweep and garbage collection pass them by; the final `!` makes the Scans of
+# thread records (this release's and 0.2.0's) skip them as they skip control items.
+# Objects: `<prefix><ns>~<space>!/<leaf>`, which `split_object_key` refuses.
+
+MEMORY_SPACES = ("m", "c")
+MEMORY_MARK = "~"
+DIRECTORY_MARK = "~dir"
+
+
+def memory_pk(prefix: str, ns_name: str, space: str) -> str:
+    """Partition of one namespace's items in a space."""
+    return f"{prefix}{ns_name}{MEMORY_MARK}{space}{CONTROL_SUFFIX}"
+
+
+def directory_pk(prefix: str, space: str) -> str:
+    """Partition of a space's namespace directory."""
+    return f"{prefix}{MEMORY_MARK}{space}{DIRECTORY_MARK}{CONTROL_SUFFIX}"
+
+
+def memory_scope(pk: str) -> tuple[str, str, str | None] | None:
+    """(prefix, space, namespace name, or None for the directory) of a memory partition;
+    None for any other partition."""
+    if not pk.endswith(CONTROL_SUFFIX):
+        return None
+    head = pk[: -len(CONTROL_SUFFIX)]
+    directory = head.endswith(DIRECTORY_MARK)
+    if directory:
+        head = head[: -len(DIRECTORY_MARK)]
+    if len(head) < 2 or head[-2] != MEMORY_MARK or head[-1] not in MEMORY_SPACES:
+        return None
+    head, space = head[:-2], head[-1]
+    if directory:
+        return head, space, None
+    if len(head) < NAME_LENGTH or not NAME.fullmatch(head[-NAME_LENGTH:]):
+        return None
+    return head[:-NAME_LENGTH], space, head[-NAME_LENGTH:]
+
+
+def is_memory_pk(pk: str) -> bool:
+    """A partition of the Store or the node cache (items or directory)."""
+    return memory_scope(pk) is not None
+
+
+def memory_object_key(pk: str, leaf: str) -> str:
+    return f"{pk}/{leaf}"

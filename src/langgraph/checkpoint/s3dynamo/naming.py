@@ -127,3 +127,15 @@ class Namer:
     def run(self, run_id: str) -> str:
         """Key of the run index, so `delete_for_runs` needs no scan."""
         return self.prefix + _b64(self._digest("run", run_id)[:16])
+
+    def memory_namespace(self, space: str, namespace: tuple[str, ...]) -> str:
+        """A Store (or node cache) namespace's partition name: 128 bits."""
+        return _b64(self._digest("memory-ns", space, *namespace)[:16])
+
+    def memory_key(self, space: str, namespace: tuple[str, ...], key: str) -> str:
+        """An item's sort key within its namespace's partition: 128 bits."""
+        return _b64(self._digest("memory-key", space, key, *namespace)[:16])
+
+    def memory_leaf(self, space: str, namespace: tuple[str, ...], key: str, nonce: str) -> str:
+        """Object leaf of a large item; the nonce keeps objects immutable across puts."""
+        return _b64(self._digest("memory-leaf", space, key, nonce, *namespace)[:16])

@@ -29,11 +29,13 @@ from typing import NamedTuple, Protocol
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ControlRecord,
+    DirectoryEntry,
     Fence,
     HeadMove,
     ItemKey,
     Lease,
     Mark,
+    MemoryRow,
     Record,
     Stamp,
     WritesRecord,
@@ -194,6 +196,59 @@ class TableScan(Protocol):
     def partition_stamps(self, pk: str) -> list[Stamp]:
         """The same for one partition (records, or a thread's control items), read
         consistently."""
+        ...
+
+
+# Items of one `MemoryItems.memory_put`: DynamoDB's 100 items a transaction, less the
+# directory entry.
+MEMORY_PUT_MAX = 99
+
+
+class MemoryItems(Protocol):
+    """The Store's items and the node cache's entries, and their namespace directories
+    (`layout.memory_pk`, `memory/core.py`)."""
+
+    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
+        """Write items of one namespace whole (each keeping the `created_ms` of one
+        already there; at most `MEMORY_PUT_MAX`) and renew the namespace's directory
+        entry (its sealed namespace set if absent, its generation replaced), atomically,
+        in one request."""
+        ...
+
+    def memory_get(self, keys: Sequence[ItemKey]) -> list[MemoryRow]:
+        """The items found among `keys`, read consistently (100 keys a request)."""
+        ...
+
+    def memory_query(self, pk: str, limit: int | None = None) -> list[MemoryRow]:
+        """Every item of a namespace's partition, read consistently, page after page
+        (with `limit`, one page of at most that many)."""
+        ...
+
+    def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:
+        """Delete an item; the item as it was, or None if there was none. With
+        `expired_at`, only while its expiry is at or before it (a put or a read that
+        renewed it since keeps it). One request."""
+        ...
+
+    def directory_get(self, key: ItemKey) -> DirectoryEntry | None:
+        """One directory entry, read consistently; None if absent."""
+        ...
+
+    def memory_touch(self, key: ItemKey, expires: int) -> None:
+        """Set an existing item's expiry (nothing if the item is gone). One request."""
+        ...
+
+    def directory(self, pk: str) -> list[DirectoryEntry]:
+        """Every entry of a space's directory, read consistently, page after page."""
+        ...
+
+    def directory_drop(self, entry: DirectoryEntry) -> bool:
+        """Delete a directory entry if its generation is still `entry.generation`."""
+        ...
+
+    def memory_expired(self, prefix: str, now: int) -> Iterator[list[MemoryRow]]:
+        """Items of every memory partition under `prefix` whose expiry is at or before
+        `now`, a page of a Scan at a time (retention's memory sweep)."""
         ...
 
 

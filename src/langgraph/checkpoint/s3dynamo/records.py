@@ -255,3 +255,28 @@ def unpack_bundle(data: bytes) -> dict[int, bytes]:
         writes[idx] = blob
         pos += 8 + size
     return writes
+
+
+class MemoryRow(NamedTuple):
+    """One Store item or node-cache entry as the index holds it (`layout.memory_pk`)."""
+
+    key: ItemKey
+    # The sealed payload inline, or (None and) the leaf of the object holding it.
+    blob: bytes | None
+    leaf: str | None
+    # Expiry, seconds since the epoch; None: never.
+    expires: int | None = None
+    # The item's TTL in minutes, kept so a read can push the expiry out again.
+    ttl_minutes: float | None = None
+    # When first and last written, ms since the epoch (the first is kept by later puts).
+    created_ms: int = 0
+    updated_ms: int = 0
+
+
+class DirectoryEntry(NamedTuple):
+    """A namespace in a memory space's directory: its sealed tuple and a generation that
+    every put into the namespace renews (so a drop never races a put: `memory/core.py`)."""
+
+    key: ItemKey
+    blob: bytes
+    generation: str

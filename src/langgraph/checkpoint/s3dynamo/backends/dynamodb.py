@@ -58,6 +58,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     control_pk,
     is_control_pk,
     is_deployment_pk,
+    is_memory_pk,
 )
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
@@ -527,6 +528,7 @@ class DynamoScans(DynamoTable):
                 for i in items
                 if not is_control_pk(i[PARTITION_KEY]["S"])
                 and not is_deployment_pk(i[PARTITION_KEY]["S"])
+                and not is_memory_pk(i[PARTITION_KEY]["S"])
                 and not is_mark_item(i)
             )
 

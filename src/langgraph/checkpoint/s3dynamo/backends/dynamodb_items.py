@@ -16,10 +16,12 @@ from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import TOMBSTONE_MARK, is_mark_key, is_writes_key
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
+    DirectoryEntry,
     Fence,
     HeadMove,
     ItemKey,
     Mark,
+    MemoryRow,
     Record,
     Stamp,
     WritesRecord,
@@ -304,3 +306,107 @@ def attribute_size(value: Mapping[str, Any]) -> int:
 def record_size(record: Record) -> int:
     """Bytes the record takes as an item (the `item_size` of the ports)."""
     return item_size(to_item(record))
+
+
+# ------------------------------------------------------------- long-term memory
+#
+# A Store item or node-cache entry (pk = `<prefix><ns>~<space>`, sk = `<key>`):
+#
+#     v   B    sealed payload (namespace, key, value, embeddings), when inline
+#     ol  S    else the leaf of the object holding it
+#     mx  N    expiry, seconds since the epoch (absent: never)
+#     ml  N    TTL in minutes, to push the expiry out on a read
+#     mc  N    created, ms since the epoch (kept by later puts)
+#     mu  N    updated, ms since the epoch
+#     a   N    when it was written, seconds since the epoch
+#
+# A directory entry (pk = `<prefix>~<space>~dir`, sk = `<ns>`):
+#
+#     n   B    sealed namespace tuple
+#     g   S    generation, renewed by every put into the namespace
+
+MEMORY_BLOB, MEMORY_LEAF, MEMORY_EXPIRES, MEMORY_TTL = "v", "ol", "mx", "ml"
+MEMORY_CREATED, MEMORY_UPDATED = "mc", "mu"
+DIRECTORY_NS, DIRECTORY_GENERATION = "n", "g"
+
+
+def memory_update(row: MemoryRow) -> dict[str, Any]:
+    """The UpdateItem arguments (less the table) that write `row` whole, keeping the
+    creation time of an item already there."""
+    names = {"#a": WRITTEN_AT, "#c": MEMORY_CREATED, "#u": MEMORY_UPDATED}
+    values: dict[str, Any] = {
+        ":a": {"N": str(row.updated_ms // 1000)},
+        ":c": {"N": str(row.created_ms)},
+        ":u": {"N": str(row.updated_ms)},
+    }
+    sets = ["#a = :a", "#c = if_not_exists(#c, :c)", "#u = :u"]
+    removes = []
+    fields: list[tuple[str, str, dict[str, Any] | None]] = [
+        ("#v", MEMORY_BLOB, None if row.blob is None else {"B": row.blob}),
+        ("#o", MEMORY_LEAF, None if row.leaf is None else {"S": row.leaf}),
+        ("#x", MEMORY_EXPIRES, None if row.expires is None else {"N": str(row.expires)}),
+        ("#l", MEMORY_TTL, None if row.ttl_minutes is None else {"N": repr(row.ttl_minutes)}),
+    ]
+    for token, attribute, value in fields:
+        names[token] = attribute
+        if value is None:
+            removes.append(token)
+        else:
+            sets.append(f"{token} = :{token[1:]}")
+            values[f":{token[1:]}"] = value
+    expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    return {
+        "Key": key_item(row.key),
+        "UpdateExpression": expression,
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def directory_update(entry: DirectoryEntry) -> dict[str, Any]:
+    return {
+        "Key": key_item(entry.key),
+        "UpdateExpression": "SET #n = if_not_exists(#n, :n), #g = :g",
+        "ExpressionAttributeNames": {"#n": DIRECTORY_NS, "#g": DIRECTORY_GENERATION},
+        "ExpressionAttributeValues": {":n": {"B": entry.blob}, ":g": {"S": entry.generation}},
+    }
+
+
+def memory_row(item: Item) -> MemoryRow:
+    """Parse a memory item; one missing what it needs is an `IntegrityError`."""
+    pk, sk = item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]
+    try:
+        blob = item.get(MEMORY_BLOB)
+        leaf = item.get(MEMORY_LEAF)
+        if blob is None and leaf is None:
+            raise KeyError(MEMORY_BLOB)
+        expires = item.get(MEMORY_EXPIRES)
+        ttl = item.get(MEMORY_TTL)
+        return MemoryRow(
+            ItemKey(pk, sk),
+            None if blob is None else bytes(blob["B"]),
+            None if leaf is None else str(leaf["S"]),
+            None if expires is None else int(expires["N"]),
+            None if ttl is None else float(ttl["N"]),
+            int(item.get(MEMORY_CREATED, {"N": "0"})["N"]),
+            int(item.get(MEMORY_UPDATED, {"N": "0"})["N"]),
+        )
+    except (KeyError, ValueError) as exc:
+        raise IntegrityError(
+            f"memory item with sort key {sk!r} is malformed ({type(exc).__name__}: {exc}); "
+            "it was altered or written by something else"
+        ) from exc
+
+
+def directory_entry(item: Item) -> DirectoryEntry:
+    try:
+        return DirectoryEntry(
+            ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
+            bytes(item[DIRECTORY_NS]["B"]),
+            str(item[DIRECTORY_GENERATION]["S"]),
+        )
+    except (KeyError, ValueError) as exc:
+        raise IntegrityError(
+            f"memory directory item {item.get(SORT_KEY)} is malformed ({exc}); it was "
+            "altered or written by something else"
+        ) from exc

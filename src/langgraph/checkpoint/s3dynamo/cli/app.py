@@ -19,6 +19,7 @@ from rich.markup import escape
 
 # The commands register themselves on the group when imported.
 import langgraph.checkpoint.s3dynamo.cli.maintenance
+import langgraph.checkpoint.s3dynamo.cli.memory
 import langgraph.checkpoint.s3dynamo.cli.reading  # noqa: F401
 from langgraph.checkpoint.s3dynamo import (
     CredentialsNotFoundError,

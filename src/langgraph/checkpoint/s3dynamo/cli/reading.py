@@ -266,6 +266,11 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
     saver = open_saver(**settings)
     with progress("reading") as tick:
         data = views.stats(saver, thread_id, tick)
+    if thread_id is None:
+        # Long-term memory's share (`s3dynamo memory stats`).
+        from langgraph.checkpoint.s3dynamo.memory.admin import memory_stats
+
+        data["memory"] = memory_stats(saver.parts)
     if as_json:
         emit_json(data)
         return OK
@@ -312,6 +317,11 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
         )
     out.print(table)
     cost = data["cost"]
+    if "memory" in data:
+        from langgraph.checkpoint.s3dynamo.cli.memory import stats_lines
+
+        for line in stats_lines(data["memory"]):
+            out.print(escape(line))
     out.print(
         f"monthly storage cost {render.usd(cost['total_monthly'])}: "
         f"DynamoDB {render.usd(cost['dynamodb_monthly'])}, S3 {render.usd(cost['s3_monthly'])}"

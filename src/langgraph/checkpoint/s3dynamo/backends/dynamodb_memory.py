@@ -1,0 +1,154 @@
+"""The `MemoryItems` port on DynamoDB: the Store's items and the node cache's entries,
+and their namespace directories, in the saver's table (`layout.memory_pk`). The item
+format is pure and lives in `dynamodb_items.py`; errors leave through `aws_errors`.
+
+A put is one TransactWriteItems: the item, and its namespace's directory entry (whose
+generation it renews), so a namespace with items is never missing from the directory.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt, translate_errors
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import (
+    BATCH_ATTEMPTS,
+    CHECK_FAILED,
+    DynamoIndex,
+    DynamoRecords,
+)
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
+    directory_entry,
+    directory_update,
+    key_item,
+    memory_row,
+    memory_update,
+)
+from langgraph.checkpoint.s3dynamo.errors import StorageError
+from langgraph.checkpoint.s3dynamo.layout import is_memory_pk
+from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+# DynamoDB's limit on one BatchGetItem.
+BATCH_GET_MAX = 100
+
+
+class DynamoMemory(DynamoRecords):
+    """The `MemoryItems` port: the Store's items and the node cache's entries."""
+
+    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
+        # The same transaction sender as a checkpoint's commit (retried on conflicts).
+        self._transact(
+            [
+                *({"Update": {"TableName": self.table, **memory_update(r)}} for r in rows),
+                {"Update": {"TableName": self.table, **directory_update(entry)}},
+            ],
+            head_at=None,
+            fence_at=None,
+        )
+
+    def _get_chunk(self, keys: Sequence[ItemKey]) -> list[MemoryRow]:
+        pending: dict[str, Any] = {
+            self.table: {"Keys": [key_item(k) for k in keys], "ConsistentRead": True}
+        }
+        rows: list[MemoryRow] = []
+        delay = 0.05
+        for _attempt in range(BATCH_ATTEMPTS):
+            with translate_errors(self.resource):
+                out = self.client.batch_get_item(RequestItems=pending)
+            rows += [memory_row(i) for i in out.get("Responses", {}).get(self.table, [])]
+            pending = out.get("UnprocessedKeys") or {}
+            if not pending:
+                return rows
+            time.sleep(delay)
+            delay *= 2
+        raise StorageError(
+            f"BatchGetItem on {self.resource}: keys still unprocessed after "
+            f"{BATCH_ATTEMPTS} attempts (throttled); retry the operation"
+        )
+
+    def memory_get(self, keys: Sequence[ItemKey]) -> list[MemoryRow]:
+        unique = list(dict.fromkeys(keys))
+        chunks = [unique[i : i + BATCH_GET_MAX] for i in range(0, len(unique), BATCH_GET_MAX)]
+        return [row for rows in parallel(self._get_chunk, chunks) for row in rows]
+
+    def memory_query(self, pk: str, limit: int | None = None) -> list[MemoryRow]:
+        request = self._query_args(pk, consistent=True, limit=limit)
+        if limit is not None:
+            return [memory_row(i) for i in self._page("query", request)[0]]
+        return [memory_row(i) for items in self._pages("query", request) for i in items]
+
+    def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:
+        condition: dict[str, Any] = {}
+        if expired_at is not None:
+            condition = {
+                "ConditionExpression": "#x <= :now",
+                "ExpressionAttributeNames": {"#x": "mx"},
+                "ExpressionAttributeValues": {":now": {"N": str(expired_at)}},
+            }
+        out = attempt(
+            self.resource,
+            self.client.delete_item,
+            tolerate=(CHECK_FAILED + "Exception",),
+            TableName=self.table,
+            Key=key_item(key),
+            ReturnValues="ALL_OLD",
+            **condition,
+        )
+        old = (out.value or {}).get("Attributes")
+        return memory_row(old) if old else None
+
+    def directory_get(self, key: ItemKey) -> DirectoryEntry | None:
+        with translate_errors(self.resource):
+            out = self.client.get_item(TableName=self.table, Key=key_item(key), ConsistentRead=True)
+        item = out.get("Item")
+        return directory_entry(item) if item else None
+
+    def memory_touch(self, key: ItemKey, expires: int) -> None:
+        found = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=(CHECK_FAILED + "Exception",),
+            TableName=self.table,
+            Key=key_item(key),
+            UpdateExpression="SET #x = :x",
+            ConditionExpression="attribute_exists(#pk)",
+            ExpressionAttributeNames={"#x": "mx", "#pk": PARTITION_KEY},
+            ExpressionAttributeValues={":x": {"N": str(expires)}},
+        )
+        del found  # a refused condition: the item went meanwhile, nothing to refresh
+
+    def directory(self, pk: str) -> list[DirectoryEntry]:
+        request = self._query_args(pk, consistent=True)
+        return [directory_entry(i) for items in self._pages("query", request) for i in items]
+
+    def directory_drop(self, entry: DirectoryEntry) -> bool:
+        found = attempt(
+            self.resource,
+            self.client.delete_item,
+            tolerate=(CHECK_FAILED + "Exception",),
+            TableName=self.table,
+            Key=key_item(entry.key),
+            ConditionExpression="#g = :g",
+            ExpressionAttributeNames={"#g": "g"},
+            ExpressionAttributeValues={":g": {"S": entry.generation}},
+        )
+        return found.refused is None
+
+    def memory_expired(self, prefix: str, now: int) -> Iterator[list[MemoryRow]]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "FilterExpression": "#x <= :now AND begins_with(#pk, :prefix)",
+            "ExpressionAttributeNames": {"#x": "mx", "#pk": PARTITION_KEY},
+            "ExpressionAttributeValues": {":now": {"N": str(now)}, ":prefix": {"S": prefix}},
+        }
+        for items in self._pages("scan", request):
+            yield [memory_row(i) for i in items if is_memory_pk(i[PARTITION_KEY]["S"])]
+
+
+class DynamoTableIndex(DynamoIndex, DynamoMemory):
+    """Every port of the table: threads (`DynamoIndex`) and long-term memory. What the
+    saver builds."""

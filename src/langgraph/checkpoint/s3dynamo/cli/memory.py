@@ -1,0 +1,188 @@
+"""`s3dynamo memory ...`: the Store's long-term memory (namespaces, items, search,
+delete, expiry) and the node cache's share, read with the writers' keys. A namespace is
+written with `/` between its labels (`users/42/memories`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from langgraph.checkpoint.s3dynamo.cli import render
+from langgraph.checkpoint.s3dynamo.cli.common import (
+    OK,
+    USAGE,
+    cli,
+    emit_json,
+    err,
+    json_option,
+    open_saver,
+    out,
+    plan_then,
+    progress,
+    store_options,
+    yes_option,
+)
+
+
+def _namespace(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.split("/") if part)
+
+
+def _store(**settings: Any) -> Any:
+    from langgraph.store.s3dynamo import S3DynamoStore
+
+    return S3DynamoStore.from_saver(open_saver(**settings))
+
+
+def _item(item: Any) -> dict[str, Any]:
+    data: dict[str, Any] = item.dict()
+    return data
+
+
+@cli.group()
+def memory() -> None:
+    """The Store's long-term memory and the node cache, on the same table and bucket."""
+
+
+@memory.command()
+@click.option("--under", "ns_prefix", default="", help="only namespaces under this one (a/b)")
+@click.option("--max-depth", type=int, help="cut namespaces to this many labels")
+@click.option("--limit", type=int, default=100, show_default=True)
+@json_option
+@store_options
+def namespaces(
+    ns_prefix: str, max_depth: int | None, limit: int, as_json: bool, **settings: Any
+) -> int:
+    """List namespaces (one Query of the namespace directory)."""
+    store = _store(**settings)
+    found = store.list_namespaces(
+        prefix=_namespace(ns_prefix) or None, max_depth=max_depth, limit=limit
+    )
+    if as_json:
+        emit_json([list(ns) for ns in found])
+        return OK
+    for ns in found:
+        out.print(escape("/".join(ns)))
+    return OK
+
+
+@memory.command(name="show")
+@click.argument("namespace")
+@click.argument("key")
+@json_option
+@store_options
+def show_item(namespace: str, key: str, as_json: bool, **settings: Any) -> int:
+    """One item's value and times (its TTL is not refreshed)."""
+    item = _store(**settings).get(_namespace(namespace), key, refresh_ttl=False)
+    if item is None:
+        err.print(f"no item {escape(key)!r} in namespace {escape(namespace)!r}")
+        return USAGE
+    if as_json:
+        emit_json(_item(item))
+        return OK
+    out.print(f"{escape(namespace)} {escape(key)}  created {item.created_at:%Y-%m-%d %H:%M:%S}")
+    out.print(escape(json.dumps(item.value, indent=2, ensure_ascii=False, default=repr)))
+    return OK
+
+
+@memory.command()
+@click.argument("namespace", default="")
+@click.option("--filter", "filter_json", help='LangGraph filter as JSON: {"kind": "note"}')
+@click.option("--query", help="natural-language query (needs the store's index; see docs)")
+@click.option("--limit", type=int, default=10, show_default=True)
+@json_option
+@store_options
+def search(
+    namespace: str,
+    filter_json: str | None,
+    query: str | None,
+    limit: int,
+    as_json: bool,
+    **settings: Any,
+) -> int:
+    """Items under a namespace prefix, newest first, optionally filtered (TTLs are not
+    refreshed). --query ranks nothing here: the command line has no embedding function."""
+    store = _store(**settings)
+    filters = json.loads(filter_json) if filter_json else None
+    found = store.search(
+        _namespace(namespace), filter=filters, query=query, limit=limit, refresh_ttl=False
+    )
+    if as_json:
+        emit_json([_item(i) for i in found])
+        return OK
+    for item in found:
+        value = json.dumps(item.value, ensure_ascii=False, default=repr)
+        out.print(escape(f"{'/'.join(item.namespace)}  {item.key}  {render.shorten(value, 80)}"))
+    return OK
+
+
+@memory.command(name="delete")
+@click.argument("namespace")
+@click.argument("key")
+@json_option
+@yes_option
+@store_options
+def delete_item(namespace: str, key: str, as_json: bool, yes: bool, **settings: Any) -> int:
+    """Delete one item (and its object)."""
+    store = _store(**settings)
+    ns = _namespace(namespace)
+    exists = store.get(ns, key, refresh_ttl=False) is not None
+    plan = {"namespace": list(ns), "key": key, "exists": exists}
+    lines = [f"delete item {key!r} of {namespace!r}" if exists else "no such item"]
+    return plan_then(as_json, yes, plan, lines, lambda: store.delete(ns, key), work=exists)
+
+
+@memory.command(name="stats")
+@json_option
+@store_options
+def memory_stats(as_json: bool, **settings: Any) -> int:
+    """Namespaces, items and bytes of the Store and the node cache."""
+    from langgraph.checkpoint.s3dynamo.memory.admin import memory_stats as stats_of
+
+    saver = open_saver(**settings)
+    with progress("reading"):
+        data = stats_of(saver.parts)
+    if as_json:
+        emit_json(data)
+        return OK
+    for line in stats_lines(data):
+        out.print(escape(line))
+    return OK
+
+
+def stats_lines(data: dict[str, dict[str, int]]) -> list[str]:
+    hb = render.human_bytes
+    return [
+        f"{label:<8}  {render.plural(s['namespaces'], 'namespace')}, "
+        f"{render.plural(s['items'], 'item')} ({s['expired']} expired, not yet swept): "
+        f"{hb(s['inline_bytes'])} in the table, {render.plural(s['objects'], 'object')} "
+        f"{hb(s['object_bytes'])}"
+        for label, s in data.items()
+    ]
+
+
+@memory.command(name="expire")
+@json_option
+@yes_option
+@store_options
+def expire_memory(as_json: bool, yes: bool, **settings: Any) -> int:
+    """Remove expired Store items and cache entries (one filtered Scan per space). An
+    expired item is never read back whether or not this runs."""
+    from langgraph.checkpoint.s3dynamo.memory.admin import expire_memory as sweep
+
+    saver = open_saver(**settings)
+    with progress("scanning"):
+        found = sweep(saver.parts, dry_run=True)
+    plan = found.to_dict()
+    lines = [f"{n} expired {label} items" for label, n in found.items.items()]
+    return plan_then(
+        as_json,
+        yes,
+        plan,
+        lines,
+        lambda: sweep(saver.parts).to_dict(),
+        work=sum(found.items.values()) > 0,
+    )

@@ -1,0 +1,129 @@
+"""What the command line and the retention job do with long-term memory: its share of
+the storage (`memory_stats`) and the expiry sweep (`expire_memory`) over the Store's
+items and the node cache's entries. Both read the spaces' directories; the sweep is one
+filtered Scan per space (docs/OPERATIONS.md, "Long-term memory").
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
+from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.layout import memory_object_key
+from langgraph.checkpoint.s3dynamo.memory.core import Space
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+SPACES = {"store": "m", "cache": "c"}
+
+
+@dataclass
+class SpaceStats:
+    namespaces: int = 0
+    items: int = 0
+    expired: int = 0
+    inline_bytes: int = 0
+    objects: int = 0
+    object_bytes: int = 0
+
+
+@dataclass
+class MemoryExpiry:
+    """What an expiry sweep removed (or, as a dry run, found) per space."""
+
+    dry_run: bool
+    items: dict[str, int] = field(default_factory=dict)
+    namespaces_dropped: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
+    """Per space: namespaces, items (and how many have expired, not yet swept), bytes
+    inline in the table and in objects. One Query per namespace and one listing per
+    namespace with objects."""
+    out: dict[str, dict[str, int]] = {}
+    for label, code in SPACES.items():
+        space = memory_space(parts, code)
+        stats = SpaceStats()
+        with guarded(parts.deployment):
+            namespaces = space.namespaces()
+        stats.namespaces = len(namespaces)
+        now = space.clock()
+
+        counted = parallel(
+            functools.partial(_namespace_stats, space, now), [ns for ns, _ in namespaces]
+        )
+        for items, expired, inline, objects, object_bytes in counted:
+            stats.items += items
+            stats.expired += expired
+            stats.inline_bytes += inline
+            stats.objects += objects
+            stats.object_bytes += object_bytes
+        out[label] = asdict(stats)
+    return out
+
+
+def collect_memory_garbage(parts: Components, grace: timedelta) -> dict[str, int]:
+    """Delete the objects of Store items and cache entries that no item references any
+    more (a large value replaced by a later put, or a put interrupted before its commit)
+    and that are older than `grace`, longer than any put takes; each only while it is
+    unchanged since it was listed. Per space: objects deleted. One directory Query per
+    space, then per namespace one listing and one Query."""
+    out: dict[str, int] = {}
+    for label, code in SPACES.items():
+        space = memory_space(parts, code)
+        with guarded(parts.deployment):
+            namespaces = [ns for ns, _ in space.namespaces()]
+        cutoff = datetime.now(timezone.utc) - grace
+        deleted = parallel(functools.partial(_collect_namespace, space, cutoff), namespaces)
+        out[label] = sum(deleted)
+    return out
+
+
+def _collect_namespace(space: Space, cutoff: datetime, namespace: tuple[str, ...]) -> int:
+    pk = space.pk(namespace)
+    listed = list(space.objects.list(pk + "/"))
+    if not listed:
+        return 0
+    # Listed before the items are read: an object written since is not in `listed`, and
+    # one listed and referenced by a put committed since is too young to go (grace).
+    referenced = {memory_object_key(pk, r.leaf) for r in space.index.memory_query(pk) if r.leaf}
+    unreferenced = [o for o in listed if o.key not in referenced and o.modified < cutoff]
+    return len(space.objects.delete_unchanged(unreferenced)) if unreferenced else 0
+
+
+def _namespace_stats(
+    space: Space, now: float, namespace: tuple[str, ...]
+) -> tuple[int, int, int, int, int]:
+    """(items, expired items, inline bytes, objects, object bytes) of one namespace."""
+    pk = space.pk(namespace)
+    rows = space.index.memory_query(pk)
+    leaves = {memory_object_key(pk, r.leaf) for r in rows if r.leaf}
+    sizes = [o.size for o in space.objects.list(pk + "/") if o.key in leaves] if leaves else []
+    expired = sum(1 for r in rows if not space.live(r, now))
+    return len(rows), expired, sum(len(r.blob or b"") for r in rows), len(sizes), sum(sizes)
+
+
+def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
+    """Remove the expired Store items and cache entries of this deployment (each only
+    while still expired: a read that refreshed it, or a new put, keeps it), their
+    objects, and the directory entries of namespaces left empty. An expired item is
+    never returned by a read whether or not this has run."""
+    result = MemoryExpiry(dry_run)
+    for label, code in SPACES.items():
+        space = memory_space(parts, code)
+        if dry_run:
+            now = int(space.clock())
+            found = sum(
+                len([r for r in page if space.owns(r.key.pk)])
+                for page in space.index.memory_expired(space.prefix, now)
+            )
+            result.items[label], result.namespaces_dropped[label] = found, 0
+        else:
+            result.items[label], result.namespaces_dropped[label] = space.expire()
+    return result

@@ -1,0 +1,97 @@
+"""`S3DynamoCache`: LangGraph's node cache (`BaseCache`, for `CachePolicy`) on the saver's
+table and bucket, sealed with its keys, so cached results outlive a Lambda sandbox.
+Entries are a memory space of their own (`memory/core.py`, space "c"); TTLs are in
+seconds, as LangGraph gives them, and an expired entry is never returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Generic
+
+from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.s3dynamo.compose import memory_space
+from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.memory.aio import run
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+CACHE_SPACE = "c"
+
+
+class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
+    """LangGraph's node cache on an `S3DynamoSaver`'s table, bucket and keys.
+
+    Example:
+        ```python
+        saver = S3DynamoSaver.from_env()
+        graph = builder.compile(checkpointer=saver, cache=S3DynamoCache.from_saver(saver))
+        ```
+    """
+
+    def __init__(
+        self, saver: Any = None, *, serde: SerializerProtocol | None = None, **saver_options: Any
+    ) -> None:
+        from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+        super().__init__(serde=serde)
+        if saver is None:
+            saver = S3DynamoSaver(**saver_options)
+        self.saver: S3DynamoSaver = saver
+        self._parts = saver.parts
+        self.space = memory_space(saver.parts, CACHE_SPACE)
+        self._checked = False
+
+    @classmethod
+    def from_saver(
+        cls, saver: Any, *, serde: SerializerProtocol | None = None
+    ) -> S3DynamoCache[Any]:
+        """A cache on the saver's table, bucket, keys and clients."""
+        return cls(saver, serde=serde)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> S3DynamoCache[Any]:
+        """A cache configured as `S3DynamoSaver.from_env` configures a saver."""
+        from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+        return cls(S3DynamoSaver.from_env(**overrides))
+
+    def _check(self, write: bool) -> None:
+        if not self._checked:
+            self._parts.deployment.verify(write=write)
+            self._checked = write or self._parts.deployment.state == "ok"
+
+    def get(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
+        if not keys:
+            return {}
+        self._check(write=False)
+        with guarded(self._parts.deployment):
+            found = self.space.get([(tuple(ns), key) for ns, key in keys])
+            return {k: self.serde.loads_typed(f.typed) for k, f in found.items()}
+
+    def set(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
+        if not pairs:
+            return
+        self._check(write=True)
+
+        # Grouped by namespace: one writer per namespace, namespaces in parallel.
+        writes: dict[Namespace, list[tuple[str, tuple[str, bytes], float | None]]] = {}
+        for (ns, key), (value, ttl) in pairs.items():
+            minutes = None if ttl is None else ttl / 60
+            writes.setdefault(tuple(ns), []).append((key, self.serde.dumps_typed(value), minutes))
+        parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
+
+    def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        self._check(write=False)
+        with guarded(self._parts.deployment):
+            self.space.clear(None if namespaces is None else [tuple(ns) for ns in namespaces])
+
+    async def aget(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
+        return await run(self._parts, self.get, keys)
+
+    async def aset(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
+        await run(self._parts, self.set, pairs)
+
+    async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        await run(self._parts, self.clear, namespaces)

@@ -1,0 +1,315 @@
+"""One memory space (the Store's items, or the node cache's entries) on the saver's
+table and bucket, with its sealer, namer and placement: the sync core that
+`S3DynamoStore` and `S3DynamoCache` share. Layout: `layout.memory_pk`; format and costs:
+docs/FORMAT.md and docs/ARCHITECTURE.md ("Long-term memory").
+
+Sealing: a payload is sealed with associated data (space, namespace tuple, item name),
+where the item name is the keyed hash of (namespace, key); the payload holds the key,
+and opening checks that it hashes to the name. A payload moved to another item, or
+another namespace, is refused (`IntegrityError`).
+
+The directory: each put renews its namespace's entry in the same transaction as the
+item; a delete that leaves a namespace empty drops the entry only if no put renewed it
+since the delete read it, so a namespace with items is never missing from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.layout import (
+    directory_pk,
+    memory_object_key,
+    memory_pk,
+    memory_scope,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX, MemoryItems, ObjectStore
+from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.sealing import Sealer, identity
+from langgraph.checkpoint.s3dynamo.store import LazyPorts
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+Namespace = tuple[str, ...]
+# Payload type tag of a sealed namespace tuple (directory entries).
+NAMESPACE_TYPE = "json"
+
+
+@dataclass(frozen=True)
+class Found:
+    """An item read back and opened."""
+
+    namespace: Namespace
+    key: str
+    typed: tuple[str, bytes]
+    row: MemoryRow
+
+
+def _ns_text(namespace: Namespace) -> str:
+    return json.dumps(list(namespace), ensure_ascii=False)
+
+
+class Space:
+    """The items of one memory space (`"m"`: the Store; `"c"`: the node cache)."""
+
+    def __init__(
+        self,
+        space: str,
+        *,
+        ports: LazyPorts,
+        namer: Namer,
+        sealer: Sealer,
+        prefix: str,
+        inline_max: int,
+    ) -> None:
+        self.space = space
+        # The table and the bucket, built on first use, as the thread store's are.
+        self._ports = ports
+        self.namer = namer
+        self.sealer = sealer
+        self.prefix = prefix
+        self.inline_max = inline_max
+        # Stamps items and judges expiry; tests replace it.
+        self.clock: Callable[[], float] = time.time
+
+    # ------------------------------------------------------------ names
+
+    @property
+    def index(self) -> MemoryItems:
+        # The table's adapter serves this port too (`DynamoTableIndex`, `MemoryIndex`).
+        return cast("MemoryItems", self._ports.index)
+
+    @property
+    def objects(self) -> ObjectStore:
+        return self._ports.objects
+
+    def owns(self, pk: str) -> bool:
+        """Whether a partition holds this space's items of this deployment."""
+        return _scope_is(pk, self.prefix, self.space)
+
+    def pk(self, namespace: Namespace) -> str:
+        return memory_pk(
+            self.prefix, self.namer.memory_namespace(self.space, namespace), self.space
+        )
+
+    def item_key(self, namespace: Namespace, key: str) -> ItemKey:
+        return ItemKey(self.pk(namespace), self.namer.memory_key(self.space, namespace, key))
+
+    def entry_key(self, namespace: Namespace) -> ItemKey:
+        name = self.namer.memory_namespace(self.space, namespace)
+        return ItemKey(directory_pk(self.prefix, self.space), name)
+
+    def _aad(self, namespace: Namespace, sk: str) -> bytes:
+        return identity("memory", self.space, _ns_text(namespace), sk)
+
+    def _what(self, namespace: Namespace, key: str | None = None) -> str:
+        kind = "store item" if self.space == "m" else "cache entry"
+        return f"{kind} in namespace {namespace!r}" + (f", key {key!r}" if key else "")
+
+    # ------------------------------------------------------------ writes
+
+    def put(
+        self,
+        namespace: Namespace,
+        key: str,
+        typed: tuple[str, bytes],
+        ttl_minutes: float | None,
+    ) -> None:
+        """Write one item (`put_many`)."""
+        self.put_many(namespace, [(key, typed, ttl_minutes)])
+
+    def put_many(
+        self,
+        namespace: Namespace,
+        items: Sequence[tuple[str, tuple[str, bytes], float | None]],
+    ) -> None:
+        """Write items of one namespace: objects first for large ones (one wave), then
+        the items and the namespace's directory entry in one transaction per
+        `MEMORY_PUT_MAX` items (each a commit point). One writer per namespace never
+        races itself for the directory entry, as parallel one-item transactions would."""
+        now = self.clock()
+        ms = int(now * 1000)
+        rows: list[MemoryRow] = []
+        uploads: list[tuple[str, bytes]] = []
+        for key, typed, ttl_minutes in items:
+            ik = self.item_key(namespace, key)
+            payload = json.dumps([list(namespace), key, typed[0]]).encode() + b"\n" + typed[1]
+            blob: bytes | None = self.sealer.seal("memory", payload, self._aad(namespace, ik.sk))
+            leaf = None
+            if len(blob or b"") > self.inline_max:
+                leaf = self.namer.memory_leaf(self.space, namespace, key, os.urandom(12).hex())
+                uploads.append((memory_object_key(ik.pk, leaf), blob or b""))
+                blob = None
+            expires = None if ttl_minutes is None else int(now + ttl_minutes * 60)
+            rows.append(MemoryRow(ik, blob, leaf, expires, ttl_minutes, ms, ms))
+        if uploads:
+            parallel(lambda kb: self.objects.put_new(*kb), uploads)
+        ek = self.entry_key(namespace)
+        sealed_ns = self.sealer.seal(
+            NAMESPACE_TYPE, _ns_text(namespace).encode(), self._entry_aad(ek.sk)
+        )
+        for start in range(0, len(rows), MEMORY_PUT_MAX):
+            chunk = rows[start : start + MEMORY_PUT_MAX]
+            self.index.memory_put(chunk, DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex))
+
+    def delete(self, namespace: Namespace, key: str) -> bool:
+        """Delete one item (and its object); drop its namespace from the directory if
+        it is left empty. True if there was an item."""
+        ek = self.entry_key(namespace)
+        entry = self.index.directory_get(ek)
+        old = self.index.memory_delete(self.item_key(namespace, key))
+        if old is not None and old.leaf:
+            self.objects.delete([memory_object_key(old.key.pk, old.leaf)])
+        if entry is not None:
+            self._drop_if_empty(entry, self.pk(namespace))
+        return old is not None
+
+    def _drop_if_empty(self, entry: DirectoryEntry, pk: str) -> None:
+        # The entry's generation was read before the emptiness check: a put committed
+        # since renewed it, and the drop is refused.
+        if not self.index.memory_query(pk, limit=1):
+            self.index.directory_drop(entry)
+
+    def clear(self, namespaces: Iterable[Namespace] | None) -> int:
+        """Delete every item of these namespaces (all of the space's when None)."""
+        targets = [ns for ns, _ in self.namespaces()] if namespaces is None else list(namespaces)
+        counts = parallel(self._clear_one, targets)
+        return sum(counts)
+
+    def _clear_one(self, namespace: Namespace) -> int:
+        ek = self.entry_key(namespace)
+        entry = self.index.directory_get(ek)
+        pk = self.pk(namespace)
+        rows = self.index.memory_query(pk)
+        gone = parallel(lambda r: self.index.memory_delete(r.key), rows)
+        leaves = [memory_object_key(pk, r.leaf) for r in gone if r is not None and r.leaf]
+        if leaves:
+            self.objects.delete(leaves)
+        if entry is not None:
+            self._drop_if_empty(entry, pk)
+        return sum(1 for r in gone if r is not None)
+
+    def touch(self, rows: Sequence[MemoryRow]) -> None:
+        """Push the expiry of items that have a TTL out by it, from now."""
+        now = self.clock()
+        due = [r for r in rows if r.ttl_minutes is not None]
+        parallel(
+            lambda r: self.index.memory_touch(r.key, int(now + (r.ttl_minutes or 0) * 60)), due
+        )
+
+    # ------------------------------------------------------------ reads
+
+    def live(self, row: MemoryRow, now: float | None = None) -> bool:
+        """Not expired (whatever the sweeper has done yet)."""
+        return row.expires is None or row.expires > (self.clock() if now is None else now)
+
+    def get(self, keys: Sequence[tuple[Namespace, str]]) -> dict[tuple[Namespace, str], Found]:
+        """The live items among `keys`, opened (one BatchGetItem, then one wave of object
+        GETs for large ones)."""
+        wanted = {self.item_key(ns, key): (ns, key) for ns, key in keys}
+        now = self.clock()
+        rows = [r for r in self.index.memory_get(list(wanted)) if self.live(r, now)]
+        opened = self._open([(wanted[r.key][0], r) for r in rows])
+        return {(f.namespace, f.key): f for f in opened}
+
+    def namespaces(self) -> list[tuple[Namespace, DirectoryEntry]]:
+        """Every namespace in the directory, opened (one Query, paged)."""
+        out = []
+        for entry in self.index.directory(directory_pk(self.prefix, self.space)):
+            what = f"{self._what(())[: -len(' in namespace ()')]} directory entry {entry.key.sk!r}"
+            _typ, data = self.sealer.open(entry.blob, self._entry_aad(entry.key.sk), what)
+            namespace = tuple(json.loads(data))
+            if self.namer.memory_namespace(self.space, namespace) != entry.key.sk:
+                raise IntegrityError(f"{what}: it names another namespace; it was moved")
+            out.append((namespace, entry))
+        return out
+
+    def _entry_aad(self, sk: str) -> bytes:
+        return identity("memory-directory", self.space, sk)
+
+    def scan_namespace(self, namespace: Namespace) -> list[Found]:
+        """Every live item of one namespace, opened (one Query, paged, then one wave of
+        object GETs)."""
+        now = self.clock()
+        rows = [r for r in self.index.memory_query(self.pk(namespace)) if self.live(r, now)]
+        return self._open([(namespace, r) for r in rows])
+
+    def _open(self, rows: Sequence[tuple[Namespace, MemoryRow]]) -> list[Found]:
+        big = [(ns, r) for ns, r in rows if r.blob is None and r.leaf]
+        fetched = dict(
+            zip(
+                [r.key for _, r in big],
+                parallel(
+                    lambda nr: self.objects.get(memory_object_key(nr[1].key.pk, nr[1].leaf or "")),
+                    big,
+                ),
+                strict=True,
+            )
+        )
+        out = []
+        for ns, row in rows:
+            blob = row.blob if row.blob is not None else fetched.get(row.key)
+            if blob is None:
+                continue
+            out.append(self._open_one(ns, row, blob))
+        return out
+
+    def _open_one(self, namespace: Namespace, row: MemoryRow, blob: bytes) -> Found:
+        what = self._what(namespace)
+        _typ, payload = self.sealer.open(blob, self._aad(namespace, row.key.sk), what)
+        head, _, data = payload.partition(b"\n")
+        try:
+            ns_list, key, typ = json.loads(head)
+        except ValueError as exc:
+            raise IntegrityError(f"{what}: the payload's header does not parse ({exc})") from exc
+        if (
+            self.namer.memory_key(self.space, namespace, key) != row.key.sk
+            or tuple(ns_list) != namespace
+        ):
+            raise IntegrityError(
+                f"{what}: the payload names key {key!r} in {tuple(ns_list)!r}, which is not "
+                "the item it is stored as; it was moved or altered"
+            )
+        return Found(namespace, key, (typ, data), row)
+
+    # ------------------------------------------------------------ expiry
+
+    def expire(self, now: float | None = None) -> tuple[int, int]:
+        """Delete the space's expired items (one Scan of the table, filtered; each item
+        deleted only while still expired) and their objects, and drop the directory
+        entries of namespaces left empty. (items deleted, namespaces dropped)."""
+        at = int(self.clock() if now is None else now)
+        deleted: list[MemoryRow] = []
+        for page in self.index.memory_expired(self.prefix, at):
+            mine = [r for r in page if self.owns(r.key.pk)]
+            gone = parallel(lambda r: self.index.memory_delete(r.key, expired_at=at), mine)
+            deleted += [r for r in gone if r is not None]
+        leaves = [memory_object_key(r.key.pk, r.leaf) for r in deleted if r.leaf]
+        if leaves:
+            self.objects.delete(leaves)
+        # Namespaces left empty leave the directory. Their entries are found by name
+        # (a namespace's partition names its entry), so the sweep opens nothing and
+        # needs no keys, only the table.
+        dropped = 0
+        for pk in sorted({r.key.pk for r in deleted}):
+            scope = memory_scope(pk)
+            if scope is None or scope[2] is None:
+                continue
+            entry = self.index.directory_get(
+                ItemKey(directory_pk(self.prefix, self.space), scope[2])
+            )
+            if entry is not None and not self.index.memory_query(pk, limit=1):
+                dropped += int(self.index.directory_drop(entry))
+        return len(deleted), dropped
+
+
+def _scope_is(pk: str, prefix: str, space: str) -> bool:
+    scope = memory_scope(pk)
+    return scope is not None and scope[0] == prefix and scope[1] == space and scope[2] is not None
