@@ -1,12 +1,12 @@
 """The one backoff policy of the retries the library makes itself.
 
 botocore retries each request on its own (throttling, transient errors: its `standard`
-mode, `max_attempts`). Above it the library waits and tries again in three places only,
-each for a reason botocore cannot see: a BatchWriteItem that left items unprocessed, a
-transaction cancelled only by a conflict with another in flight (botocore does not retry
-cancellations), and a thread lease someone else holds. All three wait as `Backoff` says:
-doubling from `FIRST` up to `CAP`, each pause drawn between half and all of it, so that
-writers that collided do not collide again in step. How many times each tries is the
+mode, `max_attempts`). Above it the library waits and tries again in four places only,
+each for a reason botocore cannot see: a BatchWriteItem or BatchGetItem that left items
+unprocessed, a transaction cancelled only by a conflict with another in flight (botocore
+does not retry cancellations), and a thread lease someone else holds. All four wait as
+`Backoff` says: doubling from `FIRST` up to `CAP`, each pause drawn between half and all
+of it, so that writers that collided do not collide again in step. How many times each tries is the
 caller's (an operation's own limit), not the policy's.
 """
 

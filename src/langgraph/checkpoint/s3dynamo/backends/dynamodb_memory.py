@@ -26,6 +26,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     memory_row,
     memory_update,
 )
+from langgraph.checkpoint.s3dynamo.backoff import Backoff
 from langgraph.checkpoint.s3dynamo.errors import StorageError
 from langgraph.checkpoint.s3dynamo.layout import is_memory_pk
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
@@ -55,7 +56,7 @@ class DynamoMemory(DynamoRecords):
             self.table: {"Keys": [key_item(k) for k in keys], "ConsistentRead": True}
         }
         rows: list[MemoryRow] = []
-        delay = 0.05
+        wait = Backoff()
         for _attempt in range(BATCH_ATTEMPTS):
             with translate_errors(self.resource):
                 out = self.client.batch_get_item(RequestItems=pending)
@@ -63,8 +64,7 @@ class DynamoMemory(DynamoRecords):
             pending = out.get("UnprocessedKeys") or {}
             if not pending:
                 return rows
-            time.sleep(delay)
-            delay *= 2
+            time.sleep(wait.pause())
         raise StorageError(
             f"BatchGetItem on {self.resource}: keys still unprocessed after "
             f"{BATCH_ATTEMPTS} attempts (throttled); retry the operation"
