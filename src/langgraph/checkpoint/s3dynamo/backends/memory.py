@@ -63,9 +63,7 @@ class MemoryItemsTwin:
     _lock: threading.Lock
     _memory: dict[str, dict[str, MemoryRow]]
     _directory: dict[str, dict[str, DirectoryEntry]]
-
-    def _count(self, name: str) -> None:
-        raise NotImplementedError
+    _count: Callable[[str], None]  # the host's request counter
 
     def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
         with self._lock:
