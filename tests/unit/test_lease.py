@@ -319,3 +319,14 @@ def test_bad_ttl_or_wait_is_refused_by_name() -> None:
         ):
             pass
     assert saver.index.calls["acquire_lease"] == 0
+
+
+def test_a_released_lease_cannot_be_renewed_back_to_life() -> None:
+    a, b = _pair()
+    clock = FakeClock()
+    with leases.thread_lock(a.store, TID, heartbeat=False, clock=clock) as held:
+        _turn(a, "a")
+    # Renewing the handle after its block would hold the thread again, unseen.
+    with pytest.raises(LeaseLostError, match="released"):
+        held.renew()
+    assert _taken(b, clock)

@@ -82,6 +82,7 @@ class ThreadLease:
     def __init__(self, store: ThreadStore, tid: str, lease: Lease, held: Holding) -> None:
         self.store, self.tid, self.lease, self.held = store, tid, lease, held
         self.lost = False
+        self.released = False
         self.renewals = 0
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
@@ -111,6 +112,11 @@ class ThreadLease:
     def renew(self) -> None:
         """Push the expiry `ttl` seconds out now (never past `until`); `LeaseLostError`
         if another holder took the lease over. Writes and the heartbeat do this anyway."""
+        if self.released:
+            raise LeaseLostError(
+                f"thread lease {self.token}: released when its `with` block ended, so "
+                "renewing it would take it back unseen; take a new one with thread_lock"
+            )
         expires = self.held.next_expiry()
         now = self.held.now_ms()
         self.store.renew_lease(self.lease, now, max(1, expires - now))
@@ -249,6 +255,7 @@ def thread_lock(
     finally:
         # The heartbeat ends first: a renewal after the release would revive the lease.
         handle.stop_heartbeat()
+        handle.released = True
         release(token)
         store.release_lease(handle.lease)
 
@@ -278,5 +285,6 @@ async def athread_lock(
         yield handle
     finally:
         await asyncio.to_thread(handle.stop_heartbeat)
+        handle.released = True
         release(token)
         await asyncio.to_thread(store.release_lease, handle.lease)
