@@ -86,8 +86,12 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 log = logging.getLogger(__name__)
 
 CHECK_FAILED = "ConditionalCheckFailed"
-# Sends of a transaction cancelled only by a conflict with another one in flight.
+# Sends of a transaction cancelled only by a conflict with another one in flight or by
+# throttling of its items (botocore retries a throttled request, not a cancelled one).
 TRANSACTION_ATTEMPTS = 5
+TRANSIENT_CANCELLATIONS = frozenset(
+    {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
+)
 # DynamoDB's hard limit on one BatchWriteItem.
 BATCH_WRITE_MAX = 25
 BATCH_ATTEMPTS = 8
@@ -312,9 +316,9 @@ class DynamoRecords(DynamoTable):
         """One TransactWriteItems; a refused condition becomes the error that names it.
 
         A transaction cancelled only for a conflict (another transaction on the same item
-        in flight: parallel tasks' fenced writes all touch the lease item) was not
-        applied, so it is sent again, a few times with backoff; botocore does not retry
-        cancellations."""
+        in flight: parallel tasks' fenced writes all touch the lease item) or for
+        throttling of its items was not applied, so it is sent again, a few times with
+        backoff; botocore does not retry cancellations."""
         wait = Backoff()
         for attempt_no in range(TRANSACTION_ATTEMPTS):
             try:
@@ -332,14 +336,21 @@ class DynamoRecords(DynamoTable):
                     raise LeaseLostError("the lease was taken over; write refused") from exc
                 if failed(head_at):
                     raise ConcurrentUpdateError("the namespace's head moved") from exc
-                if "TransactionConflict" not in codes:
+                failures = {c for c in codes if c not in ("None", "")}
+                if not failures or not failures <= TRANSIENT_CANCELLATIONS:
                     raise translate(exc, self.resource) from exc
                 if attempt_no + 1 == TRANSACTION_ATTEMPTS:
-                    raise ConcurrentUpdateError(
-                        "other requests kept changing the same thread's items at the same "
-                        f"moment ({TRANSACTION_ATTEMPTS} attempts)"
-                    ) from exc
-                log.warning("TransactWriteItems on %s: conflict, retrying", self.resource)
+                    if "TransactionConflict" in failures:
+                        raise ConcurrentUpdateError(
+                            "other requests kept changing the same thread's items at the "
+                            f"same moment ({TRANSACTION_ATTEMPTS} attempts)"
+                        ) from exc
+                    raise translate(exc, self.resource) from exc
+                log.warning(
+                    "TransactWriteItems on %s: cancelled (%s), retrying",
+                    self.resource,
+                    ", ".join(sorted(failures)),
+                )
                 time.sleep(wait.pause())
             except BotoCoreError as exc:
                 raise translate(exc, self.resource) from exc
