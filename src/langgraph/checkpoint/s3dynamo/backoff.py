@@ -3,8 +3,8 @@
 botocore retries each request on its own (throttling, transient errors: its `standard`
 mode, `max_attempts`). Above it the library waits and tries again in four places only,
 each for a reason botocore cannot see: a BatchWriteItem or BatchGetItem that left items
-unprocessed, a transaction cancelled only by a conflict with another in flight (botocore
-does not retry cancellations), and a thread lease someone else holds. All four wait as
+unprocessed, a transaction cancelled only by a conflict with another in flight or by
+throttling of its items (botocore does not retry cancellations), and a thread lease someone else holds. All four wait as
 `Backoff` says: doubling from `FIRST` up to `CAP`, each pause drawn between half and all
 of it, so that writers that collided do not collide again in step. How many times each tries is the
 caller's (an operation's own limit), not the policy's.
