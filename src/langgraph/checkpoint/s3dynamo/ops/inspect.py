@@ -296,7 +296,7 @@ def _write_blobs(
             out.append(((w.task_id, w.idx, blob), w.blob is not None))
     for b in blobs.bundles:
         if b.key in fetched:
-            for idx, blob in store.bundle_blobs(blobs.entry, b, fetched).items():
+            for idx, blob in store.bundle_blobs(blobs.entry, b.key, fetched).items():
                 out.append(((b.task_id, idx, blob), False))
     return out
 
@@ -505,7 +505,7 @@ def _verify_thread(
             if object_blob(b.key, e) is None:
                 continue
             try:
-                parts = store.bundle_blobs(e, b, fetched)
+                parts = store.bundle_blobs(e, b.key, fetched)
             except IntegrityError as exc:
                 report.problem("tampered", "object", b.key, e, f"writes bundle: {exc}")
                 continue

@@ -164,7 +164,7 @@ def rewrite_thread(
             new_w.writes[idx] = write_ref(new_leaf, namer.channel(dst, ns, channel))
         for b in blobs.bundles:
             new_w, task_id = by_record[b.record.sk], b.task_id
-            bundle = store.bundle_blobs(e, b, fetched)
+            bundle = store.bundle_blobs(e, b.key, fetched)
             resealed = {
                 i: reseal(
                     blob,

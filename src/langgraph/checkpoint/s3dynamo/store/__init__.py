@@ -51,6 +51,8 @@ from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import (
     Blobs,
     BundleBlob,
+    CheckpointAt,
+    Located,
     StoredValues,
     Typed,
     ValueBlob,
@@ -62,6 +64,7 @@ __all__ = [
     "EVERY_DEPLOYMENT",
     "Blobs",
     "BundleBlob",
+    "CheckpointAt",
     "Entry",
     "Grouped",
     "Holding",
@@ -255,7 +258,7 @@ class ThreadStore(Upkeep):
 
     def value_data(
         self,
-        entry: Entry,
+        entry: Located,
         value: ValueBlob,
         fetched: Mapping[str, bytes],
         bases: dict[str, Typed] | None = None,
@@ -264,7 +267,7 @@ class ThreadStore(Upkeep):
         return self.walker.value_data(entry, value, fetched, bases)
 
     def write_blob_data(
-        self, entry: Entry, task_id: str, idx: int, blob: bytes
+        self, entry: Located, task_id: str, idx: int, blob: bytes
     ) -> tuple[str, Typed]:
         """A pending write's sealed blob opened but not deserialized."""
         return self.walker.write_blob_data(entry, task_id, idx, blob)
@@ -290,10 +293,16 @@ class ThreadStore(Upkeep):
         return self.walker.write_data(entry, write, fetched)
 
     def bundle_blobs(
-        self, entry: Entry, bundle: BundleBlob, fetched: Mapping[str, bytes]
+        self, entry: Located, key: str, fetched: Mapping[str, bytes]
     ) -> dict[int, bytes]:
         """The sealed writes a bundle object holds, by index."""
-        return self.walker.bundle_blobs(entry, bundle, fetched)
+        return self.walker.bundle_blobs(entry, key, fetched)
+
+    def bundle_writes(
+        self, entry: Located, task_id: str, key: str, fetched: Mapping[str, bytes]
+    ) -> dict[int, tuple[str, Typed]]:
+        """A task's bundled writes opened but not deserialized, by index."""
+        return self.walker.bundle_writes(entry, task_id, key, fetched)
 
     # ------------------------------------------------- decoding
 
