@@ -145,6 +145,7 @@ STORE_PARTS = {
     "decoder",
     "committer",
     "deleter",
+    "rewriter",
     "objects",
     "records",
     "control",

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError
-from langgraph.checkpoint.s3dynamo.ops.rewrite import rewrite_thread
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Record
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -101,7 +100,7 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
     for _attempt in range(REENCRYPT_ATTEMPTS):
         entries = store.thread_entries(tid)
         try:
-            plan = rewrite_thread(store, tid, tid, entries, stale_only=True)
+            plan = store.rewrite(tid, tid, entries, stale_only=True)
         except IntegrityError as exc:
             if skipped is None:
                 raise
