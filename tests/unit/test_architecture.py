@@ -1,8 +1,8 @@
 """The layers hold: no import cycle in the package, no module reaching into another's
 underscore names, botocore known only to the AWS adapters, the command line never
 reaching past the library to an adapter, the thread store used through its facade only,
-every exception in `errors.py` and raised once, no class or module grown past a size a
-reader can hold, and module docstrings short."""
+every exception in `errors.py` and raised once, retries by one policy, no class or
+module grown past a size a reader can hold, and module docstrings short."""
 
 from __future__ import annotations
 
@@ -273,6 +273,40 @@ def test_an_error_is_raised_once() -> None:
                     if raised in caught or raised == "type":
                         found.append(f"{name}.py line {node.lineno}: {raised} raised again")
     assert found == [], "; ".join(found)
+
+
+# Waits that are no retry: the lease's clock (tests replace it; the pauses of a waiter
+# come from `Backoff`), the testing kit polling a server it started, the demo idling.
+WAITS = {"lease", "testing", "cli.demo"}
+
+
+def test_retries_go_through_the_one_policy() -> None:
+    """Only backoff.py sleeps to try again (`tries`, `Backoff`); no module counts its own
+    attempts in a loop (`for _ in range(SOME_ATTEMPTS)`)."""
+    found = []
+    for name, tree in _modules().items():
+        if name == "backoff":
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "sleep"
+                and getattr(node.func.value, "id", "") in ("time", "asyncio")
+                and name not in WAITS
+            ):
+                found.append(f"{name}.py line {node.lineno}: sleeps")
+            if (
+                isinstance(node, ast.For)
+                and isinstance(node.iter, ast.Call)
+                and getattr(node.iter.func, "id", "") == "range"
+                and any(
+                    re.search(r"attempt|tries|retr", getattr(arg, "id", ""), re.IGNORECASE)
+                    for arg in node.iter.args
+                )
+            ):
+                found.append(f"{name}.py line {node.lineno}: counts its own attempts")
+    assert found == [], "use backoff.tries: " + "; ".join(found)
 
 
 def code_lines(source: str) -> int:

@@ -11,12 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Record
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
-REENCRYPT_ATTEMPTS = 5
 Progress = Callable[[int, int], None]
 
 
@@ -97,7 +97,7 @@ def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> Reen
 def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None) -> int:
     """Re-seal one thread's stale blobs; returns how many. With `skipped` (table-wide), a
     thread that does not open is listed there instead of raising."""
-    for _attempt in range(REENCRYPT_ATTEMPTS):
+    for _ in tries(CONFLICT_ATTEMPTS):
         entries = store.thread_entries(tid)
         try:
             plan = store.rewrite(tid, tid, entries, stale_only=True)
@@ -115,5 +115,5 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
         # A concurrent writer changed a record between read and update: read again.
     raise StorageError(
         f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
-        f"for {REENCRYPT_ATTEMPTS} attempts; run it again when the thread is quieter"
+        f"for {CONFLICT_ATTEMPTS} attempts; run it again when the thread is quieter"
     )
