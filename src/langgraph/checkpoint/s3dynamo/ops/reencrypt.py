@@ -13,7 +13,7 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Record
+from langgraph.checkpoint.s3dynamo.records import Record, held_blobs
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
@@ -82,12 +82,7 @@ def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> Reen
         records = [r for tid in tids for r in store.thread_records(tid)]
     by_key: dict[str, int] = {}
     for r in records:
-        blobs: list[bytes]
-        if isinstance(r, CheckpointRecord):
-            blobs = [r.body, r.metadata, r.thread_ref, *r.inline.values()]
-        else:
-            blobs = [r.task_ref, *(b for b in r.writes.values() if isinstance(b, bytes))]
-        for b in blobs:
+        for b in held_blobs(r):
             kid = sealer.key_id_of(b) or "(none)"
             by_key[kid] = by_key.get(kid, 0) + 1
     active = sealer.keyring.active if sealer.keyring else None
