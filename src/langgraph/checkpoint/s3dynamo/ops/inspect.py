@@ -478,13 +478,13 @@ def _verify_thread(
                 f"{len(blobs.lost)} stored channel value(s) missing from the item: it was altered",
             )
         for v in blobs.values:
-            if v.base is not None:
+            if (base := v.base_value()) is not None:
                 # A delta opens against its base, an object checked like any other.
-                if object_blob(v.base[1], e) is None:
+                base_key = base.key or ""
+                if object_blob(base_key, e) is None:
                     continue
                 bases: dict[str, tuple[str, bytes]] = {}
-                only_base = v._replace(blob=None, key=v.base[1], base=None, version=v.base[0])
-                if attempt("object", v.base[1], e, store.value_data, e, only_base, fetched) is None:
+                if attempt("object", base_key, e, store.value_data, e, base, fetched) is None:
                     continue
                 attempt("item", label, e, store.value_data, e, v, fetched, bases)
                 continue
