@@ -427,6 +427,8 @@ def test_errors_are_one_line_with_the_fix(reads: dict[str, Result]) -> None:
 
     r = reads["no_settings"]
     assert r.code == 2 and "S3DYNAMO_TABLE" in one_line_error(r)
+    assert "no table or bucket given (table='', bucket='')" in one_line_error(r)
+    assert "pass --table and --bucket" in one_line_error(r)
 
     usage = reads["usage"]
     assert usage.code == 2 and "Missing argument" in usage.err

@@ -1,8 +1,8 @@
 """The layers hold: no import cycle in the package, no module reaching into another's
 underscore names, botocore known only to the AWS adapters, the command line never
 reaching past the library to an adapter, the thread store used through its facade only,
-every exception in `errors.py`, no class or module grown past a size a reader can hold,
-and module docstrings short."""
+every exception in `errors.py` and raised once, retries by one policy, no class or
+module grown past a size a reader can hold, and module docstrings short."""
 
 from __future__ import annotations
 
@@ -145,6 +145,7 @@ STORE_PARTS = {
     "decoder",
     "committer",
     "deleter",
+    "rewriter",
     "objects",
     "records",
     "control",
@@ -233,6 +234,79 @@ def test_every_exception_is_defined_in_errors() -> None:
                 bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
                 is_error = bool(bases & (defined | {"Exception", "LookupError", "ValueError"}))
                 assert not is_error, f"{name}.{node.name} is an exception outside errors.py"
+
+
+def _error_families() -> dict[str, set[str]]:
+    """Each exception class of errors.py and every class of errors.py it is (itself and
+    its subclasses)."""
+    bases: dict[str, set[str]] = {
+        node.name: {getattr(b, "id", "") for b in node.bases}
+        for node in ast.walk(_modules()["errors"])
+        if isinstance(node, ast.ClassDef)
+    }
+
+    def below(name: str) -> set[str]:
+        return {name}.union(*(below(sub) for sub, up in bases.items() if name in up))
+
+    return {name: below(name) for name in bases}
+
+
+def test_an_error_is_raised_once() -> None:
+    """A handler that catches one of our errors raises it on (`raise`) or raises another
+    kind; never a new one of the kind it caught, with a longer message: the layer that
+    knows more puts it on the error (`refusing`, `referenced_by`) or passes it down to
+    where the error is raised, and the error class formats the one message."""
+    families = _error_families()
+    found = []
+    for name, tree in _modules().items():
+        for handler in ast.walk(tree):
+            if not isinstance(handler, ast.ExceptHandler) or handler.type is None:
+                continue
+            types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            caught = set().union(
+                *(families.get(getattr(t, "id", getattr(t, "attr", "")), set()) for t in types)
+            )
+            for node in ast.walk(handler):
+                if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                    func = node.exc.func
+                    raised = getattr(func, "id", getattr(func, "attr", ""))
+                    if raised in caught or raised == "type":
+                        found.append(f"{name}.py line {node.lineno}: {raised} raised again")
+    assert found == [], "; ".join(found)
+
+
+# Waits that are no retry: the lease's clock (tests replace it; the pauses of a waiter
+# come from `Backoff`), the testing kit polling a server it started, the demo idling.
+WAITS = {"lease", "testing", "cli.demo"}
+
+
+def test_retries_go_through_the_one_policy() -> None:
+    """Only backoff.py sleeps to try again (`tries`, `Backoff`); no module counts its own
+    attempts in a loop (`for _ in range(SOME_ATTEMPTS)`)."""
+    found = []
+    for name, tree in _modules().items():
+        if name == "backoff":
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "sleep"
+                and getattr(node.func.value, "id", "") in ("time", "asyncio")
+                and name not in WAITS
+            ):
+                found.append(f"{name}.py line {node.lineno}: sleeps")
+            if (
+                isinstance(node, ast.For)
+                and isinstance(node.iter, ast.Call)
+                and getattr(node.iter.func, "id", "") == "range"
+                and any(
+                    re.search(r"attempt|tries|retr", getattr(arg, "id", ""), re.IGNORECASE)
+                    for arg in node.iter.args
+                )
+            ):
+                found.append(f"{name}.py line {node.lineno}: counts its own attempts")
+    assert found == [], "use backoff.tries: " + "; ".join(found)
 
 
 def code_lines(source: str) -> int:

@@ -159,3 +159,26 @@ def test_redact_keeps_the_shape_and_hides_text_and_numbers() -> None:
         "refund": {"amount": "<number>", "approved": True, "note": None, "tags": ["<3 chars>"]},
     }
     assert render.redact("a") == "<1 char>"
+
+
+def test_verify_names_a_delta_base_that_was_altered_or_deleted() -> None:
+    from tests.support.chats import chat
+    from tests.support.savers import memory_saver
+
+    saver = memory_saver()
+    chat(saver, "t", 30)
+    store = saver.store
+    bases = {
+        v.base[1]
+        for e in store.thread_entries("t")
+        for v in store.walk(e).values
+        if v.base is not None
+    }
+    key = sorted(bases)[0]
+    body, stamp = saver.objects.blobs[key]
+    saver.objects.blobs[key] = (body[:-5] + bytes([body[-5] ^ 1]) + body[-4:], stamp)
+    problems = saver.ops.verify("t").to_dict()["problems"]
+    assert {(p["kind"], p["where"], p["key"]) for p in problems} == {("tampered", "object", key)}
+    del saver.objects.blobs[key]
+    problems = saver.ops.verify("t").to_dict()["problems"]
+    assert {(p["kind"], p["where"], p["key"]) for p in problems} == {("missing", "object", key)}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from langgraph.checkpoint.s3dynamo.backends import dynamodb
+from langgraph.checkpoint.s3dynamo import backoff
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, StorageError
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
@@ -41,7 +41,7 @@ class _Cancelling:
 
 @pytest.fixture(autouse=True)
 def _no_pauses(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dynamodb.time, "sleep", lambda _: None)
+    monkeypatch.setattr(backoff.time, "sleep", lambda _: None)
 
 
 HEAD_MOVE, FENCE = HeadMove(HEAD, "2", "1", True), Fence(LEASE, 3)
@@ -58,11 +58,11 @@ def test_a_transiently_cancelled_commit_is_sent_again_and_lands(reason: str) -> 
 
 
 def test_throttling_that_does_not_pass_is_a_storage_error_not_a_conflict() -> None:
-    client = _Cancelling(*[["ThrottlingError", "None", "None"]] * dynamodb.TRANSACTION_ATTEMPTS)
+    client = _Cancelling(*[["ThrottlingError", "None", "None"]] * backoff.CONFLICT_ATTEMPTS)
     with pytest.raises(StorageError) as raised:
         DynamoIndex(client, "t").put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
     assert not isinstance(raised.value, ConcurrentUpdateError)
-    assert client.sent == dynamodb.TRANSACTION_ATTEMPTS and not client.applied
+    assert client.sent == backoff.CONFLICT_ATTEMPTS and not client.applied
 
 
 def test_a_refused_condition_beside_throttling_is_not_retried() -> None:

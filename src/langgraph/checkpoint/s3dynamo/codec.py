@@ -84,11 +84,6 @@ class Codec:
     def seal_value(self, tid: str, ns: str, channel: str, version: str, obj: Any) -> bytes:
         return self._dump(obj, value_id(tid, ns, channel, version))
 
-    def open_value(
-        self, tid: str, ns: str, channel: str, version: str, blob: bytes, what: str
-    ) -> Any:
-        return self._load(blob, value_id(tid, ns, channel, version), what)
-
     def value_data(
         self, tid: str, ns: str, channel: str, version: str, blob: bytes, what: str
     ) -> tuple[str, bytes]:
@@ -121,20 +116,6 @@ class Codec:
             return None
         ident = delta_id(tid, ns, channel, version, base_version)
         return self.sealer.seal(typed[0], typed[1], ident, dictionary=base[1])
-
-    def open_value_delta(
-        self,
-        tid: str,
-        ns: str,
-        channel: str,
-        version: str,
-        blob: bytes,
-        base_version: str,
-        base: tuple[str, bytes],
-        what: str,
-    ) -> Any:
-        typed = self.delta_data(tid, ns, channel, version, blob, base_version, base, what)
-        return self._serde().loads_typed(typed)
 
     def delta_data(
         self,
@@ -171,12 +152,6 @@ class Codec:
         ident = write_id(tid, ns, cid, task_id, idx)
         # The channel goes in as a prefix: joined here, a huge value would be copied.
         return self.sealer.seal(typ, data, ident, prefix=_channel_prefix(channel))
-
-    def open_write(
-        self, tid: str, ns: str, cid: str, task_id: str, idx: int, blob: bytes, what: str
-    ) -> tuple[str, Any]:
-        channel, typed = self.write_data(tid, ns, cid, task_id, idx, blob, what)
-        return channel, self.load(typed)
 
     def write_data(
         self, tid: str, ns: str, cid: str, task_id: str, idx: int, blob: bytes, what: str

@@ -28,6 +28,7 @@ from typing import NamedTuple
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
@@ -48,7 +49,6 @@ DATA_KEY_LABEL = b"s3dynamo/v1/kms/data-key"
 NAMING_SECRET_LABEL = b"s3dynamo/v1/kms/naming-secret"
 KEYRING_AAD = b"s3dynamo/v1/kms-keyring"
 KMS_KEY_PREFIX = "kms-"
-UPDATE_ATTEMPTS = 3
 
 
 def kms_context(table: str, prefix: str = "") -> dict[str, str]:
@@ -363,11 +363,12 @@ class Deployment:
         if self.state == "ok" or (self.state == "read" and not write):
             return
         with self._lock:
-            for _ in range(UPDATE_ATTEMPTS):
+            for _ in tries(CONFLICT_ATTEMPTS):
                 if self._verify_once(write):
                     return
-            raise StorageError(  # pragma: no cover - needs three concurrent updates
-                f"the deployment record in {self._where} kept changing under concurrent writers"
+            raise StorageError(  # pragma: no cover - needs five concurrent updates
+                f"the deployment record in {self._where} kept changing under concurrent "
+                f"writers ({CONFLICT_ATTEMPTS} attempts); retry later"
             )
 
     def _verify_once(self, write: bool) -> bool:

@@ -113,7 +113,32 @@ class ItemTooLargeError(InvalidConfigError):
 class ConcurrentUpdateError(S3DynamoError):
     """Another run committed to this thread (namespace) since this run loaded its latest
     checkpoint. Nothing of this write is visible; retry the run (it loads the new latest
-    state), or serialize runs with `saver.ops.thread_lock(thread_id)`."""
+    state), or serialize runs with `saver.ops.thread_lock(thread_id)`.
+
+    Raised once, by the index adapter, with the `reason` the service gave; the store,
+    which knows which write that was, names it (`refusing`) before the error goes on,
+    and the message says both."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.write: str | None = None
+        self.continued: str | None = None
+
+    def refusing(self, write: str, continued: str | None = None) -> None:
+        """Name the write refused and the checkpoint its run continued as the latest
+        (None: a new thread)."""
+        self.write, self.continued = write, continued
+
+    def __str__(self) -> str:
+        if self.write is None:
+            return self.reason
+        return (
+            f"{self.write}: not written: another run committed to this thread since this run "
+            f"continued checkpoint {self.continued or '(none: a new thread)'} as the latest "
+            f"({self.reason}). Retry the run: it will load the new latest state. To run one "
+            "at a time instead, wrap runs in saver.ops.thread_lock(thread_id)"
+        )
 
 
 class LeaseTimeoutError(ConcurrentUpdateError):
@@ -125,17 +150,42 @@ class LeaseLostError(ConcurrentUpdateError):
     """A write under `thread_lock` was refused: the lease expired and another holder took
     it over (fencing). Nothing of this write is visible."""
 
+    def __str__(self) -> str:
+        if self.write is None:
+            return self.reason
+        return (
+            f"{self.write}: not written: the thread's lease expired and another holder took "
+            "it over; this run must stop (its writes are refused). A holder keeps its lease "
+            "while it writes or its heartbeat runs; a longer ttl covers longer stalls"
+        )
+
 
 class IntegrityError(S3DynamoError):
     """A stored blob failed to open: it was altered, moved to another identity, or cut short."""
 
 
 class ObjectNotFoundError(IntegrityError):
-    """An object the index references is missing from the object store."""
+    """An object the index references is missing from the object store.
 
-    def __init__(self, message: str, key: str) -> None:
-        super().__init__(message)
-        self.key = key
+    Raised once, by the object store's adapter, with the `key` and `where` it looked; the
+    store names the checkpoint that needs it (`referenced_by`) before the error goes on."""
+
+    def __init__(self, key: str, where: str) -> None:
+        super().__init__(key, where)
+        self.key, self.where = key, where
+        self.needed_by: str | None = None
+
+    def referenced_by(self, what: str) -> None:
+        """Name what references the object (a checkpoint, its writes)."""
+        self.needed_by = what
+
+    def __str__(self) -> str:
+        if self.needed_by is None:
+            return f"object {self.key!r} is missing from {self.where}"
+        return (
+            f"{self.needed_by}: object {self.key!r} is referenced by the index but missing "
+            f"from {self.where}; it was deleted outside s3dynamo"
+        )
 
 
 class KeyNotFoundError(IntegrityError):

@@ -24,14 +24,15 @@ from typing import NamedTuple
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
 
-from langgraph.checkpoint.s3dynamo.records import (
-    CheckpointRecord,
-    Record,
-    WritesRecord,
-    unpack_bundle,
-)
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Record, WritesRecord
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
-from langgraph.checkpoint.s3dynamo.store import Entry, Skeleton, ThreadStore
+from langgraph.checkpoint.s3dynamo.store import (
+    CheckpointAt,
+    Entry,
+    Skeleton,
+    ThreadStore,
+    ValueBlob,
+)
 
 
 class _Write(NamedTuple):
@@ -54,10 +55,7 @@ class _Bundle(NamedTuple):
 
 class _Seed(NamedTuple):
     at: str
-    version: str
-    blob: bytes | str
-    # (base version, object key) when the seed is stored as a delta
-    base: tuple[str, str] | None
+    value: ValueBlob
 
 
 def delta_channel_history(
@@ -127,26 +125,20 @@ def delta_channel_history(
                 collected[kw.channel].append(_Write(kw.order, cursor, kw.typed, None))
         for kb in link.bundles:
             bundles.append(_Bundle(cursor, kb.task_id, kb.task_path, kb.key, frozenset(remaining)))
-        for channel, value in link.stored.items():
-            if channel in remaining:
-                blob = value.blob or store.object_key(tid, value.leaf or "")
-                base = None
-                if value.base is not None:
-                    base = (value.base, store.value_key(tid, ns, channel, value.base))
-                seeds[channel] = _Seed(cursor, value.version, blob, base)
-                remaining.discard(channel)
+        for value in link.values:
+            if value.channel in remaining:
+                seeds[value.channel] = _Seed(cursor, value)
+                remaining.discard(value.channel)
         cursor = link.parent
 
-    needed = {s.blob: describe(tid, ns, s.at) for s in seeds.values() if isinstance(s.blob, str)}
-    needed.update({s.base[1]: describe(tid, ns, s.at) for s in seeds.values() if s.base})
+    needed = {k: describe(tid, ns, s.at) for s in seeds.values() for k in s.value.object_keys()}
     for found in collected.values():
         needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
     needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
     fetched = store.fetch_objects(needed) if needed else {}
     for b in bundles:
-        for idx, blob in unpack_bundle(fetched[b.key]).items():
-            what = describe(tid, ns, b.at)
-            channel, data = codec.write_data(tid, ns, b.at, b.task_id, idx, blob, what)
+        bundled = store.bundle_writes(CheckpointAt(tid, ns, b.at), b.task_id, b.key, fetched)
+        for idx, (channel, data) in bundled.items():
             if channel in b.channels:
                 order = writes_sort_key(b.task_path, b.task_id, idx)
                 collected[channel].append(_Write(order, b.at, data, None))
@@ -157,24 +149,14 @@ def delta_channel_history(
         ordered = sorted(collected[channel], key=lambda w: (w.at, w.order))
         pending: list[PendingWrite] = []
         for (_, task_id, idx), at, typed, source in ordered:
-            if typed is not None:
-                value = codec.load(typed)
-            else:
-                what = describe(tid, ns, at)
-                _, value = codec.open_write(tid, ns, at, task_id, idx, fetched[source or ""], what)
-            pending.append((task_id, channel, value))
+            if typed is None:
+                blob = fetched[source or ""]
+                _, typed = store.write_blob_data(CheckpointAt(tid, ns, at), task_id, idx, blob)
+            pending.append((task_id, channel, codec.load(typed)))
         entry_out: DeltaChannelHistory = {"writes": pending}
         if channel in seeds:
             seed = seeds[channel]
-            blob = fetched[seed.blob] if isinstance(seed.blob, str) else seed.blob
-            what = describe(tid, ns, seed.at)
-            if seed.base is None:
-                entry_out["seed"] = codec.open_value(tid, ns, channel, seed.version, blob, what)
-            else:
-                base_version, key = seed.base
-                base_data = codec.value_data(tid, ns, channel, base_version, fetched[key], what)
-                entry_out["seed"] = codec.open_value_delta(
-                    tid, ns, channel, seed.version, blob, base_version, base_data, what
-                )
+            opened = store.value_data(CheckpointAt(tid, ns, seed.at), seed.value, fetched)
+            entry_out["seed"] = codec.load(opened)
         result[channel] = entry_out
     return result

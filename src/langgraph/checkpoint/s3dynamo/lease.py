@@ -48,8 +48,6 @@ log = logging.getLogger(__name__)
 # has two thirds of the ttl to land. Why 10: docs/RELIABILITY.md, "The lease".
 DEFAULT_TTL = 10.0
 HEARTBEAT_SHARE = 1 / 3
-# A renewal that failed for a transient reason is tried again after this long.
-RENEW_RETRY = 0.5
 # Inside Lambda the wait ends this long before the invocation would be killed.
 LAMBDA_RESERVE = 1.0
 
@@ -140,7 +138,8 @@ class ThreadLease:
 
     def _heartbeat(self) -> None:
         interval = self.held.ttl_ms * HEARTBEAT_SHARE
-        delay = 0.0
+        # A renewal that failed for a transient reason is tried again after a pause.
+        delay, retry = 0.0, Backoff()
         while True:
             if self.held.until_ms is not None and self.held.next_expiry() <= self.held.expires_ms:
                 # Already set to the invocation's end: no renewal can push it further.
@@ -154,13 +153,13 @@ class ThreadLease:
                 continue  # a write renewed it meanwhile
             try:
                 self.renew()
-                delay = 0.0
+                delay, retry = 0.0, Backoff()
             except LeaseLostError:
                 self.lost = True
                 log.warning("thread lease %d: taken over by another holder", self.token)
                 return
             except Exception as exc:  # a heartbeat that died silently would lose the lease
-                delay = RENEW_RETRY
+                delay = retry.pause()
                 log.warning("thread lease %d: renewal failed, retrying: %s", self.token, exc)
 
 

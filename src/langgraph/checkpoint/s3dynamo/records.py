@@ -232,6 +232,14 @@ def referenced_leaves(record: Record) -> set[str]:
     return leaves
 
 
+def held_blobs(record: Record) -> list[bytes]:
+    """Sealed blobs a record holds itself (not the objects it references): a checkpoint's
+    body, metadata, reference and inline values; a task's reference and inline writes."""
+    if isinstance(record, CheckpointRecord):
+        return [record.body, record.metadata, record.thread_ref, *record.inline.values()]
+    return [record.task_ref, *(v for v in record.writes.values() if isinstance(v, bytes))]
+
+
 def pack_bundle(writes: dict[int, bytes]) -> bytes:
     """Concatenate sealed writes as `idx | length | blob`; each keeps its own seal."""
     out = bytearray()

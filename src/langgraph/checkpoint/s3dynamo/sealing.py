@@ -91,6 +91,24 @@ NO_DICTIONARY = b""
 Context = TypeVar("Context")
 
 
+def keyring_problem(keys: Mapping[str, bytes], active: str) -> str | None:
+    """What is wrong with a keyring of `keys` whose `active` one seals, if anything."""
+    if not keys:
+        return "keyring is empty: pass at least one 32-byte key"
+    for key_id, key in keys.items():
+        if not key_id or len(key_id.encode()) > 64 or not key_id.isascii():
+            return f"key id {key_id!r} must be 1 to 64 ASCII characters"
+        if len(key) != 32:
+            return (
+                f"key {key_id!r} is {len(key)} bytes; AES-256 needs exactly 32 "
+                "(generate one with: python -c 'import os,base64;"
+                "print(base64.b64encode(os.urandom(32)).decode())')"
+            )
+    if active not in keys:
+        return f"active key {active!r} is not in the keyring (ids: {sorted(keys)})"
+    return None
+
+
 @dataclass(frozen=True)
 class Keyring:
     """Sealing keys by id; `active` seals new blobs, every key opens old ones.
@@ -103,41 +121,33 @@ class Keyring:
     active: str
 
     def __post_init__(self) -> None:
-        if not self.keys:
-            raise InvalidConfigError("keyring is empty: pass at least one 32-byte key")
-        for key_id, key in self.keys.items():
-            if not key_id or len(key_id.encode()) > 64 or not key_id.isascii():
-                raise InvalidConfigError(f"key id {key_id!r} must be 1 to 64 ASCII characters")
-            if len(key) != 32:
-                raise InvalidConfigError(
-                    f"key {key_id!r} is {len(key)} bytes; AES-256 needs exactly 32 "
-                    "(generate one with: python -c 'import os,base64;"
-                    "print(base64.b64encode(os.urandom(32)).decode())')"
-                )
-        if self.active not in self.keys:
-            raise InvalidConfigError(
-                f"active key {self.active!r} is not in the keyring (ids: {sorted(self.keys)})"
-            )
+        if problem := keyring_problem(self.keys, self.active):
+            raise InvalidConfigError(problem)
 
     @classmethod
-    def parse(cls, spec: str) -> Keyring:
-        """Read `id:base64key[,id:base64key...]`; the first entry is the active key."""
+    def parse(cls, spec: str, source: str = "") -> Keyring:
+        """Read `id:base64key[,id:base64key...]`; the first entry is the active key.
+        `source` names where the text came from, at the start of every message."""
+        at = f"{source}: " if source else ""
         keys: dict[str, bytes] = {}
         for entry in filter(None, (e.strip() for e in spec.split(","))):
             key_id, sep, b64 = entry.partition(":")
             if not sep:
                 raise InvalidConfigError(
-                    f"keyring entry {entry[:12]!r}... has no id: expected 'id:base64key'"
+                    f"{at}keyring entry {entry[:12]!r}... has no id: expected 'id:base64key'"
                 )
             try:
                 keys[key_id.strip()] = base64.b64decode(b64.strip(), validate=True)
             except ValueError as exc:
                 raise InvalidConfigError(
-                    f"keyring entry {key_id!r}: key is not valid base64"
+                    f"{at}keyring entry {key_id!r}: key is not valid base64"
                 ) from exc
         if not keys:
-            raise InvalidConfigError("keyring spec is empty: expected 'id:base64key,...'")
-        return cls(keys=keys, active=next(iter(keys)))
+            raise InvalidConfigError(f"{at}keyring spec is empty: expected 'id:base64key,...'")
+        active = next(iter(keys))
+        if problem := keyring_problem(keys, active):
+            raise InvalidConfigError(f"{at}{problem}")
+        return cls(keys=keys, active=active)
 
     def fingerprints(self) -> dict[str, str]:
         """Key id -> a public check value of the key (an HMAC of a constant under it):

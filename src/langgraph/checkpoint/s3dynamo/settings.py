@@ -160,10 +160,7 @@ def keyring_of(keys: Any, active: str | None = None) -> Keyring:
     if isinstance(keys, (bytes, bytearray)):
         keys = bytes(keys).decode("ascii", "replace")
     if isinstance(keys, str):
-        try:
-            keyring = Keyring.parse(keys)
-        except InvalidConfigError as exc:
-            raise InvalidConfigError(f"keys (S3DYNAMO_KEYS' form): {exc}") from None
+        keyring = Keyring.parse(keys, source="keys (S3DYNAMO_KEYS' form)")
     elif isinstance(keys, Keyring):
         keyring = keys
     elif isinstance(keys, Mapping):

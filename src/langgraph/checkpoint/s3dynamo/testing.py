@@ -47,6 +47,7 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backoff import tries
 
 __all__ = [
     "REGION",
@@ -354,7 +355,8 @@ def moto_server(port: int = 0, *, timeout: float = 30.0) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update({k: v for k, v in aws_environment().items() if v is not None})
     attempts = 1 if port else 3
-    for attempt in range(attempts):
+    # A free port may be taken before the server binds it: another port, a few times.
+    for attempt in tries(attempts):
         chosen = port or _free_port()
         env["MOTO_PORT"] = str(chosen)
         with tempfile.TemporaryFile() as log:
@@ -381,7 +383,7 @@ def moto_server(port: int = 0, *, timeout: float = 30.0) -> Iterator[str]:
                 if proc.poll() is not None:
                     log.seek(0)
                     tail = log.read()[-2000:].decode(errors="replace")
-                    if attempt + 1 < attempts:
+                    if attempt < attempts:
                         continue
                     raise RuntimeError(f"moto server exited ({proc.returncode}):\n{tail}")
                 yield f"http://127.0.0.1:{chosen}"

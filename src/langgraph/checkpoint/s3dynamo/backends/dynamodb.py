@@ -13,7 +13,6 @@ DynamoDB bills a transaction twice the write units of the same writes done plain
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -47,7 +46,11 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     stamp_of,
     to_item,
 )
-from langgraph.checkpoint.s3dynamo.backoff import Backoff
+from langgraph.checkpoint.s3dynamo.backoff import (
+    CONFLICT_ATTEMPTS,
+    UNPROCESSED_ATTEMPTS,
+    tries,
+)
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     LeaseLostError,
@@ -86,15 +89,14 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 log = logging.getLogger(__name__)
 
 CHECK_FAILED = "ConditionalCheckFailed"
-# Sends of a transaction cancelled only by a conflict with another one in flight or by
-# throttling of its items (botocore retries a throttled request, not a cancelled one).
-TRANSACTION_ATTEMPTS = 5
+# Why a transaction can be cancelled and still be sent again: a conflict with another one
+# in flight, or throttling of its items (botocore retries a throttled request, not a
+# cancelled one).
 TRANSIENT_CANCELLATIONS = frozenset(
     {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 )
 # DynamoDB's hard limit on one BatchWriteItem.
 BATCH_WRITE_MAX = 25
-BATCH_ATTEMPTS = 8
 
 
 def cancellation_codes(exc: ClientError) -> list[str]:
@@ -184,24 +186,21 @@ class DynamoTable:
             yield from (ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items)
 
     def _write_chunk(self, chunk: list[Item]) -> None:
-        pending, wait = chunk, Backoff()
-        for _attempt in range(BATCH_ATTEMPTS):
+        pending = chunk
+        for _ in tries(UNPROCESSED_ATTEMPTS):
             with translate_errors(self.resource):
                 out = self.client.batch_write_item(RequestItems={self.table: pending})
             pending = out.get("UnprocessedItems", {}).get(self.table, [])
             if not pending:
                 return
-            pause = wait.pause()
             log.warning(
-                "BatchWriteItem on %s: %d items unprocessed (throttled), retrying in %.2f s",
+                "BatchWriteItem on %s: %d items unprocessed (throttled), retrying",
                 self.resource,
                 len(pending),
-                pause,
             )
-            time.sleep(pause)
         raise StorageError(
             f"BatchWriteItem on {self.resource}: {len(pending)} items still unprocessed "
-            f"after {BATCH_ATTEMPTS} attempts (throttled); retry the operation"
+            f"after {UNPROCESSED_ATTEMPTS} attempts (throttled); retry the operation"
         )
 
     def _batch(self, requests: list[Item]) -> None:
@@ -319,8 +318,7 @@ class DynamoRecords(DynamoTable):
         in flight: parallel tasks' fenced writes all touch the lease item) or for
         throttling of its items was not applied, so it is sent again, a few times with
         backoff; botocore does not retry cancellations."""
-        wait = Backoff()
-        for attempt_no in range(TRANSACTION_ATTEMPTS):
+        for sent in tries(CONFLICT_ATTEMPTS):
             try:
                 self.client.transact_write_items(TransactItems=items)
                 return
@@ -339,11 +337,11 @@ class DynamoRecords(DynamoTable):
                 failures = {c for c in codes if c not in ("None", "")}
                 if not failures or not failures <= TRANSIENT_CANCELLATIONS:
                     raise translate(exc, self.resource) from exc
-                if attempt_no + 1 == TRANSACTION_ATTEMPTS:
+                if sent == CONFLICT_ATTEMPTS:
                     if "TransactionConflict" in failures:
                         raise ConcurrentUpdateError(
                             "other requests kept changing the same thread's items at the "
-                            f"same moment ({TRANSACTION_ATTEMPTS} attempts)"
+                            f"same moment ({CONFLICT_ATTEMPTS} attempts)"
                         ) from exc
                     raise translate(exc, self.resource) from exc
                 log.warning(
@@ -351,7 +349,6 @@ class DynamoRecords(DynamoTable):
                     self.resource,
                     ", ".join(sorted(failures)),
                 )
-                time.sleep(wait.pause())
             except BotoCoreError as exc:
                 raise translate(exc, self.resource) from exc
 

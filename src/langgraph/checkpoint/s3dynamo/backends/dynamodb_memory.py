@@ -8,13 +8,11 @@ generation it renews), so a namespace with items is never missing from the direc
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt, translate_errors
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import (
-    BATCH_ATTEMPTS,
     CHECK_FAILED,
     DynamoIndex,
     DynamoRecords,
@@ -26,7 +24,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     memory_row,
     memory_update,
 )
-from langgraph.checkpoint.s3dynamo.backoff import Backoff
+from langgraph.checkpoint.s3dynamo.backoff import UNPROCESSED_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import StorageError
 from langgraph.checkpoint.s3dynamo.layout import is_memory_pk
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
@@ -56,18 +54,16 @@ class DynamoMemory(DynamoRecords):
             self.table: {"Keys": [key_item(k) for k in keys], "ConsistentRead": True}
         }
         rows: list[MemoryRow] = []
-        wait = Backoff()
-        for _attempt in range(BATCH_ATTEMPTS):
+        for _ in tries(UNPROCESSED_ATTEMPTS):
             with translate_errors(self.resource):
                 out = self.client.batch_get_item(RequestItems=pending)
             rows += [memory_row(i) for i in out.get("Responses", {}).get(self.table, [])]
             pending = out.get("UnprocessedKeys") or {}
             if not pending:
                 return rows
-            time.sleep(wait.pause())
         raise StorageError(
             f"BatchGetItem on {self.resource}: keys still unprocessed after "
-            f"{BATCH_ATTEMPTS} attempts (throttled); retry the operation"
+            f"{UNPROCESSED_ATTEMPTS} attempts (throttled); retry the operation"
         )
 
     def memory_get(self, keys: Sequence[ItemKey]) -> list[MemoryRow]:

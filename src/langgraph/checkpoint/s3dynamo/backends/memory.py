@@ -482,7 +482,7 @@ class MemoryObjects:
             self._count("get")
             found = self.blobs.get(key)
         if found is None:
-            raise ObjectNotFoundError(f"object {key!r} is missing from the memory store", key)
+            raise ObjectNotFoundError(key, "the memory store")
         return found[0]
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:

@@ -57,7 +57,7 @@ class S3Objects:
             Key=key,
         )
         if out.refused:
-            raise ObjectNotFoundError(f"object {key!r} is missing from {self.resource}", key)
+            raise ObjectNotFoundError(key, self.resource)
         with translate_errors(self.resource):
             body: bytes = out.value["Body"].read()
         return body

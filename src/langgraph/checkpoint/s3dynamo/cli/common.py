@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver
+from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver, Settings
 from langgraph.checkpoint.s3dynamo.ops.inspect import Progress as Tick
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -99,15 +99,14 @@ def open_saver(**settings: Any) -> S3DynamoSaver:
     (group ones, then the command's) overriding it."""
     ctx = click.get_current_context()
     chosen = {**(ctx.find_root().obj or {}), **{k: v for k, v in settings.items() if v}}
-    try:
-        return S3DynamoSaver.from_env(**{k: v for k, v in chosen.items() if k in STORE_SETTINGS})
-    except InvalidConfigError as exc:
-        if "table and bucket are required" in str(exc):
-            raise InvalidConfigError(
-                "no table or bucket given: pass --table and --bucket, or set S3DYNAMO_TABLE "
-                "and S3DYNAMO_BUCKET (and S3DYNAMO_KEYS, S3DYNAMO_SECRET as the writers do)"
-            ) from exc
-        raise
+    given = Settings.from_env(**{k: v for k, v in chosen.items() if k in STORE_SETTINGS})
+    if not given.table or not given.bucket:
+        raise InvalidConfigError(
+            f"no table or bucket given (table={given.table!r}, bucket={given.bucket!r}): "
+            "pass --table and --bucket, or set S3DYNAMO_TABLE and S3DYNAMO_BUCKET (and "
+            "S3DYNAMO_KEYS, S3DYNAMO_SECRET as the writers do)"
+        )
+    return S3DynamoSaver(settings=given)
 
 
 def emit_json(data: Any) -> None:

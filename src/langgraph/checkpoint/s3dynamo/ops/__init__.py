@@ -11,7 +11,6 @@ plan and executes it on `--yes`). Inspections return reports. Each plan and repo
     retention.py  expiring idle threads: the sweep and its guarantees
     threads.py    delete, copy, prune and delete-runs plans
     reencrypt.py  re-sealing under the active key
-    rewrite.py    re-sealing a thread's blobs (for copies and re-encryption)
     inspect.py    threads, history, stats and verify reports
     check.py      the up-front check and KMS key rotation
 

@@ -296,7 +296,7 @@ def _write_blobs(
             out.append(((w.task_id, w.idx, blob), w.blob is not None))
     for b in blobs.bundles:
         if b.key in fetched:
-            for idx, blob in store.bundle_blobs(blobs.entry, b, fetched).items():
+            for idx, blob in store.bundle_blobs(blobs.entry, b.key, fetched).items():
                 out.append(((b.task_id, idx, blob), False))
     return out
 
@@ -478,13 +478,13 @@ def _verify_thread(
                 f"{len(blobs.lost)} stored channel value(s) missing from the item: it was altered",
             )
         for v in blobs.values:
-            if v.base is not None:
+            if (base := v.base_value()) is not None:
                 # A delta opens against its base, an object checked like any other.
-                if object_blob(v.base[1], e) is None:
+                base_key = base.key or ""
+                if object_blob(base_key, e) is None:
                     continue
                 bases: dict[str, tuple[str, bytes]] = {}
-                only_base = v._replace(blob=None, key=v.base[1], base=None, version=v.base[0])
-                if attempt("object", v.base[1], e, store.value_data, e, only_base, fetched) is None:
+                if attempt("object", base_key, e, store.value_data, e, base, fetched) is None:
                     continue
                 attempt("item", label, e, store.value_data, e, v, fetched, bases)
                 continue
@@ -505,7 +505,7 @@ def _verify_thread(
             if object_blob(b.key, e) is None:
                 continue
             try:
-                parts = store.bundle_blobs(e, b, fetched)
+                parts = store.bundle_blobs(e, b.key, fetched)
             except IntegrityError as exc:
                 report.problem("tampered", "object", b.key, e, f"writes bundle: {exc}")
                 continue

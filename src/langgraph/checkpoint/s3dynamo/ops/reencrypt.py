@@ -11,13 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError
-from langgraph.checkpoint.s3dynamo.ops.rewrite import rewrite_thread
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Record
+from langgraph.checkpoint.s3dynamo.records import Record, held_blobs
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
-REENCRYPT_ATTEMPTS = 5
 Progress = Callable[[int, int], None]
 
 
@@ -83,12 +82,7 @@ def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> Reen
         records = [r for tid in tids for r in store.thread_records(tid)]
     by_key: dict[str, int] = {}
     for r in records:
-        blobs: list[bytes]
-        if isinstance(r, CheckpointRecord):
-            blobs = [r.body, r.metadata, r.thread_ref, *r.inline.values()]
-        else:
-            blobs = [r.task_ref, *(b for b in r.writes.values() if isinstance(b, bytes))]
-        for b in blobs:
+        for b in held_blobs(r):
             kid = sealer.key_id_of(b) or "(none)"
             by_key[kid] = by_key.get(kid, 0) + 1
     active = sealer.keyring.active if sealer.keyring else None
@@ -98,10 +92,10 @@ def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> Reen
 def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None) -> int:
     """Re-seal one thread's stale blobs; returns how many. With `skipped` (table-wide), a
     thread that does not open is listed there instead of raising."""
-    for _attempt in range(REENCRYPT_ATTEMPTS):
+    for _ in tries(CONFLICT_ATTEMPTS):
         entries = store.thread_entries(tid)
         try:
-            plan = rewrite_thread(store, tid, tid, entries, stale_only=True)
+            plan = store.rewrite(tid, tid, entries, stale_only=True)
         except IntegrityError as exc:
             if skipped is None:
                 raise
@@ -116,5 +110,5 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
         # A concurrent writer changed a record between read and update: read again.
     raise StorageError(
         f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
-        f"for {REENCRYPT_ATTEMPTS} attempts; run it again when the thread is quieter"
+        f"for {CONFLICT_ATTEMPTS} attempts; run it again when the thread is quieter"
     )

@@ -22,15 +22,12 @@ from typing import Any
 from langgraph.checkpoint.s3dynamo.errors import ThreadExistsError
 from langgraph.checkpoint.s3dynamo.layout import (
     TOP,
-    checkpoint_sk,
     is_mark_key,
     is_writes_key,
     mark_sk,
     owner_sk,
     parse_sk,
-    writes_sk,
 )
-from langgraph.checkpoint.s3dynamo.ops.rewrite import rewrite_thread
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
@@ -126,20 +123,6 @@ def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
     )
 
 
-def entry_keys(store: ThreadStore, dst: str, e: Entry) -> set[str]:
-    """Sort keys a copy of one entry writes in the target partition: its checkpoint
-    record and its writes records."""
-    namer = store.namer
-    ns_name = namer.namespace(dst, e.ns)
-    keys = {checkpoint_sk(ns_name, e.checkpoint_id)}
-    for w in e.writes:
-        task_id, _ = store.open_task(w, e.what)
-        keys.add(
-            writes_sk(ns_name, e.checkpoint_id, namer.task(dst, e.ns, e.checkpoint_id, task_id))
-        )
-    return keys
-
-
 def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     """Copy `src` (what its readers see) to `dst`, resumably. Order: a copy mark over
     each namespace of the target, hiding all of it; the objects; every record, in full
@@ -155,7 +138,7 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     if src == dst and entries:
         raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
     present = {r.sk for r in records}
-    wanted = {(e.ns, e.checkpoint_id): entry_keys(store, dst, e) for e in entries}
+    wanted = {(e.ns, e.checkpoint_id): store.rewritten_keys(dst, e) for e in entries}
     if present:
         foreign = present.difference(*wanted.values())
         if foreign:
@@ -179,7 +162,7 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     written: list[Record] = []
     if todo:
         store.hide(hiding)
-        plan = rewrite_thread(store, src, dst, todo, stale_only=False)
+        plan = store.rewrite(src, dst, todo, stale_only=False)
         store.upload_objects(plan.objects)
         written = [new for _, new in plan.records]
         store.write_records(written)

@@ -9,6 +9,7 @@ this package (the architecture test checks that nothing outside names them):
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
     committer.py  placing, sealing and committing checkpoints and writes
     deleter.py    deleting records and objects: marks first, full batches, marks last
+    rewriter.py   a thread's checkpoints re-sealed and renamed, for a copy or a rotation
     objects.py    object reads and writes in waves, through one cache
     cache.py      the one cache type (least recently used)
     fences.py     which leases this context holds
@@ -46,11 +47,14 @@ from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
+from langgraph.checkpoint.s3dynamo.store.rewriter import Rewrite, Rewriter
 from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT, Scope
 from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import (
     Blobs,
     BundleBlob,
+    CheckpointAt,
+    Located,
     StoredValues,
     Typed,
     ValueBlob,
@@ -62,10 +66,12 @@ __all__ = [
     "EVERY_DEPLOYMENT",
     "Blobs",
     "BundleBlob",
+    "CheckpointAt",
     "Entry",
     "Grouped",
     "Holding",
     "LazyPorts",
+    "Rewrite",
     "Skeleton",
     "Skipped",
     "StorePolicy",
@@ -111,6 +117,7 @@ class ThreadStore(Upkeep):
             policy=policy,
         )
         self.deleter = Deleter(ports, self.finder, self.objects, namer, self.now)
+        self.rewriter = Rewriter(self.walker, self.finder, self.now)
 
     def with_codec(self, codec: Codec) -> ThreadStore:
         """This store serializing through another codec (a saver's copy with its own
@@ -124,6 +131,7 @@ class ThreadStore(Upkeep):
         clone.decoder = _rebound(self.decoder, walker=clone.walker)
         clone.committer = _rebound(self.committer, finder=clone.finder, walker=clone.walker)
         clone.deleter = _rebound(self.deleter, finder=clone.finder)
+        clone.rewriter = _rebound(self.rewriter, walker=clone.walker, finder=clone.finder)
         return clone
 
     @property
@@ -250,12 +258,12 @@ class ThreadStore(Upkeep):
         tasks: Mapping[str, tuple[str, str]] | None = None,
     ) -> Blobs:
         """Every blob of a checkpoint and of its writes, placed (`Walker.walk`): what the
-        decoder, history, stats, verify and rewrite all go through."""
+        decoder, history, stats, verify and `rewrite` all go through."""
         return self.walker.walk(entry, body, tasks)
 
     def value_data(
         self,
-        entry: Entry,
+        entry: Located,
         value: ValueBlob,
         fetched: Mapping[str, bytes],
         bases: dict[str, Typed] | None = None,
@@ -264,7 +272,7 @@ class ThreadStore(Upkeep):
         return self.walker.value_data(entry, value, fetched, bases)
 
     def write_blob_data(
-        self, entry: Entry, task_id: str, idx: int, blob: bytes
+        self, entry: Located, task_id: str, idx: int, blob: bytes
     ) -> tuple[str, Typed]:
         """A pending write's sealed blob opened but not deserialized."""
         return self.walker.write_blob_data(entry, task_id, idx, blob)
@@ -290,10 +298,26 @@ class ThreadStore(Upkeep):
         return self.walker.write_data(entry, write, fetched)
 
     def bundle_blobs(
-        self, entry: Entry, bundle: BundleBlob, fetched: Mapping[str, bytes]
+        self, entry: Located, key: str, fetched: Mapping[str, bytes]
     ) -> dict[int, bytes]:
         """The sealed writes a bundle object holds, by index."""
-        return self.walker.bundle_blobs(entry, bundle, fetched)
+        return self.walker.bundle_blobs(entry, key, fetched)
+
+    def bundle_writes(
+        self, entry: Located, task_id: str, key: str, fetched: Mapping[str, bytes]
+    ) -> dict[int, tuple[str, Typed]]:
+        """A task's bundled writes opened but not deserialized, by index."""
+        return self.walker.bundle_writes(entry, task_id, key, fetched)
+
+    def rewrite(self, src: str, dst: str, entries: Sequence[Entry], *, stale_only: bool) -> Rewrite:
+        """`src`'s checkpoints as records and objects of `dst` (a copy), every blob
+        re-sealed for it; with `stale_only` and `src == dst`, only the blobs not under
+        the active key (a rotation). Builds them and writes nothing (`Rewriter.rewrite`)."""
+        return self.rewriter.rewrite(src, dst, entries, stale_only=stale_only)
+
+    def rewritten_keys(self, dst: str, entry: Entry) -> set[str]:
+        """Sort keys `rewrite` writes for one entry in `dst`'s partition."""
+        return self.rewriter.target_keys(dst, entry)
 
     # ------------------------------------------------- decoding
 

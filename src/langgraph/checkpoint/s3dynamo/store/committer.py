@@ -271,19 +271,9 @@ class Committer:
         held = lease.stamp() if lease is not None else None
         try:
             self._ports.records.put_checkpoint(record, head, held)
-        except LeaseLostError as exc:
-            raise LeaseLostError(
-                f"{what}: not written: the thread's lease expired and another holder took it "
-                "over; this run must stop (its writes are refused). A holder keeps its lease "
-                "while it writes or its heartbeat runs; a longer ttl covers longer stalls"
-            ) from exc
-        except ConcurrentUpdateError as exc:
-            raise ConcurrentUpdateError(
-                f"{what}: not written: another run committed to this thread since this run "
-                f"continued checkpoint {parent_id or '(none: a new thread)'} as the latest "
-                f"({exc}). Retry the run: it will load the new latest state. To run one at "
-                "a time instead, wrap runs in saver.ops.thread_lock(thread_id)"
-            ) from exc
+        except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
+            exc.refusing(what, parent_id)
+            raise
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
         self.handoff.keep(tid, ns, cid, stored)
@@ -374,10 +364,8 @@ class Committer:
         try:
             self._ports.records.merge_writes(record, LAST_WINS, held)
         except LeaseLostError as exc:
-            raise LeaseLostError(
-                f"{describe(tid, ns, cid)}: writes of task {task_id!r} not written: the "
-                "thread's lease expired and another holder took it over; this run must stop"
-            ) from exc
+            exc.refusing(f"{describe(tid, ns, cid)}: writes of task {task_id!r}")
+            raise
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
 

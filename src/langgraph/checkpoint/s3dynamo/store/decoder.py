@@ -19,7 +19,7 @@ from langgraph.checkpoint.s3dynamo.runnable_config import make_config
 from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
-from langgraph.checkpoint.s3dynamo.store.walker import Blobs, StoredValues, Typed, Walker
+from langgraph.checkpoint.s3dynamo.store.walker import Blobs, Typed, ValueBlob, Walker
 
 # Checkpoints whose values are fetched in one S3 wave while listing.
 LIST_PAGE = 32
@@ -47,14 +47,14 @@ class KeptBundle(NamedTuple):
 
 
 class Skeleton(NamedTuple):
-    """A checkpoint that has a child, opened: its parent, where its values are stored,
-    and its writes, inline ones decrypted and decompressed but not deserialized. None of
+    """A checkpoint that has a child, opened: its parent, its values as the walk placed
+    them, and its writes, inline ones decrypted and decompressed but not deserialized. None of
     it changes once a child exists (the writes that produced the child are all in), so a
     history walk keeps it and never reads, decrypts or decompresses it again; each walk
     deserializes only the writes it returns, into objects of its own."""
 
     parent: str | None
-    stored: StoredValues
+    values: tuple[ValueBlob, ...]
     writes: tuple[KeptWrite, ...]
     bundles: tuple[KeptBundle, ...] = ()
 
@@ -168,8 +168,9 @@ class Decoder:
             channel, typed = kept or walker.write_data(entry, w, fetched)
             found.append((order, w.task_id, channel, typed))
         for b in blobs.bundles:
-            for idx, blob in walker.bundle_blobs(entry, b, fetched).items():
-                channel, typed = walker.write_blob_data(entry, b.task_id, idx, blob)
+            for idx, (channel, typed) in walker.bundle_writes(
+                entry, b.task_id, b.key, fetched
+            ).items():
                 found.append(
                     (writes_sort_key(b.task_path, b.task_id, idx), b.task_id, channel, typed)
                 )
@@ -209,7 +210,7 @@ class Decoder:
             channel, typed = self.walker.write_data(entry, w, {})
             writes.append(KeptWrite(order, w.task_id, w.idx, channel, typed))
         bundles = tuple(KeptBundle(b.task_id, b.task_path, b.key) for b in blobs.bundles)
-        return Skeleton(blobs.body.get("parent"), blobs.stored, tuple(writes), bundles)
+        return Skeleton(blobs.body.get("parent"), tuple(blobs.values), tuple(writes), bundles)
 
     def skeleton(self, tid: str, ns: str, cid: str) -> Skeleton | None:
         return self.skeletons.get((tid, ns, cid))

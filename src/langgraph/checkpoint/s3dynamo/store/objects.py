@@ -66,11 +66,8 @@ class ObjectIO:
         try:
             bodies = parallel(self.port.get, keys)
         except ObjectNotFoundError as exc:
-            raise ObjectNotFoundError(
-                f"{needed.get(exc.key, 'a checkpoint')}: object {exc.key!r} is referenced "
-                "by the index but missing from the bucket; it was deleted outside s3dynamo",
-                exc.key,
-            ) from exc
+            exc.referenced_by(needed.get(exc.key, "a checkpoint"))
+            raise
         for key, body in zip(keys, bodies, strict=True):
             self.cache.put(key, body)
             found[key] = body

@@ -125,10 +125,6 @@ class Upkeep:
     def object_key(self, tid: str, leaf: str) -> str:
         return self.objects.key(tid, leaf)
 
-    def value_key(self, tid: str, ns: str, channel: str, version: str) -> str:
-        """The object key of a channel value's full version (a delta's base)."""
-        return self.objects.key(tid, self.namer.value(tid, ns, channel, version))
-
     def thread_prefix(self, thread_name: str) -> str:
         return self.objects.thread_prefix(thread_name)
 

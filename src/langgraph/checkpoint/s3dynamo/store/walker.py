@@ -14,24 +14,53 @@ A checkpoint's blobs:
 
 `walk` opens only what says where things are (the checkpoint body and each task's
 reference); opening a value or a write is the caller's step, with `value_data`,
-`write_data` and `bundle_blobs`, once the objects are fetched.
+`write_data`, `bundle_blobs` and `bundle_writes`, once the objects are fetched. These
+take the checkpoint as an `Entry` or, for what was walked before (history's kept
+skeletons), as a `CheckpointAt`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import split_write_ref
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import WritesRecord, unpack_bundle
+from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 
 Typed = tuple[str, bytes]
+
+
+class Located(Protocol):
+    """The checkpoint a blob belongs to, which its sealing is bound to: an `Entry`, or a
+    `CheckpointAt` where the records are no longer at hand."""
+
+    @property
+    def tid(self) -> str: ...
+    @property
+    def ns(self) -> str: ...
+    @property
+    def checkpoint_id(self) -> str: ...
+    @property
+    def what(self) -> str: ...
+
+
+class CheckpointAt(NamedTuple):
+    """A checkpoint by identity: thread id, namespace, checkpoint id."""
+
+    tid: str
+    ns: str
+    checkpoint_id: str
+
+    @property
+    def what(self) -> str:
+        return describe(self.tid, self.ns, self.checkpoint_id)
 
 
 class StoredValue(NamedTuple):
@@ -57,6 +86,17 @@ class ValueBlob(NamedTuple):
     blob: bytes | None
     key: str | None
     base: tuple[str, str] | None
+
+    def object_keys(self) -> list[str]:
+        """The objects it opens from: its own, or a delta's base."""
+        return [k for k in (self.key, self.base[1] if self.base else None) if k is not None]
+
+    def base_value(self) -> ValueBlob | None:
+        """A delta's base as a full value to open on its own; None if this is no delta."""
+        if self.base is None:
+            return None
+        version, key = self.base
+        return ValueBlob(self.channel, version, None, key, None)
 
 
 class WriteBlob(NamedTuple):
@@ -99,8 +139,7 @@ class Blobs:
     def keys(self) -> dict[str, str]:
         """Object key -> the checkpoint needing it: values, delta bases, writes, bundles."""
         what = self.entry.what
-        keys = {v.key: what for v in self.values if v.key is not None}
-        keys.update({v.base[1]: what for v in self.values if v.base is not None})
+        keys = {key: what for v in self.values for key in v.object_keys()}
         keys.update({w.key: what for w in self.writes if w.key is not None})
         keys.update({b.key: what for b in self.bundles})
         return keys
@@ -200,7 +239,7 @@ class Walker:
 
     def value_data(
         self,
-        entry: Entry,
+        entry: Located,
         value: ValueBlob,
         fetched: Mapping[str, bytes],
         bases: dict[str, Typed] | None = None,
@@ -224,14 +263,14 @@ class Walker:
         )
 
     def write_data(
-        self, entry: Entry, write: WriteBlob, fetched: Mapping[str, bytes]
+        self, entry: Located, write: WriteBlob, fetched: Mapping[str, bytes]
     ) -> tuple[str, Typed]:
         """A pending write opened but not deserialized: (channel, (type, data))."""
         blob = write.blob if write.blob is not None else fetched[write.key or ""]
         return self.write_blob_data(entry, write.task_id, write.idx, blob)
 
     def write_blob_data(
-        self, entry: Entry, task_id: str, idx: int, blob: bytes
+        self, entry: Located, task_id: str, idx: int, blob: bytes
     ) -> tuple[str, Typed]:
         return self.codec.write_data(
             entry.tid,
@@ -244,10 +283,19 @@ class Walker:
         )
 
     def bundle_blobs(
-        self, entry: Entry, bundle: BundleBlob, fetched: Mapping[str, bytes]
+        self, entry: Located, key: str, fetched: Mapping[str, bytes]
     ) -> dict[int, bytes]:
-        """The sealed writes a bundle object holds, by index."""
+        """The sealed writes the bundle object `key` holds, by index."""
         try:
-            return unpack_bundle(fetched[bundle.key])
+            return unpack_bundle(fetched[key])
         except ValueError as exc:
-            raise IntegrityError(f"{entry.what}: writes bundle {bundle.key!r}: {exc}") from exc
+            raise IntegrityError(f"{entry.what}: writes bundle {key!r}: {exc}") from exc
+
+    def bundle_writes(
+        self, entry: Located, task_id: str, key: str, fetched: Mapping[str, bytes]
+    ) -> dict[int, tuple[str, Typed]]:
+        """A task's bundled writes opened but not deserialized: index -> (channel, data)."""
+        return {
+            idx: self.write_blob_data(entry, task_id, idx, blob)
+            for idx, blob in self.bundle_blobs(entry, key, fetched).items()
+        }
