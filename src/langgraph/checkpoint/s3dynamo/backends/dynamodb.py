@@ -51,14 +51,17 @@ from langgraph.checkpoint.s3dynamo.backoff import Backoff
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     LeaseLostError,
+    StorageConfigError,
     StorageError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     HEAD_PREFIX,
     control_pk,
     is_control_pk,
+    idle_key,
     is_deployment_pk,
     is_memory_pk,
+    tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
@@ -75,6 +78,8 @@ from langgraph.checkpoint.s3dynamo.records import (
     head_key,
 )
 from langgraph.checkpoint.s3dynamo.schema import (
+    IDLE_INDEX,
+    IDLE_KEY,
     PARTITION_KEY,
     RUN_INDEX,
     RUN_KEY,
@@ -273,13 +278,16 @@ class DynamoRecords(DynamoTable):
     def put_checkpoint(
         self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
     ) -> None:
+        # The idle-index key goes on the head, or on the record when there is none.
+        idle = idle_key(record.pk, record.written_at or int(time.time()))
+        item = to_item(record) | ({} if head is not None else {IDLE_KEY: {"S": idle}})
         if head is None and fence is None:
             with translate_errors(self.resource):
-                self.client.put_item(TableName=self.table, Item=to_item(record))
+                self.client.put_item(TableName=self.table, Item=item)
             return
-        items: list[dict[str, Any]] = [{"Put": {"TableName": self.table, "Item": to_item(record)}}]
+        items: list[dict[str, Any]] = [{"Put": {"TableName": self.table, "Item": item}}]
         if head is not None:
-            items.append({"Update": {"TableName": self.table, **head_update(head)}})
+            items.append({"Update": {"TableName": self.table, **head_update(head, idle)}})
         if fence is not None:
             items.append({"Update": {"TableName": self.table, **fence_update(fence)}})
         self._transact(
@@ -380,12 +388,50 @@ class DynamoControl(DynamoTable):
         self.delete_items(keys)
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        self._batch(
-            [
-                {"PutRequest": {"Item": {**key_item(head_key(thread_name, ns)), HEAD: {"S": v}}}}
-                for ns, v in sorted(heads.items())
-            ]
+        items = [{**key_item(head_key(thread_name, ns)), HEAD: {"S": v}} for ns, v in heads.items()]
+        for item in items:
+            # A tombstone stays in the idle index under its own day (found once it expires).
+            if (at := tombstone_time(item[HEAD]["S"])) is not None:
+                item[IDLE_KEY] = {"S": idle_key(thread_name, at)}
+        self._batch([{"PutRequest": {"Item": i}} for i in sorted(items, key=str)])
+
+    def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
+        out = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=("ConditionalCheckFailedException",),
+            TableName=self.table,
+            Key=key_item(key),
+            UpdateExpression="SET #ik = :to",
+            ConditionExpression="#ik = :was" if was else "attribute_exists(#pk)",
+            ExpressionAttributeNames={"#ik": IDLE_KEY, **({} if was else {"#pk": PARTITION_KEY})},
+            ExpressionAttributeValues={":to": {"S": to}, **({":was": {"S": was}} if was else {})},
         )
+        return out.refused is None
+
+    def idle_query(self, partition: str, prefix: str = "") -> Iterator[list[ItemKey]]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": IDLE_INDEX,
+            "KeyConditionExpression": "#ik = :ik"
+            + (" AND begins_with(#pk, :prefix)" if prefix else ""),
+            "ExpressionAttributeNames": {"#ik": IDLE_KEY}
+            | ({"#pk": PARTITION_KEY} if prefix else {}),
+            "ExpressionAttributeValues": {":ik": {"S": partition}}
+            | ({":prefix": {"S": prefix}} if prefix else {}),
+        }
+        try:
+            for items in self._pages("query", request):
+                yield [ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items]
+        except StorageError as exc:
+            if "ValidationException" not in str(exc) or "index" not in str(exc):
+                raise
+            raise StorageConfigError(
+                f"{self.resource} has no global secondary index {IDLE_INDEX!r}, which "
+                f"retention Queries for idle threads ({exc}). Add it: apply this version's "
+                "terraform/ (aws_dynamodb_table.index declares it), or run setup() on a new "
+                "table; meanwhile sweep with the full Scan (`s3dynamo expire --full`)"
+            ) from exc
 
     def delete_items(self, keys: Iterable[ItemKey]) -> None:
         self._batch([{"DeleteRequest": {"Key": key_item(k)}} for k in keys])
@@ -488,14 +534,15 @@ class DynamoScans(DynamoTable):
     # Retention reads keys, stamps and heads only: a small reply, though DynamoDB bills
     # a Scan or Query by the size of the whole items it reads.
 
-    STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT, "#h": HEAD}
+    STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT}
+    STAMP_NAMES |= {"#h": HEAD, "#ik": IDLE_KEY}
 
     def scan_stamps(
         self, segment: int = 0, segments: int = 1, prefix: str = ""
     ) -> Iterator[list[Stamp]]:
         request: dict[str, Any] = {
             "TableName": self.table,
-            "ProjectionExpression": "#pk, #sk, #a, #h",
+            "ProjectionExpression": "#pk, #sk, #a, #h, #ik",
             "ExpressionAttributeNames": dict(self.STAMP_NAMES),
         }
         if segments > 1:
@@ -508,7 +555,7 @@ class DynamoScans(DynamoTable):
         request = {
             "TableName": self.table,
             "KeyConditionExpression": "#pk = :pk",
-            "ProjectionExpression": "#pk, #sk, #a, #h",
+            "ProjectionExpression": "#pk, #sk, #a, #h, #ik",
             "ExpressionAttributeNames": self.STAMP_NAMES,
             "ExpressionAttributeValues": {":pk": {"S": pk}},
             "ConsistentRead": True,

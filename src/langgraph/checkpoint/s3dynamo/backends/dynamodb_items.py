@@ -26,7 +26,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     Stamp,
     WritesRecord,
 )
-from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY, RUN_KEY, SORT_KEY
+from langgraph.checkpoint.s3dynamo.schema import IDLE_KEY, PARTITION_KEY, RUN_KEY, SORT_KEY
 
 Item = dict[str, Any]
 
@@ -160,6 +160,7 @@ def stamp_of(item: Item) -> Stamp:
         ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
         _written_at(item),
         item.get(HEAD, {}).get("S"),
+        item.get(IDLE_KEY, {}).get("S"),
     )
 
 
@@ -231,14 +232,16 @@ def replace_update(old: Item, new: Item) -> dict[str, Any] | None:
     }
 
 
-def head_update(head: HeadMove) -> dict[str, Any]:
+def head_update(head: HeadMove, idle: str) -> dict[str, Any]:
     """The Update moving a namespace's head, conditional when the commit must find the
-    head still at its parent (or absent, or already at this very checkpoint)."""
+    head still at its parent (or absent, or already at this very checkpoint). It also
+    sets the head's idle-index key (`idle`); the index is written only when that key
+    changes, on the thread's first commit of a day."""
     update: dict[str, Any] = {
         "Key": key_item(head.key),
-        "UpdateExpression": "SET #h = :to",
-        "ExpressionAttributeNames": {"#h": HEAD},
-        "ExpressionAttributeValues": {":to": {"S": head.to}},
+        "UpdateExpression": "SET #h = :to, #ik = :ik",
+        "ExpressionAttributeNames": {"#h": HEAD, "#ik": IDLE_KEY},
+        "ExpressionAttributeValues": {":to": {"S": head.to}, ":ik": {"S": idle}},
     }
     if head.expect_parent:
         condition = "attribute_not_exists(#h) OR #h = :to"
