@@ -379,3 +379,34 @@ def test_a_langgraph_json_ttl_and_the_environment_give_the_same_settings(
     monkeypatch.setenv("S3DYNAMO_TTL", "30 days")
     with pytest.raises(InvalidConfigError, match="S3DYNAMO_TTL must be JSON"):
         Settings.from_env(keys={"k": b"k" * 32}, secret=b"s" * 16)
+
+
+def test_the_index_sweep_keeps_a_thread_written_since_and_finds_it_once_idle(
+    saver: MemorySaver,
+) -> None:
+    at(saver, -40)
+    graph = chat(saver, "chat", turns=2)
+    name = saver.store.namer.thread("chat")
+    at(saver, -39)
+    first = saver.ops.expire_idle_threads(TTL)  # no cursor yet: the Scan
+    assert first.cursor.day is None and not first.removed
+    # Five days ago a task wrote pending writes only: no checkpoint, so its head (and its
+    # index key) still says forty days ago.
+    at(saver, -5)
+    config = graph.get_state({"configurable": {"thread_id": "chat"}}).config
+    saver.put_writes(config, [("messages", HumanMessage("late", id="late"))], "task-late")
+    kept = history(graph, "chat")
+    at(saver, 0)
+    plan = saver.ops.expire_idle_threads(TTL)  # the index finds it under its old day
+    assert plan.cursor.day is not None and name in plan.seen
+    assert not plan.removed and plan.active == 1 and history(graph, "chat") == kept
+    # Its index key moved up to the pending writes' day, so a later sweep finds it.
+    [(key, moved)] = plan.cursor.moves
+    assert key.pk == name + "!" and moved.startswith(
+        time.strftime("%Y%m%d", time.gmtime(time.time() - 5 * DAY))
+    )
+    at(saver, 20)  # 25 days after the writes: not yet idle, and not read again
+    assert name not in saver.ops.expire_idle_threads(TTL).seen
+    at(saver, 26)  # 31 days after
+    assert saver.ops.expire_idle_threads(TTL).removed == [name]
+    assert saver.get_tuple({"configurable": {"thread_id": "chat"}}) is None

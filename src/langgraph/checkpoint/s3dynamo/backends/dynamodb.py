@@ -53,6 +53,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     LeaseLostError,
     StorageConfigError,
     StorageError,
+    StoreMissingError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     HEAD_PREFIX,
@@ -423,8 +424,9 @@ class DynamoControl(DynamoTable):
         try:
             for items in self._pages("query", request):
                 yield [ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items]
-        except StorageError as exc:
-            if "ValidationException" not in str(exc) or "index" not in str(exc):
+        except (StorageError, StoreMissingError) as exc:
+            # DynamoDB: ValidationException naming the index; moto: ResourceNotFound.
+            if isinstance(exc, StorageError) and "index" not in str(exc):
                 raise
             raise StorageConfigError(
                 f"{self.resource} has no global secondary index {IDLE_INDEX!r}, which "
