@@ -180,9 +180,7 @@ class FaultyIndex:
         self.faults.request(lambda: self.inner.put_heads(thread_name, heads))
 
     def idle_query(self, partition: str, prefix: str = "") -> Iterator[list[ItemKey]]:
-        return self.faults.request(
-            lambda: self.inner.idle_query(partition, prefix), writes=False
-        )
+        return self.faults.request(lambda: self.inner.idle_query(partition, prefix), writes=False)
 
     def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
         return self.faults.request(lambda: self.inner.set_idle(key, to, was))
@@ -194,9 +192,7 @@ class FaultyIndex:
 
     def put_control(self, pk: str, record: ControlRecord, expected_version: int | None) -> bool:
         if record.name.startswith("sweep"):
-            return self.faults.request(
-                lambda: self.inner.put_control(pk, record, expected_version)
-            )
+            return self.faults.request(lambda: self.inner.put_control(pk, record, expected_version))
         return self.inner.put_control(pk, record, expected_version)
 
     def create_if_missing(self) -> bool:

@@ -168,9 +168,7 @@ def check_repeated(
     if op == "expire keep_latest":
         # No marker, no lease left, and nothing more to drop.
         # (The full Scan reads every thread, so it counts the kept one.)
-        plan = saver.ops.expire_idle_threads(
-            "1d", strategy="keep_latest", dry_run=True, full=True
-        )
+        plan = saver.ops.expire_idle_threads("1d", strategy="keep_latest", dry_run=True, full=True)
         assert not plan.idle and not plan.leftovers and plan.kept == 1
     if op == "reencrypt":
         assert saver.ops.reencrypt(["t"]) == 0

@@ -58,8 +58,8 @@ from langgraph.checkpoint.s3dynamo.errors import (
 from langgraph.checkpoint.s3dynamo.layout import (
     HEAD_PREFIX,
     control_pk,
-    is_control_pk,
     idle_key,
+    is_control_pk,
     is_deployment_pk,
     is_memory_pk,
     tombstone_time,

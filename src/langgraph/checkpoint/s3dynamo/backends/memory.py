@@ -31,6 +31,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import record_size
+from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
@@ -38,7 +39,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
 from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace, tombstone_time
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
 from langgraph.checkpoint.s3dynamo.records import (
@@ -379,7 +379,9 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
             return stamps + self._control_stamps(pk)
 
     def _control_stamps(self, pk: str | None) -> list[Stamp]:
-        heads = [Stamp(k, None, h, self.idle.get(k)) for k, h in self.heads.items() if pk in (None, k.pk)]
+        heads = [
+            Stamp(k, None, h, self.idle.get(k)) for k, h in self.heads.items() if pk in (None, k.pk)
+        ]
         return heads + [Stamp(k) for k in self.leases if pk in (None, k.pk)]
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:

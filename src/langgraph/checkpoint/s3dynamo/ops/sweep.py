@@ -106,9 +106,7 @@ class SweepCursor:
             log.warning("retention: another sweep moved the cursor %r; kept its", self.name)
 
 
-def _move(
-    store: ThreadStore, name: str, seen: _Thread, cutoff: int
-) -> tuple[ItemKey, str] | None:
+def _move(store: ThreadStore, name: str, seen: _Thread, cutoff: int) -> tuple[ItemKey, str] | None:
     """Where an active thread's newest write must be indexed, if no item says so yet: on
     a live head (any namespace's), else on its newest record."""
     if seen.newest is None or seen.newest < cutoff or seen.newest_key is None:
@@ -176,5 +174,3 @@ def plan_sweep(
         m for n, seen in plan.seen.items() if (m := _move(store, n, seen, plan.cutoff)) is not None
     ]
     return plan
-
-

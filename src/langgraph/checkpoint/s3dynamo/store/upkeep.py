@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk, scope_of
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk, scope_of
 from langgraph.checkpoint.s3dynamo.records import (
     ControlRecord,
     ItemKey,
