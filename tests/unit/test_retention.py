@@ -410,3 +410,27 @@ def test_the_index_sweep_keeps_a_thread_written_since_and_finds_it_once_idle(
     at(saver, 26)  # 31 days after
     assert saver.ops.expire_idle_threads(TTL).removed == [name]
     assert saver.get_tuple({"configurable": {"thread_id": "chat"}}) is None
+
+
+def test_a_thread_revived_under_the_index_sweep_is_indexed_again(saver: MemorySaver) -> None:
+    at(saver, -40)
+    graph = chat(saver, "revived")
+    name = saver.store.namer.thread("revived")
+    at(saver, -39)
+    saver.ops.expire_idle_threads(TTL)  # the first sweep (the Scan) sets the cursor
+    at(saver, 0)
+    plan = saver.ops.expire_idle_threads(TTL, dry_run=True)
+    assert name in plan.idle
+    graph.invoke(
+        {"messages": [HumanMessage("back again", id="back")]},
+        {"configurable": {"thread_id": "revived"}},
+    )
+    plan.execute()
+    assert plan.revived == [name]
+    # Its heads went with the tombstones: the next sweep reads it from the cursor's list
+    # of threads left, and indexes its newest record, so it is found once idle.
+    at(saver, 1)
+    again = saver.ops.expire_idle_threads(TTL)
+    assert name in again.seen and not again.removed and again.cursor.moves
+    at(saver, 31)
+    assert saver.ops.expire_idle_threads(TTL).removed == [name]

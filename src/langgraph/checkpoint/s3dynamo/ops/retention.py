@@ -88,7 +88,7 @@ def stamp_time(stamp: Stamp) -> int | None:
 
 
 @dataclass
-class _Thread:
+class SeenThread:
     """What the Scan saw of one thread."""
 
     newest: int | None = None
@@ -184,7 +184,7 @@ class ExpiryPlan:
     records_deleted: int = 0
     objects_deleted: int = 0
     executed: bool = False
-    seen: dict[str, _Thread] = field(default_factory=dict, repr=False)
+    seen: dict[str, SeenThread] = field(default_factory=dict, repr=False)
     # The sweep's cursor (`ops/sweep.py`): journals the threads before removing them and
     # moves on once they are done. None: a plan that keeps no cursor.
     cursor: Any = field(default=None, repr=False)
@@ -396,7 +396,7 @@ def plan_expiry(
                 return False
             with lock:
                 for stamp in page:
-                    plan.seen.setdefault(thread_of(stamp.key.pk), _Thread()).see(stamp)
+                    plan.seen.setdefault(thread_of(stamp.key.pk), SeenThread()).see(stamp)
         return True
 
     finished = parallel(scan, range(segments))

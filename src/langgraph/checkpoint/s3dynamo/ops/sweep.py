@@ -39,7 +39,7 @@ from langgraph.checkpoint.s3dynamo.ops.retention import (
     PARALLEL_THREADS,
     SCAN_SEGMENTS,
     ExpiryPlan,
-    _Thread,
+    SeenThread,
     judge,
     plan_expiry,
 )
@@ -101,12 +101,21 @@ class SweepCursor:
         if not plan.scanned_all:
             return
         parallel(lambda move: self.store.set_idle(move[0], move[1], None), self.moves)
-        left = [*plan.unfinished, *plan.busy, *(s.partition for s in plan.skipped)]
+        # A revived thread lost its heads (and their index keys) with its tombstones: the
+        # next sweep reads it again and indexes its newest write (`_move`).
+        left = [
+            *plan.unfinished,
+            *plan.busy,
+            *plan.revived,
+            *(s.partition for s in plan.skipped),
+        ]
         if not self._write(self.to_day, sorted(set(left))):
             log.warning("retention: another sweep moved the cursor %r; kept its", self.name)
 
 
-def _move(store: ThreadStore, name: str, seen: _Thread, cutoff: int) -> tuple[ItemKey, str] | None:
+def _move(
+    store: ThreadStore, name: str, seen: SeenThread, cutoff: int
+) -> tuple[ItemKey, str] | None:
     """Where an active thread's newest write must be indexed, if no item says so yet: on
     a live head (any namespace's), else on its newest record."""
     if seen.newest is None or seen.newest < cutoff or seen.newest_key is None:
@@ -159,8 +168,8 @@ def plan_sweep(
                 for page in store.idle_items(idle_partition(day, shard), every=every):
                     names.update(thread_of(k.pk) for k in page)
 
-        def read(thread: str) -> _Thread:
-            seen = _Thread()
+        def read(thread: str) -> SeenThread:
+            seen = SeenThread()
             for pk in (thread, control_pk(thread)):
                 for stamp in store.partition_stamps(pk):
                     seen.see(stamp)
