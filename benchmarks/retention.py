@@ -23,8 +23,8 @@ import os
 import sys
 import time
 from collections import Counter
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -89,9 +89,7 @@ def main() -> None:
         units -= planned_units
 
         # Fresh clients: the meter above stays hooked on the first pair.
-        indexed = indexed_sweep(
-            args.threads, args.turns, new_client("dynamodb"), new_client("s3")
-        )
+        indexed = indexed_sweep(args.threads, args.turns, new_client("dynamodb"), new_client("s3"))
 
     n = args.threads
     scan_rru = scan_units(stored.ddb_bytes)

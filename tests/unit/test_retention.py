@@ -434,3 +434,15 @@ def test_a_thread_revived_under_the_index_sweep_is_indexed_again(saver: MemorySa
     assert name in again.seen and not again.removed and again.cursor.moves
     at(saver, 31)
     assert saver.ops.expire_idle_threads(TTL).removed == [name]
+
+
+def test_a_copied_thread_is_in_the_index_and_found_once_idle(saver: MemorySaver) -> None:
+    at(saver, -40)
+    chat(saver, "source")
+    at(saver, -39)
+    saver.ops.expire_idle_threads(TTL)  # the first sweep (the Scan) sets the cursor
+    saver.copy_thread("source", "target")  # records written whole, no commit, no head
+    at(saver, 0)
+    plan = saver.ops.expire_idle_threads(TTL)
+    namer = saver.store.namer
+    assert sorted(plan.removed) == sorted([namer.thread("source"), namer.thread("target")])

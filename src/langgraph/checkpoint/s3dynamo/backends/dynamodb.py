@@ -35,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     LEASE_TOKEN,
     WRITTEN_AT,
     Item,
+    batch_idle_keys,
     fence_update,
     from_item,
     head_update,
@@ -369,7 +370,11 @@ class DynamoRecords(DynamoTable):
     def write_batch(
         self, puts: Iterable[Record | Mark] = (), deletes: Iterable[ItemKey] = ()
     ) -> None:
-        requests = [{"PutRequest": {"Item": to_item(r)}} for r in puts]
+        idle = batch_idle_keys(puts := list(puts))
+        items = [
+            to_item(r) | ({IDLE_KEY: {"S": idle[r.key]}} if r.key in idle else {}) for r in puts
+        ]
+        requests = [{"PutRequest": {"Item": i}} for i in items]
         requests += [{"DeleteRequest": {"Key": key_item(k)}} for k in deletes]
         self._batch(requests)
 
@@ -411,16 +416,13 @@ class DynamoControl(DynamoTable):
         return out.refused is None
 
     def idle_query(self, partition: str, prefix: str = "") -> Iterator[list[ItemKey]]:
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "IndexName": IDLE_INDEX,
-            "KeyConditionExpression": "#ik = :ik"
-            + (" AND begins_with(#pk, :prefix)" if prefix else ""),
-            "ExpressionAttributeNames": {"#ik": IDLE_KEY}
-            | ({"#pk": PARTITION_KEY} if prefix else {}),
-            "ExpressionAttributeValues": {":ik": {"S": partition}}
-            | ({":prefix": {"S": prefix}} if prefix else {}),
-        }
+        cond, names, values = "#ik = :ik", {"#ik": IDLE_KEY}, {":ik": {"S": partition}}
+        if prefix:
+            cond += " AND begins_with(#pk, :p)"
+            names["#pk"], values[":p"] = PARTITION_KEY, {"S": prefix}
+        request: dict[str, Any] = {"TableName": self.table, "IndexName": IDLE_INDEX}
+        request |= {"KeyConditionExpression": cond, "ExpressionAttributeNames": names}
+        request["ExpressionAttributeValues"] = values
         try:
             for items in self._pages("query", request):
                 yield [ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items]
@@ -431,7 +433,7 @@ class DynamoControl(DynamoTable):
             raise StorageConfigError(
                 f"{self.resource} has no global secondary index {IDLE_INDEX!r}, which "
                 f"retention Queries for idle threads ({exc}). Add it: apply this version's "
-                "terraform/ (aws_dynamodb_table.index declares it), or run setup() on a new "
+                "terraform/ (aws_dynamodb_table.this declares it), or run setup() on a new "
                 "table; meanwhile sweep with the full Scan (`s3dynamo expire --full`)"
             ) from exc
 

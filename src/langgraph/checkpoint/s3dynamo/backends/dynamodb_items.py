@@ -9,11 +9,16 @@ Everything here is pure (no botocore): `dynamodb.py` sends the requests.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import TOMBSTONE_MARK, is_mark_key, is_writes_key
+from langgraph.checkpoint.s3dynamo.layout import (
+    TOMBSTONE_MARK,
+    idle_key,
+    is_mark_key,
+    is_writes_key,
+)
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     DirectoryEntry,
@@ -230,6 +235,19 @@ def replace_update(old: Item, new: Item) -> dict[str, Any] | None:
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
     }
+
+
+def batch_idle_keys(puts: Iterable[Record | Mark]) -> dict[ItemKey, str]:
+    """The idle-index keys records written whole (copies, imports, rewrites) carry: the
+    newest checkpoint of each thread in the batch, so a thread written without a commit
+    (which indexes its head) is still found once idle."""
+    newest: dict[str, CheckpointRecord] = {}
+    for r in puts:
+        if not isinstance(r, CheckpointRecord) or r.written_at is None:
+            continue
+        if r.pk not in newest or r.written_at > (newest[r.pk].written_at or 0):
+            newest[r.pk] = r
+    return {r.key: idle_key(r.pk, r.written_at or 0) for r in newest.values()}
 
 
 def head_update(head: HeadMove, idle: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import overload
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import record_size
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import batch_idle_keys, record_size
 from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
@@ -338,6 +338,10 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
     ) -> None:
         with self._lock:
             self._count("write_batch")
+            puts = list(puts)
+            for record in puts:  # a Put replaces the whole item, index key included
+                self.idle.pop(record.key, None)
+            self.idle.update(batch_idle_keys(puts))
             for record in puts:
                 self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
             for key in deletes:
