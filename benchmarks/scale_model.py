@@ -67,8 +67,8 @@ class Indexed:
     lambda_dollars: float
 
 
-# The idle index, by AWS's rule for global secondary index writes ("Managing Global
-# Secondary Indexes", provisioned throughput considerations): an item that gains the
+# The idle index, by AWS's rule for global secondary index writes ("Using Global
+# Secondary Indexes in DynamoDB", provisioned throughput considerations): an item that gains the
 # index key is one index write, a key that changes two, an item deleted one, a write
 # that leaves the key as it was none. A W1 conversation (40 invokes on one day) costs:
 # 1 (its head created) + 2 (the tombstone moves it to the removal's day) + 1 (the

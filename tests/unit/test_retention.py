@@ -446,3 +446,19 @@ def test_a_copied_thread_is_in_the_index_and_found_once_idle(saver: MemorySaver)
     plan = saver.ops.expire_idle_threads(TTL)
     namer = saver.store.namer
     assert sorted(plan.removed) == sorted([namer.thread("source"), namer.thread("target")])
+
+
+def test_a_tenants_indexed_sweep_reads_only_its_own_threads(saver: MemorySaver) -> None:
+    other = memory_saver(saver.index, saver.objects, prefix="tenant-2/", inline_max=0)
+    mine = memory_saver(saver.index, saver.objects, prefix="tenant-1/", inline_max=0)
+    for s in (mine, other):
+        at(s, -40)
+        chat(s, "idle")
+        at(s, -39)
+        s.ops.expire_idle_threads(TTL)  # each tenant's first sweep scans
+        at(s, 0)
+    plan = mine.ops.expire_idle_threads(TTL)
+    assert plan.removed == [mine.store.namer.thread("idle")]
+    assert set(plan.seen) == {mine.store.namer.thread("idle")}  # the other's not read
+    assert other.get_tuple({"configurable": {"thread_id": "idle"}}) is not None
+    assert other.ops.expire_idle_threads(TTL).removed == [other.store.namer.thread("idle")]
