@@ -9,6 +9,7 @@ plan and executes it on `--yes`). Inspections return reports. Each plan and repo
 
     gc.py         garbage collection: plan, then execute (proof in docs/RELIABILITY.md)
     retention.py  expiring idle threads: the sweep and its guarantees
+    sweep.py      finding idle threads through the idle index, after the sweep's cursor
     threads.py    delete, copy, prune and delete-runs plans
     reencrypt.py  re-sealing under the active key
     rewrite.py    re-sealing a thread's blobs (for copies and re-encryption)
@@ -99,7 +100,7 @@ class Operations:
                 "and a saver without a prefix acts only on the threads written without "
                 "one. Say that is meant with scope='' (command line: --scope ''), or run it "
                 "with each tenant's prefix and keys"
-                + ("; scope='*' expires idle threads of every tenant in one Scan" if every else "")
+                + ("; scope='*' expires idle threads of every tenant in one sweep" if every else "")
             )
 
     def _entries(self, thread_id: str) -> list[Entry]:
