@@ -462,3 +462,19 @@ def test_a_tenants_indexed_sweep_reads_only_its_own_threads(saver: MemorySaver) 
     assert set(plan.seen) == {mine.store.namer.thread("idle")}  # the other's not read
     assert other.get_tuple({"configurable": {"thread_id": "idle"}}) is not None
     assert other.ops.expire_idle_threads(TTL).removed == [other.store.namer.thread("idle")]
+
+
+def test_an_indexed_sweep_out_of_time_leaves_its_days_to_the_next(saver: MemorySaver) -> None:
+    at(saver, -40)
+    for tid in ("a", "b"):
+        chat(saver, tid, turns=1)
+    at(saver, -39)
+    first = saver.ops.expire_idle_threads(TTL)  # the first sweep (the Scan) sets the cursor
+    at(saver, 0)
+    late = saver.ops.plan_expiry(TTL)
+    late.execute(deadline=time.monotonic() - 1)  # nothing started: both left
+    assert len(late.unfinished) == 2 and not late.removed
+    # The cursor did not move past their day, so the next sweep finds them again.
+    again = saver.ops.plan_expiry(TTL)
+    assert again.cursor.day == late.cursor.day == first.cursor.to_day
+    assert sorted(again.execute().removed) == sorted(late.unfinished)

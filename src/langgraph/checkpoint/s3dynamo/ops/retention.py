@@ -201,7 +201,7 @@ class ExpiryPlan:
                 self.unfinished += work[start:]
                 break
             if self.cursor is not None:
-                self.cursor.journal(work, start)
+                self.cursor.journal(work, start, self.revived)
             parallel(self._one, work[start : start + PARALLEL_THREADS])
         self.executed = True
         if self.cursor is not None:

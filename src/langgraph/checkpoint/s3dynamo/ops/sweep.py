@@ -51,9 +51,9 @@ log = logging.getLogger(__name__)
 
 # The cursor record in the deployment's own partition (`*`: a sweep of every tenant).
 CURSOR = "sweep"
-# Thread names one journal write holds: a multiple of the threads removed at once, small
-# enough for a 400 KB item with a long tenant prefix.
-JOURNAL_MAX = 100 * PARALLEL_THREADS
+# Thread names one cursor write holds: a multiple of the threads removed at once, small
+# enough for a 400 KB item with a tenant prefix of up to 200 characters.
+JOURNAL_MAX = 50 * PARALLEL_THREADS
 # The cursor stops this long before the sweep's clock: an index write is visible in the
 # index within seconds (global secondary indexes are eventually consistent), so every
 # write of a day the cursor passes was visible to the Queries that passed it.
@@ -84,12 +84,13 @@ class SweepCursor:
             self.version = version
         return ok
 
-    def journal(self, work: list[str], start: int) -> None:
+    def journal(self, work: list[str], start: int, revived: list[str]) -> None:
         """Before removing `work[start:]`: at each JOURNAL_MAX boundary, record the next
-        group's names, so a sweep killed among them leaves them to the next."""
+        group's names (and the threads revived so far, which lost their index keys), so
+        a sweep killed among them leaves them to the next."""
         if start % JOURNAL_MAX:
             return
-        if not self._write(self.day, work[start : start + JOURNAL_MAX]):
+        if not self._write(self.day, [*work[start : start + JOURNAL_MAX], *revived]):
             raise ConcurrentUpdateError(
                 f"retention: the sweep cursor {self.name!r} changed since this sweep read "
                 "it: another sweep is running on this deployment. Nothing more was removed; "
@@ -102,14 +103,17 @@ class SweepCursor:
             return
         parallel(lambda move: self.store.set_idle(move[0], move[1], None), self.moves)
         # A revived thread lost its heads (and their index keys) with its tombstones: the
-        # next sweep reads it again and indexes its newest write (`_move`).
-        left = [
-            *plan.unfinished,
-            *plan.busy,
-            *plan.revived,
-            *(s.partition for s in plan.skipped),
+        # next sweep reads it again and indexes its newest write (`_move`). A busy or
+        # skipped one is carried too, so the cursor moves on; a thread not started
+        # (`unfinished`) keeps its keys, so the cursor stays and the days are read again.
+        kept = set(plan.revived)
+        carried = [
+            *sorted(kept),
+            *sorted({*plan.busy, *(s.partition for s in plan.skipped)} - kept),
         ]
-        if not self._write(self.to_day, sorted(set(left))):
+        advance = not plan.unfinished and len(carried) <= JOURNAL_MAX
+        day = self.to_day if advance else self.day
+        if not self._write(day, carried[: max(JOURNAL_MAX, len(kept))]):
             log.warning("retention: another sweep moved the cursor %r; kept its", self.name)
 
 
