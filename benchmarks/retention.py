@@ -12,7 +12,10 @@ read unit, halved for an eventually consistent read, rounded up per page.
 
 It prints, per thread: stored bytes and items, requests by operation, write and read
 units; and, scaled to a million threads: the cost of removing them and the cost of the
-Scan a sweep makes over a table holding them (paid on every run, idle or not).
+Scan a sweep makes over a table holding them (the first sweep, and `--full`). Then the
+same conversations in a second table, swept from the idle index as a daily schedule runs
+it (`indexed_sweep`): what a sweep that removes nothing sends, and what each removed
+thread adds.
 """
 
 from __future__ import annotations
