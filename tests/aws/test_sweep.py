@@ -16,12 +16,10 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.errors import StorageConfigError
 from langgraph.checkpoint.s3dynamo.layout import IDLE_SHARDS
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, table_definition
-from tests.support.savers import BACKEND, RequestCounter, make_saver
+from tests.support.savers import RequestCounter, make_saver
 
 DAY = 86_400.0
 TTL = "30d"
-
-pytestmark = pytest.mark.skipif(BACKEND == "real", reason="dynalite has no transactions")
 
 
 def put(saver: S3DynamoSaver, tid: str) -> None:
