@@ -16,10 +16,11 @@ moto, billed by `billing.py` at the list prices it states:
 The workload mix (stated in the output): the table holds N W1 conversations; each month
 a share of them has been idle past the TTL and is removed, and as many new ones are
 written (40 invokes each), so N stays the same; the sweep runs `--sweeps` times a month.
-s3dynamo today finds idle threads with one Scan of the whole table per sweep. DynamoDBSaver
-is run with `ttl_seconds`: DynamoDB's TTL deletes its items for free, so it has no sweep.
-`redesigned_sweep` is the place for the redesigned sweep's measured figures; until a
-change fills it in, its column says "not measured".
+"Before" finds idle threads with one Scan of the whole table per sweep (`expire --full`,
+and the first sweep); "after" Queries the idle index after its cursor (`ops/sweep.py`),
+measured by the same retention run as a daily schedule runs it (`redesigned_sweep`).
+DynamoDBSaver is run with `ttl_seconds`: DynamoDB's TTL deletes its items for free, so it
+has no sweep.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
-from billing import DYNAMODB_RRU, request_dollars, storage_dollars  # noqa: E402
+from billing import DYNAMODB_RRU, DYNAMODB_WRU, request_dollars, storage_dollars  # noqa: E402
 
 RETENTION_RUN = HERE / "scale_model" / "retention_run.txt"
 RETENTION_COMMAND = ["benchmarks/retention.py", "--threads", "4", "--turns", "40"]
@@ -55,6 +56,29 @@ class Saver:
     dollars_per_conversation: float  # its 40 invokes' requests and units
     storage_per_month: float  # what it leaves stored, for a month
     ddb_bytes: float  # item bytes a Scan would read
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """The sweep from the idle index, from the retention run."""
+
+    per_sweep: float  # a sweep that removes nothing: the cursor and the index Queries
+    per_thread: float  # what each removed thread adds, requests and units
+    lambda_dollars: float
+
+
+# The idle index, by AWS's rule for global secondary index writes ("Using Global
+# Secondary Indexes in DynamoDB", provisioned throughput considerations): an item that gains the
+# index key is one index write, a key that changes two, an item deleted one, a write
+# that leaves the key as it was none. A W1 conversation (40 invokes on one day) costs:
+# 1 (its head created) + 2 (the tombstone moves it to the removal's day) + 1 (the
+# tombstone deleted a TTL later) = 4 write units, each entry being under 1 KB; every
+# further day a thread is written on adds 2.
+INDEX_WRITES_PER_CONVERSATION = 4
+# One entry: pk (22-character name and "!") + sk ("head#" and a 12-character namespace
+# hash) + ik (`20261201#07`) + the three attribute names, plus DynamoDB's 100 bytes of
+# item overhead (added by `storage_dollars`).
+INDEX_ENTRY_BYTES = 23 + 17 + 11 + 6
 
 
 @dataclass(frozen=True)
@@ -100,6 +124,43 @@ def w1_saver(markdown: str, saver: str, name: str, removal: Removal | None) -> S
     return Saver(name, per_invoke * W1_INVOKES, storage_dollars(int(ddb), int(items), int(s3)), ddb)
 
 
+def read_indexed(text: str) -> Indexed:
+    part = text[text.index("indexed sweep") :]
+
+    def find(pattern: str) -> str:
+        m = re.search(pattern, part)
+        if m is None:
+            raise LookupError(f"{pattern!r} not in {RETENTION_RUN}; re-run with --measure")
+        return m.group(1)
+
+    def counts_of(listing: str) -> Counter[str]:
+        counts: Counter[str] = Counter()
+        for item in listing.split(", "):
+            op, n = item.split()
+            counts[op] += float(n)  # type: ignore[assignment]
+        return counts
+
+    empty = counts_of(find(r"removes nothing: ([^;]*);"))
+    empty_units = Counter(
+        wru=float(find(r"removes nothing: .*; write units (\S+),")),
+        rru=float(find(r"removes nothing: .*read units (\S+)\n")),
+    )
+    per = counts_of(find(r"requests per removed thread: (.*)"))
+    units = Counter(
+        wru=float(find(r"write units per removed thread (\S+),")),
+        rru=float(find(r"write units per removed thread .*read units (\S+)\n")),
+    )
+    seconds = float(find(r"modelled request time per removed thread (\S+) s"))
+    from langgraph.checkpoint.s3dynamo.ops.retention import PARALLEL_THREADS
+
+    return Indexed(
+        per_sweep=request_dollars(empty, empty_units),  # type: ignore[arg-type]
+        per_thread=request_dollars(per, units)  # type: ignore[arg-type]
+        + INDEX_WRITES_PER_CONVERSATION * DYNAMODB_WRU,
+        lambda_dollars=seconds / PARALLEL_THREADS * SWEEP_MEMORY_GB * LAMBDA_GB_SECOND,
+    )
+
+
 def read_removal(text: str) -> Removal:
     def find(pattern: str, number: bool = True) -> str:
         m = re.search(pattern, text)
@@ -131,10 +192,15 @@ def scan_dollars(ddb_bytes: float) -> float:
     return scan_units(int(ddb_bytes)) * DYNAMODB_RRU
 
 
-def redesigned_sweep(threads: int, expired: float, sweeps: int) -> float | None:
-    """Monthly dollars of the redesigned retention sweep (issue 32), from its own measured
-    requests per expired thread. Not measured yet: the redesign fills this in."""
-    return None
+def redesigned_sweep(indexed: Indexed, threads: int, expired: float, sweeps: int) -> float:
+    """Monthly dollars of the sweep from the idle index: its per-sweep Queries, what each
+    expired thread adds (with its index writes), and the index's storage."""
+    storage = storage_dollars(INDEX_ENTRY_BYTES * threads, threads, 0)
+    return (
+        sweeps * indexed.per_sweep
+        + expired * (indexed.per_thread + indexed.lambda_dollars)
+        + storage
+    )
 
 
 @dataclass(frozen=True)
@@ -157,7 +223,9 @@ class Row:
         return self.writes + self.storage + self.sweep
 
 
-def model(s3d: Saver, ddb: Saver, removal: Removal, share: float, sweeps: int) -> list[Row]:
+def model(
+    s3d: Saver, ddb: Saver, removal: Removal, indexed: Indexed, share: float, sweeps: int
+) -> list[Row]:
     rows = []
     for n in THREADS:
         expired = n * share
@@ -170,7 +238,7 @@ def model(s3d: Saver, ddb: Saver, removal: Removal, share: float, sweeps: int) -
                 n * s3d.storage_per_month,
                 sweeps * scan_dollars(n * s3d.ddb_bytes),
                 expired * (removal.dollars + removal.lambda_dollars),
-                redesigned_sweep(n, expired, sweeps),
+                redesigned_sweep(indexed, n, expired, sweeps),
             )
         )
         # DynamoDB TTL deletes cost nothing and there is no sweep to run.
@@ -205,8 +273,18 @@ def per_expired(s3d: Saver, removal: Removal, share: float, sweeps: int) -> floa
     )
 
 
+def per_expired_after(indexed: Indexed, threads: int, share: float, sweeps: int) -> float:
+    """The indexed sweep's dollars per expired thread (its index storage included)."""
+    return redesigned_sweep(indexed, threads, threads * share, sweeps) / (threads * share)
+
+
 def report(
-    rows: list[Row], s3d: Saver, ddb: Saver, removal: Removal, args: argparse.Namespace
+    rows: list[Row],
+    s3d: Saver,
+    ddb: Saver,
+    removal: Removal,
+    indexed: Indexed,
+    args: argparse.Namespace,
 ) -> str:
     out = [
         "# Scale model: monthly bill and retention sweep",
@@ -238,45 +316,60 @@ def report(
         "latencies).",
         "",
         "| threads | saver | expired / month | writes | storage | sweep: Scans | sweep: removals "
-        "| sweep / month | sweep per expired thread | redesigned sweep / month | month |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| sweep / month | sweep per expired thread | indexed sweep / month "
+        "| indexed sweep per expired thread | month |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        redesigned = (
-            "not measured"
-            if r.saver.startswith("s3dynamo") and r.redesigned is None
-            else ("—" if r.redesigned is None else money(r.redesigned))
-        )
+        redesigned = "—" if r.redesigned is None else money(r.redesigned)
+        after = "—" if r.redesigned is None else money(r.redesigned / r.expired)
         out.append(
             f"| {r.threads:,} | {r.saver} | {r.expired:,.0f} | {money(r.writes)} | "
             f"{money(r.storage)} | {money(r.scan)} | {money(r.removal)} | {money(r.sweep)} | "
-            f"{money(r.sweep / r.expired)} | {redesigned} | {money(r.month)} |"
+            f"{money(r.sweep / r.expired)} | {redesigned} | {after} | {money(r.month)} |"
         )
     out += [
         "",
-        "The sweep's cost per expired thread depends on the share that expires, not on N",
-        f"(both the Scans and the expiries grow with N); at {args.sweeps} sweeps a month:",
+        "The Scan sweep's cost per expired thread depends on the share that expires, not on",
+        "N (both the Scans and the expiries grow with N); the indexed sweep's is nearly the",
+        "same at any share (its per-sweep Queries are spread over the expired threads). At",
+        f"{args.sweeps} sweeps a month, a table of {THREADS[1]:,} threads:",
         "",
-        "| share of the table expiring a month | s3dynamo today, $ per expired thread "
-        "| redesigned sweep | DynamoDBSaver with TTL |",
+        "| share of the table expiring a month | before: Scan per sweep, $ per expired thread "
+        "| after: idle index | DynamoDBSaver with TTL |",
         "|---|---|---|---|",
     ]
     for share in SHARES:
         out.append(
             f"| {share:.1%} | {money(per_expired(s3d, removal, share, args.sweeps))} "
-            "| not measured | $0 |"
+            f"| {money(per_expired_after(indexed, THREADS[1], share, args.sweeps))} | $0 |"
         )
+    out += [
+        "",
+        f"The indexed sweep: {money(indexed.per_sweep)} per sweep that removes nothing (the",
+        "cursor and 32 shards' Queries for the days since the last sweep), then",
+        f"{money(indexed.per_thread)} per expired thread in requests and units (its",
+        f"{INDEX_WRITES_PER_CONVERSATION} index write units included: rule above "
+        "`INDEX_WRITES_PER_CONVERSATION`)",
+        f"and {money(indexed.lambda_dollars)} of the sweep function's time; the index's storage",
+        f"({INDEX_ENTRY_BYTES} bytes and 100 of overhead per thread) is in its monthly column.",
+    ]
     out += [
         "",
         "Not in the figures: DynamoDBSaver's `ttl` attribute on each item (the benchmark built",
         "it without `ttl_seconds`, so its item bytes lack it); the sweep function's time",
         "spent on the Scan itself (only removal time is modelled); S3 lifecycle rules, which",
-        "W1 does not need for DynamoDBSaver (it wrote no S3 object).",
+        "W1 does not need for DynamoDBSaver (it wrote no S3 object); for both s3dynamo",
+        "sweeps, the later removal of each expired thread's tombstone once older than the TTL",
+        "(the retention run does not reach it); for the indexed sweep, threads written on",
+        "more than one day (2 index write units for each further day).",
     ]
     return "\n".join(out) + "\n"
 
 
-def plot(rows: list[Row], s3d: Saver, removal: Removal, sweeps: int, path: Path) -> None:
+def plot(
+    rows: list[Row], s3d: Saver, removal: Removal, indexed: Indexed, sweeps: int, path: Path
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -288,6 +381,9 @@ def plot(rows: list[Row], s3d: Saver, removal: Removal, sweeps: int, path: Path)
     xs = [r.threads for r in mine]
     left.plot(xs, [r.month for r in mine], "o-", label=f"{mine[0].saver}: month")
     left.plot(xs, [r.sweep for r in mine], "o:", label=f"{mine[0].saver}: its sweep")
+    left.plot(
+        xs, [r.redesigned or 0.0 for r in mine], "^:", label="s3dynamo, idle index: its sweep"
+    )
     left.plot(xs, [r.month for r in theirs], "s--", label=f"{theirs[0].saver}: month")
     left.set(
         xscale="log",
@@ -301,19 +397,25 @@ def plot(rows: list[Row], s3d: Saver, removal: Removal, sweeps: int, path: Path)
         shares,
         [per_expired(s3d, removal, s, sweeps) for s in shares],
         "-",
-        label="s3dynamo today (Scan per sweep)",
+        label="s3dynamo before (Scan per sweep)",
+    )
+    right.plot(
+        shares,
+        [per_expired_after(indexed, THREADS[1], s, sweeps) for s in shares],
+        "--",
+        label="s3dynamo after (idle index)",
     )
     right.set(
         xscale="log",
         yscale="log",
         xlabel="share of the table expiring a month",
         ylabel="$ per expired thread",
-        title=f"Sweep cost per expired thread ({sweeps} sweeps a month)",
+        title=f"Sweep cost per expired thread ({sweeps} sweeps a month, 10^6 threads)",
     )
     right.text(
         0.45,
         0.85,
-        "DynamoDBSaver with TTL: $0 (TTL deletes are free)\nredesigned sweep: not measured yet",
+        "DynamoDBSaver with TTL: $0 (TTL deletes are free)",
         transform=right.transAxes,
         fontsize=8,
         color="grey",
@@ -352,12 +454,13 @@ def main() -> None:
         )
         RETENTION_RUN.write_text(f"$ python {' '.join(RETENTION_COMMAND)}\n{done.stdout}")
     removal = read_removal(RETENTION_RUN.read_text())
+    indexed = read_indexed(RETENTION_RUN.read_text())
     markdown = (HERE / "results.md").read_text()
     s3d = w1_saver(markdown, "s3dynamo+enc", "s3dynamo sealed", removal)
     ddb = w1_saver(markdown, "DynamoDBSaver", "DynamoDBSaver", None)
-    rows = model(s3d, ddb, removal, args.idle_share, args.sweeps)
-    (args.out / "results.md").write_text(report(rows, s3d, ddb, removal, args))
-    plot(rows, s3d, removal, args.sweeps, args.out / "scale_model.png")
+    rows = model(s3d, ddb, removal, indexed, args.idle_share, args.sweeps)
+    (args.out / "results.md").write_text(report(rows, s3d, ddb, removal, indexed, args))
+    plot(rows, s3d, removal, indexed, args.sweeps, args.out / "scale_model.png")
     print((args.out / "results.md").read_text())
 
 

@@ -39,11 +39,26 @@ resource "aws_dynamodb_table" "this" {
     type = "S"
   }
 
+  attribute {
+    name = "ik"
+    type = "S"
+  }
+
   # Sparse: only checkpoint items carry `rk` (a keyed hash of the run id).
   global_secondary_index {
     name            = "runs"
     hash_key        = "rk"
     range_key       = "sk"
+    projection_type = "KEYS_ONLY"
+  }
+
+  # Sparse: head items (and, with concurrent-run detection off, checkpoint items) carry
+  # `ik`, the day of the thread's last write and a shard; the retention sweep Queries the
+  # days that expired instead of scanning the table (docs/OPERATIONS.md, "Retention").
+  global_secondary_index {
+    name            = "idle"
+    hash_key        = "ik"
+    range_key       = "pk"
     projection_type = "KEYS_ONLY"
   }
 
@@ -325,11 +340,13 @@ data "aws_iam_policy_document" "retention" {
     actions = [
       # Tombstones on heads, record and control-item deletes.
       "dynamodb:BatchWriteItem",
-      # One consistent read of an idle thread before it goes.
+      # The sweep's cursor, and consistent reads of each thread found before it goes.
       "dynamodb:Query",
-      # Finding idle threads reads the whole table (keys and stamps).
+      # The first sweep (and `expire --full`) reads the whole table (keys and stamps).
       "dynamodb:Scan",
-      # The thread's lease, taken while it is removed.
+      # The sweep's cursor: the last day swept, and the threads being removed.
+      "dynamodb:PutItem",
+      # The thread's lease, taken while it is removed; an index key moved up.
       "dynamodb:UpdateItem",
       # Expired Store items and cache entries (each while still expired), and the
       # directory entries of namespaces they leave empty.
@@ -337,6 +354,14 @@ data "aws_iam_policy_document" "retention" {
       "dynamodb:GetItem",
     ]
     resources = [aws_dynamodb_table.this.arn]
+  }
+
+  statement {
+    sid     = "IdleIndex"
+    effect  = "Allow"
+    actions = ["dynamodb:Query"]
+    # Later sweeps find idle threads through this global_secondary_index.
+    resources = ["${aws_dynamodb_table.this.arn}/index/idle"]
   }
 
   statement {

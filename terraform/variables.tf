@@ -206,8 +206,9 @@ variable "checkpointer_ttl" {
 variable "retention_role_names" {
   description = <<-EOT
     Names (not ARNs) of IAM roles to attach the retention policy to: the scheduled job that
-    calls expire_idle_threads() (table Scan, Query, UpdateItem, BatchWriteItem; listing and
-    deleting objects; no reads of values and no KMS).
+    calls expire_idle_threads() (Query of the table and of its idle index, its first run's
+    table Scan, PutItem of its cursor, UpdateItem, BatchWriteItem; listing and deleting
+    objects; no reads of values and no KMS).
   EOT
   type        = list(string)
   default     = []

@@ -319,14 +319,17 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
     than S3DYNAMO_RETENTION (or S3DYNAMO_TTL's default_ttl) is removed whole, or with
     keep_latest (S3DYNAMO_RETENTION_STRATEGY) pruned to its latest checkpoints; removals an
     earlier run left are finished.
-    `{"dry_run": true}` only reports. What a run cannot reach in its time, the next does."""
+    `{"dry_run": true}` only reports. What a run cannot reach in its time, the next does.
+    Runs after the first find idle threads in the table's idle index; `{"full": true}`
+    scans the whole table instead (a repair, docs/OPERATIONS.md)."""
     saver = S3DynamoSaver.from_env()
     dry_run = isinstance(event, dict) and bool(event.get("dry_run"))
+    full = isinstance(event, dict) and bool(event.get("full"))
     deadline = None
     if context is not None:
         left = context.get_remaining_time_in_millis() - EXPIRE_MARGIN_MS
         deadline = time.monotonic() + max(left, 0) / 1000
-    plan = saver.ops.expire_idle_threads(dry_run=dry_run, deadline=deadline)
+    plan = saver.ops.expire_idle_threads(dry_run=dry_run, deadline=deadline, full=full)
     # Store items and node-cache entries past their TTL (hidden from reads already).
     memory = expire_memory(saver.parts, dry_run=dry_run)
     return {

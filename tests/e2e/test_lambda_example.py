@@ -593,6 +593,7 @@ OPERATION_ACTIONS: dict[str, tuple[str, ...]] = {
 RESOURCE_EXPRESSIONS = {
     "aws_dynamodb_table.this.arn": "table",
     '"${aws_dynamodb_table.this.arn}/index/runs"': "index/runs",
+    '"${aws_dynamodb_table.this.arn}/index/idle"': "index/idle",
     "local.object_arn_pattern": "objects",
     "aws_s3_bucket.this.arn": "bucket",
 }
@@ -760,9 +761,15 @@ def test_policies_grant_exactly_what_the_code_requests(
     time.sleep(4.1)
     monkeypatch.setenv("S3DYNAMO_RETENTION", "2s")
     recorder.take()
-    swept = load_app().expire({}, None)
+    swept = load_app().expire({}, None)  # the first sweep: the Scan, and the cursor
     retention = recorder.take()
     assert swept["removed_threads"] >= 1 and swept["objects_deleted"] >= 1, swept
+    graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "r3"}})
+    time.sleep(4.1)
+    recorder.take()
+    again = load_app().expire({}, None)  # the next: the idle index after the cursor
+    retention |= recorder.take()
+    assert again["removed_threads"] >= 1, again
     assert swept["memory_items_expired"] == 1, swept
 
     # Retention with keep_latest: it opens the latest checkpoint of each idle thread (its

@@ -179,11 +179,20 @@ class FaultyIndex:
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
         self.faults.request(lambda: self.inner.put_heads(thread_name, heads))
 
-    # The control partition (deployment record) passes through: faults target threads.
+    def idle_query(self, partition: str, prefix: str = "") -> Iterator[list[ItemKey]]:
+        return self.faults.request(lambda: self.inner.idle_query(partition, prefix), writes=False)
+
+    def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
+        return self.faults.request(lambda: self.inner.set_idle(key, to, was))
+
+    # The control partition (deployment record) passes through: faults target threads,
+    # and the retention sweep's cursor, which is written around them.
     def read_control(self, pk: str) -> dict[str, ControlRecord]:
         return self.inner.read_control(pk)
 
     def put_control(self, pk: str, record: ControlRecord, expected_version: int | None) -> bool:
+        if record.name.startswith("sweep"):
+            return self.faults.request(lambda: self.inner.put_control(pk, record, expected_version))
         return self.inner.put_control(pk, record, expected_version)
 
     def create_if_missing(self) -> bool:

@@ -72,6 +72,8 @@ def base(kind: str, op: str) -> tuple[MemoryIndex, MemoryObjects]:
         turn(kind, graph, i)
     if op == "gc":  # something for collection to take
         saver.delete_for_runs([f"run-{TURNS - 1}"])
+    if op == "expire indexed":  # a first sweep (the Scan) sets the cursor: the next Queries
+        saver.ops.expire_idle_threads("1d")
     return index, objects
 
 
@@ -102,13 +104,15 @@ def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
         saver.ops.reencrypt(["t"])
     elif op == "gc":
         saver.ops.plan_garbage_collection(["t"], grace=timedelta(0)).execute()
-    elif op in ("expire", "expire keep_latest"):
+    elif op in ("expire", "expire keep_latest", "expire indexed"):
         # Ten days on, with a one-day TTL: the thread is idle. Each sweep runs an hour
         # after the one before, as a schedule runs them: a crashed sweep's lease lapsed.
         later = time.time() + timedelta(days=10, hours=next(SWEEPS)).total_seconds()
         saver.store.clock = lambda: later
         strategy = "keep_latest" if op == "expire keep_latest" else "delete"
-        saver.ops.expire_idle_threads("1d", strategy=strategy)
+        plan = saver.ops.expire_idle_threads("1d", strategy=strategy)
+        # The fault-free sweep after the first finds the thread through the idle index.
+        assert op != "expire indexed" or plan.cursor.day is not None
     else:
         raise AssertionError(op)
 
@@ -132,7 +136,7 @@ def check_after_fault(
         # The old checkpoints untouched, plus whole checkpoints of the new turn.
         assert t[len(t) - len(old) :] == old
         assert all(view in [v for _, v in ref["t"]] for _, view in t[: len(t) - len(old)])
-    elif op in ("delete_thread", "expire"):
+    elif op in ("delete_thread", "expire", "expire indexed"):
         assert t in ([], old)  # deleted, or unchanged (before the marks were written)
     elif op == "copy_thread":
         assert t == old and copy in ([], old)  # nothing at the target, or the whole copy
@@ -154,16 +158,17 @@ def check_repeated(
     if op == "invoke":
         return  # a user repeats a failed turn by invoking again; nothing to finish
     assert seen["t"] == ref["t"] and seen["copy"] == ref["copy"]
-    if op in ("delete_thread", "expire"):
+    if op in ("delete_thread", "expire", "expire indexed"):
         prefix = saver.store.objects.thread_prefix(saver.store.namer.thread("t"))
         assert not [k for k in objects.blobs if k.startswith(prefix)]
-    if op == "expire":
+    if op in ("expire", "expire indexed"):
         # Left: the tombstones alone (no lease, no record), and nothing more to do.
         plan = saver.ops.expire_idle_threads("1d", dry_run=True)
         assert not plan.idle and not plan.leftovers
     if op == "expire keep_latest":
         # No marker, no lease left, and nothing more to drop.
-        plan = saver.ops.expire_idle_threads("1d", strategy="keep_latest", dry_run=True)
+        # (The full Scan reads every thread, so it counts the kept one.)
+        plan = saver.ops.expire_idle_threads("1d", strategy="keep_latest", dry_run=True, full=True)
         assert not plan.idle and not plan.leftovers and plan.kept == 1
     if op == "reencrypt":
         assert saver.ops.reencrypt(["t"]) == 0
@@ -227,6 +232,7 @@ OPS = [
     "gc",
     "expire",
     "expire keep_latest",
+    "expire indexed",
 ]
 
 

@@ -325,7 +325,10 @@ def test_keep_latest_keeps_the_conversation_and_drops_its_history(saver: MemoryS
     at(saver, 40)
     again = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", dry_run=True)
     assert saver.store.namer.thread("chat") in again.idle  # two checkpoints now
-    assert saver.store.namer.thread("asked") not in again.idle and again.kept >= 1
+    assert saver.store.namer.thread("asked") not in again.idle
+    # The idle index does not even read it again; the full Scan counts it kept.
+    full = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", dry_run=True, full=True)
+    assert saver.store.namer.thread("asked") not in full.idle and full.kept >= 1
 
 
 def test_keep_latest_leaves_a_thread_written_during_the_sweep_whole(saver: MemorySaver) -> None:
@@ -376,3 +379,102 @@ def test_a_langgraph_json_ttl_and_the_environment_give_the_same_settings(
     monkeypatch.setenv("S3DYNAMO_TTL", "30 days")
     with pytest.raises(InvalidConfigError, match="S3DYNAMO_TTL must be JSON"):
         Settings.from_env(keys={"k": b"k" * 32}, secret=b"s" * 16)
+
+
+def test_the_index_sweep_keeps_a_thread_written_since_and_finds_it_once_idle(
+    saver: MemorySaver,
+) -> None:
+    at(saver, -40)
+    graph = chat(saver, "chat", turns=2)
+    name = saver.store.namer.thread("chat")
+    at(saver, -39)
+    first = saver.ops.expire_idle_threads(TTL)  # no cursor yet: the Scan
+    assert first.cursor.day is None and not first.removed
+    # Five days ago a task wrote pending writes only: no checkpoint, so its head (and its
+    # index key) still says forty days ago.
+    at(saver, -5)
+    config = graph.get_state({"configurable": {"thread_id": "chat"}}).config
+    saver.put_writes(config, [("messages", HumanMessage("late", id="late"))], "task-late")
+    kept = history(graph, "chat")
+    at(saver, 0)
+    plan = saver.ops.expire_idle_threads(TTL)  # the index finds it under its old day
+    assert plan.cursor.day is not None and name in plan.seen
+    assert not plan.removed and plan.active == 1 and history(graph, "chat") == kept
+    # Its index key moved up to the pending writes' day, so a later sweep finds it.
+    [(key, moved)] = plan.cursor.moves
+    assert key.pk == name + "!" and moved.startswith(
+        time.strftime("%Y%m%d", time.gmtime(time.time() - 5 * DAY))
+    )
+    at(saver, 20)  # 25 days after the writes: not yet idle, and not read again
+    assert name not in saver.ops.expire_idle_threads(TTL).seen
+    at(saver, 26)  # 31 days after
+    assert saver.ops.expire_idle_threads(TTL).removed == [name]
+    assert saver.get_tuple({"configurable": {"thread_id": "chat"}}) is None
+
+
+def test_a_thread_revived_under_the_index_sweep_is_indexed_again(saver: MemorySaver) -> None:
+    at(saver, -40)
+    graph = chat(saver, "revived")
+    name = saver.store.namer.thread("revived")
+    at(saver, -39)
+    saver.ops.expire_idle_threads(TTL)  # the first sweep (the Scan) sets the cursor
+    at(saver, 0)
+    plan = saver.ops.expire_idle_threads(TTL, dry_run=True)
+    assert name in plan.idle
+    graph.invoke(
+        {"messages": [HumanMessage("back again", id="back")]},
+        {"configurable": {"thread_id": "revived"}},
+    )
+    plan.execute()
+    assert plan.revived == [name]
+    # Its heads went with the tombstones: the next sweep reads it from the cursor's list
+    # of threads left, and indexes its newest record, so it is found once idle.
+    at(saver, 1)
+    again = saver.ops.expire_idle_threads(TTL)
+    assert name in again.seen and not again.removed and again.cursor.moves
+    at(saver, 31)
+    assert saver.ops.expire_idle_threads(TTL).removed == [name]
+
+
+def test_a_copied_thread_is_in_the_index_and_found_once_idle(saver: MemorySaver) -> None:
+    at(saver, -40)
+    chat(saver, "source")
+    at(saver, -39)
+    saver.ops.expire_idle_threads(TTL)  # the first sweep (the Scan) sets the cursor
+    saver.copy_thread("source", "target")  # records written whole, no commit, no head
+    at(saver, 0)
+    plan = saver.ops.expire_idle_threads(TTL)
+    namer = saver.store.namer
+    assert sorted(plan.removed) == sorted([namer.thread("source"), namer.thread("target")])
+
+
+def test_a_tenants_indexed_sweep_reads_only_its_own_threads(saver: MemorySaver) -> None:
+    other = memory_saver(saver.index, saver.objects, prefix="tenant-2/", inline_max=0)
+    mine = memory_saver(saver.index, saver.objects, prefix="tenant-1/", inline_max=0)
+    for s in (mine, other):
+        at(s, -40)
+        chat(s, "idle")
+        at(s, -39)
+        s.ops.expire_idle_threads(TTL)  # each tenant's first sweep scans
+        at(s, 0)
+    plan = mine.ops.expire_idle_threads(TTL)
+    assert plan.removed == [mine.store.namer.thread("idle")]
+    assert set(plan.seen) == {mine.store.namer.thread("idle")}  # the other's not read
+    assert other.get_tuple({"configurable": {"thread_id": "idle"}}) is not None
+    assert other.ops.expire_idle_threads(TTL).removed == [other.store.namer.thread("idle")]
+
+
+def test_an_indexed_sweep_out_of_time_leaves_its_days_to_the_next(saver: MemorySaver) -> None:
+    at(saver, -40)
+    for tid in ("a", "b"):
+        chat(saver, tid, turns=1)
+    at(saver, -39)
+    first = saver.ops.expire_idle_threads(TTL)  # the first sweep (the Scan) sets the cursor
+    at(saver, 0)
+    late = saver.ops.plan_expiry(TTL)
+    late.execute(deadline=time.monotonic() - 1)  # nothing started: both left
+    assert len(late.unfinished) == 2 and not late.removed
+    # The cursor did not move past their day, so the next sweep finds them again.
+    again = saver.ops.plan_expiry(TTL)
+    assert again.cursor.day == late.cursor.day == first.cursor.to_day
+    assert sorted(again.execute().removed) == sorted(late.unfinished)

@@ -31,7 +31,9 @@ writes record points at a write kept as an object with `<leaf>.<channel tag>`.""
 
 from __future__ import annotations
 
+import calendar
 import re
+import time
 
 # The storage format this grammar, the envelope (`sealing.py`) and the records
 # (`backends/dynamodb_items.py`) make up; recorded in the deployment record, whose
@@ -190,6 +192,43 @@ def tombstone_time(head: str | None) -> int | None:
         return int(head[len(TOMBSTONE_MARK) :])
     except ValueError:
         return 0
+
+
+# ------------------------------------------------------- the idle-period index
+
+# A thread's head items (or, with concurrent-run detection off, its checkpoint records)
+# carry `<day>#<shard>`: the UTC day of the write and a shard of the thread's name, the
+# partition key of the sparse index retention Queries (docs/FORMAT.md, "The idle
+# index"). 32 shards: see docs/SCALE.md for the per-partition write arithmetic.
+IDLE_SHARDS = 32
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_DAY = 86_400
+
+
+def idle_day(seconds: int) -> int:
+    """The UTC day (days since the epoch) of a time in seconds."""
+    return seconds // _DAY
+
+
+def day_text(day: int) -> str:
+    """A day as the index spells it: `20261201`."""
+    return time.strftime("%Y%m%d", time.gmtime(day * _DAY))
+
+
+def idle_partition(day: int, shard: int) -> str:
+    return f"{day_text(day)}{SEPARATOR}{shard:02d}"
+
+
+def idle_key(pk: str, seconds: int) -> str:
+    """The index key of a thread's item (either of its partitions) written at `seconds`."""
+    name = thread_of(pk)[-NAME_LENGTH:]
+    return idle_partition(idle_day(seconds), _ALPHABET.find(name[:1]) % IDLE_SHARDS)
+
+
+def day_of_idle_key(key: str) -> int:
+    """The day an index key names (the inverse of `idle_key`'s day)."""
+    stamp = time.strptime(key.partition(SEPARATOR)[0], "%Y%m%d")
+    return calendar.timegm(stamp) // _DAY
 
 
 # -------------------------------------------------------------------- objects

@@ -161,6 +161,11 @@ class ControlItems(Protocol):
         tokens only grow); nothing if it was taken over."""
         ...
 
+    def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
+        """Set an existing item's idle-index key to `to` if it is still `was` (None: if the
+        item exists); False otherwise. One request."""
+        ...
+
     def read_control(self, pk: str) -> dict[str, ControlRecord]:
         """Every record of a deployment's own partition (`layout.deployment_pk`) by name
         (one request)."""
@@ -196,6 +201,12 @@ class TableScan(Protocol):
     def partition_stamps(self, pk: str) -> list[Stamp]:
         """The same for one partition (records, or a thread's control items), read
         consistently."""
+        ...
+
+    def idle_query(self, partition: str, prefix: str = "") -> Iterator[list[ItemKey]]:
+        """Keys of the items in one partition of the idle index (`layout.idle_partition`)
+        whose partition key starts with `prefix`, a page at a time; eventually
+        consistent. `StorageConfigError` naming the fix when the table lacks the index."""
         ...
 
 

@@ -182,11 +182,14 @@ class Veil:
 
 class Stamp(NamedTuple):
     """What retention reads of one item: its key, when it was written (records; None if
-    unstamped or not a record) and, for a namespace's head, the id (or tombstone) it names."""
+    unstamped or not a record), for a namespace's head the id (or tombstone) it names,
+    and its idle-index key."""
 
     key: ItemKey
     written_at: int | None = None
     head: str | None = None
+    # Its key in the idle index (`layout.idle_key`), if it carries one.
+    idle: str | None = None
 
 
 class HeadMove(NamedTuple):

@@ -14,6 +14,12 @@ SORT_KEY = "sk"
 # run id, so `delete_for_runs` finds a run's checkpoints across threads without a scan.
 RUN_INDEX = "runs"
 RUN_KEY = "rk"
+# Sparse global secondary index of threads by the day they were last written: head items
+# (and, with concurrent-run detection off, checkpoint items) carry `ik`, `<day>#<shard>`,
+# so retention Queries the days that expired instead of scanning the table
+# (`ops/sweep.py`). Its sort key is the item's own partition key (the thread).
+IDLE_INDEX = "idle"
+IDLE_KEY = "ik"
 
 
 def table_definition(table_name: str) -> dict[str, Any]:
@@ -25,6 +31,7 @@ def table_definition(table_name: str) -> dict[str, Any]:
             {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
             {"AttributeName": SORT_KEY, "AttributeType": "S"},
             {"AttributeName": RUN_KEY, "AttributeType": "S"},
+            {"AttributeName": IDLE_KEY, "AttributeType": "S"},
         ],
         "KeySchema": [
             {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
@@ -38,6 +45,14 @@ def table_definition(table_name: str) -> dict[str, Any]:
                     {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "KEYS_ONLY"},
-            }
+            },
+            {
+                "IndexName": IDLE_INDEX,
+                "KeySchema": [
+                    {"AttributeName": IDLE_KEY, "KeyType": "HASH"},
+                    {"AttributeName": PARTITION_KEY, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
         ],
     }

@@ -13,6 +13,7 @@ DynamoDB bills a transaction twice the write units of the same writes done plain
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     LEASE_TOKEN,
     WRITTEN_AT,
     Item,
+    batch_idle_keys,
     fence_update,
     from_item,
     head_update,
@@ -54,14 +56,18 @@ from langgraph.checkpoint.s3dynamo.backoff import (
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     LeaseLostError,
+    StorageConfigError,
     StorageError,
+    StoreMissingError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     HEAD_PREFIX,
     control_pk,
+    idle_key,
     is_control_pk,
     is_deployment_pk,
     is_memory_pk,
+    tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
@@ -78,6 +84,8 @@ from langgraph.checkpoint.s3dynamo.records import (
     head_key,
 )
 from langgraph.checkpoint.s3dynamo.schema import (
+    IDLE_INDEX,
+    IDLE_KEY,
     PARTITION_KEY,
     RUN_INDEX,
     RUN_KEY,
@@ -276,13 +284,16 @@ class DynamoRecords(DynamoTable):
     def put_checkpoint(
         self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
     ) -> None:
+        # The idle-index key goes on the head, or on the record when there is none.
+        idle = idle_key(record.pk, record.written_at or int(time.time()))
+        item = to_item(record) | ({} if head is not None else {IDLE_KEY: {"S": idle}})
         if head is None and fence is None:
             with translate_errors(self.resource):
-                self.client.put_item(TableName=self.table, Item=to_item(record))
+                self.client.put_item(TableName=self.table, Item=item)
             return
-        items: list[dict[str, Any]] = [{"Put": {"TableName": self.table, "Item": to_item(record)}}]
+        items: list[dict[str, Any]] = [{"Put": {"TableName": self.table, "Item": item}}]
         if head is not None:
-            items.append({"Update": {"TableName": self.table, **head_update(head)}})
+            items.append({"Update": {"TableName": self.table, **head_update(head, idle)}})
         if fence is not None:
             items.append({"Update": {"TableName": self.table, **fence_update(fence)}})
         self._transact(
@@ -368,7 +379,11 @@ class DynamoRecords(DynamoTable):
     def write_batch(
         self, puts: Iterable[Record | Mark] = (), deletes: Iterable[ItemKey] = ()
     ) -> None:
-        requests = [{"PutRequest": {"Item": to_item(r)}} for r in puts]
+        idle = batch_idle_keys(puts := list(puts))
+        items = [
+            to_item(r) | ({IDLE_KEY: {"S": idle[r.key]}} if r.key in idle else {}) for r in puts
+        ]
+        requests = [{"PutRequest": {"Item": i}} for i in items]
         requests += [{"DeleteRequest": {"Key": key_item(k)}} for k in deletes]
         self._batch(requests)
 
@@ -388,12 +403,48 @@ class DynamoControl(DynamoTable):
         self.delete_items(keys)
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        self._batch(
-            [
-                {"PutRequest": {"Item": {**key_item(head_key(thread_name, ns)), HEAD: {"S": v}}}}
-                for ns, v in sorted(heads.items())
-            ]
+        items = [{**key_item(head_key(thread_name, ns)), HEAD: {"S": v}} for ns, v in heads.items()]
+        for item in items:
+            # A tombstone stays in the idle index under its own day (found once it expires).
+            if (at := tombstone_time(item[HEAD]["S"])) is not None:
+                item[IDLE_KEY] = {"S": idle_key(thread_name, at)}
+        self._batch([{"PutRequest": {"Item": i}} for i in sorted(items, key=str)])
+
+    def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
+        out = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=("ConditionalCheckFailedException",),
+            TableName=self.table,
+            Key=key_item(key),
+            UpdateExpression="SET #ik = :to",
+            ConditionExpression="#ik = :was" if was else "attribute_exists(#pk)",
+            ExpressionAttributeNames={"#ik": IDLE_KEY, **({} if was else {"#pk": PARTITION_KEY})},
+            ExpressionAttributeValues={":to": {"S": to}, **({":was": {"S": was}} if was else {})},
         )
+        return out.refused is None
+
+    def idle_query(self, partition: str, prefix: str = "") -> Iterator[list[ItemKey]]:
+        cond, names, values = "#ik = :ik", {"#ik": IDLE_KEY}, {":ik": {"S": partition}}
+        if prefix:
+            cond += " AND begins_with(#pk, :p)"
+            names["#pk"], values[":p"] = PARTITION_KEY, {"S": prefix}
+        request: dict[str, Any] = {"TableName": self.table, "IndexName": IDLE_INDEX}
+        request |= {"KeyConditionExpression": cond, "ExpressionAttributeNames": names}
+        request["ExpressionAttributeValues"] = values
+        try:
+            for items in self._pages("query", request):
+                yield [ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items]
+        except (StorageError, StoreMissingError) as exc:
+            # DynamoDB: ValidationException naming the index; moto: ResourceNotFound.
+            if isinstance(exc, StorageError) and "index" not in str(exc):
+                raise
+            raise StorageConfigError(
+                f"{self.resource} has no global secondary index {IDLE_INDEX!r}, which "
+                f"retention Queries for idle threads ({exc}). Add it: apply this version's "
+                "terraform/ (aws_dynamodb_table.this declares it), or run setup() on a new "
+                "table; meanwhile sweep with the full Scan (`s3dynamo expire --full`)"
+            ) from exc
 
     def delete_items(self, keys: Iterable[ItemKey]) -> None:
         self._batch([{"DeleteRequest": {"Key": key_item(k)}} for k in keys])
@@ -496,14 +547,15 @@ class DynamoScans(DynamoTable):
     # Retention reads keys, stamps and heads only: a small reply, though DynamoDB bills
     # a Scan or Query by the size of the whole items it reads.
 
-    STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT, "#h": HEAD}
+    STAMP_NAMES = {"#pk": PARTITION_KEY, "#sk": SORT_KEY, "#a": WRITTEN_AT}
+    STAMP_NAMES |= {"#h": HEAD, "#ik": IDLE_KEY}
 
     def scan_stamps(
         self, segment: int = 0, segments: int = 1, prefix: str = ""
     ) -> Iterator[list[Stamp]]:
         request: dict[str, Any] = {
             "TableName": self.table,
-            "ProjectionExpression": "#pk, #sk, #a, #h",
+            "ProjectionExpression": "#pk, #sk, #a, #h, #ik",
             "ExpressionAttributeNames": dict(self.STAMP_NAMES),
         }
         if segments > 1:
@@ -516,7 +568,7 @@ class DynamoScans(DynamoTable):
         request = {
             "TableName": self.table,
             "KeyConditionExpression": "#pk = :pk",
-            "ProjectionExpression": "#pk, #sk, #a, #h",
+            "ProjectionExpression": "#pk, #sk, #a, #h, #ik",
             "ExpressionAttributeNames": self.STAMP_NAMES,
             "ExpressionAttributeValues": {":pk": {"S": pk}},
             "ConsistentRead": True,

@@ -9,11 +9,16 @@ Everything here is pure (no botocore): `dynamodb.py` sends the requests.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import TOMBSTONE_MARK, is_mark_key, is_writes_key
+from langgraph.checkpoint.s3dynamo.layout import (
+    TOMBSTONE_MARK,
+    idle_key,
+    is_mark_key,
+    is_writes_key,
+)
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     DirectoryEntry,
@@ -26,7 +31,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     Stamp,
     WritesRecord,
 )
-from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY, RUN_KEY, SORT_KEY
+from langgraph.checkpoint.s3dynamo.schema import IDLE_KEY, PARTITION_KEY, RUN_KEY, SORT_KEY
 
 Item = dict[str, Any]
 
@@ -160,6 +165,7 @@ def stamp_of(item: Item) -> Stamp:
         ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
         _written_at(item),
         item.get(HEAD, {}).get("S"),
+        item.get(IDLE_KEY, {}).get("S"),
     )
 
 
@@ -231,14 +237,29 @@ def replace_update(old: Item, new: Item) -> dict[str, Any] | None:
     }
 
 
-def head_update(head: HeadMove) -> dict[str, Any]:
+def batch_idle_keys(puts: Iterable[Record | Mark]) -> dict[ItemKey, str]:
+    """The idle-index keys records written whole (copies, imports, rewrites) carry: the
+    newest checkpoint of each thread in the batch, so a thread written without a commit
+    (which indexes its head) is still found once idle."""
+    newest: dict[str, CheckpointRecord] = {}
+    for r in puts:
+        if not isinstance(r, CheckpointRecord) or r.written_at is None:
+            continue
+        if r.pk not in newest or r.written_at > (newest[r.pk].written_at or 0):
+            newest[r.pk] = r
+    return {r.key: idle_key(r.pk, r.written_at or 0) for r in newest.values()}
+
+
+def head_update(head: HeadMove, idle: str) -> dict[str, Any]:
     """The Update moving a namespace's head, conditional when the commit must find the
-    head still at its parent (or absent, or already at this very checkpoint)."""
+    head still at its parent (or absent, or already at this very checkpoint). It also
+    sets the head's idle-index key (`idle`); the index is written only when that key
+    changes, on the thread's first commit of a day."""
     update: dict[str, Any] = {
         "Key": key_item(head.key),
-        "UpdateExpression": "SET #h = :to",
-        "ExpressionAttributeNames": {"#h": HEAD},
-        "ExpressionAttributeValues": {":to": {"S": head.to}},
+        "UpdateExpression": "SET #h = :to, #ik = :ik",
+        "ExpressionAttributeNames": {"#h": HEAD, "#ik": IDLE_KEY},
+        "ExpressionAttributeValues": {":to": {"S": head.to}, ":ik": {"S": idle}},
     }
     if head.expect_parent:
         condition = "attribute_not_exists(#h) OR #h = :to"

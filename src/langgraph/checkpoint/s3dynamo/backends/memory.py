@@ -30,7 +30,8 @@ from typing import overload
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import record_size
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import batch_idle_keys, record_size
+from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
@@ -160,7 +161,7 @@ class MemoryItemsTwin:
             return [e for p in self._directory.values() for e in p.values()]
 
 
-class MemoryIndex(MemoryItemsTwin):
+class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
     """The `RecordIndex`, `ControlItems` and `TableScan` ports in memory (an `Index`).
     Items are sized as DynamoDB counts them (`dynamodb_items.py`, pure), so limits and
     budgets match."""
@@ -173,6 +174,7 @@ class MemoryIndex(MemoryItemsTwin):
         # Control items: head checkpoint ids, and leases (owner, token, expiry in ms).
         self.heads: dict[ItemKey, str] = {}
         self.leases: dict[ItemKey, tuple[str, int, int]] = {}
+        self.idle: dict[ItemKey, str] = {}  # idle-index keys (`IdleIndexTwin`)
         # Deployments' own records: partition -> name -> record.
         self.control: dict[str, dict[str, ControlRecord]] = {}
         # Store items and node-cache entries, and their directories (`MemoryItemsTwin`).
@@ -268,6 +270,7 @@ class MemoryIndex(MemoryItemsTwin):
             self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
             if head is not None:
                 self.heads[head.key] = head.to
+            self.index_commit(record, head)
             self._extend(fence)
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
@@ -335,6 +338,10 @@ class MemoryIndex(MemoryItemsTwin):
     ) -> None:
         with self._lock:
             self._count("write_batch")
+            puts = list(puts)
+            for record in puts:  # a Put replaces the whole item, index key included
+                self.idle.pop(record.key, None)
+            self.idle.update(batch_idle_keys(puts))
             for record in puts:
                 self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
             for key in deletes:
@@ -356,7 +363,9 @@ class MemoryIndex(MemoryItemsTwin):
         with self._lock:
             self._count("scan")
             stamps = [
-                Stamp(r.key, _written_at(r)) for p in self._partitions.values() for r in p.values()
+                Stamp(r.key, _written_at(r), None, self.idle.get(r.key))
+                for p in self._partitions.values()
+                for r in p.values()
             ]
             stamps += self._control_stamps(None)
             stamps = [s for s in stamps if s.key.pk.startswith(prefix)]
@@ -367,11 +376,16 @@ class MemoryIndex(MemoryItemsTwin):
         with self._lock:
             self._count("query")
             records = self._partitions.get(pk, {})
-            stamps = [Stamp(records[sk].key, _written_at(records[sk])) for sk in sorted(records)]
+            stamps = [
+                Stamp(r.key, _written_at(r), None, self.idle.get(r.key))
+                for r in (records[sk] for sk in sorted(records))
+            ]
             return stamps + self._control_stamps(pk)
 
     def _control_stamps(self, pk: str | None) -> list[Stamp]:
-        heads = [Stamp(k, None, h) for k, h in self.heads.items() if pk in (None, k.pk)]
+        heads = [
+            Stamp(k, None, h, self.idle.get(k)) for k, h in self.heads.items() if pk in (None, k.pk)
+        ]
         return heads + [Stamp(k) for k in self.leases if pk in (None, k.pk)]
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
@@ -379,6 +393,7 @@ class MemoryIndex(MemoryItemsTwin):
             self._count("write_batch")
             for ns, value in heads.items():
                 self.heads[head_key(thread_name, ns)] = value
+                self.index_head(head_key(thread_name, ns), value)
 
     def scan(self, prefix: str = "") -> Iterator[Record]:
         with self._lock:
@@ -418,6 +433,7 @@ class MemoryIndex(MemoryItemsTwin):
         twin.write_batch(puts=[*self.records(), *self.marks()])
         with self._lock:
             twin.heads, twin.leases = dict(self.heads), dict(self.leases)
+            twin.idle = dict(self.idle)
             twin.control = copy.deepcopy(self.control)
         twin.load_memory(self.memory_rows(), self.directory_entries())
         twin.calls.clear()

@@ -94,6 +94,12 @@ def gc(
     "that holds tenants, say '' for the unprefixed threads, or '*' for every tenant's in one "
     "Scan (strategy delete)",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="find idle threads with a Scan of the whole table instead of the idle index (a "
+    "repair; the first sweep does it anyway, and indexes the threads it finds)",
+)
 @json_option
 @yes_option
 @store_options
@@ -101,6 +107,7 @@ def expire(
     older_than: str | None,
     strategy: str | None,
     scope: str | None,
+    full: bool,
     as_json: bool,
     yes: bool,
     **settings: Any,
@@ -114,7 +121,7 @@ def expire(
             "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
         )
     with progress("scanning"):
-        found = saver.ops.plan_expiry(older_than, strategy=strategy, scope=scope)
+        found = saver.ops.plan_expiry(older_than, strategy=strategy, scope=scope, full=full)
     plan = found.to_dict()
     idle = f"{render.plural(plan['idle_threads'], 'thread')} idle for over {found.ttl}"
     if found.strategy == "keep_latest":

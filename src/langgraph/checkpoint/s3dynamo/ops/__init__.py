@@ -9,6 +9,7 @@ plan and executes it on `--yes`). Inspections return reports. Each plan and repo
 
     gc.py         garbage collection: plan, then execute (proof in docs/RELIABILITY.md)
     retention.py  expiring idle threads: the sweep and its guarantees
+    sweep.py      finding idle threads through the idle index, after the sweep's cursor
     threads.py    delete, copy, prune and delete-runs plans
     reencrypt.py  re-sealing under the active key
     inspect.py    threads, history, stats and verify reports
@@ -39,7 +40,15 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.ops import check as checks
-from langgraph.checkpoint.s3dynamo.ops import gc, inspect, migrate, reencrypt, retention, threads
+from langgraph.checkpoint.s3dynamo.ops import (
+    gc,
+    inspect,
+    migrate,
+    reencrypt,
+    retention,
+    sweep,
+    threads,
+)
 from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
 from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
@@ -90,7 +99,7 @@ class Operations:
                 "and a saver without a prefix acts only on the threads written without "
                 "one. Say that is meant with scope='' (command line: --scope ''), or run it "
                 "with each tenant's prefix and keys"
-                + ("; scope='*' expires idle threads of every tenant in one Scan" if every else "")
+                + ("; scope='*' expires idle threads of every tenant in one sweep" if every else "")
             )
 
     def _entries(self, thread_id: str) -> list[Entry]:
@@ -185,9 +194,11 @@ class Operations:
         strategy: str | None = None,
         deadline: float | None = None,
         scope: str | None = None,
+        full: bool = False,
     ) -> ExpiryPlan:
         """Every thread idle for longer than `older_than` (default: the `retention`
-        setting), found with one Scan; `.execute()` removes them whole (strategy
+        setting), found in the idle index after the sweep's cursor (`ops/sweep.py`), or,
+        with `full` or no cursor yet, with one Scan; `.execute()` removes them whole (strategy
         "delete") or drops all but their latest checkpoints ("keep_latest"; default: the
         `retention_strategy` setting). See `ops/retention.py`. With `deadline` (a
         `time.monotonic()` value), a Scan not finished by then decides nothing
@@ -213,8 +224,8 @@ class Operations:
                 "strategy 'delete', or each tenant with its prefix and keys"
             )
         with self._table_wide("retention", scope, every=True):
-            return retention.plan_expiry(
-                self.store, ttl, strategy=chosen, deadline=deadline, every=every
+            return sweep.plan_sweep(
+                self.store, ttl, strategy=chosen, deadline=deadline, every=every, full=full
             )
 
     def expire_idle_threads(
@@ -225,13 +236,16 @@ class Operations:
         dry_run: bool = False,
         deadline: float | None = None,
         scope: str | None = None,
+        full: bool = False,
     ) -> ExpiryPlan:
         """Expire every thread idle for longer than `older_than`: remove it whole, or keep
         only its latest checkpoints (`strategy`, default the `retention_strategy`
         setting); finish what an earlier call left midway. A thread written within that
         time keeps every checkpoint. With `dry_run=True` nothing changes and the plan
         says what would go."""
-        plan = self.plan_expiry(older_than, strategy=strategy, deadline=deadline, scope=scope)
+        plan = self.plan_expiry(
+            older_than, strategy=strategy, deadline=deadline, scope=scope, full=full
+        )
         if not dry_run:
             plan.execute(deadline=deadline)
             self.store.forget()

@@ -30,6 +30,7 @@ from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigEr
 from langgraph.checkpoint.s3dynamo.layout import (
     LEASE_SK,
     PRUNING_HEAD,
+    day_of_idle_key,
     head_namespace,
     is_control_pk,
     is_mark_key,
@@ -42,7 +43,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.ops.threads import kept_chains
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Stamp
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Stamp
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS, parallel
 
@@ -87,7 +88,7 @@ def stamp_time(stamp: Stamp) -> int | None:
 
 
 @dataclass
-class _Thread:
+class SeenThread:
     """What the Scan saw of one thread."""
 
     newest: int | None = None
@@ -102,9 +103,14 @@ class _Thread:
     # operations whose marks the thread holds (an operation of several requests left
     # unfinished, or running now)
     marks: set[str] = field(default_factory=set)
+    # The latest day its items carry in the idle index, and where its newest write is.
+    indexed: int | None = None
+    newest_key: ItemKey | None = None
 
     def see(self, stamp: Stamp) -> None:
         sk = stamp.key.sk
+        if stamp.idle is not None:
+            self.indexed = max(self.indexed or 0, day_of_idle_key(stamp.idle))
         if is_mark_key(sk):
             self.marks.add(mark_operation(sk))
             return
@@ -124,7 +130,7 @@ class _Thread:
         if at is None:
             self.undated += 1
         elif self.newest is None or at > self.newest:
-            self.newest = at
+            self.newest, self.newest_key = at, stamp.key
 
     def history_to_drop(self) -> bool:
         """For `keep_latest`: whether a namespace has more than its latest checkpoint, or
@@ -178,7 +184,10 @@ class ExpiryPlan:
     records_deleted: int = 0
     objects_deleted: int = 0
     executed: bool = False
-    seen: dict[str, _Thread] = field(default_factory=dict, repr=False)
+    seen: dict[str, SeenThread] = field(default_factory=dict, repr=False)
+    # The sweep's cursor (`ops/sweep.py`): journals the threads before removing them and
+    # moves on once they are done. None: a plan that keeps no cursor.
+    cursor: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def execute(self, *, deadline: float | None = None) -> ExpiryPlan:
@@ -191,8 +200,12 @@ class ExpiryPlan:
             if deadline is not None and time.monotonic() > deadline:
                 self.unfinished += work[start:]
                 break
+            if self.cursor is not None:
+                self.cursor.journal(work, start, self.revived)
             parallel(self._one, work[start : start + PARALLEL_THREADS])
         self.executed = True
+        if self.cursor is not None:
+            self.cursor.finish(self)
         warn_skipped("retention", self.skipped)
         log.info(
             "retention: removed %d threads, pruned %d (%d records, %d objects); %d busy, "
@@ -383,7 +396,7 @@ def plan_expiry(
                 return False
             with lock:
                 for stamp in page:
-                    plan.seen.setdefault(thread_of(stamp.key.pk), _Thread()).see(stamp)
+                    plan.seen.setdefault(thread_of(stamp.key.pk), SeenThread()).see(stamp)
         return True
 
     finished = parallel(scan, range(segments))
@@ -398,6 +411,13 @@ def plan_expiry(
             segments,
         )
         return plan
+    judge(plan)
+    return plan
+
+
+def judge(plan: ExpiryPlan) -> None:
+    """Sort the threads the plan has seen into idle, leftovers, kept, active, undated."""
+    strategy = plan.strategy
     for name, seen in plan.seen.items():
         if seen.records == 0:
             if seen.unfinished(plan.cutoff):
@@ -415,9 +435,8 @@ def plan_expiry(
     log.info(
         "retention: %d threads idle for over %s, %d leftovers, %d active, %d undated",
         len(plan.idle),
-        ttl,
+        plan.ttl,
         len(plan.leftovers),
         plan.active,
         plan.undated,
     )
-    return plan

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk, scope_of
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import (
+    ControlRecord,
     ItemKey,
     Lease,
     Mark,
@@ -79,6 +81,31 @@ class Upkeep:
     def partition_stamps(self, thread_name: str) -> list[Stamp]:
         """Key and write time of every item of a thread, read consistently."""
         return self.ports.scans.partition_stamps(thread_name)
+
+    def idle_items(self, partition: str, every: bool = False) -> Iterator[list[ItemKey]]:
+        """Keys of this deployment's items (`every`: all deployments') in one partition of
+        the idle index, a page at a time; other deployments' are noted (`note_passed`)."""
+        for page in self.ports.scans.idle_query(partition, "" if every else self.prefix):
+            kept = []
+            for key in page:
+                scope = scope_of(key.pk)
+                if scope == self.prefix or (every and scope is not None):
+                    kept.append(key)
+                else:
+                    self.note_passed(scope)
+            yield kept
+
+    def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
+        """Move an item's idle-index key to `to` while it is still `was` (None: any)."""
+        return self.ports.control.set_idle(key, to, was)
+
+    def sweep_cursor(self, name: str) -> ControlRecord | None:
+        """The retention sweep's cursor record in the deployment's partition, if any."""
+        return self.ports.control.read_control(deployment_pk(self.prefix)).get(name)
+
+    def put_sweep_cursor(self, record: ControlRecord, expected_version: int | None) -> bool:
+        """Replace the cursor record while it still has `expected_version` (None: new)."""
+        return self.ports.control.put_control(deployment_pk(self.prefix), record, expected_version)
 
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
         """Checkpoints a run created, through the run index."""
