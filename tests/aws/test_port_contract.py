@@ -5,6 +5,7 @@ DynamoDB leaves unprocessed in a batch, sent again."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
@@ -22,7 +23,7 @@ from tests.support.port_contract import (
     ObjectStoreContract,
     _cp,
 )
-from tests.support.savers import Clients
+from tests.support.savers import BACKEND, REGION, Clients
 
 
 def _table(clients: Clients) -> DynamoTableIndex:
@@ -106,7 +107,9 @@ class TestKmsKeys(KeyServiceContract):
     def keys(self, aws: None) -> KmsKeys:
         import boto3
 
-        client = boto3.client("kms", region_name="us-east-1")
+        # moto server serves KMS on its one endpoint; in process, moto intercepts.
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") if BACKEND != "moto" else None
+        client = boto3.client("kms", region_name=REGION, endpoint_url=endpoint)
         key_id = client.create_key(Description=f"contract {uuid.uuid4()}")["KeyMetadata"]["KeyId"]
         return KmsKeys(client, key_id)
 
