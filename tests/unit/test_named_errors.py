@@ -238,6 +238,7 @@ def test_a_graph_node_returning_a_function_is_told_which_channel_holds_it(
 # What a cold read sends before the mismatch is found: the thread's Query and the
 # deployment record's, in one wave; the same on each backend.
 COLD_READ = {"memory": {"index.query": 2}, "aws": {"dynamodb.Query": 2}}
+OBJECT_GET = {"memory": "objects.get", "aws": "s3.GetObject"}
 
 
 def test_a_saver_on_another_bucket_is_refused_on_the_cold_path_at_no_extra_request(
@@ -272,6 +273,8 @@ def test_a_saver_on_another_bucket_is_refused_on_the_cold_path_at_no_extra_reque
     right = backend.saver(setup=False, inline_max=0)
     tup = right.get_tuple(thread_config("t"))
     assert tup is not None and tup.checkpoint["channel_values"]["tool"] == "x" * 100
+    # The cold read, then one object per channel ("notes" and "tool", none inline).
+    assert backend.calls() == {**COLD_READ[backend.name], OBJECT_GET[backend.name]: 2}
     assert right.get_tuple(thread_config("new")) is None
 
 
