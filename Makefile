@@ -45,14 +45,15 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check src tests benchmarks examples scripts
 	$(PY) -m mypy
 
-# The unit tier (everything but the adapters, on the in-memory ports), then the AWS
-# tier (the DynamoDB and S3 adapters, request budgets and bytes at rest, on moto in
-# process), then the long in-memory runs (fault injection at every request, a 200-turn
-# chat). The end-to-end tier and the integration tiers run in CI (.ci/run).
+# The unit tier (tests by subject, on the in-memory ports), then everything marked `aws`
+# (the AWS tier: the port contract, request budgets, bytes at rest; and the aws half of
+# the unit tier's `backend` tests), on moto in process, then the long in-memory runs
+# (fault injection at every request, a 200-turn chat). Each test runs once. The
+# end-to-end tier and the integration tiers run in CI (.ci/run).
 test: $(STAMP) lint
-	$(PY) -m pytest -q tests/unit -m "not slow"
-	$(PY) -m pytest -q tests/aws
-	$(PY) -m pytest -q tests/unit -m slow
+	$(PY) -m pytest -q tests/unit -m "not slow and not aws"
+	$(PY) -m pytest -q tests/aws tests/unit -m aws
+	$(PY) -m pytest -q tests/unit -m "slow and not aws"
 
 # The command line, the Lambda example, Terraform (fmt, validate, checkov) and the
 # testing kit, as a user runs them.
@@ -81,14 +82,15 @@ test-langgraph: $(LANGGRAPH_STAMP)
 test-store-contract: $(STAMP)
 	$(PY) scripts/store_contract/run.py
 
-# The AWS tier against independent implementations over HTTP on 127.0.0.1: moto
-# server, then dynalite (DynamoDB) with SeaweedFS (S3). See scripts/services.sh.
+# Everything marked `aws` (the AWS tier, and the aws half of the unit tier's `backend`
+# tests) against independent implementations over HTTP on 127.0.0.1: moto server, then
+# dynalite (DynamoDB) with SeaweedFS (S3). See scripts/services.sh.
 test-integration: $(STAMP)
 	scripts/services.sh up
 	trap 'scripts/services.sh down' EXIT; \
 	set -e; \
-	(. .services/env-moto-server.sh && S3DYNAMO_TEST_BACKEND=moto-server $(PY) -m pytest -q -p no:cacheprovider tests/aws); \
-	(. .services/env-real.sh && S3DYNAMO_TEST_BACKEND=real $(PY) -m pytest -q -p no:cacheprovider tests/aws)
+	(. .services/env-moto-server.sh && S3DYNAMO_TEST_BACKEND=moto-server $(PY) -m pytest -q -p no:cacheprovider tests/aws tests/unit -m aws); \
+	(. .services/env-real.sh && S3DYNAMO_TEST_BACKEND=real $(PY) -m pytest -q -p no:cacheprovider tests/aws tests/unit -m aws)
 
 # Side by side with the savers users would otherwise pick; writes benchmarks/results.*.
 # PostgresSaver needs a local PostgreSQL server (Debian's package), started by the run.

@@ -1,26 +1,42 @@
 """What every tier shares: no test reaches a real AWS account, and tests a backend
 cannot run are skipped by marker.
 
-Tiers: `unit/` (everything but the adapters, on the in-memory ports), `aws/` (the
-adapters' contract, request budgets and bytes at rest, on moto in process or the
+Tiers: `unit/` (one file per subject, on the in-memory ports; a test taking `backend`
+runs there and on the AWS adapters), `aws/` (what only the adapters have: the port
+contract on DynamoDB and S3, request budgets, bytes at rest; on moto in process or the
 integration servers), `e2e/` (the command line, the Lambda example, Terraform and the
-testing kit, as a user runs them). Helpers live in `support/`."""
+testing kit, as a user runs them). Helpers live in `support/`.
+
+Every test of `aws/`, and the `aws` half of a `backend` test, carries the `aws` mark:
+`make test` runs `-m "not aws"` on `unit/` and `-m aws` on both, and the integration
+tiers run `-m aws` against their servers, so the in-memory half runs once."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.savers import BACKEND, REGION
+from tests.support.backends import Backend, aws_backend, memory_backend
+from tests.support.savers import BACKEND, REGION, Clients, RequestCounter
 
 if BACKEND not in ("moto", "moto-server", "real"):
     raise pytest.UsageError(f"S3DYNAMO_TEST_BACKEND={BACKEND!r}: expected moto|moto-server|real")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`@pytest.mark.unsupported_on("real", reason=...)` skips a test on that backend only."""
+    """`@pytest.mark.unsupported_on("real", reason=...)` skips a test on that backend only;
+    the AWS tier's tests, tests on the `aws` fixture and the `aws` half of `backend`
+    tests are marked `aws`."""
+    aws_tier = Path(__file__).parent / "aws"
     for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        uses_aws = "aws" in getattr(item, "fixturenames", ())
+        if params.get("backend") == "aws" or uses_aws or aws_tier in item.path.parents:
+            item.add_marker(pytest.mark.aws)
         for mark in item.iter_markers("unsupported_on"):
             if BACKEND in mark.args:
                 item.add_marker(pytest.mark.skip(reason=f"{BACKEND}: {mark.kwargs['reason']}"))
@@ -48,3 +64,51 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
                     f"backend {BACKEND!r} needs {var} on 127.0.0.1, got {url!r}: run "
                     f"scripts/services.sh up and source .services/env-{BACKEND}.sh"
                 )
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    if BACKEND == "moto":
+        from moto import mock_aws  # imported here, so the in-memory half never loads moto
+
+        from langgraph.checkpoint.s3dynamo.testing import serialize_moto
+
+        serialize_moto()
+        with mock_aws():
+            yield
+    else:
+        yield
+
+
+@pytest.fixture
+def clients(aws: None) -> Clients:
+    from langgraph.checkpoint.s3dynamo.testing import Sandbox
+
+    # The same kit users test their agents with: a table and bucket unique to the test.
+    if BACKEND == "moto":
+        sandbox = Sandbox()
+    else:
+        sandbox = Sandbox(
+            dynamodb_endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"],
+            s3_endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"],
+        )
+    pair = Clients((sandbox.dynamodb, sandbox.s3))
+    pair.table, pair.bucket = sandbox.table, sandbox.bucket
+    return pair
+
+
+@pytest.fixture
+def counter(clients: tuple[Any, Any]) -> RequestCounter:
+    c = RequestCounter()
+    for client in clients:
+        c.hook(client)
+    return c
+
+
+@pytest.fixture(params=["memory", "aws"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """The test's storage: the in-memory twins, or the DynamoDB and S3 adapters on the
+    tier's AWS endpoints (moto in process by default)."""
+    if request.param == "memory":
+        return memory_backend()
+    return aws_backend(request.getfixturevalue("clients"))

@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
 from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace
 from tests.support.graphs import two_step_graph
-from tests.support.port_conditions import check_mark_conditions
 from tests.support.savers import RequestCounter, make_saver, memory_saver, thread_config
 
 TURNS = 100
@@ -131,8 +129,3 @@ def _mark_as_deleting(saver: S3DynamoSaver, tid: str) -> Any:
     marks = store.deleter.delete_marks(store.namer.thread(tid), keys, [])
     store.deleter.hide(marks)
     return marks
-
-
-def test_dynamodb_marks_sort_first_and_come_apart_as_in_the_twin(clients: Any) -> None:
-    make_saver(clients).setup()
-    check_mark_conditions(DynamoIndex(clients[0], clients.table))

@@ -187,7 +187,10 @@ SEEN: dict[str, tuple[str, str]] = {}
 @pytest.mark.parametrize("sandbox_fixture", SANDBOXES)
 def test_fresh_per_test_first(request: pytest.FixtureRequest, sandbox_fixture: str) -> None:
     sandbox: Sandbox = request.getfixturevalue(sandbox_fixture)
-    chat(sandbox.saver(), "shared-thread", "left behind")
+    state = chat(sandbox.saver(), "shared-thread", "left behind")
+    assert state.values["messages"][0].content == "left behind"
+    # Stored, not only held by this saver: another saver on the sandbox reads it.
+    assert sandbox.saver().get_tuple({"configurable": {"thread_id": "shared-thread"}})
     SEEN[sandbox_fixture] = (sandbox.table, sandbox.secret)
 
 

@@ -1,7 +1,7 @@
 """Two runs on one thread at once, driven the way a retried Lambda invocation or a
 double-clicked send drives them: each thread of execution has its own saver on the same
-storage and invokes a chat graph N times on one thread id. Used by the unit tier
-(in-memory ports) and the moto tier with the same checks."""
+storage and invokes a chat graph N times on one thread id. Used by
+`tests/unit/test_concurrency.py` on both backends with the same checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The unit tier: the saver on the in-memory ports, no moto, no network."""
+"""The unit tier: the saver on the in-memory ports, no moto, no network (the `aws` half
+of `backend` tests runs with the AWS tier, `tests/conftest.py`)."""
 
 from __future__ import annotations
 

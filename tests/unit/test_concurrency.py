@@ -1,67 +1,77 @@
-"""Two runs on one thread at once, on the in-memory ports: detection raises the clear
-error, the lease serializes them, and no message is lost either way. The same checks
-run on moto in `tests/aws/test_concurrency.py`."""
+"""Two runs on one thread at once, on each backend (`backend`: the in-memory twins, and
+the DynamoDB and S3 adapters): detection raises the clear error, the lease serializes
+them, and no message is lost either way. The commit and lease conditions each index
+must honour are in the port contract (`tests/support/port_contract.py`)."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import ItemTooLargeError, S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
+from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
 from tests.support import concurrent_runs as runs
-from tests.support.savers import memory_saver
+from tests.support.backends import Backend
+from tests.support.port_contract import HEAD, LEASE, _cp
+from tests.support.savers import RequestCounter, make_saver
 from tests.support.scenarios import chat_graph
 
-TURNS = 8
+# Heads and leases commit with TransactWriteItems, which dynalite does not implement.
+pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+
+# Turns each of two writers runs (fewer through moto, which is slower).
+TURNS = {"memory": 8, "aws": 5}
 
 
-def _pair() -> tuple[S3DynamoSaver, S3DynamoSaver]:
-    index, objects = MemoryIndex(), MemoryObjects()
-    keys, secret = {"k1": os.urandom(32)}, os.urandom(16)
-    return (
-        memory_saver(index, objects, keys=keys, secret=secret),
-        memory_saver(index, objects, keys=keys, secret=secret),
-    )
+def _pair(backend: Backend) -> tuple[S3DynamoSaver, S3DynamoSaver]:
+    return backend.saver(), backend.saver(setup=False)
 
 
-def test_a_stale_run_is_refused_with_a_clear_error() -> None:
-    message = runs.stale_run_is_refused(_pair())
+def test_a_stale_run_is_refused_with_a_clear_error(backend: Backend) -> None:
+    message = runs.stale_run_is_refused(_pair(backend))
     assert "another run committed to this thread" in message and "Retry the run" in message
 
 
-@pytest.mark.parametrize("shared", [False, True], ids=["two-savers", "one-saver"])
-def test_two_writers_retrying_lose_no_message(shared: bool) -> None:
-    pair = _pair()
+# One saver shared by two threads is the saver's own concern: on the twins alone.
+@pytest.mark.parametrize(
+    ("backend", "shared"),
+    [("memory", False), ("memory", True), ("aws", False)],
+    ids=["memory-two-savers", "memory-one-saver", "aws-two-savers"],
+    indirect=["backend"],
+)
+def test_two_writers_retrying_lose_no_message(backend: Backend, shared: bool) -> None:
+    pair = _pair(backend)
     savers = (pair[0], pair[0]) if shared else pair
-    runs.two_writers(savers, TURNS, "detect")
-    runs.check_every_message_once(pair[1], TURNS)
+    runs.two_writers(savers, TURNS[backend.name], "detect")
+    runs.check_every_message_once(pair[1], TURNS[backend.name])
 
 
-def test_two_writers_under_the_lease_never_conflict() -> None:
-    pair = _pair()
-    assert runs.two_writers(pair, TURNS, "lock") == 0
-    runs.check_every_message_once(pair[1], TURNS)
+def test_two_writers_under_the_lease_never_conflict(backend: Backend) -> None:
+    pair = _pair(backend)
+    assert runs.two_writers(pair, TURNS[backend.name], "lock") == 0
+    runs.check_every_message_once(pair[1], TURNS[backend.name])
 
 
-def test_async_locks_serialize_runs() -> None:
-    runs.async_locks_serialize(_pair(), 4)
+def test_async_locks_serialize_runs(backend: Backend) -> None:
+    runs.async_locks_serialize(_pair(backend), 4)
 
 
-def test_a_holder_whose_lease_was_taken_over_is_fenced() -> None:
-    runs.fenced_holder_is_refused(_pair())
+def test_a_holder_whose_lease_was_taken_over_is_fenced(backend: Backend) -> None:
+    runs.fenced_holder_is_refused(_pair(backend))
 
 
-def test_a_second_holder_fails_fast_or_times_out() -> None:
-    runs.lock_fails_fast_or_times_out(_pair())
+def test_a_second_holder_fails_fast_or_times_out(backend: Backend) -> None:
+    runs.lock_fails_fast_or_times_out(_pair(backend))
 
 
-def test_deliberate_forks_are_not_refused() -> None:
-    saver = _pair()[0]
-    graph = chat_graph(saver)
+def test_deliberate_forks_are_not_refused(backend: Backend) -> None:
+    graph = chat_graph(backend.saver())
     config = {"configurable": {"thread_id": "f"}}
     for i in range(2):
         graph.invoke({"messages": [HumanMessage(f"q{i}", id=f"h{i}")]}, config)
@@ -72,20 +82,49 @@ def test_deliberate_forks_are_not_refused() -> None:
     assert latest[-2:] == ["fork", "turn 2; heard: q0 / q1 / fork"]  # the fork ran on
     history = [[m.content for m in s.values["messages"]] for s in graph.get_state_history(config)]
     assert ["q0", "turn 1; heard: q0", "q1", "turn 2; heard: q0 / q1"] in history  # kept
-    graph.invoke(None, old.config)  # replay from an old checkpoint id
+    graph.invoke(None, old.config)  # replay from an old checkpoint id: a branch of turn 2
+    replayed = graph.get_state(config).values["messages"]
+    assert [m.content for m in replayed][-1] == "turn 2; heard: q0 / q1"
     graph.invoke({"messages": [HumanMessage("after", id="a")]}, config)
+    after = [m.content for m in graph.get_state(config).values["messages"]]
+    assert after[-2:] == ["after", "turn 3; heard: q0 / q1 / after"]
 
 
-def test_large_metadata_is_refused_before_any_request_naming_the_key() -> None:
-    saver = memory_saver()
-    graph = chat_graph(saver)
+def test_large_metadata_is_refused_before_any_request_naming_the_key(backend: Backend) -> None:
+    saver = backend.saver()
     config = {"configurable": {"thread_id": "t", "user_profile": os.urandom(500_000).hex()}}
     with pytest.raises(ItemTooLargeError, match="'user_profile'"):
-        graph.invoke({"messages": [HumanMessage("hi", id="h")]}, config)
-    # No checkpoint record was written (LangGraph may have stored the task's writes
-    # meanwhile, invisible without their checkpoint): the thread still reads as empty.
-    assert not [r for r in saver.index.records() if isinstance(r, CheckpointRecord)]
+        chat_graph(saver).invoke({"messages": [HumanMessage("hi", id="h")]}, config)
+    # No checkpoint was written (LangGraph may have stored the task's writes meanwhile,
+    # invisible without their checkpoint): the thread still reads as empty.
     assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+    backend.reset()
+    with pytest.raises(ItemTooLargeError, match="'blob'"):
+        put_config = {"configurable": {"thread_id": "t2", "checkpoint_ns": ""}}
+        saver.put(put_config, empty_checkpoint(), {"blob": os.urandom(500_000).hex()}, {})
+    assert backend.calls() == {}
+    assert saver.get_tuple({"configurable": {"thread_id": "t2"}}) is None
+
+
+def test_a_put_under_the_lease_is_still_one_request(
+    clients: tuple[Any, Any], counter: RequestCounter
+) -> None:
+    saver = make_saver(clients)
+    saver.setup()
+    graph = chat_graph(saver)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [HumanMessage("hi", id="h0")]}, config)
+    counter.reset()
+    with saver.ops.thread_lock("t"):
+        graph.invoke({"messages": [HumanMessage("again", id="h1")]}, config)
+    # Acquire and release are one UpdateItem each; every write carries the fence in its
+    # own request (a TransactWriteItems).
+    assert counter.calls == {
+        "dynamodb.Query": 1,
+        "dynamodb.UpdateItem": 2,
+        "dynamodb.TransactWriteItems": 5,
+    }
+    assert [m.content for m in graph.get_state(config).values["messages"]][-2] == "again"
 
 
 class _Cancelling:
@@ -111,11 +150,6 @@ class _Cancelling:
 
 
 def test_a_transaction_cancelled_by_a_conflict_is_sent_again() -> None:
-    from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
-    from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
-    from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
-    from tests.support.port_conditions import HEAD, LEASE, _cp
-
     head, fence = HeadMove(HEAD, "2", "1", True), Fence(LEASE, 3)
     conflict = ["None", "None", "TransactionConflict"]
     client = _Cancelling(conflict, conflict)
@@ -130,3 +164,17 @@ def test_a_transaction_cancelled_by_a_conflict_is_sent_again() -> None:
     with pytest.raises(ConcurrentUpdateError, match="head moved"):
         DynamoIndex(client, "t").put_checkpoint(_cp("2"), head)
     assert client.sent == 1
+
+
+def test_clients_retry_in_standard_mode_with_the_stated_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("S3DYNAMO_TABLE", "t")
+    monkeypatch.setenv("S3DYNAMO_BUCKET", "b")
+    monkeypatch.setenv("S3DYNAMO_MAX_ATTEMPTS", "7")
+    monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
+    saver = S3DynamoSaver.from_env()
+    for port in (saver.store.records, saver.store.objects.port):
+        retries = port.client.meta.config.retries  # type: ignore[attr-defined]
+        assert retries == {"mode": "standard", "total_max_attempts": 7}
+    assert S3DynamoSaver(table="t", bucket="b", plaintext=True).settings.max_attempts == 5

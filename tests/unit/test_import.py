@@ -1,12 +1,15 @@
-"""Importing threads from another LangGraph checkpointer: every tuple `list()` gives and
+"""Importing threads from another LangGraph checkpointer, into each backend (`backend`:
+the in-memory twins, and the DynamoDB and S3 adapters): every tuple `list()` gives and
 every state `get_state_history()` shows equal the source's, for chats, interrupts,
 subgraphs, forks, parallel branches and DeltaChannel threads; a repeat duplicates
 nothing; a thread that exists here with other checkpoints is reported, not overwritten.
-(A fault at every request of an import, and a repeat, are in `test_faults.py`; imports
-from DynamoDBSaver and PostgresSaver in the AWS and end-to-end tiers.)"""
+From AWS's DynamoDBSaver (with its S3 offload) on the same AWS endpoints. (A fault at
+every request of an import, and a repeat, are in `tests/unit/test_faults.py`; the import
+from PostgresSaver in `tests/e2e/test_import.py`.)"""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -16,10 +19,11 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.s3dynamo import InvalidConfigError
+from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver
+from tests.support.backends import Backend
 from tests.support.graphs import converse, delta_graph
-from tests.support.imports import states, tuples
-from tests.support.savers import memory_saver
+from tests.support.imports import dynamodb_saver, same_order, states, tuples
+from tests.support.savers import Clients, make_saver
 from tests.support.scenarios import SCENARIOS, Runner, chat_graph
 
 THREADS = ["memory", "fork", "interrupt", "subgraph", "parallel_failure", "send"]
@@ -46,12 +50,22 @@ def source(request: pytest.FixtureRequest) -> Iterator[BaseCheckpointSaver[Any]]
         conn.close()
 
 
-def test_every_tuple_and_every_state_equal_the_source(source: BaseCheckpointSaver[Any]) -> None:
+# Which saver the import reads is the source's side: each is read into the in-memory
+# twins; into the AWS adapters, one.
+@pytest.mark.parametrize(
+    ("backend", "source"),
+    [("memory", "InMemorySaver"), ("memory", "SqliteSaver"), ("aws", "InMemorySaver")],
+    indirect=True,
+)
+def test_every_tuple_and_every_state_equal_the_source(
+    backend: Backend, source: BaseCheckpointSaver[Any]
+) -> None:
     populate(source)
-    saver = memory_saver()
+    saver = backend.saver()
     plan = saver.ops.plan_import(source)
     assert sorted(t.thread_id for t in plan.threads) == sorted([*THREADS, "delta"])
-    assert saver.index.records() == []  # planning wrote nothing
+    assert backend.writes() == {}  # planning wrote nothing
+    assert all(saver.get_tuple({"configurable": {"thread_id": t}}) is None for t in THREADS)
     result = plan.execute().result()
     assert result["conflicts"] == [] and result["threads_copied"] == len(THREADS) + 1
     for tid in [*THREADS, "delta"]:
@@ -66,17 +80,19 @@ def test_every_tuple_and_every_state_equal_the_source(source: BaseCheckpointSave
     assert mine == theirs
 
 
-def test_a_repeat_duplicates_nothing_and_an_other_thread_is_not_overwritten() -> None:
+def test_a_repeat_duplicates_nothing_and_an_other_thread_is_not_overwritten(
+    backend: Backend,
+) -> None:
     source = InMemorySaver()
     populate(source)
-    saver = memory_saver()
+    saver = backend.saver()
     first = saver.ops.import_threads(source, ["memory", "delta"]).result()
     assert first["checkpoints_copied"] > 0
-    records = len(saver.index.records())
+    imported = {tid: tuples(saver, tid) for tid in ("memory", "delta")}
     again = saver.ops.import_threads(source, ["memory", "delta"])
     assert again.result()["checkpoints_copied"] == 0
     assert [t.already_here for t in again.threads] == [t.checkpoints for t in again.threads]
-    assert len(saver.index.records()) == records
+    assert {tid: tuples(saver, tid) for tid in ("memory", "delta")} == imported
     # A thread of the same id with a history of its own here: reported, left alone.
     chat_graph(saver).invoke(
         {"messages": [HumanMessage("mine", id="m")]}, {"configurable": {"thread_id": "fork"}}
@@ -88,7 +104,7 @@ def test_a_repeat_duplicates_nothing_and_an_other_thread_is_not_overwritten() ->
     assert tuples(saver, "fork") == mine
 
 
-def test_a_source_that_cannot_list_its_threads_asks_for_them() -> None:
+def test_a_source_that_cannot_list_its_threads_asks_for_them(backend: Backend) -> None:
     class NeedsThreadId(InMemorySaver):
         def list(self, config: Any, **kwargs: Any) -> Iterator[Any]:
             if config is None:
@@ -97,7 +113,34 @@ def test_a_source_that_cannot_list_its_threads_asks_for_them() -> None:
 
     source = NeedsThreadId()
     populate(source)
-    saver = memory_saver()
+    saver = backend.saver()
     with pytest.raises(InvalidConfigError, match="name the threads to import"):
         saver.ops.plan_import(source)
     assert saver.ops.import_threads(source, ["memory"]).result()["threads_copied"] == 1
+    assert tuples(saver, "memory") == tuples(source, "memory")
+
+
+def test_a_dynamodb_saver_thread_reads_back_whole(clients: Clients) -> None:
+    source = dynamodb_saver(clients)
+    for name in ("memory", "fork", "interrupt", "subgraph"):
+        SCENARIOS[name](source, Runner("sync"), name)
+    converse(delta_graph(source, 4), "delta", 6)
+    # Over DynamoDBSaver's 350 KB offload threshold: this checkpoint lives in its bucket.
+    big = os.urandom(300_000).hex()
+    chat_graph(source).invoke(
+        {"messages": [HumanMessage(big, id="big")]}, {"configurable": {"thread_id": "big"}}
+    )
+
+    saver: S3DynamoSaver = make_saver(clients)
+    saver.setup()
+    result = saver.ops.import_threads(source).result()
+    assert result["conflicts"] == []
+    for tid in ("memory", "fork", "interrupt", "subgraph", "delta", "big"):
+        assert same_order(saver, tid) == same_order(source, tid), tid
+    assert states(chat_graph(saver), "big") == states(chat_graph(source), "big")
+    converse(delta_graph(saver, 4), "delta", 2, start=6)
+    converse(delta_graph(source, 4), "delta", 2, start=6)
+    config = {"configurable": {"thread_id": "delta"}}
+    assert delta_graph(saver, 4).get_state(config).values == (
+        delta_graph(source, 4).get_state(config).values
+    )

@@ -1,7 +1,10 @@
 """Errors a new user meets in a first hour, each named: what came, what was expected and
-the fix, raised before anything is written (issue 28, part 4). On in-memory ports; the
-AWS error translation is tested on moto and stubbed botocore in tests/aws/test_named_errors.py.
-"""
+the fix, raised before anything is written (issue 28, part 4). A test taking `backend`
+runs on the in-memory twins and on the AWS adapters (moto). What retrying cannot fix is
+a configuration error (`StorageConfigError`); what may pass stays a `StorageError`: on
+moto, and on botocore answers stubbed with `botocore.stub.Stubber`. A saver pointed at
+another bucket than the deployment's is refused by name on the cold path, at no extra
+request."""
 
 from __future__ import annotations
 
@@ -10,24 +13,35 @@ import os
 import threading
 from typing import Any
 
+import boto3
 import pytest
+from botocore.config import Config
+from botocore.exceptions import EndpointConnectionError
+from botocore.stub import Stubber
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
+    EndpointUnreachableError,
     InvalidConfigError,
     S3DynamoSaver,
     Settings,
+    StorageConfigError,
+    StorageError,
     ValueNotSerializableError,
 )
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
-from tests.support.savers import MemorySaver, thread_config
+from tests.support.backends import Backend
+from tests.support.savers import MemorySaver, make_saver, thread_config
 
 KEY_1, KEY_0 = os.urandom(32), os.urandom(32)
 SECRET = "a naming secret of 32 characters"
+HTML_500 = "<!doctype html><title>500 Internal Server Error</title><h1>Internal Server Error</h1>"
 
 
 def b64(key: bytes) -> str:
@@ -46,12 +60,6 @@ def saver_on(
     return saver
 
 
-def writes_of(saver: MemorySaver) -> dict[str, int]:
-    """Every write request either port received."""
-    calls = {**saver.index.calls, **{f"s3.{k}": n for k, n in saver.objects.calls.items()}}
-    return {k: n for k, n in calls.items() if not k.startswith(("query", "get", "s3.get"))}
-
-
 def put_value(saver: S3DynamoSaver, tid: str, value: Any) -> dict[str, Any]:
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"notes": "fine", "tool": value}
@@ -66,9 +74,11 @@ def put_value(saver: S3DynamoSaver, tid: str, value: Any) -> dict[str, Any]:
 # ------------------------------------------------ 1. keys in S3DYNAMO_KEYS' form
 
 
-def test_keys_in_the_environment_form_are_the_keys_the_environment_gives() -> None:
+def test_keys_in_the_environment_form_are_the_keys_the_environment_gives(
+    backend: Backend,
+) -> None:
     spec = f"k1:{b64(KEY_1)},k0:{b64(KEY_0)}"
-    saver = saver_on(keys=spec)
+    saver = backend.saver(keys=spec)
     from_env = Settings.from_env({"S3DYNAMO_KEYS": spec, "S3DYNAMO_SECRET": SECRET})
     assert saver.settings.keys == from_env.keys
     assert saver.settings.keys is not None
@@ -78,9 +88,12 @@ def test_keys_in_the_environment_form_are_the_keys_the_environment_gives() -> No
 
     # What a saver given the text wrote, a saver given the mapping reads, and back.
     put_value(saver, "t", "hello")
-    same = saver_on(saver.index, saver.objects, keys={"k1": KEY_1, "k0": KEY_0})
+    same = backend.saver(setup=False, keys={"k1": KEY_1, "k0": KEY_0})
     tup = same.get_tuple(thread_config("t"))
     assert tup is not None and tup.checkpoint["channel_values"]["tool"] == "hello"
+    put_value(same, "t2", "back")
+    tup = saver.get_tuple(thread_config("t2"))
+    assert tup is not None and tup.checkpoint["channel_values"]["tool"] == "back"
 
 
 @pytest.mark.parametrize(
@@ -151,19 +164,24 @@ class HoldsALock:
         self.lock = threading.Lock()
 
 
+# Which value the serializer refuses is the codec's concern: each on the twins; on the
+# AWS adapters, one, to show nothing at all is sent there either.
 @pytest.mark.parametrize(
-    ("value", "came"),
+    ("backend", "value", "came"),
     [
-        (lambda x: x, "builtins.function"),
-        (threading.Lock(), "_thread.lock"),
-        (HoldsALock(), "tests.unit.test_named_errors.HoldsALock"),
+        ("memory", lambda x: x, "builtins.function"),
+        ("memory", threading.Lock(), "_thread.lock"),
+        ("memory", HoldsALock(), "tests.unit.test_named_errors.HoldsALock"),
+        ("aws", HoldsALock(), "tests.unit.test_named_errors.HoldsALock"),
     ],
-    ids=["a lambda", "a lock", "an object holding a lock"],
+    ids=["memory-a lambda", "memory-a lock", "memory-an object holding a lock", "aws"],
+    indirect=["backend"],
 )
 def test_a_value_that_cannot_be_serialized_names_its_channel_and_writes_nothing(
-    value: Any, came: str
+    backend: Backend, value: Any, came: str
 ) -> None:
-    saver = saver_on(inline_max=0)  # a fresh deployment: not even its record is written
+    # A fresh deployment, not set up: not even its record is written, nor anything read.
+    saver = backend.saver(setup=False, inline_max=0)
     with pytest.raises(ValueNotSerializableError) as raised:
         put_value(saver, "customer-42", value)
     message = str(raised.value)
@@ -174,15 +192,15 @@ def test_a_value_that_cannot_be_serialized_names_its_channel_and_writes_nothing(
     )
     assert "nothing was written" in message and "keep functions, locks" in message
     assert isinstance(raised.value, TypeError)  # what callers caught before
-    assert writes_of(saver) == {}
-    assert saver.index.control.get(deployment_pk("")) is None
-    assert not saver.objects.blobs
+    assert backend.calls() == {}
 
 
-def test_a_write_that_cannot_be_serialized_names_task_and_channel_and_writes_nothing() -> None:
-    saver = saver_on()
+def test_a_write_that_cannot_be_serialized_names_task_and_channel_and_writes_nothing(
+    backend: Backend,
+) -> None:
+    saver = backend.saver()
     config = put_value(saver, "customer-42", "fine")
-    before = writes_of(saver)
+    backend.reset()
     with pytest.raises(ValueNotSerializableError) as raised:
         saver.put_writes(config, [("notes", "ok"), ("tool", HoldsALock())], "task-7")
     message = str(raised.value)
@@ -190,12 +208,14 @@ def test_a_write_that_cannot_be_serialized_names_task_and_channel_and_writes_not
         f"thread 'customer-42' checkpoint {config['configurable']['checkpoint_id']}: the write "
         "of task 'task-7' to channel 'tool' holds a tests.unit.test_named_errors.HoldsALock"
     ) in message
-    assert writes_of(saver) == before  # the writes that could be stored are not written either
+    assert backend.writes() == {}  # the writes that could be stored are not written either
     tup = saver.get_tuple(config)
     assert tup is not None and tup.pending_writes == []
 
 
-def test_a_graph_node_returning_a_function_is_told_which_channel_holds_it() -> None:
+def test_a_graph_node_returning_a_function_is_told_which_channel_holds_it(
+    backend: Backend,
+) -> None:
     class State(TypedDict):
         question: str
         callback: Any
@@ -203,43 +223,67 @@ def test_a_graph_node_returning_a_function_is_told_which_channel_holds_it() -> N
     def plan(state: State) -> dict[str, Any]:
         return {"callback": lambda: state["question"]}
 
-    saver = saver_on()
+    saver = backend.saver()
     graph = StateGraph(State).add_node(plan).add_edge(START, "plan").compile(checkpointer=saver)
     named = r"checkpoint [0-9a-f-]+: channel 'callback' holds a builtins\.function"
     with pytest.raises(ValueNotSerializableError, match=named):
         graph.invoke({"question": "why?"}, thread_config("t-graph"), durability="sync")
+    # The input checkpoint, written before the node ran, is what the thread shows.
+    assert graph.get_state(thread_config("t-graph")).values == {"question": "why?"}
 
 
 # --------------------------------------------- 5. the bucket the deployment uses
 
 
-def test_a_saver_on_another_bucket_is_refused_by_name_before_it_reads_or_writes() -> None:
-    index = MemoryIndex()
-    writer = saver_on(index, MemoryObjects(name="agent-checkpoints"), inline_max=0)
-    put_value(writer, "t", "x" * 100)
-    assert (
-        writer.index.control[deployment_pk("")]["deployment"].fields["bucket"]
-        == "agent-checkpoints"
-    )
+# What a cold read sends before the mismatch is found: the thread's Query and the
+# deployment record's, in one wave; the same on each backend.
+COLD_READ = {"memory": {"index.query": 2}, "aws": {"dynamodb.Query": 2}}
+OBJECT_GET = {"memory": "objects.get", "aws": "s3.GetObject"}
 
-    wrong = saver_on(index, MemoryObjects(name="agent-checkpoint"), inline_max=0)
-    for call in (
-        lambda: wrong.get_tuple(thread_config("t")),  # a thread that exists
-        lambda: wrong.get_tuple(thread_config("new")),  # and one that does not
-        lambda: put_value(wrong, "new", "y" * 100),
-    ):
+
+def test_a_saver_on_another_bucket_is_refused_on_the_cold_path_at_no_extra_request(
+    backend: Backend,
+) -> None:
+    writer = backend.saver(inline_max=0)
+    put_value(writer, "t", "x" * 100)
+    bucket = backend.bucket
+
+    # Another process whose bucket setting has a typo: its first read sends what any
+    # cold read sends, and no object request.
+    wrong = backend.saver(setup=False, bucket=f"{bucket}-typo", inline_max=0)
+    for tid, sent in (("t", COLD_READ[backend.name]), ("new", None)):  # exists, or not
+        backend.reset()
         with pytest.raises(DeploymentMismatchError) as raised:
-            call()
+            wrong.get_tuple(thread_config(tid))
+        # Asked again, the same saver sends one Query and is refused again.
+        assert backend.calls() == (sent or {k: 1 for k in COLD_READ[backend.name]})
         message = str(raised.value)
         assert (
-            "this saver's objects go to bucket 'agent-checkpoint' and the deployment's are in "
-            "bucket 'agent-checkpoints'"
+            f"this saver's objects go to bucket '{bucket}-typo' and the deployment's are in "
+            f"bucket '{bucket}'"
         ) in message
-        assert "set S3DYNAMO_BUCKET (bucket=) to 'agent-checkpoints'" in message
-    assert not wrong.objects.calls
+        assert f"set S3DYNAMO_BUCKET (bucket=) to '{bucket}'" in message
+
+    # A process whose first call writes a new thread is refused before any write.
+    first_put = backend.saver(setup=False, bucket=f"{bucket}-typo", inline_max=0)
+    with pytest.raises(DeploymentMismatchError, match="go to bucket"):
+        put_value(first_put, "new", "y" * 100)
+    assert backend.calls() == {k: 1 for k in COLD_READ[backend.name]}  # one Query, no write
+
+    right = backend.saver(setup=False, inline_max=0)
+    tup = right.get_tuple(thread_config("t"))
+    assert tup is not None and tup.checkpoint["channel_values"]["tool"] == "x" * 100
+    # The cold read, then one object per channel ("notes" and "tool", none inline).
+    assert backend.calls() == {**COLD_READ[backend.name], OBJECT_GET[backend.name]: 2}
+    assert right.get_tuple(thread_config("new")) is None
 
 
 def test_a_deployment_recorded_before_the_bucket_field_is_read_and_not_stamped() -> None:
+    named_index = MemoryIndex()
+    put_value(saver_on(named_index, MemoryObjects(name="agent-checkpoints")), "t", "x")
+    recorded = named_index.control[deployment_pk("")]["deployment"].fields
+    assert recorded["bucket"] == "agent-checkpoints"
+
     index = MemoryIndex()
     older = saver_on(index, MemoryObjects())  # a store with no name records none
     put_value(older, "t", "small enough to stay in the index")
@@ -255,3 +299,165 @@ def test_a_deployment_recorded_before_the_bucket_field_is_read_and_not_stamped()
     record = index.control[deployment_pk("")]["deployment"]
     assert '"k2"' in str(record.fields["keys"]) and record.version == 2
     assert "bucket" not in record.fields
+
+
+# ------------------------- 6. what the AWS services answer, named as a user can act on it
+
+
+@pytest.mark.unsupported_on("real", reason="SeaweedFS accepts any bucket name")
+def test_an_invalid_bucket_name_is_a_configuration_error_that_says_the_rules(
+    clients: Any,
+) -> None:
+    saver = make_saver(clients, bucket="ab")  # S3 names have 3 to 63 characters
+    with pytest.raises(StorageConfigError) as raised:
+        saver.setup()
+    message = str(raised.value)
+    assert "CreateBucket on S3 bucket 'ab' (region us-east-1" in message
+    assert "S3 refused the bucket name (InvalidBucketName" in message
+    assert "retrying does not fix" in message and "fix S3DYNAMO_BUCKET (bucket=)" in message
+    assert "3 to 63 characters of lowercase letters" in message
+    assert isinstance(raised.value, InvalidConfigError)
+    assert not isinstance(raised.value, StorageError)  # not "retry later"
+
+
+def test_a_bucket_name_botocore_refuses_before_sending_is_named_too(clients: Any) -> None:
+    saver = make_saver(clients, bucket="Agent Checkpoints!")
+    with pytest.raises(StorageConfigError, match=r"botocore refused a request to S3 bucket "):
+        saver.setup()
+
+
+def stubbed(service: str) -> tuple[Any, Stubber]:
+    client = boto3.client(
+        service, region_name="eu-nowhere-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(client)
+    stubber.activate()
+    return client, stubber
+
+
+def test_an_endpoint_answering_500_without_an_aws_error_is_a_configuration_error() -> None:
+    # What moto server (or any web server) at the endpoint answers for a region it does
+    # not serve: an HTML page, on every attempt.
+    client, stubber = stubbed("dynamodb")
+    stubber.add_client_error(
+        "query", service_error_code="", service_message=HTML_500, http_status_code=500
+    )
+    with pytest.raises(StorageConfigError) as raised:
+        DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+    message = str(raised.value)
+    assert "Query on DynamoDB table 'checkpoints' (region eu-nowhere-1, endpoint " in message
+    assert "answered HTTP 500 without an AWS error code" in message
+    assert "set AWS_REGION (or region=) to a region the service runs in" in message
+    assert "S3DYNAMO_ENDPOINT_URL" in message
+
+
+@pytest.mark.parametrize(
+    ("service", "operation", "code", "status"),
+    [
+        ("dynamodb", "query", "InternalServerError", 500),
+        ("dynamodb", "query", "ProvisionedThroughputExceededException", 400),
+        ("s3", "put_object", "InternalError", 500),
+        ("s3", "put_object", "SlowDown", 503),
+        ("s3", "put_object", "", 503),  # a gateway's bodiless 503
+    ],
+)
+def test_errors_that_may_pass_stay_storage_errors_that_say_retry(
+    service: str, operation: str, code: str, status: int
+) -> None:
+    client, stubber = stubbed(service)
+    stubber.add_client_error(
+        operation, service_error_code=code, service_message="", http_status_code=status
+    )
+    with pytest.raises(StorageError, match="retry later") as raised:
+        if service == "dynamodb":
+            DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+        else:
+            S3Objects(client, "agent-checkpoints").overwrite("k", b"v")
+    assert not isinstance(raised.value, InvalidConfigError)
+
+
+@pytest.mark.parametrize("code", ["AccessDenied", "InvalidAccessKeyId"])
+def test_access_and_credentials_refused_are_configuration_errors(code: str) -> None:
+    client, stubber = stubbed("s3")
+    stubber.add_client_error(
+        "put_object", service_error_code=code, service_message="no", http_status_code=403
+    )
+    with pytest.raises(StorageConfigError, match="PutObject on S3 bucket 'agent-checkpoints'"):
+        S3Objects(client, "agent-checkpoints").overwrite("k", b"v")
+
+
+def test_the_deployment_record_names_the_bucket_it_was_set_up_with(clients: Any) -> None:
+    saver = make_saver(clients)
+    saver.setup()
+    item = clients[0].get_item(
+        TableName=clients.table, Key={"pk": {"S": "#s3dynamo"}, "sk": {"S": "deployment"}}
+    )["Item"]
+    assert item["bucket"] == {"S": clients.bucket}
+
+
+def test_the_documented_update_names_the_bucket_of_a_record_written_without_one(
+    clients: Any,
+) -> None:
+    """docs/FORMAT.md's update-item, sent through boto3: a 0.2.0 record (no bucket) gains
+    the field, and a saver on another bucket is refused from then on."""
+    ddb = clients[0]
+    key = {"pk": {"S": "#s3dynamo"}, "sk": {"S": "deployment"}}
+    writer = make_saver(clients)
+    writer.setup()
+    ddb.update_item(
+        TableName=clients.table,
+        Key=key,
+        UpdateExpression="REMOVE #b",
+        ExpressionAttributeNames={"#b": "bucket"},
+    )  # as 0.2.0 wrote it
+    # Unchecked: any bucket is accepted.
+    assert (
+        make_saver(clients, bucket=f"{clients.bucket}-typo").get_tuple(thread_config("t")) is None
+    )
+
+    ddb.update_item(
+        TableName=clients.table,
+        Key=key,
+        UpdateExpression="SET #b = :b, #v = #v + :one",
+        ExpressionAttributeNames={"#b": "bucket", "#v": "v"},
+        ExpressionAttributeValues={":b": {"S": clients.bucket}, ":one": {"N": "1"}},
+    )
+    with pytest.raises(DeploymentMismatchError, match="go to bucket"):
+        make_saver(clients, bucket=f"{clients.bucket}-typo").get_tuple(thread_config("t"))
+    assert make_saver(clients).get_tuple(thread_config("t")) is None
+
+
+@pytest.mark.parametrize(
+    ("region", "error"),
+    [("us-esat-1", StorageConfigError), ("us-east-1", EndpointUnreachableError)],
+)
+def test_a_region_no_one_knows_is_a_configuration_error_when_its_endpoint_does_not_answer(
+    region: str, error: type[Exception], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # AWS's own endpoint for the region, not a local server's that the integration
+    # tiers name in AWS_ENDPOINT_URL*: the test is about an AWS region.
+    for name in [n for n in os.environ if n.startswith("AWS_ENDPOINT_URL")]:
+        monkeypatch.delenv(name)
+    # No network here: the connection fails at every attempt, as DNS fails for a region
+    # that does not exist (and, for one that does, as an outage would: that may pass).
+    client = boto3.client(
+        "dynamodb",
+        region_name=region,
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"mode": "standard", "max_attempts": 2}),
+    )
+
+    def no_connection(request: Any, **_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url=request.url)
+
+    client.meta.events.register("before-send", no_connection)
+    with pytest.raises(error) as raised:
+        DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+    message = str(raised.value)
+    assert f"cannot reach DynamoDB table 'checkpoints' (region {region}, endpoint " in message
+    if error is StorageConfigError:
+        assert f"'{region}' is no AWS region botocore knows (a typo?)" in message
+        assert "set AWS_REGION (or region=)" in message
+    else:
+        assert isinstance(raised.value, StorageError)

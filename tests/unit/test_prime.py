@@ -1,9 +1,10 @@
-"""`saver.prime()` for an init phase: the ports are built and no request is sent; where
-AWS Lambda SnapStart's runtime hooks exist, Python's `random` is reseeded after each
-restore, registered once per process; channel versions never come from `random`'s state,
-so clones restored from one snapshot cannot draw the same one. (That the first request
-after priming imports no module and builds no client is shown against moto server in
-`tests/e2e/test_prime.py`.)"""
+"""`saver.prime()` for an init phase, on each backend (`backend`: the in-memory twins,
+and the AWS adapters): the ports are built and no request is sent. Where AWS Lambda
+SnapStart's runtime hooks exist, Python's `random` is reseeded after each restore,
+registered once per process; channel versions never come from `random`'s state, so
+clones restored from one snapshot cannot draw the same one. (That the first request
+after priming imports no module and builds no client is shown in fresh interpreters
+against moto server in `tests/e2e/test_prime.py`.)"""
 
 from __future__ import annotations
 
@@ -15,16 +16,20 @@ from collections.abc import Callable
 import pytest
 
 from langgraph.checkpoint.s3dynamo import compose
+from tests.support.backends import Backend
 from tests.support.savers import memory_saver
 
 
-def test_prime_builds_every_port_and_sends_nothing() -> None:
-    saver = memory_saver()
-    saver.index.calls.clear()
-    saver.prime()
+def test_prime_builds_every_port_and_sends_nothing(backend: Backend) -> None:
+    saver = backend.saver(setup=False)
     ports = saver.store.ports
+    assert not any(ports.built(name) for name in ("records", "control", "scans", "objects"))
+    saver.prime()
     assert all(ports.built(name) for name in ("records", "control", "scans", "objects"))
-    assert saver.index.calls == {} and saver.objects.calls == {}
+    assert backend.calls() == {}
+    # Primed on a deployment that exists, the first read is an ordinary one.
+    backend.saver()
+    assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
 
 
 def test_after_a_snapstart_restore_random_is_reseeded_once_registered(

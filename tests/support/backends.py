@@ -1,0 +1,119 @@
+"""Storage for one test on either backend, savers on it, and the requests it received:
+the in-memory twins (`memory_backend`) or the DynamoDB and S3 adapters on the tier's AWS
+endpoints (`aws_backend`: moto in process, or the integration tiers' servers). A test
+that takes the `backend` fixture (tests/conftest.py) runs once on each."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from tests.support.savers import Clients, RequestCounter, make_saver
+
+# Requests that only read, by the names either backend counts them under.
+READS = frozenset(
+    {
+        "index.query",
+        "index.scan",
+        "index.memory_get",
+        "index.directory_get",
+        "objects.get",
+        "objects.list",
+        "dynamodb.Query",
+        "dynamodb.GetItem",
+        "dynamodb.BatchGetItem",
+        "dynamodb.Scan",
+        "dynamodb.DescribeTable",
+        "s3.GetObject",
+        "s3.ListObjectsV2",
+        "s3.HeadBucket",
+        "s3.HeadObject",
+    }
+)
+
+
+class Backend:
+    """One deployment's storage (a table and a bucket, or their twins) and its keys."""
+
+    def __init__(
+        self,
+        name: str,
+        bucket: str,
+        make: Callable[..., S3DynamoSaver],
+        calls: Callable[[], Counter[str]],
+        reset: Callable[[], None],
+    ) -> None:
+        self.name, self.bucket = name, bucket
+        self.keys = {"k1": os.urandom(32)}
+        self.secret = os.urandom(16)
+        self._make, self._calls, self._reset = make, calls, reset
+
+    def saver(self, *, setup: bool = True, **kwargs: Any) -> S3DynamoSaver:
+        """A saver on this storage with this deployment's keys and secret (override
+        either, or `bucket=` for a saver pointed at another bucket); `setup()` run first
+        unless `setup=False`. The request count is reset after it."""
+        kwargs.setdefault("keys", self.keys)
+        kwargs.setdefault("secret", self.secret)
+        saver = self._make(**kwargs)
+        if setup:
+            saver.setup()
+        self._reset()
+        return saver
+
+    def calls(self) -> Counter[str]:
+        """Requests received since the last reset, as `service.Operation` (AWS) or
+        `index.method` / `objects.method` (in memory)."""
+        return self._calls()
+
+    def reset(self) -> None:
+        self._reset()
+
+    def writes(self) -> dict[str, int]:
+        """The requests since the last reset that may have changed something."""
+        return {k: n for k, n in self._calls().items() if k not in READS}
+
+    def __repr__(self) -> str:
+        return f"<{self.name} backend>"
+
+
+def memory_backend() -> Backend:
+    index = MemoryIndex()
+    stores: dict[str, MemoryObjects] = {}
+    bucket = "checkpoints-bucket"
+
+    def objects(name: str) -> MemoryObjects:
+        # A store carries its bucket's name, as S3Objects does: the deployment record
+        # keeps it and refuses a saver on another.
+        return stores.setdefault(name, MemoryObjects(name=name))
+
+    def make(bucket: str = bucket, **kwargs: Any) -> S3DynamoSaver:
+        return S3DynamoSaver(index=index, object_store=objects(bucket), **kwargs)
+
+    def calls() -> Counter[str]:
+        out = Counter({f"index.{k}": n for k, n in index.calls.items()})
+        for store in stores.values():
+            out.update({f"objects.{k}": n for k, n in store.calls.items()})
+        return out
+
+    def reset() -> None:
+        index.calls.clear()
+        for store in stores.values():
+            store.calls.clear()
+
+    objects(bucket)
+    return Backend("memory", bucket, make, calls, reset)
+
+
+def aws_backend(clients: Clients) -> Backend:
+    counter = RequestCounter()
+    for client in clients:
+        counter.hook(client)
+
+    def make(**kwargs: Any) -> S3DynamoSaver:
+        return make_saver(clients, **kwargs)
+
+    return Backend("aws", clients.bucket, make, lambda: Counter(counter.calls), counter.reset)
