@@ -38,6 +38,8 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     fence_update,
     from_item,
     head_update,
+    intent_from_item,
+    intent_item,
     is_mark_item,
     key_item,
     mark_from_item,
@@ -71,6 +73,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     Mark,
     Record,
     Stamp,
+    UploadIntent,
     WritesRecord,
     head_key,
 )
@@ -271,9 +274,13 @@ class DynamoRecords(DynamoTable):
         ]
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
+        self,
+        record: CheckpointRecord,
+        head: HeadMove | None,
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
-        if head is None and fence is None:
+        if head is None and fence is None and intent is None:
             with translate_errors(self.resource):
                 self.client.put_item(TableName=self.table, Item=to_item(record))
             return
@@ -282,14 +289,23 @@ class DynamoRecords(DynamoTable):
             items.append({"Update": {"TableName": self.table, **head_update(head)}})
         if fence is not None:
             items.append({"Update": {"TableName": self.table, **fence_update(fence)}})
-        self._transact(
-            items,
-            head_at=1 if head is not None else None,
-            fence_at=len(items) - 1 if fence is not None else None,
-        )
+        fence_at = len(items) - 1 if fence is not None else None
+        items += self._closing(intent)
+        self._transact(items, head_at=1 if head is not None else None, fence_at=fence_at)
+
+    def _closing(self, intent: ItemKey | None) -> list[dict[str, Any]]:
+        """The Delete of a commit's upload intent, unconditional: a repeat of a commit
+        that went through finds it gone and must still succeed."""
+        if intent is None:
+            return []
+        return [{"Delete": {"TableName": self.table, "Key": key_item(intent)}}]
 
     def merge_writes(
-        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+        self,
+        record: WritesRecord,
+        last_wins: frozenset[int],
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         expression, names, values = merge_writes_update(record, last_wins)
         update = {
@@ -299,12 +315,15 @@ class DynamoRecords(DynamoTable):
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        if fence is None:
+        if fence is None and intent is None:
             with translate_errors(self.resource):
                 self.client.update_item(**update)
             return
-        fenced = {"Update": {"TableName": self.table, **fence_update(fence)}}
-        self._transact([{"Update": update}, fenced], head_at=None, fence_at=1)
+        items: list[dict[str, Any]] = [{"Update": update}]
+        if fence is not None:
+            items.append({"Update": {"TableName": self.table, **fence_update(fence)}})
+        fence_at = 1 if fence is not None else None
+        self._transact(items + self._closing(intent), head_at=None, fence_at=fence_at)
 
     def _transact(
         self, items: list[dict[str, Any]], *, head_at: int | None, fence_at: int | None
@@ -437,6 +456,19 @@ class DynamoControl(DynamoTable):
             },
         )
         return out.refused is None
+
+    def put_intent(self, intent: UploadIntent) -> None:
+        with translate_errors(self.resource):
+            self.client.put_item(TableName=self.table, Item=intent_item(intent))
+
+    def intents_before(self, pk: str, upper_sk: str) -> list[UploadIntent]:
+        request = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#pk = :pk AND #sk < :upper",
+            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":upper": {"S": upper_sk}},
+        }
+        return [intent_from_item(i) for items in self._pages("query", request) for i in items]
 
     def read_control(self, pk: str) -> dict[str, ControlRecord]:
         items, _ = self._query(pk, consistent=True)

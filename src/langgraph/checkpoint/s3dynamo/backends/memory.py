@@ -31,6 +31,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import record_size
+from langgraph.checkpoint.s3dynamo.backends.memory_journal import JournalTwin
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
@@ -52,6 +53,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     MemoryRow,
     Record,
     Stamp,
+    UploadIntent,
     WritesRecord,
     head_key,
 )
@@ -160,7 +162,7 @@ class MemoryItemsTwin:
             return [e for p in self._directory.values() for e in p.values()]
 
 
-class MemoryIndex(MemoryItemsTwin):
+class MemoryIndex(MemoryItemsTwin, JournalTwin):
     """The `RecordIndex`, `ControlItems` and `TableScan` ports in memory (an `Index`).
     Items are sized as DynamoDB counts them (`dynamodb_items.py`, pure), so limits and
     budgets match."""
@@ -173,6 +175,7 @@ class MemoryIndex(MemoryItemsTwin):
         # Control items: head checkpoint ids, and leases (owner, token, expiry in ms).
         self.heads: dict[ItemKey, str] = {}
         self.leases: dict[ItemKey, tuple[str, int, int]] = {}
+        self.intents: dict[ItemKey, UploadIntent] = {}  # the upload journal (JournalTwin)
         # Deployments' own records: partition -> name -> record.
         self.control: dict[str, dict[str, ControlRecord]] = {}
         # Store items and node-cache entries, and their directories (`MemoryItemsTwin`).
@@ -255,7 +258,11 @@ class MemoryIndex(MemoryItemsTwin):
             self.leases[fence.key] = (owner, token, fence.expires_ms)
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
+        self,
+        record: CheckpointRecord,
+        head: HeadMove | None,
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         with self._lock:
             self._count("put_checkpoint")
@@ -269,6 +276,7 @@ class MemoryIndex(MemoryItemsTwin):
             if head is not None:
                 self.heads[head.key] = head.to
             self._extend(fence)
+            self._close(intent)
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         with self._lock:
@@ -302,12 +310,17 @@ class MemoryIndex(MemoryItemsTwin):
                 self.leases[lease.key] = (owner, token, 0)
 
     def merge_writes(
-        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+        self,
+        record: WritesRecord,
+        last_wins: frozenset[int],
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         with self._lock:
             self._count("merge_writes")
             self._check_fence(fence)
             self._extend(fence)
+            self._close(intent)
             partition = self._partitions.setdefault(record.pk, {})
             old = partition.get(record.sk)
             if not isinstance(old, WritesRecord):
@@ -346,6 +359,7 @@ class MemoryIndex(MemoryItemsTwin):
             for key in keys:
                 self.heads.pop(key, None)
                 self.leases.pop(key, None)
+                self.intents.pop(key, None)
 
     def item_size(self, record: Record) -> int:
         return record_size(record)
@@ -418,6 +432,7 @@ class MemoryIndex(MemoryItemsTwin):
         twin.write_batch(puts=[*self.records(), *self.marks()])
         with self._lock:
             twin.heads, twin.leases = dict(self.heads), dict(self.leases)
+            twin.intents = dict(self.intents)
             twin.control = copy.deepcopy(self.control)
         twin.load_memory(self.memory_rows(), self.directory_entries())
         twin.calls.clear()
@@ -484,6 +499,12 @@ class MemoryObjects:
         if found is None:
             raise ObjectNotFoundError(f"object {key!r} is missing from the memory store", key)
         return found[0]
+
+    def stat(self, key: str) -> ObjectInfo | None:
+        with self._lock:
+            self._count("stat")
+            found, tag = self.blobs.get(key), self.tags.get(key, "")
+        return None if found is None else ObjectInfo(key, len(found[0]), found[1], tag)
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         with self._lock:

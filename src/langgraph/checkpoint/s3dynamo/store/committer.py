@@ -8,12 +8,14 @@ uploaded again. A changed value whose parent is (or is a delta of) a full versio
 process holds is sealed as a delta against it when the delta fits inline and `delta_max`.
 
 Commit protocol. `commit_checkpoint` seals everything first (bad input writes nothing),
-uploads the new values too large to inline in one parallel wave, each with
+writes an upload intent naming the objects it is about to write (`journal.py`; only when
+there are any), uploads the new values too large to inline in one parallel wave, each with
 `If-None-Match: *` (an existing object already holds the same value; it is written again
 anyway, which keeps garbage collection off it: see `ObjectIO.upload` and `ops/gc.py`),
-then writes the checkpoint record with one request: the record is the commit point. A
-crash before it leaves the old state plus unreferenced objects, which garbage collection
-removes after a grace period; a crash after it leaves the new state. `commit_writes` does
+then writes the checkpoint record with one request that also deletes the intent: the
+record is the commit point. A crash before it leaves the old state plus unreferenced
+objects that the intent names, which garbage collection removes after a grace period; a
+crash after it leaves the new state and no intent. `commit_writes` does
 the same with one merge per (checkpoint, task), so a `put_writes` call becomes visible
 all at once or not at all.
 
@@ -72,6 +74,7 @@ from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
+from langgraph.checkpoint.s3dynamo.store.journal import Journal
 from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
@@ -142,6 +145,8 @@ class Committer:
         self.bases: Lru[str, Typed] = Lru(OPENED_BASES)
         # Stamps every record written (`written_at`); tests replace it.
         self.clock: Callable[[], float] = time.time
+        # Upload intents: opened before an upload wave, closed by the commit.
+        self.journal = Journal(ports, lambda: self.clock())
 
     def now(self) -> int:
         """The stamp of a record written now: whole seconds since the epoch."""
@@ -264,13 +269,15 @@ class Committer:
         lease = holding(self.handoff.store_id, pk)
         if before_write is not None:
             before_write()
+        # Named before the first upload, closed by the commit: what a crash orphans is known.
+        intent = self.journal.open(pk, [key for key, _ in uploads])
         if uploads:
             self.objects.upload(uploads)
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
         # Stamped after the uploads: the expiry this commit sets counts from its request.
         held = lease.stamp() if lease is not None else None
         try:
-            self._ports.records.put_checkpoint(record, head, held)
+            self._ports.records.put_checkpoint(record, head, held, intent)
         except LeaseLostError as exc:
             raise LeaseLostError(
                 f"{what}: not written: the thread's lease expired and another holder took it "
@@ -367,12 +374,13 @@ class Committer:
                 uploads.append((self.objects.key(tid, leaf), blob))
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
         lease = holding(self.handoff.store_id, pk)
+        intent = self.journal.open(pk, [key for key, _ in uploads])
         if uploads:
             self.objects.upload(uploads)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
         held = lease.stamp() if lease is not None else None
         try:
-            self._ports.records.merge_writes(record, LAST_WINS, held)
+            self._ports.records.merge_writes(record, LAST_WINS, held, intent)
         except LeaseLostError as exc:
             raise LeaseLostError(
                 f"{describe(tid, ns, cid)}: writes of task {task_id!r} not written: the "

@@ -1,6 +1,6 @@
 """The maintenance side of the thread store's facade: setting up and probing the
 ports, scans of the deployment, records written or replaced whole, deleting under marks,
-objects by listing, and control items (heads, tombstones, markers, leases), whose keys
+objects by listing, the upload journal, and control items (heads, tombstones, markers, leases), whose keys
 are built here only. `ThreadStore` inherits it; garbage collection, retention, copies,
 re-encryption, `check` and leases call these methods, never the ports.
 """
@@ -17,10 +17,12 @@ from langgraph.checkpoint.s3dynamo.records import (
     Mark,
     Record,
     Stamp,
+    UploadIntent,
     head_key,
     lease_key,
 )
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from langgraph.checkpoint.s3dynamo.store.journal import Journal
 from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
@@ -35,6 +37,7 @@ class Upkeep:
     scope: Scope
     objects: ObjectIO
     deleter: Deleter
+    journal: Journal
 
     def create_if_missing(self) -> None:
         """Create the table and the bucket if missing (development and tests)."""
@@ -157,6 +160,21 @@ class Upkeep:
     def delete_unchanged_objects(self, objects: Sequence[ObjectInfo]) -> list[str]:
         """Delete objects each only while unchanged since listed; the keys deleted."""
         return self.objects.delete_unchanged(objects)
+
+    def stat_objects(self, keys: Sequence[str]) -> list[ObjectInfo | None]:
+        """Each object's size, time and tag (None: absent), one wave of HEAD requests."""
+        return self.objects.stat(keys)
+
+    # ------------------------------------------------- the upload journal
+
+    def expired_intents(self, before_ms: int) -> list[UploadIntent]:
+        """This deployment's upload intents written before `before_ms` (one Query per
+        journal shard): what crashed or refused commits left (`store/journal.py`)."""
+        return self.journal.expired(self.prefix, before_ms)
+
+    def close_intents(self, keys: Iterable[ItemKey]) -> None:
+        """Delete upload intents, in full batches."""
+        self.ports.control.delete_items(keys)
 
     # ------------------------------------------------- control items
 
