@@ -194,9 +194,7 @@ class IncrementalGcPlan:
                 for key, info in found.items()
                 if info is None or key in gone or key[start:] in live
             }
-            settled_intents += [
-                i.key for i in intents if all(k in settled for k in i.object_keys)
-            ]
+            settled_intents += [i.key for i in intents if all(k in settled for k in i.object_keys)]
         if settled_intents:
             self.store.close_intents(settled_intents)
         return deleted
