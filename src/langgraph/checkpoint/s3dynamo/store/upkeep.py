@@ -1,8 +1,8 @@
 """The maintenance side of the thread store's facade: setting up and probing the
 ports, scans of the deployment, records written or replaced whole, deleting under marks,
-objects by listing, the upload journal, and control items (heads, tombstones, markers, leases), whose keys
-are built here only. `ThreadStore` inherits it; garbage collection, retention, copies,
-re-encryption, `check` and leases call these methods, never the ports.
+objects by listing, the upload journal, and control items (heads, tombstones, markers,
+leases), whose keys are built here only. `ThreadStore` inherits it; garbage collection,
+retention, copies, re-encryption, `check` and leases call these methods, never the ports.
 """
 
 from __future__ import annotations
