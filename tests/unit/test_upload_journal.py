@@ -183,3 +183,37 @@ def test_the_journal_is_sharded_by_thread_and_owned_by_no_thread() -> None:
     for intent in index.intents.values():
         assert all(key.startswith(intent.thread + "/") for key in intent.object_keys)
         assert len(intent.leaves) == 1
+
+
+def test_a_collection_interrupted_anywhere_deletes_nothing_referenced_and_a_repeat_finishes() -> (
+    None
+):
+    index0, objects0, first = start()
+    saver = saver_on(index0, objects0)
+    for step in (2, 2):  # two crashed puts of the same thread
+        index0.put_checkpoint = lambda *a, **k: (_ for _ in ()).throw(Crash())  # type: ignore[method-assign]
+        with pytest.raises(Crash):
+            put_big(saver, first, step)
+    del index0.put_checkpoint  # the class's own again
+    old = read(index0, objects0)
+    assert len(index0.intents) == 2 and len(orphans(index0, objects0)) == 4
+
+    def collect(index: Any, objects: Any) -> None:
+        store = saver_on(index, objects).store
+        plan_incremental_gc(store, now=later()).execute(now=later())
+
+    counting = Faults()
+    index, objects = index0.clone(), objects0.clone()
+    collect(FaultyIndex(index, counting), FaultyObjects(objects, counting))
+    assert "list" not in objects.calls and orphans(index, objects) == set()
+    for at in range(1, counting.count + 1):
+        for mode in ("before", "after"):
+            index, objects = index0.clone(), objects0.clone()
+            faults = Faults(at, mode)
+            with contextlib.suppress(Crash):
+                collect(FaultyIndex(index, faults), FaultyObjects(objects, faults))
+            where = f"fault at request {at}/{counting.count} ({mode})"
+            assert read(index, objects) == old, where
+            collect(index, objects)
+            assert orphans(index, objects) == set() and index.intents == {}, where
+            assert read(index, objects) == old, where
