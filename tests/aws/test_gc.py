@@ -10,6 +10,9 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
+from tests.support.port_conditions import check_journal_conditions
 from tests.support.savers import RequestCounter, make_saver, thread_config
 
 
@@ -166,3 +169,18 @@ def test_incremental_collection_reads_what_crashes_left_not_the_bucket(
         }
     )
     assert sum(small.values()) == 33 + 5 * k
+
+
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+def test_dynamodb_keeps_the_journal_as_the_twin_does(clients: Any) -> None:
+    make_saver(clients).setup()
+    check_journal_conditions(DynamoIndex(clients[0], clients.table))
+
+
+def test_s3_stat_is_what_a_listing_says_of_one_key(clients: Any) -> None:
+    make_saver(clients).setup()
+    objects = S3Objects(clients[1], clients.bucket)
+    assert objects.stat("p/k") is None
+    objects.put_new("p/k", b"one")
+    [listed] = objects.list("p/k")
+    assert objects.stat("p/k") == listed and listed.tag

@@ -1,7 +1,7 @@
-"""The conditions of a commit and of a lease, and where marks sort, checked on any
-`Index`: the in-memory twin (`tests/unit/test_memory_ports.py`) and DynamoDB on moto
-(`tests/aws/test_concurrency.py`, `tests/aws/test_bulk_budgets.py`) must agree on every
-one."""
+"""The conditions of a commit and of a lease, where marks sort, and the upload journal,
+checked on any `Index`: the in-memory twin (`tests/unit/test_memory_ports.py`) and
+DynamoDB on moto (`tests/aws/test_concurrency.py`, `tests/aws/test_bulk_budgets.py`,
+`tests/aws/test_gc.py`) must agree on every one."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
-from langgraph.checkpoint.s3dynamo.layout import mark_sk
+from langgraph.checkpoint.s3dynamo.layout import intents_before, journal_pk_of, mark_sk
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     Fence,
@@ -18,6 +18,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Mark,
     WritesRecord,
+    upload_intent,
 )
 
 PK, HEAD, LEASE = "p", ItemKey("p!", "head#ns"), ItemKey("p!", "lease")
@@ -134,3 +135,29 @@ def check_mark_conditions(index: Any) -> None:
     assert [r.sk for r in index.scan()] == ["ns#1", "ns#2", "ns#2#task"]
     index.write_batch(deletes=[mark.key])
     assert index.query(PK, prefix="ns#").marks == ()
+
+
+def check_journal_conditions(index: Any) -> None:
+    """Upload intents: read back by key range, closed by the commit that names them (with
+    or without a head, with or without a fence: a put_writes too), even when already gone,
+    and deleted with other control items; never seen by a Scan of thread records."""
+    thread = "A" * 21 + "Q"
+    pk = journal_pk_of(thread)
+    intents = [upload_intent(thread, [f"leaf{i}"], 1_000 + i, f"n{i}") for i in range(4)]
+    for intent in intents:
+        index.put_intent(intent)
+    assert index.intents_before(pk, intents_before(1_002)) == intents[:2]
+    assert index.intents_before(pk, intents_before(5_000)) == intents
+    index.put_checkpoint(_cp("1"), None, None, intents[0].key)
+    index.put_checkpoint(_cp("2"), HeadMove(HEAD, "2", None, False), None, intents[1].key)
+    index.merge_writes(
+        WritesRecord(PK, "ns#2#t", b"t", {0: b"w"}), frozenset(), None, intents[2].key
+    )
+    # A repeat of a commit whose intent is already gone goes through.
+    index.put_checkpoint(_cp("2"), HeadMove(HEAD, "2", None, True), None, intents[1].key)
+    assert index.intents_before(pk, intents_before(5_000)) == intents[3:]
+    assert _ids(index) == ["ns#1", "ns#2", "ns#2#t"]
+    index.delete_items([intents[3].key])
+    assert index.intents_before(pk, intents_before(5_000)) == []
+    index.put_intent(intents[3])
+    assert [r.sk for r in index.scan()] == ["ns#1", "ns#2", "ns#2#t"]

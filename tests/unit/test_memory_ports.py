@@ -9,6 +9,7 @@ from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StoreMissi
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, HeadMove, ItemKey, WritesRecord
 from tests.support.port_conditions import (
     check_commit_conditions,
+    check_journal_conditions,
     check_lease_conditions,
     check_mark_conditions,
 )
@@ -97,3 +98,14 @@ def test_lease_conditions_hold_in_memory() -> None:
 
 def test_marks_sort_first_and_come_apart_in_memory() -> None:
     check_mark_conditions(MemoryIndex())
+
+
+def test_the_journal_in_memory() -> None:
+    check_journal_conditions(MemoryIndex())
+
+
+def test_stat_is_what_a_listing_says_of_one_key() -> None:
+    objects = MemoryObjects()
+    assert objects.stat("k") is None
+    objects.put_new("k", b"one")
+    assert [objects.stat("k")] == list(objects.list("k"))
