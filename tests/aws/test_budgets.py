@@ -72,9 +72,13 @@ def _in_order(clients: tuple[Any, Any]) -> list[str]:
     return sent
 
 
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
 def test_put_is_an_intent_one_wave_then_one_dynamodb_write(
-    saver: S3DynamoSaver, counter: RequestCounter, clients: tuple[Any, Any]
+    counter: RequestCounter, clients: tuple[Any, Any]
 ) -> None:
+    saver = make_saver(clients, detect_concurrent_runs=True)
+    saver.setup()
+    counter.reset()
     cp, versions = _large_and_small(saver)
     sent = _in_order(clients)
     saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
@@ -90,6 +94,35 @@ def test_put_is_an_intent_one_wave_then_one_dynamodb_write(
         "s3.PutObject",
         "dynamodb.TransactWriteItems",
     ]
+    assert not saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).intents
+
+
+def test_without_detection_a_put_deletes_its_intent_after_its_plain_commit(
+    counter: RequestCounter, clients: tuple[Any, Any]
+) -> None:
+    """Concurrent-run detection off (a store without transactions): the commit stays one
+    PutItem, and the intent goes in a request after it."""
+    saver = make_saver(clients, detect_concurrent_runs=False)
+    saver.setup()
+    counter.reset()
+    cp, versions = _large_and_small(saver)
+    sent = _in_order(clients)
+    config = saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
+    assert sent == [
+        "dynamodb.PutItem",
+        "s3.PutObject",
+        "s3.PutObject",
+        "dynamodb.PutItem",
+        "dynamodb.BatchWriteItem",
+    ]
+    counter.reset()
+    saver.put_writes(config, [("a", os.urandom(3 * saver.settings.inline_max))], "task")
+    assert counter.calls == {
+        "dynamodb.PutItem": 1,
+        "s3.PutObject": 1,
+        "dynamodb.UpdateItem": 1,
+        "dynamodb.BatchWriteItem": 1,
+    }
     assert not saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).intents
 
 
@@ -128,12 +161,14 @@ def test_put_writes_is_one_dynamodb_write(saver: S3DynamoSaver, counter: Request
     counter.reset()
     saver.put_writes(config, [("a", os.urandom(3 * saver.settings.inline_max))], "task-2")
     # A large write: its intent first, then the object, then the merge with the intent's
-    # delete in one transaction.
-    assert counter.calls == {
-        "dynamodb.PutItem": 1,
-        "s3.PutObject": 1,
-        "dynamodb.TransactWriteItems": 1,
-    }
+    # delete in one transaction (without detection, where the tier may lack transactions,
+    # the merge alone and the intent's delete after it).
+    closing = (
+        {"dynamodb.TransactWriteItems": 1}
+        if saver.settings.detect_concurrent_runs
+        else {"dynamodb.UpdateItem": 1, "dynamodb.BatchWriteItem": 1}
+    )
+    assert counter.calls == {"dynamodb.PutItem": 1, "s3.PutObject": 1, **closing}
     assert not saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).intents
 
 

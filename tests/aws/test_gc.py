@@ -84,8 +84,8 @@ def test_execute_spares_an_object_referenced_after_planning(
 # --------------------------------------------------------------------------------------
 
 
-class CommitLost(Exception):
-    """The process died as it sent its commit: the request never reached DynamoDB."""
+class Crash(Exception):
+    """The process died right after its upload landed, before its commit was sent."""
 
 
 def _deployment(clients: tuple[Any, Any], prefix: str, threads: int) -> S3DynamoSaver:
@@ -99,24 +99,24 @@ def _deployment(clients: tuple[Any, Any], prefix: str, threads: int) -> S3Dynamo
 
 
 def _crash_commits(clients: tuple[Any, Any], saver: S3DynamoSaver, k: int) -> None:
-    """K puts, each on another thread, that upload their object and die at the commit."""
+    """K puts, each on another thread, that upload their object and die before the commit."""
     armed = [True]
 
     def die(**_: Any) -> None:
         if armed[0]:
-            raise CommitLost()
+            raise Crash()
 
-    dynamodb = clients[0]
-    dynamodb.meta.events.register("before-call.dynamodb.TransactWriteItems", die)
+    s3 = clients[1]
+    s3.meta.events.register("after-call.s3.PutObject", die)
     try:
         for i in range(k):
-            with pytest.raises(CommitLost):
-                _put_big(
-                    saver, f"t{i}", "crashed", parent=saver.get_tuple(thread_config(f"t{i}")).config
-                )
+            parent = saver.get_tuple(thread_config(f"t{i}"))
+            assert parent is not None
+            with pytest.raises(Crash):
+                _put_big(saver, f"t{i}", "crashed", parent=parent.config)
     finally:
         armed[0] = False
-        dynamodb.meta.events.unregister("before-call.dynamodb.TransactWriteItems", die)
+        s3.meta.events.unregister("after-call.s3.PutObject", die)
 
 
 def _keys(clients: tuple[Any, Any], saver: S3DynamoSaver) -> set[str]:

@@ -12,12 +12,11 @@ writes an upload intent naming the objects it is about to write (`journal.py`; o
 there are any), uploads the new values too large to inline in one parallel wave, each with
 `If-None-Match: *` (an existing object already holds the same value; it is written again
 anyway, which keeps garbage collection off it: see `ObjectIO.upload` and `ops/gc.py`),
-then writes the checkpoint record with one request that also deletes the intent: the
-record is the commit point. A crash before it leaves the old state plus unreferenced
-objects that the intent names, which garbage collection removes after a grace period; a
-crash after it leaves the new state and no intent. `commit_writes` does
-the same with one merge per (checkpoint, task), so a `put_writes` call becomes visible
-all at once or not at all.
+then writes the record with one request that also deletes the intent (detection off: a
+plain write, the intent's delete after it): the record is the commit point. A crash
+before it leaves the old state plus unreferenced objects the intent names, which garbage
+collection removes after a grace period; after it, the new state. `commit_writes` does
+the same with one merge per (checkpoint, task): a `put_writes` shows all or nothing.
 
 Concurrent runs. The record is written in one transaction with the namespace's head (the
 id of its newest checkpoint, a control item). A put that continues what its run holds as
@@ -276,8 +275,11 @@ class Committer:
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
         # Stamped after the uploads: the expiry this commit sets counts from its request.
         held = lease.stamp() if lease is not None else None
+        # The commit deletes the intent in its own transaction; a plain PutItem commit
+        # (detection off: a store without transactions may be in use) deletes it after.
+        inside = intent if head is not None or held is not None else None
         try:
-            self._ports.records.put_checkpoint(record, head, held, intent)
+            self._ports.records.put_checkpoint(record, head, held, inside)
         except LeaseLostError as exc:
             raise LeaseLostError(
                 f"{what}: not written: the thread's lease expired and another holder took it "
@@ -291,6 +293,8 @@ class Committer:
                 f"({exc}). Retry the run: it will load the new latest state. To run one at "
                 "a time instead, wrap runs in saver.ops.thread_lock(thread_id)"
             ) from exc
+        if intent is not None and inside is None:
+            self.journal.close(intent)
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
         self.handoff.keep(tid, ns, cid, stored)
@@ -379,13 +383,16 @@ class Committer:
             self.objects.upload(uploads)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
         held = lease.stamp() if lease is not None else None
+        inside = intent if self.detect_concurrent_runs or held is not None else None
         try:
-            self._ports.records.merge_writes(record, LAST_WINS, held, intent)
+            self._ports.records.merge_writes(record, LAST_WINS, held, inside)
         except LeaseLostError as exc:
             raise LeaseLostError(
                 f"{describe(tid, ns, cid)}: writes of task {task_id!r} not written: the "
                 "thread's lease expired and another holder took it over; this run must stop"
             ) from exc
+        if intent is not None and inside is None:
+            self.journal.close(intent)
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
 

@@ -40,6 +40,10 @@ class Journal:
         self._ports.control.put_intent(intent)
         return intent.key
 
+    def close(self, intent: ItemKey) -> None:
+        """Delete an intent after a commit that could not carry its delete (one request)."""
+        self._ports.control.delete_items([intent])
+
     def expired(self, prefix: str, before_ms: int) -> list[UploadIntent]:
         """Every intent of the deployment written before `before_ms`: one Query per
         shard (more only past 1 MB of intents)."""
