@@ -374,6 +374,7 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     assert incremental.json()["plan"]["mode"] == "incremental"
     assert incremental.json()["plan"]["objects"] == 0
     assert plan.code == 0, plan.err
+    assert plan.json()["plan"]["mode"] == "full"
     assert plan.json()["plan"]["objects"] == 1 and plan.json()["executed"] is False
     done = run(env, "gc", "--full", "--grace", "0", "--yes", "--json")
     assert done.json()["result"] == {"deleted": 1}

@@ -61,6 +61,7 @@ class GcPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "mode": "full",
             "threads": len(self.candidates),
             "objects": self.objects,
             "bytes": self.bytes,
