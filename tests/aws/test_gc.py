@@ -133,7 +133,7 @@ def test_incremental_collection_reads_what_crashes_left_not_the_bucket(
     clients: tuple[Any, Any], counter: RequestCounter, k: int
 ) -> None:
     costs = []
-    for prefix, threads in (("small/", 8), ("large/", 24)):
+    for prefix, threads in (("small/", 8), ("large/", 40)):
         saver = _deployment(clients, prefix, threads)
         referenced = _keys(clients, saver)
         assert len(referenced) == 2 * threads
