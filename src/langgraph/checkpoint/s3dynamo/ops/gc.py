@@ -14,8 +14,8 @@ when it crashed or its commit was refused. For those keys it does the same three
 (a HEAD per key instead of the listing), then deletes the intents it settled.
 
 Only keys of the shape `naming.py` produces under this deployment's prefix are ever
-candidates, and with an empty prefix only threads that have a record in this index (or
-that the caller names). What collection may touch, and the proof that it never deletes
+candidates; with an empty prefix the full collection takes only threads that have a
+record in this index (or that the caller names), the incremental one what intents name. What collection may touch, and the proof that it never deletes
 an object a committed record references (or one a running writer is about to): see
 docs/RELIABILITY.md, "Garbage collection: why a referenced object is never deleted",
 and "Garbage collection: the upload journal".
