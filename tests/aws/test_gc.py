@@ -184,3 +184,27 @@ def test_s3_stat_is_what_a_listing_says_of_one_key(clients: Any) -> None:
     objects.put_new("p/k", b"one")
     [listed] = objects.list("p/k")
     assert objects.stat("p/k") == listed and listed.tag
+
+
+def test_incremental_collection_takes_what_delete_for_runs_left(
+    saver: S3DynamoSaver, clients: tuple[Any, Any], counter: RequestCounter
+) -> None:
+    first = _put_big(saver, "t", "run-1")
+    second = _put_big(saver, "t", "run-2", parent=first)
+    _put_big(saver, "other", "run-2")
+    before = _keys(clients, saver)
+    saver.delete_for_runs(["run-2"])
+    # An intent per thread names the objects of the deleted checkpoints; within the
+    # grace period nothing is taken.
+    assert saver.ops.plan_incremental_garbage_collection(grace=timedelta(hours=1)).objects == 0
+    counter.reset()
+    plan = saver.ops.plan_incremental_garbage_collection(grace=timedelta(0))
+    assert len(plan.intents) == 2 and plan.objects == 2
+    assert plan.execute() == 2
+    assert "s3.ListObjectsV2" not in counter.calls
+    # Both threads lost the objects only run-2 referenced; run-1's stays, and reads.
+    assert len(_keys(clients, saver)) == len(before) - 2 == 1
+    got = saver.get_tuple(first)
+    assert got is not None and len(got.checkpoint["channel_values"]["doc"]) > 0
+    assert saver.get_tuple(second) is None
+    assert saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).intents == []

@@ -224,3 +224,28 @@ def test_a_collection_interrupted_anywhere_deletes_nothing_referenced_and_a_repe
             collect(index, objects)
             assert orphans(index, objects) == set() and index.intents == {}, where
             assert read(index, objects) == old, where
+
+
+def test_delete_for_runs_names_its_objects_and_collection_keeps_the_carried_ones() -> None:
+    index, objects = MemoryIndex(), MemoryObjects()
+    saver = saver_on(index, objects)
+    saver.setup()
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"doc": VALUES[1][0]}
+    cp["channel_versions"] = {"doc": saver.get_next_version(None, None)}
+    first = saver.put(config(), cp, {"run_id": "run-1"}, cp["channel_versions"])
+    saver.get_tuple(first)  # the next put carries what this read found
+    child = dict(cp, id=empty_checkpoint()["id"])
+    child["channel_values"] = {"doc": VALUES[1][0], "new": VALUES[2][0]}
+    child["channel_versions"] = {**cp["channel_versions"], "new": "1"}
+    saver.put(first, child, {"run_id": "run-2"}, {"new": "1"})
+    assert len(objects.blobs) == 2
+    saver.delete_for_runs(["run-2"])
+    # One intent names both objects run-2's checkpoint referenced: "doc" is carried from
+    # run-1's and stays; "new" was run-2's alone and goes.
+    (intent,) = index.intents.values()
+    assert len(intent.leaves) == 2
+    plan = plan_incremental_gc(saver.store, now=later())
+    assert plan.objects == 1 and plan.execute(now=later()) == 1
+    assert index.intents == {} and orphans(index, objects) == set()
+    assert read(index, objects)[0] == cp["channel_values"]

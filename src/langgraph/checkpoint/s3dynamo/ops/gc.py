@@ -10,15 +10,17 @@ while the object is unchanged since that second listing.
 
 `plan_incremental_gc` reads only the upload intents older than the grace (one Query per
 journal shard, `store/journal.py`): each names the objects a put was about to upload
-when it crashed or its commit was refused. For those keys it does the same three steps
-(a HEAD per key instead of the listing), then deletes the intents it settled.
+when it crashed or its commit was refused, or those `delete_for_runs` left. For those
+keys it does the same three steps (a HEAD per key instead of the listing), then deletes
+the intents it settled.
 
 Only keys of the shape `naming.py` produces under this deployment's prefix are ever
 candidates; with an empty prefix the full collection takes only threads that have a
-record in this index (or that the caller names), the incremental one what intents name. What collection may touch, and the proof that it never deletes
-an object a committed record references (or one a running writer is about to): see
-docs/RELIABILITY.md, "Garbage collection: why a referenced object is never deleted",
-and "Garbage collection: the upload journal".
+record in this index (or that the caller names), the incremental one what intents name.
+What collection may touch, and the proof that it never deletes an object a committed
+record references (or one a running writer is about to): see docs/RELIABILITY.md,
+"Garbage collection: why a referenced object is never deleted", and "Garbage
+collection: the upload journal".
 """
 
 from __future__ import annotations

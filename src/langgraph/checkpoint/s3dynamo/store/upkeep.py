@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
+from langgraph.checkpoint.s3dynamo.layout import object_key
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Lease,
@@ -86,6 +87,17 @@ class Upkeep:
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
         """Checkpoints a run created, through the run index."""
         return self.ports.records.run_checkpoints(run_key)
+
+    def checkpoint_records(self, checkpoint: ItemKey) -> list[Record]:
+        """A checkpoint's record and every record sorted under it, read whole (paged)."""
+        records: list[Record] = []
+        cursor: Cursor | None = None
+        while True:
+            page = self.ports.records.query(checkpoint.pk, prefix=checkpoint.sk, cursor=cursor)
+            records += page.records
+            if page.cursor is None:
+                return records
+            cursor = page.cursor
 
     def checkpoint_keys(self, checkpoint: ItemKey) -> Iterator[ItemKey]:
         """Keys of a checkpoint's record and everything sorted under it."""
@@ -171,6 +183,11 @@ class Upkeep:
         """This deployment's upload intents written before `before_ms` (one Query per
         journal shard): what crashed or refused commits left (`store/journal.py`)."""
         return self.journal.expired(self.prefix, before_ms)
+
+    def name_orphans(self, thread_name: str, leaves: Iterable[str]) -> None:
+        """Write an intent naming objects of a thread that an operation is about to leave
+        unreferenced, so incremental collection checks them after the grace period."""
+        self.journal.open(thread_name, [object_key(thread_name, leaf) for leaf in sorted(leaves)])
 
     def close_intents(self, keys: Iterable[ItemKey]) -> None:
         """Delete upload intents, in full batches."""
