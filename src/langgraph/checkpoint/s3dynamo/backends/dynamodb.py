@@ -38,8 +38,6 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     fence_update,
     from_item,
     head_update,
-    intent_from_item,
-    intent_item,
     is_mark_item,
     key_item,
     mark_from_item,
@@ -49,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     stamp_of,
     to_item,
 )
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_journal import DynamoJournal
 from langgraph.checkpoint.s3dynamo.backoff import Backoff
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
@@ -73,7 +72,6 @@ from langgraph.checkpoint.s3dynamo.records import (
     Mark,
     Record,
     Stamp,
-    UploadIntent,
     WritesRecord,
     head_key,
 )
@@ -387,7 +385,7 @@ class DynamoRecords(DynamoTable):
         return record_size(record)
 
 
-class DynamoControl(DynamoTable):
+class DynamoControl(DynamoTable, DynamoJournal):
     """The `ControlItems` port: heads, leases and the deployment's control records."""
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
@@ -456,19 +454,6 @@ class DynamoControl(DynamoTable):
             },
         )
         return out.refused is None
-
-    def put_intent(self, intent: UploadIntent) -> None:
-        with translate_errors(self.resource):
-            self.client.put_item(TableName=self.table, Item=intent_item(intent))
-
-    def intents_before(self, pk: str, upper_sk: str) -> list[UploadIntent]:
-        request = {
-            "TableName": self.table,
-            "KeyConditionExpression": "#pk = :pk AND #sk < :upper",
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY, "#sk": SORT_KEY},
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":upper": {"S": upper_sk}},
-        }
-        return [intent_from_item(i) for items in self._pages("query", request) for i in items]
 
     def read_control(self, pk: str) -> dict[str, ControlRecord]:
         items, _ = self._query(pk, consistent=True)
