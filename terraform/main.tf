@@ -242,6 +242,9 @@ data "aws_iam_policy_document" "saver" {
     effect = "Allow"
     actions = [
       "dynamodb:BatchWriteItem",
+      # A commit deletes its put's upload intent in the same transaction.
+      "dynamodb:DeleteItem",
+      # A put that uploads objects writes its upload intent first.
       "dynamodb:PutItem",
       "dynamodb:Query",
       "dynamodb:UpdateItem",

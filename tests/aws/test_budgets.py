@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -60,12 +61,79 @@ def _large_and_small(saver: S3DynamoSaver) -> tuple[dict[str, Any], dict[str, An
     return cp, versions
 
 
-def test_put_is_one_wave_then_one_dynamodb_write(
+def _in_order(clients: tuple[Any, Any]) -> list[str]:
+    """The operations the clients send from now on, in the order they start."""
+    sent: list[str] = []
+    for client in clients:
+        service = client.meta.service_model.service_name
+        client.meta.events.register(
+            "before-call.*.*", lambda model, s=service, **_: sent.append(f"{s}.{model.name}")
+        )
+    return sent
+
+
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+def test_put_is_an_intent_one_wave_then_one_dynamodb_write(
+    counter: RequestCounter, clients: tuple[Any, Any]
+) -> None:
+    saver = make_saver(clients, detect_concurrent_runs=True)
+    saver.setup()
+    counter.reset()
+    cp, versions = _large_and_small(saver)
+    sent = _in_order(clients)
+    saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
+    # The upload intent (1 PutItem) before the wave, the commit (which deletes it) after.
+    assert counter.calls == {
+        "dynamodb.PutItem": 1,
+        "s3.PutObject": 2,
+        "dynamodb.TransactWriteItems": 1,
+    }
+    assert sent == [
+        "dynamodb.PutItem",
+        "s3.PutObject",
+        "s3.PutObject",
+        "dynamodb.TransactWriteItems",
+    ]
+    assert not saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).intents
+
+
+def test_without_detection_a_put_deletes_its_intent_after_its_plain_commit(
+    counter: RequestCounter, clients: tuple[Any, Any]
+) -> None:
+    """Concurrent-run detection off (a store without transactions): the commit stays one
+    PutItem, and the intent goes in a request after it."""
+    saver = make_saver(clients, detect_concurrent_runs=False)
+    saver.setup()
+    counter.reset()
+    cp, versions = _large_and_small(saver)
+    sent = _in_order(clients)
+    config = saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
+    assert sent == [
+        "dynamodb.PutItem",
+        "s3.PutObject",
+        "s3.PutObject",
+        "dynamodb.PutItem",
+        "dynamodb.BatchWriteItem",
+    ]
+    counter.reset()
+    saver.put_writes(config, [("a", os.urandom(3 * saver.settings.inline_max))], "task")
+    assert counter.calls == {
+        "dynamodb.PutItem": 1,
+        "s3.PutObject": 1,
+        "dynamodb.UpdateItem": 1,
+        "dynamodb.BatchWriteItem": 1,
+    }
+    assert not saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).intents
+
+
+def test_put_with_nothing_to_upload_writes_no_intent(
     saver: S3DynamoSaver, counter: RequestCounter
 ) -> None:
-    cp, versions = _large_and_small(saver)
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"small": "s"}
+    cp["channel_versions"] = versions = {"small": saver.get_next_version(None, None)}
     saver.put(thread_config("t", checkpoint_ns=""), cp, {"step": 1}, versions)
-    assert counter.calls == {"s3.PutObject": 2, PUT_REQUEST: 1}
+    assert counter.calls == {PUT_REQUEST: 1}
 
 
 def test_put_uploads_only_new_versions(saver: S3DynamoSaver, counter: RequestCounter) -> None:
@@ -92,7 +160,16 @@ def test_put_writes_is_one_dynamodb_write(saver: S3DynamoSaver, counter: Request
     assert counter.calls == {"dynamodb.UpdateItem": 1}
     counter.reset()
     saver.put_writes(config, [("a", os.urandom(3 * saver.settings.inline_max))], "task-2")
-    assert counter.calls == {"s3.PutObject": 1, "dynamodb.UpdateItem": 1}
+    # A large write: its intent first, then the object, then the merge with the intent's
+    # delete in one transaction (without detection, where the tier may lack transactions,
+    # the merge alone and the intent's delete after it).
+    closing = (
+        {"dynamodb.TransactWriteItems": 1}
+        if saver.settings.detect_concurrent_runs
+        else {"dynamodb.UpdateItem": 1, "dynamodb.BatchWriteItem": 1}
+    )
+    assert counter.calls == {"dynamodb.PutItem": 1, "s3.PutObject": 1, **closing}
+    assert not saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).intents
 
 
 def test_get_tuple_is_one_query_then_one_wave(

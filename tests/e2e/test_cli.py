@@ -342,7 +342,9 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     s3.delete_object(Bucket=bucket, Key=missing)
 
     r, text, plan = run_all(
-        (env, ("verify", "--json")), (env, ("verify",)), (env, ("gc", "--grace", "0", "--json"))
+        (env, ("verify", "--json")),
+        (env, ("verify",)),
+        (env, ("gc", "--full", "--grace", "0", "--json")),
     )
     assert r.code == 1, r.err
     report = r.json()
@@ -364,10 +366,17 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     assert text.code == 1
     assert "TAMPERED: object" in text.out and "UNREFERENCED: object" in text.out
 
-    # Garbage collection: the plan first, then only with --yes.
+    # Garbage collection: the plan first, then only with --yes. By default it reads only
+    # the upload journal, which names what crashed writes left; an object put there by
+    # hand is named by no intent, so it takes the full collection (a listing) to find.
+    incremental = run(env, "gc", "--grace", "0", "--json")
+    assert incremental.code == 0, incremental.err
+    assert incremental.json()["plan"]["mode"] == "incremental"
+    assert incremental.json()["plan"]["objects"] == 0
     assert plan.code == 0, plan.err
+    assert plan.json()["plan"]["mode"] == "full"
     assert plan.json()["plan"]["objects"] == 1 and plan.json()["executed"] is False
-    done = run(env, "gc", "--grace", "0", "--yes", "--json")
+    done = run(env, "gc", "--full", "--grace", "0", "--yes", "--json")
     assert done.json()["result"] == {"deleted": 1}
     assert orphan not in {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
 

@@ -574,7 +574,8 @@ OPERATION_ACTIONS: dict[str, tuple[str, ...]] = {
     "dynamodb.PutItem": ("dynamodb:PutItem",),
     "dynamodb.Query": ("dynamodb:Query",),
     "dynamodb.Scan": ("dynamodb:Scan",),
-    "dynamodb.TransactWriteItems": ("dynamodb:PutItem", "dynamodb:UpdateItem"),
+    # Each action of a transaction needs its own (Put, Update, Delete): see `_actions`.
+    "dynamodb.TransactWriteItems": (),
     "dynamodb.UpdateItem": ("dynamodb:UpdateItem",),
     "kms.Decrypt": ("kms:Decrypt",),
     "kms.GenerateDataKey": ("kms:GenerateDataKey",),
@@ -640,12 +641,28 @@ class Recorder:
                 keys = [params["Key"]] if "Key" in params else []
                 keys += [o["Key"] for o in params.get("Delete", {}).get("Objects", [])]
                 assert keys and all(k.startswith(PREFIX) for k in keys), params
-        for action in OPERATION_ACTIONS[operation]:
+        for action in _actions(operation, params):
             self.grants.add((action, resource))
 
     def take(self) -> set[Grant]:
         grants, self.grants = self.grants, set()
         return grants
+
+
+TRANSACTION_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+}
+
+
+def _actions(operation: str, params: dict[str, Any]) -> tuple[str, ...]:
+    """The IAM actions a request needs: a TransactWriteItems needs the action of each
+    item it holds (AWS's service authorization reference)."""
+    if operation != "dynamodb.TransactWriteItems":
+        return OPERATION_ACTIONS[operation]
+    return tuple(sorted({TRANSACTION_ACTIONS[kind] for i in params["TransactItems"] for kind in i}))
 
 
 def policy_grants(document: str) -> set[Grant]:
@@ -732,6 +749,7 @@ def test_policies_grant_exactly_what_the_code_requests(
     assert rotated.ops.reencrypt() > 0
     rotated.ops.plan_garbage_collection(grace=timedelta(0)).execute()
     rotated.ops.plan_garbage_collection(["m1"], grace=timedelta(0)).execute()
+    rotated.ops.plan_incremental_garbage_collection(grace=timedelta(0)).execute()
     rotated.delete_thread("m1")
     maintenance = recorder.take()
 

@@ -31,6 +31,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     Lease,
     Record,
     Stamp,
+    UploadIntent,
     WritesRecord,
 )
 from tests.support.scenarios import snapshot_view
@@ -119,14 +120,28 @@ class FaultyIndex:
         return self.faults.request(lambda: self.inner.run_checkpoints(run_key), writes=False)
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
+        self,
+        record: CheckpointRecord,
+        head: HeadMove | None,
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
-        self.faults.request(lambda: self.inner.put_checkpoint(record, head, fence))
+        self.faults.request(lambda: self.inner.put_checkpoint(record, head, fence, intent))
 
     def merge_writes(
-        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+        self,
+        record: WritesRecord,
+        last_wins: frozenset[int],
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
-        self.faults.request(lambda: self.inner.merge_writes(record, last_wins, fence))
+        self.faults.request(lambda: self.inner.merge_writes(record, last_wins, fence, intent))
+
+    def put_intent(self, intent: UploadIntent) -> None:
+        self.faults.request(lambda: self.inner.put_intent(intent), kind="intent")
+
+    def intents_before(self, pk: str, upper_sk: str) -> list[UploadIntent]:
+        return self.faults.request(lambda: self.inner.intents_before(pk, upper_sk), writes=False)
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         self.faults.request(lambda: self.inner.drop_heads(thread_name, ns_names))
@@ -213,6 +228,9 @@ class FaultyObjects:
 
     def get(self, key: str) -> bytes:
         return self.faults.request(lambda: self.inner.get(key), writes=False)
+
+    def stat(self, key: str) -> ObjectInfo | None:
+        return self.faults.request(lambda: self.inner.stat(key), writes=False)
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         return self.faults.request(lambda: self.inner.list(prefix), writes=False)

@@ -18,7 +18,14 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk, directory_pk, mark_sk, memory_pk
+from langgraph.checkpoint.s3dynamo.layout import (
+    deployment_pk,
+    directory_pk,
+    intents_before,
+    journal_pk_of,
+    mark_sk,
+    memory_pk,
+)
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ControlRecord,
@@ -30,6 +37,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     MemoryRow,
     WritesRecord,
     head_key,
+    upload_intent,
 )
 
 PK, HEAD, LEASE = "p", ItemKey("p!", "head#ns"), ItemKey("p!", "lease")
@@ -254,6 +262,32 @@ class IndexContract:
         # A deployment's own partition is never among a thread's records.
         assert list(index.scan()) == []
 
+    @needs_transactions
+    def test_upload_intents_are_closed_by_the_commit_that_names_them(self, index: Any) -> None:
+        """Read back by key range, closed by the commit that names them (with or without
+        a head, a put_writes too), even when already gone, and deleted with other control
+        items; never seen by a Scan of thread records."""
+        thread = "A" * 21 + "Q"
+        pk = journal_pk_of(thread)
+        intents = [upload_intent(thread, [f"leaf{i}"], 1_000 + i, f"n{i}") for i in range(4)]
+        for intent in intents:
+            index.put_intent(intent)
+        assert index.intents_before(pk, intents_before(1_002)) == intents[:2]
+        assert index.intents_before(pk, intents_before(5_000)) == intents
+        index.put_checkpoint(_cp("1"), None, None, intents[0].key)
+        index.put_checkpoint(_cp("2"), HeadMove(HEAD, "2", None, False), None, intents[1].key)
+        index.merge_writes(
+            WritesRecord(PK, "ns#2#t", b"t", {0: b"w"}), frozenset(), None, intents[2].key
+        )
+        # A repeat of a commit whose intent is already gone goes through.
+        index.put_checkpoint(_cp("2"), HeadMove(HEAD, "2", None, True), None, intents[1].key)
+        assert index.intents_before(pk, intents_before(5_000)) == intents[3:]
+        assert _ids(index) == ["ns#1", "ns#2", "ns#2#t"]
+        index.delete_items([intents[3].key])
+        assert index.intents_before(pk, intents_before(5_000)) == []
+        index.put_intent(intents[3])
+        assert [r.sk for r in index.scan()] == ["ns#1", "ns#2", "ns#2#t"]
+
     def test_a_missing_table_is_named_until_created(self, missing_index: Any) -> None:
         with pytest.raises(StoreMissingError):
             missing_index.query(PK)
@@ -313,6 +347,12 @@ class ObjectStoreContract:
         assert [o.key for o in objects.list("u/")] == ["u/kept"]
         assert objects.get("u/kept") == b"rewritten after the listing"
         assert objects.delete_unchanged([]) == []
+
+    def test_stat_is_what_a_listing_says_of_one_key(self, objects: Any) -> None:
+        assert objects.stat("s/k") is None
+        objects.put_new("s/k", b"one")
+        (listed,) = objects.list("s/k")
+        assert objects.stat("s/k") == listed
 
     @pytest.mark.unsupported_on("real", reason="SeaweedFS creates a missing bucket on first PUT")
     def test_a_write_to_a_missing_bucket_is_refused(self, missing_objects: Any) -> None:

@@ -14,7 +14,7 @@ from langgraph.checkpoint.s3dynamo import backoff
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError
 from langgraph.checkpoint.s3dynamo.records import HeadMove
-from tests.support.port_conditions import HEAD, _cp
+from tests.support.port_contract import HEAD, _cp
 
 
 def test_tries_pause_only_between_tries_doubling_with_jitter_up_to_the_cap() -> None:

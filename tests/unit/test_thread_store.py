@@ -34,8 +34,10 @@ def test_small_values_inline_large_ones_as_objects() -> None:
     saver = memory_saver(secret=SECRET)
     big = os.urandom(3 * saver.settings.inline_max)
     config = _put(saver, {"big": big, "small": "s"})
-    assert saver.index.calls == {"put_checkpoint": 1}
+    # The upload intent before the object, the commit (which deletes it) after.
+    assert saver.index.calls == {"put_intent": 1, "put_checkpoint": 1}
     assert saver.objects.calls == {"put": 1}
+    assert saver.index.intents == {}
     (record,) = saver.index.records()
     assert isinstance(record, CheckpointRecord)
     assert len(record.objects) == 1 and len(record.inline) == 1
@@ -54,7 +56,9 @@ def test_a_call_of_writes_is_one_merge_in_order(saver: MemorySaver) -> None:
     saver.index.calls.clear()
     saver.put_writes(config, [("a", 2), ("b", os.urandom(3 * saver.settings.inline_max))], "task")
     saver.put_writes(config, [("a", 3)], "task")  # first write of an index wins
-    assert saver.index.calls == {"merge_writes": 2}
+    # Only the call with a large write opens an upload intent (its merge deletes it).
+    assert saver.index.calls == {"put_intent": 1, "merge_writes": 2}
+    assert saver.index.intents == {}
     got = saver.get_tuple(config)
     assert got is not None and [w[1] for w in got.pending_writes] == ["a", "b"]
     assert got.pending_writes[0][2] == 2

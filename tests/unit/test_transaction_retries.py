@@ -14,7 +14,7 @@ from langgraph.checkpoint.s3dynamo import backoff
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, StorageError
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
-from tests.support.port_conditions import HEAD, LEASE, _cp
+from tests.support.port_contract import HEAD, LEASE, _cp
 
 
 class _Cancelling:

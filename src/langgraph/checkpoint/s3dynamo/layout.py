@@ -11,6 +11,7 @@ Index (one table, partition key `pk`, sort key `sk`):
                                                                 checkpoint (or a tombstone)
     pk = <thread>!           sk = lease                         the thread's lease
     pk = <prefix>#s3dynamo   sk = deployment | keyring          the deployment's own records
+    pk = <prefix>~uploads#<n>!  sk = <ms>#<nonce>               an upload intent (below)
 
 `<thread>` is `<prefix><name>`: the deployment's prefix (empty by default; a tenant's,
 such as `tenant-42/`, on a shared table) and the keyed hash of the thread id. `<ns>` is
@@ -20,9 +21,8 @@ partition is a deployment's. Checkpoint ids are time-ordered: a descending Query
 `<ns>#` meets the namespace's marks first (`\uffff` sorts above every checkpoint id),
 then the newest checkpoint, right after its own writes records.
 
-A deployment (a prefix) owns exactly the partitions `scope_of` maps to its prefix: its
-threads' records and control items and its own control partition. Every other partition
-belongs to another deployment sharing the table, whose keys it does not hold.
+Scans keep the partitions `scope_of` maps to the deployment's prefix: its threads' records
+and control items, its control partition (its journal is read by key, never scanned).
 
 Objects (one bucket): `<thread>/<leaf>`, so `<prefix><name>/<leaf>`: a leaf is the keyed
 hash of a value's (thread, namespace, channel, version) or of a large write's identity,
@@ -34,6 +34,7 @@ from __future__ import annotations
 import calendar
 import re
 import time
+import zlib
 
 # The storage format this grammar, the envelope (`sealing.py`) and the records
 # (`backends/dynamodb_items.py`) make up; recorded in the deployment record, whose
@@ -262,6 +263,46 @@ def object_scope(key: str) -> str | None:
     if not slash or not NAME.fullmatch(leaf):
         return None
     return scope_of(thread_key)
+
+
+# ------------------------------------------------------------ upload journal
+#
+# Before a put (or put_writes) uploads objects it writes an intent naming them, in one of
+# JOURNAL_SHARDS partitions `<prefix>~uploads#<shard>!` chosen by the thread's name; its
+# commit deletes the intent in the same request. What is left names exactly what a crash
+# (or a refused commit) can have orphaned: incremental garbage collection reads it
+# (`ops/gc.py`, docs/RELIABILITY.md). The sort key is the intent's time in milliseconds
+# (13 digits) and a nonce, so "older than the grace" is one key range. The `~` keeps
+# `scope_of` and `memory_scope` from mapping these partitions to a thread or a memory
+# space; the final `!` makes the Scans of thread records skip them as control items.
+# 32 shards: docs/SCALE.md, "The upload journal".
+JOURNAL_SHARDS = 32
+JOURNAL_MARK = "~uploads#"
+
+
+def journal_pk(prefix: str, shard: int) -> str:
+    """Partition of one shard of a deployment's upload journal."""
+    return f"{prefix}{JOURNAL_MARK}{shard:02d}{CONTROL_SUFFIX}"
+
+
+def journal_pk_of(thread_name: str) -> str:
+    """The journal shard a thread's intents go to (its prefix's, by its name's hash)."""
+    prefix = thread_name[:-NAME_LENGTH]
+    return journal_pk(prefix, zlib.crc32(thread_name.encode()) % JOURNAL_SHARDS)
+
+
+def intent_sk(at_ms: int, nonce: str) -> str:
+    return f"{at_ms:013d}{SEPARATOR}{nonce}"
+
+
+def intent_time(sk: str) -> int:
+    """When an intent was written (ms since the epoch), from its sort key."""
+    return int(sk.partition(SEPARATOR)[0])
+
+
+def intents_before(at_ms: int) -> str:
+    """Every intent written before `at_ms` has a sort key below this one."""
+    return f"{at_ms:013d}"
 
 
 def write_ref(leaf: str, channel_tag: str) -> str:

@@ -38,6 +38,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     MemoryRow,
     Record,
     Stamp,
+    UploadIntent,
     WritesRecord,
 )
 
@@ -91,20 +92,30 @@ class RecordIndex(Protocol):
         ...
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
+        self,
+        record: CheckpointRecord,
+        head: HeadMove | None,
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         """Write a checkpoint record whole and move its namespace's head, atomically, in
         one request (the commit point of `put`). `ConcurrentUpdateError` if the head's
         condition fails, `LeaseLostError` if `fence` does; then nothing is written.
-        Without `head` (detection turned off) the record is written alone."""
+        Without `head` (detection turned off) the record is written alone. `intent`, the
+        put's upload intent, is deleted in the same request (present or not)."""
         ...
 
     def merge_writes(
-        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+        self,
+        record: WritesRecord,
+        last_wins: frozenset[int],
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         """Add writes to a task's record atomically: an index already present keeps its
         first value, except those in `last_wins`, which take the new one. With `fence`,
-        `LeaseLostError` (nothing written) unless the lease still carries its token."""
+        `LeaseLostError` (nothing written) unless the lease still carries its token.
+        `intent` is deleted in the same request, as in `put_checkpoint`."""
         ...
 
     def replace_if_unchanged(self, old: Record, new: Record) -> bool:
@@ -144,7 +155,8 @@ class ControlItems(Protocol):
         ...
 
     def delete_items(self, keys: Iterable[ItemKey]) -> None:
-        """Delete control items (heads, leases) by key; absent ones are not an error."""
+        """Delete control items (heads, leases, upload intents) by key; absent ones are
+        not an error."""
         ...
 
     def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
@@ -164,6 +176,15 @@ class ControlItems(Protocol):
     def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
         """Set an existing item's idle-index key to `to` if it is still `was` (None: if the
         item exists); False otherwise. One request."""
+        ...
+
+    def put_intent(self, intent: UploadIntent) -> None:
+        """Write an upload intent (`records.UploadIntent`). One request."""
+        ...
+
+    def intents_before(self, pk: str, upper_sk: str) -> list[UploadIntent]:
+        """The intents of one journal partition whose sort key is below `upper_sk`, page
+        after page (`delete_items` removes them)."""
         ...
 
     def read_control(self, pk: str) -> dict[str, ControlRecord]:
@@ -300,6 +321,11 @@ class ObjectStore(Protocol):
 
     def get(self, key: str) -> bytes:
         """The blob; `ObjectNotFoundError` if there is none."""
+        ...
+
+    def stat(self, key: str) -> ObjectInfo | None:
+        """One blob's size, modification time and tag, or None if there is none (one
+        request, no body)."""
         ...
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:

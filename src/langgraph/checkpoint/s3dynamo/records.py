@@ -25,7 +25,11 @@ from langgraph.checkpoint.s3dynamo.layout import (
     LEASE_SK,
     control_pk,
     head_sk,
+    intent_sk,
+    intent_time,
+    journal_pk_of,
     mark_operation,
+    object_key,
     owner_sk,
     parse_sk,
     split_write_ref,
@@ -58,6 +62,30 @@ def head_key(thread_name: str, ns_name: str) -> ItemKey:
 def lease_key(thread_name: str) -> ItemKey:
     """Where a thread's lease lives."""
     return ItemKey(control_pk(thread_name), LEASE_SK)
+
+
+class UploadIntent(NamedTuple):
+    """What a put is about to upload, written before its first upload and deleted by its
+    commit (`layout.journal_pk`): the thread's name and the leaves of its new objects,
+    keyed hashes all, so the item reveals only when and how many."""
+
+    key: ItemKey
+    thread: str
+    leaves: frozenset[str]
+
+    @property
+    def at_ms(self) -> int:
+        return intent_time(self.key.sk)
+
+    @property
+    def object_keys(self) -> list[str]:
+        return [object_key(self.thread, leaf) for leaf in sorted(self.leaves)]
+
+
+def upload_intent(thread_name: str, leaves: Iterable[str], at_ms: int, nonce: str) -> UploadIntent:
+    """The intent of one put of a thread, in its journal shard."""
+    key = ItemKey(journal_pk_of(thread_name), intent_sk(at_ms, nonce))
+    return UploadIntent(key, thread_name, frozenset(leaves))
 
 
 @dataclass

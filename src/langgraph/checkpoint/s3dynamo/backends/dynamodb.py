@@ -48,6 +48,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     stamp_of,
     to_item,
 )
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_journal import DynamoJournal
 from langgraph.checkpoint.s3dynamo.backoff import (
     CONFLICT_ATTEMPTS,
     UNPROCESSED_ATTEMPTS,
@@ -282,12 +283,16 @@ class DynamoRecords(DynamoTable):
         ]
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
+        self,
+        record: CheckpointRecord,
+        head: HeadMove | None,
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         # The idle-index key goes on the head, or on the record when there is none.
         idle = idle_key(record.pk, record.written_at or int(time.time()))
         item = to_item(record) | ({} if head is not None else {IDLE_KEY: {"S": idle}})
-        if head is None and fence is None:
+        if head is None and fence is None and intent is None:
             with translate_errors(self.resource):
                 self.client.put_item(TableName=self.table, Item=item)
             return
@@ -296,14 +301,23 @@ class DynamoRecords(DynamoTable):
             items.append({"Update": {"TableName": self.table, **head_update(head, idle)}})
         if fence is not None:
             items.append({"Update": {"TableName": self.table, **fence_update(fence)}})
-        self._transact(
-            items,
-            head_at=1 if head is not None else None,
-            fence_at=len(items) - 1 if fence is not None else None,
-        )
+        fence_at = len(items) - 1 if fence is not None else None
+        items += self._closing(intent)
+        self._transact(items, head_at=1 if head is not None else None, fence_at=fence_at)
+
+    def _closing(self, intent: ItemKey | None) -> list[dict[str, Any]]:
+        """The Delete of a commit's upload intent, unconditional: a repeat of a commit
+        that went through finds it gone and must still succeed."""
+        if intent is None:
+            return []
+        return [{"Delete": {"TableName": self.table, "Key": key_item(intent)}}]
 
     def merge_writes(
-        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+        self,
+        record: WritesRecord,
+        last_wins: frozenset[int],
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         expression, names, values = merge_writes_update(record, last_wins)
         update = {
@@ -313,12 +327,15 @@ class DynamoRecords(DynamoTable):
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        if fence is None:
+        if fence is None and intent is None:
             with translate_errors(self.resource):
                 self.client.update_item(**update)
             return
-        fenced = {"Update": {"TableName": self.table, **fence_update(fence)}}
-        self._transact([{"Update": update}, fenced], head_at=None, fence_at=1)
+        items: list[dict[str, Any]] = [{"Update": update}]
+        if fence is not None:
+            items.append({"Update": {"TableName": self.table, **fence_update(fence)}})
+        fence_at = 1 if fence is not None else None
+        self._transact(items + self._closing(intent), head_at=None, fence_at=fence_at)
 
     def _transact(
         self, items: list[dict[str, Any]], *, head_at: int | None, fence_at: int | None
@@ -391,7 +408,7 @@ class DynamoRecords(DynamoTable):
         return record_size(record)
 
 
-class DynamoControl(DynamoTable):
+class DynamoControl(DynamoTable, DynamoJournal):
     """The `ControlItems` port: heads, leases and the deployment's control records."""
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:

@@ -29,6 +29,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     MemoryRow,
     Record,
     Stamp,
+    UploadIntent,
     WritesRecord,
 )
 from langgraph.checkpoint.s3dynamo.schema import IDLE_KEY, PARTITION_KEY, RUN_KEY, SORT_KEY
@@ -42,6 +43,8 @@ WRITE_PREFIX, BUNDLE = "w", "wb"
 HEAD = "h"
 MARK_UPTO, MARK_KEEP, MARK_IDS, MARK_AT = "mu", "mk", "mi", "ma"
 LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
+# An upload intent: the thread's name and the leaves of the objects it names.
+INTENT_THREAD, INTENT_LEAVES = "it", "il"
 
 
 # ------------------------------------------------------------------ item format
@@ -157,6 +160,27 @@ def from_item(item: Item) -> Record:
         raise IntegrityError(
             f"index item with sort key {sk!r} is malformed ({type(exc).__name__}: {exc}); "
             "it was altered or written by something else"
+        ) from exc
+
+
+def intent_item(intent: UploadIntent) -> Item:
+    item = key_item(intent.key)
+    item[INTENT_THREAD] = {"S": intent.thread}
+    item[INTENT_LEAVES] = {"SS": sorted(intent.leaves)}
+    return item
+
+
+def intent_from_item(item: Item) -> UploadIntent:
+    try:
+        return UploadIntent(
+            ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
+            str(item[INTENT_THREAD]["S"]),
+            frozenset(item[INTENT_LEAVES]["SS"]),
+        )
+    except (KeyError, ValueError) as exc:
+        raise IntegrityError(
+            f"upload intent {item.get(SORT_KEY)} is malformed ({exc}); it was altered or "
+            "written by something else"
         ) from exc
 
 

@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import batch_idle_keys, record_size
 from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
+from langgraph.checkpoint.s3dynamo.backends.memory_journal import JournalTwin
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
@@ -53,6 +54,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     MemoryRow,
     Record,
     Stamp,
+    UploadIntent,
     WritesRecord,
     head_key,
 )
@@ -161,7 +163,7 @@ class MemoryItemsTwin:
             return [e for p in self._directory.values() for e in p.values()]
 
 
-class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
+class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
     """The `RecordIndex`, `ControlItems` and `TableScan` ports in memory (an `Index`).
     Items are sized as DynamoDB counts them (`dynamodb_items.py`, pure), so limits and
     budgets match."""
@@ -175,6 +177,7 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
         self.heads: dict[ItemKey, str] = {}
         self.leases: dict[ItemKey, tuple[str, int, int]] = {}
         self.idle: dict[ItemKey, str] = {}  # idle-index keys (`IdleIndexTwin`)
+        self.intents: dict[ItemKey, UploadIntent] = {}  # the upload journal (JournalTwin)
         # Deployments' own records: partition -> name -> record.
         self.control: dict[str, dict[str, ControlRecord]] = {}
         # Store items and node-cache entries, and their directories (`MemoryItemsTwin`).
@@ -257,7 +260,11 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
             self.leases[fence.key] = (owner, token, fence.expires_ms)
 
     def put_checkpoint(
-        self, record: CheckpointRecord, head: HeadMove | None, fence: Fence | None = None
+        self,
+        record: CheckpointRecord,
+        head: HeadMove | None,
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         with self._lock:
             self._count("put_checkpoint")
@@ -272,6 +279,7 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
                 self.heads[head.key] = head.to
             self.index_commit(record, head)
             self._extend(fence)
+            self._close(intent)
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         with self._lock:
@@ -305,12 +313,17 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
                 self.leases[lease.key] = (owner, token, 0)
 
     def merge_writes(
-        self, record: WritesRecord, last_wins: frozenset[int], fence: Fence | None = None
+        self,
+        record: WritesRecord,
+        last_wins: frozenset[int],
+        fence: Fence | None = None,
+        intent: ItemKey | None = None,
     ) -> None:
         with self._lock:
             self._count("merge_writes")
             self._check_fence(fence)
             self._extend(fence)
+            self._close(intent)
             partition = self._partitions.setdefault(record.pk, {})
             old = partition.get(record.sk)
             if not isinstance(old, WritesRecord):
@@ -353,6 +366,7 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
             for key in keys:
                 self.heads.pop(key, None)
                 self.leases.pop(key, None)
+                self.intents.pop(key, None)
 
     def item_size(self, record: Record) -> int:
         return record_size(record)
@@ -434,6 +448,7 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin):
         with self._lock:
             twin.heads, twin.leases = dict(self.heads), dict(self.leases)
             twin.idle = dict(self.idle)
+            twin.intents = dict(self.intents)
             twin.control = copy.deepcopy(self.control)
         twin.load_memory(self.memory_rows(), self.directory_entries())
         twin.calls.clear()
@@ -500,6 +515,12 @@ class MemoryObjects:
         if found is None:
             raise ObjectNotFoundError(key, "the memory store")
         return found[0]
+
+    def stat(self, key: str) -> ObjectInfo | None:
+        with self._lock:
+            self._count("stat")
+            found, tag = self.blobs.get(key), self.tags.get(key, "")
+        return None if found is None else ObjectInfo(key, len(found[0]), found[1], tag)
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         with self._lock:

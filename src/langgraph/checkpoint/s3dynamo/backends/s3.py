@@ -62,6 +62,21 @@ class S3Objects:
             body: bytes = out.value["Body"].read()
         return body
 
+    def stat(self, key: str) -> ObjectInfo | None:
+        out = attempt(
+            self.resource,
+            self.client.head_object,
+            tolerate=("404", "NoSuchKey", "NotFound"),
+            Bucket=self.bucket,
+            Key=key,
+        )
+        if out.refused is not None:
+            return None
+        head = out.value
+        return ObjectInfo(
+            key, int(head.get("ContentLength", 0)), head["LastModified"], head.get("ETag", "")
+        )
+
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         token: str | None = None
         while True:

@@ -28,6 +28,7 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     store_options,
     yes_option,
 )
+from langgraph.checkpoint.s3dynamo.ops import GcPlan, IncrementalGcPlan
 
 
 @cli.command()
@@ -37,7 +38,13 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     default=3600,
     show_default=True,
     type=click.IntRange(0),
-    help="seconds an unreferenced object must be old to go",
+    help="seconds an unreferenced object (and the upload intent naming it) must be old to go",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="the repair: list the deployment's whole bucket prefix and read every thread it "
+    "finds, instead of only what the upload journal names",
 )
 @scope_option
 @json_option
@@ -46,24 +53,37 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
 def gc(
     thread_ids: tuple[str, ...],
     grace: int,
+    full: bool,
     scope: str | None,
     as_json: bool,
     yes: bool,
     **settings: Any,
 ) -> int:
-    """Delete objects no item references, older than the grace period (default: the
-    whole bucket of this deployment)."""
+    """Delete objects no item references, older than the grace period. By default only
+    what crashed or refused writes left (named by their upload intents: no listing of the
+    bucket); --full, or naming threads, lists their objects instead."""
     saver = open_saver(**settings)
+    incremental = not full and not thread_ids
     with progress("planning"):
-        gc_plan = saver.ops.plan_garbage_collection(
-            list(thread_ids) or None, grace=timedelta(seconds=grace), scope=scope
-        )
+        if incremental:
+            gc_plan: GcPlan | IncrementalGcPlan = saver.ops.plan_incremental_garbage_collection(
+                grace=timedelta(seconds=grace)
+            )
+        else:
+            gc_plan = saver.ops.plan_garbage_collection(
+                list(thread_ids) or None, grace=timedelta(seconds=grace), scope=scope
+            )
     plan = gc_plan.to_dict()
     lines = [
         f"{render.plural(plan['objects'], 'unreferenced object')} older than {grace} s "
         f"({render.human_bytes(plan['bytes'])}) in {render.plural(plan['threads'], 'thread')}",
     ]
-    if plan["unindexed"]:
+    if incremental:
+        lines.append(
+            f"named by {render.plural(plan['intents'], 'upload intent')} older than {grace} s "
+            "(`s3dynamo gc --full` lists the whole bucket prefix instead)"
+        )
+    elif plan["unindexed"]:
         lines.append(
             f"{plan['unindexed']} objects of threads with no item here are left alone "
             "(name the thread, or `s3dynamo delete THREAD`)"
@@ -73,7 +93,8 @@ def gc(
         with progress("deleting"):
             return {"deleted": gc_plan.execute()}
 
-    return plan_then(as_json, yes, plan, lines, act, work=plan["objects"] > 0)
+    work = plan["objects"] > 0 or (incremental and plan["intents"] > 0)
+    return plan_then(as_json, yes, plan, lines, act, work=work)
 
 
 @cli.command()

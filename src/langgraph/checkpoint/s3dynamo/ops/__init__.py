@@ -50,14 +50,22 @@ from langgraph.checkpoint.s3dynamo.ops import (
     threads,
 )
 from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
-from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan
+from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan, IncrementalGcPlan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
 from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.settings import parse_ttl
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
 
-__all__ = ["CheckReport", "ExpiryPlan", "GcPlan", "Operations", "ReencryptResult", "guarded"]
+__all__ = [
+    "CheckReport",
+    "ExpiryPlan",
+    "GcPlan",
+    "IncrementalGcPlan",
+    "Operations",
+    "ReencryptResult",
+    "guarded",
+]
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +193,23 @@ class Operations:
             with self._table_wide("garbage collection", scope):
                 plan = gc.plan_gc(self.store, None, grace=grace)
         log.info("garbage collection plan: %d objects, %d bytes", plan.objects, plan.bytes)
+        return plan
+
+    def plan_incremental_garbage_collection(
+        self, *, grace: timedelta = gc.DEFAULT_GRACE
+    ) -> IncrementalGcPlan:
+        """Find what crashed or refused puts left: objects named by upload intents older
+        than `grace` that no index item references (a dry run; `.execute()` deletes them
+        and the intents). Costs one Query per journal shard plus a few requests per
+        intent, never a listing of the bucket; `plan_garbage_collection` is the full
+        repair (see `ops/gc.py`, docs/OPERATIONS.md)."""
+        plan = gc.plan_incremental_gc(self.store, grace=grace)
+        log.info(
+            "incremental garbage collection plan: %d intents, %d objects, %d bytes",
+            len(plan.intents),
+            plan.objects,
+            plan.bytes,
+        )
         return plan
 
     def plan_expiry(

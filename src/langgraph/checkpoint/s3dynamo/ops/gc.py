@@ -1,4 +1,5 @@
-"""Garbage collection: mark and sweep, per thread, planned then executed.
+"""Garbage collection: mark and sweep, per thread, planned then executed; incremental
+(what the upload journal names) or full (what listing the bucket finds).
 
 Objects become unreferenced when a writer crashes between its uploads and its index
 write, when a special write is replaced, or when `delete_for_runs` removes checkpoints.
@@ -7,11 +8,19 @@ not referenced and older than the grace period are candidates. `GcPlan.execute` 
 them again, marks again, and deletes each one with a conditional delete that holds only
 while the object is unchanged since that second listing.
 
+`plan_incremental_gc` reads only the upload intents older than the grace (one Query per
+journal shard, `store/journal.py`): each names the objects a put was about to upload
+when it crashed or its commit was refused, or those `delete_for_runs` left. For those
+keys it does the same three steps (a HEAD per key instead of the listing), then deletes
+the intents it settled.
+
 Only keys of the shape `naming.py` produces under this deployment's prefix are ever
-candidates, and with an empty prefix only threads that have a record in this index (or
-that the caller names). What collection may touch, and the proof that it never deletes
-an object a committed record references (or one a running writer is about to): see
-docs/RELIABILITY.md, "Garbage collection: why a referenced object is never deleted".
+candidates; with an empty prefix the full collection takes only threads that have a
+record in this index (or that the caller names), the incremental one what intents name.
+What collection may touch, and the proof that it never deletes an object a committed
+record references (or one a running writer is about to): see docs/RELIABILITY.md,
+"Garbage collection: why a referenced object is never deleted", and "Garbage
+collection: the upload journal".
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.layout import object_scope, split_object_key
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
 DEFAULT_GRACE = timedelta(hours=1)
@@ -53,6 +63,7 @@ class GcPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "mode": "full",
             "threads": len(self.candidates),
             "objects": self.objects,
             "bytes": self.bytes,
@@ -132,4 +143,105 @@ def plan_gc(
                 plan.candidates.setdefault(thread_name, []).append(obj.key)
                 plan.sizes[obj.key] = obj.size
     warn_skipped("garbage collection", plan.skipped)
+    return plan
+
+
+# ------------------------------------------------------------------ incremental
+
+
+@dataclass
+class IncrementalGcPlan:
+    """Upload intents older than the grace (`plan_incremental_gc`) and the objects they
+    name that nothing referenced when planned, by thread partition."""
+
+    store: ThreadStore
+    grace: timedelta = DEFAULT_GRACE
+    intents: list[UploadIntent] = field(default_factory=list)
+    candidates: dict[str, list[str]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def objects(self) -> int:
+        return sum(len(keys) for keys in self.candidates.values())
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.sizes.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": "incremental",
+            "intents": len(self.intents),
+            "threads": len(self.candidates),
+            "objects": self.objects,
+            "bytes": self.bytes,
+            "grace_seconds": int(self.grace.total_seconds()),
+        }
+
+    def execute(self, *, now: datetime | None = None) -> int:
+        """For each thread the intents name: list again (a HEAD per key), mark again,
+        delete each old unreferenced key only if unchanged since that HEAD; then delete
+        every intent whose keys are all settled (gone, deleted, or referenced). An intent
+        naming a key that is young again or changed stays for the next run. Returns how
+        many objects were deleted."""
+        cutoff = (now or datetime.now(timezone.utc)) - self.grace
+        deleted = 0
+        settled_intents: list[ItemKey] = []
+        for thread_name, intents in _by_thread(self.intents).items():
+            found, live, doomed = _examine(self.store, thread_name, intents, cutoff)
+            gone = set(self.store.delete_unchanged_objects(doomed)) if doomed else set()
+            deleted += len(gone)
+            start = len(self.store.thread_prefix(thread_name))
+            settled = {
+                key
+                for key, info in found.items()
+                if info is None or key in gone or key[start:] in live
+            }
+            settled_intents += [i.key for i in intents if all(k in settled for k in i.object_keys)]
+        if settled_intents:
+            self.store.close_intents(settled_intents)
+        return deleted
+
+
+def _by_thread(intents: Iterable[UploadIntent]) -> dict[str, list[UploadIntent]]:
+    grouped: dict[str, list[UploadIntent]] = {}
+    for intent in intents:
+        grouped.setdefault(intent.thread, []).append(intent)
+    return grouped
+
+
+def _examine(
+    store: ThreadStore, thread_name: str, intents: list[UploadIntent], cutoff: datetime
+) -> tuple[dict[str, ObjectInfo | None], set[str], list[ObjectInfo]]:
+    """L and M for the keys some intents of one thread name: what each key is now (None:
+    absent), the leaves the thread's records reference (read after the HEADs, and only
+    if a key is old enough to go), and the old unreferenced keys."""
+    keys = sorted({k for i in intents for k in i.object_keys})
+    found = dict(zip(keys, store.stat_objects(keys), strict=True))
+    old = [o for o in found.values() if o is not None and o.modified < cutoff]
+    if not old:
+        return found, set(), []
+    # A thread with no record: its first put crashed. The intent says this deployment
+    # wrote the keys, so they go even at the bucket root (unlike a listing's unindexed).
+    live = store.live_leaves(thread_name) or set()
+    start = len(store.thread_prefix(thread_name))
+    return found, live, [o for o in old if o.key[start:] not in live]
+
+
+def plan_incremental_gc(
+    store: ThreadStore, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
+) -> IncrementalGcPlan:
+    """Objects named by upload intents older than `grace` that no record references and
+    that are older than `grace` themselves. Reads the journal's shards, then per thread a
+    HEAD per named key and one consistent read of its records; never lists the bucket.
+    Nothing is deleted: this is the dry run."""
+    at = now or datetime.now(timezone.utc)
+    cutoff = at - grace
+    intents = store.expired_intents(int(cutoff.timestamp() * 1000))
+    plan = IncrementalGcPlan(store, grace, intents)
+    for thread_name, group in _by_thread(intents).items():
+        _, _, doomed = _examine(store, thread_name, group, cutoff)
+        if doomed:
+            plan.candidates[thread_name] = [o.key for o in doomed]
+            plan.sizes.update({o.key: o.size for o in doomed})
     return plan

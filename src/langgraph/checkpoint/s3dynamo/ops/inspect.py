@@ -417,7 +417,8 @@ def verify(
                 key,
                 None,
                 f"{info.size} bytes, {age} s old, referenced by no item "
-                "(`s3dynamo gc` removes it after the grace period)",
+                "(`s3dynamo gc` removes it after the grace period if a crashed write left "
+                "it, `s3dynamo gc --full` in any case)",
                 tid=thread_id,
             )
     return report

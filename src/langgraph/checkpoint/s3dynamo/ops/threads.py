@@ -294,7 +294,8 @@ def needed_chain(store: ThreadStore, latest: Entry, chain: dict[str, Entry]) -> 
 @dataclass
 class DeleteRunsPlan:
     """The checkpoints (with their writes) that runs created, found through the run
-    index without a scan; objects they alone referenced are left to garbage collection."""
+    index without a scan; objects they alone referenced are left to garbage collection,
+    named by an upload intent so the incremental one finds them."""
 
     store: ThreadStore
     run_ids: list[str]
@@ -306,14 +307,30 @@ class DeleteRunsPlan:
     def execute(self) -> None:
         store = self.store
         found = self.checkpoints
-
-        def record_keys(checkpoint: ItemKey) -> list[ItemKey]:
-            return [k for k in store.checkpoint_keys(checkpoint) if owner_sk(k.sk) == checkpoint.sk]
-
         for start in range(0, len(found), RUNS_ROUND):
+            batch = found[start : start + RUNS_ROUND]
+            owned = {
+                checkpoint: [r for r in records if owner_sk(r.sk) == checkpoint.sk]
+                for checkpoint, records in zip(
+                    batch, parallel(store.checkpoint_records, batch), strict=True
+                )
+            }
+            # Before any record goes, an intent per thread names the objects the round's
+            # records reference: incremental collection deletes those nothing else does.
+            leaves: dict[str, set[str]] = {}
+            for checkpoint, records in owned.items():
+                for record in records:
+                    leaves.setdefault(checkpoint.pk, set()).update(referenced_leaves(record))
+            for thread_name, named in sorted(leaves.items()):
+                if named:
+                    store.name_orphans(thread_name, named)
             # A round's checkpoints, hidden by one mark per namespace naming them.
-            delete_checkpoints(store, found[start : start + RUNS_ROUND], record_keys)
+            delete_checkpoints(store, batch, _keys_of(owned))
         store.forget()
+
+
+def _keys_of(owned: dict[ItemKey, list[Record]]) -> Callable[[ItemKey], list[ItemKey]]:
+    return lambda checkpoint: [r.key for r in owned[checkpoint]]
 
 
 def delete_checkpoints(

@@ -8,6 +8,7 @@ this package (the architecture test checks that nothing outside names them):
     walker.py     the one walk over a checkpoint's blobs, and how each opens
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
     committer.py  placing, sealing and committing checkpoints and writes
+    journal.py    upload intents: written before an upload, deleted by its commit
     deleter.py    deleting records and objects: marks first, full batches, marks last
     rewriter.py   a thread's checkpoints re-sealed and renamed, for a copy or a rotation
     objects.py    object reads and writes in waves, through one cache
@@ -118,6 +119,7 @@ class ThreadStore(Upkeep):
         )
         self.deleter = Deleter(ports, self.finder, self.objects, namer, self.now)
         self.rewriter = Rewriter(self.walker, self.finder, self.now)
+        self.journal = self.committer.journal
 
     def with_codec(self, codec: Codec) -> ThreadStore:
         """This store serializing through another codec (a saver's copy with its own

@@ -8,14 +8,15 @@ uploaded again. A changed value whose parent is (or is a delta of) a full versio
 process holds is sealed as a delta against it when the delta fits inline and `delta_max`.
 
 Commit protocol. `commit_checkpoint` seals everything first (bad input writes nothing),
-uploads the new values too large to inline in one parallel wave, each with
+writes an upload intent naming the objects it is about to write (`journal.py`; only when
+there are any), uploads the new values too large to inline in one parallel wave, each with
 `If-None-Match: *` (an existing object already holds the same value; it is written again
 anyway, which keeps garbage collection off it: see `ObjectIO.upload` and `ops/gc.py`),
-then writes the checkpoint record with one request: the record is the commit point. A
-crash before it leaves the old state plus unreferenced objects, which garbage collection
-removes after a grace period; a crash after it leaves the new state. `commit_writes` does
-the same with one merge per (checkpoint, task), so a `put_writes` call becomes visible
-all at once or not at all.
+then writes the record with one request that also deletes the intent (detection off: a
+plain write, the intent's delete after it): the record is the commit point. A crash
+before it leaves the old state plus unreferenced objects the intent names, which garbage
+collection removes after a grace period; after it, the new state. `commit_writes` does
+the same with one merge per (checkpoint, task): a `put_writes` shows all or nothing.
 
 Concurrent runs. The record is written in one transaction with the namespace's head (the
 id of its newest checkpoint, a control item). A put that continues what its run holds as
@@ -72,6 +73,7 @@ from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
+from langgraph.checkpoint.s3dynamo.store.journal import Journal
 from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
@@ -142,6 +144,8 @@ class Committer:
         self.bases: Lru[str, Typed] = Lru(OPENED_BASES)
         # Stamps every record written (`written_at`); tests replace it.
         self.clock: Callable[[], float] = time.time
+        # Upload intents: opened before an upload wave, closed by the commit.
+        self.journal = Journal(ports, lambda: self.clock())
 
     def now(self) -> int:
         """The stamp of a record written now: whole seconds since the epoch."""
@@ -264,16 +268,23 @@ class Committer:
         lease = holding(self.handoff.store_id, pk)
         if before_write is not None:
             before_write()
+        # Named before the first upload, closed by the commit: what a crash orphans is known.
+        intent = self.journal.open(pk, [key for key, _ in uploads])
         if uploads:
             self.objects.upload(uploads)
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
         # Stamped after the uploads: the expiry this commit sets counts from its request.
         held = lease.stamp() if lease is not None else None
+        # The commit deletes the intent in its own transaction; a plain PutItem commit
+        # (detection off: a store without transactions may be in use) deletes it after.
+        inside = intent if head is not None or held is not None else None
         try:
-            self._ports.records.put_checkpoint(record, head, held)
+            self._ports.records.put_checkpoint(record, head, held, inside)
         except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
             exc.refusing(what, parent_id)
             raise
+        if intent is not None and inside is None:
+            self.journal.close(intent)
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
         self.handoff.keep(tid, ns, cid, stored)
@@ -357,15 +368,19 @@ class Committer:
                 uploads.append((self.objects.key(tid, leaf), blob))
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
         lease = holding(self.handoff.store_id, pk)
+        intent = self.journal.open(pk, [key for key, _ in uploads])
         if uploads:
             self.objects.upload(uploads)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
         held = lease.stamp() if lease is not None else None
+        inside = intent if self.detect_concurrent_runs or held is not None else None
         try:
-            self._ports.records.merge_writes(record, LAST_WINS, held)
+            self._ports.records.merge_writes(record, LAST_WINS, held, inside)
         except LeaseLostError as exc:
             exc.refusing(f"{describe(tid, ns, cid)}: writes of task {task_id!r}")
             raise
+        if intent is not None and inside is None:
+            self.journal.close(intent)
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
 

@@ -48,6 +48,10 @@ class ObjectIO:
     def list_thread(self, thread_name: str) -> list[ObjectInfo]:
         return list(self.port.list(self.thread_prefix(thread_name)))
 
+    def stat(self, keys: Sequence[str]) -> list[ObjectInfo | None]:
+        """Size, modification time and tag of each key (None: absent), in one wave."""
+        return parallel(self.port.stat, keys)
+
     def cached(self, key: str) -> bytes | None:
         """An object's body if this process holds it, without a request."""
         return self.cache.get(key)

@@ -1,17 +1,17 @@
 """The maintenance side of the thread store's facade: setting up and probing the
 ports, scans of the deployment, records written or replaced whole, deleting under marks,
-objects by listing, and control items (heads, tombstones, markers, leases), whose keys
-are built here only. `ThreadStore` inherits it; garbage collection, retention, copies,
-re-encryption, `check` and leases call these methods, never the ports.
+objects by listing, the upload journal, and control items (heads, tombstones, markers,
+leases), whose keys are built here only. `ThreadStore` inherits it; garbage collection,
+retention, copies, re-encryption, `check` and leases call these methods, never the ports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk, scope_of
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk, object_key, scope_of
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import (
     ControlRecord,
     ItemKey,
@@ -19,10 +19,12 @@ from langgraph.checkpoint.s3dynamo.records import (
     Mark,
     Record,
     Stamp,
+    UploadIntent,
     head_key,
     lease_key,
 )
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from langgraph.checkpoint.s3dynamo.store.journal import Journal
 from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
@@ -37,6 +39,7 @@ class Upkeep:
     scope: Scope
     objects: ObjectIO
     deleter: Deleter
+    journal: Journal
 
     def create_if_missing(self) -> None:
         """Create the table and the bucket if missing (development and tests)."""
@@ -111,6 +114,17 @@ class Upkeep:
         """Checkpoints a run created, through the run index."""
         return self.ports.records.run_checkpoints(run_key)
 
+    def checkpoint_records(self, checkpoint: ItemKey) -> list[Record]:
+        """A checkpoint's record and every record sorted under it, read whole (paged)."""
+        records: list[Record] = []
+        cursor: Cursor | None = None
+        while True:
+            page = self.ports.records.query(checkpoint.pk, prefix=checkpoint.sk, cursor=cursor)
+            records += page.records
+            if page.cursor is None:
+                return records
+            cursor = page.cursor
+
     def checkpoint_keys(self, checkpoint: ItemKey) -> Iterator[ItemKey]:
         """Keys of a checkpoint's record and everything sorted under it."""
         return self.ports.records.query_keys(checkpoint.pk, prefix=checkpoint.sk)
@@ -180,6 +194,26 @@ class Upkeep:
     def delete_unchanged_objects(self, objects: Sequence[ObjectInfo]) -> list[str]:
         """Delete objects each only while unchanged since listed; the keys deleted."""
         return self.objects.delete_unchanged(objects)
+
+    def stat_objects(self, keys: Sequence[str]) -> list[ObjectInfo | None]:
+        """Each object's size, time and tag (None: absent), one wave of HEAD requests."""
+        return self.objects.stat(keys)
+
+    # ------------------------------------------------- the upload journal
+
+    def expired_intents(self, before_ms: int) -> list[UploadIntent]:
+        """This deployment's upload intents written before `before_ms` (one Query per
+        journal shard): what crashed or refused commits left (`store/journal.py`)."""
+        return self.journal.expired(self.prefix, before_ms)
+
+    def name_orphans(self, thread_name: str, leaves: Iterable[str]) -> None:
+        """Write an intent naming objects of a thread that an operation is about to leave
+        unreferenced, so incremental collection checks them after the grace period."""
+        self.journal.open(thread_name, [object_key(thread_name, leaf) for leaf in sorted(leaves)])
+
+    def close_intents(self, keys: Iterable[ItemKey]) -> None:
+        """Delete upload intents, in full batches."""
+        self.ports.control.delete_items(keys)
 
     # ------------------------------------------------- control items
 
