@@ -27,6 +27,7 @@ from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
     translate,
     translate_errors,
 )
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_idle import DynamoIdleIndex
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     CONTROL_VERSION,
     HEAD,
@@ -57,9 +58,7 @@ from langgraph.checkpoint.s3dynamo.backoff import (
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     LeaseLostError,
-    StorageConfigError,
     StorageError,
-    StoreMissingError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     HEAD_PREFIX,
@@ -85,7 +84,6 @@ from langgraph.checkpoint.s3dynamo.records import (
     head_key,
 )
 from langgraph.checkpoint.s3dynamo.schema import (
-    IDLE_INDEX,
     IDLE_KEY,
     PARTITION_KEY,
     RUN_INDEX,
@@ -408,7 +406,7 @@ class DynamoRecords(DynamoTable):
         return record_size(record)
 
 
-class DynamoControl(DynamoTable, DynamoJournal):
+class DynamoControl(DynamoTable, DynamoJournal, DynamoIdleIndex):
     """The `ControlItems` port: heads, leases and the deployment's control records."""
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
@@ -426,42 +424,6 @@ class DynamoControl(DynamoTable, DynamoJournal):
             if (at := tombstone_time(item[HEAD]["S"])) is not None:
                 item[IDLE_KEY] = {"S": idle_key(thread_name, at)}
         self._batch([{"PutRequest": {"Item": i}} for i in sorted(items, key=str)])
-
-    def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
-        out = attempt(
-            self.resource,
-            self.client.update_item,
-            tolerate=("ConditionalCheckFailedException",),
-            TableName=self.table,
-            Key=key_item(key),
-            UpdateExpression="SET #ik = :to",
-            ConditionExpression="#ik = :was" if was else "attribute_exists(#pk)",
-            ExpressionAttributeNames={"#ik": IDLE_KEY, **({} if was else {"#pk": PARTITION_KEY})},
-            ExpressionAttributeValues={":to": {"S": to}, **({":was": {"S": was}} if was else {})},
-        )
-        return out.refused is None
-
-    def idle_query(self, partition: str, prefix: str = "") -> Iterator[list[ItemKey]]:
-        cond, names, values = "#ik = :ik", {"#ik": IDLE_KEY}, {":ik": {"S": partition}}
-        if prefix:
-            cond += " AND begins_with(#pk, :p)"
-            names["#pk"], values[":p"] = PARTITION_KEY, {"S": prefix}
-        request: dict[str, Any] = {"TableName": self.table, "IndexName": IDLE_INDEX}
-        request |= {"KeyConditionExpression": cond, "ExpressionAttributeNames": names}
-        request["ExpressionAttributeValues"] = values
-        try:
-            for items in self._pages("query", request):
-                yield [ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items]
-        except (StorageError, StoreMissingError) as exc:
-            # DynamoDB: ValidationException naming the index; moto: ResourceNotFound.
-            if isinstance(exc, StorageError) and "index" not in str(exc):
-                raise
-            raise StorageConfigError(
-                f"{self.resource} has no global secondary index {IDLE_INDEX!r}, which "
-                f"retention Queries for idle threads ({exc}). Add it: apply this version's "
-                "terraform/ (aws_dynamodb_table.this declares it), or run setup() on a new "
-                "table; meanwhile sweep with the full Scan (`s3dynamo expire --full`)"
-            ) from exc
 
     def delete_items(self, keys: Iterable[ItemKey]) -> None:
         self._batch([{"DeleteRequest": {"Key": key_item(k)}} for k in keys])
