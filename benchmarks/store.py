@@ -209,8 +209,10 @@ def large_namespace(count: int) -> dict[str, float]:
         "query_requests": query["requests"],
         "query_read_units": query["units"],
         "query_wall_ms": query["wall_ms"],
+        "query_latency_ms": query["latency_ms"],
         "query_cost_per_million": query["cost_per_million"],
         "filter_requests": filt["requests"],
+        "filter_read_units": filt["units"],
         "filter_wall_ms": filt["wall_ms"],
         "stored_bytes": stored.total,
     }
@@ -258,10 +260,11 @@ def main() -> None:
         "",
         f"- put: {large['put_seconds']:.1f} s wall for all items (batches of 100, moto in process)",
         f"- search(query=..., limit=10): {large['query_requests']:.0f} requests, "
-        f"{large['query_read_units']:.0f} read units, {large['query_wall_ms']:.0f} ms wall, "
+        f"{large['query_read_units']:.0f} read units, {large['query_wall_ms']:.0f} ms wall "
+        f"(latency model: {large['query_latency_ms']:.0f} ms of requests), "
         f"${large['query_cost_per_million']:.2f} per million searches",
         f"- search(filter=...): {large['filter_requests']:.0f} requests, "
-        f"{large['filter_wall_ms']:.0f} ms wall",
+        f"{large['filter_read_units']:.0f} read units, {large['filter_wall_ms']:.0f} ms wall",
         f"- stored: {large['stored_bytes']} bytes",
     ]
     Path(args.out).write_text("\n".join(lines) + "\n")

@@ -307,7 +307,12 @@ class DynamoRecords(DynamoTable):
         self._transact([{"Update": update}, fenced], head_at=None, fence_at=1)
 
     def _transact(
-        self, items: list[dict[str, Any]], *, head_at: int | None, fence_at: int | None
+        self,
+        items: list[dict[str, Any]],
+        *,
+        head_at: int | None,
+        fence_at: int | None,
+        subject: str = "the same thread's items",
     ) -> None:
         """One TransactWriteItems; a refused condition becomes the error that names it.
 
@@ -336,8 +341,8 @@ class DynamoRecords(DynamoTable):
                     raise translate(exc, self.resource) from exc
                 if attempt_no + 1 == TRANSACTION_ATTEMPTS:
                     raise ConcurrentUpdateError(
-                        "other requests kept changing the same thread's items at the same "
-                        f"moment ({TRANSACTION_ATTEMPTS} attempts)"
+                        f"other requests kept changing {subject} at the same moment "
+                        f"({TRANSACTION_ATTEMPTS} attempts); retry the operation"
                     ) from exc
                 log.warning("TransactWriteItems on %s: conflict, retrying", self.resource)
                 time.sleep(wait.pause())

@@ -65,26 +65,45 @@ class MemoryItemsTwin:
     _directory: dict[str, dict[str, DirectoryEntry]]
     _count: Callable[[str], None]  # the host's request counter
 
-    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
+    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry | None) -> None:
         with self._lock:
-            self._count("memory_put")
+            if entry is None:
+                for _row in rows:
+                    self._count("memory_update")
+            else:
+                self._count("memory_put")
             for row in rows:
                 partition = self._memory.setdefault(row.key.pk, {})
                 old = partition.get(row.key.sk)
                 partition[row.key.sk] = row._replace(
                     created_ms=old.created_ms if old else row.created_ms
                 )
-            entries = self._directory.setdefault(entry.key.pk, {})
-            known = entries.get(entry.key.sk)
-            entries[entry.key.sk] = entry._replace(blob=known.blob if known else entry.blob)
+            if entry is not None:
+                self._renew(entry)
 
-    def memory_get(self, keys: Sequence[ItemKey]) -> builtins.list[MemoryRow]:
+    def directory_renew(self, entry: DirectoryEntry) -> None:
+        with self._lock:
+            self._count("directory_renew")
+            self._renew(entry)
+
+    def _renew(self, entry: DirectoryEntry) -> None:
+        entries = self._directory.setdefault(entry.key.pk, {})
+        known = entries.get(entry.key.sk)
+        entries[entry.key.sk] = entry._replace(
+            blob=known.blob if known else entry.blob, emptied=False
+        )
+
+    def memory_get(
+        self, keys: Sequence[ItemKey], consistent: bool = False
+    ) -> builtins.list[MemoryRow]:
         with self._lock:
             self._count("memory_get")
             found = (self._memory.get(k.pk, {}).get(k.sk) for k in dict.fromkeys(keys))
             return [row for row in found if row is not None]
 
-    def memory_query(self, pk: str, limit: int | None = None) -> builtins.list[MemoryRow]:
+    def memory_query(
+        self, pk: str, limit: int | None = None, consistent: bool = False
+    ) -> builtins.list[MemoryRow]:
         with self._lock:
             self._count("query")
             partition = self._memory.get(pk, {})
@@ -113,7 +132,7 @@ class MemoryItemsTwin:
             if key.sk in partition:
                 partition[key.sk] = partition[key.sk]._replace(expires=expires)
 
-    def directory(self, pk: str) -> builtins.list[DirectoryEntry]:
+    def directory(self, pk: str, consistent: bool = False) -> builtins.list[DirectoryEntry]:
         with self._lock:
             self._count("query")
             entries = self._directory.get(pk, {})
@@ -128,6 +147,29 @@ class MemoryItemsTwin:
                 return False
             del entries[entry.key.sk]
             return True
+
+    def directory_mark(self, entry: DirectoryEntry, emptied: bool) -> bool:
+        with self._lock:
+            self._count("directory_mark")
+            entries = self._directory.get(entry.key.pk, {})
+            known = entries.get(entry.key.sk)
+            if known is None or known.generation != entry.generation:
+                return False
+            entries[entry.key.sk] = known._replace(emptied=emptied)
+            return True
+
+    def memory_reseal(self, key: ItemKey, old: bytes, new: bytes) -> bool:
+        with self._lock:
+            self._count("memory_reseal")
+            row = self._memory.get(key.pk, {}).get(key.sk)
+            if row is not None and row.blob == old:
+                self._memory[key.pk][key.sk] = row._replace(blob=new)
+                return True
+            entry = self._directory.get(key.pk, {}).get(key.sk)
+            if entry is not None and entry.blob == old:
+                self._directory[key.pk][key.sk] = entry._replace(blob=new)
+                return True
+            return False
 
     def memory_expired(self, prefix: str, now: int) -> Iterator[builtins.list[MemoryRow]]:
         with self._lock:
