@@ -209,7 +209,7 @@ def test_items_of_the_earlier_format_read(storage: tuple[MemoryIndex, MemoryObje
     store.setup()
     space = store.space
     serde = store.saver.parts.codec.serde()
-    # Before 0.4: the payload header named the namespace, and vectors were float lists.
+    # The first layout: the payload header named the namespace, and vectors were float lists.
     ik = space.item_key(NS, "old")
     body = serde.dumps_typed({"value": {"text": "cat"}, "vectors": {"text": [1.0, 0.0]}})
     payload = json.dumps([list(NS), "old", body[0]]).encode() + b"\n" + body[1]

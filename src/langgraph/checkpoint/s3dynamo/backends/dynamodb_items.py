@@ -319,14 +319,14 @@ def record_size(record: Record) -> int:
 #     mc  N    created, ms since the epoch (kept by later puts)
 #     mu  N    updated, ms since the epoch
 #
-# (Items written before 0.4 also carry `a`, when written in seconds, which `mu` repeats;
+# (Items of the first layout also carry `a`, when written in seconds, which `mu` repeats;
 # a later put removes it.)
 #
 # A directory entry (pk = `<prefix>~<space>~dir`, sk = `<ns>`):
 #
 #     n   B    sealed namespace tuple
 #     g   S    generation, replaced by every renewal
-#     t   N    last renewed, seconds since the epoch (absent before 0.4: long ago)
+#     t   N    last renewed, seconds since the epoch (absent in the first layout: long ago)
 #     e   N    1 when a delete found the namespace empty since the last renewal
 
 MEMORY_BLOB, MEMORY_LEAF, MEMORY_EXPIRES, MEMORY_TTL = "v", "ol", "mx", "ml"

@@ -348,7 +348,7 @@ class Space:
         head, _, data = payload.partition(b"\n")
         try:
             header = json.loads(head)
-            # [key, type]; before 0.4 [namespace, key, type] (the namespace is bound by
+            # [key, type]; in the first layout [namespace, key, type] (the namespace is bound by
             # the associated data either way).
             ns_list, (key, typ) = (
                 (header[0], header[1:]) if len(header) == 3 else (namespace, header)

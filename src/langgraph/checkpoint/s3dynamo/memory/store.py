@@ -383,7 +383,7 @@ def pack_vector(vec: Sequence[float]) -> bytes:
 
 
 def unpack_vector(stored: Any) -> list[float]:
-    """`pack_vector`'s bytes, or the list of floats items written before 0.4 hold."""
+    """`pack_vector`'s bytes, or the list of floats of items of the first layout."""
     if not isinstance(stored, bytes | bytearray):
         return [float(x) for x in stored]
     packed = array.array("f")
