@@ -349,8 +349,9 @@ data "aws_iam_policy_document" "retention" {
 }
 
 # Long-term memory (S3DynamoStore, S3DynamoCache) at run time, for an agent that uses them
-# beside the saver: put is one TransactWriteItems (the item and its namespace's directory
-# entry), get a BatchGetItem, search and list_namespaces Queries, delete a DeleteItem;
+# beside the saver: put is one UpdateItem (the first into a namespace in a process, one
+# TransactWriteItems of the item and the namespace's directory entry), get a BatchGetItem,
+# search and list_namespaces Queries, delete a DeleteItem and conditional UpdateItems;
 # values past inline_max are objects under the namespace's key prefix.
 data "aws_iam_policy_document" "memory" {
   source_policy_documents = [data.aws_iam_policy_document.bucket_kms.json]
