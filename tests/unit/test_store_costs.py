@@ -283,3 +283,24 @@ def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:
     with pytest.raises(ConcurrentUpdateError, match="store items or cache entries") as err:
         DynamoTableIndex(Conflicting(), "t").memory_put([row], entry)  # type: ignore[arg-type]
     assert "thread" not in str(err.value)
+
+
+def test_a_read_refreshes_an_expiry_only_when_it_moves_by_more_than_the_slack(
+    storage: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    index, objects = storage
+    clock = Clock()
+    store = store_on(index, objects, clock)
+    store.put(NS, "hour", {"v": 1}, ttl=60)
+    store.put(NS, "minute", {"v": 2}, ttl=1)
+    clock.now += 30  # under 1% of an hour (36 s), over 1% of a minute
+    assert store.get(NS, "hour") is not None and store.get(NS, "minute") is not None
+    assert index.calls["memory_touch"] == 1
+    expiry = {r.key.sk: r.expires for r in index.memory_rows()}
+    assert expiry[store.space.item_key(NS, "minute").sk] == int(clock.now + 60)
+    assert expiry[store.space.item_key(NS, "hour").sk] == int(clock.now - 30 + 3600)
+    clock.now += 10  # 40 s since the put: the hour's expiry moves by more than 36 s
+    assert store.get(NS, "hour") is not None
+    assert index.calls["memory_touch"] == 2
+    hour = [r for r in index.memory_rows() if r.key == store.space.item_key(NS, "hour")]
+    assert hour[0].expires == int(clock.now + 3600)

@@ -49,6 +49,10 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 Namespace = tuple[str, ...]
 # Payload type tag of a sealed namespace tuple (directory entries).
 NAMESPACE_TYPE = "json"
+# A read leaves an item's expiry alone when refreshing it would move it by less than
+# this share of its TTL, and at most this many seconds: one write saved per item read
+# again soon, for an expiry at most that much earlier than exact.
+REFRESH_SLACK, REFRESH_SLACK_MAX = 0.01, 60.0
 
 
 @dataclass(frozen=True)
@@ -252,12 +256,19 @@ class Space:
         return sum(1 for r in gone if r is not None)
 
     def touch(self, rows: Sequence[MemoryRow]) -> None:
-        """Push the expiry of items that have a TTL out by it, from now."""
+        """Push the expiry of items that have a TTL out by it, from now; not an item
+        whose expiry that would move by less than `REFRESH_SLACK` of its TTL (at most
+        `REFRESH_SLACK_MAX` seconds): reads in a row refresh once."""
         now = self.clock()
-        due = [r for r in rows if r.ttl_minutes is not None]
-        parallel(
-            lambda r: self.index.memory_touch(r.key, int(now + (r.ttl_minutes or 0) * 60)), due
-        )
+        due: list[tuple[ItemKey, int]] = []
+        for r in rows:
+            if r.ttl_minutes is None:
+                continue
+            target = int(now + r.ttl_minutes * 60)
+            slack = min(r.ttl_minutes * 60 * REFRESH_SLACK, REFRESH_SLACK_MAX)
+            if r.expires is None or r.expires < target - slack:
+                due.append((r.key, target))
+        parallel(lambda kt: self.index.memory_touch(*kt), due)
 
     # ------------------------------------------------------------ reads
 
