@@ -9,10 +9,11 @@ The workload (one user's memories): `put` of N items of about 300 bytes in
 ("users", "u1", "memories") and 5 other namespaces; `get` of each; `search` by filter in
 the user's namespace; `search` by query (fake 256-dim embeddings: only the stores that
 embed locally); `list_namespaces`; `get` with the TTL refreshed (TTLConfig default 60
-minutes, refresh_on_read). Costs: benchmarks/billing.py (on-demand us-east-1 list prices,
-units per request as AWS bills them); latency: aws_mock.py's model (6 ms per DynamoDB
-request, 20/30 ms per S3 GET/PUT), summed over every request as if none ran in parallel
-(an upper bound).
+minutes, refresh_on_read; seconds after the puts, so S3DynamoStore, which skips a
+refresh that would move an expiry by under 1% of its TTL, writes nothing there). Costs:
+benchmarks/billing.py (on-demand us-east-1 list prices, units per request as AWS bills
+them); latency: aws_mock.py's model (6 ms per DynamoDB request, 20/30 ms per S3
+GET/PUT), summed over every request as if none ran in parallel (an upper bound).
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def _collect_namespace(space: Space, cutoff: datetime, namespace: tuple[str, ...
         return 0
     # Listed before the items are read: an object written since is not in `listed`, and
     # one listed and referenced by a put committed since is too young to go (grace).
-    referenced = {memory_object_key(pk, r.leaf) for r in space.index.memory_query(pk) if r.leaf}
+    rows = space.index.memory_query(pk, consistent=True)
+    referenced = {memory_object_key(pk, r.leaf) for r in rows if r.leaf}
     unreferenced = [o for o in listed if o.key not in referenced and o.modified < cutoff]
     return len(space.objects.delete_unchanged(unreferenced)) if unreferenced else 0
 

@@ -312,13 +312,11 @@ class Space:
     def entry_aad(self, sk: str) -> bytes:
         return identity("memory-directory", self.space, sk)
 
-    def _rows(self, pk: str, limit: int | None = None) -> list[MemoryRow]:
+    def _rows(self, pk: str) -> list[MemoryRow]:
         # Eventually consistent, then consistently if it misses this process's writes.
-        rows = self.index.memory_query(pk, limit=limit)
-        if limit is None and self.state.stale(rows, self.state.written_in(pk)):
+        rows = self.index.memory_query(pk)
+        if self.state.stale(rows, self.state.written_in(pk)):
             rows = self.index.memory_query(pk, consistent=True)
-        elif limit is not None and self.state.written_in(pk):
-            rows = self.index.memory_query(pk, limit=limit, consistent=True)
         return rows
 
     def has_live(self, namespace: Namespace) -> bool:
