@@ -332,9 +332,9 @@ data "aws_iam_policy_document" "retention" {
       # The thread's lease, taken while it is removed.
       "dynamodb:UpdateItem",
       # Expired Store items and cache entries (each while still expired), and the
-      # directory entries of namespaces they leave empty.
+      # directory entries of namespaces they leave empty (read with a Query, marked
+      # with an UpdateItem).
       "dynamodb:DeleteItem",
-      "dynamodb:GetItem",
     ]
     resources = [aws_dynamodb_table.this.arn]
   }
