@@ -220,12 +220,14 @@ class Space:
         step is conditional on the generation read before the emptiness check, so a
         renewal since wins. 1 if the entry was dropped."""
         state = self.state
+        # The time is read before the emptiness check: a drop needs a check made after
+        # every lease on the entry ended.
+        now = self.clock() if now is None else now
         if self.index.memory_query(pk, limit=1, consistent=True):
             if entry.emptied and self.index.directory_mark(entry, False):
                 state.wrote(entry.key, fingerprint(entry._replace(emptied=False)))
             return 0
         state.forget(entry.key.sk)
-        now = self.clock() if now is None else now
         if now > entry.renewed + LEASE_SECONDS + DROP_MARGIN_SECONDS:
             if self.index.directory_drop(entry):
                 state.wrote(entry.key, None)
