@@ -352,9 +352,9 @@ data "aws_iam_policy_document" "retention" {
       # The thread's lease, taken while it is removed; an index key moved up.
       "dynamodb:UpdateItem",
       # Expired Store items and cache entries (each while still expired), and the
-      # directory entries of namespaces they leave empty.
+      # directory entries of namespaces they leave empty (read with a Query, marked
+      # with an UpdateItem).
       "dynamodb:DeleteItem",
-      "dynamodb:GetItem",
     ]
     resources = [aws_dynamodb_table.this.arn]
   }
@@ -377,8 +377,9 @@ data "aws_iam_policy_document" "retention" {
 }
 
 # Long-term memory (S3DynamoStore, S3DynamoCache) at run time, for an agent that uses them
-# beside the saver: put is one TransactWriteItems (the item and its namespace's directory
-# entry), get a BatchGetItem, search and list_namespaces Queries, delete a DeleteItem;
+# beside the saver: put is one UpdateItem (the first into a namespace in a process, one
+# TransactWriteItems of the item and the namespace's directory entry), get a BatchGetItem,
+# search and list_namespaces Queries, delete a DeleteItem and conditional UpdateItems;
 # values past inline_max are objects under the namespace's key prefix.
 data "aws_iam_policy_document" "memory" {
   source_policy_documents = [data.aws_iam_policy_document.bucket_kms.json]

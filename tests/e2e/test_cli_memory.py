@@ -56,6 +56,10 @@ def test_memory_commands(sandbox: Sandbox) -> None:
     assert stats["store"]["objects"] == 1
     assert stats["cache"]["items"] == 1
     assert "store" in run(env, "stats").out
+    # The monthly cost counts the Store's and the cache's items too.
+    cost = run(env, "stats", "--json").json()["cost"]
+    assert cost["memory_monthly"] > 0 and cost["total_monthly"] >= cost["memory_monthly"]
+    assert "of which long-term memory $" in " ".join(run(env, "stats").out.split())
     # Thread maintenance beside memory: nothing to verify, nothing to collect, no thread.
     assert run(env, "verify").code == 0
     collected = run(env, "gc", "--grace", "0", "--json").json()

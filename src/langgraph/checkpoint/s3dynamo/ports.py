@@ -240,20 +240,28 @@ class MemoryItems(Protocol):
     """The Store's items and the node cache's entries, and their namespace directories
     (`layout.memory_pk`, `memory/core.py`)."""
 
-    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
-        """Write items of one namespace whole (each keeping the `created_ms` of one
-        already there; at most `MEMORY_PUT_MAX`) and renew the namespace's directory
-        entry (its sealed namespace set if absent, its generation replaced), atomically,
-        in one request."""
+    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry | None) -> None:
+        """Write items of one namespace whole, each keeping the `created_ms` of one
+        already there. With `entry` (at most `MEMORY_PUT_MAX` items): and renew the
+        namespace's directory entry (`directory_renew`), atomically, in one request.
+        Without: one request per item, nothing else written."""
         ...
 
-    def memory_get(self, keys: Sequence[ItemKey]) -> list[MemoryRow]:
-        """The items found among `keys`, read consistently (100 keys a request)."""
+    def directory_renew(self, entry: DirectoryEntry) -> None:
+        """Renew a directory entry alone: its sealed namespace set if absent, its
+        generation and renewal time replaced, its emptied mark removed. One request."""
         ...
 
-    def memory_query(self, pk: str, limit: int | None = None) -> list[MemoryRow]:
-        """Every item of a namespace's partition, read consistently, page after page
-        (with `limit`, one page of at most that many)."""
+    def memory_get(self, keys: Sequence[ItemKey], consistent: bool = False) -> list[MemoryRow]:
+        """The items found among `keys` (100 keys a request), read eventually
+        consistently unless `consistent`."""
+        ...
+
+    def memory_query(
+        self, pk: str, limit: int | None = None, consistent: bool = False
+    ) -> list[MemoryRow]:
+        """Every item of a namespace's partition, page after page (with `limit`, one
+        page of at most that many), read eventually consistently unless `consistent`."""
         ...
 
     def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:
@@ -270,12 +278,23 @@ class MemoryItems(Protocol):
         """Set an existing item's expiry (nothing if the item is gone). One request."""
         ...
 
-    def directory(self, pk: str) -> list[DirectoryEntry]:
-        """Every entry of a space's directory, read consistently, page after page."""
+    def directory(self, pk: str, consistent: bool = False) -> list[DirectoryEntry]:
+        """Every entry of a space's directory, page after page, read eventually
+        consistently unless `consistent`."""
         ...
 
     def directory_drop(self, entry: DirectoryEntry) -> bool:
         """Delete a directory entry if its generation is still `entry.generation`."""
+        ...
+
+    def directory_mark(self, entry: DirectoryEntry, emptied: bool) -> bool:
+        """Set or remove an entry's emptied mark if its generation is still
+        `entry.generation`. One request."""
+        ...
+
+    def memory_reseal(self, key: ItemKey, old: bytes, new: bytes) -> bool:
+        """Replace an item's inline blob, or a directory entry's sealed namespace, with
+        `new` if it is still `old` (re-encryption). One request."""
         ...
 
     def memory_expired(self, prefix: str, now: int) -> Iterator[list[MemoryRow]]:

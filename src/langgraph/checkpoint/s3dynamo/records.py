@@ -313,9 +313,13 @@ class MemoryRow(NamedTuple):
 
 
 class DirectoryEntry(NamedTuple):
-    """A namespace in a memory space's directory: its sealed tuple and a generation that
-    every put into the namespace renews (so a drop never races a put: `memory/core.py`)."""
+    """A namespace in a memory space's directory: its sealed tuple, a generation that
+    every renewal replaces, when it was last renewed (seconds since the epoch), and
+    whether a delete found the namespace empty since (docs/RELIABILITY.md, "The Store's
+    namespace directory")."""
 
     key: ItemKey
     blob: bytes
     generation: str
+    renewed: int = 0
+    emptied: bool = False

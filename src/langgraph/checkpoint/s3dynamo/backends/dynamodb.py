@@ -336,7 +336,12 @@ class DynamoRecords(DynamoTable):
         self._transact(items + self._closing(intent), head_at=None, fence_at=fence_at)
 
     def _transact(
-        self, items: list[dict[str, Any]], *, head_at: int | None, fence_at: int | None
+        self,
+        items: list[dict[str, Any]],
+        *,
+        head_at: int | None,
+        fence_at: int | None,
+        subject: str = "the same thread's items",
     ) -> None:
         """One TransactWriteItems; a refused condition becomes the error that names it.
 
@@ -366,8 +371,8 @@ class DynamoRecords(DynamoTable):
                 if sent == CONFLICT_ATTEMPTS:
                     if "TransactionConflict" in failures:
                         raise ConcurrentUpdateError(
-                            "other requests kept changing the same thread's items at the "
-                            f"same moment ({CONFLICT_ATTEMPTS} attempts)"
+                            f"other requests kept changing {subject} at the same moment "
+                            f"({CONFLICT_ATTEMPTS} attempts); retry the operation"
                         ) from exc
                     raise translate(exc, self.resource) from exc
                 log.warning(

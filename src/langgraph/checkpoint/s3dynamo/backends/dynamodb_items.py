@@ -363,16 +363,21 @@ def record_size(record: Record) -> int:
 #     ml  N    TTL in minutes, to push the expiry out on a read
 #     mc  N    created, ms since the epoch (kept by later puts)
 #     mu  N    updated, ms since the epoch
-#     a   N    when it was written, seconds since the epoch
+#
+# (Items of the first layout also carry `a`, when written in seconds, which `mu` repeats;
+# a later put removes it.)
 #
 # A directory entry (pk = `<prefix>~<space>~dir`, sk = `<ns>`):
 #
 #     n   B    sealed namespace tuple
-#     g   S    generation, renewed by every put into the namespace
+#     g   S    generation, replaced by every renewal
+#     t   N    last renewed, seconds since the epoch (absent in the first layout: long ago)
+#     e   N    1 when a delete found the namespace empty since the last renewal
 
 MEMORY_BLOB, MEMORY_LEAF, MEMORY_EXPIRES, MEMORY_TTL = "v", "ol", "mx", "ml"
 MEMORY_CREATED, MEMORY_UPDATED = "mc", "mu"
 DIRECTORY_NS, DIRECTORY_GENERATION = "n", "g"
+DIRECTORY_RENEWED, DIRECTORY_EMPTIED = "t", "e"
 
 
 def memory_update(row: MemoryRow) -> dict[str, Any]:
@@ -380,12 +385,11 @@ def memory_update(row: MemoryRow) -> dict[str, Any]:
     creation time of an item already there."""
     names = {"#a": WRITTEN_AT, "#c": MEMORY_CREATED, "#u": MEMORY_UPDATED}
     values: dict[str, Any] = {
-        ":a": {"N": str(row.updated_ms // 1000)},
         ":c": {"N": str(row.created_ms)},
         ":u": {"N": str(row.updated_ms)},
     }
-    sets = ["#a = :a", "#c = if_not_exists(#c, :c)", "#u = :u"]
-    removes = []
+    sets = ["#c = if_not_exists(#c, :c)", "#u = :u"]
+    removes = ["#a"]  # an older release's write time, which `mu` repeats
     fields: list[tuple[str, str, dict[str, Any] | None]] = [
         ("#v", MEMORY_BLOB, None if row.blob is None else {"B": row.blob}),
         ("#o", MEMORY_LEAF, None if row.leaf is None else {"S": row.leaf}),
@@ -409,11 +413,22 @@ def memory_update(row: MemoryRow) -> dict[str, Any]:
 
 
 def directory_update(entry: DirectoryEntry) -> dict[str, Any]:
+    """Renew an entry: its sealed namespace set if absent, a new generation and renewal
+    time, and no longer found empty."""
     return {
         "Key": key_item(entry.key),
-        "UpdateExpression": "SET #n = if_not_exists(#n, :n), #g = :g",
-        "ExpressionAttributeNames": {"#n": DIRECTORY_NS, "#g": DIRECTORY_GENERATION},
-        "ExpressionAttributeValues": {":n": {"B": entry.blob}, ":g": {"S": entry.generation}},
+        "UpdateExpression": "SET #n = if_not_exists(#n, :n), #g = :g, #t = :t REMOVE #e",
+        "ExpressionAttributeNames": {
+            "#n": DIRECTORY_NS,
+            "#g": DIRECTORY_GENERATION,
+            "#t": DIRECTORY_RENEWED,
+            "#e": DIRECTORY_EMPTIED,
+        },
+        "ExpressionAttributeValues": {
+            ":n": {"B": entry.blob},
+            ":g": {"S": entry.generation},
+            ":t": {"N": str(entry.renewed)},
+        },
     }
 
 
@@ -449,6 +464,8 @@ def directory_entry(item: Item) -> DirectoryEntry:
             ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
             bytes(item[DIRECTORY_NS]["B"]),
             str(item[DIRECTORY_GENERATION]["S"]),
+            int(item.get(DIRECTORY_RENEWED, {"N": "0"})["N"]),
+            DIRECTORY_EMPTIED in item,
         )
     except (KeyError, ValueError) as exc:
         raise IntegrityError(

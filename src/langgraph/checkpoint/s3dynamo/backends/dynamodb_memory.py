@@ -2,8 +2,9 @@
 and their namespace directories, in the saver's table (`layout.memory_pk`). The item
 format is pure and lives in `dynamodb_items.py`; errors leave through `aws_errors`.
 
-A put is one TransactWriteItems: the item, and its namespace's directory entry (whose
-generation it renews), so a namespace with items is never missing from the directory.
+A put is one UpdateItem per item, or, when the writer holds no lease on its namespace's
+directory entry, one TransactWriteItems of the items and the entry (`memory/core.py`;
+the argument is in docs/RELIABILITY.md). Reads are eventually consistent unless asked.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb import (
     DynamoRecords,
 )
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
+    DIRECTORY_NS,
+    MEMORY_BLOB,
     directory_entry,
     directory_update,
     key_item,
@@ -26,7 +29,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
 )
 from langgraph.checkpoint.s3dynamo.backoff import UNPROCESSED_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import StorageError
-from langgraph.checkpoint.s3dynamo.layout import is_memory_pk
+from langgraph.checkpoint.s3dynamo.layout import is_memory_pk, memory_scope
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
 from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -35,10 +38,18 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 BATCH_GET_MAX = 100
 
 
+def is_directory_pk(pk: str) -> bool:
+    scope = memory_scope(pk)
+    return scope is not None and scope[2] is None
+
+
 class DynamoMemory(DynamoRecords):
     """The `MemoryItems` port: the Store's items and the node cache's entries."""
 
-    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
+    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry | None) -> None:
+        if entry is None:
+            parallel(self._memory_update, rows)
+            return
         # The same transaction sender as a checkpoint's commit (retried on conflicts).
         self._transact(
             [
@@ -47,11 +58,20 @@ class DynamoMemory(DynamoRecords):
             ],
             head_at=None,
             fence_at=None,
+            subject="store items or cache entries of one namespace",
         )
 
-    def _get_chunk(self, keys: Sequence[ItemKey]) -> list[MemoryRow]:
+    def _memory_update(self, row: MemoryRow) -> None:
+        with translate_errors(self.resource):
+            self.client.update_item(TableName=self.table, **memory_update(row))
+
+    def directory_renew(self, entry: DirectoryEntry) -> None:
+        with translate_errors(self.resource):
+            self.client.update_item(TableName=self.table, **directory_update(entry))
+
+    def _get_chunk(self, keys: Sequence[ItemKey], consistent: bool) -> list[MemoryRow]:
         pending: dict[str, Any] = {
-            self.table: {"Keys": [key_item(k) for k in keys], "ConsistentRead": True}
+            self.table: {"Keys": [key_item(k) for k in keys], "ConsistentRead": consistent}
         }
         rows: list[MemoryRow] = []
         for _ in tries(UNPROCESSED_ATTEMPTS):
@@ -66,13 +86,16 @@ class DynamoMemory(DynamoRecords):
             f"{UNPROCESSED_ATTEMPTS} attempts (throttled); retry the operation"
         )
 
-    def memory_get(self, keys: Sequence[ItemKey]) -> list[MemoryRow]:
+    def memory_get(self, keys: Sequence[ItemKey], consistent: bool = False) -> list[MemoryRow]:
         unique = list(dict.fromkeys(keys))
         chunks = [unique[i : i + BATCH_GET_MAX] for i in range(0, len(unique), BATCH_GET_MAX)]
-        return [row for rows in parallel(self._get_chunk, chunks) for row in rows]
+        found = parallel(lambda chunk: self._get_chunk(chunk, consistent), chunks)
+        return [row for rows in found for row in rows]
 
-    def memory_query(self, pk: str, limit: int | None = None) -> list[MemoryRow]:
-        request = self._query_args(pk, consistent=True, limit=limit)
+    def memory_query(
+        self, pk: str, limit: int | None = None, consistent: bool = False
+    ) -> list[MemoryRow]:
+        request = self._query_args(pk, consistent=consistent, limit=limit)
         if limit is not None:
             return [memory_row(i) for i in self._page("query", request)[0]]
         return [memory_row(i) for items in self._pages("query", request) for i in items]
@@ -117,8 +140,8 @@ class DynamoMemory(DynamoRecords):
         )
         del found  # a refused condition: the item went meanwhile, nothing to refresh
 
-    def directory(self, pk: str) -> list[DirectoryEntry]:
-        request = self._query_args(pk, consistent=True)
+    def directory(self, pk: str, consistent: bool = False) -> list[DirectoryEntry]:
+        request = self._query_args(pk, consistent=consistent)
         return [directory_entry(i) for items in self._pages("query", request) for i in items]
 
     def directory_drop(self, entry: DirectoryEntry) -> bool:
@@ -131,6 +154,39 @@ class DynamoMemory(DynamoRecords):
             ConditionExpression="#g = :g",
             ExpressionAttributeNames={"#g": "g"},
             ExpressionAttributeValues={":g": {"S": entry.generation}},
+        )
+        return found.refused is None
+
+    def directory_mark(self, entry: DirectoryEntry, emptied: bool) -> bool:
+        action = "SET #e = :one" if emptied else "REMOVE #e"
+        values: dict[str, Any] = {":g": {"S": entry.generation}}
+        if emptied:
+            values[":one"] = {"N": "1"}
+        found = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=(CHECK_FAILED + "Exception",),
+            TableName=self.table,
+            Key=key_item(entry.key),
+            UpdateExpression=action,
+            ConditionExpression="#g = :g",
+            ExpressionAttributeNames={"#g": "g", "#e": "e"},
+            ExpressionAttributeValues=values,
+        )
+        return found.refused is None
+
+    def memory_reseal(self, key: ItemKey, old: bytes, new: bytes) -> bool:
+        attribute = DIRECTORY_NS if is_directory_pk(key.pk) else MEMORY_BLOB
+        found = attempt(
+            self.resource,
+            self.client.update_item,
+            tolerate=(CHECK_FAILED + "Exception",),
+            TableName=self.table,
+            Key=key_item(key),
+            UpdateExpression="SET #b = :new",
+            ConditionExpression="#b = :old",
+            ExpressionAttributeNames={"#b": attribute},
+            ExpressionAttributeValues={":new": {"B": new}, ":old": {"B": old}},
         )
         return found.refused is None
 

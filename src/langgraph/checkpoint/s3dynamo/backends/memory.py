@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import batch_idle_keys, record_size
 from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
+from langgraph.checkpoint.s3dynamo.backends.memory_items import MemoryItemsTwin
 from langgraph.checkpoint.s3dynamo.backends.memory_journal import JournalTwin
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
@@ -58,109 +59,6 @@ from langgraph.checkpoint.s3dynamo.records import (
     WritesRecord,
     head_key,
 )
-
-
-class MemoryItemsTwin:
-    """The `MemoryItems` port in memory (mixed into `MemoryIndex`)."""
-
-    _lock: threading.Lock
-    _memory: dict[str, dict[str, MemoryRow]]
-    _directory: dict[str, dict[str, DirectoryEntry]]
-    _count: Callable[[str], None]  # the host's request counter
-
-    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry) -> None:
-        with self._lock:
-            self._count("memory_put")
-            for row in rows:
-                partition = self._memory.setdefault(row.key.pk, {})
-                old = partition.get(row.key.sk)
-                partition[row.key.sk] = row._replace(
-                    created_ms=old.created_ms if old else row.created_ms
-                )
-            entries = self._directory.setdefault(entry.key.pk, {})
-            known = entries.get(entry.key.sk)
-            entries[entry.key.sk] = entry._replace(blob=known.blob if known else entry.blob)
-
-    def memory_get(self, keys: Sequence[ItemKey]) -> builtins.list[MemoryRow]:
-        with self._lock:
-            self._count("memory_get")
-            found = (self._memory.get(k.pk, {}).get(k.sk) for k in dict.fromkeys(keys))
-            return [row for row in found if row is not None]
-
-    def memory_query(self, pk: str, limit: int | None = None) -> builtins.list[MemoryRow]:
-        with self._lock:
-            self._count("query")
-            partition = self._memory.get(pk, {})
-            return [partition[sk] for sk in sorted(partition)][:limit]
-
-    def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:
-        with self._lock:
-            self._count("memory_delete")
-            partition = self._memory.get(key.pk, {})
-            row = partition.get(key.sk)
-            if row is None or (
-                expired_at is not None and (row.expires is None or row.expires > expired_at)
-            ):
-                return None
-            return partition.pop(key.sk)
-
-    def directory_get(self, key: ItemKey) -> DirectoryEntry | None:
-        with self._lock:
-            self._count("directory_get")
-            return self._directory.get(key.pk, {}).get(key.sk)
-
-    def memory_touch(self, key: ItemKey, expires: int) -> None:
-        with self._lock:
-            self._count("memory_touch")
-            partition = self._memory.get(key.pk, {})
-            if key.sk in partition:
-                partition[key.sk] = partition[key.sk]._replace(expires=expires)
-
-    def directory(self, pk: str) -> builtins.list[DirectoryEntry]:
-        with self._lock:
-            self._count("query")
-            entries = self._directory.get(pk, {})
-            return [entries[sk] for sk in sorted(entries)]
-
-    def directory_drop(self, entry: DirectoryEntry) -> bool:
-        with self._lock:
-            self._count("directory_drop")
-            entries = self._directory.get(entry.key.pk, {})
-            known = entries.get(entry.key.sk)
-            if known is None or known.generation != entry.generation:
-                return False
-            del entries[entry.key.sk]
-            return True
-
-    def memory_expired(self, prefix: str, now: int) -> Iterator[builtins.list[MemoryRow]]:
-        with self._lock:
-            self._count("scan")
-            rows = [
-                row
-                for pk, partition in self._memory.items()
-                if pk.startswith(prefix)
-                for row in partition.values()
-                if row.expires is not None and row.expires <= now
-            ]
-        return iter([rows])
-
-    def load_memory(self, rows: Iterable[MemoryRow], entries: Iterable[DirectoryEntry]) -> None:
-        """Store memory items and directory entries as they are (`MemoryIndex.clone`)."""
-        with self._lock:
-            for row in rows:
-                self._memory.setdefault(row.key.pk, {})[row.key.sk] = row
-            for entry in entries:
-                self._directory.setdefault(entry.key.pk, {})[entry.key.sk] = entry
-
-    def memory_rows(self) -> builtins.list[MemoryRow]:
-        """Every memory item stored, for tests that inspect raw storage."""
-        with self._lock:
-            return [row for p in self._memory.values() for row in p.values()]
-
-    def directory_entries(self) -> builtins.list[DirectoryEntry]:
-        """Every directory entry stored, for tests that inspect raw storage."""
-        with self._lock:
-            return [e for p in self._directory.values() for e in p.values()]
 
 
 class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):

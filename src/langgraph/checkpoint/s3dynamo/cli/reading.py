@@ -271,6 +271,7 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
         from langgraph.checkpoint.s3dynamo.memory.admin import memory_stats
 
         data["memory"] = memory_stats(saver.parts)
+        data["cost"] = _with_memory(data["cost"], data["memory"])
     if as_json:
         emit_json(data)
         return OK
@@ -325,6 +326,11 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
     out.print(
         f"monthly storage cost {render.usd(cost['total_monthly'])}: "
         f"DynamoDB {render.usd(cost['dynamodb_monthly'])}, S3 {render.usd(cost['s3_monthly'])}"
+        + (
+            f", of which long-term memory {render.usd(cost['memory_monthly'])}"
+            if "memory_monthly" in cost
+            else ""
+        )
     )
     out.print(
         f"  ({cost['region']} list prices of {cost['prices_as_of']}: DynamoDB "
@@ -332,6 +338,20 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
         f"per item, S3 ${cost['s3_gb_month']}/GB-month)"
     )
     return OK
+
+
+def _with_memory(cost: dict[str, Any], memory: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """The threads' cost plus the Store's and the cache's: their items and directory
+    entries at the same per-item overhead, their inline blobs and their objects."""
+    items = sum(s["items"] + s["namespaces"] for s in memory.values())
+    inline = sum(s["inline_bytes"] for s in memory.values())
+    objects = sum(s["object_bytes"] for s in memory.values())
+    share = render.monthly_cost(items, inline, objects)
+    out = dict(cost)
+    for part in ("dynamodb_monthly", "s3_monthly", "total_monthly"):
+        out[part] = cost[part] + share[part]
+    out["memory_monthly"] = share["total_monthly"]
+    return out
 
 
 @cli.command()

@@ -92,7 +92,8 @@ def _collect_namespace(space: Space, cutoff: datetime, namespace: tuple[str, ...
         return 0
     # Listed before the items are read: an object written since is not in `listed`, and
     # one listed and referenced by a put committed since is too young to go (grace).
-    referenced = {memory_object_key(pk, r.leaf) for r in space.index.memory_query(pk) if r.leaf}
+    rows = space.index.memory_query(pk, consistent=True)
+    referenced = {memory_object_key(pk, r.leaf) for r in rows if r.leaf}
     unreferenced = [o for o in listed if o.key not in referenced and o.modified < cutoff]
     return len(space.objects.delete_unchanged(unreferenced)) if unreferenced else 0
 
@@ -127,3 +128,53 @@ def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
         else:
             result.items[label], result.namespaces_dropped[label] = space.expire()
     return result
+
+
+def reencrypt_memory(parts: Components) -> dict[str, int]:
+    """Re-seal every Store item, cache entry and directory entry not sealed under the
+    active key (as `reencrypt` does for threads), so an old key can leave the keyring.
+    Inline blobs and entries are replaced only while unchanged since read (a put since
+    sealed under the active key already); objects are overwritten in place (same name,
+    same value). Per space: blobs re-sealed. One directory Query per space, then per
+    namespace one Query, and one request per blob re-sealed."""
+    out: dict[str, int] = {}
+    for label, code in SPACES.items():
+        space = memory_space(parts, code)
+        with guarded(parts.deployment):
+            namespaces = space.namespaces()
+        resealed = parallel(functools.partial(_reseal_namespace, space), namespaces)
+        out[label] = sum(resealed)
+    return out
+
+
+def _reseal_namespace(space: Space, found: tuple[tuple[str, ...], Any]) -> int:
+    namespace, entry = found
+    sealer = space.sealer
+    active = sealer.keyring.active if sealer.keyring else None
+
+    def stale(blob: bytes) -> bool:
+        return sealer.key_id_of(blob) != active
+
+    def resealed(blob: bytes, aad: bytes, what: str) -> bytes:
+        typ, data = sealer.open(blob, aad, what)
+        return sealer.seal(typ, data, aad)
+
+    count = 0
+    if stale(entry.blob):
+        new = resealed(
+            entry.blob, space.entry_aad(entry.key.sk), f"directory entry of {namespace!r}"
+        )
+        count += int(space.index.memory_reseal(entry.key, entry.blob, new))
+    pk = space.pk(namespace)
+    for row in space.index.memory_query(pk, consistent=True):
+        what = f"item {row.key.sk!r} of {namespace!r}"
+        if row.blob is not None and stale(row.blob):
+            new = resealed(row.blob, space.aad(namespace, row.key.sk), what)
+            count += int(space.index.memory_reseal(row.key, row.blob, new))
+        elif row.blob is None and row.leaf:
+            key = memory_object_key(pk, row.leaf)
+            blob = space.objects.get(key)
+            if stale(blob):
+                space.objects.overwrite(key, resealed(blob, space.aad(namespace, row.key.sk), what))
+                count += 1
+    return count

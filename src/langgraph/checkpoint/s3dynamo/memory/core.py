@@ -8,9 +8,11 @@ where the item name is the keyed hash of (namespace, key); the payload holds the
 and opening checks that it hashes to the name. A payload moved to another item, or
 another namespace, is refused (`IntegrityError`).
 
-The directory: each put renews its namespace's entry in the same transaction as the
-item; a delete that leaves a namespace empty drops the entry only if no put renewed it
-since the delete read it, so a namespace with items is never missing from it.
+The directory: a put renews its namespace's entry in the same transaction as the items
+unless this process holds a lease on the entry (`memory/recent.py`), then writes the
+items alone. A delete that leaves a namespace empty marks the entry emptied, or drops it
+once no lease on it can be running; a namespace with items is never missing from the
+directory (docs/RELIABILITY.md, "The Store's namespace directory").
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ from langgraph.checkpoint.s3dynamo.layout import (
     memory_pk,
     memory_scope,
 )
+from langgraph.checkpoint.s3dynamo.memory.recent import (
+    DROP_MARGIN_SECONDS,
+    LEASE_SECONDS,
+    SpaceState,
+    fingerprint,
+    space_state,
+)
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX, MemoryItems, ObjectStore
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
@@ -40,6 +49,10 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 Namespace = tuple[str, ...]
 # Payload type tag of a sealed namespace tuple (directory entries).
 NAMESPACE_TYPE = "json"
+# A read leaves an item's expiry alone when refreshing it would move it by less than
+# this share of its TTL, and at most this many seconds: one write saved per item read
+# again soon, for an expiry at most that much earlier than exact.
+REFRESH_SLACK, REFRESH_SLACK_MAX = 0.01, 60.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,11 @@ class Space:
     def objects(self) -> ObjectStore:
         return self._ports.objects
 
+    @property
+    def state(self) -> SpaceState:
+        # Shared by every Space of this space on the same table adapter in the process.
+        return space_state(self._ports.index, self.prefix, self.space)
+
     def owns(self, pk: str) -> bool:
         """Whether a partition holds this space's items of this deployment."""
         return _scope_is(pk, self.prefix, self.space)
@@ -106,7 +124,7 @@ class Space:
         name = self.namer.memory_namespace(self.space, namespace)
         return ItemKey(directory_pk(self.prefix, self.space), name)
 
-    def _aad(self, namespace: Namespace, sk: str) -> bytes:
+    def aad(self, namespace: Namespace, sk: str) -> bytes:
         return identity("memory", self.space, _ns_text(namespace), sk)
 
     def _what(self, namespace: Namespace, key: str | None = None) -> str:
@@ -131,17 +149,19 @@ class Space:
         items: Sequence[tuple[str, tuple[str, bytes], float | None]],
     ) -> None:
         """Write items of one namespace: objects first for large ones (one wave), then
-        the items and the namespace's directory entry in one transaction per
-        `MEMORY_PUT_MAX` items (each a commit point). One writer per namespace never
-        races itself for the directory entry, as parallel one-item transactions would."""
+        the items, each one request while this process holds a lease on the namespace's
+        directory entry, else with the entry in one transaction per `MEMORY_PUT_MAX`
+        items (each a commit point). One writer per namespace never races itself for
+        the directory entry, as parallel one-item transactions would."""
         now = self.clock()
         ms = int(now * 1000)
         rows: list[MemoryRow] = []
         uploads: list[tuple[str, bytes]] = []
         for key, typed, ttl_minutes in items:
             ik = self.item_key(namespace, key)
-            payload = json.dumps([list(namespace), key, typed[0]]).encode() + b"\n" + typed[1]
-            blob: bytes | None = self.sealer.seal("memory", payload, self._aad(namespace, ik.sk))
+            # The namespace is bound by the associated data; the payload names the key.
+            payload = json.dumps([key, typed[0]]).encode() + b"\n" + typed[1]
+            blob: bytes | None = self.sealer.seal("memory", payload, self.aad(namespace, ik.sk))
             leaf = None
             if len(blob or b"") > self.inline_max:
                 leaf = self.namer.memory_leaf(self.space, namespace, key, os.urandom(12).hex())
@@ -152,30 +172,69 @@ class Space:
         if uploads:
             parallel(lambda kb: self.objects.put_new(*kb), uploads)
         ek = self.entry_key(namespace)
+        state = self.state
+        lease_end = state.lease_end(ek.sk)
+        if now < lease_end:
+            self.index.memory_put(rows, None)
+            if self.clock() >= lease_end:
+                # The lease ran out while the items were written: they may have landed
+                # after it, so the entry is renewed as if there had been none.
+                self._renew(namespace, ek, in_rows=None)
+        else:
+            for start in range(0, len(rows), MEMORY_PUT_MAX):
+                self._renew(namespace, ek, in_rows=rows[start : start + MEMORY_PUT_MAX])
+        for row in rows:
+            state.wrote(row.key, fingerprint(row))
+
+    def _renew(
+        self, namespace: Namespace, ek: ItemKey, in_rows: Sequence[MemoryRow] | None
+    ) -> None:
         sealed_ns = self.sealer.seal(
-            NAMESPACE_TYPE, _ns_text(namespace).encode(), self._entry_aad(ek.sk)
+            NAMESPACE_TYPE, _ns_text(namespace).encode(), self.entry_aad(ek.sk)
         )
-        for start in range(0, len(rows), MEMORY_PUT_MAX):
-            chunk = rows[start : start + MEMORY_PUT_MAX]
-            self.index.memory_put(chunk, DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex))
+        entry = DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(self.clock()))
+        if in_rows is None:
+            self.index.directory_renew(entry)
+        else:
+            self.index.memory_put(in_rows, entry)
+        self.state.saw(entry)
+        self.state.wrote(ek, fingerprint(entry))
 
     def delete(self, namespace: Namespace, key: str) -> bool:
-        """Delete one item (and its object); drop its namespace from the directory if
-        it is left empty. True if there was an item."""
+        """Delete one item (and its object); mark its namespace's directory entry
+        emptied, or drop it, if the namespace is left empty. True if there was an item."""
         ek = self.entry_key(namespace)
         entry = self.index.directory_get(ek)
-        old = self.index.memory_delete(self.item_key(namespace, key))
+        ik = self.item_key(namespace, key)
+        old = self.index.memory_delete(ik)
+        self.state.wrote(ik, None)
         if old is not None and old.leaf:
             self.objects.delete([memory_object_key(old.key.pk, old.leaf)])
         if entry is not None:
-            self._drop_if_empty(entry, self.pk(namespace))
+            self._settle(entry, self.pk(namespace))
         return old is not None
 
-    def _drop_if_empty(self, entry: DirectoryEntry, pk: str) -> None:
-        # The entry's generation was read before the emptiness check: a put committed
-        # since renewed it, and the drop is refused.
-        if not self.index.memory_query(pk, limit=1):
-            self.index.directory_drop(entry)
+    def _settle(self, entry: DirectoryEntry, pk: str, now: float | None = None) -> int:
+        """Bring an entry in line with its namespace: marked emptied if empty, dropped
+        if empty and no lease on it can still be running, unmarked if not empty. Each
+        step is conditional on the generation read before the emptiness check, so a
+        renewal since wins. 1 if the entry was dropped."""
+        state = self.state
+        # The time is read before the emptiness check: a drop needs a check made after
+        # every lease on the entry ended.
+        now = self.clock() if now is None else now
+        if self.index.memory_query(pk, limit=1, consistent=True):
+            if entry.emptied and self.index.directory_mark(entry, False):
+                state.wrote(entry.key, fingerprint(entry._replace(emptied=False)))
+            return 0
+        state.forget(entry.key.sk)
+        if now > entry.renewed + LEASE_SECONDS + DROP_MARGIN_SECONDS:
+            if self.index.directory_drop(entry):
+                state.wrote(entry.key, None)
+                return 1
+        elif not entry.emptied and self.index.directory_mark(entry, True):
+            state.wrote(entry.key, fingerprint(entry._replace(emptied=True)))
+        return 0
 
     def clear(self, namespaces: Iterable[Namespace] | None) -> int:
         """Delete every item of these namespaces (all of the space's when None)."""
@@ -187,22 +246,31 @@ class Space:
         ek = self.entry_key(namespace)
         entry = self.index.directory_get(ek)
         pk = self.pk(namespace)
-        rows = self.index.memory_query(pk)
+        rows = self.index.memory_query(pk, consistent=True)
         gone = parallel(lambda r: self.index.memory_delete(r.key), rows)
+        for r in rows:
+            self.state.wrote(r.key, None)
         leaves = [memory_object_key(pk, r.leaf) for r in gone if r is not None and r.leaf]
         if leaves:
             self.objects.delete(leaves)
         if entry is not None:
-            self._drop_if_empty(entry, pk)
+            self._settle(entry, pk)
         return sum(1 for r in gone if r is not None)
 
     def touch(self, rows: Sequence[MemoryRow]) -> None:
-        """Push the expiry of items that have a TTL out by it, from now."""
+        """Push the expiry of items that have a TTL out by it, from now; not an item
+        whose expiry that would move by less than `REFRESH_SLACK` of its TTL (at most
+        `REFRESH_SLACK_MAX` seconds): reads in a row refresh once."""
         now = self.clock()
-        due = [r for r in rows if r.ttl_minutes is not None]
-        parallel(
-            lambda r: self.index.memory_touch(r.key, int(now + (r.ttl_minutes or 0) * 60)), due
-        )
+        due: list[tuple[ItemKey, int]] = []
+        for r in rows:
+            if r.ttl_minutes is None:
+                continue
+            target = int(now + r.ttl_minutes * 60)
+            slack = min(r.ttl_minutes * 60 * REFRESH_SLACK, REFRESH_SLACK_MAX)
+            if r.expires is None or r.expires < target - slack:
+                due.append((r.key, target))
+        parallel(lambda kt: self.index.memory_touch(*kt), due)
 
     # ------------------------------------------------------------ reads
 
@@ -211,34 +279,58 @@ class Space:
         return row.expires is None or row.expires > (self.clock() if now is None else now)
 
     def get(self, keys: Sequence[tuple[Namespace, str]]) -> dict[tuple[Namespace, str], Found]:
-        """The live items among `keys`, opened (one BatchGetItem, then one wave of object
-        GETs for large ones)."""
+        """The live items among `keys`, opened (one BatchGetItem, eventually consistent;
+        a second, consistent, for keys this process wrote that it shows otherwise; then
+        one wave of object GETs for large ones)."""
         wanted = {self.item_key(ns, key): (ns, key) for ns, key in keys}
+        read = self.index.memory_get(list(wanted))
+        stale = self.state.stale(read, wanted)
+        if stale:
+            fresh = self.index.memory_get(list(stale), consistent=True)
+            read = [r for r in read if r.key not in stale] + fresh
         now = self.clock()
-        rows = [r for r in self.index.memory_get(list(wanted)) if self.live(r, now)]
+        rows = [r for r in read if self.live(r, now)]
         opened = self._open([(wanted[r.key][0], r) for r in rows])
         return {(f.namespace, f.key): f for f in opened}
 
     def namespaces(self) -> list[tuple[Namespace, DirectoryEntry]]:
-        """Every namespace in the directory, opened (one Query, paged)."""
+        """Every namespace in the directory, opened (one Query, paged, eventually
+        consistent; again consistently if it misses this process's own changes)."""
+        pk = directory_pk(self.prefix, self.space)
+        entries = self.index.directory(pk)
+        if self.state.stale(entries, self.state.written_in(pk)):
+            entries = self.index.directory(pk, consistent=True)
         out = []
-        for entry in self.index.directory(directory_pk(self.prefix, self.space)):
+        for entry in entries:
             what = f"{self._what(())[: -len(' in namespace ()')]} directory entry {entry.key.sk!r}"
-            _typ, data = self.sealer.open(entry.blob, self._entry_aad(entry.key.sk), what)
+            _typ, data = self.sealer.open(entry.blob, self.entry_aad(entry.key.sk), what)
             namespace = tuple(json.loads(data))
             if self.namer.memory_namespace(self.space, namespace) != entry.key.sk:
                 raise IntegrityError(f"{what}: it names another namespace; it was moved")
+            self.state.saw(entry)
             out.append((namespace, entry))
         return out
 
-    def _entry_aad(self, sk: str) -> bytes:
+    def entry_aad(self, sk: str) -> bytes:
         return identity("memory-directory", self.space, sk)
 
-    def scan_namespace(self, namespace: Namespace) -> list[Found]:
-        """Every live item of one namespace, opened (one Query, paged, then one wave of
-        object GETs)."""
+    def _rows(self, pk: str) -> list[MemoryRow]:
+        # Eventually consistent, then consistently if it misses this process's writes.
+        rows = self.index.memory_query(pk)
+        if self.state.stale(rows, self.state.written_in(pk)):
+            rows = self.index.memory_query(pk, consistent=True)
+        return rows
+
+    def has_live(self, namespace: Namespace) -> bool:
+        """Whether a namespace has a live item (one Query)."""
         now = self.clock()
-        rows = [r for r in self.index.memory_query(self.pk(namespace)) if self.live(r, now)]
+        return any(self.live(r, now) for r in self._rows(self.pk(namespace)))
+
+    def scan_namespace(self, namespace: Namespace) -> list[Found]:
+        """Every live item of one namespace, opened (one Query, paged, eventually
+        consistent, as `get`; then one wave of object GETs)."""
+        now = self.clock()
+        rows = [r for r in self._rows(self.pk(namespace)) if self.live(r, now)]
         return self._open([(namespace, r) for r in rows])
 
     def _open(self, rows: Sequence[tuple[Namespace, MemoryRow]]) -> list[Found]:
@@ -263,11 +355,16 @@ class Space:
 
     def _open_one(self, namespace: Namespace, row: MemoryRow, blob: bytes) -> Found:
         what = self._what(namespace)
-        _typ, payload = self.sealer.open(blob, self._aad(namespace, row.key.sk), what)
+        _typ, payload = self.sealer.open(blob, self.aad(namespace, row.key.sk), what)
         head, _, data = payload.partition(b"\n")
         try:
-            ns_list, key, typ = json.loads(head)
-        except ValueError as exc:
+            header = json.loads(head)
+            # [key, type]; in the first layout [namespace, key, type] (the namespace is bound by
+            # the associated data either way).
+            ns_list, (key, typ) = (
+                (header[0], header[1:]) if len(header) == 3 else (namespace, header)
+            )
+        except (ValueError, TypeError) as exc:
             raise IntegrityError(f"{what}: the payload's header does not parse ({exc})") from exc
         if (
             self.namer.memory_key(self.space, namespace, key) != row.key.sk
@@ -294,19 +391,21 @@ class Space:
         leaves = [memory_object_key(r.key.pk, r.leaf) for r in deleted if r.leaf]
         if leaves:
             self.objects.delete(leaves)
-        # Namespaces left empty leave the directory. Their entries are found by name
-        # (a namespace's partition names its entry), so the sweep opens nothing and
-        # needs no keys, only the table.
+        # Namespaces left empty leave the directory, and entries marked emptied whose
+        # namespace has items again lose the mark. Entries are found by name (a
+        # namespace's partition names its entry), so the sweep opens nothing and needs
+        # no keys, only the table.
+        entries = {
+            e.key.sk: e
+            for e in self.index.directory(directory_pk(self.prefix, self.space), consistent=True)
+        }
+        names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
+        names |= {name for name, e in entries.items() if e.emptied}
         dropped = 0
-        for pk in sorted({r.key.pk for r in deleted}):
-            scope = memory_scope(pk)
-            if scope is None or scope[2] is None:
-                continue
-            entry = self.index.directory_get(
-                ItemKey(directory_pk(self.prefix, self.space), scope[2])
-            )
-            if entry is not None and not self.index.memory_query(pk, limit=1):
-                dropped += int(self.index.directory_drop(entry))
+        for name in sorted(names):
+            entry = entries.get(name)
+            if entry is not None:
+                dropped += self._settle(entry, memory_pk(self.prefix, name, self.space), at)
         return len(deleted), dropped
 
 

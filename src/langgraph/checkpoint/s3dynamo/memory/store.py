@@ -12,6 +12,8 @@ Async methods run the sync core in the saver's worker pool (`memory/aio.py`): on
 
 from __future__ import annotations
 
+import array
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -193,9 +195,16 @@ class S3DynamoStore(BaseStore):
                 elif isinstance(other, ListNamespacesOp):
                     if directory is None:
                         directory = self.space.namespaces()
-                    results[i] = _list_namespaces(other, [ns for ns, _ in directory])
+                    results[i] = _list_namespaces(other, self._listed(directory))
             self._write(puts, texts, embedded)
         return results
+
+    def _listed(self, directory: list[tuple[Namespace, Any]]) -> list[Namespace]:
+        # An entry a delete marked emptied is listed only if its namespace has items
+        # again (one Query each; docs/RELIABILITY.md, "The Store's namespace directory").
+        marked = [ns for ns, entry in directory if entry.emptied]
+        live = dict(zip(marked, parallel(self.space.has_live, marked), strict=True))
+        return [ns for ns, entry in directory if not entry.emptied or live[ns]]
 
     def _check(self, *, write: bool) -> None:
         # Before the first request of a process: a store on other keys or another naming
@@ -213,7 +222,7 @@ class S3DynamoStore(BaseStore):
     ) -> None:
         if not puts:
             return
-        vecs: dict[tuple[Namespace, str], dict[str, list[float]]] = defaultdict(dict)
+        vecs: dict[tuple[Namespace, str], dict[str, bytes]] = defaultdict(dict)
         flat = [where for where_list in texts.values() for where in where_list]
         if len(flat) != len(embedded):
             raise ValueError(
@@ -221,7 +230,7 @@ class S3DynamoStore(BaseStore):
                 "expected one per text"
             )
         for (ns, key, path), vec in zip(flat, embedded, strict=True):
-            vecs[(ns, key)][path] = [float(x) for x in vec]
+            vecs[(ns, key)][path] = pack_vector(vec)
         serde = self._parts.codec.serde()
         # Puts grouped by namespace: one writer per namespace, namespaces in parallel.
         writes: dict[Namespace, list[tuple[str, tuple[str, bytes], float | None]]] = {}
@@ -346,7 +355,7 @@ def _rank(
     owners: list[int] = []
     scoreless: list[int] = []
     for i, (_f, body) in enumerate(candidates):
-        vecs = list((body.get("vectors") or {}).values())
+        vecs = [unpack_vector(v) for v in (body.get("vectors") or {}).values()]
         if not vecs:
             scoreless.append(i)
         flat += vecs
@@ -362,6 +371,26 @@ def _rank(
     if len(kept) < limit:
         kept += [(None, candidates[i]) for i in scoreless[: limit - len(kept)]]
     return kept
+
+
+def pack_vector(vec: Sequence[float]) -> bytes:
+    """An embedding as little-endian float32: 4 bytes a dimension, as vector indexes
+    keep them, against 9 for a float in msgpack."""
+    packed = array.array("f", [float(x) for x in vec])
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_vector(stored: Any) -> list[float]:
+    """`pack_vector`'s bytes, or the list of floats of items of the first layout."""
+    if not isinstance(stored, bytes | bytearray):
+        return [float(x) for x in stored]
+    packed = array.array("f")
+    packed.frombytes(bytes(stored))
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tolist()
 
 
 def _list_namespaces(op: ListNamespacesOp, namespaces: list[Namespace]) -> list[Namespace]:

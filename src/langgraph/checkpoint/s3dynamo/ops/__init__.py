@@ -160,7 +160,11 @@ class Operations:
             with guarded(self.parts.deployment):
                 return reencrypt.plan_reencrypt(self.store, tids)
         with guarded(self.parts.deployment), self._table_wide("reencrypt", scope):
-            return reencrypt.plan_reencrypt(self.store, None)
+            plan = reencrypt.plan_reencrypt(self.store, None)
+        from langgraph.checkpoint.s3dynamo.memory.admin import reencrypt_memory
+
+        plan.memory = lambda: sum(reencrypt_memory(self.parts).values())
+        return plan
 
     def reencrypt(
         self, thread_ids: Sequence[str] | None = None, *, scope: str | None = None

@@ -43,6 +43,9 @@ class ReencryptPlan:
     item_blobs: dict[str, int]
     table_wide: bool
     skipped: list[Skipped] = field(default_factory=list)
+    # Over the whole table: re-seals the Store's items and the node cache's entries
+    # (`memory.admin.reencrypt_memory`) after the threads; how many it re-sealed.
+    memory: Callable[[], int] | None = None
 
     @property
     def stale_item_blobs(self) -> int:
@@ -64,6 +67,8 @@ class ReencryptPlan:
             total += reencrypt_thread(self.store, tid, skipped if self.table_wide else None)
             if progress:
                 progress(done, len(self.thread_ids))
+        if self.memory is not None:
+            total += self.memory()
         warn_skipped("reencrypt", skipped)
         self.store.forget()
         return ReencryptResult(total, skipped)

@@ -1,0 +1,114 @@
+"""What this process knows about one memory space, shared by every `Space` on the same
+table adapter: leases on namespaces' directory entries (a put into a namespace it holds
+a lease on writes the item alone) and its own recent writes (an eventually consistent
+read that misses one is read again consistently, so a process reads its own writes).
+The safety argument is in docs/RELIABILITY.md ("The Store's namespace directory").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
+
+# How long after an entry's renewal a writer may put into its namespace without the
+# entry, and how much longer a delete waits before it removes an empty namespace's
+# entry (clock skew between processes and requests in flight must fit in it).
+LEASE_SECONDS = 600
+DROP_MARGIN_SECONDS = 600
+# Writes remembered per space for read-your-writes; older ones are forgotten.
+RECENT_MAX = 10_000
+
+Fingerprint = tuple[Any, ...] | None  # None: the item or entry is gone
+
+
+def fingerprint(row: MemoryRow | DirectoryEntry | None) -> Fingerprint:
+    """What tells a version of an item or entry from another."""
+    if row is None:
+        return None
+    if isinstance(row, DirectoryEntry):
+        return ("entry", row.generation, row.emptied)
+    digest = hashlib.blake2b(row.blob or (row.leaf or "").encode(), digest_size=8).digest()
+    return ("row", row.updated_ms, digest)
+
+
+class SpaceState:
+    """Leases and recent writes of one space of one table, in this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._leases: dict[str, float] = {}
+        self._recent: OrderedDict[ItemKey, Fingerprint] = OrderedDict()
+        self._by_pk: dict[str, set[ItemKey]] = {}
+
+    # ------------------------------------------------------------ leases
+
+    def lease_end(self, ns_name: str) -> float:
+        with self._lock:
+            return self._leases.get(ns_name, 0.0)
+
+    def saw(self, entry: DirectoryEntry) -> None:
+        """An entry read or renewed: a lease until its renewal time plus the lease;
+        none if a delete found the namespace empty (the next put renews the entry)."""
+        name = entry.key.sk
+        with self._lock:
+            if entry.emptied:
+                self._leases.pop(name, None)
+            else:
+                end = entry.renewed + LEASE_SECONDS
+                self._leases[name] = max(end, self._leases.get(name, 0.0))
+
+    def forget(self, ns_name: str) -> None:
+        with self._lock:
+            self._leases.pop(ns_name, None)
+
+    # ------------------------------------------------------------ recent writes
+
+    def wrote(self, key: ItemKey, now: Fingerprint) -> None:
+        with self._lock:
+            self._recent[key] = now
+            self._recent.move_to_end(key)
+            self._by_pk.setdefault(key.pk, set()).add(key)
+            while len(self._recent) > RECENT_MAX:
+                old, _ = self._recent.popitem(last=False)
+                keys = self._by_pk.get(old.pk)
+                if keys is not None:
+                    keys.discard(old)
+                    if not keys:
+                        del self._by_pk[old.pk]
+
+    def stale(
+        self, read: Sequence[MemoryRow | DirectoryEntry], keys: Iterable[ItemKey]
+    ) -> set[ItemKey]:
+        """Those of `keys` this process wrote that `read` shows otherwise than written
+        (an eventually consistent read from before the write, or a later write by
+        another process: either way a consistent read settles it)."""
+        with self._lock:
+            mine = {k: self._recent[k] for k in keys if k in self._recent}
+        if not mine:
+            return set()
+        shown = {r.key: fingerprint(r) for r in read}
+        return {k for k, f in mine.items() if shown.get(k) != f}
+
+    def written_in(self, pk: str) -> list[ItemKey]:
+        """The keys of a partition this process wrote (recently)."""
+        with self._lock:
+            return list(self._by_pk.get(pk, ()))
+
+
+_STATES: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], SpaceState]] = (
+    weakref.WeakKeyDictionary()
+)
+_STATES_LOCK = threading.Lock()
+
+
+def space_state(index: Any, prefix: str, space: str) -> SpaceState:
+    """The state of a space on this table adapter; it goes with the adapter."""
+    with _STATES_LOCK:
+        per_index = _STATES.setdefault(index, {})
+        return per_index.setdefault((prefix, space), SpaceState())
