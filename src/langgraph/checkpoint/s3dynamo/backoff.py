@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import random
 
+from langgraph.checkpoint.s3dynamo import telemetry
+
 # Seconds. The first pause, and the longest.
 FIRST = 0.05
 CAP = 1.0
@@ -28,6 +30,7 @@ class Backoff:
 
     def pause(self) -> float:
         """Seconds to wait before the next try."""
+        telemetry.add("retries")
         pause = self._delay * random.uniform(0.5, 1.0)
         self._delay = min(self._delay * 2, CAP)
         return pause
