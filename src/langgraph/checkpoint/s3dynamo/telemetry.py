@@ -11,12 +11,13 @@ one when it ends, so metrics count each request once. The async methods run in a
 of the caller's context (`executor.py`), so their spans have the caller's span
 (LangGraph's run, say) as parent; a wave's workers are handed the caller's figures.
 
-OpenTelemetry (the `otel` extra: the API only) is never imported by this package. It is
-used once the application has imported it and set a tracer or meter provider (or passed
-providers to `configure`); until then an operation costs a context-variable read and two
-dictionary lookups. `collect()` gathers the figures of everything run in its block (one
-Lambda invocation, say) for `Figures.emf`, CloudWatch's embedded metric format. Names and
-attributes: docs/OPERATIONS.md, "Seeing what it does".
+OpenTelemetry (the `otel` extra: the API only) is imported by this package only once the
+application has imported it and set a tracer or meter provider (or passed providers to
+`configure`); until then an operation costs a context-variable read and two dictionary
+lookups, plus asking OpenTelemetry for its providers where something imported it.
+`collect()` gathers the figures of everything run in its block (one Lambda invocation,
+say) for `Figures.emf`, CloudWatch's embedded metric format. Names and attributes:
+docs/OPERATIONS.md, "Seeing what it does".
 """
 
 from __future__ import annotations
@@ -120,7 +121,9 @@ class Figures:
         operation go along as the property `S3DynamoRequests`, searchable in Logs
         Insights without being metrics."""
         values: dict[str, tuple[int, str]] = {"Requests": (sum(self.requests.values()), "Count")}
-        for service, n in sorted(self.by_service().items()):
+        # The three services always (0 when unused), so every line has the same metrics.
+        services = {**dict.fromkeys(EMF_SERVICES, 0), **self.by_service()}
+        for service, n in services.items():
             values[f"{EMF_SERVICES.get(service, service)}Requests"] = (n, "Count")
         for name, (metric, unit) in EMF_NAMES.items():
             values[metric] = (self.counts[name], unit)
