@@ -70,3 +70,8 @@ output "environment" {
     },
   )
 }
+
+output "dashboard_name" {
+  description = "Name of the CloudWatch dashboard (null unless `dashboard` is set)."
+  value       = try(aws_cloudwatch_dashboard.this[0].dashboard_name, null)
+}

@@ -235,3 +235,22 @@ variable "memory_policy_name" {
   type        = string
   default     = null
 }
+
+variable "dashboard" {
+  description = <<-EOT
+    A CloudWatch dashboard of the saver's own figures (requests by service, bytes stored and
+    logical, cache hits, waves, retries, throttles: the embedded-metric-format lines a function
+    prints with telemetry.collect(), as examples/lambda_agent does) beside the table's DynamoDB
+    metrics and the bucket's S3 request metrics. null (the default) creates nothing. `namespace`
+    and `service` are the ones the functions publish under (POWERTOOLS_METRICS_NAMESPACE and
+    POWERTOOLS_SERVICE_NAME in the example); `name` defaults to "<table_name>-s3dynamo". It also
+    adds a request-metrics configuration to the bucket, which S3 needs to publish request metrics
+    (billed as CloudWatch custom metrics).
+  EOT
+  type = object({
+    name      = optional(string)
+    namespace = optional(string, "s3dynamo")
+    service   = optional(string, "lambda_agent")
+  })
+  default = null
+}

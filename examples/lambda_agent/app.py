@@ -25,6 +25,12 @@ one thread wait for each other instead: start, send and resume run under
 `saver.ops.thread_lock(thread_id, context=context)`, whose lease never outlives the
 invocation, and whose wait ends in time to answer `"retry": true`.
 
+Each invocation also prints one line of CloudWatch embedded metric format: the saver's
+requests by service, bytes read and written (stored and logical), cache hits, waves,
+retries and throttles during it (`telemetry.collect()`), in namespace
+POWERTOOLS_METRICS_NAMESPACE (default "s3dynamo") with the dimension `service`
+(POWERTOOLS_SERVICE_NAME, default "lambda_agent"), as Powertools' Metrics writes them.
+
 Configuration comes from
 the environment (`S3DynamoSaver.from_env()`): S3DYNAMO_TABLE, S3DYNAMO_BUCKET,
 S3DYNAMO_PREFIX, and one key source: S3DYNAMO_KMS_KEY_ID (what the Terraform example
@@ -54,6 +60,7 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, LeaseTimeoutError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.memory.admin import expire_memory
+from langgraph.checkpoint.s3dynamo.telemetry import Figures, collect
 
 MAX_MESSAGE_CHARS = 4000
 MAX_THREAD_ID_CHARS = 128
@@ -64,6 +71,9 @@ RUN_ATTEMPTS = 3
 RETRY_BACKOFF = 0.1
 # Runs on one thread wait for each other under the thread's lease instead of retrying.
 SERIALIZE_RUNS = os.environ.get("SERIALIZE_RUNS") == "1"
+# Where each invocation's figures go in CloudWatch: Powertools' variables and defaults.
+METRICS_NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "s3dynamo")
+SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "lambda_agent")
 
 # The shop's order book, standing in for a database the tool would query.
 ORDERS: dict[str, dict[str, Any]] = {
@@ -314,6 +324,13 @@ RUNS = {"start", "send", "resume"}
 EXPIRE_MARGIN_MS = 60_000
 
 
+def publish(figures: Figures, **properties: Any) -> None:
+    """One embedded-metric-format line on stdout, which CloudWatch Logs turns into
+    metrics; `properties` ride along, searchable in Logs Insights, not metrics."""
+    record = figures.emf(namespace=METRICS_NAMESPACE, dimensions={"service": SERVICE})
+    print(json.dumps({**record, **properties}), flush=True)
+
+
 def expire(event: Any, context: Any = None) -> dict[str, Any]:
     """AWS Lambda entry point of the scheduled retention job: every thread idle for longer
     than S3DYNAMO_RETENTION (or S3DYNAMO_TTL's default_ttl) is removed whole, or with
@@ -322,6 +339,14 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
     `{"dry_run": true}` only reports. What a run cannot reach in its time, the next does.
     Runs after the first find idle threads in the table's idle index; `{"full": true}`
     scans the whole table instead (a repair, docs/OPERATIONS.md)."""
+    with collect() as figures:
+        reply = _expire(event, context)
+    publish(figures, job="expire")
+    return reply
+
+
+def _expire(event: Any, context: Any) -> dict[str, Any]:
+
     saver = S3DynamoSaver.from_env()
     dry_run = isinstance(event, dict) and bool(event.get("dry_run"))
     full = isinstance(event, dict) and bool(event.get("full"))
@@ -362,7 +387,16 @@ def _locked(
 
 
 def handler(event: Any, context: Any = None) -> dict[str, Any]:
-    """AWS Lambda entry point: one action per invocation, JSON in, JSON out."""
+    """AWS Lambda entry point: one action per invocation, JSON in, JSON out; the storage
+    figures of the invocation to CloudWatch (`publish`)."""
+    with collect() as figures:
+        reply = _handle(event, context)
+    action = event.get("action") if isinstance(event, dict) else None
+    publish(figures, action=action if action in ACTIONS else None)
+    return reply
+
+
+def _handle(event: Any, context: Any) -> dict[str, Any]:
     if not isinstance(event, dict):
         return {"ok": False, "error": "the event must be a JSON object"}
     action = ACTIONS.get(event.get("action"))  # type: ignore[arg-type]

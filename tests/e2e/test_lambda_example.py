@@ -32,6 +32,7 @@ import urllib.error
 import urllib.request
 import uuid
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -377,7 +378,8 @@ def cold_invoker(function_env: dict[str, str]) -> Callable[[dict[str, Any]], dic
             check=False,
         )
         assert done.returncode == 0, done.stderr[-3000:]
-        reply: dict[str, Any] = json.loads(done.stdout)
+        # Before the reply, the invocation's metrics line (`publish`).
+        reply: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
         return reply
 
     return cold
@@ -406,6 +408,75 @@ def test_conversation_cold_then_warm(
     assert comparable(warm_replies) == comparable(cold_replies)
     run_conversation(function_env, warm, full=True)
     assert len(graphs) == 1
+
+
+def test_each_invocation_publishes_its_storage_figures_as_cloudwatch_metrics(
+    function_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The embedded-metric-format line a warm container prints per invocation: every
+    metric its directive names has a value, Powertools' namespace and service variables
+    place it, and its requests are the ones the clients sent."""
+    sent: list[str] = []
+    monkeypatch.setattr(aws_clients, "_session", None)  # the clients the app builds count
+    aws_clients.session().register(
+        "before-call.*.*",
+        lambda model, **_: sent.append(model.service_model.service_name + "." + model.name),
+    )
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "shop-agents")
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "refunds")
+    monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "0")  # S3 requests too
+    app = load_app()
+    app.handler({"action": "start", "thread_id": "emf-1", "message": "hello"}, None)
+    capsys.readouterr()
+    sent.clear()
+
+    reply = app.handler({"action": "send", "thread_id": "emf-1", "message": "refund A-1001"})
+    assert reply["ok"], reply
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    directive = record["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == "shop-agents"
+    assert directive["Dimensions"] == [["service"]] and record["service"] == "refunds"
+    assert abs(record["_aws"]["Timestamp"] / 1000 - time.time()) < 60
+    for metric in directive["Metrics"]:
+        assert isinstance(record[metric["Name"]], int), metric
+    assert {m["Name"] for m in directive["Metrics"]} >= {
+        "DynamoDBRequests",
+        "S3Requests",
+        "BytesReadStored",
+        "BytesWrittenStored",
+        "BytesWrittenLogical",
+        "CacheHits",
+        "Waves",
+        "Retries",
+        "Throttles",
+    }
+    assert record["action"] == "send"
+    assert record["S3DynamoRequests"] == dict(Counter(sent))
+    assert record["DynamoDBRequests"] == sum(1 for n in sent if n.startswith("dynamodb."))
+    assert record["S3Requests"] == sum(1 for n in sent if n.startswith("s3.")) > 0
+    assert record["Requests"] == len(sent)
+    assert record["BytesWrittenLogical"] > 0 and record["BytesWrittenStored"] > 0
+    assert record["Throttles"] == record["Retries"] == 0
+
+    # A cold container prints the same line before its reply; a bad event costs nothing.
+    done = subprocess.run(
+        [sys.executable, "-c", RUNNER],
+        input=json.dumps({"action": "nope"}),
+        env={**function_env, "PATH": os.environ.get("PATH", "")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    first, reply_line = done.stdout.splitlines()
+    cold = json.loads(first)
+    assert cold["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "s3dynamo"
+    assert (cold["service"], cold["action"], cold["Requests"]) == ("lambda_agent", None, 0)
+    assert json.loads(reply_line)["ok"] is False
 
 
 class LambdaContext:

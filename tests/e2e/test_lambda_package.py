@@ -214,7 +214,10 @@ class Container:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps(event) + "\n")
         self.process.stdin.flush()
+        # The handler's metrics line (embedded metric format) comes first, then the reply.
         line = self.process.stdout.readline()
+        while line and "_aws" in json.loads(line):
+            line = self.process.stdout.readline()
         if not line:
             self.process.wait(timeout=10)
             assert self.process.stderr is not None

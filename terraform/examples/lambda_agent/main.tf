@@ -43,7 +43,9 @@ module "checkpoints" {
   retention           = var.retention
   retention_strategy  = var.retention_strategy
   checkpointer_ttl    = var.checkpointer_ttl
-  tags                = var.tags
+  # The agent prints its figures under the namespace and service app.py defaults to.
+  dashboard = var.dashboard ? { name = "${var.name}-s3dynamo", namespace = "s3dynamo", service = "lambda_agent" } : null
+  tags      = var.tags
 }
 
 # --------------------------------------------------------------------------------------

@@ -149,3 +149,9 @@ variable "snapstart" {
   default     = false
   nullable    = false
 }
+
+variable "dashboard" {
+  description = "Create a CloudWatch dashboard of the agent's storage figures (the embedded-metric-format line app.py prints per invocation) beside the table's DynamoDB and the bucket's S3 request metrics (the module's `dashboard`)."
+  type        = bool
+  default     = false
+}

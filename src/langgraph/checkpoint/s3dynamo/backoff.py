@@ -22,6 +22,8 @@ import random
 import time
 from collections.abc import Callable, Iterator
 
+from langgraph.checkpoint.s3dynamo import telemetry
+
 # Seconds. The first pause, and the longest.
 FIRST = 0.05
 CAP = 1.0
@@ -40,6 +42,7 @@ class Backoff:
 
     def pause(self) -> float:
         """Seconds to wait before the next try."""
+        telemetry.add("retries")
         pause = self._delay * random.uniform(0.5, 1.0)
         self._delay = min(self._delay * 2, CAP)
         return pause

@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import compose, executor, runs
+from langgraph.checkpoint.s3dynamo import compose, executor, runs, telemetry
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
@@ -466,6 +466,17 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )
 
+
+# A span and figures for each storage call (`telemetry.py`); the async twins run these.
+telemetry.instrument(
+    S3DynamoSaver,
+    {
+        **{name: name for name in ("setup", "put", "put_writes", "list", "prune")},
+        **{name: name for name in ("delete_thread", "delete_for_runs", "copy_thread")},
+        "_read_tuple": "get_tuple",
+        "get_delta_channel_history": "get_delta_channel_history",
+    },
+)
 
 # What `from_env` passes to the constructor as parts rather than settings.
 PARTS = (

@@ -55,6 +55,7 @@ from cryptography.hazmat.primitives.ciphers import (
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from langgraph.checkpoint.serde.base import CipherProtocol
 
+from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
@@ -208,8 +209,9 @@ class Sealer:
         """Compress, encrypt and frame `data`; with `dictionary` (another version's data),
         as a delta against it, which only that dictionary opens. A `prefix` is sealed
         before `data` as if the caller had joined them, without a copy of `data`."""
+        logical = len(prefix) + len(data)
         if dictionary is None and self.serde_cipher is None and len(data) > CHUNK_SIZE:
-            return self._seal_large(typ, prefix, data, identity)
+            return telemetry.sealed(logical, self._seal_large(typ, prefix, data, identity))
         if prefix:
             data = prefix + data
         flags = 0
@@ -228,7 +230,7 @@ class Sealer:
             data = _binding(typ, flags, identity) + data
             cipher_name, data = self.serde_cipher.encrypt(data)
             typ, flags = f"{typ}+{cipher_name}", flags | FLAG_SERDE_CIPHER
-        return self._frame(flags, typ, data, identity)
+        return telemetry.sealed(logical, self._frame(flags, typ, data, identity))
 
     def _seal_large(self, typ: str, prefix: bytes, data: bytes, identity: bytes) -> bytes:
         """`seal` for data over one chunk, in about the memory of the envelope alone.
@@ -384,6 +386,7 @@ class Sealer:
                     data = decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
             except zstandard.ZstdError as exc:
                 raise IntegrityError(f"{what}: compressed data is corrupt: {exc}") from exc
+        telemetry.opened(len(blob), len(data))
         return typ, data
 
     def _decrypt(

@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
+from langgraph.checkpoint.s3dynamo import telemetry
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -67,9 +69,15 @@ if hasattr(os, "register_at_fork"):
 def parallel(fn: Callable[[T], R], args: Sequence[T]) -> list[R]:
     """Run `fn` over `args` as one concurrent wave; results keep the order of `args`.
     Returns (or raises the first error) only once every call has finished."""
-    if len(args) <= 1 or getattr(_in_worker, "active", False):
+    if getattr(_in_worker, "active", False):
         return [fn(a) for a in args]
+    if args:
+        telemetry.add("waves")
+    if len(args) == 1:
+        return [fn(args[0])]
     pool = _shared_pool()
+    # The workers' requests count in the caller's operation (`telemetry.py`).
+    fn = telemetry.carried(fn)
     futures: list[Future[R]] = [pool.submit(fn, a) for a in args]
     done, _ = wait(futures, return_when=FIRST_EXCEPTION)
     if any(f.exception() is not None for f in done):

@@ -26,6 +26,7 @@ from botocore.config import Config
 from botocore.exceptions import NoRegionError
 from botocore.session import Session
 
+from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.errors import RegionNotSetError
 
 _session: Session | None = None
@@ -75,6 +76,50 @@ def client(
             raise RegionNotSetError(
                 f"no AWS region for the {service} client: {REGION_HINT}"
             ) from None
+
+
+# Error codes of a throttled request (botocore's standard retry mode retries them).
+THROTTLE_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "SlowDown",
+        "ThrottlingError",
+    }
+)
+
+
+def observe(client: Any) -> None:
+    """Count `client`'s requests, retries and throttles into the running operation's
+    figures (`telemetry.py`). Once per client, whoever built it; a hook does nothing
+    while nothing counts."""
+    events = getattr(getattr(client, "meta", None), "events", None)
+    if events is None:  # a stand-in without botocore's events (a test's fake)
+        return
+    events.register("before-call.*.*", _called, unique_id="s3dynamo-telemetry-call")
+    events.register("needs-retry.*.*", _attempted, unique_id="s3dynamo-telemetry-attempt")
+
+
+def _called(event_name: str, **_: Any) -> None:
+    if telemetry.active():
+        service, operation = event_name.split(".", 2)[1:]
+        telemetry.request(service, operation)
+
+
+def _attempted(attempts: int = 1, response: Any = None, **_: Any) -> None:
+    # Sent after every attempt, before botocore decides whether to retry it.
+    if not telemetry.active():
+        return
+    if attempts > 1:
+        telemetry.add("retries")
+    if response is not None and response[1].get("Error", {}).get("Code") in THROTTLE_CODES:
+        telemetry.add("throttles")
 
 
 def guard_moto() -> None:

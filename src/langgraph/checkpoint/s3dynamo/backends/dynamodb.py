@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto
+from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto, observe
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
     attempt,
     error_code,
@@ -123,6 +123,7 @@ class DynamoTable:
 
     def __init__(self, client: Any, table: str) -> None:
         guard_moto()
+        observe(client)
         self.client = client
         self.table = table
         self.resource = located(f"DynamoDB table {table!r}", client)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.backends.aws_clients import observe
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt, located
 from langgraph.checkpoint.s3dynamo.errors import DeploymentMismatchError
 
@@ -17,6 +18,7 @@ class KmsKeys:
     """The `KeyService` port on one KMS key (id, ARN, alias name or alias ARN)."""
 
     def __init__(self, client: Any, key_id: str) -> None:
+        observe(client)
         self.client = client
         self.key_id = key_id
         self.resource = located(f"KMS key {key_id!r}", client)

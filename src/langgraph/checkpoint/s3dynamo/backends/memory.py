@@ -30,6 +30,7 @@ from typing import overload
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import batch_idle_keys, record_size
 from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
 from langgraph.checkpoint.s3dynamo.backends.memory_items import MemoryItemsTwin
@@ -87,6 +88,7 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
         if not self.exists:
             raise StoreMissingError("in-memory index does not exist; call create_if_missing()")
         self.calls[name] += 1
+        telemetry.request("memory-index", name)
 
     def _select(
         self,
@@ -388,6 +390,7 @@ class MemoryObjects:
         if not self.exists:
             raise StoreMissingError("in-memory object store does not exist")
         self.calls[name] += 1
+        telemetry.request("memory-objects", name)
 
     def put_new(self, key: str, body: bytes) -> bool:
         with self._lock:

@@ -6,7 +6,7 @@ import builtins
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto
+from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto, observe
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
     attempt,
     located,
@@ -27,6 +27,7 @@ class S3Objects:
 
     def __init__(self, client: Any, bucket: str) -> None:
         guard_moto()
+        observe(client)
         self.client = client
         self.bucket = bucket
         self.name = bucket  # what the deployment record compares (deployment.py)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.layout import memory_object_key
@@ -42,6 +43,7 @@ class MemoryExpiry:
         return asdict(self)
 
 
+@telemetry.operation("memory.stats")
 def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
     """Per space: namespaces, items (and how many have expired, not yet swept), bytes
     inline in the table and in objects. One Query per namespace and one listing per
@@ -68,6 +70,7 @@ def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
     return out
 
 
+@telemetry.operation("memory.gc")
 def collect_memory_garbage(parts: Components, grace: timedelta) -> dict[str, int]:
     """Delete the objects of Store items and cache entries that no item references any
     more (a large value replaced by a later put, or a put interrupted before its commit)
@@ -110,6 +113,7 @@ def _namespace_stats(
     return len(rows), expired, sum(len(r.blob or b"") for r in rows), len(sizes), sum(sizes)
 
 
+@telemetry.operation("memory.expire")
 def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
     """Remove the expired Store items and cache entries of this deployment (each only
     while still expired: a read that refreshed it, or a new put, keeps it), their

@@ -12,6 +12,7 @@ from typing import Any, Generic
 from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.memory.aio import run
@@ -95,3 +96,9 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
 
     async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
         await run(self._parts, self.clear, namespaces)
+
+
+# A span and figures for each (`telemetry.py`); the async twins run these.
+telemetry.instrument(
+    S3DynamoCache, {"get": "cache.get", "set": "cache.set", "clear": "cache.clear"}
+)

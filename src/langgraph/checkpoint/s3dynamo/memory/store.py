@@ -39,6 +39,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import _compare_values, _cosine_similarity, _does_match
 
+from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
@@ -340,6 +341,13 @@ class S3DynamoStore(BaseStore):
                 elif texts:
                     to_embed[texts[0]].append((op.namespace, op.key, path))
         return to_embed
+
+
+# A span and figures for each (`telemetry.py`); the async twins run these.
+telemetry.instrument(
+    S3DynamoStore,
+    {"_run": "store.batch", "setup": "store.setup", "sweep_ttl": "store.sweep_ttl"},
+)
 
 
 def _rank(

@@ -31,7 +31,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph.checkpoint.s3dynamo import lease
+from langgraph.checkpoint.s3dynamo import lease, telemetry
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -425,3 +425,44 @@ class Operations:
         if report.checked["blobs"] and not report.checked["opened"]:
             self.parts.deployment.verify(write=False)
         return report
+
+
+# A span and figures for each (`telemetry.py`); `thread_lock`'s requests count in the
+# caller's operation.
+telemetry.instrument(
+    Operations,
+    {
+        name: f"ops.{name}"
+        for name in (
+            "check",
+            "rotate_key",
+            "plan_reencrypt",
+            "reencrypt",
+            "plan_garbage_collection",
+            "plan_expiry",
+            "expire_idle_threads",
+            "plan_delete",
+            "plan_copy",
+            "plan_prune",
+            "plan_import",
+            "import_threads",
+            "plan_delete_runs",
+            "threads",
+            "history",
+            "checkpoint_ids",
+            "stats",
+            "verify",
+        )
+    },
+)
+for _plan, _name in (
+    (GcPlan, "gc"),
+    (ExpiryPlan, "expiry"),
+    (ReencryptPlan, "reencrypt"),
+    (threads.DeletePlan, "delete"),
+    (threads.CopyPlan, "copy"),
+    (threads.PrunePlan, "prune"),
+    (threads.DeleteRunsPlan, "delete_runs"),
+    (migrate.ImportPlan, "import"),
+):
+    telemetry.instrument(_plan, {"execute": f"ops.{_name}.execute"})

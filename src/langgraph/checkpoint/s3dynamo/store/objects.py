@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
 from langgraph.checkpoint.s3dynamo.layout import object_key, thread_prefix
 from langgraph.checkpoint.s3dynamo.naming import Namer
@@ -65,6 +66,7 @@ class ObjectIO:
             for key in needed:
                 if (body := self.cache.get(key)) is not None:
                     found[key] = body
+            telemetry.add("cache.hits", len(found))
         keys = [k for k in needed if k not in found]
         log.debug("object read wave: %d objects (%d cached)", len(keys), len(found))
         try:
