@@ -15,13 +15,15 @@ repeat completes each operation: docs/RELIABILITY.md, "Deleting, copying, prunin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import ThreadExistsError
 from langgraph.checkpoint.s3dynamo.layout import (
     TOP,
+    idle_day,
+    idle_key,
     is_mark_key,
     is_writes_key,
     mark_sk,
@@ -350,8 +352,10 @@ def delete_checkpoints(
     by_thread: dict[str, set[str]] = {}
     for pk, ns_name in touched:
         by_thread.setdefault(pk, set()).add(ns_name)
+    gone = set(doomed)
     for thread_name, ns_names in sorted(by_thread.items()):
         store.drop_heads(thread_name, ns_names)
+        index_kept(store, thread_name, gone)
     if not doomed:
         return
     at = store.now()
@@ -362,6 +366,27 @@ def delete_checkpoints(
     store.hide(hiding)
     store.delete_records(doomed)
     store.unhide({m.key for m in hiding})
+
+
+def index_kept(store: ThreadStore, thread_name: str, gone: Collection[ItemKey]) -> None:
+    """Keep a thread whose heads went in the idle index: its newest record besides `gone`
+    gets the key of its write's day, as retention's sweep moves a key (`ops/sweep.py`),
+    unless a record it keeps carries that day or a later one already. Read after the heads
+    went (a commit landing before is seen) and before any record goes (a repeat after a
+    crash finds the runs' checkpoints again and comes here): docs/RELIABILITY.md,
+    "Finding idle threads: the idle index"."""
+    # Retention imports this module; its rule for dating a thread is the one used here.
+    from langgraph.checkpoint.s3dynamo.ops.retention import SeenThread
+
+    seen = SeenThread()
+    for stamp in store.partition_stamps(thread_name):
+        if stamp.key not in gone:
+            seen.see(stamp)
+    if seen.newest is None or seen.newest_key is None:
+        return
+    if seen.indexed is not None and seen.indexed >= idle_day(seen.newest):
+        return
+    store.set_idle(seen.newest_key, idle_key(thread_name, seen.newest), None)
 
 
 def plan_delete_runs(store: ThreadStore, run_ids: Sequence[str]) -> DeleteRunsPlan:
