@@ -353,9 +353,12 @@ def delete_checkpoints(
     for pk, ns_name in touched:
         by_thread.setdefault(pk, set()).add(ns_name)
     gone = set(doomed)
-    for thread_name, ns_names in sorted(by_thread.items()):
-        store.drop_heads(thread_name, ns_names)
+
+    def unhead(thread_name: str) -> None:
+        store.drop_heads(thread_name, by_thread[thread_name])
         index_kept(store, thread_name, gone)
+
+    parallel(unhead, sorted(by_thread))
     if not doomed:
         return
     at = store.now()
