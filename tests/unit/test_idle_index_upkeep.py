@@ -1,7 +1,9 @@
 """A thread `delete_for_runs` leaves with records but without heads stays in the idle
 index: the indexed sweep (not only the full Scan) finds it once idle and keeps it while
 active, on both backends; and so after a crash at any request of `delete_for_runs` and
-its repeat. Why: docs/RELIABILITY.md, "Finding idle threads: the idle index"."""
+its repeat. The other whole-thread operations (prune, copy, re-encryption, import) leave
+a thread the indexed sweep finds as well. Why: docs/RELIABILITY.md, "Finding idle
+threads: the idle index"."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
@@ -172,3 +175,52 @@ def test_a_crash_at_any_request_of_delete_for_runs_leaves_the_thread_indexed(mod
         removed = [*plan.removed, *clean.ops.expire_idle_threads(TTL).removed]
         assert removed == [name] and messages(clean, "t") == [], where
     assert tried > 0
+
+
+# ------------------- the other whole-thread operations keep a thread in the index too
+
+
+def other_operation(backend: Backend, op: str) -> tuple[S3DynamoSaver, str]:
+    """A thread written on day 1 and then touched by `op` the same day, after a first
+    sweep set the cursor; returns the saver and the thread a sweep must find."""
+    keys = {"k1": backend.keys["k1"], "k2": b"2" * 32}
+    saver = backend.saver(keys=keys, active_key="k1")
+    at(saver, 0)
+    saver.ops.expire_idle_threads(TTL)
+    at(saver, 1)
+    turn(saver, "t", "run-0")
+    turn(saver, "t", "run-1")
+    if op == "prune":
+        saver.prune(["t"])
+        return saver, "t"
+    if op == "copy_thread":
+        saver.copy_thread("t", "copy")
+        return saver, "copy"
+    if op == "reencrypt":
+        saver = backend.saver(keys=keys, active_key="k2")
+        at(saver, 1)
+        assert saver.ops.reencrypt(["t"]) > 0
+        return saver, "t"
+    source = InMemorySaver()
+    for run in ("run-0", "run-1"):
+        config = {"configurable": {"thread_id": "imported"}, "metadata": {"run_id": run}}
+        chat_graph(source).invoke({"messages": [HumanMessage(run, id=run)]}, config)
+    saver.ops.import_threads(source, ["imported"])
+    return saver, "imported"
+
+
+@pytest.mark.parametrize("op", ["prune", "copy_thread", "reencrypt", "import"])
+def test_a_thread_another_operation_touched_is_found_by_the_indexed_sweep(
+    backend: Backend, op: str
+) -> None:
+    saver, tid = other_operation(backend, op)
+    before = messages(saver, tid)
+    assert before
+    at(saver, 20)  # not idle yet: kept whole
+    assert saver.ops.expire_idle_threads(TTL).removed == []
+    assert messages(saver, tid) == before
+    at(saver, 32)
+    plan = saver.ops.expire_idle_threads(TTL)
+    assert plan.cursor.day is not None
+    assert saver.store.namer.thread(tid) in plan.removed
+    assert messages(saver, tid) == []
