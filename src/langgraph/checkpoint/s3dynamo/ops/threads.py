@@ -22,8 +22,6 @@ from typing import Any
 from langgraph.checkpoint.s3dynamo.errors import ThreadExistsError
 from langgraph.checkpoint.s3dynamo.layout import (
     TOP,
-    idle_day,
-    idle_key,
     is_mark_key,
     is_writes_key,
     mark_sk,
@@ -44,6 +42,9 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 # Checkpoints `delete_for_runs` hides with one mark per namespace at most (a mark names
 # each id: 8,000 ids of 36 characters stay far below an item's 400 KB).
 RUNS_ROUND = 8000
+# Keeps a thread that lost its heads in the idle index (`sweep.index_kept`): passed in,
+# as retention, whose rule dates a thread, imports this module.
+IndexKept = Callable[[ThreadStore, str, Collection[ItemKey]], None]
 
 # ------------------------------------------------------------------------- delete
 
@@ -302,6 +303,7 @@ class DeleteRunsPlan:
     store: ThreadStore
     run_ids: list[str]
     checkpoints: list[ItemKey]
+    index_kept: IndexKept
 
     def to_dict(self) -> dict[str, Any]:
         return {"runs": len(self.run_ids), "checkpoints": len(self.checkpoints)}
@@ -327,7 +329,7 @@ class DeleteRunsPlan:
                 if named:
                     store.name_orphans(thread_name, named)
             # A round's checkpoints, hidden by one mark per namespace naming them.
-            delete_checkpoints(store, batch, _keys_of(owned))
+            delete_checkpoints(store, batch, _keys_of(owned), self.index_kept)
         store.forget()
 
 
@@ -339,10 +341,11 @@ def delete_checkpoints(
     store: ThreadStore,
     checkpoints: Sequence[ItemKey],
     record_keys: Callable[[ItemKey], list[ItemKey]],
+    index_kept: IndexKept,
 ) -> None:
     """Delete checkpoint records (and their writes) of any threads: heads of their
-    namespaces dropped, a runs mark over each namespace naming them, the records in
-    full batches, the marks last."""
+    namespaces dropped and each thread kept in the idle index, a runs mark over each
+    namespace naming them, the records in full batches, the marks last."""
     doomed = [k for keys in parallel(record_keys, list(checkpoints)) for k in keys]
     # Heads first: one may name a checkpoint about to go, and would then hold every
     # later commit there to it. Without a head the next commit is not held.
@@ -371,28 +374,9 @@ def delete_checkpoints(
     store.unhide({m.key for m in hiding})
 
 
-def index_kept(store: ThreadStore, thread_name: str, gone: Collection[ItemKey]) -> None:
-    """Keep a thread whose heads went in the idle index: its newest record besides `gone`
-    gets the key of its write's day, as retention's sweep moves a key (`ops/sweep.py`),
-    unless a record it keeps carries that day or a later one already. Read after the heads
-    went (a commit landing before is seen) and before any record goes (a repeat after a
-    crash finds the runs' checkpoints again and comes here): docs/RELIABILITY.md,
-    "Finding idle threads: the idle index"."""
-    # Retention imports this module; its rule for dating a thread is the one used here.
-    from langgraph.checkpoint.s3dynamo.ops.retention import SeenThread
-
-    seen = SeenThread()
-    for stamp in store.partition_stamps(thread_name):
-        if stamp.key not in gone:
-            seen.see(stamp)
-    if seen.newest is None or seen.newest_key is None:
-        return
-    if seen.indexed is not None and seen.indexed >= idle_day(seen.newest):
-        return
-    store.set_idle(seen.newest_key, idle_key(thread_name, seen.newest), None)
-
-
-def plan_delete_runs(store: ThreadStore, run_ids: Sequence[str]) -> DeleteRunsPlan:
+def plan_delete_runs(
+    store: ThreadStore, run_ids: Sequence[str], index_kept: IndexKept
+) -> DeleteRunsPlan:
     run_keys = [store.namer.run(str(r)) for r in dict.fromkeys(run_ids)]
     found = [key for keys in parallel(store.run_checkpoints, run_keys) for key in keys]
-    return DeleteRunsPlan(store, [str(r) for r in run_ids], found)
+    return DeleteRunsPlan(store, [str(r) for r in run_ids], found, index_kept)
