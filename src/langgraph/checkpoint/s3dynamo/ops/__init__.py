@@ -326,7 +326,7 @@ class Operations:
     def plan_delete_runs(self, run_ids: Sequence[str]) -> threads.DeleteRunsPlan:
         """The checkpoints these runs created, found through the run index; `.execute()`
         deletes them with their writes."""
-        return threads.plan_delete_runs(self.store, [str(r) for r in run_ids])
+        return threads.plan_delete_runs(self.store, [str(r) for r in run_ids], sweep.index_kept)
 
     # ---------------------------------------------------------------- runs
 

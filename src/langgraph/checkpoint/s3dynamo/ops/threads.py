@@ -15,7 +15,7 @@ repeat completes each operation: docs/RELIABILITY.md, "Deleting, copying, prunin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,9 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 # Checkpoints `delete_for_runs` hides with one mark per namespace at most (a mark names
 # each id: 8,000 ids of 36 characters stay far below an item's 400 KB).
 RUNS_ROUND = 8000
+# Keeps a thread that lost its heads in the idle index (`sweep.index_kept`): passed in,
+# as retention, whose rule dates a thread, imports this module.
+IndexKept = Callable[[ThreadStore, str, Collection[ItemKey]], None]
 
 # ------------------------------------------------------------------------- delete
 
@@ -300,6 +303,7 @@ class DeleteRunsPlan:
     store: ThreadStore
     run_ids: list[str]
     checkpoints: list[ItemKey]
+    index_kept: IndexKept
 
     def to_dict(self) -> dict[str, Any]:
         return {"runs": len(self.run_ids), "checkpoints": len(self.checkpoints)}
@@ -325,7 +329,7 @@ class DeleteRunsPlan:
                 if named:
                     store.name_orphans(thread_name, named)
             # A round's checkpoints, hidden by one mark per namespace naming them.
-            delete_checkpoints(store, batch, _keys_of(owned))
+            delete_checkpoints(store, batch, _keys_of(owned), self.index_kept)
         store.forget()
 
 
@@ -337,10 +341,11 @@ def delete_checkpoints(
     store: ThreadStore,
     checkpoints: Sequence[ItemKey],
     record_keys: Callable[[ItemKey], list[ItemKey]],
+    index_kept: IndexKept,
 ) -> None:
     """Delete checkpoint records (and their writes) of any threads: heads of their
-    namespaces dropped, a runs mark over each namespace naming them, the records in
-    full batches, the marks last."""
+    namespaces dropped and each thread kept in the idle index, a runs mark over each
+    namespace naming them, the records in full batches, the marks last."""
     doomed = [k for keys in parallel(record_keys, list(checkpoints)) for k in keys]
     # Heads first: one may name a checkpoint about to go, and would then hold every
     # later commit there to it. Without a head the next commit is not held.
@@ -350,8 +355,13 @@ def delete_checkpoints(
     by_thread: dict[str, set[str]] = {}
     for pk, ns_name in touched:
         by_thread.setdefault(pk, set()).add(ns_name)
-    for thread_name, ns_names in sorted(by_thread.items()):
-        store.drop_heads(thread_name, ns_names)
+    gone = set(doomed)
+
+    def unhead(thread_name: str) -> None:
+        store.drop_heads(thread_name, by_thread[thread_name])
+        index_kept(store, thread_name, gone)
+
+    parallel(unhead, sorted(by_thread))
     if not doomed:
         return
     at = store.now()
@@ -364,7 +374,9 @@ def delete_checkpoints(
     store.unhide({m.key for m in hiding})
 
 
-def plan_delete_runs(store: ThreadStore, run_ids: Sequence[str]) -> DeleteRunsPlan:
+def plan_delete_runs(
+    store: ThreadStore, run_ids: Sequence[str], index_kept: IndexKept
+) -> DeleteRunsPlan:
     run_keys = [store.namer.run(str(r)) for r in dict.fromkeys(run_ids)]
     found = [key for keys in parallel(store.run_checkpoints, run_keys) for key in keys]
-    return DeleteRunsPlan(store, [str(r) for r in run_ids], found)
+    return DeleteRunsPlan(store, [str(r) for r in run_ids], found, index_kept)
