@@ -55,14 +55,16 @@ def test_a_put_is_a_span_with_its_requests_bytes_and_wave(otel: Otel) -> None:
     attrs = otel.span("s3dynamo.put").attributes or {}
     assert attrs["s3dynamo.requests.memory-objects.put"] == 1
     assert attrs["s3dynamo.requests.memory-index.put_checkpoint"] == 1
-    assert attrs["s3dynamo.requests"] == 2
+    # The upload intent written before the object (docs/RELIABILITY.md).
+    assert attrs["s3dynamo.requests.memory-index.put_intent"] == 1
+    assert attrs["s3dynamo.requests"] == 3
     assert attrs["s3dynamo.waves"] == 1
     # The value, body and metadata were serialized, compressed and sealed: a repeated
     # character shrinks far below what it was.
     assert attrs["s3dynamo.bytes.written.logical"] > 20_000
     assert 0 < attrs["s3dynamo.bytes.written.stored"] < 2_000
     assert attrs["s3dynamo.bytes.read.stored"] == 0
-    assert otel.total("s3dynamo.requests", {"s3dynamo.operation": "put"}) == 2
+    assert otel.total("s3dynamo.requests", {"s3dynamo.operation": "put"}) == 3
     assert otel.total("s3dynamo.bytes.written", {"s3dynamo.bytes.kind": "logical"}) > 20_000
     assert otel.total("s3dynamo.operation.duration", {"s3dynamo.operation": "put"}) == 1
 
@@ -225,6 +227,7 @@ def test_without_a_provider_nothing_is_recorded_and_collect_still_counts() -> No
     with telemetry.collect() as figures:
         saver.put(CONFIG, _checkpoint(BIG), {}, {"a": "1"})  # type: ignore[arg-type]
     assert figures.to_dict()["requests"] == {
+        "memory-index.put_intent": 1,
         "memory-index.put_checkpoint": 1,
         "memory-objects.put": 1,
     }
