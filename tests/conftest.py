@@ -2,8 +2,9 @@
 cannot run are skipped by marker.
 
 Tiers: `unit/` (one file per subject, on the in-memory ports; a test taking `backend`
-runs there and on the AWS adapters), `aws/` (what only the adapters have: the port
-contract on DynamoDB and S3, request budgets, bytes at rest; on moto in process or the
+runs there and on the AWS adapters; a subject's request budgets on DynamoDB and S3 are
+marked `aws` in its file), `aws/` (what only the adapters have: the port contract on
+DynamoDB and S3, request budgets, bytes at rest; on moto in process or the
 integration servers), `e2e/` (the command line, the Lambda example, Terraform and the
 testing kit, as a user runs them). Helpers live in `support/`.
 

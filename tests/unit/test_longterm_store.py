@@ -1,27 +1,56 @@
-"""S3DynamoStore and S3DynamoCache on the in-memory twins: sealing, tamper, wrong keys,
-TTL, the directory, large values, crashes between requests, and graphs using them."""
+"""Long-term memory: S3DynamoStore and S3DynamoCache. Sealing, tamper, wrong keys, TTL,
+the namespace directory, large values, crashes between requests, graphs using them; and
+what the Store's cheaper requests must not cost: a put that writes the item alone never
+leaves a live item whose namespace `list_namespaces` and `search` miss, however it
+interleaves with deletes and the expiry sweep of other processes; eventually consistent
+reads still show a process its own writes; items of the earlier format read; `reencrypt`
+re-seals the Store and the cache (docs/RELIABILITY.md, "The Store's namespace
+directory").
+
+On the in-memory twins; tests taking `backend` run through the DynamoDB and S3 adapters
+too, and tests marked `aws` pin what only DynamoDB and S3 show: requests per operation,
+the ConsistentRead flag of each read, nothing readable in the table and bucket.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
 from langgraph.graph import START, StateGraph
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 from langgraph.types import CachePolicy
 
 from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from langgraph.checkpoint.s3dynamo.errors import DeploymentMismatchError, IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    DeploymentMismatchError,
+    IntegrityError,
+)
+from langgraph.checkpoint.s3dynamo.memory.admin import collect_memory_garbage
+from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
+from langgraph.checkpoint.s3dynamo.records import MemoryRow
 from langgraph.store.s3dynamo import S3DynamoStore
+from tests.support.backends import Backend
+from tests.support.savers import Clients, RequestCounter, make_saver
+
+# The first put into a namespace is one TransactWriteItems (the item and its namespace's
+# directory entry).
+pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
 
 KEYS = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
+K2 = f"k2:{base64.b64encode(bytes(range(32, 64))).decode()}"
 SECRET = bytes(range(100, 132))
+NS = ("users", "u1", "memories")
 
 
 def make(
@@ -59,6 +88,10 @@ def store(parts: tuple[MemoryIndex, MemoryObjects]) -> S3DynamoStore:
     return S3DynamoStore.from_saver(make(*parts))
 
 
+def store_of(backend: Backend, **options: Any) -> S3DynamoStore:
+    return S3DynamoStore.from_saver(backend.saver(), **options)
+
+
 def raw_bytes(index: MemoryIndex, objects: MemoryObjects) -> bytes:
     """Everything stored, keys and bodies, as one byte string."""
     out = bytearray()
@@ -76,7 +109,8 @@ def test_is_a_base_store_with_ttl(store: S3DynamoStore) -> None:
     assert isinstance(store, BaseStore) and store.supports_ttl
 
 
-def test_round_trip_search_list_delete(store: S3DynamoStore) -> None:
+def test_round_trip_search_list_delete(backend: Backend) -> None:
+    store = store_of(backend)
     store.put(("users", "a", "memories"), "k1", {"food": "pizza", "n": 1})
     store.put(("users", "a", "prefs"), "k2", {"food": "sushi", "n": 2})
     store.put(("users", "b", "memories"), "k3", {"food": "pasta", "n": 3})
@@ -103,7 +137,8 @@ def test_round_trip_search_list_delete(store: S3DynamoStore) -> None:
     assert ("users", "b", "memories") not in store.list_namespaces()
 
 
-def test_overwrite_keeps_created_at(store: S3DynamoStore) -> None:
+def test_overwrite_keeps_created_at(backend: Backend) -> None:
+    store = store_of(backend)
     store.put(("a",), "k", {"v": 1})
     first = store.get(("a",), "k")
     store.put(("a",), "k", {"v": 2})
@@ -153,14 +188,12 @@ def test_swapped_values_are_refused(parts: tuple[MemoryIndex, MemoryObjects]) ->
         store.search(("a",)) + store.search(("b",))
 
 
-def test_wrong_secret_is_named_not_empty(parts: tuple[MemoryIndex, MemoryObjects]) -> None:
-    S3DynamoStore.from_saver(make(*parts)).put(("a",), "k", {"v": 1})
-    other = S3DynamoStore.from_saver(make(*parts, secret=os.urandom(32)))
+def test_wrong_secret_is_named_not_empty(backend: Backend) -> None:
+    store_of(backend).put(("a",), "k", {"v": 1})
+    other = S3DynamoStore.from_saver(backend.saver(setup=False, secret=os.urandom(32)))
     with pytest.raises(DeploymentMismatchError):
         other.search(("a",))
-    other_keys = S3DynamoStore.from_saver(
-        make(*parts, keys=f"k1:{base64.b64encode(os.urandom(32)).decode()}")
-    )
+    other_keys = S3DynamoStore.from_saver(backend.saver(setup=False, keys={"k1": os.urandom(32)}))
     with pytest.raises(DeploymentMismatchError):
         other_keys.get(("a",), "k")
 
@@ -198,13 +231,11 @@ def test_expire_drops_namespaces_left_empty(parts: tuple[MemoryIndex, MemoryObje
     assert store.list_namespaces() == [] and parts[0].directory_entries() == []
 
 
-def test_semantic_search_ranks_by_similarity(parts: tuple[MemoryIndex, MemoryObjects]) -> None:
+def test_semantic_search_ranks_by_similarity(backend: Backend) -> None:
     def embed(texts: list[str]) -> list[list[float]]:
         return [[1.0, 0.0] if "cat" in t else [0.0, 1.0] for t in texts]
 
-    store = S3DynamoStore.from_saver(
-        make(*parts), index={"dims": 2, "embed": embed, "fields": ["text"]}
-    )
+    store = store_of(backend, index={"dims": 2, "embed": embed, "fields": ["text"]})
     store.put(("docs",), "dog", {"text": "a dog"})
     store.put(("docs",), "cat", {"text": "a cat"})
     store.put(("docs",), "plain", {"text": "x"}, index=False)
@@ -213,7 +244,9 @@ def test_semantic_search_ranks_by_similarity(parts: tuple[MemoryIndex, MemoryObj
     assert hits[0].score == pytest.approx(1.0) and hits[-1].score is None
 
 
-def test_async_twins(store: S3DynamoStore) -> None:
+def test_async_twins(backend: Backend) -> None:
+    store = store_of(backend)
+
     async def go() -> None:
         await store.aput(("a",), "k", {"v": 1})
         item = await store.aget(("a",), "k")
@@ -226,8 +259,8 @@ def test_async_twins(store: S3DynamoStore) -> None:
     asyncio.run(go())
 
 
-def test_graph_with_checkpointer_and_store(parts: tuple[MemoryIndex, MemoryObjects]) -> None:
-    saver = make(*parts)
+def test_graph_with_checkpointer_and_store(backend: Backend) -> None:
+    saver = backend.saver()
     store = S3DynamoStore.from_saver(saver)
 
     class State(TypedDict):
@@ -317,7 +350,7 @@ def test_a_crash_between_requests_leaves_old_or_new(operation: str, after: bool)
 # ------------------------------------------------------------------ cache
 
 
-def test_cache_serves_a_graph_across_instances(parts: tuple[MemoryIndex, MemoryObjects]) -> None:
+def test_cache_serves_a_graph_across_instances(backend: Backend) -> None:
     calls: list[int] = []
 
     class State(TypedDict):
@@ -330,10 +363,10 @@ def test_cache_serves_a_graph_across_instances(parts: tuple[MemoryIndex, MemoryO
     builder = StateGraph(State)
     builder.add_node("double", double, cache_policy=CachePolicy(ttl=60))
     builder.add_edge(START, "double")
-    first = builder.compile(cache=S3DynamoCache.from_saver(make(*parts)))
+    first = builder.compile(cache=S3DynamoCache.from_saver(backend.saver()))
     assert first.invoke({"x": 2}) == {"x": 4}
     # Another process (a new Lambda sandbox) on the same table finds the cached result.
-    second = builder.compile(cache=S3DynamoCache.from_saver(make(*parts)))
+    second = builder.compile(cache=S3DynamoCache.from_saver(backend.saver(setup=False)))
     assert second.invoke({"x": 2}) == {"x": 4}
     assert len(calls) == 1
 
@@ -418,22 +451,430 @@ def test_async_methods_run_in_the_saver_s_pool(parts: tuple[MemoryIndex, MemoryO
     assert len(seen) == 2 and all(name.startswith("s3dynamo-async7") for name in seen), seen
 
 
-def test_replaced_large_values_are_collected_after_the_grace(
-    parts: tuple[MemoryIndex, MemoryObjects],
-) -> None:
-    from datetime import timedelta
-
-    from langgraph.checkpoint.s3dynamo.memory.admin import collect_memory_garbage
-
-    saver = make(*parts)
+def test_replaced_large_values_are_collected_after_the_grace(backend: Backend) -> None:
+    saver = backend.saver()
     store = S3DynamoStore.from_saver(saver)
+    port = saver.store.objects.port
     store.put(("docs",), "big", {"v": os.urandom(20000).hex()})
     latest = {"v": os.urandom(20000).hex()}
     store.put(("docs",), "big", latest)  # the first object is now referenced by nothing
-    assert len(list(parts[1].list(""))) == 2
+    assert len(list(port.list(""))) == 2
     # Within the grace nothing goes (a put may be between its upload and its commit).
     assert collect_memory_garbage(saver.parts, timedelta(hours=1)) == {"store": 0, "cache": 0}
-    assert collect_memory_garbage(saver.parts, timedelta(0)) == {"store": 1, "cache": 0}
-    assert len(list(parts[1].list(""))) == 1
+    # A grace below zero: S3 dates an object to the second.
+    assert collect_memory_garbage(saver.parts, timedelta(seconds=-5)) == {"store": 1, "cache": 0}
+    assert len(list(port.list(""))) == 1
     got = store.get(("docs",), "big")
     assert got is not None and got.value == latest
+
+
+def test_thread_maintenance_passes_memory_items_by(backend: Backend) -> None:
+    saver = backend.saver()
+    store = S3DynamoStore.from_saver(saver)
+    store.put(("a",), "k", {"v": 1}, ttl=1)
+    S3DynamoCache.from_saver(saver).set({(("n",), "k"): (1, 60)})
+    assert saver.ops.stats().threads == 0
+    plan = saver.ops.plan_expiry(timedelta(days=1))
+    assert plan.idle == {} and plan.leftovers == []
+    assert store.space.expire(now=store.space.clock() + 1800) == (1, 1)
+    assert store.list_namespaces() == []
+
+
+# ------------------------------------------------------------ the namespace directory
+
+
+class Process:
+    """Another process on the same storage: its own adapter object, hence its own
+    leases and memory of its writes. `hooks` run before the named request."""
+
+    def __init__(self, inner: MemoryIndex) -> None:
+        self._inner = inner
+        self.hooks: dict[str, Callable[[], None]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._inner, name)
+        hook = self.hooks.get(name)
+        if hook is None or not callable(target):
+            return target
+
+        def hooked(*args: Any, **kwargs: Any) -> Any:
+            self.hooks.pop(name)()
+            return target(*args, **kwargs)
+
+        return hooked
+
+
+class Stale(Process):
+    """Eventually consistent reads served from an earlier snapshot of the storage;
+    consistent reads and writes from the storage itself."""
+
+    def __init__(self, inner: MemoryIndex, snapshot: MemoryIndex) -> None:
+        super().__init__(inner)
+        self.snapshot = snapshot
+
+    def memory_get(self, keys: Any, consistent: bool = False) -> Any:
+        return (self._inner if consistent else self.snapshot).memory_get(keys)
+
+    def memory_query(self, pk: str, limit: int | None = None, consistent: bool = False) -> Any:
+        return (self._inner if consistent else self.snapshot).memory_query(pk, limit)
+
+    def directory(self, pk: str, consistent: bool = False) -> Any:
+        return (self._inner if consistent else self.snapshot).directory(pk)
+
+
+def store_on(index: Any, objects: MemoryObjects, clock: Clock | None = None, **kw: Any) -> Any:
+    saver = S3DynamoSaver(
+        index=index, object_store=objects, keys=kw.pop("keys", KEYS), secret=SECRET, **kw
+    )
+    store = S3DynamoStore.from_saver(saver)
+    if clock is not None:
+        store.space.clock = clock
+    return store
+
+
+def test_first_put_renews_the_entry_later_puts_write_the_item_alone(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    index, objects = parts
+    store = store_on(Process(index), objects)
+    store.put(NS, "a", {"v": 1})
+    assert index.calls["memory_put"] == 1 and index.calls["memory_update"] == 0
+    store.put(NS, "b", {"v": 2})
+    store.put(NS, "a", {"v": 3})
+    assert index.calls["memory_put"] == 1 and index.calls["memory_update"] == 2
+    # Another process learns the entry from a read and writes items alone too.
+    other = store_on(Process(index), objects)
+    assert other.list_namespaces() == [NS]
+    other.put(NS, "c", {"v": 4})
+    assert index.calls["memory_put"] == 1 and index.calls["memory_update"] == 3
+
+
+def test_a_put_racing_a_delete_of_the_last_item_stays_listed(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    index, objects = parts
+    clock = Clock()
+    writer = store_on(Process(index), objects, clock)
+    deleter = store_on(b := Process(index), objects, clock)
+    reader = store_on(Process(index), objects, clock)
+    writer.put(NS, "k1", {"v": 1})
+    # The deleter finds the namespace empty; before it marks the entry, the writer (on
+    # its lease) puts another item without touching the entry.
+    b.hooks["directory_mark"] = lambda: writer.put(NS, "k2", {"v": 2})
+    deleter.delete(NS, "k1")
+    assert index.calls["memory_update"] == 1
+    assert [e.emptied for e in index.directory_entries()] == [True]
+    assert reader.list_namespaces() == [NS]
+    assert [i.key for i in reader.search(("users",))] == ["k2"]
+    # The sweep takes the mark off a namespace with items.
+    assert reader.space.expire() == (0, 0)
+    assert [e.emptied for e in index.directory_entries()] == [False]
+
+
+def test_a_namespace_emptied_is_dropped_only_after_every_lease_on_it(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    index, objects = parts
+    clock = Clock()
+    writer = store_on(Process(index), objects, clock)
+    deleter = store_on(Process(index), objects, clock)
+    reader = store_on(Process(index), objects, clock)
+    writer.put(NS, "k1", {"v": 1})
+    deleter.delete(NS, "k1")
+    assert reader.list_namespaces() == [] and reader.search(NS) == []
+    # Within the lease the writer still writes items alone: the namespace shows again.
+    clock.now += LEASE_SECONDS - 1
+    writer.put(NS, "k2", {"v": 2})
+    assert reader.list_namespaces() == [NS]
+    deleter.delete(NS, "k2")
+    assert reader.list_namespaces() == []
+    # Past the lease and its margin the sweep drops the entry; the writer's lease is
+    # over, so its next put writes the entry again with the item.
+    clock.now += DROP_MARGIN_SECONDS + 2
+    assert reader.space.expire() == (0, 1) and index.directory_entries() == []
+    puts = index.calls["memory_put"]
+    writer.put(NS, "k3", {"v": 3})
+    assert index.calls["memory_put"] == puts + 1
+    assert reader.list_namespaces() == [NS]
+    assert [i.key for i in reader.search(NS)] == ["k3"]
+
+
+def test_a_lease_that_runs_out_during_a_put_renews_the_entry(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    index, objects = parts
+    clock = Clock()
+    writer = store_on(a := Process(index), objects, clock)
+    writer.put(NS, "k1", {"v": 1})
+    generation = index.directory_entries()[0].generation
+    clock.now += LEASE_SECONDS - 1
+
+    def slow() -> None:
+        clock.now += 5
+
+    a.hooks["memory_put"] = slow
+    writer.put(NS, "k2", {"v": 2})
+    assert index.calls["directory_renew"] == 1
+    assert index.directory_entries()[0].generation != generation
+
+
+def test_eventually_consistent_reads_show_this_process_its_writes(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    index, objects = parts
+    store_on(index, objects).put(("u",), "old", {"v": 0})
+    snapshot = index.clone()
+    store = store_on(Stale(index, snapshot), objects)
+    store.put(("u",), "k", {"v": 1})
+    store.put(("new",), "k", {"v": 2})
+    store.put(("u",), "old", {"v": 3})
+    item = store.get(("u",), "k")
+    assert item is not None and item.value == {"v": 1}
+    assert {i.key: i.value for i in store.search(("u",))} == {"k": {"v": 1}, "old": {"v": 3}}
+    assert store.list_namespaces() == [("new",), ("u",)]
+    store.delete(("u",), "old")
+    assert store.get(("u",), "old") is None
+    assert [i.key for i in store.search(("u",))] == ["k"]
+    # Another process reading the same lagging replica sees the store as it was: the
+    # trade-off of eventually consistent reads (docs/OPERATIONS.md, "Long-term memory").
+    other = store_on(Stale(index, snapshot), objects)
+    assert other.get(("u",), "k") is None
+    old = other.get(("u",), "old")
+    assert old is not None and old.value == {"v": 0}
+
+
+def test_items_of_the_earlier_format_read(parts: tuple[MemoryIndex, MemoryObjects]) -> None:
+    index, objects = parts
+    store = store_on(index, objects)
+    store.setup()
+    space = store.space
+    serde = store.saver.parts.codec.serde()
+    # The first layout: the payload header named the namespace, and vectors were float lists.
+    ik = space.item_key(NS, "old")
+    body = serde.dumps_typed({"value": {"text": "cat"}, "vectors": {"text": [1.0, 0.0]}})
+    payload = json.dumps([list(NS), "old", body[0]]).encode() + b"\n" + body[1]
+    blob = space.sealer.seal("memory", payload, space.aad(NS, ik.sk))
+    index.load_memory([MemoryRow(ik, blob, None, None, None, 1000, 1000)], [])
+    item = store.get(NS, "old")
+    assert item is not None and item.value == {"text": "cat"}
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] if "cat" in t else [0.0, 1.0] for t in texts]
+
+    indexed = S3DynamoStore.from_saver(
+        store.saver, index={"dims": 2, "embed": embed, "fields": ["text"]}
+    )
+    indexed.put(NS, "new", {"text": "dog"})
+    found = indexed.search(NS, query="cat")
+    assert [(i.key, round(i.score or 0, 3)) for i in found] == [("old", 1.0), ("new", 0.0)]
+
+
+def test_reencrypt_reseals_store_items_cache_entries_and_directories(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    index, objects = parts
+    old = store_on(index, objects)
+    old.setup()
+    old.put(NS, "small", {"v": 1})
+    old.put(NS, "large", {"v": os.urandom(60_000).hex()})
+    S3DynamoCache.from_saver(old.saver).set({(("node",), "k"): ({"r": 1}, None)})
+    sealer = old.saver.parts.sealer
+    blobs = [r.blob for r in index.memory_rows() if r.blob is not None]
+    blobs += [e.blob for e in index.directory_entries()]
+    blobs += [objects.get(o.key) for o in objects.list("")]
+    assert {sealer.key_id_of(b) for b in blobs} == {"k1"} and len(blobs) == 5
+
+    rotated = store_on(index, objects, keys=f"{K2},{KEYS}")
+    assert rotated.saver.ops.reencrypt() >= 5
+    blobs = [r.blob for r in index.memory_rows() if r.blob is not None]
+    blobs += [e.blob for e in index.directory_entries()]
+    blobs += [objects.get(o.key) for o in objects.list("")]
+    assert {sealer.key_id_of(b) for b in blobs} == {"k2"}
+    large = rotated.get(NS, "large")
+    assert large is not None and len(large.value["v"]) == 120_000
+    assert rotated.list_namespaces() == [NS]
+    cache = S3DynamoCache.from_saver(rotated.saver)
+    assert cache.get([(("node",), "k")]) == {(("node",), "k"): {"r": 1}}
+    # A second run finds nothing left to re-seal.
+    assert rotated.saver.ops.reencrypt() == 0
+
+
+def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:
+    from botocore.exceptions import ClientError
+
+    from langgraph.checkpoint.s3dynamo.backends.dynamodb_memory import DynamoTableIndex
+    from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey
+
+    class Conflicting:
+        sent = 0
+
+        def transact_write_items(self, **_: object) -> None:
+            self.sent += 1
+            raise ClientError(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                    "CancellationReasons": [{"Code": "TransactionConflict"}],
+                },
+                "TransactWriteItems",
+            )
+
+    row = MemoryRow(ItemKey("p~m!", "k"), b"x", None)
+    entry = DirectoryEntry(ItemKey("~m~dir!", "n"), b"n", "g")
+    with pytest.raises(ConcurrentUpdateError, match="store items or cache entries") as err:
+        DynamoTableIndex(Conflicting(), "t").memory_put([row], entry)  # type: ignore[arg-type]
+    assert "thread" not in str(err.value)
+
+
+def test_a_read_refreshes_an_expiry_only_when_it_moves_by_more_than_the_slack(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    index, objects = parts
+    clock = Clock()
+    store = store_on(index, objects, clock)
+    store.put(NS, "hour", {"v": 1}, ttl=60)
+    store.put(NS, "minute", {"v": 2}, ttl=1)
+    clock.now += 30  # under 1% of an hour (36 s), over 1% of a minute
+    assert store.get(NS, "hour") is not None and store.get(NS, "minute") is not None
+    assert index.calls["memory_touch"] == 1
+    expiry = {r.key.sk: r.expires for r in index.memory_rows()}
+    assert expiry[store.space.item_key(NS, "minute").sk] == int(clock.now + 60)
+    assert expiry[store.space.item_key(NS, "hour").sk] == int(clock.now - 30 + 3600)
+    clock.now += 10  # 40 s since the put: the hour's expiry moves by more than 36 s
+    assert store.get(NS, "hour") is not None
+    assert index.calls["memory_touch"] == 2
+    hour = [r for r in index.memory_rows() if r.key == store.space.item_key(NS, "hour")]
+    assert hour[0].expires == int(clock.now + 3600)
+
+
+# ------------------------------------------- on DynamoDB and S3 only (marked aws)
+
+
+def stored_bytes(clients: Any) -> bytes:
+    dynamodb, s3 = clients
+    out = bytearray()
+    for page in dynamodb.get_paginator("scan").paginate(TableName=clients.table):
+        out += repr(page["Items"]).encode()
+    for obj in s3.list_objects_v2(Bucket=clients.bucket).get("Contents", []):
+        out += (
+            obj["Key"].encode()
+            + s3.get_object(Bucket=clients.bucket, Key=obj["Key"])["Body"].read()
+        )
+    return bytes(out)
+
+
+@pytest.mark.aws
+def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> None:
+    saver = make_saver(clients)
+    saver.setup()
+    counter.reset()
+    store = S3DynamoStore.from_saver(saver)
+    store.put(("users", "a"), "k", {"v": 1})  # the deployment check is done by setup()
+    assert counter.calls == {"dynamodb.TransactWriteItems": 1}
+    counter.reset()
+    assert store.get(("users", "a"), "k") is not None
+    assert counter.calls == {"dynamodb.BatchGetItem": 1}
+    counter.reset()
+    assert [i.key for i in store.search(("users",))] == ["k"]
+    # The directory, then the matching namespace's partition.
+    assert counter.calls == {"dynamodb.Query": 2}
+    counter.reset()
+    # Later puts into it, while the process holds a lease on its entry: the item alone.
+    store.put(("users", "a"), "big", {"v": os.urandom(30000).hex()})
+    assert counter.calls == {"s3.PutObject": 1, "dynamodb.UpdateItem": 1}
+    counter.reset()
+    # A batch writes each namespace's items together: 99 items and the directory entry
+    # a transaction, so parallel puts into one namespace never contend for its entry.
+    store.batch([PutOp(("users", "b"), f"k{i}", {"i": i}) for i in range(150)])
+    assert counter.calls == {"dynamodb.TransactWriteItems": 2}
+    assert len(store.search(("users", "b"), limit=200)) == 150
+
+
+@pytest.mark.aws
+def test_nothing_readable_in_the_table_and_bucket(clients: Clients) -> None:
+    keys = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
+    saver = make_saver(clients, keys=keys, secret=os.urandom(32))
+    saver.setup()
+    store = S3DynamoStore.from_saver(saver)
+    cache: S3DynamoCache[Any] = S3DynamoCache.from_saver(saver)
+    store.put(("tenant-ns", "alice"), "key-name", {"pw": "hunter2"})
+    store.put(("tenant-ns", "alice"), "large-key", {"blob": os.urandom(30000).hex()})
+    cache.set({(("cache-ns",), "cache-key"): ("cached-value", 60)})
+    raw = stored_bytes(clients)
+    for word in (b"tenant-ns", b"alice", b"key-name", b"hunter2", b"large-key", b"cache-"):
+        assert word not in raw
+
+
+class Consistency:
+    """The ConsistentRead flag of every DynamoDB read, in order."""
+
+    def __init__(self, client: Any) -> None:
+        self.reads: list[tuple[str, bool]] = []
+        client.meta.events.register("provide-client-params.dynamodb.*", self._seen)
+
+    def _seen(self, params: dict[str, Any], event_name: str, **_: Any) -> None:
+        operation = event_name.rsplit(".", 1)[-1]
+        if operation == "BatchGetItem":
+            for table in params["RequestItems"].values():
+                self.reads.append((operation, bool(table.get("ConsistentRead"))))
+        elif operation in ("Query", "GetItem"):
+            self.reads.append((operation, bool(params.get("ConsistentRead"))))
+
+
+@pytest.mark.aws
+def test_put_is_one_update_and_reads_are_eventually_consistent(
+    clients: Clients, counter: RequestCounter
+) -> None:
+    saver = make_saver(clients)
+    saver.setup()
+    counter.reset()
+    store = S3DynamoStore.from_saver(saver)
+    store.put(NS, "a", {"v": 1})
+    assert counter.calls == {"dynamodb.TransactWriteItems": 1}
+    counter.reset()
+    store.put(NS, "b", {"v": 2})
+    assert counter.calls == {"dynamodb.UpdateItem": 1}
+    # A fresh process reads eventually consistently and learns the entry from a read.
+    other = S3DynamoStore.from_saver(make_saver(clients))
+    assert other.get(NS, "none") is None  # after the once-a-process deployment check
+    seen = Consistency(clients[0])
+    counter.reset()
+    assert other.get(NS, "a") is not None
+    assert [i.key for i in other.search(("users",), filter={"v": 2})] == ["b"]
+    assert other.list_namespaces() == [NS]
+    # get; search: the directory, the namespace; list_namespaces: the directory.
+    assert seen.reads == [("BatchGetItem", False)] + [("Query", False)] * 3
+    counter.reset()
+    other.put(NS, "c", {"v": 3})
+    assert counter.calls == {"dynamodb.UpdateItem": 1}
+
+
+@pytest.mark.aws
+def test_on_dynamodb_a_put_within_its_lease_after_a_delete_stays_listed(
+    clients: Clients,
+) -> None:
+    clock = Clock()
+    stores = []
+    for _ in range(3):
+        store = S3DynamoStore.from_saver(make_saver(clients))
+        store.space.clock = clock
+        stores.append(store)
+    writer, deleter, reader = stores
+    writer.setup()
+    writer.put(NS, "k1", {"v": 1})
+    deleter.delete(NS, "k1")
+    assert reader.list_namespaces() == []
+    # Within its lease the writer puts without the directory entry, which the delete
+    # marked emptied: the namespace is listed and searched all the same.
+    writer.put(NS, "k2", {"v": 2})
+    assert reader.list_namespaces() == [NS]
+    assert [i.key for i in reader.search(("users",))] == ["k2"]
+    assert reader.space.expire() == (0, 0)
+    deleter.delete(NS, "k2")
+    assert reader.list_namespaces() == []
+    # After every lease and its margin the entry goes; the writer's next put, its
+    # lease over, writes the entry again.
+    clock.now += LEASE_SECONDS + DROP_MARGIN_SECONDS + 1
+    assert reader.space.expire() == (0, 1)
+    writer.put(NS, "k3", {"v": 3})
+    assert reader.list_namespaces() == [NS]
+    assert [i.key for i in reader.search(NS)] == ["k3"]

@@ -1,13 +1,18 @@
-"""Retention on the in-memory ports: idle threads go whole, active ones keep everything.
+"""Retention: idle threads go whole (or keep only their latest checkpoints), active ones
+keep everything; sweeps planned from the Scan or from the idle-period index.
 
-Faults at every request of a sweep are injected in `tests/unit/test_faults.py` (op
-`expire`); `tests/aws/test_retention.py` runs the same on moto and the DynamoDB adapter.
+On the in-memory ports; tests taking `backend` run on the AWS adapters too (moto, and
+the integration tiers' servers), and tests marked `aws` pin what only DynamoDB and S3
+have: stamps as item attributes, the Scan's requests, what a sweep sends for two table
+sizes, backfilling an old table, a table without the index. Faults at every request of
+a sweep: `tests/unit/test_faults.py` (ops `expire` and `expire indexed`).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -16,26 +21,43 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
-from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, InvalidConfigError
-from langgraph.checkpoint.s3dynamo.layout import control_pk
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    InvalidConfigError,
+    StorageConfigError,
+)
+from langgraph.checkpoint.s3dynamo.layout import IDLE_SHARDS, control_pk, is_control_pk
 from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, id_time, plan_expiry
+from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, table_definition
 from langgraph.checkpoint.s3dynamo.settings import Settings, langgraph_json_ttl, parse_ttl
+from tests.support.backends import Backend
 from tests.support.graphs import delta_graph
-from tests.support.savers import MemorySaver, memory_saver
+from tests.support.savers import (
+    BACKEND,
+    Clients,
+    MemorySaver,
+    RequestCounter,
+    make_saver,
+    memory_saver,
+)
 from tests.support.scenarios import ask_graph, chat_graph
 
 DAY = 86_400.0
 TTL = "30d"
 
 
-def at(saver: MemorySaver, days_from_now: float) -> None:
-    """Set the clocks (record stamps, sweeps, object modification times) to
-    `days_from_now`."""
+def at(saver: S3DynamoSaver, days_from_now: float) -> None:
+    """Set the clocks (record stamps, sweeps, and in memory object modification times)
+    to `days_from_now`."""
     moment = time.time() + days_from_now * DAY
-    saver.store.clock = saver.objects.clock = lambda: moment
+    saver.store.clock = lambda: moment
+    port = saver.store.objects.port
+    if hasattr(port, "clock"):
+        port.clock = lambda: moment
 
 
-def chat(saver: MemorySaver, tid: str, turns: int = 3) -> Any:
+def chat(saver: S3DynamoSaver, tid: str, turns: int = 3) -> Any:
     graph = chat_graph(saver)
     config = {"configurable": {"thread_id": tid}}
     for i in range(turns):
@@ -43,7 +65,7 @@ def chat(saver: MemorySaver, tid: str, turns: int = 3) -> Any:
     return graph
 
 
-def delta_chat(saver: MemorySaver, tid: str, turns: int = 3) -> Any:
+def delta_chat(saver: S3DynamoSaver, tid: str, turns: int = 3) -> Any:
     graph = delta_graph(saver, 2)
     for i in range(turns):
         graph.invoke({"messages": [f"user: {i}"]}, {"configurable": {"thread_id": tid}})
@@ -146,17 +168,19 @@ def test_records_that_cannot_be_dated_are_kept(saver: MemorySaver) -> None:
     assert stored(saver, "custom")[0] == 1
 
 
-def test_a_thread_held_by_its_lock_is_left_alone(saver: MemorySaver) -> None:
+def test_a_thread_held_by_its_lock_is_left_alone(backend: Backend) -> None:
+    saver = backend.saver(inline_max=0)
     at(saver, -40)
     chat(saver, "held")
     at(saver, 0)
     with saver.ops.thread_lock("held", ttl=3600):
         plan = saver.ops.expire_idle_threads(TTL)
     assert plan.busy == [saver.store.namer.thread("held")] and not plan.removed
-    assert stored(saver, "held")[0] > 0
+    assert saver.get_tuple({"configurable": {"thread_id": "held"}}) is not None
 
 
-def test_a_commit_between_scan_and_removal_keeps_the_thread(saver: MemorySaver) -> None:
+def test_a_commit_between_scan_and_removal_keeps_the_thread(backend: Backend) -> None:
+    saver = backend.saver(inline_max=0)
     at(saver, -40)
     graph = chat(saver, "revived")
     at(saver, 0)
@@ -173,6 +197,8 @@ def test_a_commit_between_scan_and_removal_keeps_the_thread(saver: MemorySaver) 
         {"messages": [HumanMessage("and again", id="again")]},
         {"configurable": {"thread_id": "revived"}},
     )
+    again = history(graph, "revived")
+    assert len(again) > len(after) and again[-len(after) :] == after
 
 
 def test_a_run_that_loaded_the_thread_before_removal_cannot_commit_after_it(
@@ -208,7 +234,8 @@ def test_tombstones_go_once_older_than_the_ttl(saver: MemorySaver) -> None:
     assert stored(saver, "gone") == (0, 0, [])
 
 
-def test_a_sweep_past_its_deadline_leaves_the_rest_for_the_next(saver: MemorySaver) -> None:
+def test_a_sweep_past_its_deadline_leaves_the_rest_for_the_next(backend: Backend) -> None:
+    saver = backend.saver(inline_max=0)
     at(saver, -40)
     for i in range(3):
         chat(saver, f"t{i}", turns=1)
@@ -250,6 +277,19 @@ def test_the_segments_of_the_scan_together_see_every_thread(saver: MemorySaver) 
     assert split.active == whole.active == 4
     with pytest.raises(InvalidConfigError, match="at least 1"):
         plan_expiry(saver.store, parse_ttl(TTL), segments=0)
+
+
+def test_the_parallel_scan_covers_the_table_once(backend: Backend) -> None:
+    """Segment and TotalSegments, as the index sends them (DynamoDB's, or the twin's):
+    the segments hold every item of a sequential Scan, each once."""
+    saver = backend.saver()
+    for i in range(6):
+        chat(saver, f"t{i}", turns=1)
+    index = saver.store.records
+    whole = [s.key for page in index.scan_stamps() for s in page]
+    split = [s.key for seg in range(4) for page in index.scan_stamps(seg, 4) for s in page]
+    assert sorted(split) == sorted(whole) and len(set(split)) == len(split)
+    assert len({k.pk for k in whole if not is_control_pk(k.pk)}) == 6
 
 
 def test_retention_setting_and_bad_durations() -> None:
@@ -331,7 +371,8 @@ def test_keep_latest_keeps_the_conversation_and_drops_its_history(saver: MemoryS
     assert saver.store.namer.thread("asked") not in full.idle and full.kept >= 1
 
 
-def test_keep_latest_leaves_a_thread_written_during_the_sweep_whole(saver: MemorySaver) -> None:
+def test_keep_latest_leaves_a_thread_written_during_the_sweep_whole(backend: Backend) -> None:
+    saver = backend.saver(inline_max=0)
     at(saver, -40)
     graph = chat(saver, "busy", turns=3)
     at(saver, 0)
@@ -436,7 +477,8 @@ def test_a_thread_revived_under_the_index_sweep_is_indexed_again(saver: MemorySa
     assert saver.ops.expire_idle_threads(TTL).removed == [name]
 
 
-def test_a_copied_thread_is_in_the_index_and_found_once_idle(saver: MemorySaver) -> None:
+def test_a_copied_thread_is_in_the_index_and_found_once_idle(backend: Backend) -> None:
+    saver = backend.saver(inline_max=0)
     at(saver, -40)
     chat(saver, "source")
     at(saver, -39)
@@ -478,3 +520,244 @@ def test_an_indexed_sweep_out_of_time_leaves_its_days_to_the_next(saver: MemoryS
     again = saver.ops.plan_expiry(TTL)
     assert again.cursor.day == late.cursor.day == first.cursor.to_day
     assert sorted(again.execute().removed) == sorted(late.unfinished)
+
+
+# ------------------------------------------- through DynamoDB and S3 only (marked aws)
+
+
+def items_of(clients: Any, name: str) -> list[dict[str, Any]]:
+    ddb = clients[0]
+    items: list[dict[str, Any]] = []
+    for pk in (name, name + "!"):
+        out = ddb.query(
+            TableName=clients.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+        )
+        items += out["Items"]
+    return items
+
+
+def objects_of(clients: Any, prefix: str) -> list[str]:
+    out = clients[1].list_objects_v2(Bucket=clients.bucket, Prefix=prefix)
+    return [o["Key"] for o in out.get("Contents", [])]
+
+
+@pytest.mark.aws
+def test_through_the_adapters_an_idle_thread_goes_in_a_few_requests(
+    clients: Clients, counter: RequestCounter
+) -> None:
+    saver = make_saver(clients, inline_max=0, prefix="agents/")
+    saver.setup()
+    chat(saver, "idle", turns=2)
+    # Written 40 days later than "idle" (by the saver's clock), then swept 5 days after.
+    later = time.time() + 40 * DAY
+    saver.store.clock = lambda: later
+    active = chat(saver, "active", turns=2)
+    delta = delta_graph(saver, 2)
+    for i in range(3):
+        delta.invoke({"messages": [f"user: {i}"]}, {"configurable": {"thread_id": "delta"}})
+    kept = [s.values for s in active.get_state_history({"configurable": {"thread_id": "active"}})]
+    idle = saver.store.namer.thread("idle")
+    assert any("c" in i for i in items_of(clients, idle))
+    assert all("a" in i for i in items_of(clients, idle) if "c" in i)  # stamped
+    assert objects_of(clients, saver.store.objects.thread_prefix(idle))
+
+    sweep = time.time() + 45 * DAY
+    saver.store.clock = lambda: sweep
+    plan = saver.ops.expire_idle_threads("30d", dry_run=True)
+    assert list(plan.idle) == [idle] and plan.active == 2
+    counter.reset()
+    plan.execute()
+    # Removing one thread: its lease, the tombstones, one consistent read, the record
+    # deletes (each checkpoint alone, newest first, then the writes in one batch), one
+    # listing, one conditional DeleteObjects, one batch for the lease.
+    assert counter["dynamodb.UpdateItem"] == 1
+    assert counter["dynamodb.Query"] == 1
+    assert counter["s3.ListObjectsV2"] == 1
+    assert counter["s3.DeleteObjects"] == 1
+    assert counter["dynamodb.BatchWriteItem"] <= 1 + plan.records_deleted + 1
+
+    assert plan.removed == [idle]
+    left = items_of(clients, idle)
+    assert [i["sk"]["S"] for i in left] == ["head#" + next(iter(plan.seen[idle].namespaces))]
+    assert left[0]["h"]["S"].startswith("~")  # the tombstone
+    assert objects_of(clients, saver.store.objects.thread_prefix(idle)) == []
+    assert saver.get_tuple({"configurable": {"thread_id": "idle"}}) is None
+    assert [
+        s.values for s in active.get_state_history({"configurable": {"thread_id": "active"}})
+    ] == kept
+    assert delta.get_state({"configurable": {"thread_id": "delta"}}).values["messages"][-1]
+    # The same thread id starts afresh on its tombstone.
+    fresh = chat(saver, "idle", turns=1)
+    assert len(fresh.get_state({"configurable": {"thread_id": "idle"}}).values["messages"]) == 2
+
+
+@pytest.mark.aws
+def test_scan_reads_only_keys_stamps_and_heads(clients: Clients, counter: RequestCounter) -> None:
+    saver = make_saver(clients)
+    saver.setup()
+    chat(saver, "one", turns=1)
+    counter.reset()
+    plan = saver.ops.expire_idle_threads("1d", dry_run=True)
+    assert plan.active == 1 and not plan.idle
+    # The sweep's cursor (none yet: this first sweep plans with the Scan), then the Scan.
+    assert dict(counter.calls) == {"dynamodb.Query": 1, "dynamodb.Scan": SCAN_SEGMENTS}
+    if BACKEND == "moto":
+        stamps = list(saver.store.records.scan_stamps())
+        assert len(stamps) == 1 and stamps[0] and all(s.key.pk for s in stamps[0])
+
+
+# The idle-period index on DynamoDB: what a sweep sends grows with the threads that
+# expire (E), not with the table (N); an old table is backfilled by the first sweep (the
+# Scan); a table without the index says how to add it.
+
+
+def put(saver: S3DynamoSaver, tid: str) -> None:
+    config = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+    saver.put(config, empty_checkpoint(), {"step": 1}, {})
+
+
+def table(clients: Any, name: str, **kwargs: Any) -> S3DynamoSaver:
+    saver = make_saver(clients, table=name, prefix="", **kwargs)
+    saver.setup()
+    return saver
+
+
+def at_moment(saver: S3DynamoSaver, moment: float) -> None:
+    saver.store.clock = lambda: moment
+
+
+def sweep_counts(
+    clients: Any, counter: RequestCounter, n: int, e: int, t0: float
+) -> tuple[Counter[str], int, Any]:
+    """A table of `n` threads of which `e` are idle; the second sweep's requests, the
+    items its reads evaluated, and its plan."""
+    saver = table(clients, f"sweep-{n}-{e}")
+    at_moment(saver, t0 - 31 * DAY + 3600)
+    for i in range(e):
+        put(saver, f"idle-{i}")
+    at_moment(saver, t0 - DAY)
+    first = saver.ops.expire_idle_threads(TTL)  # no cursor yet: the Scan; none idle
+    assert not first.removed and first.cursor.day is None
+    at_moment(saver, t0)
+    for i in range(n - e):
+        put(saver, f"active-{i}")
+    evaluated = [0]
+
+    def count(parsed: Any, **_: Any) -> None:
+        evaluated[0] += int(parsed.get("ScannedCount", 0)) if isinstance(parsed, dict) else 0
+
+    clients[0].meta.events.register("after-call.dynamodb.Query", count)
+    counter.reset()
+    plan = saver.ops.expire_idle_threads(TTL)
+    clients[0].meta.events.unregister("after-call.dynamodb.Query", count)
+    calls = Counter(counter.calls)
+    assert sorted(plan.removed) == sorted(saver.store.namer.thread(f"idle-{i}") for i in range(e))
+    for i in range(0, n - e, max(1, (n - e) // 5)):  # active threads keep their checkpoint
+        assert saver.get_tuple({"configurable": {"thread_id": f"active-{i}"}}) is not None
+    return calls, evaluated[0], plan
+
+
+@pytest.mark.aws
+def test_a_sweep_costs_what_expires_not_what_is_stored(
+    clients: Any, counter: RequestCounter
+) -> None:
+    t0 = time.time()
+    small, small_read, plan = sweep_counts(clients, counter, 20, 4, t0)
+    large, large_read, _ = sweep_counts(clients, counter, 200, 4, t0)
+    more, more_read, _ = sweep_counts(clients, counter, 20, 8, t0)
+    # Ten times the threads, the same idle ones: the same requests and items read.
+    assert small == large and small_read == large_read
+    assert plan.active == 0  # the active threads were not even read
+    # Per idle thread (one checkpoint, inline): 3 Query (its two partitions, then the
+    # consistent read before removal), 1 UpdateItem (its lease), 5 BatchWriteItem
+    # (tombstones, marks, records, marks removed, lease and heads), 1 ListObjectsV2 (no
+    # object to delete). Per sweep: the cursor's
+    # Query, the index's two days (the cutoff's and the one before) times 32 shards, the
+    # journal and the cursor's PutItem.
+    e = 4
+    assert small == Counter(
+        {
+            "dynamodb.Query": 1 + 2 * IDLE_SHARDS + 3 * e,
+            "dynamodb.UpdateItem": e,
+            "dynamodb.BatchWriteItem": 5 * e,
+            "dynamodb.PutItem": 2,
+            "s3.ListObjectsV2": e,
+        }
+    )
+    slope = {k: (more[k] - small[k]) / 4 for k in more}
+    assert slope == {
+        "dynamodb.Query": 3,
+        "dynamodb.UpdateItem": 1,
+        "dynamodb.BatchWriteItem": 5,
+        "dynamodb.PutItem": 0,
+        "s3.ListObjectsV2": 1,
+    }
+    # Items the Queries evaluated: the index entries and each idle thread's items, the
+    # same for each idle thread.
+    assert (small_read, more_read) == (18, 34)
+
+
+def strip_index_keys(clients: Any, name: str) -> int:
+    """What an old table holds: no item carries the index key."""
+    ddb, stripped = clients[0], 0
+    for item in ddb.scan(TableName=name)["Items"]:
+        if "ik" in item:
+            ddb.update_item(
+                TableName=name,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+                UpdateExpression="REMOVE ik",
+            )
+            stripped += 1
+    return stripped
+
+
+@pytest.mark.aws
+def test_the_first_sweep_on_an_old_table_scans_and_backfills(clients: Any) -> None:
+    saver = table(clients, "old")
+    t0 = time.time()
+    at_moment(saver, t0 - 40 * DAY)
+    put(saver, "old-idle")
+    at_moment(saver, t0 - 20 * DAY)
+    put(saver, "old-active")
+    assert strip_index_keys(clients, "old") == 2
+    at_moment(saver, t0)
+    first = saver.ops.expire_idle_threads(TTL)  # no cursor: the Scan, which backfills
+    assert first.removed == [saver.store.namer.thread("old-idle")]
+    # The active thread's head (its record, with concurrent-run detection off: no head)
+    # now carries its newest write's index key.
+    [(key, moved)] = first.cursor.moves
+    assert key.pk.rstrip("!") == saver.store.namer.thread("old-active")
+    assert moved.startswith(time.strftime("%Y%m%d", time.gmtime(t0 - 20 * DAY)))
+    # Fifteen days on the backfilled thread is idle: the index finds it, no Scan.
+    at_moment(saver, t0 + 15 * DAY)
+    counter = RequestCounter()
+    counter.hook(clients[0])
+    plan = saver.ops.expire_idle_threads(TTL)
+    assert plan.removed == [saver.store.namer.thread("old-active")]
+    assert counter["dynamodb.Scan"] == 0
+
+
+@pytest.mark.aws
+def test_a_table_without_the_index_says_how_to_add_it(clients: Any) -> None:
+    definition = table_definition("no-index")
+    definition["GlobalSecondaryIndexes"] = [
+        g for g in definition["GlobalSecondaryIndexes"] if g["IndexName"] != IDLE_INDEX
+    ]
+    definition["AttributeDefinitions"] = definition["AttributeDefinitions"][:3]
+    clients[0].create_table(**definition)
+    saver = make_saver(clients, table="no-index", prefix="")
+    saver.setup()
+    t0 = time.time()
+    at_moment(saver, t0 - 40 * DAY)
+    put(saver, "t")
+    at_moment(saver, t0 - 39 * DAY)
+    saver.ops.expire_idle_threads(TTL)  # the first sweep Scans: it needs no index
+    at_moment(saver, t0)
+    with pytest.raises(StorageConfigError, match="terraform") as raised:
+        saver.ops.expire_idle_threads(TTL)
+    assert IDLE_INDEX in str(raised.value) and "--full" in str(raised.value)
+    full = saver.ops.expire_idle_threads(TTL, full=True)
+    assert full.removed == [saver.store.namer.thread("t")]
