@@ -2,7 +2,8 @@
 
 The serializer turns objects into (type, bytes); the sealer frames, compresses and
 encrypts them. This module decides the identity (associated data) of every kind of blob,
-so that a blob moved to another place fails to open.
+so that a blob moved to another place fails to open: the kind, then the fields of its
+`CheckpointAt`, `ValueAt` or `WriteAt` (`identities.py`), each length-prefixed.
 """
 
 from __future__ import annotations
