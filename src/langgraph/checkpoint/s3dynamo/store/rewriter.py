@@ -119,9 +119,9 @@ class Rewriter:
                 if v.blob is not None and v.base is not None:
                     # A delta: its base object goes along, and the delta is bound to both.
                     base_version, base_key = v.base
-                    old_base = ValueAt(src, ns, channel, base_version)
+                    old_base_at = ValueAt(src, ns, channel, base_version)
                     new_base_at = ValueAt(dst, ns, channel, base_version)
-                    base_old_id = value_id(old_base)
+                    base_old_id = value_id(old_base_at)
                     new_base = namer.value(new_base_at)
                     leaves.add(new_base)
                     base_new_id = value_id(new_base_at)
