@@ -33,6 +33,7 @@ from langgraph.checkpoint.s3dynamo import (
     PlaintextRefusedError,
     S3DynamoSaver,
 )
+from langgraph.checkpoint.s3dynamo.identities import ValueAt
 from tests.support.savers import make_saver, thread_config
 from tests.support.scenarios import Runner, ask_graph, chat_graph, snapshot_view, sub_graph
 
@@ -711,7 +712,7 @@ def test_encrypted_serializer_blob_moved_to_another_thread_fails(clients: Any) -
             {},
             cp["channel_versions"],
         )
-        leaf = saver.parts.namer.value(tid, "", "alpha", "00000000000000000000000000000001.5")
+        leaf = saver.parts.namer.value(ValueAt(tid, "", "alpha", cp["channel_versions"]["alpha"]))
         keys[tid] = saver.store.objects.key(tid, leaf)
     s3 = clients[1]
     stolen = s3.get_object(Bucket=saver.settings.bucket, Key=keys["A"])["Body"].read()

@@ -1,8 +1,9 @@
 """The layers hold: no import cycle in the package, no module reaching into another's
 underscore names, botocore known only to the AWS adapters, the command line never
 reaching past the library to an adapter, the thread store used through its facade only,
-every exception in `errors.py` and raised once, retries by one policy, no class or
-module grown past a size a reader can hold, and module docstrings short."""
+every exception in `errors.py` and raised once, retries by one policy, identities passed
+as values, no class or module grown past a size a reader can hold, and module docstrings
+short."""
 
 from __future__ import annotations
 
@@ -377,3 +378,23 @@ def test_every_test_path_named_exists() -> None:
         if not (repo / named).exists()
     )
     assert stale == [], "; ".join(stale)
+
+
+MAX_POSITIONAL_PARAMETERS = 5
+# Where blobs are bound to identities and names derived from them.
+IDENTITY_MODULES = {"codec", "identities", "naming", "sealing"}
+
+
+def test_identities_travel_as_values() -> None:
+    """What a blob or name stands for is one `CheckpointAt`, `ValueAt` or `WriteAt`
+    (identities.py), not a row of strings each caller must order: no public function of
+    the sealing and naming modules takes more than five positional parameters."""
+    found = []
+    for name in sorted(IDENTITY_MODULES):
+        for node in ast.walk(_modules()[name]):
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                a = node.args
+                names = [p.arg for p in a.posonlyargs + a.args if p.arg not in ("self", "cls")]
+                if len(names) > MAX_POSITIONAL_PARAMETERS:
+                    found.append(f"{name}.{node.name}({', '.join(names)})")
+    assert found == [], "pass an identity value instead: " + "; ".join(found)

@@ -173,6 +173,7 @@ def test_full_history_of_a_delta_channel_thread_opens_each_write_once(
     it as a pending write and every snapshot's walk passes it, and deserializes only the
     writes returned, each walk and each tuple into new objects."""
     from langgraph.checkpoint.s3dynamo.codec import Codec
+    from langgraph.checkpoint.s3dynamo.identities import WriteAt
     from tests.support.graphs import converse, delta_graph
 
     saver = memory_saver(secret=SECRET)
@@ -181,9 +182,9 @@ def test_full_history_of_a_delta_channel_thread_opens_each_write_once(
     opened: list[tuple[str, str, int]] = []
     real = Codec.write_data
 
-    def counting(codec: Codec, tid: str, ns: str, cid: str, task: str, idx: int, *a: Any) -> Any:
-        opened.append((cid, task, idx))
-        return real(codec, tid, ns, cid, task, idx, *a)
+    def counting(codec: Codec, at: WriteAt, *a: Any) -> Any:
+        opened.append((at.checkpoint_id, at.task_id, at.idx))
+        return real(codec, at, *a)
 
     monkeypatch.setattr(Codec, "write_data", counting)
     walks: list[Any] = []

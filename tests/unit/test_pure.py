@@ -16,6 +16,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     KeyNotFoundError,
     PlaintextRefusedError,
 )
+from langgraph.checkpoint.s3dynamo.identities import ValueAt
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
     owner_sk,
@@ -206,7 +207,7 @@ def test_names_are_keyed_and_opaque() -> None:
     assert "user" not in a.thread("user-42")
     assert a.namespace("t", "ab") != a.namespace("t", "a")
     # Length-prefixed parts: ("a", "bc") and ("ab", "c") never collide.
-    assert a.value("t", "a", "bc", "1") != a.value("t", "ab", "c", "1")
+    assert a.value(ValueAt("t", "a", "bc", "1")) != a.value(ValueAt("t", "ab", "c", "1"))
 
 
 def test_sort_keys_parse_back() -> None:

@@ -2,7 +2,8 @@
 
 The serializer turns objects into (type, bytes); the sealer frames, compresses and
 encrypts them. This module decides the identity (associated data) of every kind of blob,
-so that a blob moved to another place fails to open.
+so that a blob moved to another place fails to open: the kind, then the fields of its
+`CheckpointAt`, `ValueAt` or `WriteAt` (`identities.py`), each length-prefixed.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
 from langgraph.checkpoint.s3dynamo.sealing import Sealer, identity
 
 
@@ -30,26 +32,26 @@ def _unpack_channel(data: bytes, what: str) -> tuple[str, bytes]:
     return data[4 : 4 + size].decode("utf-8", "surrogatepass"), data[4 + size :]
 
 
-def value_id(tid: str, ns: str, channel: str, version: str) -> bytes:
-    return identity("value", tid, ns, channel, version)
+def value_id(at: ValueAt) -> bytes:
+    return identity("value", *at)
 
 
-def delta_id(tid: str, ns: str, channel: str, version: str, base_version: str) -> bytes:
+def delta_id(at: ValueAt, base_version: str) -> bytes:
     """A value stored as a delta is bound to the version it was made against too, so it
     cannot be replayed over another base."""
-    return identity("delta", tid, ns, channel, version, base_version)
+    return identity("delta", *at, base_version)
 
 
-def write_id(tid: str, ns: str, cid: str, task_id: str, idx: int) -> bytes:
-    return identity("write", tid, ns, cid, task_id, idx)
+def write_id(at: WriteAt) -> bytes:
+    return identity("write", *at)
 
 
-def body_id(tid: str, ns: str, cid: str) -> bytes:
-    return identity("checkpoint", tid, ns, cid)
+def body_id(at: CheckpointAt) -> bytes:
+    return identity("checkpoint", *at)
 
 
-def metadata_id(tid: str, ns: str, cid: str) -> bytes:
-    return identity("metadata", tid, ns, cid)
+def metadata_id(at: CheckpointAt) -> bytes:
+    return identity("metadata", *at)
 
 
 def ref_id(pk: str, sk: str) -> bytes:
@@ -81,31 +83,24 @@ class Codec:
         return self._serde().loads_typed((typ, data))
 
     # Channel values: one per (thread, ns, channel, version).
-    def seal_value(self, tid: str, ns: str, channel: str, version: str, obj: Any) -> bytes:
-        return self._dump(obj, value_id(tid, ns, channel, version))
+    def seal_value(self, at: ValueAt, obj: Any) -> bytes:
+        return self._dump(obj, value_id(at))
 
-    def value_data(
-        self, tid: str, ns: str, channel: str, version: str, blob: bytes, what: str
-    ) -> tuple[str, bytes]:
+    def value_data(self, at: ValueAt, blob: bytes, what: str) -> tuple[str, bytes]:
         """A full value opened but not deserialized: what a delta is made against."""
-        return self.sealer.open(blob, value_id(tid, ns, channel, version), what)
+        return self.sealer.open(blob, value_id(at), what)
 
     def dump(self, obj: Any) -> tuple[str, bytes]:
         """Serialize once; `seal_value_typed` and `seal_value_delta` take the result."""
         typed: tuple[str, bytes] = self._serde().dumps_typed(obj)
         return typed
 
-    def seal_value_typed(
-        self, tid: str, ns: str, channel: str, version: str, typed: tuple[str, bytes]
-    ) -> bytes:
-        return self.sealer.seal(typed[0], typed[1], value_id(tid, ns, channel, version))
+    def seal_value_typed(self, at: ValueAt, typed: tuple[str, bytes]) -> bytes:
+        return self.sealer.seal(typed[0], typed[1], value_id(at))
 
     def seal_value_delta(
         self,
-        tid: str,
-        ns: str,
-        channel: str,
-        version: str,
+        at: ValueAt,
         typed: tuple[str, bytes],
         base_version: str,
         base: tuple[str, bytes],
@@ -114,22 +109,14 @@ class Codec:
         serializer gave another type than the base's (no common bytes to reuse)."""
         if typed[0] != base[0]:
             return None
-        ident = delta_id(tid, ns, channel, version, base_version)
+        ident = delta_id(at, base_version)
         return self.sealer.seal(typed[0], typed[1], ident, dictionary=base[1])
 
     def delta_data(
-        self,
-        tid: str,
-        ns: str,
-        channel: str,
-        version: str,
-        blob: bytes,
-        base_version: str,
-        base: tuple[str, bytes],
-        what: str,
+        self, at: ValueAt, blob: bytes, base_version: str, base: tuple[str, bytes], what: str
     ) -> tuple[str, bytes]:
         """A delta opened against its opened `base` but not deserialized."""
-        ident = delta_id(tid, ns, channel, version, base_version)
+        ident = delta_id(at, base_version)
         return self.sealer.open(blob, ident, what, dictionary=base[1])
 
     def reseal_delta(
@@ -145,20 +132,14 @@ class Codec:
         return self.sealer.seal(typ, data, new, dictionary=base[1])
 
     # Pending writes: one per (thread, ns, checkpoint, task, idx); the channel is sealed too.
-    def seal_write(
-        self, tid: str, ns: str, cid: str, task_id: str, idx: int, channel: str, obj: Any
-    ) -> bytes:
+    def seal_write(self, at: WriteAt, channel: str, obj: Any) -> bytes:
         typ, data = self._serde().dumps_typed(obj)
-        ident = write_id(tid, ns, cid, task_id, idx)
         # The channel goes in as a prefix: joined here, a huge value would be copied.
-        return self.sealer.seal(typ, data, ident, prefix=_channel_prefix(channel))
+        return self.sealer.seal(typ, data, write_id(at), prefix=_channel_prefix(channel))
 
-    def write_data(
-        self, tid: str, ns: str, cid: str, task_id: str, idx: int, blob: bytes, what: str
-    ) -> tuple[str, tuple[str, bytes]]:
+    def write_data(self, at: WriteAt, blob: bytes, what: str) -> tuple[str, tuple[str, bytes]]:
         """A write opened but not deserialized: (channel, (type, data)) for `load`."""
-        ident = write_id(tid, ns, cid, task_id, idx)
-        typ, data = self.sealer.open(blob, ident, what)
+        typ, data = self.sealer.open(blob, write_id(at), what)
         channel, payload = _unpack_channel(data, what)
         return channel, (typ, payload)
 
@@ -167,18 +148,18 @@ class Codec:
         return self._serde().loads_typed(typed)
 
     # Checkpoint body and metadata: bound to (thread, ns, checkpoint).
-    def seal_body(self, tid: str, ns: str, cid: str, body: dict[str, Any]) -> bytes:
-        return self._dump(body, body_id(tid, ns, cid))
+    def seal_body(self, at: CheckpointAt, body: dict[str, Any]) -> bytes:
+        return self._dump(body, body_id(at))
 
-    def open_body(self, tid: str, ns: str, cid: str, blob: bytes, what: str) -> dict[str, Any]:
-        body: dict[str, Any] = self._load(blob, body_id(tid, ns, cid), what)
+    def open_body(self, at: CheckpointAt, blob: bytes, what: str) -> dict[str, Any]:
+        body: dict[str, Any] = self._load(blob, body_id(at), what)
         return body
 
-    def seal_metadata(self, tid: str, ns: str, cid: str, metadata: Any) -> bytes:
-        return self._dump(metadata, metadata_id(tid, ns, cid))
+    def seal_metadata(self, at: CheckpointAt, metadata: Any) -> bytes:
+        return self._dump(metadata, metadata_id(at))
 
-    def open_metadata(self, tid: str, ns: str, cid: str, blob: bytes, what: str) -> Any:
-        return self._load(blob, metadata_id(tid, ns, cid), what)
+    def open_metadata(self, at: CheckpointAt, blob: bytes, what: str) -> Any:
+        return self._load(blob, metadata_id(at), what)
 
     # References that let a reader learn the thread id / task id behind a keyed name;
     # bound to the item's own keys, and checked against them after opening.

@@ -17,6 +17,8 @@ import hmac
 import threading
 from collections.abc import Callable
 
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
+
 NAMING_LABEL = b"s3dynamo/v1/naming"
 UNKEYED_LABEL = b"s3dynamo/v1/unkeyed/"
 FINGERPRINT_LABEL = "fingerprint"
@@ -95,34 +97,23 @@ class Namer:
         """Sort-key prefix of a namespace within its thread (72 bits; unique per thread)."""
         return _b64(self._digest("ns", thread_id, checkpoint_ns)[:9])
 
-    def task(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str) -> str:
+    def task(self, at: CheckpointAt, task_id: str) -> str:
         """Sort-key suffix of one task's writes item."""
-        return _b64(self._digest("task", thread_id, checkpoint_ns, checkpoint_id, task_id)[:12])
+        return _b64(self._digest("task", *at, task_id)[:12])
 
     def channel(self, thread_id: str, checkpoint_ns: str, channel: str) -> str:
         """Key of an inline value inside a checkpoint item (48 bits; unique per item)."""
         return _b64(self._digest("channel", thread_id, checkpoint_ns, channel)[:6])
 
-    def value(self, thread_id: str, checkpoint_ns: str, channel: str, version: str) -> str:
+    def value(self, at: ValueAt) -> str:
         """Object leaf of a channel value: one per (thread, ns, channel, version)."""
-        return _b64(self._digest("value", thread_id, checkpoint_ns, channel, version)[:16])
+        return _b64(self._digest("value", *at)[:16])
 
-    def write(
-        self,
-        thread_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        task_id: str,
-        idx: int,
-        nonce: str,
-    ) -> str:
+    def write(self, at: WriteAt, nonce: str) -> str:
         """Object leaf of a large pending write. The nonce keeps objects immutable even
         when a special write (error, interrupt, ...) is replaced by a later one."""
-        return _b64(
-            self._digest(
-                "write", thread_id, checkpoint_ns, checkpoint_id, task_id, str(idx), nonce
-            )[:16]
-        )
+        tid, ns, checkpoint_id, task_id, idx = at
+        return _b64(self._digest("write", tid, ns, checkpoint_id, task_id, str(idx), nonce)[:16])
 
     def run(self, run_id: str) -> str:
         """Key of the run index, so `delete_for_runs` needs no scan."""

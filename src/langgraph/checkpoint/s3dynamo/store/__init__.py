@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
 
 from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ControlItems, RecordIndex, TableScan
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, Record, WritesRecord
@@ -54,7 +55,6 @@ from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import (
     Blobs,
     BundleBlob,
-    CheckpointAt,
     Located,
     StoredValues,
     Typed,

@@ -48,6 +48,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     S3DynamoError,
     ValueNotSerializableError,
 )
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
     write_ref,
@@ -188,9 +189,10 @@ class Committer:
         body: dict[str, Any] = {k: v for k, v in checkpoint.items() if k not in INTERNAL_KEYS}
         body["parent"] = parent_id
         # Serialize and seal everything before the first request: bad input writes nothing.
-        what = describe(tid, ns, cid)
+        at = CheckpointAt(tid, ns, cid)
+        what = at.what
         with serializing(f"{what}: the metadata", metadata):
-            sealed_metadata = self.codec.seal_metadata(tid, ns, cid, metadata)
+            sealed_metadata = self.codec.seal_metadata(at, metadata)
 
         carried = self._parent_values(tid, ns, parent_id, versions, new_versions)
         budget = InlineBudget(self.inline_max)
@@ -210,8 +212,9 @@ class Committer:
                     stored[channel] = old
                     continue
             if channel in values:
+                value_at = ValueAt(tid, ns, channel, version)
                 with serializing(f"{what}: channel {channel!r}", values[channel]):
-                    fresh.append(self._seal_fresh(tid, ns, channel, version, values[channel], old))
+                    fresh.append(self._seal_fresh(value_at, values[channel], old))
         uploads: list[tuple[str, bytes]] = []
         # Smallest first, so the inline budget keeps as many values out of S3 as it can.
         for f in sorted(fresh, key=lambda f: len(f.sealed)):
@@ -219,10 +222,11 @@ class Committer:
                 stored[f.channel] = StoredValue(f.version, f.sealed, None, f.base)
                 continue
             full = f.sealed
+            value_at = ValueAt(tid, ns, f.channel, f.version)
             if f.base is not None:
                 # The delta did not fit after all: a full version, which later deltas use.
-                full = self.codec.seal_value_typed(tid, ns, f.channel, f.version, f.typed)
-            leaf = self.namer.value(tid, ns, f.channel, f.version)
+                full = self.codec.seal_value_typed(value_at, f.typed)
+            leaf = self.namer.value(value_at)
             uploads.append((self.objects.key(tid, leaf), full))
             stored[f.channel] = StoredValue(f.version, None, leaf)
         bases = {ch: v.base for ch, v in stored.items() if v.base is not None}
@@ -238,13 +242,13 @@ class Committer:
         record = CheckpointRecord(
             pk=pk,
             sk=sk,
-            body=self.codec.seal_body(tid, ns, cid, body),
+            body=self.codec.seal_body(at, body),
             metadata=sealed_metadata,
             thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
             run_key=self.namer.run(str(run_id)) if run_id else None,
             objects=frozenset(
                 [v.leaf for v in stored.values() if v.leaf is not None]
-                + [self.namer.value(tid, ns, ch, base) for ch, base in bases.items()]
+                + [self.namer.value(ValueAt(tid, ns, ch, base)) for ch, base in bases.items()]
             ),
             inline={
                 self.namer.channel(tid, ns, ch): v.blob
@@ -330,8 +334,9 @@ class Committer:
         writes: Sequence[tuple[str, Any]],
     ) -> None:
         """Store a task's pending writes: large ones in one wave, then one merge."""
+        at = CheckpointAt(tid, ns, cid)
         pk = self.namer.thread(tid)
-        sk = writes_sk(self.namer.namespace(tid, ns), cid, self.namer.task(tid, ns, cid, task_id))
+        sk = writes_sk(self.namer.namespace(tid, ns), cid, self.namer.task(at, task_id))
         record = WritesRecord(
             pk=pk,
             sk=sk,
@@ -345,17 +350,13 @@ class Committer:
         channels = {idx: channel for idx, channel, _ in indexed}
         sealed = []
         for idx, channel, value in indexed:
-            subject = (
-                f"{describe(tid, ns, cid)}: the write of task {task_id!r} to channel {channel!r}"
-            )
+            subject = f"{at.what}: the write of task {task_id!r} to channel {channel!r}"
             with serializing(subject, value):
-                sealed.append(
-                    (idx, self.codec.seal_write(tid, ns, cid, task_id, idx, channel, value))
-                )
+                sealed.append((idx, self.codec.seal_write(at.write(task_id, idx), channel, value)))
         uploads: list[tuple[str, bytes]] = []
         regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
         if needs_bundle(len(regular)):
-            leaf = self.namer.write(tid, ns, cid, task_id, len(regular), uuid.uuid4().hex)
+            leaf = self.namer.write(at.write(task_id, len(regular)), uuid.uuid4().hex)
             uploads.append((self.objects.key(tid, leaf), pack_bundle(regular)))
             record.bundle = leaf
             sealed = [(i, b) for i, b in sealed if i in LAST_WINS]
@@ -364,7 +365,7 @@ class Committer:
             if budget.take(blob):
                 record.writes[idx] = blob
             else:
-                leaf = self.namer.write(tid, ns, cid, task_id, idx, uuid.uuid4().hex)
+                leaf = self.namer.write(at.write(task_id, idx), uuid.uuid4().hex)
                 uploads.append((self.objects.key(tid, leaf), blob))
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
         lease = holding(self.handoff.store_id, pk)
@@ -377,7 +378,7 @@ class Committer:
         try:
             self._ports.records.merge_writes(record, LAST_WINS, held, inside)
         except LeaseLostError as exc:
-            exc.refusing(f"{describe(tid, ns, cid)}: writes of task {task_id!r}")
+            exc.refusing(f"{at.what}: writes of task {task_id!r}")
             raise
         if intent is not None and inside is None:
             self.journal.close(intent)
@@ -413,29 +414,19 @@ class Committer:
         keyring = self.sealer.keyring
         return keyring is not None and self.sealer.key_id_of(blob) != keyring.active
 
-    def _seal_fresh(
-        self,
-        tid: str,
-        ns: str,
-        channel: str,
-        version: str,
-        value: Any,
-        previous: StoredValue | None,
-    ) -> Fresh:
+    def _seal_fresh(self, at: ValueAt, value: Any, previous: StoredValue | None) -> Fresh:
         """Seal a changed value: as a delta against the channel's last full version when
         this process holds that version and the delta is at most `delta_max` (and fits
         inline), else whole."""
         typed = self.codec.dump(value)
-        base = self._delta_base(tid, ns, channel, previous)
+        base = self._delta_base(at.tid, at.ns, at.channel, previous)
         if base is not None:
             base_version, base_data = base
-            delta = self.codec.seal_value_delta(
-                tid, ns, channel, version, typed, base_version, base_data
-            )
+            delta = self.codec.seal_value_delta(at, typed, base_version, base_data)
             if delta is not None and len(delta) <= min(self.inline_max, self.delta_max):
-                return Fresh(channel, version, delta, typed, base_version)
-        sealed = self.codec.seal_value_typed(tid, ns, channel, version, typed)
-        return Fresh(channel, version, sealed, typed, None)
+                return Fresh(at.channel, at.version, delta, typed, base_version)
+        sealed = self.codec.seal_value_typed(at, typed)
+        return Fresh(at.channel, at.version, sealed, typed, None)
 
     def _delta_base(
         self, tid: str, ns: str, channel: str, previous: StoredValue | None
@@ -446,7 +437,8 @@ class Committer:
         if previous is None or (previous.base is None and previous.leaf is None):
             return None
         version = previous.base if previous.base is not None else previous.version
-        key = self.objects.key(tid, self.namer.value(tid, ns, channel, version))
+        at = ValueAt(tid, ns, channel, version)
+        key = self.objects.key(tid, self.namer.value(at))
         opened = self.bases.get(key)
         if opened is not None:
             return version, opened
@@ -454,7 +446,7 @@ class Committer:
         if body is None:
             return None
         what = f"{describe(tid, ns, version)} (delta base)"
-        data = self.codec.value_data(tid, ns, channel, version, body, what)
+        data = self.codec.value_data(at, body, what)
         if len(data[1]) > MAX_DELTA_BASE:
             return None
         # Consecutive deltas share their base: keep it opened (objects never change).
@@ -467,11 +459,12 @@ class Committer:
     ) -> StoredValue:
         if old.blob is None:
             return old
+        at = ValueAt(tid, ns, channel, old.version)
         if old.base is None:
-            ident = value_id(tid, ns, channel, old.version)
+            ident = value_id(at)
             return old._replace(blob=self.codec.reseal(old.blob, ident, ident, what))
         base = self._delta_base(tid, ns, channel, old)
         if base is None:
             return old  # still opens under its key; reencrypt() moves it later
-        ident = delta_id(tid, ns, channel, old.version, old.base)
+        ident = delta_id(at, old.base)
         return old._replace(blob=self.codec.reseal_delta(old.blob, ident, ident, base[1], what))

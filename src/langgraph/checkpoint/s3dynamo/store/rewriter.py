@@ -18,6 +18,7 @@ from langgraph.checkpoint.s3dynamo.codec import (
     value_id,
     write_id,
 )
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
     split_write_ref,
@@ -58,7 +59,7 @@ class Rewriter:
         keys = {checkpoint_sk(ns_name, e.checkpoint_id)}
         for w in e.writes:
             task_id, _ = self.walker.open_task(w, e.what)
-            task = namer.task(dst, e.ns, e.checkpoint_id, task_id)
+            task = namer.task(CheckpointAt(dst, e.ns, e.checkpoint_id), task_id)
             keys.add(writes_sk(ns_name, e.checkpoint_id, task))
         return keys
 
@@ -103,6 +104,7 @@ class Rewriter:
         pk = namer.thread(dst)
         for e in entries:
             ns, rec, cid, what = e.ns, e.record, e.checkpoint_id, e.what
+            old_at, new_at = CheckpointAt(src, ns, cid), CheckpointAt(dst, ns, cid)
             blobs = walker.walk(e)
             ns_name = namer.namespace(dst, ns)
             sk = checkpoint_sk(ns_name, cid)
@@ -110,22 +112,25 @@ class Rewriter:
             leaves: set[str] = set()
             for v in blobs.values:
                 channel = v.channel
-                old_id = value_id(src, ns, channel, v.version)
-                new_id = value_id(dst, ns, channel, v.version)
+                old_value = ValueAt(src, ns, channel, v.version)
+                new_value = ValueAt(dst, ns, channel, v.version)
+                old_id, new_id = value_id(old_value), value_id(new_value)
                 tag = namer.channel(dst, ns, channel)
                 if v.blob is not None and v.base is not None:
                     # A delta: its base object goes along, and the delta is bound to both.
                     base_version, base_key = v.base
-                    base_old_id = value_id(src, ns, channel, base_version)
-                    new_base = namer.value(dst, ns, channel, base_version)
+                    old_base_at = ValueAt(src, ns, channel, base_version)
+                    new_base_at = ValueAt(dst, ns, channel, base_version)
+                    base_old_id = value_id(old_base_at)
+                    new_base = namer.value(new_base_at)
                     leaves.add(new_base)
-                    base_new_id = value_id(dst, ns, channel, base_version)
+                    base_new_id = value_id(new_base_at)
                     new_base_key = objects.key(dst, new_base)
                     put_object(base_key, new_base_key, base_old_id, base_new_id, what)
                     inline[tag] = reseal_delta(
                         v.blob,
-                        delta_id(src, ns, channel, v.version, base_version),
-                        delta_id(dst, ns, channel, v.version, base_version),
+                        delta_id(old_value, base_version),
+                        delta_id(new_value, base_version),
                         base_key,
                         base_old_id,
                         what,
@@ -133,17 +138,15 @@ class Rewriter:
                 elif v.blob is not None:
                     inline[tag] = reseal(v.blob, old_id, new_id, what)
                 elif v.key is not None:
-                    new_leaf = namer.value(dst, ns, channel, v.version)
+                    new_leaf = namer.value(new_value)
                     leaves.add(new_leaf)
                     put_object(v.key, objects.key(dst, new_leaf), old_id, new_id, what)
             same_ref = stale_only and src == dst and sealer.key_id_of(rec.thread_ref) == active
             new_rec = CheckpointRecord(
                 pk=pk,
                 sk=sk,
-                body=reseal(rec.body, body_id(src, ns, cid), body_id(dst, ns, cid), what),
-                metadata=reseal(
-                    rec.metadata, metadata_id(src, ns, cid), metadata_id(dst, ns, cid), what
-                ),
+                body=reseal(rec.body, body_id(old_at), body_id(new_at), what),
+                metadata=reseal(rec.metadata, metadata_id(old_at), metadata_id(new_at), what),
                 thread_ref=rec.thread_ref if same_ref else codec.seal_ref(pk, sk, dst, ns),
                 run_key=rec.run_key,
                 objects=frozenset(leaves),
@@ -157,7 +160,7 @@ class Rewriter:
             by_record: dict[str, WritesRecord] = {}
             for old_w in e.writes:
                 task_id, _ = blobs.tasks[old_w.sk]
-                wsk = writes_sk(ns_name, cid, namer.task(dst, ns, cid, task_id))
+                wsk = writes_sk(ns_name, cid, namer.task(new_at, task_id))
                 by_record[old_w.sk] = new_w = WritesRecord(
                     pk=pk,
                     sk=wsk,
@@ -169,8 +172,8 @@ class Rewriter:
                 out.records.append((old_w, new_w))
             for w in blobs.writes:
                 new_w, task_id, idx = by_record[w.record.sk], w.task_id, w.idx
-                old_id = write_id(src, ns, cid, task_id, idx)
-                new_id = write_id(dst, ns, cid, task_id, idx)
+                old_id = write_id(old_at.write(task_id, idx))
+                new_id = write_id(new_at.write(task_id, idx))
                 if w.blob is not None:
                     new_w.writes[idx] = reseal(w.blob, old_id, new_id, what)
                     continue
@@ -179,7 +182,7 @@ class Rewriter:
                 new_leaf = (
                     old_leaf
                     if src == dst
-                    else namer.write(dst, ns, cid, task_id, idx, uuid.uuid4().hex)
+                    else namer.write(new_at.write(task_id, idx), uuid.uuid4().hex)
                 )
                 put_object(w.key or "", objects.key(dst, new_leaf), old_id, new_id, what)
                 new_w.writes[idx] = write_ref(new_leaf, namer.channel(dst, ns, channel))
@@ -189,8 +192,8 @@ class Rewriter:
                 resealed = {
                     i: reseal(
                         blob,
-                        write_id(src, ns, cid, task_id, i),
-                        write_id(dst, ns, cid, task_id, i),
+                        write_id(old_at.write(task_id, i)),
+                        write_id(new_at.write(task_id, i)),
                         what,
                     )
                     for i, blob in bundle.items()
@@ -198,7 +201,7 @@ class Rewriter:
                 new_leaf = (
                     b.record.bundle or ""
                     if src == dst
-                    else namer.write(dst, ns, cid, task_id, len(bundle), uuid.uuid4().hex)
+                    else namer.write(new_at.write(task_id, len(bundle)), uuid.uuid4().hex)
                 )
                 if src != dst or any(resealed[i] is not bundle[i] for i in bundle):
                     out.objects.append((objects.key(dst, new_leaf), pack_bundle(resealed)))

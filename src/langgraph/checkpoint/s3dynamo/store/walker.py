@@ -27,10 +27,10 @@ from typing import Any, NamedTuple, Protocol
 
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
 from langgraph.checkpoint.s3dynamo.layout import split_write_ref
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import WritesRecord, unpack_bundle
-from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
 from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 
@@ -49,18 +49,6 @@ class Located(Protocol):
     def checkpoint_id(self) -> str: ...
     @property
     def what(self) -> str: ...
-
-
-class CheckpointAt(NamedTuple):
-    """A checkpoint by identity: thread id, namespace, checkpoint id."""
-
-    tid: str
-    ns: str
-    checkpoint_id: str
-
-    @property
-    def what(self) -> str:
-        return describe(self.tid, self.ns, self.checkpoint_id)
 
 
 class StoredValue(NamedTuple):
@@ -152,15 +140,13 @@ class Walker:
         self.objects = objects
 
     def open_body(self, entry: Entry) -> dict[str, Any]:
-        rec = entry.record
-        return self.codec.open_body(entry.tid, entry.ns, rec.checkpoint_id, rec.body, entry.what)
+        at = CheckpointAt(entry.tid, entry.ns, entry.checkpoint_id)
+        return self.codec.open_body(at, entry.record.body, entry.what)
 
     def open_metadata(self, entry: Entry) -> Any:
         if entry.metadata is None:
-            rec = entry.record
-            entry.metadata = self.codec.open_metadata(
-                entry.tid, entry.ns, rec.checkpoint_id, rec.metadata, entry.what
-            )
+            at = CheckpointAt(entry.tid, entry.ns, entry.checkpoint_id)
+            entry.metadata = self.codec.open_metadata(at, entry.record.metadata, entry.what)
         return entry.metadata
 
     def open_task(self, writes: WritesRecord, what: str) -> tuple[str, str]:
@@ -180,7 +166,7 @@ class Walker:
             if blob is not None:
                 out[channel] = StoredValue(version, blob, None, bases.get(channel))
                 continue
-            leaf = self.namer.value(tid, ns, channel, version)
+            leaf = self.namer.value(ValueAt(tid, ns, channel, version))
             if leaf in rec.objects:
                 out[channel] = StoredValue(version, None, leaf)
         return out
@@ -208,7 +194,7 @@ class Walker:
                 continue
             base = None
             if value.base is not None:
-                base_leaf = self.namer.value(tid, ns, channel, value.base)
+                base_leaf = self.namer.value(ValueAt(tid, ns, channel, value.base))
                 if base_leaf not in entry.record.objects:
                     raise IntegrityError(
                         f"{what}: channel value is a delta whose base is not among the "
@@ -246,21 +232,19 @@ class Walker:
     ) -> Typed:
         """A channel value opened (authenticated, decompressed) but not deserialized.
         `bases` keeps opened delta bases by key: many deltas share one base."""
-        tid, ns, where = entry.tid, entry.ns, f"{entry.what}, channel value"
+        at = ValueAt(entry.tid, entry.ns, value.channel, value.version)
+        where = f"{entry.what}, channel value"
         blob = value.blob if value.blob is not None else fetched[value.key or ""]
         if value.base is None:
-            return self.codec.value_data(tid, ns, value.channel, value.version, blob, where)
+            return self.codec.value_data(at, blob, where)
         base_version, key = value.base
         base = (bases or {}).get(key)
         if base is None:
-            base = self.codec.value_data(
-                tid, ns, value.channel, base_version, fetched[key], f"{where} (delta base)"
-            )
+            base_at = ValueAt(entry.tid, entry.ns, value.channel, base_version)
+            base = self.codec.value_data(base_at, fetched[key], f"{where} (delta base)")
             if bases is not None:
                 bases[key] = base
-        return self.codec.delta_data(
-            tid, ns, value.channel, value.version, blob, base_version, base, where
-        )
+        return self.codec.delta_data(at, blob, base_version, base, where)
 
     def write_data(
         self, entry: Located, write: WriteBlob, fetched: Mapping[str, bytes]
@@ -272,15 +256,8 @@ class Walker:
     def write_blob_data(
         self, entry: Located, task_id: str, idx: int, blob: bytes
     ) -> tuple[str, Typed]:
-        return self.codec.write_data(
-            entry.tid,
-            entry.ns,
-            entry.checkpoint_id,
-            task_id,
-            idx,
-            blob,
-            f"{entry.what}, pending write",
-        )
+        at = WriteAt(entry.tid, entry.ns, entry.checkpoint_id, task_id, idx)
+        return self.codec.write_data(at, blob, f"{entry.what}, pending write")
 
     def bundle_blobs(
         self, entry: Located, key: str, fetched: Mapping[str, bytes]
