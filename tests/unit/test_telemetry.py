@@ -1,4 +1,5 @@
-"""Operations you can see, on the in-memory ports: a span per saver, Store and
+"""Operations you can see, on the in-memory ports and through the AWS adapters (the tests
+marked aws: the requests the clients sent, a throttle): a span per saver, Store and
 maintenance operation, nested under the caller's span (LangGraph's run) also from the
 async workers, with the requests, bytes, cache hits and waves the ports saw; the same
 figures as metrics, each request counted once; `collect()` and its CloudWatch record;
