@@ -1,6 +1,8 @@
 """Keys a deployment can live with: sealed unless plaintext is chosen, KMS-made keys,
-a wrong key as an error (never an empty thread), and table-wide operations that keep
-going past threads they cannot open. Requests are counted on the botocore clients."""
+a wrong key or naming secret as an error that names it on every read path (never an
+empty thread, never "tampered", while a blob really altered is still reported as
+altered), and table-wide operations that keep going past threads they cannot open.
+Requests are counted on the botocore clients (the tests on `clients`, marked aws)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,21 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
+    IntegrityError,
     InvalidConfigError,
     S3DynamoSaver,
 )
-from tests.support.savers import BACKEND, REGION, RequestCounter, make_saver, thread_config
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
+from tests.support.savers import (
+    BACKEND,
+    REGION,
+    MemorySaver,
+    RequestCounter,
+    make_saver,
+    memory_saver,
+    thread_config,
+)
 from tests.support.scenarios import chat_graph
 
 WRITES = {
@@ -354,3 +367,73 @@ def test_access_denied_names_region_endpoint_and_policy() -> None:
     message = str(translate(denied, "DynamoDB table 't' (region r, endpoint e)"))
     assert "access denied: Scan on DynamoDB table 't' (region r, endpoint e)" in message
     assert "maintenance_policy_arn" in message
+
+
+# ------------------------------------- 6. a wrong key on every read path (in memory)
+
+KEY, SECRET = os.urandom(32), os.urandom(16)
+CONFIG = {"configurable": {"thread_id": "customer-42"}}
+CASES = {
+    "wrong key under the same id": (
+        {"keys": {"k1": os.urandom(32)}, "secret": SECRET},
+        r"key id\(s\) \['k1'\] hold other keys",
+    ),
+    "wrong key id": ({"keys": {"k2": KEY}, "secret": SECRET}, r"none of the deployment's \['k1'\]"),
+    "wrong naming secret": (
+        {"keys": {"k1": KEY}, "secret": os.urandom(16)},
+        "the naming key differs",
+    ),
+}
+
+
+def written() -> tuple[MemoryIndex, MemoryObjects]:
+    index, objects = MemoryIndex(), MemoryObjects()
+    saver = memory_saver(index, objects, keys={"k1": KEY}, secret=SECRET)
+    graph = chat_graph(saver)
+    for i in range(2):
+        graph.invoke({"messages": [HumanMessage(f"my kettle is late {i}", id=f"h{i}")]}, CONFIG)
+    return index, objects
+
+
+def reader(index: MemoryIndex, objects: MemoryObjects, **settings: Any) -> MemorySaver:
+    saver = MemorySaver(index=index, object_store=objects, **settings)  # no setup(): a reader
+    saver.index, saver.objects = index, objects
+    return saver
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_read_path_names_the_mismatch(case: str) -> None:
+    settings, named = CASES[case]
+    other = reader(*written(), **settings)
+    reads = {
+        "get_tuple": lambda: other.get_tuple(CONFIG),
+        "list": lambda: list(other.list(CONFIG)),
+        "get_state": lambda: chat_graph(other).get_state(CONFIG),
+        "history": lambda: other.ops.history("customer-42"),
+        "stats": lambda: other.ops.stats("customer-42"),
+        "verify": lambda: other.ops.verify("customer-42"),
+        "verify everything": lambda: other.ops.verify(),
+        "threads": lambda: other.ops.threads(),
+        "copy": lambda: other.copy_thread("customer-42", "copy"),
+        "delta history": lambda: other.get_delta_channel_history(config=CONFIG, channels=["x"]),
+    }
+    for name, read in reads.items():
+        with pytest.raises(DeploymentMismatchError, match=named) as exc:
+            read()
+        assert "fingerprint" in str(exc.value), name
+
+
+def test_a_flipped_byte_is_still_reported_as_tampering() -> None:
+    index, objects = written()
+    [record] = [r for r in index.records() if isinstance(r, CheckpointRecord) and r.inline][-1:]
+    tag, blob = next(iter(record.inline.items()))
+    record.inline[tag] = blob[:-1] + bytes([blob[-1] ^ 1])
+    index.write_batch(puts=[record])
+    same = reader(index, objects, keys={"k1": KEY}, secret=SECRET)
+    with pytest.raises(IntegrityError) as exc:
+        for _ in same.list(CONFIG):
+            pass
+    assert not isinstance(exc.value, DeploymentMismatchError)
+    assert "authentication failed" in str(exc.value)
+    report = same.ops.verify("customer-42")
+    assert [p["kind"] for p in report.problems] == ["tampered"]
