@@ -123,7 +123,10 @@ start() {
     weed)
       # moto and dynalite keep data in memory; start SeaweedFS empty too, so every `up`
       # gives the same clean state. -ip.bind keeps all its servers on loopback;
-      # telemetry off, because it would try to reach the internet.
+      # telemetry off, because it would try to reach the internet. Every test's bucket
+      # is a collection that takes volumes of its own, and the volumes it may make are
+      # free disk over the size limit (128 MB in mini): with 16 MB volumes the tier's
+      # ~180 buckets never run out ("No writable volumes and no free volumes left").
       rm -rf "$WEED_DIR"
       mkdir -p "$WEED_DIR"
       cmd=("$VENV/bin/weed" mini -dir="$WEED_DIR" -ip="$HOST" -ip.bind="$HOST"
@@ -131,7 +134,7 @@ start() {
            -volume.port="$WEED_VOLUME_PORT" -filer.port="$WEED_FILER_PORT"
            -admin.port="$WEED_ADMIN_PORT" -webdav=false -admin.ui=false
            -s3.port.iceberg=0 -s3.port.lance=0 -master.telemetry=false
-           -s3.config="$WEED_DIR.s3.json") ;;
+           -master.volumeSizeLimitMB=16 -s3.config="$WEED_DIR.s3.json") ;;
   esac
   # setsid: own session, so a Ctrl-C in the calling terminal does not stop the server;
   # it execs the command, so $! is the server's own PID.

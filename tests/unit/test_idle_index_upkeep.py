@@ -19,6 +19,7 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from tests.support.backends import Backend
 from tests.support.faults import Crash, Faults, FaultyIndex, FaultyObjects
+from tests.support.savers import BACKEND
 from tests.support.scenarios import chat_graph
 
 DAY = 86_400.0
@@ -112,8 +113,10 @@ def test_delete_for_runs_sends_one_query_and_one_update_more_per_thread(
         else ("index.query", "index.set_idle")
     )
     # One Query per checkpoint deleted (its records), as before, and one of the thread's
-    # items left; one Update: the idle-index key on the newest record left.
-    assert (calls[query], calls[update]) == (len(plan.checkpoints) + 1, 1)
+    # items left; one Update: the idle-index key on the newest record left. With
+    # detection off (dynalite's tier) there are no heads: every record carries its key.
+    keyed = 0 if BACKEND == "real" and backend.name == "aws" else 1
+    assert (calls[query], calls[update]) == (len(plan.checkpoints) + 1, keyed)
     # Another run deleted: the newest record left (the same) already carries its key.
     turn(saver, "t", "run-2")
     backend.reset()

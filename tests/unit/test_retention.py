@@ -696,8 +696,9 @@ def test_a_sweep_costs_what_expires_not_what_is_stored(
         "s3.ListObjectsV2": 1,
     }
     # Items the Queries evaluated: the index entries and each idle thread's items, the
-    # same for each idle thread.
-    assert (small_read, more_read) == (18, 34)
+    # same for each idle thread (one fewer without heads: detection is off on dynalite).
+    per_thread = 3 if BACKEND == "real" else 4
+    assert (small_read, more_read) == (2 + 4 * per_thread, 2 + 8 * per_thread)
 
 
 def strip_index_keys(clients: Any, name: str) -> int:

@@ -371,6 +371,7 @@ def test_a_graph_runs_spans_name_every_request_the_clients_sent(
         assert otel.total("s3dynamo.requests", wanted) - earlier == n, name
 
 
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
 def test_a_store_put_is_one_transaction_in_its_span(
     clients: Clients, counter: RequestCounter, otel: Otel
 ) -> None:
