@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.layout import idle_key, tombstone_time
@@ -23,9 +23,7 @@ class IdleIndexTwin:
     _partitions: dict[str, dict[str, Any]]
     _lock: threading.Lock
     calls: Counter[str]
-
-    def _count(self, name: str) -> None:
-        raise NotImplementedError
+    _count: Callable[[str], None]  # the host's request counter
 
     def index_commit(self, record: CheckpointRecord, head: HeadMove | None) -> None:
         """A commit's index key: on its head, or on the record when it moves none."""
