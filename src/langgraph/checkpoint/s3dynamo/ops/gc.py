@@ -38,8 +38,23 @@ from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipp
 DEFAULT_GRACE = timedelta(hours=1)
 
 
+class _Candidates:
+    """What both plans count: unreferenced objects by thread partition, and their sizes."""
+
+    candidates: dict[str, list[str]]
+    sizes: dict[str, int]
+
+    @property
+    def objects(self) -> int:
+        return sum(len(keys) for keys in self.candidates.values())
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.sizes.values())
+
+
 @dataclass
-class GcPlan:
+class GcPlan(_Candidates):
     """Unreferenced objects found by `plan_gc`, grouped by thread partition."""
 
     store: ThreadStore
@@ -52,14 +67,6 @@ class GcPlan:
     unindexed: int = 0
     # Threads whose records this saver cannot open (other keys): never collected.
     skipped: list[Skipped] = field(default_factory=list)
-
-    @property
-    def objects(self) -> int:
-        return sum(len(keys) for keys in self.candidates.values())
-
-    @property
-    def bytes(self) -> int:
-        return sum(self.sizes.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,7 +157,7 @@ def plan_gc(
 
 
 @dataclass
-class IncrementalGcPlan:
+class IncrementalGcPlan(_Candidates):
     """Upload intents older than the grace (`plan_incremental_gc`) and the objects they
     name that nothing referenced when planned, by thread partition."""
 
@@ -159,14 +166,6 @@ class IncrementalGcPlan:
     intents: list[UploadIntent] = field(default_factory=list)
     candidates: dict[str, list[str]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def objects(self) -> int:
-        return sum(len(keys) for keys in self.candidates.values())
-
-    @property
-    def bytes(self) -> int:
-        return sum(self.sizes.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
