@@ -378,7 +378,8 @@ data "aws_iam_policy_document" "retention" {
 
 # Long-term memory (S3DynamoStore, S3DynamoCache) at run time, for an agent that uses them
 # beside the saver: put is one UpdateItem (the first into a namespace in a process, one
-# TransactWriteItems of the item and the namespace's directory entry), get a BatchGetItem,
+# TransactWriteItems of the item, the namespace's directory entry and its ancestors'
+# descendants marks, which are Puts), get a BatchGetItem,
 # search and list_namespaces Queries, delete a DeleteItem and conditional UpdateItems;
 # values past inline_max are objects under the namespace's key prefix.
 data "aws_iam_policy_document" "memory" {
@@ -391,7 +392,8 @@ data "aws_iam_policy_document" "memory" {
       "dynamodb:BatchGetItem",
       "dynamodb:DeleteItem",
       "dynamodb:GetItem",
-      # The first use reads the deployment record (keys and naming secret checked).
+      # The first use records the deployment (keys and naming secret checked); a put
+      # writes descendants marks.
       "dynamodb:PutItem",
       "dynamodb:Query",
       "dynamodb:UpdateItem",

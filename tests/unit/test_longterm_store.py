@@ -36,8 +36,10 @@ from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
 )
+from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
 from langgraph.checkpoint.s3dynamo.memory.admin import collect_memory_garbage
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
+from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX
 from langgraph.checkpoint.s3dynamo.records import MemoryRow
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
@@ -135,6 +137,38 @@ def test_round_trip_search_list_delete(backend: Backend) -> None:
     assert store.get(("users", "b", "memories"), "k3") is None
     # A namespace left empty leaves the directory.
     assert ("users", "b", "memories") not in store.list_namespaces()
+
+
+def test_a_search_finds_every_namespace_below_its_prefix(backend: Backend) -> None:
+    writer, reader = store_of(backend), store_of(backend)
+    writer.put(("a", "b", "c"), "deep", {"v": 1})
+    writer.put(("a",), "top", {"v": 2})
+    writer.put(("a", "x"), "side", {"v": 3})
+    writer.put(("ab",), "other", {"v": 4})
+
+    def keys(prefix: tuple[str, ...]) -> list[str]:
+        return sorted(i.key for i in reader.search(prefix))
+
+    assert keys(("a",)) == ["deep", "side", "top"]
+    assert keys(("a", "b")) == ["deep"]
+    assert keys(("a", "b", "c")) == ["deep"]
+    assert keys(("ab",)) == ["other"] and keys(("z",)) == []
+    assert keys(()) == ["deep", "other", "side", "top"]
+    # A mark outlives the namespaces below it: the search reads the directory and
+    # finds nothing there.
+    writer.delete(("a", "b", "c"), "deep")
+    assert keys(("a",)) == ["side", "top"] and keys(("a", "b")) == []
+
+
+def test_a_namespace_deeper_than_a_transaction_takes_is_refused_before_writing(
+    store: S3DynamoStore, parts: tuple[MemoryIndex, MemoryObjects]
+) -> None:
+    deep = tuple(f"l{i}" for i in range(MEMORY_PUT_MAX + 1))
+    with pytest.raises(ValueError, match=f"namespace of {len(deep)} levels"):
+        store.put(deep, "k", {"v": 1})
+    assert parts[0].memory_rows() == [] and parts[0].directory_entries() == []
+    store.put(deep[:MEMORY_PUT_MAX], "k", {"v": 1})
+    assert [i.key for i in store.search(("l0",))] == ["k"]
 
 
 def test_overwrite_keeps_created_at(backend: Backend) -> None:
@@ -774,9 +808,14 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
     assert store.get(("users", "a"), "k") is not None
     assert counter.calls == {"dynamodb.BatchGetItem": 1}
     counter.reset()
+    # A namespace with none below it: its partition alone, which holds no descendants mark.
+    assert [i.key for i in store.search(("users", "a"))] == ["k"]
+    assert counter.calls == {"dynamodb.Query": 1}
+    counter.reset()
+    # A prefix with namespaces below: its partition (marked), the directory, then each
+    # namespace below.
     assert [i.key for i in store.search(("users",))] == ["k"]
-    # The directory, then the matching namespace's partition.
-    assert counter.calls == {"dynamodb.Query": 2}
+    assert counter.calls == {"dynamodb.Query": 3}
     counter.reset()
     # Later puts into it, while the process holds a lease on its entry: the item alone.
     store.put(("users", "a"), "big", {"v": os.urandom(30000).hex()})
@@ -787,6 +826,21 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
     store.batch([PutOp(("users", "b"), f"k{i}", {"i": i}) for i in range(150)])
     assert counter.calls == {"dynamodb.TransactWriteItems": 2}
     assert len(store.search(("users", "b"), limit=200)) == 150
+
+
+@pytest.mark.aws
+def test_setup_marks_the_ancestors_of_entries_written_before_marks(clients: Clients) -> None:
+    writer = S3DynamoStore.from_saver(make_saver(clients))
+    writer.setup()
+    writer.put(("a", "b"), "k", {"v": 1})
+    # As an entry written by a build without descendants marks left it.
+    mark = {"pk": {"S": writer.space.pk(("a",))}, "sk": {"S": DESCENDANTS_SK}}
+    clients[0].delete_item(TableName=clients.table, Key=mark)
+    reader = S3DynamoStore.from_saver(make_saver(clients))
+    assert reader.search(("a",)) == []
+    reader.setup()
+    assert [i.key for i in reader.search(("a",))] == ["k"]
+    assert "Item" in clients[0].get_item(TableName=clients.table, Key=mark)
 
 
 @pytest.mark.aws
@@ -839,10 +893,12 @@ def test_put_is_one_update_and_reads_are_eventually_consistent(
     seen = Consistency(clients[0])
     counter.reset()
     assert other.get(NS, "a") is not None
+    assert [i.key for i in other.search(NS, filter={"v": 2})] == ["b"]
     assert [i.key for i in other.search(("users",), filter={"v": 2})] == ["b"]
     assert other.list_namespaces() == [NS]
-    # get; search: the directory, the namespace; list_namespaces: the directory.
-    assert seen.reads == [("BatchGetItem", False)] + [("Query", False)] * 3
+    # get; search of the namespace: its partition; search of ("users",): its marked
+    # partition, the directory, the namespace; list_namespaces: the directory.
+    assert seen.reads == [("BatchGetItem", False)] + [("Query", False)] * 5
     counter.reset()
     other.put(NS, "c", {"v": 3})
     assert counter.calls == {"dynamodb.UpdateItem": 1}

@@ -323,6 +323,9 @@ def split_write_ref(ref: str) -> tuple[str, str | None]:
 #
 #   pk = <prefix><ns>~<space>!    sk = <key>    one item: its sealed payload, or the leaf
 #                                               of its object; expiry in clear
+#   pk = <prefix><ns>~<space>!    sk = ~        descendants mark (Store only): some
+#                                               namespace below <ns> is or was in the
+#                                               directory; no attributes
 #   pk = <prefix>~<space>~dir!    sk = <ns>     directory: one entry per namespace that
 #                                               has (or may have) items; sealed namespace
 #
@@ -336,6 +339,10 @@ def split_write_ref(ref: str) -> tuple[str, str | None]:
 MEMORY_SPACES = ("m", "c")
 MEMORY_MARK = "~"
 DIRECTORY_MARK = "~dir"
+# Sort key of a namespace partition's descendants mark: `~` sorts after every item's
+# (URL-safe base64, "-" to "z") sort key; `ITEM_SK_RANGE` takes in every item, not the mark.
+DESCENDANTS_SK = "~"
+ITEM_SK_RANGE = ("-", "{")
 
 
 def memory_pk(prefix: str, ns_name: str, space: str) -> str:

@@ -232,7 +232,7 @@ class TableScan(Protocol):
 
 
 # Items of one `MemoryItems.memory_put`: DynamoDB's 100 items a transaction, less the
-# directory entry.
+# directory entry (and less the descendants marks it writes).
 MEMORY_PUT_MAX = 99
 
 
@@ -240,16 +240,23 @@ class MemoryItems(Protocol):
     """The Store's items and the node cache's entries, and their namespace directories
     (`layout.memory_pk`, `memory/core.py`)."""
 
-    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry | None) -> None:
+    def memory_put(
+        self,
+        rows: Sequence[MemoryRow],
+        entry: DirectoryEntry | None,
+        marks: Sequence[ItemKey] = (),
+    ) -> None:
         """Write items of one namespace whole, each keeping the `created_ms` of one
-        already there. With `entry` (at most `MEMORY_PUT_MAX` items): and renew the
-        namespace's directory entry (`directory_renew`), atomically, in one request.
+        already there. With `entry` (at most `MEMORY_PUT_MAX` items and marks together):
+        and renew the namespace's directory entry (`directory_renew`) and write the
+        descendants marks `marks` (`layout.DESCENDANTS_SK`), atomically, in one request.
         Without: one request per item, nothing else written."""
         ...
 
-    def directory_renew(self, entry: DirectoryEntry) -> None:
+    def directory_renew(self, entry: DirectoryEntry, marks: Sequence[ItemKey] = ()) -> None:
         """Renew a directory entry alone: its sealed namespace set if absent, its
-        generation and renewal time replaced, its emptied mark removed. One request."""
+        generation and renewal time replaced, its emptied mark removed; and write the
+        descendants marks `marks`, atomically. One request."""
         ...
 
     def memory_get(self, keys: Sequence[ItemKey], consistent: bool = False) -> list[MemoryRow]:
@@ -260,8 +267,14 @@ class MemoryItems(Protocol):
     def memory_query(
         self, pk: str, limit: int | None = None, consistent: bool = False
     ) -> list[MemoryRow]:
-        """Every item of a namespace's partition, page after page (with `limit`, one
-        page of at most that many), read eventually consistently unless `consistent`."""
+        """Every item of a namespace's partition (not its descendants mark), page after
+        page (with `limit`, one page of at most that many), read eventually consistently
+        unless `consistent`."""
+        ...
+
+    def memory_search(self, pk: str, consistent: bool = False) -> tuple[list[MemoryRow], bool]:
+        """Every item of a namespace's partition and whether it holds the descendants
+        mark, in one Query (paged), read eventually consistently unless `consistent`."""
         ...
 
     def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:

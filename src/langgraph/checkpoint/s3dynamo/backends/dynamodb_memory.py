@@ -3,8 +3,9 @@ and their namespace directories, in the saver's table (`layout.memory_pk`). The 
 format is pure and lives in `dynamodb_items.py`; errors leave through `aws_errors`.
 
 A put is one UpdateItem per item, or, when the writer holds no lease on its namespace's
-directory entry, one TransactWriteItems of the items and the entry (`memory/core.py`;
-the argument is in docs/RELIABILITY.md). Reads are eventually consistent unless asked.
+directory entry, one TransactWriteItems of the items, the entry and the descendants marks
+of the namespace's ancestors this process has not written yet (`memory/core.py`; the
+argument is in docs/RELIABILITY.md). Reads are eventually consistent unless asked.
 """
 
 from __future__ import annotations
@@ -29,9 +30,14 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
 )
 from langgraph.checkpoint.s3dynamo.backoff import UNPROCESSED_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import StorageError
-from langgraph.checkpoint.s3dynamo.layout import is_memory_pk, memory_scope
+from langgraph.checkpoint.s3dynamo.layout import (
+    DESCENDANTS_SK,
+    ITEM_SK_RANGE,
+    is_memory_pk,
+    memory_scope,
+)
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
-from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
+from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY, SORT_KEY
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 # DynamoDB's limit on one BatchGetItem.
@@ -46,28 +52,46 @@ def is_directory_pk(pk: str) -> bool:
 class DynamoMemory(DynamoRecords):
     """The `MemoryItems` port: the Store's items and the node cache's entries."""
 
-    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry | None) -> None:
+    def memory_put(
+        self,
+        rows: Sequence[MemoryRow],
+        entry: DirectoryEntry | None,
+        marks: Sequence[ItemKey] = (),
+    ) -> None:
         if entry is None:
             parallel(self._memory_update, rows)
             return
-        # The same transaction sender as a checkpoint's commit (retried on conflicts).
-        self._transact(
-            [
-                *({"Update": {"TableName": self.table, **memory_update(r)}} for r in rows),
-                {"Update": {"TableName": self.table, **directory_update(entry)}},
-            ],
-            head_at=None,
-            fence_at=None,
-            subject="store items or cache entries of one namespace",
+        self._renew_with(
+            [{"Update": {"TableName": self.table, **memory_update(r)}} for r in rows],
+            entry,
+            marks,
         )
 
     def _memory_update(self, row: MemoryRow) -> None:
         with translate_errors(self.resource):
             self.client.update_item(TableName=self.table, **memory_update(row))
 
-    def directory_renew(self, entry: DirectoryEntry) -> None:
-        with translate_errors(self.resource):
-            self.client.update_item(TableName=self.table, **directory_update(entry))
+    def directory_renew(self, entry: DirectoryEntry, marks: Sequence[ItemKey] = ()) -> None:
+        if not marks:
+            with translate_errors(self.resource):
+                self.client.update_item(TableName=self.table, **directory_update(entry))
+            return
+        self._renew_with([], entry, marks)
+
+    def _renew_with(
+        self, writes: list[dict[str, Any]], entry: DirectoryEntry, marks: Sequence[ItemKey]
+    ) -> None:
+        # The same transaction sender as a checkpoint's commit (retried on conflicts).
+        self._transact(
+            [
+                *writes,
+                {"Update": {"TableName": self.table, **directory_update(entry)}},
+                *({"Put": {"TableName": self.table, "Item": key_item(k)}} for k in marks),
+            ],
+            head_at=None,
+            fence_at=None,
+            subject="store items or cache entries of one namespace",
+        )
 
     def _get_chunk(self, keys: Sequence[ItemKey], consistent: bool) -> list[MemoryRow]:
         pending: dict[str, Any] = {
@@ -95,10 +119,17 @@ class DynamoMemory(DynamoRecords):
     def memory_query(
         self, pk: str, limit: int | None = None, consistent: bool = False
     ) -> list[MemoryRow]:
-        request = self._query_args(pk, consistent=consistent, limit=limit)
+        request = self._query_args(pk, between=ITEM_SK_RANGE, consistent=consistent, limit=limit)
         if limit is not None:
             return [memory_row(i) for i in self._page("query", request)[0]]
         return [memory_row(i) for items in self._pages("query", request) for i in items]
+
+    def memory_search(self, pk: str, consistent: bool = False) -> tuple[list[MemoryRow], bool]:
+        request = self._query_args(pk, consistent=consistent)
+        items = [i for page in self._pages("query", request) for i in page]
+        marked = any(i[SORT_KEY]["S"] == DESCENDANTS_SK for i in items)
+        rows = [memory_row(i) for i in items if i[SORT_KEY]["S"] != DESCENDANTS_SK]
+        return rows, marked
 
     def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:
         condition: dict[str, Any] = {}

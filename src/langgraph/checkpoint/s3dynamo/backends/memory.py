@@ -82,6 +82,7 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
         # Store items and node-cache entries, and their directories (`MemoryItemsTwin`).
         self._memory: dict[str, dict[str, MemoryRow]] = {}
         self._directory: dict[str, dict[str, DirectoryEntry]] = {}
+        self._descendants: set[str] = set()
         self._lock = threading.Lock()
 
     def _count(self, name: str) -> None:
@@ -350,7 +351,7 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
             twin.idle = dict(self.idle)
             twin.intents = dict(self.intents)
             twin.control = copy.deepcopy(self.control)
-        twin.load_memory(self.memory_rows(), self.directory_entries())
+        twin.load_memory(self.memory_rows(), self.directory_entries(), self.marked_partitions())
         twin.calls.clear()
         twin.exists = self.exists
         return twin

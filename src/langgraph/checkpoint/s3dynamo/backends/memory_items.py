@@ -17,9 +17,15 @@ class MemoryItemsTwin:
     _lock: threading.Lock
     _memory: dict[str, dict[str, MemoryRow]]
     _directory: dict[str, dict[str, DirectoryEntry]]
+    _descendants: set[str]  # partitions holding the descendants mark
     _count: Callable[[str], None]  # the host's request counter
 
-    def memory_put(self, rows: Sequence[MemoryRow], entry: DirectoryEntry | None) -> None:
+    def memory_put(
+        self,
+        rows: Sequence[MemoryRow],
+        entry: DirectoryEntry | None,
+        marks: Sequence[ItemKey] = (),
+    ) -> None:
         with self._lock:
             if entry is None:
                 for _row in rows:
@@ -33,14 +39,15 @@ class MemoryItemsTwin:
                     created_ms=old.created_ms if old else row.created_ms
                 )
             if entry is not None:
-                self._renew(entry)
+                self._renew(entry, marks)
 
-    def directory_renew(self, entry: DirectoryEntry) -> None:
+    def directory_renew(self, entry: DirectoryEntry, marks: Sequence[ItemKey] = ()) -> None:
         with self._lock:
             self._count("directory_renew")
-            self._renew(entry)
+            self._renew(entry, marks)
 
-    def _renew(self, entry: DirectoryEntry) -> None:
+    def _renew(self, entry: DirectoryEntry, marks: Sequence[ItemKey]) -> None:
+        self._descendants.update(k.pk for k in marks)
         entries = self._directory.setdefault(entry.key.pk, {})
         known = entries.get(entry.key.sk)
         entries[entry.key.sk] = entry._replace(
@@ -62,6 +69,14 @@ class MemoryItemsTwin:
             self._count("query")
             partition = self._memory.get(pk, {})
             return [partition[sk] for sk in sorted(partition)][:limit]
+
+    def memory_search(
+        self, pk: str, consistent: bool = False
+    ) -> tuple[builtins.list[MemoryRow], bool]:
+        with self._lock:
+            self._count("query")
+            partition = self._memory.get(pk, {})
+            return [partition[sk] for sk in sorted(partition)], pk in self._descendants
 
     def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:
         with self._lock:
@@ -137,9 +152,16 @@ class MemoryItemsTwin:
             ]
         return iter([rows])
 
-    def load_memory(self, rows: Iterable[MemoryRow], entries: Iterable[DirectoryEntry]) -> None:
-        """Store memory items and directory entries as they are (`MemoryIndex.clone`)."""
+    def load_memory(
+        self,
+        rows: Iterable[MemoryRow],
+        entries: Iterable[DirectoryEntry],
+        marked: Iterable[str] = (),
+    ) -> None:
+        """Store memory items, directory entries and descendants marks (by partition) as
+        they are (`MemoryIndex.clone`)."""
         with self._lock:
+            self._descendants.update(marked)
             for row in rows:
                 self._memory.setdefault(row.key.pk, {})[row.key.sk] = row
             for entry in entries:
@@ -149,6 +171,11 @@ class MemoryItemsTwin:
         """Every memory item stored, for tests that inspect raw storage."""
         with self._lock:
             return [row for p in self._memory.values() for row in p.values()]
+
+    def marked_partitions(self) -> builtins.list[str]:
+        """The partitions holding the descendants mark, for tests and `clone`."""
+        with self._lock:
+            return sorted(self._descendants)
 
     def directory_entries(self) -> builtins.list[DirectoryEntry]:
         """Every directory entry stored, for tests that inspect raw storage."""

@@ -1,7 +1,8 @@
 """What the command line and the retention job do with long-term memory: its share of
 the storage (`memory_stats`) and the expiry sweep (`expire_memory`) over the Store's
-items and the node cache's entries. Both read the spaces' directories; the sweep is one
-filtered Scan per space (docs/OPERATIONS.md, "Long-term memory").
+items and the node cache's entries; and `mark_ancestors`, which `S3DynamoStore.setup`
+runs. All three read the spaces' directories; the sweep is one filtered Scan per space
+(docs/OPERATIONS.md, "Long-term memory").
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.layout import memory_object_key
 from langgraph.checkpoint.s3dynamo.memory.core import Space
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 SPACES = {"store": "m", "cache": "c"}
@@ -111,6 +113,21 @@ def _namespace_stats(
     sizes = [o.size for o in space.objects.list(pk + "/") if o.key in leaves] if leaves else []
     expired = sum(1 for r in rows if not space.live(r, now))
     return len(rows), expired, sum(len(r.blob or b"") for r in rows), len(sizes), sum(sizes)
+
+
+def mark_ancestors(space: Space) -> int:
+    """Write the descendants marks that directory entries written before marks existed
+    lack (docs/FORMAT.md): one renewal, with the marks, per entry that needs a mark not
+    yet written by this call. The number of entries renewed."""
+    pending: set[ItemKey] = set()
+    renewed = 0
+    for namespace, entry in space.namespaces():
+        marks = [k for k in space.ancestor_marks(namespace) if k not in pending]
+        if marks:
+            space.renew(namespace, entry.key, in_rows=None, marks=marks)
+            pending.update(marks)
+            renewed += 1
+    return renewed
 
 
 @telemetry.operation("memory.expire")

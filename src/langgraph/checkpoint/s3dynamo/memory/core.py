@@ -13,6 +13,12 @@ unless this process holds a lease on the entry (`memory/recent.py`), then writes
 items alone. A delete that leaves a namespace empty marks the entry emptied, or drops it
 once no lease on it can be running; a namespace with items is never missing from the
 directory (docs/RELIABILITY.md, "The Store's namespace directory").
+
+Descendants marks (the Store only): the first renewal in a process also marks the
+partition of each of the namespace's ancestors, and marks are never removed, so a
+partition without the mark has no namespace below it: a search of its namespace is one
+Query of it, and reads the directory only when it holds the mark (the argument:
+docs/RELIABILITY.md, "Descendants marks").
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import cast
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
+    DESCENDANTS_SK,
     directory_pk,
     memory_object_key,
     memory_pk,
@@ -53,6 +60,9 @@ NAMESPACE_TYPE = "json"
 # this share of its TTL, and at most this many seconds: one write saved per item read
 # again soon, for an expiry at most that much earlier than exact.
 REFRESH_SLACK, REFRESH_SLACK_MAX = 0.01, 60.0
+# Spaces searched by namespace prefix, whose ancestors' partitions carry descendants
+# marks: the Store; the node cache reads exact namespaces only.
+PREFIX_SEARCHED = frozenset({"m"})
 
 
 @dataclass(frozen=True)
@@ -120,6 +130,13 @@ class Space:
     def item_key(self, namespace: Namespace, key: str) -> ItemKey:
         return ItemKey(self.pk(namespace), self.namer.memory_key(self.space, namespace, key))
 
+    def ancestor_marks(self, namespace: Namespace) -> list[ItemKey]:
+        """The descendants marks a namespace's entry needs: one in the partition of
+        each of its ancestors (none in the node cache)."""
+        if self.space not in PREFIX_SEARCHED:
+            return []
+        return [ItemKey(self.pk(namespace[:i]), DESCENDANTS_SK) for i in range(1, len(namespace))]
+
     def entry_key(self, namespace: Namespace) -> ItemKey:
         name = self.namer.memory_namespace(self.space, namespace)
         return ItemKey(directory_pk(self.prefix, self.space), name)
@@ -153,6 +170,7 @@ class Space:
         directory entry, else with the entry in one transaction per `MEMORY_PUT_MAX`
         items (each a commit point). One writer per namespace never races itself for
         the directory entry, as parallel one-item transactions would."""
+        marks = self._unwritten_marks(namespace)
         now = self.clock()
         ms = int(now * 1000)
         rows: list[MemoryRow] = []
@@ -179,24 +197,48 @@ class Space:
             if self.clock() >= lease_end:
                 # The lease ran out while the items were written: they may have landed
                 # after it, so the entry is renewed as if there had been none.
-                self._renew(namespace, ek, in_rows=None)
+                self.renew(namespace, ek, in_rows=None, marks=marks)
         else:
-            for start in range(0, len(rows), MEMORY_PUT_MAX):
-                self._renew(namespace, ek, in_rows=rows[start : start + MEMORY_PUT_MAX])
+            # The first transaction also carries the marks; later ones have none left.
+            start = 0
+            while start < len(rows):
+                end = start + MEMORY_PUT_MAX - len(marks)
+                self.renew(namespace, ek, in_rows=rows[start:end], marks=marks)
+                start, marks = end, []
         for row in rows:
             state.wrote(row.key, fingerprint(row))
 
-    def _renew(
-        self, namespace: Namespace, ek: ItemKey, in_rows: Sequence[MemoryRow] | None
+    def _unwritten_marks(self, namespace: Namespace) -> list[ItemKey]:
+        # Refused before anything is written: the marks go in one transaction with the
+        # entry and at least one item.
+        marks = self.ancestor_marks(namespace)
+        if len(marks) > MEMORY_PUT_MAX - 1:
+            raise ValueError(
+                f"namespace of {len(namespace)} levels: at most {MEMORY_PUT_MAX} levels are "
+                "supported (a put marks each level above it in one transaction); use a "
+                "shallower namespace"
+            )
+        unmarked = set(self.state.unmarked(k.pk for k in marks))
+        return [k for k in marks if k.pk in unmarked]
+
+    def renew(
+        self,
+        namespace: Namespace,
+        ek: ItemKey,
+        in_rows: Sequence[MemoryRow] | None,
+        marks: Sequence[ItemKey] = (),
     ) -> None:
+        """Renew a namespace's directory entry, with `in_rows` and `marks` in the same
+        request."""
         sealed_ns = self.sealer.seal(
             NAMESPACE_TYPE, _ns_text(namespace).encode(), self.entry_aad(ek.sk)
         )
         entry = DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(self.clock()))
         if in_rows is None:
-            self.index.directory_renew(entry)
+            self.index.directory_renew(entry, marks)
         else:
-            self.index.memory_put(in_rows, entry)
+            self.index.memory_put(in_rows, entry, marks)
+        self.state.marked(k.pk for k in marks)
         self.state.saw(entry)
         self.state.wrote(ek, fingerprint(entry))
 
@@ -332,6 +374,29 @@ class Space:
         now = self.clock()
         rows = [r for r in self._rows(self.pk(namespace)) if self.live(r, now)]
         return self._open([(namespace, r) for r in rows])
+
+    def search(self, prefix: Namespace) -> list[Found]:
+        """Every live item of the namespaces under `prefix` (itself included), opened:
+        one Query of the prefix's partition, and only if that partition holds the
+        descendants mark, the directory and one Query per namespace below it."""
+        found: list[Found] = []
+        if prefix:
+            pk = self.pk(prefix)
+            rows, marked = self.index.memory_search(pk)
+            if self.state.stale(rows, self.state.written_in(pk)) or (
+                not marked and self.state.has_marked(pk)
+            ):
+                rows, marked = self.index.memory_search(pk, consistent=True)
+            now = self.clock()
+            found = self._open([(prefix, r) for r in rows if self.live(r, now)])
+            if not marked:
+                return found
+        below = [
+            ns
+            for ns, _ in self.namespaces()
+            if ns[: len(prefix)] == prefix and len(ns) > len(prefix)
+        ]
+        return found + [f for batch in parallel(self.scan_namespace, below) for f in batch]
 
     def _open(self, rows: Sequence[tuple[Namespace, MemoryRow]]) -> list[Found]:
         big = [(ns, r) for ns, r in rows if r.blob is None and r.leaf]

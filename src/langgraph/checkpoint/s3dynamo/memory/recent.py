@@ -1,7 +1,8 @@
 """What this process knows about one memory space, shared by every `Space` on the same
 table adapter: leases on namespaces' directory entries (a put into a namespace it holds
-a lease on writes the item alone) and its own recent writes (an eventually consistent
-read that misses one is read again consistently, so a process reads its own writes).
+a lease on writes the item alone), the descendants marks it wrote (never deleted, so
+written once per process), and its own recent writes (an eventually consistent read that
+misses one is read again consistently, so a process reads its own writes).
 The safety argument is in docs/RELIABILITY.md ("The Store's namespace directory").
 """
 
@@ -45,6 +46,7 @@ class SpaceState:
         self._leases: dict[str, float] = {}
         self._recent: OrderedDict[ItemKey, Fingerprint] = OrderedDict()
         self._by_pk: dict[str, set[ItemKey]] = {}
+        self._marked: OrderedDict[str, None] = OrderedDict()
 
     # ------------------------------------------------------------ leases
 
@@ -66,6 +68,25 @@ class SpaceState:
     def forget(self, ns_name: str) -> None:
         with self._lock:
             self._leases.pop(ns_name, None)
+
+    # ------------------------------------------------------------ descendants marks
+
+    def unmarked(self, pks: Iterable[str]) -> list[str]:
+        """Those of `pks` this process has not written the descendants mark of."""
+        with self._lock:
+            return [pk for pk in pks if pk not in self._marked]
+
+    def marked(self, pks: Iterable[str]) -> None:
+        with self._lock:
+            for pk in pks:
+                self._marked[pk] = None
+                self._marked.move_to_end(pk)
+            while len(self._marked) > RECENT_MAX:
+                self._marked.popitem(last=False)
+
+    def has_marked(self, pk: str) -> bool:
+        with self._lock:
+            return pk in self._marked
 
     # ------------------------------------------------------------ recent writes
 

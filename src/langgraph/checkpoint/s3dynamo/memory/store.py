@@ -3,8 +3,9 @@ its keys (`memory/core.py` holds the storage; this module is LangGraph's contrac
 
 Filters, namespace match conditions and cosine similarity are LangGraph's own
 (`langgraph.store.memory`'s helpers), so they mean here what they mean in
-`InMemoryStore`. Search and list_namespaces read the namespace directory, then the
-matching namespaces' partitions, and filter and rank client-side: they cost what the
+`InMemoryStore`. A search reads its prefix's partition, and the directory and the
+partitions below only when that partition is marked as having namespaces below it;
+list_namespaces reads the directory. Both filter and rank client-side: they cost what the
 matching namespaces hold (docs/ARCHITECTURE.md, "Long-term memory").
 
 Async methods run the sync core in the saver's worker pool (`memory/aio.py`): one I/O path.
@@ -43,6 +44,7 @@ from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.memory.admin import mark_ancestors
 from langgraph.checkpoint.s3dynamo.memory.aio import run
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -120,6 +122,9 @@ class S3DynamoStore(BaseStore):
         comes from terraform/."""
         self.saver.setup()
         self._checked.set()
+        # Entries written before descendants marks existed get theirs (one directory
+        # Query when none lacks one).
+        mark_ancestors(self.space)
 
     def sweep_ttl(self) -> int:
         """Remove the store's expired items now (as LangGraph's SQL stores' `sweep_ttl`);
@@ -190,9 +195,7 @@ class S3DynamoStore(BaseStore):
             directory: list[tuple[Namespace, Any]] | None = None
             for i, other in enumerate(ops):
                 if isinstance(other, SearchOp):
-                    if directory is None:
-                        directory = self.space.namespaces()
-                    results[i] = self._search(other, directory, vectors)
+                    results[i] = self._search(other, vectors)
                 elif isinstance(other, ListNamespacesOp):
                     if directory is None:
                         directory = self.space.namespaces()
@@ -264,15 +267,8 @@ class S3DynamoStore(BaseStore):
             )
         return body
 
-    def _search(
-        self,
-        op: SearchOp,
-        directory: list[tuple[Namespace, Any]],
-        vectors: dict[str, list[float]],
-    ) -> list[SearchItem]:
-        prefix = tuple(op.namespace_prefix)
-        namespaces = [ns for ns, _ in directory if ns[: len(prefix)] == prefix]
-        found = [f for batch in parallel(self.space.scan_namespace, namespaces) for f in batch]
+    def _search(self, op: SearchOp, vectors: dict[str, list[float]]) -> list[SearchItem]:
+        found = self.space.search(tuple(op.namespace_prefix))
         candidates: list[tuple[Found, dict[str, Any]]] = []
         for f in found:
             body = self._body(f)
