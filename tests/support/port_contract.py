@@ -19,6 +19,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StoreMissingError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
+    DESCENDANTS_SK,
     deployment_pk,
     directory_pk,
     intents_before,
@@ -419,6 +420,24 @@ class MemoryItemsContract:
         items.memory_put(rows, self.entry)
         assert [r.key.sk for r in items.memory_query(self.pk)] == ["a", "b", "c"]
         assert [r.key.sk for r in items.memory_query(self.pk, limit=2)] == ["a", "b"]
+
+    def test_descendants_marks_are_seen_by_a_search_only(self, items: Any) -> None:
+        parent, other = memory_pk("", "B" * 21 + "Q", "m"), memory_pk("", "C" * 21 + "Q", "m")
+        items.memory_put([_row(self.pk, "a", b"1")], self.entry, [ItemKey(parent, DESCENDANTS_SK)])
+        # Item sort keys are URL-safe base64: from "-" to "z", all before the mark.
+        items.memory_put([_row(parent, sk, sk.encode()) for sk in ("-a", "p", "zz")], None)
+        rows, marked = items.memory_search(parent)
+        assert ([r.key.sk for r in rows], marked) == (["-a", "p", "zz"], True)
+        assert [r.key.sk for r in items.memory_query(parent)] == ["-a", "p", "zz"]
+        assert [r.key.sk for r in items.memory_query(parent, limit=3)] == ["-a", "p", "zz"]
+        rows, marked = items.memory_search(self.pk)
+        assert ([r.key.sk for r in rows], marked) == (["a"], False)
+        # A renewal alone writes its marks too, in the same request.
+        items.directory_renew(
+            self.entry._replace(generation="gen-2"), [ItemKey(other, DESCENDANTS_SK)]
+        )
+        assert items.memory_search(other) == ([], True) and items.memory_query(other) == []
+        assert items.directory_get(self.entry.key) == self.entry._replace(generation="gen-2")
 
     def test_expiry_deletes_only_what_is_still_expired(self, items: Any) -> None:
         rows = [
