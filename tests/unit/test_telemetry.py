@@ -194,6 +194,39 @@ def test_a_maintenance_operation_is_a_span_over_its_steps(otel: Otel) -> None:
     assert (outer.attributes or {})["s3dynamo.requests"] == _calls(saver) - before > 0
 
 
+def test_a_thread_lock_shows_its_acquire_and_release_under_the_callers_span(
+    otel: Otel,
+) -> None:
+    saver = memory_saver()
+    otel.clear()
+    with (
+        otel.tracer.start_as_current_span("agent run"),
+        saver.ops.thread_lock("t", heartbeat=False),
+    ):
+        saver.put(CONFIG, _checkpoint("v"), {}, {"a": "1"})  # type: ignore[arg-type]
+    spans = otel.spans()
+    names = [s.name for s in spans if s.name != "agent run"]
+    assert names == [
+        "s3dynamo.thread_lock.acquire",
+        "s3dynamo.put",
+        "s3dynamo.thread_lock.release",
+    ]
+    assert all(ancestors(s, spans) == ["agent run"] for s in spans if s.name in names)
+    acquire = otel.span("s3dynamo.thread_lock.acquire").attributes or {}
+    assert acquire["s3dynamo.requests"] == 1  # one conditional UpdateItem
+
+    async def run() -> None:
+        async with saver.ops.athread_lock("t", heartbeat=False):
+            pass
+
+    otel.clear()
+    asyncio.run(run())
+    assert [s.name for s in otel.spans()] == [
+        "s3dynamo.thread_lock.acquire",
+        "s3dynamo.thread_lock.release",
+    ]
+
+
 def test_a_failed_operation_is_a_span_with_its_error(otel: Otel) -> None:
     saver = memory_saver()
     with pytest.raises(InvalidConfigError):

@@ -17,7 +17,8 @@ ends `LAMBDA_RESERVE` seconds before it, leaving the handler time to answer.
 
 Safety (whatever the clocks say, only the highest token's writes are accepted; clocks
 only decide when a lease may be taken over) and the figures behind the defaults:
-docs/RELIABILITY.md, "The lease".
+docs/RELIABILITY.md, "The lease". Each attempt, renewal and release is an operation of
+its own (spans `s3dynamo.thread_lock.acquire`, `.renew`, `.release`; `telemetry.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Protocol
 
-from langgraph.checkpoint.s3dynamo import backoff
+from langgraph.checkpoint.s3dynamo import backoff, telemetry
 from langgraph.checkpoint.s3dynamo.backoff import Backoff
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
@@ -256,7 +257,7 @@ def thread_lock(
         handle.stop_heartbeat()
         handle.released = True
         release(token)
-        store.release_lease(handle.lease)
+        _release(store, handle.lease)
 
 
 @asynccontextmanager
@@ -286,4 +287,15 @@ async def athread_lock(
         await asyncio.to_thread(handle.stop_heartbeat)
         handle.released = True
         release(token)
-        await asyncio.to_thread(store.release_lease, handle.lease)
+        await asyncio.to_thread(_release, store, handle.lease)
+
+
+@telemetry.operation("thread_lock.release")
+def _release(store: ThreadStore, lease: Lease) -> None:
+    store.release_lease(lease)
+
+
+# A span and figures for each attempt to take the lease and each heartbeat renewal (the
+# heartbeat's thread starts no context of the caller's: its spans are roots).
+telemetry.instrument(_Plan, {"attempt": "thread_lock.acquire"})
+telemetry.instrument(ThreadLease, {"renew": "thread_lock.renew"})
