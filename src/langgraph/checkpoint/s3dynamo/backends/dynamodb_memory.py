@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt, translate_errors
+from langgraph.checkpoint.s3dynamo.backends.aws_errors import Outcome, attempt, translate_errors
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import (
     CHECK_FAILED,
     DynamoIndex,
@@ -139,15 +139,7 @@ class DynamoMemory(DynamoRecords):
                 "ExpressionAttributeNames": {"#x": "mx"},
                 "ExpressionAttributeValues": {":now": {"N": str(expired_at)}},
             }
-        out = attempt(
-            self.resource,
-            self.client.delete_item,
-            tolerate=(CHECK_FAILED + "Exception",),
-            TableName=self.table,
-            Key=key_item(key),
-            ReturnValues="ALL_OLD",
-            **condition,
-        )
+        out = self._conditional(self.client.delete_item, key, ReturnValues="ALL_OLD", **condition)
         old = (out.value or {}).get("Attributes")
         return memory_row(old) if old else None
 
@@ -158,30 +150,24 @@ class DynamoMemory(DynamoRecords):
         return directory_entry(item) if item else None
 
     def memory_touch(self, key: ItemKey, expires: int) -> None:
-        found = attempt(
-            self.resource,
+        # A refused condition: the item went meanwhile, nothing to refresh.
+        self._conditional(
             self.client.update_item,
-            tolerate=(CHECK_FAILED + "Exception",),
-            TableName=self.table,
-            Key=key_item(key),
+            key,
             UpdateExpression="SET #x = :x",
             ConditionExpression="attribute_exists(#pk)",
             ExpressionAttributeNames={"#x": "mx", "#pk": PARTITION_KEY},
             ExpressionAttributeValues={":x": {"N": str(expires)}},
         )
-        del found  # a refused condition: the item went meanwhile, nothing to refresh
 
     def directory(self, pk: str, consistent: bool = False) -> list[DirectoryEntry]:
         request = self._query_args(pk, consistent=consistent)
         return [directory_entry(i) for items in self._pages("query", request) for i in items]
 
     def directory_drop(self, entry: DirectoryEntry) -> bool:
-        found = attempt(
-            self.resource,
+        found = self._conditional(
             self.client.delete_item,
-            tolerate=(CHECK_FAILED + "Exception",),
-            TableName=self.table,
-            Key=key_item(entry.key),
+            entry.key,
             ConditionExpression="#g = :g",
             ExpressionAttributeNames={"#g": "g"},
             ExpressionAttributeValues={":g": {"S": entry.generation}},
@@ -193,12 +179,9 @@ class DynamoMemory(DynamoRecords):
         values: dict[str, Any] = {":g": {"S": entry.generation}}
         if emptied:
             values[":one"] = {"N": "1"}
-        found = attempt(
-            self.resource,
+        found = self._conditional(
             self.client.update_item,
-            tolerate=(CHECK_FAILED + "Exception",),
-            TableName=self.table,
-            Key=key_item(entry.key),
+            entry.key,
             UpdateExpression=action,
             ConditionExpression="#g = :g",
             ExpressionAttributeNames={"#g": "g", "#e": "e"},
@@ -208,18 +191,26 @@ class DynamoMemory(DynamoRecords):
 
     def memory_reseal(self, key: ItemKey, old: bytes, new: bytes) -> bool:
         attribute = DIRECTORY_NS if is_directory_pk(key.pk) else MEMORY_BLOB
-        found = attempt(
-            self.resource,
+        found = self._conditional(
             self.client.update_item,
-            tolerate=(CHECK_FAILED + "Exception",),
-            TableName=self.table,
-            Key=key_item(key),
+            key,
             UpdateExpression="SET #b = :new",
             ConditionExpression="#b = :old",
             ExpressionAttributeNames={"#b": attribute},
             ExpressionAttributeValues={":new": {"B": new}, ":old": {"B": old}},
         )
         return found.refused is None
+
+    def _conditional(self, call: Any, key: ItemKey, **request: Any) -> Outcome:
+        # One conditional write on an item; a refused condition is an answer, not an error.
+        return attempt(
+            self.resource,
+            call,
+            tolerate=(CHECK_FAILED + "Exception",),
+            TableName=self.table,
+            Key=key_item(key),
+            **request,
+        )
 
     def memory_expired(self, prefix: str, now: int) -> Iterator[list[MemoryRow]]:
         request: dict[str, Any] = {
