@@ -13,6 +13,7 @@ One request per invocation; events and responses are plain JSON:
     {"action": "resume", "thread_id": "t-1", "approved": true, "by": "maria"}
     {"action": "history", "thread_id": "t-1", "limit": 20}      -> checkpoints, newest first
     {"action": "delete", "thread_id": "t-1"}                    -> forget the thread
+    {"action": "collect"}                                       -> delete what crashed writes left
 
 Replies carry `"ok": true` or `"ok": false` with an `"error"`.
 
@@ -47,6 +48,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -316,7 +318,32 @@ def delete(event: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "thread_id": tid, "deleted": True}
 
 
-ACTIONS = {"start": start, "send": send, "resume": resume, "history": history, "delete": delete}
+def collect_garbage(event: dict[str, Any]) -> dict[str, Any]:
+    """Delete the objects that crashed or refused writes uploaded and never committed: the
+    upload journal's intents older than `grace_seconds` (default an hour) whose objects
+    nothing references (`saver.ops.plan_incremental_garbage_collection`). Its requests
+    are ones the agent's own role makes anyway (Query, HeadObject, DeleteObjects,
+    BatchWriteItem), so terraform/examples/lambda_agent schedules it on this function.
+    `{"dry_run": true}` only reports. What a run does not finish, the next does."""
+    grace = event.get("grace_seconds", 3600)
+    if isinstance(grace, bool) or not isinstance(grace, int) or grace < 0:
+        raise BadRequest(
+            f"grace_seconds must be a whole number of seconds, 0 or more; got {grace!r}"
+        )
+    plan = _saver.ops.plan_incremental_garbage_collection(grace=timedelta(seconds=grace))
+    dry_run = bool(event.get("dry_run"))
+    deleted = 0 if dry_run else plan.execute()
+    return {"ok": True, "dry_run": dry_run, **plan.to_dict(), "objects_deleted": deleted}
+
+
+ACTIONS = {
+    "start": start,
+    "send": send,
+    "resume": resume,
+    "history": history,
+    "delete": delete,
+    "collect": collect_garbage,
+}
 RUNS = {"start", "send", "resume"}
 
 

@@ -624,6 +624,7 @@ def test_bad_events(function_env: dict[str, str]) -> None:
         ({"action": "send", "thread_id": "never-started", "message": "hi"}, "no thread"),
         ({"action": "resume", "thread_id": "x", "approved": "yes"}, "approved"),
         ({"action": "history", "thread_id": "x", "limit": 0}, "limit"),
+        ({"action": "collect", "grace_seconds": -1}, "grace_seconds"),
     ]:
         reply = app.handler(event, None)
         assert reply["ok"] is False and phrase in reply["error"], (event, reply)
@@ -720,6 +721,14 @@ class Recorder:
         return grants
 
 
+class UploadCrash(Exception):
+    """A process dying right after an object upload, before the write's commit."""
+
+
+def _crash(**_: Any) -> None:
+    raise UploadCrash()
+
+
 TRANSACTION_ACTIONS = {
     "Put": "dynamodb:PutItem",
     "Update": "dynamodb:UpdateItem",
@@ -797,6 +806,18 @@ def test_policies_grant_exactly_what_the_code_requests(
     for inline_max in ("8192", "0"):
         monkeypatch.setenv("S3DYNAMO_INLINE_MAX", inline_max)
         run_conversation(function_env, load_app().handler)
+    # The scheduled collection runs on the agent's function, under the same role: a put
+    # that dies after uploading its object leaves an intent and an orphan, which the
+    # "collect" action deletes.
+    crash = "crash-after-upload"
+    aws_clients.session().register("after-call.s3.PutObject", _crash, unique_id=crash)
+    try:
+        with pytest.raises(UploadCrash):
+            load_app().handler({"action": "start", "message": "hello"})
+    finally:
+        aws_clients.session().unregister("after-call.s3.PutObject", unique_id=crash)
+    collected = load_app().handler({"action": "collect", "grace_seconds": 0})
+    assert collected["ok"] and collected["objects_deleted"] >= 1, collected
     runtime = recorder.take()
     monkeypatch.delenv("S3DYNAMO_OBJECT_CACHE_BYTES")
 
@@ -1052,3 +1073,12 @@ def test_terraform_apply_example_on_moto(
     assert target["Arn"] == job["FunctionArn"]
     swept = load_app().expire({"dry_run": True}, None)
     assert swept["ok"] and swept["dry_run"] and swept["removed_threads"] == 0
+
+    # The collection: the agent's own function (its role), daily, with {"action": "collect"}.
+    rule = events.describe_rule(Name=f"{outputs['function_name']}-collection")
+    assert rule["ScheduleExpression"] == "rate(1 day)"
+    [target] = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+    assert target["Arn"] == config["FunctionArn"]
+    assert json.loads(target["Input"]) == {"action": "collect"}
+    collected = load_app().handler({"action": "collect", "dry_run": True}, None)
+    assert collected["ok"] and collected["dry_run"] and collected["objects_deleted"] == 0

@@ -3,7 +3,9 @@
 # execution role with the saver's policy and nothing else but writing its own log group, and
 # a customer managed KMS key for the function's environment (which holds the sealing keys)
 # and its logs. With `retention` or `checkpointer_ttl` set, a second function from the same
-# zip runs expire_idle_threads() on a schedule, under the module's retention policy. With
+# zip runs expire_idle_threads() on a schedule, under the module's retention policy; with
+# `collection_schedule` (daily by default), the agent's function itself deletes what crashed
+# writes left, with requests its own role already makes. With
 # `snapstart`, the agent's function is published with SnapStart and invoked through an alias.
 # `architecture = "arm64"` runs both on Graviton, from the zip built for it.
 
@@ -355,4 +357,40 @@ resource "aws_lambda_permission" "retention" {
   function_name = aws_lambda_function.retention[each.key].function_name
   principal     = "events.amazonaws.com"
   source_arn    = each.value.arn
+}
+
+# --------------------------------------------------------------------------------------
+# Garbage collection: the agent's own function, once per collection_schedule, with the
+# event {"action": "collect"}. It deletes the objects that crashed or refused writes
+# uploaded and never committed (named by upload intents older than an hour that nothing
+# references), and the intents, with requests the saver's policy already grants (Query,
+# HeadObject, DeleteObjects, BatchWriteItem), so it needs no role of its own. What one
+# run leaves (a timeout), the next finishes.
+# --------------------------------------------------------------------------------------
+
+resource "aws_cloudwatch_event_rule" "collection" {
+  count = var.collection_schedule == null ? 0 : 1
+
+  name                = "${var.name}-collection"
+  description         = "Deletes what crashed writes left in ${var.table_name} and ${var.bucket_name}"
+  schedule_expression = var.collection_schedule
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "collection" {
+  count = var.collection_schedule == null ? 0 : 1
+
+  rule  = aws_cloudwatch_event_rule.collection[0].name
+  arn   = aws_lambda_function.agent.arn
+  input = jsonencode({ action = "collect" })
+}
+
+resource "aws_lambda_permission" "collection" {
+  count = var.collection_schedule == null ? 0 : 1
+
+  statement_id  = "AllowScheduledCollection"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.agent.function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.collection[0].arn
 }

@@ -133,6 +133,12 @@ variable "retention_schedule" {
   default     = "rate(1 day)"
 }
 
+variable "collection_schedule" {
+  description = "When the agent's function deletes the objects that crashed or refused writes left (the \"collect\" action of app.py: the upload journal's intents older than an hour whose objects nothing references; never a listing of the bucket), as an EventBridge schedule expression. null: never (run `s3dynamo gc` yourself)."
+  type        = string
+  default     = "rate(1 day)"
+}
+
 variable "snapstart" {
   description = <<-EOT
     Lambda SnapStart for the agent's function. Each apply that changes the function publishes a

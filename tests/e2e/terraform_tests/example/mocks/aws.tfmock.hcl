@@ -25,3 +25,9 @@ mock_resource "aws_iam_role" {
     arn = "arn:aws:iam::123456789012:role/s3dynamo-test"
   }
 }
+
+mock_resource "aws_lambda_function" {
+  defaults = {
+    arn = "arn:aws:lambda:us-east-1:123456789012:function:s3dynamo-agent"
+  }
+}
