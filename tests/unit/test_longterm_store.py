@@ -829,6 +829,38 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
 
 
 @pytest.mark.aws
+def test_a_process_writes_an_ancestors_mark_only_while_it_does_not_know_it_exists(
+    clients: Clients,
+) -> None:
+    sent: list[list[str]] = []
+
+    def transaction(params: dict[str, Any], **_: Any) -> None:
+        sent.append([next(iter(i)) for i in params["TransactItems"]])
+
+    clients[0].meta.events.register(
+        "provide-client-params.dynamodb.TransactWriteItems", transaction
+    )
+    first = S3DynamoStore.from_saver(make_saver(clients))
+    first.setup()
+    first.put(("a", "b", "c"), "k", {"v": 1})
+    first.put(("a", "b", "d"), "k", {"v": 1})
+    # The item, the entry, the marks of ("a",) and ("a", "b"); then only the entry: this
+    # process wrote those marks.
+    assert sent == [["Update", "Update", "Put", "Put"], ["Update", "Update"]]
+    sent.clear()
+    # Another process that opened an item of a namespace knows its ancestors are marked.
+    reader = S3DynamoStore.from_saver(make_saver(clients))
+    assert reader.get(("a", "b", "c"), "k") is not None
+    reader.put(("a", "b", "e"), "k", {"v": 1})
+    assert sent == [["Update", "Update"]]
+    sent.clear()
+    blind = S3DynamoStore.from_saver(make_saver(clients))
+    blind.put(("a", "x"), "k", {"v": 1})
+    assert sent == [["Update", "Update", "Put"]]
+    assert sorted(i.key for i in blind.search(("a",))) == ["k"] * 4
+
+
+@pytest.mark.aws
 def test_setup_marks_the_ancestors_of_entries_written_before_marks(clients: Clients) -> None:
     writer = S3DynamoStore.from_saver(make_saver(clients))
     writer.setup()

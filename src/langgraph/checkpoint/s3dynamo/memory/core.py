@@ -15,7 +15,8 @@ once no lease on it can be running; a namespace with items is never missing from
 directory (docs/RELIABILITY.md, "The Store's namespace directory").
 
 Descendants marks (the Store only): the first renewal in a process also marks the
-partition of each of the namespace's ancestors, and marks are never removed, so a
+partition of each of the namespace's ancestors (unless the process read an item or entry
+of the namespace, which implies the marks), and marks are never removed, so a
 partition without the mark has no namespace below it: a search of its namespace is one
 Query of it, and reads the directory only when it holds the mark (the argument:
 docs/RELIABILITY.md, "Descendants marks").
@@ -351,6 +352,7 @@ class Space:
                 raise IntegrityError(f"{what}: it names another namespace; it was moved")
             self.state.saw(entry)
             out.append((namespace, entry))
+        self._marks_exist(ns for ns, _ in out)
         return out
 
     def entry_aad(self, sk: str) -> bytes:
@@ -416,7 +418,13 @@ class Space:
             if blob is None:
                 continue
             out.append(self._open_one(ns, row, blob))
+        self._marks_exist(f.namespace for f in out)
         return out
+
+    def _marks_exist(self, namespaces: Iterable[Namespace]) -> None:
+        # A namespace with an item has a directory entry, and an entry is written with its
+        # ancestors' marks, which nothing removes: this process need not write them again.
+        self.state.marked(k.pk for ns in set(namespaces) for k in self.ancestor_marks(ns))
 
     def _open_one(self, namespace: Namespace, row: MemoryRow, blob: bytes) -> Found:
         what = self._what(namespace)

@@ -1,8 +1,9 @@
 """What this process knows about one memory space, shared by every `Space` on the same
 table adapter: leases on namespaces' directory entries (a put into a namespace it holds
-a lease on writes the item alone), the descendants marks it wrote (never deleted, so
-written once per process), and its own recent writes (an eventually consistent read that
-misses one is read again consistently, so a process reads its own writes).
+a lease on writes the item alone), the descendants marks it wrote or knows exist (never
+deleted, so written at most once per process), and its own recent writes (an eventually
+consistent read that misses one is read again consistently, so a process reads its own
+writes).
 The safety argument is in docs/RELIABILITY.md ("The Store's namespace directory").
 """
 
@@ -72,7 +73,8 @@ class SpaceState:
     # ------------------------------------------------------------ descendants marks
 
     def unmarked(self, pks: Iterable[str]) -> list[str]:
-        """Those of `pks` this process has not written the descendants mark of."""
+        """Those of `pks` whose descendants mark this process has not written or seen
+        implied."""
         with self._lock:
             return [pk for pk in pks if pk not in self._marked]
 
