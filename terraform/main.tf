@@ -343,7 +343,8 @@ data "aws_iam_policy_document" "retention" {
     actions = [
       # Tombstones on heads, record and control-item deletes.
       "dynamodb:BatchWriteItem",
-      # The sweep's cursor, and consistent reads of each thread found before it goes.
+      # The sweep's cursor, and consistent reads of each thread found before it goes; the
+      # Store's and the cache's directories and namespaces, for their expired items.
       "dynamodb:Query",
       # The first sweep (and `expire --full`) reads the whole table (keys and stamps).
       "dynamodb:Scan",

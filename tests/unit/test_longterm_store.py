@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.types import CachePolicy
@@ -858,6 +859,34 @@ def test_a_process_writes_an_ancestors_mark_only_while_it_does_not_know_it_exist
     blind.put(("a", "x"), "k", {"v": 1})
     assert sent == [["Update", "Update", "Put"]]
     assert sorted(i.key for i in blind.search(("a",))) == ["k"] * 4
+
+
+@pytest.mark.aws
+def test_the_expiry_sweep_reads_the_stores_partitions_not_the_table(
+    clients: Clients, counter: RequestCounter
+) -> None:
+    calls = []
+    for prefix, threads in (("small/", 4), ("large/", 40)):
+        saver = make_saver(clients, prefix=prefix)
+        saver.setup()
+        for i in range(threads):
+            config = {"configurable": {"thread_id": f"t{i}", "checkpoint_ns": ""}}
+            saver.put(config, empty_checkpoint(), {}, {})  # type: ignore[arg-type]
+        store = S3DynamoStore.from_saver(saver)
+        store.put(("a",), "old", {"v": 1}, ttl=0.01)
+        store.put(("a",), "kept", {"v": 2})
+        store.put(("b", "c"), "old", {"v": 3}, ttl=0.01)
+        counter.reset()
+        assert store.space.expire(now=store.space.clock() + 60) == (2, 0)
+        calls.append(dict(counter.calls))
+        assert [i.key for i in store.search(("a",))] == ["kept"]
+    # The directory and each namespace (Query 3), a look at each namespace an item left
+    # (Query 2), the two deletes, the emptied mark on ("b", "c"): whatever the table holds.
+    assert calls[0] == calls[1] == {
+        "dynamodb.Query": 5,
+        "dynamodb.DeleteItem": 2,
+        "dynamodb.UpdateItem": 1,
+    }
 
 
 @pytest.mark.aws

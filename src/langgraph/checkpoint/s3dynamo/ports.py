@@ -310,11 +310,6 @@ class MemoryItems(Protocol):
         `new` if it is still `old` (re-encryption). One request."""
         ...
 
-    def memory_expired(self, prefix: str, now: int) -> Iterator[list[MemoryRow]]:
-        """Items of every memory partition under `prefix` whose expiry is at or before
-        `now`, a page of a Scan at a time (retention's memory sweep)."""
-        ...
-
 
 class Index(RecordIndex, ControlItems, TableScan, Protocol):
     """An adapter that is all three (one DynamoDB table, the in-memory twin)."""

@@ -10,7 +10,7 @@ argument is in docs/RELIABILITY.md). Reads are eventually consistent unless aske
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import Outcome, attempt, translate_errors
@@ -33,7 +33,6 @@ from langgraph.checkpoint.s3dynamo.errors import StorageError
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     ITEM_SK_RANGE,
-    is_memory_pk,
     memory_scope,
 )
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
@@ -211,16 +210,6 @@ class DynamoMemory(DynamoRecords):
             Key=key_item(key),
             **request,
         )
-
-    def memory_expired(self, prefix: str, now: int) -> Iterator[list[MemoryRow]]:
-        request: dict[str, Any] = {
-            "TableName": self.table,
-            "FilterExpression": "#x <= :now AND begins_with(#pk, :prefix)",
-            "ExpressionAttributeNames": {"#x": "mx", "#pk": PARTITION_KEY},
-            "ExpressionAttributeValues": {":now": {"N": str(now)}, ":prefix": {"S": prefix}},
-        }
-        for items in self._pages("scan", request):
-            yield [memory_row(i) for i in items if is_memory_pk(i[PARTITION_KEY]["S"])]
 
 
 class DynamoTableIndex(DynamoIndex, DynamoMemory):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
 
@@ -139,18 +139,6 @@ class MemoryItemsTwin:
                 self._directory[key.pk][key.sk] = entry._replace(blob=new)
                 return True
             return False
-
-    def memory_expired(self, prefix: str, now: int) -> Iterator[builtins.list[MemoryRow]]:
-        with self._lock:
-            self._count("scan")
-            rows = [
-                row
-                for pk, partition in self._memory.items()
-                if pk.startswith(prefix)
-                for row in partition.values()
-                if row.expires is not None and row.expires <= now
-            ]
-        return iter([rows])
 
     def load_memory(
         self,

@@ -169,8 +169,9 @@ def stats_lines(data: dict[str, dict[str, int]]) -> list[str]:
 @yes_option
 @store_options
 def expire_memory(as_json: bool, yes: bool, **settings: Any) -> int:
-    """Remove expired Store items and cache entries (one filtered Scan per space). An
-    expired item is never read back whether or not this runs."""
+    """Remove expired Store items and cache entries (per space: a Query of the directory,
+    then one of each namespace). An expired item is never read back whether or not this
+    runs."""
     from langgraph.checkpoint.s3dynamo.memory.admin import expire_memory as sweep
 
     saver = open_saver(**settings)

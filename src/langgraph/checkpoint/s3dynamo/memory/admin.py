@@ -1,8 +1,8 @@
 """What the command line and the retention job do with long-term memory: its share of
 the storage (`memory_stats`) and the expiry sweep (`expire_memory`) over the Store's
 items and the node cache's entries; and `mark_ancestors`, which `S3DynamoStore.setup`
-runs. All three read the spaces' directories; the sweep is one filtered Scan per space
-(docs/OPERATIONS.md, "Long-term memory").
+runs. All three read the spaces' directories; the sweep then reads each namespace's
+partition, never the rest of the table (docs/OPERATIONS.md, "Long-term memory").
 """
 
 from __future__ import annotations
@@ -140,11 +140,7 @@ def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
     for label, code in SPACES.items():
         space = memory_space(parts, code)
         if dry_run:
-            now = int(space.clock())
-            found = sum(
-                len([r for r in page if space.owns(r.key.pk)])
-                for page in space.index.memory_expired(space.prefix, now)
-            )
+            found = len(space.expired(int(space.clock()))[1])
             result.items[label], result.namespaces_dropped[label] = found, 0
         else:
             result.items[label], result.namespaces_dropped[label] = space.expire()

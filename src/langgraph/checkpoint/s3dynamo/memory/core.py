@@ -119,10 +119,6 @@ class Space:
         # Shared by every Space of this space on the same table adapter in the process.
         return space_state(self._ports.index, self.prefix, self.space)
 
-    def owns(self, pk: str) -> bool:
-        """Whether a partition holds this space's items of this deployment."""
-        return _scope_is(pk, self.prefix, self.space)
-
     def pk(self, namespace: Namespace) -> str:
         return memory_pk(
             self.prefix, self.namer.memory_namespace(self.space, namespace), self.space
@@ -451,27 +447,35 @@ class Space:
 
     # ------------------------------------------------------------ expiry
 
-    def expire(self, now: float | None = None) -> tuple[int, int]:
-        """Delete the space's expired items (one Scan of the table, filtered; each item
-        deleted only while still expired) and their objects, and drop the directory
-        entries of namespaces left empty. (items deleted, namespaces dropped)."""
-        at = int(self.clock() if now is None else now)
-        deleted: list[MemoryRow] = []
-        for page in self.index.memory_expired(self.prefix, at):
-            mine = [r for r in page if self.owns(r.key.pk)]
-            gone = parallel(lambda r: self.index.memory_delete(r.key, expired_at=at), mine)
-            deleted += [r for r in gone if r is not None]
-        leaves = [memory_object_key(r.key.pk, r.leaf) for r in deleted if r.leaf]
-        if leaves:
-            self.objects.delete(leaves)
-        # Namespaces left empty leave the directory, and entries marked emptied whose
-        # namespace has items again lose the mark. Entries are found by name (a
-        # namespace's partition names its entry), so the sweep opens nothing and needs
-        # no keys, only the table.
+    def expired(self, at: int) -> tuple[dict[str, DirectoryEntry], list[MemoryRow]]:
+        """The directory's entries by name, and the items whose expiry is at or before
+        `at`: one consistent Query of the directory, then one Query of each namespace's
+        partition, in one wave. It reads what the space holds, never the rest of the
+        table, and opens nothing: a namespace's partition is named by its entry."""
         entries = {
             e.key.sk: e
             for e in self.index.directory(directory_pk(self.prefix, self.space), consistent=True)
         }
+        names = sorted(entries)
+        partitions = parallel(
+            lambda name: self.index.memory_query(memory_pk(self.prefix, name, self.space)), names
+        )
+        rows = [r for found in partitions for r in found if not self.live(r, at)]
+        return entries, rows
+
+    def expire(self, now: float | None = None) -> tuple[int, int]:
+        """Delete the space's expired items (`expired`; each deleted only while still
+        expired) and their objects, and drop the directory entries of namespaces left
+        empty. (items deleted, namespaces dropped)."""
+        at = int(self.clock() if now is None else now)
+        entries, expired = self.expired(at)
+        gone = parallel(lambda r: self.index.memory_delete(r.key, expired_at=at), expired)
+        deleted = [r for r in gone if r is not None]
+        leaves = [memory_object_key(r.key.pk, r.leaf) for r in deleted if r.leaf]
+        if leaves:
+            self.objects.delete(leaves)
+        # Namespaces left empty leave the directory, and entries marked emptied whose
+        # namespace has items again lose the mark.
         names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
         names |= {name for name, e in entries.items() if e.emptied}
         dropped = 0
@@ -480,8 +484,3 @@ class Space:
             if entry is not None:
                 dropped += self._settle(entry, memory_pk(self.prefix, name, self.space), at)
         return len(deleted), dropped
-
-
-def _scope_is(pk: str, prefix: str, space: str) -> bool:
-    scope = memory_scope(pk)
-    return scope is not None and scope[0] == prefix and scope[1] == space and scope[2] is not None
