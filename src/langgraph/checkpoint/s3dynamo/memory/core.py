@@ -452,16 +452,11 @@ class Space:
         `at`: one consistent Query of the directory, then one Query of each namespace's
         partition, in one wave. It reads what the space holds, never the rest of the
         table, and opens nothing: a namespace's partition is named by its entry."""
-        entries = {
-            e.key.sk: e
-            for e in self.index.directory(directory_pk(self.prefix, self.space), consistent=True)
-        }
-        names = sorted(entries)
-        partitions = parallel(
-            lambda name: self.index.memory_query(memory_pk(self.prefix, name, self.space)), names
-        )
-        rows = [r for found in partitions for r in found if not self.live(r, at)]
-        return entries, rows
+        pk = directory_pk(self.prefix, self.space)
+        entries = {e.key.sk: e for e in self.index.directory(pk, consistent=True)}
+        pks = [memory_pk(self.prefix, name, self.space) for name in sorted(entries)]
+        rows = [r for found in parallel(self.index.memory_query, pks) for r in found]
+        return entries, [r for r in rows if not self.live(r, at)]
 
     def expire(self, now: float | None = None) -> tuple[int, int]:
         """Delete the space's expired items (`expired`; each deleted only while still
