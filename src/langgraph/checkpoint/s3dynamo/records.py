@@ -303,7 +303,7 @@ class MemoryRow(NamedTuple):
     # The sealed payload inline, or (None and) the leaf of the object holding it.
     blob: bytes | None
     leaf: str | None
-    # Expiry, seconds since the epoch; None: never.
+    # Expiry, whole seconds since the epoch, rounded up (never before the TTL); None: never.
     expires: int | None = None
     # The item's TTL in minutes, kept so a read can push the expiry out again.
     ttl_minutes: float | None = None

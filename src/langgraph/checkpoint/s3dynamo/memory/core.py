@@ -25,6 +25,7 @@ docs/RELIABILITY.md, "Descendants marks").
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 import uuid
@@ -182,7 +183,7 @@ class Space:
                 leaf = self.namer.memory_leaf(self.space, namespace, key, os.urandom(12).hex())
                 uploads.append((memory_object_key(ik.pk, leaf), blob or b""))
                 blob = None
-            expires = None if ttl_minutes is None else int(now + ttl_minutes * 60)
+            expires = None if ttl_minutes is None else math.ceil(now + ttl_minutes * 60)
             rows.append(MemoryRow(ik, blob, leaf, expires, ttl_minutes, ms, ms))
         if uploads:
             parallel(lambda kb: self.objects.put_new(*kb), uploads)
@@ -305,7 +306,7 @@ class Space:
         for r in rows:
             if r.ttl_minutes is None:
                 continue
-            target = int(now + r.ttl_minutes * 60)
+            target = math.ceil(now + r.ttl_minutes * 60)
             slack = min(r.ttl_minutes * 60 * REFRESH_SLACK, REFRESH_SLACK_MAX)
             if r.expires is None or r.expires < target - slack:
                 due.append((r.key, target))
