@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from langgraph.cache.s3dynamo import S3DynamoCache
+from langgraph.checkpoint.s3dynamo.memory.expiry import expire
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.cli import command_env, environment, run
@@ -77,7 +78,7 @@ def test_memory_commands(sandbox: Sandbox) -> None:
     with environment(command_env(env)):
         store.space.clock = lambda: time.time() + 120
         assert store.get(("users", "7", "memories"), "m3") is None
-        store.space.expire()
+        expire(store.space)
     assert run(env, "memory", "namespaces", "--json").json() == [
         ["users", "42", "docs"],
         ["users", "42", "memories"],

@@ -439,6 +439,18 @@ class MemoryItemsContract:
         assert items.memory_search(other) == ([], True) and items.memory_query(other) == []
         assert items.directory_get(self.entry.key) == self.entry._replace(generation="gen-2")
 
+    def test_a_refresh_answers_with_the_item_in_the_same_request(self, items: Any) -> None:
+        key = ItemKey(self.pk, "a")
+        items.memory_put([_row(self.pk, "a", b"1", expires=500, ttl_minutes=60.0)], self.entry)
+        row, refreshed = items.memory_refresh(key, 900, 60.0, 100)
+        assert refreshed and (row.blob, row.expires) == (b"1", 900)
+        # Another TTL (a put since), or expired by then: refused, the item as it is.
+        row, refreshed = items.memory_refresh(key, 950, 5.0, 100)
+        assert not refreshed and (row.blob, row.expires) == (b"1", 900)
+        row, refreshed = items.memory_refresh(key, 950, 60.0, 900)
+        assert not refreshed and row.expires == 900
+        assert items.memory_refresh(ItemKey(self.pk, "absent"), 950, 60.0, 100) == (None, False)
+
     def test_expiry_deletes_only_what_is_still_expired(self, items: Any) -> None:
         rows = [
             _row(self.pk, "old", b"1", expires=100),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 import os
 from collections.abc import Callable
 from datetime import timedelta
@@ -39,6 +40,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
 from langgraph.checkpoint.s3dynamo.memory.admin import collect_memory_garbage
+from langgraph.checkpoint.s3dynamo.memory.expiry import expire
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
 from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX
 from langgraph.checkpoint.s3dynamo.records import MemoryRow
@@ -246,7 +248,7 @@ def test_ttl_hides_expired_and_expire_removes(parts: tuple[MemoryIndex, MemoryOb
     clock.now += 2 * 60
     assert store.get(("a",), "short") is None
     assert [i.key for i in store.search(("a",))] == ["forever"]
-    assert store.space.expire() == (1, 0)
+    assert expire(store.space) == (1, 0)
     assert len(parts[0].memory_rows()) == 1
     store.delete(("a",), "forever")
     assert store.list_namespaces() == []
@@ -259,10 +261,10 @@ def test_expire_drops_namespaces_left_empty(parts: tuple[MemoryIndex, MemoryObje
     store.put(("gone",), "k", {"v": 1}, ttl=1)
     clock.now += 120
     # Marked emptied while a writer's lease on it may run, dropped after.
-    assert store.space.expire() == (1, 0)
+    assert expire(store.space) == (1, 0)
     assert store.list_namespaces() == []
     clock.now += 1200
-    assert store.space.expire() == (0, 1)
+    assert expire(store.space) == (0, 1)
     assert store.list_namespaces() == [] and parts[0].directory_entries() == []
 
 
@@ -471,9 +473,9 @@ def test_async_methods_run_in_the_saver_s_pool(parts: tuple[MemoryIndex, MemoryO
     seen: list[str] = []
     real = store.space.get
 
-    def spy(*args: Any) -> Any:
+    def spy(*args: Any, **kwargs: Any) -> Any:
         seen.append(threading.current_thread().name)
-        return real(*args)
+        return real(*args, **kwargs)
 
     store.space.get = spy  # type: ignore[method-assign]
     cache.space.get = spy  # type: ignore[method-assign]
@@ -511,7 +513,7 @@ def test_thread_maintenance_passes_memory_items_by(backend: Backend) -> None:
     assert saver.ops.stats().threads == 0
     plan = saver.ops.plan_expiry(timedelta(days=1))
     assert plan.idle == {} and plan.leftovers == []
-    assert store.space.expire(now=store.space.clock() + 1800) == (1, 1)
+    assert expire(store.space, now=store.space.clock() + 1800) == (1, 1)
     assert store.list_namespaces() == []
 
 
@@ -602,7 +604,7 @@ def test_a_put_racing_a_delete_of_the_last_item_stays_listed(
     assert reader.list_namespaces() == [NS]
     assert [i.key for i in reader.search(("users",))] == ["k2"]
     # The sweep takes the mark off a namespace with items.
-    assert reader.space.expire() == (0, 0)
+    assert expire(reader.space) == (0, 0)
     assert [e.emptied for e in index.directory_entries()] == [False]
 
 
@@ -626,7 +628,7 @@ def test_a_namespace_emptied_is_dropped_only_after_every_lease_on_it(
     # Past the lease and its margin the sweep drops the entry; the writer's lease is
     # over, so its next put writes the entry again with the item.
     clock.now += DROP_MARGIN_SECONDS + 2
-    assert reader.space.expire() == (0, 1) and index.directory_entries() == []
+    assert expire(reader.space) == (0, 1) and index.directory_entries() == []
     puts = index.calls["memory_put"]
     writer.put(NS, "k3", {"v": 3})
     assert index.calls["memory_put"] == puts + 1
@@ -768,17 +770,27 @@ def test_a_read_refreshes_an_expiry_only_when_it_moves_by_more_than_the_slack(
     store = store_on(index, objects, clock)
     store.put(NS, "hour", {"v": 1}, ttl=60)
     store.put(NS, "minute", {"v": 2}, ttl=1)
+    index.calls.clear()
     clock.now += 30  # under 1% of an hour (36 s), over 1% of a minute
     assert store.get(NS, "hour") is not None and store.get(NS, "minute") is not None
-    assert index.calls["memory_touch"] == 1
+    # The process wrote both: the hour is read alone, the minute refreshed and read in
+    # one request.
+    assert index.calls == {"memory_get": 1, "memory_refresh": 1}
     expiry = {r.key.sk: r.expires for r in index.memory_rows()}
     assert expiry[store.space.item_key(NS, "minute").sk] == int(clock.now + 60)
     assert expiry[store.space.item_key(NS, "hour").sk] == int(clock.now - 30 + 3600)
     clock.now += 10  # 40 s since the put: the hour's expiry moves by more than 36 s
     assert store.get(NS, "hour") is not None
-    assert index.calls["memory_touch"] == 2
     hour = [r for r in index.memory_rows() if r.key == store.space.item_key(NS, "hour")]
     assert hour[0].expires == int(clock.now + 3600)
+    # Another process, which never saw the items: read, then refresh what is due.
+    other = store_on(index.clone(), objects, clock)
+    assert other.get(NS, "absent") is None  # after the once-a-process deployment check
+    clock.now += 40
+    calls = other.space.index.calls  # type: ignore[attr-defined]
+    calls.clear()
+    assert other.get(NS, "hour") is not None
+    assert calls == {"memory_get": 1, "memory_touch": 1}
 
 
 # ------------------------------------------- on DynamoDB and S3 only (marked aws)
@@ -862,6 +874,36 @@ def test_a_process_writes_an_ancestors_mark_only_while_it_does_not_know_it_exist
 
 
 @pytest.mark.aws
+def test_a_due_refresh_of_an_item_the_process_knows_is_one_request(
+    clients: Clients, counter: RequestCounter
+) -> None:
+    saver = make_saver(clients)
+    saver.setup()
+    store = S3DynamoStore.from_saver(saver, ttl={"default_ttl": 60, "refresh_on_read": True})
+    store.put(NS, "k", {"v": 1})
+    later = store.space.clock() + 120  # over 1% of the hour: every refresh is due
+    store.space.clock = lambda: later
+    counter.reset()
+    item = store.get(NS, "k")
+    assert item is not None and item.value == {"v": 1}
+    assert counter.calls == {"dynamodb.UpdateItem": 1}
+    [row] = [r for r in _memory_items(clients) if r["sk"]["S"] == store.space.item_key(NS, "k").sk]
+    assert int(row["mx"]["N"]) == math.ceil(later + 3600)
+    # A process that never saw it reads, then refreshes: DynamoDBStore's two requests.
+    other = S3DynamoStore.from_saver(make_saver(clients), ttl={"default_ttl": 60})
+    assert other.get(NS, "absent") is None  # after the once-a-process deployment check
+    other.space.clock = lambda: later + 120
+    counter.reset()
+    assert other.get(NS, "k") is not None
+    assert counter.calls == {"dynamodb.BatchGetItem": 1, "dynamodb.UpdateItem": 1}
+
+
+def _memory_items(clients: Clients) -> list[dict[str, Any]]:
+    pages = clients[0].get_paginator("scan").paginate(TableName=clients.table)
+    return [i for page in pages for i in page["Items"] if "mx" in i]
+
+
+@pytest.mark.aws
 def test_the_expiry_sweep_reads_the_stores_partitions_not_the_table(
     clients: Clients, counter: RequestCounter
 ) -> None:
@@ -877,16 +919,20 @@ def test_the_expiry_sweep_reads_the_stores_partitions_not_the_table(
         store.put(("a",), "kept", {"v": 2})
         store.put(("b", "c"), "old", {"v": 3}, ttl=0.01)
         counter.reset()
-        assert store.space.expire(now=store.space.clock() + 60) == (2, 0)
+        assert expire(store.space, now=store.space.clock() + 60) == (2, 0)
         calls.append(dict(counter.calls))
         assert [i.key for i in store.search(("a",))] == ["kept"]
     # The directory and each namespace (Query 3), a look at each namespace an item left
     # (Query 2), the two deletes, the emptied mark on ("b", "c"): whatever the table holds.
-    assert calls[0] == calls[1] == {
-        "dynamodb.Query": 5,
-        "dynamodb.DeleteItem": 2,
-        "dynamodb.UpdateItem": 1,
-    }
+    assert (
+        calls[0]
+        == calls[1]
+        == {
+            "dynamodb.Query": 5,
+            "dynamodb.DeleteItem": 2,
+            "dynamodb.UpdateItem": 1,
+        }
+    )
 
 
 @pytest.mark.aws
@@ -985,13 +1031,13 @@ def test_on_dynamodb_a_put_within_its_lease_after_a_delete_stays_listed(
     writer.put(NS, "k2", {"v": 2})
     assert reader.list_namespaces() == [NS]
     assert [i.key for i in reader.search(("users",))] == ["k2"]
-    assert reader.space.expire() == (0, 0)
+    assert expire(reader.space) == (0, 0)
     deleter.delete(NS, "k2")
     assert reader.list_namespaces() == []
     # After every lease and its margin the entry goes; the writer's next put, its
     # lease over, writes the entry again.
     clock.now += LEASE_SECONDS + DROP_MARGIN_SECONDS + 1
-    assert reader.space.expire() == (0, 1)
+    assert expire(reader.space) == (0, 1)
     writer.put(NS, "k3", {"v": 3})
     assert reader.list_namespaces() == [NS]
     assert [i.key for i in reader.search(NS)] == ["k3"]

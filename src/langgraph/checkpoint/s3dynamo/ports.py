@@ -291,6 +291,15 @@ class MemoryItems(Protocol):
         """Set an existing item's expiry (nothing if the item is gone). One request."""
         ...
 
+    def memory_refresh(
+        self, key: ItemKey, expires: int, ttl_minutes: float, now: int
+    ) -> tuple[MemoryRow | None, bool]:
+        """Set an item's expiry to `expires` if its TTL is still `ttl_minutes` and it has
+        not expired by `now`, and return it as it is then (the current item, a strongly
+        consistent read) with True; else the item as found with False, or (None, False)
+        when absent (or when the store does not return a refused item). One request."""
+        ...
+
     def directory(self, pk: str, consistent: bool = False) -> list[DirectoryEntry]:
         """Every entry of a space's directory, page after page, read eventually
         consistently unless `consistent`."""

@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.backends.aws_errors import Outcome, attempt, translate_errors
+from botocore.exceptions import BotoCoreError, ClientError
+
+from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
+    Outcome,
+    attempt,
+    error_code,
+    translate,
+    translate_errors,
+)
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import (
     CHECK_FAILED,
     DynamoIndex,
@@ -158,6 +166,35 @@ class DynamoMemory(DynamoRecords):
             ExpressionAttributeNames={"#x": "mx", "#pk": PARTITION_KEY},
             ExpressionAttributeValues={":x": {"N": str(expires)}},
         )
+
+    def memory_refresh(
+        self, key: ItemKey, expires: int, ttl_minutes: float, now: int
+    ) -> tuple[MemoryRow | None, bool]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": key_item(key),
+            "UpdateExpression": "SET #x = :x",
+            "ConditionExpression": "#l = :l AND #x > :now",
+            "ExpressionAttributeNames": {"#x": "mx", "#l": "ml"},
+            "ExpressionAttributeValues": {
+                ":x": {"N": str(expires)},
+                ":l": {"N": repr(ttl_minutes)},
+                ":now": {"N": str(now)},
+            },
+            "ReturnValues": "ALL_NEW",
+            # A refused condition answers with the item as it is: still one request.
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        try:
+            out = self.client.update_item(**request)
+        except ClientError as exc:
+            if error_code(exc) != CHECK_FAILED + "Exception":
+                raise translate(exc, self.resource) from exc
+            found = exc.response.get("Item")
+            return (memory_row(found) if found else None), False
+        except BotoCoreError as exc:
+            raise translate(exc, self.resource) from exc
+        return memory_row(out["Attributes"]), True
 
     def directory(self, pk: str, consistent: bool = False) -> list[DirectoryEntry]:
         request = self._query_args(pk, consistent=consistent)

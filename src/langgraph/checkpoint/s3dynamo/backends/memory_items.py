@@ -101,6 +101,18 @@ class MemoryItemsTwin:
             if key.sk in partition:
                 partition[key.sk] = partition[key.sk]._replace(expires=expires)
 
+    def memory_refresh(
+        self, key: ItemKey, expires: int, ttl_minutes: float, now: int
+    ) -> tuple[MemoryRow | None, bool]:
+        with self._lock:
+            self._count("memory_refresh")
+            partition = self._memory.get(key.pk, {})
+            row = partition.get(key.sk)
+            if row is None or row.ttl_minutes != ttl_minutes or (row.expires or 0) <= now:
+                return row, False
+            partition[key.sk] = row._replace(expires=expires)
+            return partition[key.sk], True
+
     def directory(self, pk: str, consistent: bool = False) -> builtins.list[DirectoryEntry]:
         with self._lock:
             self._count("query")

@@ -16,6 +16,7 @@ from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.layout import memory_object_key
+from langgraph.checkpoint.s3dynamo.memory import expiry
 from langgraph.checkpoint.s3dynamo.memory.core import Space
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -140,10 +141,10 @@ def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
     for label, code in SPACES.items():
         space = memory_space(parts, code)
         if dry_run:
-            found = len(space.expired(int(space.clock()))[1])
+            found = len(expiry.expired(space, int(space.clock()))[1])
             result.items[label], result.namespaces_dropped[label] = found, 0
         else:
-            result.items[label], result.namespaces_dropped[label] = space.expire()
+            result.items[label], result.namespaces_dropped[label] = expiry.expire(space)
     return result
 
 

@@ -39,7 +39,6 @@ from langgraph.checkpoint.s3dynamo.layout import (
     directory_pk,
     memory_object_key,
     memory_pk,
-    memory_scope,
 )
 from langgraph.checkpoint.s3dynamo.memory.recent import (
     DROP_MARGIN_SECONDS,
@@ -205,6 +204,7 @@ class Space:
                 start, marks = end, []
         for row in rows:
             state.wrote(row.key, fingerprint(row))
+        state.knew(rows)
 
     def _unwritten_marks(self, namespace: Namespace) -> list[ItemKey]:
         # Refused before anything is written: the marks go in one transaction with the
@@ -251,10 +251,10 @@ class Space:
         if old is not None and old.leaf:
             self.objects.delete([memory_object_key(old.key.pk, old.leaf)])
         if entry is not None:
-            self._settle(entry, self.pk(namespace))
+            self.settle(entry, self.pk(namespace))
         return old is not None
 
-    def _settle(self, entry: DirectoryEntry, pk: str, now: float | None = None) -> int:
+    def settle(self, entry: DirectoryEntry, pk: str, now: float | None = None) -> int:
         """Bring an entry in line with its namespace: marked emptied if empty, dropped
         if empty and no lease on it can still be running, unmarked if not empty. Each
         step is conditional on the generation read before the emptiness check, so a
@@ -294,7 +294,7 @@ class Space:
         if leaves:
             self.objects.delete(leaves)
         if entry is not None:
-            self._settle(entry, pk)
+            self.settle(entry, pk)
         return sum(1 for r in gone if r is not None)
 
     def touch(self, rows: Sequence[MemoryRow]) -> None:
@@ -302,15 +302,9 @@ class Space:
         whose expiry that would move by less than `REFRESH_SLACK` of its TTL (at most
         `REFRESH_SLACK_MAX` seconds): reads in a row refresh once."""
         now = self.clock()
-        due: list[tuple[ItemKey, int]] = []
-        for r in rows:
-            if r.ttl_minutes is None:
-                continue
-            target = math.ceil(now + r.ttl_minutes * 60)
-            slack = min(r.ttl_minutes * 60 * REFRESH_SLACK, REFRESH_SLACK_MAX)
-            if r.expires is None or r.expires < target - slack:
-                due.append((r.key, target))
-        parallel(lambda kt: self.index.memory_touch(*kt), due)
+        due = [(r, t) for r in rows if (t := _refresh_to(r.expires, r.ttl_minutes, now))]
+        parallel(lambda rt: self.index.memory_touch(rt[0].key, rt[1]), due)
+        self.state.knew(r._replace(expires=t) for r, t in due)
 
     # ------------------------------------------------------------ reads
 
@@ -318,20 +312,44 @@ class Space:
         """Not expired (whatever the sweeper has done yet)."""
         return row.expires is None or row.expires > (self.clock() if now is None else now)
 
-    def get(self, keys: Sequence[tuple[Namespace, str]]) -> dict[tuple[Namespace, str], Found]:
-        """The live items among `keys`, opened (one BatchGetItem, eventually consistent;
-        a second, consistent, for keys this process wrote that it shows otherwise; then
-        one wave of object GETs for large ones)."""
+    def get(
+        self,
+        keys: Sequence[tuple[Namespace, str]],
+        refresh: Iterable[tuple[Namespace, str]] = (),
+    ) -> dict[tuple[Namespace, str], Found]:
+        """The live items among `keys`, opened, with the expiries of those in `refresh`
+        pushed out (`touch`). A key whose refresh this process knows to be due (it read
+        or wrote the item) is one UpdateItem that refreshes and returns it. The rest are
+        one BatchGetItem (eventually consistent; a second, consistent, for keys this
+        process wrote that it shows otherwise), then the refreshes found due. Then one
+        wave of object GETs for large ones."""
+        now = self.clock()
         wanted = {self.item_key(ns, key): (ns, key) for ns, key in keys}
-        read = self.index.memory_get(list(wanted))
-        stale = self.state.stale(read, wanted)
+        renew = {self.item_key(ns, key) for ns, key in refresh} & wanted.keys()
+        direct = [(k, t, ttl) for k in renew for t, ttl in self._known_due(k, now)]
+        answers = parallel(lambda d: self.index.memory_refresh(d[0], d[1], d[2], int(now)), direct)
+        read = [row for row, _ in answers if row is not None]
+        done = {row.key for row, refreshed in answers if refreshed and row is not None}
+        # Not answered (gone, or a store that does not return a refused item): read.
+        rest = [k for k in wanted if k not in {r.key for r in read}]
+        found = self.index.memory_get(rest) if rest else []
+        stale = self.state.stale(found, rest)
         if stale:
             fresh = self.index.memory_get(list(stale), consistent=True)
-            read = [r for r in read if r.key not in stale] + fresh
+            found = [r for r in found if r.key not in stale] + fresh
         now = self.clock()
-        rows = [r for r in read if self.live(r, now)]
+        rows = [r for r in read + found if self.live(r, now)]
+        self.touch([r for r in rows if r.key in renew and r.key not in done])
         opened = self._open([(wanted[r.key][0], r) for r in rows])
         return {(f.namespace, f.key): f for f in opened}
+
+    def _known_due(self, key: ItemKey, now: float) -> list[tuple[int, float]]:
+        # [(new expiry, TTL)] when this process knows the item, unexpired, due a refresh.
+        known = self.state.expiry_of(key)
+        if known is None or known[1] is None or not (known[0] or 0) > now:
+            return []
+        target = _refresh_to(known[0], known[1], now)
+        return [(target, known[1])] if target else []
 
     def namespaces(self) -> list[tuple[Namespace, DirectoryEntry]]:
         """Every namespace in the directory, opened (one Query, paged, eventually
@@ -409,6 +427,7 @@ class Space:
                 strict=True,
             )
         )
+        self.state.knew(r for _, r in rows)
         out = []
         for ns, row in rows:
             blob = row.blob if row.blob is not None else fetched.get(row.key)
@@ -446,37 +465,13 @@ class Space:
             )
         return Found(namespace, key, (typ, data), row)
 
-    # ------------------------------------------------------------ expiry
 
-    def expired(self, at: int) -> tuple[dict[str, DirectoryEntry], list[MemoryRow]]:
-        """The directory's entries by name, and the items whose expiry is at or before
-        `at`: one consistent Query of the directory, then one Query of each namespace's
-        partition, in one wave. It reads what the space holds, never the rest of the
-        table, and opens nothing: a namespace's partition is named by its entry."""
-        pk = directory_pk(self.prefix, self.space)
-        entries = {e.key.sk: e for e in self.index.directory(pk, consistent=True)}
-        pks = [memory_pk(self.prefix, name, self.space) for name in sorted(entries)]
-        rows = [r for found in parallel(self.index.memory_query, pks) for r in found]
-        return entries, [r for r in rows if not self.live(r, at)]
-
-    def expire(self, now: float | None = None) -> tuple[int, int]:
-        """Delete the space's expired items (`expired`; each deleted only while still
-        expired) and their objects, and drop the directory entries of namespaces left
-        empty. (items deleted, namespaces dropped)."""
-        at = int(self.clock() if now is None else now)
-        entries, expired = self.expired(at)
-        gone = parallel(lambda r: self.index.memory_delete(r.key, expired_at=at), expired)
-        deleted = [r for r in gone if r is not None]
-        leaves = [memory_object_key(r.key.pk, r.leaf) for r in deleted if r.leaf]
-        if leaves:
-            self.objects.delete(leaves)
-        # Namespaces left empty leave the directory, and entries marked emptied whose
-        # namespace has items again lose the mark.
-        names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
-        names |= {name for name, e in entries.items() if e.emptied}
-        dropped = 0
-        for name in sorted(names):
-            entry = entries.get(name)
-            if entry is not None:
-                dropped += self._settle(entry, memory_pk(self.prefix, name, self.space), at)
-        return len(deleted), dropped
+def _refresh_to(expires: int | None, ttl_minutes: float | None, now: float) -> int | None:
+    """The expiry a read at `now` pushes an item's out to, if that is due: it has a TTL,
+    and the expiry would move by `REFRESH_SLACK` of it or more (`REFRESH_SLACK_MAX`
+    seconds at most); else None."""
+    if ttl_minutes is None:
+        return None
+    target = math.ceil(now + ttl_minutes * 60)
+    slack = min(ttl_minutes * 60 * REFRESH_SLACK, REFRESH_SLACK_MAX)
+    return target if expires is None or expires < target - slack else None

@@ -1,7 +1,8 @@
 """What this process knows about one memory space, shared by every `Space` on the same
 table adapter: leases on namespaces' directory entries (a put into a namespace it holds
 a lease on writes the item alone), the descendants marks it wrote or knows exist (never
-deleted, so written at most once per process), and its own recent writes (an eventually
+deleted, so written at most once per process), the expiries of items it read or wrote (a
+refresh it knows to be due is one request), and its own recent writes (an eventually
 consistent read that misses one is read again consistently, so a process reads its own
 writes).
 The safety argument is in docs/RELIABILITY.md ("The Store's namespace directory").
@@ -48,6 +49,7 @@ class SpaceState:
         self._recent: OrderedDict[ItemKey, Fingerprint] = OrderedDict()
         self._by_pk: dict[str, set[ItemKey]] = {}
         self._marked: OrderedDict[str, None] = OrderedDict()
+        self._expiry: OrderedDict[ItemKey, tuple[int | None, float | None]] = OrderedDict()
 
     # ------------------------------------------------------------ leases
 
@@ -90,10 +92,27 @@ class SpaceState:
         with self._lock:
             return pk in self._marked
 
+    # ------------------------------------------------------------ expiries
+
+    def knew(self, rows: Iterable[MemoryRow]) -> None:
+        """The expiry and TTL of items read or written: what deciding a refresh needs."""
+        with self._lock:
+            for r in rows:
+                self._expiry[r.key] = (r.expires, r.ttl_minutes)
+                self._expiry.move_to_end(r.key)
+            while len(self._expiry) > RECENT_MAX:
+                self._expiry.popitem(last=False)
+
+    def expiry_of(self, key: ItemKey) -> tuple[int | None, float | None] | None:
+        with self._lock:
+            return self._expiry.get(key)
+
     # ------------------------------------------------------------ recent writes
 
     def wrote(self, key: ItemKey, now: Fingerprint) -> None:
         with self._lock:
+            if now is None:
+                self._expiry.pop(key, None)
             self._recent[key] = now
             self._recent.move_to_end(key)
             self._by_pk.setdefault(key.pk, set()).add(key)

@@ -47,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.memory.admin import mark_ancestors
 from langgraph.checkpoint.s3dynamo.memory.aio import run
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace
+from langgraph.checkpoint.s3dynamo.memory.expiry import expire
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 STORE_SPACE = "m"
@@ -131,7 +132,7 @@ class S3DynamoStore(BaseStore):
         the number removed. The scheduled retention job does this for the Store and the
         node cache (`memory.admin.expire_memory`); reads never return an expired item
         either way."""
-        return self.space.expire()[0]
+        return expire(self.space)[0]
 
     async def asweep_ttl(self) -> int:
         return await run(self._parts, self.sweep_ttl)
@@ -181,17 +182,13 @@ class S3DynamoStore(BaseStore):
             # Reads see the store as it was before this batch's writes, as InMemoryStore's do.
             gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
             if gets:
-                found = self.space.get([(op.namespace, op.key) for _, op in gets])
-                refresh = [
-                    found[k].row
-                    for _, op in gets
-                    if op.refresh_ttl
-                    if (k := (op.namespace, op.key)) in found
-                ]
+                found = self.space.get(
+                    [(op.namespace, op.key) for _, op in gets],
+                    refresh=[(op.namespace, op.key) for _, op in gets if op.refresh_ttl],
+                )
                 for i, op in gets:
                     f = found.get((op.namespace, op.key))
                     results[i] = self._item(f) if f else None
-                self.space.touch(refresh)
             directory: list[tuple[Namespace, Any]] | None = None
             for i, other in enumerate(ops):
                 if isinstance(other, SearchOp):
