@@ -234,13 +234,21 @@ def test_every_interleaving_of_one_writer_and_one_collection() -> None:
 # ------------------------------------------------ collection on both backends
 
 
-def test_gc_removes_what_delete_for_runs_orphaned(backend: Backend) -> None:
-    saver = backend.saver()
+def _runs_deleted(saver: S3DynamoSaver) -> tuple[Any, Any, set[str]]:
+    """Thread "t" with a checkpoint of run-1 and one of run-2 on it, thread "other" with
+    one of run-2, every value an object; then run-2 deleted. (run-1's checkpoint,
+    run-2's on "t", the object keys before the delete)."""
     first = _put_big(saver, "t", "run-1")
     second = _put_big(saver, "t", "run-2", parent=first)
     _put_big(saver, "other", "run-2")
     before = _keys(saver)
     saver.delete_for_runs(["run-2"])
+    return first, second, before
+
+
+def test_gc_removes_what_delete_for_runs_orphaned(backend: Backend) -> None:
+    saver = backend.saver()
+    first, second, before = _runs_deleted(saver)
     assert _keys(saver) == before  # objects wait for garbage collection
 
     young = saver.ops.plan_garbage_collection(grace=timedelta(hours=1))
@@ -362,11 +370,7 @@ def test_incremental_collection_reads_what_crashes_left_not_the_bucket(
 
 def test_incremental_collection_takes_what_delete_for_runs_left(backend: Backend) -> None:
     saver = backend.saver()
-    first = _put_big(saver, "t", "run-1")
-    second = _put_big(saver, "t", "run-2", parent=first)
-    _put_big(saver, "other", "run-2")
-    before = _keys(saver)
-    saver.delete_for_runs(["run-2"])
+    first, second, before = _runs_deleted(saver)
     # An intent per thread names the objects of the deleted checkpoints; within the
     # grace period nothing is taken.
     assert saver.ops.plan_incremental_garbage_collection(grace=timedelta(hours=1)).objects == 0

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto, observe
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
+    Outcome,
     attempt,
     error_code,
     located,
@@ -127,6 +128,18 @@ class DynamoTable:
         self.client = client
         self.table = table
         self.resource = located(f"DynamoDB table {table!r}", client)
+
+    def _conditional(self, call: Callable[..., Any], key: ItemKey, **request: Any) -> Outcome:
+        """One conditional write on one item (`call`: update_item, put_item or
+        delete_item); a refused condition is an answer (`Outcome.refused`), not an error."""
+        return attempt(
+            self.resource,
+            call,
+            tolerate=(CHECK_FAILED + "Exception",),
+            TableName=self.table,
+            Key=key_item(key),
+            **request,
+        )
 
     def _page(
         self, operation: str, request: dict[str, Any], start: Cursor | None = None
@@ -435,12 +448,9 @@ class DynamoControl(DynamoTable, DynamoJournal, DynamoIdleIndex):
         self._batch([{"DeleteRequest": {"Key": key_item(k)}} for k in keys])
 
     def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
-        out = attempt(
-            self.resource,
+        out = self._conditional(
             self.client.update_item,
-            tolerate=("ConditionalCheckFailedException",),
-            TableName=self.table,
-            Key=key_item(key),
+            key,
             UpdateExpression="SET #o = :owner, #x = :expires ADD #k :one",
             ConditionExpression="attribute_not_exists(#x) OR #x < :now",
             ExpressionAttributeNames={"#o": LEASE_OWNER, "#x": LEASE_EXPIRES, "#k": LEASE_TOKEN},
@@ -466,12 +476,9 @@ class DynamoControl(DynamoTable, DynamoJournal, DynamoIdleIndex):
         self._set_expiry(lease, 0)
 
     def _set_expiry(self, lease: Lease, expires_ms: int) -> bool:
-        out = attempt(
-            self.resource,
+        out = self._conditional(
             self.client.update_item,
-            tolerate=("ConditionalCheckFailedException",),
-            TableName=self.table,
-            Key=key_item(lease.key),
+            lease.key,
             UpdateExpression="SET #x = :expires",
             ConditionExpression="#k = :token",
             ExpressionAttributeNames={"#x": LEASE_EXPIRES, "#k": LEASE_TOKEN},

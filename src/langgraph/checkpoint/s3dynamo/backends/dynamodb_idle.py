@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.backends.aws_errors import attempt
-from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import key_item
+from langgraph.checkpoint.s3dynamo.backends.aws_errors import Outcome
 from langgraph.checkpoint.s3dynamo.errors import (
     StorageConfigError,
     StorageError,
@@ -22,17 +21,15 @@ class DynamoIdleIndex:
     """The idle index of the table; the host holds the client and pages Queries."""
 
     client: Any
+    _conditional: Callable[..., Outcome]  # the host's (`DynamoTable`)
     table: str
     resource: str
     _pages: Callable[[str, dict[str, Any]], Iterator[list[dict[str, Any]]]]
 
     def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
-        out = attempt(
-            self.resource,
+        out = self._conditional(
             self.client.update_item,
-            tolerate=("ConditionalCheckFailedException",),
-            TableName=self.table,
-            Key=key_item(key),
+            key,
             UpdateExpression="SET #ik = :to",
             ConditionExpression="#ik = :was" if was else "attribute_exists(#pk)",
             ExpressionAttributeNames={"#ik": IDLE_KEY, **({} if was else {"#pk": PARTITION_KEY})},

@@ -16,8 +16,6 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
-    Outcome,
-    attempt,
     error_code,
     translate,
     translate_errors,
@@ -236,17 +234,6 @@ class DynamoMemory(DynamoRecords):
             ExpressionAttributeValues={":new": {"B": new}, ":old": {"B": old}},
         )
         return found.refused is None
-
-    def _conditional(self, call: Any, key: ItemKey, **request: Any) -> Outcome:
-        # One conditional write on an item; a refused condition is an answer, not an error.
-        return attempt(
-            self.resource,
-            call,
-            tolerate=(CHECK_FAILED + "Exception",),
-            TableName=self.table,
-            Key=key_item(key),
-            **request,
-        )
 
 
 class DynamoTableIndex(DynamoIndex, DynamoMemory):
