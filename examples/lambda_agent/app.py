@@ -61,7 +61,6 @@ from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, LeaseTimeoutError, S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.memory.admin import expire_memory
 from langgraph.checkpoint.s3dynamo.telemetry import Figures, collect
 
 MAX_MESSAGE_CHARS = 4000
@@ -383,7 +382,7 @@ def _expire(event: Any, context: Any) -> dict[str, Any]:
         deadline = time.monotonic() + max(left, 0) / 1000
     plan = saver.ops.expire_idle_threads(dry_run=dry_run, deadline=deadline, full=full)
     # Store items and node-cache entries past their TTL (hidden from reads already).
-    memory = expire_memory(saver.parts, dry_run=dry_run)
+    memory = saver.ops.memory.expire(dry_run=dry_run)
     return {
         "ok": True,
         "dry_run": dry_run,

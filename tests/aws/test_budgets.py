@@ -12,8 +12,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from tests.support.graphs import converse, delta_graph
 from tests.support.savers import PUT_REQUEST, RequestCounter, make_saver, thread_config
 from tests.support.scenarios import chat_graph

@@ -713,7 +713,7 @@ def test_encrypted_serializer_blob_moved_to_another_thread_fails(clients: Any) -
             cp["channel_versions"],
         )
         leaf = saver.parts.namer.value(ValueAt(tid, "", "alpha", cp["channel_versions"]["alpha"]))
-        keys[tid] = saver.store.objects.key(tid, leaf)
+        keys[tid] = saver.store.object_key(tid, leaf)
     s3 = clients[1]
     stolen = s3.get_object(Bucket=saver.settings.bucket, Key=keys["A"])["Body"].read()
     s3.put_object(Bucket=saver.settings.bucket, Key=keys["B"], Body=stolen)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from langgraph.cache.s3dynamo import S3DynamoCache
-from langgraph.checkpoint.s3dynamo.memory.expiry import expire
+from langgraph.checkpoint.s3dynamo.ops.memory import expire
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.cli import command_env, environment, run

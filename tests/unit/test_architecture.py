@@ -382,7 +382,7 @@ def test_every_test_path_named_exists() -> None:
 
 MAX_POSITIONAL_PARAMETERS = 5
 # Where blobs are bound to identities and names derived from them.
-IDENTITY_MODULES = {"codec", "identities", "naming", "sealing"}
+IDENTITY_MODULES = {"codec", "identities", "naming", "blobs.sealing"}
 
 
 def test_identities_travel_as_values() -> None:
@@ -398,3 +398,64 @@ def test_identities_travel_as_values() -> None:
                 if len(names) > MAX_POSITIONAL_PARAMETERS:
                     found.append(f"{name}.{node.name}({', '.join(names)})")
     assert found == [], "pass an identity value instead: " + "; ".join(found)
+
+
+def _package_deps(package: str) -> dict[str, set[str]]:
+    """Each module of a package and the package modules it imports."""
+    modules = _modules()
+    known = set(modules)
+    return {
+        name: {d for mod, names in _imports(tree) for d in _local(mod, names, known)}
+        for name, tree in modules.items()
+        if name == package or name.startswith(package + ".")
+    }
+
+
+# What a layer of stored bytes may not import: the blob engine is under both stores, the
+# thread store and long-term memory stand beside each other, and maintenance is above
+# both (`ops/`), reached from the facades through `saver.ops`.
+NOT_IMPORTED = {
+    "blobs": ("store", "memory", "ops", "compose", "saver", "codec", "deployment", "settings"),
+    "store": ("memory", "ops", "compose", "saver"),
+    "memory": ("store", "ops", "saver"),
+}
+
+
+def test_the_blob_engine_is_under_both_stores() -> None:
+    found = []
+    for package, forbidden in NOT_IMPORTED.items():
+        for name, deps in _package_deps(package).items():
+            bad = sorted(d for d in deps if any(d == f or d.startswith(f + ".") for f in forbidden))
+            if bad:
+                found.append(f"{name} imports {', '.join(bad)}")
+    assert found == [], "; ".join(found)
+
+
+# Long-term memory's maintenance: in ops/memory.py, beside the threads' (ops/gc.py,
+# ops/retention.py, ops/reencrypt.py, ops/inspect.py), never in memory/.
+MEMORY_MAINTENANCE = {
+    "expire_memory",
+    "collect_memory_garbage",
+    "reencrypt_memory",
+    "memory_stats",
+    "mark_ancestors",
+}
+
+
+def test_memory_maintenance_lives_in_ops() -> None:
+    modules = _modules()
+    defined = {
+        name: {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+        for name, tree in modules.items()
+    }
+    assert defined["ops.memory"] >= MEMORY_MAINTENANCE
+    stray = {
+        name: sorted(names & MEMORY_MAINTENANCE)
+        for name, names in defined.items()
+        if name.split(".")[0] in ("memory", "store", "blobs") and names & MEMORY_MAINTENANCE
+    }
+    assert stray == {}, f"memory maintenance outside ops/: {stray}"

@@ -14,8 +14,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import record_size
+from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from tests.support.chats import WORDS, _config, chat, graph, view
 from tests.support.savers import MemorySaver, memory_saver
 

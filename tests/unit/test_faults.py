@@ -164,7 +164,7 @@ def check_repeated(
         return  # a user repeats a failed turn by invoking again; nothing to finish
     assert seen["t"] == ref["t"] and seen["copy"] == ref["copy"]
     if op in ("delete_thread", "expire", "expire indexed"):
-        prefix = saver.store.objects.thread_prefix(saver.store.namer.thread("t"))
+        prefix = saver.store.thread_prefix(saver.store.namer.thread("t"))
         assert not [k for k in objects.blobs if k.startswith(prefix)]
     if op in ("expire", "expire indexed"):
         # Left: the tombstones alone (no lease, no record), and nothing more to do.
@@ -366,7 +366,7 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
             assert _history(reader, target) in ([], source), (at, mode)
             saver.delete_thread(target)  # the repeat finishes it
             assert _history(reader, target) == [], (at, mode)
-            prefix = saver.store.objects.thread_prefix(saver.store.namer.thread(target))
+            prefix = saver.store.thread_prefix(saver.store.namer.thread(target))
             assert not list(saver.store.objects.port.list(prefix)), (at, mode)
     assert _history(graph, "t") == source
 

@@ -197,7 +197,7 @@ def _run_order(order: list[str]) -> None:
         elif name == "upload":  # the writer's upload wave alone (412, then refresh)
             sealed = saver.store.codec.seal_value(ValueAt("t", "", "doc", version), value)
             leaf = saver.store.namer.value(ValueAt("t", "", "doc", version))
-            saver.store.objects.upload([(saver.store.objects.key("t", leaf), sealed)])
+            saver.store.objects.upload([(saver.store.object_key("t", leaf), sealed)])
         elif name == "record":  # put() uploads again (412, refresh), then the record
             committed.append(saver.put(config, cp, {"run_id": "w"}, {"doc": version}))
 
@@ -560,7 +560,7 @@ def test_the_journal_is_sharded_by_thread_and_owned_by_no_thread() -> None:
     assert all(scope_of(pk) is None for pk in shards)
     # Each intent names its thread's object: no readable name, only keyed hashes.
     for intent in index.intents.values():
-        assert all(key.startswith(intent.thread + "/") for key in intent.object_keys)
+        assert all(key.startswith(intent.owner + "/") for key in intent.object_keys)
         assert len(intent.leaves) == 1
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
 from langgraph.checkpoint.s3dynamo.codec import (
     Codec,
     body_id,
@@ -18,7 +19,6 @@ from langgraph.checkpoint.s3dynamo.codec import (
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
 
 CHECKPOINT = CheckpointAt("t", "ns", "1f0-cid")
 VALUE = ValueAt("t", "ns", "messages", "00000002.5")

@@ -39,9 +39,8 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
 )
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
-from langgraph.checkpoint.s3dynamo.memory.admin import collect_memory_garbage
-from langgraph.checkpoint.s3dynamo.memory.expiry import expire
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
+from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
 from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX
 from langgraph.checkpoint.s3dynamo.records import MemoryRow
 from langgraph.store.s3dynamo import S3DynamoStore
@@ -428,9 +427,9 @@ def test_memory_partitions_are_no_thread_s() -> None:
     from langgraph.checkpoint.s3dynamo.layout import (
         directory_pk,
         is_control_pk,
-        memory_object_key,
         memory_pk,
         memory_scope,
+        object_key,
         object_scope,
         scope_of,
         split_object_key,
@@ -445,7 +444,7 @@ def test_memory_partitions_are_no_thread_s() -> None:
         # retention and garbage collection map them to no deployment's thread.
         assert is_control_pk(pk) and is_control_pk(directory)
         assert scope_of(pk) is None and scope_of(directory) is None
-        key = memory_object_key(pk, name)
+        key = object_key(pk, name)
         assert split_object_key(prefix, key) is None and object_scope(key) is None
     assert memory_scope(name + "!") is None and memory_scope(name) is None
 
@@ -830,9 +829,16 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
     assert [i.key for i in store.search(("users",))] == ["k"]
     assert counter.calls == {"dynamodb.Query": 3}
     counter.reset()
-    # Later puts into it, while the process holds a lease on its entry: the item alone.
+    # Later puts into it, while the process holds a lease on its entry: the item alone;
+    # a large value's object behind an upload intent (a PutItem before it, and its
+    # delete after the item's write), as a checkpoint's objects are.
     store.put(("users", "a"), "big", {"v": os.urandom(30000).hex()})
-    assert counter.calls == {"s3.PutObject": 1, "dynamodb.UpdateItem": 1}
+    assert counter.calls == {
+        "dynamodb.PutItem": 1,
+        "s3.PutObject": 1,
+        "dynamodb.UpdateItem": 1,
+        "dynamodb.BatchWriteItem": 1,
+    }
     counter.reset()
     # A batch writes each namespace's items together: 99 items and the directory entry
     # a transaction, so parallel puts into one namespace never contend for its entry.

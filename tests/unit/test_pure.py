@@ -11,6 +11,20 @@ import zstandard
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo.backends import dynamodb as ddb
+from langgraph.checkpoint.s3dynamo.blobs.placement import InlineBudget, needs_bundle
+from langgraph.checkpoint.s3dynamo.blobs.sealing import (
+    CHUNK_SIZE,
+    DELTA_DICTIONARIES,
+    FLAG_KEYRING,
+    FLAG_ZSTD,
+    MAX_DECOMPRESSED_SIZE,
+    MESSAGE_KEY_LABEL,
+    NO_DICTIONARY,
+    ContextLender,
+    Keyring,
+    Sealer,
+    identity,
+)
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     KeyNotFoundError,
@@ -26,7 +40,6 @@ from langgraph.checkpoint.s3dynamo.layout import (
     writes_sk,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.placement import InlineBudget, needs_bundle
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
@@ -34,19 +47,6 @@ from langgraph.checkpoint.s3dynamo.records import (
     pack_bundle,
     referenced_leaves,
     unpack_bundle,
-)
-from langgraph.checkpoint.s3dynamo.sealing import (
-    CHUNK_SIZE,
-    DELTA_DICTIONARIES,
-    FLAG_KEYRING,
-    FLAG_ZSTD,
-    MAX_DECOMPRESSED_SIZE,
-    MESSAGE_KEY_LABEL,
-    NO_DICTIONARY,
-    ContextLender,
-    Keyring,
-    Sealer,
-    identity,
 )
 
 KEY = os.urandom(32)

@@ -84,7 +84,7 @@ def stored(saver: MemorySaver, tid: str) -> tuple[int, int, list[str]]:
     """Records, objects and control items (heads, lease) a thread has."""
     name = saver.store.namer.thread(tid)
     records = [r for r in saver.index.records() if r.pk == name]
-    prefix = saver.store.objects.thread_prefix(name)
+    prefix = saver.store.thread_prefix(name)
     objects = [k for k in saver.objects.blobs if k.startswith(prefix)]
     control = [f"{k.sk}={h}" for k, h in saver.index.heads.items() if k.pk == control_pk(name)] + [
         k.sk for k in saver.index.leases if k.pk == control_pk(name)
@@ -562,7 +562,7 @@ def test_through_the_adapters_an_idle_thread_goes_in_a_few_requests(
     idle = saver.store.namer.thread("idle")
     assert any("c" in i for i in items_of(clients, idle))
     assert all("a" in i for i in items_of(clients, idle) if "c" in i)  # stamped
-    assert objects_of(clients, saver.store.objects.thread_prefix(idle))
+    assert objects_of(clients, saver.store.thread_prefix(idle))
 
     sweep = time.time() + 45 * DAY
     saver.store.clock = lambda: sweep
@@ -583,7 +583,7 @@ def test_through_the_adapters_an_idle_thread_goes_in_a_few_requests(
     left = items_of(clients, idle)
     assert [i["sk"]["S"] for i in left] == ["head#" + next(iter(plan.seen[idle].namespaces))]
     assert left[0]["h"]["S"].startswith("~")  # the tombstone
-    assert objects_of(clients, saver.store.objects.thread_prefix(idle)) == []
+    assert objects_of(clients, saver.store.thread_prefix(idle)) == []
     assert saver.get_tuple({"configurable": {"thread_id": "idle"}}) is None
     assert [
         s.values for s in active.get_state_history({"configurable": {"thread_id": "active"}})

@@ -15,6 +15,7 @@ silent until the application configures logging.
 import logging
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.errors import (
     CheckFailedError,
     ConcurrentUpdateError,
@@ -40,7 +41,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ValueNotSerializableError,
 )
 from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.settings import Settings
 
 # Imported on first use, so a handler's import pays for neither (see `__getattr__`).

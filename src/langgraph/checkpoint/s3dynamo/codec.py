@@ -14,9 +14,9 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
-from langgraph.checkpoint.s3dynamo.sealing import Sealer, identity
 
 
 def _channel_prefix(channel: str) -> bytes:

@@ -17,10 +17,12 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import (
     Configured,
@@ -30,15 +32,12 @@ from langgraph.checkpoint.s3dynamo.deployment import (
     kms_context,
 )
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
+from langgraph.checkpoint.s3dynamo.memory.core import Space
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
-from langgraph.checkpoint.s3dynamo.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
-from langgraph.checkpoint.s3dynamo.store import LazyPorts, StorePolicy, ThreadStore
+from langgraph.checkpoint.s3dynamo.store import StorePolicy, ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
-
-if TYPE_CHECKING:
-    from langgraph.checkpoint.s3dynamo.memory.core import Space
 
 
 @dataclass
@@ -117,10 +116,9 @@ class Components:
     kms: KmsKeyring | None
     deployment: Deployment
     store: ThreadStore
-    # The table and bucket ports as built for the thread store, shared by the Store and
-    # the node cache (`memory_space`).
-    index_port: Callable[[], Index] | None = None
-    objects_port: Callable[[], ObjectStore] | None = None
+    # The blob engine the thread store is built on, shared by the Store and the node
+    # cache (`memory.core.Space`).
+    engine: BlobEngine
 
 
 def build(
@@ -177,50 +175,32 @@ def build(
         ),
         root=Control(index_factory, deployment_pk("")) if settings.prefix else None,
     )
-    store = ThreadStore(
+    # One blob engine per saver: its thread store, Store and node cache seal, place,
+    # upload, cache and journal through it.
+    engine = BlobEngine(
         ports=LazyPorts(index=index_factory, objects=objects_factory),
+        sealer=sealer,
+        prefix=settings.prefix,
+        policy=BlobPolicy(settings.inline_max, settings.object_cache_bytes),
+    )
+    store = ThreadStore(
+        engine=engine,
         namer=namer,
         codec=codec,
-        prefix=settings.prefix,
         policy=StorePolicy(
-            inline_max=settings.inline_max,
             delta_max=settings.delta_max,
-            cache_bytes=settings.object_cache_bytes,
             detect_concurrent_runs=settings.detect_concurrent_runs,
         ),
     )
     return Components(
-        settings,
-        source,
-        clients,
-        sealer,
-        namer,
-        codec,
-        control,
-        kms,
-        deployment,
-        store,
-        index_factory,
-        objects_factory,
+        settings, source, clients, sealer, namer, codec, control, kms, deployment, store, engine
     )
 
 
 def memory_space(parts: Components, space: str) -> Space:
     """A memory space (the Store's items, the node cache's entries) on a saver's table,
-    bucket, keys, naming secret and prefix, through the same ports and clients."""
-    from langgraph.checkpoint.s3dynamo.memory.core import Space
-
-    index, objects = parts.index_port, parts.objects_port
-    if index is None or objects is None:
-        raise ValueError("these parts were not built by compose.build")
-    return Space(
-        space,
-        ports=LazyPorts(index=index, objects=objects),
-        namer=parts.namer,
-        sealer=parts.sealer,
-        prefix=parts.settings.prefix,
-        inline_max=parts.settings.inline_max,
-    )
+    bucket, keys, naming secret and prefix: on its blob engine."""
+    return Space(space, engine=parts.engine, namer=parts.namer)
 
 
 def with_serde(parts: Components, serde: Callable[[], SerializerProtocol]) -> Components:

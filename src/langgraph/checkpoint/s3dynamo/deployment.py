@@ -29,6 +29,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
@@ -42,7 +43,6 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ControlItems, KeyService
 from langgraph.checkpoint.s3dynamo.records import ControlRecord
-from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
 
 WRAP_LABEL = b"s3dynamo/v1/kms/wrap"
 DATA_KEY_LABEL = b"s3dynamo/v1/kms/data-key"

@@ -36,7 +36,7 @@ import re
 import time
 import zlib
 
-# The storage format this grammar, the envelope (`sealing.py`) and the records
+# The storage format this grammar, the envelope (`blobs/sealing.py`) and the records
 # (`backends/dynamodb_items.py`) make up; recorded in the deployment record, whose
 # absence of the field means 1 (docs/FORMAT.md).
 STORAGE_FORMAT = 1
@@ -235,14 +235,22 @@ def day_of_idle_key(key: str) -> int:
 # -------------------------------------------------------------------- objects
 
 
-def object_key(thread_name: str, leaf: str) -> str:
-    """A thread name carries its deployment's prefix, so its objects share it."""
-    return f"{thread_name}/{leaf}"
+def object_key(owner: str, leaf: str) -> str:
+    """An object of the partition `owner` (a thread name, or a Store or cache
+    namespace's partition), which carries its deployment's prefix, so its objects share it."""
+    return f"{owner}/{leaf}"
 
 
-def thread_prefix(thread_name: str) -> str:
-    """Key prefix shared by every object of one thread."""
-    return f"{thread_name}/"
+def owner_prefix(owner: str) -> str:
+    """Key prefix shared by every object of one owner (a thread's, a namespace's)."""
+    return f"{owner}/"
+
+
+def deployment_of(owner: str) -> str:
+    """The prefix of the deployment an owner of objects (a thread name, a memory
+    partition) belongs to."""
+    scope = memory_scope(owner)
+    return scope[0] if scope is not None else owner[:-NAME_LENGTH]
 
 
 def split_object_key(prefix: str, key: str) -> tuple[str, str] | None:
@@ -285,10 +293,10 @@ def journal_pk(prefix: str, shard: int) -> str:
     return f"{prefix}{JOURNAL_MARK}{shard:02d}{CONTROL_SUFFIX}"
 
 
-def journal_pk_of(thread_name: str) -> str:
-    """The journal shard a thread's intents go to (its prefix's, by its name's hash)."""
-    prefix = thread_name[:-NAME_LENGTH]
-    return journal_pk(prefix, zlib.crc32(thread_name.encode()) % JOURNAL_SHARDS)
+def journal_pk_of(owner: str) -> str:
+    """The journal shard an owner's intents go to (its deployment's, by the owner's
+    hash): a thread's, or a Store or cache namespace's."""
+    return journal_pk(deployment_of(owner), zlib.crc32(owner.encode()) % JOURNAL_SHARDS)
 
 
 def intent_sk(at_ms: int, nonce: str) -> str:
@@ -334,7 +342,8 @@ def split_write_ref(ref: str) -> tuple[str, str | None]:
 # to any thread (the name before `!` never ends in 22 name characters), so retention's
 # thread sweep and garbage collection pass them by; the final `!` makes the Scans of
 # thread records (this release's and 0.2.0's) skip them as they skip control items.
-# Objects: `<prefix><ns>~<space>!/<leaf>`, which `split_object_key` refuses.
+# Objects: `<prefix><ns>~<space>!/<leaf>` (`object_key` of the partition), which
+# `split_object_key` refuses.
 
 MEMORY_SPACES = ("m", "c")
 MEMORY_MARK = "~"
@@ -377,7 +386,3 @@ def memory_scope(pk: str) -> tuple[str, str, str | None] | None:
 def is_memory_pk(pk: str) -> bool:
     """A partition of the Store or the node cache (items or directory)."""
     return memory_scope(pk) is not None
-
-
-def memory_object_key(pk: str, leaf: str) -> str:
-    return f"{pk}/{leaf}"

@@ -65,12 +65,13 @@ def lease_key(thread_name: str) -> ItemKey:
 
 
 class UploadIntent(NamedTuple):
-    """What a put is about to upload, written before its first upload and deleted by its
-    commit (`layout.journal_pk`): the thread's name and the leaves of its new objects,
-    keyed hashes all, so the item reveals only when and how many."""
+    """What a write is about to upload, written before its first upload and deleted by
+    its commit (`layout.journal_pk`): the owner of the objects (a thread's name, a Store
+    or cache namespace's partition) and the leaves of its new objects, keyed hashes all,
+    so the item reveals only when and how many."""
 
     key: ItemKey
-    thread: str
+    owner: str
     leaves: frozenset[str]
 
     @property
@@ -79,13 +80,13 @@ class UploadIntent(NamedTuple):
 
     @property
     def object_keys(self) -> list[str]:
-        return [object_key(self.thread, leaf) for leaf in sorted(self.leaves)]
+        return [object_key(self.owner, leaf) for leaf in sorted(self.leaves)]
 
 
-def upload_intent(thread_name: str, leaves: Iterable[str], at_ms: int, nonce: str) -> UploadIntent:
-    """The intent of one put of a thread, in its journal shard."""
-    key = ItemKey(journal_pk_of(thread_name), intent_sk(at_ms, nonce))
-    return UploadIntent(key, thread_name, frozenset(leaves))
+def upload_intent(owner: str, leaves: Iterable[str], at_ms: int, nonce: str) -> UploadIntent:
+    """The intent of one write of an owner's objects, in its journal shard."""
+    key = ItemKey(journal_pk_of(owner), intent_sk(at_ms, nonce))
+    return UploadIntent(key, owner, frozenset(leaves))
 
 
 @dataclass

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_env
-from langgraph.checkpoint.s3dynamo.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
-from langgraph.checkpoint.s3dynamo.sealing import Keyring
 
-# Objects this process wrote or read lately, kept in memory (see store/objects.py).
+# Objects this process wrote or read lately, kept in memory (see blobs/objects.py).
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 # botocore's retry budget per request (first try included), in its "standard" mode.
 DEFAULT_MAX_ATTEMPTS = 5

@@ -2,8 +2,8 @@
 
 One place counts: the `Figures` of the innermost operation running in this context. The
 AWS clients' event hooks (`backends/aws_clients.py`) and the in-memory twins note each
-request, retry and throttle; the sealer notes bytes, stored and logical (`sealing.py`);
-the object reads their cache hits (`store/objects.py`), `waves.py` each wave and
+request, retry and throttle; the sealer notes bytes, stored and logical (`blobs/sealing.py`);
+the object reads their cache hits (`blobs/objects.py`), `waves.py` each wave and
 `backoff.py` the library's own retries. The operations are the saver's, the Store's,
 the node cache's and the maintenance methods, each wrapped once by `instrument` in the
 module that defines it; an operation run inside another adds its figures to the outer

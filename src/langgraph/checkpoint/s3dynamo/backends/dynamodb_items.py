@@ -43,8 +43,8 @@ WRITE_PREFIX, BUNDLE = "w", "wb"
 HEAD = "h"
 MARK_UPTO, MARK_KEEP, MARK_IDS, MARK_AT = "mu", "mk", "mi", "ma"
 LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
-# An upload intent: the thread's name and the leaves of the objects it names.
-INTENT_THREAD, INTENT_LEAVES = "it", "il"
+# An upload intent: the owner (a thread or a memory partition) and the leaves it names.
+INTENT_OWNER, INTENT_LEAVES = "it", "il"
 
 
 # ------------------------------------------------------------------ item format
@@ -165,7 +165,7 @@ def from_item(item: Item) -> Record:
 
 def intent_item(intent: UploadIntent) -> Item:
     item = key_item(intent.key)
-    item[INTENT_THREAD] = {"S": intent.thread}
+    item[INTENT_OWNER] = {"S": intent.owner}
     item[INTENT_LEAVES] = {"SS": sorted(intent.leaves)}
     return item
 
@@ -174,7 +174,7 @@ def intent_from_item(item: Item) -> UploadIntent:
     try:
         return UploadIntent(
             ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
-            str(item[INTENT_THREAD]["S"]),
+            str(item[INTENT_OWNER]["S"]),
             frozenset(item[INTENT_LEAVES]["SS"]),
         )
     except (KeyError, ValueError) as exc:

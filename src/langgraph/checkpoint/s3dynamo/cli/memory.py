@@ -140,11 +140,9 @@ def delete_item(namespace: str, key: str, as_json: bool, yes: bool, **settings: 
 @store_options
 def memory_stats(as_json: bool, **settings: Any) -> int:
     """Namespaces, items and bytes of the Store and the node cache."""
-    from langgraph.checkpoint.s3dynamo.memory.admin import memory_stats as stats_of
-
     saver = open_saver(**settings)
     with progress("reading"):
-        data = stats_of(saver.parts)
+        data = saver.ops.memory.stats()
     if as_json:
         emit_json(data)
         return OK
@@ -172,11 +170,9 @@ def expire_memory(as_json: bool, yes: bool, **settings: Any) -> int:
     """Remove expired Store items and cache entries (per space: a Query of the directory,
     then one of each namespace). An expired item is never read back whether or not this
     runs."""
-    from langgraph.checkpoint.s3dynamo.memory.admin import expire_memory as sweep
-
     saver = open_saver(**settings)
     with progress("scanning"):
-        found = sweep(saver.parts, dry_run=True)
+        found = saver.ops.memory.expire(dry_run=True)
     plan = found.to_dict()
     lines = [f"{n} expired {label} items" for label, n in found.items.items()]
     return plan_then(
@@ -184,6 +180,6 @@ def expire_memory(as_json: bool, yes: bool, **settings: Any) -> int:
         yes,
         plan,
         lines,
-        lambda: sweep(saver.parts).to_dict(),
+        lambda: saver.ops.memory.expire().to_dict(),
         work=sum(found.items.values()) > 0,
     )

@@ -268,9 +268,7 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
         data = views.stats(saver, thread_id, tick)
     if thread_id is None:
         # Long-term memory's share (`s3dynamo memory stats`).
-        from langgraph.checkpoint.s3dynamo.memory.admin import memory_stats
-
-        data["memory"] = memory_stats(saver.parts)
+        data["memory"] = saver.ops.memory.stats()
         data["cost"] = _with_memory(data["cost"], data["memory"])
     if as_json:
         emit_json(data)

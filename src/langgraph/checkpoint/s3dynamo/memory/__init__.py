@@ -1,3 +1,5 @@
-"""Long-term memory on the saver's table and bucket: LangGraph's Store (`store.py`) and
-node cache (`cache.py`) over one core (`core.py`); stats and expiry in `admin.py`.
+"""The storage protocol of long-term memory, beside the thread store's (`store/`), on the
+same blob engine (`blobs/`): one memory space's items, their namespace directory and
+what a process knows of them (`core.py`, `recent.py`). LangGraph's Store and node cache
+over it are `memory_store.py` and `memory_cache.py`; their maintenance is `ops/memory.py`.
 Layout and costs: docs/ARCHITECTURE.md, "Long-term memory"."""

@@ -33,12 +33,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
+from langgraph.checkpoint.s3dynamo.blobs.sealing import identity
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     directory_pk,
-    memory_object_key,
     memory_pk,
+    object_key,
 )
 from langgraph.checkpoint.s3dynamo.memory.recent import (
     DROP_MARGIN_SECONDS,
@@ -48,10 +50,8 @@ from langgraph.checkpoint.s3dynamo.memory.recent import (
     space_state,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX, MemoryItems, ObjectStore
+from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX, MemoryItems
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
-from langgraph.checkpoint.s3dynamo.sealing import Sealer, identity
-from langgraph.checkpoint.s3dynamo.store import LazyPorts
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 Namespace = tuple[str, ...]
@@ -83,23 +83,15 @@ def _ns_text(namespace: Namespace) -> str:
 class Space:
     """The items of one memory space (`"m"`: the Store; `"c"`: the node cache)."""
 
-    def __init__(
-        self,
-        space: str,
-        *,
-        ports: LazyPorts,
-        namer: Namer,
-        sealer: Sealer,
-        prefix: str,
-        inline_max: int,
-    ) -> None:
+    def __init__(self, space: str, *, engine: BlobEngine, namer: Namer) -> None:
         self.space = space
-        # The table and the bucket, built on first use, as the thread store's are.
-        self._ports = ports
+        # Seals, places, uploads, caches and journals what the items hold, as the thread
+        # store's does; its ports are built on first use.
+        self.engine = engine
+        self._ports = engine.ports
         self.namer = namer
-        self.sealer = sealer
-        self.prefix = prefix
-        self.inline_max = inline_max
+        self.sealer = engine.sealer
+        self.prefix = engine.prefix
         # Stamps items and judges expiry; tests replace it.
         self.clock: Callable[[], float] = time.time
 
@@ -109,10 +101,6 @@ class Space:
     def index(self) -> MemoryItems:
         # The table's adapter serves this port too (`DynamoTableIndex`, `MemoryIndex`).
         return cast("MemoryItems", self._ports.index)
-
-    @property
-    def objects(self) -> ObjectStore:
-        return self._ports.objects
 
     @property
     def state(self) -> SpaceState:
@@ -170,6 +158,7 @@ class Space:
         marks = self._unwritten_marks(namespace)
         now = self.clock()
         ms = int(now * 1000)
+        pk = self.pk(namespace)
         rows: list[MemoryRow] = []
         uploads: list[tuple[str, bytes]] = []
         for key, typed, ttl_minutes in items:
@@ -178,14 +167,21 @@ class Space:
             payload = json.dumps([key, typed[0]]).encode() + b"\n" + typed[1]
             blob: bytes | None = self.sealer.seal("memory", payload, self.aad(namespace, ik.sk))
             leaf = None
-            if len(blob or b"") > self.inline_max:
+            # One blob an item: the item's own inline room (`blobs/placement.py`).
+            if not self.engine.budget().take(blob or b""):
                 leaf = self.namer.memory_leaf(self.space, namespace, key, os.urandom(12).hex())
-                uploads.append((memory_object_key(ik.pk, leaf), blob or b""))
+                uploads.append((object_key(pk, leaf), blob or b""))
                 blob = None
             expires = None if ttl_minutes is None else math.ceil(now + ttl_minutes * 60)
             rows.append(MemoryRow(ik, blob, leaf, expires, ttl_minutes, ms, ms))
-        if uploads:
-            parallel(lambda kb: self.objects.put_new(*kb), uploads)
+        # Objects first (behind an upload intent), then the items: the commit point.
+        self.engine.write(
+            WritePlan(pk, lambda _: self._commit(namespace, rows, marks, now), uploads, at_ms=ms)
+        )
+
+    def _commit(
+        self, namespace: Namespace, rows: list[MemoryRow], marks: list[ItemKey], now: float
+    ) -> None:
         ek = self.entry_key(namespace)
         state = self.state
         lease_end = state.lease_end(ek.sk)
@@ -249,7 +245,7 @@ class Space:
         old = self.index.memory_delete(ik)
         self.state.wrote(ik, None)
         if old is not None and old.leaf:
-            self.objects.delete([memory_object_key(old.key.pk, old.leaf)])
+            self.engine.delete([object_key(old.key.pk, old.leaf)])
         if entry is not None:
             self.settle(entry, self.pk(namespace))
         return old is not None
@@ -290,9 +286,8 @@ class Space:
         gone = parallel(lambda r: self.index.memory_delete(r.key), rows)
         for r in rows:
             self.state.wrote(r.key, None)
-        leaves = [memory_object_key(pk, r.leaf) for r in gone if r is not None and r.leaf]
-        if leaves:
-            self.objects.delete(leaves)
+        leaves = [object_key(pk, r.leaf) for r in gone if r is not None and r.leaf]
+        self.engine.delete(leaves)
         if entry is not None:
             self.settle(entry, pk)
         return sum(1 for r in gone if r is not None)
@@ -380,6 +375,12 @@ class Space:
             rows = self.index.memory_query(pk, consistent=True)
         return rows
 
+    def live_leaves(self, pk: str) -> set[str] | None:
+        """The object leaves the items of a namespace's partition reference, read
+        consistently (the mark of garbage collection); None if it has no item."""
+        rows = self.index.memory_query(pk, consistent=True)
+        return {r.leaf for r in rows if r.leaf} if rows else None
+
     def has_live(self, namespace: Namespace) -> bool:
         """Whether a namespace has a live item (one Query)."""
         now = self.clock()
@@ -416,21 +417,20 @@ class Space:
         return found + [f for batch in parallel(self.scan_namespace, below) for f in batch]
 
     def _open(self, rows: Sequence[tuple[Namespace, MemoryRow]]) -> list[Found]:
-        big = [(ns, r) for ns, r in rows if r.blob is None and r.leaf]
-        fetched = dict(
-            zip(
-                [r.key for _, r in big],
-                parallel(
-                    lambda nr: self.objects.get(memory_object_key(nr[1].key.pk, nr[1].leaf or "")),
-                    big,
-                ),
-                strict=True,
-            )
+        # Large values in one wave, through the engine's cache (objects never change).
+        fetched = self.engine.fetch(
+            {
+                object_key(r.key.pk, r.leaf): self._what(ns)
+                for ns, r in rows
+                if r.blob is None and r.leaf
+            }
         )
         self.state.knew(r for _, r in rows)
         out = []
         for ns, row in rows:
-            blob = row.blob if row.blob is not None else fetched.get(row.key)
+            blob = row.blob
+            if blob is None and row.leaf:
+                blob = fetched[object_key(row.key.pk, row.leaf)]
             if blob is None:
                 continue
             out.append(self._open_one(ns, row, blob))

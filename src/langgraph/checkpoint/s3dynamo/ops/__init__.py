@@ -12,6 +12,7 @@ plan and executes it on `--yes`). Inspections return reports. Each plan and repo
     sweep.py      finding idle threads through the idle index, after the sweep's cursor
     threads.py    delete, copy, prune and delete-runs plans
     reencrypt.py  re-sealing under the active key
+    memory.py     the Store's and the node cache's maintenance (`saver.ops.memory`)
     inspect.py    threads, history, stats and verify reports
     check.py      the up-front check and KMS key rotation
 
@@ -27,7 +28,8 @@ import logging
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from datetime import timedelta
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -39,6 +41,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ScopeNotNamedError,
     ThreadNotFoundError,
 )
+from langgraph.checkpoint.s3dynamo.layout import is_memory_pk
 from langgraph.checkpoint.s3dynamo.ops import check as checks
 from langgraph.checkpoint.s3dynamo.ops import (
     gc,
@@ -56,6 +59,9 @@ from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.settings import parse_ttl
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
+
+if TYPE_CHECKING:  # imported when first used: the Store's maintenance
+    from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
 
 __all__ = [
     "CheckReport",
@@ -78,6 +84,13 @@ class Operations:
         self.store = parts.store
         # Threads the last table-wide operation skipped (they do not open with these keys).
         self.last_skipped: list[Skipped] = []
+
+    @cached_property
+    def memory(self) -> MemoryOperations:
+        """The Store's and the node cache's maintenance (`ops/memory.py`)."""
+        from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
+
+        return MemoryOperations(self.parts)
 
     @contextmanager
     def _table_wide(self, what: str, scope: str | None, *, every: bool = False) -> Iterator[None]:
@@ -161,9 +174,7 @@ class Operations:
                 return reencrypt.plan_reencrypt(self.store, tids)
         with guarded(self.parts.deployment), self._table_wide("reencrypt", scope):
             plan = reencrypt.plan_reencrypt(self.store, None)
-        from langgraph.checkpoint.s3dynamo.memory.admin import reencrypt_memory
-
-        plan.memory = lambda: sum(reencrypt_memory(self.parts).values())
+        plan.memory = lambda: sum(self.memory.reencrypt().values())
         return plan
 
     def reencrypt(
@@ -207,7 +218,13 @@ class Operations:
         and the intents). Costs one Query per journal shard plus a few requests per
         intent, never a listing of the bucket; `plan_garbage_collection` is the full
         repair (see `ops/gc.py`, docs/OPERATIONS.md)."""
-        plan = gc.plan_incremental_gc(self.store, grace=grace)
+        memory = self.memory.live_leaves()
+
+        def live_of(owner: str) -> set[str] | None:
+            # An intent names a thread's objects, or a Store or cache namespace's.
+            return memory(owner) if is_memory_pk(owner) else self.store.live_leaves(owner)
+
+        plan = gc.plan_incremental_gc(self.store, live_of, grace=grace)
         log.info(
             "incremental garbage collection plan: %d intents, %d objects, %d bytes",
             len(plan.intents),

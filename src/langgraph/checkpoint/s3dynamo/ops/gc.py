@@ -9,10 +9,10 @@ them again, marks again, and deletes each one with a conditional delete that hol
 while the object is unchanged since that second listing.
 
 `plan_incremental_gc` reads only the upload intents older than the grace (one Query per
-journal shard, `store/journal.py`): each names the objects a put was about to upload
-when it crashed or its commit was refused, or those `delete_for_runs` left. For those
-keys it does the same three steps (a HEAD per key instead of the listing), then deletes
-the intents it settled.
+journal shard, `blobs/journal.py`): each names the objects a write (a put, a Store put,
+a copy) was about to upload when it crashed or its commit was refused, or those
+`delete_for_runs` left. For those keys it does the same three steps (`blobs/collect.py`:
+a HEAD per key instead of the listing), then deletes the intents it settled.
 
 Only keys of the shape `naming.py` produces under this deployment's prefix are ever
 candidates; with an empty prefix the full collection takes only threads that have a
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.layout import object_scope, split_object_key
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
@@ -83,26 +84,11 @@ class GcPlan(_Candidates):
         """Delete the candidates still old and unreferenced, each only if unchanged since
         it was listed again here; returns how many were deleted."""
         cutoff = (now or datetime.now(timezone.utc)) - self.grace
-        deleted = 0
-        for thread_name, keys in self.candidates.items():
-            planned = set(keys)
-            store = self.store
-            prefix = store.thread_prefix(thread_name)
-            # L: list again; an object written since planning is young now.
-            old = [
-                o
-                for o in store.thread_objects(thread_name)
-                if o.key in planned and o.modified < cutoff
-            ]
-            if not old:
-                continue
-            # M: mark again, after L.
-            live = store.live_leaves(thread_name) or set()
-            doomed = [o for o in old if o.key[len(prefix) :] not in live]
-            # D: conditional on the tag L saw.
-            if doomed:
-                deleted += len(store.delete_unchanged_objects(doomed))
-        return deleted
+        store = self.store
+        return sum(
+            collect.sweep(store.engine, name, store.live_leaves, cutoff, set(keys))
+            for name, keys in self.candidates.items()
+        )
 
 
 def plan_gc(
@@ -159,9 +145,10 @@ def plan_gc(
 @dataclass
 class IncrementalGcPlan(_Candidates):
     """Upload intents older than the grace (`plan_incremental_gc`) and the objects they
-    name that nothing referenced when planned, by thread partition."""
+    name that nothing referenced when planned, by owner."""
 
     store: ThreadStore
+    live_of: collect.LiveLeaves
     grace: timedelta = DEFAULT_GRACE
     intents: list[UploadIntent] = field(default_factory=list)
     candidates: dict[str, list[str]] = field(default_factory=dict)
@@ -178,69 +165,45 @@ class IncrementalGcPlan(_Candidates):
         }
 
     def execute(self, *, now: datetime | None = None) -> int:
-        """For each thread the intents name: list again (a HEAD per key), mark again,
-        delete each old unreferenced key only if unchanged since that HEAD; then delete
-        every intent whose keys are all settled (gone, deleted, or referenced). An intent
-        naming a key that is young again or changed stays for the next run. Returns how
-        many objects were deleted."""
+        """For each owner the intents name (a thread, a Store or cache namespace): list
+        again (a HEAD per key), mark again, delete each old unreferenced key only if
+        unchanged since that HEAD; then delete every intent whose keys are all settled
+        (gone, deleted, or referenced). An intent naming a key that is young again or
+        changed stays for the next run. Returns how many objects were deleted."""
         cutoff = (now or datetime.now(timezone.utc)) - self.grace
+        engine = self.store.engine
         deleted = 0
-        settled_intents: list[ItemKey] = []
-        for thread_name, intents in _by_thread(self.intents).items():
-            found, live, doomed = _examine(self.store, thread_name, intents, cutoff)
-            gone = set(self.store.delete_unchanged_objects(doomed)) if doomed else set()
-            deleted += len(gone)
-            start = len(self.store.thread_prefix(thread_name))
-            settled = {
-                key
-                for key, info in found.items()
-                if info is None or key in gone or key[start:] in live
-            }
-            settled_intents += [i.key for i in intents if all(k in settled for k in i.object_keys)]
-        if settled_intents:
-            self.store.close_intents(settled_intents)
+        settled: list[ItemKey] = []
+        for owner, intents in collect.by_owner(self.intents).items():
+            gone, done = collect.settle(engine, owner, intents, self.live_of, cutoff)
+            deleted += gone
+            settled += [i.key for i in done]
+        self.store.close_intents(settled)
         return deleted
 
 
-def _by_thread(intents: Iterable[UploadIntent]) -> dict[str, list[UploadIntent]]:
-    grouped: dict[str, list[UploadIntent]] = {}
-    for intent in intents:
-        grouped.setdefault(intent.thread, []).append(intent)
-    return grouped
-
-
-def _examine(
-    store: ThreadStore, thread_name: str, intents: list[UploadIntent], cutoff: datetime
-) -> tuple[dict[str, ObjectInfo | None], set[str], list[ObjectInfo]]:
-    """L and M for the keys some intents of one thread name: what each key is now (None:
-    absent), the leaves the thread's records reference (read after the HEADs, and only
-    if a key is old enough to go), and the old unreferenced keys."""
-    keys = sorted({k for i in intents for k in i.object_keys})
-    found = dict(zip(keys, store.stat_objects(keys), strict=True))
-    old = [o for o in found.values() if o is not None and o.modified < cutoff]
-    if not old:
-        return found, set(), []
-    # A thread with no record: its first put crashed. The intent says this deployment
-    # wrote the keys, so they go even at the bucket root (unlike a listing's unindexed).
-    live = store.live_leaves(thread_name) or set()
-    start = len(store.thread_prefix(thread_name))
-    return found, live, [o for o in old if o.key[start:] not in live]
-
-
 def plan_incremental_gc(
-    store: ThreadStore, *, grace: timedelta = DEFAULT_GRACE, now: datetime | None = None
+    store: ThreadStore,
+    live_of: collect.LiveLeaves | None = None,
+    *,
+    grace: timedelta = DEFAULT_GRACE,
+    now: datetime | None = None,
 ) -> IncrementalGcPlan:
-    """Objects named by upload intents older than `grace` that no record references and
-    that are older than `grace` themselves. Reads the journal's shards, then per thread a
-    HEAD per named key and one consistent read of its records; never lists the bucket.
-    Nothing is deleted: this is the dry run."""
+    """Objects named by upload intents older than `grace` that nothing references and
+    that are older than `grace` themselves. `live_of` gives the leaves an owner's items
+    reference, threads' and memory namespaces' alike (`saver.ops` passes both; default:
+    threads only). Reads the journal's shards, then
+    per owner a HEAD per named key and one consistent read of its items; never lists
+    the bucket. Nothing is deleted: this is the dry run."""
     at = now or datetime.now(timezone.utc)
     cutoff = at - grace
     intents = store.expired_intents(int(cutoff.timestamp() * 1000))
-    plan = IncrementalGcPlan(store, grace, intents)
-    for thread_name, group in _by_thread(intents).items():
-        _, _, doomed = _examine(store, thread_name, group, cutoff)
+    live_of = live_of or store.live_leaves
+    plan = IncrementalGcPlan(store, live_of, grace, intents)
+    engine = store.engine
+    for owner, group in collect.by_owner(intents).items():
+        _, _, doomed = collect.examine(engine, owner, group, live_of, cutoff)
         if doomed:
-            plan.candidates[thread_name] = [o.key for o in doomed]
+            plan.candidates[owner] = [o.key for o in doomed]
             plan.sizes.update({o.key: o.size for o in doomed})
     return plan

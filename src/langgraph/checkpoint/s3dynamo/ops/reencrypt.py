@@ -15,7 +15,6 @@ from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError
 from langgraph.checkpoint.s3dynamo.records import Record, held_blobs
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
-from langgraph.checkpoint.s3dynamo.waves import parallel
 
 Progress = Callable[[int, int], None]
 
@@ -44,7 +43,7 @@ class ReencryptPlan:
     table_wide: bool
     skipped: list[Skipped] = field(default_factory=list)
     # Over the whole table: re-seals the Store's items and the node cache's entries
-    # (`memory.admin.reencrypt_memory`) after the threads; how many it re-sealed.
+    # (`ops/memory.py`) after the threads; how many it re-sealed.
     memory: Callable[[], int] | None = None
 
     @property
@@ -107,10 +106,7 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
             skipped.append(Skipped(store.namer.thread(tid), None, str(exc)))
             return 0
         # Objects are overwritten in place: same name, same identity, same value.
-        store.overwrite_objects(plan.objects)
-        changed = [(old, new) for old, new in plan.records if old != new]
-        applied = parallel(lambda pair: store.replace_if_unchanged(*pair), changed)
-        if all(applied):
+        if store.write_rotation(tid, plan):
             return plan.blobs
         # A concurrent writer changed a record between read and update: read again.
     raise StorageError(

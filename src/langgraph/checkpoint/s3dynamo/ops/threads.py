@@ -166,9 +166,8 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     if todo:
         store.hide(hiding)
         plan = store.rewrite(src, dst, todo, stale_only=False)
-        store.upload_objects(plan.objects)
+        store.write_copy(dst, plan)
         written = [new for _, new in plan.records]
-        store.write_records(written)
     store.unhide(copying | {m.key for m in hiding}, last=store.namer.namespace(dst, ""))
     return sum(1 for r in written if isinstance(r, CheckpointRecord))
 

@@ -1,20 +1,19 @@
 """The storage protocol of a thread, behind one facade: `ThreadStore`. The saver,
 history, leases and the operations (garbage collection, maintenance, retention: what the
 command line runs) call its methods (finding, opening, decoding, committing, deleting,
-objects, control items); only it decides where a value lives. Its parts are private to
-this package (the architecture test checks that nothing outside names them):
+objects, control items); only it decides where a thread's value lives. What becomes
+stored bytes (sealing, inline or object, waves, the object cache, the upload journal)
+is the blob engine's (`blobs/`), which its parts hand their writes as plans. Its parts
+are private to this package (the architecture test checks that nothing outside names
+them):
 
     finder.py     finding records and grouping them into checkpoints (`Entry`)
     walker.py     the one walk over a checkpoint's blobs, and how each opens
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
-    committer.py  placing, sealing and committing checkpoints and writes
-    journal.py    upload intents: written before an upload, deleted by its commit
+    committer.py  what a checkpoint's or a task's records hold, as the engine's plans
     deleter.py    deleting records and objects: marks first, full batches, marks last
     rewriter.py   a thread's checkpoints re-sealed and renamed, for a copy or a rotation
-    objects.py    object reads and writes in waves, through one cache
-    cache.py      the one cache type (least recently used)
     fences.py     which leases this context holds
-    lazy_ports.py the ports, built on first use
     scope.py      the deployment's share of a table that tenants share
     handoff.py    what the read path hands the write path (stored values, run keys)
     policy.py     the settings the parts take, as one value
@@ -35,6 +34,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
 
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.naming import Namer
@@ -46,8 +46,6 @@ from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
-from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
-from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewrite, Rewriter
 from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT, Scope
@@ -71,7 +69,6 @@ __all__ = [
     "Entry",
     "Grouped",
     "Holding",
-    "LazyPorts",
     "Rewrite",
     "Skeleton",
     "Skipped",
@@ -96,22 +93,23 @@ class ThreadStore(Upkeep):
     white-box tests can count what they hold."""
 
     def __init__(
-        self, *, ports: LazyPorts, namer: Namer, codec: Codec, prefix: str, policy: StorePolicy
+        self, *, engine: BlobEngine, namer: Namer, codec: Codec, policy: StorePolicy
     ) -> None:
-        self.ports = ports
+        self.engine = engine
+        self.ports = ports = engine.ports
         self.namer = namer
         self.codec = codec
         self.sealer = codec.sealer
-        self.prefix = prefix
-        self.scope = Scope(ports, prefix)
-        self.objects = ObjectIO(ports, namer, policy.cache_bytes)
+        self.prefix = engine.prefix
+        self.scope = Scope(ports, self.prefix)
+        self.objects = engine.objects
         self.finder = Finder(ports, namer, codec, self.sealer, self.scope)
         self.walker = Walker(namer, codec, self.objects)
         # What a read hands the next write on the same checkpoint (handoff.py).
         self.handoff = Handoff(namer, id(self))
         self.decoder = Decoder(self.walker, self.handoff)
         self.committer = Committer(
-            ports=ports,
+            engine=engine,
             finder=self.finder,
             walker=self.walker,
             handoff=self.handoff,
@@ -119,7 +117,6 @@ class ThreadStore(Upkeep):
         )
         self.deleter = Deleter(ports, self.finder, self.objects, namer, self.now)
         self.rewriter = Rewriter(self.walker, self.finder, self.now)
-        self.journal = self.committer.journal
 
     def with_codec(self, codec: Codec) -> ThreadStore:
         """This store serializing through another codec (a saver's copy with its own

@@ -1,22 +1,23 @@
 """Committing a checkpoint or a task's writes: placing values, sealing, then the commit.
 
 Placement. A channel value is stored once per (thread, ns, channel, version): inline in
-the checkpoint record when small (`placement.py`), else as an object named by that
+the checkpoint record when small (`blobs/placement.py`), else as an object named by that
 identity. A checkpoint whose channel did not change points at what its parent stored
 (usually cached from the read that started the run), so unchanged values are never
 uploaded again. A changed value whose parent is (or is a delta of) a full version this
 process holds is sealed as a delta against it when the delta fits inline and `delta_max`.
 
 Commit protocol. `commit_checkpoint` seals everything first (bad input writes nothing),
-writes an upload intent naming the objects it is about to write (`journal.py`; only when
-there are any), uploads the new values too large to inline in one parallel wave, each with
-`If-None-Match: *` (an existing object already holds the same value; it is written again
-anyway, which keeps garbage collection off it: see `ObjectIO.upload` and `ops/gc.py`),
-then writes the record with one request that also deletes the intent (detection off: a
-plain write, the intent's delete after it): the record is the commit point. A crash
-before it leaves the old state plus unreferenced objects the intent names, which garbage
-collection removes after a grace period; after it, the new state. `commit_writes` does
-the same with one merge per (checkpoint, task): a `put_writes` shows all or nothing.
+then hands the blob engine a plan (`blobs.WritePlan`): the new values too large to
+inline, and the record's write. The engine writes an upload intent naming the objects
+(only when there are any), uploads them in one wave with `If-None-Match: *` (one found
+there is written again, which keeps garbage collection off it: `ObjectIO.upload`), then
+runs the commit: one request writing the record, which also deletes the intent
+(detection off: a plain write, the intent's delete after it). The record is the commit
+point: a crash before it leaves the old state plus unreferenced objects the intent
+names, which garbage collection removes after a grace period; after it, the new state.
+`commit_writes` does the same with one merge per (checkpoint, task): a `put_writes`
+shows all or nothing.
 
 Concurrent runs. The record is written in one transaction with the namespace's head (the
 id of its newest checkpoint, a control item). A put that continues what its run holds as
@@ -40,6 +41,15 @@ from typing import Any, NamedTuple
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
 
 from langgraph.checkpoint.s3dynamo import runs
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, LazyPorts, WritePlan
+from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.blobs.placement import (
+    ITEM_MAX,
+    MAX_DELTA_BASE,
+    needs_bundle,
+)
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, value_id
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
@@ -55,28 +65,18 @@ from langgraph.checkpoint.s3dynamo.layout import (
     writes_sk,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.placement import (
-    ITEM_MAX,
-    MAX_DELTA_BASE,
-    InlineBudget,
-    needs_bundle,
-)
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     HeadMove,
+    ItemKey,
     WritesRecord,
     head_key,
     pack_bundle,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
-from langgraph.checkpoint.s3dynamo.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
-from langgraph.checkpoint.s3dynamo.store.journal import Journal
-from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
-from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValue, StoredValues, Typed, Walker
 
@@ -128,25 +128,23 @@ class Committer:
     def __init__(
         self,
         *,
-        ports: LazyPorts,
+        engine: BlobEngine,
         finder: Finder,
         walker: Walker,
         handoff: Handoff,
         policy: StorePolicy,
     ) -> None:
-        self._ports = ports
+        self._ports: LazyPorts = engine.ports
+        self.engine = engine
         self.finder = finder
         self.walker = walker
         self.handoff = handoff
-        self.inline_max = policy.inline_max
         self.delta_max = policy.delta_max
         self.detect_concurrent_runs = policy.detect_concurrent_runs
         # Object key -> opened data of recent delta bases.
         self.bases: Lru[str, Typed] = Lru(OPENED_BASES)
-        # Stamps every record written (`written_at`); tests replace it.
+        # Stamps every record written (`written_at`) and its upload intent; tests replace it.
         self.clock: Callable[[], float] = time.time
-        # Upload intents: opened before an upload wave, closed by the commit.
-        self.journal = Journal(ports, lambda: self.clock())
 
     def now(self) -> int:
         """The stamp of a record written now: whole seconds since the epoch."""
@@ -167,6 +165,13 @@ class Committer:
     @property
     def objects(self) -> ObjectIO:
         return self.walker.objects
+
+    @property
+    def inline_max(self) -> int:
+        return self.engine.inline_max
+
+    def _stamp_ms(self) -> int:
+        return int(self.clock() * 1000)
 
     # ------------------------------------------------------------ checkpoints
 
@@ -195,7 +200,7 @@ class Committer:
             sealed_metadata = self.codec.seal_metadata(at, metadata)
 
         carried = self._parent_values(tid, ns, parent_id, versions, new_versions)
-        budget = InlineBudget(self.inline_max)
+        budget = self.engine.budget()
         stored: StoredValues = {}
         fresh: list[Fresh] = []
         for channel, raw_version in versions.items():
@@ -227,7 +232,7 @@ class Committer:
                 # The delta did not fit after all: a full version, which later deltas use.
                 full = self.codec.seal_value_typed(value_at, f.typed)
             leaf = self.namer.value(value_at)
-            uploads.append((self.objects.key(tid, leaf), full))
+            uploads.append((self.walker.object_key(tid, leaf), full))
             stored[f.channel] = StoredValue(f.version, None, leaf)
         bases = {ch: v.base for ch, v in stored.items() if v.base is not None}
         if bases:
@@ -272,25 +277,26 @@ class Committer:
         lease = holding(self.handoff.store_id, pk)
         if before_write is not None:
             before_write()
-        # Named before the first upload, closed by the commit: what a crash orphans is known.
-        intent = self.journal.open(pk, [key for key, _ in uploads])
-        if uploads:
-            self.objects.upload(uploads)
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
-        # Stamped after the uploads: the expiry this commit sets counts from its request.
-        held = lease.stamp() if lease is not None else None
+
+        def commit(intent: ItemKey | None) -> None:
+            # Stamped after the uploads: the expiry this commit sets counts from its request.
+            held = lease.stamp() if lease is not None else None
+            try:
+                self._ports.records.put_checkpoint(record, head, held, intent)
+            except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
+                exc.refusing(what, parent_id)
+                raise
+            if lease is not None and held is not None and held.expires_ms is not None:
+                lease.extended(held.expires_ms)
+
         # The commit deletes the intent in its own transaction; a plain PutItem commit
-        # (detection off: a store without transactions may be in use) deletes it after.
-        inside = intent if head is not None or held is not None else None
-        try:
-            self._ports.records.put_checkpoint(record, head, held, inside)
-        except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
-            exc.refusing(what, parent_id)
-            raise
-        if intent is not None and inside is None:
-            self.journal.close(intent)
-        if lease is not None and held is not None and held.expires_ms is not None:
-            lease.extended(held.expires_ms)
+        # (detection off: a store without transactions may be in use) leaves that to
+        # the engine, right after it.
+        carries = head is not None or lease is not None
+        self.engine.write(
+            WritePlan(pk, commit, uploads, commit_closes_intent=carries, at_ms=self._stamp_ms())
+        )
         self.handoff.keep(tid, ns, cid, stored)
         runs.committed(run_key, cid)
         return cid
@@ -357,33 +363,34 @@ class Committer:
         regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
         if needs_bundle(len(regular)):
             leaf = self.namer.write(at.write(task_id, len(regular)), uuid.uuid4().hex)
-            uploads.append((self.objects.key(tid, leaf), pack_bundle(regular)))
+            uploads.append((self.walker.object_key(tid, leaf), pack_bundle(regular)))
             record.bundle = leaf
             sealed = [(i, b) for i, b in sealed if i in LAST_WINS]
-        budget = InlineBudget(self.inline_max)
+        budget = self.engine.budget()
         for idx, blob in sealed:
             if budget.take(blob):
                 record.writes[idx] = blob
             else:
                 leaf = self.namer.write(at.write(task_id, idx), uuid.uuid4().hex)
-                uploads.append((self.objects.key(tid, leaf), blob))
+                uploads.append((self.walker.object_key(tid, leaf), blob))
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
         lease = holding(self.handoff.store_id, pk)
-        intent = self.journal.open(pk, [key for key, _ in uploads])
-        if uploads:
-            self.objects.upload(uploads)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
-        held = lease.stamp() if lease is not None else None
-        inside = intent if self.detect_concurrent_runs or held is not None else None
-        try:
-            self._ports.records.merge_writes(record, LAST_WINS, held, inside)
-        except LeaseLostError as exc:
-            exc.refusing(f"{at.what}: writes of task {task_id!r}")
-            raise
-        if intent is not None and inside is None:
-            self.journal.close(intent)
-        if lease is not None and held is not None and held.expires_ms is not None:
-            lease.extended(held.expires_ms)
+
+        def commit(intent: ItemKey | None) -> None:
+            held = lease.stamp() if lease is not None else None
+            try:
+                self._ports.records.merge_writes(record, LAST_WINS, held, intent)
+            except LeaseLostError as exc:
+                exc.refusing(f"{at.what}: writes of task {task_id!r}")
+                raise
+            if lease is not None and held is not None and held.expires_ms is not None:
+                lease.extended(held.expires_ms)
+
+        carries = self.detect_concurrent_runs or lease is not None
+        self.engine.write(
+            WritePlan(pk, commit, uploads, commit_closes_intent=carries, at_ms=self._stamp_ms())
+        )
 
     # ------------------------------------------------------ where values live
 
@@ -438,7 +445,7 @@ class Committer:
             return None
         version = previous.base if previous.base is not None else previous.version
         at = ValueAt(tid, ns, channel, version)
-        key = self.objects.key(tid, self.namer.value(at))
+        key = self.walker.object_key(tid, self.namer.value(at))
         opened = self.bases.get(key)
         if opened is not None:
             return version, opened

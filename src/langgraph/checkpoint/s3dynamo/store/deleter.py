@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 
+from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
+from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.layout import (
     is_mark_key,
     is_writes_key,
@@ -33,8 +35,6 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
-from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
-from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 
 
 class Deleter:
@@ -133,11 +133,11 @@ class Deleter:
     def delete_unreferenced_objects(self, thread_name: str) -> int:
         """Delete the thread's objects that no record references (read consistently,
         after the listing); how many. With no record left, that is all of them."""
-        listed = self.objects.list_thread(thread_name)
+        listed = self.objects.list_owner(thread_name)
         if not listed:
             return 0
         live = self.finder.live_leaves(thread_name) or set()
-        prefix = self.objects.thread_prefix(thread_name)
+        prefix = self.objects.owner_prefix(thread_name)
         doomed = [o.key for o in listed if o.key[len(prefix) :] not in live]
         self.objects.delete(doomed)
         return len(doomed)

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
@@ -45,8 +47,6 @@ from langgraph.checkpoint.s3dynamo.records import (
     referenced_leaves,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
-from langgraph.checkpoint.s3dynamo.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
 
 log = logging.getLogger(__name__)

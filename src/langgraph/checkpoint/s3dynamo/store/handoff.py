@@ -15,8 +15,8 @@ after each commit, and `ThreadStore.forget` clears it after anything rewrote rec
 from __future__ import annotations
 
 from langgraph.checkpoint.s3dynamo import runs
+from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.store.cache import Lru
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValues
 
 # Checkpoints whose stored values are kept for the next put on them.

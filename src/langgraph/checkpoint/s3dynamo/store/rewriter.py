@@ -125,7 +125,7 @@ class Rewriter:
                     new_base = namer.value(new_base_at)
                     leaves.add(new_base)
                     base_new_id = value_id(new_base_at)
-                    new_base_key = objects.key(dst, new_base)
+                    new_base_key = walker.object_key(dst, new_base)
                     put_object(base_key, new_base_key, base_old_id, base_new_id, what)
                     inline[tag] = reseal_delta(
                         v.blob,
@@ -140,7 +140,7 @@ class Rewriter:
                 elif v.key is not None:
                     new_leaf = namer.value(new_value)
                     leaves.add(new_leaf)
-                    put_object(v.key, objects.key(dst, new_leaf), old_id, new_id, what)
+                    put_object(v.key, walker.object_key(dst, new_leaf), old_id, new_id, what)
             same_ref = stale_only and src == dst and sealer.key_id_of(rec.thread_ref) == active
             new_rec = CheckpointRecord(
                 pk=pk,
@@ -184,7 +184,7 @@ class Rewriter:
                     if src == dst
                     else namer.write(new_at.write(task_id, idx), uuid.uuid4().hex)
                 )
-                put_object(w.key or "", objects.key(dst, new_leaf), old_id, new_id, what)
+                put_object(w.key or "", walker.object_key(dst, new_leaf), old_id, new_id, what)
                 new_w.writes[idx] = write_ref(new_leaf, namer.channel(dst, ns, channel))
             for b in blobs.bundles:
                 new_w, task_id = by_record[b.record.sk], b.task_id
@@ -204,6 +204,6 @@ class Rewriter:
                     else namer.write(new_at.write(task_id, len(bundle)), uuid.uuid4().hex)
                 )
                 if src != dst or any(resealed[i] is not bundle[i] for i in bundle):
-                    out.objects.append((objects.key(dst, new_leaf), pack_bundle(resealed)))
+                    out.objects.append((walker.object_key(dst, new_leaf), pack_bundle(resealed)))
                 new_w.bundle = new_leaf
         return out

@@ -14,9 +14,9 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 
+from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.layout import scope_of
 from langgraph.checkpoint.s3dynamo.records import Record, Stamp
-from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 
 # The scope of a sweep over every deployment of the table (retention's delete strategy,
 # which reads keys and stamps only, so needs nobody's keys).

@@ -1,7 +1,8 @@
 """The maintenance side of the thread store's facade: setting up and probing the
 ports, scans of the deployment, records written or replaced whole, deleting under marks,
-objects by listing, the upload journal, and control items (heads, tombstones, markers,
-leases), whose keys are built here only. `ThreadStore` inherits it; garbage collection,
+objects by listing, copies and rotations handed to the blob engine as plans, the upload
+journal, and control items (heads, tombstones, markers, leases), whose keys are built
+here only. `ThreadStore` inherits it; garbage collection,
 retention, copies, re-encryption, `check` and leases call these methods, never the ports.
 """
 
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk, object_key, scope_of
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
+from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk, object_key, owner_prefix, scope_of
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import (
@@ -24,22 +27,20 @@ from langgraph.checkpoint.s3dynamo.records import (
     lease_key,
 )
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
-from langgraph.checkpoint.s3dynamo.store.journal import Journal
-from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
-from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.store.rewriter import Rewrite
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
+from langgraph.checkpoint.s3dynamo.waves import parallel
 
 
 class Upkeep:
     """Maintenance methods over the parts a `ThreadStore` builds (module docstring)."""
 
+    engine: BlobEngine
     ports: LazyPorts
     namer: Namer
     prefix: str
     scope: Scope
-    objects: ObjectIO
     deleter: Deleter
-    journal: Journal
 
     def create_if_missing(self) -> None:
         """Create the table and the bucket if missing (development and tests)."""
@@ -164,14 +165,14 @@ class Upkeep:
     # ------------------------------------------------- objects
 
     def object_key(self, tid: str, leaf: str) -> str:
-        return self.objects.key(tid, leaf)
+        return object_key(self.namer.thread(tid), leaf)
 
     def thread_prefix(self, thread_name: str) -> str:
-        return self.objects.thread_prefix(thread_name)
+        return owner_prefix(thread_name)
 
     def thread_objects(self, thread_name: str) -> list[ObjectInfo]:
         """Every object of a thread named as stored."""
-        return self.objects.list_thread(thread_name)
+        return self.engine.list_owner(thread_name)
 
     def deployment_objects(self) -> Iterator[ObjectInfo]:
         """Every object of this deployment."""
@@ -179,41 +180,52 @@ class Upkeep:
 
     def fetch_objects(self, needed: Mapping[str, str], *, cached: bool = True) -> dict[str, bytes]:
         """Object bodies in one wave (`cached=False`: the bucket, not the cache)."""
-        return self.objects.fetch(needed, cached=cached)
+        return self.engine.fetch(needed, cached=cached)
 
-    def upload_objects(self, objects: Sequence[tuple[str, bytes]]) -> None:
-        """Write new objects in one wave."""
-        self.objects.upload(objects)
+    def write_copy(self, dst: str, rewrite: Rewrite) -> None:
+        """What `rewrite` built for `dst` (a copy), as the engine writes every plan: its
+        objects in one wave, journaled, then its records in full batches."""
+        records = [new for _, new in rewrite.records]
+        self.engine.write(
+            WritePlan(
+                self.namer.thread(dst), lambda _: self.write_records(records), rewrite.objects
+            )
+        )
 
-    def overwrite_objects(self, objects: Sequence[tuple[str, bytes]]) -> None:
-        self.objects.overwrite(objects)
+    def write_rotation(self, tid: str, rewrite: Rewrite) -> bool:
+        """What `rewrite` re-sealed in place (a rotation): objects overwritten (same
+        name, same value), then each changed record replaced only while unchanged since
+        read. False if a concurrent writer changed one (read the thread again)."""
+        changed = [(old, new) for old, new in rewrite.records if old != new]
+
+        def commit(_: ItemKey | None) -> bool:
+            return all(parallel(lambda pair: self.replace_if_unchanged(*pair), changed))
+
+        plan = WritePlan(self.namer.thread(tid), commit, overwrites=rewrite.objects)
+        return self.engine.write(plan)
 
     def delete_objects(self, keys: Sequence[str]) -> None:
-        self.objects.delete(keys)
+        self.engine.delete(keys)
 
     def delete_unchanged_objects(self, objects: Sequence[ObjectInfo]) -> list[str]:
         """Delete objects each only while unchanged since listed; the keys deleted."""
-        return self.objects.delete_unchanged(objects)
-
-    def stat_objects(self, keys: Sequence[str]) -> list[ObjectInfo | None]:
-        """Each object's size, time and tag (None: absent), one wave of HEAD requests."""
-        return self.objects.stat(keys)
+        return self.engine.delete_unchanged(objects)
 
     # ------------------------------------------------- the upload journal
 
     def expired_intents(self, before_ms: int) -> list[UploadIntent]:
         """This deployment's upload intents written before `before_ms` (one Query per
-        journal shard): what crashed or refused commits left (`store/journal.py`)."""
-        return self.journal.expired(self.prefix, before_ms)
+        journal shard): what crashed or refused writes left (`blobs/journal.py`)."""
+        return self.engine.expired_intents(before_ms)
 
     def name_orphans(self, thread_name: str, leaves: Iterable[str]) -> None:
         """Write an intent naming objects of a thread that an operation is about to leave
         unreferenced, so incremental collection checks them after the grace period."""
-        self.journal.open(thread_name, [object_key(thread_name, leaf) for leaf in sorted(leaves)])
+        self.engine.name_orphans(thread_name, [object_key(thread_name, leaf) for leaf in leaves])
 
     def close_intents(self, keys: Iterable[ItemKey]) -> None:
         """Delete upload intents, in full batches."""
-        self.ports.control.delete_items(keys)
+        self.engine.close_intents(list(keys))
 
     # ------------------------------------------------- control items
 

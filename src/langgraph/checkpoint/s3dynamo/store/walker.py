@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
@@ -32,7 +33,6 @@ from langgraph.checkpoint.s3dynamo.layout import split_write_ref
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import WritesRecord, unpack_bundle
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
-from langgraph.checkpoint.s3dynamo.store.objects import ObjectIO
 
 Typed = tuple[str, bytes]
 
@@ -139,6 +139,10 @@ class Walker:
         self.codec = codec
         self.objects = objects
 
+    def object_key(self, tid: str, leaf: str) -> str:
+        """Where a thread's object of this leaf lives."""
+        return self.objects.key(self.namer.thread(tid), leaf)
+
     def open_body(self, entry: Entry) -> dict[str, Any]:
         at = CheckpointAt(entry.tid, entry.ns, entry.checkpoint_id)
         return self.codec.open_body(at, entry.record.body, entry.what)
@@ -188,7 +192,7 @@ class Walker:
             if value.blob is None:
                 values.append(
                     ValueBlob(
-                        channel, value.version, None, self.objects.key(tid, value.leaf or ""), None
+                        channel, value.version, None, self.object_key(tid, value.leaf or ""), None
                     )
                 )
                 continue
@@ -200,7 +204,7 @@ class Walker:
                         f"{what}: channel value is a delta whose base is not among the "
                         "item's objects; the item was altered"
                     )
-                base = (value.base, self.objects.key(tid, base_leaf))
+                base = (value.base, self.object_key(tid, base_leaf))
             values.append(ValueBlob(channel, value.version, value.blob, None, base))
         writes: list[WriteBlob] = []
         bundles: list[BundleBlob] = []
@@ -211,12 +215,12 @@ class Walker:
             for idx, stored_write in w.writes.items():
                 if isinstance(stored_write, str):
                     leaf, tag = split_write_ref(stored_write)
-                    key = self.objects.key(tid, leaf)
+                    key = self.object_key(tid, leaf)
                     writes.append(WriteBlob(w, task_id, task_path, idx, None, key, tag))
                 else:
                     writes.append(WriteBlob(w, task_id, task_path, idx, stored_write, None, None))
             if w.bundle is not None:
-                key = self.objects.key(tid, w.bundle)
+                key = self.object_key(tid, w.bundle)
                 bundles.append(BundleBlob(w, task_id, task_path, key))
         lost = frozenset(body.get("stored") or ()) - set(stored)
         return Blobs(entry, body, stored, values, writes, bundles, lost, opened_tasks)

@@ -12,10 +12,9 @@ from typing import Any, Generic
 from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.s3dynamo import telemetry
+from langgraph.checkpoint.s3dynamo import executor, telemetry
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.memory.aio import run
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 CACHE_SPACE = "c"
@@ -89,13 +88,13 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
             self.space.clear(None if namespaces is None else [tuple(ns) for ns in namespaces])
 
     async def aget(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
-        return await run(self._parts, self.get, keys)
+        return await executor.run(self._parts.settings.async_workers, self.get, keys)
 
     async def aset(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
-        await run(self._parts, self.set, pairs)
+        await executor.run(self._parts.settings.async_workers, self.set, pairs)
 
     async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
-        await run(self._parts, self.clear, namespaces)
+        await executor.run(self._parts.settings.async_workers, self.clear, namespaces)
 
 
 # A span and figures for each (`telemetry.py`); the async twins run these.

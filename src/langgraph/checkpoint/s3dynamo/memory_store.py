@@ -8,7 +8,7 @@ partitions below only when that partition is marked as having namespaces below i
 list_namespaces reads the directory. Both filter and rank client-side: they cost what the
 matching namespaces hold (docs/ARCHITECTURE.md, "Long-term memory").
 
-Async methods run the sync core in the saver's worker pool (`memory/aio.py`): one I/O path.
+Async methods run the sync core in the saver's worker pool (`executor.py`): one I/O path.
 """
 
 from __future__ import annotations
@@ -40,14 +40,11 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import _compare_values, _cosine_similarity, _does_match
 
-from langgraph.checkpoint.s3dynamo import telemetry
+from langgraph.checkpoint.s3dynamo import executor, telemetry
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.memory.admin import mark_ancestors
-from langgraph.checkpoint.s3dynamo.memory.aio import run
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace
-from langgraph.checkpoint.s3dynamo.memory.expiry import expire
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 STORE_SPACE = "m"
@@ -125,21 +122,21 @@ class S3DynamoStore(BaseStore):
         self._checked.set()
         # Entries written before descendants marks existed get theirs (one directory
         # Query when none lacks one).
-        mark_ancestors(self.space)
+        self.saver.ops.memory.mark_ancestors(self.space)
 
     def sweep_ttl(self) -> int:
         """Remove the store's expired items now (as LangGraph's SQL stores' `sweep_ttl`);
         the number removed. The scheduled retention job does this for the Store and the
-        node cache (`memory.admin.expire_memory`); reads never return an expired item
+        node cache (`saver.ops.memory.expire`); reads never return an expired item
         either way."""
-        return expire(self.space)[0]
+        return int(self.saver.ops.memory.expire_space(self.space)[0])
 
     async def asweep_ttl(self) -> int:
-        return await run(self._parts, self.sweep_ttl)
+        return await executor.run(self._parts.settings.async_workers, self.sweep_ttl)
 
     async def asetup(self) -> None:
         """`setup`, from async code."""
-        await run(self._parts, self.setup)
+        await executor.run(self._parts.settings.async_workers, self.setup)
 
     # ------------------------------------------------------------ the contract
 
@@ -164,7 +161,9 @@ class S3DynamoStore(BaseStore):
         embedded = (
             await self.embeddings.aembed_documents(list(texts)) if texts and self.embeddings else []
         )
-        return await run(self._parts, self._run, ops, puts, vectors, texts, embedded)
+        return await executor.run(
+            self._parts.settings.async_workers, self._run, ops, puts, vectors, texts, embedded
+        )
 
     # ------------------------------------------------------------ execution
 

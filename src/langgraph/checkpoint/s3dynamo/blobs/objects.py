@@ -1,11 +1,13 @@
-"""Object I/O: reading and writing a thread's objects in parallel waves, through one
-byte-bounded cache of what this process wrote or read lately.
+"""Object I/O: reading and writing objects in parallel waves, through one byte-bounded
+cache of what this process wrote or read lately. Every object belongs to an owner, the
+partition whose items reference it (a thread, a Store or cache namespace), and is named
+`<owner>/<leaf>` (`layout.object_key`).
 
-Objects are named by their identity (thread, namespace, channel, version, or a write's
-nonce) and never change meaning, so a cached copy is never stale and a warm process
-serving the same thread need not GET what it just PUT or read. What the cache trusts is
-its own process: an object altered in the bucket after this process wrote or read it is
-not noticed here (every other process still authenticates it on read).
+Objects are named by their identity (a thread's value by (thread, namespace, channel,
+version), a write or a Store value by a nonce) and never change meaning, so a cached copy
+is never stale and a warm process need not GET what it just PUT or read. What the cache
+trusts is its own process: an object altered in the bucket after this process wrote or
+read it is not noticed here (every other process still authenticates it on read).
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from langgraph.checkpoint.s3dynamo import telemetry
+from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
-from langgraph.checkpoint.s3dynamo.layout import object_key, thread_prefix
-from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.layout import object_key, owner_prefix
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo, ObjectStore
-from langgraph.checkpoint.s3dynamo.store.cache import Lru
-from langgraph.checkpoint.s3dynamo.store.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 log = logging.getLogger(__name__)
@@ -28,9 +29,8 @@ log = logging.getLogger(__name__)
 class ObjectIO:
     """A deployment's objects: their keys, and waves of reads and writes."""
 
-    def __init__(self, ports: LazyPorts, namer: Namer, cache_bytes: int) -> None:
+    def __init__(self, ports: LazyPorts, cache_bytes: int) -> None:
         self._ports = ports
-        self.namer = namer
         # One object may take a quarter of the budget, so a few large ones cannot flush
         # everything else; 0 turns the cache off.
         self.cache: Lru[str, bytes] = Lru(cache_bytes, weigh=len, largest=cache_bytes // 4)
@@ -39,15 +39,17 @@ class ObjectIO:
     def port(self) -> ObjectStore:
         return self._ports.objects
 
-    def key(self, tid: str, leaf: str) -> str:
-        return object_key(self.namer.thread(tid), leaf)
+    @staticmethod
+    def key(owner: str, leaf: str) -> str:
+        return object_key(owner, leaf)
 
-    def thread_prefix(self, thread_name: str) -> str:
-        """Key prefix shared by every object of one thread."""
-        return thread_prefix(thread_name)
+    @staticmethod
+    def owner_prefix(owner: str) -> str:
+        """Key prefix shared by every object of one owner."""
+        return owner_prefix(owner)
 
-    def list_thread(self, thread_name: str) -> list[ObjectInfo]:
-        return list(self.port.list(self.thread_prefix(thread_name)))
+    def list_owner(self, owner: str) -> list[ObjectInfo]:
+        return list(self.port.list(owner_prefix(owner)))
 
     def stat(self, keys: Sequence[str]) -> list[ObjectInfo | None]:
         """Size, modification time and tag of each key (None: absent), in one wave."""

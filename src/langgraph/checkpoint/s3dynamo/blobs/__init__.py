@@ -1,0 +1,153 @@
+"""The blob engine: every byte string that threads, the Store and the node cache keep
+is sealed, placed, uploaded, cached, read back and collected here, once.
+
+    sealing.py     envelopes: compress, then encrypt, then frame (`Sealer`, `Keyring`)
+    placement.py   inline in its index item, or an object of its own (`InlineBudget`)
+    objects.py     object reads and writes in parallel waves, through one cache
+    cache.py       the one cache type (least recently used)
+    journal.py     upload intents: written before an upload, deleted by its commit
+    collect.py     mark and sweep of unreferenced objects, for any owner
+    lazy_ports.py  the table and the bucket, built on first use
+
+Writers (the thread store's committer and rewriter, a memory space) decide what their
+items hold and hand the engine a `WritePlan`: the objects to upload or re-seal in place,
+then one commit, the index write that makes them referenced. The engine runs every plan
+in the same order (intent, one wave of objects, commit, intent closed), so what a crash
+can orphan is always named in the journal (docs/ARCHITECTURE.md, "The blob engine";
+docs/RELIABILITY.md, "Garbage collection: the upload journal").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
+from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
+from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.blobs.placement import InlineBudget
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
+
+__all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "WritePlan"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BlobPolicy:
+    """`inline_max`: the largest sealed blob kept in its index item rather than an
+    object; `cache_bytes`: the object bodies this process keeps (0: none)."""
+
+    inline_max: int
+    cache_bytes: int
+
+
+@dataclass
+class WritePlan(Generic[T]):
+    """What one write stores: objects first, then the commit that references them.
+
+    `owner` is the partition whose items reference the objects (a thread's name, a Store
+    or cache namespace's partition); `uploads` are new objects (`If-None-Match`),
+    `overwrites` objects re-sealed in place (same name, same value: a key rotation).
+    `commit` is the index write, the commit point; it is handed the key of the upload
+    intent when `commit_closes_intent` (it then deletes the intent in its own request),
+    else None, and the engine deletes the intent right after it. `at_ms` stamps the
+    intent (the writer's clock)."""
+
+    owner: str
+    commit: Callable[[ItemKey | None], T]
+    uploads: Sequence[tuple[str, bytes]] = ()
+    overwrites: Sequence[tuple[str, bytes]] = ()
+    commit_closes_intent: bool = False
+    at_ms: int | None = None
+    # Objects this write leaves unreferenced once committed, named in an intent of their
+    # own before the commit, for incremental collection to delete after its grace (while
+    # the commit has not happened, they are still referenced, so collection keeps them).
+    orphans: Sequence[str] = field(default_factory=tuple)
+
+
+class BlobEngine:
+    """The sealer, the object waves and cache, the journal and the inline rule of one
+    deployment, shared by its thread store, its Store and its node cache."""
+
+    def __init__(
+        self, *, ports: LazyPorts, sealer: Sealer, prefix: str, policy: BlobPolicy
+    ) -> None:
+        self.ports = ports
+        self.sealer = sealer
+        self.prefix = prefix
+        self.inline_max = policy.inline_max
+        self.objects = ObjectIO(ports, policy.cache_bytes)
+        self.journal = Journal(ports)
+        # Stamps intents of plans that bring no time of their own; tests replace it.
+        self.clock: Callable[[], float] = time.time
+
+    # ------------------------------------------------------------ placing
+
+    def budget(self) -> InlineBudget:
+        """The inline room of one index item, for placing its blobs one by one."""
+        return InlineBudget(self.inline_max)
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, plan: WritePlan[T]) -> T:
+        """Run a plan: an intent naming what it will orphan (if anything), its upload
+        intent (only when it uploads), one wave of uploads and overwrites, the commit,
+        then the upload intent's delete (unless the commit carried it). A failure stops
+        there: an intent left names every object the plan may have written that nothing
+        references."""
+        at_ms = plan.at_ms if plan.at_ms is not None else int(self.clock() * 1000)
+        if plan.orphans:
+            self.name_orphans(plan.owner, plan.orphans, at_ms)
+        intent = self.journal.open(plan.owner, [key for key, _ in plan.uploads], at_ms)
+        if plan.uploads:
+            self.objects.upload(plan.uploads)
+        if plan.overwrites:
+            self.objects.overwrite(plan.overwrites)
+        result = plan.commit(intent if plan.commit_closes_intent else None)
+        if intent is not None and not plan.commit_closes_intent:
+            self.journal.close([intent])
+        return result
+
+    def name_orphans(self, owner: str, keys: Sequence[str], at_ms: int | None = None) -> None:
+        """Write an intent naming objects of `owner` that a change is about to leave (or
+        has left) unreferenced, so incremental collection checks them after its grace."""
+        stamp = at_ms if at_ms is not None else int(self.clock() * 1000)
+        self.journal.open(owner, sorted(keys), stamp)
+
+    # ------------------------------------------------------------ reading
+
+    def fetch(self, needed: Mapping[str, str], *, cached: bool = True) -> dict[str, bytes]:
+        """Object bodies in one wave; `needed` maps each key to what needs it (named if
+        it is gone); from the cache unless `cached` is False."""
+        return self.objects.fetch(needed, cached=cached)
+
+    def cached(self, key: str) -> bytes | None:
+        return self.objects.cached(key)
+
+    # ------------------------------------------------------------ removing
+
+    def delete(self, keys: Sequence[str]) -> None:
+        """Delete objects nothing references any more (their owner's items are gone)."""
+        self.objects.delete(keys)
+
+    def delete_unchanged(self, objects: Sequence[ObjectInfo]) -> list[str]:
+        """Delete objects each only while unchanged since listed; the keys deleted."""
+        return self.objects.delete_unchanged(objects)
+
+    def list_owner(self, owner: str) -> list[ObjectInfo]:
+        return self.objects.list_owner(owner)
+
+    def stat(self, keys: Sequence[str]) -> list[ObjectInfo | None]:
+        return self.objects.stat(keys)
+
+    def expired_intents(self, before_ms: int) -> list[UploadIntent]:
+        """The deployment's intents written before `before_ms` (one Query per shard)."""
+        return self.journal.expired(self.prefix, before_ms)
+
+    def close_intents(self, keys: Sequence[ItemKey]) -> None:
+        self.journal.close(keys)

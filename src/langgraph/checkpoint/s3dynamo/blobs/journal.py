@@ -1,0 +1,57 @@
+"""The upload journal: before a write uploads objects it writes one intent naming them
+(`records.UploadIntent`, in a shard of `layout.journal_pk`), and its commit deletes it
+(in the same request where the commit can carry it, else right after). An intent left
+behind names what a crash, or a refused commit, can have orphaned; incremental garbage
+collection (`ops/gc.py`) reads the shards instead of listing the bucket. Threads, the
+Store and the node cache share it: an intent names its owner, the partition whose items
+reference the objects. Why that is enough, and safe: docs/RELIABILITY.md, "Garbage
+collection: the upload journal"."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
+from langgraph.checkpoint.s3dynamo.layout import (
+    JOURNAL_SHARDS,
+    intents_before,
+    journal_pk,
+    owner_prefix,
+)
+from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent, upload_intent
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+
+class Journal:
+    """Opens intents for writers and reads them back for the collector."""
+
+    def __init__(self, ports: LazyPorts) -> None:
+        self._ports = ports
+
+    def open(self, owner: str, keys: Sequence[str], at_ms: int) -> ItemKey | None:
+        """Write the intent of an upload of these object keys of one owner, stamped
+        `at_ms` (one request); None, and no request, when there is nothing to upload."""
+        if not keys:
+            return None
+        start = len(owner_prefix(owner))
+        intent = upload_intent(owner, [k[start:] for k in keys], at_ms, os.urandom(8).hex())
+        self._ports.control.put_intent(intent)
+        return intent.key
+
+    def close(self, intents: Sequence[ItemKey]) -> None:
+        """Delete intents after the commits that could not carry their deletes (one
+        request per 25)."""
+        if intents:
+            self._ports.control.delete_items(intents)
+
+    def expired(self, prefix: str, before_ms: int) -> list[UploadIntent]:
+        """Every intent of the deployment written before `before_ms`: one Query per
+        shard (more only past 1 MB of intents)."""
+        upper = intents_before(before_ms)
+        control = self._ports.control
+        shards = parallel(
+            lambda shard: control.intents_before(journal_pk(prefix, shard), upper),
+            range(JOURNAL_SHARDS),
+        )
+        return [intent for found in shards for intent in found]

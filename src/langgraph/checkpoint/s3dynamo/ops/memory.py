@@ -1,0 +1,330 @@
+"""Long-term memory's maintenance, beside the threads', as `saver.ops.memory`
+(`MemoryOperations`): the expiry sweep of the Store's items and the node cache's entries,
+collection of objects no item references, re-encryption, statistics, and the
+descendants marks that directory entries of older builds lack. Each reads the spaces'
+directories, then each namespace's partition: never the rest of the table
+(docs/OPERATIONS.md, "Long-term memory").
+
+The expiry sweep finds expired items with one consistent Query of a space's directory,
+then one Query of each namespace's partition, in one wave; it opens nothing (a
+namespace's partition is named by its entry), so it needs no keys. Each item is deleted
+only while still expired; then its object, then the entries of namespaces left empty are
+settled (docs/RELIABILITY.md, "The Store's namespace directory").
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo import telemetry
+from langgraph.checkpoint.s3dynamo.blobs import WritePlan, collect
+from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
+from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.layout import (
+    directory_pk,
+    memory_pk,
+    memory_scope,
+    object_key,
+)
+from langgraph.checkpoint.s3dynamo.memory.core import Space
+from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+SPACES = {"store": "m", "cache": "c"}
+
+
+class MemoryOperations:
+    """The Store's and the node cache's maintenance on one saver's parts
+    (`saver.ops.memory`); each method reads what it needs afresh."""
+
+    def __init__(self, parts: Components) -> None:
+        self.parts = parts
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Per space: namespaces, items, expired items not yet swept, bytes inline and
+        in objects."""
+        return memory_stats(self.parts)
+
+    def plan_expiry(self) -> MemoryExpiryPlan:
+        """The expired items of each space (nothing changes); `.execute()` removes them."""
+        return plan_memory_expiry(self.parts)
+
+    def expire(self, *, dry_run: bool = False) -> MemoryExpiry:
+        """Remove every expired Store item and cache entry now (`dry_run`: count them)."""
+        return expire_memory(self.parts, dry_run=dry_run)
+
+    def expire_space(self, space: Space) -> tuple[int, int]:
+        """The sweep of one space: (items deleted, namespaces dropped)."""
+        return expire(space)
+
+    def collect_garbage(self, grace: timedelta) -> dict[str, int]:
+        """Delete objects no item references, older than `grace`, per space."""
+        return collect_memory_garbage(self.parts, grace)
+
+    def reencrypt(self) -> dict[str, int]:
+        """Re-seal what is not under the active key, per space."""
+        return reencrypt_memory(self.parts)
+
+    def mark_ancestors(self, space: Space) -> int:
+        """The descendants marks entries of older builds lack (`S3DynamoStore.setup`)."""
+        return mark_ancestors(space)
+
+    def live_leaves(self) -> collect.LiveLeaves:
+        return live_leaves(self.parts)
+
+
+def spaces(parts: Components) -> dict[str, Space]:
+    """The Store's and the node cache's spaces of a saver, by label."""
+    return {label: memory_space(parts, code) for label, code in SPACES.items()}
+
+
+def live_leaves(parts: Components) -> collect.LiveLeaves:
+    """What a memory partition's items reference now (read consistently), for
+    collecting the objects upload intents name; None for a partition no space has."""
+    by_code = {code: memory_space(parts, code) for code in SPACES.values()}
+
+    def live(owner: str) -> set[str] | None:
+        scope = memory_scope(owner)
+        space = by_code.get(scope[1]) if scope is not None else None
+        return space.live_leaves(owner) if space is not None else None
+
+    return live
+
+
+# ------------------------------------------------------------------ statistics
+
+
+@dataclass
+class SpaceStats:
+    namespaces: int = 0
+    items: int = 0
+    expired: int = 0
+    inline_bytes: int = 0
+    objects: int = 0
+    object_bytes: int = 0
+
+
+@telemetry.operation("memory.stats")
+def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
+    """Per space: namespaces, items (and how many have expired, not yet swept), bytes
+    inline in the table and in objects. One Query per namespace and one listing per
+    namespace with objects."""
+    out: dict[str, dict[str, int]] = {}
+    for label, space in spaces(parts).items():
+        stats = SpaceStats()
+        with guarded(parts.deployment):
+            namespaces = space.namespaces()
+        stats.namespaces = len(namespaces)
+        now = space.clock()
+        counted = parallel(
+            functools.partial(_namespace_stats, space, now), [ns for ns, _ in namespaces]
+        )
+        for items, expired, inline, objects, object_bytes in counted:
+            stats.items += items
+            stats.expired += expired
+            stats.inline_bytes += inline
+            stats.objects += objects
+            stats.object_bytes += object_bytes
+        out[label] = asdict(stats)
+    return out
+
+
+def _namespace_stats(
+    space: Space, now: float, namespace: tuple[str, ...]
+) -> tuple[int, int, int, int, int]:
+    """(items, expired items, inline bytes, objects, object bytes) of one namespace."""
+    pk = space.pk(namespace)
+    rows = space.index.memory_query(pk)
+    leaves = {object_key(pk, r.leaf) for r in rows if r.leaf}
+    listed = space.engine.list_owner(pk) if leaves else []
+    sizes = [o.size for o in listed if o.key in leaves]
+    expired = sum(1 for r in rows if not space.live(r, now))
+    return len(rows), expired, sum(len(r.blob or b"") for r in rows), len(sizes), sum(sizes)
+
+
+# ------------------------------------------------------------------ expiry
+
+
+def expired(space: Space, at: int) -> tuple[dict[str, DirectoryEntry], list[MemoryRow]]:
+    """The directory's entries by name, and the items whose expiry is at or before `at`."""
+    pk = directory_pk(space.prefix, space.space)
+    entries = {e.key.sk: e for e in space.index.directory(pk, consistent=True)}
+    pks = [memory_pk(space.prefix, name, space.space) for name in sorted(entries)]
+    rows = [r for found in parallel(space.index.memory_query, pks) for r in found]
+    return entries, [r for r in rows if not space.live(r, at)]
+
+
+def expire(space: Space, now: float | None = None) -> tuple[int, int]:
+    """Delete the expired items and their objects, and settle the directory entries of
+    namespaces left empty. (items deleted, namespaces dropped)."""
+    at = int(space.clock() if now is None else now)
+    entries, found = expired(space, at)
+    gone = parallel(lambda r: space.index.memory_delete(r.key, expired_at=at), found)
+    deleted = [r for r in gone if r is not None]
+    space.engine.delete([object_key(r.key.pk, r.leaf) for r in deleted if r.leaf])
+    # Namespaces left empty leave the directory, and entries marked emptied whose
+    # namespace has items again lose the mark.
+    names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
+    names |= {name for name, e in entries.items() if e.emptied}
+    dropped = 0
+    for name in sorted(names):
+        entry = entries.get(name)
+        if entry is not None:
+            dropped += space.settle(entry, memory_pk(space.prefix, name, space.space), at)
+    return len(deleted), dropped
+
+
+@dataclass
+class MemoryExpiry:
+    """What an expiry sweep removed (or, as a plan, found) per space."""
+
+    dry_run: bool
+    items: dict[str, int] = field(default_factory=dict)
+    namespaces_dropped: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MemoryExpiryPlan:
+    """The expired Store items and cache entries found, per space (nothing changed yet);
+    `execute()` removes them, each only while it is still expired."""
+
+    parts: Components
+    found: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": dict(self.found)}
+
+    def execute(self) -> MemoryExpiry:
+        return expire_memory(self.parts)
+
+
+def plan_memory_expiry(parts: Components) -> MemoryExpiryPlan:
+    """Count the expired items of each space (the sweep's reads, no change)."""
+    return MemoryExpiryPlan(
+        parts,
+        {
+            label: len(expired(space, int(space.clock()))[1])
+            for label, space in spaces(parts).items()
+        },
+    )
+
+
+@telemetry.operation("memory.expire")
+def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
+    """Remove the expired Store items and cache entries of this deployment (each only
+    while still expired: a read that refreshed it, or a new put, keeps it), their
+    objects, and the directory entries of namespaces left empty. An expired item is
+    never returned by a read whether or not this has run."""
+    result = MemoryExpiry(dry_run)
+    for label, space in spaces(parts).items():
+        if dry_run:
+            found = len(expired(space, int(space.clock()))[1])
+            result.items[label], result.namespaces_dropped[label] = found, 0
+        else:
+            result.items[label], result.namespaces_dropped[label] = expire(space)
+    return result
+
+
+# ------------------------------------------------------------------ garbage collection
+
+
+@telemetry.operation("memory.gc")
+def collect_memory_garbage(parts: Components, grace: timedelta) -> dict[str, int]:
+    """Delete the objects of Store items and cache entries that no item references any
+    more (a large value replaced by a later put, or a put interrupted before its commit)
+    and that are older than `grace`, longer than any put takes; each only while it is
+    unchanged since it was listed (`blobs/collect.py`). Per space: objects deleted. One
+    directory Query per space, then per namespace one listing and one Query."""
+    out: dict[str, int] = {}
+    cutoff = datetime.now(timezone.utc) - grace
+    for label, space in spaces(parts).items():
+        with guarded(parts.deployment):
+            owners = [space.pk(ns) for ns, _ in space.namespaces()]
+        swept = parallel(functools.partial(_collect_namespace, space, cutoff), owners)
+        out[label] = sum(swept)
+    return out
+
+
+def _collect_namespace(space: Space, cutoff: datetime, pk: str) -> int:
+    return collect.sweep(space.engine, pk, space.live_leaves, cutoff)
+
+
+# ------------------------------------------------------------------ re-encryption
+
+
+def reencrypt_memory(parts: Components) -> dict[str, int]:
+    """Re-seal every Store item, cache entry and directory entry not sealed under the
+    active key (as `reencrypt` does for threads), so an old key can leave the keyring.
+    Inline blobs and entries are replaced only while unchanged since read (a put since
+    sealed under the active key already); objects are overwritten in place (same name,
+    same value). Per space: blobs re-sealed. One directory Query per space, then per
+    namespace one Query, and one request per blob re-sealed."""
+    out: dict[str, int] = {}
+    for label, space in spaces(parts).items():
+        with guarded(parts.deployment):
+            namespaces = space.namespaces()
+        resealed = parallel(functools.partial(_reseal_namespace, space), namespaces)
+        out[label] = sum(resealed)
+    return out
+
+
+def _reseal_namespace(space: Space, found: tuple[tuple[str, ...], DirectoryEntry]) -> int:
+    namespace, entry = found
+    sealer = space.sealer
+    active = sealer.keyring.active if sealer.keyring else None
+
+    def stale(blob: bytes) -> bool:
+        return sealer.key_id_of(blob) != active
+
+    def resealed(blob: bytes, aad: bytes, what: str) -> bytes:
+        typ, data = sealer.open(blob, aad, what)
+        return sealer.seal(typ, data, aad)
+
+    count = 0
+    if stale(entry.blob):
+        new = resealed(
+            entry.blob, space.entry_aad(entry.key.sk), f"directory entry of {namespace!r}"
+        )
+        count += int(space.index.memory_reseal(entry.key, entry.blob, new))
+    pk = space.pk(namespace)
+    rows = space.index.memory_query(pk, consistent=True)
+    for row in rows:
+        what = f"item {row.key.sk!r} of {namespace!r}"
+        if row.blob is not None and stale(row.blob):
+            new = resealed(row.blob, space.aad(namespace, row.key.sk), what)
+            count += int(space.index.memory_reseal(row.key, row.blob, new))
+    big = {object_key(pk, r.leaf): r for r in rows if r.blob is None and r.leaf}
+    # A rotation must see what is stored, not what this process cached before.
+    bodies = space.engine.fetch({key: f"item of {namespace!r}" for key in big}, cached=False)
+    overwrites = [
+        (key, resealed(body, space.aad(namespace, big[key].key.sk), f"item of {namespace!r}"))
+        for key, body in bodies.items()
+        if stale(body)
+    ]
+    # Objects are overwritten in place (same name, same value): nothing to commit.
+    space.engine.write(WritePlan(pk, lambda _: None, overwrites=overwrites))
+    return count + len(overwrites)
+
+
+# ------------------------------------------------------------------ descendants marks
+
+
+def mark_ancestors(space: Space) -> int:
+    """Write the descendants marks that directory entries written before marks existed
+    lack (docs/FORMAT.md): one renewal, with the marks, per entry that needs a mark not
+    yet written by this call. The number of entries renewed."""
+    pending: set[ItemKey] = set()
+    renewed = 0
+    for namespace, entry in space.namespaces():
+        marks = [k for k in space.ancestor_marks(namespace) if k not in pending]
+        if marks:
+            space.renew(namespace, entry.key, in_rows=None, marks=marks)
+            pending.update(marks)
+            renewed += 1
+    return renewed
