@@ -33,6 +33,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     DirectoryEntry,
     Fence,
     HeadMove,
+    IndexItem,
     ItemKey,
     Mark,
     MemoryRow,
@@ -441,28 +442,78 @@ class MemoryItemsContract:
 
     def test_a_refresh_answers_with_the_item_in_the_same_request(self, items: Any) -> None:
         key = ItemKey(self.pk, "a")
-        items.memory_put([_row(self.pk, "a", b"1", expires=500, ttl_minutes=60.0)], self.entry)
+        items.memory_put([_row(self.pk, "a", b"1", expires_ms=500, ttl_minutes=60.0)], self.entry)
         row, refreshed = items.memory_refresh(key, 900, 60.0, 100)
-        assert refreshed and (row.blob, row.expires) == (b"1", 900)
+        assert refreshed and (row.blob, row.expires_ms) == (b"1", 900)
         # Another TTL (a put since), or expired by then: refused, the item as it is.
         row, refreshed = items.memory_refresh(key, 950, 5.0, 100)
-        assert not refreshed and (row.blob, row.expires) == (b"1", 900)
+        assert not refreshed and (row.blob, row.expires_ms) == (b"1", 900)
         row, refreshed = items.memory_refresh(key, 950, 60.0, 900)
-        assert not refreshed and row.expires == 900
+        assert not refreshed and row.expires_ms == 900
         assert items.memory_refresh(ItemKey(self.pk, "absent"), 950, 60.0, 100) == (None, False)
 
     def test_expiry_deletes_only_what_is_still_expired(self, items: Any) -> None:
         rows = [
-            _row(self.pk, "old", b"1", expires=100),
-            _row(self.pk, "new", b"2", expires=500),
+            _row(self.pk, "old", b"1", expires_ms=100),
+            _row(self.pk, "new", b"2", expires_ms=500),
             _row(self.pk, "never", b"3"),
         ]
         items.memory_put(rows, self.entry)
         items.memory_touch(ItemKey(self.pk, "old"), 300)  # read since: renewed
-        assert items.memory_delete(ItemKey(self.pk, "old"), expired_at=200) is None
-        gone = items.memory_delete(ItemKey(self.pk, "old"), expired_at=300)
+        assert items.memory_delete(ItemKey(self.pk, "old"), expired_at_ms=299) is None
+        gone = items.memory_delete(ItemKey(self.pk, "old"), expired_at_ms=300)
         assert gone is not None and gone.blob == b"1"
         assert items.memory_delete(ItemKey(self.pk, "never")) is not None
         assert items.memory_delete(ItemKey(self.pk, "never")) is None
         items.memory_touch(ItemKey(self.pk, "absent"), 1)  # nothing, and no error
         assert [r.key.sk for r in items.memory_query(self.pk)] == ["new"]
+
+    def test_a_put_alone_answers_with_what_it_replaced(self, items: Any) -> None:
+        items.memory_put([_row(self.pk, "a", b"1", expires_ms=700)], self.entry)
+        (old,) = items.memory_put([_row(self.pk, "a", b"2")], None)
+        assert old is not None and (old.blob, old.expires_ms) == (b"1", 700)
+        assert items.memory_put([_row(self.pk, "b", b"3")], None) == [None]
+
+    def test_liveness_to_the_millisecond_and_the_entry_bound(self, items: Any) -> None:
+        bounded = self.entry._replace(live_until_ms=1_000)
+        items.memory_put([_row(self.pk, "a", b"1", expires_ms=1_000)], bounded)
+        assert items.memory_has_live(self.pk, 999) and not items.memory_has_live(self.pk, 1_000)
+        assert items.directory_get(self.entry.key, consistent=False).live_until_ms == 1_000
+        items.directory_bound(self.entry.key, None)
+        assert items.directory_get(self.entry.key).live_until_ms is None
+        # A renewal without a bound keeps the one there; one with a bound replaces it.
+        items.directory_bound(self.entry.key, 5)
+        items.directory_renew(self.entry._replace(generation="gen-2"))
+        assert items.directory_get(self.entry.key).live_until_ms == 5
+        items.directory_bound(ItemKey(self.entry.key.pk, "absent"), 5)  # nothing, no error
+        assert items.directory_get(ItemKey(self.entry.key.pk, "absent")) is None
+        assert not items.memory_has_live(memory_pk("", "B" * 21 + "Q", "m"), 0)
+
+    def test_index_items_page_both_ways_and_stay_out_of_item_reads(self, items: Any) -> None:
+        items.memory_put([_row(self.pk, "a", b"1")], self.entry, [ItemKey(self.pk, DESCENDANTS_SK)])
+        tokens = [IndexItem(ItemKey(self.pk, f"~x{n}")) for n in "abcde"]
+        items.index_write(puts=[*tokens, IndexItem(ItemKey(self.pk, "~v1"), b"log")])
+        got = items.index_query(self.pk, ("~x", "~x~"), descending=True, limit=2)
+        assert [i.key.sk for i in got] == ["~xe", "~xd"]
+        more = items.index_query(self.pk, ("~x", "~x~"), descending=True, after="~xd")
+        assert [i.key.sk for i in more] == ["~xc", "~xb", "~xa"]
+        # The mark, the manifest and the log in one range; items never among them.
+        found = items.index_query(self.pk, (DESCENDANTS_SK, "~w"))
+        assert [(i.key.sk, i.blob) for i in found] == [("~", None), ("~v1", b"log")]
+        assert [r.key.sk for r in items.memory_query(self.pk)] == ["a"]
+        assert items.memory_search(self.pk)[0][0].key.sk == "a"
+        items.index_write(deletes=[t.key for t in tokens])
+        assert items.index_query(self.pk, ("~x", "~x~")) == []
+
+    def test_the_manifest_is_replaced_on_its_generation(self, items: Any) -> None:
+        key = ItemKey(self.pk, "~i")
+        first = IndexItem(key, b"m1", "g1", frozenset({"L1"}))
+        assert items.manifest_put(first, None) is True
+        assert items.manifest_put(IndexItem(key, b"m2", "g2"), None) is False
+        assert items.manifest_put(IndexItem(key, b"m2", "g2"), "g0") is False
+        assert items.manifest_put(IndexItem(key, b"m2", "g2", frozenset({"L2"})), "g1") is True
+        assert items.index_query(self.pk, ("~i", "~i")) == [
+            IndexItem(key, b"m2", "g2", frozenset({"L2"}))
+        ]
+        assert items.memory_reseal(key, b"m2", b"m3") is True
+        assert items.index_query(self.pk, ("~i", "~i"))[0].blob == b"m3"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import math
 import os
 from collections.abc import Callable
 from datetime import timedelta
@@ -775,13 +774,13 @@ def test_a_read_refreshes_an_expiry_only_when_it_moves_by_more_than_the_slack(
     # The process wrote both: the hour is read alone, the minute refreshed and read in
     # one request.
     assert index.calls == {"memory_get": 1, "memory_refresh": 1}
-    expiry = {r.key.sk: r.expires for r in index.memory_rows()}
-    assert expiry[store.space.item_key(NS, "minute").sk] == int(clock.now + 60)
-    assert expiry[store.space.item_key(NS, "hour").sk] == int(clock.now - 30 + 3600)
+    expiry = {r.key.sk: r.expires_ms for r in index.memory_rows()}
+    assert expiry[store.space.item_key(NS, "minute").sk] == int((clock.now + 60) * 1000)
+    assert expiry[store.space.item_key(NS, "hour").sk] == int((clock.now - 30 + 3600) * 1000)
     clock.now += 10  # 40 s since the put: the hour's expiry moves by more than 36 s
     assert store.get(NS, "hour") is not None
     hour = [r for r in index.memory_rows() if r.key == store.space.item_key(NS, "hour")]
-    assert hour[0].expires == int(clock.now + 3600)
+    assert hour[0].expires_ms == int((clock.now + 3600) * 1000)
     # Another process, which never saw the items: read, then refresh what is due.
     other = store_on(index.clone(), objects, clock)
     assert other.get(NS, "absent") is None  # after the once-a-process deployment check
@@ -814,8 +813,21 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
     saver.setup()
     counter.reset()
     store = S3DynamoStore.from_saver(saver)
-    store.put(("users", "a"), "k", {"v": 1})  # the deployment check is done by setup()
-    assert counter.calls == {"dynamodb.TransactWriteItems": 1}
+    # A new namespace: a read of its directory entry (absent), then one transaction of the
+    # item and the entry (the deployment check is done by setup()).
+    store.put(("users", "a"), "k", {"v": 1})
+    assert counter.calls == {"dynamodb.GetItem": 1, "dynamodb.TransactWriteItems": 1}
+    counter.reset()
+    # Another process's first put into it: the entry read (renewed lately: a lease), then
+    # the item alone, 1 write unit as later puts.
+    other = S3DynamoStore.from_saver(make_saver(clients))
+    other.put(("users", "a"), "k2", {"v": 2})
+    assert counter.calls == {
+        "dynamodb.Query": 1,  # the other saver's once-a-process deployment check
+        "dynamodb.GetItem": 1,
+        "dynamodb.UpdateItem": 1,
+    }
+    store.delete(("users", "a"), "k2")
     counter.reset()
     assert store.get(("users", "a"), "k") is not None
     assert counter.calls == {"dynamodb.BatchGetItem": 1}
@@ -843,7 +855,7 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
     # A batch writes each namespace's items together: 99 items and the directory entry
     # a transaction, so parallel puts into one namespace never contend for its entry.
     store.batch([PutOp(("users", "b"), f"k{i}", {"i": i}) for i in range(150)])
-    assert counter.calls == {"dynamodb.TransactWriteItems": 2}
+    assert counter.calls == {"dynamodb.GetItem": 1, "dynamodb.TransactWriteItems": 2}
     assert len(store.search(("users", "b"), limit=200)) == 150
 
 
@@ -894,7 +906,7 @@ def test_a_due_refresh_of_an_item_the_process_knows_is_one_request(
     assert item is not None and item.value == {"v": 1}
     assert counter.calls == {"dynamodb.UpdateItem": 1}
     [row] = [r for r in _memory_items(clients) if r["sk"]["S"] == store.space.item_key(NS, "k").sk]
-    assert int(row["mx"]["N"]) == math.ceil(later + 3600)
+    assert int(row["me"]["N"]) == round(later * 1000) + 3_600_000
     # A process that never saw it reads, then refreshes: DynamoDBStore's two requests.
     other = S3DynamoStore.from_saver(make_saver(clients), ttl={"default_ttl": 60})
     assert other.get(NS, "absent") is None  # after the once-a-process deployment check
@@ -906,7 +918,7 @@ def test_a_due_refresh_of_an_item_the_process_knows_is_one_request(
 
 def _memory_items(clients: Clients) -> list[dict[str, Any]]:
     pages = clients[0].get_paginator("scan").paginate(TableName=clients.table)
-    return [i for page in pages for i in page["Items"] if "mx" in i]
+    return [i for page in pages for i in page["Items"] if "me" in i]
 
 
 @pytest.mark.aws
@@ -928,13 +940,15 @@ def test_the_expiry_sweep_reads_the_stores_partitions_not_the_table(
         assert expire(store.space, now=store.space.clock() + 60) == (2, 0)
         calls.append(dict(counter.calls))
         assert [i.key for i in store.search(("a",))] == ["kept"]
-    # The directory and each namespace (Query 3), a look at each namespace an item left
-    # (Query 2), the two deletes, the emptied mark on ("b", "c"): whatever the table holds.
+    # The directory and each namespace (Query 3), the search indexes of each namespace
+    # an item left, for their tokens (Query 2; none has a vector index to tell), the two
+    # deletes, a look for a live item in each (Query 2) and, in ("b", "c"), for any item
+    # (Query 1), then its emptied mark: whatever the table holds.
     assert (
         calls[0]
         == calls[1]
         == {
-            "dynamodb.Query": 5,
+            "dynamodb.Query": 8,
             "dynamodb.DeleteItem": 2,
             "dynamodb.UpdateItem": 1,
         }
@@ -996,7 +1010,7 @@ def test_put_is_one_update_and_reads_are_eventually_consistent(
     counter.reset()
     store = S3DynamoStore.from_saver(saver)
     store.put(NS, "a", {"v": 1})
-    assert counter.calls == {"dynamodb.TransactWriteItems": 1}
+    assert counter.calls == {"dynamodb.GetItem": 1, "dynamodb.TransactWriteItems": 1}
     counter.reset()
     store.put(NS, "b", {"v": 2})
     assert counter.calls == {"dynamodb.UpdateItem": 1}

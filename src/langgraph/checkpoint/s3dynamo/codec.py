@@ -9,14 +9,40 @@ so that a blob moved to another place fails to open: the kind, then the fields o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    S3DynamoError,
+    ValueNotSerializableError,
+)
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
+
+
+@contextmanager
+def serializing(subject: str, value: Any) -> Iterator[None]:
+    """Turn the serializer's bare error for `value` (msgpack's "Type is not msgpack
+    serializable: function", a pickling error) into one that names what held it: a
+    checkpoint's channel, a write, a Store item."""
+    try:
+        yield
+    except (TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, S3DynamoError):
+            raise
+        kind = type(value)
+        raise ValueNotSerializableError(
+            f"{subject} holds a {kind.__module__}.{kind.__qualname__} the serializer cannot "
+            f"store ({exc}); nothing was written. Expected data LangGraph's serializer "
+            "stores (primitives, lists, dicts, dataclasses, pydantic models, messages): keep "
+            "functions, locks, clients and open files out of it (make them where they are "
+            "used, or pass them through config or the runtime context), or pass serde= a "
+            "serializer that stores this type"
+        ) from exc
 
 
 def _channel_prefix(channel: str) -> bytes:

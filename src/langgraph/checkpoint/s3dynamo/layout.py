@@ -349,9 +349,29 @@ MEMORY_SPACES = ("m", "c")
 MEMORY_MARK = "~"
 DIRECTORY_MARK = "~dir"
 # Sort key of a namespace partition's descendants mark: `~` sorts after every item's
-# (URL-safe base64, "-" to "z") sort key; `ITEM_SK_RANGE` takes in every item, not the mark.
+# (URL-safe base64, "-" to "z") sort key; `ITEM_SK_RANGE` takes in every item, not the mark,
+# and `SEARCH_SK_RANGE` every item and the mark, nothing of the indexes below.
 DESCENDANTS_SK = "~"
 ITEM_SK_RANGE = ("-", "{")
+SEARCH_SK_RANGE = ("-", DESCENDANTS_SK)
+#
+# A Store namespace's partition also holds what lets a search read what it returns, not
+# what the namespace holds (`memory/vector_index.py`, `memory/tokens.py`), above the mark:
+#
+#   sk = ~i                     the vector manifest: the sealed names of the namespace's
+#                               vector segments (objects `<pk>/<leaf>`), and a generation
+#   sk = ~v<ms>#<nonce>         a vector log entry: the sealed vectors of items written
+#                               since the segments were built (or the keys of items deleted)
+#   sk = ~x<token>#<ms>#<key>   a filter token: item <key>, written at <ms>, had the value
+#                               of a declared field that <token> names (a keyed hash of
+#                               field and value); no attributes
+#   sk = ~x<field token>!       the tokens of a declared field are complete
+MANIFEST_SK = "~i"
+LOG_MARK = "~v"
+TOKEN_MARK = "~x"
+# The descendants mark, the manifest and the log, in one Query: nothing else sorts
+# between them.
+VECTOR_SK_RANGE = (DESCENDANTS_SK, "~w")
 
 
 def memory_pk(prefix: str, ns_name: str, space: str) -> str:
@@ -386,3 +406,40 @@ def memory_scope(pk: str) -> tuple[str, str, str | None] | None:
 def is_memory_pk(pk: str) -> bool:
     """A partition of the Store or the node cache (items or directory)."""
     return memory_scope(pk) is not None
+
+
+def token_prefix(token: str) -> str:
+    """Sort-key prefix of every filter token of one (field, value) in a partition."""
+    return f"{TOKEN_MARK}{token}{SEPARATOR}"
+
+
+def token_sk(token: str, at_ms: int, key: str) -> str:
+    """A filter token of item `key` written at `at_ms`: newest last within its prefix."""
+    return f"{token_prefix(token)}{at_ms:013d}{SEPARATOR}{key}"
+
+
+def is_token_of(sk: str, keys: set[str]) -> bool:
+    """Whether a filter token's sort key names one of the item sort keys `keys` (tokens
+    only: a field's completeness item ends in `!`)."""
+    return not sk.endswith("!") and sk.rpartition(SEPARATOR)[2] in keys
+
+
+def token_item_key(sk: str) -> tuple[int, str]:
+    """(write time in ms, item sort key) of a filter token's sort key."""
+    _, at, key = sk.rsplit(SEPARATOR, 2)
+    return int(at), key
+
+
+def log_sk(at_ms: int, nonce: str) -> str:
+    """A vector log entry's sort key: its write time, then a nonce."""
+    return f"{LOG_MARK}{at_ms:013d}{SEPARATOR}{nonce}"
+
+
+def is_log_sk(sk: str) -> bool:
+    return sk.startswith(LOG_MARK)
+
+
+def log_time(sk: str) -> tuple[int, str]:
+    """(write time in ms, nonce) of a vector log entry's sort key."""
+    at, _, nonce = sk[len(LOG_MARK) :].partition(SEPARATOR)
+    return int(at), nonce

@@ -1,7 +1,8 @@
 """`S3DynamoCache`: LangGraph's node cache (`BaseCache`, for `CachePolicy`) on the saver's
 table and bucket, sealed with its keys, so cached results outlive a Lambda sandbox.
 Entries are a memory space of their own (`memory/core.py`, space "c"); TTLs are in
-seconds, as LangGraph gives them, and an expired entry is never returned.
+seconds, as LangGraph gives them, kept to the millisecond, and an expired entry is never
+returned.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo import executor, telemetry
+from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -57,6 +59,17 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
 
         return cls(S3DynamoSaver.from_env(**overrides))
 
+    def setup(self) -> None:
+        """Create the table and bucket if missing, and record the deployment (as
+        `S3DynamoSaver.setup`): for a cache used alone in development and tests;
+        production infrastructure comes from terraform/."""
+        self.saver.setup()
+        self._checked = True
+
+    async def asetup(self) -> None:
+        """`setup`, from async code."""
+        await executor.run(self._parts.settings.async_workers, self.setup)
+
     def _check(self, write: bool) -> None:
         if not self._checked:
             self._parts.deployment.verify(write=write)
@@ -73,13 +86,15 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
     def set(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
         if not pairs:
             return
-        self._check(write=True)
-
-        # Grouped by namespace: one writer per namespace, namespaces in parallel.
+        # Grouped by namespace: one writer per namespace, namespaces in parallel; every
+        # value serialized first, so one the serializer cannot store writes nothing.
         writes: dict[Namespace, list[tuple[str, tuple[str, bytes], float | None]]] = {}
         for (ns, key), (value, ttl) in pairs.items():
             minutes = None if ttl is None else ttl / 60
-            writes.setdefault(tuple(ns), []).append((key, self.serde.dumps_typed(value), minutes))
+            with serializing(f"cache entry {key!r} in namespace {tuple(ns)!r}", value):
+                typed = self.serde.dumps_typed(value)
+            writes.setdefault(tuple(ns), []).append((key, typed, minutes))
+        self._check(write=True)
         parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
 
     def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:

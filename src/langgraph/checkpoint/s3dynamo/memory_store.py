@@ -1,20 +1,17 @@
 """`S3DynamoStore`: LangGraph's `BaseStore` on the saver's table and bucket, sealed with
-its keys (`memory/core.py` holds the storage; this module is LangGraph's contract).
+its keys (`memory/` holds the storage; this module is LangGraph's contract).
 
-Filters, namespace match conditions and cosine similarity are LangGraph's own
-(`langgraph.store.memory`'s helpers), so they mean here what they mean in
-`InMemoryStore`. A search reads its prefix's partition, and the directory and the
-partitions below only when that partition is marked as having namespaces below it;
-list_namespaces reads the directory. Both filter and rank client-side: they cost what the
-matching namespaces hold (docs/ARCHITECTURE.md, "Long-term memory").
+Filters, namespace match conditions and TTLs mean here what they mean in `InMemoryStore`
+(LangGraph's own helpers). A search costs what it returns where an index says which items
+those are: by query, the namespaces' sealed vector indexes; by an equality on a field the
+store declares (`filter_fields`), their keyed-hash tokens; anything else reads the
+namespaces (`memory/search.py`; costs in docs/ARCHITECTURE.md, "Long-term memory").
 
 Async methods run the sync core in the saver's worker pool (`executor.py`): one I/O path.
 """
 
 from __future__ import annotations
 
-import array
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -38,16 +35,28 @@ from langgraph.store.base import (
     tokenize_path,
     validate_op_namespace,
 )
-from langgraph.store.memory import _compare_values, _cosine_similarity, _does_match
+from langgraph.store.memory import _does_match
 
 from langgraph.checkpoint.s3dynamo import executor, telemetry
+from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace
+from langgraph.checkpoint.s3dynamo.memory.search import Searcher
+from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
+from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
+from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
+from langgraph.checkpoint.s3dynamo.records import IndexItem, ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 STORE_SPACE = "m"
+# Opened item bodies kept, by (item, version): a search checks a filter on the same
+# value it then returns.
+BODIES = 1024
+
+Vectors = dict[str, list[float]]
 
 
 class S3DynamoStore(BaseStore):
@@ -59,11 +68,15 @@ class S3DynamoStore(BaseStore):
             `saver_options` (the saver's keyword arguments) when not given.
         index: LangGraph's `IndexConfig` (`dims`, `embed`, `fields`) for semantic search.
         ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`).
+        filter_fields: Fields (dotted paths into values) whose equality filters find
+            their items through keyed-hash tokens instead of reading the namespace; one
+            token write more per put and field. Every process writing a namespace must
+            declare the same fields.
 
     Example:
         ```python
         saver = S3DynamoSaver.from_env()
-        store = S3DynamoStore.from_saver(saver)
+        store = S3DynamoStore.from_saver(saver, filter_fields=["kind"])
         graph = builder.compile(checkpointer=saver, store=store)
         ```
     """
@@ -76,10 +89,16 @@ class S3DynamoStore(BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        filter_fields: Sequence[str] = (),
         **saver_options: Any,
     ) -> None:
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
+        if isinstance(filter_fields, str):
+            raise InvalidConfigError(
+                f"filter_fields: expected a list of field paths, got the string "
+                f"{filter_fields!r}; pass [{filter_fields!r}]"
+            )
         if saver is None:
             saver = S3DynamoSaver(**saver_options)
         self.saver: S3DynamoSaver = saver
@@ -96,23 +115,38 @@ class S3DynamoStore(BaseStore):
                 (p, tokenize_path(p)) if p != "$" else (p, p)
                 for p in (index.get("fields") or ["$"])
             ]
+        self._bodies: Lru[tuple[ItemKey, str, int], dict[str, Any]] = Lru(BODIES)
+        self.vectors = VectorIndex(self.space, self._body) if self.embeddings else None
+        self.tokens = FilterTokens(self.space, list(filter_fields))
+        self.searcher = Searcher(self.space, self._value, self.vectors, self.tokens)
         self._checked = threading.Event()
 
     @classmethod
     def from_saver(
-        cls, saver: Any, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+        cls,
+        saver: Any,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        filter_fields: Sequence[str] = (),
     ) -> S3DynamoStore:
         """A store on the saver's table, bucket, keys and clients."""
-        return cls(saver, index=index, ttl=ttl)
+        return cls(saver, index=index, ttl=ttl, filter_fields=filter_fields)
 
     @classmethod
     def from_env(
-        cls, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None, **overrides: Any
+        cls,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        filter_fields: Sequence[str] = (),
+        **overrides: Any,
     ) -> S3DynamoStore:
         """A store configured as `S3DynamoSaver.from_env` configures a saver."""
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
-        return cls(S3DynamoSaver.from_env(**overrides), index=index, ttl=ttl)
+        saver = S3DynamoSaver.from_env(**overrides)
+        return cls(saver, index=index, ttl=ttl, filter_fields=filter_fields)
 
     def setup(self) -> None:
         """Create the table and bucket if missing, and record the deployment (as
@@ -142,27 +176,28 @@ class S3DynamoStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = _validated(ops)
+        puts = _last_puts(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
         vectors = self._embed_queries(queries)
-        puts = self._last_puts(ops)
         texts = self._texts(puts)
         embedded = self.embeddings.embed_documents(list(texts)) if texts and self.embeddings else []
-        return self._run(ops, puts, vectors, texts, embedded)
+        return self._run(ops, puts, vectors, _placed(texts, embedded))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = _validated(ops)
+        puts = _last_puts(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
         vectors: dict[str, list[float]] = {}
         if queries and self.embeddings:
             for q in queries:
                 vectors[q] = await self.embeddings.aembed_query(q)
-        puts = self._last_puts(ops)
         texts = self._texts(puts)
         embedded = (
             await self.embeddings.aembed_documents(list(texts)) if texts and self.embeddings else []
         )
+        placed = _placed(texts, embedded)
         return await executor.run(
-            self._parts.settings.async_workers, self._run, ops, puts, vectors, texts, embedded
+            self._parts.settings.async_workers, self._run, ops, puts, vectors, placed
         )
 
     # ------------------------------------------------------------ execution
@@ -172,9 +207,11 @@ class S3DynamoStore(BaseStore):
         ops: list[Op],
         puts: dict[tuple[Namespace, str], PutOp],
         vectors: dict[str, list[float]],
-        texts: dict[str, list[tuple[Namespace, str, str]]],
-        embedded: list[list[float]],
+        embedded: dict[tuple[Namespace, str], Vectors],
     ) -> list[Result]:
+        # Every value serialized before the first request: a value the serializer cannot
+        # store is refused naming its item, and nothing of the batch is written.
+        bodies = self._bodies_of(puts, embedded)
         self._check(write=bool(puts))
         with guarded(self._parts.deployment):
             results: list[Result] = [None] * len(ops)
@@ -188,23 +225,16 @@ class S3DynamoStore(BaseStore):
                 for i, op in gets:
                     f = found.get((op.namespace, op.key))
                     results[i] = self._item(f) if f else None
-            directory: list[tuple[Namespace, Any]] | None = None
+            listed: list[Namespace] | None = None
             for i, other in enumerate(ops):
                 if isinstance(other, SearchOp):
                     results[i] = self._search(other, vectors)
                 elif isinstance(other, ListNamespacesOp):
-                    if directory is None:
-                        directory = self.space.namespaces()
-                    results[i] = _list_namespaces(other, self._listed(directory))
-            self._write(puts, texts, embedded)
+                    if listed is None:
+                        listed = self.space.directory.listed(self.space.now_ms)
+                    results[i] = _list_namespaces(other, listed)
+            self._write(puts, bodies, embedded)
         return results
-
-    def _listed(self, directory: list[tuple[Namespace, Any]]) -> list[Namespace]:
-        # An entry a delete marked emptied is listed only if its namespace has items
-        # again (one Query each; docs/RELIABILITY.md, "The Store's namespace directory").
-        marked = [ns for ns, entry in directory if entry.emptied]
-        live = dict(zip(marked, parallel(self.space.has_live, marked), strict=True))
-        return [ns for ns, entry in directory if not entry.emptied or live[ns]]
 
     def _check(self, *, write: bool) -> None:
         # Before the first request of a process: a store on other keys or another naming
@@ -214,84 +244,125 @@ class S3DynamoStore(BaseStore):
             if write or self._parts.deployment.state == "ok":
                 self._checked.set()
 
+    def _bodies_of(
+        self,
+        puts: dict[tuple[Namespace, str], PutOp],
+        embedded: dict[tuple[Namespace, str], Vectors],
+    ) -> dict[tuple[Namespace, str], tuple[str, bytes]]:
+        """Each put's payload, serialized: its value and its vectors (kept in the item
+        too, so the index can be rebuilt from items)."""
+        serde = self._parts.codec.serde()
+        out = {}
+        for (ns, key), op in puts.items():
+            if op.value is None:
+                continue
+            vecs = embedded.get((ns, key), {})
+            body = {
+                "value": op.value,
+                "vectors": {p: to_payload(encode(v)) for p, v in vecs.items()},
+            }
+            with serializing(f"store item {key!r} in namespace {ns!r}", op.value):
+                out[(ns, key)] = serde.dumps_typed(body)
+        return out
+
     def _write(
         self,
         puts: dict[tuple[Namespace, str], PutOp],
-        texts: dict[str, list[tuple[Namespace, str, str]]],
-        embedded: list[list[float]],
+        bodies: dict[tuple[Namespace, str], tuple[str, bytes]],
+        embedded: dict[tuple[Namespace, str], Vectors],
     ) -> None:
         if not puts:
             return
-        vecs: dict[tuple[Namespace, str], dict[str, bytes]] = defaultdict(dict)
-        flat = [where for where_list in texts.values() for where in where_list]
-        if len(flat) != len(embedded):
-            raise ValueError(
-                f"the embedding function returned {len(embedded)} vectors for {len(flat)} texts; "
-                "expected one per text"
-            )
-        for (ns, key, path), vec in zip(flat, embedded, strict=True):
-            vecs[(ns, key)][path] = pack_vector(vec)
-        serde = self._parts.codec.serde()
         # Puts grouped by namespace: one writer per namespace, namespaces in parallel.
-        writes: dict[Namespace, list[tuple[str, tuple[str, bytes], float | None]]] = {}
-        deletes: list[tuple[Namespace, str]] = []
+        writes: dict[Namespace, list[tuple[str, PutOp]]] = defaultdict(list)
+        deletes: dict[Namespace, list[str]] = defaultdict(list)
         for (ns, key), op in puts.items():
             if op.value is None:
-                deletes.append((ns, key))
+                deletes[ns].append(key)
             else:
-                body = {"value": op.value, "vectors": vecs.get((ns, key), {})}
-                writes.setdefault(ns, []).append((key, serde.dumps_typed(body), op.ttl))
-        parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
-        parallel(lambda nk: self.space.delete(*nk), deletes)
+                writes[ns].append((key, op))
 
-    def _item(self, found: Found) -> Item:
-        body = self._body(found)
-        return Item(
-            value=body["value"],
-            key=found.key,
-            namespace=found.namespace,
-            created_at=_time(found.row.created_ms),
-            updated_at=_time(found.row.updated_ms),
-        )
+        def put(ns: Namespace) -> None:
+            items = writes[ns]
+            batch = self.space.prepare(ns, [(key, bodies[(ns, key)], op.ttl) for key, op in items])
+            before: list[IndexItem] = self.tokens.entries(batch, [op.value for _, op in items])
+            if self.vectors is not None:
+                entry = self.vectors.log_entry(batch, [embedded.get((ns, k), {}) for k, _ in items])
+                before += [entry] if entry is not None else []
+            replaced = self.space.write(batch, before)
+            if self.tokens.fields:
+                # The tokens of values replaced (inline ones: no request to open them).
+                old = [(ns, r) for r in replaced if r is not None and r.blob is not None]
+                opened = [(f, self._value(f)) for f in self.space.open(old)]
+                self.tokens.delete(self.tokens.stale(ns, opened, before))
+
+        def delete(ns: Namespace) -> None:
+            gone = [old for key in deletes[ns] if (old := self.space.delete(ns, key)) is not None]
+            if not gone:
+                return
+            marks = (
+                self.vectors.tombstones([r.key for r in gone], self.space.now_ms())
+                if self.vectors
+                else []
+            )
+            stale: list[ItemKey] = []
+            if self.tokens.fields:
+                opened = self.space.open([(ns, r) for r in gone if r.blob is not None])
+                stale = self.tokens.stale(ns, [(f, self._value(f)) for f in opened], [])
+            self.space.index.index_write(puts=marks, deletes=stale)
+
+        parallel(put, list(writes))
+        parallel(delete, list(deletes))
+
+    # ------------------------------------------------------------ reading
 
     def _body(self, found: Found) -> dict[str, Any]:
+        key = (found.row.key, found.version, found.row.updated_ms)
+        cached = self._bodies.get(key)
+        if cached is not None:
+            return cached
         body = self._parts.codec.serde().loads_typed(found.typed)
         if not isinstance(body, dict) or "value" not in body:
             raise IntegrityError(
                 f"store item {found.key!r} in {found.namespace!r}: expected a value, got "
                 f"{type(body).__name__}"
             )
+        self._bodies.put(key, body)
         return body
 
+    def _value(self, found: Found) -> Any:
+        return self._body(found)["value"]
+
+    def _item(self, found: Found) -> Item:
+        return Item(
+            value=self._value(found),
+            key=found.key,
+            namespace=found.namespace,
+            created_at=_time(found.row.created_ms),
+            updated_at=_time(found.row.updated_ms),
+        )
+
     def _search(self, op: SearchOp, vectors: dict[str, list[float]]) -> list[SearchItem]:
-        found = self.space.search(tuple(op.namespace_prefix))
-        candidates: list[tuple[Found, dict[str, Any]]] = []
-        for f in found:
-            body = self._body(f)
-            value = body["value"]
-            if op.filter and not all(
-                _compare_values(_at_path(value, k), v) for k, v in op.filter.items()
-            ):
-                continue
-            candidates.append((f, body))
-        # Newest first, as LangGraph's SQL stores order a search without a query.
-        candidates.sort(key=lambda c: (-c[0].row.updated_ms, c[0].namespace, c[0].key))
-        if op.query and op.query in vectors:
-            kept = _rank(vectors[op.query], candidates, op.offset, op.limit)
-        else:
-            kept = [(None, c) for c in candidates[op.offset : op.offset + op.limit]]
+        query = vectors.get(op.query) if op.query else None
+        hits = self.searcher.search(
+            tuple(op.namespace_prefix),
+            query=query,
+            filter=op.filter,
+            offset=op.offset,
+            limit=op.limit,
+        )
         if op.refresh_ttl:
-            self.space.touch([c[0].row for _, c in kept])
+            self.space.touch([f.row for f, _ in hits])
         return [
             SearchItem(
                 namespace=f.namespace,
                 key=f.key,
-                value=body["value"],
+                value=self._value(f),
                 created_at=_time(f.row.created_ms),
                 updated_at=_time(f.row.updated_ms),
                 score=score,
             )
-            for score, (f, body) in kept
+            for f, score in hits
         ]
 
     # ------------------------------------------------------------ embeddings
@@ -300,15 +371,6 @@ class S3DynamoStore(BaseStore):
         if not queries or self.embeddings is None:
             return {}
         return dict(zip(queries, parallel(self.embeddings.embed_query, list(queries)), strict=True))
-
-    @staticmethod
-    def _last_puts(ops: Sequence[Op]) -> dict[tuple[Namespace, str], PutOp]:
-        # The last put of a key in a batch wins, as in LangGraph's stores.
-        puts: dict[tuple[Namespace, str], PutOp] = {}
-        for op in ops:
-            if isinstance(op, PutOp):
-                puts[(op.namespace, op.key)] = op
-        return puts
 
     def _texts(
         self, puts: dict[tuple[Namespace, str], PutOp]
@@ -342,55 +404,30 @@ telemetry.instrument(
 )
 
 
-def _rank(
-    query: list[float],
-    candidates: list[tuple[Found, dict[str, Any]]],
-    offset: int,
-    limit: int,
-) -> list[tuple[float | None, tuple[Found, dict[str, Any]]]]:
-    """Best score of each item's vectors (max pooling), highest first; items without
-    vectors follow, unscored, as in InMemoryStore."""
-    scored: list[tuple[float, int]] = []
-    flat: list[list[float]] = []
-    owners: list[int] = []
-    scoreless: list[int] = []
-    for i, (_f, body) in enumerate(candidates):
-        vecs = [unpack_vector(v) for v in (body.get("vectors") or {}).values()]
-        if not vecs:
-            scoreless.append(i)
-        flat += vecs
-        owners += [i] * len(vecs)
-    best: dict[int, float] = {}
-    for owner, score in zip(owners, _cosine_similarity(query, flat) if flat else [], strict=True):
-        if owner not in best or score > best[owner]:
-            best[owner] = score
-    scored = sorted(((s, i) for i, s in best.items()), key=lambda x: -x[0])
-    kept: list[tuple[float | None, tuple[Found, dict[str, Any]]]] = [
-        (float(s), candidates[i]) for s, i in scored[offset : offset + limit]
-    ]
-    if len(kept) < limit:
-        kept += [(None, candidates[i]) for i in scoreless[: limit - len(kept)]]
-    return kept
+def _placed(
+    texts: dict[str, list[tuple[Namespace, str, str]]], embedded: list[list[float]]
+) -> dict[tuple[Namespace, str], Vectors]:
+    """Each put's vectors by path, from one embedding per distinct text (a text two items
+    or paths share is embedded once and goes to each)."""
+    if len(texts) != len(embedded):
+        raise ValueError(
+            f"the embedding function returned {len(embedded)} vectors for {len(texts)} "
+            "distinct texts; expected one per text, in order"
+        )
+    out: dict[tuple[Namespace, str], Vectors] = defaultdict(dict)
+    for places, vector in zip(texts.values(), embedded, strict=True):
+        for ns, key, path in places:
+            out[(ns, key)][path] = [float(x) for x in vector]
+    return out
 
 
-def pack_vector(vec: Sequence[float]) -> bytes:
-    """An embedding as little-endian float32: 4 bytes a dimension, as vector indexes
-    keep them, against 9 for a float in msgpack."""
-    packed = array.array("f", [float(x) for x in vec])
-    if sys.byteorder == "big":
-        packed.byteswap()
-    return packed.tobytes()
-
-
-def unpack_vector(stored: Any) -> list[float]:
-    """`pack_vector`'s bytes, or the list of floats of items of the first layout."""
-    if not isinstance(stored, bytes | bytearray):
-        return [float(x) for x in stored]
-    packed = array.array("f")
-    packed.frombytes(bytes(stored))
-    if sys.byteorder == "big":
-        packed.byteswap()
-    return packed.tolist()
+def _last_puts(ops: Sequence[Op]) -> dict[tuple[Namespace, str], PutOp]:
+    # The last put of a key in a batch wins, as in LangGraph's stores.
+    puts: dict[tuple[Namespace, str], PutOp] = {}
+    for op in ops:
+        if isinstance(op, PutOp):
+            puts[(op.namespace, op.key)] = op
+    return puts
 
 
 def _list_namespaces(op: ListNamespacesOp, namespaces: list[Namespace]) -> list[Namespace]:
@@ -416,14 +453,3 @@ def _validated(ops: Iterable[Op]) -> list[Op]:
     for op in ops:
         validate_op_namespace(op)
     return ops
-
-
-def _at_path(value: Any, path: str) -> Any:
-    """A filter key's value: the key itself if present, else a dotted path into nested
-    dicts (as LangGraph's SQL stores read `"user.level"`)."""
-    if not isinstance(value, dict):
-        return None
-    if path in value:
-        return value[path]
-    head, dot, rest = path.partition(".")
-    return _at_path(value.get(head), rest) if dot else None

@@ -130,3 +130,12 @@ class Namer:
     def memory_leaf(self, space: str, namespace: tuple[str, ...], key: str, nonce: str) -> str:
         """Object leaf of a large item; the nonce keeps objects immutable across puts."""
         return _b64(self._digest("memory-leaf", space, key, nonce, *namespace)[:16])
+
+    def memory_token(self, space: str, namespace: tuple[str, ...], field: str, value: str) -> str:
+        """A filter token: which items of a namespace share a value of a declared field,
+        and nothing else (128 bits; `value` is the value's canonical text)."""
+        return _b64(self._digest("memory-token", space, field, value, *namespace)[:16])
+
+    def memory_segment(self, space: str, namespace: tuple[str, ...], nonce: str) -> str:
+        """Object leaf of one of a namespace's vector segments (immutable: a nonce each)."""
+        return _b64(self._digest("memory-segment", space, nonce, *namespace)[:16])

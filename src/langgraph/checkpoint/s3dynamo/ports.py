@@ -32,6 +32,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     DirectoryEntry,
     Fence,
     HeadMove,
+    IndexItem,
     ItemKey,
     Lease,
     Mark,
@@ -237,26 +238,29 @@ MEMORY_PUT_MAX = 99
 
 
 class MemoryItems(Protocol):
-    """The Store's items and the node cache's entries, and their namespace directories
-    (`layout.memory_pk`, `memory/core.py`)."""
+    """The Store's items and the node cache's entries, their namespace directories, and
+    the Store's search indexes in each namespace's partition (`layout.memory_pk`,
+    `memory/`)."""
 
     def memory_put(
         self,
         rows: Sequence[MemoryRow],
         entry: DirectoryEntry | None,
         marks: Sequence[ItemKey] = (),
-    ) -> None:
+    ) -> list[MemoryRow | None]:
         """Write items of one namespace whole, each keeping the `created_ms` of one
         already there. With `entry` (at most `MEMORY_PUT_MAX` items and marks together):
         and renew the namespace's directory entry (`directory_renew`) and write the
         descendants marks `marks` (`layout.DESCENDANTS_SK`), atomically, in one request.
-        Without: one request per item, nothing else written."""
+        Without: one request per item, nothing else written. Returns, per row, the item
+        it replaced (None: there was none, or, with `entry`, not known)."""
         ...
 
     def directory_renew(self, entry: DirectoryEntry, marks: Sequence[ItemKey] = ()) -> None:
         """Renew a directory entry alone: its sealed namespace set if absent, its
-        generation and renewal time replaced, its emptied mark removed; and write the
-        descendants marks `marks`, atomically. One request."""
+        generation, renewal time and liveness bound replaced (the bound left as it is
+        when `entry` has none), its emptied mark removed; and write the descendants marks
+        `marks`, atomically. One request."""
         ...
 
     def memory_get(self, keys: Sequence[ItemKey], consistent: bool = False) -> list[MemoryRow]:
@@ -267,9 +271,9 @@ class MemoryItems(Protocol):
     def memory_query(
         self, pk: str, limit: int | None = None, consistent: bool = False
     ) -> list[MemoryRow]:
-        """Every item of a namespace's partition (not its descendants mark), page after
-        page (with `limit`, one page of at most that many), read eventually consistently
-        unless `consistent`."""
+        """Every item of a namespace's partition (not its descendants mark, nor its
+        indexes), page after page (with `limit`, one page of at most that many), read
+        eventually consistently unless `consistent`."""
         ...
 
     def memory_search(self, pk: str, consistent: bool = False) -> tuple[list[MemoryRow], bool]:
@@ -277,27 +281,38 @@ class MemoryItems(Protocol):
         mark, in one Query (paged), read eventually consistently unless `consistent`."""
         ...
 
-    def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:
+    def memory_has_live(self, pk: str, now_ms: int) -> bool:
+        """Whether a namespace's partition holds an item unexpired at `now_ms`, read
+        consistently, a page at a time until one is found."""
+        ...
+
+    def memory_delete(self, key: ItemKey, expired_at_ms: int | None = None) -> MemoryRow | None:
         """Delete an item; the item as it was, or None if there was none. With
-        `expired_at`, only while its expiry is at or before it (a put or a read that
+        `expired_at_ms`, only while its expiry is at or before it (a put or a read that
         renewed it since keeps it). One request."""
         ...
 
-    def directory_get(self, key: ItemKey) -> DirectoryEntry | None:
-        """One directory entry, read consistently; None if absent."""
+    def directory_get(self, key: ItemKey, consistent: bool = True) -> DirectoryEntry | None:
+        """One directory entry, read consistently unless told; None if absent."""
         ...
 
-    def memory_touch(self, key: ItemKey, expires: int) -> None:
+    def directory_bound(self, key: ItemKey, live_until_ms: int | None) -> None:
+        """Set an entry's liveness bound (None: unknown), if the entry is there. One
+        request."""
+        ...
+
+    def memory_touch(self, key: ItemKey, expires_ms: int) -> None:
         """Set an existing item's expiry (nothing if the item is gone). One request."""
         ...
 
     def memory_refresh(
-        self, key: ItemKey, expires: int, ttl_minutes: float, now: int
+        self, key: ItemKey, expires_ms: int, ttl_minutes: float, now_ms: int
     ) -> tuple[MemoryRow | None, bool]:
-        """Set an item's expiry to `expires` if its TTL is still `ttl_minutes` and it has
-        not expired by `now`, and return it as it is then (the current item, a strongly
-        consistent read) with True; else the item as found with False, or (None, False)
-        when absent (or when the store does not return a refused item). One request."""
+        """Set an item's expiry to `expires_ms` if its TTL is still `ttl_minutes` and it
+        has not expired by `now_ms`, and return it as it is then (the current item, a
+        strongly consistent read) with True; else the item as found with False, or
+        (None, False) when absent (or when the store does not return a refused item).
+        One request."""
         ...
 
     def directory(self, pk: str, consistent: bool = False) -> list[DirectoryEntry]:
@@ -315,8 +330,34 @@ class MemoryItems(Protocol):
         ...
 
     def memory_reseal(self, key: ItemKey, old: bytes, new: bytes) -> bool:
-        """Replace an item's inline blob, or a directory entry's sealed namespace, with
-        `new` if it is still `old` (re-encryption). One request."""
+        """Replace an item's inline blob, a directory entry's sealed namespace, or an
+        index item's blob with `new` if it is still `old` (re-encryption). One request."""
+        ...
+
+    def index_write(self, puts: Sequence[IndexItem] = (), deletes: Sequence[ItemKey] = ()) -> None:
+        """Put and delete index items, unconditionally, in full batches of 25 sent in
+        parallel (filter tokens, vector log entries)."""
+        ...
+
+    def index_query(
+        self,
+        pk: str,
+        bounds: tuple[str, str],
+        *,
+        descending: bool = False,
+        limit: int | None = None,
+        after: str | None = None,
+        consistent: bool = False,
+    ) -> list[IndexItem]:
+        """The index items of a partition whose sort keys lie within `bounds`
+        (inclusive), in sort-key order (`descending`: newest first), strictly after the
+        sort key `after` in that order; with `limit`, at most that many in one request,
+        else page after page. Eventually consistent unless `consistent`."""
+        ...
+
+    def manifest_put(self, item: IndexItem, expected: str | None) -> bool:
+        """Write the vector manifest `item` if the one stored has generation `expected`
+        (None: there is none); False if another writer's came first. One request."""
         ...
 
 

@@ -304,8 +304,9 @@ class MemoryRow(NamedTuple):
     # The sealed payload inline, or (None and) the leaf of the object holding it.
     blob: bytes | None
     leaf: str | None
-    # Expiry, whole seconds since the epoch, rounded up (never before the TTL); None: never.
-    expires: int | None = None
+    # Expiry, ms since the epoch (items of the first layouts kept seconds, rounded up,
+    # which read back as their ms); None: never.
+    expires_ms: int | None = None
     # The item's TTL in minutes, kept so a read can push the expiry out again.
     ttl_minutes: float | None = None
     # When first and last written, ms since the epoch (the first is kept by later puts).
@@ -313,14 +314,33 @@ class MemoryRow(NamedTuple):
     updated_ms: int = 0
 
 
+# A directory entry's bound meaning "an item of the namespace never expires".
+NEVER_MS = 2**62
+
+
 class DirectoryEntry(NamedTuple):
     """A namespace in a memory space's directory: its sealed tuple, a generation that
-    every renewal replaces, when it was last renewed (seconds since the epoch), and
-    whether a delete found the namespace empty since (docs/RELIABILITY.md, "The Store's
-    namespace directory")."""
+    every renewal replaces, when it was last renewed (seconds since the epoch), whether
+    a delete found the namespace empty since, and a time until which some item of it is
+    known to live (ms; `NEVER_MS`: one never expires; None: unknown), which lets a
+    listing skip the namespace's own Query (docs/RELIABILITY.md, "The Store's namespace
+    directory")."""
 
     key: ItemKey
     blob: bytes
     generation: str
     renewed: int = 0
     emptied: bool = False
+    live_until_ms: int | None = None
+
+
+class IndexItem(NamedTuple):
+    """An item of a Store namespace's search indexes (`layout.TOKEN_MARK`, `MANIFEST_SK`,
+    `LOG_MARK`): a filter token (key only), the vector manifest (a sealed blob, a
+    generation, and the leaves of the segments it names, which garbage collection reads
+    without keys, as a checkpoint record's) or a vector log entry (a sealed blob)."""
+
+    key: ItemKey
+    blob: bytes | None = None
+    generation: str | None = None
+    leaves: frozenset[str] = frozenset()

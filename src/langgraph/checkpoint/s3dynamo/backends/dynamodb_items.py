@@ -24,6 +24,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     DirectoryEntry,
     Fence,
     HeadMove,
+    IndexItem,
     ItemKey,
     Mark,
     MemoryRow,
@@ -355,45 +356,60 @@ def record_size(record: Record) -> int:
 
 # ------------------------------------------------------------- long-term memory
 #
-# A Store item or node-cache entry (pk = `<prefix><ns>~<space>`, sk = `<key>`):
+# A Store item or node-cache entry (pk = `<prefix><ns>~<space>!`, sk = `<key>`):
 #
-#     v   B    sealed payload (namespace, key, value, embeddings), when inline
+#     v   B    sealed payload (key, type, version, value and embeddings), when inline
 #     ol  S    else the leaf of the object holding it
-#     mx  N    expiry, seconds since the epoch (absent: never)
+#     me  N    expiry, ms since the epoch (absent: never)
 #     ml  N    TTL in minutes, to push the expiry out on a read
 #     mc  N    created, ms since the epoch (kept by later puts)
 #     mu  N    updated, ms since the epoch
 #
-# (Items of the first layout also carry `a`, when written in seconds, which `mu` repeats;
-# a later put removes it.)
+# (Items of the first layouts carry `mx`, expiry in whole seconds rounded up, instead of
+# `me`, and may carry `a`, a write time in seconds that `mu` repeats; a later put or
+# refresh removes both.)
 #
-# A directory entry (pk = `<prefix>~<space>~dir`, sk = `<ns>`):
+# A directory entry (pk = `<prefix>~<space>~dir!`, sk = `<ns>`):
 #
 #     n   B    sealed namespace tuple
 #     g   S    generation, replaced by every renewal
 #     t   N    last renewed, seconds since the epoch (absent in the first layout: long ago)
 #     e   N    1 when a delete found the namespace empty since the last renewal
+#     x   N    ms until which an item of the namespace is known to live (absent: unknown)
+#
+# An index item of a Store namespace (same pk; sk `~f...`, `~i`, `~v...`: `layout.py`):
+#
+#     v   B    sealed blob (the vector manifest, a vector log entry); absent on a token
+#     g   S    the manifest's generation, replaced by every change to it
+#     o   SS   the leaves of the segments the manifest names (as a checkpoint record's)
 
-MEMORY_BLOB, MEMORY_LEAF, MEMORY_EXPIRES, MEMORY_TTL = "v", "ol", "mx", "ml"
+MEMORY_BLOB, MEMORY_LEAF, MEMORY_EXPIRES, MEMORY_TTL = "v", "ol", "me", "ml"
+MEMORY_EXPIRES_S = "mx"
 MEMORY_CREATED, MEMORY_UPDATED = "mc", "mu"
 DIRECTORY_NS, DIRECTORY_GENERATION = "n", "g"
-DIRECTORY_RENEWED, DIRECTORY_EMPTIED = "t", "e"
+DIRECTORY_RENEWED, DIRECTORY_EMPTIED, DIRECTORY_LIVE = "t", "e", "x"
+INDEX_BLOB, INDEX_GENERATION, INDEX_LEAVES = "v", "g", "o"
 
 
 def memory_update(row: MemoryRow) -> dict[str, Any]:
     """The UpdateItem arguments (less the table) that write `row` whole, keeping the
     creation time of an item already there."""
-    names = {"#a": WRITTEN_AT, "#c": MEMORY_CREATED, "#u": MEMORY_UPDATED}
+    names = {
+        "#a": WRITTEN_AT,
+        "#c": MEMORY_CREATED,
+        "#u": MEMORY_UPDATED,
+        "#s": MEMORY_EXPIRES_S,
+    }
     values: dict[str, Any] = {
         ":c": {"N": str(row.created_ms)},
         ":u": {"N": str(row.updated_ms)},
     }
     sets = ["#c = if_not_exists(#c, :c)", "#u = :u"]
-    removes = ["#a"]  # an older release's write time, which `mu` repeats
+    removes = ["#a", "#s"]  # an older layout's write time and expiry in seconds
     fields: list[tuple[str, str, dict[str, Any] | None]] = [
         ("#v", MEMORY_BLOB, None if row.blob is None else {"B": row.blob}),
         ("#o", MEMORY_LEAF, None if row.leaf is None else {"S": row.leaf}),
-        ("#x", MEMORY_EXPIRES, None if row.expires is None else {"N": str(row.expires)}),
+        ("#x", MEMORY_EXPIRES, None if row.expires_ms is None else {"N": str(row.expires_ms)}),
         ("#l", MEMORY_TTL, None if row.ttl_minutes is None else {"N": repr(row.ttl_minutes)}),
     ]
     for token, attribute, value in fields:
@@ -412,24 +428,72 @@ def memory_update(row: MemoryRow) -> dict[str, Any]:
     }
 
 
-def directory_update(entry: DirectoryEntry) -> dict[str, Any]:
-    """Renew an entry: its sealed namespace set if absent, a new generation and renewal
-    time, and no longer found empty."""
+def expired_condition(at_ms: int) -> dict[str, Any]:
+    """An item's expiry at or before `at_ms`, whether kept in ms or (older layouts) in
+    seconds rounded up."""
     return {
-        "Key": key_item(entry.key),
-        "UpdateExpression": "SET #n = if_not_exists(#n, :n), #g = :g, #t = :t REMOVE #e",
-        "ExpressionAttributeNames": {
-            "#n": DIRECTORY_NS,
-            "#g": DIRECTORY_GENERATION,
-            "#t": DIRECTORY_RENEWED,
-            "#e": DIRECTORY_EMPTIED,
-        },
+        "ConditionExpression": "#e <= :ms OR (attribute_not_exists(#e) AND #s <= :s)",
+        "ExpressionAttributeNames": {"#e": MEMORY_EXPIRES, "#s": MEMORY_EXPIRES_S},
         "ExpressionAttributeValues": {
-            ":n": {"B": entry.blob},
-            ":g": {"S": entry.generation},
-            ":t": {"N": str(entry.renewed)},
+            ":ms": {"N": str(at_ms)},
+            ":s": {"N": str(at_ms // 1000)},
         },
     }
+
+
+LIVE_FILTER = (
+    "(attribute_not_exists(#e) AND attribute_not_exists(#s)) OR #e > :ms "
+    "OR (attribute_not_exists(#e) AND #s > :s)"
+)
+
+
+def directory_update(entry: DirectoryEntry) -> dict[str, Any]:
+    """Renew an entry: its sealed namespace set if absent, a new generation, renewal
+    time and (when the entry brings one) liveness bound, and no longer found empty."""
+    names = {
+        "#n": DIRECTORY_NS,
+        "#g": DIRECTORY_GENERATION,
+        "#t": DIRECTORY_RENEWED,
+        "#e": DIRECTORY_EMPTIED,
+    }
+    values: dict[str, Any] = {
+        ":n": {"B": entry.blob},
+        ":g": {"S": entry.generation},
+        ":t": {"N": str(entry.renewed)},
+    }
+    sets = "SET #n = if_not_exists(#n, :n), #g = :g, #t = :t"
+    if entry.live_until_ms is not None:
+        names["#x"] = DIRECTORY_LIVE
+        values[":x"] = {"N": str(entry.live_until_ms)}
+        sets += ", #x = :x"
+    return {
+        "Key": key_item(entry.key),
+        "UpdateExpression": sets + " REMOVE #e",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
+def index_item(item: IndexItem) -> Item:
+    out = key_item(item.key)
+    if item.blob is not None:
+        out[INDEX_BLOB] = {"B": item.blob}
+    if item.generation is not None:
+        out[INDEX_GENERATION] = {"S": item.generation}
+    if item.leaves:
+        out[INDEX_LEAVES] = {"SS": sorted(item.leaves)}
+    return out
+
+
+def index_from_item(item: Item) -> IndexItem:
+    blob = item.get(INDEX_BLOB)
+    generation = item.get(INDEX_GENERATION)
+    return IndexItem(
+        ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
+        None if blob is None else bytes(blob["B"]),
+        None if generation is None else str(generation["S"]),
+        frozenset(item.get(INDEX_LEAVES, {}).get("SS", ())),
+    )
 
 
 def memory_row(item: Item) -> MemoryRow:
@@ -441,12 +505,15 @@ def memory_row(item: Item) -> MemoryRow:
         if blob is None and leaf is None:
             raise KeyError(MEMORY_BLOB)
         expires = item.get(MEMORY_EXPIRES)
+        seconds = item.get(MEMORY_EXPIRES_S)
         ttl = item.get(MEMORY_TTL)
         return MemoryRow(
             ItemKey(pk, sk),
             None if blob is None else bytes(blob["B"]),
             None if leaf is None else str(leaf["S"]),
-            None if expires is None else int(expires["N"]),
+            int(expires["N"])
+            if expires is not None
+            else (None if seconds is None else int(seconds["N"]) * 1000),
             None if ttl is None else float(ttl["N"]),
             int(item.get(MEMORY_CREATED, {"N": "0"})["N"]),
             int(item.get(MEMORY_UPDATED, {"N": "0"})["N"]),
@@ -460,12 +527,14 @@ def memory_row(item: Item) -> MemoryRow:
 
 def directory_entry(item: Item) -> DirectoryEntry:
     try:
+        live = item.get(DIRECTORY_LIVE)
         return DirectoryEntry(
             ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"]),
             bytes(item[DIRECTORY_NS]["B"]),
             str(item[DIRECTORY_GENERATION]["S"]),
             int(item.get(DIRECTORY_RENEWED, {"N": "0"})["N"]),
             DIRECTORY_EMPTIED in item,
+            None if live is None else int(live["N"]),
         )
     except (KeyError, ValueError) as exc:
         raise IntegrityError(

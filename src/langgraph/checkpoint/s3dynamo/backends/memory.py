@@ -50,6 +50,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     DirectoryEntry,
     Fence,
     HeadMove,
+    IndexItem,
     ItemKey,
     Lease,
     Mark,
@@ -83,6 +84,7 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
         self._memory: dict[str, dict[str, MemoryRow]] = {}
         self._directory: dict[str, dict[str, DirectoryEntry]] = {}
         self._descendants: set[str] = set()
+        self._indexes: dict[str, dict[str, IndexItem]] = {}
         self._lock = threading.Lock()
 
     def _count(self, name: str) -> None:
@@ -351,7 +353,12 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
             twin.idle = dict(self.idle)
             twin.intents = dict(self.intents)
             twin.control = copy.deepcopy(self.control)
-        twin.load_memory(self.memory_rows(), self.directory_entries(), self.marked_partitions())
+        twin.load_memory(
+            self.memory_rows(),
+            self.directory_entries(),
+            self.marked_partitions(),
+            self.index_items(),
+        )
         twin.calls.clear()
         twin.exists = self.exists
         return twin

@@ -1,6 +1,7 @@
-"""The `MemoryItems` port in memory: the Store's items and the node cache's entries and
-their namespace directories, with DynamoDB's conditions (mixed into `MemoryIndex`,
-`backends/memory.py`). Reads are always current: the twin has no replicas to lag."""
+"""The `MemoryItems` port in memory: the Store's items and the node cache's entries, their
+namespace directories and the Store's search indexes, with DynamoDB's conditions (mixed
+into `MemoryIndex`, `backends/memory.py`). Reads are always current: the twin has no
+replicas to lag."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ import builtins
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
+from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, IndexItem, ItemKey, MemoryRow
+
+# Items evaluated per page of a liveness check, as on DynamoDB.
+LIVE_PAGE = 25
+
+
+def _expired(row: MemoryRow, at_ms: int) -> bool:
+    return row.expires_ms is not None and row.expires_ms <= at_ms
 
 
 class MemoryItemsTwin:
@@ -18,6 +27,7 @@ class MemoryItemsTwin:
     _memory: dict[str, dict[str, MemoryRow]]
     _directory: dict[str, dict[str, DirectoryEntry]]
     _descendants: set[str]  # partitions holding the descendants mark
+    _indexes: dict[str, dict[str, IndexItem]]  # search indexes, by partition and sort key
     _count: Callable[[str], None]  # the host's request counter
 
     def memory_put(
@@ -25,21 +35,24 @@ class MemoryItemsTwin:
         rows: Sequence[MemoryRow],
         entry: DirectoryEntry | None,
         marks: Sequence[ItemKey] = (),
-    ) -> None:
+    ) -> builtins.list[MemoryRow | None]:
         with self._lock:
             if entry is None:
                 for _row in rows:
                     self._count("memory_update")
             else:
                 self._count("memory_put")
+            replaced: builtins.list[MemoryRow | None] = []
             for row in rows:
                 partition = self._memory.setdefault(row.key.pk, {})
                 old = partition.get(row.key.sk)
                 partition[row.key.sk] = row._replace(
                     created_ms=old.created_ms if old else row.created_ms
                 )
+                replaced.append(old if entry is None else None)
             if entry is not None:
                 self._renew(entry, marks)
+            return replaced
 
     def directory_renew(self, entry: DirectoryEntry, marks: Sequence[ItemKey] = ()) -> None:
         with self._lock:
@@ -50,8 +63,11 @@ class MemoryItemsTwin:
         self._descendants.update(k.pk for k in marks)
         entries = self._directory.setdefault(entry.key.pk, {})
         known = entries.get(entry.key.sk)
+        bound = entry.live_until_ms
+        if bound is None and known is not None:
+            bound = known.live_until_ms
         entries[entry.key.sk] = entry._replace(
-            blob=known.blob if known else entry.blob, emptied=False
+            blob=known.blob if known else entry.blob, emptied=False, live_until_ms=bound
         )
 
     def memory_get(
@@ -78,39 +94,53 @@ class MemoryItemsTwin:
             partition = self._memory.get(pk, {})
             return [partition[sk] for sk in sorted(partition)], pk in self._descendants
 
-    def memory_delete(self, key: ItemKey, expired_at: int | None = None) -> MemoryRow | None:
+    def memory_has_live(self, pk: str, now_ms: int) -> bool:
+        with self._lock:
+            rows = [r for _, r in sorted(self._memory.get(pk, {}).items())]
+            for start in range(0, max(len(rows), 1), LIVE_PAGE):
+                self._count("query")
+                if any(not _expired(r, now_ms) for r in rows[start : start + LIVE_PAGE]):
+                    return True
+            return False
+
+    def memory_delete(self, key: ItemKey, expired_at_ms: int | None = None) -> MemoryRow | None:
         with self._lock:
             self._count("memory_delete")
             partition = self._memory.get(key.pk, {})
             row = partition.get(key.sk)
-            if row is None or (
-                expired_at is not None and (row.expires is None or row.expires > expired_at)
-            ):
+            if row is None or (expired_at_ms is not None and not _expired(row, expired_at_ms)):
                 return None
             return partition.pop(key.sk)
 
-    def directory_get(self, key: ItemKey) -> DirectoryEntry | None:
+    def directory_get(self, key: ItemKey, consistent: bool = True) -> DirectoryEntry | None:
         with self._lock:
             self._count("directory_get")
             return self._directory.get(key.pk, {}).get(key.sk)
 
-    def memory_touch(self, key: ItemKey, expires: int) -> None:
+    def directory_bound(self, key: ItemKey, live_until_ms: int | None) -> None:
+        with self._lock:
+            self._count("directory_bound")
+            entries = self._directory.get(key.pk, {})
+            if key.sk in entries:
+                entries[key.sk] = entries[key.sk]._replace(live_until_ms=live_until_ms)
+
+    def memory_touch(self, key: ItemKey, expires_ms: int) -> None:
         with self._lock:
             self._count("memory_touch")
             partition = self._memory.get(key.pk, {})
             if key.sk in partition:
-                partition[key.sk] = partition[key.sk]._replace(expires=expires)
+                partition[key.sk] = partition[key.sk]._replace(expires_ms=expires_ms)
 
     def memory_refresh(
-        self, key: ItemKey, expires: int, ttl_minutes: float, now: int
+        self, key: ItemKey, expires_ms: int, ttl_minutes: float, now_ms: int
     ) -> tuple[MemoryRow | None, bool]:
         with self._lock:
             self._count("memory_refresh")
             partition = self._memory.get(key.pk, {})
             row = partition.get(key.sk)
-            if row is None or row.ttl_minutes != ttl_minutes or (row.expires or 0) <= now:
+            if row is None or row.ttl_minutes != ttl_minutes or (row.expires_ms or 0) <= now_ms:
                 return row, False
-            partition[key.sk] = row._replace(expires=expires)
+            partition[key.sk] = row._replace(expires_ms=expires_ms)
             return partition[key.sk], True
 
     def directory(self, pk: str, consistent: bool = False) -> builtins.list[DirectoryEntry]:
@@ -150,22 +180,76 @@ class MemoryItemsTwin:
             if entry is not None and entry.blob == old:
                 self._directory[key.pk][key.sk] = entry._replace(blob=new)
                 return True
+            item = self._indexes.get(key.pk, {}).get(key.sk)
+            if item is not None and item.blob == old:
+                self._indexes[key.pk][key.sk] = item._replace(blob=new)
+                return True
             return False
+
+    # ------------------------------------------------------------ search indexes
+
+    def index_write(self, puts: Sequence[IndexItem] = (), deletes: Sequence[ItemKey] = ()) -> None:
+        with self._lock:
+            for _ in range(0, len(puts) + len(deletes), 25):
+                self._count("index_write")
+            for item in puts:
+                self._indexes.setdefault(item.key.pk, {})[item.key.sk] = item
+            for key in deletes:
+                self._indexes.get(key.pk, {}).pop(key.sk, None)
+
+    def index_query(
+        self,
+        pk: str,
+        bounds: tuple[str, str],
+        *,
+        descending: bool = False,
+        limit: int | None = None,
+        after: str | None = None,
+        consistent: bool = False,
+    ) -> builtins.list[IndexItem]:
+        with self._lock:
+            self._count("query")
+            lower, upper = bounds
+            found = sorted(
+                (sk, item) for sk, item in self._indexes.get(pk, {}).items() if lower <= sk <= upper
+            )
+            if pk in self._descendants and lower <= DESCENDANTS_SK <= upper:
+                found = sorted([*found, (DESCENDANTS_SK, IndexItem(ItemKey(pk, DESCENDANTS_SK)))])
+            if descending:
+                found.reverse()
+            if after is not None:
+                found = [(sk, i) for sk, i in found if (sk < after if descending else sk > after)]
+            return [item for _, item in found][:limit]
+
+    def manifest_put(self, item: IndexItem, expected: str | None) -> bool:
+        with self._lock:
+            self._count("manifest_put")
+            partition = self._indexes.setdefault(item.key.pk, {})
+            known = partition.get(item.key.sk)
+            if (known.generation if known else None) != expected:
+                return False
+            partition[item.key.sk] = item
+            return True
+
+    # ------------------------------------------------------------ for tests
 
     def load_memory(
         self,
         rows: Iterable[MemoryRow],
         entries: Iterable[DirectoryEntry],
         marked: Iterable[str] = (),
+        indexes: Iterable[IndexItem] = (),
     ) -> None:
-        """Store memory items, directory entries and descendants marks (by partition) as
-        they are (`MemoryIndex.clone`)."""
+        """Store memory items, directory entries, descendants marks (by partition) and
+        index items as they are (`MemoryIndex.clone`)."""
         with self._lock:
             self._descendants.update(marked)
             for row in rows:
                 self._memory.setdefault(row.key.pk, {})[row.key.sk] = row
             for entry in entries:
                 self._directory.setdefault(entry.key.pk, {})[entry.key.sk] = entry
+            for item in indexes:
+                self._indexes.setdefault(item.key.pk, {})[item.key.sk] = item
 
     def memory_rows(self) -> builtins.list[MemoryRow]:
         """Every memory item stored, for tests that inspect raw storage."""
@@ -181,3 +265,8 @@ class MemoryItemsTwin:
         """Every directory entry stored, for tests that inspect raw storage."""
         with self._lock:
             return [e for p in self._directory.values() for e in p.values()]
+
+    def index_items(self) -> builtins.list[IndexItem]:
+        """Every search-index item stored, for tests that inspect raw storage."""
+        with self._lock:
+            return [i for p in self._indexes.values() for i in p.values()]

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
@@ -35,6 +36,9 @@ from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
 __all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "WritePlan"]
 
 T = TypeVar("T")
+# Bytes of decoded objects kept (`BlobEngine.opened`): a 10,000-vector segment of 256
+# dimensions takes about 13 MB decoded.
+OPENED_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,11 @@ class BlobEngine:
         self.prefix = prefix
         self.inline_max = policy.inline_max
         self.objects = ObjectIO(ports, policy.cache_bytes)
+        # Objects kept opened and decoded by what reads them (a namespace's vector
+        # segments), with the bytes each takes: objects never change, so neither do they.
+        self.opened: Lru[str, tuple[object, int]] = Lru(
+            OPENED_BYTES, weigh=lambda entry: entry[1], largest=OPENED_BYTES // 2
+        )
         self.journal = Journal(ports)
         # Stamps intents of plans that bring no time of their own; tests replace it.
         self.clock: Callable[[], float] = time.time

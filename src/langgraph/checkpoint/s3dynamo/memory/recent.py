@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, IndexItem, ItemKey, MemoryRow
 
 # How long after an entry's renewal a writer may put into its namespace without the
 # entry, and how much longer a delete waits before it removes an empty namespace's
@@ -30,12 +30,14 @@ RECENT_MAX = 10_000
 Fingerprint = tuple[Any, ...] | None  # None: the item or entry is gone
 
 
-def fingerprint(row: MemoryRow | DirectoryEntry | None) -> Fingerprint:
-    """What tells a version of an item or entry from another."""
+def fingerprint(row: MemoryRow | DirectoryEntry | IndexItem | None) -> Fingerprint:
+    """What tells a version of an item, entry or index item from another."""
     if row is None:
         return None
     if isinstance(row, DirectoryEntry):
         return ("entry", row.generation, row.emptied)
+    if isinstance(row, IndexItem):
+        return ("index", row.generation, hashlib.blake2b(row.blob or b"", digest_size=8).digest())
     digest = hashlib.blake2b(row.blob or (row.leaf or "").encode(), digest_size=8).digest()
     return ("row", row.updated_ms, digest)
 
@@ -68,6 +70,11 @@ class SpaceState:
                 end = entry.renewed + LEASE_SECONDS
                 self._leases[name] = max(end, self._leases.get(name, 0.0))
 
+    def lease(self, ns_name: str, end: float) -> None:
+        """A lease until `end` (seconds), taken from an entry this process read."""
+        with self._lock:
+            self._leases[ns_name] = max(end, self._leases.get(ns_name, 0.0))
+
     def forget(self, ns_name: str) -> None:
         with self._lock:
             self._leases.pop(ns_name, None)
@@ -95,10 +102,11 @@ class SpaceState:
     # ------------------------------------------------------------ expiries
 
     def knew(self, rows: Iterable[MemoryRow]) -> None:
-        """The expiry and TTL of items read or written: what deciding a refresh needs."""
+        """The expiry (ms) and TTL of items read or written: what deciding a refresh
+        needs."""
         with self._lock:
             for r in rows:
-                self._expiry[r.key] = (r.expires, r.ttl_minutes)
+                self._expiry[r.key] = (r.expires_ms, r.ttl_minutes)
                 self._expiry.move_to_end(r.key)
             while len(self._expiry) > RECENT_MAX:
                 self._expiry.popitem(last=False)
@@ -125,7 +133,7 @@ class SpaceState:
                         del self._by_pk[old.pk]
 
     def stale(
-        self, read: Sequence[MemoryRow | DirectoryEntry], keys: Iterable[ItemKey]
+        self, read: Sequence[MemoryRow | DirectoryEntry | IndexItem], keys: Iterable[ItemKey]
     ) -> set[ItemKey]:
         """Those of `keys` this process wrote that `read` shows otherwise than written
         (an eventually consistent read from before the write, or a later write by

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -211,7 +211,7 @@ class Operations:
         return plan
 
     def plan_incremental_garbage_collection(
-        self, *, grace: timedelta = gc.DEFAULT_GRACE
+        self, *, grace: timedelta = gc.DEFAULT_GRACE, now: datetime | None = None
     ) -> IncrementalGcPlan:
         """Find what crashed or refused puts left: objects named by upload intents older
         than `grace` that no index item references (a dry run; `.execute()` deletes them
@@ -224,7 +224,7 @@ class Operations:
             # An intent names a thread's objects, or a Store or cache namespace's.
             return memory(owner) if is_memory_pk(owner) else self.store.live_leaves(owner)
 
-        plan = gc.plan_incremental_gc(self.store, live_of, grace=grace)
+        plan = gc.plan_incremental_gc(self.store, live_of, grace=grace, now=now)
         log.info(
             "incremental garbage collection plan: %d intents, %d objects, %d bytes",
             len(plan.intents),

@@ -15,6 +15,7 @@ settled (docs/RELIABILITY.md, "The Store's namespace directory").
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -24,16 +25,23 @@ from langgraph.checkpoint.s3dynamo.blobs import WritePlan, collect
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.layout import (
+    MANIFEST_SK,
+    TOKEN_MARK,
     directory_pk,
+    is_token_of,
     memory_pk,
     memory_scope,
     object_key,
 )
-from langgraph.checkpoint.s3dynamo.memory.core import Space
+from langgraph.checkpoint.s3dynamo.memory.core import Found, Space
+from langgraph.checkpoint.s3dynamo.memory.tokens import TOP
+from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 SPACES = {"store": "m", "cache": "c"}
+# The spaces whose namespaces have search indexes (filter tokens, vectors): the Store's.
+INDEXED = frozenset({"m"})
 
 
 class MemoryOperations:
@@ -118,9 +126,8 @@ def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
         with guarded(parts.deployment):
             namespaces = space.namespaces()
         stats.namespaces = len(namespaces)
-        now = space.clock()
         counted = parallel(
-            functools.partial(_namespace_stats, space, now), [ns for ns, _ in namespaces]
+            functools.partial(_namespace_stats, space, space.now_ms()), [ns for ns, _ in namespaces]
         )
         for items, expired, inline, objects, object_bytes in counted:
             stats.items += items
@@ -133,38 +140,45 @@ def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
 
 
 def _namespace_stats(
-    space: Space, now: float, namespace: tuple[str, ...]
+    space: Space, now_ms: int, namespace: tuple[str, ...]
 ) -> tuple[int, int, int, int, int]:
-    """(items, expired items, inline bytes, objects, object bytes) of one namespace."""
+    """(items, expired items, inline bytes, objects, object bytes) of one namespace: its
+    items' large values and its vector segments among the objects."""
     pk = space.pk(namespace)
     rows = space.index.memory_query(pk)
-    leaves = {object_key(pk, r.leaf) for r in rows if r.leaf}
+    leaves = {object_key(pk, leaf) for leaf in space.live_leaves(pk) or ()}
     listed = space.engine.list_owner(pk) if leaves else []
     sizes = [o.size for o in listed if o.key in leaves]
-    expired = sum(1 for r in rows if not space.live(r, now))
+    expired = sum(1 for r in rows if not space.live(r, now_ms))
     return len(rows), expired, sum(len(r.blob or b"") for r in rows), len(sizes), sum(sizes)
 
 
 # ------------------------------------------------------------------ expiry
 
 
-def expired(space: Space, at: int) -> tuple[dict[str, DirectoryEntry], list[MemoryRow]]:
-    """The directory's entries by name, and the items whose expiry is at or before `at`."""
+def expired(space: Space, at_ms: int) -> tuple[dict[str, DirectoryEntry], list[MemoryRow]]:
+    """The directory's entries by name, and the items whose expiry is at or before
+    `at_ms`."""
     pk = directory_pk(space.prefix, space.space)
     entries = {e.key.sk: e for e in space.index.directory(pk, consistent=True)}
     pks = [memory_pk(space.prefix, name, space.space) for name in sorted(entries)]
     rows = [r for found in parallel(space.index.memory_query, pks) for r in found]
-    return entries, [r for r in rows if not space.live(r, at)]
+    return entries, [r for r in rows if not space.live(r, at_ms)]
 
 
 def expire(space: Space, now: float | None = None) -> tuple[int, int]:
     """Delete the expired items and their objects, and settle the directory entries of
-    namespaces left empty. (items deleted, namespaces dropped)."""
-    at = int(space.clock() if now is None else now)
-    entries, found = expired(space, at)
-    gone = parallel(lambda r: space.index.memory_delete(r.key, expired_at=at), found)
+    namespaces left empty; in the Store, the deleted items' filter tokens go, and the
+    vector index learns they are gone (keys only: no key is needed). (items deleted,
+    namespaces dropped)."""
+    at = space.clock() if now is None else now
+    at_ms = round(at * 1000)
+    entries, found = expired(space, at_ms)
+    gone = parallel(lambda r: space.index.memory_delete(r.key, expired_at_ms=at_ms), found)
     deleted = [r for r in gone if r is not None]
     space.engine.delete([object_key(r.key.pk, r.leaf) for r in deleted if r.leaf])
+    if space.space in INDEXED and deleted:
+        _forget_in_indexes(space, deleted, at_ms)
     # Namespaces left empty leave the directory, and entries marked emptied whose
     # namespace has items again lose the mark.
     names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
@@ -173,8 +187,26 @@ def expire(space: Space, now: float | None = None) -> tuple[int, int]:
     for name in sorted(names):
         entry = entries.get(name)
         if entry is not None:
-            dropped += space.settle(entry, memory_pk(space.prefix, name, space.space), at)
+            dropped += space.directory.settle(entry, memory_pk(space.prefix, name, space.space), at)
     return len(deleted), dropped
+
+
+def _forget_in_indexes(space: Space, deleted: list[MemoryRow], at_ms: int) -> None:
+    # One Query of each namespace's indexes: the tokens naming a deleted item (its key is
+    # the last part of each token's sort key) go, and, where the namespace has a vector
+    # index, tombstones tell it the items are gone; in full batches.
+    by_pk: dict[str, set[str]] = {}
+    for r in deleted:
+        by_pk.setdefault(r.key.pk, set()).add(r.key.sk)
+
+    def forget(pk: str) -> None:
+        found = space.index.index_query(pk, (MANIFEST_SK, TOKEN_MARK + TOP), consistent=True)
+        stale = [i.key for i in found if is_token_of(i.key.sk, by_pk[pk])]
+        indexed = any(i.key.sk == MANIFEST_SK for i in found)
+        keys = [ItemKey(pk, sk) for sk in sorted(by_pk[pk])] if indexed else []
+        space.index.index_write(puts=VectorIndex.tombstones(keys, at_ms), deletes=stale)
+
+    parallel(forget, sorted(by_pk))
 
 
 @dataclass
@@ -224,7 +256,7 @@ def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
     result = MemoryExpiry(dry_run)
     for label, space in spaces(parts).items():
         if dry_run:
-            found = len(expired(space, int(space.clock()))[1])
+            found = len(expired(space, space.now_ms())[1])
             result.items[label], result.namespaces_dropped[label] = found, 0
         else:
             result.items[label], result.namespaces_dropped[label] = expire(space)
@@ -289,7 +321,7 @@ def _reseal_namespace(space: Space, found: tuple[tuple[str, ...], DirectoryEntry
     count = 0
     if stale(entry.blob):
         new = resealed(
-            entry.blob, space.entry_aad(entry.key.sk), f"directory entry of {namespace!r}"
+            entry.blob, space.directory.aad(entry.key.sk), f"directory entry of {namespace!r}"
         )
         count += int(space.index.memory_reseal(entry.key, entry.blob, new))
     pk = space.pk(namespace)
@@ -309,7 +341,13 @@ def _reseal_namespace(space: Space, found: tuple[tuple[str, ...], DirectoryEntry
     ]
     # Objects are overwritten in place (same name, same value): nothing to commit.
     space.engine.write(WritePlan(pk, lambda _: None, overwrites=overwrites))
+    if space.space in INDEXED:
+        count += VectorIndex(space, _no_bodies).reseal(namespace)
     return count + len(overwrites)
+
+
+def _no_bodies(found: Found) -> Mapping[str, Any]:
+    raise AssertionError("re-encryption opens no item's value")
 
 
 # ------------------------------------------------------------------ descendants marks
@@ -322,9 +360,9 @@ def mark_ancestors(space: Space) -> int:
     pending: set[ItemKey] = set()
     renewed = 0
     for namespace, entry in space.namespaces():
-        marks = [k for k in space.ancestor_marks(namespace) if k not in pending]
+        marks = [k for k in space.directory.ancestor_marks(namespace) if k not in pending]
         if marks:
-            space.renew(namespace, entry.key, in_rows=None, marks=marks)
+            space.directory.renew(namespace, entry.key, None, marks)
             pending.update(marks)
             renewed += 1
     return renewed

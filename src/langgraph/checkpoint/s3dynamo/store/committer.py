@@ -34,8 +34,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
@@ -50,13 +49,11 @@ from langgraph.checkpoint.s3dynamo.blobs.placement import (
     needs_bundle,
 )
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, value_id
+from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, serializing, value_id
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     ItemTooLargeError,
     LeaseLostError,
-    S3DynamoError,
-    ValueNotSerializableError,
 )
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.layout import (
@@ -89,26 +86,6 @@ INTERNAL_KEYS = frozenset({"channel_values", "parent", "stored", "bases"})
 # Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
 OPENED_BASES = 4
 OPENED_BASE_MAX = 1 << 20
-
-
-@contextmanager
-def serializing(subject: str, value: Any) -> Iterator[None]:
-    """Turn the serializer's bare error for `value` (msgpack's "Type is not msgpack
-    serializable: function", a pickling error) into one that names what held it."""
-    try:
-        yield
-    except (TypeError, ValueError, OverflowError) as exc:
-        if isinstance(exc, S3DynamoError):
-            raise
-        kind = type(value)
-        raise ValueNotSerializableError(
-            f"{subject} holds a {kind.__module__}.{kind.__qualname__} the serializer cannot "
-            f"store ({exc}); nothing was written. Expected data LangGraph's serializer "
-            "stores (primitives, lists, dicts, dataclasses, pydantic models, messages): keep "
-            "functions, locks, clients and open files out of the state (make them inside the "
-            "node, or pass them through config or the runtime context), or pass serde= a "
-            "serializer that stores this type"
-        ) from exc
 
 
 class Fresh(NamedTuple):

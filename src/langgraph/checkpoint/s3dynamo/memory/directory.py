@@ -1,0 +1,270 @@
+"""A memory space's namespace directory: one entry per namespace that has (or may have)
+items, so `list_namespaces` and a search of a prefix with namespaces below are Queries of
+the directory, never a Scan (`layout.directory_pk`).
+
+An entry is renewed (a new generation and renewal time) with the items of a put that
+holds no lease on it, in one transaction; for `LEASE_SECONDS` after a renewal, or after a
+read that saw the entry renewed that recently, a put writes its items alone. A delete that
+leaves a namespace empty marks the entry emptied, or drops it once no lease on it can be
+running; every step is conditional on the generation, so a namespace that has items is
+never missing (docs/RELIABILITY.md, "The Store's namespace directory").
+
+Each renewal also records a time until which an item written with it lives
+(`DirectoryEntry.live_until_ms`): a listing lists an entry whose bound lies ahead without
+reading its namespace, and checks the others with one Query (a namespace whose items have
+all expired is not listed). A put that shortens an item's life, or a delete of an item
+that may back the bound, makes it unknown again.
+
+Descendants marks (the Store only): the first renewal in a process also marks the
+partition of each of the namespace's ancestors it does not know to be marked, and marks are
+never removed, so a partition without the mark has no namespace below it (the argument:
+docs/RELIABILITY.md, "Descendants marks").
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
+
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK, directory_pk
+from langgraph.checkpoint.s3dynamo.memory.recent import (
+    DROP_MARGIN_SECONDS,
+    LEASE_SECONDS,
+    SpaceState,
+    fingerprint,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX, MemoryItems
+from langgraph.checkpoint.s3dynamo.records import NEVER_MS, DirectoryEntry, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+Namespace = tuple[str, ...]
+
+
+class Space(Protocol):
+    """What the directory needs of its memory space (`memory.core.Space`)."""
+
+    space: str
+    prefix: str
+    namer: Namer
+    sealer: Sealer
+    clock: Callable[[], float]
+
+    @property
+    def index(self) -> MemoryItems: ...
+    @property
+    def state(self) -> SpaceState: ...
+    def pk(self, namespace: Namespace) -> str: ...
+
+
+# Payload type tag of a sealed namespace tuple (directory entries).
+NAMESPACE_TYPE = "json"
+# Spaces searched by namespace prefix, whose ancestors' partitions carry descendants
+# marks: the Store; the node cache reads exact namespaces only.
+PREFIX_SEARCHED = frozenset({"m"})
+# A lease taken from an entry read (not renewed) by this process ends this much earlier
+# than the renewal's: the read may be a replica's, a little behind.
+READ_LEASE_SLACK = 30
+
+
+def ns_text(namespace: Namespace) -> str:
+    return json.dumps(list(namespace), ensure_ascii=False)
+
+
+def expiry_of(row: MemoryRow) -> int:
+    return NEVER_MS if row.expires_ms is None else row.expires_ms
+
+
+class Directory:
+    """The directory of one space (module docstring)."""
+
+    def __init__(self, space: Space) -> None:
+        self.space = space
+
+    def key(self, namespace: Namespace) -> ItemKey:
+        s = self.space
+        name = s.namer.memory_namespace(s.space, namespace)
+        return ItemKey(directory_pk(s.prefix, s.space), name)
+
+    def aad(self, sk: str) -> bytes:
+        return identity("memory-directory", self.space.space, sk)
+
+    # ------------------------------------------------------------ marks
+
+    def ancestor_marks(self, namespace: Namespace) -> list[ItemKey]:
+        """The descendants marks a namespace's entry needs: one in the partition of
+        each of its ancestors (none in the node cache)."""
+        if self.space.space not in PREFIX_SEARCHED:
+            return []
+        return [
+            ItemKey(self.space.pk(namespace[:i]), DESCENDANTS_SK) for i in range(1, len(namespace))
+        ]
+
+    def unwritten_marks(self, namespace: Namespace) -> list[ItemKey]:
+        # Refused before anything is written: the marks go in one transaction with the
+        # entry and at least one item.
+        marks = self.ancestor_marks(namespace)
+        if len(marks) > MEMORY_PUT_MAX - 1:
+            raise ValueError(
+                f"namespace of {len(namespace)} levels: at most {MEMORY_PUT_MAX} levels are "
+                "supported (a put marks each level above it in one transaction); use a "
+                "shallower namespace"
+            )
+        unmarked = set(self.space.state.unmarked(k.pk for k in marks))
+        return [k for k in marks if k.pk in unmarked]
+
+    def marks_exist(self, namespaces: Iterable[Namespace]) -> None:
+        # A namespace with an item has a directory entry, and an entry is written with its
+        # ancestors' marks, which nothing removes: this process need not write them again.
+        self.space.state.marked(k.pk for ns in set(namespaces) for k in self.ancestor_marks(ns))
+
+    # ------------------------------------------------------------ writing items
+
+    def commit(
+        self, namespace: Namespace, rows: list[MemoryRow], marks: list[ItemKey], now: float
+    ) -> list[MemoryRow | None]:
+        """Write a namespace's items: alone while this process holds a lease on its
+        entry (taking one from a read of the entry when it holds none and the entry was
+        renewed lately), else with the entry renewed, in one transaction per
+        `MEMORY_PUT_MAX` items. The items replaced, where known."""
+        s, ek = self.space, self.key(namespace)
+        state = s.state
+        lease_end = state.lease_end(ek.sk)
+        if now >= lease_end:
+            lease_end = self._lease_from_read(namespace, ek, now)
+        if now < lease_end:
+            replaced = s.index.memory_put(rows, None)
+            if s.clock() >= lease_end:
+                # The lease ran out while the items were written: they may have landed
+                # after it, so the entry is renewed as if there had been none.
+                self.renew(namespace, ek, None, marks)
+            self._shortened(ek, rows, replaced)
+            return replaced
+        # The first transaction also carries the marks; later ones have none left.
+        start = 0
+        while start < len(rows):
+            end = start + MEMORY_PUT_MAX - len(marks)
+            self.renew(namespace, ek, rows[start:end], marks)
+            start, marks = end, []
+        return [None] * len(rows)
+
+    def _lease_from_read(self, namespace: Namespace, ek: ItemKey, now: float) -> float:
+        """A process's first put into a namespace it has not renewed: one eventually
+        consistent read of the entry. Renewed lately and not emptied, it gives a lease
+        (a read's ends `READ_LEASE_SLACK` early) and its ancestors' marks exist."""
+        entry = self.space.index.directory_get(ek, consistent=False)
+        if entry is None or entry.emptied:
+            return 0.0
+        end = entry.renewed + LEASE_SECONDS - READ_LEASE_SLACK
+        if now >= end:
+            return 0.0
+        self.space.state.lease(ek.sk, end)
+        self.marks_exist([namespace])
+        return end
+
+    def _shortened(
+        self, ek: ItemKey, rows: Sequence[MemoryRow], replaced: Sequence[MemoryRow | None]
+    ) -> None:
+        # An item that now expires sooner than it did may have been what the entry's
+        # liveness bound stood on: the bound becomes unknown (a listing checks it).
+        if any(
+            old is not None and expiry_of(new) < expiry_of(old)
+            for new, old in zip(rows, replaced, strict=True)
+        ):
+            self.space.index.directory_bound(ek, None)
+
+    def renew(
+        self,
+        namespace: Namespace,
+        ek: ItemKey,
+        in_rows: Sequence[MemoryRow] | None,
+        marks: Sequence[ItemKey] = (),
+    ) -> None:
+        """Renew a namespace's directory entry, with `in_rows` and `marks` in the same
+        request; its liveness bound is the latest expiry of `in_rows` (left as it is
+        without rows)."""
+        s = self.space
+        sealed_ns = s.sealer.seal(NAMESPACE_TYPE, ns_text(namespace).encode(), self.aad(ek.sk))
+        bound = max((expiry_of(r) for r in in_rows), default=None) if in_rows else None
+        entry = DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(s.clock()), False, bound)
+        if in_rows is None:
+            s.index.directory_renew(entry, marks)
+        else:
+            s.index.memory_put(in_rows, entry, marks)
+        s.state.marked(k.pk for k in marks)
+        s.state.saw(entry)
+        s.state.wrote(ek, fingerprint(entry))
+
+    # ------------------------------------------------------------ deletes
+
+    def settle(
+        self,
+        entry: DirectoryEntry,
+        pk: str,
+        now: float | None = None,
+        deleted: MemoryRow | None = None,
+    ) -> int:
+        """Bring an entry in line with its namespace: marked emptied if it has no live
+        item, dropped if it has no item at all and no lease on it can still be running,
+        unmarked if it has live ones (whose bound is made unknown when `deleted`, the item
+        just deleted, may have been what it stood on). Each step is conditional on the
+        generation read before the checks, so a renewal since wins. 1 if dropped."""
+        s = self.space
+        state = s.state
+        # The time is read before the checks: a drop needs a check made after every lease
+        # on the entry ended.
+        now = s.clock() if now is None else now
+        if s.index.memory_has_live(pk, int(now * 1000)):
+            if entry.emptied and s.index.directory_mark(entry, False):
+                state.wrote(entry.key, fingerprint(entry._replace(emptied=False)))
+            bound = entry.live_until_ms
+            if deleted is not None and bound is not None and expiry_of(deleted) >= bound:
+                s.index.directory_bound(entry.key, None)
+            return 0
+        state.forget(entry.key.sk)
+        empty = not s.index.memory_query(pk, limit=1, consistent=True)
+        if empty and now > entry.renewed + LEASE_SECONDS + DROP_MARGIN_SECONDS:
+            if s.index.directory_drop(entry):
+                state.wrote(entry.key, None)
+                return 1
+        elif not entry.emptied and s.index.directory_mark(entry, True):
+            state.wrote(entry.key, fingerprint(entry._replace(emptied=True)))
+        return 0
+
+    # ------------------------------------------------------------ reading
+
+    def entries(self) -> list[tuple[Namespace, DirectoryEntry]]:
+        """Every namespace in the directory, opened (one Query, paged, eventually
+        consistent; again consistently if it misses this process's own changes)."""
+        s = self.space
+        pk = directory_pk(s.prefix, s.space)
+        found = s.index.directory(pk)
+        if s.state.stale(found, s.state.written_in(pk)):
+            found = s.index.directory(pk, consistent=True)
+        out = []
+        kind = "store" if s.space == "m" else "cache"
+        for entry in found:
+            what = f"{kind} directory entry {entry.key.sk!r}"
+            _typ, data = s.sealer.open(entry.blob, self.aad(entry.key.sk), what)
+            namespace = tuple(json.loads(data))
+            if s.namer.memory_namespace(s.space, namespace) != entry.key.sk:
+                raise IntegrityError(f"{what}: it names another namespace; it was moved")
+            s.state.saw(entry)
+            out.append((namespace, entry))
+        self.marks_exist(ns for ns, _ in out)
+        return out
+
+    def listed(self, now_ms: Callable[[], int]) -> list[Namespace]:
+        """The namespaces that have a live item: those whose entry's bound lies ahead,
+        and, checked with one Query each in one wave, the rest (bound passed or unknown,
+        or emptied by a delete)."""
+        found = self.entries()
+        at = now_ms()
+        sure = [ns for ns, e in found if not e.emptied and (e.live_until_ms or 0) > at]
+        doubt = [ns for ns, e in found if e.emptied or (e.live_until_ms or 0) <= at]
+        live = parallel(lambda ns: self.space.index.memory_has_live(self.space.pk(ns), at), doubt)
+        return sure + [ns for ns, ok in zip(doubt, live, strict=True) if ok]

@@ -1,0 +1,368 @@
+"""A Store namespace's vector index, sealed, beside its items (`layout.py`: the manifest
+`~i`, log entries `~v...`; segments are objects `<pk>/<leaf>`): what lets
+`search(query=...)` read what it returns, not what the namespace holds.
+
+- A put with embeddings writes a log entry (its batch's rows, `vectors.pack`, sealed)
+  before its items; the items keep their vectors too, so the index can always be rebuilt.
+- The manifest names the namespace's segments, sealed objects of rows built from items,
+  each immutable under a name of its own (so a process caches them decoded for good).
+- A search reads the manifest and the log in one Query, the segments from the engine's
+  decoded cache (a GET only the first time a process meets one), and scores every row.
+- A search that finds the log over `LOG_MAX` bytes compacts it: the items it names, read
+  consistently, become a segment (merged with the newest while that is at most
+  `MERGE_RATIO` times larger), written as one engine plan: the segment, then the manifest
+  replaced on its generation; then the folded log entries are deleted, and the replaced
+  segments are named for incremental collection.
+- A namespace without a manifest (written before the index existed) is ranked from its
+  items; that search builds its index from them.
+
+Why a search never misses a committed item and never returns a changed one:
+docs/RELIABILITY.md, "The Store's vector index".
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.blobs import WritePlan
+from langgraph.checkpoint.s3dynamo.blobs.sealing import identity
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.layout import (
+    DESCENDANTS_SK,
+    LOG_MARK,
+    MANIFEST_SK,
+    VECTOR_SK_RANGE,
+    is_log_sk,
+    log_sk,
+    log_time,
+    object_key,
+)
+from langgraph.checkpoint.s3dynamo.memory.core import Batch, Found, Namespace, Space
+from langgraph.checkpoint.s3dynamo.memory.directory import ns_text
+from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
+from langgraph.checkpoint.s3dynamo.memory.vectors import (
+    Marker,
+    Pack,
+    Row,
+    encode,
+    pack,
+    rows_of,
+)
+from langgraph.checkpoint.s3dynamo.records import IndexItem, ItemKey
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+# Log bytes a search reads before it compacts them into a segment: 24 KiB keep the
+# manifest and log Query within 3.5 read units (eventually consistent, 4 KB a half unit).
+LOG_MAX = 24 << 10
+# A new segment absorbs the newest one while that holds at most this many times its rows:
+# segments stay few (about log2 of the rows over the log's), each row rewritten about as
+# often.
+MERGE_RATIO = 2
+SEGMENT_TYPE = "vectors"
+MANIFEST_TYPE = "json"
+# Items read back per BatchGetItem when a compaction resolves the log's keys.
+RESOLVE_BATCH = 100
+# A log entry's nonce that is a deleted item's sort key, after this (no hex digit).
+TOMBSTONE = "k"
+
+# The payload of an item, opened and deserialized by the Store: {"value", "vectors"}.
+OpenBody = Callable[[Found], Mapping[str, Any]]
+
+
+@dataclass
+class View:
+    """What a search reads of one namespace's index: its manifest (None: the namespace
+    has none yet), its segments opened (oldest first) and its log entries opened."""
+
+    namespace: Namespace
+    pk: str
+    manifest: IndexItem | None
+    # Whether the partition holds the descendants mark (namespaces may lie below).
+    marked: bool = False
+    segments: list[tuple[str, Pack]] = field(default_factory=list)
+    log: list[tuple[IndexItem, Pack]] = field(default_factory=list)
+    # Keys-only log entries of deletes (`VectorIndex.tombstones`), folded as the rest is.
+    tombstones: list[IndexItem] = field(default_factory=list)
+
+    @property
+    def log_bytes(self) -> int:
+        return sum(len(item.blob or b"") for item, _ in self.log) + 60 * len(self.tombstones)
+
+
+class VectorIndex:
+    """The vector indexes of one space's namespaces (module docstring)."""
+
+    def __init__(self, space: Space, open_body: OpenBody) -> None:
+        self.space = space
+        self.open_body = open_body
+
+    # ------------------------------------------------------------ sealing
+
+    def _aad(self, namespace: Namespace, what: str, name: str) -> bytes:
+        return identity("memory-vectors", self.space.space, ns_text(namespace), what, name)
+
+    def _seal(self, namespace: Namespace, what: str, name: str, payload: bytes) -> bytes:
+        return self.space.sealer.seal(SEGMENT_TYPE, payload, self._aad(namespace, what, name))
+
+    def _open(self, namespace: Namespace, what: str, name: str, blob: bytes) -> bytes:
+        label = f"vector {what} {name!r} of namespace {namespace!r}"
+        _typ, data = self.space.sealer.open(blob, self._aad(namespace, what, name), label)
+        return data
+
+    # ------------------------------------------------------------ writing
+
+    def log_entry(
+        self, batch: Batch, vectors: Sequence[Mapping[str, Sequence[float]]]
+    ) -> IndexItem | None:
+        """The log entry of a put: one row per vector of each item of `batch`, stamped
+        with the item's version and write time (None when none has a vector)."""
+        rows = [
+            Row(row.key.sk, version, row.updated_ms, path, encode(values))
+            for row, version, item in zip(batch.rows, batch.versions, vectors, strict=True)
+            for path, values in item.items()
+        ]
+        if not rows:
+            return None
+        return self._log_item(batch.namespace, batch.pk, batch.at_ms, pack(rows))
+
+    @staticmethod
+    def tombstones(keys: Sequence[ItemKey], at_ms: int) -> list[IndexItem]:
+        """The log entries saying these items were deleted at `at_ms`: keys only (an item's
+        sort key and a time, nothing sealed), so a writer without keys (the expiry sweep)
+        writes them too."""
+        return [IndexItem(ItemKey(k.pk, log_sk(at_ms, TOMBSTONE + k.sk))) for k in keys]
+
+    def _log_item(self, namespace: Namespace, pk: str, at_ms: int, payload: bytes) -> IndexItem:
+        sk = log_sk(at_ms, os.urandom(4).hex())
+        item = IndexItem(ItemKey(pk, sk), self._seal(namespace, "log", sk, payload))
+        self.space.state.wrote(item.key, fingerprint(item))
+        return item
+
+    # ------------------------------------------------------------ reading
+
+    def view(self, namespace: Namespace) -> View:
+        """The manifest and the log of one namespace, and whether namespaces lie below it
+        (one Query, eventually consistent; again consistently if it misses what this
+        process wrote, or a mark it knows of), and its segments (a GET for each this
+        process has not opened yet, in one wave)."""
+        s = self.space
+        pk = s.pk(namespace)
+        items = s.index.index_query(pk, VECTOR_SK_RANGE)
+        mine = [k for k in s.state.written_in(pk) if k.sk.startswith((MANIFEST_SK, LOG_MARK))]
+        if s.state.stale(items, mine) or (
+            s.state.has_marked(pk) and not any(i.key.sk == DESCENDANTS_SK for i in items)
+        ):
+            items = s.index.index_query(pk, VECTOR_SK_RANGE, consistent=True)
+        manifest = next((i for i in items if i.key.sk == MANIFEST_SK), None)
+        marked = any(i.key.sk == DESCENDANTS_SK for i in items)
+        view = View(namespace, pk, manifest, marked)
+        tombs: list[Marker] = []
+        for item in items:
+            if not is_log_sk(item.key.sk):
+                continue
+            if item.blob is None:
+                at, nonce = log_time(item.key.sk)
+                if nonce.startswith(TOMBSTONE):
+                    tombs.append(Marker(nonce[len(TOMBSTONE) :], "", at))
+                    view.tombstones.append(item)
+                continue
+            payload = self._open(namespace, "log", item.key.sk, item.blob)
+            view.log.append((item, Pack(payload, f"vector log of {namespace!r}")))
+        if tombs:
+            view.log.append((IndexItem(ItemKey(pk, "")), Pack(pack([], tombs), "tombstones")))
+        if manifest is not None:
+            view.segments = self._segments(namespace, pk, self.segment_leaves(namespace, manifest))
+        return view
+
+    def segment_leaves(self, namespace: Namespace, manifest: IndexItem) -> list[str]:
+        """The leaves of the segments a manifest names, oldest first."""
+        data = self._open(namespace, "manifest", MANIFEST_SK, manifest.blob or b"")
+        try:
+            return [str(leaf) for leaf, _rows in json.loads(data)["segments"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise IntegrityError(
+                f"vector manifest of {namespace!r} does not parse ({exc})"
+            ) from exc
+
+    def _segments(self, namespace: Namespace, pk: str, leaves: list[str]) -> list[tuple[str, Pack]]:
+        engine = self.space.engine
+        keys = [object_key(pk, leaf) for leaf in leaves]
+        opened = {k: hit[0] for k in keys if (hit := engine.opened.get(k)) is not None}
+        missing = [k for k in keys if k not in opened]
+        bodies = engine.fetch({k: f"vector segment of {namespace!r}" for k in missing})
+        for leaf, key in zip(leaves, keys, strict=True):
+            if key in bodies:
+                data = self._open(namespace, "segment", leaf, bodies[key])
+                segment = Pack(data, f"vector segment of {namespace!r}")
+                engine.opened.put(key, (segment, segment.weight))
+                opened[key] = segment
+        return [(leaf, opened[key]) for leaf, key in zip(leaves, keys, strict=True)]  # type: ignore[misc]
+
+    def candidates(self, view: View, query: Sequence[float]) -> Iterator[tuple[float, str, str]]:
+        """(score, item key, version) of every vector the index holds for the namespace,
+        best first: rows of a newer segment stand for their item over an older one's, the
+        log's all stand, and an item deleted (a marker) has none written before."""
+        gone: dict[str, int] = {}
+        for _, p in view.log:
+            for m in p.markers:
+                gone[m.key] = max(gone.get(m.key, 0), m.at_ms)
+        streams = []
+        owned: set[str] = set()
+        for _, p in reversed(view.segments):
+            keep = [i for i, k in enumerate(p.keys) if k not in owned]
+            owned.update(p.keys)
+            owned.update(m.key for m in p.markers)
+            streams.append(self._ranked(p, keep, query, gone))
+        for _, p in view.log:
+            streams.append(self._ranked(p, list(range(len(p))), query, gone))
+        return heapq.merge(*streams, key=lambda c: -c[0])
+
+    @staticmethod
+    def _ranked(
+        p: Pack, rows: list[int], query: Sequence[float], gone: Mapping[str, int]
+    ) -> Iterator[tuple[float, str, str]]:
+        scores = p.scores(query) if rows else []
+        alive = [i for i in rows if p.times[i] > gone.get(p.keys[i], -1)]
+        order = sorted(alive, key=lambda i: -float(scores[i]))
+        return ((float(scores[i]), p.keys[i], p.versions[i]) for i in order)
+
+    # ------------------------------------------------------------ maintenance
+
+    def build(self, namespace: Namespace, found: Sequence[Found], view: View) -> bool:
+        """Build a namespace's first segment from its items (all of them, read by the
+        caller), replacing what the log held when `view` was read. False if another
+        process built it first (nothing changed)."""
+        rows = [r for f in found for r in self._item_rows(f)]
+        return self._commit(view, rows, [], replaced=[])
+
+    def compact_if_due(self, view: View) -> bool:
+        """Compact the log a search read when it holds more than `LOG_MAX` bytes."""
+        return view.manifest is not None and view.log_bytes > LOG_MAX and self.compact(view)
+
+    def compact(self, view: View) -> bool:
+        """Fold the log into a segment (module docstring); False if another process
+        changed the manifest first (nothing of this one is referenced)."""
+        if view.manifest is None or not (view.log or view.tombstones):
+            return False
+        keys = sorted({k for _, p in view.log for k in (*p.keys, *(m.key for m in p.markers))})
+        s, namespace = self.space, view.namespace
+        batches = [keys[i : i + RESOLVE_BATCH] for i in range(0, len(keys), RESOLVE_BATCH)]
+        read = parallel(
+            lambda batch: s.index.memory_get([ItemKey(view.pk, k) for k in batch], consistent=True),
+            batches,
+        )
+        now = s.now_ms()
+        found = s.open([(namespace, r) for rows in read for r in rows if s.live(r, now)])
+        rows = [r for f in found for r in self._item_rows(f)]
+        markers = [Marker(k, "", now) for k in sorted(set(keys) - {f.row.key.sk for f in found})]
+        # The newest segments absorb into the new one while they are not much larger.
+        merged: list[tuple[str, Pack]] = []
+        for leaf, older in reversed(view.segments):
+            if len(older) > MERGE_RATIO * max(len(rows), 1):
+                break
+            merged.append((leaf, older))
+            taken = {r.key for r in rows} | {m.key for m in markers}
+            rows += [older.row(i) for i in range(len(older)) if older.keys[i] not in taken]
+            markers += [m for m in older.markers if m.key not in taken]
+        if len(merged) == len(view.segments):
+            markers = []  # nothing older left for a marker to stand over
+        return self._commit(view, rows, markers, replaced=[leaf for leaf, _ in merged])
+
+    def rows(self, found: Found) -> list[Row]:
+        """An item's rows, from the vectors its payload keeps."""
+        return self._item_rows(found)
+
+    def _item_rows(self, found: Found) -> list[Row]:
+        vectors = self.open_body(found).get("vectors") or {}
+        return rows_of(found.row.key.sk, found.version, found.row.updated_ms, vectors)
+
+    def _commit(
+        self, view: View, rows: list[Row], markers: list[Marker], replaced: list[str]
+    ) -> bool:
+        s, namespace = self.space, view.namespace
+        kept = [leaf for leaf, _ in view.segments if leaf not in replaced]
+        segments: list[tuple[str, int]] = [
+            (leaf, len(p)) for leaf, p in view.segments if leaf in kept
+        ]
+        uploads: list[tuple[str, bytes]] = []
+        if rows or markers:
+            leaf = s.namer.memory_segment(s.space, namespace, uuid.uuid4().hex)
+            uploads.append(
+                (
+                    object_key(view.pk, leaf),
+                    self._seal(namespace, "segment", leaf, pack(rows, markers)),
+                )
+            )
+            segments.append((leaf, len(rows)))
+        body = json.dumps({"segments": segments}).encode()
+        manifest = IndexItem(
+            ItemKey(view.pk, MANIFEST_SK),
+            self._seal(namespace, "manifest", MANIFEST_SK, body),
+            uuid.uuid4().hex[:12],
+            frozenset(leaf for leaf, _ in segments),
+        )
+        expected = view.manifest.generation if view.manifest is not None else None
+        plan = WritePlan(
+            view.pk,
+            lambda _: s.index.manifest_put(manifest, expected),
+            uploads,
+            orphans=[object_key(view.pk, leaf) for leaf in replaced],
+        )
+        if not s.engine.write(plan):
+            return False
+        s.state.wrote(manifest.key, fingerprint(manifest))
+        folded = [item.key for item, _ in view.log if item.key.sk] + [
+            item.key for item in view.tombstones
+        ]
+        s.index.index_write(deletes=folded)
+        for key in folded:
+            s.state.wrote(key, None)
+        return True
+
+    def reseal(self, namespace: Namespace) -> int:
+        """Re-seal under the active key the manifest, log entries and segments sealed
+        under another (re-encryption): items replaced only while unchanged, segments
+        overwritten in place (same name, same rows). How many were re-sealed."""
+        s = self.space
+        pk = s.pk(namespace)
+        sealer = s.sealer
+        active = sealer.keyring.active if sealer.keyring else None
+        count = 0
+        for item in s.index.index_query(pk, VECTOR_SK_RANGE, consistent=True):
+            if item.blob is None or sealer.key_id_of(item.blob) == active:
+                continue
+            what = "manifest" if item.key.sk == MANIFEST_SK else "log"
+            data = self._open(namespace, what, item.key.sk, item.blob)
+            new = self._seal(namespace, what, item.key.sk, data)
+            count += int(s.index.memory_reseal(item.key, item.blob, new))
+            if what == "manifest":
+                leaves = self.segment_leaves(namespace, item)
+                bodies = s.engine.fetch(
+                    {object_key(pk, leaf): f"vector segment of {namespace!r}" for leaf in leaves},
+                    cached=False,
+                )
+                overwrites = [
+                    (
+                        key,
+                        self._seal(
+                            namespace, "segment", leaf, self._open(namespace, "segment", leaf, body)
+                        ),
+                    )
+                    for leaf in leaves
+                    if sealer.key_id_of(body := bodies[key := object_key(pk, leaf)]) != active
+                ]
+                s.engine.write(WritePlan(pk, lambda _: None, overwrites=overwrites))
+                count += len(overwrites)
+        return count
+
+    def leaves(self, pk: str) -> set[str]:
+        """The segments a namespace's manifest names, read consistently from its
+        plain list of leaves (garbage collection needs no keys for it)."""
+        found = self.space.index.index_query(pk, (MANIFEST_SK, MANIFEST_SK), consistent=True)
+        return {leaf for item in found for leaf in item.leaves}
