@@ -136,8 +136,20 @@ def ranked_like(
 # ------------------------------------------------------------------ by query
 
 
+@pytest.fixture(params=["numpy", "pure Python"])
+def scorer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each search by query scores with numpy (the `vectors` extra) and without it."""
+    from langgraph.checkpoint.s3dynamo.memory import vectors
+
+    if request.param == "numpy":  # in the test extra
+        monkeypatch.setattr(vectors, "_NUMPY", [])
+    else:
+        monkeypatch.setattr(vectors, "_NUMPY", [None])
+    return str(request.param)
+
+
 @pytest.mark.parametrize("count", [5, 60])
-def test_a_query_ranks_as_in_memory_store_does(count: int) -> None:
+def test_a_query_ranks_as_in_memory_store_does(count: int, scorer: str) -> None:
     ours, theirs = both(index=INDEX)
     for store in (ours, theirs):
         for key, value in memories(count):
@@ -237,7 +249,7 @@ def test_a_namespace_written_before_the_index_is_ranked_and_then_indexed() -> No
 
 
 def test_the_log_is_compacted_into_segments_and_searches_stay_right(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, scorer: str
 ) -> None:
     monkeypatch.setattr(vector_index, "LOG_MAX", 2_000)
     index, objects = MemoryIndex(), MemoryObjects()

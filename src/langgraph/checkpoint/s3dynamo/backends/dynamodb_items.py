@@ -428,6 +428,22 @@ def memory_update(row: MemoryRow) -> dict[str, Any]:
     }
 
 
+def memory_item(row: MemoryRow) -> Item:
+    """The item `memory_update` leaves, as stored (for sizing it as DynamoDB bills it)."""
+    item = key_item(row.key)
+    item[MEMORY_CREATED] = {"N": str(row.created_ms)}
+    item[MEMORY_UPDATED] = {"N": str(row.updated_ms)}
+    if row.blob is not None:
+        item[MEMORY_BLOB] = {"B": row.blob}
+    if row.leaf is not None:
+        item[MEMORY_LEAF] = {"S": row.leaf}
+    if row.expires_ms is not None:
+        item[MEMORY_EXPIRES] = {"N": str(row.expires_ms)}
+    if row.ttl_minutes is not None:
+        item[MEMORY_TTL] = {"N": repr(row.ttl_minutes)}
+    return item
+
+
 def expired_condition(at_ms: int) -> dict[str, Any]:
     """An item's expiry at or before `at_ms`, whether kept in ms or (older layouts) in
     seconds rounded up."""

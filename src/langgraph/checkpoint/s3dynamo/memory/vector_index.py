@@ -8,11 +8,11 @@
   each immutable under a name of its own (so a process caches them decoded for good).
 - A search reads the manifest and the log in one Query, the segments from the engine's
   decoded cache (a GET only the first time a process meets one), and scores every row.
-- A search that finds the log over `LOG_MAX` bytes compacts it: the items it names, read
-  consistently, become a segment (merged with the newest while that is at most
-  `MERGE_RATIO` times larger), written as one engine plan: the segment, then the manifest
-  replaced on its generation; then the folded log entries are deleted, and the replaced
-  segments are named for incremental collection.
+- A search that finds the log over `LOG_MAX` bytes compacts it into a segment (merged with
+  the newest while that is at most `MERGE_RATIO` times larger; an item with versions to
+  choose from read back consistently), written as one engine plan: the segment, then the
+  manifest replaced on its generation; then the folded log entries are deleted, and the
+  replaced segments are named for incremental collection.
 - A namespace without a manifest (written before the index existed) is ranked from its
   items; that search builds its index from them.
 
@@ -247,20 +247,38 @@ class VectorIndex:
 
     def compact(self, view: View) -> bool:
         """Fold the log into a segment (module docstring); False if another process
-        changed the manifest first (nothing of this one is referenced)."""
+        changed the manifest first (nothing of this one is referenced).
+
+        An item the log holds one version of, and no segment another, keeps its logged
+        rows as they are (a put that never committed leaves rows no read will match).
+        Only an item with versions to choose from is read back (consistently): its
+        current version stands, or a marker where it is gone."""
         if view.manifest is None or not (view.log or view.tombstones):
             return False
-        keys = sorted({k for _, p in view.log for k in (*p.keys, *(m.key for m in p.markers))})
-        s, namespace = self.space, view.namespace
-        batches = [keys[i : i + RESOLVE_BATCH] for i in range(0, len(keys), RESOLVE_BATCH)]
-        read = parallel(
-            lambda batch: s.index.memory_get([ItemKey(view.pk, k) for k in batch], consistent=True),
-            batches,
-        )
-        now = s.now_ms()
-        found = s.open([(namespace, r) for rows in read for r in rows if s.live(r, now)])
-        rows = [r for f in found for r in self._item_rows(f)]
-        markers = [Marker(k, "", now) for k in sorted(set(keys) - {f.row.key.sk for f in found})]
+        gone: dict[str, int] = {}
+        logged: dict[str, list[Row]] = {}
+        for _, p in view.log:
+            for m in p.markers:
+                gone[m.key] = max(gone.get(m.key, 0), m.at_ms)
+            for i in range(len(p)):
+                logged.setdefault(p.keys[i], []).append(p.row(i))
+        in_segments: dict[str, set[str]] = {}
+        for _, seg in view.segments:
+            for key, version in zip(seg.keys, seg.versions, strict=True):
+                in_segments.setdefault(key, set()).add(version)
+        rows: list[Row] = []
+        markers = [Marker(k, "", at) for k, at in gone.items() if k not in logged]
+        doubtful: list[str] = []
+        for key, found in logged.items():
+            alive = [r for r in found if r.at_ms > gone.get(key, -1)]
+            versions = {r.version for r in alive} | in_segments.get(key, set())
+            if not alive and key in gone:
+                markers.append(Marker(key, "", gone[key]))  # deleted since logged
+            elif len(versions) > 1:
+                doubtful.append(key)
+            else:
+                rows += alive
+        markers += self._resolve(view, doubtful, rows)
         # The newest segments absorb into the new one while they are not much larger.
         merged: list[tuple[str, Pack]] = []
         for leaf, older in reversed(view.segments):
@@ -268,11 +286,29 @@ class VectorIndex:
                 break
             merged.append((leaf, older))
             taken = {r.key for r in rows} | {m.key for m in markers}
-            rows += [older.row(i) for i in range(len(older)) if older.keys[i] not in taken]
+            rows += [
+                older.row(i)
+                for i in range(len(older))
+                if older.keys[i] not in taken and older.times[i] > gone.get(older.keys[i], -1)
+            ]
             markers += [m for m in older.markers if m.key not in taken]
         if len(merged) == len(view.segments):
             markers = []  # nothing older left for a marker to stand over
         return self._commit(view, rows, markers, replaced=[leaf for leaf, _ in merged])
+
+    def _resolve(self, view: View, keys: list[str], rows: list[Row]) -> list[Marker]:
+        """The rows of the items at `keys` as they are now (added to `rows`), read
+        consistently; a marker for each one gone or expired."""
+        s, namespace = self.space, view.namespace
+        batches = [keys[i : i + RESOLVE_BATCH] for i in range(0, len(keys), RESOLVE_BATCH)]
+        read = parallel(
+            lambda batch: s.index.memory_get([ItemKey(view.pk, k) for k in batch], consistent=True),
+            batches,
+        )
+        now = s.now_ms()
+        found = s.open([(namespace, r) for got in read for r in got if s.live(r, now)])
+        rows += [r for f in found for r in self._item_rows(f)]
+        return [Marker(k, "", now) for k in sorted(set(keys) - {f.row.key.sk for f in found})]
 
     def rows(self, found: Found) -> list[Row]:
         """An item's rows, from the vectors its payload keeps."""
