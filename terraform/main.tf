@@ -378,11 +378,14 @@ data "aws_iam_policy_document" "retention" {
 }
 
 # Long-term memory (S3DynamoStore, S3DynamoCache) at run time, for an agent that uses them
-# beside the saver: put is one UpdateItem (the first into a namespace in a process, one
-# TransactWriteItems of the item, the namespace's directory entry and its ancestors'
-# descendants marks, which are Puts), get a BatchGetItem,
-# search and list_namespaces Queries, delete a DeleteItem and conditional UpdateItems;
-# values past inline_max are objects under the namespace's key prefix.
+# beside the saver: put is one UpdateItem (the first into a namespace in a process reads
+# its directory entry, a GetItem; a new namespace's is one TransactWriteItems of the item,
+# the entry and its ancestors' descendants marks, which are Puts), with its search
+# indexes' entries (filter tokens, a vector log entry) and an upload intent's delete in
+# a BatchWriteItem; get a BatchGetItem, search and list_namespaces Queries (and a
+# BatchGetItem of what the indexes name), delete a DeleteItem and conditional
+# UpdateItems, a search's compaction a conditional PutItem of the vector manifest; values
+# past inline_max and vector segments are objects under the namespace's key prefix.
 data "aws_iam_policy_document" "memory" {
   source_policy_documents = [data.aws_iam_policy_document.bucket_kms.json]
 
@@ -391,10 +394,11 @@ data "aws_iam_policy_document" "memory" {
     effect = "Allow"
     actions = [
       "dynamodb:BatchGetItem",
+      "dynamodb:BatchWriteItem",
       "dynamodb:DeleteItem",
       "dynamodb:GetItem",
       # The first use records the deployment (keys and naming secret checked); a put
-      # writes descendants marks.
+      # writes descendants marks and upload intents, a compaction the vector manifest.
       "dynamodb:PutItem",
       "dynamodb:Query",
       "dynamodb:UpdateItem",

@@ -786,6 +786,10 @@ def _list(statement: str, name: str) -> list[str]:
     return [item.strip() for item in match.group(1).split(",") if item.strip()]
 
 
+def _embed(texts: list[str]) -> list[list[float]]:
+    return [[float(len(t)), 1.0, float(t.count("a")), 0.5] for t in texts]
+
+
 def test_policy_parser_reads_main_tf() -> None:
     grants = policy_grants("saver")
     assert ("dynamodb:Query", "table") in grants and ("s3:GetObject", "objects") in grants
@@ -855,6 +859,23 @@ def test_policies_grant_exactly_what_the_code_requests(
     assert len(store.search(("users",), filter={"text": "likes tea"})) == 1
     assert store.list_namespaces() == [("users", "u1")]
     store.delete(("users", "u1"), "large")
+    # Declared filter fields and semantic search: tokens and a vector log entry beside
+    # each put, a search's index built, read and compacted (a segment object).
+    indexed = S3DynamoStore.from_env(
+        filter_fields=["kind"], index={"dims": 4, "embed": _embed, "fields": ["text"]}
+    )
+    for i in range(120):
+        indexed.put(("users", "u2"), f"m{i}", {"text": f"tea {i}", "kind": "fact"})
+    assert len(indexed.search(("users", "u2"), filter={"kind": "fact"}, limit=5)) == 5
+    assert len(indexed.search(("users", "u2"), query="tea", limit=5)) == 5
+    for i in range(120, 400):
+        indexed.put(("users", "u2"), f"m{i}", {"text": f"tea {i}", "kind": "fact"})
+    assert len(indexed.search(("users", "u2"), query="tea", limit=5)) == 5  # compacts
+    indexed.delete(("users", "u2"), "m0")
+    # Another process reads what this one wrote and cached: the large value, the segments.
+    fresh = S3DynamoStore.from_env(index={"dims": 4, "embed": _embed, "fields": ["text"]})
+    assert fresh.get(("users", "u1"), "small") is not None
+    assert len(fresh.search(("users", "u2"), query="tea", limit=5)) == 5
     cache: S3DynamoCache[Any] = S3DynamoCache.from_env()
     cache.set({(("node",), "k"): ("v", 60)})
     assert cache.get([(("node",), "k")]) == {(("node",), "k"): "v"}
