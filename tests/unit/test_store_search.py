@@ -585,6 +585,11 @@ def test_a_warm_search_reads_what_it_returns(clients: Clients, counter: RequestC
     assert len(store.search(NS, filter={"kind": "pref"}, limit=10)) == 10
     # The mark's Query and the tokens' (one wave), one BatchGetItem of the ten items.
     assert counter.calls == {"dynamodb.Query": 2, "dynamodb.BatchGetItem": 1}
+    counter.reset()
+    assert len(store.search(NS, filter={"kind": {"$ne": "none"}}, limit=10)) == 10
+    # No token for an operator: the namespace is read, in one Query, not again
+    # consistently for the tokens and vector log this process wrote beside its items.
+    assert counter.calls == {"dynamodb.Query": 1}
 
 
 @pytest.mark.aws

@@ -28,15 +28,20 @@ from typing import cast
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.sealing import identity
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import MANIFEST_SK, memory_pk, object_key
+from langgraph.checkpoint.s3dynamo.layout import (
+    DESCENDANTS_SK,
+    MANIFEST_SK,
+    memory_pk,
+    object_key,
+)
 from langgraph.checkpoint.s3dynamo.memory.directory import Directory, Namespace, ns_text
-
-__all__ = ["Batch", "Found", "Namespace", "Space", "Typed", "refresh_to"]
 from langgraph.checkpoint.s3dynamo.memory.recent import SpaceState, fingerprint, space_state
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import MemoryItems
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, IndexItem, ItemKey, MemoryRow
 from langgraph.checkpoint.s3dynamo.waves import parallel
+
+__all__ = ["Batch", "Found", "Namespace", "Space", "Typed", "refresh_to"]
 
 Typed = tuple[str, bytes]
 # A read leaves an item's expiry alone when refreshing it would move it by less than
@@ -297,9 +302,14 @@ class Space:
         """Every item of a partition, eventually consistent, then consistently if that
         misses this process's writes."""
         rows = self.index.memory_query(pk)
-        if self.state.stale(rows, self.state.written_in(pk)):
+        if self.state.stale(rows, self.items_written(pk)):
             rows = self.index.memory_query(pk, consistent=True)
         return rows
+
+    def items_written(self, pk: str) -> list[ItemKey]:
+        """The items of a partition this process wrote: not its tokens, vector log or
+        manifest, which a read of the items does not show (sort keys from the mark on)."""
+        return [k for k in self.state.written_in(pk) if k.sk < DESCENDANTS_SK]
 
     def live_leaves(self, pk: str) -> set[str] | None:
         """The object leaves a namespace's partition references, read consistently (the
@@ -339,7 +349,7 @@ class Space:
         writes or a mark this process knows of."""
         pk = self.pk(prefix)
         rows, marked = self.index.memory_search(pk)
-        if self.state.stale(rows, self.state.written_in(pk)) or (
+        if self.state.stale(rows, self.items_written(pk)) or (
             not marked and self.state.has_marked(pk)
         ):
             rows, marked = self.index.memory_search(pk, consistent=True)
