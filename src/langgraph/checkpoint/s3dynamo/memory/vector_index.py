@@ -50,6 +50,7 @@ from langgraph.checkpoint.s3dynamo.memory.vectors import (
     Marker,
     Pack,
     Row,
+    best_first,
     encode,
     pack,
     rows_of,
@@ -215,22 +216,23 @@ class VectorIndex:
         streams = []
         owned: set[str] = set()
         for _, p in reversed(view.segments):
-            keep = [i for i, k in enumerate(p.keys) if k not in owned]
+            streams.append(self._ranked(p, query, gone, frozenset(owned)))
             owned.update(p.keys)
             owned.update(m.key for m in p.markers)
-            streams.append(self._ranked(p, keep, query, gone))
         for _, p in view.log:
-            streams.append(self._ranked(p, list(range(len(p))), query, gone))
+            streams.append(self._ranked(p, query, gone, frozenset()))
         return heapq.merge(*streams, key=lambda c: -c[0])
 
     @staticmethod
     def _ranked(
-        p: Pack, rows: list[int], query: Sequence[float], gone: Mapping[str, int]
+        p: Pack, query: Sequence[float], gone: Mapping[str, int], owned: frozenset[str]
     ) -> Iterator[tuple[float, str, str]]:
-        scores = p.scores(query) if rows else []
-        alive = [i for i in rows if p.times[i] > gone.get(p.keys[i], -1)]
-        order = sorted(alive, key=lambda i: -float(scores[i]))
-        return ((float(scores[i]), p.keys[i], p.versions[i]) for i in order)
+        # Rows are checked as they come, best first: a search reading ten looks at ten.
+        scores = p.scores(query)
+        for i in best_first(scores):
+            key = p.keys[i]
+            if key not in owned and p.times[i] > gone.get(key, -1):
+                yield float(scores[i]), key, p.versions[i]
 
     # ------------------------------------------------------------ maintenance
 

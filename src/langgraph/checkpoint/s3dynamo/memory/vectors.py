@@ -13,12 +13,13 @@ a JSON header line `{"f": 1, "d": dims, "p": [paths], "n": rows, "m": markers}`:
 from __future__ import annotations
 
 import array
+import heapq
 import importlib
 import json
 import math
 import struct
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import mul
 from typing import Any, NamedTuple
 
@@ -186,6 +187,36 @@ class Pack:
                 return (ints @ q) * factors  # type: ignore[no-any-return]
             self._expanded = ints.astype(np.float32) * factors[:, None]
         return self._expanded @ q  # type: ignore[no-any-return]
+
+
+# The first rows a search asks for are picked without sorting the rest (most searches
+# want ten); only a search that reads past them sorts the whole pack.
+FIRST_PICK = 64
+
+
+def best_first(scores: Sequence[float]) -> Iterator[int]:
+    """Row indices by descending score, lazily."""
+    n = len(scores)
+    if n == 0:
+        return
+    first = min(n, FIRST_PICK)
+    np = _numpy()
+    if np is not None and isinstance(scores, np.ndarray):
+        negated = -scores
+        top = np.argpartition(negated, first - 1)[:first] if first < n else np.arange(n)
+        picked: list[int] = top[np.argsort(negated[top], kind="stable")].tolist()
+        yield from picked
+        if first < n:
+            seen = set(picked)
+            rest = np.argsort(negated, kind="stable").tolist()
+            yield from (i for i in rest if i not in seen)
+        return
+    picked = heapq.nlargest(first, range(n), key=scores.__getitem__)
+    yield from picked
+    if first < n:
+        seen = set(picked)
+        rest = sorted(range(n), key=scores.__getitem__, reverse=True)
+        yield from (i for i in rest if i not in seen)
 
 
 def unit(query: Sequence[float]) -> list[float]:
