@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -154,6 +155,14 @@ def translate(exc: Exception, resource: str) -> Exception:
         return EndpointUnreachableError(
             f"cannot reach {resource}: {exc}; check AWS_REGION and the endpoint "
             "(S3DYNAMO_ENDPOINT_URL, AWS_ENDPOINT_URL*)"
+        )
+    endpoint = re.search(r"endpoint (\S+)\)$", resource)
+    if endpoint and urlsplit(endpoint.group(1)).scheme not in ("http", "https"):
+        # A client built elsewhere (botocore checks only that a URL parses).
+        return StorageConfigError(
+            f"cannot send to {resource}: {exc}; its endpoint is no http:// or https:// URL, "
+            "a configuration error that retrying does not fix: fix the endpoint the client "
+            "was built with (endpoint_url=, AWS_ENDPOINT_URL_*), or unset it for AWS's own"
         )
     return StorageError(f"request to {resource} failed: {exc}")
 

@@ -54,7 +54,7 @@ from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan, IncrementalGcPlan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
 from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
-from langgraph.checkpoint.s3dynamo.settings import parse_ttl
+from langgraph.checkpoint.s3dynamo.settings import duration
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
 
 __all__ = [
@@ -234,7 +234,11 @@ class Operations:
         (`.scanned_all` is False). `scope` names this saver's prefix (needed without one
         on a table that holds tenants), or is "*": every tenant's idle threads, in one
         Scan (strategy "delete" only, which opens nothing, so needs no tenant's keys)."""
-        ttl = parse_ttl(older_than) if older_than is not None else self.parts.settings.retention
+        ttl = (
+            duration(older_than, "older_than")
+            if older_than is not None
+            else self.parts.settings.retention
+        )
         if ttl is None:
             raise InvalidConfigError(
                 "expiring idle threads needs a time to live and none is set; pass "
