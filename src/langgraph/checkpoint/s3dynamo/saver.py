@@ -35,8 +35,14 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.s3dynamo import compose, executor, runs, telemetry
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
-from langgraph.checkpoint.s3dynamo.runnable_config import checkpoint_id_of, target, thread_id_of
+from langgraph.checkpoint.s3dynamo.runnable_config import (
+    checkpoint_id_of,
+    refuse_copied_metadata,
+    target,
+    thread_id_of,
+)
 from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -69,6 +75,12 @@ def _serializer(saver: S3DynamoSaver) -> SerializerProtocol:
             "(EncryptedSerializer(cipher, serializer)), or build a new saver"
         )
     return serde.serde if isinstance(serde, EncryptedSerializer) else serde
+
+
+def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[str, Any]], int]:
+    """How large a checkpoint's metadata is sealed, for `refuse_copied_metadata`: `put`
+    and `put_writes` refuse the same config the same way."""
+    return lambda metadata: len(saver.store.codec.seal_metadata(at, metadata))
 
 
 class S3DynamoSaver(BaseCheckpointSaver[str]):
@@ -214,7 +226,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store a checkpoint: new large values to S3 in one wave, then one request."""
         tid, ns, parent_id = target(config)
-        checkpoint_id_of(checkpoint.get("id"))
+        at = CheckpointAt(tid, ns, checkpoint_id_of(checkpoint.get("id")))
+        refuse_copied_metadata(config, at.what, _sealed_size(self, at))
         shaped = get_checkpoint_metadata(config, metadata)
         # A new thread checks (or records) the deployment first, once its values are
         # serialized: a value that cannot be stored writes nothing, not even the record.
@@ -241,6 +254,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if not isinstance(task_id, str):
             raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
         if writes:
+            at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
+            what = f"{at.what}: the writes of task {task_id!r}"
+            refuse_copied_metadata(config, what, _sealed_size(self, at))
             self.store.commit_writes(tid, ns, cid, task_id, task_path, writes)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
