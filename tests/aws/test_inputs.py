@@ -107,7 +107,8 @@ def test_setup_is_idempotent(clients: tuple[Any, Any], counter: RequestCounter) 
     config = _put(saver, thread_config("t", checkpoint_ns=""), {"a": 1})
     counter.reset()
     saver.setup()  # finds both, creates nothing, keeps what is stored
-    assert counter.calls == {"dynamodb.DescribeTable": 1, "s3.HeadBucket": 1}
+    # The region check and the existence check: one HeadBucket each.
+    assert counter.calls == {"dynamodb.DescribeTable": 1, "s3.HeadBucket": 2}
     got = saver.get_tuple(config)
     assert got is not None and got.checkpoint["channel_values"] == {"a": 1}
 

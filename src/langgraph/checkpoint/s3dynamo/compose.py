@@ -176,6 +176,7 @@ def build(
             bucket=settings.bucket if objects is None else str(getattr(objects, "name", "") or ""),
         ),
         root=Control(index_factory, deployment_pk("")) if settings.prefix else None,
+        objects=objects_factory,
     )
     store = ThreadStore(
         ports=LazyPorts(index=index_factory, objects=objects_factory),

@@ -32,7 +32,9 @@ from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
+    StorageConfigError,
     StorageError,
+    StoreMissingError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     DEPLOYMENT_RECORD,
@@ -40,7 +42,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     STORAGE_FORMAT,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import ControlItems, KeyService
+from langgraph.checkpoint.s3dynamo.ports import ControlItems, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.records import ControlRecord
 from langgraph.checkpoint.s3dynamo.sealing import Keyring, Sealer
 
@@ -67,7 +69,10 @@ def guarded(deployment: Deployment) -> Iterator[None]:
     the deployment record: with other keys, another naming secret or another bucket than
     the deployment's, `DeploymentMismatchError` names which (nothing was tampered with or
     deleted; the configuration is wrong). A record that matches leaves the error as it
-    was."""
+    was. A table that does not exist is first checked against where the bucket lives
+    (one HeadBucket, on that path only): in another region, the region setting is wrong,
+    and `StorageConfigError` says so instead of `StoreMissingError`, whose fix, setup(),
+    would start a second, empty deployment there."""
     try:
         yield
     except IntegrityError as exc:
@@ -76,6 +81,14 @@ def guarded(deployment: Deployment) -> Iterator[None]:
         except DeploymentMismatchError as mismatch:
             raise mismatch from exc
         raise
+    except StoreMissingError as exc:
+        problem = deployment.region_problem()
+        if problem is None:
+            raise
+        raise StorageConfigError(
+            f"{exc.resource or 'the index'} does not exist, and {problem}. Do not run "
+            "setup() in this region: it would start a second, empty deployment"
+        ) from exc
 
 
 class Control:
@@ -328,6 +341,7 @@ class Deployment:
         configured: Configured,
         *,
         root: Control | None = None,
+        objects: Callable[[], ObjectStore] | None = None,
     ) -> None:
         # With a prefix: the unprefixed deployment's partition, read once if this prefix
         # has no deployment record yet (`_refuse_unscoped`).
@@ -336,6 +350,8 @@ class Deployment:
         self._namer = namer
         self._sealer = sealer
         self._source, self._where, self._bucket = configured
+        # The object store, asked where its bucket lives (`region_problem`).
+        self._objects = objects
         self._lock = threading.Lock()
         # "unchecked", then "read" (checked; a write must still record itself), "ok".
         self.state = "unchecked"
@@ -406,6 +422,30 @@ class Deployment:
             return True
         self._control.refresh()
         return False
+
+    def region_problem(self) -> str | None:
+        """What is wrong when the bucket lives in another region than this saver's
+        clients are configured for (one request: HeadBucket); None when it lives there,
+        does not exist, or the service names no region. S3 bucket names are global, so a
+        bucket found elsewhere is the deployment's: its table is there too."""
+        found = self._objects().bucket_region() if self._objects is not None else None
+        if found is None or not found.configured or found.lives_in == found.configured:
+            return None
+        return (
+            f"bucket {found.bucket!r} lives in region {found.lives_in}, this saver is "
+            f"configured for {found.configured}; set AWS_REGION={found.lives_in} (or "
+            "S3DYNAMO_REGION, region=, --region) where the deployment is"
+        )
+
+    def refuse_elsewhere(self) -> None:
+        """Before `setup()` creates anything: a bucket that lives in another region than
+        the saver is configured for is the deployment's, so `StorageConfigError` names the
+        region to set instead of a second, empty table being made here (one HeadBucket)."""
+        if problem := self.region_problem():
+            raise StorageConfigError(
+                f"setup() refused: {problem}. Creating the table here would start a second, "
+                "empty deployment beside the one the bucket belongs to; nothing was created"
+            )
 
     def check_bucket(self) -> None:
         """Refuse a saver on another bucket than the recorded one, from the record already

@@ -50,7 +50,12 @@ class DeploymentMismatchError(S3DynamoError):
 
 
 class StoreMissingError(S3DynamoError):
-    """The DynamoDB table or S3 bucket does not exist."""
+    """The DynamoDB table or S3 bucket does not exist. `resource` names it, with the
+    region and endpoint asked."""
+
+    def __init__(self, message: str, resource: str = "") -> None:
+        super().__init__(message)
+        self.resource = resource
 
 
 class RegionNotSetError(InvalidConfigError):

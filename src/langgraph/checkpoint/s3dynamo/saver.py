@@ -209,9 +209,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         compose.prime(self.parts)
 
     def setup(self) -> None:
-        """Create the table and bucket if missing (idempotent), then the KMS keyring (with
-        `kms_key_id`) and the deployment record. For development and tests; production
-        infrastructure comes from `terraform/`."""
+        """Create the table and bucket if missing (idempotent; never where the bucket does
+        not live), then the KMS keyring (with `kms_key_id`) and the deployment record. For
+        development and tests; production infrastructure comes from `terraform/`."""
+        self.parts.deployment.refuse_elsewhere()
         self.store.create_if_missing()
         self.parts.deployment.verify(write=True)
 
@@ -232,9 +233,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         # A new thread checks (or records) the deployment first, once its values are
         # serialized: a value that cannot be stored writes nothing, not even the record.
         first = (lambda: self.parts.deployment.verify(write=True)) if parent_id is None else None
-        cid = self.store.commit(
-            tid, ns, parent_id, checkpoint, shaped, new_versions, before_write=first
-        )
+        with guarded(self.parts.deployment):  # a missing table: in another region?
+            cid = self.store.commit(
+                tid, ns, parent_id, checkpoint, shaped, new_versions, before_write=first
+            )
         return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
     def put_writes(

@@ -105,7 +105,7 @@ def translate(exc: Exception, resource: str) -> Exception:
         message = exc.response.get("Error", {}).get("Message", "")
         status = http_status(exc)
         if code in MISSING_CODES:
-            return StoreMissingError(f"{resource} does not exist ({code}); {SETUP_HINT}")
+            return StoreMissingError(f"{resource} does not exist ({code}); {SETUP_HINT}", resource)
         if code == "InvalidBucketName":
             return StorageConfigError(
                 f"{op} on {resource}: S3 refused the bucket name ({code}: {message}), a "
