@@ -69,26 +69,17 @@ def guarded(deployment: Deployment) -> Iterator[None]:
     the deployment record: with other keys, another naming secret or another bucket than
     the deployment's, `DeploymentMismatchError` names which (nothing was tampered with or
     deleted; the configuration is wrong). A record that matches leaves the error as it
-    was. A table that does not exist is first checked against where the bucket lives
-    (one HeadBucket, on that path only): in another region, the region setting is wrong,
-    and `StorageConfigError` says so instead of `StoreMissingError`, whose fix, setup(),
-    would start a second, empty deployment there."""
+    was. A table that does not exist is checked against where the bucket lives (one
+    HeadBucket, on that path only: `Deployment.located`)."""
     try:
-        yield
+        with deployment.located():
+            yield
     except IntegrityError as exc:
         try:
             deployment.verify(write=False)
         except DeploymentMismatchError as mismatch:
             raise mismatch from exc
         raise
-    except StoreMissingError as exc:
-        problem = deployment.region_problem()
-        if problem is None:
-            raise
-        raise StorageConfigError(
-            f"{exc.resource or 'the index'} does not exist, and {problem}. Do not run "
-            "setup() in this region: it would start a second, empty deployment"
-        ) from exc
 
 
 class Control:
@@ -378,7 +369,7 @@ class Deployment:
         with `write`, record them first if nothing is recorded (or add a new active key)."""
         if self.state == "ok" or (self.state == "read" and not write):
             return
-        with self._lock:
+        with self._lock, self.located():
             for _ in tries(CONFLICT_ATTEMPTS):
                 if self._verify_once(write):
                     return
@@ -436,6 +427,24 @@ class Deployment:
             f"configured for {found.configured}; set AWS_REGION={found.lives_in} (or "
             "S3DYNAMO_REGION, region=, --region) where the deployment is"
         )
+
+    @contextmanager
+    def located(self) -> Iterator[None]:
+        """A table that does not exist, inside the block, is checked against where the
+        bucket lives (`region_problem`): in another region, `StorageConfigError` names the
+        region to set instead of `StoreMissingError`, whose fix, setup(), would start a
+        second, empty deployment there. The deployment check and `guarded` use it, so a
+        process's first request says it, whichever it is."""
+        try:
+            yield
+        except StoreMissingError as exc:
+            problem = self.region_problem()
+            if problem is None:
+                raise
+            raise StorageConfigError(
+                f"{exc.resource or 'the index'} does not exist, and {problem}. Do not run "
+                "setup() in this region: it would start a second, empty deployment"
+            ) from exc
 
     def refuse_elsewhere(self) -> None:
         """Before `setup()` creates anything: a bucket that lives in another region than
