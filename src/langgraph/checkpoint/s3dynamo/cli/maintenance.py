@@ -310,7 +310,7 @@ def doctor(as_json: bool, **settings: Any) -> int:
         for line in report.lines:
             out.print(escape(line))
         for problem in report.problems:
-            err.print(f"s3dynamo: {escape(problem)}")
+            err.print(f"s3dynamo: {escape(problem)}", soft_wrap=True)
         out.print("ok" if report.ok else render.plural(len(report.problems), "problem"))
     return OK if report.ok else PROBLEMS
 

@@ -402,6 +402,11 @@ class Operations:
         """The ids of a thread's checkpoints in one namespace, newest first."""
         return [e.checkpoint_id for e in self._entries(thread_id) if e.ns == ns]
 
+    def checkpoints(self, thread_id: str) -> list[tuple[str, str]]:
+        """(namespace, checkpoint id) of every checkpoint of a thread, newest first in
+        each namespace."""
+        return [(e.ns, e.checkpoint_id) for e in self._entries(thread_id)]
+
     def stats(
         self, thread_id: str | None = None, progress: inspect.Progress | None = None
     ) -> inspect.StatsReport:
