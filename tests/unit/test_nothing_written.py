@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import (
+    ConcurrentUpdateError,
     DeploymentMismatchError,
     InvalidConfigError,
     ItemTooLargeError,
@@ -27,7 +28,7 @@ from langgraph.checkpoint.s3dynamo import (
 )
 from tests.support.backends import Backend
 from tests.support.scenarios import chat_graph
-from tests.support.unchanged import nothing_written
+from tests.support.unchanged import differences, nothing_written
 
 # Random, so zstd cannot shrink it: 1 MB of text, as the issue's user passed.
 BIG = os.urandom(500_000).hex()
@@ -297,3 +298,35 @@ def test_a_graph_run_refused_before_writing_leaves_table_and_bucket_unchanged(
     # The thread reads as it was: one turn.
     state = chat_graph(writer).get_state(config).values
     assert [m.content for m in state["messages"]] == ["hello", "turn 1; heard: hello"]
+
+
+# ---------------------------------------------- what a refused commit may leave behind
+
+
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+def test_a_commit_refused_for_a_stale_run_leaves_only_its_upload_intent_and_objects(
+    backend: Backend,
+) -> None:
+    """Not an error raised before writing: the refusal comes with the commit, after the
+    upload wave. Nothing is visible; the intent and the objects it names stay for garbage
+    collection (docs/RELIABILITY.md)."""
+    p = prepared(backend, inline_max=0)  # every value an object
+    stale = backend.saver(setup=False, inline_max=0)
+    latest = stale.get_tuple({"configurable": {"thread_id": "t"}})
+    assert latest is not None
+    # Another run moves the thread on.
+    moved = put_args("t", checkpoint_id=latest.config["configurable"]["checkpoint_id"])
+    p.saver.put(*moved)
+    config, checkpoint, metadata, _ = put_args(
+        "t", checkpoint_id=latest.config["configurable"]["checkpoint_id"]
+    )
+    checkpoint["channel_values"] = {"notes": "from the stale run"}
+    checkpoint["channel_versions"] = {"notes": "2"}
+    before = backend.contents()
+    with pytest.raises(ConcurrentUpdateError, match="another run committed"):
+        stale.put(config, checkpoint, metadata, {"notes": "2"})
+    added = differences(before, backend.contents())
+    assert added and all(line.startswith("added ") for line in added), added
+    kinds = sorted({"object" if " object " in f" {k} " else "intent" for k in added})
+    assert kinds == ["intent", "object"], added
+    assert all(("object" in k) or ("intents" in k) or ("~uploads" in k) for k in added), added
