@@ -149,3 +149,21 @@ def test_many_inline_values_never_overflow_an_item(
     got = saver.get_tuple(config)
     assert got is not None and got.checkpoint["channel_values"] == values
     assert [w[2] for w in got.pending_writes or []] == list(values.values())
+
+
+def test_setup_on_a_mistyped_table_name_warns_that_it_starts_a_second_deployment(
+    clients: tuple[Any, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    make_saver(clients).setup()  # the deployment: table and bucket
+    typo = make_saver(clients, table=f"{clients.table}-typo")  # the same bucket
+    with caplog.at_level("WARNING", logger="langgraph.checkpoint.s3dynamo.saver"):
+        typo.setup()
+    (warned,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"setup() created DynamoDB table '{clients.table}-typo' (region " in warned
+    assert f"for bucket '{clients.bucket}', which was already there" in warned
+    assert "a typo in S3DYNAMO_TABLE" in warned and "start from nothing" in warned
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="langgraph.checkpoint.s3dynamo.saver"):
+        typo.setup()  # both there now: nothing made, nothing said
+        make_saver(clients, table=f"{clients.table}-new", bucket=f"{clients.bucket}-new").setup()
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []

@@ -446,6 +446,10 @@ class Deployment:
                 "setup() in this region: it would start a second, empty deployment"
             ) from exc
 
+    def objects_resource(self) -> str:
+        """The object store, as messages name it (its bucket)."""
+        return f"bucket {self._bucket!r}" if self._bucket else "the object store"
+
     def refuse_elsewhere(self) -> None:
         """Before `setup()` creates anything: a bucket that lives in another region than
         the saver is configured for is the deployment's, so `StorageConfigError` names the
@@ -480,10 +484,12 @@ class Deployment:
         if record is not None and DeploymentView.of(record).naming == mine.naming:
             raise DeploymentMismatchError(
                 f"{self._where} has no deployment of its own, but the table's unprefixed "
-                "deployment has this saver's naming key: it was written by version 0.1, "
-                "where the prefix applied to object keys only (docs/FORMAT.md). Read it "
-                "with langgraph-checkpoint-s3dynamo<0.2; a tenant on a shared table needs "
-                "keys of its own"
+                "deployment has this saver's naming key, so this prefix would start a second, "
+                "empty set of threads beside it. If the prefix is not meant (a typo, or one "
+                "set by mistake), fix or unset S3DYNAMO_PREFIX (prefix=); a tenant on a "
+                "shared table needs keys of its own (docs/SECURITY.md); a deployment written "
+                "by version 0.1, where the prefix applied to object keys only, is read with "
+                "langgraph-checkpoint-s3dynamo<0.2 (docs/FORMAT.md)"
             )
 
     def differences(self, theirs: DeploymentView, mine: DeploymentView) -> list[str]:

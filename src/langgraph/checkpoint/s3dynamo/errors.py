@@ -10,8 +10,9 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   │                                   table that holds tenants
     │   ├── ValueNotSerializableError       a value or write the serializer cannot store
     │   │   (also TypeError)                (names the channel, and the task of a write)
-    │   └── StorageConfigError              S3 or DynamoDB refused the configuration (bucket
-    │                                       name, region, endpoint, access): do not retry
+    │   └── StorageConfigError              S3, DynamoDB or KMS refused the configuration
+    │                                       (bucket name, KMS key, region, endpoint, access;
+    │                                       a bucket in another region): do not retry
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        any other failure talking to S3 or DynamoDB,
@@ -82,9 +83,11 @@ class EndpointUnreachableError(StorageError):
 
 
 class StorageConfigError(InvalidConfigError):
-    """S3 or DynamoDB refused a request because of how the saver is configured: a bucket
-    name S3 does not accept, a region or endpoint that does not serve the service, access
-    or credentials refused. It does not pass on its own: fix the setting it names."""
+    """S3, DynamoDB or KMS refused a request because of how the saver is configured: a
+    bucket name S3 does not accept, a KMS key that does not exist or is disabled, a region
+    or endpoint that does not serve the service, access or credentials refused; or the
+    bucket lives in another region than the saver is configured for. It does not pass on
+    its own: fix the setting it names."""
 
 
 class ValueNotSerializableError(InvalidConfigError, TypeError):

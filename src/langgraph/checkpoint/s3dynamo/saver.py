@@ -77,6 +77,23 @@ def _serializer(saver: S3DynamoSaver) -> SerializerProtocol:
     return serde.serde if isinstance(serde, EncryptedSerializer) else serde
 
 
+def _create_if_missing(parts: compose.Components) -> None:
+    """The table, then the bucket, as `setup()` makes them. A table made for a bucket that
+    was already there is most often a mistyped table name, which would start an empty
+    conversation beside the deployment's: said as a warning, naming both."""
+    assert parts.index_port is not None and parts.objects_port is not None
+    made = parts.index_port().create_if_missing()
+    if not parts.objects_port().create_if_missing() and made:
+        log.warning(
+            "setup() created %s for %s, which was already there: if that is not the "
+            "deployment's table name (a typo in S3DYNAMO_TABLE, table=?), this is a second, "
+            "empty deployment and its threads start from nothing; fix the name and delete "
+            "the new table",
+            parts.store.index_resource(),
+            parts.deployment.objects_resource(),
+        )
+
+
 def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[str, Any]], int]:
     """How large a checkpoint's metadata is sealed, for `refuse_copied_metadata`: `put`
     and `put_writes` refuse the same config the same way."""
@@ -213,7 +230,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         not live), then the KMS keyring (with `kms_key_id`) and the deployment record. For
         development and tests; production infrastructure comes from `terraform/`."""
         self.parts.deployment.refuse_elsewhere()
-        self.store.create_if_missing()
+        _create_if_missing(self.parts)
         self.parts.deployment.verify(write=True)
 
     # ------------------------------------------------------------ the contract

@@ -37,6 +37,14 @@ SETUP_HINT = (
     "if it belongs here, deploy the terraform/ module (saver.setup() in development)"
 )
 MISSING_CODES = ("ResourceNotFoundException", "NoSuchBucket")
+# KMS refusing the key it was named, not the moment: no such key or alias, a key disabled
+# or pending deletion, or one that does not encrypt.
+KMS_KEY_CODES = (
+    "NotFoundException",
+    "DisabledException",
+    "KMSInvalidStateException",
+    "InvalidKeyUsageException",
+)
 DENIED_CODES = ("AccessDenied", "AccessDeniedException", "403")
 UNKNOWN_CREDENTIALS_CODES = (
     "UnrecognizedClientException",
@@ -106,6 +114,13 @@ def translate(exc: Exception, resource: str) -> Exception:
         status = http_status(exc)
         if code in MISSING_CODES:
             return StoreMissingError(f"{resource} does not exist ({code}); {SETUP_HINT}", resource)
+        if code in KMS_KEY_CODES and resource.startswith("KMS key "):
+            return StorageConfigError(
+                f"{op} on {resource}: KMS refused the key ({code}: {message}), a configuration "
+                "error that retrying does not fix. Expected an enabled symmetric encryption "
+                "key, by id, ARN, alias name or alias ARN, in this region: fix "
+                "S3DYNAMO_KMS_KEY_ID (kms_key_id=) or AWS_REGION"
+            )
         if code == "InvalidBucketName":
             return StorageConfigError(
                 f"{op} on {resource}: S3 refused the bucket name ({code}: {message}), a "
