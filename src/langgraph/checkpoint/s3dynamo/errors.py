@@ -11,8 +11,7 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   ├── ValueNotSerializableError       a value or write the serializer cannot store
     │   │   (also TypeError)                (names the channel, and the task of a write)
     │   └── StorageConfigError              S3, DynamoDB or KMS refused the configuration
-    │                                       (bucket name, KMS key, region, endpoint, access;
-    │                                       a bucket in another region): do not retry
+    │                                       (bucket, KMS key, region, endpoint, access): fix it
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        any other failure talking to S3 or DynamoDB,
