@@ -9,7 +9,7 @@ CHECKOV_STAMP := .venv-checkov/.installed
 
 LANGGRAPH_STAMP := .venv-langgraph/.installed
 
-.PHONY: demo dist test lint test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package checkov
+.PHONY: demo dist test lint test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -108,6 +108,15 @@ bench:
 ARCH ?= x86_64
 lambda-package:
 	PYTHON=$(PYTHON) scripts/lambda_package.sh $(ARCH)
+
+# Both zips, then examples/lambda_agent/README.md's table of their figures written from
+# what the builds measured (scripts/lambda_figures.py; the e2e tier checks it).
+LAMBDA_BUILD = $(or $(BUILD_DIR),build)
+lambda-figures:
+	PYTHON=$(PYTHON) scripts/lambda_package.sh x86_64
+	PYTHON=$(PYTHON) scripts/lambda_package.sh arm64
+	$(PYTHON) scripts/lambda_figures.py write $(LAMBDA_BUILD)/lambda_agent.figures.json \
+		$(LAMBDA_BUILD)/lambda_agent_arm64.figures.json
 
 # Static security checks of terraform/ (module and example) in their own virtual environment.
 # checkov has its own virtual environment: its dependencies stay out of the project's.

@@ -24,6 +24,10 @@
 # unzipped files and boto3 from a separate directory (the runtime's copy), proving that the
 # import loads the bytecode and compiles no source of the zip.
 #
+# The figures it prints go to build/lambda_agent[_arm64].figures.json too, with the Python
+# and the package versions measured; `make lambda-figures` writes the example README's
+# table from the two (scripts/lambda_figures.py).
+#
 # Environment: CHECK_PYTHON (a Python 3.12; else python3.12 on PATH or pyenv's 3.12),
 # BUILD_DIR (default build/), and for benchmarks/cold_start.py: LAMBDA_REQUIREMENTS (what
 # to install instead of this package and langgraph), LAMBDA_HANDLER (instead of app.py),
@@ -89,7 +93,9 @@ pip_quiet install --quiet --no-compile --no-warn-conflicts --target "$STAGE" "${
 rm -rf "$BUILD/lambda_wheel"
 cp "$HANDLER" "$STAGE/app.py"
 
-size() { du -sb "$1" | cut -f1; }
+# Bytes of the regular files under a directory: what a zip holds, whatever filesystem the
+# build directory is on (a directory's own size differs from one to another).
+size() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
 before=$(size "$STAGE")
 
 echo "trimming what the Lambda runtime does not need"
@@ -129,9 +135,13 @@ unzipped_source=$(size "$STAGE")
 
 echo "compiling every .py to unchecked-hash bytecode with Python 3.12"
 # co_filename as Lambda unzips the code (/var/task), not this machine's build path; the
-# runtime also fixes it to where the .py is found. -j 0: one worker per core.
-if ! compiled=$("$CHECK_PYTHON" -I -m compileall -q -j 0 --invalidation-mode unchecked-hash \
-                -s "$STAGE" -p /var/task "$STAGE" 2>&1); then
+# runtime also fixes it to where the .py is found. The same sources give the same bytes:
+# one process compiling in one order (marshal marks an object shared by its reference
+# count, which what was compiled before in the process changes, so workers sharing the
+# files out at random give other bytes), and a fixed hash seed (a set of constants is
+# marshalled in its iteration order). -s -P of -I, and an empty environment for -E.
+if ! compiled=$(env -i PATH="$PATH" PYTHONHASHSEED=0 "$CHECK_PYTHON" -s -P -m compileall -q -j 1 \
+                --invalidation-mode unchecked-hash -s "$STAGE" -p /var/task "$STAGE" 2>&1); then
   echo "$compiled" >&2
   echo "error: Python 3.12 could not compile the files above; the runtime could not import them" >&2
   exit 1
@@ -183,4 +193,9 @@ echo "  $(find "$STAGE" -type f | wc -l) files: $(find "$STAGE" -name '*.py' | w
 echo "installed before trimming: $before bytes ($(mib "$before"))"
 echo "unzipped: $unzipped bytes ($(mib "$unzipped")); without bytecode $unzipped_source ($(mib "$unzipped_source"))"
 echo "zipped:   $zipped bytes ($(mib "$zipped")); without bytecode $zipped_source ($(mib "$zipped_source"))"
+# The figures above, with the Python and every package they were measured with, for
+# examples/lambda_agent/README.md (scripts/lambda_figures.py writes its table from them).
+"$CHECK_PYTHON" -I "$ROOT/scripts/lambda_figures.py" measure "$STAGE" "$ZIP" "$ARCH" \
+  "$before" "$unzipped_source" "$unzipped" "$zipped_source" "$zipped" > "$STAGE.figures.json"
+echo "figures: $STAGE.figures.json"
 echo "built for Lambda python3.12 / $ARCH: $ZIP"

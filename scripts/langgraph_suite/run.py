@@ -12,8 +12,15 @@ by default, then with --strict.)
    `async_store` and `cache` an S3DynamoStore and S3DynamoCache.
 3. Runs every test that uses them (the ones whose id names "s3dynamo"), sync and async,
    on `--workers` processes, and checks the outcome: every test passes except those in
-   KNOWN_FAILURES, each with its reason. Anything else failing, a known failure now
-   passing, or fewer tests than expected, exits 1.
+   KNOWN_FAILURES, each with its reason. A test that failed is run again alone (one
+   process, up to RERUN_TRIES times) and counts if it passes then: LangGraph's suite has
+   tests bound to the machine's speed. Those measured are in TIMING_BOUND, each with the
+   failure its timing shows and why; every re-run is printed with the failure it follows.
+   Anything else failing, a known failure now passing, or fewer tests than expected,
+   exits 1.
+
+To tell a test bound to the machine's speed from a race of the saver, repeat.py (beside
+this file) calls one test many times in one process and counts how each run ended.
 
 With --strict the tests run with LANGGRAPH_STRICT_MSGPACK=true: LangGraph's serializer
 then revives only allowlisted types, and a compiled graph hands the saver its own
@@ -42,6 +49,32 @@ HERE = Path(__file__).resolve().parent
 EXPECTED_TESTS = 652
 # More failures than this are not timing: they are reported without running again.
 RERUN_AT_MOST = 5
+# Tries of a failed test run alone before it counts as failed.
+RERUN_TRIES = 3
+# Tests bound to the machine's speed, measured, with the failure that shows it: such a
+# failure in the parallel run is printed with this reason when the test passes alone.
+STEP_TIMEOUT = (
+    "the test sets step_timeout=1 (s) on the parent graph, whose one step runs the whole "
+    "subgraph with its checkpoints and writes (about 11 requests to moto in process). "
+    "Called 100 times in one process (scripts/langgraph_suite/repeat.py test_pregel "
+    "test_parent_command_goto '[true, \"both\"]' --runs 100, 2 cores shared with other "
+    "work, load average 3 to 6): beside two busy loops 3 runs timed out (longest 2.5 s), "
+    "alone none (longest 0.85 s; an earlier series of the same calls: 6 and 1); with "
+    "--saver memory beside the busy loops none (longest 0.73 s). Every other run returned "
+    "the expected state. Timing each request of the runs that timed out showed one moto "
+    "request taking about a second (moto deep-copies its table for TransactWriteItems and "
+    "parses botocore's service models) and no retry or pause of the saver"
+)
+TIMING_BOUND = {
+    "tests.test_pregel::test_parent_command_goto[s3dynamo-True-both]": (
+        "TimeoutError",
+        STEP_TIMEOUT,
+    ),
+    "tests.test_pregel::test_parent_command_goto[s3dynamo-True-outer]": (
+        "TimeoutError",
+        STEP_TIMEOUT,
+    ),
+}
 KNOWN_FAILURES = {
     "tests.test_large_cases::test_root_graph[s3dynamo]": (
         "the test's deterministic_uuids fixture replaces uuid.uuid4, which botocore also "
@@ -79,21 +112,27 @@ def unpack(langgraph_version: str) -> Path:
     return source
 
 
-def outcomes(report: Path) -> dict[str, str]:
+def outcomes(report: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Test id -> passed, failed or skipped, from pytest's JUnit XML (tests with this
-    saver only: a module skipped at collection is reported as a case too)."""
+    saver only: a module skipped at collection is reported as a case too); and test id ->
+    the first line of each failure's message."""
     found: dict[str, str] = {}
+    why: dict[str, str] = {}
     for case in ET.parse(report).getroot().iter("testcase"):
         if "s3dynamo" not in (case.get("name") or ""):
             continue
         name = f"{case.get('classname')}::{case.get('name')}"
-        if case.find("failure") is not None or case.find("error") is not None:
+        failure = case.find("failure")
+        if failure is None:
+            failure = case.find("error")
+        if failure is not None:
             found[name] = "failed"
+            why[name] = (failure.get("message") or failure.text or "").strip().split("\n")[0]
         elif case.find("skipped") is not None:
             found[name] = "skipped"
         else:
             found[name] = "passed"
-    return found
+    return found, why
 
 
 def node_id(source: Path, name: str) -> str:
@@ -110,11 +149,12 @@ def node_id(source: Path, name: str) -> str:
 def rerun_alone(failed: list[str], source: Path, env: dict[str, str]) -> list[str]:
     """The failures that pass when run again, each alone and in one process. LangGraph's
     suite has timing-bound tests (a stream's chunks during execution, a task's
-    cancellation) that a loaded 2-core machine fails at random; a test counts as failed
-    only if it fails alone too (two tries). Exact failures fail every time."""
+    cancellation, a step timeout) that a loaded 2-core machine fails at random; a test
+    counts as failed only if it fails alone too (RERUN_TRIES tries). Exact failures fail
+    every time."""
     passed_alone = []
     for name in failed[:RERUN_AT_MOST]:
-        for _ in range(2):
+        for _ in range(RERUN_TRIES):
             run = subprocess.run(
                 [sys.executable, "-m", "pytest", node_id(source, name), "-c", "pyproject.toml",
                  "--rootdir", ".", "-q", "-p", "no:cacheprovider", "-n", "0"],
@@ -145,7 +185,7 @@ def main() -> int:
     print(f"langgraph {langgraph_version} ({mode}): {' '.join(command[3:])}", flush=True)
     subprocess.run(command, cwd=source, env=env, check=False)
 
-    found = outcomes(report)
+    found, why = outcomes(report)
     flaky = rerun_alone(
         [k for k, v in found.items() if v == "failed" and k not in KNOWN_FAILURES],
         source, env,
@@ -158,7 +198,13 @@ def main() -> int:
     print(f"\nlanggraph {langgraph_version}'s graph tests with S3DynamoSaver ({mode}):")
     print(f"  {passed} passed of {len(found)}, {len(failed)} failed")
     for k in flaky:
-        print(f"  passed alone after failing in the parallel run (timing-bound): {k}")
+        print(f"  passed alone after failing in the parallel run: {k}")
+        print(f"    (it failed with: {why.get(k, '?')})")
+        shows, reason = TIMING_BOUND.get(k, ("", ""))
+        if shows and why.get(k, "").startswith(shows):
+            print(f"    timing-bound: {reason}")
+        else:
+            print("    not measured yet: if it recurs, measure it and add it to TIMING_BOUND")
     for k in failed:
         print(f"  {'known' if k in KNOWN_FAILURES else 'NEW'} failure: {k}")
         if k in KNOWN_FAILURES:

@@ -107,7 +107,8 @@ def test_setup_is_idempotent(clients: tuple[Any, Any], counter: RequestCounter) 
     config = _put(saver, thread_config("t", checkpoint_ns=""), {"a": 1})
     counter.reset()
     saver.setup()  # finds both, creates nothing, keeps what is stored
-    assert counter.calls == {"dynamodb.DescribeTable": 1, "s3.HeadBucket": 1}
+    # The region check and the existence check: one HeadBucket each.
+    assert counter.calls == {"dynamodb.DescribeTable": 1, "s3.HeadBucket": 2}
     got = saver.get_tuple(config)
     assert got is not None and got.checkpoint["channel_values"] == {"a": 1}
 
@@ -148,3 +149,21 @@ def test_many_inline_values_never_overflow_an_item(
     got = saver.get_tuple(config)
     assert got is not None and got.checkpoint["channel_values"] == values
     assert [w[2] for w in got.pending_writes or []] == list(values.values())
+
+
+def test_setup_on_a_mistyped_table_name_warns_that_it_starts_a_second_deployment(
+    clients: tuple[Any, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    make_saver(clients).setup()  # the deployment: table and bucket
+    typo = make_saver(clients, table=f"{clients.table}-typo")  # the same bucket
+    with caplog.at_level("WARNING", logger="langgraph.checkpoint.s3dynamo.saver"):
+        typo.setup()
+    (warned,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"setup() created DynamoDB table '{clients.table}-typo' (region " in warned
+    assert f"for bucket '{clients.bucket}', which was already there" in warned
+    assert "a typo in S3DYNAMO_TABLE" in warned and "start from nothing" in warned
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="langgraph.checkpoint.s3dynamo.saver"):
+        typo.setup()  # both there now: nothing made, nothing said
+        make_saver(clients, table=f"{clients.table}-new", bucket=f"{clients.bucket}-new").setup()
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []

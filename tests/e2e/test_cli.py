@@ -624,6 +624,9 @@ def test_the_demo_runs_and_nothing_it_said_is_readable_at_rest() -> None:
 
 @pytest.mark.unsupported_on("moto-server", "real", reason="the demo starts its own moto server")
 def test_demo_keep_prints_an_environment_that_works_in_a_new_shell_and_stops_on_sigterm() -> None:
+    """Two `export` lines: the first reaches the server and holds no table, bucket or key
+    (a shell keeps its own, as the README's s3dynamo.env does); the second adds the
+    demo's own, to read what it stored."""
     demo = subprocess.Popen(
         [str(SCRIPT), "demo", "--keep"],
         env=command_env({}),
@@ -632,24 +635,58 @@ def test_demo_keep_prints_an_environment_that_works_in_a_new_shell_and_stops_on_
         text=True,
     )
     try:
-        exports = ""
+        exports: list[dict[str, str]] = []
         assert demo.stdout is not None
         for line in demo.stdout:
             if line.strip().startswith("export "):
-                exports = line.strip()[len("export ") :]
-                break
-        assert exports, demo.stderr.read() if demo.stderr else ""
-        given = dict(item.split("=", 1) for item in shlex.split(exports))
-        assert {"AWS_REGION", "AWS_ACCESS_KEY_ID", "S3DYNAMO_KEYS"} <= set(given), given
+                exports.append(dict(i.split("=", 1) for i in shlex.split(line.strip()[7:])))
+                if len(exports) == 2:
+                    break
+        assert len(exports) == 2, demo.stderr.read() if demo.stderr else ""
+        reach, data = exports
+        assert {"AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_ENDPOINT_URL_S3"} <= set(reach), reach
+        assert not any(k.startswith("S3DYNAMO_") for k in reach), reach
+        assert set(data) == {
+            "S3DYNAMO_TABLE",
+            "S3DYNAMO_BUCKET",
+            "S3DYNAMO_KEYS",
+            "S3DYNAMO_SECRET",
+        }
         # A new shell: nothing but what the demo printed (and a PATH).
-        shell = {"PATH": os.environ["PATH"], **given}
+        shell = {"PATH": os.environ["PATH"], **reach, **data}
         listed = subprocess.run(
             [str(SCRIPT), "threads", "--json"], env=shell, capture_output=True, text=True,
             timeout=120,
         )  # fmt: skip
         assert listed.returncode == 0, listed.stderr
         assert [t["thread_id"] for t in json.loads(listed.stdout)["threads"]] == ["customer-42"]
-        url = given["AWS_ENDPOINT_URL_S3"]
+        # The Quickstart on the same server, with a table, bucket and keys of its own.
+        own = {
+            "PATH": os.environ["PATH"],
+            **reach,
+            "S3DYNAMO_TABLE": "agent-checkpoints",
+            "S3DYNAMO_BUCKET": "agent-checkpoints-4242",
+            "S3DYNAMO_KEYS": f"k1:{_b64(os.urandom(32))}",
+            "S3DYNAMO_SECRET": _b64(os.urandom(32)),
+        }
+        quickstart = (
+            "from langgraph.checkpoint.s3dynamo import S3DynamoSaver\n"
+            "from langgraph.checkpoint.base import empty_checkpoint\n"
+            "saver = S3DynamoSaver.from_env(); saver.setup()\n"
+            "saver.put({'configurable': {'thread_id': 'user-42', 'checkpoint_ns': ''}},"
+            " empty_checkpoint(), {}, {})\n"
+        )
+        wrote = subprocess.run(
+            [sys.executable, "-c", quickstart], env=own, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert wrote.returncode == 0, wrote.stderr
+        mine = subprocess.run(
+            [str(SCRIPT), "threads", "--json"], env=own, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert [t["thread_id"] for t in json.loads(mine.stdout)["threads"]] == ["user-42"]
+        url = reach["AWS_ENDPOINT_URL_S3"]
     finally:
         demo.send_signal(signal.SIGTERM)
         demo.communicate(timeout=30)

@@ -23,6 +23,7 @@ import stat
 import subprocess
 import sys
 import uuid
+import warnings
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -237,6 +238,43 @@ class Container:
         assert self.process.returncode == 0, err[-3000:]
         summary: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
         return summary
+
+
+def _figures_module() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "lambda_figures", ROOT / "scripts" / "lambda_figures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readmes_table_of_the_zips_is_the_one_written_from_their_figures() -> None:
+    written, rendered = _figures_module().recorded_table()
+    assert written == rendered, "edited by hand? write it again: make lambda-figures"
+
+
+def test_the_build_measures_what_the_readme_says(built: tuple[Path, str]) -> None:
+    """The same Python and packages give the same figures, byte for byte, this package's
+    own files aside (they change with its code); when PyPI has moved on, the README's
+    table is of the versions it names, and the run says so."""
+    zip_path, output = built
+    figures = zip_path.with_suffix(".figures.json")
+    assert f"figures: {figures}" in output, output
+    measured = json.loads(figures.read_text())
+    assert measured["zipped"] == zip_path.stat().st_size
+    with zipfile.ZipFile(zip_path) as zf:
+        assert measured["files"] == len(zf.namelist())
+    problems = _figures_module().differences(measured)
+    if problems and problems[0].startswith("built from other versions"):
+        warnings.warn(
+            f"the README's zip figures are of other versions ({problems[0]}); "
+            "`make lambda-figures` writes them for these",
+            stacklevel=1,
+        )
+        return
+    assert problems == [], "the script no longer measures what it wrote: " + "; ".join(problems)
 
 
 def test_make_lambda_package_builds_and_checks_the_zip(built: tuple[Path, str]) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from tests.support.savers import Clients, RequestCounter, make_saver
+from tests.support.unchanged import Contents, aws_contents, memory_contents, unobserved
 
 # Requests that only read, by the names either backend counts them under.
 READS = frozenset(
@@ -46,11 +47,13 @@ class Backend:
         make: Callable[..., S3DynamoSaver],
         calls: Callable[[], Counter[str]],
         reset: Callable[[], None],
+        contents: Callable[[], Contents],
     ) -> None:
         self.name, self.bucket = name, bucket
         self.keys = {"k1": os.urandom(32)}
         self.secret = os.urandom(16)
         self._make, self._calls, self._reset = make, calls, reset
+        self._contents = contents
 
     def saver(self, *, setup: bool = True, **kwargs: Any) -> S3DynamoSaver:
         """A saver on this storage with this deployment's keys and secret (override
@@ -75,6 +78,11 @@ class Backend:
     def writes(self) -> dict[str, int]:
         """The requests since the last reset that may have changed something."""
         return {k: n for k, n in self._calls().items() if k not in READS}
+
+    def contents(self) -> Contents:
+        """Every item of the table and object of the bucket, with what each holds
+        (`tests/support/unchanged.py`, which compares two of them)."""
+        return self._contents()
 
     def __repr__(self) -> str:
         return f"<{self.name} backend>"
@@ -105,7 +113,7 @@ def memory_backend() -> Backend:
             store.calls.clear()
 
     objects(bucket)
-    return Backend("memory", bucket, make, calls, reset)
+    return Backend("memory", bucket, make, calls, reset, lambda: memory_contents(index, stores))
 
 
 def aws_backend(clients: Clients) -> Backend:
@@ -116,4 +124,14 @@ def aws_backend(clients: Clients) -> Backend:
     def make(**kwargs: Any) -> S3DynamoSaver:
         return make_saver(clients, **kwargs)
 
-    return Backend("aws", clients.bucket, make, lambda: Counter(counter.calls), counter.reset)
+    # Clients of their own, so that looking changes no request count.
+    lookers: list[Any] = []
+
+    def contents() -> Contents:
+        if not lookers:
+            lookers.extend(unobserved(c) for c in clients)
+        return aws_contents(*lookers, clients.table, clients.bucket)
+
+    return Backend(
+        "aws", clients.bucket, make, lambda: Counter(counter.calls), counter.reset, contents
+    )

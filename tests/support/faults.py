@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
+from langgraph.checkpoint.s3dynamo.ports import BucketRegion, Cursor, ObjectInfo, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ControlRecord,
@@ -213,6 +213,9 @@ class FaultyIndex:
     def create_if_missing(self) -> bool:
         return self.inner.create_if_missing()
 
+    def bucket_region(self) -> BucketRegion | None:
+        return self.inner.bucket_region()
+
 
 class FaultyObjects:
     """The `ObjectStore` port with faults injected."""
@@ -251,6 +254,9 @@ class FaultyObjects:
 
     def create_if_missing(self) -> bool:
         return self.inner.create_if_missing()
+
+    def bucket_region(self) -> BucketRegion | None:
+        return self.inner.bucket_region()
 
 
 # ------------------------------------------------------------------ what a reader sees

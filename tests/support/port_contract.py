@@ -363,6 +363,14 @@ class ObjectStoreContract:
         with pytest.raises(StoreMissingError):
             missing_objects.get("k")
 
+    def test_a_bucket_says_where_it_lives_and_a_missing_one_nothing(
+        self, objects: Any, missing_objects: Any
+    ) -> None:
+        found = objects.bucket_region()
+        # Made where its client sends (S3 on moto); the twin and some servers name none.
+        assert found is None or found.lives_in == found.configured != ""
+        assert missing_objects.bucket_region() is None
+
     def test_a_missing_bucket_is_named_until_created(self, missing_objects: Any) -> None:
         with pytest.raises(StoreMissingError):
             missing_objects.probe("")

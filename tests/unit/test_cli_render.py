@@ -182,3 +182,14 @@ def test_verify_names_a_delta_base_that_was_altered_or_deleted() -> None:
     del saver.objects.blobs[key]
     problems = saver.ops.verify("t").to_dict()["problems"]
     assert {(p["kind"], p["where"], p["key"]) for p in problems} == {("missing", "object", key)}
+
+
+def test_what_an_executed_plan_did_is_a_line_of_figures_not_a_repr() -> None:
+    assert render.outcome(None) == "done"
+    assert render.outcome({"deleted": 3}) == "done: deleted 3"
+    assert render.outcome({"removed_threads": 2, "records_deleted": 40}) == (
+        "done: removed threads 2; records deleted 40"
+    )
+    expired = {"dry_run": False, "items": {"store": 2, "cache": 0}}
+    assert render.outcome(expired) == "done: items: store 2, cache 0"
+    assert render.outcome(7) == "done: 7"

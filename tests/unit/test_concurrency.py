@@ -95,8 +95,9 @@ def test_large_metadata_is_refused_before_any_request_naming_the_key(backend: Ba
     config = {"configurable": {"thread_id": "t", "user_profile": os.urandom(500_000).hex()}}
     with pytest.raises(ItemTooLargeError, match="'user_profile'"):
         chat_graph(saver).invoke({"messages": [HumanMessage("hi", id="h")]}, config)
-    # No checkpoint was written (LangGraph may have stored the task's writes meanwhile,
-    # invisible without their checkpoint): the thread still reads as empty.
+    # Nothing was written, neither the checkpoint nor the writes LangGraph stores for it
+    # while its put runs (tests/unit/test_nothing_written.py, in every durability mode).
+    assert backend.writes() == {}
     assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
     backend.reset()
     with pytest.raises(ItemTooLargeError, match="'blob'"):

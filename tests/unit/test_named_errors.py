@@ -461,3 +461,35 @@ def test_a_region_no_one_knows_is_a_configuration_error_when_its_endpoint_does_n
         assert "set AWS_REGION (or region=)" in message
     else:
         assert isinstance(raised.value, StorageError)
+
+
+@pytest.mark.parametrize("code", ["NotFoundException", "DisabledException"])
+def test_a_kms_key_that_kms_refuses_is_a_setting_to_fix(code: str) -> None:
+    from langgraph.checkpoint.s3dynamo.backends.kms import KmsKeys
+
+    client, stubber = stubbed("kms")
+    stubber.add_client_error(
+        "generate_data_key",
+        service_error_code=code,
+        service_message="Alias arn:aws:kms:eu-nowhere-1:1:alias/nope is not found.",
+        http_status_code=400,
+    )
+    with pytest.raises(StorageConfigError) as raised:
+        KmsKeys(client, "alias/nope").generate_data_key({"s3dynamo:table": "t"})
+    message = str(raised.value)
+    assert message.startswith("GenerateDataKey on KMS key 'alias/nope' (region eu-nowhere-1")
+    assert f"KMS refused the key ({code}" in message and "retrying does not fix" in message
+    assert "fix S3DYNAMO_KMS_KEY_ID (kms_key_id=) or AWS_REGION" in message
+    assert not isinstance(raised.value, StorageError)  # not "retry later"
+
+
+def test_a_prefix_set_by_mistake_on_a_deployment_is_named_not_an_empty_tenant() -> None:
+    index, objects = MemoryIndex(), MemoryObjects()
+    put_value(saver_on(index, objects), "user-42", "hello")
+    typo = saver_on(index, objects, prefix="tenat-a/")
+    with pytest.raises(DeploymentMismatchError) as raised:
+        typo.get_tuple(thread_config("user-42"))
+    message = str(raised.value)
+    assert "prefix 'tenat-a/' has no deployment of its own" in message
+    assert "fix or unset S3DYNAMO_PREFIX (prefix=)" in message
+    assert "a tenant on a shared table needs keys of its own" in message

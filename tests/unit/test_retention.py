@@ -30,7 +30,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 from langgraph.checkpoint.s3dynamo.layout import IDLE_SHARDS, control_pk, is_control_pk
 from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, id_time, plan_expiry
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, table_definition
-from langgraph.checkpoint.s3dynamo.settings import Settings, langgraph_json_ttl, parse_ttl
+from langgraph.checkpoint.s3dynamo.settings import Settings, duration, langgraph_json_ttl
 from tests.support.backends import Backend
 from tests.support.graphs import delta_graph
 from tests.support.savers import (
@@ -240,7 +240,7 @@ def test_a_sweep_past_its_deadline_leaves_the_rest_for_the_next(backend: Backend
     for i in range(3):
         chat(saver, f"t{i}", turns=1)
     at(saver, 0)
-    plan = plan_expiry(saver.store, parse_ttl(TTL)).execute(deadline=time.monotonic() - 1)
+    plan = plan_expiry(saver.store, duration(TTL)).execute(deadline=time.monotonic() - 1)
     assert len(plan.unfinished) == 3 and not plan.removed
     assert len(saver.ops.expire_idle_threads(TTL).removed) == 3
 
@@ -269,14 +269,14 @@ def test_the_segments_of_the_scan_together_see_every_thread(saver: MemorySaver) 
     for i in range(4):
         chat(saver, f"active{i}", turns=1)
     assert saver.index.calls["scan"] == 0
-    split = plan_expiry(saver.store, parse_ttl(TTL))
+    split = plan_expiry(saver.store, duration(TTL))
     assert saver.index.calls["scan"] == SCAN_SEGMENTS  # one request per segment
-    whole = plan_expiry(saver.store, parse_ttl(TTL), segments=1)
+    whole = plan_expiry(saver.store, duration(TTL), segments=1)
     names = {saver.store.namer.thread(f"idle{i}") for i in range(12)}
     assert set(split.idle) == set(whole.idle) == names
     assert split.active == whole.active == 4
     with pytest.raises(InvalidConfigError, match="at least 1"):
-        plan_expiry(saver.store, parse_ttl(TTL), segments=0)
+        plan_expiry(saver.store, duration(TTL), segments=0)
 
 
 def test_the_parallel_scan_covers_the_table_once(backend: Backend) -> None:
@@ -293,13 +293,13 @@ def test_the_parallel_scan_covers_the_table_once(backend: Backend) -> None:
 
 
 def test_retention_setting_and_bad_durations() -> None:
-    assert parse_ttl("30d") == timedelta(days=30)
-    assert parse_ttl("12h") == timedelta(hours=12)
-    assert parse_ttl(7) == timedelta(days=7)
+    assert duration("30d") == timedelta(days=30)
+    assert duration("12h") == timedelta(hours=12)
+    assert duration(7) == timedelta(days=7)
     with pytest.raises(InvalidConfigError, match="30d, 12h"):
-        parse_ttl("a month")
+        duration("a month")
     with pytest.raises(InvalidConfigError, match="positive"):
-        parse_ttl("0d")
+        duration("0d")
     saver = memory_saver()
     with pytest.raises(InvalidConfigError, match="S3DYNAMO_RETENTION"):
         saver.ops.expire_idle_threads()

@@ -174,6 +174,7 @@ def build(
             bucket=settings.bucket if objects is None else str(getattr(objects, "name", "") or ""),
         ),
         root=Control(index_factory, deployment_pk("")) if settings.prefix else None,
+        objects=objects_factory,
     )
     # One blob engine per saver: its thread store, Store and node cache seal, place,
     # upload, cache and journal through it.

@@ -33,7 +33,9 @@ from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
+    StorageConfigError,
     StorageError,
+    StoreMissingError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     DEPLOYMENT_RECORD,
@@ -41,7 +43,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     STORAGE_FORMAT,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import ControlItems, KeyService
+from langgraph.checkpoint.s3dynamo.ports import ControlItems, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.records import ControlRecord
 
 WRAP_LABEL = b"s3dynamo/v1/kms/wrap"
@@ -67,9 +69,11 @@ def guarded(deployment: Deployment) -> Iterator[None]:
     the deployment record: with other keys, another naming secret or another bucket than
     the deployment's, `DeploymentMismatchError` names which (nothing was tampered with or
     deleted; the configuration is wrong). A record that matches leaves the error as it
-    was."""
+    was. A table that does not exist is checked against where the bucket lives (one
+    HeadBucket, on that path only: `Deployment.located`)."""
     try:
-        yield
+        with deployment.located():
+            yield
     except IntegrityError as exc:
         try:
             deployment.verify(write=False)
@@ -328,6 +332,7 @@ class Deployment:
         configured: Configured,
         *,
         root: Control | None = None,
+        objects: Callable[[], ObjectStore] | None = None,
     ) -> None:
         # With a prefix: the unprefixed deployment's partition, read once if this prefix
         # has no deployment record yet (`_refuse_unscoped`).
@@ -336,6 +341,8 @@ class Deployment:
         self._namer = namer
         self._sealer = sealer
         self._source, self._where, self._bucket = configured
+        # The object store, asked where its bucket lives (`region_problem`).
+        self._objects = objects
         self._lock = threading.Lock()
         # "unchecked", then "read" (checked; a write must still record itself), "ok".
         self.state = "unchecked"
@@ -362,7 +369,7 @@ class Deployment:
         with `write`, record them first if nothing is recorded (or add a new active key)."""
         if self.state == "ok" or (self.state == "read" and not write):
             return
-        with self._lock:
+        with self._lock, self.located():
             for _ in tries(CONFLICT_ATTEMPTS):
                 if self._verify_once(write):
                     return
@@ -407,6 +414,52 @@ class Deployment:
         self._control.refresh()
         return False
 
+    def region_problem(self) -> str | None:
+        """What is wrong when the bucket lives in another region than this saver's
+        clients are configured for (one request: HeadBucket); None when it lives there,
+        does not exist, or the service names no region. S3 bucket names are global, so a
+        bucket found elsewhere is the deployment's: its table is there too."""
+        found = self._objects().bucket_region() if self._objects is not None else None
+        if found is None or not found.configured or found.lives_in == found.configured:
+            return None
+        return (
+            f"bucket {found.bucket!r} lives in region {found.lives_in}, this saver is "
+            f"configured for {found.configured}; set AWS_REGION={found.lives_in} (or "
+            "S3DYNAMO_REGION, region=, --region) where the deployment is"
+        )
+
+    @contextmanager
+    def located(self) -> Iterator[None]:
+        """A table that does not exist, inside the block, is checked against where the
+        bucket lives (`region_problem`): in another region, `StorageConfigError` names the
+        region to set instead of `StoreMissingError`, whose fix, setup(), would start a
+        second, empty deployment there. The deployment check and `guarded` use it, so a
+        process's first request says it, whichever it is."""
+        try:
+            yield
+        except StoreMissingError as exc:
+            problem = self.region_problem()
+            if problem is None:
+                raise
+            raise StorageConfigError(
+                f"{exc.resource or 'the index'} does not exist, and {problem}. Do not run "
+                "setup() in this region: it would start a second, empty deployment"
+            ) from exc
+
+    def objects_resource(self) -> str:
+        """The object store, as messages name it (its bucket)."""
+        return f"bucket {self._bucket!r}" if self._bucket else "the object store"
+
+    def refuse_elsewhere(self) -> None:
+        """Before `setup()` creates anything: a bucket that lives in another region than
+        the saver is configured for is the deployment's, so `StorageConfigError` names the
+        region to set instead of a second, empty table being made here (one HeadBucket)."""
+        if problem := self.region_problem():
+            raise StorageConfigError(
+                f"setup() refused: {problem}. Creating the table here would start a second, "
+                "empty deployment beside the one the bucket belongs to; nothing was created"
+            )
+
     def check_bucket(self) -> None:
         """Refuse a saver on another bucket than the recorded one, from the record already
         read (no request; nothing to compare before it is read)."""
@@ -431,10 +484,12 @@ class Deployment:
         if record is not None and DeploymentView.of(record).naming == mine.naming:
             raise DeploymentMismatchError(
                 f"{self._where} has no deployment of its own, but the table's unprefixed "
-                "deployment has this saver's naming key: it was written by version 0.1, "
-                "where the prefix applied to object keys only (docs/FORMAT.md). Read it "
-                "with langgraph-checkpoint-s3dynamo<0.2; a tenant on a shared table needs "
-                "keys of its own"
+                "deployment has this saver's naming key, so this prefix would start a second, "
+                "empty set of threads beside it. If the prefix is not meant (a typo, or one "
+                "set by mistake), fix or unset S3DYNAMO_PREFIX (prefix=); a tenant on a "
+                "shared table needs keys of its own (docs/SECURITY.md); a deployment written "
+                "by version 0.1, where the prefix applied to object keys only, is read with "
+                "langgraph-checkpoint-s3dynamo<0.2 (docs/FORMAT.md)"
             )
 
     def differences(self, theirs: DeploymentView, mine: DeploymentView) -> list[str]:

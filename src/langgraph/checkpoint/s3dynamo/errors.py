@@ -10,8 +10,8 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   │                                   table that holds tenants
     │   ├── ValueNotSerializableError       a value or write the serializer cannot store
     │   │   (also TypeError)                (names the channel, and the task of a write)
-    │   └── StorageConfigError              S3 or DynamoDB refused the configuration (bucket
-    │                                       name, region, endpoint, access): do not retry
+    │   └── StorageConfigError              S3, DynamoDB or KMS refused the configuration
+    │                                       (bucket, KMS key, region, endpoint, access): fix it
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        any other failure talking to S3 or DynamoDB,
@@ -50,7 +50,12 @@ class DeploymentMismatchError(S3DynamoError):
 
 
 class StoreMissingError(S3DynamoError):
-    """The DynamoDB table or S3 bucket does not exist."""
+    """The DynamoDB table or S3 bucket does not exist. `resource` names it, with the
+    region and endpoint asked."""
+
+    def __init__(self, message: str, resource: str = "") -> None:
+        super().__init__(message)
+        self.resource = resource
 
 
 class RegionNotSetError(InvalidConfigError):
@@ -77,9 +82,11 @@ class EndpointUnreachableError(StorageError):
 
 
 class StorageConfigError(InvalidConfigError):
-    """S3 or DynamoDB refused a request because of how the saver is configured: a bucket
-    name S3 does not accept, a region or endpoint that does not serve the service, access
-    or credentials refused. It does not pass on its own: fix the setting it names."""
+    """S3, DynamoDB or KMS refused a request because of how the saver is configured: a
+    bucket name S3 does not accept, a KMS key that does not exist or is disabled, a region
+    or endpoint that does not serve the service, access or credentials refused; or the
+    bucket lives in another region than the saver is configured for. It does not pass on
+    its own: fix the setting it names."""
 
 
 class ValueNotSerializableError(InvalidConfigError, TypeError):

@@ -382,6 +382,16 @@ class KeyService(Protocol):
         ...
 
 
+class BucketRegion(NamedTuple):
+    """Where a bucket lives, as the service says, and the region the client of this store
+    sends to: S3 bucket names are global, so a bucket found in another region is the
+    deployment's, and the saver's region setting is what is wrong."""
+
+    bucket: str
+    lives_in: str
+    configured: str
+
+
 class ObjectStore(Protocol):
     """Immutable blobs by key. An implementation may carry a `name` (its bucket's): the
     deployment record keeps it and refuses a saver on another name (`deployment.py`)."""
@@ -426,4 +436,10 @@ class ObjectStore(Protocol):
 
     def create_if_missing(self) -> bool:
         """Create the container if absent; True if it was created."""
+        ...
+
+    def bucket_region(self) -> BucketRegion | None:
+        """One request (S3: HeadBucket): where the container lives, as the service says;
+        None if it does not exist or the service names no region (the in-memory twin,
+        servers that do not say)."""
         ...

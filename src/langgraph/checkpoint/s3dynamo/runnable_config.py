@@ -1,15 +1,18 @@
 """What LangGraph hands the saver, validated: thread ids, namespaces and checkpoint ids
-from a config. Pure functions; errors say what was expected and how to fix it. (The
-saver's own settings are `settings.py`.)"""
+from a config, and the share of a checkpoint's metadata the config makes. Pure functions;
+errors say what was expected and how to fix it. (The saver's own settings are
+`settings.py`.)"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import get_checkpoint_metadata
 
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ItemTooLargeError
 from langgraph.checkpoint.s3dynamo.layout import SEPARATOR
 
 # Documented limits on identities (UTF-8 bytes). Names are hashed, so these bound only
@@ -17,6 +20,13 @@ from langgraph.checkpoint.s3dynamo.layout import SEPARATOR
 MAX_THREAD_ID_BYTES = 1024
 MAX_NAMESPACE_BYTES = 2048
 MAX_CHECKPOINT_ID_BYTES = 128
+# What LangGraph copies from a config into the metadata of every checkpoint of a run (the
+# strings and numbers of config["configurable"] and config["metadata"]) may take this
+# much sealed: with the rest of the record (body, up to 64 KiB of inline values) the
+# checkpoint still fits one 400 KB index item. `put` and `put_writes` check the same
+# config the same way, so a task's writes are refused with the checkpoint they belong
+# to: LangGraph stores them while that checkpoint's put is still running.
+COPIED_METADATA_MAX = 256 * 1024
 
 
 def thread_id_of(value: Any) -> str:
@@ -79,3 +89,34 @@ def make_config(tid: str, ns: str, cid: str) -> RunnableConfig:
 def describe(tid: str, ns: str, cid: str) -> str:
     where = f"thread {tid!r}" + (f" namespace {ns!r}" if ns else "")
     return f"{where} checkpoint {cid}"
+
+
+def _size_bound(copied: Mapping[str, Any]) -> int:
+    """More than any serializer makes of `copied` (str keys; str, int, float or bool
+    values), sealed: 12 bytes a character covers JSON's escapes of astral characters."""
+    return 1024 + sum(
+        16 + 12 * len(k) + (12 * len(v) if isinstance(v, str) else 32) for k, v in copied.items()
+    )
+
+
+def refuse_copied_metadata(
+    config: RunnableConfig, what: str, sealed_size: Callable[[Mapping[str, Any]], int]
+) -> None:
+    """Raise `ItemTooLargeError` if what LangGraph copies from `config` into a checkpoint's
+    metadata would take more than `COPIED_METADATA_MAX` sealed (`sealed_size` seals it;
+    asked only when a cheap bound does not settle it). `what`: the write refused."""
+    copied = get_checkpoint_metadata(config, {})
+    if _size_bound(copied) <= COPIED_METADATA_MAX:
+        return
+    size = sealed_size(copied)
+    if size <= COPIED_METADATA_MAX:
+        return
+    sizes = {str(k): len(repr(v)) for k, v in copied.items()}
+    key = max(sizes, key=lambda k: sizes[k])
+    raise ItemTooLargeError(
+        f"{what}: the metadata LangGraph copies from the config into every checkpoint (the "
+        f"strings and numbers of config['configurable'] and config['metadata']) is {size} "
+        f"bytes sealed, over the {COPIED_METADATA_MAX}-byte limit that keeps a checkpoint "
+        f"within one index item; its largest key is {key!r} (about {sizes[key]} characters). "
+        "Keep large data in the graph state (or the Store) instead; nothing was written"
+    )

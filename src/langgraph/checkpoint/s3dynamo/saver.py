@@ -35,8 +35,14 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.s3dynamo import compose, executor, runs, telemetry
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
-from langgraph.checkpoint.s3dynamo.runnable_config import checkpoint_id_of, target, thread_id_of
+from langgraph.checkpoint.s3dynamo.runnable_config import (
+    checkpoint_id_of,
+    refuse_copied_metadata,
+    target,
+    thread_id_of,
+)
 from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -69,6 +75,28 @@ def _serializer(saver: S3DynamoSaver) -> SerializerProtocol:
             "(EncryptedSerializer(cipher, serializer)), or build a new saver"
         )
     return serde.serde if isinstance(serde, EncryptedSerializer) else serde
+
+
+def _create_if_missing(parts: compose.Components) -> None:
+    """The table, then the bucket, as `setup()` makes them. A table made for a bucket that
+    was already there is most often a mistyped table name, which would start an empty
+    conversation beside the deployment's: said as a warning, naming both."""
+    table_made, bucket_made = parts.store.create_if_missing()
+    if table_made and not bucket_made:
+        log.warning(
+            "setup() created %s for %s, which was already there: if that is not the "
+            "deployment's table name (a typo in S3DYNAMO_TABLE, table=?), this is a second, "
+            "empty deployment and its threads start from nothing; fix the name and delete "
+            "the new table",
+            parts.store.index_resource(),
+            parts.deployment.objects_resource(),
+        )
+
+
+def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[str, Any]], int]:
+    """How large a checkpoint's metadata is sealed, for `refuse_copied_metadata`: `put`
+    and `put_writes` refuse the same config the same way."""
+    return lambda metadata: len(saver.store.codec.seal_metadata(at, metadata))
 
 
 class S3DynamoSaver(BaseCheckpointSaver[str]):
@@ -197,10 +225,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         compose.prime(self.parts)
 
     def setup(self) -> None:
-        """Create the table and bucket if missing (idempotent), then the KMS keyring (with
-        `kms_key_id`) and the deployment record. For development and tests; production
-        infrastructure comes from `terraform/`."""
-        self.store.create_if_missing()
+        """Create the table and bucket if missing (idempotent; never where the bucket does
+        not live), then the KMS keyring (with `kms_key_id`) and the deployment record. For
+        development and tests; production infrastructure comes from `terraform/`."""
+        self.parts.deployment.refuse_elsewhere()
+        _create_if_missing(self.parts)
         self.parts.deployment.verify(write=True)
 
     # ------------------------------------------------------------ the contract
@@ -214,14 +243,16 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store a checkpoint: new large values to S3 in one wave, then one request."""
         tid, ns, parent_id = target(config)
-        checkpoint_id_of(checkpoint.get("id"))
+        at = CheckpointAt(tid, ns, checkpoint_id_of(checkpoint.get("id")))
+        refuse_copied_metadata(config, at.what, _sealed_size(self, at))
         shaped = get_checkpoint_metadata(config, metadata)
         # A new thread checks (or records) the deployment first, once its values are
         # serialized: a value that cannot be stored writes nothing, not even the record.
         first = (lambda: self.parts.deployment.verify(write=True)) if parent_id is None else None
-        cid = self.store.commit(
-            tid, ns, parent_id, checkpoint, shaped, new_versions, before_write=first
-        )
+        with guarded(self.parts.deployment):  # a missing table: in another region?
+            cid = self.store.commit(
+                tid, ns, parent_id, checkpoint, shaped, new_versions, before_write=first
+            )
         return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
     def put_writes(
@@ -241,6 +272,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if not isinstance(task_id, str):
             raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
         if writes:
+            at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
+            what = f"{at.what}: the writes of task {task_id!r}"
+            refuse_copied_metadata(config, what, _sealed_size(self, at))
             self.store.commit_writes(tid, ns, cid, task_id, task_path, writes)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

@@ -10,9 +10,9 @@ Environment variables, with the argument each sets:
     S3DYNAMO_ENDPOINT_URL                                  endpoint_url
     S3DYNAMO_INLINE_MAX, S3DYNAMO_DELTA_MAX                 inline_max, delta_max
     S3DYNAMO_OBJECT_CACHE_BYTES, S3DYNAMO_MAX_ATTEMPTS      object_cache_bytes, max_attempts
-    S3DYNAMO_DETECT_CONCURRENT_RUNS (1 or 0)               detect_concurrent_runs
+    S3DYNAMO_DETECT_CONCURRENT_RUNS (yes or no)            detect_concurrent_runs
     S3DYNAMO_ASYNC_WORKERS (read even without from_env)    async_workers
-    S3DYNAMO_RETENTION (30d, 12h, or days)                 retention
+    S3DYNAMO_RETENTION (30d, 12h, 90m, 3600s, or days)     retention
     S3DYNAMO_RETENTION_STRATEGY (delete or keep_latest)    retention_strategy
     S3DYNAMO_TTL: LangGraph Platform's `checkpointer.ttl`  ttl (its names and units:
       of langgraph.json, as JSON                             strategy, default_ttl in
@@ -22,10 +22,15 @@ Environment variables, with the argument each sets:
       S3DYNAMO_KEYS (id:base64key,...) + S3DYNAMO_SECRET   keys, secret
       LANGGRAPH_AES_KEY (read even without from_env, as LangGraph's platform does)
       S3DYNAMO_PLAINTEXT=1                                 plaintext
+
+A yes/no variable takes 1, true, yes or on, or 0, false, no or off, in any case (`yes_no`);
+a duration a number with a unit, d, h, m or s, or a bare number of days (`duration`).
+Anything else is refused, naming the variable, what came and what it accepts.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import hmac
 import json
@@ -44,7 +49,11 @@ from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_e
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 # botocore's retry budget per request (first try included), in its "standard" mode.
 DEFAULT_MAX_ATTEMPTS = 5
-TRUE_WORDS = ("1", "true", "yes", "on")
+# What a yes/no setting accepts, in any case (`yes_no`).
+YES_WORDS = ("1", "true", "yes", "on")
+NO_WORDS = ("0", "false", "no", "off")
+# A duration's units (`duration`); a bare number is days.
+DURATION_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 NO_KEY_HINT = (
     "configure a key source: S3DYNAMO_KMS_KEY_ID=<KMS key id, ARN or alias> (kms_key_id=...), "
@@ -62,6 +71,27 @@ KEYS_FORMS = (
     "of key id to 32 raw bytes, or a Keyring"
 )
 RETENTION_STRATEGIES = ("delete", "keep_latest")
+# Every variable `Settings.from_env` reads (the module docstring says what each sets).
+VARIABLES = (
+    "S3DYNAMO_TABLE",
+    "S3DYNAMO_BUCKET",
+    "S3DYNAMO_PREFIX",
+    "S3DYNAMO_REGION",
+    "S3DYNAMO_ENDPOINT_URL",
+    "S3DYNAMO_INLINE_MAX",
+    "S3DYNAMO_DELTA_MAX",
+    "S3DYNAMO_OBJECT_CACHE_BYTES",
+    "S3DYNAMO_MAX_ATTEMPTS",
+    "S3DYNAMO_DETECT_CONCURRENT_RUNS",
+    "S3DYNAMO_ASYNC_WORKERS",
+    "S3DYNAMO_RETENTION",
+    "S3DYNAMO_RETENTION_STRATEGY",
+    "S3DYNAMO_TTL",
+    "S3DYNAMO_KMS_KEY_ID",
+    "S3DYNAMO_KEYS",
+    "S3DYNAMO_SECRET",
+    "S3DYNAMO_PLAINTEXT",
+)
 # LangGraph Platform's names in langgraph.json's `checkpointer.ttl`.
 PLATFORM_TTL_KEYS = ("strategy", "default_ttl", "sweep_interval_minutes")
 
@@ -89,31 +119,50 @@ class KeySource:
         }[self.kind]
 
 
-def parse_ttl(value: str | float | timedelta) -> timedelta:
-    """A TTL from a timedelta, a number of days, or text such as `30d`, `12h`, `90m`."""
+def yes_no(name: str, raw: str) -> bool:
+    """The value of the yes/no setting `name` (a variable or an argument): 1, true, yes or
+    on; 0, false, no or off; in any case, spaces around ignored. Anything else is an error
+    that names the setting, what came and what it accepts."""
+    word = raw.strip().lower()
+    if word in YES_WORDS:
+        return True
+    if word in NO_WORDS:
+        return False
+    raise InvalidConfigError(
+        f"{name} must be yes or no, got {raw!r}; expected one of {', '.join(YES_WORDS)} "
+        f"(yes) or {', '.join(NO_WORDS)} (no), in any case"
+    )
+
+
+def duration(value: str | float | timedelta, name: str = "retention") -> timedelta:
+    """The positive duration `value` of the setting `name`: a timedelta, a number of days,
+    or text, a number with a unit (30d, 12h, 90m, 3600s) or a bare number of days.
+    Anything else is an error that names the setting, what came and what it accepts."""
+    accepts = "a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of days"
     if isinstance(value, timedelta):
-        ttl = value
-    elif isinstance(value, (int, float)):
-        ttl = timedelta(days=value)
-    else:
+        span = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        span = timedelta(days=value)
+    elif isinstance(value, str):
         text = value.strip().lower()
-        units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+        unit = DURATION_UNITS.get(text[-1:], "days")
+        number = text[:-1] if text[-1:] in DURATION_UNITS else text
         try:
-            if text and text[-1] in units:
-                ttl = timedelta(**{units[text[-1]]: float(text[:-1])})
-            else:
-                ttl = timedelta(days=float(text))
-        except ValueError:
+            span = timedelta(**{unit: float(number)})
+        except (ValueError, OverflowError):
             raise InvalidConfigError(
-                f"retention TTL {value!r} is not a duration; expected a number of days "
-                "or a number with a unit: 30d, 12h, 90m, 3600s"
+                f"{name} must be a duration, got {value!r}; expected {accepts}"
             ) from None
-    if ttl <= timedelta(0):
+    else:
         raise InvalidConfigError(
-            f"retention TTL must be positive, got {value!r}; give the idle time after "
-            "which a thread is removed, such as 30d"
+            f"{name} must be a duration, got a {type(value).__name__}: {value!r}; expected "
+            f"{accepts}, or a timedelta"
         )
-    return ttl
+    if span <= timedelta(0):
+        raise InvalidConfigError(
+            f"{name} must be a positive duration, got {value!r}; expected {accepts}, such as 30d"
+        )
+    return span
 
 
 def platform_ttl(ttl: Any) -> dict[str, Any]:
@@ -177,6 +226,21 @@ def keyring_of(keys: Any, active: str | None = None) -> Keyring:
     if active is not None and active != keyring.active:
         keyring = Keyring(keys=keyring.keys, active=active)
     return keyring
+
+
+def refuse_misspelled(env: Mapping[str, str]) -> None:
+    """An S3DYNAMO_ variable close to one `from_env` reads, but not it (S3DYNAMO_BUKET):
+    its value would be ignored without a word, so it is an error that names the one meant.
+    Variables of other tools of the project (S3DYNAMO_DEBUG, ...) are nowhere near."""
+    for name in sorted(env):
+        if name.startswith("S3DYNAMO_") and name not in VARIABLES:
+            near = difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.85)
+            if near:
+                raise InvalidConfigError(
+                    f"{name} is set, but s3dynamo reads no such variable, so its value "
+                    f"would be ignored; did you mean {near[0]}? Rename it (the README's "
+                    "Configuration lists every variable)"
+                )
 
 
 @dataclass(frozen=True)
@@ -282,10 +346,9 @@ class Settings:
         if options.get("ttl") is not None:
             options.update(platform_ttl(options.pop("ttl")))
         options.pop("ttl", None)
-        if options.get("retention") is not None:
-            options["retention"] = parse_ttl(options["retention"])
-        if options.get("sweep_interval") is not None:
-            options["sweep_interval"] = parse_ttl(options["sweep_interval"])
+        for name in ("retention", "sweep_interval"):
+            if options.get(name) is not None:
+                options[name] = duration(options[name], name)
         if not options.get("kms_key_id"):
             options["kms_key_id"] = None
         return cls(**options)
@@ -294,6 +357,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from the environment (module docstring); keyword arguments win."""
         env = os.environ if env is None else env
+        refuse_misspelled(env)
         options: dict[str, Any] = {
             "table": env.get("S3DYNAMO_TABLE", ""),
             "bucket": env.get("S3DYNAMO_BUCKET", ""),
@@ -315,11 +379,7 @@ class Settings:
                         f"{name} must be a whole number of {unit}, got {raw!r}"
                     ) from None
         if raw := env.get("S3DYNAMO_DETECT_CONCURRENT_RUNS"):
-            if raw.lower() not in ("0", "1", "true", "false"):
-                raise InvalidConfigError(
-                    f"S3DYNAMO_DETECT_CONCURRENT_RUNS must be 1 or 0, got {raw!r}"
-                )
-            options["detect_concurrent_runs"] = raw.lower() in ("1", "true")
+            options["detect_concurrent_runs"] = yes_no("S3DYNAMO_DETECT_CONCURRENT_RUNS", raw)
         if env.get("S3DYNAMO_ASYNC_WORKERS"):
             options["async_workers"] = workers_from_env(env)
         if raw := env.get("S3DYNAMO_REGION"):
@@ -333,7 +393,7 @@ class Settings:
         if kms_key_id := env.get("S3DYNAMO_KMS_KEY_ID"):
             options["kms_key_id"] = kms_key_id
         if raw := env.get("S3DYNAMO_PLAINTEXT"):
-            options["plaintext"] = raw.strip().lower() in TRUE_WORDS
+            options["plaintext"] = yes_no("S3DYNAMO_PLAINTEXT", raw)
         if raw := env.get("S3DYNAMO_TTL"):
             try:
                 options["ttl"] = json.loads(raw)
@@ -343,7 +403,7 @@ class Settings:
                     f'{{"strategy": "keep_latest", "default_ttl": 43200}}; got {raw!r}'
                 ) from None
         if raw := env.get("S3DYNAMO_RETENTION"):
-            options["retention"] = raw
+            options["retention"] = duration(raw, "S3DYNAMO_RETENTION")
         if raw := env.get("S3DYNAMO_RETENTION_STRATEGY"):
             options["retention_strategy"] = raw.strip()
         options.update(overrides)

@@ -18,16 +18,18 @@ attempt budget, and enough pooled connections for the shared wave pool (`waves.p
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from typing import Any
+from urllib.parse import urlsplit
 
 from botocore.config import Config
 from botocore.exceptions import NoRegionError
 from botocore.session import Session
 
 from langgraph.checkpoint.s3dynamo import telemetry
-from langgraph.checkpoint.s3dynamo.errors import RegionNotSetError
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, RegionNotSetError
 
 _session: Session | None = None
 _lock = threading.Lock()  # botocore sessions are not safe to share unlocked
@@ -69,13 +71,39 @@ def client(
     )
     with _lock:
         try:
-            return _the_session().create_client(
+            built = _the_session().create_client(
                 service, region_name=region, endpoint_url=endpoint_url, config=config
             )
         except NoRegionError:
             raise RegionNotSetError(
                 f"no AWS region for the {service} client: {REGION_HINT}"
             ) from None
+        except ValueError as exc:  # botocore's "Invalid endpoint: ..."
+            raise InvalidConfigError(
+                endpoint_problem(service, endpoint_url, str(exc).partition(": ")[2])
+            ) from None
+    url = str(getattr(built.meta, "endpoint_url", "") or "")
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise InvalidConfigError(endpoint_problem(service, endpoint_url, url))
+    return built
+
+
+def endpoint_problem(service: str, given: str | None, url: str) -> str:
+    """What is wrong with the endpoint a client was configured with, naming where it
+    came from: the saver's setting, or the variable botocore read it from."""
+    if given is not None:
+        source = "S3DYNAMO_ENDPOINT_URL (endpoint_url=, --endpoint-url)"
+    else:
+        named = f"AWS_ENDPOINT_URL_{service.upper()}"
+        source = next(
+            (n for n in (named, "AWS_ENDPOINT_URL") if os.environ.get(n)),
+            "the endpoint_url of the AWS config file's profile",
+        )
+    return (
+        f"{source} is {url!r}, not an endpoint URL the {service} client can send to; "
+        "expected http:// or https:// then a host, such as http://127.0.0.1:4566, or "
+        "unset it for AWS's own endpoint. Nothing was sent"
+    )
 
 
 # Error codes of a throttled request (botocore's standard retry mode retries them).

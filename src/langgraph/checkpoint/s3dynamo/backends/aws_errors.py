@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -36,6 +37,14 @@ SETUP_HINT = (
     "if it belongs here, deploy the terraform/ module (saver.setup() in development)"
 )
 MISSING_CODES = ("ResourceNotFoundException", "NoSuchBucket")
+# KMS refusing the key it was named, not the moment: no such key or alias, a key disabled
+# or pending deletion, or one that does not encrypt.
+KMS_KEY_CODES = (
+    "NotFoundException",
+    "DisabledException",
+    "KMSInvalidStateException",
+    "InvalidKeyUsageException",
+)
 DENIED_CODES = ("AccessDenied", "AccessDeniedException", "403")
 UNKNOWN_CREDENTIALS_CODES = (
     "UnrecognizedClientException",
@@ -104,7 +113,14 @@ def translate(exc: Exception, resource: str) -> Exception:
         message = exc.response.get("Error", {}).get("Message", "")
         status = http_status(exc)
         if code in MISSING_CODES:
-            return StoreMissingError(f"{resource} does not exist ({code}); {SETUP_HINT}")
+            return StoreMissingError(f"{resource} does not exist ({code}); {SETUP_HINT}", resource)
+        if code in KMS_KEY_CODES and resource.startswith("KMS key "):
+            return StorageConfigError(
+                f"{op} on {resource}: KMS refused the key ({code}: {message}), a configuration "
+                "error that retrying does not fix. Expected an enabled symmetric encryption "
+                "key, by id, ARN, alias name or alias ARN, in this region: fix "
+                "S3DYNAMO_KMS_KEY_ID (kms_key_id=) or AWS_REGION"
+            )
         if code == "InvalidBucketName":
             return StorageConfigError(
                 f"{op} on {resource}: S3 refused the bucket name ({code}: {message}), a "
@@ -154,6 +170,14 @@ def translate(exc: Exception, resource: str) -> Exception:
         return EndpointUnreachableError(
             f"cannot reach {resource}: {exc}; check AWS_REGION and the endpoint "
             "(S3DYNAMO_ENDPOINT_URL, AWS_ENDPOINT_URL*)"
+        )
+    endpoint = re.search(r"endpoint (\S+)\)$", resource)
+    if endpoint and urlsplit(endpoint.group(1)).scheme not in ("http", "https"):
+        # A client built elsewhere (botocore checks only that a URL parses).
+        return StorageConfigError(
+            f"cannot send to {resource}: {exc}; its endpoint is no http:// or https:// URL, "
+            "a configuration error that retrying does not fix: fix the endpoint the client "
+            "was built with (endpoint_url=, AWS_ENDPOINT_URL_*), or unset it for AWS's own"
         )
     return StorageError(f"request to {resource} failed: {exc}")
 

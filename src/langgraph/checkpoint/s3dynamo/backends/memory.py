@@ -43,7 +43,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StoreMissingError,
 )
 from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace, tombstone_time
-from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo, Page
+from langgraph.checkpoint.s3dynamo.ports import BucketRegion, Cursor, ObjectInfo, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ControlRecord,
@@ -462,6 +462,12 @@ class MemoryObjects:
     def create_if_missing(self) -> bool:
         created, self.exists = not self.exists, True
         return created
+
+    def bucket_region(self) -> BucketRegion | None:
+        """No regions in memory: a HeadBucket that names none (or finds no bucket)."""
+        self.calls["head"] += 1
+        telemetry.request("memory-objects", "head")
+        return None
 
     def clone(self) -> MemoryObjects:
         """An independent copy of everything stored (tests fork a store this way)."""

@@ -6,20 +6,30 @@ import builtins
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto, observe
 from langgraph.checkpoint.s3dynamo.backends.aws_errors import (
     attempt,
+    http_status,
     located,
+    translate,
     translate_errors,
 )
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, StorageError
-from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.ports import BucketRegion, ObjectInfo
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 # S3's limit on one DeleteObjects.
 DELETE_OBJECTS_MAX = 1000
 # A conditional delete refused because the key was written (or deleted) since listing.
 SKIPPED_DELETE_CODES = ("PreconditionFailed", "NoSuchKey", "ConditionalRequestConflict")
+
+
+def region_header(answer: Any) -> str:
+    """The region an S3 answer says its bucket lives in ("" if it says none)."""
+    headers = (answer or {}).get("ResponseMetadata", {}).get("HTTPHeaders", {})
+    return str(headers.get("x-amz-bucket-region") or (answer or {}).get("BucketRegion") or "")
 
 
 class S3Objects:
@@ -140,6 +150,25 @@ class S3Objects:
                 f"DeleteObjects on {self.resource}: {len(errors)} keys not deleted, e.g. "
                 f"{first.get('Key')!r}: {first.get('Code')}: {first.get('Message')}"
             )
+
+    def bucket_region(self) -> BucketRegion | None:
+        """HeadBucket's `x-amz-bucket-region` header, which S3 sends even when the caller
+        may not list the bucket (403: the agent's policy lists only under its prefix), and
+        after botocore followed a redirect to the bucket's region."""
+        try:
+            answer = self.client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            if http_status(exc) == 404:
+                return None
+            answer = exc.response
+            if http_status(exc) != 403 and not region_header(answer):
+                raise translate(exc, self.resource) from exc
+        except BotoCoreError as exc:
+            raise translate(exc, self.resource) from exc
+        found = region_header(answer)
+        if not found:
+            return None
+        return BucketRegion(self.bucket, found, str(self.client.meta.region_name or ""))
 
     def create_if_missing(self) -> bool:
         found = attempt(

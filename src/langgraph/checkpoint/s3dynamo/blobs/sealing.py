@@ -133,12 +133,19 @@ class Keyring:
         keys: dict[str, bytes] = {}
         for entry in filter(None, (e.strip() for e in spec.split(","))):
             key_id, sep, b64 = entry.partition(":")
-            if not sep:
+            key_id = key_id.strip()
+            if not sep or not key_id:
                 raise InvalidConfigError(
                     f"{at}keyring entry {entry[:12]!r}... has no id: expected 'id:base64key'"
                 )
+            if key_id in keys:
+                raise InvalidConfigError(
+                    f"{at}key id {key_id!r} appears twice: expected each id once, since a "
+                    "blob names the id of the key that sealed it. When rotating, give the new "
+                    f"key an id of its own, first, and keep the old one: 'k2:<new>,{key_id}:<old>'"
+                )
             try:
-                keys[key_id.strip()] = base64.b64decode(b64.strip(), validate=True)
+                keys[key_id] = base64.b64decode(b64.strip(), validate=True)
             except ValueError as exc:
                 raise InvalidConfigError(
                     f"{at}keyring entry {key_id!r}: key is not valid base64"

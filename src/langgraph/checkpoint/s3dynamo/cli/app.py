@@ -3,8 +3,9 @@
 Exit codes: 0 fine, 1 problems found (or an operation failed), 2 usage or
 configuration (bad flags, missing settings, table or bucket, credentials, keys, unknown
 thread). Errors a person can act on are one line on stderr with the fix, mapped here by
-their type (`errors.py`); set S3DYNAMO_DEBUG=1 for the traceback. A reader that closes
-the pipe early (`s3dynamo show ... | head`) ends the command quietly with 0.
+their type (`errors.py`); set S3DYNAMO_DEBUG=1 (a yes/no setting) for the traceback. A
+reader that closes the pipe early (`s3dynamo show ... | head`) ends the command quietly
+with 0.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from langgraph.checkpoint.s3dynamo import (
     ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.cli.common import OK, PROBLEMS, USAGE, cli, err
+from langgraph.checkpoint.s3dynamo.settings import yes_no
 
 __all__ = ["cli", "explain", "main", "run"]
 
@@ -83,8 +85,19 @@ def _quiet_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+def _debug() -> bool:
+    """S3DYNAMO_DEBUG, a yes/no setting: show the traceback of every error."""
+    raw = os.environ.get("S3DYNAMO_DEBUG", "")
+    return bool(raw.strip()) and yes_no("S3DYNAMO_DEBUG", raw)
+
+
 def run(argv: Sequence[str] | None = None) -> None:
     """Run the command line and exit with its code."""
+    try:
+        debug = _debug()
+    except InvalidConfigError as exc:
+        err.print(f"s3dynamo: {escape(_one_line(exc))}", soft_wrap=True)
+        sys.exit(USAGE)
     try:
         code = cli.main(args=argv, prog_name="s3dynamo", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -103,9 +116,7 @@ def run(argv: Sequence[str] | None = None) -> None:
         code = OK
     except Exception as exc:
         explained = explain(exc)
-        if os.environ.get("S3DYNAMO_DEBUG") or (
-            explained is None and not isinstance(exc, (ValueError, TypeError, OSError))
-        ):
+        if debug or (explained is None and not isinstance(exc, (ValueError, TypeError, OSError))):
             raise
         code, message = explained or (PROBLEMS, f"{type(exc).__name__}: {_one_line(exc)}")
         err.print(f"s3dynamo: {escape(message)}", soft_wrap=True)

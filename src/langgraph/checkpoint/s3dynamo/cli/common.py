@@ -1,8 +1,9 @@
-"""What every command shares: the click group, the store options (accepted before the
-command and after it), opening a saver from them, and output helpers."""
+"""What every command shares: the click group, the store options and --json (accepted
+before the command and after it), opening a saver from them, and output helpers."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+import langgraph.checkpoint.s3dynamo.cli.render as render
 from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver, Settings
 from langgraph.checkpoint.s3dynamo.ops.inspect import Progress as Tick
 
@@ -23,6 +25,8 @@ OK, PROBLEMS, USAGE = 0, 1, 2
 ALL_NAMESPACES = "*"
 SHORT_ID = 12
 STORE_SETTINGS = ("table", "bucket", "prefix", "region", "endpoint_url")
+JSON = "as_json"
+JSON_HELP = "print JSON (shapes: docs/CLI.md); before or after the command"
 
 
 class _Output(Console):
@@ -61,7 +65,15 @@ def store_options(fn: F) -> F:
 
 
 def json_option(fn: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="print JSON (shape: README)")(fn)
+    """--json on a command; given on the group (`s3dynamo --json threads`), it holds for
+    the command too."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, as_json: bool, **kwargs: Any) -> Any:
+        given = (click.get_current_context().find_root().obj or {}).get(JSON)
+        return fn(*args, as_json=as_json or bool(given), **kwargs)
+
+    return click.option("--json", "as_json", is_flag=True, help=JSON_HELP)(command)  # type: ignore[return-value]
 
 
 def yes_option(fn: F) -> F:
@@ -79,6 +91,7 @@ def scope_option(fn: F) -> F:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="langgraph-checkpoint-s3dynamo", prog_name="s3dynamo")
+@click.option("--json", JSON, is_flag=True, help=JSON_HELP)
 @store_options
 @click.pass_context
 def cli(ctx: click.Context, /, **settings: Any) -> None:
@@ -87,7 +100,7 @@ def cli(ctx: click.Context, /, **settings: Any) -> None:
     S3DYNAMO_BUCKET, S3DYNAMO_PREFIX, S3DYNAMO_KEYS, S3DYNAMO_SECRET, S3DYNAMO_KMS_KEY_ID,
     LANGGRAPH_AES_KEY, AWS_REGION, ...) or from the options, before or after the
     command. Commands that change the store show their plan and change nothing without
-    --yes.
+    --yes. --json, before or after the command, prints JSON instead.
 
     Exit codes: 0 fine, 1 problems found, 2 usage or configuration.
     """
@@ -147,9 +160,10 @@ def plan_then(
     act: Callable[[], Any],
     *,
     work: bool = True,
+    said: Callable[[Any], str] = render.outcome,
 ) -> int:
-    """Show a plan; with --yes, carry it out and report. With no `work` to do, say so
-    and change nothing, --yes or not."""
+    """Show a plan; with --yes, carry it out and report (`said`: the line for what it
+    did). With no `work` to do, say so and change nothing, --yes or not."""
     run = yes and work
     result = act() if run else None
     if as_json:
@@ -158,7 +172,7 @@ def plan_then(
     for line in lines:
         out.print(escape(line))
     if run:
-        out.print(f"done{'' if result is None else ': ' + str(result)}")
+        out.print(escape(said(result)), soft_wrap=True)
     elif not work:
         out.print("nothing to do")
     else:

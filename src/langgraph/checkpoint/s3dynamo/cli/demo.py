@@ -15,7 +15,8 @@ human-approval interrupt, on a moto server on 127.0.0.1 (offline; no AWS account
 
 It needs LangGraph, moto server and pytest: the `cli` and `testing` extras and
 `langgraph` (`make demo` installs a smaller set: see the Makefile). With `--keep` the
-server stays up afterwards so the commands can be tried by hand.
+server stays up afterwards so the commands, or the README's Quickstart with keys of
+one's own, can be tried there; it prints the two `export` lines another shell needs.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
 THREAD = "customer-42"
-# What `--keep` prints for another shell: enough to reach the server as-is.
-EXPORTED = (
+# What `--keep` prints for another shell, on two lines: what reaches the server (with a
+# table, bucket and keys of one's own, as the README's s3dynamo.env keeps them), then the
+# demo's own table, bucket and keys, to read what it stored.
+REACH = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
     "AWS_REGION",
@@ -48,11 +51,8 @@ EXPORTED = (
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_S3",
     "AWS_ENDPOINT_URL_DYNAMODB",
-    "S3DYNAMO_TABLE",
-    "S3DYNAMO_BUCKET",
-    "S3DYNAMO_KEYS",
-    "S3DYNAMO_SECRET",
 )
+DEMO_DATA = ("S3DYNAMO_TABLE", "S3DYNAMO_BUCKET", "S3DYNAMO_KEYS", "S3DYNAMO_SECRET")
 SECRET_TEXT = b"blue kettle"
 SECOND = "--second-process"
 INSTALL = (
@@ -211,9 +211,18 @@ def main(argv: list[str] | None = None) -> int:
             run_cli(*args)
 
         env = sandbox.environment()
-        exports = " ".join(f"{k}={shlex.quote(env[k] or '')}" for k in EXPORTED if env.get(k))
+
+        def exports(names: tuple[str, ...]) -> str:
+            return " ".join(f"{k}={shlex.quote(env[k] or '')}" for k in names if env.get(k))
+
         if keep:
-            print(f"\nThe server stays up until Ctrl-C. In another shell:\n  export {exports}")
+            print(
+                "\nThe server stays up until Ctrl-C. In another shell, this reaches it (then "
+                "your own table, bucket and keys work there, as in the README's s3dynamo.env):"
+            )
+            print(f"  export {exports(REACH)}")
+            print("and this reads what the demo stored, with its own table, bucket and keys:")
+            print(f"  export {exports(DEMO_DATA)}")
             print(f"  s3dynamo threads; s3dynamo history {THREAD}; s3dynamo show {THREAD}")
             sys.stdout.flush()
             try:

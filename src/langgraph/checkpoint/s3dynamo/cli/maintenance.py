@@ -29,6 +29,7 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     yes_option,
 )
 from langgraph.checkpoint.s3dynamo.ops import GcPlan, IncrementalGcPlan
+from langgraph.checkpoint.s3dynamo.settings import duration
 
 
 @cli.command()
@@ -136,13 +137,14 @@ def expire(
     """Expire every thread idle for longer than the time to live: remove it whole
     (records and objects) or keep only its latest checkpoints; finish what an earlier run
     left midway."""
+    ttl = duration(older_than, "--older-than") if older_than else None
     saver = open_saver(**settings)
-    if not older_than and saver.settings.retention is None:
+    if ttl is None and saver.settings.retention is None:
         raise InvalidConfigError(
             "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
         )
     with progress("scanning"):
-        found = saver.ops.plan_expiry(older_than, strategy=strategy, scope=scope, full=full)
+        found = saver.ops.plan_expiry(ttl, strategy=strategy, scope=scope, full=full)
     plan = found.to_dict()
     idle = f"{render.plural(plan['idle_threads'], 'thread')} idle for over {found.ttl}"
     if found.strategy == "keep_latest":
@@ -308,7 +310,7 @@ def doctor(as_json: bool, **settings: Any) -> int:
         for line in report.lines:
             out.print(escape(line))
         for problem in report.problems:
-            err.print(f"s3dynamo: {escape(problem)}")
+            err.print(f"s3dynamo: {escape(problem)}", soft_wrap=True)
         out.print("ok" if report.ok else render.plural(len(report.problems), "problem"))
     return OK if report.ok else PROBLEMS
 

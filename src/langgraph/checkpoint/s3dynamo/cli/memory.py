@@ -26,6 +26,8 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     yes_option,
 )
 
+FILTER_EXAMPLE = {"kind": "note"}
+
 
 def _namespace(text: str) -> tuple[str, ...]:
     return tuple(part for part in text.split("/") if part)
@@ -35,6 +37,27 @@ def _store(**settings: Any) -> Any:
     from langgraph.store.s3dynamo import S3DynamoStore
 
     return S3DynamoStore.from_saver(open_saver(**settings))
+
+
+def _filter(text: str | None) -> dict[str, Any] | None:
+    """--filter: a JSON object, as LangGraph's `search(filter=...)` takes it."""
+    if not text:
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        key, sep, value = text.partition("=")
+        example = json.dumps(
+            {key.strip() or "kind": value.strip() or "note"} if sep else FILTER_EXAMPLE
+        )
+        raise click.BadParameter(
+            f"expected a JSON object of field values, got {text!r}; for example "
+            f"--filter '{example}'",
+            param_hint="--filter",
+        )
+    return found
 
 
 def _item(item: Any) -> dict[str, Any]:
@@ -78,7 +101,13 @@ def show_item(namespace: str, key: str, as_json: bool, **settings: Any) -> int:
     """One item's value and times (its TTL is not refreshed)."""
     item = _store(**settings).get(_namespace(namespace), key, refresh_ttl=False)
     if item is None:
-        err.print(f"no item {escape(key)!r} in namespace {escape(namespace)!r}")
+        err.print(
+            f"s3dynamo: no item {escape(key)!r} in namespace {escape(namespace)!r}: none was "
+            "put there, it was deleted, or it expired (an expired item is never read back; "
+            "`s3dynamo memory stats` counts those not yet swept). `s3dynamo memory search "
+            f"{escape(namespace)}` lists the items there",
+            soft_wrap=True,
+        )
         return USAGE
     if as_json:
         emit_json(_item(item))
@@ -106,7 +135,7 @@ def search(
     """Items under a namespace prefix, newest first, optionally filtered (TTLs are not
     refreshed). --query ranks nothing here: the command line has no embedding function."""
     store = _store(**settings)
-    filters = json.loads(filter_json) if filter_json else None
+    filters = _filter(filter_json)
     found = store.search(
         _namespace(namespace), filter=filters, query=query, limit=limit, refresh_ttl=False
     )
@@ -174,7 +203,7 @@ def expire_memory(as_json: bool, yes: bool, **settings: Any) -> int:
     with progress("scanning"):
         found = saver.ops.memory.expire(dry_run=True)
     plan = found.to_dict()
-    lines = [f"{n} expired {label} items" for label, n in found.items.items()]
+    lines = [render.plural(n, f"expired {label} item") for label, n in found.items.items()]
     return plan_then(
         as_json,
         yes,
@@ -182,4 +211,15 @@ def expire_memory(as_json: bool, yes: bool, **settings: Any) -> int:
         lines,
         lambda: saver.ops.memory.expire().to_dict(),
         work=sum(found.items.values()) > 0,
+        said=_expired,
+    )
+
+
+def _expired(result: dict[str, Any]) -> str:
+    """What an expiry sweep removed, per space, as a sentence."""
+    items, dropped = result["items"], result["namespaces_dropped"]
+    return "removed " + "; ".join(
+        f"{render.plural(items.get(label, 0), f'expired {label} item')} "
+        f"({render.plural(dropped.get(label, 0), 'namespace')} left empty, dropped)"
+        for label in items
     )

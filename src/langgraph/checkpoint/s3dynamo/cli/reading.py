@@ -30,12 +30,19 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
 )
 
 
-def resolve(saver: S3DynamoSaver, thread_id: str, ns: str, given: str | None) -> str | None:
+def resolve(
+    saver: S3DynamoSaver, thread_id: str, ns: str | None, given: str | None
+) -> tuple[str, str | None]:
     try:
         return views.resolve_checkpoint(saver, thread_id, ns, given)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="CHECKPOINT") from None
 
+
+NS_HELP = (
+    "checkpoint namespace (default: the root graph, or the namespace of the checkpoint "
+    "named, as `history --ns '*'` lists them)"
+)
 
 # ------------------------------------------------------------------------ reads
 
@@ -168,7 +175,7 @@ def _print_value(name: str, value: Any, full: bool) -> None:
 @cli.command()
 @click.argument("thread_id")
 @click.argument("checkpoint", required=False)
-@click.option("--ns", default="", help="checkpoint namespace (default: the root graph)")
+@click.option("--ns", help=NS_HELP)
 @click.option("--full", is_flag=True, help="show long values and pending writes whole")
 @click.option("--redact", is_flag=True, help="show the shape of values, not their text or numbers")
 @json_option
@@ -176,7 +183,7 @@ def _print_value(name: str, value: Any, full: bool) -> None:
 def show(
     thread_id: str,
     checkpoint: str | None,
-    ns: str,
+    ns: str | None,
     full: bool,
     redact: bool,
     as_json: bool,
@@ -184,7 +191,7 @@ def show(
 ) -> int:
     """A checkpoint's state (default: the latest): values, pending writes, interrupts."""
     saver = open_saver(**settings)
-    cid = resolve(saver, thread_id, ns, checkpoint)
+    ns, cid = resolve(saver, thread_id, ns, checkpoint)
     data = views.state(saver, thread_id, cid, ns, redacted=redact)
     if as_json:
         emit_json(data)
@@ -228,18 +235,18 @@ def _print_lines(head: str, lines: list[str]) -> None:
 @click.argument("thread_id")
 @click.argument("a", required=False)
 @click.argument("b", required=False)
-@click.option("--ns", default="", help="checkpoint namespace (default: the root graph)")
+@click.option("--ns", help=NS_HELP)
 @json_option
 @store_options
 def diff(
-    thread_id: str, a: str | None, b: str | None, ns: str, as_json: bool, **settings: Any
+    thread_id: str, a: str | None, b: str | None, ns: str | None, as_json: bool, **settings: Any
 ) -> int:
-    """What changed between two checkpoints (default: the latest against its parent;
-    one id: that checkpoint against its parent)."""
+    """What changed between two checkpoints of one namespace (default: the latest against
+    its parent; one id: that checkpoint against its parent)."""
     saver = open_saver(**settings)
-    a_id = resolve(saver, thread_id, ns, a)
-    b_id = resolve(saver, thread_id, ns, b)
-    data = views.diff(saver, thread_id, a_id, b_id, ns)
+    a_ns, a_id = resolve(saver, thread_id, ns, a)
+    _, b_id = resolve(saver, thread_id, a_ns, b)  # in A's namespace
+    data = views.diff(saver, thread_id, a_id, b_id, a_ns)
     if as_json:
         emit_json(data)
         return OK

@@ -348,6 +348,24 @@ def ratio(numerator: float, denominator: float) -> float | None:
     return round(numerator / denominator, 3) if denominator else None
 
 
+def outcome(result: Any) -> str:
+    """What an executed plan did, as a line: its figures by name ("deleted 3"; a nested
+    mapping as "items: store 2, cache 0"), not a Python repr."""
+    if result is None:
+        return "done"
+    if not isinstance(result, Mapping):
+        return f"done: {result}"
+
+    def said(name: str, value: Any) -> str:
+        label = name.replace("_", " ")
+        if isinstance(value, Mapping):
+            return f"{label}: " + ", ".join(said(str(k), v) for k, v in value.items())
+        return f"{label} {value}"
+
+    parts = [said(str(k), v) for k, v in result.items() if k != "dry_run"]
+    return "done: " + "; ".join(parts) if parts else "done"
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 

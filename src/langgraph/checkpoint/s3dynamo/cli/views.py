@@ -65,24 +65,43 @@ def history(saver: S3DynamoSaver, thread_id: str, ns: str | None) -> dict[str, A
 
 
 def resolve_checkpoint(
-    saver: S3DynamoSaver, thread_id: str, ns: str, given: str | None
-) -> str | None:
-    """A full checkpoint id from a full id or any unique start or end of one (`history`
-    shows the last 12 characters); ValueError if several match."""
+    saver: S3DynamoSaver, thread_id: str, ns: str | None, given: str | None
+) -> tuple[str, str | None]:
+    """(namespace, full checkpoint id) from a full id or any unique start or end of one
+    (`history` shows the last 12 characters): in namespace `ns`, or with `ns` None in the
+    root namespace, else in whichever one namespace holds it (`history --ns '*'` lists
+    them all). ValueError if several match."""
     if given is None:
-        return None
-    ids = saver.ops.checkpoint_ids(thread_id, ns)
-    if given in ids:
-        return given
-    found = [c for c in ids if c.startswith(given) or c.endswith(given)]
+        return ns or "", None
+    every = saver.ops.checkpoints(thread_id)
+
+    def matching(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        exact = [p for p in pairs if p[1] == given]
+        return exact or [p for p in pairs if p[1].startswith(given) or p[1].endswith(given)]
+
+    found = matching([p for p in every if p[0] == (ns or "")])
+    if not found and ns is None:
+        found = matching(every)
     if len(found) == 1:
         return found[0]
     if not found:
-        raise ThreadNotFoundError(
-            f"thread {thread_id!r} has no checkpoint {given!r} in namespace {ns!r}; "
-            f"`s3dynamo history {thread_id}` lists them"
+        elsewhere = sorted({where for where, _ in matching(every)})
+        hint = (
+            f"; it is in namespace {elsewhere[0]!r}: pass --ns {elsewhere[0]!r}"
+            if elsewhere
+            else ""
         )
-    raise ValueError(f"{given!r} matches {len(found)} checkpoints; give more of the id")
+        raise ThreadNotFoundError(
+            f"thread {thread_id!r} has no checkpoint {given!r} in namespace {ns or ''!r}{hint}; "
+            f"`s3dynamo history {thread_id} --ns '*'` lists them"
+        )
+    places = sorted({where or "(root)" for where, _ in found})
+    raise ValueError(
+        f"{given!r} matches {len(found)} checkpoints"
+        + (f" in namespaces {places}" if len(places) > 1 else "")
+        + "; give more of the id"
+        + (", or --ns" if len(places) > 1 else "")
+    )
 
 
 def state(

@@ -57,7 +57,7 @@ from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan, IncrementalGcPlan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
 from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
-from langgraph.checkpoint.s3dynamo.settings import parse_ttl
+from langgraph.checkpoint.s3dynamo.settings import duration
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
 
 if TYPE_CHECKING:  # imported when first used: the Store's maintenance
@@ -251,7 +251,11 @@ class Operations:
         (`.scanned_all` is False). `scope` names this saver's prefix (needed without one
         on a table that holds tenants), or is "*": every tenant's idle threads, in one
         Scan (strategy "delete" only, which opens nothing, so needs no tenant's keys)."""
-        ttl = parse_ttl(older_than) if older_than is not None else self.parts.settings.retention
+        ttl = (
+            duration(older_than, "older_than")
+            if older_than is not None
+            else self.parts.settings.retention
+        )
         if ttl is None:
             raise InvalidConfigError(
                 "expiring idle threads needs a time to live and none is set; pass "
@@ -414,6 +418,11 @@ class Operations:
     def checkpoint_ids(self, thread_id: str, ns: str) -> list[str]:
         """The ids of a thread's checkpoints in one namespace, newest first."""
         return [e.checkpoint_id for e in self._entries(thread_id) if e.ns == ns]
+
+    def checkpoints(self, thread_id: str) -> list[tuple[str, str]]:
+        """(namespace, checkpoint id) of every checkpoint of a thread, newest first in
+        each namespace."""
+        return [(e.ns, e.checkpoint_id) for e in self._entries(thread_id)]
 
     def stats(
         self, thread_id: str | None = None, progress: inspect.Progress | None = None

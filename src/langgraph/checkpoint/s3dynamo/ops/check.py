@@ -7,7 +7,13 @@ import logging
 from dataclasses import dataclass, field
 
 from langgraph.checkpoint.s3dynamo.compose import Components
-from langgraph.checkpoint.s3dynamo.errors import CheckFailedError, InvalidConfigError, S3DynamoError
+from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.errors import (
+    CheckFailedError,
+    InvalidConfigError,
+    S3DynamoError,
+    StorageConfigError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +37,11 @@ class CheckReport:
 def check(parts: Components, *, raise_on_problem: bool = True) -> CheckReport:
     """One Query on the control partition (the table exists in this region and may be
     read; it also reads the deployment record and the KMS keyring), one listing of at
-    most one key under the prefix (the bucket exists and may be listed), one KMS Decrypt
-    with `kms_key_id` (the key unwraps this deployment's keyring). Nothing is written.
-    Returns the report, or raises `CheckFailedError` holding it."""
+    most one key under the prefix (the bucket exists and may be listed), one HeadBucket
+    (the bucket lives in the region the saver is configured for; where the table is
+    missing, asked instead of the listing), one KMS Decrypt with `kms_key_id` (the key
+    unwraps this deployment's keyring). Nothing is written. Returns the report, or
+    raises `CheckFailedError` holding it."""
     report = CheckReport()
     steps = (("table", _check_table), ("bucket", _check_bucket), ("keys", _check_keys))
     for name, step in steps:
@@ -51,12 +59,20 @@ def check(parts: Components, *, raise_on_problem: bool = True) -> CheckReport:
 
 
 def _check_table(parts: Components) -> str:
-    parts.control.refresh()
+    with guarded(parts.deployment):  # missing: is the bucket in another region?
+        parts.control.refresh()
     return f"{parts.store.index_resource()} answers"
 
 
 def _check_bucket(parts: Components) -> str:
-    return f"{parts.store.probe_objects()} answers"
+    answered = parts.store.probe_objects()
+    problem = parts.deployment.region_problem()
+    if problem:
+        raise StorageConfigError(
+            f"{problem}; the table this saver reads is not in the bucket's region, so it "
+            "is not the deployment's table unless it was made apart on purpose"
+        )
+    return f"{answered} answers"
 
 
 def _check_keys(parts: Components) -> str:

@@ -388,8 +388,10 @@ def verify(
             "item",
             item_label(w.key),
             None,
-            "writes item whose checkpoint item is gone (an interrupted delete; "
-            "`s3dynamo delete` or prune again removes it)",
+            "writes item with no checkpoint item: left by a delete or prune that stopped "
+            "midway, or stored by LangGraph for a checkpoint whose put then failed or never "
+            "came (a run that stopped); no reader sees it; `s3dynamo delete` of the thread, "
+            "or the prune again, removes it",
         )
     report.checked["blobs"] += len(grouped.entries)  # the thread references, opened by `pair`
     report.checked["opened"] += len(grouped.entries)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.errors import ThreadExistsError
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ThreadExistsError
 from langgraph.checkpoint.s3dynamo.layout import (
     TOP,
     is_mark_key,
@@ -205,7 +205,10 @@ class PrunePlan:
 
 def check_strategy(strategy: str) -> None:
     if strategy not in PRUNE_STRATEGIES:
-        raise ValueError(f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}")
+        raise InvalidConfigError(
+            f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}: "
+            "'keep_latest' keeps each namespace's latest checkpoint, 'delete' the whole thread"
+        )
 
 
 def plan_prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> PrunePlan:

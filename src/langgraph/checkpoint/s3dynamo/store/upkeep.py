@@ -42,10 +42,10 @@ class Upkeep:
     scope: Scope
     deleter: Deleter
 
-    def create_if_missing(self) -> None:
-        """Create the table and the bucket if missing (development and tests)."""
-        self.ports.records.create_if_missing()
-        self.ports.objects.create_if_missing()
+    def create_if_missing(self) -> tuple[bool, bool]:
+        """Create the table and the bucket if missing (development and tests); whether
+        each was made."""
+        return self.ports.records.create_if_missing(), self.ports.objects.create_if_missing()
 
     def prime(self) -> None:
         """Build every port now (an init phase), still without a request."""

@@ -1,0 +1,98 @@
+"""Nothing written: everything a backend's table and bucket hold, taken before an error
+that is raised before writing and compared after it.
+
+    with nothing_written(backend), pytest.raises(ItemTooLargeError):
+        graph.invoke(inputs, config)
+
+`contents` lists every item (checkpoint and writes records, heads, leases, upload intents,
+the deployment's records, Store items and node-cache entries, their directories) and
+every object, each with what it holds; on AWS, an object with its ETag and modification
+time, so one written again with the same bytes counts as written too. The Store's and
+the cache's errors use it the same way: nothing here knows which part wrote."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+
+Contents = dict[str, Any]
+
+# The in-memory index's state, by attribute: what a table would hold.
+INDEX_STATE = (
+    "_partitions",
+    "heads",
+    "leases",
+    "idle",
+    "intents",
+    "control",
+    "_memory",
+    "_directory",
+)
+
+
+def memory_contents(index: MemoryIndex, stores: dict[str, MemoryObjects]) -> Contents:
+    """Every item of the in-memory twins, and every object of each named store."""
+    out: Contents = {}
+    for attr in INDEX_STATE:
+        for key, value in getattr(index, attr).items():
+            if isinstance(value, dict):  # partition -> sort key -> item
+                for sk, item in value.items():
+                    out[f"{attr} {key} {sk}"] = copy.deepcopy(item)
+            else:
+                out[f"{attr} {key}"] = copy.deepcopy(value)
+    out.update({f"_descendants {pk}": True for pk in index._descendants})
+    for name, store in stores.items():
+        for key, blob in store.blobs.items():
+            out[f"object {name}/{key}"] = (blob, store.tags.get(key))
+    return out
+
+
+def aws_contents(dynamodb: Any, s3: Any, table: str, bucket: str) -> Contents:
+    """Every item of the table (a consistent Scan) and every object of the bucket; a table
+    or bucket that does not exist holds nothing."""
+    out: Contents = {}
+    if table in dynamodb.list_tables()["TableNames"]:
+        for page in dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+            for item in page["Items"]:
+                out[f"item {item['pk']['S']} {item['sk']['S']}"] = item
+    if any(b["Name"] == bucket for b in s3.list_buckets()["Buckets"]):
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            for obj in page.get("Contents", []):
+                out[f"object {obj['Key']}"] = (obj["ETag"], obj["Size"], obj["LastModified"])
+    return out
+
+
+def unobserved(client: Any) -> Any:
+    """A boto3 client for the same service, region and endpoint as `client`, with no
+    request counter hooked to it."""
+    import boto3
+
+    return boto3.client(
+        client.meta.service_model.service_name,
+        region_name=client.meta.region_name,
+        endpoint_url=client.meta.endpoint_url,
+    )
+
+
+def differences(before: Contents, after: Contents) -> list[str]:
+    """What changed, one line per item or object: added, removed or changed."""
+    lines = [f"added {k}" for k in sorted(after.keys() - before.keys())]
+    lines += [f"removed {k}" for k in sorted(before.keys() - after.keys())]
+    lines += [f"changed {k}" for k in sorted(before.keys() & after.keys()) if before[k] != after[k]]
+    return lines
+
+
+@contextmanager
+def nothing_written(backend: Any) -> Iterator[None]:
+    """Assert that the block leaves the backend's table and bucket exactly as they were
+    (`backend`: a `tests.support.backends.Backend`). Put it outside `pytest.raises`."""
+    before = backend.contents()
+    yield
+    changed = differences(before, backend.contents())
+    assert not changed, f"{len(changed)} changes after an error raised before writing: " + (
+        "; ".join(changed[:8])
+    )

@@ -1,0 +1,208 @@
+"""Settings from the environment as a new user types them (issue 39, part 5): one parser
+for every yes/no setting and one for every duration, each error naming the variable, what
+came and what it accepts; a key id given twice, a misspelled variable name and an
+endpoint URL that is no URL are refused up front, as settings to fix, before any request."""
+
+from __future__ import annotations
+
+import base64
+import os
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from langgraph.checkpoint.s3dynamo import (
+    InvalidConfigError,
+    S3DynamoSaver,
+    Settings,
+    StorageConfigError,
+    StorageError,
+)
+from langgraph.checkpoint.s3dynamo.settings import NO_WORDS, YES_WORDS, duration, yes_no
+from tests.support.savers import thread_config
+
+KEY = base64.b64encode(os.urandom(32)).decode()
+OTHER = base64.b64encode(os.urandom(32)).decode()
+SEALED = {"S3DYNAMO_KEYS": f"k1:{KEY}", "S3DYNAMO_SECRET": "a naming secret of 32 characters"}
+STORAGE = {"S3DYNAMO_TABLE": "agent-checkpoints", "S3DYNAMO_BUCKET": "agent-checkpoints-1"}
+YES_NO = ("S3DYNAMO_PLAINTEXT", "S3DYNAMO_DETECT_CONCURRENT_RUNS")
+
+
+def from_env(**env: str) -> Settings:
+    return Settings.from_env({**STORAGE, **env})
+
+
+# ------------------------------------------------------------------- yes or no
+
+
+@pytest.mark.parametrize("word", [*YES_WORDS, "TRUE", " Yes ", "On"])
+def test_every_yes_word_means_yes_for_every_yes_no_setting(word: str) -> None:
+    assert from_env(S3DYNAMO_PLAINTEXT=word).plaintext is True
+    assert from_env(S3DYNAMO_DETECT_CONCURRENT_RUNS=word, **SEALED).detect_concurrent_runs
+
+
+@pytest.mark.parametrize("word", [*NO_WORDS, "FALSE", " No ", "Off"])
+def test_every_no_word_means_no_for_every_yes_no_setting(word: str) -> None:
+    assert from_env(S3DYNAMO_PLAINTEXT=word, **SEALED).plaintext is False
+    assert not from_env(S3DYNAMO_DETECT_CONCURRENT_RUNS=word, **SEALED).detect_concurrent_runs
+
+
+@pytest.mark.parametrize("variable", YES_NO)
+@pytest.mark.parametrize("typo", ["ture", "flase", "y", "enabled", "2"])
+def test_a_typo_in_a_yes_no_setting_is_named_not_ignored(variable: str, typo: str) -> None:
+    with pytest.raises(InvalidConfigError) as raised:
+        from_env(**{variable: typo}, **SEALED)
+    assert str(raised.value) == (
+        f"{variable} must be yes or no, got {typo!r}; expected one of 1, true, yes, on (yes) "
+        "or 0, false, no, off (no), in any case"
+    )
+
+
+def test_plaintext_ture_beside_keys_is_refused_instead_of_sealing_silently() -> None:
+    # Before: any word but 1/true/yes/on meant "no", so the typo sealed without a word.
+    env = {**STORAGE, **SEALED, "S3DYNAMO_PLAINTEXT": "ture"}
+    with pytest.raises(InvalidConfigError, match="S3DYNAMO_PLAINTEXT must be yes or no"):
+        S3DynamoSaver(settings=Settings.from_env(env))
+
+
+def test_the_parser_is_the_one_the_command_line_uses_for_its_debug_switch() -> None:
+    assert yes_no("S3DYNAMO_DEBUG", "yes") and not yes_no("S3DYNAMO_DEBUG", "0")
+    with pytest.raises(InvalidConfigError, match="S3DYNAMO_DEBUG must be yes or no, got 'x'"):
+        yes_no("S3DYNAMO_DEBUG", "x")
+
+
+# -------------------------------------------------------------------- durations
+
+
+@pytest.mark.parametrize(
+    ("given", "span"),
+    [
+        ("30d", timedelta(days=30)),
+        ("12h", timedelta(hours=12)),
+        ("90m", timedelta(minutes=90)),
+        ("3600s", timedelta(seconds=3600)),
+        ("7", timedelta(days=7)),
+        (" 1.5D ", timedelta(days=1.5)),
+        (7, timedelta(days=7)),
+        (timedelta(hours=2), timedelta(hours=2)),
+    ],
+)
+def test_a_duration_is_a_number_with_a_unit_or_a_number_of_days(
+    given: Any, span: timedelta
+) -> None:
+    assert duration(given) == span
+    if isinstance(given, str):
+        assert from_env(S3DYNAMO_RETENTION=given).retention == span
+
+
+@pytest.mark.parametrize("typo", ["30 days", "a month", "30x", "d", "", "1e999d"])
+def test_a_duration_that_is_none_names_the_variable_and_what_it_accepts(typo: str) -> None:
+    accepts = "a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of days"
+    with pytest.raises(InvalidConfigError) as raised:
+        duration(typo, "S3DYNAMO_RETENTION")
+    assert str(raised.value) == (
+        f"S3DYNAMO_RETENTION must be a duration, got {typo!r}; expected {accepts}"
+    )
+    if typo.strip():  # an empty variable is an unset one
+        with pytest.raises(InvalidConfigError, match=r"^S3DYNAMO_RETENTION must be a duration"):
+            from_env(S3DYNAMO_RETENTION=typo)
+
+
+def test_a_duration_argument_is_named_as_the_argument() -> None:
+    with pytest.raises(InvalidConfigError, match=r"^retention must be a duration, got 'soon'"):
+        Settings.of(retention="soon", plaintext=True)
+    with pytest.raises(InvalidConfigError, match=r"^sweep_interval must be a positive duration"):
+        Settings.of(sweep_interval="0h", plaintext=True)
+    with pytest.raises(InvalidConfigError, match=r"^retention must be a duration, got a bool"):
+        Settings.of(retention=True, plaintext=True)
+
+
+# ------------------------------------------------------------------ keys, names
+
+
+def test_one_key_id_given_two_keys_is_refused_naming_the_id() -> None:
+    # A slip during rotation: the new key under the old id.
+    with pytest.raises(InvalidConfigError) as raised:
+        from_env(S3DYNAMO_KEYS=f"k1:{KEY},k1:{OTHER}", S3DYNAMO_SECRET=SEALED["S3DYNAMO_SECRET"])
+    message = str(raised.value)
+    assert message.startswith("keys (S3DYNAMO_KEYS' form): key id 'k1' appears twice")
+    assert "give the new key an id of its own, first, and keep the old one" in message
+    assert KEY not in message and OTHER not in message
+    with pytest.raises(InvalidConfigError, match="has no id"):
+        from_env(S3DYNAMO_KEYS=f":{KEY}", S3DYNAMO_SECRET=SEALED["S3DYNAMO_SECRET"])
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("S3DYNAMO_BUKET", "S3DYNAMO_BUCKET"),
+        ("S3DYNAMO_PLAIN_TEXT", "S3DYNAMO_PLAINTEXT"),
+        ("S3DYNAMO_KEY", "S3DYNAMO_KEYS"),
+        ("S3DYNAMO_DETECT_CONCURRENT_RUN", "S3DYNAMO_DETECT_CONCURRENT_RUNS"),
+    ],
+)
+def test_a_misspelled_variable_is_named_with_the_one_meant(typo: str, meant: str) -> None:
+    with pytest.raises(InvalidConfigError) as raised:
+        from_env(**{typo: "1"}, **SEALED)
+    assert str(raised.value).startswith(
+        f"{typo} is set, but s3dynamo reads no such variable, so its value would be "
+        f"ignored; did you mean {meant}?"
+    )
+
+
+def test_variables_of_the_projects_other_tools_are_not_taken_for_typos() -> None:
+    for name in ("S3DYNAMO_DEBUG", "S3DYNAMO_TEST_BACKEND", "S3DYNAMO_TF_APPLY"):
+        assert from_env(**{name: "1"}, **SEALED).table == "agent-checkpoints"
+
+
+# --------------------------------------------------------------------- endpoints
+
+
+@pytest.mark.parametrize(
+    ("variable", "url"),
+    [
+        ("AWS_ENDPOINT_URL_DYNAMODB", "htp://127.0.0.1:4566"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", "127.0.0.1:4566"),
+        ("AWS_ENDPOINT_URL", "http://"),
+        ("S3DYNAMO_ENDPOINT_URL", "htp://127.0.0.1:4566"),
+    ],
+)
+def test_an_endpoint_that_is_no_url_is_a_setting_to_fix_before_any_request(
+    variable: str, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in os.environ if n.startswith("AWS_ENDPOINT_URL")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv(variable, url)
+    env = {**STORAGE, **SEALED}
+    if variable.startswith("S3DYNAMO_"):
+        env[variable] = url
+    saver = S3DynamoSaver(settings=Settings.from_env(env))
+    with pytest.raises(InvalidConfigError) as raised:
+        saver.get_tuple(thread_config("t"))
+    message = str(raised.value)
+    named = (
+        "S3DYNAMO_ENDPOINT_URL (endpoint_url=, --endpoint-url)" if variable[0] == "S" else variable
+    )
+    assert message.startswith(f"{named} is {url!r}, not an endpoint URL the dynamodb client")
+    assert "expected http:// or https:// then a host" in message
+    assert "Nothing was sent" in message
+    assert not isinstance(raised.value, StorageError)  # not "retry later"
+
+
+def test_a_client_built_elsewhere_with_such_an_endpoint_is_a_configuration_error() -> None:
+    import boto3
+
+    client = boto3.client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url="htp://127.0.0.1:4566",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    saver = S3DynamoSaver(dynamodb_client=client, table="t", bucket="b-1", plaintext=True)
+    with pytest.raises(StorageConfigError, match=r"its endpoint is no http:// or https:// URL"):
+        saver.get_tuple(thread_config("t"))
