@@ -5,9 +5,10 @@ that is raised before writing and compared after it.
         graph.invoke(inputs, config)
 
 `contents` lists every item (checkpoint and writes records, heads, leases, upload intents,
-the deployment's records, Store items and node-cache entries, their directories) and
-every object, each with what it holds; on AWS, an object with its ETag and modification
-time, so one written again with the same bytes counts as written too. The Store's and
+the deployment's records, Store items and node-cache entries, their directories, the
+Store's vector logs, manifests and filter tokens) and every object, each with what it
+holds; on AWS, an object with its ETag and modification time, so one written again with
+the same bytes counts as written too. The Store's and
 the cache's errors use it the same way: nothing here knows which part wrote."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ INDEX_STATE = (
     "control",
     "_memory",
     "_directory",
+    "_indexes",
 )
 
 

@@ -17,6 +17,7 @@ from langgraph.checkpoint.s3dynamo import executor, telemetry
 from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.memory.core import checked_ttl
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 CACHE_SPACE = "c"
@@ -90,12 +91,15 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
         # value serialized first, so one the serializer cannot store writes nothing.
         writes: dict[Namespace, list[tuple[str, tuple[str, bytes], float | None]]] = {}
         for (ns, key), (value, ttl) in pairs.items():
-            minutes = None if ttl is None else ttl / 60
-            with serializing(f"cache entry {key!r} in namespace {tuple(ns)!r}", value):
+            where = f"cache entry {key!r} in namespace {tuple(ns)!r}"
+            seconds = checked_ttl(ttl, "seconds", where)
+            with serializing(where, value):
                 typed = self.serde.dumps_typed(value)
+            minutes = None if seconds is None else seconds / 60
             writes.setdefault(tuple(ns), []).append((key, typed, minutes))
         self._check(write=True)
-        parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
+        with guarded(self._parts.deployment):
+            parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
 
     def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
         self._check(write=False)

@@ -22,6 +22,7 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -43,7 +44,7 @@ from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
-from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace
+from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
 from langgraph.checkpoint.s3dynamo.memory.search import Searcher
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
@@ -108,7 +109,9 @@ class S3DynamoStore(BaseStore):
         self.ttl_config = ttl
         self.index_config: dict[str, Any] | None = None
         self.embeddings = None
+        self._dims: int | None = None
         if index:
+            self._dims = index.get("dims")
             self.index_config = dict(index)
             self.embeddings = ensure_embeddings(index.get("embed"))
             self.index_config["__tokenized_fields"] = [
@@ -181,7 +184,7 @@ class S3DynamoStore(BaseStore):
         vectors = self._embed_queries(queries)
         texts = self._texts(puts)
         embedded = self.embeddings.embed_documents(list(texts)) if texts and self.embeddings else []
-        return self._run(ops, puts, vectors, _placed(texts, embedded))
+        return self._run(ops, puts, vectors, _placed(texts, embedded, self._dims))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = _validated(ops)
@@ -195,7 +198,7 @@ class S3DynamoStore(BaseStore):
         embedded = (
             await self.embeddings.aembed_documents(list(texts)) if texts and self.embeddings else []
         )
-        placed = _placed(texts, embedded)
+        placed = _placed(texts, embedded, self._dims)
         return await executor.run(
             self._parts.settings.async_workers, self._run, ops, puts, vectors, placed
         )
@@ -405,17 +408,27 @@ telemetry.instrument(
 
 
 def _placed(
-    texts: dict[str, list[tuple[Namespace, str, str]]], embedded: list[list[float]]
+    texts: dict[str, list[tuple[Namespace, str, str]]],
+    embedded: list[list[float]],
+    dims: int | None,
 ) -> dict[tuple[Namespace, str], Vectors]:
     """Each put's vectors by path, from one embedding per distinct text (a text two items
-    or paths share is embedded once and goes to each)."""
+    or paths share is embedded once and goes to each); refused, before anything is
+    written, unless there is one per text of the IndexConfig's `dims`."""
     if len(texts) != len(embedded):
-        raise ValueError(
+        raise InvalidConfigError(
             f"the embedding function returned {len(embedded)} vectors for {len(texts)} "
             "distinct texts; expected one per text, in order"
         )
     out: dict[tuple[Namespace, str], Vectors] = defaultdict(dict)
     for places, vector in zip(texts.values(), embedded, strict=True):
+        if dims is not None and len(vector) != dims:
+            ns, key, path = places[0]
+            raise InvalidConfigError(
+                f"store item {key!r} in namespace {ns!r}: the embedding function returned "
+                f"{len(vector)} dimensions for its field {path!r}, and the IndexConfig says "
+                f"dims={dims}; set dims to what the embedding model returns"
+            )
         for ns, key, path in places:
             out[(ns, key)][path] = [float(x) for x in vector]
     return out
@@ -452,4 +465,17 @@ def _validated(ops: Iterable[Op]) -> list[Op]:
     ops = list(ops)
     for op in ops:
         validate_op_namespace(op)
+        if isinstance(op, PutOp) and (not op.namespace or op.namespace[0] == "langgraph"):
+            # What BaseStore.put refuses, refused for a put given to batch too.
+            raise InvalidNamespaceError(
+                f"a put's namespace may be neither empty nor under 'langgraph', got "
+                f"{op.namespace!r}"
+            )
+        if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
+            raise InvalidConfigError(
+                f"store key in namespace {op.namespace!r}: expected a str, got "
+                f"{type(op.key).__name__} {op.key!r}; pass str({op.key!r}) if that is meant"
+            )
+        if isinstance(op, PutOp) and op.value is not None:
+            checked_ttl(op.ttl, "minutes", f"store item {op.key!r} in namespace {op.namespace!r}")
     return ops

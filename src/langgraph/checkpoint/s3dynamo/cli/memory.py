@@ -99,12 +99,21 @@ def namespaces(
 @store_options
 def show_item(namespace: str, key: str, as_json: bool, **settings: Any) -> int:
     """One item's value and times (its TTL is not refreshed)."""
-    item = _store(**settings).get(_namespace(namespace), key, refresh_ttl=False)
+    store = _store(**settings)
+    item = store.get(_namespace(namespace), key, refresh_ttl=False)
     if item is None:
+        expired = store.saver.ops.memory.expired_at(_namespace(namespace), key)
+        if expired is not None:
+            err.print(
+                f"s3dynamo: item {escape(key)!r} in namespace {escape(namespace)!r} expired "
+                f"at {expired:%Y-%m-%d %H:%M:%S} UTC; an expired item is never read back, "
+                "and `s3dynamo memory expire` removes it (not yet swept)",
+                soft_wrap=True,
+            )
+            return USAGE
         err.print(
             f"s3dynamo: no item {escape(key)!r} in namespace {escape(namespace)!r}: none was "
-            "put there, it was deleted, or it expired (an expired item is never read back; "
-            "`s3dynamo memory stats` counts those not yet swept). `s3dynamo memory search "
+            "put there, or it was deleted. `s3dynamo memory search "
             f"{escape(namespace)}` lists the items there",
             soft_wrap=True,
         )

@@ -19,6 +19,7 @@ whatever the sweep (`ops/memory.py`) has done yet.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -27,7 +28,7 @@ from typing import cast
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.sealing import identity
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     MANIFEST_SK,
@@ -41,7 +42,7 @@ from langgraph.checkpoint.s3dynamo.ports import MemoryItems
 from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, IndexItem, ItemKey, MemoryRow
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
-__all__ = ["Batch", "Found", "Namespace", "Space", "Typed", "refresh_to"]
+__all__ = ["Batch", "Found", "Namespace", "Space", "Typed", "checked_ttl", "refresh_to"]
 
 Typed = tuple[str, bytes]
 # A read leaves an item's expiry alone when refreshing it would move it by less than
@@ -403,6 +404,21 @@ class Space:
                 "the item it is stored as; it was moved or altered"
             )
         return Found(namespace, key, (typ, data), row, str(version))
+
+
+def checked_ttl(ttl: object, unit: str, where: str) -> float | None:
+    """A TTL as given (`unit`: "minutes" for the Store, "seconds" for the node cache),
+    refused before anything is written unless it is None or a finite number of at least
+    0; 0 expires at once, as in LangGraph's stores."""
+    if ttl is None:
+        return None
+    number = isinstance(ttl, (int, float)) and not isinstance(ttl, bool)
+    if not number or not math.isfinite(cast(float, ttl)) or cast(float, ttl) < 0:
+        raise InvalidConfigError(
+            f"{where}: expected a TTL in {unit} (a number of at least 0), got {ttl!r}; "
+            "pass None to keep it with no expiry"
+        )
+    return float(cast(float, ttl))
 
 
 def refresh_to(expires_ms: int | None, ttl_minutes: float | None, now_ms: int) -> int | None:

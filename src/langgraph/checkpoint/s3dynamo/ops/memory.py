@@ -83,6 +83,17 @@ class MemoryOperations:
     def live_leaves(self) -> collect.LiveLeaves:
         return live_leaves(self.parts)
 
+    def expired_at(self, namespace: tuple[str, ...], key: str) -> datetime | None:
+        """When a Store item expired, if it is still stored (not yet swept) but no read
+        returns it any more; None for an item that is live or not stored. One GetItem,
+        consistent."""
+        space = memory_space(self.parts, SPACES["store"])
+        rows = space.index.memory_get([space.item_key(namespace, key)], consistent=True)
+        expires_ms = rows[0].expires_ms if rows else None
+        if expires_ms is None or expires_ms > space.now_ms():
+            return None
+        return datetime.fromtimestamp(expires_ms / 1000, tz=timezone.utc)
+
 
 def spaces(parts: Components) -> dict[str, Space]:
     """The Store's and the node cache's spaces of a saver, by label."""

@@ -1,0 +1,215 @@
+"""Nothing written, for the Store and the node cache (issue 39): every error either raises
+before writing leaves the table and the bucket exactly as they were
+(`tests/support/unchanged.py`), through the sync call and its async twin. The deployment
+already holds items of both (with a vector index and filter tokens), so a write of any
+kind would show. docs/RELIABILITY.md, "Errors raised before anything is written", lists
+them. A test taking `backend` runs on the in-memory twins and on moto."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import random
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import pytest
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp
+
+from langgraph.cache.s3dynamo import S3DynamoCache
+from langgraph.checkpoint.s3dynamo import (
+    DeploymentMismatchError,
+    InvalidConfigError,
+    ValueNotSerializableError,
+)
+from langgraph.store.s3dynamo import S3DynamoStore
+from tests.support.backends import Backend
+from tests.support.unchanged import nothing_written
+
+NS = ("users", "ada")
+DIMS = 8
+OTHER_KEYS = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
+
+
+def embed(texts: Sequence[str]) -> list[list[float]]:
+    out = []
+    for text in texts:
+        rng = random.Random(hashlib.sha256(text.encode()).digest())
+        out.append([rng.gauss(0, 1) for _ in range(DIMS)])
+    return out
+
+
+def embed_short(texts: Sequence[str]) -> list[list[float]]:
+    return [v[:-1] for v in embed(texts)]  # a model of other dims than configured
+
+
+def embed_down(texts: Sequence[str]) -> list[list[float]]:
+    raise RuntimeError("the embedding service is down")
+
+
+def index(embedder: Callable[[Sequence[str]], list[list[float]]] = embed) -> Any:
+    return {"dims": DIMS, "embed": embedder, "fields": ["text"]}
+
+
+class Holds:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+class Ready(NamedTuple):
+    backend: Backend
+    store: S3DynamoStore  # declared field "kind", a vector index
+    cache: S3DynamoCache[Any]
+
+
+def ready(backend: Backend) -> Ready:
+    """A deployment holding Store items (with tokens and an indexed namespace, large
+    values as objects) and cache entries."""
+    saver = backend.saver(inline_max=0)
+    store = S3DynamoStore.from_saver(saver, index=index(), filter_fields=["kind"])
+    store.batch([PutOp(NS, f"m{i}", {"text": f"memory {i}", "kind": "fact"}) for i in range(5)])
+    store.search(NS, query="memory")  # the namespace's index built
+    cache: S3DynamoCache[Any] = S3DynamoCache.from_saver(saver)
+    cache.set({(("node",), "k"): ({"cached": 1}, 60)})
+    return Ready(backend, store, cache)
+
+
+def other_store(r: Ready, **options: Any) -> S3DynamoStore:
+    return S3DynamoStore.from_saver(r.store.saver, **options)
+
+
+def on_other_keys(r: Ready) -> S3DynamoStore:
+    return S3DynamoStore.from_saver(r.backend.saver(setup=False, keys=OTHER_KEYS))
+
+
+def put(store: S3DynamoStore, ops: list[Any]) -> Callable[[bool], Any]:
+    def call(asynchronous: bool) -> Any:
+        return asyncio.run(store.abatch(ops)) if asynchronous else store.batch(ops)
+
+    return call
+
+
+def cache_set(cache: S3DynamoCache[Any], pairs: dict[Any, Any]) -> Callable[[bool], Any]:
+    def call(asynchronous: bool) -> Any:
+        return asyncio.run(cache.aset(pairs)) if asynchronous else cache.set(pairs)
+
+    return call
+
+
+STORE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[bool], Any]]]] = {
+    "a value the serializer cannot store, second of a batch": (
+        ValueNotSerializableError,
+        r"store item 'bad' in namespace \('users', 'ada'\)",
+        lambda r: put(r.store, [PutOp(NS, "fine", {"v": 1}), PutOp(NS, "bad", {"h": Holds()})]),
+    ),
+    "an empty namespace": (
+        InvalidNamespaceError,
+        "neither empty nor under 'langgraph', got \\(\\)",
+        lambda r: put(r.store, [PutOp(NS, "fine", {"v": 1}), PutOp((), "k", {"v": 1})]),
+    ),
+    "a namespace under 'langgraph'": (
+        InvalidNamespaceError,
+        "neither empty nor under 'langgraph'",
+        lambda r: put(r.store, [PutOp(("langgraph", "x"), "k", {"v": 1})]),
+    ),
+    "a namespace label with a period": (
+        InvalidNamespaceError,
+        "periods",
+        lambda r: put(r.store, [PutOp(("users", "a.b"), "k", {"v": 1})]),
+    ),
+    "a key that is no string": (
+        InvalidConfigError,
+        "expected a str, got int 7",
+        lambda r: put(r.store, [PutOp(NS, "fine", {"v": 1}), PutOp(NS, 7, {"v": 1})]),  # type: ignore[arg-type]
+    ),
+    "a get's key that is no string, beside a put": (
+        InvalidConfigError,
+        "expected a str, got int 7",
+        lambda r: put(r.store, [PutOp(NS, "fine", {"v": 1}), GetOp(NS, 7)]),  # type: ignore[arg-type]
+    ),
+    "a negative TTL": (
+        InvalidConfigError,
+        "expected a TTL in minutes .* got -1",
+        lambda r: put(r.store, [PutOp(NS, "k", {"v": 1}, ttl=-1)]),
+    ),
+    "a TTL that is no number": (
+        InvalidConfigError,
+        "expected a TTL in minutes .* got '5'",
+        lambda r: put(r.store, [PutOp(NS, "k", {"v": 1}, ttl="5")]),  # type: ignore[arg-type]
+    ),
+    "an embedding of other dimensions than the IndexConfig's": (
+        InvalidConfigError,
+        "returned 7 dimensions for its field 'text'.* dims=8",
+        lambda r: put(
+            other_store(r, index=index(embed_short)), [PutOp(NS, "k", {"text": "new text"})]
+        ),
+    ),
+    "an embedding function that fails": (
+        RuntimeError,
+        "the embedding service is down",
+        lambda r: put(
+            other_store(r, index=index(embed_down)), [PutOp(NS, "k", {"text": "new text"})]
+        ),
+    ),
+    "a store on other keys than the deployment's": (
+        DeploymentMismatchError,
+        "hold other keys",
+        lambda r: put(on_other_keys(r), [PutOp(("users", "new"), "k", {"v": 1})]),
+    ),
+}
+
+CACHE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[bool], Any]]]] = {
+    "a value the serializer cannot store": (
+        ValueNotSerializableError,
+        r"cache entry 'bad' in namespace \('node',\)",
+        lambda r: cache_set(
+            r.cache, {(("node",), "fine"): (1, 60), (("node",), "bad"): (Holds(), 60)}
+        ),
+    ),
+    "a negative TTL": (
+        InvalidConfigError,
+        "expected a TTL in seconds .* got -5",
+        lambda r: cache_set(r.cache, {(("node",), "fine"): (1, 60), (("node",), "k"): (1, -5)}),
+    ),
+    "a cache on other keys than the deployment's": (
+        DeploymentMismatchError,
+        "hold other keys",
+        lambda r: cache_set(
+            S3DynamoCache.from_saver(r.backend.saver(setup=False, keys=OTHER_KEYS)),
+            {(("new",), "k"): (1, 60)},
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("case", sorted(STORE_CASES))
+def test_a_store_call_refused_before_writing_leaves_table_and_bucket_unchanged(
+    backend: Backend, case: str, asynchronous: bool
+) -> None:
+    error, named, arrange = STORE_CASES[case]
+    call = arrange(ready(backend))
+    with nothing_written(backend), pytest.raises(error, match=named):
+        call(asynchronous)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("case", sorted(CACHE_CASES))
+def test_a_cache_call_refused_before_writing_leaves_table_and_bucket_unchanged(
+    backend: Backend, case: str, asynchronous: bool
+) -> None:
+    error, named, arrange = CACHE_CASES[case]
+    call = arrange(ready(backend))
+    with nothing_written(backend), pytest.raises(error, match=named):
+        call(asynchronous)
+
+
+def test_a_ttl_of_zero_expires_at_once_as_in_langgraph_s_stores(backend: Backend) -> None:
+    r = ready(backend)
+    r.store.put(NS, "brief", {"v": 1}, ttl=0)
+    assert r.store.get(NS, "brief") is None
+    r.cache.set({(("node",), "brief"): (1, 0)})
+    assert r.cache.get([(("node",), "brief")]) == {}
