@@ -103,11 +103,13 @@ bench:
 	.venv-bench/bin/python benchmarks/run.py
 
 # build/lambda_agent.zip for the AWS Lambda Python 3.12 runtime (x86_64; ARCH=arm64 builds
-# build/lambda_agent_arm64.zip): the example agent in examples/lambda_agent/, this package
-# and its dependencies, with bytecode compiled by Python 3.12; checks it and prints its sizes.
+# build/lambda_agent_arm64.zip; EXTRAS=vectors adds numpy: build/lambda_agent_vectors.zip):
+# the example agent in examples/lambda_agent/, this package and its dependencies, with
+# bytecode compiled by Python 3.12; checks it and prints its sizes.
 ARCH ?= x86_64
+EXTRAS ?=
 lambda-package:
-	PYTHON=$(PYTHON) scripts/lambda_package.sh $(ARCH)
+	PYTHON=$(PYTHON) LAMBDA_EXTRAS=$(EXTRAS) scripts/lambda_package.sh $(ARCH)
 
 # Both zips, then examples/lambda_agent/README.md's table of their figures written from
 # what the builds measured (scripts/lambda_figures.py; the e2e tier checks it).

@@ -56,12 +56,13 @@ import at import time), then times `import langgraph.checkpoint.s3dynamo` alone
 `sys.modules` afterwards, and which modules outside the package that import added.
 
 `--package` measures the artefact users deploy instead: scripts/lambda_package.sh builds
-three zips (`make lambda-package`'s, and `cold_start_handler.py` with s3dynamo and with
-DynamoDBSaver, packaged the same way); each is unzipped into a read-only copy, with and
-without its bytecode, and a fresh `python3.12 -I -S -B` per sample, with only that copy
-and boto3 (installed for 3.12 and compiled, as the runtime's copy) on its path, runs the
-init phase (`import app`) and a first invocation against moto server. Times: interpreter
-(spawn to its first line), init, first invocation, total.
+four zips (`make lambda-package`'s, the same with the `vectors` extra's numpy, and
+`cold_start_handler.py` with s3dynamo and with DynamoDBSaver, packaged the same way);
+each is unzipped into a read-only copy, with and without its bytecode, and a fresh
+`python3.12 -I -S -B` per sample, with only that copy and boto3 (installed for 3.12 and
+compiled, as the runtime's copy) on its path, runs the init phase (`import app`) and a
+first invocation against moto server. Times: interpreter (spawn to its first line),
+init, first invocation, total.
 
 The unmeasured first round also writes any missing bytecode caches (the children may
 write them even if `PYTHONDONTWRITEBYTECODE` is set here), so no measured child compiles
@@ -547,6 +548,8 @@ PACKAGE_SCRIPT = ROOT / "scripts" / "lambda_package.sh"
 HANDLER = Path(__file__).resolve().parent / "cold_start_handler.py"
 APP_TABLE, APP_BUCKET = "cold-app", "cold-start-app"
 APP_ZIP, S3DYNAMO_ZIP, LGAWS_ZIP = "app.py zip", "s3dynamo handler zip", "DynamoDBSaver handler zip"
+# `make lambda-package EXTRAS=vectors`: the same agent with numpy in the zip.
+APP_VECTORS_ZIP = "app.py zip with [vectors]"
 UNPRIMED = f"{S3DYNAMO_ZIP}, bytecode, prime() not called"
 # What the DynamoDBSaver zip carries instead of this package (and langgraph, for the graph).
 LGAWS_REQUIREMENTS = "langgraph-checkpoint-aws langgraph>=1.2"
@@ -593,11 +596,13 @@ def runtime_python() -> str:
 
 
 def build_artefacts(work: Path, python312: str) -> dict[str, Any]:
-    """The three zips, each by scripts/lambda_package.sh (x86_64) with its self-check:
-    `make lambda-package`'s own, the side-by-side handler with s3dynamo, and the same
-    handler with DynamoDBSaver. Returns, per kind, its zip and the script's size lines."""
+    """The four zips, each by scripts/lambda_package.sh (x86_64) with its self-check:
+    `make lambda-package`'s own, with and without the `vectors` extra (numpy), the
+    side-by-side handler with s3dynamo, and the same handler with DynamoDBSaver. Returns,
+    per kind, its zip and the script's size lines."""
     builds = {
         APP_ZIP: {},
+        APP_VECTORS_ZIP: {"LAMBDA_EXTRAS": "vectors"},
         S3DYNAMO_ZIP: {"LAMBDA_HANDLER": str(HANDLER)},
         LGAWS_ZIP: {"LAMBDA_HANDLER": str(HANDLER), "LAMBDA_REQUIREMENTS": LGAWS_REQUIREMENTS},
     }

@@ -115,6 +115,14 @@ def imports(task: str, runtime: str) -> None:
         assert zstandard.ZstdDecompressor().decompress(AESGCM(key).decrypt(nonce, sealed, None))
     app.get_graph()
     assert callable(app.handler)
+    if importlib.util.find_spec("numpy") is not None:
+        # The vectors extra: the store ranks with numpy when it imports (its first search).
+        from langgraph.checkpoint.s3dynamo.memory import vectors
+
+        row = vectors.Row("k", "v", 1, "text", vectors.encode([0.6, 0.8]))
+        segment = vectors.Pack(vectors.pack([row]), "check")
+        assert vectors._numpy() is not None, "numpy is in the zip but does not import"
+        assert abs(float(segment.scores([0.6, 0.8])[0]) - 1.0) < 0.01
 
     from_task = [m for m in list(sys.modules.values()) if _origin(m).startswith(task)]
     sources = [m for m in from_task if _origin(m).endswith(".py")]

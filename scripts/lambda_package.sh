@@ -13,7 +13,7 @@
 #   six.py                                                        the runtime ships it
 #   zstandard/backend_cffi.py, zstandard/_cffi.*.so               the C backend is used
 #   *.pyi, *-stubs/, bin/                                         type stubs, console scripts
-#   debug sections of *.so (strip --strip-debug)                  not needed to run
+#   debug sections of *.so (strip --strip-debug; not *.libs/)     not needed to run
 # Then every .py is compiled by Python 3.12, the runtime's version, into unchecked-hash
 # bytecode: /var/task is read-only, so without it the runtime compiles every module it
 # imports from source on every cold start (issue 34: about 1.1 s).
@@ -29,7 +29,8 @@
 # table from the two (scripts/lambda_figures.py).
 #
 # Environment: CHECK_PYTHON (a Python 3.12; else python3.12 on PATH or pyenv's 3.12),
-# BUILD_DIR (default build/), and for benchmarks/cold_start.py: LAMBDA_REQUIREMENTS (what
+# BUILD_DIR (default build/), LAMBDA_EXTRAS (the package's extras to install, e.g.
+# "vectors" for numpy: build/lambda_agent_vectors.zip), and for benchmarks/cold_start.py: LAMBDA_REQUIREMENTS (what
 # to install instead of this package and langgraph), LAMBDA_HANDLER (instead of app.py),
 # LAMBDA_ZIP (the zip's path).
 set -euo pipefail
@@ -42,7 +43,8 @@ case $ARCH in
   *) echo "error: architecture must be x86_64 or arm64 (Lambda's two), got '$ARCH'" >&2; exit 2 ;;
 esac
 BUILD=${BUILD_DIR:-$ROOT/build}
-ZIP=${LAMBDA_ZIP:-$BUILD/lambda_agent$SUFFIX.zip}
+EXTRAS=${LAMBDA_EXTRAS:-}
+ZIP=${LAMBDA_ZIP:-$BUILD/lambda_agent$SUFFIX${EXTRAS:+_${EXTRAS//,/_}}.zip}
 STAGE=${ZIP%.zip}
 HANDLER=${LAMBDA_HANDLER:-$ROOT/examples/lambda_agent/app.py}
 PYTHON=${PYTHON:-python3}
@@ -84,7 +86,8 @@ else
   mkdir -p "$BUILD/lambda_wheel"
   pip_quiet wheel --quiet --no-deps --wheel-dir "$BUILD/lambda_wheel" "$ROOT"
   # langgraph: the example's graph API; the package itself needs only langgraph-checkpoint.
-  REQUIREMENTS=("$(ls "$BUILD"/lambda_wheel/langgraph_checkpoint_s3dynamo-*.whl)" "langgraph>=1.2")
+  WHEEL=$(ls "$BUILD"/lambda_wheel/langgraph_checkpoint_s3dynamo-*.whl)
+  REQUIREMENTS=("$WHEEL${EXTRAS:+[$EXTRAS]}" "langgraph>=1.2")
 fi
 
 echo "installing ${REQUIREMENTS[*]##*/} with dependencies for Python 3.12 / $WHEEL_PLATFORM"
@@ -126,7 +129,10 @@ elif command -v llvm-strip >/dev/null; then STRIP=llvm-strip
 elif command -v aarch64-linux-gnu-strip >/dev/null; then STRIP=aarch64-linux-gnu-strip
 fi
 if [[ -n $STRIP ]]; then
-  find "$STAGE" -name '*.so' -exec "$STRIP" --strip-debug {} +
+  # Not the libraries auditwheel vendors into <package>.libs/ (numpy's OpenBLAS): patchelf
+  # rewrote their headers, and strip leaves them unloadable ("ELF load command
+  # address/offset not page-aligned").
+  find "$STAGE" -name '*.so' -not -path '*.libs/*' -exec "$STRIP" --strip-debug {} +
 else
   echo "note: no strip for $ARCH on PATH (strip, llvm-strip), extension modules keep their debug sections"
 fi
