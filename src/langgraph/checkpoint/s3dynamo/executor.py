@@ -21,23 +21,11 @@ builds hold that many (`compose.py`). A botocore retry sleeps its backoff in the
 that sent the request: it holds one worker of many, so other runs go on unless every
 worker is backing off, which means AWS is throttling the whole process.
 
-Admission: an event loop hands a pool at most `ADMITTED_PER_WORKER` calls per worker at
-once (those running, and the next ones queued for the workers that finish); a call made
-beyond them waits in the loop, on a semaphore of that loop and pool, first come first
-served, until one of them ends. Without it, thousands of calls gathered at once (issue
-42) all sat in the pool's queue as soon as they were made, each with its work item, two
-futures and a copy of its context: about twice the objects the cyclic garbage collector
-tracks per waiting call, and the collector's time per call grew with the number of
-calls gathered (benchmarks/gathered_calls.md). No deadlock either: a call waits for
-admission only until an admitted call ends, and admitted calls stop ending only when
-every worker is blocked, when the pool's queue would have held the call just as long.
-
 The caller's `contextvars` context is copied into the worker (as `asyncio.to_thread`
 does): what a run holds (`runs.py`, the lease's fence) reaches the storage call. Between
 calls the workers are idle and hold no connection, safe in a frozen Lambda sandbox for
-the reasons `waves.py` gives; a call whose awaiting task is cancelled while it runs
-still finishes in its worker, as with `asyncio.to_thread`, and keeps its admission
-until it ends; one cancelled while it waits for admission never runs.
+the reasons `waves.py` gives. An event loop hands a pool at most `ADMITTED_PER_WORKER`
+calls per worker at once, and the rest wait in the loop (issue 42: `run` says why).
 """
 
 from __future__ import annotations
@@ -123,8 +111,24 @@ def _gate(loop: asyncio.AbstractEventLoop, size: int) -> asyncio.Semaphore:
 
 async def run(size: int, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
     """`fn(*args, **kwargs)` in a worker of the pool of `size`, in a copy of the
-    caller's context, without blocking the event loop; once admitted (module
-    docstring)."""
+    caller's context, without blocking the event loop.
+
+    Admission: the loop hands the pool at most `ADMITTED_PER_WORKER * size` calls at
+    once (those running, and the next ones queued for the workers that finish); a call
+    made beyond them waits in the loop, on a semaphore of that loop and pool, first come
+    first served, until one of them ends. Without it, thousands of calls gathered at
+    once all sat in the pool's queue as soon as they were made, each with its work item,
+    two futures and a copy of its context: about twice the objects the cyclic garbage
+    collector tracks per waiting call, and the collector's time per call grew with the
+    number of calls gathered (benchmarks/gathered_calls.md). It adds no deadlock: a
+    call waits for admission only until an admitted call ends, and admitted calls stop
+    ending only when every worker is blocked, when the pool's queue would have held the
+    call just as long.
+
+    A call whose awaiting task is cancelled while it runs still finishes in its worker,
+    as with `asyncio.to_thread`, and stays admitted until it ends; one cancelled before
+    a worker took it never runs.
+    """
     loop = asyncio.get_running_loop()
     gate = _gate(loop, size)
     await gate.acquire()
