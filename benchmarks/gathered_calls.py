@@ -24,11 +24,11 @@ tracks, per call, while `WAITING` gathered `aput`s wait for workers held busy.
 
 `--pool unbounded` hands every call to the worker pool as soon as it is made, as
 `executor.run` did before issue 42, so the two compare in one run on the same machine
-(cells alternate).
+(repeats go round every size and pool).
 
     .venv/bin/python benchmarks/gathered_calls.py                  # writes gathered_calls.md
     .venv/bin/python benchmarks/gathered_calls.py --ports memory --sizes 1000 6000
-    .venv/bin/python benchmarks/gathered_calls.py --pool bounded unbounded
+    .venv/bin/python benchmarks/gathered_calls.py --pool bounded unbounded --repeat 5
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import asyncio
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -208,6 +209,12 @@ def _in_subprocess(cell: dict[str, Any]) -> Any:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _moto_version() -> str:
+    import moto
+
+    return str(moto.__version__)
+
+
 def _load() -> float:
     return os.getloadavg()[0]
 
@@ -218,6 +225,12 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
     parser.add_argument("--ports", nargs="*", default=["memory", "moto"])
     parser.add_argument("--pool", nargs="*", default=["bounded"], help="bounded, unbounded")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each in-memory cell, medians reported (a moto cell runs once)",
+    )
     parser.add_argument("--out", default=str(HERE / "gathered_calls.md"))
     args = parser.parse_args()
     if args.cell:
@@ -227,11 +240,25 @@ def main() -> None:
     began, loads = time.perf_counter(), [_load()]
     rows = []
     for ports in args.ports:
+        runs: dict[tuple[int, str], list[dict[str, dict[str, float]]]] = {
+            (n, pool): [] for n in args.sizes for pool in args.pool
+        }
+        # Repeats go round every size and pool, so that all see the machine's load alike.
+        for _ in range(args.repeat if ports == "memory" else 1):
+            for n in args.sizes:
+                for pool in args.pool:
+                    cell = {"ports": ports, "n": n, "pool": pool}
+                    runs[(n, pool)].append(_in_subprocess(cell))
+                    loads.append(_load())
         for n in args.sizes:
             for pool in args.pool:
-                cell = {"ports": ports, "n": n, "pool": pool}
-                result = _in_subprocess(cell)
-                loads.append(_load())
+                result = {
+                    name: {
+                        k: statistics.median(run[name][k] for run in runs[(n, pool)])
+                        for k in runs[(n, pool)][0][name]
+                    }
+                    for name in ROUNDS
+                }
                 for name in ROUNDS:
                     r = result[name]
                     rows.append(
@@ -242,7 +269,9 @@ def main() -> None:
                     )
                     print(rows[-1], flush=True)
                 flat = ROUNDS[:3]  # the rounds of N calls
-                total = sum(result[name]["seconds"] for name in flat)
+                total = statistics.median(
+                    sum(run[name]["seconds"] for name in flat) for run in runs[(n, pool)]
+                )
                 rows.append(
                     f"| {ports} | {pool} | {n:,} | {', '.join(flat)} | {3 * n:,} | "
                     f"{total:.2f} | {1000 * total / (3 * n):.3f} | | | |"
@@ -258,12 +287,18 @@ def main() -> None:
         f"`{command.strip()}` ({date.today().isoformat()}, {os.cpu_count()} cores shared "
         f"with other work, 1-minute load average {min(loads):.1f} to {max(loads):.1f} as cells "
         f"started and ended, {time.perf_counter() - began:.0f} s). See the module docstring "
-        "for the set-up.",
+        f"for the set-up. In-memory rows: medians of {args.repeat} runs; moto rows: one run.",
         "",
         "| ports | pool | N | round | calls | seconds | ms/call | CPU ms/call "
         "| moto CPU ms/call | GC seconds |",
         "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
+        "",
+        f'"search after puts" is the same {SEARCHES_AFTER} searches at every N, on a table '
+        "that also holds the N items put. moto's `Table.query` (moto "
+        f"{_moto_version()}, `moto/dynamodb/models/table.py`) lists and sorts every item of "
+        "the table for each Query, so moto's CPU per search grows with the table; DynamoDB "
+        "reads the Query's partition only.",
     ]
     if held:
         lines += [
