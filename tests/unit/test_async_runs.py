@@ -212,3 +212,112 @@ def test_the_clients_hold_a_connection_for_every_async_and_wave_worker() -> None
 
 def _config(run: int) -> Any:
     return {"configurable": {"thread_id": f"run-{run}"}}
+
+
+# ----------------------------------------------------- calls gathered at once (issue 42)
+
+
+class InPool(ThreadPoolExecutor):
+    """A pool that counts the calls it holds (queued or running), and the most at once."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers)
+        self._lock = threading.Lock()
+        self.now = self.most = self.ran = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(self._left)
+        return future
+
+    def _left(self, future: Future[Any]) -> None:
+        with self._lock:
+            self.now -= 1
+            self.ran += not future.cancelled()
+
+
+def test_calls_gathered_beyond_two_per_worker_wait_in_the_loop_not_in_the_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each call handed to the pool holds its work item, futures and context until a
+    # worker takes it: 1,000 gathered calls must not all be there at once.
+    in_pool = InPool(3)
+    monkeypatch.setattr(executor, "pool", lambda size: in_pool)
+    go = threading.Event()
+
+    def call(i: int) -> int:
+        go.wait(10)
+        return i
+
+    async def main() -> list[int]:
+        gathered = asyncio.gather(*(executor.run(3, call, i) for i in range(1000)))
+        await asyncio.sleep(0.05)
+        assert in_pool.now == 3 * executor.ADMITTED_PER_WORKER  # 3 running, 3 queued
+        go.set()
+        return await gathered
+
+    assert asyncio.run(main()) == list(range(1000))
+    assert in_pool.most == 3 * executor.ADMITTED_PER_WORKER
+    assert in_pool.ran == 1000
+
+
+def test_a_call_cancelled_while_it_runs_stays_admitted_until_it_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    in_pool = InPool(1)
+    monkeypatch.setattr(executor, "pool", lambda size: in_pool)
+    go, ran = threading.Event(), []
+
+    def call(i: int) -> int:
+        ran.append(i)
+        go.wait(10)
+        return i
+
+    async def main() -> None:
+        # One worker: two calls admitted (0 runs, 1 is queued), 2, 3 and 4 wait in the loop.
+        calls = [asyncio.ensure_future(executor.run(1, call, i)) for i in range(5)]
+        await asyncio.sleep(0.05)
+        calls[0].cancel()  # running: it goes on in its worker, still admitted
+        calls[1].cancel()  # queued in the pool: it never runs, and 3 is admitted
+        calls[2].cancel()  # waiting for admission: it never runs
+        await asyncio.sleep(0.05)
+        assert (ran, in_pool.now) == ([0], 2)
+        go.set()
+        assert await asyncio.gather(calls[3], calls[4]) == [3, 4]
+        assert all(c.cancelled() for c in calls[:3])
+
+    asyncio.run(main())
+    assert ran == [0, 3, 4]
+    assert in_pool.most == 2
+
+
+def test_gathered_first_calls_of_a_store_send_one_deployment_check() -> None:
+    # A process's first calls, gathered, on a deployment another process recorded: each
+    # waits for the one check (the deployment record's Query), none sends its own.
+    from langgraph.store.s3dynamo import S3DynamoStore
+
+    index, objects = MemoryIndex(), MemoryObjects()
+    keys, secret = {"k1": os.urandom(32)}, os.urandom(16)
+    S3DynamoSaver(index=index, object_store=objects, keys=keys, secret=secret).setup()
+
+    def fresh() -> S3DynamoStore:
+        saver = S3DynamoSaver(index=index, object_store=objects, keys=keys, secret=secret)
+        return S3DynamoStore.from_saver(saver)
+
+    async def puts(store: S3DynamoStore) -> None:
+        await asyncio.gather(*(store.aput(("n", str(i)), "k", {"i": i}) for i in range(300)))
+
+    async def gets(store: S3DynamoStore) -> list[Any]:
+        return await asyncio.gather(*(store.aget(("n", str(i)), "k") for i in range(300)))
+
+    index.calls.clear()
+    asyncio.run(puts(fresh()))
+    # One transaction per namespace: its first item and its directory entry.
+    assert dict(index.calls) == {"query": 1, "memory_put": 300}
+    index.calls.clear()
+    found = asyncio.run(gets(fresh()))
+    assert [item.value["i"] for item in found] == list(range(300))
+    assert dict(index.calls) == {"query": 1, "memory_get": 300}
