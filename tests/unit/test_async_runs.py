@@ -315,8 +315,9 @@ def test_gathered_first_calls_of_a_store_send_one_deployment_check() -> None:
 
     index.calls.clear()
     asyncio.run(puts(fresh()))
-    # One transaction per namespace: its first item and its directory entry.
-    assert dict(index.calls) == {"query": 1, "memory_put": 300}
+    # Per namespace, the read of its directory entry, then one transaction: its first
+    # item and the entry.
+    assert dict(index.calls) == {"query": 1, "directory_get": 300, "memory_put": 300}
     index.calls.clear()
     found = asyncio.run(gets(fresh()))
     assert [item.value["i"] for item in found] == list(range(300))
