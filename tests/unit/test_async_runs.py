@@ -322,3 +322,45 @@ def test_gathered_first_calls_of_a_store_send_one_deployment_check() -> None:
     found = asyncio.run(gets(fresh()))
     assert [item.value["i"] for item in found] == list(range(300))
     assert dict(index.calls) == {"query": 1, "memory_get": 300}
+
+
+class CountsRenewals(MemoryIndex):
+    """The in-memory index, counting the puts that renew a directory entry."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewals: list[str] = []
+
+    def memory_put(self, rows: Any, entry: Any, marks: Any = ()) -> Any:
+        if entry is not None:
+            self.renewals.append(entry.key.sk)
+        return super().memory_put(rows, entry, marks)
+
+
+def test_gathered_first_puts_into_a_namespace_renew_its_entry_once() -> None:
+    # 300 puts gathered into 4 new namespaces: one reads and renews each entry, the others
+    # wait for its lease and write alone (no transactions contending for one entry).
+    from langgraph.store.s3dynamo import S3DynamoStore
+
+    index = CountsRenewals()
+    saver = S3DynamoSaver(
+        index=index,
+        object_store=MemoryObjects(),
+        keys={"k1": os.urandom(32)},
+        secret=os.urandom(16),
+    )
+    saver.setup()
+    store = S3DynamoStore.from_saver(saver)
+
+    async def puts() -> None:
+        await asyncio.gather(
+            *(store.aput(("n", str(i % 4)), f"k{i}", {"i": i}) for i in range(300))
+        )
+
+    index.calls.clear()
+    asyncio.run(puts())
+    assert len(index.renewals) == len(set(index.renewals)) == 4
+    assert index.calls["directory_get"] == 4
+    # The 4 transactions, then one write each (an UpdateItem on DynamoDB).
+    assert index.calls["memory_put"] + index.calls["memory_update"] == 300
+    assert len(store.search(("n",), limit=1000)) == 300

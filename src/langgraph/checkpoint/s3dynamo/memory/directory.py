@@ -130,20 +130,29 @@ class Directory:
         """Write a namespace's items: alone while this process holds a lease on its
         entry (taking one from a read of the entry when it holds none and the entry was
         renewed lately), else with the entry renewed, in one transaction per
-        `MEMORY_PUT_MAX` items. The items replaced, where known."""
+        `MEMORY_PUT_MAX` items; one put of the process at a time reads or renews an
+        entry, the others wait for its lease. The items replaced, where known."""
         s, ek = self.space, self.key(namespace)
         state = s.state
         lease_end = state.lease_end(ek.sk)
         if now >= lease_end:
-            lease_end = self._lease_from_read(namespace, ek, now)
-        if now < lease_end:
-            replaced = s.index.memory_put(rows, None)
-            if s.clock() >= lease_end:
-                # The lease ran out while the items were written: they may have landed
-                # after it, so the entry is renewed as if there had been none.
-                self.renew(namespace, ek, None, marks)
-            self._shortened(ek, rows, replaced)
-            return replaced
+            with state.renewing(ek.sk):
+                lease_end = state.lease_end(ek.sk)  # another put may have renewed it
+                if now >= lease_end:
+                    lease_end = self._lease_from_read(namespace, ek, now)
+                if now >= lease_end:
+                    return self._renew_with(namespace, ek, rows, marks)
+        replaced = s.index.memory_put(rows, None)
+        if s.clock() >= lease_end:
+            # The lease ran out while the items were written: they may have landed
+            # after it, so the entry is renewed as if there had been none.
+            self.renew(namespace, ek, None, marks)
+        self._shortened(ek, rows, replaced)
+        return replaced
+
+    def _renew_with(
+        self, namespace: Namespace, ek: ItemKey, rows: list[MemoryRow], marks: list[ItemKey]
+    ) -> list[MemoryRow | None]:
         # The first transaction also carries the marks; later ones have none left.
         start = 0
         while start < len(rows):

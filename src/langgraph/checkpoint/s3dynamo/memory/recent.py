@@ -26,6 +26,8 @@ LEASE_SECONDS = 600
 DROP_MARGIN_SECONDS = 600
 # Writes remembered per space for read-your-writes; older ones are forgotten.
 RECENT_MAX = 10_000
+# Locks striping the namespaces whose entries puts renew (`SpaceState.renewing`).
+RENEWAL_LOCKS = 64
 
 Fingerprint = tuple[Any, ...] | None  # None: the item or entry is gone
 
@@ -48,6 +50,7 @@ class SpaceState:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._leases: dict[str, float] = {}
+        self._renewals = [threading.Lock() for _ in range(RENEWAL_LOCKS)]
         self._recent: OrderedDict[ItemKey, Fingerprint] = OrderedDict()
         self._by_pk: dict[str, set[ItemKey]] = {}
         self._marked: OrderedDict[str, None] = OrderedDict()
@@ -74,6 +77,13 @@ class SpaceState:
         """A lease until `end` (seconds), taken from an entry this process read."""
         with self._lock:
             self._leases[ns_name] = max(end, self._leases.get(ns_name, 0.0))
+
+    def renewing(self, ns_name: str) -> threading.Lock:
+        """Held while a put without a lease reads or renews a namespace's entry: puts of
+        this process into it gathered at once wait for that one and then write under its
+        lease, instead of each renewing (one transaction, not one each, contending for
+        the entry). Striped: a few namespaces share a lock, never a lease."""
+        return self._renewals[hash(ns_name) % RENEWAL_LOCKS]
 
     def forget(self, ns_name: str) -> None:
         with self._lock:
