@@ -111,14 +111,17 @@ EXTRAS ?=
 lambda-package:
 	PYTHON=$(PYTHON) LAMBDA_EXTRAS=$(EXTRAS) scripts/lambda_package.sh $(ARCH)
 
-# Both zips, then examples/lambda_agent/README.md's table of their figures written from
-# what the builds measured (scripts/lambda_figures.py; the e2e tier checks it).
+# Both zips and the x86_64 one with the vectors extra, then examples/lambda_agent/README.md's
+# table of their figures written from what the builds measured (scripts/lambda_figures.py;
+# the e2e tier checks it).
 LAMBDA_BUILD = $(or $(BUILD_DIR),build)
 lambda-figures:
 	PYTHON=$(PYTHON) scripts/lambda_package.sh x86_64
 	PYTHON=$(PYTHON) scripts/lambda_package.sh arm64
+	PYTHON=$(PYTHON) LAMBDA_EXTRAS=vectors scripts/lambda_package.sh x86_64
 	$(PYTHON) scripts/lambda_figures.py write $(LAMBDA_BUILD)/lambda_agent.figures.json \
-		$(LAMBDA_BUILD)/lambda_agent_arm64.figures.json
+		$(LAMBDA_BUILD)/lambda_agent_arm64.figures.json \
+		$(LAMBDA_BUILD)/lambda_agent_vectors.figures.json
 
 # Static security checks of terraform/ (module and example) in their own virtual environment.
 # checkov has its own virtual environment: its dependencies stay out of the project's.

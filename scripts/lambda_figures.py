@@ -3,15 +3,17 @@ examples/lambda_agent/README.md written from them, so the two cannot part.
 
     python3.12 -I scripts/lambda_figures.py measure STAGE ZIP ARCH BEFORE UNZIPPED_SOURCE \\
         UNZIPPED ZIPPED_SOURCE ZIPPED > build/lambda_agent.figures.json   (the script)
-    python scripts/lambda_figures.py write X86_64.json ARM64.json         (make lambda-figures)
+    python scripts/lambda_figures.py write X86_64.json ARM64.json [VECTORS.json]
+                                                        (make lambda-figures)
     python scripts/lambda_figures.py check BUILD.json                     (the e2e test)
 
 `measure` adds to the byte counts the script passes what the staged directory holds
 (files, `.py`, `.pyc`, `.so`, the largest top-level entries), the share of this
 package's own files (`own`: they change with its code and README), and what it was built
 from: the Python that compiled the bytecode and the name and version of every package
-installed. `write` keeps both builds' figures in examples/lambda_agent/figures.json and
-replaces the README's table, between its two marker lines, with their rendering. `check`
+installed. `write` keeps both builds' figures (and, given, the x86_64 build with the
+`vectors` extra's numpy) in examples/lambda_agent/figures.json and replaces the README's
+table, between its two marker lines, with their rendering. `check`
 compares a build's figures with the recorded ones: with the same Python and packages,
 everything but this package's own share must be the same, byte for byte ("installed,
 before trimming" aside: pip's records in it name the build directory); other versions
@@ -119,8 +121,9 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB"
 
 
-def render(x86: dict[str, Any], arm: dict[str, Any]) -> str:
-    """The README's lines between the markers, from both builds' figures."""
+def render(x86: dict[str, Any], arm: dict[str, Any], vectors: dict[str, Any] | None = None) -> str:
+    """The README's lines between the markers, from both builds' figures (and the
+    `vectors` build's, if any)."""
     assert (x86["arch"], arm["arch"]) == ("x86_64", "arm64")
     named = ", ".join(f"{n} {x86['packages'][n]}" for n in NAMED if n in x86["packages"])
 
@@ -170,17 +173,35 @@ def render(x86: dict[str, Any], arm: dict[str, Any]) -> str:
                 f"repository that day (they change with its code), are {own['files']} of "
                 f"them and {own['zipped']:,} bytes of the zip."
             ),
+            *([] if vectors is None else ["", _vectors_line(x86, vectors)]),
         ]
     )  # fmt: skip
 
 
-def write(x86_path: str, arm_path: str) -> None:
+def _vectors_line(x86: dict[str, Any], vectors: dict[str, Any]) -> str:
+    numpy = sum(n for name, n in vectors["largest"] if name.startswith("numpy"))
+    return textwrap.fill(
+        "With the `vectors` extra (`make lambda-package EXTRAS=vectors`, x86_64, numpy "
+        f"{vectors['packages'].get('numpy', '?')}): the zip is {_bytes(vectors['zipped'])}, "
+        f"{_mb(vectors['zipped'] - x86['zipped'])} more, and {_bytes(vectors['unzipped'])} "
+        f"unzipped, of which numpy and its libraries are {_mb(numpy)}. Lambda takes a zip "
+        "of up to 50 MB uploaded directly and 250 MB unzipped.",
+        88,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def write(x86_path: str, arm_path: str, vectors_path: str | None = None) -> None:
     x86, arm = (json.loads(Path(p).read_text()) for p in (x86_path, arm_path))
-    RECORDED.write_text(json.dumps({"x86_64": x86, "arm64": arm}, indent=2) + "\n")
+    vectors = json.loads(Path(vectors_path).read_text()) if vectors_path else None
+    recorded = {"x86_64": x86, "arm64": arm, **({"x86_64 vectors": vectors} if vectors else {})}
+    RECORDED.write_text(json.dumps(recorded, indent=2) + "\n")
     text = README.read_text(encoding="utf-8")
     head, rest = text.split(BEGIN + "\n", 1)
     _, tail = rest.split(END, 1)
-    README.write_text(f"{head}{BEGIN}\n{render(x86, arm)}\n{END}{tail}", encoding="utf-8")
+    table = render(x86, arm, vectors)
+    README.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}", encoding="utf-8")
     print(f"wrote {RECORDED.relative_to(ROOT)} and the table of {README.relative_to(ROOT)}")
 
 
@@ -189,7 +210,7 @@ def recorded_table() -> tuple[str, str]:
     text = README.read_text(encoding="utf-8")
     inside = text.split(BEGIN + "\n", 1)[1].split("\n" + END, 1)[0]
     figures = json.loads(RECORDED.read_text())
-    return inside, render(figures["x86_64"], figures["arm64"])
+    return inside, render(figures["x86_64"], figures["arm64"], figures.get("x86_64 vectors"))
 
 
 def differences(built: dict[str, Any]) -> list[str]:
