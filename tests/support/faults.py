@@ -276,3 +276,37 @@ def read_history(graph: Any, tid: str) -> History:
     # here, so it may differ from the history's first entry).
     graph.get_state(config)
     return out
+
+
+class CrashingPort:
+    """Any port, wrapped so that call number `at` of the methods `counted` picks (shared
+    by every port with the same `counter`) raises `Crash`, before the call or after it
+    is applied: for the Store's multi-request operations, whose ports `FaultyIndex` does
+    not cover method by method."""
+
+    def __init__(
+        self,
+        inner: Any,
+        counter: list[int],
+        at: int,
+        after: bool,
+        counted: Callable[[str], bool],
+    ) -> None:
+        self._inner, self._counter, self._at, self._after = inner, counter, at, after
+        self._counted = counted
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._inner, name)
+        if not callable(target) or not self._counted(name):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._counter[0] += 1
+            if self._counter[0] == self._at and not self._after:
+                raise Crash(name)
+            out = target(*args, **kwargs)
+            if self._counter[0] == self._at:
+                raise Crash(name)
+            return out
+
+        return call

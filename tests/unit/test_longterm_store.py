@@ -44,6 +44,7 @@ from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX
 from langgraph.checkpoint.s3dynamo.records import MemoryRow
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
+from tests.support.faults import Crash, CrashingPort
 from tests.support.savers import Clients, RequestCounter, make_saver
 
 # The first put into a namespace is one TransactWriteItems (the item and its namespace's
@@ -319,34 +320,9 @@ def test_graph_with_checkpointer_and_store(backend: Backend) -> None:
 # ------------------------------------------------------------------ crashes
 
 
-class Crash(Exception):
-    pass
-
-
-class Faulty:
-    """Wraps a port: memory-port call number `at` (and object calls) raises `Crash`,
-    before or after it is applied."""
-
-    def __init__(self, inner: Any, counter: list[int], at: int, after: bool) -> None:
-        self._inner, self._counter, self._at, self._after = inner, counter, at, after
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._inner, name)
-        if not callable(target) or not (
-            name.startswith(("memory_", "directory")) or name in ("put_new", "get", "delete")
-        ):
-            return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._counter[0] += 1
-            if self._counter[0] == self._at and not self._after:
-                raise Crash(name)
-            out = target(*args, **kwargs)
-            if self._counter[0] == self._at:
-                raise Crash(name)
-            return out
-
-        return call
+def counted(name: str) -> bool:
+    # Memory-port calls and object calls: each request a Store operation sends.
+    return name.startswith(("memory_", "directory")) or name in ("put_new", "get", "delete")
 
 
 @pytest.mark.parametrize("after", [False, True])
@@ -360,8 +336,8 @@ def test_a_crash_between_requests_leaves_old_or_new(operation: str, after: bool)
         S3DynamoStore.from_saver(make(index, objects)).put(("ns",), "other", old)
         counter = [-1_000_000]  # no fault during the deployment check below
         saver = make(
-            Faulty(index, counter, at, after),  # type: ignore[arg-type]
-            Faulty(objects, counter, at, after),  # type: ignore[arg-type]
+            CrashingPort(index, counter, at, after, counted),  # type: ignore[arg-type]
+            CrashingPort(objects, counter, at, after, counted),  # type: ignore[arg-type]
         )
         store = S3DynamoStore.from_saver(saver)
         store.get(("ns",), "other")  # the deployment check, before counting starts

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 import os
-import random
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -27,6 +25,7 @@ from langgraph.checkpoint.s3dynamo import (
 )
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
+from tests.support.embeddings import random_embedding
 from tests.support.unchanged import nothing_written
 
 NS = ("users", "ada")
@@ -34,12 +33,7 @@ DIMS = 8
 OTHER_KEYS = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
 
 
-def embed(texts: Sequence[str]) -> list[list[float]]:
-    out = []
-    for text in texts:
-        rng = random.Random(hashlib.sha256(text.encode()).digest())
-        out.append([rng.gauss(0, 1) for _ in range(DIMS)])
-    return out
+embed = random_embedding(DIMS)
 
 
 def embed_short(texts: Sequence[str]) -> list[list[float]]:

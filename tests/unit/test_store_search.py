@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
-import random
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +29,8 @@ from langgraph.checkpoint.s3dynamo.layout import LOG_MARK, MANIFEST_SK, TOKEN_MA
 from langgraph.checkpoint.s3dynamo.memory import vector_index
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
+from tests.support.embeddings import random_embedding
+from tests.support.faults import Crash, CrashingPort
 from tests.support.savers import Clients, RequestCounter, make_saver
 
 pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
@@ -41,14 +41,7 @@ NS = ("users", "u1", "memories")
 DIMS = 24
 
 
-def embed(texts: Sequence[str]) -> list[list[float]]:
-    """A deterministic embedding, random per text: scores far apart, so int8 keeps the
-    exact order."""
-    out = []
-    for text in texts:
-        rng = random.Random(hashlib.sha256(text.encode()).digest())
-        out.append([rng.gauss(0, 1) for _ in range(DIMS)])
-    return out
+embed = random_embedding(DIMS)
 
 
 INDEX: Any = {"dims": DIMS, "embed": embed, "fields": ["text"]}
@@ -311,35 +304,12 @@ def _reference(items: list[tuple[str, dict[str, Any]]]) -> InMemoryStore:
     return ref
 
 
-class Faulty:
-    """Wraps a port: call number `at` of the counted ones raises, before or after it is
-    applied."""
-
-    COUNTED = ("memory_", "directory", "index_", "manifest_", "put_intent", "delete_items")
-
-    def __init__(self, inner: Any, counter: list[int], at: int, after: bool) -> None:
-        self._inner, self._counter, self._at, self._after = inner, counter, at, after
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self._inner, name)
-        counted = name.startswith(self.COUNTED) or name in ("put_new", "get", "delete")
-        if not callable(target) or not counted:
-            return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._counter[0] += 1
-            if self._counter[0] == self._at and not self._after:
-                raise Crash(name)
-            out = target(*args, **kwargs)
-            if self._counter[0] == self._at:
-                raise Crash(name)
-            return out
-
-        return call
+# What a crash in the middle of a Store operation may interrupt: each request it sends.
+COUNTED = ("memory_", "directory", "index_", "manifest_", "put_intent", "delete_items")
 
 
-class Crash(Exception):
-    pass
+def counted(name: str) -> bool:
+    return name.startswith(COUNTED) or name in ("put_new", "get", "delete")
 
 
 @pytest.mark.parametrize("after", [False, True])
@@ -361,7 +331,10 @@ def test_a_compaction_interrupted_at_any_request_leaves_searches_right(
             base.put(NS, key, value)
         base.delete(NS, "m2")
         counter = [-1_000_000]
-        faulty = make(Faulty(index, counter, at, after), Faulty(objects, counter, at, after))  # type: ignore[arg-type]
+        faulty = make(
+            CrashingPort(index, counter, at, after, counted),  # type: ignore[arg-type]
+            CrashingPort(objects, counter, at, after, counted),  # type: ignore[arg-type]
+        )
         store = store_of(faulty, index=INDEX)
         store.get(NS, "absent")  # the deployment check, before counting starts
         counter[0] = 0

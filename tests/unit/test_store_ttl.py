@@ -10,10 +10,7 @@ and on moto."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import random
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -21,17 +18,13 @@ from langgraph.store.base import TTLConfig
 
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
+from tests.support.embeddings import random_embedding
 
 DIMS = 8
 ADA, BOB = ("users", "ada"), ("users", "bob")
 
 
-def embed(texts: Sequence[str]) -> list[list[float]]:
-    out = []
-    for text in texts:
-        rng = random.Random(hashlib.sha256(text.encode()).digest())
-        out.append([rng.gauss(0, 1) for _ in range(DIMS)])
-    return out
+embed = random_embedding(DIMS)
 
 
 class Clock:
