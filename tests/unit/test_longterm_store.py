@@ -18,6 +18,7 @@ import asyncio
 import base64
 import json
 import os
+import struct
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -38,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
 )
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
+from langgraph.checkpoint.s3dynamo.memory import vector_index, vectors
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
 from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
 from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX
@@ -771,10 +773,13 @@ def test_a_read_refreshes_an_expiry_only_when_it_moves_by_more_than_the_slack(
 
 
 def stored_bytes(clients: Any) -> bytes:
+    """Everything the table and bucket hold, binary attributes and objects as raw bytes."""
     dynamodb, s3 = clients
     out = bytearray()
     for page in dynamodb.get_paginator("scan").paginate(TableName=clients.table):
-        out += repr(page["Items"]).encode()
+        for item in page["Items"]:
+            for name, value in item.items():
+                out += name.encode() + (value["B"] if "B" in value else repr(value).encode())
     for obj in s3.list_objects_v2(Bucket=clients.bucket).get("Contents", []):
         out += (
             obj["Key"].encode()
@@ -959,6 +964,39 @@ def test_nothing_readable_in_the_table_and_bucket(clients: Clients) -> None:
     raw = stored_bytes(clients)
     for word in (b"tenant-ns", b"alice", b"key-name", b"hunter2", b"large-key", b"cache-"):
         assert word not in raw
+
+
+@pytest.mark.aws
+def test_vectors_tokens_and_segments_are_sealed(clients: Clients, monkeypatch: Any) -> None:
+    # The search indexes at rest: the vector log, segments in S3 (a compaction ran), the
+    # manifest and filter tokens hold neither the texts nor the values of a declared
+    # field, nor the vectors in any form they were given or are ranked in.
+    monkeypatch.setattr(vector_index, "LOG_MAX", 500)
+    keys = f"k1:{base64.b64encode(os.urandom(32)).decode()}"
+    saver = make_saver(clients, keys=keys, secret=os.urandom(32))
+    saver.setup()
+    given = {
+        f"text-{i}": [((i * 37 + d * 11) % 200 - 100) / 7.0 for d in range(16)] for i in range(12)
+    }
+    store = S3DynamoStore.from_saver(
+        saver,
+        index={"dims": 16, "embed": lambda texts: [given[t] for t in texts], "fields": ["text"]},
+        filter_fields=["kind"],
+    )
+    for text in given:
+        store.put(("tenant-ns",), f"key-{text}", {"text": text, "kind": "kind-secret"})
+    assert len(store.search(("tenant-ns",), query="text-3", limit=3)) == 3  # compacts
+    assert [i.key for i in store.search(("tenant-ns",), query="text-3", limit=1)] == ["key-text-3"]
+    assert len(store.search(("tenant-ns",), filter={"kind": "kind-secret"}, limit=20)) == 12
+    objects = clients[1].list_objects_v2(Bucket=clients.bucket).get("Contents", [])
+    assert objects, "no segment was written"
+    raw = stored_bytes(clients)
+    for word in (b"tenant-ns", b"text-", b"key-", b"kind-secret", b"kind"):
+        assert word not in raw, word
+    for vector in given.values():
+        as_float32 = struct.pack(f"<{len(vector)}f", *vector)
+        as_int8 = vectors.encode(vector).data
+        assert as_float32[:16] not in raw and as_int8[:12] not in raw
 
 
 class Consistency:
