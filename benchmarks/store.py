@@ -518,7 +518,8 @@ def plot(scaling: list[dict[str, Any]], dynamodb: dict[int, float], path: Path) 
         xscale="log",
         yscale="log",
         xlabel="items in the namespace",
-        ylabel="read units per search (InMemoryStore: none, in process)",
+        ylabel="read units per search",
+        title="InMemoryStore reads none: it searches in process",
     )
     units.legend(fontsize=7)
     cpu.plot(
