@@ -67,8 +67,11 @@ class S3DynamoStore(BaseStore):
     Args:
         saver: The saver whose configuration and clients the store shares; built from
             `saver_options` (the saver's keyword arguments) when not given.
-        index: LangGraph's `IndexConfig` (`dims`, `embed`, `fields`) for semantic search.
-        ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`).
+        index: LangGraph's `IndexConfig` (`dims`, `embed`, `fields`) for semantic search,
+            through each namespace's sealed vector index; ranked with numpy where it is
+            installed (the `vectors` extra), in pure Python otherwise.
+        ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`); expired
+            items are left out of every read whatever `omit_expired` says.
         filter_fields: Fields (dotted paths into values) whose equality filters find
             their items through keyed-hash tokens instead of reading the namespace; one
             token write more per put and field. Every process writing a namespace must
