@@ -107,6 +107,35 @@ def test_delete_copy_and_prune_a_long_thread_go_in_full_batches(
     assert list(graph.get_state_history(thread_config("t"))) == []
 
 
+@pytest.mark.parametrize("keep_last", [3, 60])
+def test_prune_keep_last_of_a_long_thread_goes_in_full_batches(
+    saver: S3DynamoSaver, counter: RequestCounter, keep_last: int
+) -> None:
+    _long_thread(saver, "t", TURNS)
+    graph = two_step_graph(saver)
+    checkpoints, writes = _items(saver, "t")
+    history = list(graph.get_state_history(thread_config("t")))
+    counter.reset()
+    saver.prune(["t"], keep_last=keep_last)
+    sent = dict(counter.calls)
+    kept_checkpoints, kept_writes = _items(saver, "t")
+    # One read, marks set and cleared, what goes in full batches (checkpoints, then the
+    # writes they own); every value is inline, so no S3 request.
+    assert kept_checkpoints == keep_last
+    assert sent == {
+        "dynamodb.Query": 1,
+        "dynamodb.BatchWriteItem": 2
+        + math.ceil((checkpoints - kept_checkpoints) / BATCH)
+        + math.ceil((writes - kept_writes) / BATCH),
+    }
+    assert sum(sent.values()) <= math.ceil((checkpoints + writes) / BATCH) + CONSTANT
+    # The newest `keep_last` read back as they did, pending writes and all.
+    after = list(graph.get_state_history(thread_config("t")))
+    assert [(s.config, s.values, s.next, s.tasks, s.metadata) for s in after] == [
+        (s.config, s.values, s.next, s.tasks, s.metadata) for s in history[:keep_last]
+    ]
+
+
 def test_the_read_path_costs_the_same_with_and_without_a_mark(
     saver: S3DynamoSaver, counter: RequestCounter
 ) -> None:

@@ -404,12 +404,19 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
     assert rotation.json()["plan"]["stale_item_blobs"] > 0
     assert rotation.json()["executed"] is False
 
-    pruned, deleted, resealed = run_all(
+    last3, zero, pruned3, pruned, deleted, resealed = run_all(
+        (env, ("prune", "alice-copy", "--keep-last", "3")),
+        (env, ("prune", "alice-copy", "--keep-last", "0")),
+        (env, ("prune", "alice-copy", "--keep-last", "3", "--yes", "--json")),
         (env, ("prune", "alice-copy", "--yes")),
         (env, ("delete", "bob", "--yes")),
         (rotated, ("reencrypt", "alice", "--yes", "--json")),
     )
-    assert pruned.code == 0 and "keep 1, remove 8" in pruned.out
+    assert last3.code == 0 and "keep 3, remove 6" in last3.out and "nothing changed" in last3.out
+    assert zero.code == 2 and "--keep-last" in zero.err and "0" in zero.err
+    assert pruned3.json()["plan"]["keep_last"] == 3 and pruned3.json()["executed"] is True
+    assert pruned3.json()["plan"]["threads"][0]["kept"] == 3
+    assert pruned.code == 0 and "keep 1, remove 2" in pruned.out
     assert deleted.code == 0
     assert resealed.json()["result"]["resealed"] > 0
 
@@ -514,8 +521,15 @@ def test_expire_removes_idle_threads_after_showing_the_plan(moto: None) -> None:
     env = sandbox.environment()
     with environment(command_env(env)):
         populate(sandbox, ["old"], days_ago=2)
-    plan, missing = run_all((env, ("expire", "--older-than", "1d", "--json")), (env, ("expire",)))
+    plan, missing, last3, slip = run_all(
+        (env, ("expire", "--older-than", "1d", "--json")),
+        (env, ("expire",)),
+        (env, ("expire", "--older-than", "1d", "--strategy", "keep_latest", "--keep-last", "3")),
+        (env, ("expire", "--older-than", "1d", "--keep-last", "3")),
+    )
     assert plan.json()["plan"]["idle_threads"] == 1 and plan.json()["executed"] is False
+    assert "each keeps the 3 newest checkpoints of each namespace" in " ".join(last3.out.split())
+    assert slip.code == 2 and "strategy='keep_latest'" in one_line_error(slip)
     assert missing.code == 2 and "--older-than 30d" in one_line_error(missing)
     with environment(command_env(env)):
         build_graph(sandbox.saver()).invoke(

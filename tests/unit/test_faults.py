@@ -41,6 +41,8 @@ from tests.support.scenarios import chat_graph
 KEYS = {"k1": os.urandom(32), "k2": os.urandom(32)}
 SECRET = os.urandom(16)
 TURNS = 3
+# What `keep_last` keeps in the operations that take it.
+KEEP_LAST = 4
 SWEEPS = itertools.count()
 
 
@@ -103,19 +105,22 @@ def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
         saver.ops.import_threads(import_source(kind), ["copy"])
     elif op == "prune":
         saver.prune(["t"])
+    elif op == "prune keep_last":
+        saver.prune(["t"], keep_last=KEEP_LAST)
     elif op == "delete_for_runs":
         saver.delete_for_runs([f"run-{TURNS - 1}"])
     elif op == "reencrypt":
         saver.ops.reencrypt(["t"])
     elif op == "gc":
         saver.ops.plan_garbage_collection(["t"], grace=timedelta(0)).execute()
-    elif op in ("expire", "expire keep_latest", "expire indexed"):
+    elif op in ("expire", "expire keep_latest", "expire keep_last", "expire indexed"):
         # Ten days on, with a one-day TTL: the thread is idle. Each sweep runs an hour
         # after the one before, as a schedule runs them: a crashed sweep's lease lapsed.
         later = time.time() + timedelta(days=10, hours=next(SWEEPS)).total_seconds()
         saver.store.clock = lambda: later
-        strategy = "keep_latest" if op == "expire keep_latest" else "delete"
-        plan = saver.ops.expire_idle_threads("1d", strategy=strategy)
+        strategy = "keep_latest" if op.startswith("expire keep_") else "delete"
+        keep_last = KEEP_LAST if op == "expire keep_last" else 1
+        plan = saver.ops.expire_idle_threads("1d", strategy=strategy, keep_last=keep_last)
         # The fault-free sweep after the first finds the thread through the idle index.
         assert op != "expire indexed" or plan.cursor.day is not None
     else:
@@ -147,8 +152,18 @@ def check_after_fault(
         assert t == old and copy in ([], old)  # nothing at the target, or the whole copy
     elif op == "import":
         assert t == old and copy in ([], ref["copy"])
-    elif op in ("prune", "expire keep_latest", "delete_for_runs"):
+    elif op in (
+        "prune",
+        "prune keep_last",
+        "expire keep_latest",
+        "expire keep_last",
+        "delete_for_runs",
+    ):
         assert t in (old, ref["t"])  # unchanged, or already as it will be
+    if op.endswith("keep_last"):
+        # What it will be: the thread's newest checkpoints, each as it was.
+        assert len(old) > len(ref["t"]) >= KEEP_LAST
+        assert ref["t"][:KEEP_LAST] == old[:KEEP_LAST]
     else:  # reencrypt, gc: nothing a reader sees may change
         assert t == old
 
@@ -170,11 +185,15 @@ def check_repeated(
         # Left: the tombstones alone (no lease, no record), and nothing more to do.
         plan = saver.ops.expire_idle_threads("1d", dry_run=True)
         assert not plan.idle and not plan.leftovers
-    if op == "expire keep_latest":
+    if op.startswith("expire keep_"):
         # No marker, no lease left, and nothing more to drop.
         # (The full Scan reads every thread, so it counts the kept one.)
-        plan = saver.ops.expire_idle_threads("1d", strategy="keep_latest", dry_run=True, full=True)
+        keep_last = KEEP_LAST if op == "expire keep_last" else 1
+        plan = saver.ops.expire_idle_threads(
+            "1d", strategy="keep_latest", keep_last=keep_last, dry_run=True, full=True
+        )
         assert not plan.idle and not plan.leftovers and plan.kept == 1
+
     if op == "reencrypt":
         assert saver.ops.reencrypt(["t"]) == 0
     if op == "gc":
@@ -232,11 +251,13 @@ OPS = [
     "copy_thread",
     "import",
     "prune",
+    "prune keep_last",
     "delete_for_runs",
     "reencrypt",
     "gc",
     "expire",
     "expire keep_latest",
+    "expire keep_last",
     "expire indexed",
 ]
 

@@ -371,6 +371,53 @@ def test_keep_latest_keeps_the_conversation_and_drops_its_history(saver: MemoryS
     assert saver.store.namer.thread("asked") not in full.idle and full.kept >= 1
 
 
+def test_keep_last_n_keeps_each_idle_thread_s_newest_n(backend: Backend) -> None:
+    saver = backend.saver(inline_max=0)
+    at(saver, -40)
+    graph = chat(saver, "chat", turns=4)
+    few = chat(saver, "few", turns=1)  # three checkpoints: nothing beyond the newest 3
+    before, few_before = history(graph, "chat"), history(few, "few")
+    latest = graph.get_state({"configurable": {"thread_id": "chat"}})
+    at(saver, 0)
+    plan = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", keep_last=3)
+    assert plan.to_dict()["keep_last"] == 3
+    assert plan.pruned == [saver.store.namer.thread("chat")] and plan.kept == 1
+    assert history(graph, "chat") == before[:3]
+    assert history(few, "few") == few_before
+    after = graph.get_state({"configurable": {"thread_id": "chat"}})
+    assert (after.values, after.next, after.tasks) == (latest.values, latest.next, latest.tasks)
+    # Nothing more to drop at 3; at 1, the same thread has.
+    again = saver.ops.expire_idle_threads(
+        TTL, strategy="keep_latest", keep_last=3, dry_run=True, full=True
+    )
+    assert not again.idle and again.kept == 2
+    once = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", dry_run=True, full=True)
+    assert len(once.idle) == 2
+
+
+def test_the_keep_last_setting_from_arguments_the_environment_and_langgraph_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    saver = memory_saver(retention="30d", retention_strategy="keep_latest", retention_keep_last=4)
+    assert saver.ops.plan_expiry().keep_last == 4
+    ttl = {"strategy": "keep_latest", "default_ttl": 60, "keep_last": 5}
+    assert memory_saver(ttl=ttl).settings.retention_keep_last == 5
+    monkeypatch.setenv("S3DYNAMO_RETENTION_STRATEGY", "keep_latest")
+    monkeypatch.setenv("S3DYNAMO_RETENTION_KEEP_LAST", " 6 ")
+    assert Settings.from_env(plaintext=True).retention_keep_last == 6
+    for wrong in ("three", "0", "-1", "2.5"):
+        monkeypatch.setenv("S3DYNAMO_RETENTION_KEEP_LAST", wrong)
+        with pytest.raises(InvalidConfigError, match=f"S3DYNAMO_RETENTION_KEEP_LAST.*{wrong!r}"):
+            Settings.from_env(plaintext=True)
+    with pytest.raises(InvalidConfigError, match="ttl keep_last"):
+        memory_saver(ttl={"strategy": "keep_latest", "keep_last": 0})
+    # keep_last counts what keep_latest keeps: beside "delete" it is a slip, said so.
+    with pytest.raises(InvalidConfigError, match="keep_latest"):
+        memory_saver(retention_keep_last=3)
+    with pytest.raises(InvalidConfigError, match="keep_latest"):
+        memory_saver(retention="30d").ops.plan_expiry(keep_last=3)
+
+
 def test_keep_latest_leaves_a_thread_written_during_the_sweep_whole(backend: Backend) -> None:
     saver = backend.saver(inline_max=0)
     at(saver, -40)

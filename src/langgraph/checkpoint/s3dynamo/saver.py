@@ -390,24 +390,18 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         there). Raises `ThreadExistsError` if the target already has checkpoints."""
         from langgraph.checkpoint.s3dynamo.ops import threads
 
-        src, dst = thread_id_of(source_thread_id), thread_id_of(target_thread_id)
-        log.info("copy_thread %s -> %s", self.store.namer.thread(src), self.store.namer.thread(dst))
-        with guarded(self.parts.deployment):
-            if not threads.copy_thread(self.store, src, dst):
-                self.parts.deployment.verify(write=False)
+        threads.copy_one(self.store, self.parts.deployment, source_thread_id, target_thread_id)
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Prune threads. `keep_latest` keeps each namespace's latest checkpoint and
-        whatever DeltaChannel reconstruction of it needs (ancestors and their writes back
-        to the nearest stored snapshot), so the state reads back the same; `delete`
-        removes the threads."""
+    def prune(
+        self, thread_ids: Sequence[str], *, strategy: str = "keep_latest", keep_last: int = 1
+    ) -> None:
+        """Prune threads. `keep_latest` keeps each namespace's `keep_last` newest
+        checkpoints (1: its latest) with their pending writes and whatever DeltaChannel
+        reconstruction of them needs (ancestors and their writes back to the nearest
+        stored snapshot), so each reads back the same; `delete` removes the threads."""
         from langgraph.checkpoint.s3dynamo.ops import threads
 
-        tids = [thread_id_of(t) for t in thread_ids]
-        log.info("prune %s (%s)", [self.store.namer.thread(t) for t in tids], strategy)
-        with guarded(self.parts.deployment):
-            if not threads.prune(self.store, tids, strategy):
-                self.parts.deployment.verify(write=False)
+        threads.prune_some(self.store, self.parts.deployment, thread_ids, strategy, keep_last)
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -490,8 +484,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._in_worker(self.copy_thread, source_thread_id, target_thread_id)
 
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._in_worker(self.prune, thread_ids, strategy=strategy)
+    async def aprune(
+        self, thread_ids: Sequence[str], *, strategy: str = "keep_latest", keep_last: int = 1
+    ) -> None:
+        await self._in_worker(self.prune, thread_ids, strategy=strategy, keep_last=keep_last)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

@@ -14,9 +14,9 @@ Environment variables, with the argument each sets:
     S3DYNAMO_ASYNC_WORKERS (read even without from_env)    async_workers
     S3DYNAMO_RETENTION (30d, 12h, 90m, 3600s, or days)     retention
     S3DYNAMO_RETENTION_STRATEGY (delete or keep_latest)    retention_strategy
-    S3DYNAMO_TTL: LangGraph Platform's `checkpointer.ttl`  ttl (its names and units:
-      of langgraph.json, as JSON                             strategy, default_ttl in
-                                                             minutes, sweep_interval_minutes)
+    S3DYNAMO_RETENTION_KEEP_LAST (keep_latest's N: 1)      retention_keep_last
+    S3DYNAMO_TTL: LangGraph Platform's `checkpointer.ttl`  ttl (its names and units,
+      of langgraph.json, as JSON                             `platform_ttl`; our keep_last)
     one key source:
       S3DYNAMO_KMS_KEY_ID                                  kms_key_id
       S3DYNAMO_KEYS (id:base64key,...) + S3DYNAMO_SECRET   keys, secret
@@ -86,14 +86,16 @@ VARIABLES = (
     "S3DYNAMO_ASYNC_WORKERS",
     "S3DYNAMO_RETENTION",
     "S3DYNAMO_RETENTION_STRATEGY",
+    "S3DYNAMO_RETENTION_KEEP_LAST",
     "S3DYNAMO_TTL",
     "S3DYNAMO_KMS_KEY_ID",
     "S3DYNAMO_KEYS",
     "S3DYNAMO_SECRET",
     "S3DYNAMO_PLAINTEXT",
 )
-# LangGraph Platform's names in langgraph.json's `checkpointer.ttl`.
-PLATFORM_TTL_KEYS = ("strategy", "default_ttl", "sweep_interval_minutes")
+# LangGraph Platform's names in langgraph.json's `checkpointer.ttl`, and ours beside them
+# (`keep_last`: how many checkpoints of each namespace `keep_latest` keeps).
+PLATFORM_TTL_KEYS = ("strategy", "default_ttl", "sweep_interval_minutes", "keep_last")
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,24 @@ class KeySource:
             + (" and secret/S3DYNAMO_SECRET" if self.secret else ""),
             "plaintext": "plaintext" + (" and secret/S3DYNAMO_SECRET" if self.secret else ""),
         }[self.kind]
+
+
+def keep_last_count(value: object, name: str = "keep_last") -> int:
+    """A count of checkpoints to keep in each namespace (`keep_last`): a whole number, at
+    least 1 (1 is keep_latest); a variable's text is read as one. Anything else is an
+    error naming the setting, what came and what it accepts."""
+    count = value
+    if isinstance(value, str):
+        try:
+            count = int(value.strip())
+        except ValueError:
+            count = value
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InvalidConfigError(
+            f"{name} must be a whole number of checkpoints, at least 1 (1 keeps only the "
+            f"latest, as keep_latest does), got {value!r}"
+        )
+    return count
 
 
 def yes_no(name: str, raw: str) -> bool:
@@ -189,6 +209,8 @@ def platform_ttl(ttl: Any) -> dict[str, Any]:
         out[name] = timedelta(minutes=value)
     if "strategy" in ttl:
         out["retention_strategy"] = ttl["strategy"]
+    if "keep_last" in ttl:
+        out["retention_keep_last"] = keep_last_count(ttl["keep_last"], "ttl keep_last")
     return out
 
 
@@ -264,6 +286,8 @@ class Settings:
     async_workers: int = field(default_factory=workers_from_env)
     retention: timedelta | None = None
     retention_strategy: str = "delete"
+    # How many checkpoints of each namespace the keep_latest strategy keeps.
+    retention_keep_last: int = 1
     sweep_interval: timedelta | None = None
     keys: Keyring | None = None
     secret: bytes | None = None
@@ -291,6 +315,14 @@ class Settings:
                 f"retention strategy {self.retention_strategy!r} is not one of "
                 f"{RETENTION_STRATEGIES}: 'delete' removes an idle thread whole, 'keep_latest' "
                 "keeps its latest checkpoint in each namespace and drops the rest"
+            )
+        keep_last_count(self.retention_keep_last, "retention_keep_last")
+        if self.retention_keep_last != 1 and self.retention_strategy != "keep_latest":
+            raise InvalidConfigError(
+                f"retention_keep_last={self.retention_keep_last} with retention strategy "
+                f"{self.retention_strategy!r}: keep_last counts what 'keep_latest' keeps; "
+                "set the strategy to keep_latest (S3DYNAMO_RETENTION_STRATEGY, or the ttl's "
+                "strategy)"
             )
         if self.object_cache_bytes < 0:
             raise InvalidConfigError(
@@ -406,6 +438,8 @@ class Settings:
             options["retention"] = duration(raw, "S3DYNAMO_RETENTION")
         if raw := env.get("S3DYNAMO_RETENTION_STRATEGY"):
             options["retention_strategy"] = raw.strip()
+        if raw := env.get("S3DYNAMO_RETENTION_KEEP_LAST"):
+            options["retention_keep_last"] = keep_last_count(raw, "S3DYNAMO_RETENTION_KEEP_LAST")
         options.update(overrides)
         return cls.of(**options)
 

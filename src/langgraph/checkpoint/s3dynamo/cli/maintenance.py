@@ -110,6 +110,13 @@ def gc(
     "[S3DYNAMO_RETENTION_STRATEGY, default delete]",
 )
 @click.option(
+    "--keep-last",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="with keep_latest: the checkpoints each namespace keeps, newest first "
+    "[S3DYNAMO_RETENTION_KEEP_LAST, default 1]",
+)
+@click.option(
     "--scope",
     metavar="PREFIX",
     help="the prefix the sweep acts on: the saver's own (--prefix); without one, on a table "
@@ -128,6 +135,7 @@ def gc(
 def expire(
     older_than: str | None,
     strategy: str | None,
+    keep_last: int | None,
     scope: str | None,
     full: bool,
     as_json: bool,
@@ -135,8 +143,8 @@ def expire(
     **settings: Any,
 ) -> int:
     """Expire every thread idle for longer than the time to live: remove it whole
-    (records and objects) or keep only its latest checkpoints; finish what an earlier run
-    left midway."""
+    (records and objects) or keep only its latest checkpoints (the N newest of each
+    namespace with --keep-last N); finish what an earlier run left midway."""
     ttl = duration(older_than, "--older-than") if older_than else None
     saver = open_saver(**settings)
     if ttl is None and saver.settings.retention is None:
@@ -144,12 +152,19 @@ def expire(
             "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
         )
     with progress("scanning"):
-        found = saver.ops.plan_expiry(ttl, strategy=strategy, scope=scope, full=full)
+        found = saver.ops.plan_expiry(
+            ttl, strategy=strategy, keep_last=keep_last, scope=scope, full=full
+        )
     plan = found.to_dict()
     idle = f"{render.plural(plan['idle_threads'], 'thread')} idle for over {found.ttl}"
     if found.strategy == "keep_latest":
+        kept = (
+            "its latest checkpoints"
+            if found.keep_last == 1
+            else f"the {found.keep_last} newest checkpoints of each namespace"
+        )
         lines = [
-            f"{idle} with history to drop (each keeps its latest checkpoints); "
+            f"{idle} with history to drop (each keeps {kept}); "
             f"{plan['kept_threads']} idle with nothing to drop; {plan['active_threads']} active"
         ]
     else:
@@ -181,16 +196,30 @@ def expire(
     default="keep_latest",
     show_default=True,
 )
+@click.option(
+    "--keep-last",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="with keep_latest: the checkpoints each namespace keeps, newest first",
+)
 @json_option
 @yes_option
 @store_options
 def prune(
-    thread_ids: tuple[str, ...], strategy: str, as_json: bool, yes: bool, **settings: Any
+    thread_ids: tuple[str, ...],
+    strategy: str,
+    keep_last: int,
+    as_json: bool,
+    yes: bool,
+    **settings: Any,
 ) -> int:
-    """Drop old checkpoints (keep_latest keeps each namespace's latest and what
-    DeltaChannel needs to rebuild it) or whole threads (delete)."""
+    """Drop old checkpoints (keep_latest keeps each namespace's latest, or its N newest
+    with --keep-last N, and what DeltaChannel needs to rebuild them) or whole threads
+    (delete)."""
     saver = open_saver(**settings)
-    pruning = saver.ops.plan_prune(list(thread_ids), strategy)
+    pruning = saver.ops.plan_prune(list(thread_ids), strategy, keep_last)
     plan = pruning.to_dict()
     lines = [
         f"{t['thread_id']}: {t['checkpoints']} checkpoints, keep {t['kept']}, remove {t['removed']}"

@@ -238,6 +238,7 @@ class Operations:
         older_than: str | float | timedelta | None = None,
         *,
         strategy: str | None = None,
+        keep_last: int | None = None,
         deadline: float | None = None,
         scope: str | None = None,
         full: bool = False,
@@ -246,7 +247,8 @@ class Operations:
         setting), found in the idle index after the sweep's cursor (`ops/sweep.py`), or,
         with `full` or no cursor yet, with one Scan; `.execute()` removes them whole (strategy
         "delete") or drops all but their latest checkpoints ("keep_latest"; default: the
-        `retention_strategy` setting). See `ops/retention.py`. With `deadline` (a
+        `retention_strategy` setting), the `keep_last` newest of each namespace (default:
+        the `retention_keep_last` setting, 1). See `ops/retention.py`. With `deadline` (a
         `time.monotonic()` value), a Scan not finished by then decides nothing
         (`.scanned_all` is False). `scope` names this saver's prefix (needed without one
         on a table that holds tenants), or is "*": every tenant's idle threads, in one
@@ -266,6 +268,8 @@ class Operations:
             raise InvalidConfigError(
                 f"retention strategy {chosen!r} is not one of {retention.STRATEGIES}"
             )
+        kept = keep_last if keep_last is not None else self.parts.settings.retention_keep_last
+        threads.check_strategy(chosen, kept)
         every = scope == EVERY_DEPLOYMENT
         if every and chosen != "delete":
             raise InvalidConfigError(
@@ -275,7 +279,13 @@ class Operations:
             )
         with self._table_wide("retention", scope, every=True):
             return sweep.plan_sweep(
-                self.store, ttl, strategy=chosen, deadline=deadline, every=every, full=full
+                self.store,
+                ttl,
+                strategy=chosen,
+                keep_last=kept,
+                deadline=deadline,
+                every=every,
+                full=full,
             )
 
     def expire_idle_threads(
@@ -283,6 +293,7 @@ class Operations:
         older_than: str | float | timedelta | None = None,
         *,
         strategy: str | None = None,
+        keep_last: int | None = None,
         dry_run: bool = False,
         deadline: float | None = None,
         scope: str | None = None,
@@ -290,11 +301,17 @@ class Operations:
     ) -> ExpiryPlan:
         """Expire every thread idle for longer than `older_than`: remove it whole, or keep
         only its latest checkpoints (`strategy`, default the `retention_strategy`
-        setting); finish what an earlier call left midway. A thread written within that
-        time keeps every checkpoint. With `dry_run=True` nothing changes and the plan
-        says what would go."""
+        setting; the `keep_last` newest of each namespace, default the
+        `retention_keep_last` setting); finish what an earlier call left midway. A
+        thread written within that time keeps every checkpoint. With `dry_run=True`
+        nothing changes and the plan says what would go."""
         plan = self.plan_expiry(
-            older_than, strategy=strategy, deadline=deadline, scope=scope, full=full
+            older_than,
+            strategy=strategy,
+            keep_last=keep_last,
+            deadline=deadline,
+            scope=scope,
+            full=full,
         )
         if not dry_run:
             plan.execute(deadline=deadline)
@@ -315,15 +332,16 @@ class Operations:
         return threads.plan_copy(self.store, thread_id_of(source), thread_id_of(target))
 
     def plan_prune(
-        self, thread_ids: Sequence[str], strategy: str = "keep_latest"
+        self, thread_ids: Sequence[str], strategy: str = "keep_latest", keep_last: int = 1
     ) -> threads.PrunePlan:
-        """What pruning keeps and removes per thread; `.execute()` prunes."""
-        threads.check_strategy(strategy)
+        """What pruning keeps and removes per thread (with `keep_latest`, the `keep_last`
+        newest checkpoints of each namespace); `.execute()` prunes."""
+        threads.check_strategy(strategy, keep_last)
         tids = [thread_id_of(t) for t in thread_ids]
         for tid in tids:
             self._entries(tid)
         with guarded(self.parts.deployment):
-            return threads.plan_prune(self.store, tids, strategy)
+            return threads.plan_prune(self.store, tids, strategy, keep_last)
 
     def plan_import(
         self, source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None

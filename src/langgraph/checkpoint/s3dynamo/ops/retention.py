@@ -1,5 +1,6 @@
 """Retention: threads idle for longer than a time to live (TTL) are removed whole, or,
-with the `keep_latest` strategy, pruned down to their latest checkpoints.
+with the `keep_latest` strategy, pruned down to their latest checkpoints (the
+`keep_last` newest of each namespace; 1 unless set).
 
 A thread's activity is the newest `written_at` stamp among its records (a record written
 before stamps existed is dated by its checkpoint id, a UUIDv6 or v1; a thread none of
@@ -132,13 +133,14 @@ class SeenThread:
         elif self.newest is None or at > self.newest:
             self.newest, self.newest_key = at, stamp.key
 
-    def history_to_drop(self) -> bool:
-        """For `keep_latest`: whether a namespace has more than its latest checkpoint, or
-        an earlier sweep was interrupted on it (its marker is still there)."""
+    def history_to_drop(self, keep_last: int = 1) -> bool:
+        """For `keep_latest`: whether a namespace has more than its `keep_last` newest
+        checkpoints, or an earlier sweep was interrupted on it (its marker is still
+        there)."""
         return (
             PRUNING_HEAD in self.heads
             or "prune" in self.marks
-            or any(n > 1 for n in self.checkpoints.values())
+            or any(n > keep_last for n in self.checkpoints.values())
         )
 
     def unfinished(self, cutoff: int) -> bool:
@@ -160,15 +162,18 @@ class ExpiryPlan:
     store: ThreadStore
     ttl: timedelta
     cutoff: int
-    # "delete": idle threads go whole; "keep_latest": they keep their latest checkpoints.
+    # "delete": idle threads go whole; "keep_latest": they keep their latest checkpoints,
+    # the `keep_last` newest of each namespace.
     strategy: str = "delete"
+    keep_last: int = 1
     # thread name -> its newest record time (seconds since the epoch)
     idle: dict[str, int] = field(default_factory=dict)
     # thread names with control items left and no records (an interrupted removal)
     leftovers: list[str] = field(default_factory=list)
     active: int = 0
     undated: int = 0
-    # keep_latest: idle threads with nothing to drop (one checkpoint per namespace).
+    # keep_latest: idle threads with nothing to drop (keep_last checkpoints or fewer in
+    # each namespace).
     kept: int = 0
     # Records of the idle threads.
     records: int = 0
@@ -225,6 +230,7 @@ class ExpiryPlan:
         return {
             "ttl_seconds": int(self.ttl.total_seconds()),
             "strategy": self.strategy,
+            "keep_last": self.keep_last,
             "idle_threads": len(self.idle),
             "kept_threads": self.kept,
             "records": self.records,
@@ -292,7 +298,8 @@ class ExpiryPlan:
             with self._lock:
                 self.skipped.append(Skipped(name, key_id, str(exc)))
             return
-        kept = [e.record.key for chain in kept_chains(store, entries).values() for e in chain]
+        chains = kept_chains(store, entries, self.keep_last)
+        kept = [e.record.key for chain in chains.values() for e in chain]
         kept_sks = {k.sk for k in kept}
         doomed = [r.key for r in records if owner_sk(r.sk) not in kept_sks]
         hiding = store.delete_marks(name, doomed, keep=kept) if doomed else []
@@ -375,6 +382,7 @@ def plan_expiry(
     ttl: timedelta,
     *,
     strategy: str = "delete",
+    keep_last: int = 1,
     segments: int = SCAN_SEGMENTS,
     deadline: float | None = None,
     every: bool = False,
@@ -387,7 +395,9 @@ def plan_expiry(
     otherwise this deployment's only (`store/scope.py`)."""
     if segments < 1:
         raise InvalidConfigError(f"retention scan segments must be at least 1, got {segments}")
-    plan = ExpiryPlan(store, ttl, int(store.clock() - ttl.total_seconds()), strategy)
+    plan = ExpiryPlan(
+        store, ttl, int(store.clock() - ttl.total_seconds()), strategy, keep_last=keep_last
+    )
     lock = threading.Lock()
 
     def scan(segment: int) -> bool:
@@ -425,7 +435,7 @@ def judge(plan: ExpiryPlan) -> None:
         elif seen.newest is None:
             plan.undated += 1
         elif seen.newest < plan.cutoff:
-            if strategy == "keep_latest" and not seen.history_to_drop():
+            if strategy == "keep_latest" and not seen.history_to_drop(plan.keep_last):
                 plan.kept += 1
                 continue
             plan.idle[name] = seen.newest

@@ -155,6 +155,7 @@ def plan_sweep(
     ttl: timedelta,
     *,
     strategy: str = "delete",
+    keep_last: int = 1,
     deadline: float | None = None,
     every: bool = False,
     full: bool = False,
@@ -176,10 +177,16 @@ def plan_sweep(
     )
     if full or cursor.day is None:
         plan = plan_expiry(
-            store, ttl, strategy=strategy, segments=segments, deadline=deadline, every=every
+            store,
+            ttl,
+            strategy=strategy,
+            keep_last=keep_last,
+            segments=segments,
+            deadline=deadline,
+            every=every,
         )
     else:
-        plan = ExpiryPlan(store, ttl, cutoff, strategy)
+        plan = ExpiryPlan(store, ttl, cutoff, strategy, keep_last=keep_last)
         pending = record.fields.get("pending", "") if record is not None else ""
         names = set(str(pending).split())
         for day in range(cursor.day + 1, idle_day(cutoff) + 1):

@@ -15,10 +15,12 @@ repeat completes each operation: docs/RELIABILITY.md, "Deleting, copying, prunin
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.deployment import Deployment, guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ThreadExistsError
 from langgraph.checkpoint.s3dynamo.layout import (
     TOP,
@@ -35,8 +37,12 @@ from langgraph.checkpoint.s3dynamo.records import (
     Record,
     referenced_leaves,
 )
+from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
+from langgraph.checkpoint.s3dynamo.settings import keep_last_count
 from langgraph.checkpoint.s3dynamo.store import Entry, ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import parallel
+
+log = logging.getLogger(__name__)
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 # Checkpoints `delete_for_runs` hides with one mark per namespace at most (a mark names
@@ -126,6 +132,16 @@ def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
     )
 
 
+def copy_one(store: ThreadStore, deployment: Deployment, source: str, target: str) -> None:
+    """The saver's `copy_thread`: a copy that found nothing checks the deployment's keys
+    (a wrong secret finds nothing)."""
+    src, dst = thread_id_of(source), thread_id_of(target)
+    log.info("copy_thread %s -> %s", store.namer.thread(src), store.namer.thread(dst))
+    with guarded(deployment):
+        if not copy_thread(store, src, dst):
+            deployment.verify(write=False)
+
+
 def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     """Copy `src` (what its readers see) to `dst`, resumably. Order: a copy mark over
     each namespace of the target, hiding all of it; the objects; every record, in full
@@ -195,66 +211,111 @@ class PrunePlan:
     store: ThreadStore
     strategy: str
     threads: list[PrunedThread] = field(default_factory=list)
+    keep_last: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "threads": [t.to_dict() for t in self.threads]}
+        return {
+            "strategy": self.strategy,
+            "keep_last": self.keep_last,
+            "threads": [t.to_dict() for t in self.threads],
+        }
 
     def execute(self) -> None:
-        prune(self.store, [t.thread_id for t in self.threads], self.strategy)
+        prune(self.store, [t.thread_id for t in self.threads], self.strategy, self.keep_last)
 
 
-def check_strategy(strategy: str) -> None:
+def check_strategy(strategy: str, keep_last: int = 1) -> None:
     if strategy not in PRUNE_STRATEGIES:
         raise InvalidConfigError(
             f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}: "
             "'keep_latest' keeps each namespace's latest checkpoint, 'delete' the whole thread"
         )
+    if isinstance(keep_last, str):  # a count, not a variable's text, here
+        raise InvalidConfigError(f"keep_last must be a whole number, got {keep_last!r}")
+    keep_last_count(keep_last)
+    if strategy == "delete" and keep_last != 1:
+        raise InvalidConfigError(
+            f"keep_last={keep_last} with strategy 'delete': 'delete' removes the whole "
+            "thread; keep_last counts what 'keep_latest' keeps, so pass "
+            "strategy='keep_latest' (the default) with it"
+        )
 
 
-def plan_prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> PrunePlan:
-    check_strategy(strategy)
-    plan = PrunePlan(store, strategy)
+def plan_prune(
+    store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1
+) -> PrunePlan:
+    check_strategy(strategy, keep_last)
+    plan = PrunePlan(store, strategy, keep_last=keep_last)
     for tid in thread_ids:
         entries = store.thread_entries(tid)
         kept = 0
         if strategy == "keep_latest":
-            kept = sum(len(chain) for chain in kept_chains(store, entries).values())
+            kept = sum(len(chain) for chain in kept_chains(store, entries, keep_last).values())
         plan.threads.append(PrunedThread(tid, len(entries), kept))
     return plan
 
 
-def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str) -> int:
+def prune_some(
+    store: ThreadStore,
+    deployment: Deployment,
+    thread_ids: Sequence[str],
+    strategy: str,
+    keep_last: int,
+) -> None:
+    """The saver's `prune`: arguments checked before anything is read; a prune that
+    found nothing checks the deployment's keys (a wrong secret finds nothing)."""
+    check_strategy(strategy, keep_last)
+    tids = [thread_id_of(t) for t in thread_ids]
+    names = [store.namer.thread(t) for t in tids]
+    log.info("prune %s (%s, keep_last=%d)", names, strategy, keep_last)
+    with guarded(deployment):
+        if not prune(store, tids, strategy, keep_last):
+            deployment.verify(write=False)
+
+
+def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1) -> int:
     """Prune each thread; returns how many records (and, deleting, objects) it found."""
-    check_strategy(strategy)
+    check_strategy(strategy, keep_last)
     found = 0
     for tid in thread_ids:
         if strategy == "delete":
             found += store.delete_thread(tid)
         else:
-            found += prune_keep_latest(store, tid)
+            found += prune_keep_latest(store, tid, keep_last)
     store.forget()
     return found
 
 
-def kept_chains(store: ThreadStore, entries: Sequence[Entry]) -> dict[str, list[Entry]]:
-    """Namespace -> what `keep_latest` keeps there: the latest checkpoint and the
-    ancestors DeltaChannel reconstruction of it needs."""
+def kept_chains(
+    store: ThreadStore, entries: Sequence[Entry], keep_last: int = 1
+) -> dict[str, list[Entry]]:
+    """Namespace -> what `keep_latest` keeps there: its `keep_last` newest checkpoints
+    and the ancestors DeltaChannel reconstruction of each needs (oldest first)."""
     by_ns: dict[str, dict[str, Entry]] = {}
     for e in entries:
         by_ns.setdefault(e.ns, {})[e.checkpoint_id] = e
-    return {ns: needed_chain(store, chain[max(chain)], chain) for ns, chain in by_ns.items()}
+    kept: dict[str, list[Entry]] = {}
+    for ns, chain in by_ns.items():
+        newest = sorted(chain, reverse=True)[:keep_last]
+        needed = {
+            e.checkpoint_id: e for cid in newest for e in needed_chain(store, chain[cid], chain)
+        }
+        kept[ns] = [needed[cid] for cid in sorted(needed)]
+    return kept
 
 
-def prune_keep_latest(store: ThreadStore, tid: str) -> int:
-    """Keep each namespace's latest checkpoint and the ancestors (with their writes)
-    that DeltaChannel reconstruction of it still needs; delete the rest: a prune mark
+def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> int:
+    """Keep each namespace's `keep_last` newest checkpoints and the ancestors (with
+    their writes) that DeltaChannel reconstruction of them still needs; delete the
+    rest: a prune mark
     over each namespace hiding what goes (so readers see the pruned thread from then
     on), the records in full batches, the objects only they referenced, the marks last.
     The kept checkpoints are never touched. Returns how many records the thread had."""
     name = store.namer.thread(tid)
     records, marks = store.partition_items(name)
     entries = store.group(records, known_tid=tid)
-    kept = [e.record.key for chain in kept_chains(store, entries).values() for e in chain]
+    chains = kept_chains(store, entries, keep_last)
+    kept = [e.record.key for chain in chains.values() for e in chain]
     kept_sks = {k.sk for k in kept}
     doomed: list[ItemKey] = []
     dropped_leaves: set[str] = set()
