@@ -60,6 +60,9 @@ output "environment" {
     var.retention == null || var.retention_strategy == "delete" ? {} : {
       S3DYNAMO_RETENTION_STRATEGY = var.retention_strategy
     },
+    var.retention == null || var.retention_keep_last == 1 ? {} : {
+      S3DYNAMO_RETENTION_KEEP_LAST = tostring(var.retention_keep_last)
+    },
     # checkpointer_ttl goes in whole, as S3DYNAMO_TTL, rather than converted into
     # S3DYNAMO_RETENTION="<default_ttl>m" and S3DYNAMO_RETENTION_STRATEGY: the saver reads
     # the Platform's object with the Platform's names and units, nothing is converted here,

@@ -168,19 +168,46 @@ variable "retention_strategy" {
   }
 }
 
+variable "retention_keep_last" {
+  description = <<-EOT
+    With retention_strategy "keep_latest": how many checkpoints each namespace of an idle thread
+    keeps, newest first (S3DYNAMO_RETENTION_KEEP_LAST); 1 keeps only the latest.
+  EOT
+  type        = number
+  default     = 1
+  nullable    = false
+
+  validation {
+    condition     = var.retention_keep_last >= 1 && floor(var.retention_keep_last) == var.retention_keep_last
+    error_message = "retention_keep_last must be a whole number of checkpoints, 1 or more."
+  }
+
+  validation {
+    condition     = var.retention_keep_last == 1 || var.retention_strategy == "keep_latest"
+    error_message = "retention_keep_last counts what keep_latest keeps: set retention_strategy = \"keep_latest\" with it (with checkpointer_ttl, give keep_last inside it)."
+  }
+}
+
 variable "checkpointer_ttl" {
   description = <<-EOT
     Retention in LangGraph Platform's terms, as langgraph.json's `checkpointer.ttl`: `strategy`
-    ("delete" or "keep_latest"), `default_ttl` (minutes) and `sweep_interval_minutes`. It reaches
-    the saver as S3DYNAMO_TTL, the object as JSON. An alternative to `retention` and
-    `retention_strategy`, not an addition: set one or the other. Null sets nothing.
+    ("delete" or "keep_latest"), `default_ttl` (minutes) and `sweep_interval_minutes`, and this
+    saver's `keep_last` (checkpoints kept per namespace by keep_latest). It reaches the saver as
+    S3DYNAMO_TTL, the object as JSON. An alternative to `retention` and `retention_strategy`, not
+    an addition: set one or the other. Null sets nothing.
   EOT
   type = object({
     strategy               = optional(string, "delete")
     default_ttl            = number
     sweep_interval_minutes = optional(number)
+    keep_last              = optional(number)
   })
   default = null
+
+  validation {
+    condition     = try(var.checkpointer_ttl.keep_last, null) == null ? true : var.checkpointer_ttl.keep_last >= 1 && floor(var.checkpointer_ttl.keep_last) == var.checkpointer_ttl.keep_last && var.checkpointer_ttl.strategy == "keep_latest"
+    error_message = "checkpointer_ttl.keep_last must be a whole number, 1 or more, with strategy \"keep_latest\" (it counts what keep_latest keeps), or left out."
+  }
 
   validation {
     condition     = var.checkpointer_ttl == null ? true : contains(["delete", "keep_latest"], var.checkpointer_ttl.strategy)

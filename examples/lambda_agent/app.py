@@ -360,8 +360,9 @@ def publish(figures: Figures, **properties: Any) -> None:
 def expire(event: Any, context: Any = None) -> dict[str, Any]:
     """AWS Lambda entry point of the scheduled retention job: every thread idle for longer
     than S3DYNAMO_RETENTION (or S3DYNAMO_TTL's default_ttl) is removed whole, or with
-    keep_latest (S3DYNAMO_RETENTION_STRATEGY) pruned to its latest checkpoints; removals an
-    earlier run left are finished.
+    keep_latest (S3DYNAMO_RETENTION_STRATEGY) pruned to its latest checkpoints (the N newest
+    of each namespace with S3DYNAMO_RETENTION_KEEP_LAST); removals an earlier run left are
+    finished.
     `{"dry_run": true}` only reports. What a run cannot reach in its time, the next does.
     Runs after the first find idle threads in the table's idle index; `{"full": true}`
     scans the whole table instead (a repair, docs/OPERATIONS.md)."""

@@ -44,6 +44,7 @@ module "checkpoints" {
   sealing_kms_key_arn = aws_kms_key.sealing.arn
   retention           = var.retention
   retention_strategy  = var.retention_strategy
+  retention_keep_last = var.retention_keep_last
   checkpointer_ttl    = var.checkpointer_ttl
   # The agent prints its figures under the namespace and service app.py defaults to.
   dashboard = var.dashboard ? { name = "${var.name}-s3dynamo", namespace = "s3dynamo", service = "lambda_agent" } : null

@@ -100,10 +100,19 @@ variable "retention_strategy" {
   # The module checks it.
 }
 
+variable "retention_keep_last" {
+  description = "With retention_strategy \"keep_latest\": how many checkpoints each namespace of an idle conversation keeps, newest first (S3DYNAMO_RETENTION_KEEP_LAST); 1 keeps only the latest."
+  type        = number
+  default     = 1
+  nullable    = false
+  # The module checks it.
+}
+
 variable "checkpointer_ttl" {
   description = <<-EOT
     Retention in LangGraph Platform's terms, as langgraph.json's `checkpointer.ttl`: `strategy`
-    ("delete" or "keep_latest"), `default_ttl` (minutes) and `sweep_interval_minutes`. The
+    ("delete" or "keep_latest"), `default_ttl` (minutes) and `sweep_interval_minutes`, and the
+    saver's `keep_last` (checkpoints kept per namespace by keep_latest). The
     functions get it as S3DYNAMO_TTL; with `sweep_interval_minutes` the retention job runs every
     that many minutes instead of on `retention_schedule`. Replaces `retention`, which must then
     be null (it defaults to "30d" here).
@@ -112,6 +121,7 @@ variable "checkpointer_ttl" {
     strategy               = optional(string, "delete")
     default_ttl            = number
     sweep_interval_minutes = optional(number)
+    keep_last              = optional(number)
   })
   default = null
 

@@ -45,6 +45,20 @@ run "retention_strategy_reaches_both_functions" {
   }
 }
 
+run "retention_keep_last_reaches_both_functions" {
+  command = plan
+
+  variables {
+    retention_strategy  = "keep_latest"
+    retention_keep_last = 3
+  }
+
+  assert {
+    condition     = aws_lambda_function.agent.environment[0].variables["S3DYNAMO_RETENTION_KEEP_LAST"] == "3" && aws_lambda_function.retention["s3dynamo-agent-retention"].environment[0].variables["S3DYNAMO_RETENTION_KEEP_LAST"] == "3"
+    error_message = "retention_keep_last must reach both functions as S3DYNAMO_RETENTION_KEEP_LAST"
+  }
+}
+
 run "checkpointer_ttl_sets_S3DYNAMO_TTL_and_the_schedule" {
   command = plan
 

@@ -128,3 +128,78 @@ run "retention_strategy_without_retention_fails" {
 
   expect_failures = [var.retention_strategy]
 }
+
+run "retention_with_keep_last" {
+  command = plan
+
+  variables {
+    retention           = "12h"
+    retention_strategy  = "keep_latest"
+    retention_keep_last = 5
+  }
+
+  assert {
+    condition     = output.environment["S3DYNAMO_RETENTION_STRATEGY"] == "keep_latest" && output.environment["S3DYNAMO_RETENTION_KEEP_LAST"] == "5"
+    error_message = "retention_keep_last must reach the saver as S3DYNAMO_RETENTION_KEEP_LAST"
+  }
+}
+
+run "keep_last_1_adds_nothing" {
+  command = plan
+
+  variables {
+    retention          = "12h"
+    retention_strategy = "keep_latest"
+  }
+
+  assert {
+    condition     = !contains(keys(output.environment), "S3DYNAMO_RETENTION_KEEP_LAST")
+    error_message = "the default keep_last (1) must add no variable"
+  }
+}
+
+run "keep_last_with_delete_fails" {
+  command = plan
+
+  variables {
+    retention           = "12h"
+    retention_keep_last = 3
+  }
+
+  expect_failures = [var.retention_keep_last]
+}
+
+run "keep_last_below_1_fails" {
+  command = plan
+
+  variables {
+    retention           = "12h"
+    retention_strategy  = "keep_latest"
+    retention_keep_last = 0
+  }
+
+  expect_failures = [var.retention_keep_last]
+}
+
+run "checkpointer_ttl_keep_last_goes_in_S3DYNAMO_TTL" {
+  command = plan
+
+  variables {
+    checkpointer_ttl = { strategy = "keep_latest", default_ttl = 43200, keep_last = 3 }
+  }
+
+  assert {
+    condition     = jsondecode(output.environment["S3DYNAMO_TTL"]) == { strategy = "keep_latest", default_ttl = 43200, keep_last = 3 }
+    error_message = "keep_last must reach the saver inside S3DYNAMO_TTL: ${output.environment["S3DYNAMO_TTL"]}"
+  }
+}
+
+run "checkpointer_ttl_keep_last_with_delete_fails" {
+  command = plan
+
+  variables {
+    checkpointer_ttl = { default_ttl = 43200, keep_last = 3 }
+  }
+
+  expect_failures = [var.checkpointer_ttl]
+}
