@@ -912,14 +912,20 @@ def test_policies_grant_exactly_what_the_code_requests(
     time.sleep(4.1)
     monkeypatch.setenv("S3DYNAMO_RETENTION", "2s")
     monkeypatch.setenv("S3DYNAMO_RETENTION_STRATEGY", "keep_latest")
+    r2 = {"configurable": {"thread_id": "r2"}}
+    # First the last 2 checkpoints (S3DYNAMO_RETENTION_KEEP_LAST), then the latest alone.
+    monkeypatch.setenv("S3DYNAMO_RETENTION_KEEP_LAST", "2")
     recorder.take()
     swept = load_app().expire({}, None)
     keep_latest = recorder.take()
     assert swept["pruned_threads"] >= 1 and swept["records_deleted"] >= 1, swept
-    assert (
-        len(list(load_app().get_graph().get_state_history({"configurable": {"thread_id": "r2"}})))
-        == 1
-    )
+    assert len(list(load_app().get_graph().get_state_history(r2))) == 2
+    monkeypatch.delenv("S3DYNAMO_RETENTION_KEEP_LAST")
+    recorder.take()  # the reader's requests: the agent's, not the job's
+    swept = load_app().expire({}, None)
+    keep_latest |= recorder.take()
+    assert swept["pruned_threads"] >= 1 and swept["records_deleted"] >= 1, swept
+    assert len(list(load_app().get_graph().get_state_history(r2))) == 1
 
     assert runtime, "no request was recorded: does the saver still use aws_clients.session()?"
     assert policy_grants("saver") == runtime, (
