@@ -231,7 +231,10 @@ def check_strategy(strategy: str, keep_last: int = 1) -> None:
             "'keep_latest' keeps each namespace's latest checkpoint, 'delete' the whole thread"
         )
     if isinstance(keep_last, str):  # a count, not a variable's text, here
-        raise InvalidConfigError(f"keep_last must be a whole number, got {keep_last!r}")
+        raise InvalidConfigError(
+            f"keep_last must be a whole number of checkpoints, an int such as keep_last=3; "
+            f"got the string {keep_last!r}"
+        )
     keep_last_count(keep_last)
     if strategy == "delete" and keep_last != 1:
         raise InvalidConfigError(
