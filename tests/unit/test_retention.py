@@ -400,6 +400,8 @@ def test_the_keep_last_setting_from_arguments_the_environment_and_langgraph_json
 ) -> None:
     saver = memory_saver(retention="30d", retention_strategy="keep_latest", retention_keep_last=4)
     assert saver.ops.plan_expiry().keep_last == 4
+    # A sweep asked for "delete" takes no N from the setting.
+    assert saver.ops.plan_expiry(strategy="delete").keep_last == 1
     ttl = {"strategy": "keep_latest", "default_ttl": 60, "keep_last": 5}
     assert memory_saver(ttl=ttl).settings.retention_keep_last == 5
     monkeypatch.setenv("S3DYNAMO_RETENTION_STRATEGY", "keep_latest")

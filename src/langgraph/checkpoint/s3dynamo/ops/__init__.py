@@ -268,7 +268,10 @@ class Operations:
             raise InvalidConfigError(
                 f"retention strategy {chosen!r} is not one of {retention.STRATEGIES}"
             )
-        kept = keep_last if keep_last is not None else self.parts.settings.retention_keep_last
+        # The setting's N goes with keep_latest; a sweep asked for "delete" keeps nothing.
+        kept = keep_last
+        if kept is None:
+            kept = self.parts.settings.retention_keep_last if chosen == "keep_latest" else 1
         threads.check_strategy(chosen, kept)
         every = scope == EVERY_DEPLOYMENT
         if every and chosen != "delete":
