@@ -310,10 +310,10 @@ def kept_chains(
 def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> int:
     """Keep each namespace's `keep_last` newest checkpoints and the ancestors (with
     their writes) that DeltaChannel reconstruction of them still needs; delete the
-    rest: a prune mark
-    over each namespace hiding what goes (so readers see the pruned thread from then
-    on), the records in full batches, the objects only they referenced, the marks last.
-    The kept checkpoints are never touched. Returns how many records the thread had."""
+    rest: a prune mark over each namespace hiding what goes (so readers see the pruned
+    thread from then on), the records in full batches, the objects only they
+    referenced, the marks last. The kept checkpoints are never touched. Returns how
+    many records the thread had."""
     name = store.namer.thread(tid)
     records, marks = store.partition_items(name)
     entries = store.group(records, known_tid=tid)
