@@ -6,6 +6,7 @@ examples/lambda_agent/README.md written from them, so the two cannot part.
     python scripts/lambda_figures.py write X86_64.json ARM64.json [VECTORS.json]
                                                         (make lambda-figures)
     python scripts/lambda_figures.py check BUILD.json                     (the e2e test)
+    python scripts/lambda_figures.py constraints ARCH > pins.txt   (LAMBDA_CONSTRAINTS)
 
 `measure` adds to the byte counts the script passes what the staged directory holds
 (files, `.py`, `.pyc`, `.so`, the largest top-level entries), the share of this
@@ -17,7 +18,9 @@ table, between its two marker lines, with their rendering. `check`
 compares a build's figures with the recorded ones: with the same Python and packages,
 everything but this package's own share must be the same, byte for byte ("installed,
 before trimming" aside: pip's records in it name the build directory); other versions
-are reported, to write the README again. Only the standard library: `measure` runs in
+are reported, to write the README again. `constraints ARCH` prints the recorded versions as
+pip constraints, for a build of exactly those (LAMBDA_CONSTRAINTS). Only the standard
+library: `measure` runs in
 the isolated Python 3.12 that builds the zip.
 """
 
@@ -235,6 +238,18 @@ def differences(built: dict[str, Any]) -> list[str]:
     ]
 
 
+def constraints(arch: str) -> str:
+    """The recorded packages of an architecture's build as pip constraints (this package
+    aside: it is built from the repository): a build under them is of the versions the
+    README's figures name, whatever PyPI has released since."""
+    packages = json.loads(RECORDED.read_text())[arch]["packages"]
+    return "".join(
+        f"{name}=={version}\n"
+        for name, version in sorted(packages.items())
+        if name != "langgraph-checkpoint-s3dynamo"
+    )
+
+
 def check(built_path: str) -> int:
     problems = differences(json.loads(Path(built_path).read_text()))
     for problem in problems:
@@ -250,7 +265,9 @@ if __name__ == "__main__":
         print(json.dumps(measure(*args), indent=2))
     elif command == "write":
         write(*args)
+    elif command == "constraints":
+        print(constraints(*args), end="")
     elif command == "check":
         sys.exit(check(*args))
     else:
-        sys.exit(f"unknown command {command!r}: measure, write or check")
+        sys.exit(f"unknown command {command!r}: measure, write, constraints or check")

@@ -32,7 +32,8 @@
 # BUILD_DIR (default build/), LAMBDA_EXTRAS (the package's extras to install, e.g.
 # "vectors" for numpy: build/lambda_agent_vectors.zip), and for benchmarks/cold_start.py: LAMBDA_REQUIREMENTS (what
 # to install instead of this package and langgraph), LAMBDA_HANDLER (instead of app.py),
-# LAMBDA_ZIP (the zip's path).
+# LAMBDA_ZIP (the zip's path), LAMBDA_CONSTRAINTS (a pip constraints file: the e2e tier
+# pins the versions the README's figures were measured with, `lambda_figures.py constraints`).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +52,7 @@ PYTHON=${PYTHON:-python3}
 # Installing into --target directories: the builder's own packages are irrelevant.
 export PIP_ROOT_USER_ACTION=ignore
 PLATFORM=(--platform "$WHEEL_PLATFORM" --python-version 3.12 --only-binary=:all:)
+if [[ -n ${LAMBDA_CONSTRAINTS:-} ]]; then PLATFORM+=(--constraint "$LAMBDA_CONSTRAINTS"); fi
 # Provided by the Lambda Python runtime: not packaged (boto3 and what only it needs).
 RUNTIME_PROVIDED=(boto3 botocore s3transfer jmespath dateutil six urllib3)
 pip_quiet() { "$PYTHON" -m pip "$@" 2> >(grep -v 'is ignored' >&2); }
