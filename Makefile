@@ -11,10 +11,15 @@ LANGGRAPH_STAMP := .venv-langgraph/.installed
 
 .PHONY: demo dist test lint test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
 
-$(STAMP): pyproject.toml
+# The test environments install under tests/constraints.txt: the versions of what decides a
+# verdict (linters, moto, the AWS SDK, LangGraph), so a release on PyPI cannot fail a run;
+# checkov's version is pinned where its environment is made.
+PINS := tests/constraints.txt
+
+$(STAMP): pyproject.toml $(PINS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -c $(PINS) -e '.[test]'
 	touch $(STAMP)
 
 # The demo needs the command line, LangGraph, pytest (testing.py imports it) and moto
@@ -67,10 +72,10 @@ clean:
 # with S3DynamoSaver, default settings, as their checkpointer; in an environment of their own.
 # Twice: as LangGraph runs by default, then with its strict serialization
 # (LANGGRAPH_STRICT_MSGPACK=true).
-$(LANGGRAPH_STAMP): pyproject.toml scripts/langgraph_suite/requirements.txt
+$(LANGGRAPH_STAMP): pyproject.toml scripts/langgraph_suite/requirements.txt $(PINS)
 	$(PYTHON) -m venv .venv-langgraph
 	.venv-langgraph/bin/python -m pip install --quiet --upgrade pip
-	.venv-langgraph/bin/python -m pip install --quiet -e '.[testing]' \
+	.venv-langgraph/bin/python -m pip install --quiet -c $(PINS) -e '.[testing]' \
 		-r scripts/langgraph_suite/requirements.txt
 	touch $(LANGGRAPH_STAMP)
 
@@ -125,10 +130,11 @@ lambda-figures:
 
 # Static security checks of terraform/ (module and example) in their own virtual environment.
 # checkov has its own virtual environment: its dependencies stay out of the project's.
+# Its version pinned here, not in $(PINS): it pins boto3 itself (to another version).
 $(CHECKOV_STAMP):
 	$(PYTHON) -m venv .venv-checkov
 	.venv-checkov/bin/python -m pip install --quiet --upgrade pip
-	.venv-checkov/bin/python -m pip install --quiet 'checkov>=3.2'
+	.venv-checkov/bin/python -m pip install --quiet 'checkov==3.3.30'
 	touch $(CHECKOV_STAMP)
 
 checkov: $(CHECKOV_STAMP)
