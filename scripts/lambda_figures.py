@@ -18,10 +18,9 @@ table, between its two marker lines, with their rendering. `check`
 compares a build's figures with the recorded ones: with the same Python and packages,
 everything but this package's own share must be the same, byte for byte ("installed,
 before trimming" aside: pip's records in it name the build directory); other versions
-are reported, to write the README again. `constraints ARCH` prints the recorded versions as
-pip constraints, for a build of exactly those (LAMBDA_CONSTRAINTS). Only the standard
-library: `measure` runs in
-the isolated Python 3.12 that builds the zip.
+are reported, to write the README again. `constraints ARCH` prints the recorded versions
+as pip constraints, for a build of exactly those (LAMBDA_CONSTRAINTS). Only the standard
+library: `measure` runs in the isolated Python 3.12 that builds the zip.
 """
 
 from __future__ import annotations
