@@ -26,11 +26,12 @@ from langgraph.checkpoint.s3dynamo import (
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
+from tests.support.port_contract import needs_transactions
 from tests.support.unchanged import nothing_written
 
 # The first put into a namespace is one TransactWriteItems (the item and its namespace's
 # directory entry).
-pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+pytestmark = needs_transactions
 
 NS = ("users", "ada")
 DIMS = 8

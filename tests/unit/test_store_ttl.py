@@ -19,10 +19,11 @@ from langgraph.store.base import TTLConfig
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
+from tests.support.port_contract import needs_transactions
 
 # The first put into a namespace is one TransactWriteItems (the item and its namespace's
 # directory entry).
-pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+pytestmark = needs_transactions
 
 DIMS = 8
 ADA, BOB = ("users", "ada"), ("users", "bob")
