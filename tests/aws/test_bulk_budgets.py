@@ -5,6 +5,7 @@ small constant (docs/RELIABILITY.md, "Deleting, copying, pruning")."""
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import pytest
@@ -158,3 +159,50 @@ def _mark_as_deleting(saver: S3DynamoSaver, tid: str) -> Any:
     marks = store.deleter.delete_marks(store.namer.thread(tid), keys, [])
     store.deleter.hide(marks)
     return marks
+
+
+def _stored(clients: Any) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """(object key -> size, item key -> size in bytes as stored) of the whole deployment."""
+    dynamodb, s3 = clients
+    listed = s3.list_objects_v2(Bucket=clients.bucket).get("Contents", [])
+    items: dict[tuple[str, str], int] = {}
+    for page in dynamodb.get_paginator("scan").paginate(TableName=clients.table):
+        for item in page["Items"]:
+            items[(item["pk"]["S"], item["sk"]["S"])] = len(repr(item))
+    return {o["Key"]: o["Size"] for o in listed}, items
+
+
+def test_a_copy_of_a_thread_holding_a_2mb_document_sends_no_object_request(
+    clients: Any, saver: S3DynamoSaver, counter: RequestCounter
+) -> None:
+    graph = two_step_graph(saver)
+    document = os.urandom(1_000_000).hex()  # 2 MB that does not compress: objects
+    graph.invoke({"steps": [document]}, thread_config("t"))
+    for i in range(3):
+        graph.invoke({"steps": [f"turn {i}"]}, thread_config("t"))
+    checkpoints, writes = _items(saver, "t")
+    history = [s.values for s in graph.get_state_history(thread_config("t"))]
+    # A deployment's first copy that shares objects records storage format 2 first:
+    # one PutItem more, once (docs/FORMAT.md).
+    counter.reset()
+    saver.copy_thread("t", "first")
+    assert counter["dynamodb.PutItem"] == 2
+    objects_before, items_before = _stored(clients)
+    counter.reset()
+    saver.copy_thread("t", "c")
+    # Both threads read, the source read again after the loan; the borrowing and the
+    # loan; the target's marks set and cleared, its items in full batches. Nothing of S3.
+    assert counter.calls == {
+        "dynamodb.Query": 3,
+        "dynamodb.PutItem": 1,
+        "dynamodb.UpdateItem": 1,
+        "dynamodb.BatchWriteItem": 2 + math.ceil((checkpoints + writes) / BATCH),
+    }
+    assert counter.total("dynamodb") <= math.ceil((checkpoints + writes) / BATCH) + CONSTANT
+    objects_after, items_after = _stored(clients)
+    # The bucket is byte for byte as it was; the table grew by the copy's index items,
+    # its loan and its borrowing.
+    assert objects_after == objects_before
+    assert items_after.keys() > items_before.keys()
+    assert len(items_after) - len(items_before) == checkpoints + writes + 2
+    assert [s.values for s in graph.get_state_history(thread_config("c"))] == history

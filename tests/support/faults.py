@@ -29,6 +29,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     HeadMove,
     ItemKey,
     Lease,
+    Loan,
     Record,
     Stamp,
     UploadIntent,
@@ -142,6 +143,23 @@ class FaultyIndex:
 
     def intents_before(self, pk: str, upper_sk: str) -> list[UploadIntent]:
         return self.faults.request(lambda: self.inner.intents_before(pk, upper_sk), writes=False)
+
+    def lend(self, lender: str, borrower: str, leaves: Collection[str]) -> None:
+        # One request per part, as DynamoDB takes them (tests stay far below a part).
+        self.faults.request(lambda: self.inner.lend(lender, borrower, leaves), kind="loan")
+
+    def unlend(self, loan: Loan, leaves: Collection[str]) -> None:
+        if set(leaves) & loan.leaves:
+            self.faults.request(lambda: self.inner.unlend(loan, leaves), kind="loan")
+
+    def loans(self, lender: str, borrower: str | None = None) -> list[Loan]:
+        return self.faults.request(lambda: self.inner.loans(lender, borrower), writes=False)
+
+    def control_keys(self, thread_name: str) -> list[ItemKey]:
+        return self.faults.request(lambda: self.inner.control_keys(thread_name), writes=False)
+
+    def put_borrowing(self, borrower: str, lender: str) -> None:
+        self.faults.request(lambda: self.inner.put_borrowing(borrower, lender), kind="loan")
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         self.faults.request(lambda: self.inner.drop_heads(thread_name, ns_names))

@@ -29,6 +29,7 @@ INDEX_STATE = (
     "leases",
     "idle",
     "intents",
+    "loan_items",
     "control",
     "_memory",
     "_directory",
@@ -47,6 +48,7 @@ def memory_contents(index: MemoryIndex, stores: dict[str, MemoryObjects]) -> Con
             else:
                 out[f"{attr} {key}"] = copy.deepcopy(value)
     out.update({f"_descendants {pk}": True for pk in index._descendants})
+    out.update({f"borrowings {key}": True for key in index.borrowings})
     for name, store in stores.items():
         for key, blob in store.blobs.items():
             out[f"object {name}/{key}"] = (blob, store.tags.get(key))

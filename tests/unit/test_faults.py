@@ -81,6 +81,11 @@ def base(kind: str, op: str) -> tuple[MemoryIndex, MemoryObjects]:
         saver.delete_for_runs([f"run-{TURNS - 1}"])
     if op == "expire indexed":  # a first sweep (the Scan) sets the cursor: the next Queries
         saver.ops.expire_idle_threads("1d")
+    if op.startswith("shared: "):  # "copy" shares what "t" holds, and holds its own too
+        saver.copy_thread("t", "copy")
+        turn(kind, graph, TURNS, tid="copy")
+        if op == "shared: gc":
+            saver.delete_thread("t")  # objects only the copy's loans keep
     return index, objects
 
 
@@ -113,6 +118,8 @@ def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
         saver.ops.reencrypt(["t"])
     elif op == "gc":
         saver.ops.plan_garbage_collection(["t"], grace=timedelta(0)).execute()
+    elif op.startswith("shared: "):
+        run_shared(op.removeprefix("shared: "), saver)
     elif op in ("expire", "expire keep_latest", "expire keep_last", "expire indexed"):
         # Ten days on, with a one-day TTL: the thread is idle. Each sweep runs an hour
         # after the one before, as a schedule runs them: a crashed sweep's lease lapsed.
@@ -127,13 +134,70 @@ def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
         raise AssertionError(op)
 
 
+def run_shared(op: str, saver: S3DynamoSaver) -> None:
+    """An operation on a thread ("t") and its copy ("copy"), which shares its objects."""
+    if op == "delete source":
+        saver.delete_thread("t")
+    elif op == "delete copy":
+        saver.delete_thread("copy")
+    elif op == "delete both":
+        saver.delete_thread("copy")
+        saver.delete_thread("t")
+    elif op in ("prune source", "prune copy"):
+        saver.prune(["t" if op == "prune source" else "copy"], keep_last=2)
+    elif op == "reencrypt copy":
+        saver.ops.reencrypt(["copy"])
+    elif op == "delete_for_runs":  # a copy keeps its checkpoints' run ids: both lose them
+        saver.delete_for_runs([f"run-{TURNS - 1}"])
+    elif op == "gc":
+        saver.ops.plan_garbage_collection(grace=timedelta(0)).execute()
+    elif op == "expire":
+        later = time.time() + timedelta(days=10, hours=next(SWEEPS)).total_seconds()
+        saver.store.clock = lambda: later
+        saver.ops.expire_idle_threads("1d")
+    else:
+        raise AssertionError(op)
+
+
 def active_key(op: str) -> str:
-    return "k2" if op == "reencrypt" else "k1"
+    return "k2" if op in ("reencrypt", "shared: reencrypt copy") else "k1"
 
 
 def views(kind: str, index: MemoryIndex, objects: MemoryObjects) -> dict[str, History]:
     graph = graph_of(kind, saver_on(index, objects))
     return {tid: read_history(graph, tid) for tid in ("t", "copy")}
+
+
+# What each thread may show after a fault in a "shared: ..." operation: as it was, or
+# as it will be (gone, pruned); every checkpoint shown reads whole (`read_history`).
+SHARED_CHANGES = {
+    "delete source": {"t"},
+    "delete copy": {"copy"},
+    "delete both": {"t", "copy"},
+    "prune source": {"t"},
+    "prune copy": {"copy"},
+    "reencrypt copy": set(),
+    "delete_for_runs": {"t", "copy"},
+    "gc": set(),
+    "expire": {"t", "copy"},
+}
+
+
+def check_shared_after_fault(
+    op: str, old: dict[str, History], ref: dict[str, History], seen: dict[str, History]
+) -> None:
+    changes = SHARED_CHANGES[op.removeprefix("shared: ")]
+    for tid in ("t", "copy"):
+        assert seen[tid] in ((old[tid], ref[tid]) if tid in changes else (old[tid],)), tid
+
+
+def check_shared_repeated(op: str, saver: S3DynamoSaver, index: MemoryIndex) -> None:
+    """After the repeat: what a thread that is gone shared, it no longer holds."""
+    op = op.removeprefix("shared: ")
+    if op in ("delete copy", "delete both", "expire"):
+        assert index.loan_items == {} and index.borrowings == set()
+    if op in ("delete both", "expire"):
+        assert not list(saver.store.deployment_objects())
 
 
 def check_after_fault(
@@ -173,6 +237,7 @@ def check_repeated(
     ref: dict[str, History],
     seen: dict[str, History],
     saver: S3DynamoSaver,
+    index: MemoryIndex,
     objects: MemoryObjects,
 ) -> None:
     if op == "invoke":
@@ -194,6 +259,8 @@ def check_repeated(
         )
         assert not plan.idle and not plan.leftovers and plan.kept == 1
 
+    if op.startswith("shared: "):
+        check_shared_repeated(op, saver, index)
     if op == "reencrypt":
         assert saver.ops.reencrypt(["t"]) == 0
     if op == "gc":
@@ -202,7 +269,8 @@ def check_repeated(
 
 def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
     index0, objects0 = base(kind, op)
-    old = views(kind, index0, objects0)["t"]
+    olds = views(kind, index0, objects0)
+    old = olds["t"]
     # The fault-free run: its result, and how many requests it makes.
     index, objects = index0.clone(), objects0.clone()
     counting = Faults()
@@ -236,10 +304,14 @@ def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
             if not faults.fired:
                 continue  # a parallel wave took another path; nothing was injected
             try:
-                check_after_fault(op, old, ref, views(kind, index, objects))
+                seen = views(kind, index, objects)
+                if op.startswith("shared: "):
+                    check_shared_after_fault(op, olds, ref, seen)
+                else:
+                    check_after_fault(op, old, ref, seen)
                 clean = saver_on(index, objects, active_key(op))
                 run(kind, op, clean)
-                check_repeated(op, ref, views(kind, index, objects), clean, objects)
+                check_repeated(op, ref, views(kind, index, objects), clean, index, objects)
             except AssertionError as exc:
                 raise AssertionError(f"{where}: {exc}") from exc
     return total
@@ -259,6 +331,7 @@ OPS = [
     "expire keep_latest",
     "expire keep_last",
     "expire indexed",
+    *(f"shared: {op}" for op in SHARED_CHANGES),
 ]
 
 
@@ -352,21 +425,34 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
         )
     source = _history(graph, "t")
     hook = Hook(clients)
+
+    def copy_with_a_turn(target: str) -> None:
+        # A copy sharing "t"'s objects, then holding objects of its own.
+        saver.copy_thread("t", target)
+        graph.invoke(
+            {"messages": [HumanMessage("own", id="own")]}, {"configurable": {"thread_id": target}}
+        )
+
     hook.arm(None)
-    saver.copy_thread("t", "reference")
+    copy_with_a_turn("reference")
+    # Without checkpoint ids: each target's own turn gets new ones.
+    target_view = [view for _, view in _history(graph, "reference")]
     hook.arm(None)
     saver.delete_thread("reference")
-    # Keys; marks; tombstones; checkpoints; writes; objects (listed, the records read
-    # for what they reference, deleted); marks; heads (read, deleted).
+    # Keys; marks; tombstones; checkpoints; writes; its own objects (listed, its records
+    # and loans read for what they reference, deleted); its control items (read), and
+    # for the loan from "t": the loan read, "t"'s records and loans read, nothing of
+    # "t"'s deleted (its records still reference it all), loan and borrowing deleted;
+    # marks; heads.
     assert hook.names == [
         "Query",
         *["BatchWriteItem"] * 4,
         "ListObjectsV2",
         "Query",
-        "DeleteObjects",
-        "BatchWriteItem",
         "Query",
-        "BatchWriteItem",
+        "DeleteObjects",
+        *["Query"] * 4,
+        *["BatchWriteItem"] * 3,
     ]
     names = ["", *hook.names, ""]
     assert _history(graph, "reference") == []
@@ -377,19 +463,24 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
         for mode in ("before",) if name in READS else ("before", "after"):
             target = f"delete-{at}-{mode}"
             hook.arm(None)
-            saver.copy_thread("t", target)
+            copy_with_a_turn(target)
             hook.arm(at, mode)
             with contextlib.suppress(Crash):
                 saver.delete_thread(target)
             hook.arm(None)
             reader = chat_graph(make_saver(clients, inline_max=0))
             # Deleted, or (before its marks were written) unchanged: never cut back.
-            assert _history(reader, target) in ([], source), (at, mode)
+            seen = [view for _, view in _history(reader, target)]
+            assert seen in ([], target_view), (at, mode)
             saver.delete_thread(target)  # the repeat finishes it
             assert _history(reader, target) == [], (at, mode)
-            prefix = saver.store.thread_prefix(saver.store.namer.thread(target))
+            name_of = saver.store.namer.thread(target)
+            prefix = saver.store.thread_prefix(name_of)
             assert not list(saver.store.objects.port.list(prefix)), (at, mode)
-    assert _history(graph, "t") == source
+            assert saver.store.control.control_keys(name_of) == [], (at, mode)
+            # What the copy shared, its source still reads whole.
+            assert _history(reader, "t") == source, (at, mode)
+    assert saver.store.control.loans(saver.store.namer.thread("t")) == []
 
 
 def _put_big(saver: S3DynamoSaver, run_id: str, version: str | None = None) -> Any:

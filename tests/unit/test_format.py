@@ -6,6 +6,7 @@ keys only, its records at the table root) is named, never shown as an empty thre
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
@@ -29,7 +30,7 @@ def _record(index: MemoryIndex, prefix: str = "") -> ControlRecord:
 
 def test_the_deployment_record_names_its_format_and_a_newer_one_is_refused() -> None:
     saver = memory_saver()
-    assert _record(saver.index).fields["format"] == str(STORAGE_FORMAT)
+    assert _record(saver.index).fields["format"] == "1"  # until a copy shares objects
     saver.put(CONFIG, empty_checkpoint(), {}, {})
     newer = _record(saver.index)
     newer.fields["format"] = str(STORAGE_FORMAT + 1)
@@ -37,6 +38,35 @@ def test_the_deployment_record_names_its_format_and_a_newer_one_is_refused() -> 
         memory_saver(  # its setup() checks the deployment, as a first read would
             saver.index, saver.objects, keys=saver.settings.keys, secret=saver.settings.secret
         )
+
+
+def test_a_copy_that_shares_objects_records_format_2_first() -> None:
+    saver = memory_saver(inline_max=0)  # every value an object: the copy shares them
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"doc": os.urandom(100)}
+    checkpoint["channel_versions"] = {"doc": "1"}
+    saver.put(CONFIG, checkpoint, {}, {"doc": "1"})
+    record = _record(saver.index)
+    assert record.fields["format"] == "1"
+    # Written before the first loan: an older release refuses the deployment from then on.
+    seen: list[str] = []
+    lend = saver.index.lend
+
+    def lend_noting_the_format(*args: Any) -> None:
+        seen.append(str(_record(saver.index).fields["format"]))
+        lend(*args)
+
+    saver.index.lend = lend_noting_the_format  # type: ignore[method-assign]
+    saver.copy_thread("t", "copy")
+    assert seen == [str(STORAGE_FORMAT)] == ["2"]
+    # Its keys and naming are as they were.
+    assert {k: v for k, v in _record(saver.index).fields.items() if k != "format"} == {
+        k: v for k, v in record.fields.items() if k != "format"
+    }
+    # A second copy writes the record no more.
+    puts = saver.index.calls["put_control"]
+    saver.copy_thread("t", "again")
+    assert saver.index.calls["put_control"] == puts
 
 
 def test_a_record_without_the_field_is_format_1() -> None:

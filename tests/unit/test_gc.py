@@ -352,20 +352,21 @@ def test_incremental_collection_reads_what_crashes_left_not_the_bucket(
             got = saver.get_tuple(thread_config(f"t{i}"))
             assert got is not None and len(got.checkpoint["channel_values"]["doc"]) > 0
     small, large = costs
-    # One Query per journal shard (32), then per intent: a HEAD of its object and a
-    # consistent Query of its thread, twice (plan, then execute), and one conditional
-    # DeleteObjects; the intents go in one BatchWriteItem. No listing, whatever the size.
+    # One Query per journal shard (32), then per intent: a HEAD of its object and two
+    # consistent Queries (its thread's records, then the loans of its objects to
+    # copies), twice (plan, then execute), and one conditional DeleteObjects; the
+    # intents go in one BatchWriteItem. No listing, whatever the size.
     assert (
         small
         == large
         == {
-            "dynamodb.Query": 32 + 2 * k,
+            "dynamodb.Query": 32 + 4 * k,
             "s3.HeadObject": 2 * k,
             "s3.DeleteObjects": k,
             "dynamodb.BatchWriteItem": 1,
         }
     )
-    assert sum(small.values()) == 33 + 5 * k
+    assert sum(small.values()) == 33 + 7 * k
 
 
 def test_incremental_collection_takes_what_delete_for_runs_left(backend: Backend) -> None:

@@ -621,9 +621,10 @@ def test_through_the_adapters_an_idle_thread_goes_in_a_few_requests(
     plan.execute()
     # Removing one thread: its lease, the tombstones, one consistent read, the record
     # deletes (each checkpoint alone, newest first, then the writes in one batch), one
-    # listing, one conditional DeleteObjects, one batch for the lease.
+    # listing, one read of its loans to copies (none), one conditional DeleteObjects,
+    # one batch for the lease.
     assert counter["dynamodb.UpdateItem"] == 1
-    assert counter["dynamodb.Query"] == 1
+    assert counter["dynamodb.Query"] == 2
     assert counter["s3.ListObjectsV2"] == 1
     assert counter["s3.DeleteObjects"] == 1
     assert counter["dynamodb.BatchWriteItem"] <= 1 + plan.records_deleted + 1

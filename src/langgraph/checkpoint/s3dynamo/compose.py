@@ -193,6 +193,7 @@ def build(
             detect_concurrent_runs=settings.detect_concurrent_runs,
         ),
     )
+    store.format_gate = deployment.require_format
     return Components(
         settings, source, clients, sealer, namer, codec, control, kms, deployment, store, engine
     )

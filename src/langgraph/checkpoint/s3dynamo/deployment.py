@@ -22,7 +22,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from cryptography.exceptions import InvalidTag
@@ -261,7 +261,8 @@ class DeploymentView:
     mode: str
     keys: dict[str, str] = field(default_factory=dict)
     source: str = ""
-    format: int = STORAGE_FORMAT
+    # A new deployment is format 1 until it holds what only a newer format describes.
+    format: int = 1
     # The object store's name (an S3 bucket); "" where unknown or not yet recorded.
     bucket: str = ""
 
@@ -346,6 +347,8 @@ class Deployment:
         self._lock = threading.Lock()
         # "unchecked", then "read" (checked; a write must still record itself), "ok".
         self.state = "unchecked"
+        # The storage format the record is known to name at least.
+        self._format = 1
 
     def mine(self) -> DeploymentView:
         if self._sealer.sealed:
@@ -413,6 +416,34 @@ class Deployment:
             return True
         self._control.refresh()
         return False
+
+    def require_format(self, needed: int) -> None:
+        """Record in the deployment record that it holds data only format `needed`
+        describes (a copy that shares objects: `layout.SHARING_FORMAT`), before the first
+        such write, so that an older release refuses the deployment instead of misreading
+        it (docs/FORMAT.md): one conditional write, once a deployment; none after."""
+        if self._format >= needed:
+            return
+        self.verify(write=True)
+        with self._lock:
+            for _ in tries(CONFLICT_ATTEMPTS):
+                record = self._control.records().get(DEPLOYMENT_RECORD)
+                assert record is not None  # verify(write=True) wrote one if none was there
+                view = DeploymentView.of(record)
+                if view.format >= needed:
+                    self._format = view.format
+                    return
+                fields = replace(view, format=needed).fields()
+                if self._control.put(
+                    ControlRecord(DEPLOYMENT_RECORD, fields, record.version + 1), record.version
+                ):
+                    self._format = needed
+                    return
+                self._control.refresh()
+        raise StorageError(  # pragma: no cover - needs five concurrent updates
+            f"the deployment record in {self._where} kept changing under concurrent "
+            f"writers ({CONFLICT_ATTEMPTS} attempts); retry later"
+        )
 
     def region_problem(self) -> str | None:
         """What is wrong when the bucket lives in another region than this saver's
@@ -494,10 +525,10 @@ class Deployment:
 
     def differences(self, theirs: DeploymentView, mine: DeploymentView) -> list[str]:
         problems = []
-        if theirs.format > mine.format:
+        if theirs.format > STORAGE_FORMAT:
             problems.append(
                 f"the deployment is in storage format {theirs.format} and this version of "
-                f"langgraph-checkpoint-s3dynamo reads format {mine.format}: upgrade the package "
+                f"langgraph-checkpoint-s3dynamo reads format {STORAGE_FORMAT}: upgrade the package "
                 "(docs/FORMAT.md)"
             )
         if wrong_bucket := bucket_problem(theirs.bucket, mine.bucket):
@@ -547,4 +578,4 @@ class Deployment:
         # The bucket is kept as recorded, never added to a record without one: nothing
         # here proves this saver's bucket holds the deployment's objects (docs/FORMAT.md).
         keys = {**theirs.keys, **mine.keys}
-        return DeploymentView(theirs.naming, "sealed", keys, mine.source, bucket=theirs.bucket)
+        return replace(theirs, mode="sealed", keys=keys, source=mine.source)

@@ -43,6 +43,7 @@ class _Write(NamedTuple):
     at: str
     typed: tuple[str, bytes] | None
     source: str | None
+    owner: str | None = None  # the thread it was written for, when a copy shares it
 
 
 class _Bundle(NamedTuple):
@@ -51,6 +52,7 @@ class _Bundle(NamedTuple):
     task_path: str
     key: str
     channels: frozenset[str]
+    owner: str | None = None
 
 
 class _Seed(NamedTuple):
@@ -120,11 +122,13 @@ def delta_channel_history(
             if kw.channel is None:
                 channel = tag_of.get(kw.tag or "")
                 if channel in remaining:
-                    collected[channel].append(_Write(kw.order, cursor, None, kw.key))
+                    collected[channel].append(_Write(kw.order, cursor, None, kw.key, kw.owner))
             elif kw.channel in remaining:
                 collected[kw.channel].append(_Write(kw.order, cursor, kw.typed, None))
         for kb in link.bundles:
-            bundles.append(_Bundle(cursor, kb.task_id, kb.task_path, kb.key, frozenset(remaining)))
+            bundles.append(
+                _Bundle(cursor, kb.task_id, kb.task_path, kb.key, frozenset(remaining), kb.owner)
+            )
         for value in link.values:
             if value.channel in remaining:
                 seeds[value.channel] = _Seed(cursor, value)
@@ -137,7 +141,8 @@ def delta_channel_history(
     needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
     fetched = store.fetch_objects(needed) if needed else {}
     for b in bundles:
-        bundled = store.bundle_writes(CheckpointAt(tid, ns, b.at), b.task_id, b.key, fetched)
+        bundle_at = CheckpointAt(tid, ns, b.at)
+        bundled = store.bundle_writes(bundle_at, b.task_id, b.key, fetched, b.owner)
         for idx, (channel, data) in bundled.items():
             if channel in b.channels:
                 order = writes_sort_key(b.task_path, b.task_id, idx)
@@ -148,10 +153,11 @@ def delta_channel_history(
         # Oldest checkpoint first; within one, the order live execution applied them in.
         ordered = sorted(collected[channel], key=lambda w: (w.at, w.order))
         pending: list[PendingWrite] = []
-        for (_, task_id, idx), at, typed, source in ordered:
+        for (_, task_id, idx), at, typed, source, owner in ordered:
             if typed is None:
                 blob = fetched[source or ""]
-                _, typed = store.write_blob_data(CheckpointAt(tid, ns, at), task_id, idx, blob)
+                where = CheckpointAt(tid, ns, at)
+                _, typed = store.write_blob_data(where, task_id, idx, blob, owner)
             pending.append((task_id, channel, codec.load(typed)))
         entry_out: DeltaChannelHistory = {"writes": pending}
         if channel in seeds:

@@ -9,7 +9,7 @@ Index (one table, partition key `pk`, sort key `sk`):
                                                                 progress hides of the namespace
     pk = <thread>!           sk = head#<ns>                     id of the namespace's newest
                                                                 checkpoint (or a tombstone)
-    pk = <thread>!           sk = lease                         the thread's lease
+    pk = <thread>!           sk = lease | loan#.. | borrow#..   its lease; objects it shares
     pk = <prefix>#s3dynamo   sk = deployment | keyring          the deployment's own records
     pk = <prefix>~uploads#<n>!  sk = <ms>#<nonce>               an upload intent (below)
 
@@ -37,9 +37,12 @@ import time
 import zlib
 
 # The storage format this grammar, the envelope (`blobs/sealing.py`) and the records
-# (`backends/dynamodb_items.py`) make up; recorded in the deployment record, whose
-# absence of the field means 1 (docs/FORMAT.md).
-STORAGE_FORMAT = 1
+# (`backends/dynamodb_items.py`) make up, the newest this release reads and writes;
+# recorded in the deployment record, whose absence of the field means 1 (docs/FORMAT.md).
+# Format 2 adds copies that share their source's objects; a deployment stays format 1,
+# which every release since 0.2.0 reads, until its first such copy.
+STORAGE_FORMAT = 2
+SHARING_FORMAT = 2
 
 SEPARATOR = "#"
 # Above every checkpoint id, so an open-ended range needs no id to bound it.
@@ -55,6 +58,9 @@ KEYRING_RECORD = "keyring"
 CONTROL_SUFFIX = "!"
 HEAD_PREFIX = "head#"
 LEASE_SK = "lease"
+# Sharing between a copy and its source: the lender's loans, the borrower's borrowings.
+LOAN_PREFIX = "loan#"
+BORROW_PREFIX = "borrow#"
 
 # A head under this name (which no namespace has: namespace names are base64url) marks a
 # `keep_latest` retention sweep in progress on the thread, so that an interrupted one is
@@ -195,6 +201,51 @@ def tombstone_time(head: str | None) -> int | None:
         return 0
 
 
+# ------------------------------------------------------------- shared objects
+#
+# A copy (`copy_thread`) shares its source's objects instead of writing them again: its
+# records name a shared object by its whole key, `<lender>/<leaf>` where they name an own
+# object by `<leaf>` (`shared_leaf`); the lender's control partition holds a loan naming
+# those leaves (in parts of `records.LOAN_PART_LEAVES`), which every deletion of the
+# lender's objects honours, and the borrower's a borrowing naming the lender, so its own
+# deletion ends the loan (docs/RELIABILITY.md, "Copies share objects").
+
+
+def loan_sk(borrower: str, part: int) -> str:
+    """One part of the loan of a thread's objects to `borrower` (a thread name)."""
+    return f"{LOAN_PREFIX}{borrower}{SEPARATOR}{part:03d}"
+
+
+def loans_prefix(borrower: str | None = None) -> str:
+    """Sort-key prefix of a lender's loans (to one borrower, or all)."""
+    return LOAN_PREFIX if borrower is None else f"{LOAN_PREFIX}{borrower}{SEPARATOR}"
+
+
+def loan_borrower(sk: str) -> str:
+    return sk[len(LOAN_PREFIX) :].rpartition(SEPARATOR)[0]
+
+
+def borrow_sk(lender: str) -> str:
+    return f"{BORROW_PREFIX}{lender}"
+
+
+def borrow_lender(sk: str) -> str | None:
+    """The lender a borrowing's sort key names; None for another control item."""
+    return sk[len(BORROW_PREFIX) :] if sk.startswith(BORROW_PREFIX) else None
+
+
+def shared_leaf(lender: str, leaf: str) -> str:
+    """How a record names an object of another thread it shares: the object's key.
+    An own leaf never holds `/`."""
+    return object_key(lender, leaf)
+
+
+def split_shared(leaf: str) -> tuple[str, str] | None:
+    """(lender, leaf) of a shared leaf; None for an own leaf."""
+    lender, slash, own = leaf.rpartition("/")
+    return (lender, own) if slash else None
+
+
 # ------------------------------------------------------- the idle-period index
 
 # A thread's head items (or, with concurrent-run detection off, its checkpoint records)
@@ -320,8 +371,9 @@ def write_ref(leaf: str, channel_tag: str) -> str:
 
 
 def split_write_ref(ref: str) -> tuple[str, str | None]:
-    leaf, _, tag = ref.partition(".")
-    return leaf, tag or None
+    # From the right: a shared leaf starts with its lender's name, whose prefix may hold ".".
+    leaf, dot, tag = ref.rpartition(".")
+    return (leaf, tag or None) if dot else (ref, None)
 
 
 # ------------------------------------------------------------- long-term memory

@@ -35,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     IndexItem,
     ItemKey,
     Lease,
+    Loan,
     Mark,
     MemoryRow,
     Record,
@@ -186,6 +187,30 @@ class ControlItems(Protocol):
     def intents_before(self, pk: str, upper_sk: str) -> list[UploadIntent]:
         """The intents of one journal partition whose sort key is below `upper_sk`, page
         after page (`delete_items` removes them)."""
+        ...
+
+    def lend(self, lender: str, borrower: str, leaves: Collection[str]) -> None:
+        """Add leaves of the lender's objects to its loan to `borrower` (thread names);
+        a repeat adds nothing. One request per part of the loan."""
+        ...
+
+    def unlend(self, loan: Loan, leaves: Collection[str]) -> None:
+        """Take leaves out of one part of a loan (the others stay as they are). One
+        request, none if the part holds none of them."""
+        ...
+
+    def loans(self, lender: str, borrower: str | None = None) -> list[Loan]:
+        """A lender's loans (to one borrower, or all), read strongly consistent."""
+        ...
+
+    def control_keys(self, thread_name: str) -> list[ItemKey]:
+        """Keys of every control item of a thread (heads, lease, loans, borrowings),
+        read strongly consistent: one request."""
+        ...
+
+    def put_borrowing(self, borrower: str, lender: str) -> None:
+        """Record that `borrower` shares objects of `lender` (its deletion then ends the
+        loan). One request."""
         ...
 
     def read_control(self, pk: str) -> dict[str, ControlRecord]:

@@ -28,10 +28,12 @@ from langgraph.checkpoint.s3dynamo.layout import (
     intent_sk,
     intent_time,
     journal_pk_of,
+    loan_sk,
     mark_operation,
     object_key,
     owner_sk,
     parse_sk,
+    split_shared,
     split_write_ref,
 )
 
@@ -254,14 +256,46 @@ class Lease(NamedTuple):
     expires_ms: int
 
 
-def referenced_leaves(record: Record) -> set[str]:
-    """Object leaves a record keeps alive (the mark phase of garbage collection)."""
+def named_leaves(record: Record) -> set[str]:
+    """Every object a record names: own leaves, and shared ones (`layout.shared_leaf`)."""
     if isinstance(record, CheckpointRecord):
         return set(record.objects)
     leaves = {split_write_ref(v)[0] for v in record.writes.values() if isinstance(v, str)}
     if record.bundle is not None:
         leaves.add(record.bundle)
     return leaves
+
+
+def referenced_leaves(record: Record) -> set[str]:
+    """Leaves of its own thread's objects a record keeps alive (the mark phase of garbage
+    collection); what it shares of another thread's the loan keeps (`Loan`)."""
+    return {leaf for leaf in named_leaves(record) if "/" not in leaf}
+
+
+def shared_leaves(records: Iterable[Record]) -> dict[str, set[str]]:
+    """Lender (a thread name) -> leaves of its objects these records share."""
+    out: dict[str, set[str]] = {}
+    for record in records:
+        for leaf in named_leaves(record):
+            shared = split_shared(leaf)
+            if shared is not None:
+                out.setdefault(shared[0], set()).add(shared[1])
+    return out
+
+
+# Leaves per loan item: 8,000 of 22 characters are about 200 KB, half an item's limit,
+# which leaves room for a repeated copy that adds a few.
+LOAN_PART_LEAVES = 8000
+
+
+class Loan(NamedTuple):
+    """Leaves of a thread's objects (the lender's, `key.pk` its control partition) that a
+    copy (the borrower) shares; while it stands, nothing deletes them. One loan may take
+    several items (`layout.loan_sk`)."""
+
+    key: ItemKey
+    borrower: str
+    leaves: frozenset[str]
 
 
 def held_blobs(record: Record) -> list[bytes]:
@@ -344,3 +378,18 @@ class IndexItem(NamedTuple):
     blob: bytes | None = None
     generation: str | None = None
     leaves: frozenset[str] = frozenset()
+
+
+def loan_parts(
+    lender: str, borrower: str, leaves: Iterable[str]
+) -> list[tuple[ItemKey, list[str]]]:
+    """The items a loan of these leaves takes, and the leaves of each (sorted, in parts
+    of `LOAN_PART_LEAVES`)."""
+    ordered = sorted(set(leaves))
+    return [
+        (
+            ItemKey(control_pk(lender), loan_sk(borrower, n)),
+            ordered[start : start + LOAN_PART_LEAVES],
+        )
+        for n, start in enumerate(range(0, len(ordered), LOAN_PART_LEAVES))
+    ]

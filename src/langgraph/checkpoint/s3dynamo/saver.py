@@ -386,8 +386,12 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, write and namespace of a thread to a new thread id.
-        Values are re-sealed under the target's identity (a byte copy would not open
-        there). Raises `ThreadExistsError` if the target already has checkpoints."""
+        The copy shares the source's values and objects instead of writing them again
+        (only index items are written); deleting or pruning either thread keeps what the
+        other reads (docs/RELIABILITY.md, "Copies share objects"). Raises
+        `ThreadExistsError` if the target already has checkpoints, and
+        `ConcurrentUpdateError` (nothing copied) if the source is deleted or pruned
+        meanwhile."""
         from langgraph.checkpoint.s3dynamo.ops import threads
 
         threads.copy_one(self.store, self.parts.deployment, source_thread_id, target_thread_id)

@@ -32,9 +32,6 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_idle import DynamoIdleIndex
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     CONTROL_VERSION,
     HEAD,
-    LEASE_EXPIRES,
-    LEASE_OWNER,
-    LEASE_TOKEN,
     WRITTEN_AT,
     Item,
     batch_idle_keys,
@@ -51,6 +48,8 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
     to_item,
 )
 from langgraph.checkpoint.s3dynamo.backends.dynamodb_journal import DynamoJournal
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_lease import DynamoLeases
+from langgraph.checkpoint.s3dynamo.backends.dynamodb_loans import DynamoLoans
 from langgraph.checkpoint.s3dynamo.backoff import (
     CONFLICT_ATTEMPTS,
     UNPROCESSED_ATTEMPTS,
@@ -77,7 +76,6 @@ from langgraph.checkpoint.s3dynamo.records import (
     Fence,
     HeadMove,
     ItemKey,
-    Lease,
     Mark,
     Record,
     Stamp,
@@ -425,8 +423,8 @@ class DynamoRecords(DynamoTable):
         return record_size(record)
 
 
-class DynamoControl(DynamoTable, DynamoJournal, DynamoIdleIndex):
-    """The `ControlItems` port: heads, leases and the deployment's control records."""
+class DynamoControl(DynamoTable, DynamoJournal, DynamoIdleIndex, DynamoLeases, DynamoLoans):
+    """The `ControlItems` port: heads, leases, loans and the deployment's control records."""
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
         pk = control_pk(thread_name)
@@ -446,48 +444,6 @@ class DynamoControl(DynamoTable, DynamoJournal, DynamoIdleIndex):
 
     def delete_items(self, keys: Iterable[ItemKey]) -> None:
         self._batch([{"DeleteRequest": {"Key": key_item(k)}} for k in keys])
-
-    def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
-        out = self._conditional(
-            self.client.update_item,
-            key,
-            UpdateExpression="SET #o = :owner, #x = :expires ADD #k :one",
-            ConditionExpression="attribute_not_exists(#x) OR #x < :now",
-            ExpressionAttributeNames={"#o": LEASE_OWNER, "#x": LEASE_EXPIRES, "#k": LEASE_TOKEN},
-            ExpressionAttributeValues={
-                ":owner": {"S": owner},
-                ":expires": {"N": str(now_ms + ttl_ms)},
-                ":now": {"N": str(now_ms)},
-                ":one": {"N": "1"},
-            },
-            ReturnValues="ALL_NEW",
-        )
-        if out.refused is not None:
-            return None
-        token = int(out.value["Attributes"][LEASE_TOKEN]["N"])
-        return Lease(key, owner, token, now_ms + ttl_ms)
-
-    def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
-        if not self._set_expiry(lease, now_ms + ttl_ms):
-            raise LeaseLostError("the lease was taken over; it cannot be renewed")
-        return lease._replace(expires_ms=now_ms + ttl_ms)
-
-    def release_lease(self, lease: Lease) -> None:
-        self._set_expiry(lease, 0)
-
-    def _set_expiry(self, lease: Lease, expires_ms: int) -> bool:
-        out = self._conditional(
-            self.client.update_item,
-            lease.key,
-            UpdateExpression="SET #x = :expires",
-            ConditionExpression="#k = :token",
-            ExpressionAttributeNames={"#x": LEASE_EXPIRES, "#k": LEASE_TOKEN},
-            ExpressionAttributeValues={
-                ":expires": {"N": str(expires_ms)},
-                ":token": {"N": str(lease.token)},
-            },
-        )
-        return out.refused is None
 
     def read_control(self, pk: str) -> dict[str, ControlRecord]:
         items, _ = self._query(pk, consistent=True)

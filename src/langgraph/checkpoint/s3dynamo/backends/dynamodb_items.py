@@ -18,6 +18,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     idle_key,
     is_mark_key,
     is_writes_key,
+    loan_borrower,
 )
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
@@ -26,6 +27,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     HeadMove,
     IndexItem,
     ItemKey,
+    Loan,
     Mark,
     MemoryRow,
     Record,
@@ -46,6 +48,8 @@ MARK_UPTO, MARK_KEEP, MARK_IDS, MARK_AT = "mu", "mk", "mi", "ma"
 LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
 # An upload intent: the owner (a thread or a memory partition) and the leaves it names.
 INTENT_OWNER, INTENT_LEAVES = "it", "il"
+# A loan: the leaves of the lender's objects the borrower shares.
+LOAN_LEAVES = "ll"
 
 
 # ------------------------------------------------------------------ item format
@@ -183,6 +187,13 @@ def intent_from_item(item: Item) -> UploadIntent:
             f"upload intent {item.get(SORT_KEY)} is malformed ({exc}); it was altered or "
             "written by something else"
         ) from exc
+
+
+def loan_from_item(item: Item) -> Loan:
+    """A loan item; its leaves are gone (an empty set is no attribute) once all are
+    taken back."""
+    key = ItemKey(item[PARTITION_KEY]["S"], item[SORT_KEY]["S"])
+    return Loan(key, loan_borrower(key.sk), frozenset(item.get(LOAN_LEAVES, {}).get("SS", ())))
 
 
 def stamp_of(item: Item) -> Stamp:

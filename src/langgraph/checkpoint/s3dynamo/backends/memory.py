@@ -35,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import batch_idle_key
 from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
 from langgraph.checkpoint.s3dynamo.backends.memory_items import MemoryItemsTwin
 from langgraph.checkpoint.s3dynamo.backends.memory_journal import JournalTwin
+from langgraph.checkpoint.s3dynamo.backends.memory_loans import LoansTwin
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
@@ -63,7 +64,7 @@ from langgraph.checkpoint.s3dynamo.records import (
 )
 
 
-class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
+class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin, LoansTwin):
     """The `RecordIndex`, `ControlItems` and `TableScan` ports in memory (an `Index`).
     Items are sized as DynamoDB counts them (`dynamodb_items.py`, pure), so limits and
     budgets match."""
@@ -78,6 +79,9 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
         self.leases: dict[ItemKey, tuple[str, int, int]] = {}
         self.idle: dict[ItemKey, str] = {}  # idle-index keys (`IdleIndexTwin`)
         self.intents: dict[ItemKey, UploadIntent] = {}  # the upload journal (JournalTwin)
+        # Loans (key -> leaves) and borrowings (`LoansTwin`).
+        self.loan_items: dict[ItemKey, set[str]] = {}
+        self.borrowings: set[ItemKey] = set()
         # Deployments' own records: partition -> name -> record.
         self.control: dict[str, dict[str, ControlRecord]] = {}
         # Store items and node-cache entries, and their directories (`MemoryItemsTwin`).
@@ -270,6 +274,8 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
                 self.heads.pop(key, None)
                 self.leases.pop(key, None)
                 self.intents.pop(key, None)
+                self.loan_items.pop(key, None)
+                self.borrowings.discard(key)
 
     def item_size(self, record: Record) -> int:
         return record_size(record)
@@ -303,7 +309,8 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
         heads = [
             Stamp(k, None, h, self.idle.get(k)) for k, h in self.heads.items() if pk in (None, k.pk)
         ]
-        return heads + [Stamp(k) for k in self.leases if pk in (None, k.pk)]
+        others = [*self.leases, *self.loan_items, *self.borrowings]
+        return heads + [Stamp(k) for k in others if pk in (None, k.pk)]
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
         with self._lock:
@@ -352,6 +359,8 @@ class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin):
             twin.heads, twin.leases = dict(self.heads), dict(self.leases)
             twin.idle = dict(self.idle)
             twin.intents = dict(self.intents)
+            twin.loan_items = {k: set(v) for k, v in self.loan_items.items()}
+            twin.borrowings = set(self.borrowings)
             twin.control = copy.deepcopy(self.control)
         twin.load_memory(
             self.memory_rows(),

@@ -254,13 +254,14 @@ def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
 @yes_option
 @store_options
 def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) -> int:
-    """Copy a thread to a new thread id (values re-sealed for the target)."""
+    """Copy a thread to a new thread id (sharing its objects: none is written)."""
     saver = open_saver(**settings)
     copying = saver.ops.plan_copy(source, target)
     plan = copying.to_dict()
     lines = [
         f"copy {source} -> {target}: {render.plural(plan['checkpoints'], 'checkpoint')}, "
-        f"{render.plural(plan['items'], 'item')}, {render.plural(plan['objects'], 'object')}"
+        f"{render.plural(plan['items'], 'item')}, {render.plural(plan['objects'], 'object')} "
+        "shared (none is written)"
     ]
     if plan["target_checkpoints"]:
         lines.append(

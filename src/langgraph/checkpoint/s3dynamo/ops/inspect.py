@@ -30,6 +30,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Record,
     referenced_leaves,
+    shared_leaves,
 )
 from langgraph.checkpoint.s3dynamo.store import Blobs, Entry, ThreadStore
 
@@ -209,11 +210,16 @@ def _ratio(numerator: float, denominator: float) -> float | None:
 
 
 def scope(store: ThreadStore, thread_id: str | None) -> tuple[list[Record], list[ObjectInfo]]:
-    """The records and objects of one thread, or of the whole deployment."""
+    """The records and objects of one thread (with those it shares of other threads, as
+    a copy), or of the whole deployment."""
     if thread_id is None:
         return list(store.deployment_records()), list(store.deployment_objects())
     name = store.namer.thread(thread_id)
-    return store.thread_records(thread_id), store.thread_objects(name)
+    records, objects = store.thread_records(thread_id), store.thread_objects(name)
+    for lender, leaves in sorted(shared_leaves(records).items()):
+        prefix = store.thread_prefix(lender)
+        objects += [o for o in store.thread_objects(lender) if o.key[len(prefix) :] in leaves]
+    return records, objects
 
 
 def stats(
@@ -286,18 +292,18 @@ def stats(
 
 def _write_blobs(
     store: ThreadStore, blobs: Blobs, fetched: Mapping[str, bytes]
-) -> list[tuple[tuple[str, int, bytes], bool]]:
-    """((task id, index, sealed write), kept inline) for every write whose blob is at
-    hand (objects missing from the bucket are `verify`'s to report)."""
-    out: list[tuple[tuple[str, int, bytes], bool]] = []
+) -> list[tuple[tuple[str, int, bytes, str | None], bool]]:
+    """((task id, index, sealed write, owner), kept inline) for every write whose blob
+    is at hand (objects missing from the bucket are `verify`'s to report)."""
+    out: list[tuple[tuple[str, int, bytes, str | None], bool]] = []
     for w in blobs.writes:
         blob = w.blob if w.blob is not None else fetched.get(w.key or "")
         if blob is not None:
-            out.append(((w.task_id, w.idx, blob), w.blob is not None))
+            out.append(((w.task_id, w.idx, blob, w.owner), w.blob is not None))
     for b in blobs.bundles:
         if b.key in fetched:
             for idx, blob in store.bundle_blobs(blobs.entry, b.key, fetched).items():
-                out.append(((b.task_id, idx, blob), False))
+                out.append(((b.task_id, idx, blob, b.owner), False))
     return out
 
 
@@ -400,17 +406,24 @@ def verify(
     live: dict[str, set[str]] = {}
     for r in records:
         live.setdefault(r.pk, set()).update(referenced_leaves(r))
+    for lender, leaves in shared_leaves(records).items():
+        live.setdefault(lender, set()).update(leaves)
     for done, (_, entries) in enumerate(by_thread.items(), 1):
         _verify_thread(store, entries, listed, report)
         progress(done, len(by_thread))
     scope_pk = store.namer.thread(thread_id) if thread_id is not None else None
     now = datetime.now(timezone.utc)
+    loans_read: set[str] = set()
     for key, info in sorted(listed.items()):
         parts = split_object_key(store.prefix, key)
         assert parts is not None
         thread_name, leaf = parts
         if scope_pk is not None and thread_name != scope_pk:
             continue
+        if leaf not in live.get(thread_name, set()) and thread_name not in loans_read:
+            # Lent to a copy outside what was read: the loans say (read once a thread).
+            loans_read.add(thread_name)
+            live.setdefault(thread_name, set()).update(store.lent_leaves(thread_name))
         if leaf not in live.get(thread_name, set()):
             age = int((now - info.modified).total_seconds())
             report.problem(
@@ -513,4 +526,4 @@ def _verify_thread(
                 report.problem("tampered", "object", b.key, e, f"writes bundle: {exc}")
                 continue
             for idx, blob in parts.items():
-                attempt("object", b.key, e, store.write_blob_data, e, b.task_id, idx, blob)
+                attempt("object", b.key, e, store.write_blob_data, e, b.task_id, idx, blob, b.owner)

@@ -99,7 +99,7 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
     for _ in tries(CONFLICT_ATTEMPTS):
         entries = store.thread_entries(tid)
         try:
-            plan = store.rewrite(tid, tid, entries, stale_only=True)
+            plan = store.rewrite(tid, entries)
         except IntegrityError as exc:
             if skipped is None:
                 raise

@@ -31,6 +31,7 @@ from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigEr
 from langgraph.checkpoint.s3dynamo.layout import (
     LEASE_SK,
     PRUNING_HEAD,
+    borrow_lender,
     day_of_idle_key,
     head_namespace,
     is_control_pk,
@@ -43,7 +44,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     tombstone,
     tombstone_time,
 )
-from langgraph.checkpoint.s3dynamo.ops.threads import kept_chains
+from langgraph.checkpoint.s3dynamo.ops.threads import kept_chains, release_unshared
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Stamp
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS, parallel
@@ -101,6 +102,8 @@ class SeenThread:
     # namespace name -> the checkpoint id or tombstone its head names
     heads: dict[str, str] = field(default_factory=dict)
     lease: bool = False
+    # Threads whose objects it shares, as a copy (its borrowings).
+    borrowed: set[str] = field(default_factory=set)
     # operations whose marks the thread holds (an operation of several requests left
     # unfinished, or running now)
     marks: set[str] = field(default_factory=set)
@@ -121,6 +124,8 @@ class SeenThread:
                 self.heads[ns_name] = stamp.head
             elif sk == LEASE_SK:
                 self.lease = True
+            elif (lender := borrow_lender(sk)) is not None:
+                self.borrowed.add(lender)
             return
         self.records += 1
         ns_name = parse_sk(sk)[0]
@@ -312,6 +317,7 @@ class ExpiryPlan:
         deleted = store.delete_unchanged_objects(
             [o for o in old if o.key[len(prefix) :] not in live]
         )
+        release_unshared(store, name, records, [r for r in records if owner_sk(r.sk) in kept_sks])
         store.unhide(  # 6.
             {m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"}
         )
@@ -358,10 +364,18 @@ class ExpiryPlan:
         hiding = store.delete_marks(name, keys) if keys else []
         store.hide(hiding)
         store.delete_records(keys)
-        # 5. Objects written before the cutoff, each only while unchanged.
+        # 5. Objects written before the cutoff, each only while unchanged, but those
+        # lent to a copy (the loans read after the marks); then the loans this thread
+        # had of others' objects, as a copy, end.
         cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)
         old = [o for o in store.thread_objects(name) if o.modified < cutoff]
+        if old:
+            lent = store.lent_leaves(name)
+            prefix = store.thread_prefix(name)
+            old = [o for o in old if o.key[len(prefix) :] not in lent]
         deleted = store.delete_unchanged_objects(old)
+        for lender in sorted(seen.borrowed):
+            store.release(name, lender, set())
         # 6. Every mark (an interrupted operation's too), then the lease, live heads, and
         # tombstones older than the TTL.
         store.unhide({m.key for m in hiding} | {s.key for s in stamps if is_mark_key(s.key.sk)})

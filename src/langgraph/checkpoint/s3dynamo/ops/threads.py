@@ -5,12 +5,14 @@ shows the plan and executes it on `--yes`, the saver's own methods execute at on
 Each reads a thread's records with one paged query and works in memory. Before its
 first change it writes a mark over each namespace it changes (`records.Mark`), hiding
 from readers what it is about to delete, or, at a copy's target, everything; then its
-records go in full batches sent in parallel, in any order (objects first when copying);
-the marks go last. So readers see each operation whole: before it, or after it. Objects
-an operation leaves unreferenced are deleted once no record references them when this
-operation is what orphaned them (prune, delete), or left to garbage collection
-(`ops/gc.py`). The states an interruption can leave, the data-safety argument and why a
-repeat completes each operation: docs/RELIABILITY.md, "Deleting, copying, pruning".
+records go in full batches sent in parallel, in any order; the marks go last. So readers
+see each operation whole: before it, or after it. A copy shares its source's objects,
+which the source's loans then keep (docs/RELIABILITY.md, "Copies share objects").
+Objects an operation leaves unreferenced are deleted once no record references them and
+no loan lends them when this operation is what orphaned them (prune, delete), or left to
+garbage collection (`ops/gc.py`). The states an interruption can leave, the data-safety
+argument and why a repeat completes each operation: docs/RELIABILITY.md, "Deleting,
+copying, pruning".
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.deployment import Deployment, guarded
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ThreadExistsError
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    InvalidConfigError,
+    ThreadExistsError,
+)
 from langgraph.checkpoint.s3dynamo.layout import (
     TOP,
     is_mark_key,
@@ -35,7 +41,9 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Mark,
     Record,
+    Veil,
     referenced_leaves,
+    shared_leaves,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.settings import keep_last_count
@@ -143,14 +151,20 @@ def copy_one(store: ThreadStore, deployment: Deployment, source: str, target: st
 
 
 def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
-    """Copy `src` (what its readers see) to `dst`, resumably. Order: a copy mark over
-    each namespace of the target, hiding all of it; the objects; every record, in full
-    batches sent in parallel, in any order; then the marks, the root namespace's last.
-    So an interrupted copy leaves the target showing nothing (or, after the marks went,
-    the whole copy). A repeat sees that the target holds only keys this copy writes,
-    writes the records still missing and removes the marks; a repeat after a complete
-    copy changes nothing. A target holding any other key (its own checkpoints) raises
-    `ThreadExistsError`. Returns how many checkpoints it wrote."""
+    """Copy `src` (what its readers see) to `dst`, resumably, sharing `src`'s objects
+    (`Rewriter.share`). Order: the loans of what the copy will share (a borrowing in
+    the target's control partition, then the lenders' loans), the source read again
+    (a delete or prune of it that began before the loans were there is seen now, and the
+    copy stops: `ConcurrentUpdateError`, after ending its loans); a copy mark over each
+    namespace of the target, hiding all of it; every record, in full batches sent in
+    parallel, in any order; then the marks, the root namespace's last. So an
+    interrupted copy leaves the target showing nothing (or, after the marks went, the
+    whole copy), and no object it shares is deleted while it does. A repeat sees that
+    the target holds only keys this copy writes, writes the records still missing and
+    removes the marks; a repeat after a complete copy changes nothing. A target holding
+    any other key (its own checkpoints) raises `ThreadExistsError`. Returns how many
+    checkpoints it wrote. Why no shared object is lost: docs/RELIABILITY.md, "Copies
+    share objects"."""
     entries = store.thread_entries(src)
     name = store.namer.thread(dst)
     records, marks = store.partition_items(name) if src != dst else ([], [])
@@ -180,12 +194,44 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     ]
     written: list[Record] = []
     if todo:
+        plan = store.share(src, dst, todo)
+        lend(store, src, name, [new for _, new in plan.records], todo)
         store.hide(hiding)
-        plan = store.rewrite(src, dst, todo, stale_only=False)
         store.write_copy(dst, plan)
         written = [new for _, new in plan.records]
     store.unhide(copying | {m.key for m in hiding}, last=store.namer.namespace(dst, ""))
     return sum(1 for r in written if isinstance(r, CheckpointRecord))
+
+
+def lend(
+    store: ThreadStore, src: str, borrower: str, records: Sequence[Record], copied: Sequence[Entry]
+) -> None:
+    """Lend `borrower` what these records of it share, then check that the source still
+    holds every checkpoint copied, none hidden by a mark: whoever deletes a shared
+    object writes its marks before it reads the loans, so either it sees this loan or
+    this read sees its marks (docs/RELIABILITY.md, "Copies share objects")."""
+    lenders = shared_leaves(records)
+    if not lenders:
+        return
+    store.lend(borrower, lenders)
+    records, marks = store.partition_items(store.namer.thread(src), consistent=True)
+    present, veil = {r.sk for r in records}, Veil(marks)
+    gone = [
+        sk
+        for e in copied
+        for sk in (e.record.sk, *(w.sk for w in e.writes))
+        if sk not in present or veil.hides(sk)
+    ]
+    if not gone:
+        return
+    kept = shared_leaves(store.partition_items(borrower, consistent=True)[0])
+    for lender in sorted(lenders):
+        store.release(borrower, lender, kept.get(lender, set()))
+    raise ConcurrentUpdateError(
+        f"copy_thread of {src!r}: {len(gone)} of the records being copied were deleted or "
+        "hidden meanwhile (a delete, prune or delete_for_runs of the source is running); "
+        "nothing more was copied. Run the copy again: it copies what the source holds then"
+    )
 
 
 # -------------------------------------------------------------------------- prune
@@ -323,9 +369,11 @@ def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> int:
     doomed: list[ItemKey] = []
     dropped_leaves: set[str] = set()
     kept_leaves: set[str] = set()
+    kept_records: list[Record] = []
     for rec in records:
         if owner_sk(rec.sk) in kept_sks:
             kept_leaves |= referenced_leaves(rec)
+            kept_records.append(rec)
         else:
             doomed.append(rec.key)
             dropped_leaves |= referenced_leaves(rec)
@@ -334,10 +382,25 @@ def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> int:
         hiding = store.delete_marks(name, doomed, keep=kept)
         store.hide(hiding)
         store.delete_records(doomed)
-    orphaned = sorted(dropped_leaves - kept_leaves)
-    store.delete_objects([store.object_key(tid, leaf) for leaf in orphaned])
+    orphaned = dropped_leaves - kept_leaves
+    if orphaned:
+        # Read after the marks: a copy lending these now has seen them, or is seen here.
+        orphaned -= store.lent_leaves(name)
+    store.delete_objects([store.object_key(tid, leaf) for leaf in sorted(orphaned)])
+    release_unshared(store, name, records, kept_records)
     store.unhide({m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"})
     return len(records)
+
+
+def release_unshared(
+    store: ThreadStore, name: str, records: Sequence[Record], kept: Sequence[Record]
+) -> None:
+    """After a copy lost some of its records (`records` as they were, `kept` what is
+    left): its loans from each lender its records named keep only what `kept` names
+    (`Deleter.release`; a copy shares nothing: no request)."""
+    after = shared_leaves(kept)
+    for lender in sorted(shared_leaves(records)):
+        store.release(name, lender, after.get(lender, set()))
 
 
 def needed_chain(store: ThreadStore, latest: Entry, chain: dict[str, Entry]) -> list[Entry]:

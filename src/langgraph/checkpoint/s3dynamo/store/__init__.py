@@ -12,7 +12,7 @@ them):
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
     committer.py  what a checkpoint's or a task's records hold, as the engine's plans
     deleter.py    deleting records and objects: marks first, full batches, marks last
-    rewriter.py   a thread's checkpoints re-sealed and renamed, for a copy or a rotation
+    rewriter.py   a copy's records, sharing its source's blobs; a rotation's, re-sealed
     fences.py     which leases this context holds
     scope.py      the deployment's share of a table that tenants share
     handoff.py    what the read path hands the write path (stored values, run keys)
@@ -37,6 +37,7 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, Checkpoint
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
+from langgraph.checkpoint.s3dynamo.layout import SHARING_FORMAT
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ControlItems, RecordIndex, TableScan
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, Record, WritesRecord
@@ -60,6 +61,7 @@ from langgraph.checkpoint.s3dynamo.store.walker import (
     Walker,
     WriteBlob,
 )
+from langgraph.checkpoint.s3dynamo.waves import parallel
 
 __all__ = [
     "EVERY_DEPLOYMENT",
@@ -97,6 +99,9 @@ class ThreadStore(Upkeep):
     ) -> None:
         self.engine = engine
         self.ports = ports = engine.ports
+        # Called with a storage format before the first write only it describes (the
+        # saver records it in the deployment record: `Deployment.require_format`).
+        self.format_gate: Callable[[int], None] = lambda _format: None
         self.namer = namer
         self.codec = codec
         self.sealer = codec.sealer
@@ -241,8 +246,26 @@ class ThreadStore(Upkeep):
     def live_leaves(
         self, thread_name: str, skipped: list[Skipped] | None = None
     ) -> set[str] | None:
-        """Every object leaf a thread's records reference; None if it has no record."""
+        """Every object leaf a thread's records reference or its loans lend; None if it
+        has neither."""
         return self.finder.live_leaves(thread_name, skipped)
+
+    def lent_leaves(self, thread_name: str) -> set[str]:
+        """Leaves of a thread's objects its loans lend to copies."""
+        return self.finder.lent_leaves(thread_name)
+
+    def lend(self, borrower: str, lenders: Mapping[str, set[str]]) -> None:
+        """Record that `borrower` shares these leaves of each lender's objects: its
+        borrowings first (its deletion then finds the loans), then the loans."""
+        self.format_gate(SHARING_FORMAT)
+        control = self.ports.control
+        for lender in sorted(lenders):
+            control.put_borrowing(borrower, lender)
+        parallel(lambda lender: control.lend(lender, borrower, lenders[lender]), sorted(lenders))
+
+    def release(self, borrower: str, lender: str, keep: set[str]) -> int:
+        """End what a copy shares of a lender's objects but `keep` (`Deleter.release`)."""
+        return self.deleter.release(borrower, lender, keep)
 
     def referenced_keys(self, entries: Sequence[Entry]) -> dict[str, str]:
         """Object keys these checkpoints reference, each with what it holds."""
@@ -271,10 +294,11 @@ class ThreadStore(Upkeep):
         return self.walker.value_data(entry, value, fetched, bases)
 
     def write_blob_data(
-        self, entry: Located, task_id: str, idx: int, blob: bytes
+        self, entry: Located, task_id: str, idx: int, blob: bytes, owner: str | None = None
     ) -> tuple[str, Typed]:
-        """A pending write's sealed blob opened but not deserialized."""
-        return self.walker.write_blob_data(entry, task_id, idx, blob)
+        """A pending write's sealed blob opened but not deserialized (`owner`: the
+        thread it was written for, when a copy shares it)."""
+        return self.walker.write_blob_data(entry, task_id, idx, blob, owner)
 
     def open_body(self, entry: Entry) -> dict[str, Any]:
         return self.walker.open_body(entry)
@@ -303,16 +327,25 @@ class ThreadStore(Upkeep):
         return self.walker.bundle_blobs(entry, key, fetched)
 
     def bundle_writes(
-        self, entry: Located, task_id: str, key: str, fetched: Mapping[str, bytes]
+        self,
+        entry: Located,
+        task_id: str,
+        key: str,
+        fetched: Mapping[str, bytes],
+        owner: str | None = None,
     ) -> dict[int, tuple[str, Typed]]:
         """A task's bundled writes opened but not deserialized, by index."""
-        return self.walker.bundle_writes(entry, task_id, key, fetched)
+        return self.walker.bundle_writes(entry, task_id, key, fetched, owner)
 
-    def rewrite(self, src: str, dst: str, entries: Sequence[Entry], *, stale_only: bool) -> Rewrite:
-        """`src`'s checkpoints as records and objects of `dst` (a copy), every blob
-        re-sealed for it; with `stale_only` and `src == dst`, only the blobs not under
-        the active key (a rotation). Builds them and writes nothing (`Rewriter.rewrite`)."""
-        return self.rewriter.rewrite(src, dst, entries, stale_only=stale_only)
+    def share(self, src: str, dst: str, entries: Sequence[Entry]) -> Rewrite:
+        """`src`'s checkpoints as records of `dst` (a copy) that share `src`'s blobs.
+        Builds them and writes nothing (`Rewriter.share`)."""
+        return self.rewriter.share(src, dst, entries)
+
+    def rewrite(self, tid: str, entries: Sequence[Entry]) -> Rewrite:
+        """The blobs of `tid` not sealed under the active key, re-sealed in place (a
+        rotation). Builds them and writes nothing (`Rewriter.rewrite`)."""
+        return self.rewriter.rewrite(tid, entries)
 
     def rewritten_keys(self, dst: str, entry: Entry) -> set[str]:
         """Sort keys `rewrite` writes for one entry in `dst`'s partition."""

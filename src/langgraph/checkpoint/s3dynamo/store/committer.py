@@ -82,7 +82,9 @@ log = logging.getLogger(__name__)
 # Special writes (error, interrupt, ...): the last one of an index wins.
 LAST_WINS = frozenset(WRITES_IDX_MAP.values())
 # What the store adds to a checkpoint's body; never taken from the caller's checkpoint.
-INTERNAL_KEYS = frozenset({"channel_values", "parent", "stored", "bases"})
+INTERNAL_KEYS = frozenset(
+    {"channel_values", "parent", "stored", "bases", "shared", "shared_writes"}
+)
 # Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
 OPENED_BASES = 4
 OPENED_BASE_MAX = 1 << 20
@@ -176,6 +178,7 @@ class Committer:
         with serializing(f"{what}: the metadata", metadata):
             sealed_metadata = self.codec.seal_metadata(at, metadata)
 
+        # What a copy shares of its source (`StoredValue.owner`) is carried forward shared.
         carried = self._parent_values(tid, ns, parent_id, versions, new_versions)
         budget = self.engine.budget()
         stored: StoredValues = {}
@@ -214,6 +217,9 @@ class Committer:
         bases = {ch: v.base for ch, v in stored.items() if v.base is not None}
         if bases:
             body["bases"] = bases
+        shared = {ch: v.owner for ch, v in stored.items() if v.owner is not None}
+        if shared:
+            body["shared"] = shared
 
         # Sealed with the body, so an inline value or object reference removed from the
         # record is detected instead of silently dropping the channel.
@@ -230,7 +236,11 @@ class Committer:
             run_key=self.namer.run(str(run_id)) if run_id else None,
             objects=frozenset(
                 [v.leaf for v in stored.values() if v.leaf is not None]
-                + [self.namer.value(ValueAt(tid, ns, ch, base)) for ch, base in bases.items()]
+                + [
+                    self.walker.value_leaf(ValueAt(owner or tid, ns, ch, base), owner)
+                    for ch, base in bases.items()
+                    for owner in (shared.get(ch),)
+                ]
             ),
             inline={
                 self.namer.channel(tid, ns, ch): v.blob
@@ -420,6 +430,9 @@ class Committer:
         a base, and only one this process holds: the write path never reads S3."""
         if previous is None or (previous.base is None and previous.leaf is None):
             return None
+        if previous.owner is not None:
+            # Shared by a copy: a delta and its base always belong to one thread.
+            return None
         version = previous.base if previous.base is not None else previous.version
         at = ValueAt(tid, ns, channel, version)
         key = self.walker.object_key(tid, self.namer.value(at))
@@ -443,6 +456,13 @@ class Committer:
     ) -> StoredValue:
         if old.blob is None:
             return old
+        if old.owner is not None:
+            # Sealed for the thread it is shared from; a delta's base is that thread's.
+            at = ValueAt(old.owner, ns, channel, old.version)
+            if old.base is not None:
+                return old  # still opens under its key; reencrypt() moves it later
+            ident = value_id(at)
+            return old._replace(blob=self.codec.reseal(old.blob, ident, ident, what))
         at = ValueAt(tid, ns, channel, old.version)
         if old.base is None:
             ident = value_id(at)

@@ -38,12 +38,15 @@ class KeptWrite(NamedTuple):
     typed: Typed | None
     key: str | None = None
     tag: str | None = None
+    # The thread it was written for, when a copy shares it.
+    owner: str | None = None
 
 
 class KeptBundle(NamedTuple):
     task_id: str
     task_path: str
     key: str
+    owner: str | None = None
 
 
 class Skeleton(NamedTuple):
@@ -169,7 +172,7 @@ class Decoder:
             found.append((order, w.task_id, channel, typed))
         for b in blobs.bundles:
             for idx, (channel, typed) in walker.bundle_writes(
-                entry, b.task_id, b.key, fetched
+                entry, b.task_id, b.key, fetched, b.owner
             ).items():
                 found.append(
                     (writes_sort_key(b.task_path, b.task_id, idx), b.task_id, channel, typed)
@@ -205,11 +208,11 @@ class Decoder:
         for w in blobs.writes:
             order = writes_sort_key(w.task_path, w.task_id, w.idx)
             if w.blob is None:
-                writes.append(KeptWrite(order, w.task_id, w.idx, None, None, w.key, w.tag))
+                writes.append(KeptWrite(order, w.task_id, w.idx, None, None, w.key, w.tag, w.owner))
                 continue
             channel, typed = self.walker.write_data(entry, w, {})
             writes.append(KeptWrite(order, w.task_id, w.idx, channel, typed))
-        bundles = tuple(KeptBundle(b.task_id, b.task_path, b.key) for b in blobs.bundles)
+        bundles = tuple(KeptBundle(b.task_id, b.task_path, b.key, b.owner) for b in blobs.bundles)
         return Skeleton(blobs.body.get("parent"), tuple(blobs.values), tuple(writes), bundles)
 
     def skeleton(self, tid: str, ns: str, cid: str) -> Skeleton | None:

@@ -11,9 +11,12 @@ Order (`delete_thread`; retention's delete and prune follow it too):
 3. The records, in full batches of 25 sent in parallel, in any order within each of two
    steps: the checkpoint records, then the writes records (so a read by checkpoint id,
    which does not meet the mark, finds a checkpoint whole or not at all).
-4. Objects no record references any more (none of the thread's, unless a new history
-   started meanwhile): the index no longer points at them.
-5. The marks, then the heads: removed last.
+4. Objects no record references any more and no loan lends to a copy (none of the
+   thread's, unless a new history started meanwhile or a copy shares them): the index
+   no longer points at them.
+5. What the thread shared of other threads' objects (it was a copy): each loan ends
+   (`release`), and the objects it kept that nothing else keeps go.
+6. The marks, then the heads: removed last.
 
 Interrupted anywhere, a repeat reads the keys again and finishes. The argument, and
 what each reader sees meanwhile: docs/RELIABILITY.md, "Deleting, copying, pruning".
@@ -26,9 +29,14 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.layout import (
+    borrow_lender,
+    borrow_sk,
+    control_pk,
+    head_namespace,
     is_mark_key,
     is_writes_key,
     mark_sk,
+    object_key,
     parse_sk,
     tombstone,
 )
@@ -70,9 +78,16 @@ class Deleter:
             )
             self.delete_records(records)
         deleted = self.delete_unreferenced_objects(thread_name)
+        control = self._ports.control.control_keys(thread_name)
+        for key in control:
+            lender = borrow_lender(key.sk)
+            if lender is not None:
+                deleted += self.release(thread_name, lender, set())
         # Every mark goes: a copy's or a prune's left by an interrupted run included.
         self.unhide({*(m.key for m in marks), *(k for k in keys if is_mark_key(k.sk))})
-        self._ports.control.drop_heads(thread_name)
+        heads = [k for k in control if head_namespace(k.sk) is not None]
+        if heads:
+            self._ports.control.delete_items(heads)
         return len(records) + deleted
 
     def delete_marks(
@@ -129,6 +144,30 @@ class Deleter:
         for batch in (checkpoints, writes):
             if batch:
                 self._ports.records.write_batch(deletes=batch)
+
+    def release(self, borrower: str, lender: str, keep: set[str]) -> int:
+        """End what `borrower` shares of `lender`'s objects but the leaves in `keep`
+        (those its remaining records still share): the objects it alone kept go (no
+        record of the lender references them, no other loan lends them: read after
+        the borrower's own records stopped naming them), then the loan gives them up;
+        with nothing kept, the loan and the borrowing go too. A repeat finishes it.
+        How many objects it deleted."""
+        loans = self._ports.control.loans(lender, borrower)
+        released = {leaf for loan in loans for leaf in loan.leaves} - keep
+        doomed: list[str] = []
+        if released:
+            live = self.finder.live_leaves(lender, but=borrower) or set()
+            doomed = sorted(object_key(lender, leaf) for leaf in released - live)
+            self.objects.delete(doomed)
+            if keep:
+                for loan in loans:
+                    self._ports.control.unlend(loan, released)
+        if not keep:
+            gone = [loan.key for loan in loans]
+            self._ports.control.delete_items(
+                [*gone, ItemKey(control_pk(borrower), borrow_sk(lender))]
+            )
+        return len(doomed)
 
     def delete_unreferenced_objects(self, thread_name: str) -> int:
         """Delete the thread's objects that no record references (read consistently,

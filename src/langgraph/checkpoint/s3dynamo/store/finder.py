@@ -34,6 +34,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     namespace_range,
     object_key,
     owner_sk,
+    split_shared,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
@@ -44,6 +45,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     Record,
     Veil,
     WritesRecord,
+    named_leaves,
     referenced_leaves,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
@@ -339,12 +341,33 @@ class Finder:
                     yield rec
 
     def live_leaves(
-        self, thread_name: str, skipped: list[Skipped] | None = None
+        self,
+        thread_name: str,
+        skipped: list[Skipped] | None = None,
+        *,
+        but: str | None = None,
     ) -> set[str] | None:
-        """Every object leaf a thread's records reference (the mark of garbage
-        collection), read strongly consistent; None if the thread has no record here.
-        With `skipped`, a thread whose first checkpoint record does not open is reported
-        there (the caller leaves it alone)."""
+        """Every leaf of a thread's objects that its records reference or a loan lends
+        to a copy (the mark of garbage collection and of every deletion), read strongly
+        consistent, loans after records; None if the thread has neither here. `but`:
+        leave out the loan to this borrower (it is ending). With `skipped`, a thread
+        whose first checkpoint record does not open is reported there (the caller leaves
+        it alone)."""
+        live = self.own_leaves(thread_name, skipped)
+        loans = [loan for loan in self._ports.control.loans(thread_name) if loan.borrower != but]
+        if live is None and not loans:
+            return None
+        live = live or set()
+        for loan in loans:
+            live |= loan.leaves
+        return live
+
+    def lent_leaves(self, thread_name: str) -> set[str]:
+        """Leaves of a thread's objects its loans name, read strongly consistent."""
+        return {leaf for loan in self._ports.control.loans(thread_name) for leaf in loan.leaves}
+
+    def own_leaves(self, thread_name: str, skipped: list[Skipped] | None = None) -> set[str] | None:
+        """The leaves a thread's records reference (`live_leaves` without loans)."""
         live: set[str] = set()
         found = tried = False
         cursor: Cursor | None = None
@@ -371,6 +394,6 @@ class Finder:
         for e in entries:
             records: list[Record] = [e.record, *e.writes]
             for rec in records:
-                for leaf in referenced_leaves(rec):
-                    keys[object_key(rec.pk, leaf)] = e.what
+                for leaf in named_leaves(rec):
+                    keys[leaf if split_shared(leaf) else object_key(rec.pk, leaf)] = e.what
         return keys

@@ -1,14 +1,24 @@
-"""Re-sealing a thread's blobs: for another thread id (a copy, whose blobs must open under
-the target's identity) or under the active key (a rotation). It walks each checkpoint
-with the walker and builds the records and objects to write, named and bound for the
-target; the caller (`ThreadStore.rewrite`'s: copy, re-encryption) writes them in the
-commit order: objects first, records last."""
+"""Rewriting a thread's records: for another thread id (a copy, `share`), or under the
+active key (a rotation, `rewrite`).
+
+A copy shares its source's blobs instead of re-sealing them: every value (inline or an
+object) and every write object stays as it is, sealed for the thread it was written
+for, and the copy's checkpoint body, sealed for the copy, names that owner
+(`store/walker.py`); only what is bound to the copy's own keys is sealed again (body,
+metadata, references, inline writes). So a copy fetches and uploads no object; its
+records name the source's objects by their whole keys, which the caller lends
+(`ops/threads.py`). A rotation re-seals, in place, each blob not sealed under the active
+key, shared ones under their owner's identity and in their owner's place. The caller
+(`ThreadStore`'s: copy, re-encryption) writes what either builds: objects first, records
+last."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.base import WRITES_IDX_MAP
 
 from langgraph.checkpoint.s3dynamo.codec import (
     body_id,
@@ -18,9 +28,11 @@ from langgraph.checkpoint.s3dynamo.codec import (
     value_id,
     write_id,
 )
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
+    shared_leaf,
+    split_shared,
     split_write_ref,
     write_ref,
     writes_sk,
@@ -32,7 +44,10 @@ from langgraph.checkpoint.s3dynamo.records import (
     pack_bundle,
 )
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder
-from langgraph.checkpoint.s3dynamo.store.walker import Walker
+from langgraph.checkpoint.s3dynamo.store.walker import Blobs, Walker
+
+# Channels a pending write may go to that no checkpoint body lists.
+SPECIAL_CHANNELS = ("__pregel_tasks", *WRITES_IDX_MAP)
 
 
 @dataclass
@@ -63,147 +78,217 @@ class Rewriter:
             keys.add(writes_sk(ns_name, e.checkpoint_id, task))
         return keys
 
-    def rewrite(self, src: str, dst: str, entries: Sequence[Entry], *, stale_only: bool) -> Rewrite:
-        """Re-seal every blob of `src` for `dst` (a copy), or, with `stale_only` and
-        `src == dst`, only the blobs not sealed under the active key (a rotation)."""
+    # ------------------------------------------------------------------ copy
+
+    def share(self, src: str, dst: str, entries: Sequence[Entry]) -> Rewrite:
+        """`src`'s checkpoints as records of `dst` that share every value and write
+        object of `src` (or of the thread `src` itself shares it from): no object is
+        fetched or written, except where a write object's channel is known from no
+        checkpoint body (then it is fetched to tell its channel's tag)."""
+        walker = self.walker
+        walked = [walker.walk(e) for e in entries]
+        # Every channel the thread's checkpoints name: a write object's tag is one's.
+        channels = {*SPECIAL_CHANNELS}
+        for blobs in walked:
+            channels.update(blobs.body.get("channel_versions", {}))
+            for seen in (blobs.body.get("versions_seen") or {}).values():
+                channels.update(seen)
+        out = Rewrite()
+        for e, blobs in zip(entries, walked, strict=True):
+            out.records += self._share_one(src, dst, e, blobs, channels)
+        return out
+
+    def _share_one(
+        self, src: str, dst: str, e: Entry, blobs: Blobs, channels: set[str]
+    ) -> list[tuple[Record, Record]]:
+        walker, codec = self.walker, self.walker.codec
+        namer = walker.namer
+        ns, rec, cid, what = e.ns, e.record, e.checkpoint_id, e.what
+        old_at, new_at = CheckpointAt(src, ns, cid), CheckpointAt(dst, ns, cid)
+        src_name, pk = namer.thread(src), namer.thread(dst)
+        ns_name = namer.namespace(dst, ns)
+        sk = checkpoint_sk(ns_name, cid)
+
+        def shared(leaf: str) -> str:
+            return leaf if split_shared(leaf) is not None else shared_leaf(src_name, leaf)
+
+        body: dict[str, Any] = dict(blobs.body)
+        owners: dict[str, str] = {}
+        inline: dict[str, bytes] = {}
+        leaves: set[str] = set()
+        for channel, v in blobs.stored.items():
+            owner = v.owner or src
+            owners[channel] = owner
+            if v.blob is not None:
+                inline[namer.channel(dst, ns, channel)] = v.blob
+            else:
+                leaves.add(shared(v.leaf or ""))
+            if v.base is not None:
+                base = walker.value_leaf(ValueAt(owner, ns, channel, v.base), owner)
+                leaves.add(base)
+        body.pop("shared", None)
+        if owners:
+            body["shared"] = owners
+        shared_writes: dict[str, str] = {}
+        out: list[tuple[Record, Record]] = []
+        by_record: dict[str, WritesRecord] = {}
+        for old_w in e.writes:
+            task_id, _ = blobs.tasks[old_w.sk]
+            wsk = writes_sk(ns_name, cid, namer.task(new_at, task_id))
+            by_record[old_w.sk] = new_w = WritesRecord(
+                pk=pk,
+                sk=wsk,
+                task_ref=codec.reseal(
+                    old_w.task_ref, ref_id(old_w.pk, old_w.sk), ref_id(pk, wsk), what
+                ),
+                written_at=self.now(),
+            )
+            out.append((old_w, new_w))
+        tag_of = {namer.channel(src, ns, ch): ch for ch in channels}
+        for w in blobs.writes:
+            new_w, task_id, idx = by_record[w.record.sk], w.task_id, w.idx
+            if w.blob is not None:
+                new_w.writes[idx] = codec.reseal(
+                    w.blob,
+                    write_id(old_at.write(task_id, idx)),
+                    write_id(new_at.write(task_id, idx)),
+                    what,
+                )
+                continue
+            leaf, _ = split_write_ref(str(w.record.writes[idx]))
+            # Every record tags a write object for its own thread: `src` here.
+            target = tag_of.get(w.tag or "")
+            if target is None:
+                # A channel no checkpoint body names: the write itself says which.
+                fetched = walker.objects.fetch({w.key or "": what})
+                target, _ = walker.write_data(e, w, fetched)
+            new_leaf = shared(leaf)
+            shared_writes[new_leaf] = w.owner or src
+            new_w.writes[idx] = write_ref(new_leaf, namer.channel(dst, ns, target))
+        for b in blobs.bundles:
+            new_w = by_record[b.record.sk]
+            new_w.bundle = shared(b.record.bundle or "")
+            shared_writes[new_w.bundle] = b.owner or src
+        body.pop("shared_writes", None)
+        if shared_writes:
+            body["shared_writes"] = shared_writes
+        new_rec = CheckpointRecord(
+            pk=pk,
+            sk=sk,
+            body=codec.seal_body(new_at, body),
+            metadata=codec.reseal(rec.metadata, metadata_id(old_at), metadata_id(new_at), what),
+            thread_ref=codec.seal_ref(pk, sk, dst, ns),
+            run_key=rec.run_key,
+            objects=frozenset(leaves),
+            inline=inline,
+            # A copy is new activity on its target.
+            written_at=self.now(),
+        )
+        return [(rec, new_rec), *out]
+
+    # -------------------------------------------------------------- rotation
+
+    def rewrite(self, tid: str, entries: Sequence[Entry]) -> Rewrite:
+        """Re-seal in place every blob of `tid` not sealed under the active key: its own
+        where they are, those it shares under their owner's identity in the owner's
+        place (the same value, still opening for every thread that shares it)."""
         walker, objects = self.walker, self.walker.objects
         codec, namer, sealer = walker.codec, walker.namer, walker.codec.sealer
         active = sealer.keyring.active if sealer.keyring else None
         # A rotation must see what is stored, not what this process cached before.
-        fetched = objects.fetch(self.finder.referenced_keys(entries), cached=not stale_only)
+        fetched = objects.fetch(self.finder.referenced_keys(entries), cached=False)
         out = Rewrite()
         done_objects: set[str] = set()
 
-        def reseal(blob: bytes, old: bytes, new: bytes, what: str) -> bytes:
-            if stale_only and old == new and sealer.key_id_of(blob) == active:
+        def reseal(blob: bytes, ident: bytes, what: str) -> bytes:
+            if sealer.key_id_of(blob) == active:
                 return blob
             out.blobs += 1
-            return codec.reseal(blob, old, new, what)
+            return codec.reseal(blob, ident, ident, what)
 
         bases: dict[str, tuple[str, bytes]] = {}
 
         def reseal_delta(
-            blob: bytes, old: bytes, new: bytes, base_key: str, base_id: bytes, what: str
+            blob: bytes, ident: bytes, base_key: str, base_id: bytes, what: str
         ) -> bytes:
-            if stale_only and old == new and sealer.key_id_of(blob) == active:
+            if sealer.key_id_of(blob) == active:
                 return blob
             if base_key not in bases:
                 bases[base_key] = sealer.open(fetched[base_key], base_id, f"{what} (delta base)")
             out.blobs += 1
-            return codec.reseal_delta(blob, old, new, bases[base_key], what)
+            return codec.reseal_delta(blob, ident, ident, bases[base_key], what)
 
-        def put_object(old_key: str, new_key: str, old: bytes, new: bytes, what: str) -> None:
-            if new_key in done_objects:
+        def put_object(key: str, ident: bytes, what: str) -> None:
+            if key in done_objects:
                 return
-            done_objects.add(new_key)
-            blob = fetched[old_key]
-            resealed = reseal(blob, old, new, what)
+            done_objects.add(key)
+            blob = fetched[key]
+            resealed = reseal(blob, ident, what)
             if resealed is not blob:
-                out.objects.append((new_key, resealed))
+                out.objects.append((key, resealed))
 
-        pk = namer.thread(dst)
         for e in entries:
             ns, rec, cid, what = e.ns, e.record, e.checkpoint_id, e.what
-            old_at, new_at = CheckpointAt(src, ns, cid), CheckpointAt(dst, ns, cid)
+            at = CheckpointAt(tid, ns, cid)
             blobs = walker.walk(e)
-            ns_name = namer.namespace(dst, ns)
-            sk = checkpoint_sk(ns_name, cid)
             inline: dict[str, bytes] = {}
-            leaves: set[str] = set()
             for v in blobs.values:
-                channel = v.channel
-                old_value = ValueAt(src, ns, channel, v.version)
-                new_value = ValueAt(dst, ns, channel, v.version)
-                old_id, new_id = value_id(old_value), value_id(new_value)
-                tag = namer.channel(dst, ns, channel)
+                value_at = ValueAt(v.owner or tid, ns, v.channel, v.version)
+                tag = namer.channel(tid, ns, v.channel)
                 if v.blob is not None and v.base is not None:
-                    # A delta: its base object goes along, and the delta is bound to both.
                     base_version, base_key = v.base
-                    old_base_at = ValueAt(src, ns, channel, base_version)
-                    new_base_at = ValueAt(dst, ns, channel, base_version)
-                    base_old_id = value_id(old_base_at)
-                    new_base = namer.value(new_base_at)
-                    leaves.add(new_base)
-                    base_new_id = value_id(new_base_at)
-                    new_base_key = walker.object_key(dst, new_base)
-                    put_object(base_key, new_base_key, base_old_id, base_new_id, what)
+                    base_id = value_id(value_at._replace(version=base_version))
+                    put_object(base_key, base_id, what)
                     inline[tag] = reseal_delta(
-                        v.blob,
-                        delta_id(old_value, base_version),
-                        delta_id(new_value, base_version),
-                        base_key,
-                        base_old_id,
-                        what,
+                        v.blob, delta_id(value_at, base_version), base_key, base_id, what
                     )
                 elif v.blob is not None:
-                    inline[tag] = reseal(v.blob, old_id, new_id, what)
+                    inline[tag] = reseal(v.blob, value_id(value_at), what)
                 elif v.key is not None:
-                    new_leaf = namer.value(new_value)
-                    leaves.add(new_leaf)
-                    put_object(v.key, walker.object_key(dst, new_leaf), old_id, new_id, what)
-            same_ref = stale_only and src == dst and sealer.key_id_of(rec.thread_ref) == active
+                    put_object(v.key, value_id(value_at), what)
+            same_ref = sealer.key_id_of(rec.thread_ref) == active
             new_rec = CheckpointRecord(
-                pk=pk,
-                sk=sk,
-                body=reseal(rec.body, body_id(old_at), body_id(new_at), what),
-                metadata=reseal(rec.metadata, metadata_id(old_at), metadata_id(new_at), what),
-                thread_ref=rec.thread_ref if same_ref else codec.seal_ref(pk, sk, dst, ns),
+                pk=rec.pk,
+                sk=rec.sk,
+                body=reseal(rec.body, body_id(at), what),
+                metadata=reseal(rec.metadata, metadata_id(at), what),
+                thread_ref=rec.thread_ref if same_ref else codec.seal_ref(rec.pk, rec.sk, tid, ns),
                 run_key=rec.run_key,
-                objects=frozenset(leaves),
+                objects=rec.objects,
                 inline=inline,
-                # A copy is new activity on its target; re-encryption is none.
-                written_at=rec.written_at if src == dst else self.now(),
+                # Re-encryption is no activity.
+                written_at=rec.written_at,
             )
             if not same_ref:
                 out.blobs += 1
             out.records.append((rec, new_rec))
             by_record: dict[str, WritesRecord] = {}
             for old_w in e.writes:
-                task_id, _ = blobs.tasks[old_w.sk]
-                wsk = writes_sk(ns_name, cid, namer.task(new_at, task_id))
                 by_record[old_w.sk] = new_w = WritesRecord(
-                    pk=pk,
-                    sk=wsk,
-                    task_ref=reseal(
-                        old_w.task_ref, ref_id(old_w.pk, old_w.sk), ref_id(pk, wsk), what
-                    ),
-                    written_at=old_w.written_at if src == dst else self.now(),
+                    pk=old_w.pk,
+                    sk=old_w.sk,
+                    task_ref=reseal(old_w.task_ref, ref_id(old_w.pk, old_w.sk), what),
+                    writes=dict(old_w.writes),
+                    bundle=old_w.bundle,
+                    written_at=old_w.written_at,
                 )
                 out.records.append((old_w, new_w))
             for w in blobs.writes:
-                new_w, task_id, idx = by_record[w.record.sk], w.task_id, w.idx
-                old_id = write_id(old_at.write(task_id, idx))
-                new_id = write_id(new_at.write(task_id, idx))
+                ident = write_id(WriteAt(w.owner or tid, ns, cid, w.task_id, w.idx))
                 if w.blob is not None:
-                    new_w.writes[idx] = reseal(w.blob, old_id, new_id, what)
-                    continue
-                channel, _ = walker.write_data(e, w, fetched)
-                old_leaf, _ = split_write_ref(str(w.record.writes[idx]))
-                new_leaf = (
-                    old_leaf
-                    if src == dst
-                    else namer.write(new_at.write(task_id, idx), uuid.uuid4().hex)
-                )
-                put_object(w.key or "", walker.object_key(dst, new_leaf), old_id, new_id, what)
-                new_w.writes[idx] = write_ref(new_leaf, namer.channel(dst, ns, channel))
+                    by_record[w.record.sk].writes[w.idx] = reseal(w.blob, ident, what)
+                else:
+                    put_object(w.key or "", ident, what)
             for b in blobs.bundles:
-                new_w, task_id = by_record[b.record.sk], b.task_id
+                if b.key in done_objects:
+                    continue
+                done_objects.add(b.key)
+                owner_at = CheckpointAt(b.owner or tid, ns, cid)
                 bundle = walker.bundle_blobs(e, b.key, fetched)
                 resealed = {
-                    i: reseal(
-                        blob,
-                        write_id(old_at.write(task_id, i)),
-                        write_id(new_at.write(task_id, i)),
-                        what,
-                    )
+                    i: reseal(blob, write_id(owner_at.write(b.task_id, i)), what)
                     for i, blob in bundle.items()
                 }
-                new_leaf = (
-                    b.record.bundle or ""
-                    if src == dst
-                    else namer.write(new_at.write(task_id, len(bundle)), uuid.uuid4().hex)
-                )
-                if src != dst or any(resealed[i] is not bundle[i] for i in bundle):
-                    out.objects.append((walker.object_key(dst, new_leaf), pack_bundle(resealed)))
-                new_w.bundle = new_leaf
+                if any(resealed[i] is not bundle[i] for i in bundle):
+                    out.objects.append((b.key, pack_bundle(resealed)))
         return out

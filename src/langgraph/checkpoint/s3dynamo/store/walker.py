@@ -12,6 +12,12 @@ A checkpoint's blobs:
 - a bundle per task with more regular writes than one update may carry: one object
   holding them all, each sealed on its own.
 
+A copy shares its source's blobs (`copy_thread`): a shared value or write opens under
+the identity of the thread it was written for, its owner, which the checkpoint's sealed
+body names (`shared`: channel -> owner; `shared_writes`: shared leaf -> owner), so a
+reference to another thread's blob is as authenticated as the blob itself. A shared
+object lives under its owner's key prefix, named by its whole key in the record.
+
 `walk` opens only what says where things are (the checkpoint body and each task's
 reference); opening a value or a write is the caller's step, with `value_data`,
 `write_data`, `bundle_blobs` and `bundle_writes`, once the objects are fetched. These
@@ -29,7 +35,7 @@ from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
-from langgraph.checkpoint.s3dynamo.layout import split_write_ref
+from langgraph.checkpoint.s3dynamo.layout import shared_leaf, split_shared, split_write_ref
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import WritesRecord, unpack_bundle
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
@@ -54,12 +60,15 @@ class Located(Protocol):
 class StoredValue(NamedTuple):
     """Where one channel's value at one checkpoint is kept: inline (`blob`) or as an
     object (`leaf`). With `base`, the inline blob is a delta against that version of the
-    channel, which is an object of its own."""
+    channel, which is an object of its own. With `owner`, it is another thread's value
+    that this thread shares (a copy's): sealed for that thread, its objects under that
+    thread's prefix (`leaf` is then a shared leaf)."""
 
     version: str
     blob: bytes | None
     leaf: str | None
     base: str | None = None
+    owner: str | None = None
 
 
 StoredValues = dict[str, StoredValue]
@@ -67,13 +76,15 @@ StoredValues = dict[str, StoredValue]
 
 class ValueBlob(NamedTuple):
     """A channel value to open: `blob` inline, or the object `key`; with `base`, the
-    inline blob is a delta against (base version, key of its object)."""
+    inline blob is a delta against (base version, key of its object); `owner` as in
+    `StoredValue`."""
 
     channel: str
     version: str
     blob: bytes | None
     key: str | None
     base: tuple[str, str] | None
+    owner: str | None = None
 
     def object_keys(self) -> list[str]:
         """The objects it opens from: its own, or a delta's base."""
@@ -84,12 +95,13 @@ class ValueBlob(NamedTuple):
         if self.base is None:
             return None
         version, key = self.base
-        return ValueBlob(self.channel, version, None, key, None)
+        return ValueBlob(self.channel, version, None, key, None, self.owner)
 
 
 class WriteBlob(NamedTuple):
     """A pending write to open: `blob` inline, or the object `key` (with the channel's
-    keyed `tag`, so a reader can pick a channel's writes without fetching the others)."""
+    keyed `tag`, so a reader can pick a channel's writes without fetching the others);
+    `owner`: the thread it was written for, when a copy shares it."""
 
     record: WritesRecord
     task_id: str
@@ -98,15 +110,17 @@ class WriteBlob(NamedTuple):
     blob: bytes | None
     key: str | None
     tag: str | None
+    owner: str | None = None
 
 
 class BundleBlob(NamedTuple):
-    """The object holding one task's bundled regular writes."""
+    """The object holding one task's bundled regular writes (`owner` as above)."""
 
     record: WritesRecord
     task_id: str
     task_path: str
     key: str
+    owner: str | None = None
 
 
 @dataclass
@@ -163,17 +177,42 @@ class Walker:
         in an object, or (channels absent here) nowhere."""
         tid, ns, rec = entry.tid, entry.ns, entry.record
         bases: Mapping[str, str] = body.get("bases") or {}
+        shared: Mapping[str, str] = body.get("shared") or {}
         out: StoredValues = {}
         for channel, raw_version in body.get("channel_versions", {}).items():
             version = str(raw_version)
+            owner = shared.get(channel)
             blob = rec.inline.get(self.namer.channel(tid, ns, channel))
             if blob is not None:
-                out[channel] = StoredValue(version, blob, None, bases.get(channel))
+                out[channel] = StoredValue(version, blob, None, bases.get(channel), owner)
                 continue
-            leaf = self.namer.value(ValueAt(tid, ns, channel, version))
+            leaf = self.value_leaf(ValueAt(owner or tid, ns, channel, version), owner)
             if leaf in rec.objects:
-                out[channel] = StoredValue(version, None, leaf)
+                out[channel] = StoredValue(version, None, leaf, None, owner)
         return out
+
+    def value_leaf(self, at: ValueAt, owner: str | None) -> str:
+        """How a record names the object of a value: its leaf, or, shared from `owner`
+        (`at.tid`), its whole key."""
+        leaf = self.namer.value(at)
+        return leaf if owner is None else shared_leaf(self.namer.thread(owner), leaf)
+
+    def leaf_key(self, tid: str, leaf: str) -> str:
+        """The key of the object a record of thread `tid` names by `leaf`."""
+        return leaf if split_shared(leaf) is not None else self.object_key(tid, leaf)
+
+    def write_owner(self, body: Mapping[str, Any], leaf: str, what: str) -> str | None:
+        """The thread a write object named by `leaf` was written for: None for this
+        thread's own, else the owner the sealed body names for that shared leaf."""
+        if split_shared(leaf) is None:
+            return None
+        owner = (body.get("shared_writes") or {}).get(leaf)
+        if owner is None:
+            raise IntegrityError(
+                f"{what}: a pending write names another thread's object that the sealed "
+                "checkpoint does not list as shared; the item was altered"
+            )
+        return str(owner)
 
     def walk(
         self,
@@ -189,23 +228,21 @@ class Walker:
         stored = self.stored_values(entry, body)
         values: list[ValueBlob] = []
         for channel, value in stored.items():
+            owner = value.owner
             if value.blob is None:
-                values.append(
-                    ValueBlob(
-                        channel, value.version, None, self.object_key(tid, value.leaf or ""), None
-                    )
-                )
+                key = self.leaf_key(tid, value.leaf or "")
+                values.append(ValueBlob(channel, value.version, None, key, None, owner))
                 continue
             base = None
             if value.base is not None:
-                base_leaf = self.namer.value(ValueAt(tid, ns, channel, value.base))
+                base_leaf = self.value_leaf(ValueAt(owner or tid, ns, channel, value.base), owner)
                 if base_leaf not in entry.record.objects:
                     raise IntegrityError(
                         f"{what}: channel value is a delta whose base is not among the "
                         "item's objects; the item was altered"
                     )
-                base = (value.base, self.object_key(tid, base_leaf))
-            values.append(ValueBlob(channel, value.version, value.blob, None, base))
+                base = (value.base, self.leaf_key(tid, base_leaf))
+            values.append(ValueBlob(channel, value.version, value.blob, None, base, owner))
         writes: list[WriteBlob] = []
         bundles: list[BundleBlob] = []
         opened_tasks: dict[str, tuple[str, str]] = {}
@@ -215,13 +252,13 @@ class Walker:
             for idx, stored_write in w.writes.items():
                 if isinstance(stored_write, str):
                     leaf, tag = split_write_ref(stored_write)
-                    key = self.object_key(tid, leaf)
-                    writes.append(WriteBlob(w, task_id, task_path, idx, None, key, tag))
+                    key, owner = self.leaf_key(tid, leaf), self.write_owner(body, leaf, what)
+                    writes.append(WriteBlob(w, task_id, task_path, idx, None, key, tag, owner))
                 else:
                     writes.append(WriteBlob(w, task_id, task_path, idx, stored_write, None, None))
             if w.bundle is not None:
-                key = self.object_key(tid, w.bundle)
-                bundles.append(BundleBlob(w, task_id, task_path, key))
+                key, owner = self.leaf_key(tid, w.bundle), self.write_owner(body, w.bundle, what)
+                bundles.append(BundleBlob(w, task_id, task_path, key, owner))
         lost = frozenset(body.get("stored") or ()) - set(stored)
         return Blobs(entry, body, stored, values, writes, bundles, lost, opened_tasks)
 
@@ -236,7 +273,8 @@ class Walker:
     ) -> Typed:
         """A channel value opened (authenticated, decompressed) but not deserialized.
         `bases` keeps opened delta bases by key: many deltas share one base."""
-        at = ValueAt(entry.tid, entry.ns, value.channel, value.version)
+        tid = value.owner or entry.tid
+        at = ValueAt(tid, entry.ns, value.channel, value.version)
         where = f"{entry.what}, channel value"
         blob = value.blob if value.blob is not None else fetched[value.key or ""]
         if value.base is None:
@@ -244,7 +282,7 @@ class Walker:
         base_version, key = value.base
         base = (bases or {}).get(key)
         if base is None:
-            base_at = ValueAt(entry.tid, entry.ns, value.channel, base_version)
+            base_at = ValueAt(tid, entry.ns, value.channel, base_version)
             base = self.codec.value_data(base_at, fetched[key], f"{where} (delta base)")
             if bases is not None:
                 bases[key] = base
@@ -255,12 +293,13 @@ class Walker:
     ) -> tuple[str, Typed]:
         """A pending write opened but not deserialized: (channel, (type, data))."""
         blob = write.blob if write.blob is not None else fetched[write.key or ""]
-        return self.write_blob_data(entry, write.task_id, write.idx, blob)
+        return self.write_blob_data(entry, write.task_id, write.idx, blob, write.owner)
 
     def write_blob_data(
-        self, entry: Located, task_id: str, idx: int, blob: bytes
+        self, entry: Located, task_id: str, idx: int, blob: bytes, owner: str | None = None
     ) -> tuple[str, Typed]:
-        at = WriteAt(entry.tid, entry.ns, entry.checkpoint_id, task_id, idx)
+        """A sealed write opened, as written for `owner` (a copy's source) or this thread."""
+        at = WriteAt(owner or entry.tid, entry.ns, entry.checkpoint_id, task_id, idx)
         return self.codec.write_data(at, blob, f"{entry.what}, pending write")
 
     def bundle_blobs(
@@ -273,10 +312,15 @@ class Walker:
             raise IntegrityError(f"{entry.what}: writes bundle {key!r}: {exc}") from exc
 
     def bundle_writes(
-        self, entry: Located, task_id: str, key: str, fetched: Mapping[str, bytes]
+        self,
+        entry: Located,
+        task_id: str,
+        key: str,
+        fetched: Mapping[str, bytes],
+        owner: str | None = None,
     ) -> dict[int, tuple[str, Typed]]:
         """A task's bundled writes opened but not deserialized: index -> (channel, data)."""
         return {
-            idx: self.write_blob_data(entry, task_id, idx, blob)
+            idx: self.write_blob_data(entry, task_id, idx, blob, owner)
             for idx, blob in self.bundle_blobs(entry, key, fetched).items()
         }

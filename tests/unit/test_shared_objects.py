@@ -1,0 +1,320 @@
+"""A copy shares its source's objects (`copy_thread`): it writes no object, and nothing
+that deletes or rewrites data removes an object a thread still reads, whichever thread
+goes first; the last thread to let an object go deletes it. A reference from one thread
+to another's blob is authenticated like the blob. Faults at every request of each of
+these: `tests/unit/test_faults.py` (the ops named "shared: ..."); the request budget on
+AWS: `tests/aws/test_bulk_budgets.py`. The argument: docs/RELIABILITY.md, "Copies share
+objects"."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, IntegrityError
+from langgraph.checkpoint.s3dynamo.layout import shared_leaf, split_write_ref
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
+from tests.support.backends import Backend
+from tests.support.scenarios import chat_graph, snapshot_view
+
+
+def config(tid: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": tid}}
+
+
+def say(graph: Any, tid: str, text: str) -> None:
+    graph.invoke(
+        {"messages": [HumanMessage(text, id=f"{tid}-{len(text)}-{text[:8]}")]}, config(tid)
+    )
+
+
+def history(graph: Any, tid: str) -> list[dict[str, Any]]:
+    """Every checkpoint of a thread as a user reads it (each value opened), newest first."""
+    return [snapshot_view(s) for s in graph.get_state_history(config(tid))]
+
+
+def objects(saver: S3DynamoSaver) -> dict[str, int]:
+    """Every object of the deployment: key -> size."""
+    return {o.key: o.size for o in saver.store.deployment_objects()}
+
+
+def loans(saver: S3DynamoSaver, *tids: str) -> list[Any]:
+    return [loan for t in tids for loan in saver.store.control.loans(saver.store.namer.thread(t))]
+
+
+def document(size: int = 100_000) -> str:
+    """Text that does not compress (twice `size` characters): kept as objects."""
+    return os.urandom(size).hex()
+
+
+@pytest.fixture
+def saver(backend: Backend) -> S3DynamoSaver:
+    return backend.saver()
+
+
+def source(saver: S3DynamoSaver, tid: str = "src", turns: int = 2, size: int = 100_000) -> Any:
+    graph = chat_graph(saver)
+    say(graph, tid, document(size))
+    for i in range(turns - 1):
+        say(graph, tid, f"and then {i}")
+    return graph
+
+
+def test_a_copy_of_a_thread_holding_a_2mb_document_writes_no_object(
+    backend: Backend, saver: S3DynamoSaver
+) -> None:
+    graph = source(saver, size=1_000_000)  # 2 MB
+    before, stored = history(graph, "src"), objects(saver)
+    backend.reset()
+    saver.copy_thread("src", "dst")
+    sent = backend.calls()
+    # No object request at all: no PUT, no COPY, not even a GET.
+    assert not [name for name in sent if name.startswith(("s3.", "objects."))], sent
+    assert objects(saver) == stored
+    assert history(graph, "dst") == before
+    # The copy continues on its own; the source is as it was.
+    say(graph, "dst", "a turn of the copy's own")
+    assert history(graph, "dst")[-len(before) :] == before
+    assert history(graph, "src") == before
+
+
+def test_deleting_the_source_keeps_what_the_copy_reads(saver: S3DynamoSaver) -> None:
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    say(graph, "dst", "more")
+    copied = history(graph, "dst")
+    saver.delete_thread("src")
+    assert history(graph, "src") == []
+    assert history(graph, "dst") == copied
+    say(graph, "dst", "still more")
+    assert history(graph, "dst")[-len(copied) :] == copied
+
+
+def test_the_last_thread_to_let_an_object_go_deletes_it(saver: S3DynamoSaver) -> None:
+    graph = source(saver)
+    saver.copy_thread("src", "a")
+    saver.copy_thread("a", "b")  # a copy of a copy shares the source's objects too
+    say(graph, "a", document())
+    expected = {tid: history(graph, tid) for tid in ("src", "a", "b")}
+    for gone in ("a", "src"):
+        saver.delete_thread(gone)
+        expected[gone] = []
+        assert {tid: history(graph, tid) for tid in expected} == expected
+    assert objects(saver)  # "b" still reads the source's document
+    saver.delete_thread("b")
+    assert objects(saver) == {}
+    assert loans(saver, "src", "a", "b") == []
+    assert saver.store.control.control_keys(saver.store.namer.thread("b")) == []
+
+
+@pytest.mark.parametrize("pruned", ["src", "dst"])
+@pytest.mark.parametrize("keep_last", [1, 2])
+def test_pruning_either_thread_keeps_what_the_other_reads(
+    saver: S3DynamoSaver, pruned: str, keep_last: int
+) -> None:
+    graph = source(saver, turns=3)
+    saver.copy_thread("src", "dst")
+    say(graph, "src", document())
+    say(graph, "dst", document())
+    other = "dst" if pruned == "src" else "src"
+    kept = history(graph, other)
+    newest = history(graph, pruned)[:keep_last]
+    saver.prune([pruned], keep_last=keep_last)
+    assert history(graph, pruned) == newest
+    assert history(graph, other) == kept
+    # Then the other goes too: every object either held is gone with the last.
+    saver.delete_thread(other)
+    assert history(graph, pruned) == newest
+    saver.delete_thread(pruned)
+    assert objects(saver) == {}
+    assert loans(saver, "src", "dst") == []
+
+
+def test_garbage_collection_keeps_what_a_copy_shares_of_a_deleted_source(
+    saver: S3DynamoSaver,
+) -> None:
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    copied = history(graph, "dst")
+    saver.delete_thread("src")
+    plan = saver.ops.plan_garbage_collection(grace=timedelta(0))
+    assert plan.objects == 0
+    plan.execute()
+    assert history(graph, "dst") == copied
+
+
+def test_retention_removes_an_idle_source_and_keeps_what_its_copy_reads(
+    saver: S3DynamoSaver,
+) -> None:
+    graph = source(saver)
+    copied_before = history(graph, "src")
+    later = saver.store.clock() + timedelta(days=3).total_seconds()
+    saver.store.clock = lambda: later
+    saver.copy_thread("src", "dst")  # the copy is new activity; the source stays idle
+    plan = saver.ops.expire_idle_threads("1d")
+    assert plan.removed == [saver.store.namer.thread("src")]
+    assert history(graph, "src") == []
+    assert history(graph, "dst") == copied_before
+    # Later the copy goes idle and is removed too: with it, everything.
+    much_later = later + timedelta(days=3).total_seconds()
+    saver.store.clock = lambda: much_later
+    saver.ops.expire_idle_threads("1d")
+    assert history(graph, "dst") == []
+    assert objects(saver) == {}
+    assert loans(saver, "src", "dst") == []
+
+
+def test_delete_for_runs_keeps_what_the_copy_reads(saver: S3DynamoSaver) -> None:
+    graph = chat_graph(saver)
+
+    def run(tid: str, run_id: str) -> None:
+        graph.invoke(
+            {"messages": [HumanMessage(document(), id=f"{tid}-{run_id}")]},
+            {"configurable": {"thread_id": tid}, "metadata": {"run_id": run_id}},
+        )
+
+    run("src", "run-0")
+    run("src", "run-1")
+    saver.copy_thread("src", "dst")
+    run("dst", "run-2")
+
+    def by_run(tid: str) -> list[tuple[Any, dict[str, Any]]]:
+        return [
+            (s.metadata.get("run_id"), snapshot_view(s))
+            for s in graph.get_state_history(config(tid))
+        ]
+
+    expected = {t: [s for s in by_run(t) if s[0] != "run-1"] for t in ("src", "dst")}
+    # A copy keeps its checkpoints' run ids: the run's checkpoints go from both threads.
+    saver.delete_for_runs(["run-1"])
+    saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).execute()
+    saver.ops.plan_garbage_collection(grace=timedelta(0)).execute()
+    assert {t: by_run(t) for t in ("src", "dst")} == expected
+    saver.delete_thread("src")
+    saver.ops.plan_garbage_collection(grace=timedelta(0)).execute()
+    assert by_run("dst") == expected["dst"]
+
+
+def test_reencryption_of_a_copy_and_of_its_source(backend: Backend) -> None:
+    old, new = {"k1": os.urandom(32)}, {"k2": os.urandom(32)}
+    saver = backend.saver(keys=old)
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    copied = history(graph, "dst")
+    rotated = backend.saver(keys={**old, **new}, active_key="k2")
+    assert rotated.ops.reencrypt(["dst"]) > 0  # the shared objects too, in their place
+    assert rotated.ops.reencrypt(["src"]) > 0  # its own records; the objects are done
+    assert rotated.ops.reencrypt(["src", "dst"]) == 0
+    rotated.delete_thread("src")
+    # The old key gone, the copy still reads whole: every blob it shares was re-sealed.
+    assert history(chat_graph(backend.saver(keys=new, active_key="k2")), "dst") == copied
+
+
+def test_a_copy_racing_a_delete_of_its_source_loses_nothing(saver: S3DynamoSaver) -> None:
+    graph = source(saver)
+    store = saver.store
+    lend = store.lend
+
+    def delete_first(borrower: str, lenders: Any) -> None:
+        saver.delete_thread("src")  # read by the copy before, deleted before the loans
+        lend(borrower, lenders)
+
+    store.lend = delete_first  # type: ignore[method-assign]
+    with pytest.raises(ConcurrentUpdateError, match="deleted or hidden meanwhile"):
+        saver.copy_thread("src", "dst")
+    store.lend = lend  # type: ignore[method-assign]
+    assert history(graph, "dst") == [] and history(graph, "src") == []
+    assert objects(saver) == {} and loans(saver, "src") == []
+
+
+def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(
+    saver: S3DynamoSaver,
+) -> None:
+    graph = source(saver)
+    before = history(graph, "src")
+    store = saver.store
+    share = store.share
+
+    def delete_after_lending(src: str, dst: str, entries: Any) -> Any:
+        plan = share(src, dst, entries)
+        original = store.lend
+
+        def then_delete(borrower: str, lenders: Any) -> None:
+            original(borrower, lenders)
+            # The loans stand: a delete now keeps every object they name.
+            saver.delete_thread("src")
+            assert objects(saver)
+
+        store.lend = then_delete  # type: ignore[method-assign]
+        return plan
+
+    store.share = delete_after_lending  # type: ignore[method-assign]
+    with pytest.raises(ConcurrentUpdateError):
+        saver.copy_thread("src", "dst")
+    assert before
+    assert history(graph, "dst") == [] and history(graph, "src") == []
+    # The copy ended its loans: nothing is left over.
+    assert objects(saver) == {} and loans(saver, "src") == []
+
+
+def _records(saver: S3DynamoSaver, tid: str) -> list[Any]:
+    return saver.store.thread_records(tid)
+
+
+def test_a_table_writer_cannot_point_a_thread_at_another_threads_objects(
+    saver: S3DynamoSaver,
+) -> None:
+    graph = source(saver)
+    say(graph, "other", "a thread that shares nothing")
+    before = history(graph, "other")
+    src_name = saver.store.namer.thread("src")
+    theirs = sorted(o.key.rpartition("/")[2] for o in saver.store.thread_objects(src_name))
+    # Every checkpoint of "other" made to name every object of "src", as a copy's would:
+    # what a thread shares its sealed body says, so the names alone change nothing.
+    forged = []
+    for rec in _records(saver, "other"):
+        if isinstance(rec, CheckpointRecord):
+            rec.objects = frozenset({*rec.objects, *(shared_leaf(src_name, x) for x in theirs)})
+            forged.append(rec)
+    saver.store.records.write_batch(puts=forged)
+    saver.store.forget()
+    assert history(graph, "other") == before
+    # Without its own inline values, the checkpoint is reported altered; it never shows
+    # the other thread's.
+    for rec in forged:
+        rec.inline = {}
+    saver.store.records.write_batch(puts=forged)
+    saver.store.forget()
+    with pytest.raises(IntegrityError):
+        history(graph, "other")
+
+
+def test_a_table_writer_cannot_swap_a_copys_shared_write(saver: S3DynamoSaver) -> None:
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    dst = _records(saver, "dst")
+    writes = [
+        r
+        for r in dst
+        if isinstance(r, WritesRecord) and any(isinstance(v, str) for v in r.writes.values())
+    ]
+    assert writes, "the document's write is an object the copy shares"
+    w = writes[0]
+    idx, ref = next((i, v) for i, v in w.writes.items() if isinstance(v, str))
+    leaf, tag = split_write_ref(ref)
+    # Another object of the source, named as a shared write: the sealed body does not list it.
+    src_name = saver.store.namer.thread("src")
+    other = next(
+        o.key
+        for o in saver.store.thread_objects(src_name)
+        if not leaf.endswith(o.key.rpartition("/")[2])
+    )
+    w.writes[idx] = f"{other}.{tag}"
+    saver.store.records.write_batch(puts=[w])
+    with pytest.raises(IntegrityError):
+        history(graph, "dst")
