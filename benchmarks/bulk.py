@@ -11,8 +11,9 @@ value small). Then, each with the modelled latency slept inside every request in
 calling thread (`aws_mock.RequestMeter`: 6 ms a DynamoDB request, 20 ms an S3 GET,
 LIST or DELETE, 30 ms an S3 PUT), so that requests sent in parallel overlap as they
 would on AWS: s3dynamo copies the thread twice, prunes one copy with `keep_last` 5 and
-the other with `keep_latest`, deletes the original, and copies a thread whose state
-holds a 2 MB document (one value object); DynamoDBSaver deletes its thread. Reported per
+the other with `keep_latest`, deletes the original, copies a thread whose state holds
+a 2 MB document (the copy shares its objects), then deletes that source and, last, the
+copy; DynamoDBSaver deletes its thread. Reported per
 operation: requests by kind, the stored bytes (table items as DynamoDB bills them, plus
 objects) it added or removed, their modelled latencies summed ("serial"), and the wall
 time with the latency slept, less what moto spent answering ("modelled wall"): the
@@ -146,6 +147,19 @@ def s3dynamo_rows(turns: int) -> list[tuple[str, dict[str, Any]]]:
         )
         rows.append(
             ("copy_thread (a 2 MB document)", run(lambda: saver.copy_thread("doc", "fork")))
+        )
+        fork = {"configurable": {"thread_id": "fork"}}
+        forked = saver.get_tuple(fork)
+        # The source goes first: the copy still reads the objects it shares.
+        rows.append(
+            ("delete_thread (the document's source)", run(lambda: saver.delete_thread("doc")))
+        )
+        after = saver.get_tuple(fork)
+        assert forked is not None and after is not None
+        assert after.checkpoint["channel_values"] == forked.checkpoint["channel_values"]
+        # The last thread that shares them: the objects go with it.
+        rows.append(
+            ("delete_thread (the copy, the last)", run(lambda: saver.delete_thread("fork")))
         )
         return rows
 
