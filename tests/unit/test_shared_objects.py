@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.types import Command
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import shared_leaf, split_write_ref
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
 from tests.support.backends import Backend
-from tests.support.scenarios import chat_graph, snapshot_view
+from tests.support.scenarios import ask_graph, chat_graph, snapshot_view
 
 
 def config(tid: str) -> dict[str, Any]:
@@ -318,3 +319,23 @@ def test_a_table_writer_cannot_swap_a_copys_shared_write(saver: S3DynamoSaver) -
     saver.store.records.write_batch(puts=[w])
     with pytest.raises(IntegrityError):
         history(graph, "dst")
+
+
+def test_a_copy_of_an_interrupted_thread_resumes_after_its_source_is_gone(
+    backend: Backend,
+) -> None:
+    saver = backend.saver(inline_max=0)  # the interrupt and every value are objects
+    graph = ask_graph(saver)
+    question = document()
+    graph.invoke({"question": question}, config("src"))
+    paused = snapshot_view(graph.get_state(config("src")))
+    saver.copy_thread("src", "dst")
+    saver.delete_thread("src")
+    # The copy shows the interrupt its source raised, and the resume (a write merged
+    # into the writes item the copy shares) runs on it.
+    assert snapshot_view(graph.get_state(config("dst"))) == paused
+    done = graph.invoke(Command(resume="Ada"), config("dst"))
+    assert done == {"question": question, "answer": "you said Ada"}
+    history(graph, "dst")  # every checkpoint of the copy opens
+    saver.delete_thread("dst")
+    assert objects(saver) == {}
