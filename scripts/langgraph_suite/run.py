@@ -65,7 +65,20 @@ STEP_TIMEOUT = (
     "request taking about a second (moto deep-copies its table for TransactWriteItems and "
     "parses botocore's service models) and no retry or pause of the saver"
 )
+PARALLEL_SLEEP = (
+    "the test expects the subgraph's first node to stream its output before a parallel "
+    "node that sleeps 0.2 s does; before that first node runs, the subgraph's step "
+    "writes its checkpoints to moto (in process). Called 40 times in one process "
+    "(scripts/langgraph_suite/repeat.py test_pregel test_stream_subgraphs_during_execution "
+    "'[]' --runs 40, 2 cores, nothing else running, 2026-12-02): with this saver 3 failed "
+    "(median 0.653 s, longest 1.046 s; the suite's failure showed the parallel node's "
+    "chunk first); with --saver memory 40 of 40 passed (median 0.516 s, longest 0.519 s)"
+)
 TIMING_BOUND = {
+    "tests.test_pregel::test_stream_subgraphs_during_execution[s3dynamo]": (
+        "AssertionError",
+        PARALLEL_SLEEP,
+    ),
     "tests.test_pregel::test_parent_command_goto[s3dynamo-True-both]": (
         "TimeoutError",
         STEP_TIMEOUT,
