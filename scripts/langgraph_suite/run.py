@@ -71,7 +71,7 @@ PARALLEL_SLEEP = (
     "writes its checkpoints to moto (in process). Called 40 times in one process "
     "(scripts/langgraph_suite/repeat.py test_pregel test_stream_subgraphs_during_execution "
     "'[]' --runs 40, 2 cores, nothing else running, 2026-12-02): with this saver 3 failed "
-    "(median 0.653 s, longest 1.046 s; the suite's failure showed the parallel node's "
+    "(median 0.653 s, longest 1.046 s; one failure in the suite had the parallel node's "
     "chunk first); with --saver memory 40 of 40 passed (median 0.516 s, longest 0.519 s)"
 )
 TIMING_BOUND = {
