@@ -214,8 +214,8 @@ def lend(
     if not lenders:
         return
     store.lend(borrower, lenders)
-    records, marks = store.partition_items(store.namer.thread(src), consistent=True)
-    present, veil = {r.sk for r in records}, Veil(marks)
+    now, marks = store.partition_items(store.namer.thread(src), consistent=True)
+    present, veil = {r.sk for r in now}, Veil(marks)
     gone = [
         sk
         for e in copied
