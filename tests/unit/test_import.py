@@ -20,10 +20,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from tests.support.backends import Backend
 from tests.support.graphs import converse, delta_graph
 from tests.support.imports import dynamodb_saver, same_order, states, tuples
-from tests.support.savers import Clients, make_saver
+from tests.support.savers import Clients, make_saver, memory_saver
 from tests.support.scenarios import SCENARIOS, Runner, chat_graph
 
 THREADS = ["memory", "fork", "interrupt", "subgraph", "parallel_failure", "send"]
@@ -144,3 +145,25 @@ def test_a_dynamodb_saver_thread_reads_back_whole(clients: Clients) -> None:
     assert delta_graph(saver, 4).get_state(config).values == (
         delta_graph(source, 4).get_state(config).values
     )
+
+
+def test_a_copy_moves_to_another_tenant_sealed_for_it() -> None:
+    """A copy shares objects within its deployment only: importing it into another
+    tenant's deployment (its own prefix and keys) writes objects of that tenant's, which
+    read back whole after the first tenant's threads and objects are gone."""
+    index, objects = MemoryIndex(), MemoryObjects()
+    first = memory_saver(index, objects, prefix="tenant-a/", inline_max=0)
+    SCENARIOS["memory"](first, Runner("sync"), "memory")
+    first.copy_thread("memory", "fork")
+    theirs = states(chat_graph(first), "fork")
+    second = memory_saver(index, objects, prefix="tenant-b/", inline_max=0)
+    assert second.ops.import_threads(first, ["fork"]).result()["conflicts"] == []
+    assert tuples(second, "fork") == tuples(first, "fork")
+    mine = {k: blob for k, (blob, _) in objects.blobs.items() if k.startswith("tenant-b/")}
+    assert mine and not set(mine.values()) & {
+        blob for k, (blob, _) in objects.blobs.items() if k.startswith("tenant-a/")
+    }
+    first.delete_thread("memory")
+    first.delete_thread("fork")
+    assert not [k for k in objects.blobs if k.startswith("tenant-a/")]
+    assert states(chat_graph(second), "fork") == theirs

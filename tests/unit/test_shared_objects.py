@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
@@ -24,7 +25,7 @@ from tests.support.backends import Backend
 from tests.support.scenarios import ask_graph, chat_graph, snapshot_view
 
 
-def config(tid: str) -> dict[str, Any]:
+def config(tid: str) -> RunnableConfig:
     return {"configurable": {"thread_id": tid}}
 
 
@@ -82,6 +83,31 @@ def test_a_copy_of_a_thread_holding_a_2mb_document_writes_no_object(
     say(graph, "dst", "a turn of the copy's own")
     assert history(graph, "dst")[-len(before) :] == before
     assert history(graph, "src") == before
+
+
+def tuples(saver: S3DynamoSaver, tid: str) -> list[tuple[Any, ...]]:
+    """Every checkpoint tuple of a thread as `list()` gives it, the thread id aside."""
+    out = []
+    for t in saver.list(config(tid)):
+        parent = (t.parent_config or {}).get("configurable", {})
+        where = (t.config["configurable"]["checkpoint_ns"], parent.get("checkpoint_id"))
+        out.append((where, t.checkpoint, t.metadata, t.pending_writes))
+    return out
+
+
+def test_a_copy_lists_the_checkpoints_its_source_lists(saver: S3DynamoSaver) -> None:
+    """Whose values a copy's checkpoints share is the store's to know: `list()` shows the
+    source's checkpoints key for key, and a turn on the copy adds one with LangGraph's
+    keys only."""
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    copied = tuples(saver, "src")
+    assert tuples(saver, "dst") == copied
+    say(graph, "dst", "and on the copy")
+    say(graph, "src", "and on the source")
+    mine, theirs = tuples(saver, "dst"), tuples(saver, "src")
+    assert mine[-len(copied) :] == copied
+    assert [cp.keys() for _, cp, _, _ in mine] == [cp.keys() for _, cp, _, _ in theirs]
 
 
 def test_deleting_the_source_keeps_what_the_copy_reads(saver: S3DynamoSaver) -> None:

@@ -75,16 +75,20 @@ from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
-from langgraph.checkpoint.s3dynamo.store.walker import StoredValue, StoredValues, Typed, Walker
+from langgraph.checkpoint.s3dynamo.store.walker import (
+    STORE_KEYS,
+    StoredValue,
+    StoredValues,
+    Typed,
+    Walker,
+)
 
 log = logging.getLogger(__name__)
 
 # Special writes (error, interrupt, ...): the last one of an index wins.
 LAST_WINS = frozenset(WRITES_IDX_MAP.values())
 # What the store adds to a checkpoint's body; never taken from the caller's checkpoint.
-INTERNAL_KEYS = frozenset(
-    {"channel_values", "parent", "stored", "bases", "shared", "shared_writes"}
-)
+INTERNAL_KEYS = STORE_KEYS | {"channel_values"}
 # Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
 OPENED_BASES = 4
 OPENED_BASE_MAX = 1 << 20

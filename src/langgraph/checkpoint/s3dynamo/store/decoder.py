@@ -19,7 +19,7 @@ from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists
 from langgraph.checkpoint.s3dynamo.runnable_config import make_config
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
-from langgraph.checkpoint.s3dynamo.store.walker import Blobs, Typed, ValueBlob, Walker
+from langgraph.checkpoint.s3dynamo.store.walker import STORE_KEYS, Blobs, Typed, ValueBlob, Walker
 
 # Checkpoints whose values are fetched in one S3 wave while listing.
 LIST_PAGE = 32
@@ -186,11 +186,10 @@ class Decoder:
                 f"{entry.what}: {len(blobs.lost)} stored channel value(s) are missing from "
                 "its index item; the item was altered"
             )
-        body.pop("stored", None)
-        body.pop("bases", None)
-        parent = body.pop("parent", None)
+        parent = body.get("parent")
         tid, ns, cid = entry.tid, entry.ns, entry.checkpoint_id
-        checkpoint: Checkpoint = {**body, "channel_values": channel_values}  # type: ignore[typeddict-item]
+        shown = {k: v for k, v in body.items() if k not in STORE_KEYS}
+        checkpoint: Checkpoint = {**shown, "channel_values": channel_values}  # type: ignore[typeddict-item]
         return CheckpointTuple(
             config=make_config(tid, ns, cid),
             checkpoint=checkpoint,

@@ -40,6 +40,10 @@ from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import WritesRecord, unpack_bundle
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
 
+# What the store keeps in a checkpoint's sealed body beside LangGraph's own keys: where
+# each value is and whose it is. Never taken from a caller's checkpoint, never shown.
+STORE_KEYS = frozenset({"parent", "stored", "bases", "shared", "shared_writes"})
+
 Typed = tuple[str, bytes]
 
 
