@@ -7,16 +7,18 @@ Usage (after `make test-langgraph` unpacked the suite into .langgraph-suite/):
     .venv-langgraph/bin/python scripts/langgraph_suite/repeat.py \\
         test_pregel test_parent_command_goto '[true, "both"]' --runs 100 [--saver memory]
 
-The test function is called with a fresh checkpointer first, then the JSON list's values
-(its other parameters, in order). Prints each failure's type and message, then the count
-and the median and longest run. Run it beside a load (two `python -c "while True: pass"`
-on a 2-core machine) to see what the loaded suite sees.
+The test function (sync or async) is called with a fresh checkpointer first, then the
+JSON list's values (its other parameters, in order). Prints each failure's type and
+message, then the count and the median and longest run. Run it beside a load (two
+`python -c "while True: pass"` on a 2-core machine) to see what the loaded suite sees.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
+import inspect
 import json
 import os
 import sys
@@ -58,7 +60,9 @@ def main() -> int:
         with checkpointer(options.saver) as saver:
             start = time.perf_counter()
             try:
-                test(saver, *args)
+                outcome = test(saver, *args)
+                if inspect.iscoroutine(outcome):  # an async test: run it to its end
+                    asyncio.run(outcome)
                 passed += 1
             except Exception as exc:  # what the run ended with is the measurement
                 print(f"run {run}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)

@@ -74,11 +74,24 @@ PARALLEL_SLEEP = (
     "(median 0.653 s, longest 1.046 s; one failure in the suite had the parallel node's "
     "chunk first); with --saver memory 40 of 40 passed (median 0.516 s, longest 0.519 s)"
 )
+TEN_MS_ORDER = (
+    "the test expects mapper(0)'s output before submapper(1)'s, which mapper(1) starts "
+    "after sleeping 10 ms; meanwhile the saver's checkpoint put runs in a worker thread, "
+    "and moto in process serves it with 20 to 30 ms of CPU that the event loop's thread "
+    "waits behind for the GIL. Called 40 times in one process (scripts/langgraph_suite/"
+    "repeat.py test_pregel_async test_imp_nested '[\"sync\"]' --runs 40, 2 cores, "
+    "2026-12-02): with this saver 1 failed alone and 4 beside two busy loops ('[\"async\"]' "
+    "beside them: 1), with --saver memory none; an InMemorySaver whose aput first burns "
+    "30 ms of CPU in a worker thread failed the same way, 8 of 80 beside the busy loops "
+    "(none without the burn)"
+)
 TIMING_BOUND = {
     "tests.test_pregel::test_stream_subgraphs_during_execution[s3dynamo]": (
         "AssertionError",
         PARALLEL_SLEEP,
     ),
+    "tests.test_pregel_async::test_imp_nested[s3dynamo-sync]": ("AssertionError", TEN_MS_ORDER),
+    "tests.test_pregel_async::test_imp_nested[s3dynamo-async]": ("AssertionError", TEN_MS_ORDER),
     "tests.test_pregel::test_parent_command_goto[s3dynamo-True-both]": (
         "TimeoutError",
         STEP_TIMEOUT,
