@@ -22,6 +22,7 @@ AWS_ADAPTERS = {
     "backends.aws_errors",
     "backends.dynamodb",
     "backends.dynamodb_memory",
+    "backends.dynamodb_table",
     "backends.s3",
 }
 

@@ -36,6 +36,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     split_shared,
     split_write_ref,
 )
+from langgraph.checkpoint.s3dynamo.table import ItemKey as ItemKey
 
 
 @dataclass
@@ -46,13 +47,6 @@ class ControlRecord:
     name: str
     fields: dict[str, str | bytes]
     version: int = 1
-
-
-class ItemKey(NamedTuple):
-    """Primary key of one record in the index."""
-
-    pk: str
-    sk: str
 
 
 # Control items' keys, built here only (`layout.py` has their grammar).

@@ -56,3 +56,12 @@ def table_definition(table_name: str) -> dict[str, Any]:
             },
         ],
     }
+
+
+# The partition and sort key of the table (None) and of each secondary index: what a
+# Query of it names and what a page's cursor holds.
+INDEX_KEYS: dict[str | None, tuple[str, str]] = {
+    None: (PARTITION_KEY, SORT_KEY),
+    RUN_INDEX: (RUN_KEY, SORT_KEY),
+    IDLE_INDEX: (IDLE_KEY, PARTITION_KEY),
+}
