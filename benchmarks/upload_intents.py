@@ -19,42 +19,42 @@ from typing import Any
 import workloads
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import (
-    intent_item,
-    item_size,
-    record_size,
-)
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from langgraph.checkpoint.s3dynamo.records import UploadIntent
+from langgraph.checkpoint.s3dynamo.layout import JOURNAL_MARK
+from langgraph.checkpoint.s3dynamo.records import UploadIntent, intent_from, intent_item
+from langgraph.checkpoint.s3dynamo.table import Delete, Put, Write, item_size, keyed
+
+
+def _is_intent(key: Any) -> bool:
+    return JOURNAL_MARK in key.pk
 
 
 def main() -> None:
     detect = "--no-detection" not in sys.argv[1:]
     index, objects = MemoryIndex(), MemoryObjects()
+    table = index.table
     written: list[UploadIntent] = []
-    put_intent = index.put_intent
-
-    def recording(intent: UploadIntent) -> None:
-        written.append(intent)
-        put_intent(intent)
-
-    index.put_intent = recording  # type: ignore[method-assign]
     # Commits that close an intent: (kind, size of the item they write).
     closing: list[tuple[str, int]] = []
-    put_checkpoint, merge_writes = index.put_checkpoint, index.merge_writes
+    write, transact = table.write, table.transact
 
-    def checkpoint(record: Any, head: Any, fence: Any = None, intent: Any = None) -> None:
-        if intent is not None:
-            closing.append(("put", record_size(record)))
-        put_checkpoint(record, head, fence, intent)
+    def recording(change: Write, **options: Any) -> Any:
+        if isinstance(change, Put) and _is_intent(change.key):
+            written.append(intent_from(change.item))
+        return write(change, **options)
 
-    def writes(record: Any, last_wins: Any, fence: Any = None, intent: Any = None) -> None:
-        if intent is not None:
-            closing.append(("put_writes", record_size(record)))
-        merge_writes(record, last_wins, fence, intent)
+    def committing(changes: Any) -> None:
+        if any(isinstance(c, Delete) and _is_intent(c.key) for c in changes):
+            first = changes[0]
+            if isinstance(first, Put):
+                closing.append(("put", item_size(first.item)))
+            else:
+                item = {**keyed(first.key), **first.set, **first.keep}
+                closing.append(("put_writes", item_size(item)))
+        transact(changes)
 
-    index.put_checkpoint = checkpoint  # type: ignore[method-assign]
-    index.merge_writes = writes  # type: ignore[method-assign]
+    table.write = recording  # type: ignore[method-assign]
+    table.transact = committing  # type: ignore[method-assign]
     saver = S3DynamoSaver(
         index=index,
         object_store=objects,
@@ -86,7 +86,8 @@ def main() -> None:
     units = sum(per_kb) * (3 if detect else 2)
     doubled = sum(math.ceil(size / 1024) for kind, size in closing if kind == "put_writes")
     kinds = {k: sum(1 for c in closing if c[0] == k) for k in ("put", "put_writes")}
-    requests = index.calls["put_intent"] + index.calls["write_batch"]
+    # Each intent's PutItem, and with detection off the BatchWriteItem deleting it.
+    requests = len(written) + (0 if detect else index.calls["BatchWriteItem"])
     print(f"concurrent-run detection: {'on' if detect else 'off'}")
     print(f"invokes: {invokes}")
     print(f"PutObject: {uploads} ({uploads / invokes:.3f} per invoke)")

@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.s3dynamo.backends.dynamodb_memory import DynamoTableIndex
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.backends.kms import KmsKeys
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
+from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
+from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 from langgraph.checkpoint.s3dynamo.errors import StorageError
+from langgraph.checkpoint.s3dynamo.table import Table
 from tests.support.port_contract import (
     PK,
     IndexContract,
@@ -26,24 +29,24 @@ from tests.support.port_contract import (
 from tests.support.savers import BACKEND, REGION, Clients
 
 
-def _table(clients: Clients) -> DynamoTableIndex:
-    index = DynamoTableIndex(clients[0], clients.table)
+def _table(clients: Clients) -> TableIndex:
+    index = TableIndex(DynamoTable(clients[0], clients.table))
     index.create_if_missing()
     return index
 
 
 class TestDynamoIndex(IndexContract):
     @pytest.fixture
-    def index(self, clients: Clients) -> DynamoTableIndex:
+    def index(self, clients: Clients) -> TableIndex:
         return _table(clients)
 
     @pytest.fixture
-    def missing_index(self, clients: Clients) -> DynamoTableIndex:
-        return DynamoTableIndex(clients[0], f"{clients.table}-missing")
+    def missing_index(self, clients: Clients) -> TableIndex:
+        return TableIndex(DynamoTable(clients[0], f"{clients.table}-missing"))
 
-    def test_items_left_unprocessed_are_sent_again(self, index: DynamoTableIndex) -> None:
-        client = _Unprocessing(index.client, index.table, rounds=2)
-        index.client = client
+    def test_items_left_unprocessed_are_sent_again(self, index: TableIndex) -> None:
+        client = _Unprocessing(index.table.client, index.table.table, rounds=2)
+        index.table.client = client
         records = [_cp(f"{i:02}") for i in range(30)]
         index.write_batch(puts=records)
         assert len(list(index.query_keys(PK))) == 30
@@ -52,10 +55,10 @@ class TestDynamoIndex(IndexContract):
         assert client.held == 8  # each of the four batches: its last item held back twice
 
     def test_items_never_processed_are_named(
-        self, index: DynamoTableIndex, monkeypatch: pytest.MonkeyPatch
+        self, index: TableIndex, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.setattr("time.sleep", lambda _: None)
-        index.client = _Unprocessing(index.client, index.table, rounds=99)
+        index.table.client = _Unprocessing(index.table.client, index.table.table, rounds=99)
         with pytest.raises(StorageError, match=r"still unprocessed after .* retry the operation"):
             index.write_batch(puts=[_cp("1"), _cp("2")])
 
@@ -116,8 +119,21 @@ class TestKmsKeys(KeyServiceContract):
 
 class TestDynamoMemoryItems(MemoryItemsContract):
     @pytest.fixture
-    def items(self, clients: Clients) -> DynamoTableIndex:
+    def items(self, clients: Clients) -> TableIndex:
         return _table(clients)
+
+
+class _MemoryOnTable(MemoryOnTable):
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+
+class TestMemoryOnDynamoTable(MemoryItemsContract):
+    @pytest.fixture
+    def items(self, clients: Clients) -> MemoryOnTable:
+        table = DynamoTable(clients[0], clients.table)
+        table.create_if_missing()
+        return _MemoryOnTable(table)
 
 
 class _ConditionalDeletes:

@@ -18,7 +18,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import LeaseTimeoutError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo import lease as leases
-from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import LEASE_EXPIRES, key_item
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import key_attributes
+from langgraph.checkpoint.s3dynamo.records import LEASE_EXPIRES
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, moto_server
 
 TID = "killed-holder"
@@ -88,7 +89,7 @@ def test_a_killed_holders_lease_is_taken_over_within_ttl_plus_one_second(server:
         if child.stdout is not None:
             child.stdout.close()
     key = leases.lease_key(saver.store, TID)
-    item = sandbox.dynamodb.get_item(TableName=sandbox.table, Key=key_item(key))["Item"]
+    item = sandbox.dynamodb.get_item(TableName=sandbox.table, Key=key_attributes(key))["Item"]
     lapses = int(item[LEASE_EXPIRES]["N"]) / 1000 - killed
     with saver.ops.thread_lock(TID) as held:  # the defaults: ttl 10 s, wait ttl + 1 s
         took = time.time() - killed

@@ -18,10 +18,6 @@ from tests.support.unchanged import Contents, aws_contents, memory_contents, uno
 # Requests that only read, by the names either backend counts them under.
 READS = frozenset(
     {
-        "index.query",
-        "index.scan",
-        "index.memory_get",
-        "index.directory_get",
         "objects.get",
         "objects.list",
         "dynamodb.Query",
@@ -68,8 +64,8 @@ class Backend:
         return saver
 
     def calls(self) -> Counter[str]:
-        """Requests received since the last reset, as `service.Operation` (AWS) or
-        `index.method` / `objects.method` (in memory)."""
+        """Requests received since the last reset, as `service.Operation` (the in-memory table
+        counts as DynamoDB's) or `objects.method` (the in-memory bucket)."""
         return self._calls()
 
     def reset(self) -> None:
@@ -102,7 +98,8 @@ def memory_backend() -> Backend:
         return S3DynamoSaver(index=index, object_store=objects(bucket), **kwargs)
 
     def calls() -> Counter[str]:
-        out = Counter({f"index.{k}": n for k, n in index.calls.items()})
+        # The in-memory table counts requests by DynamoDB's names.
+        out = Counter({f"dynamodb.{k}": n for k, n in index.calls.items()})
         for store in stores.values():
             out.update({f"objects.{k}": n for k, n in store.calls.items()})
         return out

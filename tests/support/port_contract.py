@@ -27,16 +27,14 @@ from langgraph.checkpoint.s3dynamo.layout import (
     mark_sk,
     memory_pk,
 )
+from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, IndexItem, MemoryRow
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ControlRecord,
-    DirectoryEntry,
     Fence,
     HeadMove,
-    IndexItem,
     ItemKey,
     Mark,
-    MemoryRow,
     WritesRecord,
     head_key,
     upload_intent,

@@ -13,7 +13,6 @@ the cache's errors use it the same way: nothing here knows which part wrote."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,33 +21,10 @@ from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObj
 
 Contents = dict[str, Any]
 
-# The in-memory index's state, by attribute: what a table would hold.
-INDEX_STATE = (
-    "_partitions",
-    "heads",
-    "leases",
-    "idle",
-    "intents",
-    "loan_items",
-    "control",
-    "_memory",
-    "_directory",
-    "_indexes",
-)
-
 
 def memory_contents(index: MemoryIndex, stores: dict[str, MemoryObjects]) -> Contents:
-    """Every item of the in-memory twins, and every object of each named store."""
-    out: Contents = {}
-    for attr in INDEX_STATE:
-        for key, value in getattr(index, attr).items():
-            if isinstance(value, dict):  # partition -> sort key -> item
-                for sk, item in value.items():
-                    out[f"{attr} {key} {sk}"] = copy.deepcopy(item)
-            else:
-                out[f"{attr} {key}"] = copy.deepcopy(value)
-    out.update({f"_descendants {pk}": True for pk in index._descendants})
-    out.update({f"borrowings {key}": True for key in index.borrowings})
+    """Every item of the in-memory table, and every object of each named store."""
+    out: Contents = {f"item {i['pk']} {i['sk']}": i for i in index.table.items()}
     for name, store in stores.items():
         for key, blob in store.blobs.items():
             out[f"object {name}/{key}"] = (blob, store.tags.get(key))

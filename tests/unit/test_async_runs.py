@@ -206,7 +206,7 @@ def test_the_clients_hold_a_connection_for_every_async_and_wave_worker() -> None
     saver = S3DynamoSaver(
         table="t", bucket="b", region="us-east-1", plaintext=True, async_workers=3
     )
-    client = saver.store.records.client  # type: ignore[attr-defined]
+    client = saver.store.records.table.client  # type: ignore[attr-defined]
     assert client.meta.config.max_pool_connections == 3 + WAVE_WORKERS
 
 
@@ -317,24 +317,11 @@ def test_gathered_first_calls_of_a_store_send_one_deployment_check() -> None:
     asyncio.run(puts(fresh()))
     # Per namespace, the read of its directory entry, then one transaction: its first
     # item and the entry.
-    assert dict(index.calls) == {"query": 1, "directory_get": 300, "memory_put": 300}
+    assert dict(index.calls) == {"Query": 1, "GetItem": 300, "TransactWriteItems": 300}
     index.calls.clear()
     found = asyncio.run(gets(fresh()))
     assert [item.value["i"] for item in found] == list(range(300))
-    assert dict(index.calls) == {"query": 1, "memory_get": 300}
-
-
-class CountsRenewals(MemoryIndex):
-    """The in-memory index, counting the puts that renew a directory entry."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.renewals: list[str] = []
-
-    def memory_put(self, rows: Any, entry: Any, marks: Any = ()) -> Any:
-        if entry is not None:
-            self.renewals.append(entry.key.sk)
-        return super().memory_put(rows, entry, marks)
+    assert dict(index.calls) == {"Query": 1, "BatchGetItem": 300}
 
 
 def test_gathered_first_puts_into_a_namespace_renew_its_entry_once() -> None:
@@ -342,7 +329,7 @@ def test_gathered_first_puts_into_a_namespace_renew_its_entry_once() -> None:
     # wait for its lease and write alone (no transactions contending for one entry).
     from langgraph.store.s3dynamo import S3DynamoStore
 
-    index = CountsRenewals()
+    index = MemoryIndex()
     saver = S3DynamoSaver(
         index=index,
         object_store=MemoryObjects(),
@@ -359,8 +346,9 @@ def test_gathered_first_puts_into_a_namespace_renew_its_entry_once() -> None:
 
     index.calls.clear()
     asyncio.run(puts())
-    assert len(index.renewals) == len(set(index.renewals)) == 4
-    assert index.calls["directory_get"] == 4
-    # The 4 transactions, then one write each (an UpdateItem on DynamoDB).
-    assert index.calls["memory_put"] + index.calls["memory_update"] == 300
+    # One read of each entry, one transaction renewing it with its first item, then one
+    # UpdateItem for each other item.
+    assert index.calls == {"GetItem": 4, "TransactWriteItems": 4, "UpdateItem": 296}
+    entries = index.directory_entries()
+    assert len(entries) == len({e.key for e in entries}) == 4
     assert len(store.search(("n",), limit=1000)) == 300

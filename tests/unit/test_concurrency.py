@@ -13,7 +13,8 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import ItemTooLargeError, S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
+from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
 from tests.support import concurrent_runs as runs
@@ -152,18 +153,20 @@ class _Cancelling:
 
 def test_a_transaction_cancelled_by_a_conflict_is_sent_again() -> None:
     head, fence = HeadMove(HEAD, "2", "1", True), Fence(LEASE, 3)
-    conflict = ["None", "None", "TransactionConflict"]
+    conflict = ["None", "TransactionConflict", "None"]
     client = _Cancelling(conflict, conflict)
-    DynamoIndex(client, "t").put_checkpoint(_cp("2"), head, fence)
+    TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), head, fence)
     assert client.sent == 3
     with pytest.raises(ConcurrentUpdateError, match="kept changing"):
-        DynamoIndex(_Cancelling(*[conflict] * 5), "t").put_checkpoint(_cp("2"), head, fence)
+        TableIndex(DynamoTable(_Cancelling(*[conflict] * 5), "t")).put_checkpoint(
+            _cp("2"), head, fence
+        )
     with pytest.raises(LeaseLostError):
         lost = ["None", "ConditionalCheckFailed", "ConditionalCheckFailed"]
-        DynamoIndex(_Cancelling(lost), "t").put_checkpoint(_cp("2"), head, fence)
+        TableIndex(DynamoTable(_Cancelling(lost), "t")).put_checkpoint(_cp("2"), head, fence)
     client = _Cancelling(["None", "ConditionalCheckFailed"])
     with pytest.raises(ConcurrentUpdateError, match="head moved"):
-        DynamoIndex(client, "t").put_checkpoint(_cp("2"), head)
+        TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), head)
     assert client.sent == 1
 
 
@@ -175,7 +178,7 @@ def test_clients_retry_in_standard_mode_with_the_stated_budget(
     monkeypatch.setenv("S3DYNAMO_MAX_ATTEMPTS", "7")
     monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
     saver = S3DynamoSaver.from_env()
-    for port in (saver.store.records, saver.store.objects.port):
+    for port in (saver.store.records.table, saver.store.objects.port):
         retries = port.client.meta.config.retries  # type: ignore[attr-defined]
         assert retries == {"mode": "standard", "total_max_attempts": 7}
     assert S3DynamoSaver(table="t", bucket="b", plaintext=True).settings.max_attempts == 5

@@ -13,9 +13,10 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import record_size
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.records import record_item
+from langgraph.checkpoint.s3dynamo.table import item_size
 from tests.support.chats import WORDS, _config, chat, graph, view
 from tests.support.savers import MemorySaver, memory_saver
 
@@ -107,7 +108,7 @@ def test_full_history_of_a_delta_channel_thread_reads_the_index_a_fixed_number_o
         saver.index.calls.clear()
         history = list(delta_graph(fresh).get_state_history(_config("t")))
         assert len(history) == 3 * turns
-        assert saver.index.calls == {"query": 2}, turns
+        assert saver.index.calls == {"Query": 2}, turns
         ours = [s.values for s in history]
         theirs = delta_graph(InMemorySaver())
         converse(theirs, "t", turns)
@@ -127,7 +128,9 @@ def _modelled_write_units(saver: MemorySaver, tid: str) -> int:
     put in a transaction is 2 write units per started KB, and an S3 PUT costs what 8 write
     units do (see placement.DEFAULT_DELTA_MAX)."""
     store = saver.store
-    units = sum(2 * -(-record_size(e.record) // 1024) for e in store.finder.thread_entries(tid))
+    units = sum(
+        2 * -(-item_size(record_item(e.record)) // 1024) for e in store.finder.thread_entries(tid)
+    )
     return units + 8 * len(saver.objects.blobs)
 
 

@@ -18,7 +18,8 @@ from langgraph.checkpoint.s3dynamo.layout import (
     STORAGE_FORMAT,
     deployment_pk,
 )
-from langgraph.checkpoint.s3dynamo.records import ControlRecord
+from langgraph.checkpoint.s3dynamo.records import LOAN_LEAVES, ControlRecord, control_item
+from langgraph.checkpoint.s3dynamo.table import Update
 from tests.support.savers import memory_saver
 
 CONFIG = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
@@ -28,12 +29,18 @@ def _record(index: MemoryIndex, prefix: str = "") -> ControlRecord:
     return index.control[deployment_pk(prefix)][DEPLOYMENT_RECORD]
 
 
+def _store(index: MemoryIndex, record: ControlRecord, prefix: str = "") -> None:
+    """Replace the deployment record as stored (what another release would write)."""
+    index.table.load([control_item(deployment_pk(prefix), record)])
+
+
 def test_the_deployment_record_names_its_format_and_a_newer_one_is_refused() -> None:
     saver = memory_saver()
     assert _record(saver.index).fields["format"] == "1"  # until a copy shares objects
     saver.put(CONFIG, empty_checkpoint(), {}, {})
     newer = _record(saver.index)
     newer.fields["format"] = str(STORAGE_FORMAT + 1)
+    _store(saver.index, newer)
     with pytest.raises(DeploymentMismatchError, match=f"storage format {STORAGE_FORMAT + 1}"):
         memory_saver(  # its setup() checks the deployment, as a first read would
             saver.index, saver.objects, keys=saver.settings.keys, secret=saver.settings.secret
@@ -50,13 +57,15 @@ def test_a_copy_that_shares_objects_records_format_2_first() -> None:
     assert record.fields["format"] == "1"
     # Written before the first loan: an older release refuses the deployment from then on.
     seen: list[str] = []
-    lend = saver.index.lend
+    table = saver.index.table
+    write = table.write
 
-    def lend_noting_the_format(*args: Any) -> None:
-        seen.append(str(_record(saver.index).fields["format"]))
-        lend(*args)
+    def noting_the_format_at_each_loan(change: Any, **options: Any) -> Any:
+        if isinstance(change, Update) and LOAN_LEAVES in change.add:
+            seen.append(str(_record(saver.index).fields["format"]))
+        return write(change, **options)
 
-    saver.index.lend = lend_noting_the_format  # type: ignore[method-assign]
+    table.write = noting_the_format_at_each_loan  # type: ignore[method-assign]
     saver.copy_thread("t", "copy")
     assert seen == [str(STORAGE_FORMAT)] == ["2"]
     # Its keys and naming are as they were.
@@ -64,15 +73,17 @@ def test_a_copy_that_shares_objects_records_format_2_first() -> None:
         k: v for k, v in record.fields.items() if k != "format"
     }
     # A second copy writes the record no more.
-    puts = saver.index.calls["put_control"]
+    version = _record(saver.index).version
     saver.copy_thread("t", "again")
-    assert saver.index.calls["put_control"] == puts
+    assert _record(saver.index).version == version
 
 
 def test_a_record_without_the_field_is_format_1() -> None:
     saver = memory_saver()
     saver.put(CONFIG, empty_checkpoint(), {}, {})
-    del _record(saver.index).fields["format"]
+    record = _record(saver.index)
+    del record.fields["format"]
+    _store(saver.index, record)
     again = memory_saver(
         saver.index, saver.objects, keys=saver.settings.keys, secret=saver.settings.secret
     )

@@ -107,11 +107,7 @@ def test_delete_for_runs_sends_one_query_and_one_update_more_per_thread(
     backend.reset()
     plan.execute()
     calls = backend.calls()
-    query, update = (
-        ("dynamodb.Query", "dynamodb.UpdateItem")
-        if backend.name == "aws"
-        else ("index.query", "index.set_idle")
-    )
+    query, update = "dynamodb.Query", "dynamodb.UpdateItem"
     # One Query per checkpoint deleted (its records), as before, and one of the thread's
     # items left; one Update: the idle-index key on the newest record left. With
     # detection off (dynalite's tier) there are no heads: every record carries its key.

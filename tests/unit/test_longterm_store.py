@@ -41,9 +41,9 @@ from langgraph.checkpoint.s3dynamo.errors import (
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
 from langgraph.checkpoint.s3dynamo.memory import vector_index, vectors
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
+from langgraph.checkpoint.s3dynamo.memory.rows import MemoryRow, row_item
 from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
 from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX
-from langgraph.checkpoint.s3dynamo.records import MemoryRow
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.faults import Crash, CrashingPort
@@ -219,9 +219,8 @@ def test_swapped_values_are_refused(parts: tuple[MemoryIndex, MemoryObjects]) ->
     rows = {r.key: r for r in index.memory_rows()}
     keys = list(rows)
     # Swap the payloads of two items of one namespace, and move one to another namespace.
-    with index._lock:
-        one, two = keys[0], keys[1]
-        index._memory[one.pk][one.sk] = rows[one]._replace(blob=rows[two].blob)
+    one, two = keys[0], keys[1]
+    index.table.load([row_item(rows[one]._replace(blob=rows[two].blob))])
     with pytest.raises(IntegrityError):
         store.search(("a",)) + store.search(("b",))
 
@@ -551,15 +550,16 @@ def test_first_put_renews_the_entry_later_puts_write_the_item_alone(
     index, objects = parts
     store = store_on(Process(index), objects)
     store.put(NS, "a", {"v": 1})
-    assert index.calls["memory_put"] == 1 and index.calls["memory_update"] == 0
+    # The item with its entry: one transaction.
+    assert index.calls["TransactWriteItems"] == 1 and index.calls["UpdateItem"] == 0
     store.put(NS, "b", {"v": 2})
     store.put(NS, "a", {"v": 3})
-    assert index.calls["memory_put"] == 1 and index.calls["memory_update"] == 2
+    assert index.calls["TransactWriteItems"] == 1 and index.calls["UpdateItem"] == 2
     # Another process learns the entry from a read and writes items alone too.
     other = store_on(Process(index), objects)
     assert other.list_namespaces() == [NS]
     other.put(NS, "c", {"v": 4})
-    assert index.calls["memory_put"] == 1 and index.calls["memory_update"] == 3
+    assert index.calls["TransactWriteItems"] == 1 and index.calls["UpdateItem"] == 3
 
 
 def test_a_put_racing_a_delete_of_the_last_item_stays_listed(
@@ -575,7 +575,7 @@ def test_a_put_racing_a_delete_of_the_last_item_stays_listed(
     # its lease) puts another item without touching the entry.
     b.hooks["directory_mark"] = lambda: writer.put(NS, "k2", {"v": 2})
     deleter.delete(NS, "k1")
-    assert index.calls["memory_update"] == 1
+    assert index.calls["TransactWriteItems"] == 1  # the writer's second put wrote alone
     assert [e.emptied for e in index.directory_entries()] == [True]
     assert reader.list_namespaces() == [NS]
     assert [i.key for i in reader.search(("users",))] == ["k2"]
@@ -605,9 +605,9 @@ def test_a_namespace_emptied_is_dropped_only_after_every_lease_on_it(
     # over, so its next put writes the entry again with the item.
     clock.now += DROP_MARGIN_SECONDS + 2
     assert expire(reader.space) == (0, 1) and index.directory_entries() == []
-    puts = index.calls["memory_put"]
+    puts = index.calls["TransactWriteItems"]
     writer.put(NS, "k3", {"v": 3})
-    assert index.calls["memory_put"] == puts + 1
+    assert index.calls["TransactWriteItems"] == puts + 1
     assert reader.list_namespaces() == [NS]
     assert [i.key for i in reader.search(NS)] == ["k3"]
 
@@ -626,8 +626,10 @@ def test_a_lease_that_runs_out_during_a_put_renews_the_entry(
         clock.now += 5
 
     a.hooks["memory_put"] = slow
+    index.calls.clear()
     writer.put(NS, "k2", {"v": 2})
-    assert index.calls["directory_renew"] == 1
+    # The item alone, then the entry renewed: its lease ran out meanwhile.
+    assert index.calls == {"UpdateItem": 2}
     assert index.directory_entries()[0].generation != generation
 
 
@@ -667,7 +669,7 @@ def test_items_of_the_earlier_format_read(parts: tuple[MemoryIndex, MemoryObject
     body = serde.dumps_typed({"value": {"text": "cat"}, "vectors": {"text": [1.0, 0.0]}})
     payload = json.dumps([list(NS), "old", body[0]]).encode() + b"\n" + body[1]
     blob = space.sealer.seal("memory", payload, space.aad(NS, ik.sk))
-    index.load_memory([MemoryRow(ik, blob, None, None, None, 1000, 1000)], [])
+    index.table.load([row_item(MemoryRow(ik, blob, None, None, None, 1000, 1000))])
     item = store.get(NS, "old")
     assert item is not None and item.value == {"text": "cat"}
 
@@ -715,8 +717,10 @@ def test_reencrypt_reseals_store_items_cache_entries_and_directories(
 def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:
     from botocore.exceptions import ClientError
 
-    from langgraph.checkpoint.s3dynamo.backends.dynamodb_memory import DynamoTableIndex
-    from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey
+    from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
+    from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
+    from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry
+    from langgraph.checkpoint.s3dynamo.records import ItemKey
 
     class Conflicting:
         sent = 0
@@ -733,8 +737,8 @@ def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:
 
     row = MemoryRow(ItemKey("p~m!", "k"), b"x", None)
     entry = DirectoryEntry(ItemKey("~m~dir!", "n"), b"n", "g")
-    with pytest.raises(ConcurrentUpdateError, match="store items or cache entries") as err:
-        DynamoTableIndex(Conflicting(), "t").memory_put([row], entry)  # type: ignore[arg-type]
+    with pytest.raises(ConcurrentUpdateError, match="kept changing the same items") as err:
+        TableIndex(DynamoTable(Conflicting(), "t")).memory_put([row], entry)  # type: ignore[arg-type]
     assert "thread" not in str(err.value)
 
 
@@ -751,7 +755,7 @@ def test_a_read_refreshes_an_expiry_only_when_it_moves_by_more_than_the_slack(
     assert store.get(NS, "hour") is not None and store.get(NS, "minute") is not None
     # The process wrote both: the hour is read alone, the minute refreshed and read in
     # one request.
-    assert index.calls == {"memory_get": 1, "memory_refresh": 1}
+    assert index.calls == {"BatchGetItem": 1, "UpdateItem": 1}
     expiry = {r.key.sk: r.expires_ms for r in index.memory_rows()}
     assert expiry[store.space.item_key(NS, "minute").sk] == int((clock.now + 60) * 1000)
     assert expiry[store.space.item_key(NS, "hour").sk] == int((clock.now - 30 + 3600) * 1000)
@@ -766,7 +770,7 @@ def test_a_read_refreshes_an_expiry_only_when_it_moves_by_more_than_the_slack(
     calls = other.space.index.calls  # type: ignore[attr-defined]
     calls.clear()
     assert other.get(NS, "hour") is not None
-    assert calls == {"memory_get": 1, "memory_touch": 1}
+    assert calls == {"BatchGetItem": 1, "UpdateItem": 1}
 
 
 # ------------------------------------------- on DynamoDB and S3 only (marked aws)

@@ -57,7 +57,7 @@ def test_an_interrupted_delete_reads_as_deleted_and_a_new_history_starts_cleanly
     assert saver.index.records() and saver.index.marks()  # half of it is still there
     saver.index.calls.clear()
     assert graph.get_state(_config()).values == {}
-    assert saver.index.calls == {"query": 1}  # the one Query of the read path
+    assert saver.index.calls == {"Query": 1}  # the one Query of the read path
     assert _history(graph) == [] and list(saver.list(_config())) == []
     # A new conversation on the same thread id: newer checkpoint ids than the mark
     # hides, so they show, and nothing of the deleted one comes back.

@@ -32,9 +32,10 @@ from langgraph.checkpoint.s3dynamo import (
     StorageError,
     ValueNotSerializableError,
 )
-from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
+from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from tests.support.backends import Backend
 from tests.support.savers import MemorySaver, make_saver, thread_config
@@ -237,7 +238,7 @@ def test_a_graph_node_returning_a_function_is_told_which_channel_holds_it(
 
 # What a cold read sends before the mismatch is found: the thread's Query and the
 # deployment record's, in one wave; the same on each backend.
-COLD_READ = {"memory": {"index.query": 2}, "aws": {"dynamodb.Query": 2}}
+COLD_READ = {"dynamodb.Query": 2}
 OBJECT_GET = {"memory": "objects.get", "aws": "s3.GetObject"}
 
 
@@ -251,12 +252,12 @@ def test_a_saver_on_another_bucket_is_refused_on_the_cold_path_at_no_extra_reque
     # Another process whose bucket setting has a typo: its first read sends what any
     # cold read sends, and no object request.
     wrong = backend.saver(setup=False, bucket=f"{bucket}-typo", inline_max=0)
-    for tid, sent in (("t", COLD_READ[backend.name]), ("new", None)):  # exists, or not
+    for tid, sent in (("t", COLD_READ), ("new", None)):  # exists, or not
         backend.reset()
         with pytest.raises(DeploymentMismatchError) as raised:
             wrong.get_tuple(thread_config(tid))
         # Asked again, the same saver sends one Query and is refused again.
-        assert backend.calls() == (sent or {k: 1 for k in COLD_READ[backend.name]})
+        assert backend.calls() == (sent or {k: 1 for k in COLD_READ})
         message = str(raised.value)
         assert (
             f"this saver's objects go to bucket '{bucket}-typo' and the deployment's are in "
@@ -268,13 +269,13 @@ def test_a_saver_on_another_bucket_is_refused_on_the_cold_path_at_no_extra_reque
     first_put = backend.saver(setup=False, bucket=f"{bucket}-typo", inline_max=0)
     with pytest.raises(DeploymentMismatchError, match="go to bucket"):
         put_value(first_put, "new", "y" * 100)
-    assert backend.calls() == {k: 1 for k in COLD_READ[backend.name]}  # one Query, no write
+    assert backend.calls() == {k: 1 for k in COLD_READ}  # one Query, no write
 
     right = backend.saver(setup=False, inline_max=0)
     tup = right.get_tuple(thread_config("t"))
     assert tup is not None and tup.checkpoint["channel_values"]["tool"] == "x" * 100
     # The cold read, then one object per channel ("notes" and "tool", none inline).
-    assert backend.calls() == {**COLD_READ[backend.name], OBJECT_GET[backend.name]: 2}
+    assert backend.calls() == {**COLD_READ, OBJECT_GET[backend.name]: 2}
     assert right.get_tuple(thread_config("new")) is None
 
 
@@ -343,7 +344,7 @@ def test_an_endpoint_answering_500_without_an_aws_error_is_a_configuration_error
         "query", service_error_code="", service_message=HTML_500, http_status_code=500
     )
     with pytest.raises(StorageConfigError) as raised:
-        DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+        TableIndex(DynamoTable(client, "checkpoints")).read_control("#s3dynamo")
     message = str(raised.value)
     assert "Query on DynamoDB table 'checkpoints' (region eu-nowhere-1, endpoint " in message
     assert "answered HTTP 500 without an AWS error code" in message
@@ -370,7 +371,7 @@ def test_errors_that_may_pass_stay_storage_errors_that_say_retry(
     )
     with pytest.raises(StorageError, match="retry later") as raised:
         if service == "dynamodb":
-            DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+            TableIndex(DynamoTable(client, "checkpoints")).read_control("#s3dynamo")
         else:
             S3Objects(client, "agent-checkpoints").overwrite("k", b"v")
     assert not isinstance(raised.value, InvalidConfigError)
@@ -453,7 +454,7 @@ def test_a_region_no_one_knows_is_a_configuration_error_when_its_endpoint_does_n
 
     client.meta.events.register("before-send", no_connection)
     with pytest.raises(error) as raised:
-        DynamoIndex(client, "checkpoints").read_control("#s3dynamo")
+        TableIndex(DynamoTable(client, "checkpoints")).read_control("#s3dynamo")
     message = str(raised.value)
     assert f"cannot reach DynamoDB table 'checkpoints' (region {region}, endpoint " in message
     if error is StorageConfigError:

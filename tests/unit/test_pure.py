@@ -42,12 +42,15 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
-    ItemKey,
     WritesRecord,
     pack_bundle,
+    record_from,
+    record_item,
     referenced_leaves,
     unpack_bundle,
 )
+from langgraph.checkpoint.s3dynamo.store import format as thread_format
+from langgraph.checkpoint.s3dynamo.table import Update, eq
 
 KEY = os.urandom(32)
 
@@ -248,38 +251,39 @@ def _checkpoint() -> CheckpointRecord:
 def test_items_round_trip_both_kinds() -> None:
     writes = WritesRecord("pk", "ns#cid#t", b"ref", {0: b"x", -3: "leaf.tag"}, bundle="b1")
     for record in (_checkpoint(), writes):
-        assert ddb.from_item(ddb.to_item(record)) == record
+        assert record_from(record_item(record)) == record
+        # and through DynamoDB's attribute values
+        assert record_from(ddb.from_item(ddb.to_item(record_item(record)))) == record
 
 
 def test_malformed_item_is_an_integrity_error() -> None:
-    item = ddb.to_item(_checkpoint())
+    item = record_item(_checkpoint())
     del item["c"]
     with pytest.raises(IntegrityError, match=r"ns#cid.*malformed"):
-        ddb.from_item(item)
+        record_from(item)
 
 
 def test_merge_update_keeps_first_regular_and_last_special() -> None:
     record = WritesRecord("pk", "ns#cid#t", b"ref", {0: b"x", -3: b"y"})
-    expression, names, values = ddb.merge_writes_update(record, frozenset({-3}))
-    assert "#w0 = if_not_exists(#w0, :w0)" in expression
-    assert "#w_3 = :w_3" in expression
-    assert names["#w_3"] == "w-3" and values[":w0"] == {"B": b"x"}
+    (update,) = thread_format.commit_writes(record, frozenset({-3}), None, None)
+    assert isinstance(update, Update)
+    assert update.keep["w0"] == b"x" and update.set == {"w-3": b"y"}
+    expression = ddb.Expression()
+    text = expression.update(update)
+    names = {v: k for k, v in expression.names.items()}
+    w0, special = names["w0"], names["w-3"]
+    assert f"{w0} = if_not_exists({w0}, " in text and f"{special} = :" in text
 
 
 def test_replace_update_guards_changed_attributes() -> None:
-    old = ddb.to_item(_checkpoint())
-    new = ddb.to_item(_checkpoint())
-    assert ddb.replace_update(old, new) is None
-    new["iv"] = {"M": {"tag": {"B": b"resealed"}}}
-    update = ddb.replace_update(old, new)
+    old, new = _checkpoint(), _checkpoint()
+    assert thread_format.replace_if_unchanged(old, new) is None
+    new.inline = {"tag": b"resealed"}
+    update = thread_format.replace_if_unchanged(old, new)
     assert update is not None
     # A map cannot be compared everywhere, so the sealed body stands guard for it.
-    assert update["ConditionExpression"] == "#was_c = :old_c"
-    assert update["ExpressionAttributeNames"]["#set_iv"] == "iv"
-
-
-def test_key_item() -> None:
-    assert ddb.key_item(ItemKey("a", "b")) == {"pk": {"S": "a"}, "sk": {"S": "b"}}
+    assert update.when == eq("c", b"body")
+    assert update.set == {"iv": {"tag": b"resealed"}}
 
 
 # ------------------------------------------------------------------ placement
@@ -314,12 +318,7 @@ def test_base64_langgraph_aes_key_is_refused_with_the_fix(monkeypatch: pytest.Mo
 
 
 def test_item_size_follows_dynamodb_rules() -> None:
-    from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import item_size
+    from langgraph.checkpoint.s3dynamo.table import item_size
 
-    item = {
-        "pk": {"S": "abc"},
-        "c": {"B": b"12345"},
-        "o": {"SS": ["x", "yz"]},
-        "iv": {"M": {"k": {"B": b"123"}}},
-    }
+    item = {"pk": "abc", "c": b"12345", "o": frozenset({"x", "yz"}), "iv": {"k": b"123"}}
     assert item_size(item) == (2 + 3) + (1 + 5) + (1 + 3) + (2 + 3 + 1 + 1 + 3)

@@ -268,9 +268,9 @@ def test_the_segments_of_the_scan_together_see_every_thread(saver: MemorySaver) 
     at(saver, 0)
     for i in range(4):
         chat(saver, f"active{i}", turns=1)
-    assert saver.index.calls["scan"] == 0
+    assert saver.index.calls["Scan"] == 0
     split = plan_expiry(saver.store, duration(TTL))
-    assert saver.index.calls["scan"] == SCAN_SEGMENTS  # one request per segment
+    assert saver.index.calls["Scan"] == SCAN_SEGMENTS  # one request per segment
     whole = plan_expiry(saver.store, duration(TTL), segments=1)
     names = {saver.store.namer.thread(f"idle{i}") for i in range(12)}
     assert set(split.idle) == set(whole.idle) == names

@@ -238,7 +238,7 @@ def test_a_namespace_written_before_the_index_is_ranked_and_then_indexed() -> No
         reader.search(NS, query="jazz"), reference.search(NS, query="jazz"), reference, "jazz"
     )
     # Now from its index: one Query of the manifest and log, then the items found.
-    assert index.calls == {"query": 1, "memory_get": 1}
+    assert index.calls == {"Query": 1, "BatchGetItem": 1}
 
 
 def test_the_log_is_compacted_into_segments_and_searches_stay_right(
@@ -402,7 +402,7 @@ def test_a_namespace_written_before_its_field_was_declared_is_read_once() -> Non
     index.calls.clear()
     assert keys(after.search(NS, filter={"kind": "pref"}, limit=5)) == want
     # From the tokens now: the mark's and the tokens' Queries, then the 5 items.
-    assert index.calls == {"query": 2, "memory_get": 1}
+    assert index.calls == {"Query": 2, "BatchGetItem": 1}
 
 
 def test_tokens_name_values_by_keyed_hashes_only() -> None:

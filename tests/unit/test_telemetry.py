@@ -57,9 +57,9 @@ def test_a_put_is_a_span_with_its_requests_bytes_and_wave(otel: Otel) -> None:
     saver.put(CONFIG, _checkpoint(BIG), {}, {"a": "1"})  # type: ignore[arg-type]
     attrs = otel.span("s3dynamo.put").attributes or {}
     assert attrs["s3dynamo.requests.memory-objects.put"] == 1
-    assert attrs["s3dynamo.requests.memory-index.put_checkpoint"] == 1
+    assert attrs["s3dynamo.requests.memory-index.TransactWriteItems"] == 1
     # The upload intent written before the object (docs/RELIABILITY.md).
-    assert attrs["s3dynamo.requests.memory-index.put_intent"] == 1
+    assert attrs["s3dynamo.requests.memory-index.PutItem"] == 1
     assert attrs["s3dynamo.requests"] == 3
     assert attrs["s3dynamo.waves"] == 1
     # The value, body and metadata were serialized, compressed and sealed: a repeated
@@ -80,7 +80,7 @@ def test_a_get_tuple_counts_its_query_and_what_the_cache_saved(otel: Otel) -> No
     assert writer.get_tuple(CONFIG) is not None  # type: ignore[arg-type]
     warm = otel.span("s3dynamo.get_tuple").attributes or {}
     assert warm["s3dynamo.requests"] == 1
-    assert warm["s3dynamo.requests.memory-index.query"] == 1
+    assert warm["s3dynamo.requests.memory-index.Query"] == 1
     assert warm["s3dynamo.cache.hits"] == 1  # the object this process wrote: no GET
     otel.clear()
 
@@ -170,7 +170,7 @@ def test_a_maintenance_operation_is_a_span_over_its_steps(otel: Otel) -> None:
     saver.prune(["p"])
     attrs = otel.span("s3dynamo.prune").attributes or {}
     assert attrs["s3dynamo.requests"] == _calls(saver) - before > 0
-    assert attrs["s3dynamo.requests.memory-index.write_batch"] >= 1  # records deleted
+    assert attrs["s3dynamo.requests.memory-index.BatchWriteItem"] >= 1  # records deleted
 
     otel.clear()
     saver.ops.plan_garbage_collection(["p"]).execute()
@@ -263,8 +263,8 @@ def test_without_a_provider_nothing_is_recorded_and_collect_still_counts() -> No
     with telemetry.collect() as figures:
         saver.put(CONFIG, _checkpoint(BIG), {}, {"a": "1"})  # type: ignore[arg-type]
     assert figures.to_dict()["requests"] == {
-        "memory-index.put_intent": 1,
-        "memory-index.put_checkpoint": 1,
+        "memory-index.PutItem": 1,
+        "memory-index.TransactWriteItems": 1,
         "memory-objects.put": 1,
     }
     assert figures.counts["waves"] == 1

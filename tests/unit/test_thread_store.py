@@ -35,7 +35,7 @@ def test_small_values_inline_large_ones_as_objects() -> None:
     big = os.urandom(3 * saver.settings.inline_max)
     config = _put(saver, {"big": big, "small": "s"})
     # The upload intent before the object, the commit (which deletes it) after.
-    assert saver.index.calls == {"put_intent": 1, "put_checkpoint": 1}
+    assert saver.index.calls == {"PutItem": 1, "TransactWriteItems": 1}
     assert saver.objects.calls == {"put": 1}
     assert saver.index.intents == {}
     (record,) = saver.index.records()
@@ -46,7 +46,7 @@ def test_small_values_inline_large_ones_as_objects() -> None:
     got = saver.get_tuple(config)
     assert got is not None and got.checkpoint["channel_values"] == {"big": big, "small": "s"}
     # The object this process just wrote comes from its cache; another process GETs it.
-    assert saver.index.calls == {"query": 1} and not saver.objects.calls
+    assert saver.index.calls == {"Query": 1} and not saver.objects.calls
     other = memory_saver(saver.index, saver.objects, keys=saver.parts.sealer.keyring, secret=SECRET)
     assert other.get_tuple(config) is not None and saver.objects.calls == {"get": 1}
 
@@ -57,7 +57,7 @@ def test_a_call_of_writes_is_one_merge_in_order(saver: MemorySaver) -> None:
     saver.put_writes(config, [("a", 2), ("b", os.urandom(3 * saver.settings.inline_max))], "task")
     saver.put_writes(config, [("a", 3)], "task")  # first write of an index wins
     # Only the call with a large write opens an upload intent (its merge deletes it).
-    assert saver.index.calls == {"put_intent": 1, "merge_writes": 2}
+    assert saver.index.calls == {"PutItem": 1, "TransactWriteItems": 1, "UpdateItem": 1}
     assert saver.index.intents == {}
     got = saver.get_tuple(config)
     assert got is not None and [w[1] for w in got.pending_writes] == ["a", "b"]
@@ -139,7 +139,7 @@ def test_chat_turn_budget(saver: MemorySaver) -> None:
     graph.invoke({"messages": [HumanMessage("hi", id="h0")]}, config)
     saver.index.calls.clear()
     graph.invoke({"messages": [HumanMessage("again", id="h1")]}, config)
-    assert saver.index.calls == {"query": 1, "put_checkpoint": 3, "merge_writes": 2}
+    assert saver.index.calls == {"Query": 1, "TransactWriteItems": 3, "UpdateItem": 2}
     assert not saver.objects.calls
 
 

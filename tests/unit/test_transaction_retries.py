@@ -11,7 +11,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.s3dynamo import backoff
-from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoIndex
+from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
+from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, StorageError
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
 from tests.support.port_contract import HEAD, LEASE, _cp
@@ -52,7 +53,7 @@ HEAD_MOVE, FENCE = HeadMove(HEAD, "2", "1", True), Fence(LEASE, 3)
 )
 def test_a_transiently_cancelled_commit_is_sent_again_and_lands(reason: str) -> None:
     client = _Cancelling(["None", reason, "None"], ["None", "None", reason])
-    DynamoIndex(client, "t").put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
+    TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
     assert client.sent == 3
     assert len(client.applied) == 1 and len(client.applied[0]) == 3
 
@@ -60,13 +61,14 @@ def test_a_transiently_cancelled_commit_is_sent_again_and_lands(reason: str) -> 
 def test_throttling_that_does_not_pass_is_a_storage_error_not_a_conflict() -> None:
     client = _Cancelling(*[["ThrottlingError", "None", "None"]] * backoff.CONFLICT_ATTEMPTS)
     with pytest.raises(StorageError) as raised:
-        DynamoIndex(client, "t").put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
+        TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
     assert not isinstance(raised.value, ConcurrentUpdateError)
     assert client.sent == backoff.CONFLICT_ATTEMPTS and not client.applied
 
 
 def test_a_refused_condition_beside_throttling_is_not_retried() -> None:
-    client = _Cancelling(["None", "ConditionalCheckFailed", "ThrottlingError"])
+    # The record, the lease's fence, the head.
+    client = _Cancelling(["None", "ThrottlingError", "ConditionalCheckFailed"])
     with pytest.raises(ConcurrentUpdateError, match="head moved"):
-        DynamoIndex(client, "t").put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
+        TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
     assert client.sent == 1

@@ -82,11 +82,12 @@ class Clients:
 
     def dynamodb_index(self) -> Index:
         if self.index is None:
-            from langgraph.checkpoint.s3dynamo.backends.dynamodb_memory import DynamoTableIndex
+            from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
+            from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 
             if self.dynamodb is None:
                 self.dynamodb = self.build("dynamodb")
-            self.index = DynamoTableIndex(self.dynamodb, self.settings.table)
+            self.index = TableIndex(DynamoTable(self.dynamodb, self.settings.table))
         return self.index
 
     def s3_objects(self) -> ObjectStore:

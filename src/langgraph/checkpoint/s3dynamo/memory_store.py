@@ -45,11 +45,12 @@ from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
+from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
 from langgraph.checkpoint.s3dynamo.memory.search import Searcher
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
 from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
-from langgraph.checkpoint.s3dynamo.records import IndexItem, ItemKey
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 STORE_SPACE = "m"

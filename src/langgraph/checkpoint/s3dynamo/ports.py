@@ -26,18 +26,16 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple, Protocol
 
+from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, IndexItem, MemoryRow
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ControlRecord,
-    DirectoryEntry,
     Fence,
     HeadMove,
-    IndexItem,
     ItemKey,
     Lease,
     Loan,
     Mark,
-    MemoryRow,
     Record,
     Stamp,
     UploadIntent,

@@ -17,17 +17,21 @@ How these become DynamoDB items is the DynamoDB adapter's business
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
     LEASE_SK,
     control_pk,
     head_sk,
     intent_sk,
     intent_time,
+    is_mark_key,
+    is_writes_key,
     journal_pk_of,
+    loan_borrower,
     loan_sk,
     mark_operation,
     object_key,
@@ -36,6 +40,8 @@ from langgraph.checkpoint.s3dynamo.layout import (
     split_shared,
     split_write_ref,
 )
+from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.table import Item, Value, key_of, keyed
 from langgraph.checkpoint.s3dynamo.table import ItemKey as ItemKey
 
 
@@ -325,55 +331,6 @@ def unpack_bundle(data: bytes) -> dict[int, bytes]:
     return writes
 
 
-class MemoryRow(NamedTuple):
-    """One Store item or node-cache entry as the index holds it (`layout.memory_pk`)."""
-
-    key: ItemKey
-    # The sealed payload inline, or (None and) the leaf of the object holding it.
-    blob: bytes | None
-    leaf: str | None
-    # Expiry, ms since the epoch (items of the first layouts kept seconds, rounded up,
-    # which read back as their ms); None: never.
-    expires_ms: int | None = None
-    # The item's TTL in minutes, kept so a read can push the expiry out again.
-    ttl_minutes: float | None = None
-    # When first and last written, ms since the epoch (the first is kept by later puts).
-    created_ms: int = 0
-    updated_ms: int = 0
-
-
-# A directory entry's bound meaning "an item of the namespace never expires".
-NEVER_MS = 2**62
-
-
-class DirectoryEntry(NamedTuple):
-    """A namespace in a memory space's directory: its sealed tuple, a generation that
-    every renewal replaces, when it was last renewed (seconds since the epoch), whether
-    a delete found the namespace empty since, and a time until which some item of it is
-    known to live (ms; `NEVER_MS`: one never expires; None: unknown), which lets a
-    listing skip the namespace's own Query (docs/RELIABILITY.md, "The Store's namespace
-    directory")."""
-
-    key: ItemKey
-    blob: bytes
-    generation: str
-    renewed: int = 0
-    emptied: bool = False
-    live_until_ms: int | None = None
-
-
-class IndexItem(NamedTuple):
-    """An item of a Store namespace's search indexes (`layout.TOKEN_MARK`, `MANIFEST_SK`,
-    `LOG_MARK`): a filter token (key only), the vector manifest (a sealed blob, a
-    generation, and the leaves of the segments it names, which garbage collection reads
-    without keys, as a checkpoint record's) or a vector log entry (a sealed blob)."""
-
-    key: ItemKey
-    blob: bytes | None = None
-    generation: str | None = None
-    leaves: frozenset[str] = frozenset()
-
-
 def loan_parts(
     lender: str, borrower: str, leaves: Iterable[str]
 ) -> list[tuple[ItemKey, list[str]]]:
@@ -387,3 +344,192 @@ def loan_parts(
         )
         for n, start in enumerate(range(0, len(ordered), LOAN_PART_LEAVES))
     ]
+
+
+# ------------------------------------------------------------------ as items
+#
+# How each record is one item of the table (`table.py`): its attributes, and what an item
+# missing what its kind requires means. docs/FORMAT.md, "Index items", lists them.
+
+BODY, METADATA, REF, OBJECTS, INLINE, WRITTEN_AT = "c", "m", "t", "o", "iv", "a"
+WRITE_PREFIX, BUNDLE = "w", "wb"
+# The run id's keyed hash and the idle-index key: the secondary indexes' keys (schema.py).
+RUN_KEY, IDLE_KEY = "rk", "ik"
+HEAD = "h"
+MARK_UPTO, MARK_KEEP, MARK_IDS, MARK_AT = "mu", "mk", "mi", "ma"
+LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
+# The leaves of a lender's objects a borrower shares.
+LOAN_LEAVES = "ll"
+
+
+def write_attr(idx: int) -> str:
+    return f"{WRITE_PREFIX}{idx}"
+
+
+def record_item(record: Record | Mark) -> Item:
+    """A record or mark as the item it is stored as."""
+    if isinstance(record, Mark):
+        return mark_item(record)
+    item = keyed(record.key)
+    if isinstance(record, WritesRecord):
+        item[REF] = record.task_ref
+        item.update({write_attr(idx): value for idx, value in record.writes.items()})
+        if record.bundle is not None:
+            item[BUNDLE] = record.bundle
+    else:
+        item[BODY], item[METADATA], item[REF] = record.body, record.metadata, record.thread_ref
+        if record.run_key:
+            item[RUN_KEY] = record.run_key
+        if record.objects:
+            item[OBJECTS] = record.objects
+        if record.inline:
+            item[INLINE] = dict(sorted(record.inline.items()))
+    if record.written_at is not None:
+        item[WRITTEN_AT] = record.written_at
+    return item
+
+
+def record_from(item: Mapping[str, Value]) -> Record:
+    """The record an item holds; one missing what its kind requires is an
+    `IntegrityError`."""
+    key = key_of(item)
+    try:
+        written_at = item.get(WRITTEN_AT)
+        stamp = None if written_at is None else int(written_at)  # type: ignore[arg-type]
+        if is_writes_key(key.sk):
+            writes: dict[int, bytes | str] = {
+                int(name[len(WRITE_PREFIX) :]): _blob_or_ref(value)
+                for name, value in item.items()
+                if name.startswith(WRITE_PREFIX) and name != BUNDLE
+            }
+            bundle = item.get(BUNDLE)
+            return WritesRecord(
+                key.pk, key.sk, _bytes(item[REF]), writes,
+                None if bundle is None else str(bundle), stamp,
+            )  # fmt: skip
+        inline = item.get(INLINE, {})
+        run_key = item.get(RUN_KEY)
+        return CheckpointRecord(
+            pk=key.pk,
+            sk=key.sk,
+            body=_bytes(item[BODY]),
+            metadata=_bytes(item[METADATA]),
+            thread_ref=_bytes(item[REF]),
+            run_key=None if run_key is None else str(run_key),
+            objects=frozenset(item.get(OBJECTS, frozenset())),  # type: ignore[arg-type]
+            inline={str(k): _bytes(v) for k, v in inline.items()},  # type: ignore[union-attr]
+            written_at=stamp,
+        )
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise IntegrityError(
+            f"index item with sort key {key.sk!r} is malformed ({type(exc).__name__}: {exc}); "
+            "it was altered or written by something else"
+        ) from exc
+
+
+def _bytes(value: Value) -> bytes:
+    if not isinstance(value, bytes):
+        raise TypeError(f"expected bytes, found {type(value).__name__}")
+    return value
+
+
+def _blob_or_ref(value: Value) -> bytes | str:
+    if not isinstance(value, (bytes, str)):
+        raise TypeError(f"expected bytes or a reference, found {type(value).__name__}")
+    return value
+
+
+def mark_item(mark: Mark) -> Item:
+    item = keyed(mark.key)
+    if mark.upto:
+        item[MARK_UPTO] = mark.upto
+    if mark.keep:
+        item[MARK_KEEP] = mark.keep
+    if mark.ids:
+        item[MARK_IDS] = mark.ids
+    if mark.at is not None:
+        item[MARK_AT] = mark.at
+    return item
+
+
+def mark_from(item: Mapping[str, Value]) -> Mark:
+    key = key_of(item)
+    at = item.get(MARK_AT)
+    return Mark(
+        pk=key.pk,
+        sk=key.sk,
+        upto=str(item.get(MARK_UPTO, "")),
+        keep=frozenset(item.get(MARK_KEEP, frozenset())),  # type: ignore[arg-type]
+        ids=frozenset(item.get(MARK_IDS, frozenset())),  # type: ignore[arg-type]
+        at=None if at is None else int(at),  # type: ignore[arg-type]
+    )
+
+
+def is_mark(item: Mapping[str, Value]) -> bool:
+    return is_mark_key(str(item[SORT_KEY]))
+
+
+def loan_from(item: Mapping[str, Value]) -> Loan:
+    """A loan item; its leaves are gone (an empty set is no attribute) once all are
+    taken back."""
+    key = key_of(item)
+    leaves = item.get(LOAN_LEAVES, frozenset())
+    return Loan(key, loan_borrower(key.sk), frozenset(leaves))  # type: ignore[arg-type]
+
+
+def stamp_from(item: Mapping[str, Value]) -> Stamp:
+    written_at, head, idle = item.get(WRITTEN_AT), item.get(HEAD), item.get(IDLE_KEY)
+    return Stamp(
+        key_of(item),
+        None if written_at is None else int(written_at),  # type: ignore[arg-type]
+        None if head is None else str(head),
+        None if idle is None else str(idle),
+    )
+
+
+# What retention reads of an item (`Stamp`): a small reply, though a Scan or Query is
+# billed by the size of the whole items it reads.
+STAMP_ATTRIBUTES = (WRITTEN_AT, HEAD, IDLE_KEY)
+
+
+# An upload intent: the owner (a thread or a memory partition) and the leaves it names.
+INTENT_OWNER, INTENT_LEAVES = "it", "il"
+
+
+def intent_item(intent: UploadIntent) -> Item:
+    item = keyed(intent.key)
+    item[INTENT_OWNER], item[INTENT_LEAVES] = intent.owner, frozenset(intent.leaves)
+    return item
+
+
+def intent_from(item: Mapping[str, Value]) -> UploadIntent:
+    try:
+        leaves = item[INTENT_LEAVES]
+        if not isinstance(leaves, frozenset):
+            raise TypeError("its leaves are no set")
+        return UploadIntent(key_of(item), str(item[INTENT_OWNER]), leaves)
+    except (KeyError, TypeError) as exc:
+        raise IntegrityError(
+            f"upload intent {item.get(SORT_KEY)!r} is malformed ({exc}); it was altered or "
+            "written by something else"
+        ) from exc
+
+
+# A control record's version, checked on every replace.
+CONTROL_VERSION = "v"
+
+
+def control_item(pk: str, record: ControlRecord) -> Item:
+    item = keyed(ItemKey(pk, record.name), **record.fields)
+    item[CONTROL_VERSION] = record.version
+    return item
+
+
+def control_from(item: Mapping[str, Value]) -> ControlRecord:
+    key = key_of(item)
+    fields = {
+        name: value
+        for name, value in item.items()
+        if name not in ("pk", "sk", CONTROL_VERSION) and isinstance(value, (str, bytes))
+    }
+    return ControlRecord(key.sk, fields, int(item[CONTROL_VERSION]))  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ of one kind (batches of 25 or 100): request budgets are counted at this boundary
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, Protocol, TypeAlias
 
@@ -173,6 +173,10 @@ def _comparable(value: object, other: Scalar) -> bool:
 
 # ---------------------------------------------------------------------- writes
 
+# What a refused condition means: an error, or one made from the item as found (None:
+# absent), which the adapter then asks the service for at no extra request.
+Refusal: TypeAlias = Exception | Callable[["Item | None"], Exception]
+
 
 @dataclass(frozen=True)
 class Put:
@@ -180,7 +184,7 @@ class Put:
 
     item: Item
     when: When | None = None
-    refusal: Exception | None = None
+    refusal: Refusal | None = None
 
     @property
     def key(self) -> ItemKey:
@@ -200,14 +204,14 @@ class Update:
     add: Mapping[str, int | frozenset[str]] = field(default_factory=dict)
     take: Mapping[str, frozenset[str]] = field(default_factory=dict)
     when: When | None = None
-    refusal: Exception | None = None
+    refusal: Refusal | None = None
 
 
 @dataclass(frozen=True)
 class Delete:
     key: ItemKey
     when: When | None = None
-    refusal: Exception | None = None
+    refusal: Refusal | None = None
 
 
 Write: TypeAlias = Put | Update | Delete
@@ -246,8 +250,13 @@ def applied(write: Write, item: Item | None) -> Item | None:
     return out
 
 
-def refused(write: Write) -> Exception:
-    """What a refused condition means in a transaction whose write names no error."""
+def refused(write: Write, found: Item | None = None) -> Exception:
+    """What a refused condition of `write` means: its `refusal` (made from the item as
+    found where it asks for it), or, where it names none, a concurrent update."""
+    if isinstance(write.refusal, Exception):
+        return write.refusal
+    if write.refusal is not None:
+        return write.refusal(found)
     return ConcurrentUpdateError(
         f"another writer changed the item {tuple(write.key)} first; retry the operation"
     )

@@ -1,391 +1,182 @@
-"""In-process twins of the index and the object store, for the unit tier and as the
-template for a new backend.
-
-They keep the semantics the thread store relies on, not just the method names: sort-key
-order and paging with `limit`, first-write-wins merges with last-wins exceptions, the
-conditional replace, the head condition and fencing of a commit (`ConcurrentUpdateError`,
-`LeaseLostError`), leases with expiry, `If-None-Match` on new objects, and a missing object as
-`ObjectNotFoundError`. Records are copied in and out, so a caller's later mutation never
-reaches what is stored. Every call is counted in `calls`, as the request counter counts
-AWS requests, so budgets can be checked without moto.
+"""In-process stand-ins for the table, the bucket and KMS, for the unit tier and as the
+template for a new backend: `MemoryTable` (`memory_table.py`) under every port of the
+table (`MemoryIndex`, which adds views of what is stored for tests), `MemoryObjects`
+(`If-None-Match` on new objects, a missing object as `ObjectNotFoundError`, a fresh tag
+per write) and `MemoryKms`. Every request is counted in `calls`, so budgets can be checked
+without moto.
 """
 
 from __future__ import annotations
 
 import builtins
-import copy
 import hashlib
 import json
 import os
 import threading
 import time
 import uuid
-import zlib
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
-from typing import overload
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo import telemetry
-from langgraph.checkpoint.s3dynamo.backends.dynamodb_items import batch_idle_keys, record_size
-from langgraph.checkpoint.s3dynamo.backends.memory_idle import IdleIndexTwin
-from langgraph.checkpoint.s3dynamo.backends.memory_items import MemoryItemsTwin
-from langgraph.checkpoint.s3dynamo.backends.memory_journal import JournalTwin
-from langgraph.checkpoint.s3dynamo.backends.memory_loans import LoansTwin
+from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
+from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.errors import (
-    ConcurrentUpdateError,
     DeploymentMismatchError,
-    LeaseLostError,
     ObjectNotFoundError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace, tombstone_time
-from langgraph.checkpoint.s3dynamo.ports import BucketRegion, Cursor, ObjectInfo, Page
-from langgraph.checkpoint.s3dynamo.records import (
-    CheckpointRecord,
-    ControlRecord,
-    DirectoryEntry,
-    Fence,
-    HeadMove,
-    IndexItem,
-    ItemKey,
-    Lease,
-    Mark,
-    MemoryRow,
-    Record,
-    Stamp,
-    UploadIntent,
-    WritesRecord,
-    head_key,
+from langgraph.checkpoint.s3dynamo.layout import (
+    DESCENDANTS_SK,
+    HEAD_PREFIX,
+    JOURNAL_MARK,
+    LEASE_SK,
+    LOAN_PREFIX,
+    is_control_pk,
+    is_deployment_pk,
+    is_mark_key,
+    memory_scope,
 )
+from langgraph.checkpoint.s3dynamo.memory.rows import (
+    DirectoryEntry,
+    IndexItem,
+    MemoryRow,
+    entry_from,
+    index_from,
+    row_from,
+)
+from langgraph.checkpoint.s3dynamo.ports import BucketRegion, ObjectInfo
+from langgraph.checkpoint.s3dynamo.records import (
+    HEAD,
+    LEASE_EXPIRES,
+    LEASE_OWNER,
+    LEASE_TOKEN,
+    ControlRecord,
+    ItemKey,
+    Mark,
+    Record,
+    UploadIntent,
+    control_from,
+    intent_from,
+    loan_from,
+    mark_from,
+    record_from,
+)
+from langgraph.checkpoint.s3dynamo.table import Item, key_of
 
 
-class MemoryIndex(MemoryItemsTwin, IdleIndexTwin, JournalTwin, LoansTwin):
-    """The `RecordIndex`, `ControlItems` and `TableScan` ports in memory (an `Index`).
-    Items are sized as DynamoDB counts them (`dynamodb_items.py`, pure), so limits and
-    budgets match."""
+class MemoryIndex(TableIndex):
+    """Every port of the table on an in-memory table (`memory_table.MemoryTable`), with
+    views of what is stored for tests that inspect raw storage (no request counted).
+    `calls` counts requests by DynamoDB's names, as the AWS tier's counter does."""
+
+    table: MemoryTable
 
     def __init__(self, *, exists: bool = True) -> None:
-        self.exists = exists
-        self.calls: Counter[str] = Counter()
-        # Records and marks, by partition and sort key.
-        self._partitions: dict[str, dict[str, Record | Mark]] = {}
-        # Control items: head checkpoint ids, and leases (owner, token, expiry in ms).
-        self.heads: dict[ItemKey, str] = {}
-        self.leases: dict[ItemKey, tuple[str, int, int]] = {}
-        self.idle: dict[ItemKey, str] = {}  # idle-index keys (`IdleIndexTwin`)
-        self.intents: dict[ItemKey, UploadIntent] = {}  # the upload journal (JournalTwin)
-        # Loans (key -> leaves) and borrowings (`LoansTwin`).
-        self.loan_items: dict[ItemKey, set[str]] = {}
-        self.borrowings: set[ItemKey] = set()
-        # Deployments' own records: partition -> name -> record.
-        self.control: dict[str, dict[str, ControlRecord]] = {}
-        # Store items and node-cache entries, and their directories (`MemoryItemsTwin`).
-        self._memory: dict[str, dict[str, MemoryRow]] = {}
-        self._directory: dict[str, dict[str, DirectoryEntry]] = {}
-        self._descendants: set[str] = set()
-        self._indexes: dict[str, dict[str, IndexItem]] = {}
-        self._lock = threading.Lock()
+        super().__init__(MemoryTable(exists=exists))
 
-    def _count(self, name: str) -> None:
-        if not self.exists:
-            raise StoreMissingError("in-memory index does not exist; call create_if_missing()")
-        self.calls[name] += 1
-        telemetry.request("memory-index", name)
+    @property
+    def calls(self) -> Counter[str]:
+        return self.table.calls
 
-    def _select(
-        self,
-        pk: str,
-        prefix: str | None,
-        between: tuple[str, str] | None,
-        descending: bool,
-        after: str | None = None,
-        limit: int | None = None,
-    ) -> tuple[list[Record | Mark], str | None]:
-        """Copies of the matching items of one page, and where the next page starts."""
-        partition = self._partitions.get(pk, {})
-        keys = sorted(partition, reverse=descending)
-        if prefix is not None:
-            keys = [k for k in keys if k.startswith(prefix)]
-        elif between is not None:
-            keys = [k for k in keys if between[0] <= k <= between[1]]
-        if after is not None:
-            keys = [k for k in keys if (k < after if descending else k > after)]
-        cursor = None
-        if limit is not None and len(keys) > limit:
-            keys = keys[:limit]
-            cursor = keys[-1]
-        return [_copy(partition[k]) for k in keys], cursor
+    @property
+    def exists(self) -> bool:
+        return self.table.exists
 
-    def query(
-        self,
-        pk: str,
-        *,
-        prefix: str | None = None,
-        between: tuple[str, str] | None = None,
-        descending: bool = False,
-        limit: int | None = None,
-        cursor: Cursor | None = None,
-        consistent: bool = False,
-    ) -> Page:
-        with self._lock:
-            self._count("query")
-            # The cursor is the last sort key returned; a page resumes strictly after it.
-            after = None if cursor is None else str(cursor)
-            items, last = self._select(pk, prefix, between, descending, after, limit)
-        marks = tuple(i for i in items if isinstance(i, Mark))
-        return Page([i for i in items if not isinstance(i, Mark)], last, marks)
-
-    def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
-        with self._lock:
-            self._count("query")
-            records, _ = self._select(pk, prefix, None, False)
-        return iter([r.key for r in records])
-
-    def run_checkpoints(self, run_key: str) -> list[ItemKey]:
-        with self._lock:
-            self._count("query")
-            return [
-                r.key
-                for partition in self._partitions.values()
-                for r in partition.values()
-                if isinstance(r, CheckpointRecord) and r.run_key == run_key
-            ]
-
-    def _check_fence(self, fence: Fence | None) -> None:
-        if fence is not None and self.leases.get(fence.key, ("", 0, 0))[1] != fence.token:
-            raise LeaseLostError("the lease was taken over; write refused")
-
-    def _extend(self, fence: Fence | None) -> None:
-        """The accepted write's push of the lease's expiry (same lock, same operation)."""
-        if fence is not None and fence.expires_ms is not None:
-            owner, token, _ = self.leases[fence.key]
-            self.leases[fence.key] = (owner, token, fence.expires_ms)
-
-    def put_checkpoint(
-        self,
-        record: CheckpointRecord,
-        head: HeadMove | None,
-        fence: Fence | None = None,
-        intent: ItemKey | None = None,
-    ) -> None:
-        with self._lock:
-            self._count("put_checkpoint")
-            self._check_fence(fence)
-            if head is not None:
-                now = self.heads.get(head.key)
-                fresh = head.parent is None and tombstone_time(now) is not None
-                if head.expect_parent and now not in (None, head.parent, head.to) and not fresh:
-                    raise ConcurrentUpdateError(f"the head names {now}, not {head.parent}")
-            self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
-            if head is not None:
-                self.heads[head.key] = head.to
-            self.index_commit(record, head)
-            self._extend(fence)
-            self._close(intent)
-
-    def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
-        with self._lock:
-            self._count("drop_heads")
-            pk = control_pk(thread_name)
-            for key in [k for k in self.heads if k.pk == pk]:
-                if ns_names is None or head_namespace(key.sk) in ns_names:
-                    del self.heads[key]
-
-    def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
-        with self._lock:
-            self._count("acquire_lease")
-            _, token, expires = self.leases.get(key, ("", 0, 0))
-            if expires >= now_ms:
-                return None
-            self.leases[key] = (owner, token + 1, now_ms + ttl_ms)
-            return Lease(key, owner, token + 1, now_ms + ttl_ms)
-
-    def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
-        with self._lock:
-            self._count("renew_lease")
-            self._check_fence(Fence(lease.key, lease.token))
-            self.leases[lease.key] = (lease.owner, lease.token, now_ms + ttl_ms)
-            return lease._replace(expires_ms=now_ms + ttl_ms)
-
-    def release_lease(self, lease: Lease) -> None:
-        with self._lock:
-            self._count("release_lease")
-            owner, token, _ = self.leases.get(lease.key, ("", 0, 0))
-            if token == lease.token:
-                self.leases[lease.key] = (owner, token, 0)
-
-    def merge_writes(
-        self,
-        record: WritesRecord,
-        last_wins: frozenset[int],
-        fence: Fence | None = None,
-        intent: ItemKey | None = None,
-    ) -> None:
-        with self._lock:
-            self._count("merge_writes")
-            self._check_fence(fence)
-            self._extend(fence)
-            self._close(intent)
-            partition = self._partitions.setdefault(record.pk, {})
-            old = partition.get(record.sk)
-            if not isinstance(old, WritesRecord):
-                partition[record.sk] = _copy(record)
-                return
-            writes = dict(old.writes)
-            for idx, value in record.writes.items():
-                if idx in last_wins or idx not in writes:
-                    writes[idx] = value
-            bundle = old.bundle if old.bundle is not None else record.bundle
-            written_at = record.written_at if record.written_at is not None else old.written_at
-            partition[record.sk] = replace(old, writes=writes, bundle=bundle, written_at=written_at)
-
-    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
-        with self._lock:
-            self._count("replace_if_unchanged")
-            partition = self._partitions.setdefault(new.pk, {})
-            if partition.get(new.sk) != old:
-                return False
-            partition[new.sk] = _copy(new)
-            return True
-
-    def write_batch(
-        self, puts: Iterable[Record | Mark] = (), deletes: Iterable[ItemKey] = ()
-    ) -> None:
-        with self._lock:
-            self._count("write_batch")
-            puts = list(puts)
-            for record in puts:  # a Put replaces the whole item, index key included
-                self.idle.pop(record.key, None)
-            self.idle.update(batch_idle_keys(puts))
-            for record in puts:
-                self._partitions.setdefault(record.pk, {})[record.sk] = _copy(record)
-            for key in deletes:
-                self._partitions.get(key.pk, {}).pop(key.sk, None)
-
-    def delete_items(self, keys: Iterable[ItemKey]) -> None:
-        with self._lock:
-            self._count("write_batch")
-            for key in keys:
-                self.heads.pop(key, None)
-                self.leases.pop(key, None)
-                self.intents.pop(key, None)
-                self.loan_items.pop(key, None)
-                self.borrowings.discard(key)
-
-    def item_size(self, record: Record) -> int:
-        return record_size(record)
-
-    def scan_stamps(
-        self, segment: int = 0, segments: int = 1, prefix: str = ""
-    ) -> Iterator[list[Stamp]]:
-        with self._lock:
-            self._count("scan")
-            stamps = [
-                Stamp(r.key, _written_at(r), None, self.idle.get(r.key))
-                for p in self._partitions.values()
-                for r in p.values()
-            ]
-            stamps += self._control_stamps(None)
-            stamps = [s for s in stamps if s.key.pk.startswith(prefix)]
-        # Segments split the items by partition key (retention never relies on it).
-        return iter([[s for s in stamps if zlib.crc32(s.key.pk.encode()) % segments == segment]])
-
-    def partition_stamps(self, pk: str) -> list[Stamp]:
-        with self._lock:
-            self._count("query")
-            records = self._partitions.get(pk, {})
-            stamps = [
-                Stamp(r.key, _written_at(r), None, self.idle.get(r.key))
-                for r in (records[sk] for sk in sorted(records))
-            ]
-            return stamps + self._control_stamps(pk)
-
-    def _control_stamps(self, pk: str | None) -> list[Stamp]:
-        heads = [
-            Stamp(k, None, h, self.idle.get(k)) for k, h in self.heads.items() if pk in (None, k.pk)
-        ]
-        others = [*self.leases, *self.loan_items, *self.borrowings]
-        return heads + [Stamp(k) for k in others if pk in (None, k.pk)]
-
-    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        with self._lock:
-            self._count("write_batch")
-            for ns, value in heads.items():
-                self.heads[head_key(thread_name, ns)] = value
-                self.index_head(head_key(thread_name, ns), value)
-
-    def scan(self, prefix: str = "") -> Iterator[Record]:
-        with self._lock:
-            self._count("scan")
-            records = [
-                _copy(r)
-                for pk, p in self._partitions.items()
-                if pk.startswith(prefix)
-                for r in p.values()
-                if not isinstance(r, Mark)
-            ]
-        return iter(records)
-
-    def read_control(self, pk: str) -> dict[str, ControlRecord]:
-        with self._lock:
-            self._count("query")
-            return copy.deepcopy(self.control.get(pk, {}))
-
-    def put_control(self, pk: str, record: ControlRecord, expected_version: int | None) -> bool:
-        with self._lock:
-            self._count("put_control")
-            old = self.control.get(pk, {}).get(record.name)
-            if (old is None) != (expected_version is None):
-                return False
-            if old is not None and old.version != expected_version:
-                return False
-            self.control.setdefault(pk, {})[record.name] = copy.deepcopy(record)
-            return True
-
-    def create_if_missing(self) -> bool:
-        created, self.exists = not self.exists, True
-        return created
+    @exists.setter
+    def exists(self, value: bool) -> None:
+        self.table.exists = value
 
     def clone(self) -> MemoryIndex:
         """An independent copy of everything stored (tests fork a store this way)."""
-        twin = MemoryIndex()
-        twin.write_batch(puts=[*self.records(), *self.marks()])
-        with self._lock:
-            twin.heads, twin.leases = dict(self.heads), dict(self.leases)
-            twin.idle = dict(self.idle)
-            twin.intents = dict(self.intents)
-            twin.loan_items = {k: set(v) for k, v in self.loan_items.items()}
-            twin.borrowings = set(self.borrowings)
-            twin.control = copy.deepcopy(self.control)
-        twin.load_memory(
-            self.memory_rows(),
-            self.directory_entries(),
-            self.marked_partitions(),
-            self.index_items(),
-        )
-        twin.calls.clear()
-        twin.exists = self.exists
+        twin = MemoryIndex(exists=self.exists)
+        twin.table.load(self.table.items())
         return twin
 
-    def records(self) -> list[Record]:
-        """Every record stored, for tests that inspect raw storage."""
-        with self._lock:
-            return [
-                _copy(r)
-                for p in self._partitions.values()
-                for r in p.values()
-                if not isinstance(r, Mark)
-            ]
+    def _kinds(self) -> dict[str, list[Item]]:
+        kinds: dict[str, list[Item]] = {}
+        for item in self.table.items():
+            kinds.setdefault(_kind(item), []).append(item)
+        return kinds
 
-    def marks(self) -> list[Mark]:
-        """Every mark stored (frozen, so shared as they are)."""
-        with self._lock:
-            return [r for p in self._partitions.values() for r in p.values() if isinstance(r, Mark)]
+    def records(self) -> builtins.list[Record]:
+        return [record_from(i) for i in self._kinds().get("record", [])]
+
+    def marks(self) -> builtins.list[Mark]:
+        return [mark_from(i) for i in self._kinds().get("mark", [])]
+
+    @property
+    def heads(self) -> dict[ItemKey, str]:
+        return {key_of(i): str(i[HEAD]) for i in self._kinds().get("head", [])}
+
+    @property
+    def leases(self) -> dict[ItemKey, tuple[str, int, int]]:
+        """Lease key -> (holder, fencing token, expiry in ms)."""
+        out = {}
+        for item in self._kinds().get("lease", []):
+            token, expires = item.get(LEASE_TOKEN, 0), item.get(LEASE_EXPIRES, 0)
+            assert isinstance(token, int) and isinstance(expires, int)
+            out[key_of(item)] = (str(item.get(LEASE_OWNER, "")), token, expires)
+        return out
+
+    @property
+    def intents(self) -> dict[ItemKey, UploadIntent]:
+        return {key_of(i): intent_from(i) for i in self._kinds().get("intent", [])}
+
+    @property
+    def loan_items(self) -> dict[ItemKey, set[str]]:
+        return {key_of(i): set(loan_from(i).leaves) for i in self._kinds().get("loan", [])}
+
+    @property
+    def borrowings(self) -> set[ItemKey]:
+        return {key_of(i) for i in self._kinds().get("borrowing", [])}
+
+    @property
+    def control(self) -> dict[str, dict[str, ControlRecord]]:
+        out: dict[str, dict[str, ControlRecord]] = {}
+        for item in self._kinds().get("control", []):
+            record = control_from(item)
+            out.setdefault(str(item["pk"]), {})[record.name] = record
+        return out
+
+    def memory_rows(self) -> builtins.list[MemoryRow]:
+        return [row_from(i) for i in self._kinds().get("memory", [])]
+
+    def directory_entries(self) -> builtins.list[DirectoryEntry]:
+        return [entry_from(i) for i in self._kinds().get("directory", [])]
+
+    def index_items(self) -> builtins.list[IndexItem]:
+        return [index_from(i) for i in self._kinds().get("search", [])]
+
+    def marked_partitions(self) -> builtins.list[str]:
+        return sorted(str(i["pk"]) for i in self._kinds().get("descendants", []))
+
+
+def _kind(item: Item) -> str:
+    """What an item of the table is, by its keys."""
+    pk, sk = str(item["pk"]), str(item["sk"])
+    scope = memory_scope(pk)
+    if scope is not None:
+        if scope[2] is None:
+            return "directory"
+        if sk == DESCENDANTS_SK:
+            return "descendants"
+        return "search" if sk.startswith(DESCENDANTS_SK) else "memory"
+    if is_deployment_pk(pk):
+        return "control"
+    if JOURNAL_MARK in pk:
+        return "intent"
+    if is_control_pk(pk):
+        if sk.startswith(HEAD_PREFIX):
+            return "head"
+        if sk == LEASE_SK:
+            return "lease"
+        return "loan" if sk.startswith(LOAN_PREFIX) else "borrowing"
+    return "mark" if is_mark_key(sk) else "record"
 
 
 class MemoryObjects:
@@ -484,24 +275,6 @@ class MemoryObjects:
         with self._lock:
             twin.blobs, twin.tags = dict(self.blobs), dict(self.tags)
         return twin
-
-
-def _written_at(item: Record | Mark) -> int | None:
-    return None if isinstance(item, Mark) else item.written_at
-
-
-@overload
-def _copy(record: Record) -> Record: ...
-@overload
-def _copy(record: Record | Mark) -> Record | Mark: ...
-def _copy(record: Record | Mark) -> Record | Mark:
-    """A copy no caller's mutation can reach back through (bytes and frozensets are
-    immutable; the dicts are not)."""
-    if isinstance(record, Mark):
-        return record
-    if isinstance(record, CheckpointRecord):
-        return replace(record, inline=dict(record.inline))
-    return replace(record, writes=dict(record.writes))
 
 
 class MemoryKms:

@@ -182,7 +182,7 @@ class MemoryTable:
             old = self._find(write.key)
             if write.when is not None and not holds(write.when, old):
                 if write.refusal is not None:
-                    raise write.refusal
+                    raise refused(write, copy.deepcopy(old))
                 return Written(False, copy.deepcopy(old) if found_on_refusal else None)
             new = applied(write, old)
             self._store(write.key, new)
@@ -199,8 +199,9 @@ class MemoryTable:
         with self._lock:
             self._count("TransactWriteItems")
             for write in writes:
-                if write.when is not None and not holds(write.when, self._find(write.key)):
-                    raise write.refusal or refused(write)
+                found = self._find(write.key)
+                if write.when is not None and not holds(write.when, found):
+                    raise refused(write, copy.deepcopy(found))
             for write in writes:
                 self._store(write.key, applied(write, self._find(write.key)))
 

@@ -37,9 +37,10 @@ from langgraph.checkpoint.s3dynamo.layout import (
 )
 from langgraph.checkpoint.s3dynamo.memory.directory import Directory, Namespace, ns_text
 from langgraph.checkpoint.s3dynamo.memory.recent import SpaceState, fingerprint, space_state
+from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, IndexItem, MemoryRow
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import MemoryItems
-from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, IndexItem, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 __all__ = ["Batch", "Found", "Namespace", "Space", "Typed", "checked_ttl", "refresh_to"]

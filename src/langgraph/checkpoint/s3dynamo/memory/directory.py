@@ -37,9 +37,10 @@ from langgraph.checkpoint.s3dynamo.memory.recent import (
     SpaceState,
     fingerprint,
 )
+from langgraph.checkpoint.s3dynamo.memory.rows import NEVER_MS, DirectoryEntry, MemoryRow
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX, MemoryItems
-from langgraph.checkpoint.s3dynamo.records import NEVER_MS, DirectoryEntry, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 Namespace = tuple[str, ...]

@@ -29,7 +29,8 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.layout import TOKEN_MARK, token_item_key, token_prefix, token_sk
 from langgraph.checkpoint.s3dynamo.memory.core import Batch, Found, Namespace, Space
-from langgraph.checkpoint.s3dynamo.records import IndexItem, ItemKey
+from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 
 # A token's range ends below this (after `#`, the 13-digit ms, `#`, the key).
 TOP = "\uffff"

@@ -46,6 +46,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.memory.core import Batch, Found, Namespace, Space
 from langgraph.checkpoint.s3dynamo.memory.directory import ns_text
 from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
+from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
 from langgraph.checkpoint.s3dynamo.memory.vectors import (
     Marker,
     Pack,
@@ -55,7 +56,7 @@ from langgraph.checkpoint.s3dynamo.memory.vectors import (
     pack,
     rows_of,
 )
-from langgraph.checkpoint.s3dynamo.records import IndexItem, ItemKey
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 # Log bytes a search reads before it compacts them into a segment: 24 KiB keep the

@@ -34,9 +34,10 @@ from langgraph.checkpoint.s3dynamo.layout import (
     object_key,
 )
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Space
+from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, MemoryRow
 from langgraph.checkpoint.s3dynamo.memory.tokens import TOP
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
-from langgraph.checkpoint.s3dynamo.records import DirectoryEntry, ItemKey, MemoryRow
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 SPACES = {"store": "m", "cache": "c"}

@@ -1,0 +1,225 @@
+"""Long-term memory's items as plain values, and each as the item of the table that holds
+it (`table.py`): a Store item or node-cache entry (`MemoryRow`), an entry of a space's
+namespace directory (`DirectoryEntry`), and an item of a Store namespace's search indexes
+(`IndexItem`). Pure: no I/O. Where each lives is `layout.py`'s business; the conditions
+their writes carry are `format.py`'s. Attributes: docs/ARCHITECTURE.md, "Long-term
+memory", and docs/FORMAT.md, which also says what the earlier layouts stored."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.table import Item, ItemKey, Value, key_of, keyed
+
+# A Store item or cache entry (pk `<prefix><ns>~<space>!`, sk `<key>`): the sealed payload
+# inline (v) or the leaf of the object holding it (ol); expiry in ms (me; absent: never),
+# TTL in minutes (ml), created (mc, kept by later puts) and updated (mu), ms.
+ROW_BLOB, ROW_LEAF, ROW_EXPIRES, ROW_TTL = "v", "ol", "me", "ml"
+ROW_CREATED, ROW_UPDATED = "mc", "mu"
+# What the first layouts kept, and a put or refresh removes: the expiry in whole seconds,
+# rounded up (mx), and a write time in seconds that `mu` repeats (a).
+ROW_EXPIRES_S, ROW_WRITTEN_S = "mx", "a"
+# A directory entry (pk `<prefix>~<space>~dir!`, sk `<ns>`): the sealed namespace (n), a
+# generation every renewal replaces (g), when renewed (t, seconds; absent in the first
+# layout: long ago), found emptied since (e), and ms until which an item lives (x).
+ENTRY_NS, ENTRY_GENERATION, ENTRY_RENEWED, ENTRY_EMPTIED, ENTRY_LIVE = "n", "g", "t", "e", "x"
+# A search-index item (same pk as the namespace's items, sk above the descendants mark):
+# a sealed blob (v; absent on a filter token), the manifest's generation (g) and the
+# leaves of the segments it names (o), which garbage collection reads without keys.
+INDEX_BLOB, INDEX_GENERATION, INDEX_LEAVES = "v", "g", "o"
+
+
+class MemoryRow(NamedTuple):
+    """One Store item or node-cache entry (`layout.memory_pk`)."""
+
+    key: ItemKey
+    # The sealed payload inline, or (None and) the leaf of the object holding it.
+    blob: bytes | None
+    leaf: str | None
+    # Expiry, ms since the epoch (items of the first layouts kept seconds, rounded up,
+    # which read back as their ms); None: never.
+    expires_ms: int | None = None
+    # The item's TTL in minutes, kept so a read can push the expiry out again.
+    ttl_minutes: float | None = None
+    # When first and last written, ms since the epoch (the first is kept by later puts).
+    created_ms: int = 0
+    updated_ms: int = 0
+
+
+# A directory entry's bound meaning "an item of the namespace never expires".
+NEVER_MS = 2**62
+
+
+class DirectoryEntry(NamedTuple):
+    """A namespace in a memory space's directory: its sealed tuple, a generation that
+    every renewal replaces, when it was last renewed (seconds since the epoch), whether
+    a delete found the namespace empty since, and a time until which some item of it is
+    known to live (ms; `NEVER_MS`: one never expires; None: unknown), which lets a
+    listing skip the namespace's own Query (docs/RELIABILITY.md, "The Store's namespace
+    directory")."""
+
+    key: ItemKey
+    blob: bytes
+    generation: str
+    renewed: int = 0
+    emptied: bool = False
+    live_until_ms: int | None = None
+
+
+class IndexItem(NamedTuple):
+    """An item of a Store namespace's search indexes (`layout.TOKEN_MARK`, `MANIFEST_SK`,
+    `LOG_MARK`): a filter token (key only), the vector manifest (a sealed blob, a
+    generation, and the leaves of the segments it names) or a vector log entry (a sealed
+    blob). The descendants mark reads back as one with nothing but its key."""
+
+    key: ItemKey
+    blob: bytes | None = None
+    generation: str | None = None
+    leaves: frozenset[str] = frozenset()
+
+
+# ------------------------------------------------------------------ as items
+
+
+def row_item(row: MemoryRow) -> Item:
+    """The item a Store item or cache entry is stored as (a put also keeps the `mc` of
+    one already there: `format.put_row`)."""
+    item = keyed(row.key)
+    item[ROW_CREATED], item[ROW_UPDATED] = row.created_ms, row.updated_ms
+    if row.blob is not None:
+        item[ROW_BLOB] = row.blob
+    if row.leaf is not None:
+        item[ROW_LEAF] = row.leaf
+    if row.expires_ms is not None:
+        item[ROW_EXPIRES] = row.expires_ms
+    if row.ttl_minutes is not None:
+        item[ROW_TTL] = row.ttl_minutes
+    return item
+
+
+def row_from(item: Mapping[str, Value]) -> MemoryRow:
+    """A Store item or cache entry; one with neither payload nor leaf, or an attribute of
+    the wrong kind, is an `IntegrityError`."""
+    key = key_of(item)
+    try:
+        blob, leaf = _bytes(item, ROW_BLOB), _text(item, ROW_LEAF)
+        if blob is None and leaf is None:
+            raise KeyError(ROW_BLOB)
+        expires = _whole(item, ROW_EXPIRES)
+        if expires is None:
+            seconds = _whole(item, ROW_EXPIRES_S)
+            expires = None if seconds is None else seconds * 1000
+        ttl = _number(item, ROW_TTL)
+        return MemoryRow(
+            key,
+            blob,
+            leaf,
+            expires,
+            None if ttl is None else float(ttl),
+            _whole(item, ROW_CREATED) or 0,
+            _whole(item, ROW_UPDATED) or 0,
+        )
+    except (KeyError, ValueError) as exc:
+        raise IntegrityError(
+            f"memory item with sort key {key.sk!r} is malformed ({type(exc).__name__}: {exc}); "
+            "it was altered or written by something else"
+        ) from exc
+
+
+def entry_item(entry: DirectoryEntry) -> Item:
+    """The item a directory entry is stored as."""
+    item = keyed(entry.key)
+    item[ENTRY_NS], item[ENTRY_GENERATION] = entry.blob, entry.generation
+    item[ENTRY_RENEWED] = entry.renewed
+    if entry.emptied:
+        item[ENTRY_EMPTIED] = 1
+    if entry.live_until_ms is not None:
+        item[ENTRY_LIVE] = entry.live_until_ms
+    return item
+
+
+def entry_from(item: Mapping[str, Value]) -> DirectoryEntry:
+    """A directory entry; one without its sealed namespace or generation is an
+    `IntegrityError`."""
+    key = key_of(item)
+    try:
+        blob, generation = _bytes(item, ENTRY_NS), _text(item, ENTRY_GENERATION)
+        if blob is None or generation is None:
+            raise KeyError(ENTRY_NS if blob is None else ENTRY_GENERATION)
+        return DirectoryEntry(
+            key,
+            blob,
+            generation,
+            _whole(item, ENTRY_RENEWED) or 0,
+            ENTRY_EMPTIED in item,
+            _whole(item, ENTRY_LIVE),
+        )
+    except (KeyError, ValueError) as exc:
+        raise IntegrityError(
+            f"memory directory item {key.sk!r} is malformed ({type(exc).__name__}: {exc}); "
+            "it was altered or written by something else"
+        ) from exc
+
+
+def index_item(index: IndexItem) -> Item:
+    """The item a search-index item is stored as (a token is its keys alone)."""
+    item = keyed(index.key)
+    if index.blob is not None:
+        item[INDEX_BLOB] = index.blob
+    if index.generation is not None:
+        item[INDEX_GENERATION] = index.generation
+    if index.leaves:
+        item[INDEX_LEAVES] = index.leaves
+    return item
+
+
+def index_from(item: Mapping[str, Value]) -> IndexItem:
+    """A search-index item (or the descendants mark, keys only); an attribute of the
+    wrong kind is an `IntegrityError`."""
+    key = key_of(item)
+    try:
+        leaves = item.get(INDEX_LEAVES, frozenset())
+        if not isinstance(leaves, frozenset):
+            raise ValueError(f"{INDEX_LEAVES!r} holds {type(leaves).__name__}, not a string set")
+        return IndexItem(key, _bytes(item, INDEX_BLOB), _text(item, INDEX_GENERATION), leaves)
+    except ValueError as exc:
+        raise IntegrityError(
+            f"memory index item {key.sk!r} is malformed ({exc}); it was altered or "
+            "written by something else"
+        ) from exc
+
+
+# Each reader takes an attribute of the kind it expects, or None when absent; another
+# kind is a ValueError the parsers above report as a malformed item.
+
+
+def _bytes(item: Mapping[str, Value], name: str) -> bytes | None:
+    value = item.get(name)
+    if value is None or isinstance(value, bytes):
+        return value
+    raise ValueError(f"{name!r} holds {type(value).__name__}, not bytes")
+
+
+def _text(item: Mapping[str, Value], name: str) -> str | None:
+    value = item.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{name!r} holds {type(value).__name__}, not a string")
+
+
+def _number(item: Mapping[str, Value], name: str) -> int | float | None:
+    value = item.get(name)
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"{name!r} holds {type(value).__name__}, not a number")
+
+
+def _whole(item: Mapping[str, Value], name: str) -> int | None:
+    value = _number(item, name)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(f"{name!r} holds {value!r}, not a whole number")
+        return int(value)
+    return value

@@ -1,0 +1,227 @@
+"""The thread format: every write of a thread's items, with the condition each carries and
+the error a refused one means. Pure: it builds `table.py`'s writes from records
+(`records.py` turns those into items) and sends nothing. What each item holds:
+docs/FORMAT.md, "Index items"; why each condition: docs/RELIABILITY.md.
+
+A checkpoint commits in one transaction: its record, its namespace's head moved (on
+condition, for a run continuing the latest it loaded: `runs.py`), under a lease the
+lease's fencing check (which renews it), and the upload intent's delete. With none of
+those, the record alone is one plain write, which a table without transactions serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
+from langgraph.checkpoint.s3dynamo.layout import TOMBSTONE_MARK, idle_key, tombstone_time
+from langgraph.checkpoint.s3dynamo.records import (
+    BODY,
+    BUNDLE,
+    HEAD,
+    IDLE_KEY,
+    LEASE_EXPIRES,
+    LEASE_OWNER,
+    LEASE_TOKEN,
+    LOAN_LEAVES,
+    REF,
+    WRITTEN_AT,
+    CheckpointRecord,
+    Fence,
+    HeadMove,
+    ItemKey,
+    Lease,
+    Mark,
+    Record,
+    WritesRecord,
+    head_key,
+    record_item,
+    write_attr,
+)
+from langgraph.checkpoint.s3dynamo.table import (
+    Delete,
+    Item,
+    Put,
+    Update,
+    Value,
+    When,
+    begins,
+    both,
+    either,
+    eq,
+    exists,
+    lt,
+    missing,
+)
+
+
+def commit_checkpoint(
+    record: CheckpointRecord,
+    head: HeadMove | None,
+    fence: Fence | None,
+    intent: ItemKey | None,
+    now: int,
+) -> list[Put | Update | Delete]:
+    """The writes of one checkpoint's commit (module docstring); `now` dates the idle
+    index key, which goes on the head, or on the record when there is none."""
+    idle = idle_key(record.pk, record.written_at or now)
+    item = record_item(record)
+    if head is None:
+        item[IDLE_KEY] = idle
+    writes: list[Put | Update | Delete] = [Put(item)]
+    # The fence before the head: a lease taken over is what a refused head then means.
+    if fence is not None:
+        writes.append(fenced(fence))
+    if head is not None:
+        writes.append(move_head(head, idle))
+    return writes + closing(intent)
+
+
+def commit_writes(
+    record: WritesRecord, last_wins: frozenset[int], fence: Fence | None, intent: ItemKey | None
+) -> list[Put | Update | Delete]:
+    """A task's writes added to its record in one update: the first write of a regular
+    index wins (kept where present), one in `last_wins` takes the new value."""
+    first: dict[str, Value] = {REF: record.task_ref}
+    last: dict[str, Value] = {}
+    if record.bundle is not None:
+        first[BUNDLE] = record.bundle
+    if record.written_at is not None:
+        last[WRITTEN_AT] = record.written_at
+    for idx, value in sorted(record.writes.items()):
+        (last if idx in last_wins else first)[write_attr(idx)] = value
+    writes: list[Put | Update | Delete] = [Update(record.key, set=last, keep=first)]
+    if fence is not None:
+        writes.append(fenced(fence))
+    return writes + closing(intent)
+
+
+def closing(intent: ItemKey | None) -> list[Put | Update | Delete]:
+    """The delete of a commit's upload intent, unconditional: a repeat of a commit that
+    went through finds it gone and must still succeed."""
+    return [] if intent is None else [Delete(intent)]
+
+
+def move_head(head: HeadMove, idle: str) -> Update:
+    """Move a namespace's head, on condition when the commit must find it still at its
+    parent (or absent, or already at this very checkpoint; a new thread may also start
+    where retention left a tombstone). It sets the head's idle-index key too: the index
+    is written only when that key changes, on the thread's first commit of a day."""
+    when = None
+    if head.expect_parent:
+        parent = eq(HEAD, head.parent) if head.parent is not None else begins(HEAD, TOMBSTONE_MARK)
+        when = either(missing(HEAD), eq(HEAD, head.to), parent)
+
+    def moved(found: Item | None) -> ConcurrentUpdateError:
+        now = found.get(HEAD) if found else None
+        if not isinstance(now, str):  # a table that does not say what it found
+            return ConcurrentUpdateError("the namespace's head moved")
+        return ConcurrentUpdateError(f"the head names {now}, not {head.parent}")
+
+    return Update(head.key, set={HEAD: head.to, IDLE_KEY: idle}, when=when, refusal=moved)
+
+
+def fenced(fence: Fence) -> Update:
+    """The lease's fencing check as a write: it holds only while the lease carries the
+    writer's token, and pushes the lease's expiry out (the write renews the lease)."""
+    changes: dict[str, Value] = (
+        {LEASE_TOKEN: fence.token}
+        if fence.expires_ms is None
+        else {LEASE_EXPIRES: fence.expires_ms}
+    )
+    return Update(
+        fence.key,
+        set=changes,
+        when=eq(LEASE_TOKEN, fence.token),
+        refusal=LeaseLostError("the lease was taken over; write refused"),
+    )
+
+
+def replace_if_unchanged(old: Record, new: Record) -> Update | None:
+    """An update setting what differs between `old` and `new` while each attribute
+    still holds its old value; None if nothing differs. A map (inline values) changes
+    only with the sealed body or task reference, which stand guard for it."""
+    before, after = record_item(old), record_item(new)
+    changed = [name for name in after if before.get(name) != after[name]]
+    if not changed:
+        return None
+    guarded = [n for n in changed if not isinstance(after[n], Mapping)]
+    if len(guarded) < len(changed):
+        guard = BODY if BODY in before else REF
+        if guard not in guarded:
+            guarded.append(guard)
+    conditions: list[When] = [
+        eq(n, before[n]) if n in before else missing(n)  # type: ignore[arg-type]
+        for n in guarded
+    ]
+    return Update(new.key, set={n: after[n] for n in changed}, when=both(*conditions))
+
+
+def batch_items(puts: Iterable[Record | Mark]) -> list[Item]:
+    """Records written whole (copies, imports, rewrites) as items; the newest checkpoint
+    of each thread among them carries the idle-index key, so a thread written without a
+    commit (which indexes its head) is still found once idle."""
+    puts = list(puts)
+    newest: dict[str, CheckpointRecord] = {}
+    for r in puts:
+        if not isinstance(r, CheckpointRecord) or r.written_at is None:
+            continue
+        if r.pk not in newest or r.written_at > (newest[r.pk].written_at or 0):
+            newest[r.pk] = r
+    idle = {r.key: idle_key(r.pk, r.written_at or 0) for r in newest.values()}
+    items = []
+    for r in puts:
+        item = record_item(r)
+        if r.key in idle:
+            item[IDLE_KEY] = idle[r.key]
+        items.append(item)
+    return items
+
+
+def head_items(thread_name: str, heads: Mapping[str, str]) -> list[Item]:
+    """Heads set without condition; a tombstone stays in the idle index under its own
+    day, so it is found once it expires."""
+    items: list[Item] = []
+    for ns, value in sorted(heads.items()):
+        item: Item = {"pk": head_key(thread_name, ns).pk, "sk": head_key(thread_name, ns).sk}
+        item[HEAD] = value
+        if (at := tombstone_time(value)) is not None:
+            item[IDLE_KEY] = idle_key(thread_name, at)
+        items.append(item)
+    return items
+
+
+def take_lease(key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Update:
+    """Take a lease nobody holds or whose holder's expiry has passed, with a fencing
+    token one above the last (asked back with the item)."""
+    return Update(
+        key,
+        set={LEASE_OWNER: owner, LEASE_EXPIRES: now_ms + ttl_ms},
+        add={LEASE_TOKEN: 1},
+        when=either(missing(LEASE_EXPIRES), lt(LEASE_EXPIRES, now_ms)),
+    )
+
+
+def lease_taken(key: ItemKey, owner: str, item: Mapping[str, Value], expires_ms: int) -> Lease:
+    return Lease(key, owner, int(item[LEASE_TOKEN]), expires_ms)  # type: ignore[arg-type]
+
+
+def lease_expiry(lease: Lease, expires_ms: int) -> Update:
+    """Set a held lease's expiry while it still carries the holder's token (0: let go)."""
+    return Update(lease.key, set={LEASE_EXPIRES: expires_ms}, when=eq(LEASE_TOKEN, lease.token))
+
+
+def set_idle(key: ItemKey, to: str, was: str | None) -> Update:
+    """An existing item's idle-index key set to `to` if it is still `was` (None: if the
+    item exists)."""
+    return Update(key, set={IDLE_KEY: to}, when=eq(IDLE_KEY, was) if was else exists())
+
+
+def lend(key: ItemKey, leaves: Sequence[str]) -> Update:
+    """Leaves added to one part of a loan (a repeat adds nothing)."""
+    return Update(key, add={LOAN_LEAVES: frozenset(leaves)})
+
+
+def unlend(key: ItemKey, leaves: Sequence[str]) -> Update:
+    """Leaves taken out of one part of a loan."""
+    return Update(key, take={LOAN_LEAVES: frozenset(leaves)})
