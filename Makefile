@@ -36,14 +36,24 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/s3dynamo demo
 
-# dist/langgraph_checkpoint_s3dynamo-<version>-py3-none-any.whl (or in DIST=dir), to install with
-# `pip install 'dist/<wheel>[cli]'` until the package is on PyPI. pip builds it (with
-# hatchling, fetched into an isolated build environment); no build tool to install.
+# dist/ (or DIST=dir): the source distribution and the wheel built from it, as the release
+# workflow publishes them, checked by `twine check --strict` (the metadata and the README as
+# PyPI renders it). build and twine live in .venv-dist; hatchling, the build backend, is
+# fetched into build's isolated environment at the version tests/constraints.txt pins.
+# Until the package is on PyPI: `pip install 'dist/<wheel>[cli]'`.
 DIST ?= dist
-dist:
+DIST_STAMP := .venv-dist/.installed
+$(DIST_STAMP): $(PINS)
+	$(PYTHON) -m venv .venv-dist
+	.venv-dist/bin/python -m pip install --quiet --upgrade pip
+	.venv-dist/bin/python -m pip install --quiet -c $(PINS) build twine
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)
 	rm -rf $(DIST)
-	$(PYTHON) -m pip wheel --quiet --no-deps . -w $(DIST)
-	@ls $(DIST)/*.whl
+	.venv-dist/bin/python -m build --quiet --dependency-constraints-txt $(PINS) --outdir $(DIST) .
+	.venv-dist/bin/python -m twine check --strict $(DIST)/*
+	@ls $(DIST)/*
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples scripts
@@ -66,7 +76,7 @@ test-e2e: $(STAMP) $(CHECKOV_STAMP)
 	$(PY) -m pytest -q tests/e2e
 
 clean:
-	rm -rf $(VENV) .venv-checkov .venv-langgraph .langgraph-suite .store-contract .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-checkov .venv-dist .venv-server .venv-langgraph .langgraph-suite .store-contract .pytest_cache .mypy_cache .ruff_cache
 
 # LangGraph's own graph tests (the version pinned in scripts/langgraph_suite/requirements.txt)
 # with S3DynamoSaver, default settings, as their checkpointer; in an environment of their own.
