@@ -8,6 +8,7 @@ DEMO_STAMP := $(VENV)/.installed-demo
 CHECKOV_STAMP := .venv-checkov/.installed
 
 LANGGRAPH_STAMP := .venv-langgraph/.installed
+SERVER_STAMP := .venv-server/.installed
 
 .PHONY: demo dist test lint test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
 
@@ -70,10 +71,21 @@ test: $(STAMP) lint
 	$(PY) -m pytest -q tests/aws tests/unit -m aws
 	$(PY) -m pytest -q tests/unit -m "slow and not aws"
 
-# The command line, the Lambda example, Terraform (fmt, validate, checkov) and the
-# testing kit, as a user runs them.
-test-e2e: $(STAMP) $(CHECKOV_STAMP)
+# The command line, the Lambda example, Terraform (fmt, validate, checkov), the testing
+# kit, the wheel on every Python here, and the LangGraph server with this checkpointer
+# and store, as a user runs them.
+test-e2e: $(STAMP) $(CHECKOV_STAMP) $(SERVER_STAMP)
 	$(PY) -m pytest -q tests/e2e
+
+# The LangGraph server (langgraph-cli's `langgraph dev`, langgraph-api on its in-memory
+# runtime) with this package, for tests/e2e/test_langgraph_server.py; the test drives it
+# with langgraph-sdk from $(VENV). An environment of its own: the server brings its web
+# stack (starlette, uvicorn, grpcio, ...), kept out of the one `make test` decides with.
+$(SERVER_STAMP): pyproject.toml $(PINS)
+	$(PYTHON) -m venv .venv-server
+	.venv-server/bin/python -m pip install --quiet --upgrade pip
+	.venv-server/bin/python -m pip install --quiet -c $(PINS) -e . 'langgraph-cli[inmem]'
+	touch $(SERVER_STAMP)
 
 clean:
 	rm -rf $(VENV) .venv-checkov .venv-dist .venv-server .venv-langgraph .langgraph-suite .store-contract .pytest_cache .mypy_cache .ruff_cache
