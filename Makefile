@@ -10,7 +10,7 @@ CHECKOV_STAMP := .venv-checkov/.installed
 LANGGRAPH_STAMP := .venv-langgraph/.installed
 SERVER_STAMP := .venv-server/.installed
 
-.PHONY: demo dist test lint test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
+.PHONY: demo dist test lint lint-workflows test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
 
 # The test environments install under tests/constraints.txt: the versions of what decides a
 # verdict (linters, moto, the AWS SDK, LangGraph), so a release on PyPI cannot fail a run;
@@ -60,6 +60,14 @@ lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples scripts
 	$(PY) -m ruff format --check src tests benchmarks examples scripts
 	$(PY) -m mypy
+	$(MAKE) lint-workflows
+
+# The GitHub Actions workflows, by zizmor's offline audits (no GitHub API): every action
+# pinned to a commit, no credentials left in the checkout, permissions as narrow as each
+# job needs, no template injection. WORKFLOWS=dir checks another folder.
+WORKFLOWS ?= .github/workflows
+lint-workflows: $(STAMP)
+	$(VENV)/bin/zizmor --offline --quiet $(wildcard $(WORKFLOWS)/*.yml)
 
 # The unit tier (tests by subject, on the in-memory ports), then everything marked `aws`
 # (the AWS tier: the port contract, request budgets, bytes at rest; and the aws half of
