@@ -9,11 +9,9 @@ installed is skipped, naming where it was looked for."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -22,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.pythons import MINORS, interpreter
+
 ROOT = Path(__file__).resolve().parents[2]
-# The versions the classifiers name, each tested here.
-MINORS = (10, 11, 12, 13)
 PACKAGES = ("langgraph/checkpoint/s3dynamo", "langgraph/store/s3dynamo", "langgraph/cache/s3dynamo")
 
 # Run by the installed interpreter, from a directory outside the source tree: a sealed
@@ -73,30 +71,6 @@ print(json.dumps({
 
 def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, timeout=600, **kwargs)  # type: ignore[call-overload, no-any-return]
-
-
-def pyenv_root() -> str | None:
-    if os.environ.get("PYENV_ROOT"):
-        return os.environ["PYENV_ROOT"]
-    if shutil.which("pyenv") is None:
-        return None
-    found = run(["pyenv", "root"])
-    return found.stdout.strip() if found.returncode == 0 else None
-
-
-def interpreter(minor: int) -> str | None:
-    """A Python 3.<minor> that runs: python3.<minor> on PATH (a pyenv shim only answers
-    for the selected versions), else the newest of pyenv's versions/3.<minor>.*."""
-    candidates = [shutil.which(f"python3.{minor}")]
-    root = pyenv_root()
-    if root:
-        pattern = os.path.join(root, "versions", f"3.{minor}.*", "bin", f"python3.{minor}")
-        candidates += sorted(glob.glob(pattern), reverse=True)
-    for candidate in filter(None, candidates):
-        probe = run([candidate, "-c", "import sys; print(sys.version_info[:2])"])
-        if probe.returncode == 0 and probe.stdout.strip() == f"(3, {minor})":
-            return candidate
-    return None
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.test_dist import MINORS
+from tests.support.pythons import MINORS
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
