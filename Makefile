@@ -8,8 +8,9 @@ DEMO_STAMP := $(VENV)/.installed-demo
 CHECKOV_STAMP := .venv-checkov/.installed
 
 LANGGRAPH_STAMP := .venv-langgraph/.installed
+SERVER_STAMP := .venv-server/.installed
 
-.PHONY: demo dist test lint test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
+.PHONY: demo dist test lint lint-workflows test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
 
 # The test environments install under tests/constraints.txt: the versions of what decides a
 # verdict (linters, moto, the AWS SDK, LangGraph), so a release on PyPI cannot fail a run;
@@ -36,19 +37,37 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/s3dynamo demo
 
-# dist/langgraph_checkpoint_s3dynamo-<version>-py3-none-any.whl (or in DIST=dir), to install with
-# `pip install 'dist/<wheel>[cli]'` until the package is on PyPI. pip builds it (with
-# hatchling, fetched into an isolated build environment); no build tool to install.
+# dist/ (or DIST=dir): the source distribution and the wheel built from it, as the release
+# workflow publishes them, checked by `twine check --strict` (the metadata and the README as
+# PyPI renders it). build and twine live in .venv-dist; hatchling, the build backend, is
+# fetched into build's isolated environment at the version tests/constraints.txt pins.
+# Until the package is on PyPI: `pip install 'dist/<wheel>[cli]'`.
 DIST ?= dist
-dist:
+DIST_STAMP := .venv-dist/.installed
+$(DIST_STAMP): $(PINS)
+	$(PYTHON) -m venv .venv-dist
+	.venv-dist/bin/python -m pip install --quiet --upgrade pip
+	.venv-dist/bin/python -m pip install --quiet -c $(PINS) build twine
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)
 	rm -rf $(DIST)
-	$(PYTHON) -m pip wheel --quiet --no-deps . -w $(DIST)
-	@ls $(DIST)/*.whl
+	.venv-dist/bin/python -m build --quiet --dependency-constraints-txt $(PINS) --outdir $(DIST) .
+	.venv-dist/bin/python -m twine check --strict $(DIST)/*
+	@ls $(DIST)/*
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples scripts
 	$(PY) -m ruff format --check src tests benchmarks examples scripts
 	$(PY) -m mypy
+	$(MAKE) lint-workflows
+
+# The GitHub Actions workflows, by zizmor's offline audits (no GitHub API): every action
+# pinned to a commit, no credentials left in the checkout, permissions as narrow as each
+# job needs, no template injection. WORKFLOWS=dir checks another folder.
+WORKFLOWS ?= .github/workflows
+lint-workflows: $(STAMP)
+	$(VENV)/bin/zizmor --offline --quiet $(wildcard $(WORKFLOWS)/*.yml)
 
 # The unit tier (tests by subject, on the in-memory ports), then everything marked `aws`
 # (the AWS tier: the port contract, request budgets, bytes at rest; and the aws half of
@@ -60,13 +79,24 @@ test: $(STAMP) lint
 	$(PY) -m pytest -q tests/aws tests/unit -m aws
 	$(PY) -m pytest -q tests/unit -m "slow and not aws"
 
-# The command line, the Lambda example, Terraform (fmt, validate, checkov) and the
-# testing kit, as a user runs them.
-test-e2e: $(STAMP) $(CHECKOV_STAMP)
+# The command line, the Lambda example, Terraform (fmt, validate, checkov), the testing
+# kit, the wheel on every Python here, and the LangGraph server with this checkpointer
+# and store, as a user runs them.
+test-e2e: $(STAMP) $(CHECKOV_STAMP) $(SERVER_STAMP)
 	$(PY) -m pytest -q tests/e2e
 
+# The LangGraph server (langgraph-cli's `langgraph dev`, langgraph-api on its in-memory
+# runtime) with this package, for tests/e2e/test_langgraph_server.py; the test drives it
+# with langgraph-sdk from $(VENV). An environment of its own: the server brings its web
+# stack (starlette, uvicorn, grpcio, ...), kept out of the one `make test` decides with.
+$(SERVER_STAMP): pyproject.toml $(PINS)
+	$(PYTHON) -m venv .venv-server
+	.venv-server/bin/python -m pip install --quiet --upgrade pip
+	.venv-server/bin/python -m pip install --quiet -c $(PINS) -e . 'langgraph-cli[inmem]'
+	touch $(SERVER_STAMP)
+
 clean:
-	rm -rf $(VENV) .venv-checkov .venv-langgraph .langgraph-suite .store-contract .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-checkov .venv-dist .venv-server .venv-langgraph .langgraph-suite .store-contract .pytest_cache .mypy_cache .ruff_cache
 
 # LangGraph's own graph tests (the version pinned in scripts/langgraph_suite/requirements.txt)
 # with S3DynamoSaver, default settings, as their checkpointer; in an environment of their own.

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from langgraph.checkpoint.s3dynamo.testing import moto_server
@@ -90,3 +92,62 @@ def test_the_quickstart_runs_as_written_and_a_second_shell_with_the_kept_keys_re
     assert rerun.returncode != 0 and "s3dynamo.env" in rerun.stderr, rerun.stderr
     assert (tmp_path / "s3dynamo.env").read_text() == kept
     assert fresh.returncode != 0 and "DeploymentMismatchError" in fresh.stderr, fresh.stderr[-3000:]
+
+
+def test_without_aws_the_demo_keeps_a_server_in_the_background_for_the_quickstart(
+    tmp_path: Path,
+) -> None:
+    """ "Try it without AWS" as written, in a folder whose `.venv` is the one `make demo`
+    made: the demo runs in the background and leaves its moto server up, the shell reads
+    the line that reaches it, and the Quickstart runs there; a new shell that activates
+    `.venv` and sources both files continues the thread; `kill $demo_pid` stops the
+    server."""
+    ((try_lang, try_block),) = blocks(section("Try it without AWS"))
+    (_, env_block), (_, chat), (_, runs), (_, again) = blocks(section("Quickstart"))
+    assert try_lang == "bash"
+    (tmp_path / "chat.py").write_text(chat)
+    (tmp_path / ".venv").symlink_to(sys.prefix)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3DYNAMO_"))}
+    env.pop("VIRTUAL_ENV", None)
+    env["COLUMNS"] = "200"
+
+    def shell(script: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+
+    first = second = None
+    try:
+        first = shell(try_block + env_block + runs + "echo $demo_pid > demo.pid\n")
+        new_shell = "source .venv/bin/activate\nsource moto.env\n"
+        second = shell(new_shell + again)
+    finally:
+        pid_file = tmp_path / "demo.pid"
+        if pid_file.exists():
+            # What `kill $demo_pid` does in the reader's shell.
+            stopped = shell(f"kill {pid_file.read_text().strip()}")
+            assert stopped.returncode == 0, stopped.stderr
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
+    lines = first.stdout.splitlines()
+    assert "so far you said: ['hello', 'remember me?']" in lines, first.stdout
+    assert lines[-1] == "ok", first.stdout
+    assert second is not None and second.returncode == 0, second.stderr[-3000:]
+    assert second.stdout.splitlines() == [
+        "so far you said: ['hello', 'remember me?', 'still there?']"
+    ], second.stdout
+
+    port = int(
+        re.findall(
+            r"AWS_ENDPOINT_URL_S3=http://127.0.0.1:(\d+)", (tmp_path / "moto.env").read_text()
+        )[0]
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and moto_answers(port):
+        time.sleep(0.2)
+    assert not moto_answers(port), "the demo's moto server still runs after kill $demo_pid"
+
+
+def moto_answers(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
