@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
@@ -32,6 +32,8 @@ from langgraph.checkpoint.s3dynamo.blobs.placement import InlineBudget
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
+from langgraph.checkpoint.s3dynamo.table import Delete, Item, Write, Written
+from langgraph.checkpoint.s3dynamo.waves import parallel
 
 __all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "WritePlan"]
 
@@ -52,26 +54,35 @@ class BlobPolicy:
 
 @dataclass
 class WritePlan(Generic[T]):
-    """What one write stores: objects first, then the commit that references them.
+    """What one write stores: objects first, then the items that reference them.
 
     `owner` is the partition whose items reference the objects (a thread's name, a Store
     or cache namespace's partition); `uploads` are new objects (`If-None-Match`),
-    `overwrites` objects re-sealed in place (same name, same value: a key rotation).
-    `commit` is the index write, the commit point; it is handed the key of the upload
-    intent when `commit_closes_intent` (it then deletes the intent in its own request),
-    else None, and the engine deletes the intent right after it. `at_ms` stamps the
-    intent (the writer's clock)."""
+    `overwrites` objects re-sealed in place (same name, same value: a key rotation),
+    `orphans` objects the write leaves unreferenced once committed, named in an intent of
+    their own before it, for incremental collection to delete after its grace.
+
+    `indexes` are items written before the commit, unconditionally, in one batch (a
+    Store item's search entries, which must exist before the item does). `writes` are the
+    commit, the items with their conditions: one transaction (one write alone: a plain
+    request), which also deletes the upload intent when `closes_intent`; or, with `each`,
+    one request per write, sent in parallel, each answering `returning`. `at_ms` stamps
+    the intents (the writer's clock).
+
+    (`commit`, a callback that writes the items itself, is the older form.)"""
 
     owner: str
-    commit: Callable[[ItemKey | None], T]
+    commit: Callable[[ItemKey | None], T] | None = None
     uploads: Sequence[tuple[str, bytes]] = ()
     overwrites: Sequence[tuple[str, bytes]] = ()
     commit_closes_intent: bool = False
     at_ms: int | None = None
-    # Objects this write leaves unreferenced once committed, named in an intent of their
-    # own before the commit, for incremental collection to delete after its grace (while
-    # the commit has not happened, they are still referenced, so collection keeps them).
     orphans: Sequence[str] = field(default_factory=tuple)
+    writes: Sequence[Write] = ()
+    indexes: Sequence[Item] = ()
+    closes_intent: bool = False
+    each: bool = False
+    returning: Literal["old", "new"] | None = None
 
 
 class BlobEngine:
@@ -117,10 +128,48 @@ class BlobEngine:
             self.objects.upload(plan.uploads)
         if plan.overwrites:
             self.objects.overwrite(plan.overwrites)
-        result = plan.commit(intent if plan.commit_closes_intent else None)
-        if intent is not None and not plan.commit_closes_intent:
+        if plan.indexes:
+            self.ports.table.batch(plan.indexes)
+        if plan.commit is not None:
+            result = plan.commit(intent if plan.commit_closes_intent else None)
+            closed = plan.commit_closes_intent
+        else:
+            result, closed = self._commit(plan, intent)  # type: ignore[assignment]
+        if intent is not None and not closed:
             self.journal.close([intent])
         return result
+
+    def _commit(self, plan: WritePlan[T], intent: ItemKey | None) -> tuple[list[Written], bool]:
+        """Write a plan's items; whether the upload intent's delete went with them."""
+        table = self.ports.table
+        if plan.each:
+            written = parallel(lambda w: table.write(w, returning=plan.returning), plan.writes)
+            return written, False
+        closes = intent is not None and plan.closes_intent
+        writes = [*plan.writes, *([Delete(intent)] if closes and intent is not None else [])]
+        if len(writes) == 1:
+            return [table.write(writes[0], returning=plan.returning)], closes
+        if writes:
+            table.transact(writes)
+        return [Written(True)] * len(plan.writes), closes
+
+    def apply(
+        self,
+        write: Write,
+        *,
+        returning: Literal["old", "new"] | None = None,
+        found_on_refusal: bool = False,
+    ) -> Written:
+        """One write that references no new object (a lease, a directory entry's mark, a
+        refreshed expiry): one request; a refused condition raises the write's refusal or
+        is an answer (`Written.applied`)."""
+        return self.ports.table.write(write, returning=returning, found_on_refusal=found_on_refusal)
+
+    def batch(self, puts: Sequence[Item] = (), deletes: Sequence[ItemKey] = ()) -> None:
+        """Items written whole and deleted, unconditionally, in full batches (records of
+        a copy or an import, records and control items deleted behind marks)."""
+        if puts or deletes:
+            self.ports.table.batch(puts, deletes)
 
     def name_orphans(self, owner: str, keys: Sequence[str], at_ms: int | None = None) -> None:
         """Write an intent naming objects of `owner` that a change is about to leave (or

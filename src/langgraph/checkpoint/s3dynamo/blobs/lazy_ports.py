@@ -13,6 +13,7 @@ from langgraph.checkpoint.s3dynamo.ports import (
     RecordIndex,
     TableScan,
 )
+from langgraph.checkpoint.s3dynamo.table import Table
 
 
 class LazyPorts:
@@ -27,6 +28,11 @@ class LazyPorts:
     @cached_property
     def index(self) -> Index:
         return self._make_index()
+
+    @property
+    def table(self) -> Table:
+        """The table itself, under the index's ports."""
+        return self.index.table  # type: ignore[attr-defined, no-any-return]
 
     @property
     def records(self) -> RecordIndex:
