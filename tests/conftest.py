@@ -24,6 +24,9 @@ import pytest
 from tests.support.backends import Backend, aws_backend, memory_backend
 from tests.support.savers import BACKEND, REGION, Clients, RequestCounter
 
+# The shipped port contract asserts in the package: rewritten, its failures say what came.
+pytest.register_assert_rewrite("langgraph.checkpoint.s3dynamo.testing.contract")
+
 if BACKEND not in ("moto", "moto-server", "real"):
     raise pytest.UsageError(f"S3DYNAMO_TEST_BACKEND={BACKEND!r}: expected moto|moto-server|real")
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.layout import control_pk, head_namespace
+from langgraph.checkpoint.s3dynamo.layout import control_pk
+from tests.support import raw
 from tests.support.graphs import two_step_graph
 from tests.support.savers import RequestCounter, make_saver, memory_saver, thread_config
 
@@ -38,11 +39,10 @@ def _long_thread(saver: S3DynamoSaver, tid: str, turns: int) -> None:
     graph = two_step_graph(mem)
     for i in range(turns):
         graph.invoke({"steps": [f"turn {i}"]}, thread_config(tid))
-    saver.store.records.write_batch(puts=mem.index.records())
     name = saver.store.namer.thread(tid)
-    heads = {head_namespace(k.sk) or "": v for k, v in mem.index.heads.items()}
     assert all(k.pk == control_pk(name) for k in mem.index.heads)
-    saver.store.control.put_heads(name, heads)
+    thread = [i for i in mem.index.items() if i["pk"] in (name, control_pk(name))]
+    raw.table(saver).batch(thread)
 
 
 def _items(saver: S3DynamoSaver, tid: str) -> tuple[int, int]:

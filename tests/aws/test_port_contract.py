@@ -14,53 +14,52 @@ import pytest
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.backends.kms import KmsKeys
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
-from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 from langgraph.checkpoint.s3dynamo.errors import StorageError
-from langgraph.checkpoint.s3dynamo.table import Table
-from tests.support.port_contract import (
-    PK,
-    IndexContract,
-    KeyServiceContract,
-    MemoryItemsContract,
-    ObjectStoreContract,
-    _cp,
+from langgraph.checkpoint.s3dynamo.table import ItemKey, Table, every_item, key_of, keyed
+from langgraph.checkpoint.s3dynamo.testing.contract import (
+    KeyServiceTests,
+    ObjectStoreTests,
+    TableTests,
 )
+from tests.support.port_contract import MemoryItemsContract
 from tests.support.savers import BACKEND, REGION, Clients
 
 
-def _table(clients: Clients) -> TableIndex:
-    index = TableIndex(DynamoTable(clients[0], clients.table))
-    index.create_if_missing()
-    return index
+def _table(clients: Clients) -> DynamoTable:
+    table = DynamoTable(clients[0], clients.table)
+    table.create_if_missing()
+    return table
 
 
-class TestDynamoIndex(IndexContract):
+class TestDynamoTable(TableTests):
+    transactions = BACKEND != "real"  # dynalite serves none
+
     @pytest.fixture
-    def index(self, clients: Clients) -> TableIndex:
+    def table(self, clients: Clients) -> DynamoTable:
         return _table(clients)
 
     @pytest.fixture
-    def missing_index(self, clients: Clients) -> TableIndex:
-        return TableIndex(DynamoTable(clients[0], f"{clients.table}-missing"))
+    def missing_table(self, clients: Clients) -> DynamoTable:
+        return DynamoTable(clients[0], f"{clients.table}-missing")
 
-    def test_items_left_unprocessed_are_sent_again(self, index: TableIndex) -> None:
-        client = _Unprocessing(index.table.client, index.table.table, rounds=2)
-        index.table.client = client
-        records = [_cp(f"{i:02}") for i in range(30)]
-        index.write_batch(puts=records)
-        assert len(list(index.query_keys(PK))) == 30
-        index.write_batch(deletes=[r.key for r in records])
-        assert list(index.query_keys(PK)) == []
+    def test_items_left_unprocessed_are_sent_again(self, table: DynamoTable) -> None:
+        client = _Unprocessing(table.client, table.table, rounds=2)
+        table.client = client
+        items = [keyed(ItemKey("p", f"ns#{i:02}")) for i in range(30)]
+        table.batch(items)
+        assert len(every_item(table, "p")) == 30
+        table.batch(deletes=[key_of(i) for i in items])
+        assert every_item(table, "p") == []
         assert client.held == 8  # each of the four batches: its last item held back twice
 
     def test_items_never_processed_are_named(
-        self, index: TableIndex, monkeypatch: pytest.MonkeyPatch
+        self, table: DynamoTable, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.setattr("time.sleep", lambda _: None)
-        index.table.client = _Unprocessing(index.table.client, index.table.table, rounds=99)
+        table.client = _Unprocessing(table.client, table.table, rounds=99)
         with pytest.raises(StorageError, match=r"still unprocessed after .* retry the operation"):
-            index.write_batch(puts=[_cp("1"), _cp("2")])
+            table.batch([keyed(ItemKey("p", "1")), keyed(ItemKey("p", "2"))])
 
 
 class _Unprocessing:
@@ -89,7 +88,9 @@ class _Unprocessing:
         return out
 
 
-class TestS3Objects(ObjectStoreContract):
+class TestS3Objects(ObjectStoreTests):
+    refuses_missing_buckets = BACKEND != "real"  # SeaweedFS creates a missing one
+
     @pytest.fixture
     def objects(self, clients: Clients) -> S3Objects:
         store = S3Objects(clients[1], clients.bucket)
@@ -105,7 +106,7 @@ class TestS3Objects(ObjectStoreContract):
 
 
 @pytest.mark.unsupported_on("real", reason="no KMS beside dynalite and SeaweedFS")
-class TestKmsKeys(KeyServiceContract):
+class TestKmsKeys(KeyServiceTests):
     @pytest.fixture
     def keys(self, aws: None) -> KmsKeys:
         import boto3
@@ -119,8 +120,10 @@ class TestKmsKeys(KeyServiceContract):
 
 class TestDynamoMemoryItems(MemoryItemsContract):
     @pytest.fixture
-    def items(self, clients: Clients) -> TableIndex:
-        return _table(clients)
+    def items(self, clients: Clients) -> MemoryOnTable:
+        on_table = MemoryOnTable.__new__(MemoryOnTable)
+        on_table.table = _table(clients)
+        return on_table
 
 
 class _MemoryOnTable(MemoryOnTable):

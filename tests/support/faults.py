@@ -17,24 +17,19 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from langgraph.checkpoint.s3dynamo.ports import BucketRegion, Cursor, ObjectInfo, Page
-from langgraph.checkpoint.s3dynamo.records import (
-    CheckpointRecord,
-    ControlRecord,
-    Fence,
-    HeadMove,
-    ItemKey,
-    Lease,
-    Loan,
-    Record,
-    Stamp,
-    UploadIntent,
-    WritesRecord,
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
+from langgraph.checkpoint.s3dynamo.layout import (
+    BORROW_PREFIX,
+    JOURNAL_MARK,
+    LOAN_PREFIX,
+    is_deployment_pk,
 )
+from langgraph.checkpoint.s3dynamo.ports import BucketRegion, ObjectInfo
+from langgraph.checkpoint.s3dynamo.table import Item, ItemKey, Page, Write, Written
 from tests.support.scenarios import snapshot_view
 
 R = TypeVar("R")
@@ -84,155 +79,72 @@ class Faults:
         raise Crash(f"injected fault at request {self.at} ({self.mode})")
 
 
-class FaultyIndex:
-    """The `Index` port with faults injected."""
+class FaultyTable:
+    """The table port with faults injected: each request counted, and told apart by what
+    it writes (an upload intent, a loan or borrowing, or a thread's records and control
+    items). The deployment's own partition passes through, but for the retention sweep's
+    cursor, which is written around the thread operations faults target."""
 
-    def __init__(self, inner: MemoryIndex, faults: Faults) -> None:
+    def __init__(self, inner: MemoryTable, faults: Faults) -> None:
         self.inner, self.faults = inner, faults
 
-    def query(
-        self,
-        pk: str,
-        *,
-        prefix: str | None = None,
-        between: tuple[str, str] | None = None,
-        descending: bool = False,
-        limit: int | None = None,
-        cursor: Cursor | None = None,
-        consistent: bool = False,
-    ) -> Page:
+    @staticmethod
+    def _passes(key: ItemKey) -> bool:
+        return is_deployment_pk(key.pk) and not key.sk.startswith("sweep")
+
+    @staticmethod
+    def _kind(key: ItemKey) -> str:
+        if JOURNAL_MARK in key.pk:
+            return "intent"
+        if key.sk.startswith((LOAN_PREFIX, BORROW_PREFIX)):
+            return "loan"
+        return "record"
+
+    def get(self, key: ItemKey, *, consistent: bool = True) -> Item | None:
+        if self._passes(key):
+            return self.inner.get(key, consistent=consistent)
+        return self.faults.request(lambda: self.inner.get(key, consistent=consistent), writes=False)
+
+    def get_many(self, keys: Sequence[ItemKey], *, consistent: bool = False) -> list[Item]:
         return self.faults.request(
-            lambda: self.inner.query(
-                pk,
-                prefix=prefix,
-                between=between,
-                descending=descending,
-                limit=limit,
-                cursor=cursor,
-                consistent=consistent,
-            ),
-            writes=False,
+            lambda: self.inner.get_many(keys, consistent=consistent), writes=False
         )
 
-    def query_keys(self, pk: str, *, prefix: str | None = None) -> Iterator[ItemKey]:
-        return self.faults.request(lambda: self.inner.query_keys(pk, prefix=prefix), writes=False)
+    def query(self, partition: str, **query: Any) -> Page:
+        if is_deployment_pk(partition):
+            return self.inner.query(partition, **query)
+        return self.faults.request(lambda: self.inner.query(partition, **query), writes=False)
 
-    def run_checkpoints(self, run_key: str) -> list[ItemKey]:
-        return self.faults.request(lambda: self.inner.run_checkpoints(run_key), writes=False)
+    def scan(self, **scan: Any) -> Page:
+        return self.faults.request(lambda: self.inner.scan(**scan), writes=False)
 
-    def put_checkpoint(
-        self,
-        record: CheckpointRecord,
-        head: HeadMove | None,
-        fence: Fence | None = None,
-        intent: ItemKey | None = None,
-    ) -> None:
-        self.faults.request(lambda: self.inner.put_checkpoint(record, head, fence, intent))
+    def write(self, write: Write, **options: Any) -> Written:
+        if self._passes(write.key):
+            return self.inner.write(write, **options)
+        return self.faults.request(
+            lambda: self.inner.write(write, **options), kind=self._kind(write.key)
+        )
 
-    def merge_writes(
-        self,
-        record: WritesRecord,
-        last_wins: frozenset[int],
-        fence: Fence | None = None,
-        intent: ItemKey | None = None,
-    ) -> None:
-        self.faults.request(lambda: self.inner.merge_writes(record, last_wins, fence, intent))
+    def transact(self, writes: Sequence[Write]) -> None:
+        self.faults.request(lambda: self.inner.transact(writes))
 
-    def put_intent(self, intent: UploadIntent) -> None:
-        self.faults.request(lambda: self.inner.put_intent(intent), kind="intent")
-
-    def intents_before(self, pk: str, upper_sk: str) -> list[UploadIntent]:
-        return self.faults.request(lambda: self.inner.intents_before(pk, upper_sk), writes=False)
-
-    def lend(self, lender: str, borrower: str, leaves: Collection[str]) -> None:
-        # One request per part, as DynamoDB takes them (tests stay far below a part).
-        self.faults.request(lambda: self.inner.lend(lender, borrower, leaves), kind="loan")
-
-    def unlend(self, loan: Loan, leaves: Collection[str]) -> None:
-        if set(leaves) & loan.leaves:
-            self.faults.request(lambda: self.inner.unlend(loan, leaves), kind="loan")
-
-    def loans(self, lender: str, borrower: str | None = None) -> list[Loan]:
-        return self.faults.request(lambda: self.inner.loans(lender, borrower), writes=False)
-
-    def control_keys(self, thread_name: str) -> list[ItemKey]:
-        return self.faults.request(lambda: self.inner.control_keys(thread_name), writes=False)
-
-    def put_borrowing(self, borrower: str, lender: str) -> None:
-        self.faults.request(lambda: self.inner.put_borrowing(borrower, lender), kind="loan")
-
-    def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
-        self.faults.request(lambda: self.inner.drop_heads(thread_name, ns_names))
-
-    def acquire_lease(self, key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
-        return self.faults.request(lambda: self.inner.acquire_lease(key, owner, now_ms, ttl_ms))
-
-    def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
-        return self.faults.request(lambda: self.inner.renew_lease(lease, now_ms, ttl_ms))
-
-    def release_lease(self, lease: Lease) -> None:
-        self.faults.request(lambda: self.inner.release_lease(lease))
-
-    def replace_if_unchanged(self, old: Record, new: Record) -> bool:
-        return self.faults.request(lambda: self.inner.replace_if_unchanged(old, new))
-
-    def delete_items(self, keys: Iterable[ItemKey]) -> None:
-        keys = list(keys)
-        self.faults.request(lambda: self.inner.delete_items(keys))
-
-    def item_size(self, record: Record) -> int:
-        return self.inner.item_size(record)  # no request
-
-    def write_batch(self, puts: Iterable[Record] = (), deletes: Iterable[ItemKey] = ()) -> None:
-        items: list[tuple[str, Any]] = [("put", r) for r in puts]
+    def batch(self, puts: Sequence[Item] = (), deletes: Sequence[ItemKey] = ()) -> None:
+        items: list[tuple[str, Any]] = [("put", i) for i in puts]
         items += [("delete", k) for k in deletes]
         for i in range(0, len(items), BATCH):
             chunk = items[i : i + BATCH]
             self.faults.request(lambda c=chunk: self._apply(c), lambda c=chunk: self._apply(c[::2]))
 
     def _apply(self, chunk: list[tuple[str, Any]]) -> None:
-        self.inner.write_batch(
-            puts=[r for op, r in chunk if op == "put"],
-            deletes=[k for op, k in chunk if op == "delete"],
+        self.inner.batch(
+            [i for op, i in chunk if op == "put"], [k for op, k in chunk if op == "delete"]
         )
 
-    def scan(self, prefix: str = "") -> Iterator[Record]:
-        return self.faults.request(lambda: self.inner.scan(prefix), writes=False)
-
-    def scan_stamps(
-        self, segment: int = 0, segments: int = 1, prefix: str = ""
-    ) -> Iterator[list[Stamp]]:
-        return self.faults.request(
-            lambda: self.inner.scan_stamps(segment, segments, prefix), writes=False
-        )
-
-    def partition_stamps(self, pk: str) -> list[Stamp]:
-        return self.faults.request(lambda: self.inner.partition_stamps(pk), writes=False)
-
-    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        self.faults.request(lambda: self.inner.put_heads(thread_name, heads))
-
-    def idle_query(self, partition: str, prefix: str = "") -> Iterator[list[ItemKey]]:
-        return self.faults.request(lambda: self.inner.idle_query(partition, prefix), writes=False)
-
-    def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
-        return self.faults.request(lambda: self.inner.set_idle(key, to, was))
-
-    # The control partition (deployment record) passes through: faults target threads,
-    # and the retention sweep's cursor, which is written around them.
-    def read_control(self, pk: str) -> dict[str, ControlRecord]:
-        return self.inner.read_control(pk)
-
-    def put_control(self, pk: str, record: ControlRecord, expected_version: int | None) -> bool:
-        if record.name.startswith("sweep"):
-            return self.faults.request(lambda: self.inner.put_control(pk, record, expected_version))
-        return self.inner.put_control(pk, record, expected_version)
+    def item_size(self, item: Mapping[str, Any]) -> int:
+        return self.inner.item_size(item)  # no request
 
     def create_if_missing(self) -> bool:
         return self.inner.create_if_missing()
-
-    def bucket_region(self) -> BucketRegion | None:
-        return self.inner.bucket_region()
 
 
 class FaultyObjects:
@@ -299,7 +211,7 @@ def read_history(graph: Any, tid: str) -> History:
 class CrashingPort:
     """Any port, wrapped so that call number `at` of the methods `counted` picks (shared
     by every port with the same `counter`) raises `Crash`, before the call or after it
-    is applied: for the Store's multi-request operations, whose ports `FaultyIndex` does
+    is applied: for the Store's multi-request operations, whose ports `FaultyTable` does
     not cover method by method."""
 
     def __init__(

@@ -24,7 +24,7 @@ Contents = dict[str, Any]
 
 def memory_contents(index: MemoryIndex, stores: dict[str, MemoryObjects]) -> Contents:
     """Every item of the in-memory table, and every object of each named store."""
-    out: Contents = {f"item {i['pk']} {i['sk']}": i for i in index.table.items()}
+    out: Contents = {f"item {i['pk']} {i['sk']}": i for i in index.items()}
     for name, store in stores.items():
         for key, blob in store.blobs.items():
             out[f"object {name}/{key}"] = (blob, store.tags.get(key))

@@ -14,9 +14,9 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import ItemTooLargeError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
-from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
+from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
 from tests.support import concurrent_runs as runs
 from tests.support.backends import Backend
 from tests.support.port_contract import HEAD, LEASE, _cp
@@ -155,18 +155,16 @@ def test_a_transaction_cancelled_by_a_conflict_is_sent_again() -> None:
     head, fence = HeadMove(HEAD, "2", "1", True), Fence(LEASE, 3)
     conflict = ["None", "TransactionConflict", "None"]
     client = _Cancelling(conflict, conflict)
-    TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), head, fence)
+    _commit(DynamoTable(client, "t"), _cp("2"), head, fence)
     assert client.sent == 3
     with pytest.raises(ConcurrentUpdateError, match="kept changing"):
-        TableIndex(DynamoTable(_Cancelling(*[conflict] * 5), "t")).put_checkpoint(
-            _cp("2"), head, fence
-        )
+        _commit(DynamoTable(_Cancelling(*[conflict] * 5), "t"), _cp("2"), head, fence)
     with pytest.raises(LeaseLostError):
         lost = ["None", "ConditionalCheckFailed", "ConditionalCheckFailed"]
-        TableIndex(DynamoTable(_Cancelling(lost), "t")).put_checkpoint(_cp("2"), head, fence)
+        _commit(DynamoTable(_Cancelling(lost), "t"), _cp("2"), head, fence)
     client = _Cancelling(["None", "ConditionalCheckFailed"])
     with pytest.raises(ConcurrentUpdateError, match="head moved"):
-        TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), head)
+        _commit(DynamoTable(client, "t"), _cp("2"), head)
     assert client.sent == 1
 
 
@@ -178,7 +176,12 @@ def test_clients_retry_in_standard_mode_with_the_stated_budget(
     monkeypatch.setenv("S3DYNAMO_MAX_ATTEMPTS", "7")
     monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
     saver = S3DynamoSaver.from_env()
-    for port in (saver.store.records.table, saver.store.objects.port):
+    for port in (saver.store.ports.table, saver.store.objects.port):
         retries = port.client.meta.config.retries  # type: ignore[attr-defined]
         assert retries == {"mode": "standard", "total_max_attempts": 7}
     assert S3DynamoSaver(table="t", bucket="b", plaintext=True).settings.max_attempts == 5
+
+
+def _commit(table: DynamoTable, record: Any, head: Any, fence: Any = None) -> None:
+    """A checkpoint's commit, as the thread store hands it to the table."""
+    table.transact(commit_checkpoint(record, head, fence, 0))

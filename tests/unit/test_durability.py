@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from tests.support.faults import Crash, Faults, FaultyIndex, FaultyObjects
+from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
 from tests.support.savers import MemorySaver, memory_saver
 from tests.support.scenarios import Runner, snapshot_view
 
@@ -257,7 +257,7 @@ def turn(cp: BaseCheckpointSaver, run: Runner, inputs: Any, durability: str) -> 
 
 def faulty(index: MemoryIndex, objects: MemoryObjects, faults: Faults) -> S3DynamoSaver:
     return S3DynamoSaver(
-        index=FaultyIndex(index, faults),
+        index=FaultyTable(index, faults),
         object_store=FaultyObjects(objects, faults),
         keys=KEYS,
         secret=SECRET,

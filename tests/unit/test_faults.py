@@ -25,12 +25,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import (
     Crash,
     Faults,
-    FaultyIndex,
     FaultyObjects,
+    FaultyTable,
     History,
     read_history,
 )
@@ -277,7 +278,7 @@ def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
     run(
         kind,
         op,
-        saver_on(FaultyIndex(index, counting), FaultyObjects(objects, counting), active_key(op)),
+        saver_on(FaultyTable(index, counting), FaultyObjects(objects, counting), active_key(op)),
     )
     ref = views(kind, index, objects)
     total = counting.count
@@ -296,7 +297,7 @@ def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
             index, objects = index0.clone(), objects0.clone()
             faults = Faults(at, mode)
             saver = saver_on(
-                FaultyIndex(index, faults), FaultyObjects(objects, faults), active_key(op)
+                FaultyTable(index, faults), FaultyObjects(objects, faults), active_key(op)
             )
             with contextlib.suppress(Crash):
                 run(kind, op, saver)
@@ -477,10 +478,10 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
             name_of = saver.store.namer.thread(target)
             prefix = saver.store.thread_prefix(name_of)
             assert not list(saver.store.objects.port.list(prefix)), (at, mode)
-            assert saver.store.control.control_keys(name_of) == [], (at, mode)
+            assert raw.control_keys(saver, name_of) == [], (at, mode)
             # What the copy shared, its source still reads whole.
             assert _history(reader, "t") == source, (at, mode)
-    assert saver.store.control.loans(saver.store.namer.thread("t")) == []
+    assert raw.loans(saver, "t") == []
 
 
 def _put_big(saver: S3DynamoSaver, run_id: str, version: str | None = None) -> Any:

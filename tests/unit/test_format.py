@@ -31,7 +31,7 @@ def _record(index: MemoryIndex, prefix: str = "") -> ControlRecord:
 
 def _store(index: MemoryIndex, record: ControlRecord, prefix: str = "") -> None:
     """Replace the deployment record as stored (what another release would write)."""
-    index.table.load([control_item(deployment_pk(prefix), record)])
+    index.load([control_item(deployment_pk(prefix), record)])
 
 
 def test_the_deployment_record_names_its_format_and_a_newer_one_is_refused() -> None:

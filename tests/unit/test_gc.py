@@ -31,7 +31,7 @@ from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc, plan_incremental_gc
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import referenced_leaves
 from tests.support.backends import Backend
-from tests.support.faults import Crash, Faults, FaultyIndex, FaultyObjects
+from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
 from tests.support.savers import (
     Clients,
     MemorySaver,
@@ -472,7 +472,7 @@ def test_a_crash_at_any_request_leaves_one_intent_naming_the_orphans(
     # The fault-free run: how many requests, and the state it makes.
     index, objects = index0.clone(), objects0.clone()
     counting = Faults()
-    run(FaultyIndex(index, counting), FaultyObjects(objects, counting))
+    run(FaultyTable(index, counting), FaultyObjects(objects, counting))
     new = read(index, objects)
     assert new != old and index.intents == {} and orphans(index, objects) == set()
     # The intent, then the uploads, then the commit (without detection, a put's commit is
@@ -485,7 +485,7 @@ def test_a_crash_at_any_request_leaves_one_intent_naming_the_orphans(
             index, objects = index0.clone(), objects0.clone()
             faults = Faults(at, mode)
             with contextlib.suppress(Crash):
-                run(FaultyIndex(index, faults), FaultyObjects(objects, faults))
+                run(FaultyTable(index, faults), FaultyObjects(objects, faults))
             assert faults.fired
             tried += 1
             where = f"{operation}: fault at request {at}/{counting.count} ({mode})"
@@ -516,15 +516,15 @@ def test_collection_keeps_what_a_later_commit_references() -> None:
     cp = empty_checkpoint()
     cp["channel_values"] = {"doc": os.urandom(BIG)}
     cp["channel_versions"] = {"doc": saver.get_next_version(None, None)}
-    real_put = index.put_checkpoint
+    real_put = index.transact
 
     def crash(*args: Any, **kwargs: Any) -> None:
         raise Crash("the process died before its commit")
 
-    index.put_checkpoint = crash  # type: ignore[method-assign]
+    index.transact = crash  # type: ignore[method-assign]  # the commit
     with pytest.raises(Crash):
         saver.put(first, cp, {"step": 2}, cp["channel_versions"])
-    index.put_checkpoint = real_put  # type: ignore[method-assign]
+    index.transact = real_put  # type: ignore[method-assign]
     assert len(index.intents) == 1 and len(orphans(index, objects)) == 1
     saver.put(first, cp, {"step": 2}, cp["channel_versions"])
     assert len(index.intents) == 1 and orphans(index, objects) == set()
@@ -537,7 +537,7 @@ def test_collection_keeps_what_a_later_commit_references() -> None:
 def test_young_intents_are_left_alone() -> None:
     index, objects, first = start()
     saver = saver_on(index, objects)
-    index.put_checkpoint = lambda *a, **k: (_ for _ in ()).throw(Crash())  # type: ignore[method-assign]
+    index.transact = lambda *a, **k: (_ for _ in ()).throw(Crash())  # type: ignore[method-assign]
     with pytest.raises(Crash):
         put_big(saver, first, 2)
     # Within the grace period the put may still be running: nothing is read back.
@@ -551,7 +551,7 @@ def test_the_journal_is_sharded_by_thread_and_owned_by_no_thread() -> None:
     saver = saver_on(index, objects)
     saver.setup()
     for i in range(64):
-        index.put_checkpoint = lambda *a, **k: (_ for _ in ()).throw(Crash())  # type: ignore[method-assign]
+        index.transact = lambda *a, **k: (_ for _ in ()).throw(Crash())  # type: ignore[method-assign]
         with pytest.raises(Crash):
             put_big(saver, config(f"t{i}"), 1, channels=1)
     shards = {key.pk for key in index.intents}
@@ -571,10 +571,10 @@ def test_a_collection_interrupted_anywhere_deletes_nothing_referenced_and_a_repe
     index0, objects0, first = start()
     saver = saver_on(index0, objects0)
     for step in (2, 2):  # two crashed puts of the same thread
-        index0.put_checkpoint = lambda *a, **k: (_ for _ in ()).throw(Crash())  # type: ignore[method-assign]
+        index0.transact = lambda *a, **k: (_ for _ in ()).throw(Crash())  # type: ignore[method-assign]
         with pytest.raises(Crash):
             put_big(saver, first, step)
-    del index0.put_checkpoint  # the class's own again
+    del index0.transact  # the class's own again
     old = read(index0, objects0)
     assert len(index0.intents) == 2 and len(orphans(index0, objects0)) == 4
 
@@ -584,14 +584,14 @@ def test_a_collection_interrupted_anywhere_deletes_nothing_referenced_and_a_repe
 
     counting = Faults()
     index, objects = index0.clone(), objects0.clone()
-    collect(FaultyIndex(index, counting), FaultyObjects(objects, counting))
+    collect(FaultyTable(index, counting), FaultyObjects(objects, counting))
     assert "list" not in objects.calls and orphans(index, objects) == set()
     for at in range(1, counting.count + 1):
         for mode in ("before", "after"):
             index, objects = index0.clone(), objects0.clone()
             faults = Faults(at, mode)
             with contextlib.suppress(Crash):
-                collect(FaultyIndex(index, faults), FaultyObjects(objects, faults))
+                collect(FaultyTable(index, faults), FaultyObjects(objects, faults))
             where = f"fault at request {at}/{counting.count} ({mode})"
             assert read(index, objects) == old, where
             collect(index, objects)

@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from tests.support.backends import Backend
-from tests.support.faults import Crash, Faults, FaultyIndex, FaultyObjects
+from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
 from tests.support.savers import BACKEND
 from tests.support.scenarios import chat_graph
 
@@ -126,7 +126,7 @@ def test_delete_for_runs_sends_one_query_and_one_update_more_per_thread(
 
 def faulty_saver(index: Any, objects: Any, faults: Faults, day: float) -> S3DynamoSaver:
     saver = S3DynamoSaver(
-        index=FaultyIndex(index, faults),
+        index=FaultyTable(index, faults),
         object_store=FaultyObjects(objects, faults),
         keys={"k1": b"k" * 32},
         secret=b"a naming secret!",

@@ -23,7 +23,7 @@ from langgraph.checkpoint.s3dynamo import (
     S3DynamoSaver,
 )
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, record_item
 from tests.support.savers import (
     BACKEND,
     REGION,
@@ -163,7 +163,7 @@ def test_racing_first_writers_agree_on_one_record(clients: tuple[Any, Any]) -> N
     first = make_saver(clients, keys={"a": os.urandom(32)}, secret="one" * 6)
     second = make_saver(clients, keys={"b": os.urandom(32)}, secret="two" * 6)
     # Table and bucket exist (as Terraform creates them), no deployment record yet.
-    first.store.records.create_if_missing()
+    first.store.ports.table.create_if_missing()
     first.store.objects.port.create_if_missing()
     assert (
         first.get_tuple(thread_config("x")) is None and second.get_tuple(thread_config("y")) is None
@@ -254,7 +254,7 @@ def test_kms_keyring_is_bound_to_its_table(
     other = make_saver(
         clients, table=saver.settings.table + "-copy", kms_key_id=alias, kms_client=kms
     )
-    other.store.records.create_if_missing()
+    other.store.ports.table.create_if_missing()
     ddb.put_item(TableName=other.settings.table, Item=ring)
     with pytest.raises(DeploymentMismatchError, match="another table"):
         other.get_tuple(thread_config("t"))
@@ -428,7 +428,7 @@ def test_a_flipped_byte_is_still_reported_as_tampering() -> None:
     [record] = [r for r in index.records() if isinstance(r, CheckpointRecord) and r.inline][-1:]
     tag, blob = next(iter(record.inline.items()))
     record.inline[tag] = blob[:-1] + bytes([blob[-1] ^ 1])
-    index.write_batch(puts=[record])
+    index.batch([record_item(record)])
     same = reader(index, objects, keys={"k1": KEY}, secret=SECRET)
     with pytest.raises(IntegrityError) as exc:
         for _ in same.list(CONFIG):

@@ -220,7 +220,7 @@ def test_swapped_values_are_refused(parts: tuple[MemoryIndex, MemoryObjects]) ->
     keys = list(rows)
     # Swap the payloads of two items of one namespace, and move one to another namespace.
     one, two = keys[0], keys[1]
-    index.table.load([row_item(rows[one]._replace(blob=rows[two].blob))])
+    index.load([row_item(rows[one]._replace(blob=rows[two].blob))])
     with pytest.raises(IntegrityError):
         store.search(("a",)) + store.search(("b",))
 
@@ -669,7 +669,7 @@ def test_items_of_the_earlier_format_read(parts: tuple[MemoryIndex, MemoryObject
     body = serde.dumps_typed({"value": {"text": "cat"}, "vectors": {"text": [1.0, 0.0]}})
     payload = json.dumps([list(NS), "old", body[0]]).encode() + b"\n" + body[1]
     blob = space.sealer.seal("memory", payload, space.aad(NS, ik.sk))
-    index.table.load([row_item(MemoryRow(ik, blob, None, None, None, 1000, 1000))])
+    index.load([row_item(MemoryRow(ik, blob, None, None, None, 1000, 1000))])
     item = store.get(NS, "old")
     assert item is not None and item.value == {"text": "cat"}
 
@@ -718,7 +718,7 @@ def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:
     from botocore.exceptions import ClientError
 
     from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
-    from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
+    from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
     from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry
     from langgraph.checkpoint.s3dynamo.records import ItemKey
 
@@ -738,7 +738,9 @@ def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:
     row = MemoryRow(ItemKey("p~m!", "k"), b"x", None)
     entry = DirectoryEntry(ItemKey("~m~dir!", "n"), b"n", "g")
     with pytest.raises(ConcurrentUpdateError, match="kept changing the same items") as err:
-        TableIndex(DynamoTable(Conflicting(), "t")).memory_put([row], entry)  # type: ignore[arg-type]
+        on_table = MemoryOnTable.__new__(MemoryOnTable)
+        on_table.table = DynamoTable(Conflicting(), "t")
+        on_table.memory_put([row], entry)
     assert "thread" not in str(err.value)
 
 

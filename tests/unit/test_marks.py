@@ -95,19 +95,19 @@ def test_an_interrupted_copy_shows_nothing_at_the_target_until_a_repeat(
 ) -> None:
     graph = _chat(saver)
     source = _history(graph)
-    real = saver.store.records.write_batch
+    real = saver.index.batch
     calls = []
 
     def dying(puts: Any = (), deletes: Any = ()) -> None:
         puts = list(puts)
         calls.append(len(puts))
         if len(calls) == 2:  # the records, after the marks: half of them, then death
-            real(puts=puts[::2], deletes=deletes)
+            real(puts[::2], deletes)
             raise Interrupted
-        real(puts=puts, deletes=deletes)
+        real(puts, deletes)
 
     with monkeypatch.context() as m:
-        m.setattr(saver.store.records, "write_batch", dying)
+        m.setattr(saver.index, "batch", dying)
         with pytest.raises(Interrupted):
             saver.copy_thread("t", "c")
     assert _history(graph, "c") == [] and graph.get_state(_config("c")).values == {}

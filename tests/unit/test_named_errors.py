@@ -35,7 +35,6 @@ from langgraph.checkpoint.s3dynamo import (
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
-from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from tests.support.backends import Backend
 from tests.support.savers import MemorySaver, make_saver, thread_config
@@ -344,7 +343,7 @@ def test_an_endpoint_answering_500_without_an_aws_error_is_a_configuration_error
         "query", service_error_code="", service_message=HTML_500, http_status_code=500
     )
     with pytest.raises(StorageConfigError) as raised:
-        TableIndex(DynamoTable(client, "checkpoints")).read_control("#s3dynamo")
+        DynamoTable(client, "checkpoints").query("#s3dynamo", consistent=True)
     message = str(raised.value)
     assert "Query on DynamoDB table 'checkpoints' (region eu-nowhere-1, endpoint " in message
     assert "answered HTTP 500 without an AWS error code" in message
@@ -371,7 +370,7 @@ def test_errors_that_may_pass_stay_storage_errors_that_say_retry(
     )
     with pytest.raises(StorageError, match="retry later") as raised:
         if service == "dynamodb":
-            TableIndex(DynamoTable(client, "checkpoints")).read_control("#s3dynamo")
+            DynamoTable(client, "checkpoints").query("#s3dynamo", consistent=True)
         else:
             S3Objects(client, "agent-checkpoints").overwrite("k", b"v")
     assert not isinstance(raised.value, InvalidConfigError)
@@ -454,7 +453,7 @@ def test_a_region_no_one_knows_is_a_configuration_error_when_its_endpoint_does_n
 
     client.meta.events.register("before-send", no_connection)
     with pytest.raises(error) as raised:
-        TableIndex(DynamoTable(client, "checkpoints")).read_control("#s3dynamo")
+        DynamoTable(client, "checkpoints").query("#s3dynamo", consistent=True)
     message = str(raised.value)
     assert f"cannot reach DynamoDB table 'checkpoints' (region {region}, endpoint " in message
     if error is StorageConfigError:

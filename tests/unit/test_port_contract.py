@@ -1,5 +1,6 @@
-"""The port contract (`tests/support/port_contract.py`) on the in-memory twins; the AWS
-adapters run the same in `tests/aws/test_port_contract.py`."""
+"""The port contract (`testing.contract`, shipped for other backends) on the in-memory
+table, bucket and key service; the AWS adapters run the same in
+`tests/aws/test_port_contract.py`."""
 
 from __future__ import annotations
 
@@ -12,26 +13,25 @@ from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
 from langgraph.checkpoint.s3dynamo.table import ItemKey, Table
-from tests.support.port_contract import (
-    IndexContract,
-    KeyServiceContract,
-    MemoryItemsContract,
-    ObjectStoreContract,
-    _row,
+from langgraph.checkpoint.s3dynamo.testing.contract import (
+    KeyServiceTests,
+    ObjectStoreTests,
+    TableTests,
 )
+from tests.support.port_contract import MemoryItemsContract, _row
 
 
-class TestMemoryIndex(IndexContract):
+class TestMemoryTable(TableTests):
     @pytest.fixture
-    def index(self) -> MemoryIndex:
-        return MemoryIndex()
+    def table(self) -> MemoryTable:
+        return MemoryTable()
 
     @pytest.fixture
-    def missing_index(self) -> MemoryIndex:
-        return MemoryIndex(exists=False)
+    def missing_table(self) -> MemoryTable:
+        return MemoryTable(exists=False)
 
 
-class TestMemoryObjects(ObjectStoreContract):
+class TestMemoryObjects(ObjectStoreTests):
     @pytest.fixture
     def objects(self) -> MemoryObjects:
         return MemoryObjects()
@@ -41,7 +41,7 @@ class TestMemoryObjects(ObjectStoreContract):
         return MemoryObjects(exists=False)
 
 
-class TestMemoryKms(KeyServiceContract):
+class TestMemoryKms(KeyServiceTests):
     @pytest.fixture
     def keys(self) -> MemoryKms:
         return MemoryKms()

@@ -23,9 +23,9 @@ from tests.support.savers import memory_saver
 def test_prime_builds_every_port_and_sends_nothing(backend: Backend) -> None:
     saver = backend.saver(setup=False)
     ports = saver.store.ports
-    assert not any(ports.built(name) for name in ("records", "control", "scans", "objects"))
+    assert not any(ports.built(name) for name in ("table", "objects"))
     saver.prime()
-    assert all(ports.built(name) for name in ("records", "control", "scans", "objects"))
+    assert all(ports.built(name) for name in ("table", "objects"))
     assert backend.calls() == {}
     # Primed on a deployment that exists, the first read is an ordinary one.
     backend.saver()

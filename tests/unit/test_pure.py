@@ -265,7 +265,7 @@ def test_malformed_item_is_an_integrity_error() -> None:
 
 def test_merge_update_keeps_first_regular_and_last_special() -> None:
     record = WritesRecord("pk", "ns#cid#t", b"ref", {0: b"x", -3: b"y"})
-    (update,) = thread_format.commit_writes(record, frozenset({-3}), None, None)
+    (update,) = thread_format.commit_writes(record, frozenset({-3}), None)
     assert isinstance(update, Update)
     assert update.keep["w0"] == b"x" and update.set == {"w-3": b"y"}
     expression = ddb.Expression()

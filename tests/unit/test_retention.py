@@ -31,6 +31,7 @@ from langgraph.checkpoint.s3dynamo.layout import IDLE_SHARDS, control_pk, is_con
 from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, id_time, plan_expiry
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, table_definition
 from langgraph.checkpoint.s3dynamo.settings import Settings, duration, langgraph_json_ttl
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.graphs import delta_graph
 from tests.support.savers import (
@@ -145,8 +146,7 @@ def test_dry_run_changes_nothing(saver: MemorySaver) -> None:
 def test_data_written_before_stamps_is_dated_by_its_checkpoint_ids(saver: MemorySaver) -> None:
     chat(saver, "legacy")
     # As an older version wrote them: no stamp on any record.
-    for record in saver.index.records():
-        saver.index.write_batch(puts=[replace(record, written_at=None)])
+    raw.put_records(saver, [replace(r, written_at=None) for r in saver.index.records()])
     at(saver, 0)
     assert not saver.ops.expire_idle_threads(TTL).removed  # written today, by its ids
     at(saver, 31)
@@ -160,8 +160,7 @@ def test_records_that_cannot_be_dated_are_kept(saver: MemorySaver) -> None:
     checkpoint = create_checkpoint(empty_checkpoint(), None, 1)
     checkpoint["id"] = "my-own-checkpoint-id"
     saver.put(config, checkpoint, {"source": "input", "step": 1}, {})
-    for record in saver.index.records():
-        saver.index.write_batch(puts=[replace(record, written_at=None)])
+    raw.put_records(saver, [replace(r, written_at=None) for r in saver.index.records()])
     at(saver, 400)
     plan = saver.ops.expire_idle_threads(TTL)
     assert plan.undated == 1 and not plan.removed
@@ -285,9 +284,9 @@ def test_the_parallel_scan_covers_the_table_once(backend: Backend) -> None:
     saver = backend.saver()
     for i in range(6):
         chat(saver, f"t{i}", turns=1)
-    index = saver.store.records
-    whole = [s.key for page in index.scan_stamps() for s in page]
-    split = [s.key for seg in range(4) for page in index.scan_stamps(seg, 4) for s in page]
+    store = saver.store
+    whole = [s.key for page in store.deployment_stamps() for s in page]
+    split = [s.key for seg in range(4) for page in store.deployment_stamps(seg, 4) for s in page]
     assert sorted(split) == sorted(whole) and len(set(split)) == len(split)
     assert len({k.pk for k in whole if not is_control_pk(k.pk)}) == 6
 
@@ -655,7 +654,7 @@ def test_scan_reads_only_keys_stamps_and_heads(clients: Clients, counter: Reques
     # The sweep's cursor (none yet: this first sweep plans with the Scan), then the Scan.
     assert dict(counter.calls) == {"dynamodb.Query": 1, "dynamodb.Scan": SCAN_SEGMENTS}
     if BACKEND == "moto":
-        stamps = list(saver.store.records.scan_stamps())
+        stamps = list(saver.store.deployment_stamps())
         assert len(stamps) == 1 and stamps[0] and all(s.key.pk for s in stamps[0])
 
 

@@ -12,9 +12,9 @@ from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.s3dynamo import backoff
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
-from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError
 from langgraph.checkpoint.s3dynamo.records import HeadMove
+from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
 from tests.support.port_contract import HEAD, _cp
 
 
@@ -57,8 +57,11 @@ def test_a_transaction_in_conflict_is_sent_the_conflict_limit_of_times_with_paus
     monkeypatch.setattr(backoff.time, "sleep", pauses.append)
     client = _Conflicting()
     with pytest.raises(ConcurrentUpdateError, match=r"kept changing .* \(5 attempts\)"):
-        TableIndex(DynamoTable(client, "t")).put_checkpoint(
-            _cp("2"), HeadMove(HEAD, "2", "1", True)
-        )
+        _commit(DynamoTable(client, "t"), _cp("2"), HeadMove(HEAD, "2", "1", True))
     assert client.sent == backoff.CONFLICT_ATTEMPTS == 5
     assert len(pauses) == 4 and all(p <= backoff.CAP for p in pauses)
+
+
+def _commit(table: DynamoTable, record: Any, head: Any, fence: Any = None) -> None:
+    """A checkpoint's commit, as the thread store hands it to the table."""
+    table.transact(commit_checkpoint(record, head, fence, 0))

@@ -21,6 +21,7 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import shared_leaf, split_write_ref
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.scenarios import ask_graph, chat_graph, snapshot_view
 
@@ -46,7 +47,7 @@ def objects(saver: S3DynamoSaver) -> dict[str, int]:
 
 
 def loans(saver: S3DynamoSaver, *tids: str) -> list[Any]:
-    return [loan for t in tids for loan in saver.store.control.loans(saver.store.namer.thread(t))]
+    return [loan for t in tids for loan in raw.loans(saver, t)]
 
 
 def document(size: int = 100_000) -> str:
@@ -136,7 +137,7 @@ def test_the_last_thread_to_let_an_object_go_deletes_it(saver: S3DynamoSaver) ->
     saver.delete_thread("b")
     assert objects(saver) == {}
     assert loans(saver, "src", "a", "b") == []
-    assert saver.store.control.control_keys(saver.store.namer.thread("b")) == []
+    assert raw.control_keys(saver, saver.store.namer.thread("b")) == []
 
 
 @pytest.mark.parametrize("pruned", ["src", "dst"])
@@ -308,14 +309,14 @@ def test_a_table_writer_cannot_point_a_thread_at_another_threads_objects(
         if isinstance(rec, CheckpointRecord):
             rec.objects = frozenset({*rec.objects, *(shared_leaf(src_name, x) for x in theirs)})
             forged.append(rec)
-    saver.store.records.write_batch(puts=forged)
+    raw.put_records(saver, forged)
     saver.store.forget()
     assert history(graph, "other") == before
     # Without its own inline values, the checkpoint is reported altered; it never shows
     # the other thread's.
     for rec in forged:
         rec.inline = {}
-    saver.store.records.write_batch(puts=forged)
+    raw.put_records(saver, forged)
     saver.store.forget()
     with pytest.raises(IntegrityError):
         history(graph, "other")
@@ -342,7 +343,7 @@ def test_a_table_writer_cannot_swap_a_copys_shared_write(saver: S3DynamoSaver) -
         if not leaf.endswith(o.key.rpartition("/")[2])
     )
     w.writes[idx] = f"{other}.{tag}"
-    saver.store.records.write_batch(puts=[w])
+    raw.put_records(saver, [w])
     with pytest.raises(IntegrityError):
         history(graph, "dst")
 

@@ -12,9 +12,9 @@ from botocore.exceptions import ClientError
 
 from langgraph.checkpoint.s3dynamo import backoff
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
-from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, StorageError
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
+from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
 from tests.support.port_contract import HEAD, LEASE, _cp
 
 
@@ -53,7 +53,7 @@ HEAD_MOVE, FENCE = HeadMove(HEAD, "2", "1", True), Fence(LEASE, 3)
 )
 def test_a_transiently_cancelled_commit_is_sent_again_and_lands(reason: str) -> None:
     client = _Cancelling(["None", reason, "None"], ["None", "None", reason])
-    TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
+    _commit(DynamoTable(client, "t"), _cp("2"), HEAD_MOVE, FENCE)
     assert client.sent == 3
     assert len(client.applied) == 1 and len(client.applied[0]) == 3
 
@@ -61,7 +61,7 @@ def test_a_transiently_cancelled_commit_is_sent_again_and_lands(reason: str) -> 
 def test_throttling_that_does_not_pass_is_a_storage_error_not_a_conflict() -> None:
     client = _Cancelling(*[["ThrottlingError", "None", "None"]] * backoff.CONFLICT_ATTEMPTS)
     with pytest.raises(StorageError) as raised:
-        TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
+        _commit(DynamoTable(client, "t"), _cp("2"), HEAD_MOVE, FENCE)
     assert not isinstance(raised.value, ConcurrentUpdateError)
     assert client.sent == backoff.CONFLICT_ATTEMPTS and not client.applied
 
@@ -70,5 +70,10 @@ def test_a_refused_condition_beside_throttling_is_not_retried() -> None:
     # The record, the lease's fence, the head.
     client = _Cancelling(["None", "ThrottlingError", "ConditionalCheckFailed"])
     with pytest.raises(ConcurrentUpdateError, match="head moved"):
-        TableIndex(DynamoTable(client, "t")).put_checkpoint(_cp("2"), HEAD_MOVE, FENCE)
+        _commit(DynamoTable(client, "t"), _cp("2"), HEAD_MOVE, FENCE)
     assert client.sent == 1
+
+
+def _commit(table: DynamoTable, record: Any, head: Any, fence: Any = None) -> None:
+    """A checkpoint's commit, as the thread store hands it to the table."""
+    table.transact(commit_checkpoint(record, head, fence, 0))

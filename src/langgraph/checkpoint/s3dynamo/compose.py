@@ -34,9 +34,10 @@ from langgraph.checkpoint.s3dynamo.deployment import (
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from langgraph.checkpoint.s3dynamo.memory.core import Space
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
+from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
 from langgraph.checkpoint.s3dynamo.store import StorePolicy, ThreadStore
+from langgraph.checkpoint.s3dynamo.table import Table, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
 
@@ -47,7 +48,7 @@ class Injected:
     dynamodb_client: Any = None
     s3_client: Any = None
     kms_client: Any = None
-    index: Index | None = None
+    index: Table | None = None
     object_store: ObjectStore | None = None
     key_service: KeyService | None = None
 
@@ -62,7 +63,7 @@ class Clients:
         self.dynamodb: Any = injected.dynamodb_client
         self.s3: Any = injected.s3_client
         self.kms: Any = injected.kms_client
-        self.index: Index | None = None
+        self.table: Table | None = None
 
     def region(self) -> str | None:
         return self.settings.region or os.environ.get("AWS_REGION") or None
@@ -80,15 +81,14 @@ class Clients:
             max_pool_connections=self.settings.async_workers + WAVE_WORKERS,
         )
 
-    def dynamodb_index(self) -> Index:
-        if self.index is None:
+    def dynamodb_table(self) -> Table:
+        if self.table is None:
             from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
-            from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 
             if self.dynamodb is None:
                 self.dynamodb = self.build("dynamodb")
-            self.index = TableIndex(DynamoTable(self.dynamodb, self.settings.table))
-        return self.index
+            self.table = DynamoTable(self.dynamodb, self.settings.table)
+        return self.table
 
     def s3_objects(self) -> ObjectStore:
         from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
@@ -139,20 +139,26 @@ def build(
         serializer_cipher=serde_cipher is not None, key_service=injected.key_service is not None
     )
     clients = Clients(settings, injected)
-    index = injected.index
-    index_factory: Callable[[], Index] = (
-        (lambda: index) if index is not None else clients.dynamodb_index
+    table = injected.index
+    ports = LazyPorts(
+        table=(lambda: table) if table is not None else clients.dynamodb_table,
+        objects=(lambda: objects) if (objects := injected.object_store) else clients.s3_objects,
     )
-    objects = injected.object_store
-    objects_factory: Callable[[], ObjectStore] = (
-        (lambda: objects) if objects is not None else clients.s3_objects
-    )
-    control = Control(index_factory, deployment_pk(settings.prefix))
+
+    def apply(write: Write) -> Written:
+        # The deployment's records are written through the engine, made below; the
+        # constructor sends no request, so none is written before it exists.
+        return engine.apply(write)
+
+    def control(pk: str) -> Control:
+        return Control(lambda: ports.table, apply, pk)
+
+    own = control(deployment_pk(settings.prefix))
     kms = None
     if source.kind == "kms":
         service = injected.key_service
         kms = KmsKeyring(
-            control,
+            own,
             (lambda: service) if service is not None else clients.kms_service,
             kms_context(settings.table or "index", settings.prefix),
         )
@@ -165,7 +171,7 @@ def build(
     namer = Namer(kms.secret if kms else source.secret, settings.prefix)
     codec = Codec(sealer, serde)
     deployment = Deployment(
-        control,
+        own,
         namer,
         sealer,
         Configured(
@@ -174,13 +180,13 @@ def build(
             # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if any.
             bucket=settings.bucket if objects is None else str(getattr(objects, "name", "") or ""),
         ),
-        root=Control(index_factory, deployment_pk("")) if settings.prefix else None,
-        objects=objects_factory,
+        root=control(deployment_pk("")) if settings.prefix else None,
+        objects=lambda: ports.objects,
     )
     # One blob engine per saver: its thread store, Store and node cache seal, place,
     # upload, cache and journal through it.
     engine = BlobEngine(
-        ports=LazyPorts(index=index_factory, objects=objects_factory),
+        ports=ports,
         sealer=sealer,
         prefix=settings.prefix,
         policy=BlobPolicy(settings.inline_max, settings.object_cache_bytes),
@@ -196,7 +202,7 @@ def build(
     )
     store.format_gate = deployment.require_format
     return Components(
-        settings, source, clients, sealer, namer, codec, control, kms, deployment, store, engine
+        settings, source, clients, sealer, namer, codec, own, kms, deployment, store, engine
     )
 
 

@@ -43,8 +43,9 @@ from langgraph.checkpoint.s3dynamo.layout import (
     STORAGE_FORMAT,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import ControlItems, KeyService, ObjectStore
-from langgraph.checkpoint.s3dynamo.records import ControlRecord
+from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
+from langgraph.checkpoint.s3dynamo.records import ControlRecord, control_from, put_control
+from langgraph.checkpoint.s3dynamo.table import Table, Write, Written
 
 WRAP_LABEL = b"s3dynamo/v1/kms/wrap"
 DATA_KEY_LABEL = b"s3dynamo/v1/kms/data-key"
@@ -86,8 +87,11 @@ class Control:
     """A deployment's own partition (`layout.deployment_pk`), read with one request on
     first need and cached."""
 
-    def __init__(self, index: Callable[[], ControlItems], pk: str) -> None:
-        self._index = index
+    def __init__(
+        self, table: Callable[[], Table], apply: Callable[[Write], Written], pk: str
+    ) -> None:
+        self._table = table
+        self._apply = apply
         self.pk = pk
         self._records: dict[str, ControlRecord] | None = None
         self._lock = threading.RLock()
@@ -99,7 +103,8 @@ class Control:
     def records(self) -> dict[str, ControlRecord]:
         with self._lock:
             if self._records is None:
-                self._records = self._index().read_control(self.pk)
+                page = self._table().query(self.pk, consistent=True)
+                self._records = {r.name: r for r in map(control_from, page.items)}
             return self._records
 
     def refresh(self) -> dict[str, ControlRecord]:
@@ -108,7 +113,7 @@ class Control:
             return self.records()
 
     def put(self, record: ControlRecord, expected_version: int | None) -> bool:
-        ok = self._index().put_control(self.pk, record, expected_version)
+        ok = self._apply(put_control(self.pk, record, expected_version)).applied
         with self._lock:
             if ok and self._records is not None:
                 self._records[record.name] = record

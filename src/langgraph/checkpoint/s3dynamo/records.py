@@ -41,7 +41,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     split_write_ref,
 )
 from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
-from langgraph.checkpoint.s3dynamo.table import Item, Value, key_of, keyed
+from langgraph.checkpoint.s3dynamo.table import Item, Put, Value, eq, key_of, keyed, missing
 from langgraph.checkpoint.s3dynamo.table import ItemKey as ItemKey
 
 
@@ -533,3 +533,10 @@ def control_from(item: Mapping[str, Value]) -> ControlRecord:
         if name not in ("pk", "sk", CONTROL_VERSION) and isinstance(value, (str, bytes))
     }
     return ControlRecord(key.sk, fields, int(item[CONTROL_VERSION]))  # type: ignore[arg-type]
+
+
+def put_control(pk: str, record: ControlRecord, expected_version: int | None) -> Put:
+    """A record of a deployment's own partition, written if none of its name exists
+    (`expected_version` None) or while the stored one still has `expected_version`."""
+    when = missing() if expected_version is None else eq(CONTROL_VERSION, expected_version)
+    return Put(control_item(pk, record), when=when)

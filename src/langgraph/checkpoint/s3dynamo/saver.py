@@ -36,7 +36,7 @@ from langgraph.checkpoint.s3dynamo import compose, executor, runs, telemetry
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
-from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
+from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.runnable_config import (
     checkpoint_id_of,
     refuse_copied_metadata,
@@ -45,6 +45,7 @@ from langgraph.checkpoint.s3dynamo.runnable_config import (
 )
 from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
+from langgraph.checkpoint.s3dynamo.table import Table
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 if TYPE_CHECKING:  # imported when first used: a handler's requests never need it
@@ -166,7 +167,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         dynamodb_client: Any = None,
         s3_client: Any = None,
         kms_client: Any = None,
-        index: Index | None = None,
+        index: Table | None = None,
         object_store: ObjectStore | None = None,
         key_service: KeyService | None = None,
         settings: Settings | None = None,

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
-from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
+from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     ObjectNotFoundError,
@@ -69,37 +69,23 @@ from langgraph.checkpoint.s3dynamo.records import (
 from langgraph.checkpoint.s3dynamo.table import Item, key_of
 
 
-class MemoryIndex(TableIndex):
-    """Every port of the table on an in-memory table (`memory_table.MemoryTable`), with
-    views of what is stored for tests that inspect raw storage (no request counted).
-    `calls` counts requests by DynamoDB's names, as the AWS tier's counter does."""
-
-    table: MemoryTable
-
-    def __init__(self, *, exists: bool = True) -> None:
-        super().__init__(MemoryTable(exists=exists))
+class MemoryIndex(MemoryTable, MemoryOnTable):
+    """The in-memory table, with views of what is stored for tests that inspect raw
+    storage (no request counted)."""
 
     @property
-    def calls(self) -> Counter[str]:
-        return self.table.calls
-
-    @property
-    def exists(self) -> bool:
-        return self.table.exists
-
-    @exists.setter
-    def exists(self, value: bool) -> None:
-        self.table.exists = value
+    def table(self) -> MemoryTable:  # type: ignore[override]
+        return self
 
     def clone(self) -> MemoryIndex:
         """An independent copy of everything stored (tests fork a store this way)."""
         twin = MemoryIndex(exists=self.exists)
-        twin.table.load(self.table.items())
+        twin.load(self.items())
         return twin
 
     def _kinds(self) -> dict[str, list[Item]]:
         kinds: dict[str, list[Item]] = {}
-        for item in self.table.items():
+        for item in self.items():
             kinds.setdefault(_kind(item), []).append(item)
         return kinds
 

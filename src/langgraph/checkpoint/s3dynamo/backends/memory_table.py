@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Literal
 
 from langgraph.checkpoint.s3dynamo import telemetry
-from langgraph.checkpoint.s3dynamo.errors import StoreMissingError
+from langgraph.checkpoint.s3dynamo.errors import StorageError, StoreMissingError
 from langgraph.checkpoint.s3dynamo.schema import INDEX_KEYS, PARTITION_KEY, SORT_KEY
 from langgraph.checkpoint.s3dynamo.table import (
     BATCH_GET_MAX,
@@ -27,6 +27,7 @@ from langgraph.checkpoint.s3dynamo.table import (
     ItemKey,
     Page,
     Put,
+    Update,
     Value,
     When,
     Write,
@@ -179,6 +180,7 @@ class MemoryTable:
         name = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem"}
         with self._lock:
             self._count(name[type(write).__name__])
+            _valid(write)
             old = self._find(write.key)
             if write.when is not None and not holds(write.when, old):
                 if write.refusal is not None:
@@ -198,6 +200,8 @@ class MemoryTable:
             )
         with self._lock:
             self._count("TransactWriteItems")
+            for write in writes:
+                _valid(write)
             for write in writes:
                 found = self._find(write.key)
                 if write.when is not None and not holds(write.when, found):
@@ -238,7 +242,7 @@ class MemoryTable:
 
     def clone(self) -> MemoryTable:
         """An independent copy of everything stored (tests fork a store this way)."""
-        twin = MemoryTable(exists=self.exists)
+        twin = type(self)(exists=self.exists)
         twin.load(self.items())
         return twin
 
@@ -247,3 +251,17 @@ class MemoryTable:
         with self._lock:
             for item in items:
                 self._store(key_of(item), item)
+
+
+def _valid(write: Write) -> None:
+    """Refuse what DynamoDB refuses before it looks at the item: one attribute named by
+    two parts of an update."""
+    if not isinstance(write, Update):
+        return
+    names = [*write.set, *write.keep, *write.remove, *write.add, *write.take]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise StorageError(
+            f"UpdateItem on the in-memory table failed: ValidationException: two document "
+            f"paths overlap ({', '.join(twice)}); change each attribute once per update"
+        )

@@ -19,7 +19,15 @@ from langgraph.checkpoint.s3dynamo.layout import (
     journal_pk,
     owner_prefix,
 )
-from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent, upload_intent
+from langgraph.checkpoint.s3dynamo.records import (
+    ItemKey,
+    UploadIntent,
+    intent_from,
+    intent_item,
+    upload_intent,
+)
+from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.table import Put, every_item, lt
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 
@@ -36,22 +44,21 @@ class Journal:
             return None
         start = len(owner_prefix(owner))
         intent = upload_intent(owner, [k[start:] for k in keys], at_ms, os.urandom(8).hex())
-        self._ports.control.put_intent(intent)
+        self._ports.table.write(Put(intent_item(intent)))
         return intent.key
 
     def close(self, intents: Sequence[ItemKey]) -> None:
         """Delete intents after the commits that could not carry their deletes (one
         request per 25)."""
         if intents:
-            self._ports.control.delete_items(intents)
+            self._ports.table.batch(deletes=intents)
 
     def expired(self, prefix: str, before_ms: int) -> list[UploadIntent]:
         """Every intent of the deployment written before `before_ms`: one Query per
         shard (more only past 1 MB of intents)."""
-        upper = intents_before(before_ms)
-        control = self._ports.control
+        before = lt(SORT_KEY, intents_before(before_ms))
         shards = parallel(
-            lambda shard: control.intents_before(journal_pk(prefix, shard), upper),
+            lambda shard: every_item(self._ports.table, journal_pk(prefix, shard), where=before),
             range(JOURNAL_SHARDS),
         )
-        return [intent for found in shards for intent in found]
+        return [intent_from(item) for found in shards for item in found]

@@ -5,52 +5,40 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
+from typing import Any
 
-from langgraph.checkpoint.s3dynamo.ports import (
-    ControlItems,
-    Index,
-    ObjectStore,
-    RecordIndex,
-    TableScan,
-)
+from langgraph.checkpoint.s3dynamo.ports import ObjectStore
 from langgraph.checkpoint.s3dynamo.table import Table
 
 
 class LazyPorts:
-    """Factories of the index and the object store, each called once, on first use (two
-    threads racing there at worst build one spare client). The index serves as all three
-    of its ports (records, control items, scans)."""
+    """Factories of the table and the object store, each called once, on first use (two
+    threads racing there at worst build one spare client)."""
 
-    def __init__(self, *, index: Callable[[], Index], objects: Callable[[], ObjectStore]) -> None:
-        self._make_index = index
+    def __init__(self, *, table: Callable[[], Table], objects: Callable[[], ObjectStore]) -> None:
+        self._make_table = table
         self._make_objects = objects
 
     @cached_property
-    def index(self) -> Index:
-        return self._make_index()
-
-    @property
     def table(self) -> Table:
-        """The table itself, under the index's ports."""
-        return self.index.table  # type: ignore[attr-defined, no-any-return]
+        return self._make_table()
 
-    @property
-    def records(self) -> RecordIndex:
-        return self.index
+    @cached_property
+    def index(self) -> Any:
+        """The Store's and the cache's items on the table (until they read it directly)."""
+        from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 
-    @property
-    def control(self) -> ControlItems:
-        return self.index
-
-    @property
-    def scans(self) -> TableScan:
-        return self.index
+        if hasattr(self.table, "memory_put"):
+            return self.table  # a test's in-memory index, with the Store's methods
+        on_table = MemoryOnTable.__new__(MemoryOnTable)
+        on_table.table = self.table
+        return on_table
 
     @cached_property
     def objects(self) -> ObjectStore:
         return self._make_objects()
 
     def built(self, name: str) -> bool:
-        """Whether the port `name` (`index` or `objects`; `records`, `control` and
-        `scans` are the index) has been built: no request is made to tell."""
-        return ("index" if name in ("records", "control", "scans") else name) in vars(self)
+        """Whether the port `name` (`table` or `objects`) has been built: no request is
+        made to tell."""
+        return name in vars(self)

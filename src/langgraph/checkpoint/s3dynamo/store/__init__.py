@@ -39,13 +39,13 @@ from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.layout import SHARING_FORMAT
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import ControlItems, RecordIndex, TableScan
-from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, Record, WritesRecord
+from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, Record, WritesRecord, loan_parts
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
+from langgraph.checkpoint.s3dynamo.store.format import borrowing, lend
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewrite, Rewriter
@@ -120,7 +120,7 @@ class ThreadStore(Upkeep):
             handoff=self.handoff,
             policy=policy,
         )
-        self.deleter = Deleter(ports, self.finder, self.objects, namer, self.now)
+        self.deleter = Deleter(engine, self.finder, namer, self.now)
         self.rewriter = Rewriter(self.walker, self.finder, self.now)
 
     def with_codec(self, codec: Codec) -> ThreadStore:
@@ -137,18 +137,6 @@ class ThreadStore(Upkeep):
         clone.deleter = _rebound(self.deleter, finder=clone.finder)
         clone.rewriter = _rebound(self.rewriter, walker=clone.walker, finder=clone.finder)
         return clone
-
-    @property
-    def records(self) -> RecordIndex:
-        return self.ports.records
-
-    @property
-    def control(self) -> ControlItems:
-        return self.ports.control
-
-    @property
-    def scans(self) -> TableScan:
-        return self.ports.scans
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -258,10 +246,14 @@ class ThreadStore(Upkeep):
         """Record that `borrower` shares these leaves of each lender's objects: its
         borrowings first (its deletion then finds the loans), then the loans."""
         self.format_gate(SHARING_FORMAT)
-        control = self.ports.control
         for lender in sorted(lenders):
-            control.put_borrowing(borrower, lender)
-        parallel(lambda lender: control.lend(lender, borrower, lenders[lender]), sorted(lenders))
+            self.engine.apply(borrowing(borrower, lender))
+        loans = [
+            lend(key, part)
+            for lender in sorted(lenders)
+            for key, part in loan_parts(lender, borrower, lenders[lender])
+        ]
+        parallel(self.engine.apply, loans)
 
     def release(self, borrower: str, lender: str, keep: set[str]) -> int:
         """End what a copy shares of a lender's objects but `keep` (`Deleter.release`)."""

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
 
 from langgraph.checkpoint.s3dynamo import runs
-from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, LazyPorts, WritePlan
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.blobs.placement import (
@@ -65,14 +65,15 @@ from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     HeadMove,
-    ItemKey,
     WritesRecord,
     head_key,
     pack_bundle,
+    record_item,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
+from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint, commit_writes
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.walker import (
@@ -117,7 +118,6 @@ class Committer:
         handoff: Handoff,
         policy: StorePolicy,
     ) -> None:
-        self._ports: LazyPorts = engine.ports
         self.engine = engine
         self.finder = finder
         self.walker = walker
@@ -270,24 +270,24 @@ class Committer:
             before_write()
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
 
-        def commit(intent: ItemKey | None) -> None:
-            # Stamped after the uploads: the expiry this commit sets counts from its request.
-            held = lease.stamp() if lease is not None else None
-            try:
-                self._ports.records.put_checkpoint(record, head, held, intent)
-            except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
-                exc.refusing(what, parent_id)
-                raise
-            if lease is not None and held is not None and held.expires_ms is not None:
-                lease.extended(held.expires_ms)
-
+        held = lease.stamp() if lease is not None else None
         # The commit deletes the intent in its own transaction; a plain PutItem commit
         # (detection off: a store without transactions may be in use) leaves that to
         # the engine, right after it.
-        carries = head is not None or lease is not None
-        self.engine.write(
-            WritePlan(pk, commit, uploads, commit_closes_intent=carries, at_ms=self._stamp_ms())
+        plan: WritePlan[Any] = WritePlan(
+            pk,
+            writes=commit_checkpoint(record, head, held, record.written_at or self.now()),
+            uploads=uploads,
+            closes_intent=head is not None or lease is not None,
+            at_ms=self._stamp_ms(),
         )
+        try:
+            self.engine.write(plan)
+        except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
+            exc.refusing(what, parent_id)
+            raise
+        if lease is not None and held is not None and held.expires_ms is not None:
+            lease.extended(held.expires_ms)
         self.handoff.keep(tid, ns, cid, stored)
         runs.committed(run_key, cid)
         return cid
@@ -298,7 +298,7 @@ class Committer:
         """Raise `ItemTooLargeError` before any request if the record would exceed an index
         item's limit, naming the metadata key (usually a string LangGraph copied from
         config["configurable"]) or the part of the checkpoint that is too large."""
-        size = self._ports.records.item_size(record)
+        size = self.engine.ports.table.item_size(record_item(record))
         if size <= ITEM_MAX:
             return
         what = describe(tid, ns, cid)
@@ -368,20 +368,21 @@ class Committer:
         lease = holding(self.handoff.store_id, pk)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
 
-        def commit(intent: ItemKey | None) -> None:
-            held = lease.stamp() if lease is not None else None
-            try:
-                self._ports.records.merge_writes(record, LAST_WINS, held, intent)
-            except LeaseLostError as exc:
-                exc.refusing(f"{at.what}: writes of task {task_id!r}")
-                raise
-            if lease is not None and held is not None and held.expires_ms is not None:
-                lease.extended(held.expires_ms)
-
-        carries = self.detect_concurrent_runs or lease is not None
-        self.engine.write(
-            WritePlan(pk, commit, uploads, commit_closes_intent=carries, at_ms=self._stamp_ms())
+        held = lease.stamp() if lease is not None else None
+        plan: WritePlan[Any] = WritePlan(
+            pk,
+            writes=commit_writes(record, LAST_WINS, held),
+            uploads=uploads,
+            closes_intent=self.detect_concurrent_runs or lease is not None,
+            at_ms=self._stamp_ms(),
         )
+        try:
+            self.engine.write(plan)
+        except LeaseLostError as exc:
+            exc.refusing(f"{at.what}: writes of task {task_id!r}")
+            raise
+        if lease is not None and held is not None and held.expires_ms is not None:
+            lease.extended(held.expires_ms)
 
     # ------------------------------------------------------ where values live
 

@@ -26,8 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 
-from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
-from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.layout import (
     borrow_lender,
     borrow_sk,
@@ -41,22 +40,22 @@ from langgraph.checkpoint.s3dynamo.layout import (
     tombstone,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark
+from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, mark_item
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
+from langgraph.checkpoint.s3dynamo.store.format import head_items, unlend
 
 
 class Deleter:
     def __init__(
         self,
-        ports: LazyPorts,
+        engine: BlobEngine,
         finder: Finder,
-        objects: ObjectIO,
         namer: Namer,
         now: Callable[[], int],
     ) -> None:
-        self._ports = ports
+        self.engine = engine
         self.finder = finder
-        self.objects = objects
+        self.objects = engine.objects
         self.namer = namer
         self.now = now
 
@@ -73,12 +72,11 @@ class Deleter:
             marks = self.delete_marks(thread_name, records)
             self.hide(marks)
             namespaces = {m.ns_name for m in marks}
-            self._ports.control.put_heads(
-                thread_name, dict.fromkeys(sorted(namespaces), tombstone(self.now()))
-            )
+            gone = dict.fromkeys(sorted(namespaces), tombstone(self.now()))
+            self.engine.batch(head_items(thread_name, gone))
             self.delete_records(records)
         deleted = self.delete_unreferenced_objects(thread_name)
-        control = self._ports.control.control_keys(thread_name)
+        control = self.finder.keys(control_pk(thread_name), consistent=True)
         for key in control:
             lender = borrow_lender(key.sk)
             if lender is not None:
@@ -86,8 +84,7 @@ class Deleter:
         # Every mark goes: a copy's or a prune's left by an interrupted run included.
         self.unhide({*(m.key for m in marks), *(k for k in keys if is_mark_key(k.sk))})
         heads = [k for k in control if head_namespace(k.sk) is not None]
-        if heads:
-            self._ports.control.delete_items(heads)
+        self.engine.batch(deletes=heads)
         return len(records) + deleted
 
     def delete_marks(
@@ -121,8 +118,7 @@ class Deleter:
 
     def hide(self, marks: Sequence[Mark]) -> None:
         """Write marks (one batch per 25); nothing a mark hides is changed before."""
-        if marks:
-            self._ports.records.write_batch(puts=marks)
+        self.engine.batch(puts=[mark_item(m) for m in marks])
 
     def unhide(self, keys: Collection[ItemKey], last: str | None = None) -> None:
         """Remove marks, the one over namespace `last` (a thread's root namespace, whose
@@ -130,8 +126,7 @@ class Deleter:
         first = [k for k in keys if last is None or parse_sk(k.sk)[0] != last]
         final = [k for k in keys if k not in first]
         for batch in (first, final):
-            if batch:
-                self._ports.records.write_batch(deletes=sorted(batch))
+            self.engine.batch(deletes=sorted(batch))
 
     def delete_records(self, keys: Iterable[ItemKey]) -> None:
         """Delete records in full batches sent in parallel: the checkpoint records, then
@@ -142,8 +137,7 @@ class Deleter:
         checkpoints = [k for k in keys if not is_writes_key(k.sk)]
         writes = [k for k in keys if is_writes_key(k.sk)]
         for batch in (checkpoints, writes):
-            if batch:
-                self._ports.records.write_batch(deletes=batch)
+            self.engine.batch(deletes=batch)
 
     def release(self, borrower: str, lender: str, keep: set[str]) -> int:
         """End what `borrower` shares of `lender`'s objects but the leaves in `keep`
@@ -152,7 +146,7 @@ class Deleter:
         the borrower's own records stopped naming them), then the loan gives them up;
         with nothing kept, the loan and the borrowing go too. A repeat finishes it.
         How many objects it deleted."""
-        loans = self._ports.control.loans(lender, borrower)
+        loans = self.finder.loans(lender, borrower)
         released = {leaf for loan in loans for leaf in loan.leaves} - keep
         doomed: list[str] = []
         if released:
@@ -161,12 +155,11 @@ class Deleter:
             self.objects.delete(doomed)
             if keep:
                 for loan in loans:
-                    self._ports.control.unlend(loan, released)
+                    if taken := sorted(released & loan.leaves):
+                        self.engine.apply(unlend(loan.key, taken))
         if not keep:
             gone = [loan.key for loan in loans]
-            self._ports.control.delete_items(
-                [*gone, ItemKey(control_pk(borrower), borrow_sk(lender))]
-            )
+            self.engine.batch(deletes=[*gone, ItemKey(control_pk(borrower), borrow_sk(lender))])
         return len(doomed)
 
     def delete_unreferenced_objects(self, thread_name: str) -> int:

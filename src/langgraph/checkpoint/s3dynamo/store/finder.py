@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
@@ -30,6 +30,8 @@ from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
+    control_pk,
+    loans_prefix,
     namespace_prefix,
     namespace_range,
     object_key,
@@ -37,19 +39,25 @@ from langgraph.checkpoint.s3dynamo.layout import (
     split_shared,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import Cursor, Page
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
+    Loan,
     Mark,
     Record,
     Veil,
     WritesRecord,
+    is_mark,
+    loan_from,
+    mark_from,
     named_leaves,
+    record_from,
     referenced_leaves,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
+from langgraph.checkpoint.s3dynamo.table import Between, Item, begins, every_item, key_of
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +129,14 @@ def newest_first(entries: list[Entry], before_id: str | None) -> list[Entry]:
     return sorted(entries, key=lambda e: e.checkpoint_id, reverse=True)
 
 
+class Page(NamedTuple):
+    """One page of a partition's records, and the marks among its items."""
+
+    records: list[Record]
+    cursor: Item | None
+    marks: tuple[Mark, ...] = ()
+
+
 class Finder:
     """Reads records from the index and groups them into entries."""
 
@@ -156,11 +172,11 @@ class Finder:
         pk = self.namer.thread(tid)
         prefix = namespace_prefix(self.namer.namespace(tid, ns))
         writes: list[WritesRecord] = []
-        cursor: Cursor | None = None
+        cursor: Item | None = None
         limit = LATEST_PAGE
         veil = Veil()
         while True:
-            page = self._ports.records.query(
+            page = self.page(
                 pk, prefix=prefix, descending=True, limit=limit, cursor=cursor, consistent=True
             )
             veil.add(page.marks)  # they sort first: in the first page
@@ -236,7 +252,7 @@ class Finder:
     def thread_keys(self, tid: str) -> list[ItemKey]:
         """Keys of every record and mark of a thread (`layout.is_mark_key` tells them
         apart)."""
-        return list(self._ports.records.query_keys(self.namer.thread(tid)))
+        return self.keys(self.namer.thread(tid))
 
     def thread_entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
         """Every checkpoint of a thread no mark hides, every namespace, newest first."""
@@ -312,10 +328,51 @@ class Finder:
             )
         return tid, ns
 
+    def page(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        between: tuple[str, str] | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        cursor: Item | None = None,
+        consistent: bool = False,
+    ) -> Page:
+        """One page of a partition's records whose sort key starts with `prefix` or lies
+        in `between`, in sort-key order, and the marks among them (one Query)."""
+        where = begins(SORT_KEY, prefix) if prefix is not None else None
+        if between is not None:
+            where = Between(SORT_KEY, *between)
+        found = self._ports.table.query(
+            pk,
+            where=where,
+            descending=descending,
+            limit=limit,
+            cursor=cursor,
+            consistent=consistent,
+        )
+        marks = tuple(mark_from(i) for i in found.items if is_mark(i))
+        return Page([record_from(i) for i in found.items if not is_mark(i)], found.cursor, marks)
+
+    def keys(
+        self, pk: str, *, prefix: str | None = None, consistent: bool = False
+    ) -> list[ItemKey]:
+        """Keys of every item of a partition (optionally under a sort-key prefix)."""
+        where = begins(SORT_KEY, prefix) if prefix is not None else None
+        items = every_item(self._ports.table, pk, where=where, consistent=consistent, attributes=())
+        return [key_of(i) for i in items]
+
+    def loans(self, lender: str, borrower: str | None = None) -> list[Loan]:
+        """A lender's loans (to one borrower, or all), read strongly consistent."""
+        where = begins(SORT_KEY, loans_prefix(borrower))
+        items = every_item(self._ports.table, control_pk(lender), where=where, consistent=True)
+        return [loan_from(i) for i in items]
+
     def _pages(self, pk: str, **bounds: Any) -> Iterator[Page]:
-        cursor: Cursor | None = None
+        cursor: Item | None = None
         while True:
-            page = self._ports.records.query(pk, cursor=cursor, **bounds)
+            page = self.page(pk, cursor=cursor, **bounds)
             yield page
             if page.cursor is None:
                 return
@@ -354,7 +411,7 @@ class Finder:
         whose first checkpoint record does not open is reported there (the caller leaves
         it alone)."""
         live = self.own_leaves(thread_name, skipped)
-        loans = [loan for loan in self._ports.control.loans(thread_name) if loan.borrower != but]
+        loans = [loan for loan in self.loans(thread_name) if loan.borrower != but]
         if live is None and not loans:
             return None
         live = live or set()
@@ -364,15 +421,15 @@ class Finder:
 
     def lent_leaves(self, thread_name: str) -> set[str]:
         """Leaves of a thread's objects its loans name, read strongly consistent."""
-        return {leaf for loan in self._ports.control.loans(thread_name) for leaf in loan.leaves}
+        return {leaf for loan in self.loans(thread_name) for leaf in loan.leaves}
 
     def own_leaves(self, thread_name: str, skipped: list[Skipped] | None = None) -> set[str] | None:
         """The leaves a thread's records reference (`live_leaves` without loans)."""
         live: set[str] = set()
         found = tried = False
-        cursor: Cursor | None = None
+        cursor: Item | None = None
         while True:
-            page = self._ports.records.query(thread_name, cursor=cursor, consistent=True)
+            page = self.page(thread_name, cursor=cursor, consistent=True)
             for rec in page.records:
                 found = True
                 live |= referenced_leaves(rec)

@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
-from langgraph.checkpoint.s3dynamo.layout import TOMBSTONE_MARK, idle_key, tombstone_time
+from langgraph.checkpoint.s3dynamo.layout import (
+    TOMBSTONE_MARK,
+    borrow_sk,
+    control_pk,
+    idle_key,
+    tombstone_time,
+)
 from langgraph.checkpoint.s3dynamo.records import (
     BODY,
     BUNDLE,
@@ -50,20 +56,18 @@ from langgraph.checkpoint.s3dynamo.table import (
     either,
     eq,
     exists,
+    keyed,
     lt,
     missing,
 )
 
 
 def commit_checkpoint(
-    record: CheckpointRecord,
-    head: HeadMove | None,
-    fence: Fence | None,
-    intent: ItemKey | None,
-    now: int,
+    record: CheckpointRecord, head: HeadMove | None, fence: Fence | None, now: int
 ) -> list[Put | Update | Delete]:
     """The writes of one checkpoint's commit (module docstring); `now` dates the idle
-    index key, which goes on the head, or on the record when there is none."""
+    index key, which goes on the head, or on the record when there is none. The engine
+    adds the upload intent's delete."""
     idle = idle_key(record.pk, record.written_at or now)
     item = record_item(record)
     if head is None:
@@ -74,11 +78,11 @@ def commit_checkpoint(
         writes.append(fenced(fence))
     if head is not None:
         writes.append(move_head(head, idle))
-    return writes + closing(intent)
+    return writes
 
 
 def commit_writes(
-    record: WritesRecord, last_wins: frozenset[int], fence: Fence | None, intent: ItemKey | None
+    record: WritesRecord, last_wins: frozenset[int], fence: Fence | None
 ) -> list[Put | Update | Delete]:
     """A task's writes added to its record in one update: the first write of a regular
     index wins (kept where present), one in `last_wins` takes the new value."""
@@ -93,13 +97,7 @@ def commit_writes(
     writes: list[Put | Update | Delete] = [Update(record.key, set=last, keep=first)]
     if fence is not None:
         writes.append(fenced(fence))
-    return writes + closing(intent)
-
-
-def closing(intent: ItemKey | None) -> list[Put | Update | Delete]:
-    """The delete of a commit's upload intent, unconditional: a repeat of a commit that
-    went through finds it gone and must still succeed."""
-    return [] if intent is None else [Delete(intent)]
+    return writes
 
 
 def move_head(head: HeadMove, idle: str) -> Update:
@@ -225,3 +223,8 @@ def lend(key: ItemKey, leaves: Sequence[str]) -> Update:
 def unlend(key: ItemKey, leaves: Sequence[str]) -> Update:
     """Leaves taken out of one part of a loan."""
     return Update(key, take={LOAN_LEAVES: frozenset(leaves)})
+
+
+def borrowing(borrower: str, lender: str) -> Put:
+    """That `borrower` shares objects of `lender`: its deletion then ends the loan."""
+    return Put(keyed(ItemKey(control_pk(borrower), borrow_sk(lender))))

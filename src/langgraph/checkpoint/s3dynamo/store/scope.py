@@ -15,8 +15,22 @@ from collections import Counter
 from collections.abc import Iterator
 
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
-from langgraph.checkpoint.s3dynamo.layout import scope_of
-from langgraph.checkpoint.s3dynamo.records import Record, Stamp
+from langgraph.checkpoint.s3dynamo.layout import (
+    is_control_pk,
+    is_deployment_pk,
+    is_memory_pk,
+    scope_of,
+)
+from langgraph.checkpoint.s3dynamo.records import (
+    STAMP_ATTRIBUTES,
+    Record,
+    Stamp,
+    is_mark,
+    record_from,
+    stamp_from,
+)
+from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
+from langgraph.checkpoint.s3dynamo.table import begins, scan_pages
 
 # The scope of a sweep over every deployment of the table (retention's delete strategy,
 # which reads keys and stamps only, so needs nobody's keys).
@@ -48,18 +62,36 @@ class Scope:
 
     def records(self) -> Iterator[Record]:
         """Every record of this deployment's threads (a Scan)."""
-        for rec in self._ports.scans.scan(self.prefix):
-            if self._keep(rec.pk):
-                yield rec
+        kept = begins(PARTITION_KEY, self.prefix) if self.prefix else None
+        for items in scan_pages(self._ports.table, filter=kept):
+            for item in items:
+                # Control items (heads, leases; the deployments' records), memory items
+                # and marks are no records.
+                pk = str(item[PARTITION_KEY])
+                if is_control_pk(pk) or is_deployment_pk(pk) or is_memory_pk(pk):
+                    continue
+                if not is_mark(item) and self._keep(pk):
+                    yield record_from(item)
 
     def stamps(
         self, segment: int = 0, segments: int = 1, every: bool = False
     ) -> Iterator[list[Stamp]]:
         """One segment of a Scan of this deployment's items as retention reads them; with
         `every`, every deployment's."""
-        prefix = "" if every else self.prefix
-        for page in self._ports.scans.scan_stamps(segment, segments, prefix):
-            yield [s for s in page if self._keep(s.key.pk, every)]
+        kept = begins(PARTITION_KEY, self.prefix) if self.prefix and not every else None
+        pages = scan_pages(
+            self._ports.table,
+            segment=segment,
+            segments=segments,
+            filter=kept,
+            attributes=STAMP_ATTRIBUTES,
+        )
+        for items in pages:
+            yield [
+                stamp_from(i)
+                for i in items
+                if not is_deployment_pk(pk := str(i[PARTITION_KEY])) and self._keep(pk, every)
+            ]
 
     def other_prefixes(self) -> list[str]:
         """The prefixes of the other deployments scans passed so far, sorted."""

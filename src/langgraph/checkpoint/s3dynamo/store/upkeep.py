@@ -9,13 +9,28 @@ retention, copies, re-encryption, `check` and leases call these methods, never t
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk, object_key, owner_prefix, scope_of
+from langgraph.checkpoint.s3dynamo.errors import (
+    LeaseLostError,
+    StorageConfigError,
+    StorageError,
+    StoreMissingError,
+)
+from langgraph.checkpoint.s3dynamo.layout import (
+    HEAD_PREFIX,
+    control_pk,
+    deployment_pk,
+    object_key,
+    owner_prefix,
+    scope_of,
+)
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import Cursor, ObjectInfo
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import (
+    STAMP_ATTRIBUTES,
     ControlRecord,
     ItemKey,
     Lease,
@@ -23,13 +38,50 @@ from langgraph.checkpoint.s3dynamo.records import (
     Record,
     Stamp,
     UploadIntent,
+    control_from,
     head_key,
+    is_mark,
     lease_key,
+    put_control,
+    record_from,
+    record_item,
+    stamp_from,
 )
+from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, PARTITION_KEY, RUN_INDEX, SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from langgraph.checkpoint.s3dynamo.store.finder import Finder
+from langgraph.checkpoint.s3dynamo.store.format import (
+    batch_items,
+    head_items,
+    lease_expiry,
+    lease_taken,
+    replace_if_unchanged,
+    set_idle,
+    take_lease,
+)
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewrite
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
-from langgraph.checkpoint.s3dynamo.waves import parallel
+from langgraph.checkpoint.s3dynamo.table import Table, begins, every_item, every_page, key_of
+
+
+def idle_pages(table: Table, partition: str, prefix: str) -> Iterator[list[ItemKey]]:
+    """Keys of the items of one partition of the idle index under a partition-key
+    prefix, a page at a time; the fix named where the table lacks the index."""
+    where = begins(PARTITION_KEY, prefix) if prefix else None
+    try:
+        for items in every_page(table, partition, index=IDLE_INDEX, where=where):
+            yield [key_of(i) for i in items]
+    except (StorageError, StoreMissingError) as exc:
+        # DynamoDB: ValidationException naming the index; moto: ResourceNotFound.
+        if isinstance(exc, StorageError) and "index" not in str(exc):
+            raise
+        raise StorageConfigError(
+            f"{getattr(table, 'resource', 'the table')} has no global secondary index "
+            f"{IDLE_INDEX!r}, which retention Queries for idle threads ({exc}). Add it: "
+            "apply this version's terraform/ (aws_dynamodb_table.this declares it), or run "
+            "setup() on a new table; meanwhile sweep with the full Scan (`s3dynamo expire "
+            "--full`)"
+        ) from exc
 
 
 class Upkeep:
@@ -41,20 +93,21 @@ class Upkeep:
     prefix: str
     scope: Scope
     deleter: Deleter
+    finder: Finder
 
     def create_if_missing(self) -> tuple[bool, bool]:
         """Create the table and the bucket if missing (development and tests); whether
         each was made."""
-        return self.ports.records.create_if_missing(), self.ports.objects.create_if_missing()
+        return self.ports.table.create_if_missing(), self.ports.objects.create_if_missing()
 
     def prime(self) -> None:
         """Build every port now (an init phase), still without a request."""
-        for name in ("index", "objects"):
+        for name in ("table", "objects"):
             getattr(self.ports, name)
 
     def index_resource(self) -> str:
         """What the index is, as `check` names it."""
-        return str(getattr(self.ports.records, "resource", "index"))
+        return str(getattr(self.ports.table, "resource", "index"))
 
     def probe_objects(self) -> str:
         """List the deployment's objects once; what answered (`check`)."""
@@ -84,12 +137,15 @@ class Upkeep:
 
     def partition_stamps(self, thread_name: str) -> list[Stamp]:
         """Key and write time of every item of a thread, read consistently."""
-        return self.ports.scans.partition_stamps(thread_name)
+        items = every_item(
+            self.ports.table, thread_name, consistent=True, attributes=STAMP_ATTRIBUTES
+        )
+        return [stamp_from(i) for i in items]
 
     def idle_items(self, partition: str, every: bool = False) -> Iterator[list[ItemKey]]:
         """Keys of this deployment's items (`every`: all deployments') in one partition of
         the idle index, a page at a time; other deployments' are noted (`note_passed`)."""
-        for page in self.ports.scans.idle_query(partition, "" if every else self.prefix):
+        for page in idle_pages(self.ports.table, partition, "" if every else self.prefix):
             kept = []
             for key in page:
                 scope = scope_of(key.pk)
@@ -101,46 +157,45 @@ class Upkeep:
 
     def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
         """Move an item's idle-index key to `to` while it is still `was` (None: any)."""
-        return self.ports.control.set_idle(key, to, was)
+        return self.engine.apply(set_idle(key, to, was)).applied
 
     def sweep_cursor(self, name: str) -> ControlRecord | None:
         """The retention sweep's cursor record in the deployment's partition, if any."""
-        return self.ports.control.read_control(deployment_pk(self.prefix)).get(name)
+        page = self.ports.table.query(deployment_pk(self.prefix), consistent=True)
+        found = [control_from(i) for i in page.items if i[SORT_KEY] == name]
+        return found[0] if found else None
 
     def put_sweep_cursor(self, record: ControlRecord, expected_version: int | None) -> bool:
         """Replace the cursor record while it still has `expected_version` (None: new)."""
-        return self.ports.control.put_control(deployment_pk(self.prefix), record, expected_version)
+        return self.engine.apply(
+            put_control(deployment_pk(self.prefix), record, expected_version)
+        ).applied
 
     def run_checkpoints(self, run_key: str) -> list[ItemKey]:
         """Checkpoints a run created, through the run index."""
-        return self.ports.records.run_checkpoints(run_key)
+        return [key_of(i) for i in every_item(self.ports.table, run_key, index=RUN_INDEX)]
 
     def checkpoint_records(self, checkpoint: ItemKey) -> list[Record]:
         """A checkpoint's record and every record sorted under it, read whole (paged)."""
-        records: list[Record] = []
-        cursor: Cursor | None = None
-        while True:
-            page = self.ports.records.query(checkpoint.pk, prefix=checkpoint.sk, cursor=cursor)
-            records += page.records
-            if page.cursor is None:
-                return records
-            cursor = page.cursor
+        items = every_item(self.ports.table, checkpoint.pk, where=begins(SORT_KEY, checkpoint.sk))
+        return [record_from(i) for i in items if not is_mark(i)]
 
     def checkpoint_keys(self, checkpoint: ItemKey) -> Iterator[ItemKey]:
         """Keys of a checkpoint's record and everything sorted under it."""
-        return self.ports.records.query_keys(checkpoint.pk, prefix=checkpoint.sk)
+        return iter(self.finder.keys(checkpoint.pk, prefix=checkpoint.sk))
 
     def item_size(self, record: Record) -> int:
         """The size DynamoDB bills for a record's item."""
-        return self.ports.records.item_size(record)
+        return self.ports.table.item_size(record_item(record))
 
     def write_records(self, records: Sequence[Record]) -> None:
         """Put records in full batches, unconditionally (copies, imports)."""
-        self.ports.records.write_batch(puts=list(records))
+        self.engine.batch(batch_items(records))
 
     def replace_if_unchanged(self, old: Record, new: Record) -> bool:
         """Replace a record only while it is still `old`."""
-        return self.ports.records.replace_if_unchanged(old, new)
+        update = replace_if_unchanged(old, new)
+        return update is None or self.engine.apply(update).applied
 
     # ------------------------------------------------- deleting: marks first
 
@@ -186,23 +241,21 @@ class Upkeep:
         """What `rewrite` built for `dst` (a copy), as the engine writes every plan: its
         objects in one wave, journaled, then its records in full batches."""
         records = [new for _, new in rewrite.records]
-        self.engine.write(
-            WritePlan(
-                self.namer.thread(dst), lambda _: self.write_records(records), rewrite.objects
-            )
-        )
+        owner = self.namer.thread(dst)
+        self.engine.write(WritePlan(owner, uploads=rewrite.objects, indexes=batch_items(records)))
 
     def write_rotation(self, tid: str, rewrite: Rewrite) -> bool:
         """What `rewrite` re-sealed in place (a rotation): objects overwritten (same
         name, same value), then each changed record replaced only while unchanged since
         read. False if a concurrent writer changed one (read the thread again)."""
-        changed = [(old, new) for old, new in rewrite.records if old != new]
-
-        def commit(_: ItemKey | None) -> bool:
-            return all(parallel(lambda pair: self.replace_if_unchanged(*pair), changed))
-
-        plan = WritePlan(self.namer.thread(tid), commit, overwrites=rewrite.objects)
-        return self.engine.write(plan)
+        updates = [replace_if_unchanged(old, new) for old, new in rewrite.records if old != new]
+        plan: WritePlan[Any] = WritePlan(
+            self.namer.thread(tid),
+            overwrites=rewrite.objects,
+            writes=[u for u in updates if u is not None],
+            each=True,
+        )
+        return all(written.applied for written in self.engine.write(plan))
 
     def delete_objects(self, keys: Sequence[str]) -> None:
         self.engine.delete(keys)
@@ -239,20 +292,30 @@ class Upkeep:
 
     def acquire_lease(self, thread_name: str, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
         """The thread's lease, or None while another holds it."""
-        return self.ports.control.acquire_lease(self.lease_key(thread_name), owner, now_ms, ttl_ms)
+        key = self.lease_key(thread_name)
+        taken = self.engine.apply(take_lease(key, owner, now_ms, ttl_ms), returning="new")
+        if not taken.applied or taken.item is None:
+            return None
+        return lease_taken(key, owner, taken.item, now_ms + ttl_ms)
 
     def renew_lease(self, lease: Lease, now_ms: int, ttl_ms: int) -> Lease:
-        return self.ports.control.renew_lease(lease, now_ms, ttl_ms)
+        if not self.engine.apply(lease_expiry(lease, now_ms + ttl_ms)).applied:
+            raise LeaseLostError("the lease was taken over; it cannot be renewed")
+        return lease._replace(expires_ms=now_ms + ttl_ms)
 
     def release_lease(self, lease: Lease) -> None:
-        self.ports.control.release_lease(lease)
+        self.engine.apply(lease_expiry(lease, 0))
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        self.ports.control.put_heads(thread_name, heads)
+        self.engine.batch(head_items(thread_name, heads))
 
     def drop_heads(self, thread_name: str, ns_names: Collection[str] | None = None) -> None:
-        self.ports.control.drop_heads(thread_name, ns_names)
+        if ns_names is None:
+            keys = self.finder.keys(control_pk(thread_name), prefix=HEAD_PREFIX)
+        else:
+            keys = [head_key(thread_name, name) for name in sorted(ns_names)]
+        self.engine.batch(deletes=keys)
 
     def delete_control(self, keys: Iterable[ItemKey]) -> None:
         """Delete control items (heads, tombstones, leases, markers)."""
-        self.ports.control.delete_items(keys)
+        self.engine.batch(deletes=list(keys))

@@ -1,0 +1,41 @@
+"""What a saver's table holds, read and written the way someone with access to the table
+(and no keys) would: for tests that forge, remove or inspect stored items. Nothing here
+goes through the saver's own write path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.layout import control_pk, loans_prefix
+from langgraph.checkpoint.s3dynamo.records import (
+    ItemKey,
+    Loan,
+    Mark,
+    Record,
+    loan_from,
+    record_item,
+)
+from langgraph.checkpoint.s3dynamo.table import Table, begins, every_item, key_of
+
+
+def table(saver: Any) -> Table:
+    """The table a saver stores in."""
+    return saver.store.ports.table  # type: ignore[no-any-return]
+
+
+def put_records(saver: Any, records: Iterable[Record | Mark]) -> None:
+    """Write records as items, whole and unconditionally."""
+    table(saver).batch([record_item(r) for r in records])
+
+
+def loans(saver: Any, tid: str) -> list[Loan]:
+    """The loans of a thread's objects to its copies."""
+    name = saver.store.namer.thread(tid)
+    where = begins("sk", loans_prefix(None))
+    return [loan_from(i) for i in every_item(table(saver), control_pk(name), where=where)]
+
+
+def control_keys(saver: Any, thread_name: str) -> list[ItemKey]:
+    """Keys of every control item of a thread named as stored."""
+    return [key_of(i) for i in every_item(table(saver), control_pk(thread_name))]
