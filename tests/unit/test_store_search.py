@@ -24,13 +24,14 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
 from langgraph.checkpoint.s3dynamo.errors import StoreMissingError, ValueNotSerializableError
 from langgraph.checkpoint.s3dynamo.layout import LOG_MARK, MANIFEST_SK, TOKEN_MARK
 from langgraph.checkpoint.s3dynamo.memory import vector_index
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
-from tests.support.faults import Crash, CrashingPort
+from tests.support.faults import Crash, CrashingPort, is_request
 from tests.support.savers import Clients, RequestCounter, make_saver
 
 pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
@@ -223,7 +224,7 @@ def test_a_namespace_written_before_the_index_is_ranked_and_then_indexed() -> No
     for key, value in memories(12):
         writer.put(NS, key, value)
     # As an earlier build left it: no manifest, no log (read by another process).
-    index.index_write(deletes=[i.key for i in index.index_items()])
+    index.table.batch(deletes=[i.key for i in index.index_items()])
     index = index.clone()
     reader = store_of(make(index, objects), index=INDEX)
     reference = InMemoryStore(index=INDEX)
@@ -304,14 +305,6 @@ def _reference(items: list[tuple[str, dict[str, Any]]]) -> InMemoryStore:
     return ref
 
 
-# What a crash in the middle of a Store operation may interrupt: each request it sends.
-COUNTED = ("memory_", "directory", "index_", "manifest_", "put_intent", "delete_items")
-
-
-def counted(name: str) -> bool:
-    return name.startswith(COUNTED) or name in ("put_new", "get", "delete")
-
-
 @pytest.mark.parametrize("after", [False, True])
 def test_a_compaction_interrupted_at_any_request_leaves_searches_right(
     after: bool, monkeypatch: pytest.MonkeyPatch
@@ -332,8 +325,8 @@ def test_a_compaction_interrupted_at_any_request_leaves_searches_right(
         base.delete(NS, "m2")
         counter = [-1_000_000]
         faulty = make(
-            CrashingPort(index, counter, at, after, counted),  # type: ignore[arg-type]
-            CrashingPort(objects, counter, at, after, counted),  # type: ignore[arg-type]
+            TableIndex(CrashingPort(index.table, counter, at, after, is_request)),  # type: ignore[arg-type]
+            CrashingPort(objects, counter, at, after, is_request),  # type: ignore[arg-type]
         )
         store = store_of(faulty, index=INDEX)
         store.get(NS, "absent")  # the deployment check, before counting starts
@@ -395,8 +388,8 @@ def test_a_namespace_written_before_its_field_was_declared_is_read_once() -> Non
     before.space.clock = Ticking()
     for key, value in memories(20):
         before.put(NS, key, value)
-    after = store_of(make(index.clone(), objects), filter_fields=["kind"])
-    index = after.space.index  # type: ignore[assignment]  # another process's view
+    index = index.clone()  # another process's view
+    after = store_of(make(index, objects), filter_fields=["kind"])
     want = ["m19", "m17", "m15", "m13", "m11"]  # newest first
     assert keys(after.search(NS, filter={"kind": "pref"}, limit=5)) == want
     index.calls.clear()
