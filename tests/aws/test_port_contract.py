@@ -1,6 +1,7 @@
 """The port contract (`tests/support/port_contract.py`) on the DynamoDB, S3 and KMS
-adapters, on moto in process or the integration tiers' servers; the in-memory twins run
-the same in `tests/unit/test_port_contract.py`. And what only an adapter has: items
+adapters, and the memory format's on the DynamoDB table, on moto in process or the
+integration tiers' servers; the in-memory twins run the same in
+`tests/unit/test_port_contract.py`. And what only an adapter has: items
 DynamoDB leaves unprocessed in a batch, sent again."""
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.backends.kms import KmsKeys
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
 from langgraph.checkpoint.s3dynamo.backends.table_index import TableIndex
-from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 from langgraph.checkpoint.s3dynamo.errors import StorageError
-from langgraph.checkpoint.s3dynamo.table import Table
 from tests.support.port_contract import (
     PK,
     IndexContract,
     KeyServiceContract,
-    MemoryItemsContract,
+    MemoryFormatContract,
     ObjectStoreContract,
     _cp,
 )
@@ -117,23 +116,12 @@ class TestKmsKeys(KeyServiceContract):
         return KmsKeys(client, key_id)
 
 
-class TestDynamoMemoryItems(MemoryItemsContract):
+class TestMemoryFormatOnDynamo(MemoryFormatContract):
     @pytest.fixture
-    def items(self, clients: Clients) -> TableIndex:
-        return _table(clients)
-
-
-class _MemoryOnTable(MemoryOnTable):
-    def __init__(self, table: Table) -> None:
-        self.table = table
-
-
-class TestMemoryOnDynamoTable(MemoryItemsContract):
-    @pytest.fixture
-    def items(self, clients: Clients) -> MemoryOnTable:
+    def table(self, clients: Clients) -> DynamoTable:
         table = DynamoTable(clients[0], clients.table)
         table.create_if_missing()
-        return _MemoryOnTable(table)
+        return table
 
 
 class _ConditionalDeletes:

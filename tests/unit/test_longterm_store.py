@@ -41,10 +41,10 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
 from langgraph.checkpoint.s3dynamo.memory import vector_index, vectors
+from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
 from langgraph.checkpoint.s3dynamo.memory.rows import ENTRY_EMPTIED, ROW_BLOB, MemoryRow, row_item
 from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
-from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.table import Update, Write, Written
 from langgraph.store.s3dynamo import S3DynamoStore

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 
-from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 from langgraph.checkpoint.s3dynamo.errors import (
     LeaseLostError,
     StorageConfigError,
@@ -273,8 +272,8 @@ class ThreadsOnTable:
             ) from exc
 
 
-class TableIndex(ThreadsOnTable, MemoryOnTable):
-    """Every port of the table (`ports.Index` and `MemoryItems`) on one `Table`."""
+class TableIndex(ThreadsOnTable):
+    """Every port of the table (`ports.Index`) on one `Table`."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
