@@ -37,6 +37,7 @@ from tests.support.savers import Clients, RequestCounter, make_saver
 pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
 
 KEYS = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
+K2 = f"k2:{base64.b64encode(bytes(range(32, 64))).decode()}"
 SECRET = bytes(range(100, 132))
 NS = ("users", "u1", "memories")
 DIMS = 24
@@ -72,11 +73,13 @@ class Clock:
         return self.now
 
 
-def make(index: MemoryIndex | None = None, objects: MemoryObjects | None = None) -> S3DynamoSaver:
+def make(
+    index: MemoryIndex | None = None, objects: MemoryObjects | None = None, keys: str = KEYS
+) -> S3DynamoSaver:
     return S3DynamoSaver(
         index=index if index is not None else MemoryIndex(),
         object_store=objects if objects is not None else MemoryObjects(),
-        keys=KEYS,
+        keys=keys,
         secret=SECRET,
     )
 
@@ -303,6 +306,42 @@ def _reference(items: list[tuple[str, dict[str, Any]]]) -> InMemoryStore:
     for key, value in items:
         ref.put(NS, key, value)
     return ref
+
+
+def test_a_rotation_reseals_every_segment_whatever_key_sealed_the_manifest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A compaction after a rotation seals its manifest under the new key and keeps a
+    # segment sealed under the old one: re-encryption re-seals that segment too, so the
+    # old key can leave the keyring.
+    monkeypatch.setattr(vector_index, "LOG_MAX", 500)
+    index, objects = MemoryIndex(), MemoryObjects()
+    items = memories(20)
+    before = store_of(make(index, objects), index=INDEX)
+    for key, value in items[:16]:
+        before.put(NS, key, value)
+    before.search(NS, query="tea")  # the namespace's first segment, under k1
+    rotated = store_of(make(index, objects, keys=f"{K2},{KEYS}"), index=INDEX)
+    for key, value in items[16:]:
+        rotated.put(NS, key, value)
+    rotated.search(NS, query="tea")  # the log folded: a segment and the manifest under k2
+    sealer = rotated.saver.parts.sealer
+
+    def key_ids() -> list[str | None]:
+        blobs = [objects.get(o.key) for o in objects.list("")]
+        blobs += [i.blob for i in index.index_items() if i.blob is not None]
+        return sorted({sealer.key_id_of(b) for b in blobs}, key=str)
+
+    (manifest,) = [i for i in index.index_items() if i.key.sk == MANIFEST_SK]
+    assert len(manifest.leaves) == 2 and sealer.key_id_of(manifest.blob or b"") == "k2"
+    assert key_ids() == ["k1", "k2"]
+    assert rotated.saver.ops.reencrypt() > 0
+    assert key_ids() == ["k2"]
+    reference = _reference(items)
+    after = store_of(make(index, objects, keys=K2), index=INDEX)
+    for query in ("tea", "jazz"):
+        got = after.search(NS, query=query, limit=20)
+        ranked_like(got, reference.search(NS, query=query, limit=20), reference, query)
 
 
 @pytest.mark.parametrize("after", [False, True])

@@ -309,12 +309,14 @@ def _collect_namespace(space: Space, cutoff: datetime, pk: str) -> int:
 
 
 def reencrypt_memory(parts: Components) -> dict[str, int]:
-    """Re-seal every Store item, cache entry and directory entry not sealed under the
-    active key (as `reencrypt` does for threads), so an old key can leave the keyring.
-    Inline blobs and entries are replaced only while unchanged since read (a put since
-    sealed under the active key already); objects are overwritten in place (same name,
-    same value). Per space: blobs re-sealed. One directory Query per space, then per
-    namespace one Query, and one request per blob re-sealed."""
+    """Re-seal every Store item, cache entry, directory entry and vector index (manifest,
+    log, segments) not sealed under the active key (as `reencrypt` does for threads), so
+    an old key can leave the keyring. Inline blobs and entries are replaced only while
+    unchanged since read (a put since sealed under the active key already); objects are
+    overwritten in place (same name, same value). Per space: blobs re-sealed. One
+    directory Query per space, then per namespace one Query of its items (and one of its
+    vector index), a GET per object (large values, segments), and one request per blob
+    re-sealed."""
     out: dict[str, int] = {}
     for label, space in spaces(parts).items():
         with guarded(parts.deployment):
@@ -340,20 +342,15 @@ def _reseal_namespace(space: Space, found: tuple[tuple[str, ...], DirectoryEntry
         if space.space in INDEXED
         else []
     )
-    sealer = space.sealer
-    active = sealer.keyring.active if sealer.keyring else None
+    # Every segment the manifest names, whatever sealed the manifest: a compaction after
+    # a rotation seals a new one under the active key beside older segments.
     for item in index:
-        if (
-            item.key.sk == MANIFEST_SK
-            and item.blob is not None
-            and sealer.key_id_of(item.blob) != active
-        ):
-            needed.update(
-                {object_key(pk, leaf): f"vector segment of {namespace!r}" for leaf in item.leaves}
-            )
+        needed.update(
+            {object_key(pk, leaf): f"vector segment of {namespace!r}" for leaf in item.leaves}
+        )
     bodies = space.engine.fetch(needed, cached=False)
     stored = format.Stored(space.space, namespace, pk, entry, rows, index, bodies)
-    plan = format.resealed(stored, sealer)
+    plan = format.resealed(stored, space.sealer)
     written = space.engine.write(plan)
     return len(plan.overwrites) + sum(w.applied for w in written)
 
