@@ -41,15 +41,15 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from aws_mock import (  # noqa: E402
     RequestMeter,
     aws_account,
-    dynamodb_item_size,
     new_client,
     stored_bytes,
     use_fake_credentials,
 )
 from billing import request_dollars, storage_dollars  # noqa: E402
 
-from langgraph.checkpoint.s3dynamo.backends import dynamodb_items as items  # noqa: E402
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex  # noqa: E402
+from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable  # noqa: E402
+from langgraph.checkpoint.s3dynamo.table import item_size  # noqa: E402
 
 DIMS = 256
 ITEMS = 50
@@ -426,12 +426,12 @@ def scaled(count: int, on_moto: bool) -> dict[str, Any]:
     return out
 
 
-class SizedIndex(MemoryIndex):
-    """The in-memory index, with each request's read units computed from the items it
-    returns, as DynamoDB bills them (`dynamodb_items`' pure item format)."""
+class SizedTable(MemoryTable):
+    """The in-memory table, with each read's read units computed from the items it
+    returns, as DynamoDB bills them (`table.item_size`)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, exists: bool = True) -> None:
+        super().__init__(exists=exists)
         self.rru = 0.0
         self.read_bytes = 0
 
@@ -440,40 +440,27 @@ class SizedIndex(MemoryIndex):
         per_4k = 1.0 if consistent else 0.5  # a strongly consistent read costs twice
         if per_item:  # BatchGetItem: each item as a GetItem
             self.rru += sum(max(1, math.ceil(s / 4096)) * per_4k for s in sizes)
-        else:  # a Query: its items added up, then rounded once
+        else:  # a Query: its page's items added up, then rounded once
             self.rru += max(1, math.ceil(sum(sizes) / 4096)) * per_4k
 
-    def index_query(self, pk: str, bounds: Any, **kw: Any) -> Any:
-        found = super().index_query(pk, bounds, **kw)
-        sizes = [dynamodb_item_size(items.index_item(i)) for i in found]
-        self._read(sizes, False, kw.get("consistent", False))
+    def get(self, key: Any, *, consistent: bool = True) -> Any:
+        found = super().get(key, consistent=consistent)
+        self._read([item_size(found)] if found is not None else [], True, consistent)
         return found
 
-    def memory_get(self, keys: Any, consistent: bool = False) -> Any:
-        found = super().memory_get(keys, consistent)
-        self._read([dynamodb_item_size(items.memory_item(r)) for r in found], True, consistent)
+    def get_many(self, keys: Any, *, consistent: bool = False) -> Any:
+        found = super().get_many(keys, consistent=consistent)
+        self._read([item_size(i) for i in found], True, consistent)
         return found
 
-    def memory_query(self, pk: str, limit: Any = None, consistent: bool = False) -> Any:
-        found = super().memory_query(pk, limit, consistent)
-        self._query([dynamodb_item_size(items.memory_item(r)) for r in found], consistent)
-        return found
+    def query(self, partition: str, **query: Any) -> Any:
+        page = super().query(partition, **query)
+        self._read([item_size(i) for i in page.items], False, bool(query.get("consistent")))
+        return page
 
-    def memory_search(self, pk: str, consistent: bool = False) -> Any:
-        found, marked = super().memory_search(pk, consistent)
-        self._query([dynamodb_item_size(items.memory_item(r)) for r in found], consistent)
-        return found, marked
 
-    def _query(self, sizes: list[int], consistent: bool) -> None:
-        # A Query reads 1 MB pages, each added up and rounded once.
-        page, total = [], 0
-        for size in sizes:
-            if total + size > 1 << 20:
-                self._read(page, False, consistent)
-                page, total = [], 0
-            page.append(size)
-            total += size
-        self._read(page, False, consistent)
+class SizedIndex(SizedTable, MemoryIndex):
+    """The in-memory index, its reads sized (`SizedTable`)."""
 
     def snapshot(self) -> tuple[float, int, int]:
         return self.rru, self.read_bytes, sum(self.calls.values())

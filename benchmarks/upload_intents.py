@@ -32,7 +32,7 @@ def _is_intent(key: Any) -> bool:
 def main() -> None:
     detect = "--no-detection" not in sys.argv[1:]
     index, objects = MemoryIndex(), MemoryObjects()
-    table = index.table
+    table = index
     written: list[UploadIntent] = []
     # Commits that close an intent: (kind, size of the item they write).
     closing: list[tuple[str, int]] = []

@@ -1,6 +1,7 @@
-"""The port contract (`tests/support/port_contract.py`) on the DynamoDB, S3 and KMS
-adapters, on moto in process or the integration tiers' servers; the in-memory twins run
-the same in `tests/unit/test_port_contract.py`. And what only an adapter has: items
+"""The port contract (`testing.contract`) on the DynamoDB, S3 and KMS adapters, and the
+memory format's on the DynamoDB table, on moto in process or the
+integration tiers' servers; the in-memory twins run the same in
+`tests/unit/test_port_contract.py`. And what only an adapter has: items
 DynamoDB leaves unprocessed in a batch, sent again."""
 
 from __future__ import annotations
@@ -14,15 +15,14 @@ import pytest
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.backends.kms import KmsKeys
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
-from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 from langgraph.checkpoint.s3dynamo.errors import StorageError
-from langgraph.checkpoint.s3dynamo.table import ItemKey, Table, every_item, key_of, keyed
+from langgraph.checkpoint.s3dynamo.table import ItemKey, every_item, key_of, keyed
 from langgraph.checkpoint.s3dynamo.testing.contract import (
     KeyServiceTests,
     ObjectStoreTests,
     TableTests,
 )
-from tests.support.port_contract import MemoryItemsContract
+from tests.support.port_contract import MemoryFormatContract
 from tests.support.savers import BACKEND, REGION, Clients
 
 
@@ -118,25 +118,12 @@ class TestKmsKeys(KeyServiceTests):
         return KmsKeys(client, key_id)
 
 
-class TestDynamoMemoryItems(MemoryItemsContract):
+class TestMemoryFormatOnDynamo(MemoryFormatContract):
     @pytest.fixture
-    def items(self, clients: Clients) -> MemoryOnTable:
-        on_table = MemoryOnTable.__new__(MemoryOnTable)
-        on_table.table = _table(clients)
-        return on_table
-
-
-class _MemoryOnTable(MemoryOnTable):
-    def __init__(self, table: Table) -> None:
-        self.table = table
-
-
-class TestMemoryOnDynamoTable(MemoryItemsContract):
-    @pytest.fixture
-    def items(self, clients: Clients) -> MemoryOnTable:
+    def table(self, clients: Clients) -> DynamoTable:
         table = DynamoTable(clients[0], clients.table)
         table.create_if_missing()
-        return _MemoryOnTable(table)
+        return table
 
 
 class _ConditionalDeletes:

@@ -208,11 +208,33 @@ def read_history(graph: Any, tid: str) -> History:
     return out
 
 
+# The methods of the table (`table.Table`) and of the object store that send requests:
+# what `CrashingPort` counts around either for the Store's operations.
+REQUESTS = frozenset(
+    {
+        "get",
+        "get_many",
+        "query",
+        "scan",
+        "write",
+        "transact",
+        "batch",
+        "put_new",
+        "overwrite",
+        "delete",
+    }
+)
+
+
+def is_request(name: str) -> bool:
+    return name in REQUESTS
+
+
 class CrashingPort:
     """Any port, wrapped so that call number `at` of the methods `counted` picks (shared
     by every port with the same `counter`) raises `Crash`, before the call or after it
-    is applied: for the Store's multi-request operations, whose ports `FaultyTable` does
-    not cover method by method."""
+    is applied: for the Store's multi-request operations, around the table (`is_request`)
+    and the object store."""
 
     def __init__(
         self,

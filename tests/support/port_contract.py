@@ -1,25 +1,37 @@
-"""What each port promises (`ports.py`), written once and run on every backend: a test
-module subclasses these classes as `Test...` and gives the fixtures each names (a fresh
-port, and one whose table or bucket does not exist). The in-memory twins run them in
-`tests/unit/test_port_contract.py`, the DynamoDB, S3 and KMS adapters in
-`tests/aws/test_port_contract.py` (on moto in process, and on the integration tiers'
-servers). Where a twin and an adapter answer differently, the twin is wrong."""
+"""What the memory format's writes leave on a table (`memory/format.py`), written once
+and run on every table: `tests/unit/test_port_contract.py` on the in-memory table,
+`tests/aws/test_port_contract.py` on DynamoDB (moto in process, the integration tiers'
+servers). The ports' own promises ship in the package (`testing.contract`)."""
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
+    MANIFEST_SK,
     directory_pk,
     memory_pk,
+    object_key,
 )
-from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, IndexItem, MemoryRow
+from langgraph.checkpoint.s3dynamo.memory import format
+from langgraph.checkpoint.s3dynamo.memory.reads import Reads
+from langgraph.checkpoint.s3dynamo.memory.rows import (
+    Batch,
+    DirectoryEntry,
+    IndexItem,
+    MemoryRow,
+    index_item,
+    row_from,
+)
 from langgraph.checkpoint.s3dynamo.records import (
-    CheckpointRecord,
-    HeadMove,
     ItemKey,
 )
 
@@ -29,147 +41,268 @@ PK, HEAD, LEASE = "p", ItemKey("p!", "head#ns"), ItemKey("p!", "lease")
 needs_transactions = pytest.mark.unsupported_on("real", reason="dynalite has no transactions")
 
 
-def _cp(cid: str, body: bytes | None = None, sk: str = "", **fields: Any) -> CheckpointRecord:
-    body = body or b"body-" + cid.encode()
-    return CheckpointRecord(PK, sk or f"ns#{cid}", body, b"m", b"t", **fields)
-
-
-def _ids(index: Any, prefix: str = "ns#") -> list[str]:
-    return [r.sk for r in index.query(PK, prefix=prefix).records]
-
-
-def commit(
-    index: Any, cid: str, parent: str | None, *, check: bool = True, fence: Any = None
-) -> None:
-    index.put_checkpoint(_cp(cid), HeadMove(HEAD, cid, parent, check), fence)
-
-
-def _row(pk: str, sk: str, blob: bytes, **fields: Any) -> MemoryRow:
-    return MemoryRow(ItemKey(pk, sk), blob, None, **fields)
+def _row(pk: str, sk: str, blob: bytes | None, **fields: Any) -> MemoryRow:
+    return MemoryRow(ItemKey(pk, sk), blob, fields.pop("leaf", None), **fields)
 
 
 # A namespace name as the namer makes them (22 characters, the last one of four).
 NS = "A" * 21 + "Q"
+KEYS = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
+K2 = f"k2:{base64.b64encode(bytes(range(32, 64))).decode()}"
 
 
-@needs_transactions  # a put is one transaction with its directory entry
-class MemoryItemsContract:
-    """`MemoryItems`: fixture `items`, an empty index that exists."""
+def memory_engine(table: Any, keys: str | None = None) -> BlobEngine:
+    """The blob engine on `table` (objects in memory; sealed under `keys` when given),
+    which writes the memory format's plans."""
+    ports = LazyPorts(table=lambda: table, objects=MemoryObjects)
+    sealer = Sealer(keyring=Keyring.parse(keys) if keys else None)
+    return BlobEngine(ports=ports, sealer=sealer, prefix="", policy=BlobPolicy(0, 0))
+
+
+@needs_transactions  # a put that renews its directory entry is one transaction
+class MemoryFormatContract:
+    """The memory format (`memory/format.py`) on a table: what each plan and write leaves,
+    read back as the Store reads it (`memory/reads.py`), and each condition refused as it
+    should be. Fixture `table`: an empty table that exists."""
 
     pk = memory_pk("", NS, "m")
     entry = DirectoryEntry(ItemKey(directory_pk("", "m"), NS), b"sealed-ns", "gen-1")
 
-    def test_puts_keep_created_and_renew_the_directory(self, items: Any) -> None:
-        items.memory_put([_row(self.pk, "a", b"1", created_ms=10, updated_ms=10)], self.entry)
+    def put(
+        self,
+        engine: BlobEngine,
+        rows: list[MemoryRow],
+        entry: DirectoryEntry | None = None,
+        marks: Sequence[ItemKey] = (),
+        uploads: Sequence[tuple[str, bytes]] = (),
+    ) -> list[MemoryRow | None]:
+        batch = Batch(("n",), rows[0].key.pk, rows, uploads=list(uploads))
+        written = [
+            w for plan in format.put(batch, entry=entry, marks=marks) for w in engine.write(plan)
+        ]
+        if entry is not None:
+            return [None] * len(rows)
+        return [None if w.item is None else row_from(w.item) for w in written]
+
+    def test_puts_keep_created_and_renew_the_directory(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        self.put(engine, [_row(self.pk, "a", b"1", created_ms=10, updated_ms=10)], self.entry)
         renewed = self.entry._replace(blob=b"ignored", generation="gen-2")
-        items.memory_put([_row(self.pk, "a", b"2", created_ms=20, updated_ms=20)], renewed)
-        (row,) = items.memory_get([ItemKey(self.pk, "a"), ItemKey(self.pk, "absent")])
+        self.put(engine, [_row(self.pk, "a", b"2", created_ms=20, updated_ms=20)], renewed)
+        (row,) = reads.items_at([ItemKey(self.pk, "a"), ItemKey(self.pk, "absent")])
         assert (row.blob, row.created_ms, row.updated_ms) == (b"2", 10, 20)
         # The namespace's sealed set stays as first written; the generation is the new one.
-        assert items.directory_get(self.entry.key) == self.entry._replace(generation="gen-2")
-        assert items.directory(self.entry.key.pk) == [self.entry._replace(generation="gen-2")]
-        assert items.directory_drop(self.entry) is False  # an older generation
-        assert items.directory_drop(renewed) is True
-        assert items.directory_get(self.entry.key) is None
+        assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
+        assert reads.entries(self.entry.key.pk) == [self.entry._replace(generation="gen-2")]
+        assert not engine.apply(format.drop_entry(self.entry)).applied  # an older generation
+        assert engine.apply(format.drop_entry(renewed)).applied
+        assert reads.entry(self.entry.key) is None
 
-    def test_query_pages_in_key_order(self, items: Any) -> None:
-        rows = [_row(self.pk, sk, sk.encode()) for sk in ("c", "a", "b")]
-        items.memory_put(rows, self.entry)
-        assert [r.key.sk for r in items.memory_query(self.pk)] == ["a", "b", "c"]
-        assert [r.key.sk for r in items.memory_query(self.pk, limit=2)] == ["a", "b"]
+    def test_the_emptied_mark_holds_on_the_generation(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine.write(format.renewal(self.entry))
+        stale = self.entry._replace(generation="gen-0")
+        assert not engine.apply(format.mark_entry(stale, True)).applied
+        assert engine.apply(format.mark_entry(self.entry, True)).applied
+        assert reads.entry(self.entry.key) == self.entry._replace(emptied=True)
+        assert engine.apply(format.mark_entry(self.entry, False)).applied
+        # A renewal takes the mark off, and fences off every step begun on the old one.
+        engine.apply(format.mark_entry(self.entry, True))
+        engine.write(format.renewal(self.entry._replace(generation="gen-2")))
+        assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
+        assert not engine.apply(format.mark_entry(self.entry, True)).applied
 
-    def test_descendants_marks_are_seen_by_a_search_only(self, items: Any) -> None:
+    def test_query_pages_in_key_order(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        self.put(engine, [_row(self.pk, sk, sk.encode()) for sk in ("c", "a", "b")], self.entry)
+        assert [r.key.sk for r in reads.items(self.pk)] == ["a", "b", "c"]
+        assert [r.key.sk for r in reads.items(self.pk, limit=2)] == ["a", "b"]
+
+    def test_descendants_marks_are_seen_by_a_search_only(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
         parent, other = memory_pk("", "B" * 21 + "Q", "m"), memory_pk("", "C" * 21 + "Q", "m")
-        items.memory_put([_row(self.pk, "a", b"1")], self.entry, [ItemKey(parent, DESCENDANTS_SK)])
+        self.put(engine, [_row(self.pk, "a", b"1")], self.entry, [ItemKey(parent, DESCENDANTS_SK)])
         # Item sort keys are URL-safe base64: from "-" to "z", all before the mark.
-        items.memory_put([_row(parent, sk, sk.encode()) for sk in ("-a", "p", "zz")], None)
-        rows, marked = items.memory_search(parent)
+        self.put(engine, [_row(parent, sk, sk.encode()) for sk in ("-a", "p", "zz")])
+        rows, marked = reads.items_and_mark(parent)
         assert ([r.key.sk for r in rows], marked) == (["-a", "p", "zz"], True)
-        assert [r.key.sk for r in items.memory_query(parent)] == ["-a", "p", "zz"]
-        assert [r.key.sk for r in items.memory_query(parent, limit=3)] == ["-a", "p", "zz"]
-        rows, marked = items.memory_search(self.pk)
+        assert [r.key.sk for r in reads.items(parent)] == ["-a", "p", "zz"]
+        assert [r.key.sk for r in reads.items(parent, limit=3)] == ["-a", "p", "zz"]
+        rows, marked = reads.items_and_mark(self.pk)
         assert ([r.key.sk for r in rows], marked) == (["a"], False)
         # A renewal alone writes its marks too, in the same request.
-        items.directory_renew(
+        renewal = format.renewal(
             self.entry._replace(generation="gen-2"), [ItemKey(other, DESCENDANTS_SK)]
         )
-        assert items.memory_search(other) == ([], True) and items.memory_query(other) == []
-        assert items.directory_get(self.entry.key) == self.entry._replace(generation="gen-2")
+        engine.write(renewal)
+        assert reads.items_and_mark(other) == ([], True) and reads.items(other) == []
+        assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
 
-    def test_a_refresh_answers_with_the_item_in_the_same_request(self, items: Any) -> None:
+    def test_a_refresh_answers_with_the_item_in_the_same_request(self, table: Any) -> None:
+        engine = memory_engine(table)
         key = ItemKey(self.pk, "a")
-        items.memory_put([_row(self.pk, "a", b"1", expires_ms=500, ttl_minutes=60.0)], self.entry)
-        row, refreshed = items.memory_refresh(key, 900, 60.0, 100)
-        assert refreshed and (row.blob, row.expires_ms) == (b"1", 900)
-        # Another TTL (a put since), or expired by then: refused, the item as it is.
-        row, refreshed = items.memory_refresh(key, 950, 5.0, 100)
-        assert not refreshed and (row.blob, row.expires_ms) == (b"1", 900)
-        row, refreshed = items.memory_refresh(key, 950, 60.0, 900)
-        assert not refreshed and row.expires_ms == 900
-        assert items.memory_refresh(ItemKey(self.pk, "absent"), 950, 60.0, 100) == (None, False)
+        self.put(engine, [_row(self.pk, "a", b"1", expires_ms=500, ttl_minutes=60.0)], self.entry)
 
-    def test_expiry_deletes_only_what_is_still_expired(self, items: Any) -> None:
+        def refresh(key: ItemKey, *args: Any) -> tuple[MemoryRow | None, bool]:
+            w = engine.apply(format.refresh(key, *args), returning="new", found_on_refusal=True)
+            return (None if w.item is None else row_from(w.item)), w.applied
+
+        row, refreshed = refresh(key, 900, 60.0, 100)
+        assert refreshed and row is not None and (row.blob, row.expires_ms) == (b"1", 900)
+        # Another TTL (a put since), or expired by then: refused, the item as it is.
+        row, refreshed = refresh(key, 950, 5.0, 100)
+        assert not refreshed and row is not None and (row.blob, row.expires_ms) == (b"1", 900)
+        row, refreshed = refresh(key, 950, 60.0, 900)
+        assert not refreshed and row is not None and row.expires_ms == 900
+        assert refresh(ItemKey(self.pk, "absent"), 950, 60.0, 100) == (None, False)
+
+    def test_expiry_deletes_only_what_is_still_expired(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
         rows = [
             _row(self.pk, "old", b"1", expires_ms=100),
             _row(self.pk, "new", b"2", expires_ms=500),
             _row(self.pk, "never", b"3"),
         ]
-        items.memory_put(rows, self.entry)
-        items.memory_touch(ItemKey(self.pk, "old"), 300)  # read since: renewed
-        assert items.memory_delete(ItemKey(self.pk, "old"), expired_at_ms=299) is None
-        gone = items.memory_delete(ItemKey(self.pk, "old"), expired_at_ms=300)
+        self.put(engine, rows, self.entry)
+        engine.apply(format.touch(ItemKey(self.pk, "old"), 300))  # read since: renewed
+
+        def delete(sk: str, expired_at_ms: int | None = None) -> MemoryRow | None:
+            key = ItemKey(self.pk, sk)
+            old = engine.apply(format.delete_row(key, expired_at_ms), returning="old").item
+            return None if old is None else row_from(old)
+
+        assert delete("old", expired_at_ms=299) is None
+        gone = delete("old", expired_at_ms=300)
         assert gone is not None and gone.blob == b"1"
-        assert items.memory_delete(ItemKey(self.pk, "never")) is not None
-        assert items.memory_delete(ItemKey(self.pk, "never")) is None
-        items.memory_touch(ItemKey(self.pk, "absent"), 1)  # nothing, and no error
-        assert [r.key.sk for r in items.memory_query(self.pk)] == ["new"]
+        assert delete("never") is not None and delete("never") is None
+        engine.apply(format.touch(ItemKey(self.pk, "absent"), 1))  # nothing, and no error
+        assert [r.key.sk for r in reads.items(self.pk)] == ["new"]
 
-    def test_a_put_alone_answers_with_what_it_replaced(self, items: Any) -> None:
-        items.memory_put([_row(self.pk, "a", b"1", expires_ms=700)], self.entry)
-        (old,) = items.memory_put([_row(self.pk, "a", b"2")], None)
+    def test_a_put_alone_answers_with_what_it_replaced(self, table: Any) -> None:
+        engine = memory_engine(table)
+        self.put(engine, [_row(self.pk, "a", b"1", expires_ms=700)], self.entry)
+        (old,) = self.put(engine, [_row(self.pk, "a", b"2")])
         assert old is not None and (old.blob, old.expires_ms) == (b"1", 700)
-        assert items.memory_put([_row(self.pk, "b", b"3")], None) == [None]
+        assert self.put(engine, [_row(self.pk, "b", b"3")]) == [None]
 
-    def test_liveness_to_the_millisecond_and_the_entry_bound(self, items: Any) -> None:
+    def test_a_put_past_one_transaction_uploads_each_part_s_objects_with_it(
+        self, table: Any
+    ) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        rows = [_row(self.pk, f"k{i:03}", None, leaf=f"L{i:03}") for i in range(150)]
+        uploads = [(object_key(self.pk, f"L{i:03}"), b"body") for i in range(150)]
+        batch = Batch(("n",), self.pk, rows, uploads=uploads)
+        marks = [ItemKey(memory_pk("", "B" * 21 + "Q", "m"), DESCENDANTS_SK)]
+        plans = format.put(batch, entry=self.entry, marks=marks)
+        # Items, the entry and the mark; then the rest and the entry.
+        assert [len(p.writes) for p in plans] == [100, 53]
+        assert [len(p.uploads) for p in plans] == [98, 52]
+        for plan in plans:
+            engine.write(plan)
+        assert [r.leaf for r in reads.items(self.pk)] == [r.leaf for r in rows]
+        assert reads.items_and_mark(marks[0].pk) == ([], True)
+        assert sorted(o.key for o in engine.list_owner(self.pk)) == sorted(k for k, _ in uploads)
+
+    def test_liveness_to_the_millisecond_and_the_entry_bound(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
         bounded = self.entry._replace(live_until_ms=1_000)
-        items.memory_put([_row(self.pk, "a", b"1", expires_ms=1_000)], bounded)
-        assert items.memory_has_live(self.pk, 999) and not items.memory_has_live(self.pk, 1_000)
-        assert items.directory_get(self.entry.key, consistent=False).live_until_ms == 1_000
-        items.directory_bound(self.entry.key, None)
-        assert items.directory_get(self.entry.key).live_until_ms is None
+        self.put(engine, [_row(self.pk, "a", b"1", expires_ms=1_000)], bounded)
+        assert reads.has_live(self.pk, 999) and not reads.has_live(self.pk, 1_000)
+        found = reads.entry(self.entry.key, consistent=False)
+        assert found is not None and found.live_until_ms == 1_000
+        engine.apply(format.bound(self.entry.key, None))
+        assert (found := reads.entry(self.entry.key)) and found.live_until_ms is None
         # A renewal without a bound keeps the one there; one with a bound replaces it.
-        items.directory_bound(self.entry.key, 5)
-        items.directory_renew(self.entry._replace(generation="gen-2"))
-        assert items.directory_get(self.entry.key).live_until_ms == 5
-        items.directory_bound(ItemKey(self.entry.key.pk, "absent"), 5)  # nothing, no error
-        assert items.directory_get(ItemKey(self.entry.key.pk, "absent")) is None
-        assert not items.memory_has_live(memory_pk("", "B" * 21 + "Q", "m"), 0)
+        engine.apply(format.bound(self.entry.key, 5))
+        engine.write(format.renewal(self.entry._replace(generation="gen-2")))
+        assert (found := reads.entry(self.entry.key)) and found.live_until_ms == 5
+        absent = ItemKey(self.entry.key.pk, "absent")
+        engine.apply(format.bound(absent, 5))  # nothing, and no error
+        assert reads.entry(absent) is None
+        assert not reads.has_live(memory_pk("", "B" * 21 + "Q", "m"), 0)
 
-    def test_index_items_page_both_ways_and_stay_out_of_item_reads(self, items: Any) -> None:
-        items.memory_put([_row(self.pk, "a", b"1")], self.entry, [ItemKey(self.pk, DESCENDANTS_SK)])
+    def test_index_items_page_both_ways_and_stay_out_of_item_reads(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        self.put(engine, [_row(self.pk, "a", b"1")], self.entry, [ItemKey(self.pk, DESCENDANTS_SK)])
         tokens = [IndexItem(ItemKey(self.pk, f"~x{n}")) for n in "abcde"]
-        items.index_write(puts=[*tokens, IndexItem(ItemKey(self.pk, "~v1"), b"log")])
-        got = items.index_query(self.pk, ("~x", "~x~"), descending=True, limit=2)
+        log = IndexItem(ItemKey(self.pk, "~v1"), b"log")
+        engine.batch(puts=[index_item(i) for i in [*tokens, log]])
+        got = reads.index_items(self.pk, ("~x", "~x~"), descending=True, limit=2)
         assert [i.key.sk for i in got] == ["~xe", "~xd"]
-        more = items.index_query(self.pk, ("~x", "~x~"), descending=True, after="~xd")
+        more = reads.index_items(self.pk, ("~x", "~x~"), descending=True, after="~xd")
         assert [i.key.sk for i in more] == ["~xc", "~xb", "~xa"]
         # The mark, the manifest and the log in one range; items never among them.
-        found = items.index_query(self.pk, (DESCENDANTS_SK, "~w"))
+        found = reads.index_items(self.pk, (DESCENDANTS_SK, "~w"))
         assert [(i.key.sk, i.blob) for i in found] == [("~", None), ("~v1", b"log")]
-        assert [r.key.sk for r in items.memory_query(self.pk)] == ["a"]
-        assert items.memory_search(self.pk)[0][0].key.sk == "a"
-        items.index_write(deletes=[t.key for t in tokens])
-        assert items.index_query(self.pk, ("~x", "~x~")) == []
+        assert [r.key.sk for r in reads.items(self.pk)] == ["a"]
+        assert reads.items_and_mark(self.pk)[0][0].key.sk == "a"
+        engine.batch(deletes=[t.key for t in tokens])
+        assert reads.index_items(self.pk, ("~x", "~x~")) == []
 
-    def test_the_manifest_is_replaced_on_its_generation(self, items: Any) -> None:
-        key = ItemKey(self.pk, "~i")
+    def test_a_put_writes_its_search_entries_before_its_items(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        token = IndexItem(ItemKey(self.pk, "~xt"))
+        batch = Batch(("n",), self.pk, [_row(self.pk, "a", b"1")])
+        (plan,) = format.put(batch, indexes=[token])
+        assert plan.indexes == [index_item(token)] and plan.each
+        engine.write(plan)
+        assert reads.index_items(self.pk, ("~x", "~x~")) == [token]
+
+    def test_the_manifest_is_replaced_on_its_generation(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        key = ItemKey(self.pk, MANIFEST_SK)
         first = IndexItem(key, b"m1", "g1", frozenset({"L1"}))
-        assert items.manifest_put(first, None) is True
-        assert items.manifest_put(IndexItem(key, b"m2", "g2"), None) is False
-        assert items.manifest_put(IndexItem(key, b"m2", "g2"), "g0") is False
-        assert items.manifest_put(IndexItem(key, b"m2", "g2", frozenset({"L2"})), "g1") is True
-        assert items.index_query(self.pk, ("~i", "~i")) == [
+        segment = [(object_key(self.pk, "L1"), b"seg")]
+
+        def compact(manifest: IndexItem, expected: str | None, replaced: list[str]) -> bool:
+            plan = format.compaction(self.pk, segment, manifest, expected, replaced)
+            return engine.write(plan)[0].applied
+
+        assert compact(first, None, [])
+        assert not compact(IndexItem(key, b"m2", "g2"), None, [])
+        assert not compact(IndexItem(key, b"m2", "g2"), "g0", [])
+        assert compact(IndexItem(key, b"m2", "g2", frozenset({"L2"})), "g1", ["L1"])
+        assert reads.index_items(self.pk, (MANIFEST_SK, MANIFEST_SK)) == [
             IndexItem(key, b"m2", "g2", frozenset({"L2"}))
         ]
-        assert items.memory_reseal(key, b"m2", b"m3") is True
-        assert items.index_query(self.pk, ("~i", "~i"))[0].blob == b"m3"
+        assert engine.apply(format.reseal(key, b"m2", b"m3")).applied
+        assert not engine.apply(format.reseal(key, b"m2", b"m4")).applied
+        assert reads.index_items(self.pk, (MANIFEST_SK, MANIFEST_SK))[0].blob == b"m3"
+
+    def test_an_item_gone_leaves_no_token_and_a_tombstone_where_indexed(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        plain = memory_pk("", "B" * 21 + "Q", "m")
+        tokens = [ItemKey(self.pk, "~xt#0000000000001#a"), ItemKey(plain, "~xt#0000000000001#b")]
+        engine.batch(puts=[index_item(IndexItem(k)) for k in tokens])
+        deleted = [_row(self.pk, "a", None, leaf="La"), _row(plain, "b", b"1")]
+        gone = format.gone(deleted, tokens, indexed={self.pk}, at_ms=7)
+        assert gone.objects == [object_key(self.pk, "La")]
+        for puts, deletes in gone.indexes.values():
+            engine.batch(puts, deletes)
+        (tomb,) = reads.index_items(self.pk, (DESCENDANTS_SK, "~z"))
+        assert tomb == format.tombstones([deleted[0].key], 7)[0] and tomb.blob is None
+        assert reads.index_items(plain, (DESCENDANTS_SK, "~z")) == []
+
+    def test_a_reseal_replaces_each_blob_only_while_unchanged(self, table: Any) -> None:
+        old, new = memory_engine(table, KEYS), memory_engine(table, f"{K2},{KEYS}")
+        reads, space, ns = Reads(old.ports), "m", ("n",)
+        rows = [
+            _row(self.pk, sk, old.sealer.seal("memory", b"v", format.item_aad(space, ns, sk)))
+            for sk in ("a", "b")
+        ]
+        sealed_ns = old.sealer.seal("json", b'["n"]', format.entry_aad(space, NS))
+        entry = self.entry._replace(blob=sealed_ns)
+        self.put(old, rows, entry)
+        stored = format.Stored(space, ns, self.pk, reads.entry(entry.key), reads.items(self.pk))
+        plan = format.resealed(stored, new.sealer)
+        assert len(plan.writes) == 3 and plan.each
+        # One item written since (under the active key): its re-seal is refused.
+        self.put(new, [rows[1]._replace(blob=new.sealer.seal("memory", b"w", b"x"))])
+        assert [w.applied for w in new.write(plan)] == [True, True, False]
+        found = [entry.key.sk, *(r.key.sk for r in reads.items(self.pk))]
+        assert found == [NS, "a", "b"]
+        blobs = [e.blob for e in reads.entries(entry.key.pk)]
+        blobs += [r.blob or b"" for r in reads.items(self.pk)]
+        assert {new.sealer.key_id_of(b) for b in blobs} == {"k2"}
+        # Under the key that sealed them, nothing is due.
+        assert format.resealed(stored, old.sealer).writes == []

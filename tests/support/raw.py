@@ -9,6 +9,7 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.layout import control_pk, loans_prefix
 from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
     ItemKey,
     Loan,
     Mark,
@@ -39,3 +40,16 @@ def loans(saver: Any, tid: str) -> list[Loan]:
 def control_keys(saver: Any, thread_name: str) -> list[ItemKey]:
     """Keys of every control item of a thread named as stored."""
     return [key_of(i) for i in every_item(table(saver), control_pk(thread_name))]
+
+
+# A thread's partition, its namespace's head and its lease, as tests of single records
+# name them.
+PK, HEAD, LEASE = "p", ItemKey("p!", "head#ns"), ItemKey("p!", "lease")
+
+
+def checkpoint_record(
+    cid: str, body: bytes | None = None, sk: str = "", **fields: Any
+) -> CheckpointRecord:
+    """A checkpoint record of namespace `ns` in partition `PK`, its blobs placeholders."""
+    body = body or b"body-" + cid.encode()
+    return CheckpointRecord(PK, sk or f"ns#{cid}", body, b"m", b"t", **fields)

@@ -2,8 +2,8 @@
 underscore names, botocore known only to the AWS adapters, the command line never
 reaching past the library to an adapter, the thread store used through its facade only,
 every exception in `errors.py` and raised once, retries by one policy, identities passed
-as values, no class or module grown past a size a reader can hold, and module docstrings
-short."""
+as values, long-term memory's contracts and maintenance above the table, no class or
+module grown past a size a reader can hold, and module docstrings short."""
 
 from __future__ import annotations
 
@@ -460,3 +460,23 @@ def test_memory_maintenance_lives_in_ops() -> None:
         if name.split(".")[0] in ("memory", "store", "blobs") and names & MEMORY_MAINTENANCE
     }
     assert stray == {}, f"memory maintenance outside ops/: {stray}"
+
+
+# What the Store's and the cache's contracts and their maintenance may not touch: the
+# table and the ports under it. They read through the memory parts (`Space.reads`) and
+# write what the memory format builds through the blob engine.
+MEMORY_ABOVE_THE_TABLE = ("ops.memory", "memory_store", "memory_cache")
+
+
+def test_memory_maintenance_and_contracts_never_touch_the_table() -> None:
+    modules = _modules()
+    found = []
+    for name in MEMORY_ABOVE_THE_TABLE:
+        tree = modules[name]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("table", "ports"):
+                found.append(f"{name}:{node.lineno} .{node.attr}")
+        for module, _ in _imports(tree):
+            if module.endswith((".table", ".ports")) or ".backends" in module:
+                found.append(f"{name} imports {module}")
+    assert found == [], "; ".join(found)

@@ -19,7 +19,8 @@ from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
 from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
 from tests.support import concurrent_runs as runs
 from tests.support.backends import Backend
-from tests.support.port_contract import HEAD, LEASE, _cp
+from tests.support.raw import HEAD, LEASE
+from tests.support.raw import checkpoint_record as _cp
 from tests.support.savers import RequestCounter, make_saver
 from tests.support.scenarios import chat_graph
 

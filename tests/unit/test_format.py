@@ -57,7 +57,7 @@ def test_a_copy_that_shares_objects_records_format_2_first() -> None:
     assert record.fields["format"] == "1"
     # Written before the first loan: an older release refuses the deployment from then on.
     seen: list[str] = []
-    table = saver.index.table
+    table = saver.index
     write = table.write
 
     def noting_the_format_at_each_loan(change: Any, **options: Any) -> Any:

@@ -19,7 +19,7 @@ import base64
 import json
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypedDict
@@ -40,13 +40,15 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
 from langgraph.checkpoint.s3dynamo.memory import vector_index, vectors
+from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
-from langgraph.checkpoint.s3dynamo.memory.rows import MemoryRow, row_item
+from langgraph.checkpoint.s3dynamo.memory.rows import ENTRY_EMPTIED, ROW_BLOB, MemoryRow, row_item
 from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
-from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX
+from langgraph.checkpoint.s3dynamo.records import ItemKey
+from langgraph.checkpoint.s3dynamo.table import Update, Write, Written
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
-from tests.support.faults import Crash, CrashingPort
+from tests.support.faults import Crash, CrashingPort, is_request
 from tests.support.savers import Clients, RequestCounter, make_saver
 
 # The first put into a namespace is one TransactWriteItems (the item and its namespace's
@@ -321,24 +323,20 @@ def test_graph_with_checkpointer_and_store(backend: Backend) -> None:
 # ------------------------------------------------------------------ crashes
 
 
-def counted(name: str) -> bool:
-    # Memory-port calls and object calls: each request a Store operation sends.
-    return name.startswith(("memory_", "directory")) or name in ("put_new", "get", "delete")
-
-
 @pytest.mark.parametrize("after", [False, True])
 @pytest.mark.parametrize("operation", ["put", "put_large", "delete"])
 def test_a_crash_between_requests_leaves_old_or_new(operation: str, after: bool) -> None:
-    old, new = {"v": "old"}, {"v": "new" + ("x" * 30000 if operation == "put_large" else "")}
+    large = os.urandom(15000).hex() if operation == "put_large" else ""
+    old, new = {"v": "old"}, {"v": "new" + large}
     big_old = {"v": os.urandom(20000).hex()}
-    for at in range(1, 12):
+    for at in range(1, 40):
         index, objects = MemoryIndex(), MemoryObjects()
         S3DynamoStore.from_saver(make(index, objects)).put(("ns",), "k", big_old)
         S3DynamoStore.from_saver(make(index, objects)).put(("ns",), "other", old)
         counter = [-1_000_000]  # no fault during the deployment check below
         saver = make(
-            CrashingPort(index, counter, at, after, counted),  # type: ignore[arg-type]
-            CrashingPort(objects, counter, at, after, counted),  # type: ignore[arg-type]
+            CrashingPort(index, counter, at, after, is_request),  # type: ignore[arg-type]
+            CrashingPort(objects, counter, at, after, is_request),  # type: ignore[arg-type]
         )
         store = S3DynamoStore.from_saver(saver)
         store.get(("ns",), "other")  # the deployment check, before counting starts
@@ -357,6 +355,9 @@ def test_a_crash_between_requests_leaves_old_or_new(operation: str, after: bool)
         if got is not None:
             assert ("ns",) in clean.list_namespaces()
             assert "k" in [i.key for i in clean.search(("ns",))]
+        if counter[0] < at:
+            break  # the operation finished before request `at`: every boundary was tried
+    assert at > 3
 
 
 # ------------------------------------------------------------------ cache
@@ -496,24 +497,39 @@ def test_thread_maintenance_passes_memory_items_by(backend: Backend) -> None:
 
 
 class Process:
-    """Another process on the same storage: its own adapter object, hence its own
-    leases and memory of its writes. `hooks` run before the named request."""
+    """Another process on the same storage: its own table adapter object, hence its own
+    leases and memory of its writes, over the same items. `before(match, action)` runs
+    `action` once, before the first write (alone or in a transaction) that `match`
+    accepts."""
 
     def __init__(self, inner: MemoryIndex) -> None:
-        self._inner = inner
-        self.hooks: dict[str, Callable[[], None]] = {}
+        self.table = inner
+        self._hooks: list[tuple[Callable[[Write], bool], Callable[[], None]]] = []
 
     def __getattr__(self, name: str) -> Any:
-        target = getattr(self._inner, name)
-        hook = self.hooks.get(name)
-        if hook is None or not callable(target):
-            return target
+        return getattr(self.table, name)
 
-        def hooked(*args: Any, **kwargs: Any) -> Any:
-            self.hooks.pop(name)()
-            return target(*args, **kwargs)
+    def before(self, match: Callable[[Write], bool], action: Callable[[], None]) -> None:
+        self._hooks.append((match, action))
 
-        return hooked
+    def _fire(self, writes: Sequence[Write]) -> None:
+        for hook in list(self._hooks):
+            if any(hook[0](w) for w in writes):
+                self._hooks.remove(hook)
+                hook[1]()
+
+    def write(self, write: Write, **options: Any) -> Written:
+        self._fire([write])
+        return self.table.write(write, **options)
+
+    def transact(self, writes: Sequence[Write]) -> None:
+        self._fire(writes)
+        self.table.transact(writes)
+
+
+def sets(attribute: str) -> Callable[[Write], bool]:
+    """A write that sets `attribute`."""
+    return lambda w: isinstance(w, Update) and attribute in w.set
 
 
 class Stale(Process):
@@ -524,14 +540,15 @@ class Stale(Process):
         super().__init__(inner)
         self.snapshot = snapshot
 
-    def memory_get(self, keys: Any, consistent: bool = False) -> Any:
-        return (self._inner if consistent else self.snapshot).memory_get(keys)
+    def get(self, key: ItemKey, *, consistent: bool = True) -> Any:
+        return (self.table if consistent else self.snapshot).get(key, consistent=consistent)
 
-    def memory_query(self, pk: str, limit: int | None = None, consistent: bool = False) -> Any:
-        return (self._inner if consistent else self.snapshot).memory_query(pk, limit)
+    def get_many(self, keys: Sequence[ItemKey], *, consistent: bool = False) -> Any:
+        return (self.table if consistent else self.snapshot).get_many(keys, consistent=consistent)
 
-    def directory(self, pk: str, consistent: bool = False) -> Any:
-        return (self._inner if consistent else self.snapshot).directory(pk)
+    def query(self, partition: str, *, consistent: bool = False, **query: Any) -> Any:
+        source = self.table if consistent else self.snapshot
+        return source.query(partition, consistent=consistent, **query)
 
 
 def store_on(index: Any, objects: MemoryObjects, clock: Clock | None = None, **kw: Any) -> Any:
@@ -573,7 +590,7 @@ def test_a_put_racing_a_delete_of_the_last_item_stays_listed(
     writer.put(NS, "k1", {"v": 1})
     # The deleter finds the namespace empty; before it marks the entry, the writer (on
     # its lease) puts another item without touching the entry.
-    b.hooks["directory_mark"] = lambda: writer.put(NS, "k2", {"v": 2})
+    b.before(sets(ENTRY_EMPTIED), lambda: writer.put(NS, "k2", {"v": 2}))
     deleter.delete(NS, "k1")
     assert index.calls["TransactWriteItems"] == 1  # the writer's second put wrote alone
     assert [e.emptied for e in index.directory_entries()] == [True]
@@ -625,7 +642,7 @@ def test_a_lease_that_runs_out_during_a_put_renews_the_entry(
     def slow() -> None:
         clock.now += 5
 
-    a.hooks["memory_put"] = slow
+    a.before(sets(ROW_BLOB), slow)
     index.calls.clear()
     writer.put(NS, "k2", {"v": 2})
     # The item alone, then the entry renewed: its lease ran out meanwhile.
@@ -718,9 +735,8 @@ def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:
     from botocore.exceptions import ClientError
 
     from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
-    from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
+    from langgraph.checkpoint.s3dynamo.memory import format
     from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry
-    from langgraph.checkpoint.s3dynamo.records import ItemKey
 
     class Conflicting:
         sent = 0
@@ -737,10 +753,9 @@ def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:
 
     row = MemoryRow(ItemKey("p~m!", "k"), b"x", None)
     entry = DirectoryEntry(ItemKey("~m~dir!", "n"), b"n", "g")
+    writes = [format.put_row(row), format.renew(entry)]
     with pytest.raises(ConcurrentUpdateError, match="kept changing the same items") as err:
-        on_table = MemoryOnTable.__new__(MemoryOnTable)
-        on_table.table = DynamoTable(Conflicting(), "t")
-        on_table.memory_put([row], entry)
+        DynamoTable(Conflicting(), "t").transact(writes)  # type: ignore[arg-type]
     assert "thread" not in str(err.value)
 
 
@@ -766,10 +781,10 @@ def test_a_read_refreshes_an_expiry_only_when_it_moves_by_more_than_the_slack(
     hour = [r for r in index.memory_rows() if r.key == store.space.item_key(NS, "hour")]
     assert hour[0].expires_ms == int((clock.now + 3600) * 1000)
     # Another process, which never saw the items: read, then refresh what is due.
-    other = store_on(index.clone(), objects, clock)
+    other = store_on(twin := index.clone(), objects, clock)
     assert other.get(NS, "absent") is None  # after the once-a-process deployment check
     clock.now += 40
-    calls = other.space.index.calls  # type: ignore[attr-defined]
+    calls = twin.calls
     calls.clear()
     assert other.get(NS, "hour") is not None
     assert calls == {"BatchGetItem": 1, "UpdateItem": 1}

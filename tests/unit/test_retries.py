@@ -15,7 +15,8 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError
 from langgraph.checkpoint.s3dynamo.records import HeadMove
 from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
-from tests.support.port_contract import HEAD, _cp
+from tests.support.raw import HEAD
+from tests.support.raw import checkpoint_record as _cp
 
 
 def test_tries_pause_only_between_tries_doubling_with_jitter_up_to_the_cap() -> None:

@@ -30,12 +30,13 @@ from langgraph.checkpoint.s3dynamo.memory import vector_index
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
-from tests.support.faults import Crash, CrashingPort
+from tests.support.faults import Crash, CrashingPort, is_request
 from tests.support.savers import Clients, RequestCounter, make_saver
 
 pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
 
 KEYS = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
+K2 = f"k2:{base64.b64encode(bytes(range(32, 64))).decode()}"
 SECRET = bytes(range(100, 132))
 NS = ("users", "u1", "memories")
 DIMS = 24
@@ -71,11 +72,13 @@ class Clock:
         return self.now
 
 
-def make(index: MemoryIndex | None = None, objects: MemoryObjects | None = None) -> S3DynamoSaver:
+def make(
+    index: MemoryIndex | None = None, objects: MemoryObjects | None = None, keys: str = KEYS
+) -> S3DynamoSaver:
     return S3DynamoSaver(
         index=index if index is not None else MemoryIndex(),
         object_store=objects if objects is not None else MemoryObjects(),
-        keys=KEYS,
+        keys=keys,
         secret=SECRET,
     )
 
@@ -223,7 +226,7 @@ def test_a_namespace_written_before_the_index_is_ranked_and_then_indexed() -> No
     for key, value in memories(12):
         writer.put(NS, key, value)
     # As an earlier build left it: no manifest, no log (read by another process).
-    index.index_write(deletes=[i.key for i in index.index_items()])
+    index.batch(deletes=[i.key for i in index.index_items()])
     index = index.clone()
     reader = store_of(make(index, objects), index=INDEX)
     reference = InMemoryStore(index=INDEX)
@@ -304,12 +307,40 @@ def _reference(items: list[tuple[str, dict[str, Any]]]) -> InMemoryStore:
     return ref
 
 
-# What a crash in the middle of a Store operation may interrupt: each request it sends.
-COUNTED = ("memory_", "directory", "index_", "manifest_", "put_intent", "delete_items")
+def test_a_rotation_reseals_every_segment_whatever_key_sealed_the_manifest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A compaction after a rotation seals its manifest under the new key and keeps a
+    # segment sealed under the old one: re-encryption re-seals that segment too, so the
+    # old key can leave the keyring.
+    monkeypatch.setattr(vector_index, "LOG_MAX", 500)
+    index, objects = MemoryIndex(), MemoryObjects()
+    items = memories(20)
+    before = store_of(make(index, objects), index=INDEX)
+    for key, value in items[:16]:
+        before.put(NS, key, value)
+    before.search(NS, query="tea")  # the namespace's first segment, under k1
+    rotated = store_of(make(index, objects, keys=f"{K2},{KEYS}"), index=INDEX)
+    for key, value in items[16:]:
+        rotated.put(NS, key, value)
+    rotated.search(NS, query="tea")  # the log folded: a segment and the manifest under k2
+    sealer = rotated.saver.parts.sealer
 
+    def key_ids() -> list[str | None]:
+        blobs = [objects.get(o.key) for o in objects.list("")]
+        blobs += [i.blob for i in index.index_items() if i.blob is not None]
+        return sorted({sealer.key_id_of(b) for b in blobs}, key=str)
 
-def counted(name: str) -> bool:
-    return name.startswith(COUNTED) or name in ("put_new", "get", "delete")
+    (manifest,) = [i for i in index.index_items() if i.key.sk == MANIFEST_SK]
+    assert len(manifest.leaves) == 2 and sealer.key_id_of(manifest.blob or b"") == "k2"
+    assert key_ids() == ["k1", "k2"]
+    assert rotated.saver.ops.reencrypt() > 0
+    assert key_ids() == ["k2"]
+    reference = _reference(items)
+    after = store_of(make(index, objects, keys=K2), index=INDEX)
+    for query in ("tea", "jazz"):
+        got = after.search(NS, query=query, limit=20)
+        ranked_like(got, reference.search(NS, query=query, limit=20), reference, query)
 
 
 @pytest.mark.parametrize("after", [False, True])
@@ -332,8 +363,8 @@ def test_a_compaction_interrupted_at_any_request_leaves_searches_right(
         base.delete(NS, "m2")
         counter = [-1_000_000]
         faulty = make(
-            CrashingPort(index, counter, at, after, counted),  # type: ignore[arg-type]
-            CrashingPort(objects, counter, at, after, counted),  # type: ignore[arg-type]
+            CrashingPort(index, counter, at, after, is_request),  # type: ignore[arg-type]
+            CrashingPort(objects, counter, at, after, is_request),  # type: ignore[arg-type]
         )
         store = store_of(faulty, index=INDEX)
         store.get(NS, "absent")  # the deployment check, before counting starts
@@ -395,8 +426,8 @@ def test_a_namespace_written_before_its_field_was_declared_is_read_once() -> Non
     before.space.clock = Ticking()
     for key, value in memories(20):
         before.put(NS, key, value)
-    after = store_of(make(index.clone(), objects), filter_fields=["kind"])
-    index = after.space.index  # type: ignore[assignment]  # another process's view
+    index = index.clone()  # another process's view
+    after = store_of(make(index, objects), filter_fields=["kind"])
     want = ["m19", "m17", "m15", "m13", "m11"]  # newest first
     assert keys(after.search(NS, filter={"kind": "pref"}, limit=5)) == want
     index.calls.clear()

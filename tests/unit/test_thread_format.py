@@ -20,7 +20,6 @@ from langgraph.checkpoint.s3dynamo.records import (
     ControlRecord,
     Fence,
     HeadMove,
-    ItemKey,
     Lease,
     Mark,
     Record,
@@ -51,8 +50,9 @@ from langgraph.checkpoint.s3dynamo.table import (
     lt,
 )
 from tests.support.backends import Backend
+from tests.support.raw import HEAD, LEASE, PK
+from tests.support.raw import checkpoint_record as _cp
 
-PK, HEAD, LEASE = "p", ItemKey("p!", "head#ns"), ItemKey("p!", "lease")
 LAST_WINS = frozenset({-1})
 
 # A commit with a head or a fence is one TransactWriteItems on DynamoDB.
@@ -71,11 +71,6 @@ def send(table: Table, writes: list[Write]) -> None:
         table.write(writes[0])
     else:
         table.transact(writes)
-
-
-def _cp(cid: str, body: bytes | None = None, sk: str = "", **fields: Any) -> CheckpointRecord:
-    body = body or b"body-" + cid.encode()
-    return CheckpointRecord(PK, sk or f"ns#{cid}", body, b"m", b"t", **fields)
 
 
 def records(table: Table, prefix: str = "ns#") -> list[Record]:

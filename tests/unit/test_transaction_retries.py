@@ -15,7 +15,8 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, StorageError
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
 from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
-from tests.support.port_contract import HEAD, LEASE, _cp
+from tests.support.raw import HEAD, LEASE
+from tests.support.raw import checkpoint_record as _cp
 
 
 class _Cancelling:

@@ -44,6 +44,7 @@ from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
+from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
 from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
 from langgraph.checkpoint.s3dynamo.memory.search import Searcher
@@ -307,16 +308,13 @@ class S3DynamoStore(BaseStore):
             gone = [old for key in deletes[ns] if (old := self.space.delete(ns, key)) is not None]
             if not gone:
                 return
-            marks = (
-                self.vectors.tombstones([r.key for r in gone], self.space.now_ms())
-                if self.vectors
-                else []
-            )
             stale: list[ItemKey] = []
             if self.tokens.fields:
+                # The tokens of values deleted (inline ones: no request to open them).
                 opened = self.space.open([(ns, r) for r in gone if r.blob is not None])
                 stale = self.tokens.stale(ns, [(f, self._value(f)) for f in opened], [])
-            self.space.index.index_write(puts=marks, deletes=stale)
+            indexed = [self.space.pk(ns)] if self.vectors else []
+            self.space.forget(format.gone(gone, stale, indexed=indexed, at_ms=self.space.now_ms()))
 
         parallel(put, list(writes))
         parallel(delete, list(deletes))

@@ -24,7 +24,6 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
-from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     ObjectNotFoundError,
@@ -69,13 +68,9 @@ from langgraph.checkpoint.s3dynamo.records import (
 from langgraph.checkpoint.s3dynamo.table import Item, key_of
 
 
-class MemoryIndex(MemoryTable, MemoryOnTable):
+class MemoryIndex(MemoryTable):
     """The in-memory table, with views of what is stored for tests that inspect raw
     storage (no request counted)."""
-
-    @property
-    def table(self) -> MemoryTable:  # type: ignore[override]
-        return self
 
     def clone(self) -> MemoryIndex:
         """An independent copy of everything stored (tests fork a store this way)."""

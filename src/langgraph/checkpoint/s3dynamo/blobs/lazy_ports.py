@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
 
 from langgraph.checkpoint.s3dynamo.ports import ObjectStore
 from langgraph.checkpoint.s3dynamo.table import Table
@@ -22,17 +21,6 @@ class LazyPorts:
     @cached_property
     def table(self) -> Table:
         return self._make_table()
-
-    @cached_property
-    def index(self) -> Any:
-        """The Store's and the cache's items on the table (until they read it directly)."""
-        from langgraph.checkpoint.s3dynamo.backends.table_index_memory import MemoryOnTable
-
-        if hasattr(self.table, "memory_put"):
-            return self.table  # a test's in-memory index, with the Store's methods
-        on_table = MemoryOnTable.__new__(MemoryOnTable)
-        on_table.table = self.table
-        return on_table
 
     @cached_property
     def objects(self) -> ObjectStore:

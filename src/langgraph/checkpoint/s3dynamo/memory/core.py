@@ -9,11 +9,12 @@ the item's version (a nonce each put draws, which the search indexes refer to), 
 opening checks that the key hashes to the name. A payload moved to another item, or
 another namespace, is refused (`IntegrityError`).
 
-A put hands the engine one plan per namespace: large values as objects (behind an upload
-intent), then what must precede the items (the search indexes' entries, `before`), then
-the items (`directory.py` decides whether with the namespace's directory entry). Expiry
-is kept in milliseconds and decided on every read: an expired item is never returned,
-whatever the sweep (`ops/memory.py`) has done yet.
+A put hands the engine the plans `format.put` makes: large values as objects (behind an
+upload intent), then what must precede the items (the search indexes' entries,
+`before`), then the items (`directory.py` decides whether with the namespace's directory
+entry). Reads go to the table (`reads.py`). Expiry is kept in milliseconds and decided
+on every read: an expired item is never returned, whatever the sweep (`ops/memory.py`)
+has done yet.
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
-from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
-from langgraph.checkpoint.s3dynamo.blobs.sealing import identity
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
@@ -35,12 +35,20 @@ from langgraph.checkpoint.s3dynamo.layout import (
     memory_pk,
     object_key,
 )
-from langgraph.checkpoint.s3dynamo.memory.directory import Directory, Namespace, ns_text
+from langgraph.checkpoint.s3dynamo.memory import format
+from langgraph.checkpoint.s3dynamo.memory.directory import Directory
+from langgraph.checkpoint.s3dynamo.memory.reads import Reads
 from langgraph.checkpoint.s3dynamo.memory.recent import SpaceState, fingerprint, space_state
-from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, IndexItem, MemoryRow
+from langgraph.checkpoint.s3dynamo.memory.rows import (
+    Batch,
+    DirectoryEntry,
+    IndexItem,
+    MemoryRow,
+    Namespace,
+    row_from,
+)
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import MemoryItems
-from langgraph.checkpoint.s3dynamo.records import ItemKey
+from langgraph.checkpoint.s3dynamo.table import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 __all__ = ["Batch", "Found", "Namespace", "Space", "Typed", "checked_ttl", "refresh_to"]
@@ -63,19 +71,6 @@ class Found:
     version: str = ""
 
 
-@dataclass
-class Batch:
-    """Items of one namespace sealed and placed for a put (`Space.prepare`)."""
-
-    namespace: Namespace
-    pk: str
-    rows: list[MemoryRow] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
-    versions: list[str] = field(default_factory=list)
-    uploads: list[tuple[str, bytes]] = field(default_factory=list)
-    at_ms: int = 0
-
-
 class Space:
     """The items of one memory space (`"m"`: the Store; `"c"`: the node cache)."""
 
@@ -84,7 +79,8 @@ class Space:
         # Seals, places, uploads, caches and journals what the items hold, as the thread
         # store's does; its ports are built on first use.
         self.engine = engine
-        self._ports = engine.ports
+        # What the space reads of the table; it writes through the engine.
+        self.reads = Reads(engine.ports)
         self.namer = namer
         self.sealer = engine.sealer
         self.prefix = engine.prefix
@@ -95,14 +91,9 @@ class Space:
     # ------------------------------------------------------------ names
 
     @property
-    def index(self) -> MemoryItems:
-        # The table's adapter serves this port too (`DynamoTableIndex`, `MemoryIndex`).
-        return cast("MemoryItems", self._ports.index)
-
-    @property
     def state(self) -> SpaceState:
         # Shared by every Space of this space on the same table adapter in the process.
-        return space_state(self._ports.index, self.prefix, self.space)
+        return space_state(self.reads.table, self.prefix, self.space)
 
     def now_ms(self) -> int:
         return round(self.clock() * 1000)
@@ -116,7 +107,7 @@ class Space:
         return ItemKey(self.pk(namespace), self.namer.memory_key(self.space, namespace, key))
 
     def aad(self, namespace: Namespace, sk: str) -> bytes:
-        return identity("memory", self.space, ns_text(namespace), sk)
+        return format.item_aad(self.space, namespace, sk)
 
     def what(self, namespace: Namespace, key: str | None = None) -> str:
         kind = "store item" if self.space == "m" else "cache entry"
@@ -155,14 +146,7 @@ class Space:
         point. The items replaced, where known; a replaced value's object is named for
         incremental collection."""
         marks = self.directory.unwritten_marks(batch.namespace)
-        now = self.clock()
-
-        def commit(_: ItemKey | None) -> list[MemoryRow | None]:
-            if before:
-                self.index.index_write(puts=before)
-            return self.directory.commit(batch.namespace, batch.rows, marks, now)
-
-        replaced = self.engine.write(WritePlan(batch.pk, commit, batch.uploads, at_ms=batch.at_ms))
+        replaced = self.directory.commit(batch, before, marks, self.clock())
         state = self.state
         for row in batch.rows:
             state.wrote(row.key, fingerprint(row))
@@ -183,18 +167,37 @@ class Space:
         return self.write(self.prepare(namespace, items))
 
     def delete(self, namespace: Namespace, key: str) -> MemoryRow | None:
-        """Delete one item (and its object); mark its namespace's directory entry
-        emptied, or drop it, if the namespace is left without live items. The item as it
-        was, or None if there was none."""
-        entry = self.index.directory_get(self.directory.key(namespace))
-        ik = self.item_key(namespace, key)
-        old = self.index.memory_delete(ik)
-        self.state.wrote(ik, None)
-        if old is not None and old.leaf:
-            self.engine.delete([object_key(old.key.pk, old.leaf)])
+        """Delete one item; mark its namespace's directory entry emptied, or drop it, if
+        the namespace is left without live items. The item as it was, or None if there
+        was none; what it leaves (its object, its search entries) is the caller's to clean
+        (`forget`)."""
+        entry = self.reads.entry(self.directory.key(namespace))
+        gone = self.delete_items([self.item_key(namespace, key)])
+        old = gone[0] if gone else None
         if entry is not None:
             self.directory.settle(entry, self.pk(namespace), deleted=old)
         return old
+
+    def delete_items(
+        self, keys: Sequence[ItemKey], expired_at_ms: int | None = None
+    ) -> list[MemoryRow]:
+        """Delete items, one request each, in one wave; with `expired_at_ms`, each only
+        while it is still expired then (a put or a read that renewed it since keeps it).
+        The items deleted, as they were."""
+        written = parallel(
+            lambda k: self.engine.apply(format.delete_row(k, expired_at_ms), returning="old"),
+            keys,
+        )
+        for key, w in zip(keys, written, strict=True):
+            if w.applied:
+                self.state.wrote(key, None)
+        return [row_from(w.item) for w in written if w.item is not None]
+
+    def forget(self, gone: format.Gone) -> None:
+        """Clean what deleted items leave (`format.gone`): their objects, then each
+        partition's search entries (one batch each, in one wave)."""
+        self.engine.delete(gone.objects)
+        parallel(lambda pk: self.engine.batch(*gone.indexes[pk]), sorted(gone.indexes))
 
     def clear(self, namespaces: Iterable[Namespace] | None) -> int:
         """Delete every item of these namespaces (all of the space's when None)."""
@@ -202,16 +205,13 @@ class Space:
         return sum(parallel(self._clear_one, targets))
 
     def _clear_one(self, namespace: Namespace) -> int:
-        entry = self.index.directory_get(self.directory.key(namespace))
+        entry = self.reads.entry(self.directory.key(namespace))
         pk = self.pk(namespace)
-        rows = self.index.memory_query(pk, consistent=True)
-        gone = parallel(lambda r: self.index.memory_delete(r.key), rows)
-        for r in rows:
-            self.state.wrote(r.key, None)
-        self.engine.delete([object_key(pk, r.leaf) for r in gone if r is not None and r.leaf])
+        gone = self.delete_items([r.key for r in self.reads.items(pk, consistent=True)])
+        self.forget(format.gone(gone))
         if entry is not None:
             self.directory.settle(entry, pk)
-        return sum(1 for r in gone if r is not None)
+        return len(gone)
 
     def touch(self, rows: Sequence[MemoryRow]) -> None:
         """Push the expiry of items that have a TTL out by it, from now; not an item
@@ -219,7 +219,7 @@ class Space:
         `REFRESH_SLACK_MAX_MS`): reads in a row refresh once."""
         now_ms = self.now_ms()
         due = [(r, t) for r in rows if (t := refresh_to(r.expires_ms, r.ttl_minutes, now_ms))]
-        parallel(lambda rt: self.index.memory_touch(rt[0].key, rt[1]), due)
+        parallel(lambda rt: self.engine.apply(format.touch(rt[0].key, rt[1])), due)
         self.state.knew(r._replace(expires_ms=t) for r, t in due)
 
     # ------------------------------------------------------------ reads
@@ -247,15 +247,21 @@ class Space:
         wanted = {self.item_key(ns, key): (ns, key) for ns, key in keys}
         renew = {self.item_key(ns, key) for ns, key in refresh} & wanted.keys()
         direct = [(k, t, ttl) for k in renew for t, ttl in self._known_due(k, now_ms)]
-        answers = parallel(lambda d: self.index.memory_refresh(d[0], d[1], d[2], now_ms), direct)
-        read = [row for row, _ in answers if row is not None]
-        done = {row.key for row, refreshed in answers if refreshed and row is not None}
+        refreshed = parallel(
+            lambda d: self.engine.apply(
+                format.refresh(*d, now_ms), returning="new", found_on_refusal=True
+            ),
+            direct,
+        )
+        answers = [(w.applied, row_from(w.item)) for w in refreshed if w.item is not None]
+        read = [row for _, row in answers]
+        done = {row.key for applied, row in answers if applied}
         # Not answered (gone, or a store that does not return a refused item): read.
         rest = [k for k in wanted if k not in {r.key for r in read}]
-        found = self.index.memory_get(rest, consistent=consistent) if rest else []
+        found = self.reads.items_at(rest, consistent=consistent) if rest else []
         stale = self.state.stale(found, rest)
         if stale and not consistent:
-            fresh = self.index.memory_get(list(stale), consistent=True)
+            fresh = self.reads.items_at(list(stale), consistent=True)
             found = [r for r in found if r.key not in stale] + fresh
         now_ms = self.now_ms()
         rows = [r for r in read + found if self.live(r, now_ms)]
@@ -271,10 +277,10 @@ class Space:
         this process wrote that it shows otherwise), then one wave of object GETs."""
         keys = [k for _, k in pairs]
         namespaces = {k: ns for ns, k in pairs}
-        found = self.index.memory_get(keys)
+        found = self.reads.items_at(keys)
         stale = self.state.stale(found, keys)
         if stale:
-            fresh = self.index.memory_get(list(stale), consistent=True)
+            fresh = self.reads.items_at(list(stale), consistent=True)
             found = [r for r in found if r.key not in stale] + fresh
         now_ms = self.now_ms()
         opened = self.open([(namespaces[r.key], r) for r in found if self.live(r, now_ms)])
@@ -303,9 +309,9 @@ class Space:
     def rows(self, pk: str) -> list[MemoryRow]:
         """Every item of a partition, eventually consistent, then consistently if that
         misses this process's writes."""
-        rows = self.index.memory_query(pk)
+        rows = self.reads.items(pk)
         if self.state.stale(rows, self.items_written(pk)):
-            rows = self.index.memory_query(pk, consistent=True)
+            rows = self.reads.items(pk, consistent=True)
         return rows
 
     def items_written(self, pk: str) -> list[ItemKey]:
@@ -317,8 +323,8 @@ class Space:
         """The object leaves a namespace's partition references, read consistently (the
         mark of garbage collection): its items' large values and the vector segments its
         manifest names (a plain list: no key needed). None if it has neither."""
-        rows = self.index.memory_query(pk, consistent=True)
-        manifests = self.index.index_query(pk, (MANIFEST_SK, MANIFEST_SK), consistent=True)
+        rows = self.reads.items(pk, consistent=True)
+        manifests = self.reads.index_items(pk, (MANIFEST_SK, MANIFEST_SK), consistent=True)
         if not rows and not manifests:
             return None
         return {r.leaf for r in rows if r.leaf} | {leaf for m in manifests for leaf in m.leaves}
@@ -350,11 +356,11 @@ class Space:
         the descendants mark): one Query, again consistently if it misses this process's
         writes or a mark this process knows of."""
         pk = self.pk(prefix)
-        rows, marked = self.index.memory_search(pk)
+        rows, marked = self.reads.items_and_mark(pk)
         if self.state.stale(rows, self.items_written(pk)) or (
             not marked and self.state.has_marked(pk)
         ):
-            rows, marked = self.index.memory_search(pk, consistent=True)
+            rows, marked = self.reads.items_and_mark(pk, consistent=True)
         return rows, marked
 
     def open(self, rows: Sequence[tuple[Namespace, MemoryRow]]) -> list[Found]:

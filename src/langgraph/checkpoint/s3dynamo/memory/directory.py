@@ -28,22 +28,31 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK, directory_pk
+from langgraph.checkpoint.s3dynamo.memory import format
+from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, ns_text
+from langgraph.checkpoint.s3dynamo.memory.reads import Reads
 from langgraph.checkpoint.s3dynamo.memory.recent import (
     DROP_MARGIN_SECONDS,
     LEASE_SECONDS,
     SpaceState,
     fingerprint,
 )
-from langgraph.checkpoint.s3dynamo.memory.rows import NEVER_MS, DirectoryEntry, MemoryRow
+from langgraph.checkpoint.s3dynamo.memory.rows import (
+    NEVER_MS,
+    Batch,
+    DirectoryEntry,
+    IndexItem,
+    MemoryRow,
+    Namespace,
+    row_from,
+)
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import MEMORY_PUT_MAX, MemoryItems
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
-
-Namespace = tuple[str, ...]
 
 
 class Space(Protocol):
@@ -53,10 +62,10 @@ class Space(Protocol):
     prefix: str
     namer: Namer
     sealer: Sealer
+    engine: BlobEngine
+    reads: Reads
     clock: Callable[[], float]
 
-    @property
-    def index(self) -> MemoryItems: ...
     @property
     def state(self) -> SpaceState: ...
     def pk(self, namespace: Namespace) -> str: ...
@@ -70,10 +79,6 @@ PREFIX_SEARCHED = frozenset({"m"})
 # A lease taken from an entry read (not renewed) by this process ends this much earlier
 # than the renewal's: the read may be a replica's, a little behind.
 READ_LEASE_SLACK = 30
-
-
-def ns_text(namespace: Namespace) -> str:
-    return json.dumps(list(namespace), ensure_ascii=False)
 
 
 def expiry_of(row: MemoryRow) -> int:
@@ -92,7 +97,7 @@ class Directory:
         return ItemKey(directory_pk(s.prefix, s.space), name)
 
     def aad(self, sk: str) -> bytes:
-        return identity("memory-directory", self.space.space, sk)
+        return format.entry_aad(self.space.space, sk)
 
     # ------------------------------------------------------------ marks
 
@@ -126,47 +131,42 @@ class Directory:
     # ------------------------------------------------------------ writing items
 
     def commit(
-        self, namespace: Namespace, rows: list[MemoryRow], marks: list[ItemKey], now: float
+        self, batch: Batch, indexes: Sequence[IndexItem], marks: list[ItemKey], now: float
     ) -> list[MemoryRow | None]:
-        """Write a namespace's items: alone while this process holds a lease on its
-        entry (taking one from a read of the entry when it holds none and the entry was
-        renewed lately), else with the entry renewed, in one transaction per
-        `MEMORY_PUT_MAX` items; one put of the process at a time reads or renews an
-        entry, the others wait for its lease. The items replaced, where known."""
-        s, ek = self.space, self.key(namespace)
+        """Write a namespace's items (after `indexes`, the search entries they need): alone
+        while this process holds a lease on its entry (taking one from a read of the
+        entry when it holds none and the entry was renewed lately), else with the entry
+        renewed, in one transaction per `MEMORY_PUT_MAX` items (`format.put`); one put of
+        the process at a time reads or renews an entry, the others wait for its lease.
+        The items replaced, where known."""
+        s, ek = self.space, self.key(batch.namespace)
         state = s.state
         lease_end = state.lease_end(ek.sk)
         if now >= lease_end:
             with state.renewing(ek.sk):
                 lease_end = state.lease_end(ek.sk)  # another put may have renewed it
                 if now >= lease_end:
-                    lease_end = self._lease_from_read(namespace, ek, now)
+                    lease_end = self._lease_from_read(batch.namespace, ek, now)
                 if now >= lease_end:
-                    return self._renew_with(namespace, ek, rows, marks)
-        replaced = s.index.memory_put(rows, None)
+                    entry = self._entry(batch.namespace, ek, batch.rows)
+                    for plan in format.put(batch, entry=entry, marks=marks, indexes=indexes):
+                        s.engine.write(plan)
+                    self._renewed(entry, marks)
+                    return [None] * len(batch.rows)
+        (plan,) = format.put(batch, indexes=indexes)
+        replaced = [None if w.item is None else row_from(w.item) for w in s.engine.write(plan)]
         if s.clock() >= lease_end:
             # The lease ran out while the items were written: they may have landed
             # after it, so the entry is renewed as if there had been none.
-            self.renew(namespace, ek, None, marks)
-        self._shortened(ek, rows, replaced)
+            self.renew(batch.namespace, marks)
+        self._shortened(ek, batch.rows, replaced)
         return replaced
-
-    def _renew_with(
-        self, namespace: Namespace, ek: ItemKey, rows: list[MemoryRow], marks: list[ItemKey]
-    ) -> list[MemoryRow | None]:
-        # The first transaction also carries the marks; later ones have none left.
-        start = 0
-        while start < len(rows):
-            end = start + MEMORY_PUT_MAX - len(marks)
-            self.renew(namespace, ek, rows[start:end], marks)
-            start, marks = end, []
-        return [None] * len(rows)
 
     def _lease_from_read(self, namespace: Namespace, ek: ItemKey, now: float) -> float:
         """A process's first put into a namespace it has not renewed: one eventually
         consistent read of the entry. Renewed lately and not emptied, it gives a lease
         (a read's ends `READ_LEASE_SLACK` early) and its ancestors' marks exist."""
-        entry = self.space.index.directory_get(ek, consistent=False)
+        entry = self.space.reads.entry(ek, consistent=False)
         if entry is None or entry.emptied:
             return 0.0
         end = entry.renewed + LEASE_SECONDS - READ_LEASE_SLACK
@@ -185,29 +185,30 @@ class Directory:
             old is not None and expiry_of(new) < expiry_of(old)
             for new, old in zip(rows, replaced, strict=True)
         ):
-            self.space.index.directory_bound(ek, None)
+            self.space.engine.apply(format.bound(ek, None))
 
-    def renew(
-        self,
-        namespace: Namespace,
-        ek: ItemKey,
-        in_rows: Sequence[MemoryRow] | None,
-        marks: Sequence[ItemKey] = (),
-    ) -> None:
-        """Renew a namespace's directory entry, with `in_rows` and `marks` in the same
-        request; its liveness bound is the latest expiry of `in_rows` (left as it is
-        without rows)."""
+    def renew(self, namespace: Namespace, marks: Sequence[ItemKey] = ()) -> None:
+        """Renew a namespace's directory entry alone (its liveness bound left as it is),
+        with the descendants `marks` in the same request."""
+        entry = self._entry(namespace, self.key(namespace), None)
+        self.space.engine.write(format.renewal(entry, marks))
+        self._renewed(entry, marks)
+
+    def _entry(
+        self, namespace: Namespace, ek: ItemKey, rows: Sequence[MemoryRow] | None
+    ) -> DirectoryEntry:
+        # A new generation, renewed now; its liveness bound is the latest expiry of the
+        # items written with it (none without).
         s = self.space
         sealed_ns = s.sealer.seal(NAMESPACE_TYPE, ns_text(namespace).encode(), self.aad(ek.sk))
-        bound = max((expiry_of(r) for r in in_rows), default=None) if in_rows else None
-        entry = DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(s.clock()), False, bound)
-        if in_rows is None:
-            s.index.directory_renew(entry, marks)
-        else:
-            s.index.memory_put(in_rows, entry, marks)
-        s.state.marked(k.pk for k in marks)
-        s.state.saw(entry)
-        s.state.wrote(ek, fingerprint(entry))
+        bound = max((expiry_of(r) for r in rows), default=None) if rows else None
+        return DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(s.clock()), False, bound)
+
+    def _renewed(self, entry: DirectoryEntry, marks: Sequence[ItemKey]) -> None:
+        state = self.space.state
+        state.marked(k.pk for k in marks)
+        state.saw(entry)
+        state.wrote(entry.key, fingerprint(entry))
 
     # ------------------------------------------------------------ deletes
 
@@ -228,20 +229,20 @@ class Directory:
         # The time is read before the checks: a drop needs a check made after every lease
         # on the entry ended.
         now = s.clock() if now is None else now
-        if s.index.memory_has_live(pk, int(now * 1000)):
-            if entry.emptied and s.index.directory_mark(entry, False):
+        if s.reads.has_live(pk, int(now * 1000)):
+            if entry.emptied and s.engine.apply(format.mark_entry(entry, False)).applied:
                 state.wrote(entry.key, fingerprint(entry._replace(emptied=False)))
             bound = entry.live_until_ms
             if deleted is not None and bound is not None and expiry_of(deleted) >= bound:
-                s.index.directory_bound(entry.key, None)
+                s.engine.apply(format.bound(entry.key, None))
             return 0
         state.forget(entry.key.sk)
-        empty = not s.index.memory_query(pk, limit=1, consistent=True)
+        empty = not s.reads.items(pk, limit=1, consistent=True)
         if empty and now > entry.renewed + LEASE_SECONDS + DROP_MARGIN_SECONDS:
-            if s.index.directory_drop(entry):
+            if s.engine.apply(format.drop_entry(entry)).applied:
                 state.wrote(entry.key, None)
                 return 1
-        elif not entry.emptied and s.index.directory_mark(entry, True):
+        elif not entry.emptied and s.engine.apply(format.mark_entry(entry, True)).applied:
             state.wrote(entry.key, fingerprint(entry._replace(emptied=True)))
         return 0
 
@@ -252,9 +253,9 @@ class Directory:
         consistent; again consistently if it misses this process's own changes)."""
         s = self.space
         pk = directory_pk(s.prefix, s.space)
-        found = s.index.directory(pk)
+        found = s.reads.entries(pk)
         if s.state.stale(found, s.state.written_in(pk)):
-            found = s.index.directory(pk, consistent=True)
+            found = s.reads.entries(pk, consistent=True)
         out = []
         kind = "store" if s.space == "m" else "cache"
         for entry in found:
@@ -276,5 +277,5 @@ class Directory:
         at = now_ms()
         sure = [ns for ns, e in found if not e.emptied and (e.live_until_ms or 0) > at]
         doubt = [ns for ns, e in found if e.emptied or (e.live_until_ms or 0) <= at]
-        live = parallel(lambda ns: self.space.index.memory_has_live(self.space.pk(ns), at), doubt)
+        live = parallel(lambda ns: self.space.reads.has_live(self.space.pk(ns), at), doubt)
         return sure + [ns for ns, ok in zip(doubt, live, strict=True) if ok]

@@ -1,16 +1,33 @@
-"""Every write of long-term memory's items, and the conditions its reads filter by, in
-the table's vocabulary (`table.py`): what each write sets and removes, and which state
-of the item it holds on. Pure: the items are `rows.py`'s, their keys `layout.py`'s; an
-adapter only sends what these return. Why the directory's steps are conditional on the
-generation: docs/RELIABILITY.md, "The Store's namespace directory"."""
+"""Long-term memory's stored format, written once: what each write of its items sets and
+removes, and which state of the item it holds on; the conditions its reads filter by;
+what each sealed blob is bound to; and the plans the blob engine writes whole
+(`blobs.WritePlan`): a put, with or without its namespace's directory entry, a renewal,
+a compaction of a vector log, what an item's deletion leaves to clean (its objects, its
+filter tokens, tombstones in its namespace's vector log: `gone`), and a re-seal under the
+active key (`resealed`).
+
+Pure: each function takes what was read and returns what to write, in the table's
+vocabulary (`table.py`); the items are `rows.py`'s, their keys `layout.py`'s. The memory
+parts (`core.py`, `directory.py`, `vector_index.py`, `tokens.py`) and maintenance
+(`ops/memory.py`) hand what these return to the engine. Why the directory's steps are
+conditional on the generation: docs/RELIABILITY.md, "The Store's namespace directory"."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from langgraph.checkpoint.s3dynamo.blobs import WritePlan
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     ITEM_SK_RANGE,
+    MANIFEST_SK,
     SEARCH_SK_RANGE,
+    log_sk,
     memory_scope,
+    object_key,
 )
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     ENTRY_EMPTIED,
@@ -27,9 +44,11 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     ROW_TTL,
     ROW_UPDATED,
     ROW_WRITTEN_S,
+    Batch,
     DirectoryEntry,
     IndexItem,
     MemoryRow,
+    Namespace,
     index_item,
     row_item,
 )
@@ -43,6 +62,8 @@ from langgraph.checkpoint.s3dynamo.table import (
     Update,
     Value,
     When,
+    Write,
+    Written,
     both,
     either,
     eq,
@@ -53,11 +74,14 @@ from langgraph.checkpoint.s3dynamo.table import (
     missing,
 )
 
+# A plan of memory's items: the engine answers with what each write did.
+Plan = WritePlan[list[Written]]
+
 # ------------------------------------------------------------------ reads
 
-# A namespace's items, not its descendants mark nor its search indexes (`memory_query`).
+# A namespace's items, not its descendants mark nor its search indexes.
 ITEMS = Between(SORT_KEY, *ITEM_SK_RANGE)
-# Its items and the mark, in one Query, the indexes above left out (`memory_search`).
+# Its items and the mark, in one Query, the indexes above left out.
 ITEMS_AND_MARK = Between(SORT_KEY, *SEARCH_SK_RANGE)
 # Items a liveness check reads a page: most are live, so one page usually answers.
 LIVE_PAGE = 25
@@ -97,6 +121,31 @@ def expired(at_ms: int) -> When:
         le(ROW_EXPIRES, at_ms),
         both(missing(ROW_EXPIRES), le(ROW_EXPIRES_S, at_ms // 1000)),
     )
+
+
+# ------------------------------------------------------------------ sealed blobs
+
+
+def ns_text(namespace: Namespace) -> str:
+    """A namespace as the associated data names it (and a directory entry seals it)."""
+    return json.dumps(list(namespace), ensure_ascii=False)
+
+
+def item_aad(space: str, namespace: Namespace, sk: str) -> bytes:
+    """What an item's payload (inline or its object) is bound to: its space, namespace
+    and name."""
+    return identity("memory", space, ns_text(namespace), sk)
+
+
+def entry_aad(space: str, sk: str) -> bytes:
+    """What a directory entry's sealed namespace is bound to: its space and name."""
+    return identity("memory-directory", space, sk)
+
+
+def vector_aad(space: str, namespace: Namespace, what: str, name: str) -> bytes:
+    """What a piece of a namespace's vector index is bound to: `what` it is ("manifest",
+    "log", "segment") and its name (sort key or leaf)."""
+    return identity("memory-vectors", space, ns_text(namespace), what, name)
 
 
 # ------------------------------------------------------------------ items
@@ -186,7 +235,136 @@ def drop_entry(entry: DirectoryEntry) -> Delete:
     return Delete(entry.key, when=eq(ENTRY_GENERATION, entry.generation))
 
 
-# ------------------------------------------------------------------ both
+# ------------------------------------------------------------------ puts
+
+# Items of one put's transaction: DynamoDB's 100 items a transaction, less the directory
+# entry (and less the descendants marks it writes).
+MEMORY_PUT_MAX = 99
+
+
+def put(
+    batch: Batch,
+    *,
+    entry: DirectoryEntry | None = None,
+    marks: Sequence[ItemKey] = (),
+    indexes: Sequence[IndexItem] = (),
+) -> list[Plan]:
+    """The plans of a put of one namespace's items, each item whole (`put_row`), after
+    `indexes` (the search entries that must exist before the items do).
+
+    Without `entry` (the writer holds a lease on it): one plan, each item its own request,
+    answering with the item it replaced. With it: the items with the entry renewed
+    (`renew`) and the descendants `marks`, one transaction per `MEMORY_PUT_MAX` items (the
+    first carries the marks, and `indexes`); each plan uploads the objects its own items
+    reference, so none is left unnamed by a crash between them."""
+    search = [index_item(i) for i in indexes]
+    if entry is None:
+        return [
+            WritePlan(
+                batch.pk,
+                uploads=batch.uploads,
+                at_ms=batch.at_ms,
+                indexes=search,
+                writes=[put_row(r) for r in batch.rows],
+                each=True,
+                returning="old",
+            )
+        ]
+    plans: list[Plan] = []
+    start = 0
+    while start < len(batch.rows):
+        end = start + MEMORY_PUT_MAX - len(marks)
+        rows = batch.rows[start:end]
+        referenced = {object_key(r.key.pk, r.leaf) for r in rows if r.leaf}
+        plans.append(
+            WritePlan(
+                batch.pk,
+                uploads=[u for u in batch.uploads if u[0] in referenced],
+                at_ms=batch.at_ms,
+                indexes=search,
+                writes=[*map(put_row, rows), renew(entry), *map(descendants_mark, marks)],
+            )
+        )
+        start, marks, search = end, (), []
+    return plans
+
+
+def renewal(entry: DirectoryEntry, marks: Sequence[ItemKey] = ()) -> Plan:
+    """A directory entry renewed alone (`renew`), with the descendants `marks` in the
+    same request."""
+    return WritePlan(entry.key.pk, writes=[renew(entry), *map(descendants_mark, marks)])
+
+
+# ------------------------------------------------------------------ search indexes
+
+# A log entry's nonce that is a deleted item's sort key, after this (no hex digit).
+TOMBSTONE = "k"
+
+
+def tombstones(keys: Sequence[ItemKey], at_ms: int) -> list[IndexItem]:
+    """The vector log entries saying these items were deleted at `at_ms`: keys only (an
+    item's sort key and a time, nothing sealed), so a writer without keys (the expiry
+    sweep) writes them too."""
+    return [IndexItem(ItemKey(k.pk, log_sk(at_ms, TOMBSTONE + k.sk))) for k in keys]
+
+
+def manifest_put(item: IndexItem, expected: str | None) -> Put:
+    """Replace a namespace's vector manifest, only if the stored one has generation
+    `expected` (None: there is none yet): two compactions at once, one wins."""
+    when = missing() if expected is None else eq(INDEX_GENERATION, expected)
+    return Put(index_item(item), when=when)
+
+
+def compaction(
+    pk: str,
+    segment: Sequence[tuple[str, bytes]],
+    manifest: IndexItem,
+    expected: str | None,
+    replaced: Sequence[str],
+) -> Plan:
+    """A vector log folded into a new segment (none when there was nothing to fold): the
+    segment uploaded, then the manifest naming it replaced on its generation (`expected`);
+    the segments it no longer names (`replaced`, leaves) are named for incremental
+    collection before it. The log entries folded are deleted once it is committed."""
+    return WritePlan(
+        pk,
+        uploads=segment,
+        orphans=[object_key(pk, leaf) for leaf in replaced],
+        writes=[manifest_put(manifest, expected)],
+    )
+
+
+# ------------------------------------------------------------------ an item is gone
+
+
+@dataclass(frozen=True)
+class Gone:
+    """What deleted items leave to clean: the objects of their large values, and, per
+    partition, the search entries to write (tombstones) and to delete (tokens)."""
+
+    objects: list[str] = field(default_factory=list)
+    indexes: dict[str, tuple[list[Item], list[ItemKey]]] = field(default_factory=dict)
+
+
+def gone(
+    deleted: Sequence[MemoryRow],
+    tokens: Sequence[ItemKey] = (),
+    *,
+    indexed: Collection[str] = (),
+    at_ms: int = 0,
+) -> Gone:
+    """What the deletion of `deleted` (the items as they were) leaves to clean: their
+    objects, the filter `tokens` found naming them, and, in the partitions `indexed` (a
+    namespace with a vector index), a tombstone each in the vector log, stamped `at_ms`."""
+    out = Gone([object_key(r.key.pk, r.leaf) for r in deleted if r.leaf])
+    for tomb in tombstones([r.key for r in deleted if r.key.pk in indexed], at_ms):
+        out.indexes.setdefault(tomb.key.pk, ([], []))[0].append(index_item(tomb))
+    for key in tokens:
+        out.indexes.setdefault(key.pk, ([], []))[1].append(key)
+    return out
+
+
+# ------------------------------------------------------------------ re-sealing
 
 
 def reseal(key: ItemKey, old: bytes, new: bytes) -> Update:
@@ -198,8 +376,58 @@ def reseal(key: ItemKey, old: bytes, new: bytes) -> Update:
     return Update(key, set={attribute: new}, when=eq(attribute, old))
 
 
-def manifest_put(item: IndexItem, expected: str | None) -> Put:
-    """Replace a namespace's vector manifest, only if the stored one has generation
-    `expected` (None: there is none yet): two compactions at once, one wins."""
-    when = missing() if expected is None else eq(INDEX_GENERATION, expected)
-    return Put(index_item(item), when=when)
+@dataclass
+class Stored:
+    """What a re-seal read of one namespace of `space` (partition `pk`): its directory
+    entry, its items, its vector index's manifest and log (`index`), and the bodies of
+    objects (items' large values, segments) by object key."""
+
+    space: str
+    namespace: Namespace
+    pk: str
+    entry: DirectoryEntry | None = None
+    rows: Sequence[MemoryRow] = ()
+    index: Sequence[IndexItem] = ()
+    objects: Mapping[str, bytes] = field(default_factory=dict)
+
+
+def resealed(stored: Stored, sealer: Sealer) -> Plan:
+    """Every blob of `stored` not sealed under the active key, sealed again under it, bound
+    to what it was: objects overwritten in place (same name, same value), blobs of items
+    replaced each while unchanged (`reseal`), each write one request."""
+    active = sealer.keyring.active if sealer.keyring else None
+    writes: list[Write] = []
+    overwrites: list[tuple[str, bytes]] = []
+    for at, blob, aad, what in _sealed(stored):
+        if sealer.key_id_of(blob) == active:
+            continue
+        typ, data = sealer.open(blob, aad, what)
+        new = sealer.seal(typ, data, aad)
+        if isinstance(at, str):
+            overwrites.append((at, new))
+        else:
+            writes.append(reseal(at, blob, new))
+    return WritePlan(stored.pk, overwrites=overwrites, writes=writes, each=True)
+
+
+def _sealed(stored: Stored) -> Iterator[tuple[ItemKey | str, bytes, bytes, str]]:
+    """(where, blob, what it is bound to, what it is) of each sealed blob of `stored`."""
+    space, ns, pk = stored.space, stored.namespace, stored.pk
+    if stored.entry is not None:
+        entry = stored.entry
+        yield entry.key, entry.blob, entry_aad(space, entry.key.sk), f"directory entry of {ns!r}"
+    for row in stored.rows:
+        aad = item_aad(space, ns, row.key.sk)
+        if row.blob is not None:
+            yield row.key, row.blob, aad, f"item {row.key.sk!r} of {ns!r}"
+        elif row.leaf and (key := object_key(pk, row.leaf)) in stored.objects:
+            yield key, stored.objects[key], aad, f"item of {ns!r}"
+    for item in stored.index:
+        what = "manifest" if item.key.sk == MANIFEST_SK else "log"
+        if item.blob is not None:
+            label = f"vector {what} {item.key.sk!r} of namespace {ns!r}"
+            yield item.key, item.blob, vector_aad(space, ns, what, item.key.sk), label
+        for leaf in sorted(item.leaves):
+            if (key := object_key(pk, leaf)) in stored.objects:
+                label = f"vector segment {leaf!r} of namespace {ns!r}"
+                yield key, stored.objects[key], vector_aad(space, ns, "segment", leaf), label

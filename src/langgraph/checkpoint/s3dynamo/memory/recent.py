@@ -168,8 +168,8 @@ _STATES: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], SpaceState]] = (
 _STATES_LOCK = threading.Lock()
 
 
-def space_state(index: Any, prefix: str, space: str) -> SpaceState:
+def space_state(table: Any, prefix: str, space: str) -> SpaceState:
     """The state of a space on this table adapter; it goes with the adapter."""
     with _STATES_LOCK:
-        per_index = _STATES.setdefault(index, {})
-        return per_index.setdefault((prefix, space), SpaceState())
+        per_table = _STATES.setdefault(table, {})
+        return per_table.setdefault((prefix, space), SpaceState())

@@ -1,13 +1,15 @@
 """Long-term memory's items as plain values, and each as the item of the table that holds
 it (`table.py`): a Store item or node-cache entry (`MemoryRow`), an entry of a space's
 namespace directory (`DirectoryEntry`), and an item of a Store namespace's search indexes
-(`IndexItem`). Pure: no I/O. Where each lives is `layout.py`'s business; the conditions
-their writes carry are `format.py`'s. Attributes: docs/ARCHITECTURE.md, "Long-term
-memory", and docs/FORMAT.md, which also says what the earlier layouts stored."""
+(`IndexItem`); and the items of one put, sealed and placed (`Batch`). Pure: no I/O.
+Where each lives is `layout.py`'s business; the writes and their conditions are
+`format.py`'s. Attributes: docs/ARCHITECTURE.md, "Long-term memory", and docs/FORMAT.md,
+which also says what the earlier layouts stored."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
@@ -29,6 +31,10 @@ ENTRY_NS, ENTRY_GENERATION, ENTRY_RENEWED, ENTRY_EMPTIED, ENTRY_LIVE = "n", "g",
 # a sealed blob (v; absent on a filter token), the manifest's generation (g) and the
 # leaves of the segments it names (o), which garbage collection reads without keys.
 INDEX_BLOB, INDEX_GENERATION, INDEX_LEAVES = "v", "g", "o"
+
+
+# A namespace of the Store or the node cache, as LangGraph gives it.
+Namespace = tuple[str, ...]
 
 
 class MemoryRow(NamedTuple):
@@ -78,6 +84,21 @@ class IndexItem(NamedTuple):
     blob: bytes | None = None
     generation: str | None = None
     leaves: frozenset[str] = frozenset()
+
+
+@dataclass
+class Batch:
+    """Items of one namespace sealed and placed for a put (`core.Space.prepare`): the rows,
+    the objects they reference (object key, sealed body), and each item's key and version,
+    which the search indexes name; `at_ms` stamps them."""
+
+    namespace: Namespace
+    pk: str
+    rows: list[MemoryRow] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    uploads: list[tuple[str, bytes]] = field(default_factory=list)
+    at_ms: int = 0
 
 
 # ------------------------------------------------------------------ as items

@@ -233,7 +233,7 @@ class Searcher:
         if not prefix:
             return [ns for ns, _ in self.space.namespaces()]
         pk = self.space.pk(prefix)
-        marked = bool(self.space.index.index_query(pk, (DESCENDANTS_SK, DESCENDANTS_SK)))
+        marked = bool(self.space.reads.index_items(pk, (DESCENDANTS_SK, DESCENDANTS_SK)))
         return [prefix, *self.space.below(prefix)] if marked else [prefix]
 
     def _tokens(self, ns: Namespace, field: str, text: str, wanted: int) -> Iterator[Candidate]:

@@ -28,8 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.layout import TOKEN_MARK, token_item_key, token_prefix, token_sk
-from langgraph.checkpoint.s3dynamo.memory.core import Batch, Found, Namespace, Space
-from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
+from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, Space
+from langgraph.checkpoint.s3dynamo.memory.rows import Batch, IndexItem, index_item
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 
 # A token's range ends below this (after `#`, the 13-digit ms, `#`, the key).
@@ -147,7 +147,7 @@ class FilterTokens:
             if (pk, ftoken) in self._complete:
                 return True
         sk = _complete_sk(ftoken)
-        found = self.space.index.index_query(pk, (sk, sk), consistent=True)
+        found = self.space.reads.index_items(pk, (sk, sk), consistent=True)
         if found:
             with self._lock:
                 self._complete.add((pk, ftoken))
@@ -165,8 +165,9 @@ class FilterTokens:
             for f, value in found
             for k in only.keys_of(namespace, pk, f.row.key.sk, f.row.updated_ms, value)
         ]
-        self.space.index.index_write(puts=puts)
-        self.space.index.index_write(puts=[IndexItem(ItemKey(pk, _complete_sk(ftoken)))])
+        engine = self.space.engine
+        engine.batch(puts=[index_item(i) for i in puts])
+        engine.batch(puts=[index_item(IndexItem(ItemKey(pk, _complete_sk(ftoken))))])
         with self._lock:
             self._complete.add((pk, ftoken))
 
@@ -176,7 +177,7 @@ class FilterTokens:
         """Up to `count` tokens of one value, newest first, strictly older than the token
         `after`: (write time, item sort key, token sort key)."""
         prefix = token_prefix(self._token(namespace, field, text))
-        found = self.space.index.index_query(
+        found = self.space.reads.index_items(
             self.space.pk(namespace),
             (prefix, prefix + TOP),
             descending=True,
@@ -186,8 +187,7 @@ class FilterTokens:
         return [(*token_item_key(i.key.sk), i.key.sk) for i in found]
 
     def delete(self, keys: Sequence[ItemKey]) -> None:
-        if keys:
-            self.space.index.index_write(deletes=keys)
+        self.space.engine.batch(deletes=keys)
 
 
 def _complete_sk(field_token: str) -> str:

@@ -30,8 +30,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.blobs import WritePlan
-from langgraph.checkpoint.s3dynamo.blobs.sealing import identity
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
@@ -43,10 +41,11 @@ from langgraph.checkpoint.s3dynamo.layout import (
     log_time,
     object_key,
 )
-from langgraph.checkpoint.s3dynamo.memory.core import Batch, Found, Namespace, Space
-from langgraph.checkpoint.s3dynamo.memory.directory import ns_text
+from langgraph.checkpoint.s3dynamo.memory import format
+from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, Space
+from langgraph.checkpoint.s3dynamo.memory.format import TOMBSTONE
 from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
-from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
+from langgraph.checkpoint.s3dynamo.memory.rows import Batch, IndexItem
 from langgraph.checkpoint.s3dynamo.memory.vectors import (
     Marker,
     Pack,
@@ -70,8 +69,6 @@ SEGMENT_TYPE = "vectors"
 MANIFEST_TYPE = "json"
 # Items read back per BatchGetItem when a compaction resolves the log's keys.
 RESOLVE_BATCH = 100
-# A log entry's nonce that is a deleted item's sort key, after this (no hex digit).
-TOMBSTONE = "k"
 
 # The payload of an item, opened and deserialized by the Store: {"value", "vectors"}.
 OpenBody = Callable[[Found], Mapping[str, Any]]
@@ -89,7 +86,7 @@ class View:
     marked: bool = False
     segments: list[tuple[str, Pack]] = field(default_factory=list)
     log: list[tuple[IndexItem, Pack]] = field(default_factory=list)
-    # Keys-only log entries of deletes (`VectorIndex.tombstones`), folded as the rest is.
+    # Keys-only log entries of deletes (`format.tombstones`), folded as the rest is.
     tombstones: list[IndexItem] = field(default_factory=list)
 
     @property
@@ -107,7 +104,7 @@ class VectorIndex:
     # ------------------------------------------------------------ sealing
 
     def _aad(self, namespace: Namespace, what: str, name: str) -> bytes:
-        return identity("memory-vectors", self.space.space, ns_text(namespace), what, name)
+        return format.vector_aad(self.space.space, namespace, what, name)
 
     def _seal(self, namespace: Namespace, what: str, name: str, payload: bytes) -> bytes:
         return self.space.sealer.seal(SEGMENT_TYPE, payload, self._aad(namespace, what, name))
@@ -133,13 +130,6 @@ class VectorIndex:
             return None
         return self._log_item(batch.namespace, batch.pk, batch.at_ms, pack(rows))
 
-    @staticmethod
-    def tombstones(keys: Sequence[ItemKey], at_ms: int) -> list[IndexItem]:
-        """The log entries saying these items were deleted at `at_ms`: keys only (an item's
-        sort key and a time, nothing sealed), so a writer without keys (the expiry sweep)
-        writes them too."""
-        return [IndexItem(ItemKey(k.pk, log_sk(at_ms, TOMBSTONE + k.sk))) for k in keys]
-
     def _log_item(self, namespace: Namespace, pk: str, at_ms: int, payload: bytes) -> IndexItem:
         sk = log_sk(at_ms, os.urandom(4).hex())
         item = IndexItem(ItemKey(pk, sk), self._seal(namespace, "log", sk, payload))
@@ -155,12 +145,12 @@ class VectorIndex:
         process has not opened yet, in one wave)."""
         s = self.space
         pk = s.pk(namespace)
-        items = s.index.index_query(pk, VECTOR_SK_RANGE)
+        items = s.reads.index_items(pk, VECTOR_SK_RANGE)
         mine = [k for k in s.state.written_in(pk) if k.sk.startswith((MANIFEST_SK, LOG_MARK))]
         if s.state.stale(items, mine) or (
             s.state.has_marked(pk) and not any(i.key.sk == DESCENDANTS_SK for i in items)
         ):
-            items = s.index.index_query(pk, VECTOR_SK_RANGE, consistent=True)
+            items = s.reads.index_items(pk, VECTOR_SK_RANGE, consistent=True)
         manifest = next((i for i in items if i.key.sk == MANIFEST_SK), None)
         marked = any(i.key.sk == DESCENDANTS_SK for i in items)
         view = View(namespace, pk, manifest, marked)
@@ -305,7 +295,7 @@ class VectorIndex:
         s, namespace = self.space, view.namespace
         batches = [keys[i : i + RESOLVE_BATCH] for i in range(0, len(keys), RESOLVE_BATCH)]
         read = parallel(
-            lambda batch: s.index.memory_get([ItemKey(view.pk, k) for k in batch], consistent=True),
+            lambda batch: s.reads.items_at([ItemKey(view.pk, k) for k in batch], consistent=True),
             batches,
         )
         now = s.now_ms()
@@ -347,61 +337,14 @@ class VectorIndex:
             frozenset(leaf for leaf, _ in segments),
         )
         expected = view.manifest.generation if view.manifest is not None else None
-        plan = WritePlan(
-            view.pk,
-            lambda _: s.index.manifest_put(manifest, expected),
-            uploads,
-            orphans=[object_key(view.pk, leaf) for leaf in replaced],
-        )
-        if not s.engine.write(plan):
+        plan = format.compaction(view.pk, uploads, manifest, expected, replaced)
+        if not s.engine.write(plan)[0].applied:
             return False
         s.state.wrote(manifest.key, fingerprint(manifest))
         folded = [item.key for item, _ in view.log if item.key.sk] + [
             item.key for item in view.tombstones
         ]
-        s.index.index_write(deletes=folded)
+        s.engine.batch(deletes=folded)
         for key in folded:
             s.state.wrote(key, None)
         return True
-
-    def reseal(self, namespace: Namespace) -> int:
-        """Re-seal under the active key the manifest, log entries and segments sealed
-        under another (re-encryption): items replaced only while unchanged, segments
-        overwritten in place (same name, same rows). How many were re-sealed."""
-        s = self.space
-        pk = s.pk(namespace)
-        sealer = s.sealer
-        active = sealer.keyring.active if sealer.keyring else None
-        count = 0
-        for item in s.index.index_query(pk, VECTOR_SK_RANGE, consistent=True):
-            if item.blob is None or sealer.key_id_of(item.blob) == active:
-                continue
-            what = "manifest" if item.key.sk == MANIFEST_SK else "log"
-            data = self._open(namespace, what, item.key.sk, item.blob)
-            new = self._seal(namespace, what, item.key.sk, data)
-            count += int(s.index.memory_reseal(item.key, item.blob, new))
-            if what == "manifest":
-                leaves = self.segment_leaves(namespace, item)
-                bodies = s.engine.fetch(
-                    {object_key(pk, leaf): f"vector segment of {namespace!r}" for leaf in leaves},
-                    cached=False,
-                )
-                overwrites = [
-                    (
-                        key,
-                        self._seal(
-                            namespace, "segment", leaf, self._open(namespace, "segment", leaf, body)
-                        ),
-                    )
-                    for leaf in leaves
-                    if sealer.key_id_of(body := bodies[key := object_key(pk, leaf)]) != active
-                ]
-                s.engine.write(WritePlan(pk, lambda _: None, overwrites=overwrites))
-                count += len(overwrites)
-        return count
-
-    def leaves(self, pk: str) -> set[str]:
-        """The segments a namespace's manifest names, read consistently from its
-        plain list of leaves (garbage collection needs no keys for it)."""
-        found = self.space.index.index_query(pk, (MANIFEST_SK, MANIFEST_SK), consistent=True)
-        return {leaf for item in found for leaf in item.leaves}

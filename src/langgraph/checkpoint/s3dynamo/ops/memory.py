@@ -8,35 +8,37 @@ directories, then each namespace's partition: never the rest of the table
 The expiry sweep finds expired items with one consistent Query of a space's directory,
 then one Query of each namespace's partition, in one wave; it opens nothing (a
 namespace's partition is named by its entry), so it needs no keys. Each item is deleted
-only while still expired; then its object, then the entries of namespaces left empty are
-settled (docs/RELIABILITY.md, "The Store's namespace directory").
+only while still expired; then what it leaves (`memory.format.gone`), then the entries of
+namespaces left empty are settled (docs/RELIABILITY.md, "The Store's namespace
+directory"). What each writes is the memory format's (`memory/format.py`), read through
+the spaces (`Space.reads`) and written through the blob engine.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo import telemetry
-from langgraph.checkpoint.s3dynamo.blobs import WritePlan, collect
+from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.layout import (
     MANIFEST_SK,
     TOKEN_MARK,
+    VECTOR_SK_RANGE,
     directory_pk,
     is_token_of,
     memory_pk,
     memory_scope,
     object_key,
 )
-from langgraph.checkpoint.s3dynamo.memory.core import Found, Space
+from langgraph.checkpoint.s3dynamo.memory import format
+from langgraph.checkpoint.s3dynamo.memory.core import Space
 from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, MemoryRow
 from langgraph.checkpoint.s3dynamo.memory.tokens import TOP
-from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
@@ -89,7 +91,7 @@ class MemoryOperations:
         returns it any more; None for an item that is live or not stored. One GetItem,
         consistent."""
         space = memory_space(self.parts, SPACES["store"])
-        rows = space.index.memory_get([space.item_key(namespace, key)], consistent=True)
+        rows = space.reads.items_at([space.item_key(namespace, key)], consistent=True)
         expires_ms = rows[0].expires_ms if rows else None
         if expires_ms is None or expires_ms > space.now_ms():
             return None
@@ -157,7 +159,7 @@ def _namespace_stats(
     """(items, expired items, inline bytes, objects, object bytes) of one namespace: its
     items' large values and its vector segments among the objects."""
     pk = space.pk(namespace)
-    rows = space.index.memory_query(pk)
+    rows = space.reads.items(pk)
     leaves = {object_key(pk, leaf) for leaf in space.live_leaves(pk) or ()}
     listed = space.engine.list_owner(pk) if leaves else []
     sizes = [o.size for o in listed if o.key in leaves]
@@ -172,9 +174,9 @@ def expired(space: Space, at_ms: int) -> tuple[dict[str, DirectoryEntry], list[M
     """The directory's entries by name, and the items whose expiry is at or before
     `at_ms`."""
     pk = directory_pk(space.prefix, space.space)
-    entries = {e.key.sk: e for e in space.index.directory(pk, consistent=True)}
+    entries = {e.key.sk: e for e in space.reads.entries(pk, consistent=True)}
     pks = [memory_pk(space.prefix, name, space.space) for name in sorted(entries)]
-    rows = [r for found in parallel(space.index.memory_query, pks) for r in found]
+    rows = [r for found in parallel(space.reads.items, pks) for r in found]
     return entries, [r for r in rows if not space.live(r, at_ms)]
 
 
@@ -186,11 +188,8 @@ def expire(space: Space, now: float | None = None) -> tuple[int, int]:
     at = space.clock() if now is None else now
     at_ms = round(at * 1000)
     entries, found = expired(space, at_ms)
-    gone = parallel(lambda r: space.index.memory_delete(r.key, expired_at_ms=at_ms), found)
-    deleted = [r for r in gone if r is not None]
-    space.engine.delete([object_key(r.key.pk, r.leaf) for r in deleted if r.leaf])
-    if space.space in INDEXED and deleted:
-        _forget_in_indexes(space, deleted, at_ms)
+    deleted = space.delete_items([r.key for r in found], expired_at_ms=at_ms)
+    space.forget(_gone(space, deleted, at_ms))
     # Namespaces left empty leave the directory, and entries marked emptied whose
     # namespace has items again lose the mark.
     names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
@@ -203,22 +202,29 @@ def expire(space: Space, now: float | None = None) -> tuple[int, int]:
     return len(deleted), dropped
 
 
-def _forget_in_indexes(space: Space, deleted: list[MemoryRow], at_ms: int) -> None:
-    # One Query of each namespace's indexes: the tokens naming a deleted item (its key is
-    # the last part of each token's sort key) go, and, where the namespace has a vector
-    # index, tombstones tell it the items are gone; in full batches.
+def _gone(space: Space, deleted: list[MemoryRow], at_ms: int) -> format.Gone:
+    """What the items deleted leave: their objects, and in the Store, read with one
+    consistent Query of each namespace's indexes in one wave, the tokens naming them (an
+    item's key is the last part of each token's sort key) and, where the namespace has a
+    vector index, tombstones telling it they are gone."""
+    if space.space not in INDEXED or not deleted:
+        return format.gone(deleted)
     by_pk: dict[str, set[str]] = {}
     for r in deleted:
         by_pk.setdefault(r.key.pk, set()).add(r.key.sk)
-
-    def forget(pk: str) -> None:
-        found = space.index.index_query(pk, (MANIFEST_SK, TOKEN_MARK + TOP), consistent=True)
-        stale = [i.key for i in found if is_token_of(i.key.sk, by_pk[pk])]
-        indexed = any(i.key.sk == MANIFEST_SK for i in found)
-        keys = [ItemKey(pk, sk) for sk in sorted(by_pk[pk])] if indexed else []
-        space.index.index_write(puts=VectorIndex.tombstones(keys, at_ms), deletes=stale)
-
-    parallel(forget, sorted(by_pk))
+    bounds = (MANIFEST_SK, TOKEN_MARK + TOP)
+    pks = sorted(by_pk)
+    found = parallel(lambda pk: space.reads.index_items(pk, bounds, consistent=True), pks)
+    tokens = [
+        i.key
+        for pk, f in zip(pks, found, strict=True)
+        for i in f
+        if is_token_of(i.key.sk, by_pk[pk])
+    ]
+    indexed = {
+        pk for pk, f in zip(pks, found, strict=True) if any(i.key.sk == MANIFEST_SK for i in f)
+    }
+    return format.gone(deleted, tokens, indexed=indexed, at_ms=at_ms)
 
 
 @dataclass
@@ -303,12 +309,14 @@ def _collect_namespace(space: Space, cutoff: datetime, pk: str) -> int:
 
 
 def reencrypt_memory(parts: Components) -> dict[str, int]:
-    """Re-seal every Store item, cache entry and directory entry not sealed under the
-    active key (as `reencrypt` does for threads), so an old key can leave the keyring.
-    Inline blobs and entries are replaced only while unchanged since read (a put since
-    sealed under the active key already); objects are overwritten in place (same name,
-    same value). Per space: blobs re-sealed. One directory Query per space, then per
-    namespace one Query, and one request per blob re-sealed."""
+    """Re-seal every Store item, cache entry, directory entry and vector index (manifest,
+    log, segments) not sealed under the active key (as `reencrypt` does for threads), so
+    an old key can leave the keyring. Inline blobs and entries are replaced only while
+    unchanged since read (a put since sealed under the active key already); objects are
+    overwritten in place (same name, same value). Per space: blobs re-sealed. One
+    directory Query per space, then per namespace one Query of its items (and one of its
+    vector index), a GET per object (large values, segments), and one request per blob
+    re-sealed."""
     out: dict[str, int] = {}
     for label, space in spaces(parts).items():
         with guarded(parts.deployment):
@@ -319,47 +327,32 @@ def reencrypt_memory(parts: Components) -> dict[str, int]:
 
 
 def _reseal_namespace(space: Space, found: tuple[tuple[str, ...], DirectoryEntry]) -> int:
+    """Re-seal what one namespace holds (`memory.format.resealed`): its directory entry,
+    its items and their objects (read consistently; a rotation must see what is stored,
+    not what this process cached before), and in the Store its vector index's manifest,
+    log entries and segments."""
     namespace, entry = found
-    sealer = space.sealer
-    active = sealer.keyring.active if sealer.keyring else None
-
-    def stale(blob: bytes) -> bool:
-        return sealer.key_id_of(blob) != active
-
-    def resealed(blob: bytes, aad: bytes, what: str) -> bytes:
-        typ, data = sealer.open(blob, aad, what)
-        return sealer.seal(typ, data, aad)
-
-    count = 0
-    if stale(entry.blob):
-        new = resealed(
-            entry.blob, space.directory.aad(entry.key.sk), f"directory entry of {namespace!r}"
-        )
-        count += int(space.index.memory_reseal(entry.key, entry.blob, new))
     pk = space.pk(namespace)
-    rows = space.index.memory_query(pk, consistent=True)
-    for row in rows:
-        what = f"item {row.key.sk!r} of {namespace!r}"
-        if row.blob is not None and stale(row.blob):
-            new = resealed(row.blob, space.aad(namespace, row.key.sk), what)
-            count += int(space.index.memory_reseal(row.key, row.blob, new))
-    big = {object_key(pk, r.leaf): r for r in rows if r.blob is None and r.leaf}
-    # A rotation must see what is stored, not what this process cached before.
-    bodies = space.engine.fetch({key: f"item of {namespace!r}" for key in big}, cached=False)
-    overwrites = [
-        (key, resealed(body, space.aad(namespace, big[key].key.sk), f"item of {namespace!r}"))
-        for key, body in bodies.items()
-        if stale(body)
-    ]
-    # Objects are overwritten in place (same name, same value): nothing to commit.
-    space.engine.write(WritePlan(pk, lambda _: None, overwrites=overwrites))
-    if space.space in INDEXED:
-        count += VectorIndex(space, _no_bodies).reseal(namespace)
-    return count + len(overwrites)
-
-
-def _no_bodies(found: Found) -> Mapping[str, Any]:
-    raise AssertionError("re-encryption opens no item's value")
+    rows = space.reads.items(pk, consistent=True)
+    needed = {
+        object_key(pk, r.leaf): f"item of {namespace!r}" for r in rows if r.blob is None and r.leaf
+    }
+    index = (
+        space.reads.index_items(pk, VECTOR_SK_RANGE, consistent=True)
+        if space.space in INDEXED
+        else []
+    )
+    # Every segment the manifest names, whatever sealed the manifest: a compaction after
+    # a rotation seals a new one under the active key beside older segments.
+    for item in index:
+        needed.update(
+            {object_key(pk, leaf): f"vector segment of {namespace!r}" for leaf in item.leaves}
+        )
+    bodies = space.engine.fetch(needed, cached=False)
+    stored = format.Stored(space.space, namespace, pk, entry, rows, index, bodies)
+    plan = format.resealed(stored, space.sealer)
+    written = space.engine.write(plan)
+    return len(plan.overwrites) + sum(w.applied for w in written)
 
 
 # ------------------------------------------------------------------ descendants marks
@@ -371,10 +364,10 @@ def mark_ancestors(space: Space) -> int:
     yet written by this call. The number of entries renewed."""
     pending: set[ItemKey] = set()
     renewed = 0
-    for namespace, entry in space.namespaces():
+    for namespace, _ in space.namespaces():
         marks = [k for k in space.directory.ancestor_marks(namespace) if k not in pending]
         if marks:
-            space.directory.renew(namespace, entry.key, None, marks)
+            space.directory.renew(namespace, marks)
             pending.update(marks)
             renewed += 1
     return renewed
