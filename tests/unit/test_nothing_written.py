@@ -217,6 +217,26 @@ def test_a_call_refused_before_writing_leaves_table_and_bucket_unchanged(
         _call(call, asynchronous)
 
 
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"plaintext": "false", "keys": None, "secret": None}, "no sealing key is configured"),
+        ({"plaintext": "no", "keys": None, "secret": None}, "no sealing key is configured"),
+        ({"table": 123}, "table must be a str"),
+        ({"inline_max": "big"}, "inline_max must be a whole number"),
+        ({"detect_concurrent_runs": "sometimes"}, "detect_concurrent_runs must be yes or no"),
+    ],
+)
+def test_a_saver_refused_as_it_is_made_writes_nothing(
+    backend: Backend, settings: dict[str, Any], named: str
+) -> None:
+    """Issue 49: a setting given as an argument of another type or spelling; no saver,
+    so nothing it could write."""
+    prepared(backend)
+    with nothing_written(backend), pytest.raises(InvalidConfigError, match=named):
+        backend.saver(setup=False, **settings)
+
+
 def test_a_second_holder_of_a_thread_lock_is_refused_without_writing(backend: Backend) -> None:
     p = prepared(backend)
     second = backend.saver(setup=False)

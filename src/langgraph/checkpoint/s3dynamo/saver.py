@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,9 +33,12 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import compose, executor, runs, telemetry
+from langgraph.checkpoint.s3dynamo import arguments, compose, executor, runs, telemetry
+from langgraph.checkpoint.s3dynamo.arguments import came
+from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.ports import Index, KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.runnable_config import (
@@ -43,7 +47,12 @@ from langgraph.checkpoint.s3dynamo.runnable_config import (
     target,
     thread_id_of,
 )
-from langgraph.checkpoint.s3dynamo.settings import Settings
+from langgraph.checkpoint.s3dynamo.settings import (
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_MAX_ATTEMPTS,
+    SETTING_ARGUMENTS,
+    Settings,
+)
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
@@ -91,6 +100,19 @@ def _create_if_missing(parts: compose.Components) -> None:
             parts.store.index_resource(),
             parts.deployment.objects_resource(),
         )
+
+
+def _alone(settings: object, given: Mapping[str, Any]) -> Settings:
+    """`settings=` given: every keyword setting must be left at its default."""
+    defaults = S3DynamoSaver.__init__.__kwdefaults__ or {}
+    changed = sorted(k for k, v in given.items() if v is not defaults[k] and v != defaults[k])
+    if changed:
+        raise InvalidConfigError(
+            f"pass settings=... or keyword settings, not both (got {changed} beside settings)"
+        )
+    if not isinstance(settings, Settings):
+        raise ArgumentTypeError(f"settings must be a Settings, got {came(settings)}")
+    return settings
 
 
 def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[str, Any]], int]:
@@ -162,6 +184,29 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def __init__(
         self,
         *,
+        table: str = "",
+        bucket: str = "",
+        prefix: str = "",
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        inline_max: int = DEFAULT_INLINE_MAX,
+        delta_max: int = DEFAULT_DELTA_MAX,
+        keys: Keyring | Mapping[str, bytes] | str | None = None,
+        active_key: str | None = None,
+        secret: str | bytes | None = None,
+        kms_key_id: str | None = None,
+        plaintext: bool = False,
+        allow_plaintext_read: bool = False,
+        compression_level: int = 3,
+        object_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        detect_concurrent_runs: bool = True,
+        async_workers: int | None = None,
+        retention: str | float | timedelta | None = None,
+        retention_strategy: str = "delete",
+        retention_keep_last: int = 1,
+        sweep_interval: str | float | timedelta | None = None,
+        ttl: Mapping[str, Any] | None = None,
         serde: SerializerProtocol | None = None,
         dynamodb_client: Any = None,
         s3_client: Any = None,
@@ -170,14 +215,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         object_store: ObjectStore | None = None,
         key_service: KeyService | None = None,
         settings: Settings | None = None,
-        **options: Any,
     ) -> None:
-        super().__init__(serde=serde)
-        if settings is not None and options:
-            raise InvalidConfigError(
-                f"pass settings=... or keyword settings, not both (got {sorted(options)})"
-            )
-        self.settings = settings if settings is not None else Settings.of(**options)
+        given = {name: value for name, value in locals().items() if name in SETTING_ARGUMENTS}
+        super().__init__(serde=compose.checked_serde(serde))
+        self.settings = Settings.of(**given) if settings is None else _alone(settings, given)
         injected = compose.Injected(
             dynamodb_client, s3_client, kms_client, index, object_store, key_service
         )
@@ -269,8 +310,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 "put_writes needs the checkpoint the writes belong to: expected "
                 "config['configurable']['checkpoint_id'] (the config put() returned), got none"
             )
-        if not isinstance(task_id, str):
-            raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
+        arguments.text("task_id", task_id)
         if writes:
             at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
             what = f"{at.what}: the writes of task {task_id!r}"
@@ -381,8 +421,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         alone referenced are left to garbage collection. As LangGraph warns, deleting a
         run whose writes a live thread's DeltaChannel still replays loses that history;
         prune with `keep_latest` is the safe tool."""
-        log.info("delete_for_runs: %d runs", len(run_ids))
-        self.ops.plan_delete_runs(run_ids).execute()
+        plan = self.ops.plan_delete_runs(run_ids)
+        log.info("delete_for_runs: %d runs", len(plan.run_ids))
+        plan.execute()
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, write and namespace of a thread to a new thread id.
@@ -424,12 +465,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A version unique per write, so two branches of a fork never share one: a
         counter plus a random suffix, as LangGraph's savers do (their int/str accepted)."""
-        if current is None:
-            counter = 0
-        elif isinstance(current, (int, float)) and not isinstance(current, bool):
-            counter = int(current)
-        else:
-            counter = int(str(current).split(".")[0])
+        counter = arguments.version_counter(current)
         return f"{counter + 1:032}.{compose.UNIQUE.random():016}"
 
     # --------------------------------------------------------------------- async
@@ -511,7 +547,6 @@ telemetry.instrument(
         "get_delta_channel_history": "get_delta_channel_history",
     },
 )
-
 # What `from_env` passes to the constructor as parts rather than settings.
 PARTS = (
     "serde",
