@@ -1,19 +1,25 @@
-"""Bad input, round three (issue 49): settings given as arguments, as a new user gives
-them. No spelling of "false" turns sealing off, a yes/no argument is read as its variable
-is, and a constructor argument of another type is named (`ArgumentTypeError`) before any
-request, never a `StorageError` ("retry later"); the constructor shows every setting with
-its type and default."""
+"""Bad input, round three (issue 49): every argument given where it is given, as a new
+user gives it. A string is never a list of thread ids, no spelling of "false" turns
+sealing off, a constructor argument of another type is named, and the Store takes a
+namespace as a tuple. Every argument of every public method given a wrong type once:
+`tests/unit/test_every_argument.py`.
+
+Nothing written by any of these errors: `tests/support/unchanged.py`."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import inspect
 import os
 import pydoc
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import InvalidNamespaceError
 
 from langgraph.checkpoint.s3dynamo import (
     ArgumentTypeError,
@@ -24,8 +30,10 @@ from langgraph.checkpoint.s3dynamo import (
     StorageError,
 )
 from langgraph.checkpoint.s3dynamo.settings import SETTING_ARGUMENTS
+from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.port_contract import needs_transactions
+from tests.support.unchanged import nothing_written
 
 NO_SPELLINGS = ["false", "False", "FALSE", "no", "No", "0", "off", " false "]
 SECRET_TEXT = "the secret the user told the agent"
@@ -42,6 +50,71 @@ def put_one(saver: S3DynamoSaver, tid: str, text: str, parent: Any = None) -> An
     checkpoint["channel_values"] = {"notes": text}
     checkpoint["channel_versions"] = {"notes": version}
     return saver.put(parent or config(tid), checkpoint, {"step": 1}, {"notes": version})
+
+
+def history(saver: S3DynamoSaver, tid: str) -> list[str]:
+    return [t.checkpoint["channel_values"]["notes"] for t in saver.list(config(tid))]
+
+
+def threads_of_three(backend: Backend) -> S3DynamoSaver:
+    """The issue's user's deployment: threads "a", "b" and "ab", three checkpoints each."""
+    saver = backend.saver()
+    for tid in ("a", "b", "ab"):
+        parent = None
+        for turn in range(3):
+            parent = put_one(saver, tid, f"{tid} {turn}", parent)
+    return saver
+
+
+# ------------------------------------------------------- 1. a string for a list
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["prune", "aprune"])
+def test_prune_of_one_string_is_refused_before_anything_is_read(
+    backend: Backend, asynchronous: bool
+) -> None:
+    saver = threads_of_three(backend)
+    backend.reset()
+    with nothing_written(backend), pytest.raises(ArgumentTypeError) as raised:
+        if asynchronous:
+            asyncio.run(saver.aprune("ab", keep_last=1))  # type: ignore[arg-type]
+        else:
+            saver.prune("ab", keep_last=1)  # type: ignore[arg-type]
+    assert str(raised.value).startswith(
+        "thread_ids must be a list of thread ids (str), got the string 'ab', which would be "
+        "taken for the list of its characters; pass ['ab'] for one"
+    )
+    assert isinstance(raised.value, TypeError)
+    assert not backend.calls()  # nothing read either
+    for tid in ("a", "b", "ab"):
+        assert history(saver, tid) == [f"{tid} 2", f"{tid} 1", f"{tid} 0"]
+    saver.prune(["ab"], keep_last=1)  # what was meant
+    assert history(saver, "ab") == ["ab 2"] and len(history(saver, "a")) == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda s: s.delete_for_runs("run-1"), "run_ids must be a list of run ids"),
+        (
+            lambda s: s.get_delta_channel_history(config=config("a"), channels="notes"),
+            "channels must be a list of channel names",
+        ),
+        (lambda s: s.ops.plan_prune("ab"), "thread_ids must be a list"),
+        (lambda s: s.ops.plan_garbage_collection("ab"), "thread_ids must be a list"),
+        (lambda s: s.ops.plan_reencrypt("ab"), "thread_ids must be a list"),
+        (lambda s: s.ops.plan_import(InMemorySaver(), "ab"), "thread_ids must be a list"),
+        (lambda s: s.ops.plan_delete_runs("run-1"), "run_ids must be a list"),
+    ],
+)
+def test_no_other_list_of_ids_takes_a_string(
+    backend: Backend, call: Callable[[S3DynamoSaver], Any], named: str
+) -> None:
+    saver = threads_of_three(backend)
+    backend.reset()
+    with nothing_written(backend), pytest.raises(ArgumentTypeError, match=named):
+        call(saver)
+    assert not backend.calls()
 
 
 # ---------------------------------------------------- 2. no spelling of "false"
@@ -185,3 +258,132 @@ def test_a_settings_object_is_checked_as_the_arguments_are() -> None:
         Settings(table=123, plaintext=True)  # type: ignore[arg-type]
     with pytest.raises(ArgumentTypeError, match="settings must be a Settings"):
         S3DynamoSaver(settings={"table": "t"})  # type: ignore[arg-type]
+
+
+# --------------------------------------------------- 4. the Store's arguments
+
+NS = ("users", "ada")
+DIMS = 8
+
+
+class Stored(NamedTuple):
+    backend: Backend
+    store: S3DynamoStore
+
+
+def stored(backend: Backend, **options: Any) -> Stored:
+    """A deployment holding Store items in ("users", "ada") and in ("u", "s", "e", "r", "s"),
+    the namespace a string's characters would name."""
+    store = S3DynamoStore.from_saver(backend.saver(), **options)
+    store.put(NS, "pref", {"kind": "pref", "text": "likes tea"})
+    store.put(("u", "s", "e", "r", "s"), "k", {"kind": "pref"})
+    backend.reset()
+    return Stored(backend, store)
+
+
+STORE_CALLS: dict[str, tuple[type[Exception], str, Callable[[S3DynamoStore, bool], Any]]] = {
+    "put into a string": (
+        InvalidNamespaceError,
+        r"namespace must be a tuple of labels, got the string 'users'.*pass \('users',\)",
+        lambda s, a: (
+            asyncio.run(s.aput("users", "k", {"v": 1})) if a else s.put("users", "k", {"v": 1})
+        ),  # type: ignore[arg-type]
+    ),
+    "put into a list": (
+        InvalidNamespaceError,
+        r"namespace must be a tuple of labels .* got list \['users'\]; pass \('users',\)",
+        lambda s, a: (
+            asyncio.run(s.aput(["users"], "k", {"v": 1})) if a else s.put(["users"], "k", {"v": 1})
+        ),  # type: ignore[arg-type]
+    ),
+    "search a string": (
+        InvalidNamespaceError,
+        "namespace_prefix must be a tuple of labels, got the string 'users'",
+        lambda s, a: asyncio.run(s.asearch("users")) if a else s.search("users"),  # type: ignore[arg-type]
+    ),
+    "list namespaces under a string": (
+        InvalidNamespaceError,
+        "prefix must be a tuple of labels, got the string 'users'",
+        lambda s, a: (
+            asyncio.run(s.alist_namespaces(prefix="users"))
+            if a
+            else s.list_namespaces(prefix="users")
+        ),  # type: ignore[arg-type]
+    ),
+    "get from a string": (
+        InvalidNamespaceError,
+        "namespace must be a tuple of labels, got the string 'users'",
+        lambda s, a: asyncio.run(s.aget("users", "k")) if a else s.get("users", "k"),  # type: ignore[arg-type]
+    ),
+    "delete from a string": (
+        InvalidNamespaceError,
+        "namespace must be a tuple of labels, got the string 'users'",
+        lambda s, a: asyncio.run(s.adelete("users", "k")) if a else s.delete("users", "k"),  # type: ignore[arg-type]
+    ),
+    "a limit as text": (
+        ArgumentTypeError,
+        "limit must be a whole number .* got the string '5'; pass 5, not '5'",
+        lambda s, a: asyncio.run(s.asearch(NS, limit="5")) if a else s.search(NS, limit="5"),  # type: ignore[arg-type]
+    ),
+    "a filter as text": (
+        ArgumentTypeError,
+        "filter must be a dict, got the string 'kind=pref'",
+        lambda s, a: (
+            asyncio.run(s.asearch(NS, filter="kind=pref"))
+            if a
+            else s.search(NS, filter="kind=pref")
+        ),  # type: ignore[arg-type]
+    ),
+    "a negative limit": (
+        InvalidConfigError,
+        "limit must be a whole number, at least 0, got -1",
+        lambda s, a: asyncio.run(s.asearch(NS, limit=-1)) if a else s.search(NS, limit=-1),
+    ),
+    "a value that is no mapping": (
+        ArgumentTypeError,
+        r"value must be a dict, got list \[1, 2\]",
+        lambda s, a: asyncio.run(s.aput(NS, "k", [1, 2])) if a else s.put(NS, "k", [1, 2]),  # type: ignore[arg-type]
+    ),
+    "a key that is no string": (
+        ArgumentTypeError,
+        "key must be a str, got NoneType None",
+        lambda s, a: asyncio.run(s.aput(NS, None, {"v": 1})) if a else s.put(NS, None, {"v": 1}),  # type: ignore[arg-type]
+    ),
+    "index fields as one string": (
+        ArgumentTypeError,
+        r"index must be a list of field paths .* pass \['text'\]",
+        lambda s, a: (
+            asyncio.run(s.aput(NS, "k", {"text": "x"}, index="text"))
+            if a
+            else s.put(NS, "k", {"text": "x"}, index="text")
+        ),  # type: ignore[arg-type]
+    ),
+}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("case", sorted(STORE_CALLS))
+def test_a_store_argument_of_another_form_is_named_and_nothing_is_written(
+    backend: Backend, case: str, asynchronous: bool
+) -> None:
+    error, named, call = STORE_CALLS[case]
+    s = stored(backend)
+    with nothing_written(backend), pytest.raises(error, match=named):
+        call(s.store, asynchronous)
+    assert not backend.calls()
+
+
+def test_a_namespace_of_one_label_is_the_tuple_the_error_names(backend: Backend) -> None:
+    s = stored(backend)
+    s.store.put(("users",), "k", {"v": 1})
+    assert sorted(i.key for i in s.store.search(("users",))) == ["k", "pref"]
+    assert ("users",) in s.store.list_namespaces(prefix=("users",))
+    # The characters' namespace is its own, as it always was.
+    assert s.store.get(("u", "s", "e", "r", "s"), "k") is not None
+
+
+def test_a_store_given_a_saver_and_settings_too_is_refused(backend: Backend) -> None:
+    with pytest.raises(InvalidConfigError, match="pass a saver or the saver's settings"):
+        S3DynamoStore(backend.saver(), inline_max=0)
+    with pytest.raises(ArgumentTypeError, match="saver must be an S3DynamoSaver"):
+        S3DynamoStore.from_saver("checkpoints")

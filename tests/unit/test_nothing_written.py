@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import (
+    ArgumentTypeError,
     ConcurrentUpdateError,
     DeploymentMismatchError,
     InvalidConfigError,
@@ -192,15 +193,47 @@ CASES: dict[str, tuple[type[Exception], str, Callable[[Backend, Prepared], Call]
         "unknown prune strategy 'newest'",
         lambda b, p: Call(p.saver, "prune", (["t"], "newest")),
     ),
+    # Issue 49: arguments of another type, each named before any request.
+    "prune of one string, not a list of thread ids": (
+        ArgumentTypeError,
+        r"thread_ids must be a list of thread ids .* got the string 'tu'.*pass \['tu'\]",
+        lambda b, p: Call(p.saver, "prune", ("tu", "keep_latest")),
+    ),
+    "prune with keep_last as text": (
+        ArgumentTypeError,
+        "keep_last must be a whole number",
+        lambda b, p: Call(p.saver, "prune", (["t"], "keep_latest", "2")),
+    ),
+    "delete_for_runs of one string": (
+        ArgumentTypeError,
+        "run_ids must be a list of run ids",
+        lambda b, p: Call(p.saver, "delete_for_runs", ("run-1",)),
+    ),
+    "put of a checkpoint that is no mapping": (
+        ArgumentTypeError,
+        "checkpoint must be a dict, got the string",
+        lambda b, p: Call(p.saver, "put", _with(put_args(), 1, "checkpoint")),
+    ),
+    "put of a config that is no mapping": (
+        ArgumentTypeError,
+        "config must be a config such as",
+        lambda b, p: Call(p.saver, "put", _with(put_args(), 0, "t")),
+    ),
+    "put_writes of writes as one string": (
+        ArgumentTypeError,
+        "writes must be a list of \\(channel, value\\) pairs",
+        lambda b, p: Call(p.saver, "put_writes", (p.config, "notes", "task")),
+    ),
 }
 
 
 def _call(call: Call, asynchronous: bool) -> Any:
-    if call.method == "prune":  # its strategy is a keyword
-        thread_ids, strategy = call.args
+    if call.method == "prune":  # its strategy and keep_last are keywords
+        thread_ids, strategy, *keep_last = call.args
+        more = {"keep_last": keep_last[0]} if keep_last else {}
         if asynchronous:
-            return asyncio.run(call.saver.aprune(thread_ids, strategy=strategy))
-        return call.saver.prune(thread_ids, strategy=strategy)
+            return asyncio.run(call.saver.aprune(thread_ids, strategy=strategy, **more))
+        return call.saver.prune(thread_ids, strategy=strategy, **more)
     if asynchronous:
         return asyncio.run(getattr(call.saver, f"a{call.method}")(*call.args))
     return getattr(call.saver, call.method)(*call.args)

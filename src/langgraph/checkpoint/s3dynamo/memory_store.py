@@ -38,12 +38,15 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import _does_match
 
-from langgraph.checkpoint.s3dynamo import executor, telemetry
+from langgraph.checkpoint.s3dynamo import arguments, executor, telemetry
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    InvalidConfigError,
+)
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
 from langgraph.checkpoint.s3dynamo.memory.search import Searcher
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
@@ -98,15 +101,9 @@ class S3DynamoStore(BaseStore):
     ) -> None:
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
-        if isinstance(filter_fields, str):
-            raise InvalidConfigError(
-                f"filter_fields: expected a list of field paths, got the string "
-                f"{filter_fields!r}; pass [{filter_fields!r}]"
-            )
-        if saver is None:
-            saver = S3DynamoSaver(**saver_options)
-        self.saver: S3DynamoSaver = saver
-        parts = saver.parts
+        fields = arguments.texts("filter_fields", filter_fields, each="field paths")
+        self.saver: S3DynamoSaver = arguments.saver_of(saver, saver_options, S3DynamoSaver)
+        parts = self.saver.parts
         self._parts = parts
         self.space = memory_space(parts, STORE_SPACE)
         self.ttl_config = ttl
@@ -123,7 +120,7 @@ class S3DynamoStore(BaseStore):
             ]
         self._bodies: Lru[tuple[ItemKey, str, int], dict[str, Any]] = Lru(BODIES)
         self.vectors = VectorIndex(self.space, self._body) if self.embeddings else None
-        self.tokens = FilterTokens(self.space, list(filter_fields))
+        self.tokens = FilterTokens(self.space, fields)
         self.searcher = Searcher(self.space, self._value, self.vectors, self.tokens)
         self._checked = threading.Event()
 
@@ -408,6 +405,9 @@ telemetry.instrument(
     S3DynamoStore,
     {"_run": "store.batch", "setup": "store.setup", "sweep_ttl": "store.sweep_ttl"},
 )
+# Every argument of LangGraph's BaseStore methods checked before the method runs, each
+# async one too (`arguments.py`): a namespace is a tuple, never a str's characters.
+arguments.checked(S3DynamoStore, arguments.STORE)
 
 
 def _placed(

@@ -310,7 +310,6 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 "put_writes needs the checkpoint the writes belong to: expected "
                 "config['configurable']['checkpoint_id'] (the config put() returned), got none"
             )
-        arguments.text("task_id", task_id)
         if writes:
             at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
             what = f"{at.what}: the writes of task {task_id!r}"
@@ -547,6 +546,9 @@ telemetry.instrument(
         "get_delta_channel_history": "get_delta_channel_history",
     },
 )
+# Every argument of LangGraph's methods checked before the method runs (`arguments.py`).
+arguments.checked(S3DynamoSaver, arguments.SAVER)
+
 # What `from_env` passes to the constructor as parts rather than settings.
 PARTS = (
     "serde",
