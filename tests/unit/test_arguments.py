@@ -1,8 +1,8 @@
 """Bad input, round three (issue 49): every argument given where it is given, as a new
 user gives it. A string is never a list of thread ids, no spelling of "false" turns
 sealing off, a constructor argument of another type is named, and the Store takes a
-namespace as a tuple. Every argument of every public method given a wrong type once:
-`tests/unit/test_every_argument.py`.
+namespace as a tuple and its configuration is checked when it is built. Every argument
+of every public method given a wrong type once: `tests/unit/test_every_argument.py`.
 
 Nothing written by any of these errors: `tests/support/unchanged.py`."""
 
@@ -32,6 +32,7 @@ from langgraph.checkpoint.s3dynamo import (
 from langgraph.checkpoint.s3dynamo.settings import SETTING_ARGUMENTS
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
+from tests.support.embeddings import random_embedding
 from tests.support.port_contract import needs_transactions
 from tests.support.unchanged import nothing_written
 
@@ -387,3 +388,55 @@ def test_a_store_given_a_saver_and_settings_too_is_refused(backend: Backend) -> 
         S3DynamoStore(backend.saver(), inline_max=0)
     with pytest.raises(ArgumentTypeError, match="saver must be an S3DynamoSaver"):
         S3DynamoStore.from_saver("checkpoints")
+
+
+# ------------------------------------ 5. the Store's configuration, when it is built
+
+embed = random_embedding(DIMS)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "named"),
+    [
+        (
+            {"index": {"dims": "64", "embed": embed}},
+            ArgumentTypeError,
+            r"index\['dims'\] must be a whole number of dimensions .* got the string '64'; pass 64",
+        ),
+        (
+            {"index": {"embed": embed, "fields": ["text"]}},
+            InvalidConfigError,
+            "index has no 'dims'",
+        ),
+        (
+            {"index": {"dims": 8, "embed": embed, "fields": "text"}},
+            ArgumentTypeError,
+            r"index\['fields'\] must be a list of field paths",
+        ),
+        ({"index": {"dims": 8, "embed": 5}}, ArgumentTypeError, r"index\['embed'\] must be"),
+        (
+            {"ttl": {"default_ttl": "1h"}},
+            ArgumentTypeError,
+            r"ttl\['default_ttl'\] must be a number of minutes, got the string '1h'",
+        ),
+        ({"ttl": {"default_ttl": -5}}, InvalidConfigError, "at least 0, got -5"),
+        ({"ttl": {"refresh_on_read": "maybe"}}, InvalidConfigError, "must be yes or no"),
+        ({"ttl": "1h"}, ArgumentTypeError, "ttl must be a TTLConfig"),
+        ({"filter_fields": "kind"}, ArgumentTypeError, r"pass \['kind'\]"),
+    ],
+)
+def test_the_store_s_configuration_is_checked_when_it_is_built(
+    backend: Backend, options: dict[str, Any], error: type[Exception], named: str
+) -> None:
+    saver = backend.saver()
+    backend.reset()
+    with nothing_written(backend), pytest.raises(error, match=named):
+        S3DynamoStore.from_saver(saver, **options)
+    assert not backend.calls()
+
+
+def test_a_ttl_refresh_given_as_a_word_is_read_as_one(backend: Backend) -> None:
+    store = S3DynamoStore.from_saver(
+        backend.saver(), ttl={"default_ttl": 60, "refresh_on_read": "no"}
+    )
+    assert store.ttl_config == {"default_ttl": 60, "refresh_on_read": False}

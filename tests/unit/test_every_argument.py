@@ -300,3 +300,31 @@ def test_the_tables_name_every_parameter_of_every_public_method(surface: str) ->
         missing += [f"{name}({p})" for p in params if p not in checked]
         assert set(checked) <= set(params), f"{surface}.{name}: no such parameters"
     assert missing == [], f"{surface}: parameters no table checks: {missing}"
+
+
+# ------------------------------------------------------------------ constructors
+
+
+def _constructors() -> Iterator[Any]:
+    for param in inspect.signature(S3DynamoSaver).parameters:
+        yield pytest.param(S3DynamoSaver, param, id=f"S3DynamoSaver.{param}")
+    for cls in (S3DynamoStore, S3DynamoCache):
+        for param in inspect.signature(cls.from_saver).parameters:
+            yield pytest.param(cls, param, id=f"{cls.__name__}.from_saver.{param}")
+
+
+@pytest.mark.parametrize(("cls", "param"), list(_constructors()))
+def test_every_constructor_argument_given_a_wrong_type_is_named(
+    world: World, cls: type, param: str
+) -> None:
+    if cls is S3DynamoSaver:
+        kwargs: dict[str, Any] = {"table": "t", "bucket": "b", "plaintext": True, param: WRONG}
+        if param == "settings":  # settings, or keyword settings: not both
+            kwargs = {"settings": WRONG}
+        make: Callable[..., Any] = cls
+    else:
+        kwargs = {"saver": world.saver, param: WRONG}
+        make = cls.from_saver  # type: ignore[attr-defined]
+    with pytest.raises(InvalidConfigError) as raised:
+        make(**kwargs)
+    assert param in str(raised.value), str(raised.value)
