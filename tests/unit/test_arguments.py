@@ -1,8 +1,9 @@
 """Bad input, round three (issue 49): every argument given where it is given, as a new
 user gives it. A string is never a list of thread ids, no spelling of "false" turns
-sealing off, a constructor argument of another type is named, and the Store takes a
-namespace as a tuple and its configuration is checked when it is built. Every argument
-of every public method given a wrong type once: `tests/unit/test_every_argument.py`.
+sealing off, a constructor argument of another type is named, the Store takes a
+namespace as a tuple and its configuration is checked when it is built, and a copy of a
+thread that does not exist is `ThreadNotFoundError`. Every argument of every public
+method given a wrong type once: `tests/unit/test_every_argument.py`.
 
 Nothing written by any of these errors: `tests/support/unchanged.py`."""
 
@@ -24,10 +25,12 @@ from langgraph.store.base import InvalidNamespaceError
 from langgraph.checkpoint.s3dynamo import (
     ArgumentTypeError,
     ConcurrentUpdateError,
+    DeploymentMismatchError,
     InvalidConfigError,
     S3DynamoSaver,
     Settings,
     StorageError,
+    ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.settings import SETTING_ARGUMENTS
 from langgraph.store.s3dynamo import S3DynamoStore
@@ -440,3 +443,24 @@ def test_a_ttl_refresh_given_as_a_word_is_read_as_one(backend: Backend) -> None:
         backend.saver(), ttl={"default_ttl": 60, "refresh_on_read": "no"}
     )
     assert store.ttl_config == {"default_ttl": 60, "refresh_on_read": False}
+
+
+# --------------------------------------------- 6. a copy of a missing thread
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["copy_thread", "acopy_thread"])
+def test_copying_a_thread_that_does_not_exist_is_thread_not_found(
+    backend: Backend, asynchronous: bool
+) -> None:
+    saver = threads_of_three(backend)
+    with nothing_written(backend), pytest.raises(ThreadNotFoundError) as raised:
+        if asynchronous:
+            asyncio.run(saver.acopy_thread("nobody", "copy"))
+        else:
+            saver.copy_thread("nobody", "copy")
+    assert str(raised.value).startswith("copy_thread source 'nobody' has no checkpoints")
+    assert isinstance(raised.value, LookupError)
+    # A saver with another naming secret finds no thread either, and is told why.
+    other = backend.saver(setup=False, secret=os.urandom(16))
+    with nothing_written(backend), pytest.raises(DeploymentMismatchError):
+        other.copy_thread("a", "copy")

@@ -25,6 +25,7 @@ from langgraph.checkpoint.s3dynamo import (
     LeaseTimeoutError,
     S3DynamoSaver,
     ThreadExistsError,
+    ThreadNotFoundError,
     ValueNotSerializableError,
 )
 from tests.support.backends import Backend
@@ -203,6 +204,11 @@ CASES: dict[str, tuple[type[Exception], str, Callable[[Backend, Prepared], Call]
         ArgumentTypeError,
         "keep_last must be a whole number",
         lambda b, p: Call(p.saver, "prune", (["t"], "keep_latest", "2")),
+    ),
+    "copy_thread from a thread that does not exist": (
+        ThreadNotFoundError,
+        "copy_thread source 'nobody' has no checkpoints",
+        lambda b, p: Call(p.saver, "copy_thread", ("nobody", "copy")),
     ),
     "delete_for_runs of one string": (
         ArgumentTypeError,

@@ -27,6 +27,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     InvalidConfigError,
     ThreadExistsError,
+    ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     TOP,
@@ -141,13 +142,17 @@ def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
 
 
 def copy_one(store: ThreadStore, deployment: Deployment, source: str, target: str) -> None:
-    """The saver's `copy_thread`: a copy that found nothing checks the deployment's keys
-    (a wrong secret finds nothing)."""
+    """The saver's `copy_thread`: a source with no checkpoints is `ThreadNotFoundError`
+    once the deployment's keys are checked (a wrong secret finds nothing, and is named as
+    such instead)."""
     src, dst = thread_id_of(source), thread_id_of(target)
     log.info("copy_thread %s -> %s", store.namer.thread(src), store.namer.thread(dst))
     with guarded(deployment):
-        if not copy_thread(store, src, dst):
+        try:
+            copy_thread(store, src, dst)
+        except ThreadNotFoundError:
             deployment.verify(write=False)
+            raise
 
 
 def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
@@ -164,7 +169,8 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     removes the marks; a repeat after a complete copy changes nothing. A target holding
     any other key (its own checkpoints) raises `ThreadExistsError`. Returns how many
     checkpoints it wrote. Why no shared object is lost: docs/RELIABILITY.md, "Copies
-    share objects"."""
+    share objects". A source with no checkpoints raises `ThreadNotFoundError`, once the
+    marks an unfinished copy from it left are cleared."""
     entries = store.thread_entries(src)
     name = store.namer.thread(dst)
     records, marks = store.partition_items(name) if src != dst else ([], [])
@@ -186,6 +192,12 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     # Records go in any order: a checkpoint is done when all of its records are there.
     todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
     copying = {m.key for m in marks if m.operation == "copy"}
+    if not entries:
+        store.unhide(copying, last=store.namer.namespace(dst, ""))
+        raise ThreadNotFoundError(
+            f"copy_thread source {src!r} has no checkpoints in this deployment, so there is "
+            "nothing to copy; check the thread id (`s3dynamo threads` lists them)"
+        )
     if not todo and not copying:
         return 0
     hiding = [
