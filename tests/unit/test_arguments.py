@@ -1,9 +1,10 @@
 """Bad input, round three (issue 49): every argument given where it is given, as a new
 user gives it. A string is never a list of thread ids, no spelling of "false" turns
 sealing off, a constructor argument of another type is named, the Store takes a
-namespace as a tuple and its configuration is checked when it is built, and a copy of a
-thread that does not exist is `ThreadNotFoundError`. Every argument of every public
-method given a wrong type once: `tests/unit/test_every_argument.py`.
+namespace as a tuple and its configuration is checked when it is built, a copy of a
+thread that does not exist is `ThreadNotFoundError`, and LangGraph's server may prune as
+it does. Then every argument of every public method given a wrong type once: a named
+error, before any request (`arguments.py` holds the tables this checks).
 
 Nothing written by any of these errors: `tests/support/unchanged.py`."""
 
@@ -464,3 +465,18 @@ def test_copying_a_thread_that_does_not_exist_is_thread_not_found(
     other = backend.saver(setup=False, secret=os.urandom(16))
     with nothing_written(backend), pytest.raises(DeploymentMismatchError):
         other.copy_thread("a", "copy")
+
+
+# ------------------------------------------ LangGraph's server's prune strategies
+
+
+def test_aprune_takes_the_strategy_names_langgraph_server_sends(backend: Backend) -> None:
+    """langgraph-api 0.16.7 sends "keep_latest" or "delete_all" (`aprune(list(ids),
+    strategy=...)`); the bulk budget of 100 ids: `tests/aws/test_bulk_budgets.py`."""
+    saver = threads_of_three(backend)
+    asyncio.run(saver.aprune(["a"], strategy="keep_latest"))
+    asyncio.run(saver.aprune(["b"], strategy="delete_all"))
+    assert history(saver, "a") == ["a 2"] and history(saver, "b") == []
+    assert len(history(saver, "ab")) == 3
+    with pytest.raises(InvalidConfigError, match=r"unknown prune strategy 'delete-all'"):
+        saver.prune(["ab"], strategy="delete-all")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.deployment import Deployment, guarded
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
@@ -54,6 +55,9 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 log = logging.getLogger(__name__)
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# Other names LangGraph's server (langgraph-api) sends for them: its gRPC checkpointer
+# service turns the DELETE_ALL strategy into "delete_all" (langgraph-api 0.16).
+PRUNE_STRATEGY_NAMES = {"delete_all": "delete"}
 # Checkpoints `delete_for_runs` hides with one mark per namespace at most (a mark names
 # each id: 8,000 ids of 36 characters stay far below an item's 400 KB).
 RUNS_ROUND = 8000
@@ -282,11 +286,15 @@ class PrunePlan:
         prune(self.store, [t.thread_id for t in self.threads], self.strategy, self.keep_last)
 
 
-def check_strategy(strategy: str, keep_last: int = 1) -> None:
+def check_strategy(strategy: str, keep_last: int = 1) -> str:
+    """The prune strategy meant (`PRUNE_STRATEGY_NAMES` maps the server's names to ours),
+    checked with `keep_last`."""
+    strategy = PRUNE_STRATEGY_NAMES.get(arguments.text("strategy", strategy), strategy)
     if strategy not in PRUNE_STRATEGIES:
         raise InvalidConfigError(
-            f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}: "
-            "'keep_latest' keeps each namespace's latest checkpoint, 'delete' the whole thread"
+            f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES} (or "
+            "LangGraph server's 'delete_all'): 'keep_latest' keeps each namespace's latest "
+            "checkpoint, 'delete' the whole thread"
         )
     if isinstance(keep_last, str):  # a count, not a variable's text, here
         raise InvalidConfigError(
@@ -300,12 +308,13 @@ def check_strategy(strategy: str, keep_last: int = 1) -> None:
             "thread; keep_last counts what 'keep_latest' keeps, so pass "
             "strategy='keep_latest' (the default) with it"
         )
+    return strategy
 
 
 def plan_prune(
     store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1
 ) -> PrunePlan:
-    check_strategy(strategy, keep_last)
+    strategy = check_strategy(strategy, keep_last)
     plan = PrunePlan(store, strategy, keep_last=keep_last)
     for tid in thread_ids:
         entries = store.thread_entries(tid)
@@ -325,7 +334,7 @@ def prune_some(
 ) -> None:
     """The saver's `prune`: arguments checked before anything is read; a prune that
     found nothing checks the deployment's keys (a wrong secret finds nothing)."""
-    check_strategy(strategy, keep_last)
+    strategy = check_strategy(strategy, keep_last)
     tids = [thread_id_of(t) for t in thread_ids]
     names = [store.namer.thread(t) for t in tids]
     log.info("prune %s (%s, keep_last=%d)", names, strategy, keep_last)
@@ -336,7 +345,7 @@ def prune_some(
 
 def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1) -> int:
     """Prune each thread; returns how many records (and, deleting, objects) it found."""
-    check_strategy(strategy, keep_last)
+    strategy = check_strategy(strategy, keep_last)
     found = 0
     for tid in thread_ids:
         if strategy == "delete":
