@@ -80,6 +80,13 @@ def _body_too_large() -> tuple[Any, ...]:
     return config, checkpoint, metadata, {}
 
 
+def _own_parent(p: Prepared) -> tuple[Any, ...]:
+    """A put of thread "t" whose checkpoint has the id of the one its config continues."""
+    _, checkpoint, metadata, versions = put_args("t")
+    own = {**checkpoint, "id": p.config["configurable"]["checkpoint_id"]}
+    return p.config, own, metadata, versions
+
+
 class HoldsALock:
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -219,6 +226,11 @@ CASES: dict[str, tuple[type[Exception], str, Callable[[Backend, Prepared], Call]
         ArgumentTypeError,
         "checkpoint must be a dict, got the string",
         lambda b, p: Call(p.saver, "put", _with(put_args(), 1, "checkpoint")),
+    ),
+    "put of a checkpoint naming itself as its parent": (
+        InvalidConfigError,
+        "names this checkpoint as its own parent",
+        lambda b, p: Call(p.saver, "put", _own_parent(p)),
     ),
     "put of a config that is no mapping": (
         ArgumentTypeError,

@@ -285,6 +285,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Store a checkpoint: new large values to S3 in one wave, then one request."""
         tid, ns, parent_id = target(config)
         at = CheckpointAt(tid, ns, checkpoint_id_of(checkpoint.get("id")))
+        if at.checkpoint_id == parent_id:  # every walk up a thread's history must end
+            raise InvalidConfigError(
+                f"{at.what}: the config names this checkpoint as its own parent; put a new "
+                "checkpoint (a new id) with the config of the one it follows, as put() returned it"
+            )
         refuse_copied_metadata(config, at.what, _sealed_size(self, at))
         shaped = get_checkpoint_metadata(config, metadata)
         # A new thread checks (or records) the deployment first, once its values are
