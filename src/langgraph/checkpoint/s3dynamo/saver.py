@@ -160,7 +160,15 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
         async_workers: Threads of the process's pool for async methods (default 64 or
             `S3DYNAMO_ASYNC_WORKERS`; `executor.py`, docs/OPERATIONS.md).
-        retention: Idle time after which `ops.expire_idle_threads()` removes a thread.
+        retention: Idle time after which `ops.expire_idle_threads()` removes a thread
+            (a timedelta, days, or text: "30d", "12h", "90m", "3600s").
+        retention_strategy: "delete" (a whole idle thread) or "keep_latest" (all but the
+            `retention_keep_last` newest checkpoints of each namespace).
+        sweep_interval: How often the sweep should run, kept in `settings` for whatever
+            schedules it (LangGraph Platform's `sweep_interval_minutes`); the saver runs
+            no sweep of its own.
+        ttl: LangGraph Platform's `checkpointer.ttl` of langgraph.json, in its names and
+            units; it sets `retention`, `retention_strategy` and `sweep_interval`.
         serde: Serializer. `EncryptedSerializer` works; compression then happens inside
             its encryption. A copy made by `with_allowlist` uses its own (`__copy__`).
         dynamodb_client, s3_client, kms_client: boto3 or botocore clients to use instead
@@ -216,6 +224,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         key_service: KeyService | None = None,
         settings: Settings | None = None,
     ) -> None:
+        # The keyword settings as given, checked by `Settings` (`settings.py`).
         given = {name: value for name, value in locals().items() if name in SETTING_ARGUMENTS}
         super().__init__(serde=compose.checked_serde(serde))
         self.settings = Settings.of(**given) if settings is None else _alone(settings, given)
