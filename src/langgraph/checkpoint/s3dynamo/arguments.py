@@ -270,8 +270,9 @@ def version_counter(current: object, name: str = "current") -> int:
     float (LangGraph's savers), or text such as ours ("0...03.0123456789012345") or "3"."""
     if current is None:
         return 0
-    numeric = isinstance(current, (int, float)) and not isinstance(current, bool)
-    if isinstance(current, (int, float)) and numeric and math.isfinite(current):
+    if isinstance(current, (int, float)) and not isinstance(current, bool):
+        if not math.isfinite(current):
+            raise InvalidConfigError(f"{name} must be a finite channel version, got {current}")
         return int(current)
     if isinstance(current, str) and current.split(".")[0].strip().isdigit():
         return int(current.split(".")[0])
