@@ -4,8 +4,10 @@ small constant (docs/RELIABILITY.md, "Deleting, copying, pruning")."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
+import uuid
 from typing import Any
 
 import pytest
@@ -135,6 +137,55 @@ def test_prune_keep_last_of_a_long_thread_goes_in_full_batches(
     assert [(s.config, s.values, s.next, s.tasks, s.metadata) for s in after] == [
         (s.config, s.values, s.next, s.tasks, s.metadata) for s in history[:keep_last]
     ]
+
+
+# LangGraph's server (langgraph-api 0.16.7) prunes a custom checkpointer's threads with
+# `await checkpointer.aprune(list(request.thread_ids), strategy=strategy)` (its gRPC
+# checkpointer service), the strategy "keep_latest" or "delete_all" (its conversion of
+# the gRPC enum), in batches of 100 thread ids (`Threads.prune(batch_size=100)`, which
+# its thread-TTL sweep calls), each id a UUID's text.
+SERVER_BATCH = 100
+
+
+@pytest.mark.parametrize("strategy", ["keep_latest", "delete_all"])
+def test_aprune_called_as_langgraph_server_calls_it_keeps_the_bulk_budget(
+    saver: S3DynamoSaver, counter: RequestCounter, strategy: str
+) -> None:
+    tids = [str(uuid.uuid4()) for _ in range(SERVER_BATCH)]
+    for tid in tids:
+        _long_thread(saver, tid, 2)
+    checkpoints, writes = _items(saver, tids[0])
+    assert all(_items(saver, tid) == (checkpoints, writes) for tid in tids)
+    graph = two_step_graph(saver)
+    latest = {tid: graph.get_state(thread_config(tid)).values for tid in tids}
+    counter.reset()
+    asyncio.run(saver.aprune(list(tids), strategy=strategy))
+    # Per thread, as one prune or delete of it costs (above): its records in full
+    # batches and a small constant; nothing is read or written for the batch as a whole.
+    if strategy == "keep_latest":
+        each = {
+            "dynamodb.Query": 1,
+            "dynamodb.BatchWriteItem": 2
+            + math.ceil((checkpoints - 1) / BATCH)
+            + math.ceil(writes / BATCH),
+        }
+    else:
+        each = {
+            "dynamodb.Query": 2,
+            "dynamodb.BatchWriteItem": 4
+            + math.ceil(checkpoints / BATCH)
+            + math.ceil(writes / BATCH),
+            "s3.ListObjectsV2": 1,
+        }
+    assert counter.calls == {name: n * SERVER_BATCH for name, n in each.items()}
+    per_thread = math.ceil((checkpoints + writes) / BATCH) + CONSTANT
+    assert counter.total("dynamodb") <= SERVER_BATCH * per_thread
+    for tid in tids:
+        history = list(graph.get_state_history(thread_config(tid)))
+        if strategy == "keep_latest":
+            assert [s.values for s in history] == [latest[tid]]
+        else:
+            assert history == []
 
 
 def test_the_read_path_costs_the_same_with_and_without_a_mark(

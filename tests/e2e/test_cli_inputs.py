@@ -6,6 +6,8 @@ Python exception or repr. In process through the entry point, on moto in process
 
 from __future__ import annotations
 
+import base64
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AnyMessage, HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
@@ -168,3 +171,92 @@ def test_doctor_in_another_region_names_the_region(sandbox: Sandbox) -> None:
     # Any other command: the same words, exit 2, as a setting to fix.
     threads = run(away, "threads")
     assert threads.code == 2 and "set AWS_REGION=us-east-1" in one_line_error(threads)
+
+
+# ------------------------------------------------- issue 49: output that can mislead
+
+
+def _put(saver: Any, tid: str) -> None:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"notes": tid}
+    checkpoint["channel_versions"] = {"notes": "1"}
+    saver.put(
+        {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}, checkpoint, {}, {"notes": "1"}
+    )
+
+
+def test_thread_ids_that_would_look_alike_are_shown_quoted(sandbox: Sandbox) -> None:
+    env = sandbox.environment()
+    tids = ["plain", "user 42", "user 42 ", "", "a\nb", "'quoted'"]
+    with environment(command_env(env)):
+        saver = sandbox.saver()
+        for tid in tids:
+            _put(saver, tid)
+    listed = run(env, "threads", "--json")
+    assert sorted(t["thread_id"] for t in listed.json()["threads"]) == sorted(tids)
+    text = run(env, "threads")
+    assert text.code == 0, text.err
+    rows = [row for row in text.out.splitlines()[2:] if row.strip()]
+    assert len(rows) == len(tids), text.out  # one line each: no id breaks a row
+    starts = ["plain ", "user 42 ", "'user 42 ' ", "'' ", "'a\\nb' ", "\"'quoted'\" "]
+    assert sorted(next(s for s in starts if row.startswith(s)) for row in rows) == sorted(starts)
+
+
+def test_a_namespace_label_holding_a_slash_is_written_apart_from_two_labels(
+    sandbox: Sandbox,
+) -> None:
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        store = S3DynamoStore.from_saver(sandbox.saver())
+        store.put(("docs", "a/b"), "k", {"v": "one label"})
+        store.put(("docs", "a", "b"), "k", {"v": "two labels"})
+    listed = run(env, "memory", "namespaces")
+    assert listed.out.split() == ["docs/a/b", "docs/a\\/b"], listed.out
+    one = run(env, "memory", "show", "docs/a\\/b", "k", "--json").json()
+    two = run(env, "memory", "show", "docs/a/b", "k", "--json").json()
+    assert (one["value"], two["value"]) == ({"v": "one label"}, {"v": "two labels"})
+    found = run(env, "memory", "search", "docs")
+    assert sorted(line.split()[0] for line in found.out.splitlines()) == [
+        "docs/a/b",
+        "docs/a\\/b",
+    ]
+
+
+def test_expire_names_its_time_to_live_as_it_was_given(sandbox: Sandbox) -> None:
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        _put(sandbox.saver(), "t")
+    for given in ("30d", "12h", "90m"):
+        r = run(env, "expire", "--older-than", given)
+        assert r.code == 0, r.err
+        assert f"0 threads idle for over {given}" in r.out, r.out
+        assert "0:00:00" not in r.out
+
+
+def test_the_copy_plan_says_what_it_writes_and_what_it_shares(sandbox: Sandbox) -> None:
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        _put(sandbox.saver(), "t")
+    r = run(env, "copy", "t", "t2")
+    assert r.code == 0, r.err
+    assert "copy t -> t2: 1 checkpoint; writes 1 item, shares 0 objects (no object is written)" in (
+        " ".join(r.out.split())
+    )
+
+
+def test_a_wrong_key_says_the_deployment_s_summary_once(sandbox: Sandbox) -> None:
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        _put(sandbox.saver(), "t")
+    key = base64.b64encode(os.urandom(32)).decode()
+    wrong = {**env, "S3DYNAMO_KEYS": f"{env['S3DYNAMO_KEYS'].split(':')[0]}:{key}"}
+    line = one_line_error(run(wrong, "show", "t"))
+    assert line.count("naming key fingerprint") == 1, line
+    assert "this saver's differs in the keys' check values only" in line
+
+
+def test_a_key_that_is_no_base64_says_how_to_make_one(sandbox: Sandbox) -> None:
+    env = {**sandbox.environment(), "S3DYNAMO_KEYS": "k1:not base64!"}
+    line = one_line_error(run(env, "threads"))
+    assert "key is not valid base64" in line
+    assert "make one with: python -c 'import os,base64;" in line

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ThreadNotFoundError
 from tests.support.graphs import converse, delta_graph, history, view
 
 
@@ -88,11 +88,12 @@ def test_unknown_prune_strategy_names_the_valid_ones(saver: S3DynamoSaver) -> No
         saver.prune(["t"], strategy="oldest")
 
 
-def test_unknown_threads_are_noops(saver: S3DynamoSaver) -> None:
+def test_unknown_threads_are_noops_and_a_copy_of_one_is_refused(saver: S3DynamoSaver) -> None:
     saver.prune(["nobody"], strategy="keep_latest")
     saver.prune(["nobody"], strategy="delete")
     saver.delete_for_runs(["no-such-run"])
-    saver.copy_thread("nobody", "somebody")
+    with pytest.raises(ThreadNotFoundError, match="source 'nobody' has no checkpoints"):
+        saver.copy_thread("nobody", "somebody")
     assert list(saver.list({"configurable": {"thread_id": "somebody"}})) == []
 
 

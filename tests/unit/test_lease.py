@@ -315,7 +315,7 @@ def test_in_lambda_the_wait_ends_in_time_to_answer(left_ms: int, waited: float) 
 
 def test_bad_ttl_or_wait_is_refused_by_name() -> None:
     saver = memory_saver()
-    for kwargs in ({"ttl": 0}, {"wait": -1}, {"ttl": float("nan")}):
+    for kwargs in ({"ttl": 0}, {"wait": -1}, {"ttl": float("nan")}, {"ttl": float("inf")}):
         with (
             pytest.raises(InvalidConfigError, match=r"ttl > 0 and wait >= 0.*defaults"),
             saver.ops.thread_lock(TID, **kwargs),

@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import pytest
-from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import (
+    ArgumentTypeError,
     DeploymentMismatchError,
     InvalidConfigError,
     ValueNotSerializableError,
@@ -158,7 +159,45 @@ STORE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[b
         "hold other keys",
         lambda r: put(on_other_keys(r), [PutOp(("users", "new"), "k", {"v": 1})]),
     ),
+    # Issue 49: a namespace is a tuple, a value a mapping, a limit at least 0.
+    "a namespace given as a string": (
+        InvalidNamespaceError,
+        r"ops\[1\].namespace must be a tuple of labels, got the string 'users'",
+        lambda r: put(r.store, [PutOp(NS, "fine", {"v": 1}), PutOp("users", "k", {"v": 1})]),  # type: ignore[arg-type]
+    ),
+    "a value that is no mapping": (
+        ArgumentTypeError,
+        r"ops\[0\].value must be a dict, got list",
+        lambda r: put(r.store, [PutOp(NS, "k", [1, 2])]),  # type: ignore[arg-type]
+    ),
+    "a search limit below 0, beside a put": (
+        InvalidConfigError,
+        r"ops\[1\].limit must be a whole number, at least 0, got -1",
+        lambda r: put(r.store, [PutOp(NS, "fine", {"v": 1}), SearchOp(NS, None, -1)]),
+    ),
+    "put into a namespace given as a string, through the method": (
+        InvalidNamespaceError,
+        r"namespace must be a tuple of labels, got the string 'users', .*pass \('users',\)",
+        lambda r: method(r.store, "put", "users", "k", {"v": 1}),
+    ),
+    "delete from a namespace given as a string, through the method": (
+        InvalidNamespaceError,
+        "namespace must be a tuple of labels, got the string 'users'",
+        lambda r: method(r.store, "delete", "users", "k"),
+    ),
 }
+
+
+def method(target: Any, name: str, *args: Any) -> Callable[[bool], Any]:
+    """`target.<name>(*args)`, or its async twin."""
+
+    def call(asynchronous: bool) -> Any:
+        if asynchronous:
+            return asyncio.run(getattr(target, f"a{name}")(*args))
+        return getattr(target, name)(*args)
+
+    return call
+
 
 CACHE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[bool], Any]]]] = {
     "a value the serializer cannot store": (
@@ -172,6 +211,16 @@ CACHE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[b
         InvalidConfigError,
         "expected a TTL in seconds .* got -5",
         lambda r: cache_set(r.cache, {(("node",), "fine"): (1, 60), (("node",), "k"): (1, -5)}),
+    ),
+    "pairs that are no mapping": (
+        ArgumentTypeError,
+        "pairs must be a dict of \\(namespace, key\\)",
+        lambda r: method(r.cache, "set", [(("node",), "k")]),
+    ),
+    "clear of one namespace given as a string": (
+        ArgumentTypeError,
+        r"namespaces must be a list of namespaces .* got the string 'node'",
+        lambda r: method(r.cache, "clear", "node"),
     ),
     "a cache on other keys than the deployment's": (
         DeploymentMismatchError,

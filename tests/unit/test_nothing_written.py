@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import (
+    ArgumentTypeError,
     ConcurrentUpdateError,
     DeploymentMismatchError,
     InvalidConfigError,
@@ -24,6 +25,7 @@ from langgraph.checkpoint.s3dynamo import (
     LeaseTimeoutError,
     S3DynamoSaver,
     ThreadExistsError,
+    ThreadNotFoundError,
     ValueNotSerializableError,
 )
 from tests.support.backends import Backend
@@ -76,6 +78,13 @@ def _body_too_large() -> tuple[Any, ...]:
         f"c{i}": f"{i:032}.{os.urandom(8).hex()}" for i in range(30_000)
     }
     return config, checkpoint, metadata, {}
+
+
+def _own_parent(p: Prepared) -> tuple[Any, ...]:
+    """A put of thread "t" whose checkpoint has the id of the one its config continues."""
+    _, checkpoint, metadata, versions = put_args("t")
+    own = {**checkpoint, "id": p.config["configurable"]["checkpoint_id"]}
+    return p.config, own, metadata, versions
 
 
 class HoldsALock:
@@ -192,15 +201,57 @@ CASES: dict[str, tuple[type[Exception], str, Callable[[Backend, Prepared], Call]
         "unknown prune strategy 'newest'",
         lambda b, p: Call(p.saver, "prune", (["t"], "newest")),
     ),
+    # Issue 49: arguments of another type, each named before any request.
+    "prune of one string, not a list of thread ids": (
+        ArgumentTypeError,
+        r"thread_ids must be a list of thread ids .* got the string 'tu'.*pass \['tu'\]",
+        lambda b, p: Call(p.saver, "prune", ("tu", "keep_latest")),
+    ),
+    "prune with keep_last as text": (
+        ArgumentTypeError,
+        "keep_last must be a whole number",
+        lambda b, p: Call(p.saver, "prune", (["t"], "keep_latest", "2")),
+    ),
+    "copy_thread from a thread that does not exist": (
+        ThreadNotFoundError,
+        "copy_thread source 'nobody' has no checkpoints",
+        lambda b, p: Call(p.saver, "copy_thread", ("nobody", "copy")),
+    ),
+    "delete_for_runs of one string": (
+        ArgumentTypeError,
+        "run_ids must be a list of run ids",
+        lambda b, p: Call(p.saver, "delete_for_runs", ("run-1",)),
+    ),
+    "put of a checkpoint that is no mapping": (
+        ArgumentTypeError,
+        "checkpoint must be a dict, got the string",
+        lambda b, p: Call(p.saver, "put", _with(put_args(), 1, "checkpoint")),
+    ),
+    "put of a checkpoint naming itself as its parent": (
+        InvalidConfigError,
+        "names this checkpoint as its own parent",
+        lambda b, p: Call(p.saver, "put", _own_parent(p)),
+    ),
+    "put of a config that is no mapping": (
+        ArgumentTypeError,
+        "config must be a config such as",
+        lambda b, p: Call(p.saver, "put", _with(put_args(), 0, "t")),
+    ),
+    "put_writes of writes as one string": (
+        ArgumentTypeError,
+        "writes must be a list of \\(channel, value\\) pairs",
+        lambda b, p: Call(p.saver, "put_writes", (p.config, "notes", "task")),
+    ),
 }
 
 
 def _call(call: Call, asynchronous: bool) -> Any:
-    if call.method == "prune":  # its strategy is a keyword
-        thread_ids, strategy = call.args
+    if call.method == "prune":  # its strategy and keep_last are keywords
+        thread_ids, strategy, *keep_last = call.args
+        more = {"keep_last": keep_last[0]} if keep_last else {}
         if asynchronous:
-            return asyncio.run(call.saver.aprune(thread_ids, strategy=strategy))
-        return call.saver.prune(thread_ids, strategy=strategy)
+            return asyncio.run(call.saver.aprune(thread_ids, strategy=strategy, **more))
+        return call.saver.prune(thread_ids, strategy=strategy, **more)
     if asynchronous:
         return asyncio.run(getattr(call.saver, f"a{call.method}")(*call.args))
     return getattr(call.saver, call.method)(*call.args)
@@ -215,6 +266,26 @@ def test_a_call_refused_before_writing_leaves_table_and_bucket_unchanged(
     call = arrange(backend, prepared(backend, inline_max=0))  # every value an object
     with nothing_written(backend), pytest.raises(error, match=named):
         _call(call, asynchronous)
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"plaintext": "false", "keys": None, "secret": None}, "no sealing key is configured"),
+        ({"plaintext": "no", "keys": None, "secret": None}, "no sealing key is configured"),
+        ({"table": 123}, "table must be a str"),
+        ({"inline_max": "big"}, "inline_max must be a whole number"),
+        ({"detect_concurrent_runs": "sometimes"}, "detect_concurrent_runs must be yes or no"),
+    ],
+)
+def test_a_saver_refused_as_it_is_made_writes_nothing(
+    backend: Backend, settings: dict[str, Any], named: str
+) -> None:
+    """Issue 49: a setting given as an argument of another type or spelling; no saver,
+    so nothing it could write."""
+    prepared(backend)
+    with nothing_written(backend), pytest.raises(InvalidConfigError, match=named):
+        backend.saver(setup=False, **settings)
 
 
 def test_a_second_holder_of_a_thread_lock_is_refused_without_writing(backend: Backend) -> None:

@@ -19,7 +19,8 @@ from langgraph.checkpoint.s3dynamo import (
     StorageConfigError,
     StorageError,
 )
-from langgraph.checkpoint.s3dynamo.settings import NO_WORDS, YES_WORDS, duration, yes_no
+from langgraph.checkpoint.s3dynamo.arguments import NO_WORDS, YES_WORDS, yes_no
+from langgraph.checkpoint.s3dynamo.settings import duration
 from tests.support.savers import thread_config
 
 KEY = base64.b64encode(os.urandom(32)).decode()

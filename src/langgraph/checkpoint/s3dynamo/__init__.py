@@ -17,6 +17,7 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.errors import (
+    ArgumentTypeError,
     CheckFailedError,
     ConcurrentUpdateError,
     CredentialsNotFoundError,
@@ -65,6 +66,7 @@ def __getattr__(name: str) -> Any:
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "ArgumentTypeError",
     "CheckFailedError",
     "CheckReport",
     "ConcurrentUpdateError",

@@ -21,6 +21,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
@@ -31,6 +32,7 @@ from langgraph.checkpoint.s3dynamo.deployment import (
     KmsKeyring,
     kms_context,
 )
+from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from langgraph.checkpoint.s3dynamo.memory.core import Space
 from langgraph.checkpoint.s3dynamo.naming import Namer
@@ -43,7 +45,8 @@ from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
 @dataclass
 class Injected:
-    """What a caller may pass instead of letting the saver build it."""
+    """What a caller may pass instead of letting the saver build it, each checked to be
+    what it stands for before anything is built (`arguments.py`)."""
 
     dynamodb_client: Any = None
     s3_client: Any = None
@@ -51,6 +54,57 @@ class Injected:
     index: Table | None = None
     object_store: ObjectStore | None = None
     key_service: KeyService | None = None
+
+    def __post_init__(self) -> None:
+        for service in ("dynamodb", "s3", "kms"):
+            checked_client(f"{service}_client", getattr(self, f"{service}_client"), service)
+        for name, (methods, what) in PORTS.items():
+            if getattr(self, name) is not None:
+                arguments.having(name, getattr(self, name), methods, what=what)
+
+
+# What an injected port must have, and what the error names it.
+PORTS = {
+    "index": (
+        ("query", "write", "transact", "batch"),
+        "a table port (ports.Table), such as backends.memory_table.MemoryTable()",
+    ),
+    "object_store": (
+        ("put_new", "get", "list", "delete"),
+        "an object store port (ports.ObjectStore), such as backends.memory.MemoryObjects()",
+    ),
+    "key_service": (
+        ("generate_data_key", "decrypt"),
+        "a key service (ports.KeyService), such as backends.kms.KmsKeys",
+    ),
+}
+
+
+def checked_client(name: str, value: object, service: str) -> Any:
+    """A boto3 or botocore client of `service` (or None: the saver builds one)."""
+    if value is None:
+        return None
+    model = getattr(getattr(value, "meta", None), "service_model", None)
+    got = getattr(model, "service_name", None)
+    if got != service:
+        what = f"a {got} client" if isinstance(got, str) else arguments.came(value)
+        raise ArgumentTypeError(
+            f"{name} must be a boto3 or botocore {service} client, such as "
+            f"boto3.client({service!r}), got {what}"
+        )
+    return value
+
+
+def checked_serde(serde: Any) -> SerializerProtocol | None:
+    """The saver's `serde`: a LangGraph serializer, or None for LangGraph's default."""
+    if serde is None:
+        return None
+    return arguments.having(  # type: ignore[no-any-return]
+        "serde",
+        serde,
+        ("dumps_typed", "loads_typed"),
+        what="a LangGraph serializer (SerializerProtocol), such as JsonPlusSerializer()",
+    )
 
 
 class Clients:

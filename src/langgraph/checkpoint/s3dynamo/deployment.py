@@ -296,11 +296,23 @@ class DeploymentView:
             fields["bucket"] = self.bucket
         return fields
 
-    def describe(self) -> str:
-        keys = f", key ids {sorted(self.keys)}" if self.keys else ""
+    def parts(self) -> list[str]:
         by = f" from {self.source}" if self.source else ""
-        bucket = f", bucket {self.bucket!r}" if self.bucket else ""
-        return f"naming key fingerprint {self.naming}{by}, {self.mode}{keys}{bucket}"
+        keys = [f"key ids {sorted(self.keys)}"] if self.keys else []
+        bucket = [f"bucket {self.bucket!r}"] if self.bucket else []
+        return [f"naming key fingerprint {self.naming}{by}", self.mode, *keys, *bucket]
+
+    def describe(self) -> str:
+        return ", ".join(self.parts())
+
+    def beside(self, theirs: DeploymentView) -> str:
+        """This saver's view as a message puts it after the deployment's: only what
+        differs (a key under the same id differs in its check value only, which the
+        problem names)."""
+        differing = [part for part in self.parts() if part not in theirs.parts()]
+        if not differing:
+            return "this saver's differs in the keys' check values only"
+        return f"this saver: {', '.join(differing)}"
 
 
 def bucket_problem(theirs: str, mine: str) -> str | None:
@@ -405,7 +417,7 @@ class Deployment:
             raise DeploymentMismatchError(
                 f"this saver does not match the deployment in {self._where}: "
                 + "; ".join(problems)
-                + f". Deployment: {theirs.describe()}; this saver: {mine.describe()}. "
+                + f". Deployment: {theirs.describe()}; {mine.beside(theirs)}. "
                 "Nothing was read or written."
             )
         merged = self.merged(theirs, mine)

@@ -2,7 +2,8 @@
 it; botocore errors are translated in one place (`backends/aws_errors.py`), with `from`.
 
     S3DynamoError
-    ├── InvalidConfigError (ValueError)     bad config, thread id, namespace or setting
+    ├── InvalidConfigError (ValueError)     bad config, thread id, namespace, setting or argument
+    │   ├── ArgumentTypeError (TypeError)   an argument of another type than its method takes
     │   ├── ItemTooLargeError               a checkpoint would not fit one index item
     │   ├── RegionNotSetError               no AWS region for a client the saver builds
     │   ├── CredentialsNotFoundError        no AWS credentials found
@@ -14,8 +15,7 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │                                       (bucket, KMS key, region, endpoint, access): fix it
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
-    ├── StorageError                        any other failure talking to S3 or DynamoDB,
-    │   │                                   one that may pass: retry later
+    ├── StorageError                        another S3 or DynamoDB failure that may pass: retry
     │   └── EndpointUnreachableError        the service's endpoint did not answer
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
     ├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
@@ -37,7 +37,14 @@ class S3DynamoError(Exception):
 
 
 class InvalidConfigError(S3DynamoError, ValueError):
-    """A config, thread id, namespace or setting is malformed."""
+    """A config, thread id, namespace, setting or argument is malformed."""
+
+
+class ArgumentTypeError(InvalidConfigError, TypeError):
+    """An argument of a public method (a setting, a thread id, a list of them, a size, a
+    yes/no choice) is of another type than the method takes. Names the argument, what
+    came and what it accepts; raised before any request (`arguments.py`). A `TypeError`
+    too, as Python's own error for a wrong type is."""
 
 
 class DeploymentMismatchError(S3DynamoError):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 import uuid
@@ -165,9 +166,10 @@ class ThreadLease:
 
 
 def _check(store: ThreadStore, tid: str, ttl: float, wait: float) -> None:
-    if not ttl > 0 or not wait >= 0:
+    if not 0 < ttl < math.inf or not wait >= 0:
         raise InvalidConfigError(
-            f"thread_lock needs ttl > 0 and wait >= 0 (seconds), got ttl={ttl}, wait={wait}; "
+            f"thread_lock needs a finite ttl > 0 and wait >= 0 (seconds), got ttl={ttl}, "
+            f"wait={wait}; "
             f"the defaults are ttl={DEFAULT_TTL:g} and wait=ttl + {backoff.CAP:g}"
         )
     if holding(id(store), store.namer.thread(tid)) is not None:

@@ -13,9 +13,9 @@ from typing import Any, Generic
 from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.s3dynamo import executor, telemetry
+from langgraph.checkpoint.s3dynamo import arguments, executor, telemetry
 from langgraph.checkpoint.s3dynamo.codec import serializing
-from langgraph.checkpoint.s3dynamo.compose import memory_space
+from langgraph.checkpoint.s3dynamo.compose import checked_serde, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.memory.core import checked_ttl
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -38,12 +38,10 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
     ) -> None:
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
-        super().__init__(serde=serde)
-        if saver is None:
-            saver = S3DynamoSaver(**saver_options)
-        self.saver: S3DynamoSaver = saver
-        self._parts = saver.parts
-        self.space = memory_space(saver.parts, CACHE_SPACE)
+        super().__init__(serde=checked_serde(serde))
+        self.saver: S3DynamoSaver = arguments.saver_of(saver, saver_options, S3DynamoSaver)
+        self._parts = self.saver.parts
+        self.space = memory_space(self._parts, CACHE_SPACE)
         self._checked = False
 
     @classmethod
@@ -120,3 +118,5 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
 telemetry.instrument(
     S3DynamoCache, {"get": "cache.get", "set": "cache.set", "clear": "cache.clear"}
 )
+# Every argument checked before the method runs; the async twins run these (`arguments.py`).
+arguments.checked(S3DynamoCache, arguments.CACHE)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import (
     BaseStore,
@@ -38,12 +38,16 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import _does_match
 
-from langgraph.checkpoint.s3dynamo import executor, telemetry
+from langgraph.checkpoint.s3dynamo import arguments, executor, telemetry
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import (
+    ArgumentTypeError,
+    IntegrityError,
+    InvalidConfigError,
+)
 from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
 from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
@@ -100,32 +104,28 @@ class S3DynamoStore(BaseStore):
     ) -> None:
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
-        if isinstance(filter_fields, str):
-            raise InvalidConfigError(
-                f"filter_fields: expected a list of field paths, got the string "
-                f"{filter_fields!r}; pass [{filter_fields!r}]"
-            )
-        if saver is None:
-            saver = S3DynamoSaver(**saver_options)
-        self.saver: S3DynamoSaver = saver
-        parts = saver.parts
+        # Configuration checked when the store is built: no put fails on it later.
+        fields = arguments.texts("filter_fields", filter_fields, each="field paths")
+        index_config = checked_index("index", index)
+        ttl_config = checked_ttl_config("ttl", ttl)
+        self.saver: S3DynamoSaver = arguments.saver_of(saver, saver_options, S3DynamoSaver)
+        parts = self.saver.parts
         self._parts = parts
         self.space = memory_space(parts, STORE_SPACE)
-        self.ttl_config = ttl
-        self.index_config: dict[str, Any] | None = None
+        self.ttl_config = cast("TTLConfig | None", ttl_config)
+        self.index_config: dict[str, Any] | None = index_config
         self.embeddings = None
         self._dims: int | None = None
-        if index:
-            self._dims = index.get("dims")
-            self.index_config = dict(index)
-            self.embeddings = ensure_embeddings(index.get("embed"))
-            self.index_config["__tokenized_fields"] = [
+        if index_config:
+            self._dims = index_config["dims"]
+            self.embeddings = ensure_embeddings(index_config["embed"])
+            index_config["__tokenized_fields"] = [
                 (p, tokenize_path(p)) if p != "$" else (p, p)
-                for p in (index.get("fields") or ["$"])
+                for p in (index_config.get("fields") or ["$"])
             ]
         self._bodies: Lru[tuple[ItemKey, str, int], dict[str, Any]] = Lru(BODIES)
         self.vectors = VectorIndex(self.space, self._body) if self.embeddings else None
-        self.tokens = FilterTokens(self.space, list(filter_fields))
+        self.tokens = FilterTokens(self.space, fields)
         self.searcher = Searcher(self.space, self._value, self.vectors, self.tokens)
         self._checked = threading.Event()
 
@@ -407,6 +407,57 @@ telemetry.instrument(
     S3DynamoStore,
     {"_run": "store.batch", "setup": "store.setup", "sweep_ttl": "store.sweep_ttl"},
 )
+# Every argument of LangGraph's BaseStore methods checked before the method runs, each
+# async one too (`arguments.py`): a namespace is a tuple, never a str's characters.
+arguments.checked(S3DynamoStore, arguments.STORE)
+
+
+def checked_index(name: str, value: object) -> dict[str, Any] | None:
+    """The Store's `index` (LangGraph's IndexConfig), checked when the store is built so
+    that no put fails on it later: `dims`, a positive int, and `embed` (a function, an
+    Embeddings, or "provider:model" text), both required; `fields`, a list of field
+    paths. None or {} is no index."""
+    if value is None or (isinstance(value, Mapping) and not value):
+        return None
+    form = "an IndexConfig such as {'dims': 1536, 'embed': embed, 'fields': ['text']}"
+    index = dict(arguments.mapping(name, value, what=form))
+    missing = [key for key in ("dims", "embed") if index.get(key) is None]
+    if missing:
+        raise InvalidConfigError(
+            f"{name} has no {' and no '.join(map(repr, missing))}; expected {form}: dims is "
+            "what the embedding model returns, embed what makes the vectors"
+        )
+    arguments.whole(f"{name}['dims']", index["dims"], minimum=1, unit="dimensions")
+    embed = index["embed"]
+    if not (isinstance(embed, str) or callable(embed) or hasattr(embed, "embed_documents")):
+        raise ArgumentTypeError(
+            f"{name}['embed'] must be a function of texts to vectors, a LangChain Embeddings, "
+            f"or text such as 'openai:text-embedding-3-small', got {arguments.came(embed)}"
+        )
+    if index.get("fields") is not None:
+        arguments.texts(f"{name}['fields']", index["fields"], each="field paths")
+    return index
+
+
+def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
+    """The Store's `ttl` (LangGraph's TTLConfig), checked when the store is built:
+    `default_ttl` minutes (at least 0, or None), `refresh_on_read` a yes/no,
+    `sweep_interval_minutes` a positive int (or None)."""
+    if value is None:
+        return None
+    form = "a TTLConfig such as {'default_ttl': 60, 'refresh_on_read': True}"
+    ttl = dict(arguments.mapping(name, value, what=form))
+    if ttl.get("default_ttl") is not None:
+        arguments.store_ttl(f"{name}['default_ttl']", ttl["default_ttl"])
+    if "refresh_on_read" in ttl:
+        ttl["refresh_on_read"] = arguments.boolean(
+            f"{name}['refresh_on_read']", ttl["refresh_on_read"]
+        )
+    if ttl.get("sweep_interval_minutes") is not None:
+        arguments.whole(
+            f"{name}['sweep_interval_minutes']", ttl["sweep_interval_minutes"], minimum=1
+        )
+    return ttl
 
 
 def _placed(

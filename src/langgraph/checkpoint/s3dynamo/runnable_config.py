@@ -12,7 +12,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import get_checkpoint_metadata
 
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ItemTooLargeError
+from langgraph.checkpoint.s3dynamo.errors import (
+    ArgumentTypeError,
+    InvalidConfigError,
+    ItemTooLargeError,
+)
 from langgraph.checkpoint.s3dynamo.layout import SEPARATOR
 
 # Documented limits on identities (UTF-8 bytes). Names are hashed, so these bound only
@@ -29,16 +33,18 @@ MAX_CHECKPOINT_ID_BYTES = 128
 COPIED_METADATA_MAX = 256 * 1024
 
 
-def thread_id_of(value: Any) -> str:
+def thread_id_of(value: Any, name: str = "thread_id") -> str:
+    """A thread id, from a config or an argument (`name` says which): a str, or an int
+    or a UUID, the same thread as its string."""
     if isinstance(value, bool) or not isinstance(value, (str, int, uuid.UUID)):
-        raise TypeError(
-            f"thread_id must be a str (or an int, the same thread as its decimal string), "
+        raise ArgumentTypeError(
+            f"{name} must be a str (or an int, the same thread as its decimal string), "
             f"got {type(value).__name__}: {value!r}"
         )
     tid = str(value)
     if len(tid.encode("utf-8", "surrogatepass")) > MAX_THREAD_ID_BYTES:
         raise InvalidConfigError(
-            f"thread_id is {len(tid.encode('utf-8', 'surrogatepass'))} bytes; the limit is "
+            f"{name} is {len(tid.encode('utf-8', 'surrogatepass'))} bytes; the limit is "
             f"{MAX_THREAD_ID_BYTES}. Use a shorter id, e.g. a hash of it"
         )
     return tid
@@ -59,7 +65,13 @@ def checkpoint_id_of(value: Any) -> str:
 
 def target(config: RunnableConfig, namespace_optional: bool = False) -> tuple[str, Any, Any]:
     """(thread id, namespace, checkpoint id) from a config, validated."""
-    configurable = (config or {}).get("configurable") or {}
+    configurable = (config or {}).get("configurable") if isinstance(config, Mapping) else config
+    if not isinstance(configurable or {}, Mapping) or not isinstance(config or {}, Mapping):
+        raise ArgumentTypeError(
+            f"config must be a dict such as {{'configurable': {{'thread_id': 'user-42'}}}}, "
+            f"got {type(config).__name__}: {str(config)[:80]!r}"
+        )
+    configurable = configurable or {}
     if "thread_id" not in configurable:
         raise InvalidConfigError(
             "config has no thread_id: expected config={'configurable': {'thread_id': ...}}, "
@@ -72,7 +84,10 @@ def target(config: RunnableConfig, namespace_optional: bool = False) -> tuple[st
         ns = ""
     if ns is not None:
         if not isinstance(ns, str):
-            raise TypeError(f"checkpoint_ns must be a str, got {type(ns).__name__}")
+            raise ArgumentTypeError(
+                f'checkpoint_ns must be a str ("" for the root graph), got '
+                f"{type(ns).__name__}: {ns!r}"
+            )
         if len(ns.encode("utf-8", "surrogatepass")) > MAX_NAMESPACE_BYTES:
             raise InvalidConfigError(
                 f"checkpoint_ns is longer than the {MAX_NAMESPACE_BYTES}-byte limit; "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,9 +33,12 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import compose, executor, runs, telemetry
+from langgraph.checkpoint.s3dynamo import arguments, compose, executor, runs, telemetry
+from langgraph.checkpoint.s3dynamo.arguments import came
+from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.runnable_config import (
@@ -43,7 +47,12 @@ from langgraph.checkpoint.s3dynamo.runnable_config import (
     target,
     thread_id_of,
 )
-from langgraph.checkpoint.s3dynamo.settings import Settings
+from langgraph.checkpoint.s3dynamo.settings import (
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_MAX_ATTEMPTS,
+    SETTING_ARGUMENTS,
+    Settings,
+)
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.table import Table
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -94,6 +103,19 @@ def _create_if_missing(parts: compose.Components) -> None:
         )
 
 
+def _alone(settings: object, given: Mapping[str, Any]) -> Settings:
+    """`settings=` given: every keyword setting must be left at its default."""
+    defaults = S3DynamoSaver.__init__.__kwdefaults__ or {}
+    changed = sorted(k for k, v in given.items() if v is not defaults[k] and v != defaults[k])
+    if changed:
+        raise InvalidConfigError(
+            f"pass settings=... or keyword settings, not both (got {changed} beside settings)"
+        )
+    if not isinstance(settings, Settings):
+        raise ArgumentTypeError(f"settings must be a Settings, got {came(settings)}")
+    return settings
+
+
 def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[str, Any]], int]:
     """How large a checkpoint's metadata is sealed, for `refuse_copied_metadata`: `put`
     and `put_writes` refuse the same config the same way."""
@@ -139,13 +161,22 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
         async_workers: Threads of the process's pool for async methods (default 64 or
             `S3DYNAMO_ASYNC_WORKERS`; `executor.py`, docs/OPERATIONS.md).
-        retention: Idle time after which `ops.expire_idle_threads()` removes a thread.
+        retention: Idle time after which `ops.expire_idle_threads()` removes a thread
+            (a timedelta, days, or text: "30d", "12h", "90m", "3600s").
+        retention_strategy: "delete" (a whole idle thread) or "keep_latest" (all but the
+            `retention_keep_last` newest checkpoints of each namespace).
+        sweep_interval: How often the sweep should run, kept in `settings` for whatever
+            schedules it (LangGraph Platform's `sweep_interval_minutes`); the saver runs
+            no sweep of its own.
+        ttl: LangGraph Platform's `checkpointer.ttl` of langgraph.json, in its names and
+            units; it sets `retention`, `retention_strategy` and `sweep_interval`.
         serde: Serializer. `EncryptedSerializer` works; compression then happens inside
             its encryption. A copy made by `with_allowlist` uses its own (`__copy__`).
         dynamodb_client, s3_client, kms_client: boto3 or botocore clients to use instead
             of the ones the saver builds on first use (one botocore session per process).
-        index, object_store, key_service: Other implementations of the ports (`ports.py`),
-            e.g. the in-memory twins of `backends/memory.py`, instead of `table`/`bucket`.
+        index, object_store, key_service: Other implementations of the ports (`ports.py`):
+            a table (e.g. `backends.memory_table.MemoryTable()`), a bucket, a key service,
+            instead of `table`/`bucket`.
         settings: A `Settings` instead of the keyword settings above.
 
     Concurrent runs: one that continues the latest checkpoint after another committed
@@ -163,6 +194,29 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def __init__(
         self,
         *,
+        table: str = "",
+        bucket: str = "",
+        prefix: str = "",
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        inline_max: int = DEFAULT_INLINE_MAX,
+        delta_max: int = DEFAULT_DELTA_MAX,
+        keys: Keyring | Mapping[str, bytes] | str | None = None,
+        active_key: str | None = None,
+        secret: str | bytes | None = None,
+        kms_key_id: str | None = None,
+        plaintext: bool = False,
+        allow_plaintext_read: bool = False,
+        compression_level: int = 3,
+        object_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        detect_concurrent_runs: bool = True,
+        async_workers: int | None = None,
+        retention: str | float | timedelta | None = None,
+        retention_strategy: str = "delete",
+        retention_keep_last: int = 1,
+        sweep_interval: str | float | timedelta | None = None,
+        ttl: Mapping[str, Any] | None = None,
         serde: SerializerProtocol | None = None,
         dynamodb_client: Any = None,
         s3_client: Any = None,
@@ -171,14 +225,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         object_store: ObjectStore | None = None,
         key_service: KeyService | None = None,
         settings: Settings | None = None,
-        **options: Any,
     ) -> None:
-        super().__init__(serde=serde)
-        if settings is not None and options:
-            raise InvalidConfigError(
-                f"pass settings=... or keyword settings, not both (got {sorted(options)})"
-            )
-        self.settings = settings if settings is not None else Settings.of(**options)
+        # The keyword settings as given, checked by `Settings` (`settings.py`).
+        given = {name: value for name, value in locals().items() if name in SETTING_ARGUMENTS}
+        super().__init__(serde=compose.checked_serde(serde))
+        self.settings = Settings.of(**given) if settings is None else _alone(settings, given)
         injected = compose.Injected(
             dynamodb_client, s3_client, kms_client, index, object_store, key_service
         )
@@ -245,6 +296,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Store a checkpoint: new large values to S3 in one wave, then one request."""
         tid, ns, parent_id = target(config)
         at = CheckpointAt(tid, ns, checkpoint_id_of(checkpoint.get("id")))
+        if at.checkpoint_id == parent_id:  # every walk up a thread's history must end
+            raise InvalidConfigError(
+                f"{at.what}: the config names this checkpoint as its own parent; put a new "
+                "checkpoint (a new id) with the config of the one it follows, as put() returned it"
+            )
         refuse_copied_metadata(config, at.what, _sealed_size(self, at))
         shaped = get_checkpoint_metadata(config, metadata)
         # A new thread checks (or records) the deployment first, once its values are
@@ -270,8 +326,6 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 "put_writes needs the checkpoint the writes belong to: expected "
                 "config['configurable']['checkpoint_id'] (the config put() returned), got none"
             )
-        if not isinstance(task_id, str):
-            raise TypeError(f"task_id must be a str, got {type(task_id).__name__}")
         if writes:
             at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
             what = f"{at.what}: the writes of task {task_id!r}"
@@ -382,8 +436,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         alone referenced are left to garbage collection. As LangGraph warns, deleting a
         run whose writes a live thread's DeltaChannel still replays loses that history;
         prune with `keep_latest` is the safe tool."""
-        log.info("delete_for_runs: %d runs", len(run_ids))
-        self.ops.plan_delete_runs(run_ids).execute()
+        plan = self.ops.plan_delete_runs(run_ids)
+        log.info("delete_for_runs: %d runs", len(plan.run_ids))
+        plan.execute()
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, write and namespace of a thread to a new thread id.
@@ -425,12 +480,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A version unique per write, so two branches of a fork never share one: a
         counter plus a random suffix, as LangGraph's savers do (their int/str accepted)."""
-        if current is None:
-            counter = 0
-        elif isinstance(current, (int, float)) and not isinstance(current, bool):
-            counter = int(current)
-        else:
-            counter = int(str(current).split(".")[0])
+        counter = arguments.version_counter(current)
         return f"{counter + 1:032}.{compose.UNIQUE.random():016}"
 
     # --------------------------------------------------------------------- async
@@ -512,6 +562,8 @@ telemetry.instrument(
         "get_delta_channel_history": "get_delta_channel_history",
     },
 )
+# Every argument of LangGraph's methods checked before the method runs (`arguments.py`).
+arguments.checked(S3DynamoSaver, arguments.SAVER)
 
 # What `from_env` passes to the constructor as parts rather than settings.
 PARTS = (

@@ -35,23 +35,29 @@ import hashlib
 import hmac
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.arguments import (
+    boolean,
+    came,
+    optional,
+    text,
+    whole,
+    yes_no,
+)
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_env
 
 # Objects this process wrote or read lately, kept in memory (see blobs/objects.py).
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 # botocore's retry budget per request (first try included), in its "standard" mode.
 DEFAULT_MAX_ATTEMPTS = 5
-# What a yes/no setting accepts, in any case (`yes_no`).
-YES_WORDS = ("1", "true", "yes", "on")
-NO_WORDS = ("0", "false", "no", "off")
 # A duration's units (`duration`); a bare number is days.
 DURATION_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
@@ -71,6 +77,8 @@ KEYS_FORMS = (
     "of key id to 32 raw bytes, or a Keyring"
 )
 RETENTION_STRATEGIES = ("delete", "keep_latest")
+# zstd's highest compression level.
+MAX_COMPRESSION_LEVEL = 22
 # Every variable `Settings.from_env` reads (the module docstring says what each sets).
 VARIABLES = (
     "S3DYNAMO_TABLE",
@@ -139,42 +147,27 @@ def keep_last_count(value: object, name: str = "keep_last") -> int:
     return count
 
 
-def yes_no(name: str, raw: str) -> bool:
-    """The value of the yes/no setting `name` (a variable or an argument): 1, true, yes or
-    on; 0, false, no or off; in any case, spaces around ignored. Anything else is an error
-    that names the setting, what came and what it accepts."""
-    word = raw.strip().lower()
-    if word in YES_WORDS:
-        return True
-    if word in NO_WORDS:
-        return False
-    raise InvalidConfigError(
-        f"{name} must be yes or no, got {raw!r}; expected one of {', '.join(YES_WORDS)} "
-        f"(yes) or {', '.join(NO_WORDS)} (no), in any case"
-    )
-
-
-def duration(value: str | float | timedelta, name: str = "retention") -> timedelta:
+def duration(value: object, name: str = "retention") -> timedelta:
     """The positive duration `value` of the setting `name`: a timedelta, a number of days,
     or text, a number with a unit (30d, 12h, 90m, 3600s) or a bare number of days.
     Anything else is an error that names the setting, what came and what it accepts."""
     accepts = "a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of days"
     if isinstance(value, timedelta):
         span = value
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        span = timedelta(days=value)
-    elif isinstance(value, str):
-        text = value.strip().lower()
-        unit = DURATION_UNITS.get(text[-1:], "days")
-        number = text[:-1] if text[-1:] in DURATION_UNITS else text
+    elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        # A number is days; so is text without a unit. An infinite or NaN one is none.
+        spelled = str(value).strip().lower()
+        unit = spelled[-1:] if isinstance(value, str) and spelled[-1:] in DURATION_UNITS else ""
         try:
-            span = timedelta(**{unit: float(number)})
+            span = timedelta(
+                **{DURATION_UNITS.get(unit, "days"): float(spelled.removesuffix(unit))}
+            )
         except (ValueError, OverflowError):
             raise InvalidConfigError(
                 f"{name} must be a duration, got {value!r}; expected {accepts}"
             ) from None
     else:
-        raise InvalidConfigError(
+        raise ArgumentTypeError(
             f"{name} must be a duration, got a {type(value).__name__}: {value!r}; expected "
             f"{accepts}, or a timedelta"
         )
@@ -190,7 +183,10 @@ def platform_ttl(ttl: Any) -> dict[str, Any]:
     names and units, `strategy` ("delete" or "keep_latest"), `default_ttl` (minutes) and
     `sweep_interval_minutes`."""
     if not isinstance(ttl, Mapping):
-        raise InvalidConfigError(f"ttl must be a mapping like langgraph.json's, got {ttl!r}")
+        raise ArgumentTypeError(
+            f"ttl must be a mapping like langgraph.json's checkpointer.ttl, such as "
+            f'{{"strategy": "keep_latest", "default_ttl": 43200}}, got {came(ttl)}'
+        )
     unknown = sorted(set(ttl) - set(PLATFORM_TTL_KEYS))
     if unknown:
         raise InvalidConfigError(
@@ -244,7 +240,7 @@ def keyring_of(keys: Any, active: str | None = None) -> Keyring:
                 )
         keyring = Keyring(keys={k: bytes(v) for k, v in keys.items()}, active=next(iter(keys), ""))
     else:
-        raise InvalidConfigError(f"keys is {type(keys).__name__}; {KEYS_FORMS}")
+        raise ArgumentTypeError(f"keys is {type(keys).__name__}; {KEYS_FORMS}")
     if active is not None and active != keyring.active:
         keyring = Keyring(keys=keyring.keys, active=active)
     return keyring
@@ -263,6 +259,64 @@ def refuse_misspelled(env: Mapping[str, str]) -> None:
                     f"would be ignored; did you mean {near[0]}? Rename it (the README's "
                     "Configuration lists every variable)"
                 )
+
+
+def secret_bytes(name: str, value: object) -> bytes | None:
+    """The naming secret as bytes (text: its UTF-8 bytes). A secret of another type is
+    named by its type only: a message never shows a secret."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, (str, bytearray)):
+        return value.encode() if isinstance(value, str) else bytes(value)
+    raise ArgumentTypeError(
+        f"{name} must be text or bytes, at least {MIN_SECRET_BYTES} bytes, got a value of "
+        f"type {type(value).__name__}; make one with: {MAKE_SECRET}"
+    )
+
+
+def aes_key_text(name: str, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ArgumentTypeError(
+        f"{name} must be text (LANGGRAPH_AES_KEY's), got a value of type {type(value).__name__}"
+    )
+
+
+def _duration(name: str, value: object) -> timedelta | None:
+    return None if value is None else duration(value, name)
+
+
+def _keys(name: str, value: object) -> Keyring | None:
+    return None if value is None else keyring_of(value)
+
+
+# How each setting is checked, and brought to its type where an argument may take
+# another form: yes/no words, a secret as text, a duration as text or days, keys as
+# S3DYNAMO_KEYS' text or a mapping (`Settings.__post_init__`).
+FIELD_FORMS: dict[str, Callable[[str, Any], Any]] = {
+    "table": lambda n, v: text(n, v, what="the DynamoDB table's name"),
+    "bucket": lambda n, v: text(n, v, what="the S3 bucket's name"),
+    "prefix": lambda n, v: text(n, v, what="the deployment's prefix, such as 'tenant-42/'"),
+    "region": optional(partial(text, what="an AWS region, such as 'eu-west-1'")),
+    "endpoint_url": optional(partial(text, what="a URL, such as 'http://localhost:4566'")),
+    "inline_max": lambda n, v: whole(n, v, unit="bytes"),
+    "delta_max": lambda n, v: whole(n, v, unit="bytes"),
+    "object_cache_bytes": lambda n, v: whole(n, v, unit="bytes"),
+    "compression_level": lambda n, v: whole(n, v),
+    "max_attempts": lambda n, v: whole(n, v, unit="attempts"),
+    "detect_concurrent_runs": boolean,
+    "async_workers": lambda n, v: whole(n, v, unit="threads"),
+    "retention": _duration,
+    "retention_strategy": lambda n, v: text(n, v, what="'delete' or 'keep_latest'"),
+    "retention_keep_last": lambda n, v: whole(n, v, unit="checkpoints"),
+    "sweep_interval": _duration,
+    "keys": _keys,
+    "secret": secret_bytes,
+    "kms_key_id": optional(partial(text, what="a KMS key id, ARN or alias")),
+    "plaintext": boolean,
+    "allow_plaintext_read": boolean,
+    "langgraph_aes_key": aes_key_text,
+}
 
 
 @dataclass(frozen=True)
@@ -301,6 +355,8 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
+        for name, form in FIELD_FORMS.items():
+            object.__setattr__(self, name, form(name, getattr(self, name)))
         if self.inline_max < 0:
             raise InvalidConfigError(f"inline_max must be >= 0 bytes, got {self.inline_max}")
         if self.delta_max < 0:
@@ -309,6 +365,11 @@ class Settings:
             )
         if self.max_attempts < 1:
             raise InvalidConfigError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        if self.compression_level > MAX_COMPRESSION_LEVEL:
+            raise InvalidConfigError(
+                f"compression_level must be at most {MAX_COMPRESSION_LEVEL} (zstd's highest; "
+                f"3 is the default, negative levels are faster), got {self.compression_level}"
+            )
         check_workers(self.async_workers)
         if self.retention_strategy not in RETENTION_STRATEGIES:
             raise InvalidConfigError(
@@ -360,29 +421,33 @@ class Settings:
 
     @classmethod
     def of(cls, **options: Any) -> Settings:
-        """Settings from `S3DynamoSaver`'s keyword arguments: keys as a mapping, a
-        `Keyring` (with `active_key`) or S3DYNAMO_KEYS' text, a secret as text or bytes,
-        a TTL as text, days or a timedelta. Unknown names are an error that lists the known ones."""
-        known = {f.name for f in fields(cls)} | {"active_key", "ttl"}
-        unknown = sorted(set(options) - known)
+        """Settings from `S3DynamoSaver`'s keyword arguments (`FIELD_FORMS` says what each
+        takes), `active_key` and LangGraph Platform's `ttl`. A name that is none of them
+        is an error that names the one meant and lists the others."""
+        unknown = sorted(set(options) - SETTING_ARGUMENTS - {"langgraph_aes_key"})
         if unknown:
-            expected = sorted(known - {"langgraph_aes_key"})
-            raise TypeError(f"unknown setting(s) {unknown}; expected some of {expected}")
+            expected = sorted(SETTING_ARGUMENTS)
+            near = difflib.get_close_matches(unknown[0], expected, n=1)
+            meant = f"; did you mean {near[0]}?" if near else ""
+            raise ArgumentTypeError(
+                f"unknown setting(s) {unknown}{meant} Expected some of {expected}"
+            )
         options = dict(options)
         active = options.pop("active_key", None)
-        keys = options.get("keys")
-        if keys is not None:
-            options["keys"] = keyring_of(keys, active)
-        if isinstance(options.get("secret"), str):
-            options["secret"] = options["secret"].encode()
-        if options.get("ttl") is not None:
-            options.update(platform_ttl(options.pop("ttl")))
-        options.pop("ttl", None)
-        for name in ("retention", "sweep_interval"):
-            if options.get(name) is not None:
-                options[name] = duration(options[name], name)
-        if not options.get("kms_key_id"):
+        if active is not None:
+            if options.get("keys") is None:
+                raise InvalidConfigError(
+                    f"active_key={active!r} names a key of keys=..., and no keys were given"
+                )
+            options["keys"] = keyring_of(options["keys"], text("active_key", active))
+        ttl = options.pop("ttl", None)
+        if ttl is not None:
+            options.update(platform_ttl(ttl))
+        if options.get("kms_key_id") == "":
             options["kms_key_id"] = None
+        # The constructor's None: the pool size S3DYNAMO_ASYNC_WORKERS names, or 64.
+        if "async_workers" in options and options["async_workers"] is None:
+            del options["async_workers"]
         return cls(**options)
 
     @classmethod
@@ -488,3 +553,10 @@ class Settings:
                 f"table and bucket are required, got table={self.table!r} "
                 f"bucket={self.bucket!r}; set S3DYNAMO_TABLE and S3DYNAMO_BUCKET or pass them"
             )
+
+
+# The keyword settings of `S3DynamoSaver` and of `from_env`'s overrides: every field but
+# LANGGRAPH_AES_KEY's, which only the environment sets, and `active_key` and `ttl`.
+SETTING_ARGUMENTS = frozenset(
+    {f.name for f in fields(Settings) if f.name != "langgraph_aes_key"} | {"active_key", "ttl"}
+)

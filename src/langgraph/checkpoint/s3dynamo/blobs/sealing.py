@@ -92,6 +92,10 @@ NO_DICTIONARY = b""
 Context = TypeVar("Context")
 
 
+# How a user makes a sealing key, as messages say it.
+MAKE_KEY = "python -c 'import os,base64;print(base64.b64encode(os.urandom(32)).decode())'"
+
+
 def keyring_problem(keys: Mapping[str, bytes], active: str) -> str | None:
     """What is wrong with a keyring of `keys` whose `active` one seals, if anything."""
     if not keys:
@@ -102,8 +106,7 @@ def keyring_problem(keys: Mapping[str, bytes], active: str) -> str | None:
         if len(key) != 32:
             return (
                 f"key {key_id!r} is {len(key)} bytes; AES-256 needs exactly 32 "
-                "(generate one with: python -c 'import os,base64;"
-                "print(base64.b64encode(os.urandom(32)).decode())')"
+                f"(make one with: {MAKE_KEY})"
             )
     if active not in keys:
         return f"active key {active!r} is not in the keyring (ids: {sorted(keys)})"
@@ -148,7 +151,8 @@ class Keyring:
                 keys[key_id] = base64.b64decode(b64.strip(), validate=True)
             except ValueError as exc:
                 raise InvalidConfigError(
-                    f"{at}keyring entry {key_id!r}: key is not valid base64"
+                    f"{at}keyring entry {key_id!r}: key is not valid base64; expected 32 "
+                    f"random bytes in base64 after the id: make one with: {MAKE_KEY}"
                 ) from exc
         if not keys:
             raise InvalidConfigError(f"{at}keyring spec is empty: expected 'id:base64key,...'")

@@ -156,7 +156,7 @@ def expire(
             ttl, strategy=strategy, keep_last=keep_last, scope=scope, full=full
         )
     plan = found.to_dict()
-    idle = f"{render.plural(plan['idle_threads'], 'thread')} idle for over {found.ttl}"
+    idle = f"{render.plural(plan['idle_threads'], 'thread')} idle for over {render.span(found.ttl)}"
     if found.strategy == "keep_latest":
         kept = (
             "its latest checkpoints"
@@ -254,14 +254,15 @@ def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
 @yes_option
 @store_options
 def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) -> int:
-    """Copy a thread to a new thread id (sharing its objects: none is written)."""
+    """Copy a thread to a new thread id: its index items are written again, its objects
+    shared (no object is written)."""
     saver = open_saver(**settings)
     copying = saver.ops.plan_copy(source, target)
     plan = copying.to_dict()
     lines = [
-        f"copy {source} -> {target}: {render.plural(plan['checkpoints'], 'checkpoint')}, "
-        f"{render.plural(plan['items'], 'item')}, {render.plural(plan['objects'], 'object')} "
-        "shared (none is written)"
+        f"copy {source} -> {target}: {render.plural(plan['checkpoints'], 'checkpoint')}; "
+        f"writes {render.plural(plan['items'], 'item')}, shares "
+        f"{render.plural(plan['objects'], 'object')} (no object is written)"
     ]
     if plan["target_checkpoints"]:
         lines.append(

@@ -1,6 +1,7 @@
 """`s3dynamo memory ...`: the Store's long-term memory (namespaces, items, search,
 delete, expiry) and the node cache's share, read with the writers' keys. A namespace is
-written with `/` between its labels (`users/42/memories`)."""
+written with `/` between its labels (`users/42/memories`); a `/` or `\\` inside a label
+is written `\\/` or `\\\\`, so a label holding one is never taken for two."""
 
 from __future__ import annotations
 
@@ -30,7 +31,25 @@ FILTER_EXAMPLE = {"kind": "note"}
 
 
 def _namespace(text: str) -> tuple[str, ...]:
-    return tuple(part for part in text.split("/") if part)
+    """A namespace as written on the command line (`_written`): labels between `/`,
+    where `\\` makes the next character part of the label."""
+    labels, label, escaped = [], "", False
+    for ch in text:
+        if escaped or ch not in "\\/":
+            label, escaped = label + ch, False
+        elif ch == "\\":
+            escaped = True
+        else:
+            labels.append(label)
+            label = ""
+    labels.append(label + ("\\" if escaped else ""))
+    return tuple(part for part in labels if part)
+
+
+def _written(namespace: tuple[str, ...]) -> str:
+    """A namespace as the command line writes it: `/` between labels, and a `/` or `\\`
+    inside a label escaped with `\\`, so that `_namespace` reads it back."""
+    return "/".join(label.replace("\\", "\\\\").replace("/", "\\/") for label in namespace)
 
 
 def _store(**settings: Any) -> Any:
@@ -88,7 +107,7 @@ def namespaces(
         emit_json([list(ns) for ns in found])
         return OK
     for ns in found:
-        out.print(escape("/".join(ns)))
+        out.print(escape(_written(ns)))
     return OK
 
 
@@ -153,7 +172,8 @@ def search(
         return OK
     for item in found:
         value = json.dumps(item.value, ensure_ascii=False, default=repr)
-        out.print(escape(f"{'/'.join(item.namespace)}  {item.key}  {render.shorten(value, 80)}"))
+        where = _written(tuple(item.namespace))
+        out.print(escape(f"{where}  {item.key}  {render.shorten(value, 80)}"))
     return OK
 
 

@@ -72,7 +72,7 @@ def threads(limit: int, page_token: str | None, as_json: bool, **settings: Any) 
     table.add_column("last updated (UTC)", no_wrap=True)
     for row in data["threads"]:
         table.add_row(
-            escape(row["thread_id"]),
+            escape(render.shown_id(row["thread_id"])),
             str(row["checkpoints"]),
             "-" if row["last_step"] is None else str(row["last_step"]),
             render.short_time(row["last_updated"]),

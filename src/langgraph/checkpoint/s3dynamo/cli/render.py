@@ -366,6 +366,23 @@ def outcome(result: Any) -> str:
     return "done: " + "; ".join(parts) if parts else "done"
 
 
+def shown_id(text: str) -> str:
+    """An id as a table shows it: as it is when that is unambiguous, else quoted as
+    Python writes it (`'user 42 '`, `''`, `'a\\nb'`): one that is empty, has spaces at
+    either end, holds a character that does not print, or starts with a quote."""
+    plain = text and text == text.strip() and text.isprintable() and text[0] not in "'\""
+    return text if plain else repr(text)
+
+
+def span(delta: dt.timedelta) -> str:
+    """A duration in its largest whole unit, as --older-than takes it: 30d, 12h, 90m, 45s."""
+    seconds = int(delta.total_seconds())
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{delta.total_seconds():g}s"
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 

@@ -136,7 +136,7 @@ class Searcher:
             if rows:
                 score = max(_dot(query, r.vec.floats()) for r in rows)
                 best[f.key] = (score, f)
-        ranked = sorted(best.values(), key=lambda sf: -sf[0])
+        ranked = sorted(best.values(), key=lambda sf: (-sf[0], sf[1].row.key.sk))
         return (Candidate(-s, namespace, f.row.key.sk, f.version, f) for s, f in ranked)
 
     def _unscored(
@@ -249,8 +249,10 @@ class Searcher:
             count *= 2
 
 
-def _rank(c: Candidate) -> float:
-    return c.rank
+def _rank(c: Candidate) -> tuple[float, Namespace, str]:
+    """Best first; equal scores in the order of namespace and item key (a stable order:
+    pages by offset never overlap)."""
+    return c.rank, c.namespace, c.key
 
 
 def _scored(namespace: Namespace, ranked: Iterator[tuple[float, str, str]]) -> Iterator[Candidate]:

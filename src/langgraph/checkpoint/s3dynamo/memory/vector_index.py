@@ -23,6 +23,7 @@ docs/RELIABILITY.md, "The Store's vector index".
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import os
 import uuid
@@ -212,18 +213,21 @@ class VectorIndex:
             owned.update(m.key for m in p.markers)
         for _, p in view.log:
             streams.append(self._ranked(p, query, gone, frozenset()))
-        return heapq.merge(*streams, key=lambda c: -c[0])
+        return heapq.merge(*streams, key=lambda c: (-c[0], c[1]))
 
     @staticmethod
     def _ranked(
         p: Pack, query: Sequence[float], gone: Mapping[str, int], owned: frozenset[str]
     ) -> Iterator[tuple[float, str, str]]:
         # Rows are checked as they come, best first: a search reading ten looks at ten.
+        # Equal scores go in the order of their items' keys, whichever pack holds them, so
+        # pages of one search (by offset) never overlap when a compaction moves rows.
         scores = p.scores(query)
-        for i in best_first(scores):
-            key = p.keys[i]
-            if key not in owned and p.times[i] > gone.get(key, -1):
-                yield float(scores[i]), key, p.versions[i]
+        ranked = ((float(scores[i]), p.keys[i], i) for i in best_first(scores))
+        for _, tied in itertools.groupby(ranked, key=lambda r: r[0]):
+            for score, key, i in sorted(tied, key=lambda r: r[1]):
+                if key not in owned and p.times[i] > gone.get(key, -1):
+                    yield score, key, p.versions[i]
 
     # ------------------------------------------------------------ maintenance
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph.checkpoint.s3dynamo import lease, telemetry
+from langgraph.checkpoint.s3dynamo import arguments, lease, telemetry
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -502,6 +502,8 @@ telemetry.instrument(
         )
     },
 )
+# Every argument checked before the operation runs (`arguments.py`).
+arguments.checked(Operations, arguments.OPERATIONS)
 for _plan, _name in (
     (GcPlan, "gc"),
     (ExpiryPlan, "expiry"),

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo import telemetry
+from langgraph.checkpoint.s3dynamo import arguments, telemetry
 from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
@@ -96,6 +96,10 @@ class MemoryOperations:
         if expires_ms is None or expires_ms > space.now_ms():
             return None
         return datetime.fromtimestamp(expires_ms / 1000, tz=timezone.utc)
+
+
+# Every argument checked before the operation runs (`arguments.py`).
+arguments.checked(MemoryOperations, arguments.MEMORY_OPERATIONS)
 
 
 def spaces(parts: Components) -> dict[str, Space]:

@@ -22,11 +22,13 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.deployment import Deployment, guarded
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     InvalidConfigError,
     ThreadExistsError,
+    ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     TOP,
@@ -53,6 +55,9 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 log = logging.getLogger(__name__)
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# Other names LangGraph's server (langgraph-api) sends for them: its gRPC checkpointer
+# service turns the DELETE_ALL strategy into "delete_all" (langgraph-api 0.16).
+PRUNE_STRATEGY_NAMES = {"delete_all": "delete"}
 # Checkpoints `delete_for_runs` hides with one mark per namespace at most (a mark names
 # each id: 8,000 ids of 36 characters stay far below an item's 400 KB).
 RUNS_ROUND = 8000
@@ -141,13 +146,17 @@ def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
 
 
 def copy_one(store: ThreadStore, deployment: Deployment, source: str, target: str) -> None:
-    """The saver's `copy_thread`: a copy that found nothing checks the deployment's keys
-    (a wrong secret finds nothing)."""
+    """The saver's `copy_thread`: a source with no checkpoints is `ThreadNotFoundError`
+    once the deployment's keys are checked (a wrong secret finds nothing, and is named as
+    such instead)."""
     src, dst = thread_id_of(source), thread_id_of(target)
     log.info("copy_thread %s -> %s", store.namer.thread(src), store.namer.thread(dst))
     with guarded(deployment):
-        if not copy_thread(store, src, dst):
+        try:
+            copy_thread(store, src, dst)
+        except ThreadNotFoundError:
             deployment.verify(write=False)
+            raise
 
 
 def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
@@ -164,7 +173,8 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     removes the marks; a repeat after a complete copy changes nothing. A target holding
     any other key (its own checkpoints) raises `ThreadExistsError`. Returns how many
     checkpoints it wrote. Why no shared object is lost: docs/RELIABILITY.md, "Copies
-    share objects"."""
+    share objects". A source with no checkpoints raises `ThreadNotFoundError`, once the
+    marks an unfinished copy from it left are cleared."""
     entries = store.thread_entries(src)
     name = store.namer.thread(dst)
     records, marks = store.partition_items(name) if src != dst else ([], [])
@@ -186,6 +196,12 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     # Records go in any order: a checkpoint is done when all of its records are there.
     todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
     copying = {m.key for m in marks if m.operation == "copy"}
+    if not entries:
+        store.unhide(copying, last=store.namer.namespace(dst, ""))
+        raise ThreadNotFoundError(
+            f"copy_thread source {src!r} has no checkpoints in this deployment, so there is "
+            "nothing to copy; check the thread id (`s3dynamo threads` lists them)"
+        )
     if not todo and not copying:
         return 0
     hiding = [
@@ -270,11 +286,15 @@ class PrunePlan:
         prune(self.store, [t.thread_id for t in self.threads], self.strategy, self.keep_last)
 
 
-def check_strategy(strategy: str, keep_last: int = 1) -> None:
+def check_strategy(strategy: str, keep_last: int = 1) -> str:
+    """The prune strategy meant (`PRUNE_STRATEGY_NAMES` maps the server's names to ours),
+    checked with `keep_last`."""
+    strategy = PRUNE_STRATEGY_NAMES.get(arguments.text("strategy", strategy), strategy)
     if strategy not in PRUNE_STRATEGIES:
         raise InvalidConfigError(
-            f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}: "
-            "'keep_latest' keeps each namespace's latest checkpoint, 'delete' the whole thread"
+            f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES} (or "
+            "LangGraph server's 'delete_all'): 'keep_latest' keeps each namespace's latest "
+            "checkpoint, 'delete' the whole thread"
         )
     if isinstance(keep_last, str):  # a count, not a variable's text, here
         raise InvalidConfigError(
@@ -288,12 +308,13 @@ def check_strategy(strategy: str, keep_last: int = 1) -> None:
             "thread; keep_last counts what 'keep_latest' keeps, so pass "
             "strategy='keep_latest' (the default) with it"
         )
+    return strategy
 
 
 def plan_prune(
     store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1
 ) -> PrunePlan:
-    check_strategy(strategy, keep_last)
+    strategy = check_strategy(strategy, keep_last)
     plan = PrunePlan(store, strategy, keep_last=keep_last)
     for tid in thread_ids:
         entries = store.thread_entries(tid)
@@ -313,7 +334,7 @@ def prune_some(
 ) -> None:
     """The saver's `prune`: arguments checked before anything is read; a prune that
     found nothing checks the deployment's keys (a wrong secret finds nothing)."""
-    check_strategy(strategy, keep_last)
+    strategy = check_strategy(strategy, keep_last)
     tids = [thread_id_of(t) for t in thread_ids]
     names = [store.namer.thread(t) for t in tids]
     log.info("prune %s (%s, keep_last=%d)", names, strategy, keep_last)
@@ -324,7 +345,7 @@ def prune_some(
 
 def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1) -> int:
     """Prune each thread; returns how many records (and, deleting, objects) it found."""
-    check_strategy(strategy, keep_last)
+    strategy = check_strategy(strategy, keep_last)
     found = 0
     for tid in thread_ids:
         if strategy == "delete":

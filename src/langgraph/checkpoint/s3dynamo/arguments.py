@@ -1,0 +1,561 @@
+"""Every argument of a public method, checked where it is given: one vocabulary for the
+saver's settings (`settings.py`) and methods, the Store, the node cache and `saver.ops`,
+and here, per class, what each parameter of each method takes (`SAVER`, `OPERATIONS`,
+`MEMORY_OPERATIONS`, `STORE`, `CACHE`).
+
+A boolean is True or False, or a yes/no variable's words, parsed as the variable is; a
+size or count an int; a thread id a str; a list (of thread ids, of channels) any iterable
+but one str, which would be taken for the list of its characters; a namespace a tuple of
+non-empty str labels (else LangGraph's `InvalidNamespaceError`).
+
+`checked(cls, table)` wraps each method a table names: the arguments given are checked
+by name before the method runs, and it gets what each check returns (a yes/no word as a
+bool, a generator of thread ids as a list). A wrong type is an `ArgumentTypeError` (an
+`InvalidConfigError` and a `TypeError`), a value out of range an `InvalidConfigError`;
+each names the argument, what came and what it accepts, before any request. Pure.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import numbers
+import reprlib
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    PutOp,
+    SearchOp,
+)
+
+from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
+from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
+
+# What a yes/no setting or argument accepts as text, in any case (`yes_no`).
+YES_WORDS = ("1", "true", "yes", "on")
+NO_WORDS = ("0", "false", "no", "off")
+
+# A check: (the argument's name, what came) -> what the method gets, or a named error.
+Check = Callable[[str, Any], Any]
+# Per method, per parameter, its check.
+Checks = Mapping[str, Mapping[str, Check]]
+
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = 60
+
+
+def came(value: object) -> str:
+    """What a caller passed, as a message says it: its type and a short repr."""
+    if isinstance(value, str):
+        return f"the string {_short.repr(value)}"
+    return f"{type(value).__name__} {_short.repr(value)}"
+
+
+def optional(check: Check) -> Check:
+    """`check`, with None accepted as it is."""
+    return lambda name, value: None if value is None else check(name, value)
+
+
+# --------------------------------------------------------------------- the vocabulary
+
+
+def yes_no(name: str, raw: str) -> bool:
+    """The value of the yes/no setting `name` (a variable or an argument): 1, true, yes or
+    on; 0, false, no or off; in any case, spaces around ignored. Anything else is an error
+    that names the setting, what came and what it accepts."""
+    word = raw.strip().lower()
+    if word in YES_WORDS:
+        return True
+    if word in NO_WORDS:
+        return False
+    raise InvalidConfigError(
+        f"{name} must be yes or no, got {raw!r}; expected one of {', '.join(YES_WORDS)} "
+        f"(yes) or {', '.join(NO_WORDS)} (no), in any case"
+    )
+
+
+def boolean(name: str, value: object) -> bool:
+    """True or False; text is read as a yes/no variable is (`yes_no`), so no spelling of
+    "false" counts as true. Anything else (1, None, a list) is refused."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return yes_no(name, value)
+    raise ArgumentTypeError(
+        f"{name} must be True or False, got {came(value)}; text is read as a yes/no "
+        f"variable is ({', '.join(YES_WORDS)} or {', '.join(NO_WORDS)})"
+    )
+
+
+def whole(name: str, value: object, *, minimum: int | None = None, unit: str = "") -> int:
+    """An int (numpy's too), at least `minimum` if given; `unit` says what it counts."""
+    of = f" of {unit}" if unit else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        # 8192.0 or "8192": the int meant is plain to see, so the message says it.
+        digits = str(value).strip().removesuffix(".0")
+        meant = isinstance(value, (float, str)) and digits.isdigit()
+        hint = f"; pass {digits}, not {value!r}" if meant else ""
+        raise ArgumentTypeError(
+            f"{name} must be a whole number{of} (an int), got {came(value)}{hint}"
+        )
+    if minimum is not None and value < minimum:
+        raise InvalidConfigError(
+            f"{name} must be a whole number{of}, at least {minimum}, got {value}"
+        )
+    return int(value)
+
+
+def number(
+    name: str, value: object, *, minimum: float | None = None, unit: str = "", finite: bool = False
+) -> float:
+    """An int or a float (a count of seconds or minutes); at least `minimum` (so not NaN)
+    if given, and not infinite if `finite`."""
+    of = f" of {unit}" if unit else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be a number{of}, got {came(value)}")
+    amount = float(value)
+    too_small = minimum is not None and not amount >= minimum  # NaN is never large enough
+    if too_small or (finite and not math.isfinite(amount)):
+        least = f", at least {minimum:g}" if minimum is not None else ""
+        kind = "a finite number" if finite else "a number"
+        raise InvalidConfigError(f"{name} must be {kind}{of}{least}, got {value}")
+    return amount
+
+
+def text(name: str, value: object, *, what: str = "") -> str:
+    """A str; `what` says what it names (the DynamoDB table, a key id)."""
+    if not isinstance(value, str):
+        named = f" ({what})" if what else ""
+        raise ArgumentTypeError(f"{name} must be a str{named}, got {came(value)}")
+    return value
+
+
+def many(name: str, value: object, *, each: str) -> list[Any]:
+    """The values of a list argument: any iterable but one str or bytes (iterated, it
+    would stand for the list of its characters) or a mapping."""
+    if isinstance(value, (str, bytes)):
+        raise ArgumentTypeError(
+            f"{name} must be a list of {each}, got {came(value)}, which would be taken for "
+            f"the list of its characters; pass [{value!r}] for one"
+        )
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise ArgumentTypeError(f"{name} must be a list of {each}, got {came(value)}")
+    return list(value)
+
+
+def texts(name: str, value: object, *, each: str) -> list[str]:
+    """A list of str, such as channel names or field paths."""
+    values = many(name, value, each=f"{each} (str)")
+    return [text(f"{name}[{i}]", v) for i, v in enumerate(values)]
+
+
+def thread_id(name: str, value: object) -> str:
+    return thread_id_of(value, name)  # as a config's is checked
+
+
+def thread_ids(name: str, value: object) -> list[str]:
+    """A list of thread ids (never one str), each checked as a config's thread id is."""
+    ids = many(name, value, each="thread ids (str)")
+    return [thread_id_of(tid, f"{name}[{i}]") for i, tid in enumerate(ids)]
+
+
+def run_ids(name: str, value: object) -> list[str]:
+    """A list of run ids (never one str), each a str or a UUID."""
+    values = many(name, value, each="run ids (str)")
+    for i, one in enumerate(values):
+        if not isinstance(one, (str, uuid.UUID)):
+            raise ArgumentTypeError(f"{name}[{i}] must be a str (a run id), got {came(one)}")
+    return [str(one) for one in values]
+
+
+def namespace(name: str, value: object) -> tuple[str, ...]:
+    """A namespace: a tuple of non-empty str labels. Anything else is LangGraph's
+    `InvalidNamespaceError`, naming the tuple to pass: a string is one label, never a
+    tuple of its characters."""
+    if isinstance(value, str):
+        raise InvalidNamespaceError(
+            f"{name} must be a tuple of labels, got {came(value)}, which would be taken for "
+            f"the labels of its characters; pass ({value!r},) for one label"
+        )
+    if not isinstance(value, tuple):
+        hint = f"; pass {tuple(value)!r}" if isinstance(value, list) else ""
+        raise InvalidNamespaceError(
+            f"{name} must be a tuple of labels such as ('users', 'ada'), got {came(value)}{hint}"
+        )
+    for label in value:
+        if not isinstance(label, str) or not label:
+            raise InvalidNamespaceError(
+                f"{name} {value!r}: each label must be a non-empty str, got {came(label)}"
+            )
+    return value
+
+
+def mapping(name: str, value: object, *, what: str = "a dict") -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ArgumentTypeError(f"{name} must be {what}, got {came(value)}")
+    return value
+
+
+def instance(kind: type, what: str) -> Check:
+    """A check that the argument is a `kind` (`what` names it for the message)."""
+
+    def check(name: str, value: object) -> Any:
+        if not isinstance(value, kind):
+            raise ArgumentTypeError(f"{name} must be {what}, got {came(value)}")
+        return value
+
+    return check
+
+
+def having(name: str, value: object, methods: tuple[str, ...], *, what: str) -> Any:
+    """An object with these methods (a port, a serializer, a memory space)."""
+    missing = [m for m in methods if not callable(getattr(value, m, None))]
+    if missing:
+        raise ArgumentTypeError(
+            f"{name} must be {what}, got {came(value)}, which has no {', '.join(missing)}"
+        )
+    return value
+
+
+def saver_of(saver: object, options: Mapping[str, Any], kind: type) -> Any:
+    """The saver a Store or node cache is built on: the one given (a `kind`), or one made
+    from the saver's keyword settings; never both, which would ignore the settings."""
+    if saver is None:
+        return kind(**options)
+    if options:
+        raise InvalidConfigError(
+            f"pass a saver or the saver's settings ({', '.join(sorted(options))}), not both: "
+            "a saver given keeps its own settings, so these would be ignored"
+        )
+    return instance(kind, f"an {kind.__name__}, or None with its settings as keywords")(
+        "saver", saver
+    )
+
+
+# ------------------------------------------------------------ what LangGraph hands over
+
+
+def config(name: str, value: object) -> Any:
+    """A config (or None); what it holds is checked where it is read (`target`)."""
+    if value is not None and not isinstance(value, Mapping):
+        raise ArgumentTypeError(
+            f"{name} must be a config such as {{'configurable': {{'thread_id': 'user-42'}}}}, "
+            f"got {came(value)}"
+        )
+    return value
+
+
+def writes(name: str, value: object) -> list[tuple[str, Any]]:
+    """A task's pending writes: (channel, value) pairs, each channel a str."""
+    pairs = many(name, value, each="(channel, value) pairs")
+    for i, pair in enumerate(pairs):
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise ArgumentTypeError(
+                f"{name}[{i}] must be a (channel, value) pair, the channel a str, got {came(pair)}"
+            )
+    return [(channel, value) for channel, value in pairs]
+
+
+def version_counter(current: object, name: str = "current") -> int:
+    """The counter a channel version starts with: None (no version yet: 0), an int or a
+    float (LangGraph's savers), or text such as ours ("0...03.0123456789012345") or "3"."""
+    if current is None:
+        return 0
+    if isinstance(current, (int, float)) and not isinstance(current, bool):
+        if not math.isfinite(current):
+            raise InvalidConfigError(f"{name} must be a finite channel version, got {current}")
+        return int(current)
+    if isinstance(current, str) and current.split(".")[0].strip().isdigit():
+        return int(current.split(".")[0])
+    raise ArgumentTypeError(
+        f"{name} must be a channel version (None, an int, or text starting with a number, "
+        f"as get_next_version returns them), got {came(current)}"
+    )
+
+
+def as_read(name: str, value: object) -> object:
+    """A parameter checked where the method reads it (`version_counter` for a channel
+    version), or one LangGraph's contract has and the method does not read."""
+    return value
+
+
+# ---------------------------------------------------------------------- maintenance
+
+
+def duration_form(name: str, value: object) -> object:
+    """A duration as the settings take one (text such as "30d", days, a timedelta); what
+    the text says is read where it is used (`settings.duration`)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, timedelta)):
+        raise ArgumentTypeError(
+            f"{name} must be a duration: text such as '30d', '12h', '90m' or '3600s', a "
+            f"number of days, or a timedelta; got {came(value)}"
+        )
+    return value
+
+
+def span(name: str, value: object) -> timedelta:
+    if not isinstance(value, timedelta):
+        raise ArgumentTypeError(
+            f"{name} must be a timedelta, such as timedelta(hours=1), got {came(value)}"
+        )
+    return value
+
+
+def function(name: str, value: object) -> Any:
+    if not callable(value):
+        raise ArgumentTypeError(f"{name} must be a function, got {came(value)}")
+    return value
+
+
+# --------------------------------------------------------------- the Store, the cache
+
+
+def index_fields(name: str, value: object) -> object:
+    """A Store put's `index`: None (the IndexConfig's fields), False (none), or a list of
+    field paths."""
+    if value is None or value is False:
+        return value
+    return texts(name, value, each="field paths (or False, or None)")
+
+
+def store_ttl(name: str, value: object) -> object:
+    """A Store put's `ttl`: minutes, at least 0, or None (no expiry)."""
+    if value is None or value is NOT_PROVIDED:
+        return value
+    return number(name, value, minimum=0, unit="minutes", finite=True)
+
+
+def store_ops(name: str, value: object) -> list[Any]:
+    """What `batch` takes: GetOp, PutOp, SearchOp and ListNamespacesOp, each field as the
+    method that makes the op takes it (the key and the TTL: `memory_store._validated`)."""
+    ops = many(name, value, each="store operations")
+    for i, op in enumerate(ops):
+        at = f"{name}[{i}]"
+        if isinstance(op, (GetOp, PutOp)):
+            namespace(f"{at}.namespace", op.namespace)
+        if isinstance(op, PutOp):
+            optional(mapping)(f"{at}.value", op.value)
+            index_fields(f"{at}.index", op.index)
+        elif isinstance(op, SearchOp):
+            namespace(f"{at}.namespace_prefix", op.namespace_prefix)
+            optional(mapping)(f"{at}.filter", op.filter)
+            optional(text)(f"{at}.query", op.query)
+            for field in ("limit", "offset"):
+                whole(f"{at}.{field}", getattr(op, field), minimum=0)
+        elif isinstance(op, ListNamespacesOp):
+            for condition in op.match_conditions or ():
+                namespace(f"{at}.match_conditions path", condition.path)
+            optional(functools.partial(whole, minimum=1))(f"{at}.max_depth", op.max_depth)
+            for field in ("limit", "offset"):
+                whole(f"{at}.{field}", getattr(op, field), minimum=0)
+        elif not isinstance(op, GetOp):
+            raise ArgumentTypeError(
+                f"{at} must be a GetOp, PutOp, SearchOp or ListNamespacesOp, got {came(op)}"
+            )
+    return ops
+
+
+def cache_keys(name: str, value: object) -> list[tuple[tuple[str, ...], str]]:
+    """The node cache's keys: (namespace, key) pairs."""
+    keys = many(name, value, each="(namespace, key) pairs")
+    for i, pair in enumerate(keys):
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise ArgumentTypeError(
+                f"{name}[{i}] must be a (namespace, key) pair, got {came(pair)}"
+            )
+        namespace(f"{name}[{i}] namespace", pair[0])
+        text(f"{name}[{i}] key", pair[1])
+    return keys
+
+
+def cache_pairs(name: str, value: object) -> Mapping[Any, Any]:
+    """What the node cache's `set` takes: {(namespace, key): (value, ttl seconds)}."""
+    pairs = mapping(name, value, what="a dict of (namespace, key) to (value, ttl seconds)")
+    cache_keys(f"{name} keys", list(pairs))
+    for key, entry in pairs.items():
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            raise ArgumentTypeError(
+                f"{name}[{key!r}] must be a (value, ttl) pair, got {came(entry)}"
+            )
+    return pairs
+
+
+def namespaces(name: str, value: object) -> list[tuple[str, ...]]:
+    values = many(name, value, each="namespaces (tuples of labels)")
+    return [namespace(f"{name}[{i}]", ns) for i, ns in enumerate(values)]
+
+
+# -------------------------------------------------------------------- the machinery
+
+
+def checked(cls: type, table: Checks) -> None:
+    """Wrap each method of `cls` the table names: the arguments given are checked by
+    name, before the method runs, and it gets what each check returns. A default is the
+    method's own and is not checked."""
+    for method, checks in table.items():
+        setattr(cls, method, _checking(getattr(cls, method), checks))
+
+
+def _checking(fn: Callable[..., Any], checks: Mapping[str, Check]) -> Callable[..., Any]:
+    signature = inspect.signature(fn)
+
+    def arguments_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        bound = signature.bind(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            if name in checks:
+                bound.arguments[name] = checks[name](name, value)
+        return bound
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def checked_coroutine(*args: Any, **kwargs: Any) -> Any:
+            bound = arguments_of(args, kwargs)
+            return await fn(*bound.args, **bound.kwargs)
+
+        return checked_coroutine
+
+    @functools.wraps(fn)
+    def checked_call(*args: Any, **kwargs: Any) -> Any:
+        bound = arguments_of(args, kwargs)
+        return fn(*bound.args, **bound.kwargs)
+
+    return checked_call
+
+
+# ------------------------------------------------------------------------ the tables
+
+_at_least_0 = functools.partial(whole, minimum=0)
+_ids = optional(thread_ids)
+
+# `S3DynamoSaver`: LangGraph's methods. Their async twins run these (`_in_worker`).
+SAVER: Checks = {
+    "get_tuple": {"config": config},
+    "list": {
+        "config": config,
+        "filter": optional(mapping),
+        "before": config,
+        "limit": optional(whole),
+    },
+    "put": {"config": config, "checkpoint": mapping, "metadata": mapping, "new_versions": mapping},
+    "put_writes": {"config": config, "writes": writes, "task_id": text, "task_path": text},
+    "delete_thread": {"thread_id": thread_id},
+    "delete_for_runs": {"run_ids": run_ids},
+    "copy_thread": {"source_thread_id": thread_id, "target_thread_id": thread_id},
+    "prune": {"thread_ids": thread_ids, "strategy": text, "keep_last": whole},
+    "get_delta_channel_history": {
+        "config": config,
+        "channels": functools.partial(texts, each="channel names"),
+    },
+    "get_next_version": {"current": as_read, "channel": as_read},
+}
+
+_expiry: dict[str, Check] = {
+    "older_than": optional(duration_form),
+    "strategy": optional(text),
+    "keep_last": optional(whole),
+    "deadline": optional(functools.partial(number, minimum=0)),
+    "scope": optional(text),
+    "full": boolean,
+}
+_lock: dict[str, Check] = {
+    "thread_id": thread_id,
+    "ttl": functools.partial(number, unit="seconds"),
+    "wait": optional(functools.partial(number, unit="seconds")),
+    "context": optional(
+        lambda n, v: having(n, v, ("get_remaining_time_in_millis",), what="a Lambda context")
+    ),
+    "heartbeat": boolean,
+}
+_source = instance(BaseCheckpointSaver, "a LangGraph checkpointer (a BaseCheckpointSaver)")
+
+# `saver.ops`.
+OPERATIONS: Checks = {
+    "check": {"raise_on_problem": boolean},
+    "plan_reencrypt": {"thread_ids": _ids, "scope": optional(text)},
+    "reencrypt": {"thread_ids": _ids, "scope": optional(text)},
+    "plan_garbage_collection": {"thread_ids": _ids, "grace": span, "scope": optional(text)},
+    "plan_incremental_garbage_collection": {
+        "grace": span,
+        "now": optional(instance(datetime, "a datetime")),
+    },
+    "plan_expiry": _expiry,
+    "expire_idle_threads": {**_expiry, "dry_run": boolean},
+    "plan_delete": {"thread_id": thread_id},
+    "plan_copy": {"source": thread_id, "target": thread_id},
+    "plan_prune": {"thread_ids": thread_ids, "strategy": text, "keep_last": whole},
+    "plan_import": {"source": _source, "thread_ids": _ids},
+    "import_threads": {"source": _source, "thread_ids": _ids},
+    "plan_delete_runs": {"run_ids": run_ids},
+    "thread_lock": _lock,
+    "athread_lock": _lock,
+    "history": {"thread_id": thread_id, "ns": optional(text)},
+    "checkpoint_ids": {"thread_id": thread_id, "ns": text},
+    "checkpoints": {"thread_id": thread_id},
+    "stats": {"thread_id": optional(thread_id), "progress": optional(function)},
+    "verify": {"thread_id": optional(thread_id), "progress": optional(function)},
+}
+
+_space = functools.partial(having, methods=("item_key", "put_many"), what="a memory space")
+
+# `saver.ops.memory`.
+MEMORY_OPERATIONS: Checks = {
+    "expire": {"dry_run": boolean},
+    "expire_space": {"space": _space},
+    "collect_garbage": {"grace": span},
+    "mark_ancestors": {"space": _space},
+    "expired_at": {"namespace": namespace, "key": text},
+}
+
+_get: dict[str, Check] = {"namespace": namespace, "key": text, "refresh_ttl": optional(boolean)}
+_search: dict[str, Check] = {
+    "namespace_prefix": namespace,
+    "query": optional(text),
+    "filter": optional(mapping),
+    "limit": _at_least_0,
+    "offset": _at_least_0,
+    "refresh_ttl": optional(boolean),
+}
+_put: dict[str, Check] = {
+    "namespace": namespace,
+    "key": text,
+    "value": optional(mapping),
+    "index": index_fields,
+    "ttl": store_ttl,
+}
+_delete: dict[str, Check] = {"namespace": namespace, "key": text}
+_list_namespaces: dict[str, Check] = {
+    "prefix": optional(namespace),
+    "suffix": optional(namespace),
+    "max_depth": optional(functools.partial(whole, minimum=1)),
+    "limit": _at_least_0,
+    "offset": _at_least_0,
+}
+
+# `S3DynamoStore`: LangGraph's BaseStore methods, each sync one and its async twin (a
+# path of its own).
+_STORE_METHODS: dict[str, Mapping[str, Check]] = {
+    "get": _get,
+    "search": _search,
+    "put": _put,
+    "delete": _delete,
+    "list_namespaces": _list_namespaces,
+    "batch": {"ops": store_ops},
+}
+STORE: Checks = {name: c for m, c in _STORE_METHODS.items() for name in (m, f"a{m}")}
+
+# `S3DynamoCache`: LangGraph's BaseCache methods. Their async twins run these.
+CACHE: Checks = {
+    "get": {"keys": cache_keys},
+    "set": {"pairs": cache_pairs},
+    "clear": {"namespaces": optional(namespaces)},
+}
