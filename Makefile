@@ -10,7 +10,7 @@ CHECKOV_STAMP := .venv-checkov/.installed
 LANGGRAPH_STAMP := .venv-langgraph/.installed
 SERVER_STAMP := .venv-server/.installed
 
-.PHONY: demo dist test lint lint-workflows test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
+.PHONY: demo dist test test-aws lint lint-workflows test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
 
 # The test environments install under tests/constraints.txt: the versions of what decides a
 # verdict (linters, moto, the AWS SDK, LangGraph), so a release on PyPI cannot fail a run;
@@ -69,15 +69,18 @@ WORKFLOWS ?= .github/workflows
 lint-workflows: $(STAMP)
 	$(VENV)/bin/zizmor --offline --quiet $(wildcard $(WORKFLOWS)/*.yml)
 
-# The unit tier (tests by subject, on the in-memory ports), then everything marked `aws`
-# (the AWS tier: the port contract, request budgets, bytes at rest; and the aws half of
-# the unit tier's `backend` tests), on moto in process, then the long in-memory runs
-# (fault injection at every request, a 200-turn chat). Each test runs once. The
-# end-to-end tier and the integration tiers run in CI (.ci/run).
+# The unit tier (tests by subject, on the in-memory table, with its long runs: fault
+# injection at every request, a 200-turn chat), and the AWS tier's share on moto in process
+# (`smoke`: the ports' contract, LangGraph's conformance suite and the request budgets
+# whole, and each other subject's first test on the adapters), on both cores. The rest
+# of the AWS tier (`make test-aws`), the end-to-end tier and the integration tiers run
+# in CI (.ci/run).
 test: $(STAMP) lint
-	$(PY) -m pytest -q tests/unit -m "not slow and not aws"
-	$(PY) -m pytest -q tests/aws tests/unit -m aws
-	$(PY) -m pytest -q tests/unit -m "slow and not aws"
+	$(PY) -m pytest -q -n 2 tests/unit tests/aws -m "not aws or smoke"
+
+# Everything marked `aws` that `make test` leaves out, on moto in process.
+test-aws: $(STAMP)
+	$(PY) -m pytest -q -n 2 tests/aws tests/unit -m "aws and not smoke"
 
 # The command line, the Lambda example, Terraform (fmt, validate, checkov), the testing
 # kit, the wheel on every Python here, and the LangGraph server with this checkpointer

@@ -31,16 +31,27 @@ if BACKEND not in ("moto", "moto-server", "real"):
     raise pytest.UsageError(f"S3DYNAMO_TEST_BACKEND={BACKEND!r}: expected moto|moto-server|real")
 
 
+# Files of the AWS tier `make test` runs whole: the ports' contract, LangGraph's
+# conformance suite and the request budgets of the read and write paths.
+SMOKE_WHOLE = frozenset({"test_port_contract.py", "test_conformance.py", "test_budgets.py"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`@pytest.mark.unsupported_on("real", reason=...)` skips a test on that backend only;
     the AWS tier's tests, tests on the `aws` fixture and the `aws` half of `backend`
     tests are marked `aws`."""
     aws_tier = Path(__file__).parent / "aws"
+    smoked: set[Path] = set()
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         uses_aws = "aws" in getattr(item, "fixturenames", ())
         if params.get("backend") == "aws" or uses_aws or aws_tier in item.path.parents:
             item.add_marker(pytest.mark.aws)
+            # `make test`'s share of the AWS tier: the contracts and budgets whole, and
+            # each other subject's first test on the adapters.
+            if item.path.name in SMOKE_WHOLE or item.path not in smoked:
+                item.add_marker(pytest.mark.smoke)
+                smoked.add(item.path)
         for mark in item.iter_markers("unsupported_on"):
             if BACKEND in mark.args:
                 item.add_marker(pytest.mark.skip(reason=f"{BACKEND}: {mark.kwargs['reason']}"))
