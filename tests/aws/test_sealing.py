@@ -34,6 +34,7 @@ from langgraph.checkpoint.s3dynamo import (
     S3DynamoSaver,
 )
 from langgraph.checkpoint.s3dynamo.identities import ValueAt
+from langgraph.checkpoint.s3dynamo.layout import object_key
 from tests.support.savers import make_saver, thread_config
 from tests.support.scenarios import Runner, ask_graph, chat_graph, snapshot_view, sub_graph
 
@@ -713,7 +714,7 @@ def test_encrypted_serializer_blob_moved_to_another_thread_fails(clients: Any) -
             cp["channel_versions"],
         )
         leaf = saver.parts.namer.value(ValueAt(tid, "", "alpha", cp["channel_versions"]["alpha"]))
-        keys[tid] = saver.store.object_key(tid, leaf)
+        keys[tid] = object_key(saver.store.namer.thread(tid), leaf)
     s3 = clients[1]
     stolen = s3.get_object(Bucket=saver.settings.bucket, Key=keys["A"])["Body"].read()
     s3.put_object(Bucket=saver.settings.bucket, Key=keys["B"], Body=stolen)

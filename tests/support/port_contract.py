@@ -201,7 +201,9 @@ class MemoryFormatContract:
             engine.write(plan)
         assert [r.leaf for r in reads.items(self.pk)] == [r.leaf for r in rows]
         assert reads.items_and_mark(marks[0].pk) == ([], True)
-        assert sorted(o.key for o in engine.list_owner(self.pk)) == sorted(k for k, _ in uploads)
+        assert sorted(o.key for o in engine.objects.list_owner(self.pk)) == sorted(
+            k for k, _ in uploads
+        )
 
     def test_liveness_to_the_millisecond_and_the_entry_bound(self, table: Any) -> None:
         engine, reads = memory_engine(table), Reads(memory_engine(table).ports)

@@ -170,8 +170,8 @@ def test_verify_names_a_delta_base_that_was_altered_or_deleted() -> None:
     store = saver.store
     bases = {
         v.base[1]
-        for e in store.thread_entries("t")
-        for v in store.walk(e).values
+        for e in store.finder.thread_entries("t")
+        for v in store.walker.walk(e).values
         if v.base is not None
     }
     key = sorted(bases)[0]

@@ -25,6 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.layout import owner_prefix
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import (
@@ -245,7 +246,7 @@ def check_repeated(
         return  # a user repeats a failed turn by invoking again; nothing to finish
     assert seen["t"] == ref["t"] and seen["copy"] == ref["copy"]
     if op in ("delete_thread", "expire", "expire indexed"):
-        prefix = saver.store.thread_prefix(saver.store.namer.thread("t"))
+        prefix = owner_prefix(saver.store.namer.thread("t"))
         assert not [k for k in objects.blobs if k.startswith(prefix)]
     if op in ("expire", "expire indexed"):
         # Left: the tombstones alone (no lease, no record), and nothing more to do.
@@ -476,7 +477,7 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
             saver.delete_thread(target)  # the repeat finishes it
             assert _history(reader, target) == [], (at, mode)
             name_of = saver.store.namer.thread(target)
-            prefix = saver.store.thread_prefix(name_of)
+            prefix = owner_prefix(name_of)
             assert not list(saver.store.objects.port.list(prefix)), (at, mode)
             assert raw.control_keys(saver, name_of) == [], (at, mode)
             # What the copy shared, its source still reads whole.

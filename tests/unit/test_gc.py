@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ScopeNotNamedError
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
 from langgraph.checkpoint.s3dynamo.identities import ValueAt
-from langgraph.checkpoint.s3dynamo.layout import JOURNAL_SHARDS, journal_pk, scope_of
+from langgraph.checkpoint.s3dynamo.layout import JOURNAL_SHARDS, journal_pk, object_key, scope_of
 from langgraph.checkpoint.s3dynamo.layout import split_object_key as split_key
 from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc, plan_incremental_gc
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
@@ -197,7 +197,7 @@ def _run_order(order: list[str]) -> None:
         elif name == "upload":  # the writer's upload wave alone (412, then refresh)
             sealed = saver.store.codec.seal_value(ValueAt("t", "", "doc", version), value)
             leaf = saver.store.namer.value(ValueAt("t", "", "doc", version))
-            saver.store.objects.upload([(saver.store.object_key("t", leaf), sealed)])
+            saver.store.objects.upload([(object_key(saver.store.namer.thread("t"), leaf), sealed)])
         elif name == "record":  # put() uploads again (412, refresh), then the record
             committed.append(saver.put(config, cp, {"run_id": "w"}, {"doc": version}))
 

@@ -27,7 +27,12 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     StorageConfigError,
 )
-from langgraph.checkpoint.s3dynamo.layout import IDLE_SHARDS, control_pk, is_control_pk
+from langgraph.checkpoint.s3dynamo.layout import (
+    IDLE_SHARDS,
+    control_pk,
+    is_control_pk,
+    owner_prefix,
+)
 from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, id_time, plan_expiry
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, table_definition
 from langgraph.checkpoint.s3dynamo.settings import Settings, duration, langgraph_json_ttl
@@ -85,7 +90,7 @@ def stored(saver: MemorySaver, tid: str) -> tuple[int, int, list[str]]:
     """Records, objects and control items (heads, lease) a thread has."""
     name = saver.store.namer.thread(tid)
     records = [r for r in saver.index.records() if r.pk == name]
-    prefix = saver.store.thread_prefix(name)
+    prefix = owner_prefix(name)
     objects = [k for k in saver.objects.blobs if k.startswith(prefix)]
     control = [f"{k.sk}={h}" for k, h in saver.index.heads.items() if k.pk == control_pk(name)] + [
         k.sk for k in saver.index.leases if k.pk == control_pk(name)
@@ -285,8 +290,8 @@ def test_the_parallel_scan_covers_the_table_once(backend: Backend) -> None:
     for i in range(6):
         chat(saver, f"t{i}", turns=1)
     store = saver.store
-    whole = [s.key for page in store.deployment_stamps() for s in page]
-    split = [s.key for seg in range(4) for page in store.deployment_stamps(seg, 4) for s in page]
+    whole = [s.key for page in store.scope.stamps() for s in page]
+    split = [s.key for seg in range(4) for page in store.scope.stamps(seg, 4) for s in page]
     assert sorted(split) == sorted(whole) and len(set(split)) == len(split)
     assert len({k.pk for k in whole if not is_control_pk(k.pk)}) == 6
 
@@ -610,7 +615,7 @@ def test_through_the_adapters_an_idle_thread_goes_in_a_few_requests(
     idle = saver.store.namer.thread("idle")
     assert any("c" in i for i in items_of(clients, idle))
     assert all("a" in i for i in items_of(clients, idle) if "c" in i)  # stamped
-    assert objects_of(clients, saver.store.thread_prefix(idle))
+    assert objects_of(clients, owner_prefix(idle))
 
     sweep = time.time() + 45 * DAY
     saver.store.clock = lambda: sweep
@@ -632,7 +637,7 @@ def test_through_the_adapters_an_idle_thread_goes_in_a_few_requests(
     left = items_of(clients, idle)
     assert [i["sk"]["S"] for i in left] == ["head#" + next(iter(plan.seen[idle].namespaces))]
     assert left[0]["h"]["S"].startswith("~")  # the tombstone
-    assert objects_of(clients, saver.store.thread_prefix(idle)) == []
+    assert objects_of(clients, owner_prefix(idle)) == []
     assert saver.get_tuple({"configurable": {"thread_id": "idle"}}) is None
     assert [
         s.values for s in active.get_state_history({"configurable": {"thread_id": "active"}})
@@ -654,7 +659,7 @@ def test_scan_reads_only_keys_stamps_and_heads(clients: Clients, counter: Reques
     # The sweep's cursor (none yet: this first sweep plans with the Scan), then the Scan.
     assert dict(counter.calls) == {"dynamodb.Query": 1, "dynamodb.Scan": SCAN_SEGMENTS}
     if BACKEND == "moto":
-        stamps = list(saver.store.deployment_stamps())
+        stamps = list(saver.store.scope.stamps())
         assert len(stamps) == 1 and stamps[0] and all(s.key.pk for s in stamps[0])
 
 

@@ -266,7 +266,7 @@ def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(
     graph = source(saver)
     before = history(graph, "src")
     store = saver.store
-    share = store.share
+    share = store.rewriter.share
 
     def delete_after_lending(src: str, dst: str, entries: Any) -> Any:
         plan = share(src, dst, entries)
@@ -281,7 +281,7 @@ def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(
         store.lend = then_delete  # type: ignore[method-assign]
         return plan
 
-    store.share = delete_after_lending  # type: ignore[method-assign]
+    store.rewriter.share = delete_after_lending  # type: ignore[method-assign]
     with pytest.raises(ConcurrentUpdateError):
         saver.copy_thread("src", "dst")
     assert before
@@ -291,7 +291,7 @@ def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(
 
 
 def _records(saver: S3DynamoSaver, tid: str) -> list[Any]:
-    return saver.store.thread_records(tid)
+    return saver.store.finder.thread_records(tid)
 
 
 def test_a_table_writer_cannot_point_a_thread_at_another_threads_objects(
@@ -301,7 +301,9 @@ def test_a_table_writer_cannot_point_a_thread_at_another_threads_objects(
     say(graph, "other", "a thread that shares nothing")
     before = history(graph, "other")
     src_name = saver.store.namer.thread("src")
-    theirs = sorted(o.key.rpartition("/")[2] for o in saver.store.thread_objects(src_name))
+    theirs = sorted(
+        o.key.rpartition("/")[2] for o in saver.store.engine.objects.list_owner(src_name)
+    )
     # Every checkpoint of "other" made to name every object of "src", as a copy's would:
     # what a thread shares its sealed body says, so the names alone change nothing.
     forged = []
@@ -339,7 +341,7 @@ def test_a_table_writer_cannot_swap_a_copys_shared_write(saver: S3DynamoSaver) -
     src_name = saver.store.namer.thread("src")
     other = next(
         o.key
-        for o in saver.store.thread_objects(src_name)
+        for o in saver.store.engine.objects.list_owner(src_name)
         if not leaf.endswith(o.key.rpartition("/")[2])
     )
     w.writes[idx] = f"{other}.{tag}"

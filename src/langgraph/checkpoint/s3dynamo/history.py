@@ -77,7 +77,7 @@ def delta_channel_history(
         children); a walk that finds kept skeletons down to its seed reads nothing."""
         nonlocal pages
         if pages is None:
-            pages = store.namespace_records(tid, ns, upper_id=wanted)
+            pages = store.finder.namespace_records(tid, ns, upper_id=wanted)
         for rec in pages:
             if isinstance(rec, WritesRecord):
                 writes.setdefault(rec.checkpoint_id, []).append(rec)
@@ -92,12 +92,14 @@ def delta_channel_history(
     def skeleton(at: str) -> Skeleton | None:
         """The opened checkpoint `at`, kept or read; kept only as an ancestor, whose
         writes are all in (see `Skeleton`)."""
-        kept = store.skeleton(tid, ns, at)
+        kept = store.decoder.skeleton(tid, ns, at)
         if kept is not None:
             return kept
         if at not in records and not load(at):
             return None
-        return store.skeleton_of(store.walk(Entry(tid, ns, records[at], writes.get(at, []))))
+        return store.decoder.skeleton_of(
+            store.walker.walk(Entry(tid, ns, records[at], writes.get(at, [])))
+        )
 
     if cid is None:
         if not load(None):
@@ -116,7 +118,7 @@ def delta_channel_history(
         link = skeleton(cursor)
         if link is None:
             break
-        store.keep_skeleton(tid, ns, cursor, link)
+        store.decoder.keep_skeleton(tid, ns, cursor, link)
         # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
         for kw in link.writes:
             if kw.channel is None:
@@ -139,10 +141,10 @@ def delta_channel_history(
     for found in collected.values():
         needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
     needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
-    fetched = store.fetch_objects(needed) if needed else {}
+    fetched = store.engine.objects.fetch(needed) if needed else {}
     for b in bundles:
         bundle_at = CheckpointAt(tid, ns, b.at)
-        bundled = store.bundle_writes(bundle_at, b.task_id, b.key, fetched, b.owner)
+        bundled = store.walker.bundle_writes(bundle_at, b.task_id, b.key, fetched, b.owner)
         for idx, (channel, data) in bundled.items():
             if channel in b.channels:
                 order = writes_sort_key(b.task_path, b.task_id, idx)
@@ -157,12 +159,12 @@ def delta_channel_history(
             if typed is None:
                 blob = fetched[source or ""]
                 where = CheckpointAt(tid, ns, at)
-                _, typed = store.write_blob_data(where, task_id, idx, blob, owner)
+                _, typed = store.walker.write_blob_data(where, task_id, idx, blob, owner)
             pending.append((task_id, channel, codec.load(typed)))
         entry_out: DeltaChannelHistory = {"writes": pending}
         if channel in seeds:
             seed = seeds[channel]
-            opened = store.value_data(CheckpointAt(tid, ns, seed.at), seed.value, fetched)
+            opened = store.walker.value_data(CheckpointAt(tid, ns, seed.at), seed.value, fetched)
             entry_out["seed"] = codec.load(opened)
         result[channel] = entry_out
     return result

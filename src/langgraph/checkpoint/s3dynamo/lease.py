@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Protocol
 
-from langgraph.checkpoint.s3dynamo import backoff, telemetry
+from langgraph.checkpoint.s3dynamo import backoff, records, telemetry
 from langgraph.checkpoint.s3dynamo.backoff import Backoff
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
@@ -187,7 +187,7 @@ def _timeout(tid: str, wait: float, bounded: bool) -> LeaseTimeoutError:
 
 
 def lease_key(store: ThreadStore, tid: str) -> ItemKey:
-    return store.lease_key(store.namer.thread(tid))
+    return records.lease_key(store.namer.thread(tid))
 
 
 class _Plan:

@@ -307,7 +307,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         # serialized: a value that cannot be stored writes nothing, not even the record.
         first = (lambda: self.parts.deployment.verify(write=True)) if parent_id is None else None
         with guarded(self.parts.deployment):  # a missing table: in another region?
-            cid = self.store.commit(
+            cid = self.store.committer.commit_checkpoint(
                 tid, ns, parent_id, checkpoint, shaped, new_versions, before_write=first
             )
         return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
@@ -330,7 +330,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
             what = f"{at.what}: the writes of task {task_id!r}"
             refuse_copied_metadata(config, what, _sealed_size(self, at))
-            self.store.commit_writes(tid, ns, cid, task_id, task_path, writes)
+            self.store.committer.commit_writes(tid, ns, cid, task_id, task_path, writes)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Fetch the latest checkpoint of a namespace, or one by `checkpoint_id`:
@@ -342,7 +342,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
         def read() -> Entry | None:
-            return self.store.by_id(tid, ns, cid) if cid else self.store.latest(tid, ns)
+            return (
+                self.store.finder.read_checkpoint(tid, ns, cid)
+                if cid
+                else self.store.finder.read_latest(tid, ns)
+            )
 
         with guarded(self.parts.deployment):
             if self.parts.control.loaded:
@@ -364,7 +368,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def _loaded(self, tid: str, ns: str, cid: str | None, found: CheckpointTuple | None) -> None:
         """Tell run detection what this run continues: the latest it got, or nothing."""
         latest = None if cid else (found.checkpoint["id"] if found else runs.EMPTY)
-        self.store.loaded(tid, ns, latest)
+        self.store.handoff.loaded(tid, ns, latest)
 
     def _listed(self, config: RunnableConfig | None) -> None:
         """A listing loads by position: what it shows is not continued as the latest
@@ -373,9 +377,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             return
         tid, ns, _ = target(config, namespace_optional=True)
         if ns is None:
-            self.store.loaded_thread(tid)
+            self.store.handoff.loaded_thread(tid)
         else:
-            self.store.loaded(tid, ns, None)
+            self.store.handoff.loaded(tid, ns, None)
 
     def list(
         self,
@@ -401,20 +405,20 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             entries: Iterable[Entry]
             if config is None:
                 skipped: list[Skipped] = []
-                entries = self.store.all_entries(before_id, skipped=skipped)
+                entries = self.store.finder.all_entries(before_id, skipped=skipped)
                 self.ops.last_skipped = skipped
                 warn_skipped("list(None)", skipped)
             else:
                 tid, ns, cid = target(config, namespace_optional=True)
                 if cid is not None:
-                    one = self.store.by_id(tid, ns or "", cid)
+                    one = self.store.finder.read_checkpoint(tid, ns or "", cid)
                     entries = [one] if one and (before_id is None or cid < before_id) else []
                 elif ns is None:
-                    entries = self.store.thread_entries(tid, before_id)
+                    entries = self.store.finder.thread_entries(tid, before_id)
                 else:
-                    entries = self.store.namespace_entries(tid, ns, before_id)
+                    entries = self.store.finder.namespace_entries(tid, ns, before_id)
             found = False
-            for item in self.store.tuples(entries, filter, limit):
+            for item in self.store.decoder.tuples(entries, filter, limit):
                 found = True
                 yield item
         if not found and not filter and before_id is None:

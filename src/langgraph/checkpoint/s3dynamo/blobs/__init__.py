@@ -20,7 +20,7 @@ docs/RELIABILITY.md, "Garbage collection: the upload journal").
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
@@ -30,7 +30,6 @@ from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.blobs.placement import InlineBudget
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
 from langgraph.checkpoint.s3dynamo.table import Delete, Item, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -179,33 +178,8 @@ class BlobEngine:
 
     # ------------------------------------------------------------ reading
 
-    def fetch(self, needed: Mapping[str, str], *, cached: bool = True) -> dict[str, bytes]:
-        """Object bodies in one wave; `needed` maps each key to what needs it (named if
-        it is gone); from the cache unless `cached` is False."""
-        return self.objects.fetch(needed, cached=cached)
-
-    def cached(self, key: str) -> bytes | None:
-        return self.objects.cached(key)
-
     # ------------------------------------------------------------ removing
-
-    def delete(self, keys: Sequence[str]) -> None:
-        """Delete objects nothing references any more (their owner's items are gone)."""
-        self.objects.delete(keys)
-
-    def delete_unchanged(self, objects: Sequence[ObjectInfo]) -> list[str]:
-        """Delete objects each only while unchanged since listed; the keys deleted."""
-        return self.objects.delete_unchanged(objects)
-
-    def list_owner(self, owner: str) -> list[ObjectInfo]:
-        return self.objects.list_owner(owner)
-
-    def stat(self, keys: Sequence[str]) -> list[ObjectInfo | None]:
-        return self.objects.stat(keys)
 
     def expired_intents(self, before_ms: int) -> list[UploadIntent]:
         """The deployment's intents written before `before_ms` (one Query per shard)."""
         return self.journal.expired(self.prefix, before_ms)
-
-    def close_intents(self, keys: Sequence[ItemKey]) -> None:
-        self.journal.close(keys)

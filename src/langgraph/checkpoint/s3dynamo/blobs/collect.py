@@ -45,13 +45,13 @@ def sweep(
     were deleted."""
     old = [
         o
-        for o in engine.list_owner(owner)
+        for o in engine.objects.list_owner(owner)
         if (planned is None or o.key in planned) and o.modified < cutoff
     ]
     if not old:
         return 0
     doomed = unreferenced(old, owner, live_of(owner) or set(), cutoff)
-    return len(engine.delete_unchanged(doomed)) if doomed else 0
+    return len(engine.objects.delete_unchanged(doomed)) if doomed else 0
 
 
 def by_owner(intents: Iterable[UploadIntent]) -> dict[str, list[UploadIntent]]:
@@ -72,7 +72,7 @@ def examine(
     absent), the leaves the owner's items reference (read after the HEADs, and only if a
     key is old enough to go), and the old unreferenced keys."""
     keys = sorted({k for i in intents for k in i.object_keys})
-    found = dict(zip(keys, engine.stat(keys), strict=True))
+    found = dict(zip(keys, engine.objects.stat(keys), strict=True))
     old = [o for o in found.values() if o is not None and o.modified < cutoff]
     if not old:
         return found, set(), []
@@ -93,7 +93,7 @@ def settle(
     all settled: gone, deleted, or referenced). An intent naming a key that is young
     again or changed stays for the next run."""
     found, live, doomed = examine(engine, owner, intents, live_of, cutoff)
-    gone = set(engine.delete_unchanged(doomed)) if doomed else set()
+    gone = set(engine.objects.delete_unchanged(doomed)) if doomed else set()
     start = len(owner_prefix(owner))
     settled = {
         key for key, info in found.items() if info is None or key in gone or key[start:] in live

@@ -196,7 +196,7 @@ class Space:
     def forget(self, gone: format.Gone) -> None:
         """Clean what deleted items leave (`format.gone`): their objects, then each
         partition's search entries (one batch each, in one wave)."""
-        self.engine.delete(gone.objects)
+        self.engine.objects.delete(gone.objects)
         parallel(lambda pk: self.engine.batch(*gone.indexes[pk]), sorted(gone.indexes))
 
     def clear(self, namespaces: Iterable[Namespace] | None) -> int:
@@ -366,7 +366,7 @@ class Space:
     def open(self, rows: Sequence[tuple[Namespace, MemoryRow]]) -> list[Found]:
         """Open items: large values in one wave, through the engine's cache (objects
         never change)."""
-        fetched = self.engine.fetch(
+        fetched = self.engine.objects.fetch(
             {
                 object_key(r.key.pk, r.leaf): self.what(ns)
                 for ns, r in rows

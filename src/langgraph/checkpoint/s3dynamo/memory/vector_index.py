@@ -188,7 +188,7 @@ class VectorIndex:
         keys = [object_key(pk, leaf) for leaf in leaves]
         opened = {k: hit[0] for k in keys if (hit := engine.opened.get(k)) is not None}
         missing = [k for k in keys if k not in opened]
-        bodies = engine.fetch({k: f"vector segment of {namespace!r}" for k in missing})
+        bodies = engine.objects.fetch({k: f"vector segment of {namespace!r}" for k in missing})
         for leaf, key in zip(leaves, keys, strict=True):
             if key in bodies:
                 data = self._open(namespace, "segment", leaf, bodies[key])

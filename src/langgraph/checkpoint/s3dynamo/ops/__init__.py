@@ -128,7 +128,7 @@ class Operations:
         (a wrong naming secret finds nothing) before it is called unknown."""
         tid = thread_id_of(thread_id)
         with guarded(self.parts.deployment):
-            entries = self.store.thread_entries(tid)
+            entries = self.store.finder.thread_entries(tid)
         if not entries:
             self.parts.deployment.verify(write=False)
             raise ThreadNotFoundError(
@@ -222,7 +222,7 @@ class Operations:
 
         def live_of(owner: str) -> set[str] | None:
             # An intent names a thread's objects, or a Store or cache namespace's.
-            return memory(owner) if is_memory_pk(owner) else self.store.live_leaves(owner)
+            return memory(owner) if is_memory_pk(owner) else self.store.finder.live_leaves(owner)
 
         plan = gc.plan_incremental_gc(self.store, live_of, grace=grace, now=now)
         log.info(

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import collect
-from langgraph.checkpoint.s3dynamo.layout import object_scope, split_object_key
+from langgraph.checkpoint.s3dynamo.layout import object_scope, owner_prefix, split_object_key
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
@@ -86,7 +86,7 @@ class GcPlan(_Candidates):
         cutoff = (now or datetime.now(timezone.utc)) - self.grace
         store = self.store
         return sum(
-            collect.sweep(store.engine, name, store.live_leaves, cutoff, set(keys))
+            collect.sweep(store.engine, name, store.finder.live_leaves, cutoff, set(keys))
             for name, keys in self.candidates.items()
         )
 
@@ -108,12 +108,12 @@ def plan_gc(
     else:
         names = [store.namer.thread(str(tid)) for tid in thread_ids]
         by_thread = {name: [] for name in names}
-        listed = (o for name in names for o in store.thread_objects(name))
+        listed = (o for name in names for o in store.engine.objects.list_owner(name))
     for obj in listed:
         parts = split_object_key(store.prefix, obj.key)
         if parts is None:
             plan.foreign += 1
-            store.note_passed(object_scope(obj.key))
+            store.scope.note(object_scope(obj.key))
             continue
         by_thread.setdefault(parts[0], []).append(obj)
     # At the bucket root, a thread name with no record here may be another deployment's.
@@ -122,7 +122,7 @@ def plan_gc(
         if not objs:
             continue
         before = len(plan.skipped)
-        live = store.live_leaves(thread_name, plan.skipped if thread_ids is None else None)
+        live = store.finder.live_leaves(thread_name, plan.skipped if thread_ids is None else None)
         if len(plan.skipped) > before:
             continue
         if live is None:
@@ -130,7 +130,7 @@ def plan_gc(
                 plan.unindexed += len(objs)
                 continue
             live = set()
-        prefix = store.thread_prefix(thread_name)
+        prefix = owner_prefix(thread_name)
         for obj in objs:
             if obj.key[len(prefix) :] not in live and obj.modified < cutoff:
                 plan.candidates.setdefault(thread_name, []).append(obj.key)
@@ -178,7 +178,7 @@ class IncrementalGcPlan(_Candidates):
             gone, done = collect.settle(engine, owner, intents, self.live_of, cutoff)
             deleted += gone
             settled += [i.key for i in done]
-        self.store.close_intents(settled)
+        self.store.engine.journal.close(settled)
         return deleted
 
 
@@ -197,8 +197,8 @@ def plan_incremental_gc(
     the bucket. Nothing is deleted: this is the dry run."""
     at = now or datetime.now(timezone.utc)
     cutoff = at - grace
-    intents = store.expired_intents(int(cutoff.timestamp() * 1000))
-    live_of = live_of or store.live_leaves
+    intents = store.engine.expired_intents(int(cutoff.timestamp() * 1000))
+    live_of = live_of or store.finder.live_leaves
     plan = IncrementalGcPlan(store, live_of, grace, intents)
     engine = store.engine
     for owner, group in collect.by_owner(intents).items():

@@ -23,7 +23,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     PlaintextRefusedError,
 )
-from langgraph.checkpoint.s3dynamo.layout import split_object_key
+from langgraph.checkpoint.s3dynamo.layout import owner_prefix, split_object_key
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
@@ -80,8 +80,8 @@ class ThreadsReport:
 
 def threads(store: ThreadStore) -> ThreadsReport:
     """One scan of the table: each thread's checkpoints, namespaces and latest step."""
-    records = (r for r in store.deployment_records() if isinstance(r, CheckpointRecord))
-    grouped = store.pair(records)
+    records = (r for r in store.scope.records() if isinstance(r, CheckpointRecord))
+    grouped = store.finder.pair(records)
     counts: dict[str, int] = {}
     namespaces: dict[str, set[str]] = {}
     latest: dict[str, Entry] = {}
@@ -96,8 +96,8 @@ def threads(store: ThreadStore) -> ThreadsReport:
     for tid, e in latest.items():
         step, ts = None, None
         with contextlib.suppress(IntegrityError):  # `verify` reports it; the listing goes on
-            step = (store.open_metadata(e) or {}).get("step")
-            ts = store.open_body(e).get("ts")
+            step = (store.walker.open_metadata(e) or {}).get("step")
+            ts = store.walker.open_body(e).get("ts")
         rows.append(
             ThreadSummary(tid, counts[tid], len(namespaces[tid]), e.checkpoint_id, step, ts)
         )
@@ -125,15 +125,15 @@ def history(store: ThreadStore, entries: Sequence[Entry]) -> list[HistoryItem]:
     """Decode a thread's entries (newest first) with their sizes."""
     if not entries:
         return []
-    sizes = {o.key: o.size for o in store.thread_objects(entries[0].record.pk)}
+    sizes = {o.key: o.size for o in store.engine.objects.list_owner(entries[0].record.pk)}
     by_id = {(e.ns, e.checkpoint_id): e for e in entries}
     size = store.item_size
     out = []
-    for e, t in zip(entries, store.tuples(entries, None, None), strict=True):
+    for e, t in zip(entries, store.decoder.tuples(entries, None, None), strict=True):
         parent_id = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
-        own = set(store.referenced_keys([e]))
+        own = set(store.finder.referenced_keys([e]))
         parent = by_id.get((e.ns, parent_id)) if parent_id else None
-        inherited = set(store.referenced_keys([parent])) if parent else set()
+        inherited = set(store.finder.referenced_keys([parent])) if parent else set()
         items = size(e.record) + sum(size(w) for w in e.writes)
         out.append(
             HistoryItem(
@@ -213,12 +213,14 @@ def scope(store: ThreadStore, thread_id: str | None) -> tuple[list[Record], list
     """The records and objects of one thread (with those it shares of other threads, as
     a copy), or of the whole deployment."""
     if thread_id is None:
-        return list(store.deployment_records()), list(store.deployment_objects())
+        return list(store.scope.records()), list(store.deployment_objects())
     name = store.namer.thread(thread_id)
-    records, objects = store.thread_records(thread_id), store.thread_objects(name)
+    records, objects = store.finder.thread_records(thread_id), store.engine.objects.list_owner(name)
     for lender, leaves in sorted(shared_leaves(records).items()):
-        prefix = store.thread_prefix(lender)
-        objects += [o for o in store.thread_objects(lender) if o.key[len(prefix) :] in leaves]
+        prefix = owner_prefix(lender)
+        objects += [
+            o for o in store.engine.objects.list_owner(lender) if o.key[len(prefix) :] in leaves
+        ]
     return records, objects
 
 
@@ -228,7 +230,7 @@ def stats(
     """Sizes, compression and reuse, by channel, of one thread or the whole deployment."""
     records, listed = scope(store, thread_id)
     objects = [o for o in listed if split_object_key(store.prefix, o.key)]
-    entries = store.pair(records).entries
+    entries = store.finder.pair(records).entries
     by_thread = _by_thread(entries)
     sizes = {o.key: o.size for o in objects}
     channels: dict[str, ChannelStats] = {}
@@ -236,18 +238,18 @@ def stats(
     referenced: set[str] = set()
     progress(0, len(by_thread))
     for done, (tid, thread_entries) in enumerate(by_thread.items(), 1):
-        keys = store.referenced_keys(thread_entries)
+        keys = store.finder.referenced_keys(thread_entries)
         referenced |= set(keys)
-        fetched = store.fetch_objects({k: w for k, w in keys.items() if k in sizes})
+        fetched = store.engine.objects.fetch({k: w for k, w in keys.items() if k in sizes})
         for e in thread_entries:
-            blobs = store.walk(e)
+            blobs = store.walker.walk(e)
             bases: dict[str, tuple[str, bytes]] = {}
             for v in blobs.values:
                 c = channels.setdefault(v.channel, ChannelStats())
                 present = v.blob is not None or v.key in fetched
                 if v.base is not None and v.base[1] not in fetched:
                     present = False
-                logical = len(store.value_data(e, v, fetched, bases)[1]) if present else 0
+                logical = len(store.walker.value_data(e, v, fetched, bases)[1]) if present else 0
                 c.references += 1
                 c.referenced_logical_bytes += logical
                 ident = (tid, e.ns, v.channel, v.version)
@@ -267,7 +269,7 @@ def stats(
             )
             for sealed, inline in _write_blobs(store, blobs, fetched):
                 assert pending is not None
-                logical = len(store.write_blob_data(e, *sealed)[1][1])
+                logical = len(store.walker.write_blob_data(e, *sealed)[1][1])
                 pending.values += 1
                 pending.references += 1
                 pending.stored_bytes += len(sealed[2])
@@ -302,7 +304,7 @@ def _write_blobs(
             out.append(((w.task_id, w.idx, blob, w.owner), w.blob is not None))
     for b in blobs.bundles:
         if b.key in fetched:
-            for idx, blob in store.bundle_blobs(blobs.entry, b.key, fetched).items():
+            for idx, blob in store.walker.bundle_blobs(blobs.entry, b.key, fetched).items():
                 out.append(((b.task_id, idx, blob, b.owner), False))
     return out
 
@@ -382,7 +384,7 @@ def verify(
     listed = {o.key: o for o in objects if split_object_key(store.prefix, o.key)}
     report = VerifyReport(thread_id)
     report.checked.update(items=len(records), objects=len(listed))
-    grouped = store.pair(records)
+    grouped = store.finder.pair(records)
     for rec, exc in grouped.unopened:
         report.checked["blobs"] += 1
         report.problem(
@@ -423,7 +425,7 @@ def verify(
         if leaf not in live.get(thread_name, set()) and thread_name not in loans_read:
             # Lent to a copy outside what was read: the loans say (read once a thread).
             loans_read.add(thread_name)
-            live.setdefault(thread_name, set()).update(store.lent_leaves(thread_name))
+            live.setdefault(thread_name, set()).update(store.finder.lent_leaves(thread_name))
         if leaf not in live.get(thread_name, set()):
             age = int((now - info.modified).total_seconds())
             report.problem(
@@ -448,15 +450,15 @@ def _verify_thread(
     """Open every blob of one thread's entries; objects are fetched in one wave and each
     opened once, however many checkpoints reference it."""
     attempt = report.attempt
-    keys = store.referenced_keys(entries)
+    keys = store.finder.referenced_keys(entries)
     present = {k: w for k, w in keys.items() if k in listed}
     try:
-        fetched = store.fetch_objects(present, cached=False)  # the bucket, not a cache
+        fetched = store.engine.objects.fetch(present, cached=False)  # the bucket, not a cache
     except ObjectNotFoundError:  # deleted since the listing: fetch one by one
         fetched = {}
         for k in present:
             with contextlib.suppress(ObjectNotFoundError):
-                fetched.update(store.fetch_objects({k: present[k]}, cached=False))
+                fetched.update(store.engine.objects.fetch({k: present[k]}, cached=False))
     done: set[str] = set()
 
     def object_blob(key: str, e: Entry) -> bytes | None:
@@ -470,18 +472,18 @@ def _verify_thread(
 
     for e in entries:
         label = item_label(e.record.key)
-        body = attempt("item", label, e, store.open_body, e)
+        body = attempt("item", label, e, store.walker.open_body, e)
         if body is None:
             continue
-        attempt("item", label, e, store.open_metadata, e)
+        attempt("item", label, e, store.walker.open_metadata, e)
         tasks: dict[str, tuple[str, str]] = {}
         for w in e.writes:
-            task = attempt("item", item_label(w.key), e, store.open_task, w, e.what)
+            task = attempt("item", item_label(w.key), e, store.walker.open_task, w, e.what)
             if task is not None:
                 tasks[w.sk] = task
         opened = Entry(e.tid, e.ns, e.record, [w for w in e.writes if w.sk in tasks], e.metadata)
         try:
-            blobs = store.walk(opened, body, tasks)
+            blobs = store.walker.walk(opened, body, tasks)
         except IntegrityError as exc:
             report.problem("tampered", "item", label, e, f"{type(exc).__name__}: {exc}")
             continue
@@ -500,30 +502,45 @@ def _verify_thread(
                 if object_blob(base_key, e) is None:
                     continue
                 bases: dict[str, tuple[str, bytes]] = {}
-                if attempt("object", base_key, e, store.value_data, e, base, fetched) is None:
+                if (
+                    attempt("object", base_key, e, store.walker.value_data, e, base, fetched)
+                    is None
+                ):
                     continue
-                attempt("item", label, e, store.value_data, e, v, fetched, bases)
+                attempt("item", label, e, store.walker.value_data, e, v, fetched, bases)
                 continue
             if v.blob is not None:
-                attempt("item", label, e, store.value_data, e, v, fetched)
+                attempt("item", label, e, store.walker.value_data, e, v, fetched)
                 continue
             key = v.key or ""
             if key in done or object_blob(key, e) is None:
                 continue
             done.add(key)
-            attempt("object", key, e, store.value_data, e, v, fetched)
+            attempt("object", key, e, store.walker.value_data, e, v, fetched)
         for wb in blobs.writes:
             if wb.blob is not None:
-                attempt("item", item_label(wb.record.key), e, store.write_data, e, wb, fetched)
+                attempt(
+                    "item", item_label(wb.record.key), e, store.walker.write_data, e, wb, fetched
+                )
             elif object_blob(wb.key or "", e) is not None:
-                attempt("object", wb.key or "", e, store.write_data, e, wb, fetched)
+                attempt("object", wb.key or "", e, store.walker.write_data, e, wb, fetched)
         for b in blobs.bundles:
             if object_blob(b.key, e) is None:
                 continue
             try:
-                parts = store.bundle_blobs(e, b.key, fetched)
+                parts = store.walker.bundle_blobs(e, b.key, fetched)
             except IntegrityError as exc:
                 report.problem("tampered", "object", b.key, e, f"writes bundle: {exc}")
                 continue
             for idx, blob in parts.items():
-                attempt("object", b.key, e, store.write_blob_data, e, b.task_id, idx, blob, b.owner)
+                attempt(
+                    "object",
+                    b.key,
+                    e,
+                    store.walker.write_blob_data,
+                    e,
+                    b.task_id,
+                    idx,
+                    blob,
+                    b.owner,
+                )

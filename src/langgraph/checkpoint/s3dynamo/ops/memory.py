@@ -165,7 +165,7 @@ def _namespace_stats(
     pk = space.pk(namespace)
     rows = space.reads.items(pk)
     leaves = {object_key(pk, leaf) for leaf in space.live_leaves(pk) or ()}
-    listed = space.engine.list_owner(pk) if leaves else []
+    listed = space.engine.objects.list_owner(pk) if leaves else []
     sizes = [o.size for o in listed if o.key in leaves]
     expired = sum(1 for r in rows if not space.live(r, now_ms))
     return len(rows), expired, sum(len(r.blob or b"") for r in rows), len(sizes), sum(sizes)
@@ -352,7 +352,7 @@ def _reseal_namespace(space: Space, found: tuple[tuple[str, ...], DirectoryEntry
         needed.update(
             {object_key(pk, leaf): f"vector segment of {namespace!r}" for leaf in item.leaves}
         )
-    bodies = space.engine.fetch(needed, cached=False)
+    bodies = space.engine.objects.fetch(needed, cached=False)
     stored = format.Stored(space.space, namespace, pk, entry, rows, index, bodies)
     plan = format.resealed(stored, space.sealer)
     written = space.engine.write(plan)

@@ -179,7 +179,7 @@ def read_thread(source: BaseCheckpointSaver[Any], tid: str) -> list[CheckpointTu
 
 def present(store: ThreadStore, tid: str) -> set[tuple[str, str]]:
     """(namespace, checkpoint id) of every checkpoint the thread has here."""
-    return {(e.ns, e.checkpoint_id) for e in store.thread_entries(tid)}
+    return {(e.ns, e.checkpoint_id) for e in store.finder.thread_entries(tid)}
 
 
 def parents_first(tuples: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
@@ -217,8 +217,8 @@ def import_thread(
     tid = thread.thread_id
     tuples = read_thread(source, tid)
     name = store.namer.thread(tid)
-    records, marks = store.partition_items(name)
-    here = {(e.ns, e.checkpoint_id) for e in store.group(records, known_tid=tid)}
+    records, marks = store.finder.partition_items(name)
+    here = {(e.ns, e.checkpoint_id) for e in store.finder.group(records, known_tid=tid)}
     importing = {m.key for m in marks if m.operation == "copy"}
     todo = [t for t in parents_first(tuples) if _key(t) not in here]
     if not todo and not importing:
@@ -237,13 +237,13 @@ def import_thread(
             for ns_name in sorted({store.namer.namespace(tid, _key(t)[0]) for t in todo})
         ]
     )
-    store.hide(hiding)
+    store.deleter.hide(hiding)
     tuples = [t._replace(checkpoint=text_versions(t.checkpoint)) for t in tuples]
     todo = [t._replace(checkpoint=text_versions(t.checkpoint)) for t in todo]
     for t in todo:
         ns, cid = _key(t)
         for task_id, task_path, writes in _tasks(t.pending_writes or []):
-            store.commit_writes(tid, ns, cid, task_id, task_path, writes)
+            store.committer.commit_writes(tid, ns, cid, task_id, task_path, writes)
             thread.writes_copied += len(writes)
     versions_of = {_key(t): dict(t.checkpoint.get("channel_versions", {})) for t in tuples}
     for t in todo:
@@ -258,9 +258,11 @@ def import_thread(
         new_versions = {
             ch: v for ch, v in versions.items() if parent_versions.get(ch) != v or ch not in values
         }
-        store.commit(tid, ns, parent_id, t.checkpoint, t.metadata, new_versions)
+        store.committer.commit_checkpoint(
+            tid, ns, parent_id, t.checkpoint, t.metadata, new_versions
+        )
         thread.copied += 1
-    store.unhide(importing | {m.key for m in hiding}, last=store.namer.namespace(tid, ""))
+    store.deleter.unhide(importing | {m.key for m in hiding}, last=store.namer.namespace(tid, ""))
 
 
 def text_versions(checkpoint: Checkpoint) -> Checkpoint:

@@ -79,11 +79,11 @@ def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> Reen
     sealer = store.sealer
     skipped: list[Skipped] = []
     if thread_ids is None:
-        records: list[Record] = list(store.deployment_records())
-        tids = sorted({e.tid for e in store.group(records, skipped=skipped)})
+        records: list[Record] = list(store.scope.records())
+        tids = sorted({e.tid for e in store.finder.group(records, skipped=skipped)})
     else:
         tids = list(thread_ids)
-        records = [r for tid in tids for r in store.thread_records(tid)]
+        records = [r for tid in tids for r in store.finder.thread_records(tid)]
     by_key: dict[str, int] = {}
     for r in records:
         for b in held_blobs(r):
@@ -97,9 +97,9 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
     """Re-seal one thread's stale blobs; returns how many. With `skipped` (table-wide), a
     thread that does not open is listed there instead of raising."""
     for _ in tries(CONFLICT_ATTEMPTS):
-        entries = store.thread_entries(tid)
+        entries = store.finder.thread_entries(tid)
         try:
-            plan = store.rewrite(tid, entries)
+            plan = store.rewriter.rewrite(tid, entries)
         except IntegrityError as exc:
             if skipped is None:
                 raise

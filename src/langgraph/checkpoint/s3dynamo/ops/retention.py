@@ -38,6 +38,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     is_mark_key,
     is_writes_key,
     mark_operation,
+    owner_prefix,
     owner_sk,
     parse_sk,
     thread_of,
@@ -45,7 +46,13 @@ from langgraph.checkpoint.s3dynamo.layout import (
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.ops.threads import kept_chains, release_unshared
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, Stamp
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    Stamp,
+    head_key,
+    lease_key,
+)
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS, parallel
 
@@ -279,24 +286,24 @@ class ExpiryPlan:
     def _prune(self, name: str) -> None:
         """keep_latest on one idle thread (docs/RELIABILITY.md, "Retention", steps 1 to 6)."""
         store = self.store
-        marker = store.head_key(name, PRUNING_HEAD)
+        marker = head_key(name, PRUNING_HEAD)
         held = self._acquire(name)  # 1.
         if held is None:
             return
         store.put_heads(name, {PRUNING_HEAD: str(store.now())})  # 2.
         # 3. and 4. read the same records: one consistent read serves both.
-        records, marks = store.partition_items(name, consistent=True)
+        records, marks = store.finder.partition_items(name, consistent=True)
         stamps = (Stamp(r.key, r.written_at) for r in records)
         if any(t >= self.cutoff for t in (stamp_time(s) for s in stamps) if t is not None):
-            store.delete_control([marker])
+            store.engine.batch(deletes=[marker])
             store.release_lease(held)
             with self._lock:
                 self.revived.append(name)
             return
         try:
-            entries = store.group(records)
+            entries = store.finder.group(records)
         except IntegrityError as exc:
-            store.delete_control([marker])
+            store.engine.batch(deletes=[marker])
             store.release_lease(held)
             refs = [r.thread_ref for r in records if isinstance(r, CheckpointRecord)]
             key_id = store.sealer.key_id_of(refs[0]) if refs else None
@@ -307,21 +314,21 @@ class ExpiryPlan:
         kept = [e.record.key for chain in chains.values() for e in chain]
         kept_sks = {k.sk for k in kept}
         doomed = [r.key for r in records if owner_sk(r.sk) not in kept_sks]
-        hiding = store.delete_marks(name, doomed, keep=kept) if doomed else []
-        store.hide(hiding)
-        store.delete_records(doomed)
+        hiding = store.deleter.delete_marks(name, doomed, keep=kept) if doomed else []
+        store.deleter.hide(hiding)
+        store.deleter.delete_records(doomed)
         cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)  # 5.
-        prefix = store.thread_prefix(name)
-        old = [o for o in store.thread_objects(name) if o.modified < cutoff]
-        live = (store.live_leaves(name) or set()) if old else set()
-        deleted = store.delete_unchanged_objects(
+        prefix = owner_prefix(name)
+        old = [o for o in store.engine.objects.list_owner(name) if o.modified < cutoff]
+        live = (store.finder.live_leaves(name) or set()) if old else set()
+        deleted = store.engine.objects.delete_unchanged(
             [o for o in old if o.key[len(prefix) :] not in live]
         )
         release_unshared(store, name, records, [r for r in records if owner_sk(r.sk) in kept_sks])
-        store.unhide(  # 6.
+        store.deleter.unhide(  # 6.
             {m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"}
         )
-        store.delete_control([marker, held.key])
+        store.engine.batch(deletes=[marker, held.key])
         store.forget()
         with self._lock:
             self.pruned.append(name)
@@ -331,7 +338,7 @@ class ExpiryPlan:
     def _remove(self, name: str) -> None:
         store, seen = self.store, self.seen[name]
         idle = name in self.idle
-        lease_key = store.lease_key(name)
+        lease = lease_key(name)
         # 1. The thread's lease.
         held = store.acquire_lease(
             name,
@@ -354,37 +361,39 @@ class ExpiryPlan:
         times = [t for t in (stamp_time(s) for s in records) if t is not None]
         if (records and not idle) or any(t >= self.cutoff for t in times):
             if idle:
-                store.delete_control([store.head_key(name, ns) for ns in heads])
+                store.engine.batch(deletes=[head_key(name, ns) for ns in heads])
             store.release_lease(held)
             with self._lock:
                 self.revived.append(name)
             return
         # 4. Marks hiding every record, then the records in full batches.
         keys = [s.key for s in records]
-        hiding = store.delete_marks(name, keys) if keys else []
-        store.hide(hiding)
-        store.delete_records(keys)
+        hiding = store.deleter.delete_marks(name, keys) if keys else []
+        store.deleter.hide(hiding)
+        store.deleter.delete_records(keys)
         # 5. Objects written before the cutoff, each only while unchanged, but those
         # lent to a copy (the loans read after the marks); then the loans this thread
         # had of others' objects, as a copy, end.
         cutoff = datetime.fromtimestamp(self.cutoff, timezone.utc)
-        old = [o for o in store.thread_objects(name) if o.modified < cutoff]
+        old = [o for o in store.engine.objects.list_owner(name) if o.modified < cutoff]
         if old:
-            lent = store.lent_leaves(name)
-            prefix = store.thread_prefix(name)
+            lent = store.finder.lent_leaves(name)
+            prefix = owner_prefix(name)
             old = [o for o in old if o.key[len(prefix) :] not in lent]
-        deleted = store.delete_unchanged_objects(old)
+        deleted = store.engine.objects.delete_unchanged(old)
         for lender in sorted(seen.borrowed):
-            store.release(name, lender, set())
+            store.deleter.release(name, lender, set())
         # 6. Every mark (an interrupted operation's too), then the lease, live heads, and
         # tombstones older than the TTL.
-        store.unhide({m.key for m in hiding} | {s.key for s in stamps if is_mark_key(s.key.sk)})
+        store.deleter.unhide(
+            {m.key for m in hiding} | {s.key for s in stamps if is_mark_key(s.key.sk)}
+        )
         gone = [
-            store.head_key(name, ns)
+            head_key(name, ns)
             for ns, head in heads.items()
             if (tombstone_time(head) or 0) <= self.cutoff
         ]
-        store.delete_control([*gone, lease_key])
+        store.engine.batch(deletes=[*gone, lease])
         with self._lock:  # threads are removed in parallel
             self.removed.append(name)
             self.records_deleted += len(keys)
@@ -415,7 +424,7 @@ def plan_expiry(
     lock = threading.Lock()
 
     def scan(segment: int) -> bool:
-        for page in store.deployment_stamps(segment, segments, every=every):
+        for page in store.scope.stamps(segment, segments, every=every):
             if deadline is not None and time.monotonic() > deadline:
                 return False
             with lock:

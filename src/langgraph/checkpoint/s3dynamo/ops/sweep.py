@@ -44,7 +44,7 @@ from langgraph.checkpoint.s3dynamo.ops.retention import (
     judge,
     plan_expiry,
 )
-from langgraph.checkpoint.s3dynamo.records import ControlRecord, ItemKey
+from langgraph.checkpoint.s3dynamo.records import ControlRecord, ItemKey, head_key
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
@@ -128,7 +128,7 @@ def _move(
     if seen.indexed is not None and seen.indexed >= idle_day(seen.newest):
         return None
     live = sorted(ns for ns, head in seen.heads.items() if tombstone_time(head) is None)
-    key = store.head_key(name, live[0]) if live else seen.newest_key
+    key = head_key(name, live[0]) if live else seen.newest_key
     return key, idle_key(name, seen.newest)
 
 

@@ -35,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     is_mark_key,
     is_writes_key,
     mark_sk,
+    object_key,
     owner_sk,
     parse_sk,
 )
@@ -93,8 +94,8 @@ class DeletePlan:
 
 
 def plan_delete(store: ThreadStore, tid: str) -> DeletePlan:
-    keys = [k for k in store.thread_keys(tid) if not is_mark_key(k.sk)]
-    objects = store.thread_objects(store.namer.thread(tid))
+    keys = [k for k in store.finder.thread_keys(tid) if not is_mark_key(k.sk)]
+    objects = store.engine.objects.list_owner(store.namer.thread(tid))
     return DeletePlan(
         store,
         tid,
@@ -133,15 +134,15 @@ class CopyPlan:
 
 
 def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
-    entries = store.thread_entries(src)
+    entries = store.finder.thread_entries(src)
     return CopyPlan(
         store,
         src,
         dst,
         checkpoints=len(entries),
         items=len(entries) + sum(len(e.writes) for e in entries),
-        objects=len(store.referenced_keys(entries)),
-        target_checkpoints=len(store.thread_entries(dst)),
+        objects=len(store.finder.referenced_keys(entries)),
+        target_checkpoints=len(store.finder.thread_entries(dst)),
     )
 
 
@@ -175,13 +176,13 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     checkpoints it wrote. Why no shared object is lost: docs/RELIABILITY.md, "Copies
     share objects". A source with no checkpoints raises `ThreadNotFoundError`, once the
     marks an unfinished copy from it left are cleared."""
-    entries = store.thread_entries(src)
+    entries = store.finder.thread_entries(src)
     name = store.namer.thread(dst)
-    records, marks = store.partition_items(name) if src != dst else ([], [])
+    records, marks = store.finder.partition_items(name) if src != dst else ([], [])
     if src == dst and entries:
         raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
     present = {r.sk for r in records}
-    wanted = {(e.ns, e.checkpoint_id): store.rewritten_keys(dst, e) for e in entries}
+    wanted = {(e.ns, e.checkpoint_id): store.rewriter.target_keys(dst, e) for e in entries}
     if present:
         foreign = present.difference(*wanted.values())
         if foreign:
@@ -197,7 +198,7 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
     copying = {m.key for m in marks if m.operation == "copy"}
     if not entries:
-        store.unhide(copying, last=store.namer.namespace(dst, ""))
+        store.deleter.unhide(copying, last=store.namer.namespace(dst, ""))
         raise ThreadNotFoundError(
             f"copy_thread source {src!r} has no checkpoints in this deployment, so there is "
             "nothing to copy; check the thread id (`s3dynamo threads` lists them)"
@@ -210,12 +211,12 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     ]
     written: list[Record] = []
     if todo:
-        plan = store.share(src, dst, todo)
+        plan = store.rewriter.share(src, dst, todo)
         lend(store, src, name, [new for _, new in plan.records], todo)
-        store.hide(hiding)
+        store.deleter.hide(hiding)
         store.write_copy(dst, plan)
         written = [new for _, new in plan.records]
-    store.unhide(copying | {m.key for m in hiding}, last=store.namer.namespace(dst, ""))
+    store.deleter.unhide(copying | {m.key for m in hiding}, last=store.namer.namespace(dst, ""))
     return sum(1 for r in written if isinstance(r, CheckpointRecord))
 
 
@@ -230,7 +231,7 @@ def lend(
     if not lenders:
         return
     store.lend(borrower, lenders)
-    now, marks = store.partition_items(store.namer.thread(src), consistent=True)
+    now, marks = store.finder.partition_items(store.namer.thread(src), consistent=True)
     present, veil = {r.sk for r in now}, Veil(marks)
     gone = [
         sk
@@ -240,9 +241,9 @@ def lend(
     ]
     if not gone:
         return
-    kept = shared_leaves(store.partition_items(borrower, consistent=True)[0])
+    kept = shared_leaves(store.finder.partition_items(borrower, consistent=True)[0])
     for lender in sorted(lenders):
-        store.release(borrower, lender, kept.get(lender, set()))
+        store.deleter.release(borrower, lender, kept.get(lender, set()))
     raise ConcurrentUpdateError(
         f"copy_thread of {src!r}: {len(gone)} of the records being copied were deleted or "
         "hidden meanwhile (a delete, prune or delete_for_runs of the source is running); "
@@ -317,7 +318,7 @@ def plan_prune(
     strategy = check_strategy(strategy, keep_last)
     plan = PrunePlan(store, strategy, keep_last=keep_last)
     for tid in thread_ids:
-        entries = store.thread_entries(tid)
+        entries = store.finder.thread_entries(tid)
         kept = 0
         if strategy == "keep_latest":
             kept = sum(len(chain) for chain in kept_chains(store, entries, keep_last).values())
@@ -382,8 +383,8 @@ def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> int:
     referenced, the marks last. The kept checkpoints are never touched. Returns how
     many records the thread had."""
     name = store.namer.thread(tid)
-    records, marks = store.partition_items(name)
-    entries = store.group(records, known_tid=tid)
+    records, marks = store.finder.partition_items(name)
+    entries = store.finder.group(records, known_tid=tid)
     chains = kept_chains(store, entries, keep_last)
     kept = [e.record.key for chain in chains.values() for e in chain]
     kept_sks = {k.sk for k in kept}
@@ -400,16 +401,16 @@ def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> int:
             dropped_leaves |= referenced_leaves(rec)
     hiding: list[Mark] = []
     if doomed:
-        hiding = store.delete_marks(name, doomed, keep=kept)
-        store.hide(hiding)
-        store.delete_records(doomed)
+        hiding = store.deleter.delete_marks(name, doomed, keep=kept)
+        store.deleter.hide(hiding)
+        store.deleter.delete_records(doomed)
     orphaned = dropped_leaves - kept_leaves
     if orphaned:
         # Read after the marks: a copy lending these now has seen them, or is seen here.
-        orphaned -= store.lent_leaves(name)
-    store.delete_objects([store.object_key(tid, leaf) for leaf in sorted(orphaned)])
+        orphaned -= store.finder.lent_leaves(name)
+    store.engine.objects.delete([object_key(name, leaf) for leaf in sorted(orphaned)])
     release_unshared(store, name, records, kept_records)
-    store.unhide({m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"})
+    store.deleter.unhide({m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"})
     return len(records)
 
 
@@ -421,19 +422,19 @@ def release_unshared(
     (`Deleter.release`; a copy shares nothing: no request)."""
     after = shared_leaves(kept)
     for lender in sorted(shared_leaves(records)):
-        store.release(name, lender, after.get(lender, set()))
+        store.deleter.release(name, lender, after.get(lender, set()))
 
 
 def needed_chain(store: ThreadStore, latest: Entry, chain: dict[str, Entry]) -> list[Entry]:
     """The latest checkpoint plus its ancestors back to the nearest stored value of every
     DeltaChannel (the channels named in `counters_since_delta_snapshot`)."""
-    metadata: dict[str, Any] = store.open_metadata(latest) or {}
+    metadata: dict[str, Any] = store.walker.open_metadata(latest) or {}
     remaining = set(metadata.get("counters_since_delta_snapshot") or {})
     needed = [latest]
     cursor: Entry | None = latest
     while cursor is not None and remaining:
-        body = store.open_body(cursor)
-        remaining -= set(store.stored_values(cursor, body))
+        body = store.walker.open_body(cursor)
+        remaining -= set(store.walker.stored_values(cursor, body))
         parent = body.get("parent")
         cursor = chain.get(parent) if parent and remaining else None
         if cursor is not None:
@@ -519,9 +520,9 @@ def delete_checkpoints(
         Mark(pk, mark_sk(ns_name, "runs"), ids=frozenset(ids), at=at)
         for (pk, ns_name), ids in sorted(touched.items())
     ]
-    store.hide(hiding)
-    store.delete_records(doomed)
-    store.unhide({m.key for m in hiding})
+    store.deleter.hide(hiding)
+    store.deleter.delete_records(doomed)
+    store.deleter.unhide({m.key for m in hiding})
 
 
 def plan_delete_runs(

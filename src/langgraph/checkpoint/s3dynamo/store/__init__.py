@@ -29,17 +29,17 @@ The storage layout is in `layout.py`; the commit protocol in `committer.py`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.layout import SHARING_FORMAT
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, Record, WritesRecord, loan_parts
+from langgraph.checkpoint.s3dynamo.records import loan_parts
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
@@ -54,9 +54,7 @@ from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import (
     Blobs,
     BundleBlob,
-    Located,
     StoredValues,
-    Typed,
     ValueBlob,
     Walker,
     WriteBlob,
@@ -164,83 +162,7 @@ class ThreadStore(Upkeep):
 
     # ------------------------------------------------- what a run continues
 
-    def loaded(self, tid: str, ns: str, latest_id: str | None) -> None:
-        """This context's run loaded the namespace: as the latest, getting `latest_id`
-        (`runs.EMPTY` if it was empty), or (None) by id or by position. Call it in the
-        caller's context, not in a worker thread's copy (see `runs.py`)."""
-        self.handoff.loaded(tid, ns, latest_id)
-
-    def loaded_thread(self, tid: str) -> None:
-        """This context's run listed every namespace of the thread."""
-        self.handoff.loaded_thread(tid)
-
     # ------------------------------------------------- reading: the read path
-
-    def latest(self, tid: str, ns: str) -> Entry | None:
-        """A namespace's latest checkpoint with its writes: one query."""
-        return self.finder.read_latest(tid, ns)
-
-    def by_id(self, tid: str, ns: str, cid: str) -> Entry | None:
-        """One checkpoint by id, with its writes: one query."""
-        return self.finder.read_checkpoint(tid, ns, cid)
-
-    def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[Entry]:
-        """A namespace's checkpoints newest first, strictly before `before_id` if given."""
-        return self.finder.namespace_entries(tid, ns, before_id)
-
-    def namespace_records(
-        self, tid: str, ns: str, *, upper_id: str | None = None
-    ) -> Iterator[Record]:
-        """A namespace's records newest first from checkpoint `upper_id` down, paged."""
-        return self.finder.namespace_records(tid, ns, upper_id=upper_id)
-
-    def thread_entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
-        """Every checkpoint of a thread no mark hides, every namespace, newest first."""
-        return self.finder.thread_entries(tid, before_id)
-
-    def all_entries(
-        self, before_id: str | None = None, skipped: list[Skipped] | None = None
-    ) -> list[Entry]:
-        """Every checkpoint of every thread, newest first (a scan)."""
-        return self.finder.all_entries(before_id, skipped=skipped)
-
-    def thread_records(self, tid: str) -> list[Record]:
-        """Every record of a thread, hidden by a mark or not."""
-        return self.finder.thread_records(tid)
-
-    def thread_keys(self, tid: str) -> list[ItemKey]:
-        """Keys of every record and mark of a thread."""
-        return self.finder.thread_keys(tid)
-
-    def partition_items(
-        self, thread_name: str, *, consistent: bool = False
-    ) -> tuple[list[Record], list[Mark]]:
-        """Every record and every mark of a thread named as stored."""
-        return self.finder.partition_items(thread_name, consistent=consistent)
-
-    def group(
-        self,
-        records: Iterable[Record],
-        known_tid: str | None = None,
-        skipped: list[Skipped] | None = None,
-    ) -> list[Entry]:
-        """Records grouped into checkpoints with their writes."""
-        return self.finder.group(records, known_tid=known_tid, skipped=skipped)
-
-    def pair(self, records: Iterable[Record]) -> Grouped:
-        """Records grouped into checkpoints, and the writes without one."""
-        return self.finder.pair(records)
-
-    def live_leaves(
-        self, thread_name: str, skipped: list[Skipped] | None = None
-    ) -> set[str] | None:
-        """Every object leaf a thread's records reference or its loans lend; None if it
-        has neither."""
-        return self.finder.live_leaves(thread_name, skipped)
-
-    def lent_leaves(self, thread_name: str) -> set[str]:
-        """Leaves of a thread's objects its loans lend to copies."""
-        return self.finder.lent_leaves(thread_name)
 
     def lend(self, borrower: str, lenders: Mapping[str, set[str]]) -> None:
         """Record that `borrower` shares these leaves of each lender's objects: its
@@ -255,144 +177,16 @@ class ThreadStore(Upkeep):
         ]
         parallel(self.engine.apply, loans)
 
-    def release(self, borrower: str, lender: str, keep: set[str]) -> int:
-        """End what a copy shares of a lender's objects but `keep` (`Deleter.release`)."""
-        return self.deleter.release(borrower, lender, keep)
-
-    def referenced_keys(self, entries: Sequence[Entry]) -> dict[str, str]:
-        """Object keys these checkpoints reference, each with what it holds."""
-        return self.finder.referenced_keys(entries)
-
     # ------------------------------------------------- opening: the one walk
 
-    def walk(
-        self,
-        entry: Entry,
-        body: dict[str, Any] | None = None,
-        tasks: Mapping[str, tuple[str, str]] | None = None,
-    ) -> Blobs:
-        """Every blob of a checkpoint and of its writes, placed (`Walker.walk`): what the
-        decoder, history, stats, verify and `rewrite` all go through."""
-        return self.walker.walk(entry, body, tasks)
-
-    def value_data(
-        self,
-        entry: Located,
-        value: ValueBlob,
-        fetched: Mapping[str, bytes],
-        bases: dict[str, Typed] | None = None,
-    ) -> Typed:
-        """A channel value opened but not deserialized (`bases`: opened delta bases)."""
-        return self.walker.value_data(entry, value, fetched, bases)
-
-    def write_blob_data(
-        self, entry: Located, task_id: str, idx: int, blob: bytes, owner: str | None = None
-    ) -> tuple[str, Typed]:
-        """A pending write's sealed blob opened but not deserialized (`owner`: the
-        thread it was written for, when a copy shares it)."""
-        return self.walker.write_blob_data(entry, task_id, idx, blob, owner)
-
-    def open_body(self, entry: Entry) -> dict[str, Any]:
-        return self.walker.open_body(entry)
-
-    def open_metadata(self, entry: Entry) -> Any:
-        return self.walker.open_metadata(entry)
-
-    def open_task(self, writes: WritesRecord, what: str) -> tuple[str, str]:
-        """A writes record's (task id, task path)."""
-        return self.walker.open_task(writes, what)
-
-    def stored_values(self, entry: Entry, body: Mapping[str, Any]) -> StoredValues:
-        """The values a checkpoint stores itself, by channel."""
-        return self.walker.stored_values(entry, body)
-
-    def write_data(
-        self, entry: Entry, write: WriteBlob, fetched: Mapping[str, bytes]
-    ) -> tuple[str, Typed]:
-        """A pending write opened but not deserialized: (channel, (type, data))."""
-        return self.walker.write_data(entry, write, fetched)
-
-    def bundle_blobs(
-        self, entry: Located, key: str, fetched: Mapping[str, bytes]
-    ) -> dict[int, bytes]:
-        """The sealed writes a bundle object holds, by index."""
-        return self.walker.bundle_blobs(entry, key, fetched)
-
-    def bundle_writes(
-        self,
-        entry: Located,
-        task_id: str,
-        key: str,
-        fetched: Mapping[str, bytes],
-        owner: str | None = None,
-    ) -> dict[int, tuple[str, Typed]]:
-        """A task's bundled writes opened but not deserialized, by index."""
-        return self.walker.bundle_writes(entry, task_id, key, fetched, owner)
-
-    def share(self, src: str, dst: str, entries: Sequence[Entry]) -> Rewrite:
-        """`src`'s checkpoints as records of `dst` (a copy) that share `src`'s blobs.
-        Builds them and writes nothing (`Rewriter.share`)."""
-        return self.rewriter.share(src, dst, entries)
-
-    def rewrite(self, tid: str, entries: Sequence[Entry]) -> Rewrite:
-        """The blobs of `tid` not sealed under the active key, re-sealed in place (a
-        rotation). Builds them and writes nothing (`Rewriter.rewrite`)."""
-        return self.rewriter.rewrite(tid, entries)
-
-    def rewritten_keys(self, dst: str, entry: Entry) -> set[str]:
-        """Sort keys `rewrite` writes for one entry in `dst`'s partition."""
-        return self.rewriter.target_keys(dst, entry)
-
     # ------------------------------------------------- decoding
-
-    def tuples(
-        self, entries: Iterable[Entry], filter: Mapping[str, Any] | None, limit: int | None
-    ) -> Iterator[CheckpointTuple]:
-        """Entries decoded page by page into LangGraph's tuples."""
-        return self.decoder.tuples(entries, filter, limit)
 
     def decode(self, entry: Entry) -> CheckpointTuple:
         """One checkpoint decoded for a run that continues from it: its stored values
         and skeleton are kept for the next `commit` on it (the read-to-write hand-off)."""
         return next(self.decoder.decode([entry], remember=True))
 
-    def skeleton_of(self, blobs: Blobs) -> Skeleton:
-        return self.decoder.skeleton_of(blobs)
-
-    def skeleton(self, tid: str, ns: str, cid: str) -> Skeleton | None:
-        return self.decoder.skeleton(tid, ns, cid)
-
-    def keep_skeleton(self, tid: str, ns: str, cid: str, skeleton: Skeleton) -> None:
-        self.decoder.keep_skeleton(tid, ns, cid, skeleton)
-
     # ------------------------------------------------- committing: the write path
-
-    def commit(
-        self,
-        tid: str,
-        ns: str,
-        parent_id: str | None,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: Mapping[str, Any],
-        before_write: Callable[[], None] | None = None,
-    ) -> str:
-        """Store a checkpoint (`Committer.commit_checkpoint`); its id."""
-        return self.committer.commit_checkpoint(
-            tid, ns, parent_id, checkpoint, metadata, new_versions, before_write=before_write
-        )
-
-    def commit_writes(
-        self,
-        tid: str,
-        ns: str,
-        cid: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[tuple[str, Any]],
-    ) -> None:
-        """Store a task's pending writes (`Committer.commit_writes`)."""
-        self.committer.commit_writes(tid, ns, cid, task_id, task_path, writes)
 
 
 def _rebound(part: _Part, **attributes: Any) -> _Part:

@@ -8,7 +8,7 @@ retention, copies, re-encryption, `check` and leases call these methods, never t
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
@@ -24,7 +24,6 @@ from langgraph.checkpoint.s3dynamo.layout import (
     control_pk,
     deployment_pk,
     object_key,
-    owner_prefix,
     scope_of,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
@@ -34,10 +33,8 @@ from langgraph.checkpoint.s3dynamo.records import (
     ControlRecord,
     ItemKey,
     Lease,
-    Mark,
     Record,
     Stamp,
-    UploadIntent,
     control_from,
     head_key,
     is_mark,
@@ -114,20 +111,6 @@ class Upkeep:
         self.ports.objects.probe(self.prefix)
         return str(getattr(self.ports.objects, "resource", "object store"))
 
-    def deployment_records(self) -> Iterator[Record]:
-        """Every record of this deployment (a scan)."""
-        return self.scope.records()
-
-    def deployment_stamps(
-        self, segment: int = 0, segments: int = 1, every: bool = False
-    ) -> Iterator[list[Stamp]]:
-        """One segment of a Scan of this deployment's items (`every`: all deployments')."""
-        return self.scope.stamps(segment, segments, every=every)
-
-    def note_passed(self, scope: str | None) -> None:
-        """An item of the deployment with this prefix was passed (None: nobody's)."""
-        self.scope.note(scope)
-
     def other_deployments(self, *, reset: bool = False) -> list[str]:
         """Prefixes of the other deployments scans passed so far; `reset` forgets them."""
         if reset:
@@ -152,7 +135,7 @@ class Upkeep:
                 if scope == self.prefix or (every and scope is not None):
                     kept.append(key)
                 else:
-                    self.note_passed(scope)
+                    self.scope.note(scope)
             yield kept
 
     def set_idle(self, key: ItemKey, to: str, was: str | None) -> bool:
@@ -180,17 +163,9 @@ class Upkeep:
         items = every_item(self.ports.table, checkpoint.pk, where=begins(SORT_KEY, checkpoint.sk))
         return [record_from(i) for i in items if not is_mark(i)]
 
-    def checkpoint_keys(self, checkpoint: ItemKey) -> Iterator[ItemKey]:
-        """Keys of a checkpoint's record and everything sorted under it."""
-        return iter(self.finder.keys(checkpoint.pk, prefix=checkpoint.sk))
-
     def item_size(self, record: Record) -> int:
         """The size DynamoDB bills for a record's item."""
         return self.ports.table.item_size(record_item(record))
-
-    def write_records(self, records: Sequence[Record]) -> None:
-        """Put records in full batches, unconditionally (copies, imports)."""
-        self.engine.batch(batch_items(records))
 
     def replace_if_unchanged(self, old: Record, new: Record) -> bool:
         """Replace a record only while it is still `old`."""
@@ -199,43 +174,11 @@ class Upkeep:
 
     # ------------------------------------------------- deleting: marks first
 
-    def delete_marks(
-        self, thread_name: str, records: Iterable[ItemKey], keep: Iterable[ItemKey] = ()
-    ) -> list[Mark]:
-        """Marks hiding these records but those of the checkpoints in `keep`."""
-        return self.deleter.delete_marks(thread_name, records, keep)
-
-    def hide(self, marks: Sequence[Mark]) -> None:
-        """Write marks (before what they hide is deleted)."""
-        self.deleter.hide(marks)
-
-    def unhide(self, keys: Collection[ItemKey], last: str | None = None) -> None:
-        """Remove marks (after), the one over namespace `last` last."""
-        self.deleter.unhide(keys, last)
-
-    def delete_records(self, keys: Iterable[ItemKey]) -> None:
-        """Delete records in full batches."""
-        self.deleter.delete_records(keys)
-
     # ------------------------------------------------- objects
-
-    def object_key(self, tid: str, leaf: str) -> str:
-        return object_key(self.namer.thread(tid), leaf)
-
-    def thread_prefix(self, thread_name: str) -> str:
-        return owner_prefix(thread_name)
-
-    def thread_objects(self, thread_name: str) -> list[ObjectInfo]:
-        """Every object of a thread named as stored."""
-        return self.engine.list_owner(thread_name)
 
     def deployment_objects(self) -> Iterator[ObjectInfo]:
         """Every object of this deployment."""
         return self.ports.objects.list(self.prefix)
-
-    def fetch_objects(self, needed: Mapping[str, str], *, cached: bool = True) -> dict[str, bytes]:
-        """Object bodies in one wave (`cached=False`: the bucket, not the cache)."""
-        return self.engine.fetch(needed, cached=cached)
 
     def write_copy(self, dst: str, rewrite: Rewrite) -> None:
         """What `rewrite` built for `dst` (a copy), as the engine writes every plan: its
@@ -257,42 +200,18 @@ class Upkeep:
         )
         return all(written.applied for written in self.engine.write(plan))
 
-    def delete_objects(self, keys: Sequence[str]) -> None:
-        self.engine.delete(keys)
-
-    def delete_unchanged_objects(self, objects: Sequence[ObjectInfo]) -> list[str]:
-        """Delete objects each only while unchanged since listed; the keys deleted."""
-        return self.engine.delete_unchanged(objects)
-
     # ------------------------------------------------- the upload journal
-
-    def expired_intents(self, before_ms: int) -> list[UploadIntent]:
-        """This deployment's upload intents written before `before_ms` (one Query per
-        journal shard): what crashed or refused writes left (`blobs/journal.py`)."""
-        return self.engine.expired_intents(before_ms)
 
     def name_orphans(self, thread_name: str, leaves: Iterable[str]) -> None:
         """Write an intent naming objects of a thread that an operation is about to leave
         unreferenced, so incremental collection checks them after the grace period."""
         self.engine.name_orphans(thread_name, [object_key(thread_name, leaf) for leaf in leaves])
 
-    def close_intents(self, keys: Iterable[ItemKey]) -> None:
-        """Delete upload intents, in full batches."""
-        self.engine.close_intents(list(keys))
-
     # ------------------------------------------------- control items
-
-    def lease_key(self, thread_name: str) -> ItemKey:
-        """Where a thread's lease lives."""
-        return lease_key(thread_name)
-
-    def head_key(self, thread_name: str, ns_name: str) -> ItemKey:
-        """Where a namespace's head (or tombstone) lives."""
-        return head_key(thread_name, ns_name)
 
     def acquire_lease(self, thread_name: str, owner: str, now_ms: int, ttl_ms: int) -> Lease | None:
         """The thread's lease, or None while another holds it."""
-        key = self.lease_key(thread_name)
+        key = lease_key(thread_name)
         taken = self.engine.apply(take_lease(key, owner, now_ms, ttl_ms), returning="new")
         if not taken.applied or taken.item is None:
             return None
@@ -315,7 +234,3 @@ class Upkeep:
         else:
             keys = [head_key(thread_name, name) for name in sorted(ns_names)]
         self.engine.batch(deletes=keys)
-
-    def delete_control(self, keys: Iterable[ItemKey]) -> None:
-        """Delete control items (heads, tombstones, leases, markers)."""
-        self.engine.batch(deletes=list(keys))
