@@ -245,7 +245,8 @@ def _s3dynamo_class(cell: dict[str, Any]) -> tuple[type[Any], dict[str, Any]]:
 def _memory_saver(cell: dict[str, Any], latency: float) -> tuple[Any, Any]:
     """s3dynamo on its in-memory ports, the latency slept per port call (outside the
     port's lock): the saver and LangGraph without botocore or a server."""
-    from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+    from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+    from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 
     gauge, lock = {"now": 0, "most": 0, "requests": 0}, threading.Lock()
 
@@ -275,7 +276,7 @@ def _memory_saver(cell: dict[str, Any], latency: float) -> tuple[Any, Any]:
     saver_class, settings = _s3dynamo_class(cell)
     saver = saver_class(
         **settings,
-        index=Delayed(MemoryIndex()),
+        index=Delayed(MemoryTable()),
         object_store=Delayed(MemoryObjects()),
         keys={"k1": os.urandom(32)},
         secret=os.urandom(32),

@@ -15,7 +15,7 @@ then rounds of calls, each round started with one `asyncio.gather`:
 
 On two kinds of ports: moto in process (`aws_mock.aws_account`: botocore, moto's
 DynamoDB and S3, one request at a time), and the in-memory ports
-(`backends/memory.py` `MemoryIndex`, `MemoryObjects`), with neither botocore nor moto, to
+(`backends/memory.py` `MemoryTable`, `MemoryObjects`), with neither botocore nor moto, to
 tell moto's share from the store's. Per round: wall seconds, ms per call, the process's
 CPU ms per call, moto's CPU ms per call (`aws_mock.MOTO`, 0 on the in-memory ports), and
 the seconds spent in CPython's cyclic garbage collector (`gc.callbacks`). On the
@@ -100,9 +100,10 @@ def _store(ports: str) -> Any:
 
     sealing: dict[str, Any] = {"keys": {"k1": os.urandom(32)}, "secret": os.urandom(32)}
     if ports == "memory":
-        from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+        from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+        from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 
-        saver = S3DynamoSaver(index=MemoryIndex(), object_store=MemoryObjects(), **sealing)
+        saver = S3DynamoSaver(index=MemoryTable(), object_store=MemoryObjects(), **sealing)
     else:
         from aws_mock import new_client
 

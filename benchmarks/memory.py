@@ -81,7 +81,8 @@ def child(op: str, kind: str, mb: int, endpoint: str | None) -> dict[str, Any]:
     from langgraph.checkpoint.base import empty_checkpoint
 
     from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-    from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+    from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+    from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 
     keys, secret = {"k1": os.urandom(32)}, os.urandom(16)
     sandbox = None
@@ -89,7 +90,7 @@ def child(op: str, kind: str, mb: int, endpoint: str | None) -> dict[str, Any]:
         from langgraph.checkpoint.s3dynamo.testing import Sandbox
 
         sandbox = Sandbox(endpoint_url=endpoint)
-    ports = (MemoryIndex(), MemoryObjects())
+    ports = (MemoryTable(), MemoryObjects())
 
     def new_saver() -> Any:
         if sandbox is not None:

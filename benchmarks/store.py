@@ -47,7 +47,6 @@ from aws_mock import (  # noqa: E402
 )
 from billing import request_dollars, storage_dollars  # noqa: E402
 
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex  # noqa: E402
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable  # noqa: E402
 from langgraph.checkpoint.s3dynamo.table import item_size  # noqa: E402
 
@@ -459,7 +458,7 @@ class SizedTable(MemoryTable):
         return page
 
 
-class SizedIndex(SizedTable, MemoryIndex):
+class SizedIndex(SizedTable, MemoryTable):
     """The in-memory index, its reads sized (`SizedTable`)."""
 
     def snapshot(self) -> tuple[float, int, int]:

@@ -22,14 +22,15 @@ from typing import Any
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, telemetry
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 
 ROUNDS, PAIRS = 15, 2_000
 
 
 def _saver() -> S3DynamoSaver:
     saver = S3DynamoSaver(
-        index=MemoryIndex(),
+        index=MemoryTable(),
         object_store=MemoryObjects(),
         keys={"k1": os.urandom(32)},
         secret=os.urandom(16),

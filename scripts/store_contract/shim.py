@@ -31,10 +31,11 @@ def _saver(stack: ExitStack) -> S3DynamoSaver:
             keys=keys,
             secret=secret,
         )
-    from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+    from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+    from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 
     return S3DynamoSaver(
-        index=MemoryIndex(), object_store=MemoryObjects(), keys=keys, secret=secret
+        index=MemoryTable(), object_store=MemoryObjects(), keys=keys, secret=secret
     )
 
 

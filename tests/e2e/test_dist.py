@@ -32,10 +32,11 @@ PUT_GET = """
 import json, os, sys
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 
 objects = MemoryObjects()
-saver = S3DynamoSaver(index=MemoryIndex(), object_store=objects,
+saver = S3DynamoSaver(index=MemoryTable(), object_store=objects,
                       keys={"k1": os.urandom(32)}, secret=os.urandom(32))
 saver.setup()
 checkpoint = empty_checkpoint()

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import Clients, RequestCounter, make_saver
 from tests.support.unchanged import Contents, aws_contents, memory_contents, unobserved
 

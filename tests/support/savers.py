@@ -12,7 +12,8 @@ from typing import Any
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from tests.support.memory_index import MemoryIndex
 
 REGION = "us-east-1"
 

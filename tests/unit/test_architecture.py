@@ -486,3 +486,22 @@ def test_memory_maintenance_and_contracts_never_touch_the_table() -> None:
             if module.endswith((".table", ".ports")) or ".backends" in module:
                 found.append(f"{name} imports {module}")
     assert found == [], "; ".join(found)
+
+
+def test_only_the_blob_engine_writes_the_table() -> None:
+    """Every write of a stored item is built by a format module and handed to the engine
+    (`blobs/`), which alone sends it: nothing else calls a table's write, transaction or
+    batch. (The adapters implement them; the shipped contract tests them.)"""
+    found = []
+    for name, tree in _modules().items():
+        if name.split(".")[0] in ("blobs", "backends", "testing") or name == "table":
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("write", "transact", "batch")
+                and "table" in ast.unparse(node.func.value).split(".")[-1]
+            ):
+                found.append(f"{name}.py line {node.lineno}: {ast.unparse(node.func)}")
+    assert found == [], "write through the blob engine: " + "; ".join(found)

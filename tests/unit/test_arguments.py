@@ -294,11 +294,13 @@ STORE_CALLS: dict[str, tuple[type[Exception], str, Callable[[S3DynamoStore, bool
             asyncio.run(s.aput("users", "k", {"v": 1})) if a else s.put("users", "k", {"v": 1})
         ),  # type: ignore[arg-type]
     ),
-    "put into a list": (
+    "put into a list holding an empty label": (
         InvalidNamespaceError,
-        r"namespace must be a tuple of labels .* got list \['users'\]; pass \('users',\)",
+        r"namespace \('users', ''\): each label must be a non-empty str, got the string ''",
         lambda s, a: (
-            asyncio.run(s.aput(["users"], "k", {"v": 1})) if a else s.put(["users"], "k", {"v": 1})
+            asyncio.run(s.aput(["users", ""], "k", {"v": 1}))
+            if a
+            else s.put(["users", ""], "k", {"v": 1})
         ),  # type: ignore[arg-type]
     ),
     "search a string": (

@@ -19,10 +19,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, executor
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
+from tests.support.memory_index import MemoryIndex
 
 RUNS = 256
 TURNS = 2

@@ -24,8 +24,9 @@ from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import MemorySaver, memory_saver
 from tests.support.scenarios import Runner, snapshot_view
 

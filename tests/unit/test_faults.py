@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.layout import owner_prefix
 from tests.support import raw
 from tests.support.backends import Backend
@@ -37,6 +37,7 @@ from tests.support.faults import (
     read_history,
 )
 from tests.support.graphs import delta_graph
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import make_saver
 from tests.support.scenarios import chat_graph
 

@@ -12,7 +12,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import DeploymentMismatchError
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.layout import (
     DEPLOYMENT_RECORD,
     STORAGE_FORMAT,
@@ -20,6 +20,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
 )
 from langgraph.checkpoint.s3dynamo.records import LOAN_LEAVES, ControlRecord, control_item
 from langgraph.checkpoint.s3dynamo.table import Update
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import memory_saver
 
 CONFIG = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}

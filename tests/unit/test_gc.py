@@ -23,7 +23,7 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ScopeNotNamedError
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.identities import ValueAt
 from langgraph.checkpoint.s3dynamo.layout import JOURNAL_SHARDS, journal_pk, object_key, scope_of
 from langgraph.checkpoint.s3dynamo.layout import split_object_key as split_key
@@ -32,6 +32,7 @@ from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import referenced_leaves
 from tests.support.backends import Backend
 from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import (
     Clients,
     MemorySaver,

@@ -16,9 +16,10 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from tests.support.backends import Backend
 from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import BACKEND
 from tests.support.scenarios import chat_graph
 

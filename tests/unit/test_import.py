@@ -20,10 +20,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from tests.support.backends import Backend
 from tests.support.graphs import converse, delta_graph
 from tests.support.imports import dynamodb_saver, same_order, states, tuples
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import Clients, make_saver, memory_saver
 from tests.support.scenarios import SCENARIOS, Runner, chat_graph
 

@@ -22,8 +22,9 @@ from langgraph.checkpoint.s3dynamo import (
     InvalidConfigError,
     S3DynamoSaver,
 )
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, record_item
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import (
     BACKEND,
     REGION,

@@ -32,7 +32,7 @@ from langgraph.types import CachePolicy
 
 from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
@@ -49,6 +49,7 @@ from langgraph.checkpoint.s3dynamo.table import Update, Write, Written
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.faults import Crash, CrashingPort, is_request
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import Clients, RequestCounter, make_saver
 
 # The first put into a namespace is one TransactWriteItems (the item and its namespace's

@@ -33,10 +33,11 @@ from langgraph.checkpoint.s3dynamo import (
     ValueNotSerializableError,
 )
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from tests.support.backends import Backend
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import MemorySaver, make_saver, thread_config
 
 KEY_1, KEY_0 = os.urandom(32), os.urandom(32)

@@ -20,7 +20,8 @@ from langgraph.types import Command, StateUpdate, interrupt
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import memory_saver
 
 

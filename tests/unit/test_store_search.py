@@ -23,7 +23,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.errors import StoreMissingError, ValueNotSerializableError
 from langgraph.checkpoint.s3dynamo.layout import LOG_MARK, MANIFEST_SK, TOKEN_MARK
 from langgraph.checkpoint.s3dynamo.memory import vector_index
@@ -31,6 +31,7 @@ from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
 from tests.support.faults import Crash, CrashingPort, is_request
+from tests.support.memory_index import MemoryIndex
 from tests.support.savers import Clients, RequestCounter, make_saver
 
 pytestmark = pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")

@@ -178,18 +178,19 @@ def run_ids(name: str, value: object) -> list[str]:
 
 
 def namespace(name: str, value: object) -> tuple[str, ...]:
-    """A namespace: a tuple of non-empty str labels. Anything else is LangGraph's
-    `InvalidNamespaceError`, naming the tuple to pass: a string is one label, never a
-    tuple of its characters."""
+    """A namespace: a tuple (or, as LangGraph's own stores take it, a list) of non-empty
+    str labels. Anything else is LangGraph's `InvalidNamespaceError`, naming the tuple to
+    pass: a string is one label, never a tuple of its characters."""
     if isinstance(value, str):
         raise InvalidNamespaceError(
             f"{name} must be a tuple of labels, got {came(value)}, which would be taken for "
             f"the labels of its characters; pass ({value!r},) for one label"
         )
+    if isinstance(value, list):
+        value = tuple(value)
     if not isinstance(value, tuple):
-        hint = f"; pass {tuple(value)!r}" if isinstance(value, list) else ""
         raise InvalidNamespaceError(
-            f"{name} must be a tuple of labels such as ('users', 'ada'), got {came(value)}{hint}"
+            f"{name} must be a tuple of labels such as ('users', 'ada'), got {came(value)}"
         )
     for label in value:
         if not isinstance(label, str) or not label:

@@ -41,8 +41,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.s3dynamo.deployment import Deployment
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.layout import TOP, mark_sk
-from langgraph.checkpoint.s3dynamo.records import Mark, Veil
+from langgraph.checkpoint.s3dynamo.records import Veil
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
 
@@ -229,15 +228,21 @@ def import_thread(
     # already see grows one whole checkpoint at a time instead.
     veil = Veil(marks)
     shown = any(not veil.hides(r.sk) for r in records)
-    hiding = (
-        []
-        if shown
-        else [
-            Mark(name, mark_sk(ns_name, "copy"), upto=TOP, at=store.now())
-            for ns_name in sorted({store.namer.namespace(tid, _key(t)[0]) for t in todo})
-        ]
+    hidden = set() if shown else {store.namer.namespace(tid, _key(t)[0]) for t in todo}
+    store.deleter.written_hidden(
+        tid, hidden, importing, lambda: _write(store, thread, tuples, todo)
     )
-    store.deleter.hide(hiding)
+
+
+def _write(
+    store: ThreadStore,
+    thread: ThreadImport,
+    tuples: list[CheckpointTuple],
+    todo: list[CheckpointTuple],
+) -> None:
+    """A thread's missing checkpoints written: each one's writes first, then the
+    checkpoints, parents before children."""
+    tid = thread.thread_id
     tuples = [t._replace(checkpoint=text_versions(t.checkpoint)) for t in tuples]
     todo = [t._replace(checkpoint=text_versions(t.checkpoint)) for t in todo]
     for t in todo:
@@ -262,7 +267,6 @@ def import_thread(
             tid, ns, parent_id, t.checkpoint, t.metadata, new_versions
         )
         thread.copied += 1
-    store.deleter.unhide(importing | {m.key for m in hiding}, last=store.namer.namespace(tid, ""))
 
 
 def text_versions(checkpoint: Checkpoint) -> Checkpoint:

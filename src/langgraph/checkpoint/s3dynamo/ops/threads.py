@@ -31,7 +31,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
-    TOP,
     is_mark_key,
     is_writes_key,
     mark_sk,
@@ -205,18 +204,16 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
         )
     if not todo and not copying:
         return 0
-    hiding = [
-        Mark(name, mark_sk(ns_name, "copy"), upto=TOP, at=store.now())
-        for ns_name in sorted({store.namer.namespace(dst, e.ns) for e in todo})
-    ]
-    written: list[Record] = []
-    if todo:
-        plan = store.rewriter.share(src, dst, todo)
-        lend(store, src, name, [new for _, new in plan.records], todo)
-        store.deleter.hide(hiding)
-        store.write_copy(dst, plan)
-        written = [new for _, new in plan.records]
-    store.deleter.unhide(copying | {m.key for m in hiding}, last=store.namer.namespace(dst, ""))
+    plan = store.rewriter.share(src, dst, todo) if todo else None
+    written = [new for _, new in plan.records] if plan else []
+    if plan:
+        lend(store, src, name, written, todo)
+    store.deleter.written_hidden(
+        dst,
+        {store.namer.namespace(dst, e.ns) for e in todo},
+        copying,
+        lambda: store.write_copy(dst, plan) if plan else None,
+    )
     return sum(1 for r in written if isinstance(r, CheckpointRecord))
 
 

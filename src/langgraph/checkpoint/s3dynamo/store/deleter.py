@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.layout import (
+    TOP,
     borrow_lender,
     borrow_sk,
     control_pk,
@@ -115,6 +116,26 @@ class Deleter:
             )
             for ns_name, upto in sorted(newest.items())
         ]
+
+    def written_hidden(
+        self,
+        tid: str,
+        ns_names: Collection[str],
+        earlier: Collection[ItemKey],
+        write: Callable[[], None],
+    ) -> None:
+        """Run `write` (a copy's or an import's records) behind a copy mark over each of
+        these namespaces of `tid`, then remove those marks and the `earlier` ones an
+        interrupted run left, the root namespace's last: readers see nothing of the
+        records until every one is there, and a repeat finishes it."""
+        name = self.namer.thread(tid)
+        hiding = [
+            Mark(name, mark_sk(ns_name, "copy"), upto=TOP, at=self.now())
+            for ns_name in sorted(ns_names)
+        ]
+        self.hide(hiding)
+        write()
+        self.unhide({*earlier, *(m.key for m in hiding)}, last=self.namer.namespace(tid, ""))
 
     def hide(self, marks: Sequence[Mark]) -> None:
         """Write marks (one batch per 25); nothing a mark hides is changed before."""
