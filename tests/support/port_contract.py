@@ -246,7 +246,7 @@ class MemoryFormatContract:
         token = IndexItem(ItemKey(self.pk, "~xt"))
         batch = Batch(("n",), self.pk, [_row(self.pk, "a", b"1")])
         (plan,) = format.put(batch, indexes=[token])
-        assert plan.indexes == [index_item(token)] and plan.each
+        assert plan.batched == [index_item(token)] and plan.each
         engine.write(plan)
         assert reads.index_items(self.pk, ("~x", "~x~")) == [token]
 

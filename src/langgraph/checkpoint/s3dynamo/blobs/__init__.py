@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Literal
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
@@ -36,7 +36,6 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 
 __all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "WritePlan"]
 
-T = TypeVar("T")
 # Bytes of decoded objects kept (`BlobEngine.opened`): a 10,000-vector segment of 256
 # dimensions takes about 13 MB decoded.
 OPENED_BYTES = 64 << 20
@@ -52,7 +51,7 @@ class BlobPolicy:
 
 
 @dataclass
-class WritePlan(Generic[T]):
+class WritePlan:
     """What one write stores: objects first, then the items that reference them.
 
     `owner` is the partition whose items reference the objects (a thread's name, a Store
@@ -61,24 +60,21 @@ class WritePlan(Generic[T]):
     `orphans` objects the write leaves unreferenced once committed, named in an intent of
     their own before it, for incremental collection to delete after its grace.
 
-    `indexes` are items written before the commit, unconditionally, in one batch (a
-    Store item's search entries, which must exist before the item does). `writes` are the
-    commit, the items with their conditions: one transaction (one write alone: a plain
-    request), which also deletes the upload intent when `closes_intent`; or, with `each`,
-    one request per write, sent in parallel, each answering `returning`. `at_ms` stamps
-    the intents (the writer's clock).
-
-    (`commit`, a callback that writes the items itself, is the older form.)"""
+    `batched` are items written whole, unconditionally, in full batches before the
+    commit: a copy's records (then the commit itself), a Store item's search entries
+    (which must exist before the item does). `writes` are the commit, the items with their
+    conditions: one transaction (one write alone: a plain request), which also deletes the
+    upload intent when `closes_intent`; or, with `each`, one request per write, sent in
+    parallel, each answering `returning`. `at_ms` stamps the intents (the writer's
+    clock)."""
 
     owner: str
-    commit: Callable[[ItemKey | None], T] | None = None
     uploads: Sequence[tuple[str, bytes]] = ()
     overwrites: Sequence[tuple[str, bytes]] = ()
-    commit_closes_intent: bool = False
     at_ms: int | None = None
     orphans: Sequence[str] = field(default_factory=tuple)
     writes: Sequence[Write] = ()
-    indexes: Sequence[Item] = ()
+    batched: Sequence[Item] = ()
     closes_intent: bool = False
     each: bool = False
     returning: Literal["old", "new"] | None = None
@@ -113,7 +109,7 @@ class BlobEngine:
 
     # ------------------------------------------------------------ writing
 
-    def write(self, plan: WritePlan[T]) -> T:
+    def write(self, plan: WritePlan) -> list[Written]:
         """Run a plan: an intent naming what it will orphan (if anything), its upload
         intent (only when it uploads), one wave of uploads and overwrites, the commit,
         then the upload intent's delete (unless the commit carried it). A failure stops
@@ -127,18 +123,14 @@ class BlobEngine:
             self.objects.upload(plan.uploads)
         if plan.overwrites:
             self.objects.overwrite(plan.overwrites)
-        if plan.indexes:
-            self.ports.table.batch(plan.indexes)
-        if plan.commit is not None:
-            result = plan.commit(intent if plan.commit_closes_intent else None)
-            closed = plan.commit_closes_intent
-        else:
-            result, closed = self._commit(plan, intent)  # type: ignore[assignment]
+        if plan.batched:
+            self.ports.table.batch(plan.batched)
+        written, closed = self._commit(plan, intent)
         if intent is not None and not closed:
             self.journal.close([intent])
-        return result
+        return written
 
-    def _commit(self, plan: WritePlan[T], intent: ItemKey | None) -> tuple[list[Written], bool]:
+    def _commit(self, plan: WritePlan, intent: ItemKey | None) -> tuple[list[Written], bool]:
         """Write a plan's items; whether the upload intent's delete went with them."""
         table = self.ports.table
         if plan.each:

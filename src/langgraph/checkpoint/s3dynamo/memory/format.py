@@ -63,7 +63,6 @@ from langgraph.checkpoint.s3dynamo.table import (
     Value,
     When,
     Write,
-    Written,
     both,
     either,
     eq,
@@ -75,7 +74,7 @@ from langgraph.checkpoint.s3dynamo.table import (
 )
 
 # A plan of memory's items: the engine answers with what each write did.
-Plan = WritePlan[list[Written]]
+Plan = WritePlan
 
 # ------------------------------------------------------------------ reads
 
@@ -264,7 +263,7 @@ def put(
                 batch.pk,
                 uploads=batch.uploads,
                 at_ms=batch.at_ms,
-                indexes=search,
+                batched=search,
                 writes=[put_row(r) for r in batch.rows],
                 each=True,
                 returning="old",
@@ -281,7 +280,7 @@ def put(
                 batch.pk,
                 uploads=[u for u in batch.uploads if u[0] in referenced],
                 at_ms=batch.at_ms,
-                indexes=search,
+                batched=search,
                 writes=[*map(put_row, rows), renew(entry), *map(descendants_mark, marks)],
             )
         )

@@ -274,7 +274,7 @@ class Committer:
         # The commit deletes the intent in its own transaction; a plain PutItem commit
         # (detection off: a store without transactions may be in use) leaves that to
         # the engine, right after it.
-        plan: WritePlan[Any] = WritePlan(
+        plan = WritePlan(
             pk,
             writes=commit_checkpoint(record, head, held, record.written_at or self.now()),
             uploads=uploads,
@@ -369,7 +369,7 @@ class Committer:
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
 
         held = lease.stamp() if lease is not None else None
-        plan: WritePlan[Any] = WritePlan(
+        plan = WritePlan(
             pk,
             writes=commit_writes(record, LAST_WINS, held),
             uploads=uploads,

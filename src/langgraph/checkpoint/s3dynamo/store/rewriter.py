@@ -15,7 +15,7 @@ last."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
@@ -38,7 +38,6 @@ from langgraph.checkpoint.s3dynamo.layout import (
     writes_sk,
 )
 from langgraph.checkpoint.s3dynamo.records import (
-    CheckpointRecord,
     Record,
     WritesRecord,
     pack_bundle,
@@ -135,12 +134,16 @@ class Rewriter:
         for old_w in e.writes:
             task_id, _ = blobs.tasks[old_w.sk]
             wsk = writes_sk(ns_name, cid, namer.task(new_at, task_id))
-            by_record[old_w.sk] = new_w = WritesRecord(
+            # Every field carried (one a later release adds too), as its writes are below.
+            by_record[old_w.sk] = new_w = replace(
+                old_w,
                 pk=pk,
                 sk=wsk,
                 task_ref=codec.reseal(
                     old_w.task_ref, ref_id(old_w.pk, old_w.sk), ref_id(pk, wsk), what
                 ),
+                writes={},
+                bundle=None,
                 written_at=self.now(),
             )
             out.append((old_w, new_w))
@@ -172,13 +175,13 @@ class Rewriter:
         body.pop("shared_writes", None)
         if shared_writes:
             body["shared_writes"] = shared_writes
-        new_rec = CheckpointRecord(
+        new_rec = replace(
+            rec,
             pk=pk,
             sk=sk,
             body=codec.seal_body(new_at, body),
             metadata=codec.reseal(rec.metadata, metadata_id(old_at), metadata_id(new_at), what),
             thread_ref=codec.seal_ref(pk, sk, dst, ns),
-            run_key=rec.run_key,
             objects=frozenset(leaves),
             inline=inline,
             # A copy is new activity on its target.
@@ -247,30 +250,23 @@ class Rewriter:
                 elif v.key is not None:
                     put_object(v.key, value_id(value_at), what)
             same_ref = sealer.key_id_of(rec.thread_ref) == active
-            new_rec = CheckpointRecord(
-                pk=rec.pk,
-                sk=rec.sk,
+            # Re-encryption is no activity: every other field (written_at too) as it was.
+            new_rec = replace(
+                rec,
                 body=reseal(rec.body, body_id(at), what),
                 metadata=reseal(rec.metadata, metadata_id(at), what),
                 thread_ref=rec.thread_ref if same_ref else codec.seal_ref(rec.pk, rec.sk, tid, ns),
-                run_key=rec.run_key,
-                objects=rec.objects,
                 inline=inline,
-                # Re-encryption is no activity.
-                written_at=rec.written_at,
             )
             if not same_ref:
                 out.blobs += 1
             out.records.append((rec, new_rec))
             by_record: dict[str, WritesRecord] = {}
             for old_w in e.writes:
-                by_record[old_w.sk] = new_w = WritesRecord(
-                    pk=old_w.pk,
-                    sk=old_w.sk,
+                by_record[old_w.sk] = new_w = replace(
+                    old_w,
                     task_ref=reseal(old_w.task_ref, ref_id(old_w.pk, old_w.sk), what),
                     writes=dict(old_w.writes),
-                    bundle=old_w.bundle,
-                    written_at=old_w.written_at,
                 )
                 out.records.append((old_w, new_w))
             for w in blobs.writes:

@@ -9,7 +9,6 @@ retention, copies, re-encryption, `check` and leases call these methods, never t
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
@@ -185,14 +184,14 @@ class Upkeep:
         objects in one wave, journaled, then its records in full batches."""
         records = [new for _, new in rewrite.records]
         owner = self.namer.thread(dst)
-        self.engine.write(WritePlan(owner, uploads=rewrite.objects, indexes=batch_items(records)))
+        self.engine.write(WritePlan(owner, uploads=rewrite.objects, batched=batch_items(records)))
 
     def write_rotation(self, tid: str, rewrite: Rewrite) -> bool:
         """What `rewrite` re-sealed in place (a rotation): objects overwritten (same
         name, same value), then each changed record replaced only while unchanged since
         read. False if a concurrent writer changed one (read the thread again)."""
         updates = [replace_if_unchanged(old, new) for old, new in rewrite.records if old != new]
-        plan: WritePlan[Any] = WritePlan(
+        plan = WritePlan(
             self.namer.thread(tid),
             overwrites=rewrite.objects,
             writes=[u for u in updates if u is not None],
