@@ -214,7 +214,17 @@ class Delete:
     refusal: Refusal | None = None
 
 
-Write: TypeAlias = Put | Update | Delete
+@dataclass(frozen=True)
+class Check:
+    """No change: a transaction holds only while `when` holds for the item (a write
+    elsewhere that must not land once, say, its thread is deleted)."""
+
+    key: ItemKey
+    when: When
+    refusal: Refusal | None = None
+
+
+Write: TypeAlias = Put | Update | Delete | Check
 
 
 def write_key(write: Write) -> ItemKey:
@@ -226,6 +236,8 @@ def applied(write: Write, item: Item | None) -> Item | None:
     every adapter must store."""
     if isinstance(write, Delete):
         return None
+    if isinstance(write, Check):
+        return item
     if isinstance(write, Put):
         return dict(write.item)
     out: Item = dict(item) if item is not None else keyed(write.key)

@@ -43,6 +43,7 @@ from langgraph.checkpoint.s3dynamo.table import (
     AnyOf,
     BeginsWith,
     Between,
+    Check,
     Compare,
     Delete,
     Exists,
@@ -191,8 +192,9 @@ def write_request(write: Write) -> tuple[str, dict[str, Any]]:
     args: dict[str, Any]
     if isinstance(write, Put):
         operation, args = "Put", {"Item": to_item(write.item)}
-    elif isinstance(write, Delete):
-        operation, args = "Delete", {"Key": key_attributes(write.key)}
+    elif isinstance(write, (Delete, Check)):
+        operation = "Delete" if isinstance(write, Delete) else "ConditionCheck"
+        args = {"Key": key_attributes(write.key)}
     else:
         operation = "Update"
         args = {"Key": key_attributes(write.key), "UpdateExpression": expression.update(write)}
@@ -336,6 +338,8 @@ class DynamoTable:
         returning: Literal["old", "new"] | None = None,
         found_on_refusal: bool = False,
     ) -> Written:
+        if isinstance(write, Check):
+            raise ValueError("a condition check goes in a transaction, beside what it guards")
         operation, args = write_request(write)
         if returning is not None:
             args["ReturnValues"] = "ALL_OLD" if returning == "old" else "ALL_NEW"

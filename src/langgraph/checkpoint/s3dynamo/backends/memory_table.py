@@ -23,6 +23,7 @@ from langgraph.checkpoint.s3dynamo.table import (
     BATCH_WRITE_MAX,
     PAGE_BYTES,
     TRANSACT_MAX,
+    Check,
     Item,
     ItemKey,
     Page,
@@ -177,6 +178,8 @@ class MemoryTable:
         returning: Literal["old", "new"] | None = None,
         found_on_refusal: bool = False,
     ) -> Written:
+        if isinstance(write, Check):
+            raise ValueError("a condition check goes in a transaction, beside what it guards")
         name = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem"}
         with self._lock:
             self._count(name[type(write).__name__])

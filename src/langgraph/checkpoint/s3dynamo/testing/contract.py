@@ -33,6 +33,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, RUN_INDEX
 from langgraph.checkpoint.s3dynamo.table import (
     Between,
+    Check,
     Delete,
     ItemKey,
     Put,
@@ -159,6 +160,13 @@ class TableTests:
         with pytest.raises(ConcurrentUpdateError, match="found 2"):
             table.transact([Put(keyed(ItemKey(P, "rec2"))), stale])
         assert table.get(ItemKey(P, "rec2")) is None
+        # A check changes nothing and holds the transaction to its condition.
+        guard = Check(ItemKey(P, "head"), eq("h", "1"), refusal=KeyError("moved"))
+        with pytest.raises(KeyError, match="moved"):
+            table.transact([Put(keyed(ItemKey(P, "rec4"))), guard])
+        table.transact([Put(keyed(ItemKey(P, "rec4"))), Check(ItemKey(P, "head"), eq("h", "2"))])
+        assert table.get(ItemKey(P, "head")) == keyed(ItemKey(P, "head"), h="2")
+        assert table.get(ItemKey(P, "rec4")) is not None
         with pytest.raises(ConcurrentUpdateError):  # a refusal that names no error
             table.transact([Put(keyed(ItemKey(P, "rec3"))), Delete(ItemKey(P, "x"), when=exists())])
         assert table.get(ItemKey(P, "rec3")) is None
