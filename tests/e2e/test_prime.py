@@ -18,6 +18,7 @@ from langgraph.checkpoint.s3dynamo.testing import Sandbox, moto_server
 
 CHILD = r"""
 import json, sys
+from langgraph.checkpoint.base import create_checkpoint
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
 saver = S3DynamoSaver.from_env()
@@ -35,7 +36,7 @@ botocore.session.Session.create_client = counted
 before = set(sys.modules)
 config = {"configurable": {"thread_id": "primed"}}
 found = saver.get_tuple(config)
-saver.put(found.config, found.checkpoint, found.metadata, {})
+saver.put(found.config, create_checkpoint(found.checkpoint, None, 1), found.metadata, {})
 print(json.dumps({
     "found": found is not None,
     "objects": len(found.checkpoint["channel_values"]["doc"]),
