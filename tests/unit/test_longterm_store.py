@@ -701,6 +701,33 @@ def test_items_of_the_earlier_format_read(parts: tuple[MemoryIndex, MemoryObject
     assert [(i.key, round(i.score or 0, 3)) for i in found] == [("old", 1.0), ("new", 0.0)]
 
 
+def test_items_written_before_times_were_sealed_read_their_clear_times(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    """An item whose payload has no sealed times (an earlier build's) reads its clear
+    created, updated and expiry times (docs/FORMAT.md); its next put seals them, and its
+    creation time is that put's from then on."""
+    index, objects = parts
+    store = store_on(index, objects)
+    store.setup()
+    space = store.space
+    serde = store.saver.parts.codec.serde()
+    ik = space.item_key(NS, "old")
+    body = serde.dumps_typed({"value": {"v": 0}, "vectors": {}})
+    payload = json.dumps(["old", body[0], "v0"]).encode() + b"\n" + body[1]
+    blob = space.sealer.seal("memory", payload, space.aad(NS, ik.sk))
+    now = space.now_ms()
+    index.load([row_item(MemoryRow(ik, blob, None, now + 60_000, 1.0, 1000, 2000))])
+    item = store.get(NS, "old", refresh_ttl=False)
+    assert item is not None and item.value == {"v": 0}
+    assert (item.created_at.timestamp(), item.updated_at.timestamp()) == (1.0, 2.0)
+    store.put(NS, "old", {"v": 1})
+    again = store.get(NS, "old")
+    assert again is not None and again.created_at == again.updated_at > item.updated_at
+    (row,) = [r for r in index.memory_rows() if r.key == ik]
+    assert row.created_ms == 1000 and row.created_seal is not None
+
+
 def test_reencrypt_reseals_store_items_cache_entries_and_directories(
     parts: tuple[MemoryIndex, MemoryObjects],
 ) -> None:
@@ -721,7 +748,10 @@ def test_reencrypt_reseals_store_items_cache_entries_and_directories(
     blobs = [r.blob for r in index.memory_rows() if r.blob is not None]
     blobs += [e.blob for e in index.directory_entries()]
     blobs += [objects.get(o.key) for o in objects.list("")]
-    assert {sealer.key_id_of(b) for b in blobs} == {"k2"}
+    # The creation stamps too, which a later put keeps.
+    stamps = [r.created_seal for r in index.memory_rows() if r.created_seal is not None]
+    assert len(stamps) == 3
+    assert {sealer.key_id_of(b) for b in [*blobs, *stamps]} == {"k2"}
     large = rotated.get(NS, "large")
     assert large is not None and len(large.value["v"]) == 120_000
     assert rotated.list_namespaces() == [NS]

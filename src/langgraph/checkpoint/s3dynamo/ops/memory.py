@@ -187,8 +187,8 @@ def expired(space: Space, at_ms: int) -> tuple[dict[str, DirectoryEntry], list[M
 def expire(space: Space, now: float | None = None) -> tuple[int, int]:
     """Delete the expired items and their objects, and settle the directory entries of
     namespaces left empty; in the Store, the deleted items' filter tokens go, and the
-    vector index learns they are gone (keys only: no key is needed). (items deleted,
-    namespaces dropped)."""
+    vector index learns they are gone (tombstones, sealed under the active key: nothing
+    is opened). (items deleted, namespaces dropped)."""
     at = space.clock() if now is None else now
     at_ms = round(at * 1000)
     entries, found = expired(space, at_ms)
@@ -228,7 +228,9 @@ def _gone(space: Space, deleted: list[MemoryRow], at_ms: int) -> format.Gone:
     indexed = {
         pk for pk, f in zip(pks, found, strict=True) if any(i.key.sk == MANIFEST_SK for i in f)
     }
-    return format.gone(deleted, tokens, indexed=indexed, at_ms=at_ms)
+    return format.gone(
+        deleted, tokens, indexed=indexed, at_ms=at_ms, sealer=space.sealer, space=space.space
+    )
 
 
 @dataclass
