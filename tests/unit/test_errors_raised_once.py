@@ -110,6 +110,8 @@ def test_an_object_deleted_outside_names_the_checkpoint_and_where_it_looked() ->
     assert caught.value.key == key
     assert str(caught.value) == (
         f"thread 't' checkpoint {cid}: object {key!r} is referenced by the index but missing "
-        "from the memory store; it was deleted outside s3dynamo"
+        "from the memory store. s3dynamo deletes an object only once no record references "
+        "it and no loan to a copy names it, so the object, or the record or loan that kept "
+        "it, was deleted outside s3dynamo"
     )
     assert caught.value.__context__ is None

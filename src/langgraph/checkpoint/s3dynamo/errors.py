@@ -198,7 +198,9 @@ class ObjectNotFoundError(IntegrityError):
             return f"object {self.key!r} is missing from {self.where}"
         return (
             f"{self.needed_by}: object {self.key!r} is referenced by the index but missing "
-            f"from {self.where}; it was deleted outside s3dynamo"
+            f"from {self.where}. s3dynamo deletes an object only once no record references "
+            "it and no loan to a copy names it, so the object, or the record or loan that "
+            "kept it, was deleted outside s3dynamo"
         )
 
 

@@ -436,6 +436,23 @@ def verify(
                 "it, `s3dynamo gc --full` in any case)",
                 tid=thread_id,
             )
+    # Loans only keep objects: those of a thread with objects, that no borrowing backs
+    # (written by someone else: they keep nothing, docs/SECURITY.md).
+    lenders = {parts[0] for key in listed if (parts := split_object_key(store.prefix, key))}
+    for lender in sorted(lenders):
+        if scope_pk is not None and lender != scope_pk:
+            continue
+        for loan in store.unbacked_loans(lender):
+            report.problem(
+                "unbacked loan",
+                "item",
+                item_label(loan.key),
+                None,
+                f"a loan of {len(loan.leaves)} object(s) to thread {loan.borrower!r}, which "
+                "holds no borrowing of them: no copy wrote it, and no deletion or collection "
+                "keeps what it names; delete the item",
+                tid=thread_id,
+            )
     return report
 
 

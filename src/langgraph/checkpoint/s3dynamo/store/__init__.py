@@ -39,7 +39,14 @@ from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.layout import SHARING_FORMAT
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, Record, WritesRecord, loan_parts
+from langgraph.checkpoint.s3dynamo.records import (
+    ItemKey,
+    Loan,
+    Mark,
+    Record,
+    WritesRecord,
+    loan_parts,
+)
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
@@ -241,6 +248,13 @@ class ThreadStore(Upkeep):
     def lent_leaves(self, thread_name: str) -> set[str]:
         """Leaves of a thread's objects its loans lend to copies."""
         return self.finder.lent_leaves(thread_name)
+
+    def unbacked_loans(self, thread_name: str) -> list[Loan]:
+        """A thread's loans that no borrowing backs: written by someone else, they keep
+        nothing (`Finder.backed`)."""
+        loans = self.finder.loans(thread_name)
+        kept = set(self.finder.backed(thread_name, loans))
+        return [loan for loan in loans if loan not in kept]
 
     def lend(self, borrower: str, lenders: Mapping[str, set[str]]) -> None:
         """Record that `borrower` shares these leaves of each lender's objects: its
