@@ -20,10 +20,14 @@ from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
     IntegrityError,
     InvalidConfigError,
+    KeyringMissingError,
     S3DynamoSaver,
 )
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryObjects
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, record_item
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryIndex, MemoryKms, MemoryObjects
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, record_item
+from tests.support import raw
+from tests.support.backends import Backend
 from tests.support.savers import (
     BACKEND,
     REGION,
@@ -34,6 +38,7 @@ from tests.support.savers import (
     thread_config,
 )
 from tests.support.scenarios import chat_graph
+from tests.support.unchanged import nothing_written
 
 WRITES = {
     "dynamodb.PutItem",
@@ -258,6 +263,47 @@ def test_kms_keyring_is_bound_to_its_table(
     ddb.put_item(TableName=other.settings.table, Item=ring)
     with pytest.raises(DeploymentMismatchError, match="another table"):
         other.get_tuple(thread_config("t"))
+
+
+@pytest.mark.parametrize("lost", [["keyring"], ["keyring", "deployment"]], ids=["1", "2"])
+def test_a_deployment_with_data_and_no_keyring_makes_no_new_one(
+    backend: Backend, lost: list[str]
+) -> None:
+    """Issue 51: someone who can write the table deletes a KMS deployment's keyring (and
+    its deployment record). A new keyring would show every thread empty and leave its
+    data unopenable for good: the saver refuses, names the items and how to restore them,
+    and writes nothing; with them restored, the data reads again."""
+    kms = MemoryKms()
+    saver = backend.saver(keys=None, secret=None, key_service=kms)
+    _turn(saver, "t", "MARKER-51")
+    pk = deployment_pk("")
+    saved = {i["sk"]: i for i in raw.partition(saver, pk)}
+    raw.table(saver).batch(deletes=[ItemKey(pk, sk) for sk in lost])
+    fresh = backend.saver(setup=False, keys=None, secret=None, key_service=kms)
+    with nothing_written(backend):
+        with pytest.raises(KeyringMissingError, match="point-in-time recovery") as caught:
+            chat_graph(fresh).get_state(thread_config("t"))
+        with pytest.raises(KeyringMissingError):
+            fresh.ops.rotate_key()
+        if "deployment" not in lost:
+            report = fresh.ops.check(raise_on_problem=False)
+            assert any("KMS keyring of this deployment" in p for p in report.problems)
+    assert "'keyring'" in str(caught.value) and kms.calls["generate_data_key"] == 1
+    raw.put_items(saver, [saved[sk] for sk in lost])
+    again = backend.saver(setup=False, keys=None, secret=None, key_service=kms)
+    state = chat_graph(again).get_state(thread_config("t"))
+    assert "heard: MARKER-51" in state.values["messages"][-1].content
+
+
+def test_a_new_deployment_beside_another_s_data_makes_its_keyring(backend: Backend) -> None:
+    """The check reads only the deployment's own partitions: a tenant's first keyring on
+    a table another deployment holds data in is made."""
+    other = backend.saver()
+    _turn(other, "t", "theirs")
+    kms = MemoryKms()
+    tenant = backend.saver(setup=False, prefix="t-2/", keys=None, secret=None, key_service=kms)
+    _turn(tenant, "t", "mine")
+    assert kms.calls["generate_data_key"] == 1
 
 
 # -------------------------------------------- 4. table-wide operations keep going

@@ -9,11 +9,11 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   ├── CredentialsNotFoundError        no AWS credentials found
     │   ├── ScopeNotNamedError              a table-wide sweep without a prefix, on a
     │   │                                   table that holds tenants
-    │   ├── ValueNotSerializableError       a value or write the serializer cannot store
-    │   │   (also TypeError)                (names the channel, and the task of a write)
+    │   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
     │   └── StorageConfigError              S3, DynamoDB or KMS refused the configuration
     │                                       (bucket, KMS key, region, endpoint, access): fix it
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
+    │   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        another S3 or DynamoDB failure that may pass: retry
     │   └── EndpointUnreachableError        the service's endpoint did not answer
@@ -54,6 +54,33 @@ class DeploymentMismatchError(S3DynamoError):
     Raised instead of showing an empty thread (names derived from another naming key find
     nothing) or starting a second, parallel set of names beside the first. The message
     names key ids and fingerprints, never key bytes."""
+
+
+class KeyringMissingError(DeploymentMismatchError):
+    """A KMS deployment's keyring record is missing while the deployment holds data (or
+    its deployment record): a new keyring would make new keys and a new naming secret,
+    under which every thread reads as empty and no stored blob ever opens again, so
+    none is made. The message names the items to restore and how (point-in-time
+    recovery of the table)."""
+
+    def __init__(self, table: str, pk: str, found: str) -> None:
+        super().__init__(table, pk, found)
+        self.table, self.pk, self.found = table, pk, found
+
+    def __str__(self) -> str:
+        table = self.table
+        return (
+            f"the KMS keyring of this deployment (table {table!r}, partition {self.pk!r}, "
+            f"sort key 'keyring') is missing, and {self.found}. A new keyring would make "
+            "other keys and another naming secret, under which every stored thread reads as "
+            "empty and nothing stored ever opens again, so none was made and nothing was "
+            "written. Restore the item 'keyring' (and 'deployment', if it is gone too) of "
+            "that partition from a backup: with point-in-time recovery, `aws dynamodb "
+            f"restore-table-to-point-in-time --source-table-name {table} --target-table-name "
+            f"{table}-restored --restore-date-time <a time before they were deleted>`, then "
+            "copy the two items back (`aws dynamodb get-item` from the restored table, "
+            '`put-item` into this one; docs/SECURITY.md, "Keys from KMS")'
+        )
 
 
 class StoreMissingError(S3DynamoError):
