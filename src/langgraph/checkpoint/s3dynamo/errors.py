@@ -154,7 +154,12 @@ class ItemTooLargeError(InvalidConfigError):
 class ConcurrentUpdateError(S3DynamoError):
     """Another run committed to this thread (namespace) since this run loaded its latest
     checkpoint. Nothing of this write is visible; retry the run (it loads the new latest
-    state), or serialize runs with `saver.ops.thread_lock(thread_id)`.
+    state), or serialize runs with `saver.ops.thread_lock(thread_id)`. `committed` lists
+    the checkpoints this run committed in the namespace before it was refused, oldest
+    first: when it is not empty, they are in the thread's history (the first holds the
+    run's input), and a run that loaded the thread since may have continued them, so
+    the input is not to be sent again (docs/RELIABILITY.md, "A refused run and its
+    retry").
 
     Raised once, by the index adapter, with the `reason` the service gave; the store,
     which knows which write that was, names it (`refusing`) before the error goes on,
@@ -165,20 +170,37 @@ class ConcurrentUpdateError(S3DynamoError):
         self.reason = reason
         self.write: str | None = None
         self.continued: str | None = None
+        self.committed: tuple[str, ...] = ()
 
-    def refusing(self, write: str, continued: str | None = None) -> None:
-        """Name the write refused and the checkpoint its run continued as the latest
-        (None: a new thread)."""
-        self.write, self.continued = write, continued
+    def refusing(
+        self, write: str, continued: str | None = None, committed: tuple[str, ...] = ()
+    ) -> None:
+        """Name the write refused, the checkpoint its run continued as the latest (None:
+        a new thread), and the checkpoints the run committed before it."""
+        self.write, self.continued, self.committed = write, continued, committed
 
     def __str__(self) -> str:
         if self.write is None:
             return self.reason
-        return (
+        said = (
             f"{self.write}: not written: another run committed to this thread since this run "
             f"continued checkpoint {self.continued or '(none: a new thread)'} as the latest "
-            f"({self.reason}). Retry the run: it will load the new latest state. To run one "
-            "at a time instead, wrap runs in saver.ops.thread_lock(thread_id)"
+            f"({self.reason}). "
+        )
+        if not self.committed:
+            return said + (
+                "Nothing of this run is visible. Retry the run: it will load the new latest "
+                "state. To run one at a time instead, wrap runs in "
+                "saver.ops.thread_lock(thread_id)"
+            )
+        return said + (
+            f"This run had committed {len(self.committed)} checkpoint(s) before: "
+            f"{', '.join(self.committed)} (the first holds its input, if it was given one). "
+            "They are in the "
+            "thread's history, and the other run may have continued from them: do not send "
+            "this run's input again. Read the latest state (get_state): if it holds the "
+            "input, the other run answered it; if not, run again. To run one at a time "
+            "instead, wrap runs in saver.ops.thread_lock(thread_id)"
         )
 
 
