@@ -47,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, exp
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.table import Update, Write, Written
 from langgraph.store.s3dynamo import S3DynamoStore
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import Crash, CrashingPort, is_request
 from tests.support.savers import Clients, RequestCounter, make_saver
@@ -1126,3 +1127,38 @@ def test_on_dynamodb_a_put_within_its_lease_after_a_delete_stays_listed(
     writer.put(NS, "k3", {"v": 3})
     assert reader.list_namespaces() == [NS]
     assert [i.key for i in reader.search(NS)] == ["k3"]
+
+
+def test_verify_opens_the_store_its_vector_index_and_the_cache(backend: Backend) -> None:
+    """Issue 51: `verify` of the whole store opens every blob of long-term memory too,
+    counted apart from the threads', and names what was altered there."""
+    saver = backend.saver()
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(t) % 7)] for t in texts]
+
+    store = S3DynamoStore.from_saver(
+        saver, index={"dims": 2, "embed": embed, "fields": ["text"]}, filter_fields=["kind"]
+    )
+    store.put(NS, "small", {"text": "tea", "kind": "pref"}, ttl=60)
+    store.put(NS, "large", {"text": "doc", "kind": "doc", "body": os.urandom(40_000).hex()})
+    store.search(NS, query="tea")  # builds the index: a manifest and a segment
+    store.put(NS, "gone", {"text": "soon", "kind": "pref"})
+    store.delete(NS, "gone")  # a log entry and a tombstone
+    store.get(NS, "small")  # refreshed: a refresh stamp
+    S3DynamoCache.from_saver(saver).set({(("node",), "input"): ({"r": 1}, None)})
+    report = saver.ops.verify()
+    assert report.ok, report.problems
+    m = report.memory
+    assert (m["store"]["namespaces"], m["store"]["items"], m["store"]["objects"]) == (1, 2, 2)
+    assert m["store"]["index items"] >= 4 and m["store"]["blobs"] == m["store"]["opened"] >= 8
+    assert (m["cache"]["namespaces"], m["cache"]["items"]) == (1, 1)
+    assert m["cache"]["blobs"] == m["cache"]["opened"] == 3  # entry, payload, creation stamp
+    # An item's creation stamp swapped with another's: named, where it is.
+    small, large = (store.space.item_key(NS, k) for k in ("small", "large"))
+    stamp = raw.table(saver).get(large)
+    assert stamp is not None
+    raw.set_attributes(saver, small, mk=stamp["mk"])
+    (problem,) = saver.ops.verify().problems
+    assert (problem["kind"], problem["where"]) == ("tampered", "store item")
+    assert small.sk in problem["key"]

@@ -257,17 +257,23 @@ class Directory:
         if s.state.stale(found, s.state.written_in(pk)):
             found = s.reads.entries(pk, consistent=True)
         out = []
-        kind = "store" if s.space == "m" else "cache"
         for entry in found:
-            what = f"{kind} directory entry {entry.key.sk!r}"
-            _typ, data = s.sealer.open(entry.blob, self.aad(entry.key.sk), what)
-            namespace = tuple(json.loads(data))
-            if s.namer.memory_namespace(s.space, namespace) != entry.key.sk:
-                raise IntegrityError(f"{what}: it names another namespace; it was moved")
+            namespace = self.namespace_of(entry)
             s.state.saw(entry)
             out.append((namespace, entry))
         self.marks_exist(ns for ns, _ in out)
         return out
+
+    def namespace_of(self, entry: DirectoryEntry) -> Namespace:
+        """The namespace an entry names, opened; one altered or moved to another entry is
+        an `IntegrityError`."""
+        s = self.space
+        what = f"{'store' if s.space == 'm' else 'cache'} directory entry {entry.key.sk!r}"
+        _typ, data = s.sealer.open(entry.blob, self.aad(entry.key.sk), what)
+        namespace = tuple(json.loads(data))
+        if s.namer.memory_namespace(s.space, namespace) != entry.key.sk:
+            raise IntegrityError(f"{what}: it names another namespace; it was moved")
+        return namespace
 
     def listed(self, now_ms: Callable[[], int]) -> list[Namespace]:
         """The namespaces that have a live item: those whose entry's bound lies ahead,

@@ -327,10 +327,20 @@ class VerifyReport:
         default_factory=lambda: {"items": 0, "objects": 0, "blobs": 0, "opened": 0}
     )
     problems: list[dict[str, Any]] = field(default_factory=list)
+    # Long-term memory, per space ("store", "cache"), counted apart from the threads:
+    # namespaces, items, index items, objects, sealed blobs and those that opened.
+    memory: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def nothing_opened(self) -> bool:
+        """Sealed blobs were met and none opened (threads' and memory's alike)."""
+        counts = [self.checked, *self.memory.values()]
+        blobs, opened = (sum(c[k] for c in counts) for k in ("blobs", "opened"))
+        return blobs > 0 and opened == 0
 
     def problem(
         self, kind: str, where: str, key: str, e: Entry | None, detail: str, tid: str | None = None
@@ -365,6 +375,7 @@ class VerifyReport:
             "thread_id": self.thread_id,
             "ok": self.ok,
             "checked": dict(self.checked),
+            "memory": {space: dict(counts) for space, counts in self.memory.items()},
             "problems": list(self.problems),
         }
 
