@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, padded
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK, directory_pk
 from langgraph.checkpoint.s3dynamo.memory import format
@@ -200,7 +200,8 @@ class Directory:
         # A new generation, renewed now; its liveness bound is the latest expiry of the
         # items written with it (none without).
         s = self.space
-        sealed_ns = s.sealer.seal(NAMESPACE_TYPE, ns_text(namespace).encode(), self.aad(ek.sk))
+        text = padded(ns_text(namespace).encode())  # its size: the length to a power of two
+        sealed_ns = s.sealer.seal(NAMESPACE_TYPE, text, self.aad(ek.sk), compress=False)
         bound = max((expiry_of(r) for r in rows), default=None) if rows else None
         return DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(s.clock()), False, bound)
 

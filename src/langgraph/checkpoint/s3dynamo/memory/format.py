@@ -491,7 +491,7 @@ def resealed(stored: Stored, sealer: Sealer) -> Plan:
         if sealer.key_id_of(blob) == active:
             continue
         typ, data = sealer.open(blob, aad, what)
-        new = sealer.seal(typ, data, aad)
+        new = sealer.seal(typ, data, aad, compress=sealer.compressed(blob))
         if isinstance(at, str):
             overwrites.append((at, new))
         else:
