@@ -295,6 +295,32 @@ def test_a_deployment_with_data_and_no_keyring_makes_no_new_one(
     assert "heard: MARKER-51" in state.values["messages"][-1].content
 
 
+def test_a_deleted_deployment_record_lets_the_next_writer_record_its_own_keys(
+    backend: Backend,
+) -> None:
+    """The stated limit (docs/SECURITY.md): with keys given (not KMS), the deployment
+    record is what names a wrong key. Deleted, the next writer records its own keys: one
+    with the deployment's loses nothing; one with other keys sees the threads empty, and
+    the deployment's own savers, which still read their threads, are refused by name
+    where they meet an empty one, until the record is restored."""
+    saver = backend.saver()
+    _turn(saver, "t", "MARKER-51")
+    pk = deployment_pk("")
+    (record,) = [i for i in raw.partition(saver, pk) if i["sk"] == "deployment"]
+    raw.table(saver).batch(deletes=[ItemKey(pk, "deployment")])
+    other = backend.saver(setup=False, keys={"k9": os.urandom(32)}, secret=os.urandom(16))
+    assert chat_graph(other).get_state(thread_config("t")).values == {}
+    _turn(other, "u", "other keys")
+    mine = backend.saver(setup=False)
+    assert chat_graph(mine).get_state(thread_config("t")).values["turns"] == 1
+    with pytest.raises(DeploymentMismatchError, match="naming key differs"):
+        chat_graph(mine).get_state(thread_config("new"))
+    raw.put_items(saver, [record])
+    again = backend.saver(setup=False)
+    state = chat_graph(again).get_state(thread_config("t"))
+    assert "heard: MARKER-51" in state.values["messages"][-1].content
+
+
 def test_a_new_deployment_beside_another_s_data_makes_its_keyring(backend: Backend) -> None:
     """The check reads only the deployment's own partitions: a tenant's first keyring on
     a table another deployment holds data in is made."""

@@ -31,6 +31,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.layout import LOG_MARK, MANIFEST_SK, TOKEN_MARK, log_sk
 from langgraph.checkpoint.s3dynamo.memory import vector_index
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support import raw
 from tests.support.backends import Backend
@@ -707,3 +708,21 @@ def test_a_forged_filter_token_changes_no_answer(backend: Backend) -> None:
     raw.put_items(store.saver, [{"pk": pk, "sk": f"{prefix}#9999999999999#{older}"}])
     assert keys(store.search(NS, filter={"kind": "pref"}, limit=1)) == ["newer"]
     assert keys(store.search(NS, filter={"kind": "pref"})) == ["newer", "older"]
+
+
+def test_a_deleted_log_entry_hides_its_item_from_a_query_and_not_from_get(
+    backend: Backend,
+) -> None:
+    """The stated limit (docs/SECURITY.md): deleting, or rolling back, an item of a
+    namespace's search index is a deletion: a search by query misses the item its entry
+    named, which `get` and every other search still return."""
+    store = store_of(backend.saver(), index=INDEX)
+    store.put(NS, "seed", {"text": "seed"})
+    store.search(NS, query="seed")  # the index starts here: later puts go to its log
+    store.put(NS, "hidden", {"text": "tea"})
+    pk = store.space.pk(NS)
+    (entry,) = [i for i in raw.partition(store.saver, pk) if i["sk"].startswith(LOG_MARK)]
+    raw.table(store.saver).batch(deletes=[ItemKey(pk, entry["sk"])])
+    fresh = store_of(store.saver, index=INDEX)
+    assert "hidden" not in keys(fresh.search(NS, query="tea"))
+    assert fresh.get(NS, "hidden") is not None and "hidden" in keys(fresh.search(NS))

@@ -220,3 +220,23 @@ def test_a_refresh_stamp_of_another_version_or_item_extends_nothing(backend: Bac
     raw.set_attributes(store.saver, store.space.item_key(ADA, "other"), mr=stamp["mr"])
     with pytest.raises(IntegrityError):
         store.get(ADA, "other")
+
+
+def test_what_the_clear_copies_can_still_do(backend: Backend) -> None:
+    """The stated limits (docs/SECURITY.md): a clear expiry lowered makes readers skip a
+    live item and the sweep delete it, as deleting it would; a directory entry's clear
+    liveness bound raised lists a namespace whose items have all expired, whose items
+    no read returns."""
+    clock = Clock()
+    store = store_on(backend, {"refresh_on_read": False}, clock)
+    store.put(ADA, "live", {"text": "tea", "kind": "pref"})
+    store.put(BOB, "brief", {"text": "tea", "kind": "pref"}, ttl=1)
+    raw.set_attributes(store.saver, store.space.item_key(ADA, "live"), me=1)
+    assert store.get(ADA, "live") is None and store.search(ADA) == []
+    assert store.sweep_ttl() == 1
+    clock.now += 61
+    entry = store.space.directory.key(BOB)
+    raw.set_attributes(store.saver, entry, x=2**62)
+    fresh = store_on(backend, {"refresh_on_read": False}, clock)
+    assert fresh.list_namespaces() == [BOB]
+    assert fresh.get(BOB, "brief") is None and fresh.search(BOB) == []
