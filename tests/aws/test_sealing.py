@@ -749,8 +749,9 @@ def test_what_the_sizes_of_references_entries_and_index_items_say(
     """A thread's sealed reference and a namespace's directory entry are padded, stored
     uncompressed: their sizes say the thread id's or namespace's length only to a power
     of two (64 bytes at least). A vector log entry's size says the embedding's
-    dimensions; a node-cache entry's name is the same for the same input whenever and
-    whoever writes it. These are the figures docs/SECURITY.md gives."""
+    dimensions; an item's stamps and a tombstone have one size each; a node-cache
+    entry's name is the same for the same input whenever and whoever writes it. These are
+    the figures docs/SECURITY.md gives."""
     from langgraph.store.base import IndexConfig
 
     from langgraph.cache.s3dynamo import S3DynamoCache
@@ -792,6 +793,23 @@ def test_what_the_sizes_of_references_entries_and_index_items_say(
 
     # One vector of d random dimensions: 141 + d + the digits of d bytes, key id "k1".
     assert [log_size(d) for d in (64, 384, 1536)] == [207, 528, 1681]
+    # An item's stamps and a tombstone: one size each.
+    clock = [1_800_000_000.0]
+    timed = S3DynamoStore.from_saver(saver, ttl={"refresh_on_read": True})
+    timed.space.clock = lambda: clock[0]
+    timed.put(("stamps",), "k", {"v": 1}, ttl=60)
+    clock[0] += 600
+    timed.get(("stamps",), "k")  # refreshed
+    stamped = raw.table(saver).get(timed.space.item_key(("stamps",), "k"))
+    assert stamped is not None and (len(stamped["mk"]), len(stamped["mr"])) == (61, 80)
+    indexed = S3DynamoStore.from_saver(
+        saver, index={"dims": 4, "embed": lambda t: [[1.0] * 4 for _ in t]}
+    )
+    indexed.put(("gone",), "k", {"text": "x"})
+    indexed.delete(("gone",), "k")
+    pk = indexed.space.pk(("gone",))
+    (tomb,) = [i for i in raw.partition(saver, pk) if "#k" in i["sk"]]
+    assert len(tomb["v"]) == 42
     # The node cache: one input's entry has one name, written by any process, any time.
     caches = [S3DynamoCache.from_saver(make_saver(clients, keys={"k1": AES_KEY}, secret=SECRET))]
     caches.append(S3DynamoCache.from_saver(saver))
