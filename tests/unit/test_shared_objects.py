@@ -445,3 +445,24 @@ def test_a_shared_object_deleted_because_its_loan_was_names_the_loan(
     message = str(caught.value)
     assert "an object of thread 'src', which this copy shares" in message
     assert "the object, or the record or loan that kept it, was deleted outside" in message
+
+
+def test_deleting_a_source_reads_its_loans_borrowings_once(backend: Backend) -> None:
+    """What reading the borrowings costs (docs/RELIABILITY.md, "Deleting, copying,
+    pruning"): a delete of a thread with one copy sends one BatchGetItem more than it
+    did, after its Query of the loans; a delete of the copy, none."""
+    saver = backend.saver()
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    say(graph, "dst", "more")
+    backend.reset()
+    saver.delete_thread("src")
+    dynamodb = {k: n for k, n in backend.calls().items() if k.startswith("dynamodb.")}
+    assert dynamodb == {
+        "dynamodb.Query": 4,
+        "dynamodb.BatchWriteItem": 6,
+        "dynamodb.BatchGetItem": 1,
+    }
+    backend.reset()
+    saver.delete_thread("dst")
+    assert "dynamodb.BatchGetItem" not in backend.calls()
