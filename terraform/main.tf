@@ -292,7 +292,8 @@ data "aws_iam_policy_document" "maintenance" {
       # rotate_key() and reencrypt() rewrite the keyring and deployment records.
       "dynamodb:PutItem",
       "dynamodb:Query",
-      # list(None), reencrypt() and garbage collection over all threads read the whole table.
+      # list(None), reencrypt() and garbage collection over all threads read the whole
+      # table; a KMS deployment's first keyring, its own partitions (never over data).
       "dynamodb:Scan",
       "dynamodb:UpdateItem",
     ]

@@ -739,3 +739,83 @@ def test_removed_inline_value_is_an_error_not_a_missing_channel(clients: Any) ->
     ddb.put_item(TableName=saver.settings.table, Item=item)
     with pytest.raises(IntegrityError, match="missing from its index item"):
         saver.get_tuple(config)
+
+
+# ------------------------------------- what sizes say (issue 51, docs/SECURITY.md)
+
+
+def test_what_the_sizes_of_references_entries_and_index_items_say(
+    clients: tuple[Any, Any],
+) -> None:
+    """A thread's sealed reference and a namespace's directory entry are padded, stored
+    uncompressed: their sizes say the thread id's or namespace's length only to a power
+    of two (64 bytes at least). A vector log entry's size says the embedding's
+    dimensions; an item's stamps and a tombstone have one size each; a node-cache
+    entry's name is the same for the same input whenever and whoever writes it. These are
+    the figures docs/SECURITY.md gives."""
+    from langgraph.store.base import IndexConfig
+
+    from langgraph.cache.s3dynamo import S3DynamoCache
+    from langgraph.store.s3dynamo import S3DynamoStore
+    from tests.support import raw
+
+    saver = make_saver(clients, keys={"k1": AES_KEY}, secret=SECRET)
+    saver.setup()
+
+    def ref_size(tid: str) -> int:
+        saver.put(thread_config(tid, checkpoint_ns=""), empty_checkpoint(), {}, {})
+        (item,) = raw.partition(saver, saver.store.namer.thread(tid))
+        return len(item["t"])
+
+    sizes = {n: ref_size("t" * n) for n in (1, 20, 36, 56, 57, 120, 121)}
+    assert sizes[1] == sizes[20] == sizes[36] == sizes[56] == 106  # 64 bytes of JSON
+    assert sizes[57] == sizes[120] == 170 and sizes[121] == 298  # 128, then 256
+    store = S3DynamoStore.from_saver(saver)
+    entry_sizes = {}
+    for namespace in [("a",), ("users", "ada", "memories"), ("n" * 60,), ("n" * 61,)]:
+        store.put(namespace, "k", {"v": 1})
+        key = store.space.directory.key(namespace)
+        entry_sizes[len(repr(namespace))] = len(raw.table(saver).get(key)["n"])  # type: ignore[index]
+    assert sorted(set(entry_sizes.values())) == [106, 170]
+
+    def log_size(dims: int) -> int:
+        rng = random.Random(dims)
+
+        def embed(texts: list[str]) -> list[list[float]]:
+            return [[rng.uniform(-1, 1) for _ in range(dims)] for _ in texts]
+
+        index: IndexConfig = {"dims": dims, "embed": embed}
+        indexed = S3DynamoStore.from_saver(saver, index=index)
+        namespace = ("dims", str(dims))
+        indexed.put(namespace, "k", {"text": "x"})
+        pk = indexed.space.pk(namespace)
+        (entry,) = [i for i in raw.partition(saver, pk) if i["sk"].startswith("~v")]
+        return len(entry["v"])
+
+    # One vector of d random dimensions: 141 + d + the digits of d bytes, key id "k1".
+    assert [log_size(d) for d in (64, 384, 1536)] == [207, 528, 1681]
+    # An item's stamps and a tombstone: one size each.
+    clock = [1_800_000_000.0]
+    timed = S3DynamoStore.from_saver(saver, ttl={"refresh_on_read": True})
+    timed.space.clock = lambda: clock[0]
+    timed.put(("stamps",), "k", {"v": 1}, ttl=60)
+    clock[0] += 600
+    timed.get(("stamps",), "k")  # refreshed
+    stamped = raw.table(saver).get(timed.space.item_key(("stamps",), "k"))
+    assert stamped is not None and (len(stamped["mk"]), len(stamped["mr"])) == (61, 80)
+    indexed = S3DynamoStore.from_saver(
+        saver, index={"dims": 4, "embed": lambda t: [[1.0] * 4 for _ in t]}
+    )
+    indexed.put(("gone",), "k", {"text": "x"})
+    indexed.delete(("gone",), "k")
+    pk = indexed.space.pk(("gone",))
+    (tomb,) = [i for i in raw.partition(saver, pk) if "#k" in i["sk"]]
+    assert len(tomb["v"]) == 42
+    # The node cache: one input's entry has one name, written by any process, any time.
+    caches = [S3DynamoCache.from_saver(make_saver(clients, keys={"k1": AES_KEY}, secret=SECRET))]
+    caches.append(S3DynamoCache.from_saver(saver))
+    names = []
+    for cache in caches:
+        cache.set({(("node",), "input-hash"): ("result", None)})
+        names.append(cache.space.item_key(("node",), "input-hash"))
+    assert names[0] == names[1]

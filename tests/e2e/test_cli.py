@@ -348,7 +348,7 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     )
     assert r.code == 1, r.err
     report = r.json()
-    assert set(report) == {"thread_id", "ok", "checked", "problems"}
+    assert set(report) == {"thread_id", "ok", "checked", "memory", "problems"}
     assert report["ok"] is False
     found = {(p["kind"], p["key"]) for p in report["problems"]}
     assert ("tampered", tampered) in found

@@ -208,3 +208,39 @@ def async_locks_serialize(savers: tuple[S3DynamoSaver, S3DynamoSaver], turns: in
 
     asyncio.run(both())
     check_every_message_once(savers[0], turns)
+
+
+# Run B of `test_the_losing_process_...` (tests/unit/test_concurrency.py), in a process of
+# its own: it commits its input checkpoint, says so, waits inside its node until the
+# file argv[1] exists, is refused, and does what the README says a refused run does.
+# Its messages have no ids (LangGraph gives each a new one): sent again, one repeats.
+LOSING_PROCESS = r"""
+import json, os, sys, time
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, S3DynamoSaver
+from tests.support.concurrent_runs import CONFIG, slow_chat_graph
+
+go = sys.argv[1]
+
+def hold():
+    print("inside", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.01)
+
+saver = S3DynamoSaver.from_env()
+try:
+    slow_chat_graph(saver, hold).invoke(
+        {"messages": [HumanMessage("from b")]}, CONFIG, durability="sync"
+    )
+    print(json.dumps({"refused": False}), flush=True)
+except ConcurrentUpdateError as exc:
+    graph = slow_chat_graph(saver, lambda: None)
+    humans = [m.content for m in graph.get_state(CONFIG).values["messages"] if m.type == "human"]
+    # The README's retry: the input already in the latest state is not sent again.
+    again = not exc.committed or "from b" not in humans
+    if again:
+        graph.invoke({"messages": [HumanMessage("from b")]}, CONFIG)
+    print(json.dumps(
+        {"refused": True, "committed": list(exc.committed), "message": str(exc), "again": again}
+    ), flush=True)
+"""

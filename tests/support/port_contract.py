@@ -144,11 +144,13 @@ class MemoryFormatContract:
         self.put(engine, [_row(self.pk, "a", b"1", expires_ms=500, ttl_minutes=60.0)], self.entry)
 
         def refresh(key: ItemKey, *args: Any) -> tuple[MemoryRow | None, bool]:
-            w = engine.apply(format.refresh(key, *args), returning="new", found_on_refusal=True)
+            write = format.refresh(key, *args, b"stamp")
+            w = engine.apply(write, returning="new", found_on_refusal=True)
             return (None if w.item is None else row_from(w.item)), w.applied
 
         row, refreshed = refresh(key, 900, 60.0, 100)
         assert refreshed and row is not None and (row.blob, row.expires_ms) == (b"1", 900)
+        assert row.refresh_seal == b"stamp"
         # Another TTL (a put since), or expired by then: refused, the item as it is.
         row, refreshed = refresh(key, 950, 5.0, 100)
         assert not refreshed and row is not None and (row.blob, row.expires_ms) == (b"1", 900)
@@ -164,7 +166,7 @@ class MemoryFormatContract:
             _row(self.pk, "never", b"3"),
         ]
         self.put(engine, rows, self.entry)
-        engine.apply(format.touch(ItemKey(self.pk, "old"), 300))  # read since: renewed
+        engine.apply(format.touch(ItemKey(self.pk, "old"), 300, b"s"))  # read since: renewed
 
         def delete(sk: str, expired_at_ms: int | None = None) -> MemoryRow | None:
             key = ItemKey(self.pk, sk)
@@ -175,7 +177,7 @@ class MemoryFormatContract:
         gone = delete("old", expired_at_ms=300)
         assert gone is not None and gone.blob == b"1"
         assert delete("never") is not None and delete("never") is None
-        engine.apply(format.touch(ItemKey(self.pk, "absent"), 1))  # nothing, and no error
+        engine.apply(format.touch(ItemKey(self.pk, "absent"), 1, b"s"))  # nothing, no error
         assert [r.key.sk for r in reads.items(self.pk)] == ["new"]
 
     def test_a_put_alone_answers_with_what_it_replaced(self, table: Any) -> None:
@@ -184,6 +186,20 @@ class MemoryFormatContract:
         (old,) = self.put(engine, [_row(self.pk, "a", b"2")])
         assert old is not None and (old.blob, old.expires_ms) == (b"1", 700)
         assert self.put(engine, [_row(self.pk, "b", b"3")]) == [None]
+
+    def test_a_put_keeps_the_creation_stamp_and_drops_the_refresh_stamp(self, table: Any) -> None:
+        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        first = _row(self.pk, "a", b"1", expires_ms=700, ttl_minutes=1.0, created_ms=5)
+        self.put(engine, [first._replace(created_seal=b"c1")], self.entry)
+        engine.apply(format.touch(first.key, 900, b"r1"))
+        self.put(engine, [_row(self.pk, "a", b"2", created_ms=6, created_seal=b"c2")])
+        (row,) = reads.items(self.pk)
+        assert (row.blob, row.created_ms, row.created_seal, row.refresh_seal) == (
+            b"2",
+            5,
+            b"c1",
+            None,
+        )
 
     def test_a_put_past_one_transaction_uploads_each_part_s_objects_with_it(
         self, table: Any
@@ -277,12 +293,15 @@ class MemoryFormatContract:
         tokens = [ItemKey(self.pk, "~xt#0000000000001#a"), ItemKey(plain, "~xt#0000000000001#b")]
         engine.batch(puts=[index_item(IndexItem(k)) for k in tokens])
         deleted = [_row(self.pk, "a", None, leaf="La"), _row(plain, "b", b"1")]
-        gone = format.gone(deleted, tokens, indexed={self.pk}, at_ms=7)
+        sealer = Sealer(keyring=Keyring.parse(KEYS))
+        gone = format.gone(deleted, tokens, indexed={self.pk}, at_ms=7, sealer=sealer)
         assert gone.objects == [object_key(self.pk, "La")]
         for puts, deletes in gone.indexes.values():
             engine.batch(puts, deletes)
         (tomb,) = reads.index_items(self.pk, (DESCENDANTS_SK, "~z"))
-        assert tomb == format.tombstones([deleted[0].key], 7)[0] and tomb.blob is None
+        assert tomb.key == format.tombstones([deleted[0].key], 7, sealer, "m")[0].key
+        assert format.tombstone_of(tomb) == ("a", 7)
+        assert format.verified_tombstone(tomb, sealer, "m")
         assert reads.index_items(plain, (DESCENDANTS_SK, "~z")) == []
 
     def test_a_reseal_replaces_each_blob_only_while_unchanged(self, table: Any) -> None:

@@ -37,6 +37,28 @@ def loans(saver: Any, tid: str) -> list[Loan]:
     return [loan_from(i) for i in every_item(table(saver), control_pk(name), where=where)]
 
 
+def partition(saver: Any, pk: str) -> list[dict[str, Any]]:
+    """Every item of a partition (a Store namespace's, a thread's), as stored."""
+    return every_item(table(saver), pk, consistent=True)
+
+
+def put_items(saver: Any, items: Iterable[dict[str, Any]]) -> None:
+    """Write items whole and unconditionally, as someone with write access would."""
+    table(saver).batch(list(items))
+
+
+def set_attributes(saver: Any, key: ItemKey, **attributes: Any) -> None:
+    """Set (a value) or remove (None) attributes of one item, in place."""
+    item = table(saver).get(key)
+    assert item is not None, f"no item {key}"
+    for name, value in attributes.items():
+        if value is None:
+            item.pop(name, None)
+        else:
+            item[name] = value
+    table(saver).batch([item])
+
+
 def control_keys(saver: Any, thread_name: str) -> list[ItemKey]:
     """Keys of every control item of a thread named as stored."""
     return [key_of(i) for i in every_item(table(saver), control_pk(thread_name))]

@@ -5,7 +5,11 @@ must honour are in the port contract (`tests/support/port_contract.py`)."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +21,7 @@ from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
 from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
+from langgraph.checkpoint.s3dynamo.testing import Sandbox, moto_server
 from tests.support import concurrent_runs as runs
 from tests.support.backends import Backend
 from tests.support.raw import HEAD, LEASE
@@ -37,7 +42,59 @@ def _pair(backend: Backend) -> tuple[S3DynamoSaver, S3DynamoSaver]:
 
 def test_a_stale_run_is_refused_with_a_clear_error(backend: Backend) -> None:
     message = runs.stale_run_is_refused(_pair(backend))
-    assert "another run committed to this thread" in message and "Retry the run" in message
+    assert "another run committed to this thread" in message
+    # Its input checkpoint (and the first step's) was committed, and the other run
+    # continued from it.
+    assert "This run had committed 2 checkpoint(s) before" in message
+    assert "do not send this run's input again" in message
+
+
+def test_the_losing_process_is_told_what_it_committed_and_repeats_no_input(
+    tmp_path: Path,
+) -> None:
+    """Issue 51, with two processes on moto server: B commits its input checkpoint and
+    waits inside its node; A (this process) loads the thread, which holds B's input, and
+    runs a whole turn; B's next write is refused. The error names B's input checkpoint
+    as committed, and B, retrying as the README says (the input is in the latest state:
+    not sent again), leaves each message in the thread once."""
+    with moto_server() as url:
+        sandbox = Sandbox(endpoint_url=url)
+        saver = sandbox.saver()
+        graph = runs.slow_chat_graph(saver, lambda: None)
+        graph.invoke({"messages": [HumanMessage("hello")]}, runs.CONFIG)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3DYNAMO_"))}
+        env.update({k: v for k, v in sandbox.environment().items() if v is not None})
+        env["PYTHONPATH"] = str(Path(__file__).parents[2])
+        go = tmp_path / "go"
+        b = subprocess.Popen(
+            [sys.executable, "-c", runs.LOSING_PROCESS, str(go)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            assert b.stdout is not None
+            said = []
+            while (line := b.stdout.readline()) and line.strip() != "inside":
+                said.append(line)
+            assert line, "".join(said)
+            graph.invoke({"messages": [HumanMessage("from a")]}, runs.CONFIG)
+            go.touch()
+            out, _ = b.communicate(timeout=120)
+        finally:
+            b.kill()
+        result = json.loads(out.strip().splitlines()[-1])
+        assert result["refused"] and not result["again"], out
+        input_id, first_step = result["committed"]
+        found = saver.get_tuple(
+            {"configurable": {**runs.CONFIG["configurable"], "checkpoint_id": input_id}}
+        )
+        assert found is not None and found.metadata["source"] == "input"
+        assert input_id in result["message"] and first_step in result["message"]
+        state = graph.get_state(runs.CONFIG).values["messages"]
+        humans = [m.content for m in state if m.type == "human"]
+        assert humans == ["hello", "from b", "from a"]
 
 
 # One saver shared by two threads is the saver's own concern: on the twins alone.

@@ -59,9 +59,9 @@ def test_a_put_overtaken_by_another_run_names_the_write_the_parent_and_the_fix()
     assert message.startswith("thread 't' checkpoint ")
     assert (
         f": not written: another run committed to this thread since this run continued "
-        f"checkpoint {parent} as the latest (the head names {head}, not {parent}). Retry the "
-        "run: it will load the new latest state. To run one at a time instead, wrap runs in "
-        "saver.ops.thread_lock(thread_id)"
+        f"checkpoint {parent} as the latest (the head names {head}, not {parent}). Nothing "
+        "of this run is visible. Retry the run: it will load the new latest state. To run "
+        "one at a time instead, wrap runs in saver.ops.thread_lock(thread_id)"
     ) in message
     # One error: the adapter's, told which write it refused, not a second one over it.
     assert caught.value.reason == f"the head names {head}, not {parent}"
@@ -110,6 +110,8 @@ def test_an_object_deleted_outside_names_the_checkpoint_and_where_it_looked() ->
     assert caught.value.key == key
     assert str(caught.value) == (
         f"thread 't' checkpoint {cid}: object {key!r} is referenced by the index but missing "
-        "from the memory store; it was deleted outside s3dynamo"
+        "from the memory store. s3dynamo deletes an object only once no record references "
+        "it and no loan to a copy names it, so the object, or the record or loan that kept "
+        "it, was deleted outside s3dynamo"
     )
     assert caught.value.__context__ is None

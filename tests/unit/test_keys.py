@@ -20,10 +20,14 @@ from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
     IntegrityError,
     InvalidConfigError,
+    KeyringMissingError,
     S3DynamoSaver,
 )
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, record_item
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryKms, MemoryObjects
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, record_item
+from tests.support import raw
+from tests.support.backends import Backend
 from tests.support.memory_index import MemoryIndex
 from tests.support.savers import (
     BACKEND,
@@ -35,6 +39,7 @@ from tests.support.savers import (
     thread_config,
 )
 from tests.support.scenarios import chat_graph
+from tests.support.unchanged import nothing_written
 
 WRITES = {
     "dynamodb.PutItem",
@@ -259,6 +264,73 @@ def test_kms_keyring_is_bound_to_its_table(
     ddb.put_item(TableName=other.settings.table, Item=ring)
     with pytest.raises(DeploymentMismatchError, match="another table"):
         other.get_tuple(thread_config("t"))
+
+
+@pytest.mark.parametrize("lost", [["keyring"], ["keyring", "deployment"]], ids=["1", "2"])
+def test_a_deployment_with_data_and_no_keyring_makes_no_new_one(
+    backend: Backend, lost: list[str]
+) -> None:
+    """Issue 51: someone who can write the table deletes a KMS deployment's keyring (and
+    its deployment record). A new keyring would show every thread empty and leave its
+    data unopenable for good: the saver refuses, names the items and how to restore them,
+    and writes nothing; with them restored, the data reads again."""
+    kms = MemoryKms()
+    saver = backend.saver(keys=None, secret=None, key_service=kms)
+    _turn(saver, "t", "MARKER-51")
+    pk = deployment_pk("")
+    saved = {i["sk"]: i for i in raw.partition(saver, pk)}
+    raw.table(saver).batch(deletes=[ItemKey(pk, sk) for sk in lost])
+    fresh = backend.saver(setup=False, keys=None, secret=None, key_service=kms)
+    with nothing_written(backend):
+        with pytest.raises(KeyringMissingError, match="point-in-time recovery") as caught:
+            chat_graph(fresh).get_state(thread_config("t"))
+        with pytest.raises(KeyringMissingError):
+            fresh.ops.rotate_key()
+        if "deployment" not in lost:
+            report = fresh.ops.check(raise_on_problem=False)
+            assert any("KMS keyring of this deployment" in p for p in report.problems)
+    assert "'keyring'" in str(caught.value) and kms.calls["generate_data_key"] == 1
+    raw.put_items(saver, [saved[sk] for sk in lost])
+    again = backend.saver(setup=False, keys=None, secret=None, key_service=kms)
+    state = chat_graph(again).get_state(thread_config("t"))
+    assert "heard: MARKER-51" in state.values["messages"][-1].content
+
+
+def test_a_deleted_deployment_record_lets_the_next_writer_record_its_own_keys(
+    backend: Backend,
+) -> None:
+    """The stated limit (docs/SECURITY.md): with keys given (not KMS), the deployment
+    record is what names a wrong key. Deleted, the next writer records its own keys: one
+    with the deployment's loses nothing; one with other keys sees the threads empty, and
+    the deployment's own savers, which still read their threads, are refused by name
+    where they meet an empty one, until the record is restored."""
+    saver = backend.saver()
+    _turn(saver, "t", "MARKER-51")
+    pk = deployment_pk("")
+    (record,) = [i for i in raw.partition(saver, pk) if i["sk"] == "deployment"]
+    raw.table(saver).batch(deletes=[ItemKey(pk, "deployment")])
+    other = backend.saver(setup=False, keys={"k9": os.urandom(32)}, secret=os.urandom(16))
+    assert chat_graph(other).get_state(thread_config("t")).values == {}
+    _turn(other, "u", "other keys")
+    mine = backend.saver(setup=False)
+    assert chat_graph(mine).get_state(thread_config("t")).values["turns"] == 1
+    with pytest.raises(DeploymentMismatchError, match="naming key differs"):
+        chat_graph(mine).get_state(thread_config("new"))
+    raw.put_items(saver, [record])
+    again = backend.saver(setup=False)
+    state = chat_graph(again).get_state(thread_config("t"))
+    assert "heard: MARKER-51" in state.values["messages"][-1].content
+
+
+def test_a_new_deployment_beside_another_s_data_makes_its_keyring(backend: Backend) -> None:
+    """The check reads only the deployment's own partitions: a tenant's first keyring on
+    a table another deployment holds data in is made."""
+    other = backend.saver()
+    _turn(other, "t", "theirs")
+    kms = MemoryKms()
+    tenant = backend.saver(setup=False, prefix="t-2/", keys=None, secret=None, key_service=kms)
+    _turn(tenant, "t", "mine")
+    assert kms.calls["generate_data_key"] == 1
 
 
 # -------------------------------------------- 4. table-wide operations keep going

@@ -47,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, exp
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.table import Update, Write, Written
 from langgraph.store.s3dynamo import S3DynamoStore
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import Crash, CrashingPort, is_request
 from tests.support.memory_index import MemoryIndex
@@ -702,6 +703,33 @@ def test_items_of_the_earlier_format_read(parts: tuple[MemoryIndex, MemoryObject
     assert [(i.key, round(i.score or 0, 3)) for i in found] == [("old", 1.0), ("new", 0.0)]
 
 
+def test_items_written_before_times_were_sealed_read_their_clear_times(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    """An item whose payload has no sealed times (an earlier build's) reads its clear
+    created, updated and expiry times (docs/FORMAT.md); its next put seals them, and its
+    creation time is that put's from then on."""
+    index, objects = parts
+    store = store_on(index, objects)
+    store.setup()
+    space = store.space
+    serde = store.saver.parts.codec.serde()
+    ik = space.item_key(NS, "old")
+    body = serde.dumps_typed({"value": {"v": 0}, "vectors": {}})
+    payload = json.dumps(["old", body[0], "v0"]).encode() + b"\n" + body[1]
+    blob = space.sealer.seal("memory", payload, space.aad(NS, ik.sk))
+    now = space.now_ms()
+    index.load([row_item(MemoryRow(ik, blob, None, now + 60_000, 1.0, 1000, 2000))])
+    item = store.get(NS, "old", refresh_ttl=False)
+    assert item is not None and item.value == {"v": 0}
+    assert (item.created_at.timestamp(), item.updated_at.timestamp()) == (1.0, 2.0)
+    store.put(NS, "old", {"v": 1})
+    again = store.get(NS, "old")
+    assert again is not None and again.created_at == again.updated_at > item.updated_at
+    (row,) = [r for r in index.memory_rows() if r.key == ik]
+    assert row.created_ms == 1000 and row.created_seal is not None
+
+
 def test_reencrypt_reseals_store_items_cache_entries_and_directories(
     parts: tuple[MemoryIndex, MemoryObjects],
 ) -> None:
@@ -722,7 +750,10 @@ def test_reencrypt_reseals_store_items_cache_entries_and_directories(
     blobs = [r.blob for r in index.memory_rows() if r.blob is not None]
     blobs += [e.blob for e in index.directory_entries()]
     blobs += [objects.get(o.key) for o in objects.list("")]
-    assert {sealer.key_id_of(b) for b in blobs} == {"k2"}
+    # The creation stamps too, which a later put keeps.
+    stamps = [r.created_seal for r in index.memory_rows() if r.created_seal is not None]
+    assert len(stamps) == 3
+    assert {sealer.key_id_of(b) for b in [*blobs, *stamps]} == {"k2"}
     large = rotated.get(NS, "large")
     assert large is not None and len(large.value["v"]) == 120_000
     assert rotated.list_namespaces() == [NS]
@@ -1097,3 +1128,38 @@ def test_on_dynamodb_a_put_within_its_lease_after_a_delete_stays_listed(
     writer.put(NS, "k3", {"v": 3})
     assert reader.list_namespaces() == [NS]
     assert [i.key for i in reader.search(NS)] == ["k3"]
+
+
+def test_verify_opens_the_store_its_vector_index_and_the_cache(backend: Backend) -> None:
+    """Issue 51: `verify` of the whole store opens every blob of long-term memory too,
+    counted apart from the threads', and names what was altered there."""
+    saver = backend.saver()
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(t) % 7)] for t in texts]
+
+    store = S3DynamoStore.from_saver(
+        saver, index={"dims": 2, "embed": embed, "fields": ["text"]}, filter_fields=["kind"]
+    )
+    store.put(NS, "small", {"text": "tea", "kind": "pref"}, ttl=60)
+    store.put(NS, "large", {"text": "doc", "kind": "doc", "body": os.urandom(40_000).hex()})
+    store.search(NS, query="tea")  # builds the index: a manifest and a segment
+    store.put(NS, "gone", {"text": "soon", "kind": "pref"})
+    store.delete(NS, "gone")  # a log entry and a tombstone
+    store.get(NS, "small")  # refreshed: a refresh stamp
+    S3DynamoCache.from_saver(saver).set({(("node",), "input"): ({"r": 1}, None)})
+    report = saver.ops.verify()
+    assert report.ok, report.problems
+    m = report.memory
+    assert (m["store"]["namespaces"], m["store"]["items"], m["store"]["objects"]) == (1, 2, 2)
+    assert m["store"]["index items"] >= 4 and m["store"]["blobs"] == m["store"]["opened"] >= 8
+    assert (m["cache"]["namespaces"], m["cache"]["items"]) == (1, 1)
+    assert m["cache"]["blobs"] == m["cache"]["opened"] == 3  # entry, payload, creation stamp
+    # An item's creation stamp swapped with another's: named, where it is.
+    small, large = (store.space.item_key(NS, k) for k in ("small", "large"))
+    stamp = raw.table(saver).get(large)
+    assert stamp is not None
+    raw.set_attributes(saver, small, mk=stamp["mk"])
+    (problem,) = saver.ops.verify().problems
+    assert (problem["kind"], problem["where"]) == ("tampered", "store item")
+    assert small.sk in problem["key"]

@@ -80,7 +80,7 @@ class TestMemoryFormat(MemoryFormatContract):
         assert sent(lambda: reads.items_at(keys)) == {"BatchGetItem": 2}
         # The first live item is on the third page of 25.
         assert sent(lambda: reads.has_live(self.pk, 55)) == {"Query": 3}
-        refresh = format.refresh(rows[0].key, 9, 1.0, 0)
+        refresh = format.refresh(rows[0].key, 9, 1.0, 0, b"stamp")
         assert sent(lambda: engine.apply(refresh, returning="new")) == {"UpdateItem": 1}
         assert sent(lambda: reads.entry(self.entry.key)) == {"GetItem": 1}
         assert sent(lambda: engine.write(format.renewal(self.entry))) == {"UpdateItem": 1}

@@ -18,8 +18,18 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import shared_leaf, split_write_ref
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    IntegrityError,
+    ObjectNotFoundError,
+)
+from langgraph.checkpoint.s3dynamo.layout import (
+    borrow_sk,
+    control_pk,
+    loan_sk,
+    shared_leaf,
+    split_write_ref,
+)
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
 from tests.support import raw
 from tests.support.backends import Backend
@@ -368,3 +378,95 @@ def test_a_copy_of_an_interrupted_thread_resumes_after_its_source_is_gone(
     history(graph, "dst")  # every checkpoint of the copy opens
     saver.delete_thread("dst")
     assert objects(saver) == {}
+
+
+# ------------------------------------- what someone who can write the table can do
+
+
+def _forged_loan(saver: S3DynamoSaver, lender: str, borrower_name: str) -> dict[str, Any]:
+    """A loan of every object of `lender` to `borrower_name`, as a table writer writes it."""
+    name = saver.store.namer.thread(lender)
+    leaves = frozenset(
+        o.key.rpartition("/")[2] for o in saver.store.engine.objects.list_owner(name)
+    )
+    assert leaves
+    return {"pk": control_pk(name), "sk": loan_sk(borrower_name, 0), "ll": leaves}
+
+
+def test_a_loan_no_borrowing_backs_keeps_nothing(saver: S3DynamoSaver) -> None:
+    """Issue 51: a copy writes its borrowing before its loans and deletes it after them,
+    so a loan without one was written by someone else: every deletion and collection
+    passes it by, and `verify` names it."""
+    source(saver)
+    nobody = saver.store.namer.thread("no such thread")
+    raw.put_items(saver, [_forged_loan(saver, "src", nobody)])
+    report = saver.ops.verify()
+    assert [p["kind"] for p in report.problems] == ["unbacked loan"]
+    saver.delete_thread("src")
+    assert objects(saver) == {}
+    # Collection too: what such a loan names is not live, so orphans it names go.
+    source(saver, "other")
+    orphan = "A" * 21 + "Q"
+    forged = {**_forged_loan(saver, "other", nobody), "ll": frozenset({orphan})}
+    raw.put_items(saver, [forged])
+    name = saver.store.namer.thread("other")
+    assert orphan not in (saver.store.finder.live_leaves(name) or set())
+    assert saver.store.finder.lent_leaves(name) == set()
+
+
+def test_a_forged_loan_with_a_forged_borrowing_keeps_objects_until_that_thread_goes(
+    saver: S3DynamoSaver,
+) -> None:
+    """The stated limit (docs/SECURITY.md): a loan backed by a borrowing forged in an
+    existing thread's partition keeps the lender's objects until that thread is deleted,
+    whose deletion ends the loan as a copy's does."""
+    graph = source(saver)
+    say(graph, "bystander", "a thread that copied nothing")
+    bystander = saver.store.namer.thread("bystander")
+    src = saver.store.namer.thread("src")
+    borrowing = {"pk": control_pk(bystander), "sk": borrow_sk(src)}
+    raw.put_items(saver, [_forged_loan(saver, "src", bystander), borrowing])
+    saver.delete_thread("src")
+    assert objects(saver)  # kept: what a loan names
+    saver.delete_thread("bystander")
+    assert objects(saver) == {} and loans(saver, "src") == []
+
+
+def test_a_shared_object_deleted_because_its_loan_was_names_the_loan(
+    saver: S3DynamoSaver,
+) -> None:
+    """Issue 51: the loan removed by someone else, the source's deletion takes the object
+    its copy shares (nothing kept it); the copy's read says so, not that s3dynamo never
+    deleted it."""
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    (loan,) = raw.loans(saver, "src")
+    raw.table(saver).batch(deletes=[loan.key])
+    saver.delete_thread("src")
+    saver.store.forget()
+    with pytest.raises(ObjectNotFoundError) as caught:
+        history(graph, "dst")
+    message = str(caught.value)
+    assert "an object of thread 'src', which this copy shares" in message
+    assert "the object, or the record or loan that kept it, was deleted outside" in message
+
+
+def test_deleting_a_source_reads_its_loans_borrowings_once(backend: Backend) -> None:
+    """What reading the borrowings costs (docs/RELIABILITY.md, "Deleting, copying,
+    pruning"): a delete of a thread with one copy sends one BatchGetItem more than it
+    did, after its Query of the loans; a delete of the copy, none."""
+    saver = backend.saver()
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    say(graph, "dst", "more")
+    backend.reset()
+    saver.delete_thread("src")
+    dynamodb = {k: n for k, n in backend.calls().items() if k.startswith("dynamodb.")}
+    assert dynamodb == {
+        "dynamodb.Query": 4,
+        "dynamodb.BatchWriteItem": 6,
+        "dynamodb.BatchGetItem": 1,
+    }
+    backend.reset()
+    saver.delete_thread("dst")
+    assert "dynamodb.BatchGetItem" not in backend.calls()

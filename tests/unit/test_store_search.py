@@ -24,10 +24,16 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.errors import StoreMissingError, ValueNotSerializableError
-from langgraph.checkpoint.s3dynamo.layout import LOG_MARK, MANIFEST_SK, TOKEN_MARK
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    StoreMissingError,
+    ValueNotSerializableError,
+)
+from langgraph.checkpoint.s3dynamo.layout import LOG_MARK, MANIFEST_SK, TOKEN_MARK, log_sk
 from langgraph.checkpoint.s3dynamo.memory import vector_index
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.store.s3dynamo import S3DynamoStore
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
 from tests.support.faults import Crash, CrashingPort, is_request
@@ -351,6 +357,8 @@ def test_a_rotation_reseals_every_segment_whatever_key_sealed_the_manifest(
     for key, value in items[16:]:
         rotated.put(NS, key, value)
     rotated.search(NS, query="tea")  # the log folded: a segment and the manifest under k2
+    before.delete(NS, items[0][0])  # a tombstone in the log, under k1
+    items.pop(0)
     sealer = rotated.saver.parts.sealer
 
     def key_ids() -> list[str | None]:
@@ -361,6 +369,8 @@ def test_a_rotation_reseals_every_segment_whatever_key_sealed_the_manifest(
     (manifest,) = [i for i in index.index_items() if i.key.sk == MANIFEST_SK]
     assert len(manifest.leaves) == 2 and sealer.key_id_of(manifest.blob or b"") == "k2"
     assert key_ids() == ["k1", "k2"]
+    (tomb,) = [i for i in index.index_items() if "#k" in i.key.sk]
+    assert sealer.key_id_of(tomb.blob or b"") == "k1"
     assert rotated.saver.ops.reencrypt() > 0
     assert key_ids() == ["k2"]
     reference = _reference(items)
@@ -642,3 +652,78 @@ def test_puts_cost_one_write_each_and_one_more_per_declared_field(
     counter.reset()
     embedded.put(NS, "k3", {"text": "x" * 300})
     assert counter.calls == {"dynamodb.BatchWriteItem": 1, "dynamodb.UpdateItem": 1}
+
+
+# ------------------------------------- what someone who can write the table can do
+
+
+def test_a_forged_tombstone_hides_no_live_item(backend: Backend) -> None:
+    """Issue 51: a vector log entry saying an item was deleted is sealed; one without a
+    seal (written by someone without the keys, or by an earlier build) is a hint that
+    hides nothing, and a compaction reads its item back instead of sealing it into a
+    segment; one moved to another item does not open."""
+    store = store_of(backend.saver(), index=INDEX)
+    for key, value in memories(30):
+        store.put(NS, key, value)
+    store.search(NS, query="tea")  # builds the index
+    pk, target = store.space.pk(NS), store.space.item_key(NS, "m0")
+    forged = {"pk": pk, "sk": log_sk(9_999_999_999_999, "k" + target.sk)}
+    raw.put_items(store.saver, [forged])
+
+    def found() -> bool:
+        return "m0" in keys(store.search(NS, query="memory 0 about tea", limit=50))
+
+    assert found()
+    store.put(NS, "m0", {"text": "memory 0 about tea, again", "kind": "fact"})
+    assert found()
+    assert store.vectors is not None and store.vectors.compact(store.vectors.view(NS))
+    assert found()
+    assert forged["sk"] not in {i["sk"] for i in raw.partition(store.saver, pk)}
+    # A genuine tombstone, moved to name another item: its seal does not open there.
+    store.delete(NS, "m1")
+    [tomb] = [i for i in raw.partition(store.saver, pk) if "#k" in i["sk"]]
+    other = store.space.item_key(NS, "m2").sk
+    raw.put_items(store.saver, [{**tomb, "sk": tomb["sk"].rpartition("#k")[0] + "#k" + other}])
+    with pytest.raises(IntegrityError):
+        store.search(NS, query="tea")
+
+
+def test_a_forged_filter_token_changes_no_answer(backend: Backend) -> None:
+    """Issue 51: a token says when its item was written, and stands for the item only
+    while that is the item's sealed write time: one forged newer (or left by an older
+    put) never puts an older item before a newer one within a limit."""
+    saver = backend.saver()
+    saver.parts.engine.clock = Ticking()
+    store = store_of(saver, filter_fields=["kind"])
+    store.space.clock = Ticking()
+    store.put(NS, "older", {"kind": "pref"})
+    store.put(NS, "newer", {"kind": "pref"})
+    assert keys(store.search(NS, filter={"kind": "pref"}, limit=1)) == ["newer"]
+    pk, older = store.space.pk(NS), store.space.item_key(NS, "older").sk
+    token = next(
+        sk
+        for i in raw.partition(store.saver, pk)
+        if (sk := i["sk"]).startswith(TOKEN_MARK) and sk.endswith("#" + older)
+    )
+    prefix = token.rsplit("#", 2)[0]
+    raw.put_items(store.saver, [{"pk": pk, "sk": f"{prefix}#9999999999999#{older}"}])
+    assert keys(store.search(NS, filter={"kind": "pref"}, limit=1)) == ["newer"]
+    assert keys(store.search(NS, filter={"kind": "pref"})) == ["newer", "older"]
+
+
+def test_a_deleted_log_entry_hides_its_item_from_a_query_and_not_from_get(
+    backend: Backend,
+) -> None:
+    """The stated limit (docs/SECURITY.md): deleting, or rolling back, an item of a
+    namespace's search index is a deletion: a search by query misses the item its entry
+    named, which `get` and every other search still return."""
+    store = store_of(backend.saver(), index=INDEX)
+    store.put(NS, "seed", {"text": "seed"})
+    store.search(NS, query="seed")  # the index starts here: later puts go to its log
+    store.put(NS, "hidden", {"text": "tea"})
+    pk = store.space.pk(NS)
+    (entry,) = [i for i in raw.partition(store.saver, pk) if i["sk"].startswith(LOG_MARK)]
+    raw.table(store.saver).batch(deletes=[ItemKey(pk, entry["sk"])])
+    fresh = store_of(store.saver, index=INDEX)
+    assert "hidden" not in keys(fresh.search(NS, query="tea"))
+    assert fresh.get(NS, "hidden") is not None and "hidden" in keys(fresh.search(NS))

@@ -16,7 +16,10 @@ from typing import Any
 import pytest
 from langgraph.store.base import TTLConfig
 
+from langgraph.cache.s3dynamo import S3DynamoCache
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.store.s3dynamo import S3DynamoStore
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
 from tests.support.port_contract import needs_transactions
@@ -143,3 +146,97 @@ def test_the_issue_s_session_in_real_time(backend: Backend) -> None:
     assert store.get(ADA, "k") is None
     assert store.search(ADA) == []
     assert store.list_namespaces() == [("users", "other")]
+
+
+# ------------------------------------- what someone who can write the table can do
+
+# Issue 51: an item's expiry, TTL and times are sealed (its payload's header, its creation
+# and refresh stamps); the clear copies beside them serve the sweep and never make a read
+# return what the sealed ones say is expired, nor change the times it shows.
+
+
+def test_a_raised_or_removed_clear_expiry_returns_no_expired_item(backend: Backend) -> None:
+    clock = Clock()
+    store = store_on(backend, {"refresh_on_read": True}, clock)
+    cache = S3DynamoCache.from_saver(store.saver)
+    cache.space.clock = clock
+    store.put(ADA, "brief", {"text": "tea", "kind": "pref"}, ttl=1)
+    cache.set({(("node",), "input"): ("cached", 60)})
+    clock.now += 61
+    item_key = store.space.item_key(ADA, "brief")
+    entry_key = cache.space.item_key(("node",), "input")
+    for forged in ({"me": 2**62}, {"me": None, "mx": None}, {"me": 2**62, "ml": 10_000}):
+        raw.set_attributes(store.saver, item_key, **forged)
+        raw.set_attributes(store.saver, entry_key, **forged)
+        assert store.get(ADA, "brief") is None
+        assert [i.key for i in store.search(ADA)] == []
+        assert store.search(ADA, query="tea") == []
+        assert store.search(ADA, filter={"kind": "pref"}) == []
+        assert cache.get([(("node",), "input")]) == {}
+
+
+def test_forged_clear_times_change_no_time_shown_and_no_order(backend: Backend) -> None:
+    clock = Clock()
+    store = store_on(backend, {}, clock)
+    store.put(ADA, "old", {"text": "tea", "kind": "pref"})
+    clock.now += 10
+    store.put(ADA, "new", {"text": "coffee", "kind": "pref"})
+    clock.now += 10
+    store.put(ADA, "new", {"text": "coffee again", "kind": "pref"})  # updated, created kept
+    shown = {i.key: (i.created_at, i.updated_at) for i in store.search(ADA)}
+    assert [i.key for i in store.search(ADA)] == ["new", "old"]
+    assert shown["new"][0] < shown["new"][1]
+    old = store.space.item_key(ADA, "old")
+    raw.set_attributes(store.saver, old, mc=1, mu=4_000_000_000_000)
+    fresh = S3DynamoStore.from_saver(store.saver)
+    for s in (store, fresh):
+        assert [i.key for i in s.search(ADA)] == ["new", "old"]
+        assert [i.key for i in s.search(ADA, filter={"kind": "pref"})] == ["new", "old"]
+        got = s.get(ADA, "old")
+        assert got is not None and (got.created_at, got.updated_at) == shown["old"]
+    # A creation stamp moved from another item does not open; a refresh stamp of another
+    # version of the item stands for nothing.
+    stamp = raw.table(store.saver).get(store.space.item_key(ADA, "new"))
+    assert stamp is not None
+    raw.set_attributes(store.saver, old, mk=stamp["mk"])
+    with pytest.raises(IntegrityError):
+        fresh.get(ADA, "old")
+
+
+def test_a_refresh_stamp_of_another_version_or_item_extends_nothing(backend: Backend) -> None:
+    clock = Clock()
+    store = store_on(backend, {"default_ttl": 1, "refresh_on_read": True}, clock)
+    store.put(ADA, "kept", {"text": "tea"})
+    clock.now += 50
+    assert store.get(ADA, "kept") is not None  # refreshed: 60 s from now
+    key = store.space.item_key(ADA, "kept")
+    stamp = raw.table(store.saver).get(key)
+    assert stamp is not None and "mr" in stamp
+    store.put(ADA, "kept", {"text": "tea, put again"})  # a new version, 60 s from now
+    raw.set_attributes(store.saver, key, mr=stamp["mr"])  # the old version's refresh
+    clock.now += 60
+    assert store.get(ADA, "kept", refresh_ttl=False) is None
+    store.put(ADA, "other", {"text": "coffee"})
+    raw.set_attributes(store.saver, store.space.item_key(ADA, "other"), mr=stamp["mr"])
+    with pytest.raises(IntegrityError):
+        store.get(ADA, "other")
+
+
+def test_what_the_clear_copies_can_still_do(backend: Backend) -> None:
+    """The stated limits (docs/SECURITY.md): a clear expiry lowered makes readers skip a
+    live item and the sweep delete it, as deleting it would; a directory entry's clear
+    liveness bound raised lists a namespace whose items have all expired, whose items
+    no read returns."""
+    clock = Clock()
+    store = store_on(backend, {"refresh_on_read": False}, clock)
+    store.put(ADA, "live", {"text": "tea", "kind": "pref"})
+    store.put(BOB, "brief", {"text": "tea", "kind": "pref"}, ttl=1)
+    raw.set_attributes(store.saver, store.space.item_key(ADA, "live"), me=1)
+    assert store.get(ADA, "live") is None and store.search(ADA) == []
+    assert store.sweep_ttl() == 1
+    clock.now += 61
+    entry = store.space.directory.key(BOB)
+    raw.set_attributes(store.saver, entry, x=2**62)
+    fresh = store_on(backend, {"refresh_on_read": False}, clock)
+    assert fresh.list_namespaces() == [BOB]
+    assert fresh.get(BOB, "brief") is None and fresh.search(BOB) == []

@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity, padded
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     S3DynamoError,
@@ -98,7 +98,7 @@ class Codec:
         """Open a blob under one identity and seal it under another (or the same one,
         with the active key): for copying threads and rotating keys."""
         typ, data = self.sealer.open(blob, old, what)
-        return self.sealer.seal(typ, data, new)
+        return self.sealer.seal(typ, data, new, compress=self.sealer.compressed(blob))
 
     def _dump(self, obj: Any, ident: bytes) -> bytes:
         typ, data = self._serde().dumps_typed(obj)
@@ -190,8 +190,9 @@ class Codec:
     # References that let a reader learn the thread id / task id behind a keyed name;
     # bound to the item's own keys, and checked against them after opening.
     def seal_ref(self, pk: str, sk: str, *fields: str) -> bytes:
+        # Padded, uncompressed: the size says a thread id's length only to a power of two.
         data = json.dumps(list(fields), ensure_ascii=False).encode("utf-8", "surrogatepass")
-        return self.sealer.seal("json", data, ref_id(pk, sk))
+        return self.sealer.seal("json", padded(data), ref_id(pk, sk), compress=False)
 
     def open_ref(self, pk: str, sk: str, blob: bytes, what: str) -> list[str]:
         _, data = self.sealer.open(blob, ref_id(pk, sk), what)

@@ -25,14 +25,9 @@ from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
-from langgraph.checkpoint.s3dynamo.deployment import (
-    Configured,
-    Control,
-    Deployment,
-    KmsKeyring,
-    kms_context,
-)
+from langgraph.checkpoint.s3dynamo.deployment import Configured, Control, Deployment
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError
+from langgraph.checkpoint.s3dynamo.kms_keyring import KmsKeyring, kms_context
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from langgraph.checkpoint.s3dynamo.memory.core import Space
 from langgraph.checkpoint.s3dynamo.naming import Namer

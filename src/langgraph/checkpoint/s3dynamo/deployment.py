@@ -1,35 +1,27 @@
-"""Where the keys come from, and whether they are the ones the deployment was written with.
+"""Whether the keys are the ones the deployment was written with.
 
-Both live in the deployment's own partition of the index (`layout.deployment_pk`: one per
-prefix, so tenants sharing a table each have theirs), which no thread partition can
-collide with, and which one Query reads whole (`Control`).
+The deployment's own partition of the index (`layout.deployment_pk`: one per prefix, so
+tenants sharing a table each have theirs), which no thread partition can collide with,
+and which one Query reads whole (`Control`), holds its deployment record and, with KMS,
+its keyring (`kms_keyring.py`: where the keys come from).
 
-`KmsKeyring`: with `kms_key_id`, KMS makes every key; the keyring record holds one
-KMS-wrapped key that seals the data keys and the naming secret, so a cold start costs one
-Decrypt. `Deployment`: the record of what the deployment was written with (fingerprints
-of the naming key and of each sealing key, the sealing mode, the bucket; no key bytes),
-read once per process and compared before anything is written. Bootstrap, rotation and
-races: docs/SECURITY.md, "The keyring and deployment records".
+`Deployment`: the record of what the deployment was written with (fingerprints of the
+naming key and of each sealing key, the sealing mode, the bucket; no key bytes), read
+once per process and compared before anything is written. Bootstrap, rotation and races:
+docs/SECURITY.md, "The keyring and deployment records".
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
@@ -39,29 +31,23 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.layout import (
     DEPLOYMENT_RECORD,
-    KEYRING_RECORD,
+    DEPLOYMENT_SUFFIX,
     STORAGE_FORMAT,
+    prefix_of,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
+from langgraph.checkpoint.s3dynamo.ports import ObjectStore
 from langgraph.checkpoint.s3dynamo.records import ControlRecord, control_from, put_control
-from langgraph.checkpoint.s3dynamo.table import Table, Write, Written
-
-WRAP_LABEL = b"s3dynamo/v1/kms/wrap"
-DATA_KEY_LABEL = b"s3dynamo/v1/kms/data-key"
-NAMING_SECRET_LABEL = b"s3dynamo/v1/kms/naming-secret"
-KEYRING_AAD = b"s3dynamo/v1/kms-keyring"
-KMS_KEY_PREFIX = "kms-"
-
-
-def kms_context(table: str, prefix: str = "") -> dict[str, str]:
-    """The encryption context every wrapped key of this deployment is bound to: its
-    table, and on a shared table its prefix, so one tenant's keyring never opens as
-    another's."""
-    context = {"s3dynamo:table": table, "s3dynamo:purpose": "keyring"}
-    if prefix:
-        context["s3dynamo:prefix"] = prefix
-    return context
+from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
+from langgraph.checkpoint.s3dynamo.table import (
+    ItemKey,
+    Table,
+    Write,
+    Written,
+    begins,
+    key_of,
+    scan_pages,
+)
 
 
 @contextmanager
@@ -112,147 +98,25 @@ class Control:
             self._records = None
             return self.records()
 
+    def data(self) -> ItemKey | None:
+        """An item of this deployment outside its own partition, if there is one: a
+        Scan (keys only) of this prefix's partitions, page after page until one is
+        found. Asked once in a deployment's life, before its KMS keyring is made."""
+        prefix = self.pk[: -len(DEPLOYMENT_SUFFIX)]
+        kept = begins(PARTITION_KEY, prefix) if prefix else None
+        for items in scan_pages(self._table(), filter=kept, attributes=()):
+            for item in items:
+                pk = str(item[PARTITION_KEY])
+                if pk != self.pk and prefix_of(pk) == prefix:
+                    return key_of(item)
+        return None
+
     def put(self, record: ControlRecord, expected_version: int | None) -> bool:
         ok = self._apply(put_control(self.pk, record, expected_version)).applied
         with self._lock:
             if ok and self._records is not None:
                 self._records[record.name] = record
         return ok
-
-
-@dataclass
-class _Unwrapped:
-    keyring: Keyring
-    secret: bytes
-    version: int
-
-
-class KmsKeyring:
-    """Data keys and the naming secret of a deployment, wrapped by KMS (module docstring)."""
-
-    def __init__(
-        self, control: Control, service: Callable[[], KeyService], context: dict[str, str]
-    ) -> None:
-        self._control = control
-        self._service = service
-        self._context = context
-        self._state: _Unwrapped | None = None
-        self._lock = threading.RLock()
-        # KMS requests this process made (reported by `ops.check`).
-        self.requests = {"GenerateDataKey": 0, "Decrypt": 0}
-
-    def prime(self) -> None:
-        """Build the KMS client and its adapter (no request)."""
-        self._service()
-
-    def exists(self) -> bool:
-        """Whether the keyring record exists (no KMS request)."""
-        return self._state is not None or KEYRING_RECORD in self._control.records()
-
-    def keyring(self) -> Keyring:
-        return self._load().keyring
-
-    def secret(self) -> bytes:
-        return self._load().secret
-
-    def _load(self) -> _Unwrapped:
-        state = self._state
-        if state is not None:
-            return state
-        with self._lock:
-            if self._state is None:
-                record = self._control.records().get(KEYRING_RECORD)
-                self._state = self._open(record) if record else self._bootstrap()
-            return self._state
-
-    def _wrap_key(self, wrapped: bytes) -> bytes:
-        self.requests["Decrypt"] += 1
-        plain = self._service().decrypt(wrapped, self._context)
-        return hmac.new(plain, WRAP_LABEL, hashlib.sha256).digest()
-
-    def _aad(self) -> bytes:
-        return KEYRING_AAD + json.dumps(self._context, sort_keys=True).encode()
-
-    def _open(self, record: ControlRecord) -> _Unwrapped:
-        wrapped, sealed = record.fields.get("w"), record.fields.get("p")
-        if not isinstance(wrapped, bytes) or not isinstance(sealed, bytes):
-            raise IntegrityError("the keyring record in the control partition is malformed")
-        try:
-            raw = AESGCM(self._wrap_key(wrapped)).decrypt(sealed[:12], sealed[12:], self._aad())
-        except InvalidTag:
-            raise IntegrityError(
-                "the keyring record failed authentication: it was altered, or moved from "
-                "another table"
-            ) from None
-        payload = json.loads(raw)
-        keys = {k: base64.b64decode(v) for k, v in payload["keys"].items()}
-        return _Unwrapped(
-            Keyring(keys=keys, active=payload["active"]),
-            base64.b64decode(payload["naming"]),
-            record.version,
-        )
-
-    def _generate(self) -> tuple[bytes, bytes]:
-        self.requests["GenerateDataKey"] += 1
-        return self._service().generate_data_key(self._context)
-
-    def _record(self, plain: bytes, wrapped: bytes, state: _Unwrapped) -> ControlRecord:
-        payload = json.dumps(
-            {
-                "keys": {k: base64.b64encode(v).decode() for k, v in state.keyring.keys.items()},
-                "active": state.keyring.active,
-                "naming": base64.b64encode(state.secret).decode(),
-            }
-        ).encode()
-        nonce = os.urandom(12)
-        wrap = hmac.new(plain, WRAP_LABEL, hashlib.sha256).digest()
-        sealed = nonce + AESGCM(wrap).encrypt(nonce, payload, self._aad())
-        return ControlRecord(KEYRING_RECORD, {"w": wrapped, "p": sealed}, state.version)
-
-    def _bootstrap(self) -> _Unwrapped:
-        plain, wrapped = self._generate()
-        key_id = f"{KMS_KEY_PREFIX}1"
-        state = _Unwrapped(
-            Keyring(
-                keys={key_id: hmac.new(plain, DATA_KEY_LABEL, hashlib.sha256).digest()},
-                active=key_id,
-            ),
-            hmac.new(plain, NAMING_SECRET_LABEL, hashlib.sha256).digest(),
-            1,
-        )
-        if self._control.put(self._record(plain, wrapped, state), None):
-            return state
-        # Another process created the keyring first: use that one.
-        record = self._control.refresh().get(KEYRING_RECORD)
-        if record is None:  # pragma: no cover - a conditional put refused for no record
-            raise StorageError("the keyring record could neither be created nor read")
-        return self._open(record)
-
-    def rotate(self) -> str:
-        """Add a data key made by KMS and make it active; returns its id."""
-        with self._lock:
-            state = self._load()
-            plain, wrapped = self._generate()
-            numbers = [
-                int(k[len(KMS_KEY_PREFIX) :])
-                for k in state.keyring.keys
-                if k.startswith(KMS_KEY_PREFIX) and k[len(KMS_KEY_PREFIX) :].isdigit()
-            ]
-            key_id = f"{KMS_KEY_PREFIX}{max(numbers, default=0) + 1}"
-            keys = {
-                key_id: hmac.new(plain, DATA_KEY_LABEL, hashlib.sha256).digest(),
-                **state.keyring.keys,
-            }
-            new = _Unwrapped(Keyring(keys=keys, active=key_id), state.secret, state.version + 1)
-            if not self._control.put(self._record(plain, wrapped, new), state.version):
-                self._state = None
-                self._control.refresh()
-                raise StorageError(
-                    "another process rotated the KMS keyring at the same time; nothing was "
-                    "changed by this call: run rotate_key() again if one more key is wanted"
-                )
-            self._state = new
-            return key_id
 
 
 # ------------------------------------------------------------------ deployment record

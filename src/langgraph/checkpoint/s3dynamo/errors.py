@@ -9,11 +9,11 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   ├── CredentialsNotFoundError        no AWS credentials found
     │   ├── ScopeNotNamedError              a table-wide sweep without a prefix, on a
     │   │                                   table that holds tenants
-    │   ├── ValueNotSerializableError       a value or write the serializer cannot store
-    │   │   (also TypeError)                (names the channel, and the task of a write)
+    │   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
     │   └── StorageConfigError              S3, DynamoDB or KMS refused the configuration
     │                                       (bucket, KMS key, region, endpoint, access): fix it
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
+    │   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
     ├── StorageError                        another S3 or DynamoDB failure that may pass: retry
     │   └── EndpointUnreachableError        the service's endpoint did not answer
@@ -54,6 +54,33 @@ class DeploymentMismatchError(S3DynamoError):
     Raised instead of showing an empty thread (names derived from another naming key find
     nothing) or starting a second, parallel set of names beside the first. The message
     names key ids and fingerprints, never key bytes."""
+
+
+class KeyringMissingError(DeploymentMismatchError):
+    """A KMS deployment's keyring record is missing while the deployment holds data (or
+    its deployment record): a new keyring would make new keys and a new naming secret,
+    under which every thread reads as empty and no stored blob ever opens again, so
+    none is made. The message names the items to restore and how (point-in-time
+    recovery of the table)."""
+
+    def __init__(self, table: str, pk: str, found: str) -> None:
+        super().__init__(table, pk, found)
+        self.table, self.pk, self.found = table, pk, found
+
+    def __str__(self) -> str:
+        table = self.table
+        return (
+            f"the KMS keyring of this deployment (table {table!r}, partition {self.pk!r}, "
+            f"sort key 'keyring') is missing, and {self.found}. A new keyring would make "
+            "other keys and another naming secret, under which every stored thread reads as "
+            "empty and nothing stored ever opens again, so none was made and nothing was "
+            "written. Restore the item 'keyring' (and 'deployment', if it is gone too) of "
+            "that partition from a backup: with point-in-time recovery, `aws dynamodb "
+            f"restore-table-to-point-in-time --source-table-name {table} --target-table-name "
+            f"{table}-restored --restore-date-time <a time before they were deleted>`, then "
+            "copy the two items back (`aws dynamodb get-item` from the restored table, "
+            '`put-item` into this one; docs/SECURITY.md, "Keys from KMS")'
+        )
 
 
 class StoreMissingError(S3DynamoError):
@@ -127,7 +154,12 @@ class ItemTooLargeError(InvalidConfigError):
 class ConcurrentUpdateError(S3DynamoError):
     """Another run committed to this thread (namespace) since this run loaded its latest
     checkpoint. Nothing of this write is visible; retry the run (it loads the new latest
-    state), or serialize runs with `saver.ops.thread_lock(thread_id)`.
+    state), or serialize runs with `saver.ops.thread_lock(thread_id)`. `committed` lists
+    the checkpoints this run committed in the namespace before it was refused, oldest
+    first: when it is not empty, they are in the thread's history (the first holds the
+    run's input), and a run that loaded the thread since may have continued them, so
+    the input is not to be sent again (docs/RELIABILITY.md, "A refused run and its
+    retry").
 
     Raised once, by the index adapter, with the `reason` the service gave; the store,
     which knows which write that was, names it (`refusing`) before the error goes on,
@@ -138,20 +170,37 @@ class ConcurrentUpdateError(S3DynamoError):
         self.reason = reason
         self.write: str | None = None
         self.continued: str | None = None
+        self.committed: tuple[str, ...] = ()
 
-    def refusing(self, write: str, continued: str | None = None) -> None:
-        """Name the write refused and the checkpoint its run continued as the latest
-        (None: a new thread)."""
-        self.write, self.continued = write, continued
+    def refusing(
+        self, write: str, continued: str | None = None, committed: tuple[str, ...] = ()
+    ) -> None:
+        """Name the write refused, the checkpoint its run continued as the latest (None:
+        a new thread), and the checkpoints the run committed before it."""
+        self.write, self.continued, self.committed = write, continued, committed
 
     def __str__(self) -> str:
         if self.write is None:
             return self.reason
-        return (
+        said = (
             f"{self.write}: not written: another run committed to this thread since this run "
             f"continued checkpoint {self.continued or '(none: a new thread)'} as the latest "
-            f"({self.reason}). Retry the run: it will load the new latest state. To run one "
-            "at a time instead, wrap runs in saver.ops.thread_lock(thread_id)"
+            f"({self.reason}). "
+        )
+        if not self.committed:
+            return said + (
+                "Nothing of this run is visible. Retry the run: it will load the new latest "
+                "state. To run one at a time instead, wrap runs in "
+                "saver.ops.thread_lock(thread_id)"
+            )
+        return said + (
+            f"This run had committed {len(self.committed)} checkpoint(s) before: "
+            f"{', '.join(self.committed)} (the first holds its input, if it was given one). "
+            "They are in the "
+            "thread's history, and the other run may have continued from them: do not send "
+            "this run's input again. Read the latest state (get_state): if it holds the "
+            "input, the other run answered it; if not, run again. To run one at a time "
+            "instead, wrap runs in saver.ops.thread_lock(thread_id)"
         )
 
 
@@ -198,7 +247,9 @@ class ObjectNotFoundError(IntegrityError):
             return f"object {self.key!r} is missing from {self.where}"
         return (
             f"{self.needed_by}: object {self.key!r} is referenced by the index but missing "
-            f"from {self.where}; it was deleted outside s3dynamo"
+            f"from {self.where}. s3dynamo deletes an object only once no record references "
+            "it and no loan to a copy names it, so the object, or the record or loan that "
+            "kept it, was deleted outside s3dynamo"
         )
 
 

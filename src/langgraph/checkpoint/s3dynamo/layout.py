@@ -350,6 +350,20 @@ def journal_pk_of(owner: str) -> str:
     return journal_pk(deployment_of(owner), zlib.crc32(owner.encode()) % JOURNAL_SHARDS)
 
 
+def prefix_of(pk: str) -> str | None:
+    """The prefix of the deployment that writes partition `pk`, whatever it holds (a
+    thread's records or control items, the deployment's records, a memory partition, a
+    shard of its upload journal); None for a partition no deployment writes."""
+    if (scope := scope_of(pk)) is not None:
+        return scope
+    if (memory := memory_scope(pk)) is not None:
+        return memory[0]
+    head, mark, shard = pk.rpartition(JOURNAL_MARK)
+    if mark and len(shard) == 3 and shard[:2].isdigit() and shard[2] == CONTROL_SUFFIX:
+        return head
+    return None
+
+
 def intent_sk(at_ms: int, nonce: str) -> str:
     return f"{at_ms:013d}{SEPARATOR}{nonce}"
 

@@ -314,7 +314,11 @@ class S3DynamoStore(BaseStore):
                 opened = self.space.open([(ns, r) for r in gone if r.blob is not None])
                 stale = self.tokens.stale(ns, [(f, self._value(f)) for f in opened], [])
             indexed = [self.space.pk(ns)] if self.vectors else []
-            self.space.forget(format.gone(gone, stale, indexed=indexed, at_ms=self.space.now_ms()))
+            s = self.space
+            left = format.gone(
+                gone, stale, indexed=indexed, at_ms=s.now_ms(), sealer=s.sealer, space=s.space
+            )
+            s.forget(left)
 
         parallel(put, list(writes))
         parallel(delete, list(deletes))
@@ -322,7 +326,7 @@ class S3DynamoStore(BaseStore):
     # ------------------------------------------------------------ reading
 
     def _body(self, found: Found) -> dict[str, Any]:
-        key = (found.row.key, found.version, found.row.updated_ms)
+        key = (found.row.key, found.version, found.updated_ms)
         cached = self._bodies.get(key)
         if cached is not None:
             return cached
@@ -343,8 +347,8 @@ class S3DynamoStore(BaseStore):
             value=self._value(found),
             key=found.key,
             namespace=found.namespace,
-            created_at=_time(found.row.created_ms),
-            updated_at=_time(found.row.updated_ms),
+            created_at=_time(found.created_ms),
+            updated_at=_time(found.updated_ms),
         )
 
     def _search(self, op: SearchOp, vectors: dict[str, list[float]]) -> list[SearchItem]:
@@ -357,14 +361,14 @@ class S3DynamoStore(BaseStore):
             limit=op.limit,
         )
         if op.refresh_ttl:
-            self.space.touch([f.row for f, _ in hits])
+            self.space.touch([f for f, _ in hits])
         return [
             SearchItem(
                 namespace=f.namespace,
                 key=f.key,
                 value=self._value(f),
-                created_at=_time(f.row.created_ms),
-                updated_at=_time(f.row.updated_ms),
+                created_at=_time(f.created_ms),
+                updated_at=_time(f.updated_ms),
                 score=score,
             )
             for f, score in hits

@@ -34,8 +34,11 @@ EMPTY = ""
 LIMIT = 256
 
 Key = tuple[int, str, str]  # (store id, thread name, namespace name)
+# What a run continues in a namespace: the checkpoint it holds as the latest, and those
+# it committed there since it loaded it, oldest first (what a refusal says is visible).
+Continued = tuple[str, tuple[str, ...]]
 
-_CONTINUED: ContextVar[dict[Key, str] | None] = ContextVar("s3dynamo_continued", default=None)
+_CONTINUED: ContextVar[dict[Key, Continued] | None] = ContextVar("s3dynamo_continued", default=None)
 
 
 def loaded(key: Key, latest_id: str | None) -> None:
@@ -45,7 +48,7 @@ def loaded(key: Key, latest_id: str | None) -> None:
     record = dict(_CONTINUED.get() or {})
     record.pop(key, None)
     if latest_id is not None:
-        record[key] = latest_id
+        record[key] = (latest_id, ())
         while len(record) > LIMIT:
             del record[next(iter(record))]
     _CONTINUED.set(record)
@@ -62,7 +65,16 @@ def continues_latest(key: Key, parent_id: str | None) -> bool:
     """Whether a put on `parent_id` continues what this run holds as the namespace's
     latest: such a put is held to the head."""
     record = _CONTINUED.get()
-    return record is not None and record.get(key) == (parent_id or EMPTY)
+    held = record.get(key) if record is not None else None
+    return held is not None and held[0] == (parent_id or EMPTY)
+
+
+def committed_by(key: Key) -> tuple[str, ...]:
+    """The checkpoints this context's run committed in the namespace since it loaded
+    it, oldest first: what of a refused run is visible."""
+    record = _CONTINUED.get()
+    held = record.get(key) if record is not None else None
+    return held[1] if held is not None else ()
 
 
 def committed(key: Key, checkpoint_id: str) -> None:
@@ -71,7 +83,7 @@ def committed(key: Key, checkpoint_id: str) -> None:
     (direct use of `put` alone holds nothing)."""
     record = _CONTINUED.get()
     if record is not None:
-        record.pop(key, None)
-        record[key] = checkpoint_id
+        earlier = record.pop(key, ("", ()))[1]
+        record[key] = (checkpoint_id, (*earlier, checkpoint_id))
         while len(record) > LIMIT:
             del record[next(iter(record))]

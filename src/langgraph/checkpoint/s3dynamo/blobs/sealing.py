@@ -96,6 +96,18 @@ Context = TypeVar("Context")
 MAKE_KEY = "python -c 'import os,base64;print(base64.b64encode(os.urandom(32)).decode())'"
 
 
+# What a length-hiding blob is padded to: at least this, then the next power of two.
+PAD_MIN = 64
+
+
+def padded(text: bytes) -> bytes:
+    """JSON text padded with spaces (which JSON readers skip, every release's too) to at
+    least `PAD_MIN` bytes, then to the next power of two: sealed uncompressed, its size
+    says the text's length to within a factor of two, and nothing below `PAD_MIN`."""
+    size = max(PAD_MIN, 1 << (len(text) - 1).bit_length())
+    return text + b" " * (size - len(text))
+
+
 def keyring_problem(keys: Mapping[str, bytes], active: str) -> str | None:
     """What is wrong with a keyring of `keys` whose `active` one seals, if anything."""
     if not keys:
@@ -216,13 +228,16 @@ class Sealer:
         *,
         dictionary: bytes | None = None,
         prefix: bytes = b"",
+        compress: bool = True,
     ) -> bytes:
         """Compress, encrypt and frame `data`; with `dictionary` (another version's data),
         as a delta against it, which only that dictionary opens. A `prefix` is sealed
-        before `data` as if the caller had joined them, without a copy of `data`."""
+        before `data` as if the caller had joined them, without a copy of `data`. With
+        `compress` False, stored as it is (padded data, whose size must say no more)."""
         logical = len(prefix) + len(data)
         if dictionary is None and self.serde_cipher is None and len(data) > CHUNK_SIZE:
-            return telemetry.sealed(logical, self._seal_large(typ, prefix, data, identity))
+            large = self._seal_large(typ, prefix, data, identity, compress)
+            return telemetry.sealed(logical, large)
         if prefix:
             data = prefix + data
         flags = 0
@@ -230,7 +245,7 @@ class Sealer:
             with self._compressors.lend(dictionary) as compressor:
                 data = compressor.compress(data)
             flags = FLAG_ZSTD | FLAG_DELTA
-        elif len(data) >= MIN_COMPRESS_SIZE:
+        elif compress and len(data) >= MIN_COMPRESS_SIZE:
             with self._compressors.lend(NO_DICTIONARY) as compressor:
                 packed = compressor.compress(data)
             if len(packed) < len(data):
@@ -243,7 +258,9 @@ class Sealer:
             typ, flags = f"{typ}+{cipher_name}", flags | FLAG_SERDE_CIPHER
         return telemetry.sealed(logical, self._frame(flags, typ, data, identity))
 
-    def _seal_large(self, typ: str, prefix: bytes, data: bytes, identity: bytes) -> bytes:
+    def _seal_large(
+        self, typ: str, prefix: bytes, data: bytes, identity: bytes, compress: bool = True
+    ) -> bytes:
         """`seal` for data over one chunk, in about the memory of the envelope alone.
 
         Whole, the compressed data, the payload (type, then data), its ciphertext and the
@@ -256,6 +273,8 @@ class Sealer:
         chunks: Iterator[bytes | memoryview] = itertools.chain(
             [prefix], (view[at : at + CHUNK_SIZE] for at in range(0, len(view), CHUNK_SIZE))
         )
+        if not compress:
+            return self._frame_pieces(0, typ, chunks, identity)
         with self._compressors.lend(NO_DICTIONARY) as compressor:
             if len(compressor.compress(view[:CHUNK_SIZE])) >= CHUNK_SIZE:
                 return self._frame_pieces(0, typ, chunks, identity)
@@ -431,6 +450,12 @@ class Sealer:
         if len(blob) < 3 or not blob[1] & FLAG_KEYRING:
             return None
         return blob[3 : 3 + blob[2]].decode("ascii", "replace")
+
+    @staticmethod
+    def compressed(blob: bytes) -> bool:
+        """Whether a blob's data was compressed: one sealed again keeps it so, and one
+        stored uncompressed (padded) stays uncompressed."""
+        return len(blob) >= 2 and bool(blob[1] & FLAG_ZSTD)
 
     def _new_compressor(self, dictionary: bytes) -> zstandard.ZstdCompressor:
         return zstandard.ZstdCompressor(

@@ -378,6 +378,14 @@ def verify(thread_id: str | None, as_json: bool, **settings: Any) -> int:
             f"{render.plural(c['objects'], 'object')}: {c['opened']} of "
             f"{c['blobs']} sealed blobs opened"
         )
+        for space, m in data.get("memory", {}).items():
+            out.print(
+                f"{space}: {render.plural(m['namespaces'], 'namespace')}, "
+                f"{render.plural(m['items'], 'item')}, "
+                f"{render.plural(m['index items'], 'index item')} and "
+                f"{render.plural(m['objects'], 'object')}: {m['opened']} of "
+                f"{m['blobs']} sealed blobs opened"
+            )
         for p in data["problems"]:
             where = f"{p['where']} {p['key']}"
             owner = (

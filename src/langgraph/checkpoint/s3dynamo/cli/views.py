@@ -200,7 +200,10 @@ def stats(
 def verify(
     saver: S3DynamoSaver, thread_id: str | None, progress: Progress = no_progress
 ) -> dict[str, Any]:
-    """{"thread_id", "ok", "checked": {"items", "objects", "blobs", "opened"}, "problems":
-    [{"kind": "missing" | "unreferenced" | "tampered" | "unopenable", "where": "item" |
-    "object", "key", "thread_id", "checkpoint_ns", "checkpoint_id", "detail"}]}"""
+    """{"thread_id", "ok", "checked": {"items", "objects", "blobs", "opened"}, "memory":
+    {"store" | "cache": {"namespaces", "items", "index items", "objects", "blobs",
+    "opened"}} (the whole store only), "problems": [{"kind": "missing" | "unreferenced" |
+    "tampered" | "unopenable" | "unbacked loan", "where": "item" | "object" | "store item" |
+    "store directory" | "store vector index" | "cache item" | "cache directory", "key",
+    "thread_id", "checkpoint_ns", "checkpoint_id", "detail"}]}"""
     return saver.ops.verify(thread_id, progress).to_dict()

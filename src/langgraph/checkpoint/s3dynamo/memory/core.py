@@ -4,10 +4,13 @@ and bucket, through its blob engine: the sync core that `S3DynamoStore` and
 docs/ARCHITECTURE.md ("Long-term memory").
 
 Sealing: a payload is sealed with associated data (space, namespace tuple, item name),
-where the item name is the keyed hash of (namespace, key); the payload names the key and
-the item's version (a nonce each put draws, which the search indexes refer to), and
-opening checks that the key hashes to the name. A payload moved to another item, or
-another namespace, is refused (`IntegrityError`).
+where the item name is the keyed hash of (namespace, key); the payload names the key, the
+item's version (a nonce each put draws, which the search indexes refer to) and the put's
+time, expiry and TTL, and opening checks that the key hashes to the name. A payload moved
+to another item, or another namespace, is refused (`IntegrityError`). What a reader
+honours of an item's times is sealed: the payload's, its creation stamp (kept by later
+puts) and its refresh stamp (the expiry a read pushed out); the clear copies beside them
+serve the expiry sweep and may make a reader skip an item, never return one.
 
 A put hands the engine the plans `format.put` makes: large values as objects (behind an
 upload intent), then what must precede the items (the search indexes' entries,
@@ -19,13 +22,12 @@ has done yet.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
@@ -42,13 +44,16 @@ from langgraph.checkpoint.s3dynamo.memory.recent import SpaceState, fingerprint,
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     Batch,
     DirectoryEntry,
+    Header,
     IndexItem,
     MemoryRow,
     Namespace,
+    parse_payload,
+    payload,
     row_from,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.table import ItemKey
+from langgraph.checkpoint.s3dynamo.table import ItemKey, Written
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 __all__ = ["Batch", "Found", "Namespace", "Space", "Typed", "checked_ttl", "refresh_to"]
@@ -62,13 +67,23 @@ REFRESH_SLACK, REFRESH_SLACK_MAX_MS = 0.01, 60_000
 
 @dataclass(frozen=True)
 class Found:
-    """An item read back and opened; `version` is "" for an item of the first layouts."""
+    """An item read back and opened; `version` is "" for an item of the first layouts.
+    Its times are what a reader honours: sealed (its payload's header and stamps), or,
+    for an item whose payload predates sealed times, the clear copies (docs/FORMAT.md)."""
 
     namespace: Namespace
     key: str
     typed: Typed
     row: MemoryRow
     version: str = ""
+    created_ms: int = 0
+    updated_ms: int = 0
+    expires_ms: int | None = None
+    ttl_minutes: float | None = None
+
+    def live(self, now_ms: int) -> bool:
+        """Not expired at `now_ms`, by its sealed expiry."""
+        return self.expires_ms is None or self.expires_ms > now_ms
 
 
 class Space:
@@ -125,17 +140,22 @@ class Space:
         for key, typed, ttl_minutes in items:
             ik = self.item_key(namespace, key)
             version = os.urandom(6).hex()
-            # The namespace is bound by the associated data; the payload names the key.
-            payload = json.dumps([key, typed[0], version]).encode() + b"\n" + typed[1]
-            blob: bytes | None = self.sealer.seal("memory", payload, self.aad(namespace, ik.sk))
+            expires = None if ttl_minutes is None else now_ms + round(ttl_minutes * 60_000)
+            # The namespace is bound by the associated data; the payload names the key,
+            # and the times a reader honours.
+            header = Header(key, typed[0], version, now_ms, expires, ttl_minutes)
+            raw = payload(header, typed[1])
+            blob: bytes | None = self.sealer.seal("memory", raw, self.aad(namespace, ik.sk))
             leaf = None
             # One blob an item: the item's own inline room (`blobs/placement.py`).
             if not self.engine.budget().take(blob or b""):
                 leaf = self.namer.memory_leaf(self.space, namespace, key, os.urandom(12).hex())
                 batch.uploads.append((object_key(batch.pk, leaf), blob or b""))
                 blob = None
-            expires = None if ttl_minutes is None else now_ms + round(ttl_minutes * 60_000)
-            batch.rows.append(MemoryRow(ik, blob, leaf, expires, ttl_minutes, now_ms, now_ms))
+            created = self._stamp(namespace, ik.sk, "created", {"c": now_ms})
+            batch.rows.append(
+                MemoryRow(ik, blob, leaf, expires, ttl_minutes, now_ms, now_ms, created)
+            )
             batch.keys.append(key)
             batch.versions.append(version)
         return batch
@@ -150,7 +170,10 @@ class Space:
         state = self.state
         for row in batch.rows:
             state.wrote(row.key, fingerprint(row))
-        state.knew(batch.rows)
+        state.knew(
+            (r.key, r.expires_ms, r.ttl_minutes, v)
+            for r, v in zip(batch.rows, batch.versions, strict=True)
+        )
         orphans = [
             object_key(old.key.pk, old.leaf)
             for old, new in zip(replaced, batch.rows, strict=True)
@@ -213,14 +236,24 @@ class Space:
             self.directory.settle(entry, pk)
         return len(gone)
 
-    def touch(self, rows: Sequence[MemoryRow]) -> None:
-        """Push the expiry of items that have a TTL out by it, from now; not an item
-        whose expiry that would move by less than `REFRESH_SLACK` of its TTL (at most
-        `REFRESH_SLACK_MAX_MS`): reads in a row refresh once."""
+    def touch(self, found: Sequence[Found]) -> None:
+        """Push the expiry of items read that have a TTL out by it, from now (their
+        sealed expiry and TTL; the refresh stamp says it for the version read); not an
+        item whose expiry that would move by less than `REFRESH_SLACK` of its TTL (at
+        most `REFRESH_SLACK_MAX_MS`): reads in a row refresh once."""
         now_ms = self.now_ms()
-        due = [(r, t) for r in rows if (t := refresh_to(r.expires_ms, r.ttl_minutes, now_ms))]
-        parallel(lambda rt: self.engine.apply(format.touch(rt[0].key, rt[1])), due)
-        self.state.knew(r._replace(expires_ms=t) for r, t in due)
+        due = [(f, t) for f in found if (t := refresh_to(f.expires_ms, f.ttl_minutes, now_ms))]
+
+        def one(ft: tuple[Found, int]) -> None:
+            f, to = ft
+            stamp = self._stamp(f.namespace, f.row.key.sk, "refreshed", {"v": f.version, "e": to})
+            self.engine.apply(format.touch(f.row.key, to, stamp))
+
+        parallel(one, due)
+        self.state.knew((f.row.key, t, f.ttl_minutes, f.version) for f, t in due)
+
+    def _stamp(self, namespace: Namespace, sk: str, what: str, fields: dict[str, object]) -> bytes:
+        return format.seal_stamp(self.sealer, self.space, namespace, sk, what, dict(fields))
 
     # ------------------------------------------------------------ reads
 
@@ -246,13 +279,18 @@ class Space:
         now_ms = self.now_ms()
         wanted = {self.item_key(ns, key): (ns, key) for ns, key in keys}
         renew = {self.item_key(ns, key) for ns, key in refresh} & wanted.keys()
-        direct = [(k, t, ttl) for k in renew for t, ttl in self._known_due(k, now_ms)]
-        refreshed = parallel(
-            lambda d: self.engine.apply(
-                format.refresh(*d, now_ms), returning="new", found_on_refusal=True
-            ),
-            direct,
-        )
+        direct = [(k, *due) for k in renew for due in self._known_due(k, now_ms)]
+
+        def refreshed_one(d: tuple[ItemKey, int, float, str]) -> Written:
+            key, to, ttl, version = d
+            stamp = self._stamp(wanted[key][0], key.sk, "refreshed", {"v": version, "e": to})
+            return self.engine.apply(
+                format.refresh(key, to, ttl, now_ms, stamp),
+                returning="new",
+                found_on_refusal=True,
+            )
+
+        refreshed = parallel(refreshed_one, direct)
         answers = [(w.applied, row_from(w.item)) for w in refreshed if w.item is not None]
         read = [row for _, row in answers]
         done = {row.key for applied, row in answers if applied}
@@ -264,9 +302,8 @@ class Space:
             fresh = self.reads.items_at(list(stale), consistent=True)
             found = [r for r in found if r.key not in stale] + fresh
         now_ms = self.now_ms()
-        rows = [r for r in read + found if self.live(r, now_ms)]
-        self.touch([r for r in rows if r.key in renew and r.key not in done])
-        opened = self.open([(wanted[r.key][0], r) for r in rows])
+        opened = self.open_live([(wanted[r.key][0], r) for r in read + found], now_ms)
+        self.touch([f for f in opened if f.row.key in renew and f.row.key not in done])
         return {(f.namespace, f.key): f for f in opened}
 
     def read(
@@ -282,17 +319,17 @@ class Space:
         if stale:
             fresh = self.reads.items_at(list(stale), consistent=True)
             found = [r for r in found if r.key not in stale] + fresh
-        now_ms = self.now_ms()
-        opened = self.open([(namespaces[r.key], r) for r in found if self.live(r, now_ms)])
+        opened = self.open_live([(namespaces[r.key], r) for r in found], self.now_ms())
         return {(f.namespace, f.row.key.sk): f for f in opened}
 
-    def _known_due(self, key: ItemKey, now_ms: int) -> list[tuple[int, float]]:
-        # [(new expiry, TTL)] when this process knows the item, unexpired, due a refresh.
+    def _known_due(self, key: ItemKey, now_ms: int) -> list[tuple[int, float, str]]:
+        # [(new expiry, TTL, version)] when this process knows the item (its sealed
+        # expiry, from its own read or write), unexpired, due a refresh.
         known = self.state.expiry_of(key)
         if known is None or known[1] is None or not (known[0] or 0) > now_ms:
             return []
         target = refresh_to(known[0], known[1], now_ms)
-        return [(target, known[1])] if target else []
+        return [(target, known[1], known[2])] if target else []
 
     def namespaces(self) -> list[tuple[Namespace, DirectoryEntry]]:
         """Every namespace in the directory, opened (`Directory.entries`)."""
@@ -332,9 +369,8 @@ class Space:
     def scan_namespace(self, namespace: Namespace) -> list[Found]:
         """Every live item of one namespace, opened (one Query, paged, eventually
         consistent, as `get`; then one wave of object GETs)."""
-        now_ms = self.now_ms()
-        rows = [r for r in self.rows(self.pk(namespace)) if self.live(r, now_ms)]
-        return self.open([(namespace, r) for r in rows])
+        rows = self.rows(self.pk(namespace))
+        return self.open_live([(namespace, r) for r in rows], self.now_ms())
 
     def scan(self, prefix: Namespace) -> list[Found]:
         """Every live item of the namespaces under `prefix` (itself included), opened:
@@ -343,8 +379,7 @@ class Space:
         found: list[Found] = []
         if prefix:
             rows, marked = self.prefix_rows(prefix)
-            now_ms = self.now_ms()
-            found = self.open([(prefix, r) for r in rows if self.live(r, now_ms)])
+            found = self.open_live([(prefix, r) for r in rows], self.now_ms())
             if not marked:
                 return found
         return found + [
@@ -363,6 +398,13 @@ class Space:
             rows, marked = self.reads.items_and_mark(pk, consistent=True)
         return rows, marked
 
+    def open_live(self, rows: Sequence[tuple[Namespace, MemoryRow]], now_ms: int) -> list[Found]:
+        """The items of `rows` live at `now_ms`, opened: those whose clear expiry says
+        so (a hint: an item it calls expired is not fetched), then kept only if their
+        sealed expiry says so too."""
+        opened = self.open([(ns, r) for ns, r in rows if self.live(r, now_ms)])
+        return [f for f in opened if f.live(now_ms)]
+
     def open(self, rows: Sequence[tuple[Namespace, MemoryRow]]) -> list[Found]:
         """Open items: large values in one wave, through the engine's cache (objects
         never change)."""
@@ -373,7 +415,6 @@ class Space:
                 if r.blob is None and r.leaf
             }
         )
-        self.state.knew(r for _, r in rows)
         out = []
         for ns, row in rows:
             blob = row.blob
@@ -381,36 +422,54 @@ class Space:
                 blob = fetched[object_key(row.key.pk, row.leaf)]
             if blob is not None:
                 out.append(self._open_one(ns, row, blob))
+        self.state.knew((f.row.key, f.expires_ms, f.ttl_minutes, f.version) for f in out)
         self.directory.marks_exist(f.namespace for f in out)
         return out
 
     def _open_one(self, namespace: Namespace, row: MemoryRow, blob: bytes) -> Found:
         what = self.what(namespace)
-        _typ, payload = self.sealer.open(blob, self.aad(namespace, row.key.sk), what)
-        head, _, data = payload.partition(b"\n")
-        try:
-            header = json.loads(head)
-            # [key, type, version]; the first layouts: [key, type], and before that
-            # [namespace, key, type] (the namespace is bound by the associated data).
-            ns_list: list[str] | Namespace = namespace
-            version = ""
-            if isinstance(header[0], list):
-                ns_list, key, typ = header
-            elif len(header) == 3:
-                key, typ, version = header
-            else:
-                key, typ = header
-        except (ValueError, TypeError, IndexError) as exc:
-            raise IntegrityError(f"{what}: the payload's header does not parse ({exc})") from exc
-        if (
-            self.namer.memory_key(self.space, namespace, key) != row.key.sk
-            or tuple(ns_list) != namespace
-        ):
+        _typ, raw = self.sealer.open(blob, self.aad(namespace, row.key.sk), what)
+        header, data = parse_payload(raw, namespace, what)
+        if self.namer.memory_key(self.space, namespace, header.key) != row.key.sk:
             raise IntegrityError(
-                f"{what}: the payload names key {key!r} in {tuple(ns_list)!r}, which is not "
-                "the item it is stored as; it was moved or altered"
+                f"{what}: the payload names key {header.key!r}, which is not the item it is "
+                "stored as; it was moved or altered"
             )
-        return Found(namespace, key, (typ, data), row, str(version))
+        found = Found(namespace, header.key, (header.typ, data), row, header.version)
+        if header.at_ms is None:
+            # A payload of the layouts before times were sealed: the clear copies.
+            return replace(
+                found,
+                created_ms=row.created_ms,
+                updated_ms=row.updated_ms,
+                expires_ms=row.expires_ms,
+                ttl_minutes=row.ttl_minutes,
+            )
+        created, expires = header.at_ms, header.expires_ms
+        if row.created_seal is not None:
+            stamp = self._open_stamp(namespace, row.key.sk, "created", row.created_seal)
+            created = _int(stamp.get("c"), what)
+        if row.refresh_seal is not None and expires is not None:
+            stamp = self._open_stamp(namespace, row.key.sk, "refreshed", row.refresh_seal)
+            # A stamp of another version (a read that raced a put) stands for nothing.
+            if stamp.get("v") == header.version:
+                expires = max(expires, _int(stamp.get("e"), what))
+        return replace(
+            found,
+            created_ms=created,
+            updated_ms=header.at_ms,
+            expires_ms=expires,
+            ttl_minutes=header.ttl_minutes,
+        )
+
+    def _open_stamp(self, namespace: Namespace, sk: str, what: str, blob: bytes) -> dict[str, Any]:
+        return format.open_stamp(self.sealer, blob, self.space, namespace, sk, what)
+
+
+def _int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise IntegrityError(f"{what}: a stamp holds {value!r}, not a time in ms")
+    return value
 
 
 def checked_ttl(ttl: object, unit: str, where: str) -> float | None:

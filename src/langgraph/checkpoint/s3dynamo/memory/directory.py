@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, padded
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK, directory_pk
 from langgraph.checkpoint.s3dynamo.memory import format
@@ -200,7 +200,8 @@ class Directory:
         # A new generation, renewed now; its liveness bound is the latest expiry of the
         # items written with it (none without).
         s = self.space
-        sealed_ns = s.sealer.seal(NAMESPACE_TYPE, ns_text(namespace).encode(), self.aad(ek.sk))
+        text = padded(ns_text(namespace).encode())  # its size: the length to a power of two
+        sealed_ns = s.sealer.seal(NAMESPACE_TYPE, text, self.aad(ek.sk), compress=False)
         bound = max((expiry_of(r) for r in rows), default=None) if rows else None
         return DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(s.clock()), False, bound)
 
@@ -257,17 +258,23 @@ class Directory:
         if s.state.stale(found, s.state.written_in(pk)):
             found = s.reads.entries(pk, consistent=True)
         out = []
-        kind = "store" if s.space == "m" else "cache"
         for entry in found:
-            what = f"{kind} directory entry {entry.key.sk!r}"
-            _typ, data = s.sealer.open(entry.blob, self.aad(entry.key.sk), what)
-            namespace = tuple(json.loads(data))
-            if s.namer.memory_namespace(s.space, namespace) != entry.key.sk:
-                raise IntegrityError(f"{what}: it names another namespace; it was moved")
+            namespace = self.namespace_of(entry)
             s.state.saw(entry)
             out.append((namespace, entry))
         self.marks_exist(ns for ns, _ in out)
         return out
+
+    def namespace_of(self, entry: DirectoryEntry) -> Namespace:
+        """The namespace an entry names, opened; one altered or moved to another entry is
+        an `IntegrityError`."""
+        s = self.space
+        what = f"{'store' if s.space == 'm' else 'cache'} directory entry {entry.key.sk!r}"
+        _typ, data = s.sealer.open(entry.blob, self.aad(entry.key.sk), what)
+        namespace = tuple(json.loads(data))
+        if s.namer.memory_namespace(s.space, namespace) != entry.key.sk:
+            raise IntegrityError(f"{what}: it names another namespace; it was moved")
+        return namespace
 
     def listed(self, now_ms: Callable[[], int]) -> list[Namespace]:
         """The namespaces that have a live item: those whose entry's bound lies ahead,

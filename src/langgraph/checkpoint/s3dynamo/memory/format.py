@@ -17,15 +17,19 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     ITEM_SK_RANGE,
     MANIFEST_SK,
     SEARCH_SK_RANGE,
+    is_log_sk,
     log_sk,
+    log_time,
     memory_scope,
     object_key,
 )
@@ -35,12 +39,15 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     ENTRY_LIVE,
     ENTRY_NS,
     ENTRY_RENEWED,
+    INDEX_BLOB,
     INDEX_GENERATION,
     ROW_BLOB,
     ROW_CREATED,
+    ROW_CREATED_SEAL,
     ROW_EXPIRES,
     ROW_EXPIRES_S,
     ROW_LEAF,
+    ROW_REFRESH_SEAL,
     ROW_TTL,
     ROW_UPDATED,
     ROW_WRITTEN_S,
@@ -147,19 +154,63 @@ def vector_aad(space: str, namespace: Namespace, what: str, name: str) -> bytes:
     return identity("memory-vectors", space, ns_text(namespace), what, name)
 
 
+def stamp_aad(space: str, namespace: Namespace, sk: str, what: str) -> bytes:
+    """What an item's sealed stamp is bound to: `what` it is ("created", "refreshed"),
+    its space, namespace and name."""
+    return identity("memory-stamp", space, ns_text(namespace), sk, what)
+
+
+def tombstone_aad(space: str, pk: str, sk: str) -> bytes:
+    """What a vector log tombstone is bound to: its partition and sort key (the time and
+    the item deleted), which the expiry sweep knows without opening the namespace."""
+    return identity("memory-tombstone", space, pk, sk)
+
+
+# A stamp's and a tombstone's payload type.
+STAMP_TYPE = "json"
+
+
+def seal_stamp(
+    sealer: Sealer, space: str, namespace: Namespace, sk: str, what: str, fields: dict[str, Any]
+) -> bytes:
+    """An item's creation stamp (`what` "created": {"c": ms}) or refresh stamp
+    ("refreshed": {"v": version, "e": ms}), sealed and bound to the item."""
+    aad = stamp_aad(space, namespace, sk, what)
+    return sealer.seal(STAMP_TYPE, json.dumps(fields, separators=(",", ":")).encode(), aad)
+
+
+def open_stamp(
+    sealer: Sealer, blob: bytes, space: str, namespace: Namespace, sk: str, what: str
+) -> dict[str, Any]:
+    """A stamp opened (`seal_stamp`); one altered or moved is an `IntegrityError`."""
+    label = f"{what} stamp of {sk!r} in {namespace!r}"
+    _typ, data = sealer.open(blob, stamp_aad(space, namespace, sk, what), label)
+    try:
+        fields = json.loads(data)
+        if not isinstance(fields, dict):
+            raise ValueError(f"expected an object, got {type(fields).__name__}")
+        return fields
+    except ValueError as exc:
+        raise IntegrityError(f"{label}: does not parse ({exc})") from exc
+
+
 # ------------------------------------------------------------------ items
 
 
 def put_row(row: MemoryRow) -> Update:
     """Write a Store item or cache entry whole, unconditionally (the last put wins, as
-    LangGraph's stores do), keeping the creation time of one already there; what the row
-    lacks is removed, and so is what the first layouts kept (`a`, `mx`)."""
+    LangGraph's stores do), keeping the creation time of one already there, and its
+    sealed creation stamp; what the row lacks is removed (a refresh stamp, which stood
+    for the version replaced), and so is what the first layouts kept (`a`, `mx`)."""
     item = row_item(row)
-    written = (ROW_BLOB, ROW_LEAF, ROW_EXPIRES, ROW_TTL, ROW_UPDATED)
+    written = (ROW_BLOB, ROW_LEAF, ROW_EXPIRES, ROW_TTL, ROW_UPDATED, ROW_REFRESH_SEAL)
+    keep: dict[str, Value] = {ROW_CREATED: row.created_ms}
+    if row.created_seal is not None:
+        keep[ROW_CREATED_SEAL] = row.created_seal
     return Update(
         row.key,
         set={name: item[name] for name in written if name in item},
-        keep={ROW_CREATED: row.created_ms},
+        keep=keep,
         remove=(ROW_WRITTEN_S, ROW_EXPIRES_S, *(name for name in written if name not in item)),
     )
 
@@ -170,19 +221,24 @@ def delete_row(key: ItemKey, expired_at_ms: int | None = None) -> Delete:
     return Delete(key, when=None if expired_at_ms is None else expired(expired_at_ms))
 
 
-def touch(key: ItemKey, expires_ms: int) -> Update:
-    """Set an item's expiry, only if the item is there: one deleted meanwhile stays gone
-    (an update would make a husk of it)."""
-    return Update(key, set={ROW_EXPIRES: expires_ms}, remove=(ROW_EXPIRES_S,), when=exists())
-
-
-def refresh(key: ItemKey, expires_ms: int, ttl_minutes: float, now_ms: int) -> Update:
-    """Push an item's expiry out on a read: only while its TTL is the one the reader saw
-    (a put since with another TTL decides its expiry) and it has not expired by `now_ms`
-    (an expired item stays expired, whatever reads it)."""
+def touch(key: ItemKey, expires_ms: int, stamp: bytes) -> Update:
+    """Set an item's expiry, in clear and as its sealed refresh `stamp`, only if the item
+    is there: one deleted meanwhile stays gone (an update would make a husk of it)."""
     return Update(
         key,
-        set={ROW_EXPIRES: expires_ms},
+        set={ROW_EXPIRES: expires_ms, ROW_REFRESH_SEAL: stamp},
+        remove=(ROW_EXPIRES_S,),
+        when=exists(),
+    )
+
+
+def refresh(key: ItemKey, expires_ms: int, ttl_minutes: float, now_ms: int, stamp: bytes) -> Update:
+    """Push an item's expiry out on a read (`touch`): only while its TTL is the one the
+    reader saw (a put since with another TTL decides its expiry) and it has not expired
+    by `now_ms` (an expired item stays expired, whatever reads it)."""
+    return Update(
+        key,
+        set={ROW_EXPIRES: expires_ms, ROW_REFRESH_SEAL: stamp},
         remove=(ROW_EXPIRES_S,),
         when=both(eq(ROW_TTL, ttl_minutes), _expires_after(now_ms)),
     )
@@ -300,11 +356,36 @@ def renewal(entry: DirectoryEntry, marks: Sequence[ItemKey] = ()) -> Plan:
 TOMBSTONE = "k"
 
 
-def tombstones(keys: Sequence[ItemKey], at_ms: int) -> list[IndexItem]:
-    """The vector log entries saying these items were deleted at `at_ms`: keys only (an
-    item's sort key and a time, nothing sealed), so a writer without keys (the expiry
-    sweep) writes them too."""
-    return [IndexItem(ItemKey(k.pk, log_sk(at_ms, TOMBSTONE + k.sk))) for k in keys]
+def tombstones(keys: Sequence[ItemKey], at_ms: int, sealer: Sealer, space: str) -> list[IndexItem]:
+    """The vector log entries saying these items were deleted at `at_ms`: the time and
+    the item's sort key in the entry's sort key, sealed (an empty payload bound to that
+    sort key and the partition, which the expiry sweep knows without opening anything),
+    so that no one without the keys can make a search pass over a live item."""
+    out = []
+    for k in keys:
+        key = ItemKey(k.pk, log_sk(at_ms, TOMBSTONE + k.sk))
+        out.append(IndexItem(key, sealer.seal(STAMP_TYPE, b"", tombstone_aad(space, *key))))
+    return out
+
+
+def tombstone_of(item: IndexItem) -> tuple[str, int] | None:
+    """(item sort key, when deleted) of a vector log tombstone; None for another item."""
+    if not is_log_sk(item.key.sk):
+        return None
+    at, nonce = log_time(item.key.sk)
+    return (nonce[len(TOMBSTONE) :], at) if nonce.startswith(TOMBSTONE) else None
+
+
+def verified_tombstone(item: IndexItem, sealer: Sealer, space: str) -> bool:
+    """Whether a tombstone is sealed, and opens (one altered or moved is an
+    `IntegrityError`). One without a seal (written before tombstones were sealed, or by
+    someone without the keys) is only a hint: it hides nothing, and a compaction reads
+    its item back."""
+    if item.blob is None:
+        return False
+    what = f"vector log tombstone {item.key.sk!r}"
+    sealer.open(item.blob, tombstone_aad(space, *item.key), what)
+    return True
 
 
 def manifest_put(item: IndexItem, expected: str | None) -> Put:
@@ -351,12 +432,18 @@ def gone(
     *,
     indexed: Collection[str] = (),
     at_ms: int = 0,
+    sealer: Sealer | None = None,
+    space: str = "m",
 ) -> Gone:
     """What the deletion of `deleted` (the items as they were) leaves to clean: their
     objects, the filter `tokens` found naming them, and, in the partitions `indexed` (a
-    namespace with a vector index), a tombstone each in the vector log, stamped `at_ms`."""
+    namespace with a vector index), a tombstone each in the vector log, stamped `at_ms`
+    and sealed by `sealer` (needed when `indexed` names any)."""
     out = Gone([object_key(r.key.pk, r.leaf) for r in deleted if r.leaf])
-    for tomb in tombstones([r.key for r in deleted if r.key.pk in indexed], at_ms):
+    keys = [r.key for r in deleted if r.key.pk in indexed]
+    if keys and sealer is None:
+        raise ValueError("tombstones are sealed: gone() needs the sealer")
+    for tomb in tombstones(keys, at_ms, sealer, space) if sealer is not None else []:
         out.indexes.setdefault(tomb.key.pk, ([], []))[0].append(index_item(tomb))
     for key in tokens:
         out.indexes.setdefault(key.pk, ([], []))[1].append(key)
@@ -366,12 +453,14 @@ def gone(
 # ------------------------------------------------------------------ re-sealing
 
 
-def reseal(key: ItemKey, old: bytes, new: bytes) -> Update:
+def reseal(key: ItemKey, old: bytes, new: bytes, attribute: str | None = None) -> Update:
     """Replace a sealed blob with its value sealed again under the active key
     (re-encryption), only while it is still `old` (a put since wrote a newer one): a
-    directory entry's namespace, or an item's or index item's payload (both `v`)."""
-    scope = memory_scope(key.pk)
-    attribute = ENTRY_NS if scope is not None and scope[2] is None else ROW_BLOB
+    directory entry's namespace, an item's or index item's payload (both `v`), or an
+    item's stamp (`attribute`)."""
+    if attribute is None:
+        scope = memory_scope(key.pk)
+        attribute = ENTRY_NS if scope is not None and scope[2] is None else ROW_BLOB
     return Update(key, set={attribute: new}, when=eq(attribute, old))
 
 
@@ -397,36 +486,53 @@ def resealed(stored: Stored, sealer: Sealer) -> Plan:
     active = sealer.keyring.active if sealer.keyring else None
     writes: list[Write] = []
     overwrites: list[tuple[str, bytes]] = []
-    for at, blob, aad, what in _sealed(stored):
+    for at, attribute, blob, aad, what in sealed_blobs(stored):
         if sealer.key_id_of(blob) == active:
             continue
         typ, data = sealer.open(blob, aad, what)
-        new = sealer.seal(typ, data, aad)
+        new = sealer.seal(typ, data, aad, compress=sealer.compressed(blob))
         if isinstance(at, str):
             overwrites.append((at, new))
         else:
-            writes.append(reseal(at, blob, new))
+            writes.append(reseal(at, blob, new, attribute))
     return WritePlan(stored.pk, overwrites=overwrites, writes=writes, each=True)
 
 
-def _sealed(stored: Stored) -> Iterator[tuple[ItemKey | str, bytes, bytes, str]]:
-    """(where, blob, what it is bound to, what it is) of each sealed blob of `stored`."""
+# Where a sealed blob is (an item's key, or an object's), its attribute (None for an
+# object), the blob, what it is bound to, and what it is, as errors name it.
+Located = tuple[ItemKey | str, str | None, bytes, bytes, str]
+
+
+def sealed_blobs(stored: Stored) -> Iterator[Located]:
+    """Each sealed blob of `stored`, and what it is bound to: what re-encryption re-seals
+    and verification opens."""
     space, ns, pk = stored.space, stored.namespace, stored.pk
     if stored.entry is not None:
         entry = stored.entry
-        yield entry.key, entry.blob, entry_aad(space, entry.key.sk), f"directory entry of {ns!r}"
+        label = f"directory entry of {ns!r}"
+        yield entry.key, ENTRY_NS, entry.blob, entry_aad(space, entry.key.sk), label
     for row in stored.rows:
         aad = item_aad(space, ns, row.key.sk)
         if row.blob is not None:
-            yield row.key, row.blob, aad, f"item {row.key.sk!r} of {ns!r}"
+            yield row.key, ROW_BLOB, row.blob, aad, f"item {row.key.sk!r} of {ns!r}"
         elif row.leaf and (key := object_key(pk, row.leaf)) in stored.objects:
-            yield key, stored.objects[key], aad, f"item of {ns!r}"
+            yield key, None, stored.objects[key], aad, f"item of {ns!r}"
+        for attribute, blob, what in (
+            (ROW_CREATED_SEAL, row.created_seal, "created"),
+            (ROW_REFRESH_SEAL, row.refresh_seal, "refreshed"),
+        ):
+            if blob is not None:
+                label = f"{what} stamp of {row.key.sk!r} in {ns!r}"
+                yield row.key, attribute, blob, stamp_aad(space, ns, row.key.sk, what), label
     for item in stored.index:
         what = "manifest" if item.key.sk == MANIFEST_SK else "log"
-        if item.blob is not None:
+        if item.blob is not None and tombstone_of(item) is not None:
+            label = f"vector log tombstone {item.key.sk!r} of namespace {ns!r}"
+            yield item.key, INDEX_BLOB, item.blob, tombstone_aad(space, *item.key), label
+        elif item.blob is not None:
             label = f"vector {what} {item.key.sk!r} of namespace {ns!r}"
-            yield item.key, item.blob, vector_aad(space, ns, what, item.key.sk), label
+            yield item.key, INDEX_BLOB, item.blob, vector_aad(space, ns, what, item.key.sk), label
         for leaf in sorted(item.leaves):
             if (key := object_key(pk, leaf)) in stored.objects:
                 label = f"vector segment {leaf!r} of namespace {ns!r}"
-                yield key, stored.objects[key], vector_aad(space, ns, "segment", leaf), label
+                yield key, None, stored.objects[key], vector_aad(space, ns, "segment", leaf), label

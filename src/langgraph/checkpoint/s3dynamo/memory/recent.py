@@ -31,6 +31,8 @@ RECENT_MAX = 10_000
 RENEWAL_LOCKS = 64
 
 Fingerprint = tuple[Any, ...] | None  # None: the item or entry is gone
+# What this process knows of an item it read or wrote: its expiry, TTL and version.
+Known = tuple[int | None, float | None, str]
 
 
 def fingerprint(row: MemoryRow | DirectoryEntry | IndexItem | None) -> Fingerprint:
@@ -55,7 +57,7 @@ class SpaceState:
         self._recent: OrderedDict[ItemKey, Fingerprint] = OrderedDict()
         self._by_pk: dict[str, set[ItemKey]] = {}
         self._marked: OrderedDict[str, None] = OrderedDict()
-        self._expiry: OrderedDict[ItemKey, tuple[int | None, float | None]] = OrderedDict()
+        self._expiry: OrderedDict[ItemKey, Known] = OrderedDict()
 
     # ------------------------------------------------------------ leases
 
@@ -112,17 +114,17 @@ class SpaceState:
 
     # ------------------------------------------------------------ expiries
 
-    def knew(self, rows: Iterable[MemoryRow]) -> None:
-        """The expiry (ms) and TTL of items read or written: what deciding a refresh
-        needs."""
+    def knew(self, items: Iterable[tuple[ItemKey, int | None, float | None, str]]) -> None:
+        """The expiry (ms), TTL and version of items read (sealed, as opened) or
+        written: what deciding a refresh, and sealing its stamp, needs."""
         with self._lock:
-            for r in rows:
-                self._expiry[r.key] = (r.expires_ms, r.ttl_minutes)
-                self._expiry.move_to_end(r.key)
+            for key, expires_ms, ttl_minutes, version in items:
+                self._expiry[key] = (expires_ms, ttl_minutes, version)
+                self._expiry.move_to_end(key)
             while len(self._expiry) > RECENT_MAX:
                 self._expiry.popitem(last=False)
 
-    def expiry_of(self, key: ItemKey) -> tuple[int | None, float | None] | None:
+    def expiry_of(self, key: ItemKey) -> Known | None:
         with self._lock:
             return self._expiry.get(key)
 

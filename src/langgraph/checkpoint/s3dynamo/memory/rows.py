@@ -1,25 +1,32 @@
 """Long-term memory's items as plain values, and each as the item of the table that holds
-it (`table.py`): a Store item or node-cache entry (`MemoryRow`), an entry of a space's
-namespace directory (`DirectoryEntry`), and an item of a Store namespace's search indexes
-(`IndexItem`); and the items of one put, sealed and placed (`Batch`). Pure: no I/O.
+it (`table.py`): a Store item or node-cache entry (`MemoryRow`) and what its sealed
+payload says besides its value (`Header`), an entry of a space's namespace directory
+(`DirectoryEntry`), and an item of a Store namespace's search indexes (`IndexItem`); and
+the items of one put, sealed and placed (`Batch`). Pure: no I/O.
 Where each lives is `layout.py`'s business; the writes and their conditions are
 `format.py`'s. Attributes: docs/ARCHITECTURE.md, "Long-term memory", and docs/FORMAT.md,
 which also says what the earlier layouts stored."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.table import Item, ItemKey, Value, key_of, keyed
 
 # A Store item or cache entry (pk `<prefix><ns>~<space>!`, sk `<key>`): the sealed payload
 # inline (v) or the leaf of the object holding it (ol); expiry in ms (me; absent: never),
-# TTL in minutes (ml), created (mc, kept by later puts) and updated (mu), ms.
+# TTL in minutes (ml), created (mc, kept by later puts) and updated (mu), ms. These four
+# are clear copies, for the expiry sweep's conditions and DynamoDB's queries: what a
+# reader honours is sealed, in the payload's header (the put's time, expiry and TTL), in
+# the creation stamp (mk, sealed, kept by later puts) and in the refresh stamp (mr,
+# sealed: the expiry a read pushed out, for the version it read; removed by a put).
 ROW_BLOB, ROW_LEAF, ROW_EXPIRES, ROW_TTL = "v", "ol", "me", "ml"
 ROW_CREATED, ROW_UPDATED = "mc", "mu"
+ROW_CREATED_SEAL, ROW_REFRESH_SEAL = "mk", "mr"
 # What the first layouts kept, and a put or refresh removes: the expiry in whole seconds,
 # rounded up (mx), and a write time in seconds that `mu` repeats (a).
 ROW_EXPIRES_S, ROW_WRITTEN_S = "mx", "a"
@@ -52,6 +59,9 @@ class MemoryRow(NamedTuple):
     # When first and last written, ms since the epoch (the first is kept by later puts).
     created_ms: int = 0
     updated_ms: int = 0
+    # The sealed creation stamp (kept by later puts) and refresh stamp (`format.py`).
+    created_seal: bytes | None = None
+    refresh_seal: bytes | None = None
 
 
 # A directory entry's bound meaning "an item of the namespace never expires".
@@ -117,6 +127,10 @@ def row_item(row: MemoryRow) -> Item:
         item[ROW_EXPIRES] = row.expires_ms
     if row.ttl_minutes is not None:
         item[ROW_TTL] = row.ttl_minutes
+    if row.created_seal is not None:
+        item[ROW_CREATED_SEAL] = row.created_seal
+    if row.refresh_seal is not None:
+        item[ROW_REFRESH_SEAL] = row.refresh_seal
     return item
 
 
@@ -141,6 +155,8 @@ def row_from(item: Mapping[str, Value]) -> MemoryRow:
             None if ttl is None else float(ttl),
             _whole(item, ROW_CREATED) or 0,
             _whole(item, ROW_UPDATED) or 0,
+            _bytes(item, ROW_CREATED_SEAL),
+            _bytes(item, ROW_REFRESH_SEAL),
         )
     except (KeyError, ValueError) as exc:
         raise IntegrityError(
@@ -210,6 +226,76 @@ def index_from(item: Mapping[str, Value]) -> IndexItem:
             f"memory index item {key.sk!r} is malformed ({exc}); it was altered or "
             "written by something else"
         ) from exc
+
+
+# ------------------------------------------------------------------ an item's payload
+
+
+class Header(NamedTuple):
+    """What an item's sealed payload says besides its value: its key, the serializer's
+    type, its version (a nonce each put draws; "" in the first layouts), and the put's
+    time, expiry and TTL, which a reader honours (`at_ms` None: a header of the layouts
+    before they were sealed, whose reader falls back to the item's clear copies)."""
+
+    key: str
+    typ: str
+    version: str = ""
+    at_ms: int | None = None
+    expires_ms: int | None = None
+    ttl_minutes: float | None = None
+
+
+def payload(header: Header, data: bytes) -> bytes:
+    """An item's payload: its header as JSON, a newline, the serialized value. The times
+    are `{"u": put's time, "e": expiry, "t": TTL}`, those without a value left out."""
+    times = {"u": header.at_ms, "e": header.expires_ms, "t": header.ttl_minutes}
+    kept = {k: v for k, v in times.items() if v is not None}
+    fields = [header.key, header.typ, header.version, kept]
+    return json.dumps(fields, separators=(",", ":")).encode() + b"\n" + data
+
+
+def parse_payload(raw: bytes, namespace: Namespace, what: str) -> tuple[Header, bytes]:
+    """(header, serialized value) of an opened payload. Headers of earlier layouts read
+    too: `[key, type, version]`, `[key, type]`, and `[namespace, key, type]`, whose
+    namespace must be the one the associated data bound."""
+    head, _, data = raw.partition(b"\n")
+    try:
+        fields = json.loads(head)
+        if isinstance(fields[0], list):
+            ns_list, key, typ = fields
+            if tuple(ns_list) != namespace:
+                raise IntegrityError(
+                    f"{what}: the payload names namespace {tuple(ns_list)!r}, not the one it "
+                    "is stored in; it was moved or altered"
+                )
+            return Header(str(key), str(typ)), data
+        if len(fields) == 4:
+            key, typ, version, times = fields
+            at, ttl = _ms(times["u"]), times.get("t")
+            if at is None:
+                raise ValueError("no write time")
+            return Header(
+                str(key),
+                str(typ),
+                str(version),
+                at,
+                _ms(times.get("e")),
+                None if ttl is None else float(ttl),
+            ), data
+        if len(fields) == 3:
+            return Header(str(fields[0]), str(fields[1]), str(fields[2])), data
+        key, typ = fields
+        return Header(str(key), str(typ)), data
+    except (ValueError, TypeError, IndexError, KeyError) as exc:
+        raise IntegrityError(f"{what}: the payload's header does not parse ({exc})") from exc
+
+
+def _ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{value!r} is not a time in ms")
+    return value
 
 
 # Each reader takes an attribute of the kind it expects, or None when absent; another

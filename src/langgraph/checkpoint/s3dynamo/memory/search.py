@@ -37,13 +37,16 @@ Hit = tuple[Found, "float | None"]
 
 
 class Candidate(NamedTuple):
-    """An item an index names: where, which version (None: any), how it ranks."""
+    """An item an index names: where, which version (None: any), how it ranks; a filter
+    token also says when the item was written (`written`), which the item's sealed time
+    must match (a token of an older put, or one forged, stands for nothing)."""
 
     rank: float
     namespace: Namespace
     key: str
     version: str | None
     found: Found | None = None
+    written: int | None = None
 
 
 def matches(value: Any, filter: Mapping[str, Any] | None) -> bool:
@@ -52,7 +55,7 @@ def matches(value: Any, filter: Mapping[str, Any] | None) -> bool:
 
 
 def newest_first(found: list[Found]) -> list[Found]:
-    return sorted(found, key=lambda f: (-f.row.updated_ms, f.namespace, f.key))
+    return sorted(found, key=lambda f: (-f.updated_ms, f.namespace, f.key))
 
 
 class Searcher:
@@ -192,6 +195,8 @@ class Searcher:
                 f = c.found or read.get((c.namespace, c.key))
                 if f is None or (c.version is not None and f.version != c.version):
                     continue
+                if c.written is not None and f.updated_ms != c.written:
+                    continue
                 if (f.namespace, f.key) in kept or not matches(self.value_of(f), filter):
                     continue
                 kept.add((f.namespace, f.key))
@@ -222,11 +227,9 @@ class Searcher:
                 found = self.space.scan_namespace(ns)
                 self.tokens.backfill(ns, field, [(f, self.value_of(f)) for f in found])
                 kept = [f for f in newest_first(found) if matches(self.value_of(f), filter)]
-                streams.append(
-                    Candidate(-f.row.updated_ms, ns, f.row.key.sk, None, f) for f in kept
-                )
+                streams.append(Candidate(-f.updated_ms, ns, f.row.key.sk, None, f) for f in kept)
         hits = self._verify(heapq.merge(*streams), filter, wanted)
-        ordered = sorted(hits, key=lambda h: (-h[0].row.updated_ms, h[0].namespace, h[0].key))
+        ordered = sorted(hits, key=lambda h: (-h[0].updated_ms, h[0].namespace, h[0].key))
         return [(f, None) for f, _ in ordered[offset : offset + limit]]
 
     def _token_namespaces(self, prefix: Namespace) -> list[Namespace]:
@@ -242,7 +245,7 @@ class Searcher:
         while True:
             page = self.tokens.newest(ns, field, text, count, after)
             for at_ms, key, sk in page:
-                yield Candidate(-at_ms, ns, key, None)
+                yield Candidate(-at_ms, ns, key, None, written=at_ms)
                 after = sk
             if len(page) < count:
                 return

@@ -122,7 +122,7 @@ class FilterTokens:
         old = [
             key
             for f, value in replaced
-            for key in self.keys_of(namespace, f.row.key.pk, f.row.key.sk, f.row.updated_ms, value)
+            for key in self.keys_of(namespace, f.row.key.pk, f.row.key.sk, f.updated_ms, value)
         ]
         return [k for k in old if k not in kept]
 
@@ -163,7 +163,7 @@ class FilterTokens:
         puts = [
             IndexItem(k)
             for f, value in found
-            for k in only.keys_of(namespace, pk, f.row.key.sk, f.row.updated_ms, value)
+            for k in only.keys_of(namespace, pk, f.row.key.sk, f.updated_ms, value)
         ]
         engine = self.space.engine
         engine.batch(puts=[index_item(i) for i in puts])

@@ -39,12 +39,10 @@ from langgraph.checkpoint.s3dynamo.layout import (
     VECTOR_SK_RANGE,
     is_log_sk,
     log_sk,
-    log_time,
     object_key,
 )
 from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, Space
-from langgraph.checkpoint.s3dynamo.memory.format import TOMBSTONE
 from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
 from langgraph.checkpoint.s3dynamo.memory.rows import Batch, IndexItem
 from langgraph.checkpoint.s3dynamo.memory.vectors import (
@@ -87,12 +85,17 @@ class View:
     marked: bool = False
     segments: list[tuple[str, Pack]] = field(default_factory=list)
     log: list[tuple[IndexItem, Pack]] = field(default_factory=list)
-    # Keys-only log entries of deletes (`format.tombstones`), folded as the rest is.
+    # Log entries of deletes (`format.tombstones`), folded as the rest is: the sealed
+    # ones stand (their rows are in `log` as markers); the item sort keys of those
+    # without a seal, hints that hide nothing until a compaction reads the item back.
     tombstones: list[IndexItem] = field(default_factory=list)
+    unverified: set[str] = field(default_factory=set)
 
     @property
     def log_bytes(self) -> int:
-        return sum(len(item.blob or b"") for item, _ in self.log) + 60 * len(self.tombstones)
+        return sum(len(item.blob or b"") for item, _ in self.log) + sum(
+            len(item.blob or b"") + 60 for item in self.tombstones
+        )
 
 
 class VectorIndex:
@@ -159,11 +162,14 @@ class VectorIndex:
         for item in items:
             if not is_log_sk(item.key.sk):
                 continue
+            if (tomb := format.tombstone_of(item)) is not None:
+                view.tombstones.append(item)
+                if format.verified_tombstone(item, s.sealer, s.space):
+                    tombs.append(Marker(tomb[0], "", tomb[1]))
+                else:
+                    view.unverified.add(tomb[0])
+                continue
             if item.blob is None:
-                at, nonce = log_time(item.key.sk)
-                if nonce.startswith(TOMBSTONE):
-                    tombs.append(Marker(nonce[len(TOMBSTONE) :], "", at))
-                    view.tombstones.append(item)
                 continue
             payload = self._open(namespace, "log", item.key.sk, item.blob)
             view.log.append((item, Pack(payload, f"vector log of {namespace!r}")))
@@ -248,8 +254,9 @@ class VectorIndex:
 
         An item the log holds one version of, and no segment another, keeps its logged
         rows as they are (a put that never committed leaves rows no read will match).
-        Only an item with versions to choose from is read back (consistently): its
-        current version stands, or a marker where it is gone."""
+        Only an item with versions to choose from, or named by a tombstone without a
+        seal, is read back (consistently): its current version stands, or a marker where
+        it is gone."""
         if view.manifest is None or not (view.log or view.tombstones):
             return False
         gone: dict[str, int] = {}
@@ -264,9 +271,12 @@ class VectorIndex:
             for key, version in zip(seg.keys, seg.versions, strict=True):
                 in_segments.setdefault(key, set()).add(version)
         rows: list[Row] = []
-        markers = [Marker(k, "", at) for k, at in gone.items() if k not in logged]
-        doubtful: list[str] = []
+        doubted = view.unverified
+        markers = [Marker(k, "", at) for k, at in gone.items() if k not in {*logged, *doubted}]
+        doubtful: list[str] = sorted(view.unverified)
         for key, found in logged.items():
+            if key in view.unverified:
+                continue
             alive = [r for r in found if r.at_ms > gone.get(key, -1)]
             versions = {r.version for r in alive} | in_segments.get(key, set())
             if not alive and key in gone:
@@ -313,7 +323,7 @@ class VectorIndex:
 
     def _item_rows(self, found: Found) -> list[Row]:
         vectors = self.open_body(found).get("vectors") or {}
-        return rows_of(found.row.key.sk, found.version, found.row.updated_ms, vectors)
+        return rows_of(found.row.key.sk, found.version, found.updated_ms, vectors)
 
     def _commit(
         self, view: View, rows: list[Row], markers: list[Marker], replaced: list[str]

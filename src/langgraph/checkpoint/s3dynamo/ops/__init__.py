@@ -459,9 +459,9 @@ class Operations:
     def verify(
         self, thread_id: str | None = None, progress: inspect.Progress | None = None
     ) -> inspect.VerifyReport:
-        """Open and authenticate every item and object of one thread or the whole store.
-        When nothing opens, the keys are checked against the deployment first: a wrong
-        key or secret raises `DeploymentMismatchError` instead of a report of tampering."""
+        """Open and authenticate every item and object of one thread or the whole store
+        (its Store and node cache too). When nothing opens, the keys are checked against
+        the deployment first: a wrong key or secret raises `DeploymentMismatchError`."""
         tid = None if thread_id is None else thread_id_of(thread_id)
         if tid is None:
             self.parts.deployment.verify(write=False)
@@ -469,7 +469,11 @@ class Operations:
         if tid is not None and not scoped[0] and not scoped[1]:
             self._entries(tid)
         report = inspect.verify(self.store, tid, progress or inspect.no_progress, scoped)
-        if report.checked["blobs"] and not report.checked["opened"]:
+        if tid is None:  # the deployment's keys were checked first
+            from langgraph.checkpoint.s3dynamo.ops.memory import verify_memory
+
+            verify_memory(self.parts, {o.key: o.size for o in scoped[1]}, report)
+        if report.nothing_opened:
             self.parts.deployment.verify(write=False)
         return report
 

@@ -78,6 +78,8 @@ def _check_bucket(parts: Components) -> str:
 def _check_keys(parts: Components) -> str:
     deployment = parts.deployment
     if parts.kms is not None and not parts.kms.exists():
+        if deployment.recorded() is not None:
+            parts.kms.keyring()  # lost, not yet made: raises KeyringMissingError
         return (
             "no KMS keyring in the table yet: setup() or rotate_key() creates it "
             "(kms:GenerateDataKey, the maintenance policy)"

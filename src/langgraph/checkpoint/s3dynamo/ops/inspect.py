@@ -329,10 +329,20 @@ class VerifyReport:
         default_factory=lambda: {"items": 0, "objects": 0, "blobs": 0, "opened": 0}
     )
     problems: list[dict[str, Any]] = field(default_factory=list)
+    # Long-term memory, per space ("store", "cache"), counted apart from the threads:
+    # namespaces, items, index items, objects, sealed blobs and those that opened.
+    memory: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def nothing_opened(self) -> bool:
+        """Sealed blobs were met and none opened (threads' and memory's alike)."""
+        counts = [self.checked, *self.memory.values()]
+        blobs, opened = (sum(c[k] for c in counts) for k in ("blobs", "opened"))
+        return blobs > 0 and opened == 0
 
     def problem(
         self, kind: str, where: str, key: str, e: Entry | None, detail: str, tid: str | None = None
@@ -367,6 +377,7 @@ class VerifyReport:
             "thread_id": self.thread_id,
             "ok": self.ok,
             "checked": dict(self.checked),
+            "memory": {space: dict(counts) for space, counts in self.memory.items()},
             "problems": list(self.problems),
         }
 
@@ -436,6 +447,23 @@ def verify(
                 f"{info.size} bytes, {age} s old, referenced by no item "
                 "(`s3dynamo gc` removes it after the grace period if a crashed write left "
                 "it, `s3dynamo gc --full` in any case)",
+                tid=thread_id,
+            )
+    # Loans only keep objects: those of a thread with objects, that no borrowing backs
+    # (written by someone else: they keep nothing, docs/SECURITY.md).
+    lenders = {parts[0] for key in listed if (parts := split_object_key(store.prefix, key))}
+    for lender in sorted(lenders):
+        if scope_pk is not None and lender != scope_pk:
+            continue
+        for loan in store.finder.unbacked_loans(lender):
+            report.problem(
+                "unbacked loan",
+                "item",
+                item_label(loan.key),
+                None,
+                f"a loan of {len(loan.leaves)} object(s) to thread {loan.borrower!r}, which "
+                "holds no borrowing of them: no copy wrote it, and no deletion or collection "
+                "keeps what it names; delete the item",
                 tid=thread_id,
             )
     return report

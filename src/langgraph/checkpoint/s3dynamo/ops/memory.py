@@ -17,6 +17,7 @@ the spaces (`Space.reads`) and written through the blob engine.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -25,6 +26,7 @@ from langgraph.checkpoint.s3dynamo import arguments, telemetry
 from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, S3DynamoError
 from langgraph.checkpoint.s3dynamo.layout import (
     MANIFEST_SK,
     TOKEN_MARK,
@@ -39,6 +41,7 @@ from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Space
 from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, MemoryRow
 from langgraph.checkpoint.s3dynamo.memory.tokens import TOP
+from langgraph.checkpoint.s3dynamo.ops.inspect import VerifyReport, item_label, problem_kind
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
@@ -187,8 +190,8 @@ def expired(space: Space, at_ms: int) -> tuple[dict[str, DirectoryEntry], list[M
 def expire(space: Space, now: float | None = None) -> tuple[int, int]:
     """Delete the expired items and their objects, and settle the directory entries of
     namespaces left empty; in the Store, the deleted items' filter tokens go, and the
-    vector index learns they are gone (keys only: no key is needed). (items deleted,
-    namespaces dropped)."""
+    vector index learns they are gone (tombstones, sealed under the active key: nothing
+    is opened). (items deleted, namespaces dropped)."""
     at = space.clock() if now is None else now
     at_ms = round(at * 1000)
     entries, found = expired(space, at_ms)
@@ -228,7 +231,9 @@ def _gone(space: Space, deleted: list[MemoryRow], at_ms: int) -> format.Gone:
     indexed = {
         pk for pk, f in zip(pks, found, strict=True) if any(i.key.sk == MANIFEST_SK for i in f)
     }
-    return format.gone(deleted, tokens, indexed=indexed, at_ms=at_ms)
+    return format.gone(
+        deleted, tokens, indexed=indexed, at_ms=at_ms, sealer=space.sealer, space=space.space
+    )
 
 
 @dataclass
@@ -375,3 +380,115 @@ def mark_ancestors(space: Space) -> int:
             pending.update(marks)
             renewed += 1
     return renewed
+
+
+# ------------------------------------------------------------------ verification
+
+Counts = dict[str, int]
+
+
+def verify_memory(parts: Components, objects: Mapping[str, int], report: VerifyReport) -> None:
+    """Open and authenticate every sealed blob of the Store and the node cache: each
+    directory entry, each item (its payload, whose key must hash to the item's name, and
+    its stamps) and its object, and in the Store each namespace's vector manifest, log
+    entries, tombstones and segments; counted per space in `report.memory`. Objects of
+    theirs that nothing references, or that are referenced and gone, are problems as a
+    thread's are. One directory Query per space, then per namespace one consistent Query
+    of its items and one of its indexes, and one wave of object GETs (uncached)."""
+    listed = {k: size for k, size in objects.items() if memory_scope(k.rpartition("/")[0])}
+    live: set[str] = set()
+    for label, space in spaces(parts).items():
+        counts = {"namespaces": 0, "items": 0, "index items": 0, "objects": 0}
+        counts.update(blobs=0, opened=0)
+        report.memory[label] = counts
+        entries = space.reads.entries(directory_pk(space.prefix, space.space), consistent=True)
+        counts["namespaces"] = len(entries)
+        for entry in entries:
+            where, key = f"{label} directory", item_label(entry.key)
+            namespace = _opened(counts, report, where, key, space.directory.namespace_of, entry)
+            if namespace is not None:
+                _verify_namespace(space, label, namespace, (listed, live), counts, report)
+    for key, size in sorted(listed.items()):
+        if key not in live:
+            report.problem(
+                "unreferenced",
+                "object",
+                key,
+                None,
+                f"{size} bytes, referenced by no Store item, cache entry or vector "
+                "manifest (`s3dynamo memory gc` removes it after the grace period)",
+            )
+
+
+def _verify_namespace(
+    space: Space,
+    label: str,
+    namespace: tuple[str, ...],
+    objects: tuple[dict[str, int], set[str]],
+    counts: Counts,
+    report: VerifyReport,
+) -> None:
+    listed, live = objects
+    pk = space.pk(namespace)
+    rows = space.reads.items(pk, consistent=True)
+    index = (
+        space.reads.index_items(pk, (MANIFEST_SK, TOKEN_MARK + TOP), consistent=True)
+        if space.space in INDEXED
+        else []
+    )
+    counts["items"] += len(rows)
+    counts["index items"] += len(index)
+    what = f"{label} namespace {namespace!r}"
+    needed = {object_key(pk, r.leaf): what for r in rows if r.blob is None and r.leaf}
+    needed.update({object_key(pk, leaf): what for item in index for leaf in item.leaves})
+    live.update(needed)
+    for key in sorted(k for k in needed if k not in listed):
+        report.problem("missing", "object", key, None, f"{what}: referenced, but not in the bucket")
+    bodies = _fetched(space, {k: w for k, w in needed.items() if k in listed})
+    counts["objects"] += len(bodies)
+    for row in rows:
+        if row.blob is None and object_key(pk, row.leaf or "") not in bodies:
+            continue  # its object, missing, is a problem already
+        blob = row.blob if row.blob is not None else bodies[object_key(pk, row.leaf or "")]
+        # Its payload, bound to its name, and its stamps: opened as a read opens them.
+        whole = row._replace(blob=blob, leaf=None)
+        stamps = (row.created_seal is not None) + (row.refresh_seal is not None)
+        counts["blobs"] += stamps
+        where, key = f"{label} item", item_label(row.key)
+        if _opened(counts, report, where, key, space.open, [(namespace, whole)]):
+            counts["opened"] += stamps
+    stored = format.Stored(space.space, namespace, pk, index=index, objects=bodies)
+    for at, _attribute, blob, aad, name in format.sealed_blobs(stored):
+        if isinstance(at, ItemKey):
+            where, key = f"{label} vector index", item_label(at)
+        else:
+            where, key = "object", at
+        _opened(counts, report, where, key, space.sealer.open, blob, aad, name)
+
+
+def _opened(counts: Counts, report: VerifyReport, where: str, key: str, fn: Any, *args: Any) -> Any:
+    """fn(*args), counted as a sealed blob; None (and a problem recorded at `key`) if it
+    raises."""
+    counts["blobs"] += 1
+    try:
+        result = fn(*args)
+    except S3DynamoError as exc:
+        report.problem(problem_kind(exc), where, key, None, f"{type(exc).__name__}: {exc}")
+        return None
+    counts["opened"] += 1
+    return result if result is not None else True
+
+
+def _fetched(space: Space, needed: dict[str, str]) -> dict[str, bytes]:
+    """Object bodies from the bucket (not a cache); one deleted since the listing is left
+    out (its item, unopened, is not counted)."""
+    try:
+        return space.engine.objects.fetch(needed, cached=False)
+    except ObjectNotFoundError:
+        out: dict[str, bytes] = {}
+        for key, what in needed.items():
+            try:
+                out.update(space.engine.objects.fetch({key: what}, cached=False))
+            except ObjectNotFoundError:
+                continue
+        return out

@@ -284,7 +284,7 @@ class Committer:
         try:
             self.engine.write(plan)
         except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
-            exc.refusing(what, parent_id)
+            exc.refusing(what, parent_id, runs.committed_by(run_key))
             raise
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)

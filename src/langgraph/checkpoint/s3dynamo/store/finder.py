@@ -29,6 +29,7 @@ from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
+    borrow_sk,
     checkpoint_sk,
     control_pk,
     loans_prefix,
@@ -363,11 +364,27 @@ class Finder:
         items = every_item(self._ports.table, pk, where=where, consistent=consistent, attributes=())
         return [key_of(i) for i in items]
 
-    def loans(self, lender: str, borrower: str | None = None) -> list[Loan]:
-        """A lender's loans (to one borrower, or all), read strongly consistent."""
+    def loans(
+        self, lender: str, borrower: str | None = None, *, backed: bool = False
+    ) -> list[Loan]:
+        """A lender's loans (to one borrower, or all), read strongly consistent; with
+        `backed`, only those `backed` keeps."""
         where = begins(SORT_KEY, loans_prefix(borrower))
         items = every_item(self._ports.table, control_pk(lender), where=where, consistent=True)
-        return [loan_from(i) for i in items]
+        loans = [loan_from(i) for i in items]
+        return self.backed(lender, loans) if backed else loans
+
+    def backed(self, lender: str, loans: Sequence[Loan]) -> list[Loan]:
+        """The loans whose borrower holds its borrowing of `lender`, read strongly
+        consistent after them (one BatchGetItem for every borrower). A copy writes its
+        borrowing before its loans and deletes it after them, so a loan without one was
+        written by someone else (who can write the table) and keeps nothing: its objects
+        are collected as if it were not there (docs/SECURITY.md)."""
+        if not loans:
+            return []
+        keys = sorted({ItemKey(control_pk(loan.borrower), borrow_sk(lender)) for loan in loans})
+        held = {key_of(i).pk for i in self._ports.table.get_many(keys, consistent=True)}
+        return [loan for loan in loans if control_pk(loan.borrower) in held]
 
     def _pages(self, pk: str, **bounds: Any) -> Iterator[Page]:
         cursor: Item | None = None
@@ -406,12 +423,14 @@ class Finder:
     ) -> set[str] | None:
         """Every leaf of a thread's objects that its records reference or a loan lends
         to a copy (the mark of garbage collection and of every deletion), read strongly
-        consistent, loans after records; None if the thread has neither here. `but`:
+        consistent, loans after records (and only loans a borrowing backs: `backed`);
+        None if the thread has neither here. `but`:
         leave out the loan to this borrower (it is ending). With `skipped`, a thread
         whose first checkpoint record does not open is reported there (the caller leaves
         it alone)."""
         live = self.own_leaves(thread_name, skipped)
-        loans = [loan for loan in self.loans(thread_name) if loan.borrower != but]
+        others = [loan for loan in self.loans(thread_name) if loan.borrower != but]
+        loans = self.backed(thread_name, others)
         if live is None and not loans:
             return None
         live = live or set()
@@ -419,9 +438,17 @@ class Finder:
             live |= loan.leaves
         return live
 
+    def unbacked_loans(self, thread_name: str) -> list[Loan]:
+        """A thread's loans that no borrowing backs: written by someone else, they keep
+        nothing (`backed`)."""
+        loans = self.loans(thread_name)
+        kept = set(self.backed(thread_name, loans))
+        return [loan for loan in loans if loan not in kept]
+
     def lent_leaves(self, thread_name: str) -> set[str]:
-        """Leaves of a thread's objects its loans name, read strongly consistent."""
-        return {leaf for loan in self.loans(thread_name) for leaf in loan.leaves}
+        """Leaves of a thread's objects its loans name (those a borrowing backs), read
+        strongly consistent."""
+        return {leaf for loan in self.loans(thread_name, backed=True) for leaf in loan.leaves}
 
     def own_leaves(self, thread_name: str, skipped: list[Skipped] | None = None) -> set[str] | None:
         """The leaves a thread's records reference (`live_leaves` without loans)."""

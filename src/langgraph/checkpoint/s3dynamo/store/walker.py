@@ -143,12 +143,20 @@ class Blobs:
     tasks: dict[str, tuple[str, str]]
 
     def keys(self) -> dict[str, str]:
-        """Object key -> the checkpoint needing it: values, delta bases, writes, bundles."""
-        what = self.entry.what
-        keys = {key: what for v in self.values for key in v.object_keys()}
-        keys.update({w.key: what for w in self.writes if w.key is not None})
-        keys.update({b.key: what for b in self.bundles})
+        """Object key -> the checkpoint needing it: values, delta bases, writes, bundles;
+        an object of another thread it shares as a copy is named as such."""
+        keys = {key: self._what(v.owner) for v in self.values for key in v.object_keys()}
+        keys.update({w.key: self._what(w.owner) for w in self.writes if w.key is not None})
+        keys.update({b.key: self._what(b.owner) for b in self.bundles})
         return keys
+
+    def _what(self, owner: str | None) -> str:
+        if owner is None or owner == self.entry.tid:
+            return self.entry.what
+        return (
+            f"{self.entry.what} (an object of thread {owner!r}, which this copy shares: "
+            "that thread's loan to the copy keeps it)"
+        )
 
 
 class Walker:
