@@ -152,7 +152,8 @@ def fenced_holder_is_refused(savers: tuple[S3DynamoSaver, S3DynamoSaver]) -> Non
 
     def run_a() -> None:
         try:
-            with first.ops.thread_lock(TID, ttl=0.3, wait=0, heartbeat=False):
+            # The lease outlives A's input checkpoint on a loaded machine, then lapses.
+            with first.ops.thread_lock(TID, ttl=2, wait=0, heartbeat=False):
                 slow_chat_graph(first, hold).invoke(
                     {"messages": [HumanMessage("from a", id="a")]}, CONFIG
                 )
