@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.layout import control_pk, loans_prefix
+from langgraph.checkpoint.s3dynamo.layout import (
+    TOMBSTONE_MARK,
+    control_pk,
+    head_namespace,
+    loans_prefix,
+)
+from langgraph.checkpoint.s3dynamo.records import (
+    HEAD as HEAD_ATTR,
+)
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
@@ -62,6 +70,17 @@ def set_attributes(saver: Any, key: ItemKey, **attributes: Any) -> None:
 def control_keys(saver: Any, thread_name: str) -> list[ItemKey]:
     """Keys of every control item of a thread named as stored."""
     return [key_of(i) for i in every_item(table(saver), control_pk(thread_name))]
+
+
+def left_after_delete(saver: Any, thread_name: str) -> list[ItemKey]:
+    """A thread's control items other than the tombstones a delete leaves on its heads
+    (they stay, so that a run that loaded the thread before cannot write it back)."""
+    return [
+        key_of(i)
+        for i in every_item(table(saver), control_pk(thread_name))
+        if head_namespace(i["sk"]) is None
+        or not str(i.get(HEAD_ATTR, "")).startswith(TOMBSTONE_MARK)
+    ]
 
 
 # A thread's partition, its namespace's head and its lease, as tests of single records

@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ThreadDeletedError
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.layout import owner_prefix
 from tests.support import raw
@@ -442,20 +443,22 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
     target_view = [view for _, view in _history(graph, "reference")]
     hook.arm(None)
     saver.delete_thread("reference")
-    # Keys; marks; tombstones; checkpoints; writes; its own objects (listed, its records
-    # and loans read for what they reference, deleted); its control items (read), and
-    # for the loan from "t": the loan read, "t"'s records and loans read, nothing of
-    # "t"'s deleted (its records still reference it all), loan and borrowing deleted;
-    # marks; heads.
+    # Control items; tombstones on the heads (kept); keys; marks; checkpoints; writes;
+    # its own objects (listed, its records and loans read for what they reference,
+    # deleted); for the loan from "t": the loan read, "t"'s records and loans read,
+    # nothing of "t"'s deleted (its records still reference it all), loan and borrowing
+    # deleted; marks.
     assert hook.names == [
         "Query",
-        *["BatchWriteItem"] * 4,
+        "BatchWriteItem",
+        "Query",
+        *["BatchWriteItem"] * 3,
         "ListObjectsV2",
         "Query",
         "Query",
         "DeleteObjects",
-        *["Query"] * 4,
-        *["BatchWriteItem"] * 3,
+        *["Query"] * 3,
+        *["BatchWriteItem"] * 2,
     ]
     names = ["", *hook.names, ""]
     assert _history(graph, "reference") == []
@@ -480,10 +483,62 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
             name_of = saver.store.namer.thread(target)
             prefix = owner_prefix(name_of)
             assert not list(saver.store.objects.port.list(prefix)), (at, mode)
-            assert raw.control_keys(saver, name_of) == [], (at, mode)
+            assert raw.left_after_delete(saver, name_of) == [], (at, mode)
             # What the copy shared, its source still reads whole.
             assert _history(reader, "t") == source, (at, mode)
     assert raw.loans(saver, "t") == []
+
+
+def test_a_delete_racing_a_run_leaves_the_thread_whole_or_gone_at_any_request(
+    clients: tuple[Any, Any],
+) -> None:
+    """A run in another process loaded the thread; the delete fails at each of its
+    requests; then the run sends its task's writes and its next checkpoint. A reader sees
+    the thread whole (the run's checkpoint added if the delete had not begun to hide it)
+    or gone, never back; a repeat of the delete finishes it and the run stays refused."""
+    saver = make_saver(clients, inline_max=0)
+    saver.setup()
+    hook = Hook(clients)
+    hook.arm(None)
+    graph = chat_graph(saver)
+    graph.invoke({"messages": [HumanMessage("m", id="h")]}, {"configurable": {"thread_id": "r"}})
+    saver.delete_thread("r")
+    names = ["", *hook.names, ""]  # of a delete of a thread like each below
+    for at in range(1, len(names) - 1):
+        for mode in ("before",) if names[at] in READS else ("before", "after"):
+            tid = f"race-{at}-{mode}"
+            config: Any = {"configurable": {"thread_id": tid}}
+            hook.arm(None)
+            graph.invoke({"messages": [HumanMessage("m", id="h")]}, config)
+            whole = _history(graph, tid)
+            run = make_saver(clients, inline_max=0)
+            loaded = run.get_tuple(config)
+            assert loaded is not None
+            hook.arm(at, mode)
+            with contextlib.suppress(Crash):
+                saver.delete_thread(tid)
+            hook.arm(None)
+            reader = chat_graph(make_saver(clients, inline_max=0))
+            before = _history(reader, tid)
+            assert before in ([], whole), (at, mode)
+            nxt = dict(loaded.checkpoint, id=str(uuid6(clock_seq=9)))
+            try:
+                run.put_writes(loaded.config, [("messages", [])], "task")
+                run.put(loaded.config, nxt, {"step": 9}, {})  # type: ignore[arg-type]
+                refused = False
+            except ThreadDeletedError:
+                refused = True
+            after = _history(reader, tid)
+            if refused or before == []:
+                assert refused and after == before, (at, mode)  # nothing of the run shows
+            else:
+                assert after[1:] == whole, (at, mode)  # the delete had not begun
+            saver.delete_thread(tid)  # the repeat finishes it
+            assert _history(reader, tid) == [], (at, mode)
+            with pytest.raises(ThreadDeletedError):
+                run.put(loaded.config, dict(nxt, id=str(uuid6(clock_seq=10))), {}, {})  # type: ignore[arg-type]
+            assert _history(reader, tid) == [], (at, mode)
+            assert raw.partition(saver, saver.store.namer.thread(tid)) == [], (at, mode)
 
 
 def _put_big(saver: S3DynamoSaver, run_id: str, version: str | None = None) -> Any:

@@ -7,8 +7,7 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   ├── ItemTooLargeError               a checkpoint would not fit one index item
     │   ├── RegionNotSetError               no AWS region for a client the saver builds
     │   ├── CredentialsNotFoundError        no AWS credentials found
-    │   ├── ScopeNotNamedError              a table-wide sweep without a prefix, on a
-    │   │                                   table that holds tenants
+    │   ├── ScopeNotNamedError              a table-wide sweep, no prefix, on a tenants' table
     │   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
     │   └── StorageConfigError              S3, DynamoDB or KMS refused the configuration
     │                                       (bucket, KMS key, region, endpoint, access): fix it
@@ -21,6 +20,7 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     ├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
     ├── CheckFailedError                    `ops.check()` found problems (`.report`)
     ├── ConcurrentUpdateError               another run moved the thread on: retry the run
+    │   ├── ThreadDeletedError              the thread was deleted since this run loaded it
     │   ├── LeaseTimeoutError               thread_lock not acquired within its wait
     │   └── LeaseLostError                  the lease was taken over: this holder's write refused
     └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
@@ -201,6 +201,22 @@ class ConcurrentUpdateError(S3DynamoError):
             "this run's input again. Read the latest state (get_state): if it holds the "
             "input, the other run answered it; if not, run again. To run one at a time "
             "instead, wrap runs in saver.ops.thread_lock(thread_id)"
+        )
+
+
+class ThreadDeletedError(ConcurrentUpdateError):
+    """The thread (namespace) was deleted after this run loaded it: a delete, retention or
+    an erasure left its head a tombstone, and a run that loaded it before cannot write it
+    back. Nothing of this write is visible. To keep talking to the user, start the thread
+    afresh: a run that loads it now finds it empty and starts a new history."""
+
+    def __str__(self) -> str:
+        if self.write is None:
+            return self.reason
+        return (
+            f"{self.write}: not written: the thread was deleted after this run loaded it "
+            f"({self.reason}); a deleted thread stays deleted. Run again to start it afresh "
+            "(the run then loads an empty thread)"
         )
 
 

@@ -187,8 +187,11 @@ def head_namespace(sk: str) -> str | None:
     return sk[len(HEAD_PREFIX) :] if sk.startswith(HEAD_PREFIX) else None
 
 
-def tombstone(at: int) -> str:
-    return f"{TOMBSTONE_MARK}{at}"
+def tombstone(at: float) -> str:
+    """A head for a namespace deleted at `at` (seconds, to the millisecond: a guard
+    compares it with a checkpoint's time). Ten digits of seconds until 2286, so
+    tombstones sort as their times; one of an earlier build has no fraction."""
+    return f"{TOMBSTONE_MARK}{at:.3f}"
 
 
 def tombstone_time(head: str | None) -> int | None:
@@ -196,7 +199,7 @@ def tombstone_time(head: str | None) -> int | None:
     if head is None or not head.startswith(TOMBSTONE_MARK):
         return None
     try:
-        return int(head[len(TOMBSTONE_MARK) :])
+        return int(float(head[len(TOMBSTONE_MARK) :]))
     except ValueError:
         return 0
 

@@ -60,6 +60,11 @@ class Lru(Generic[K, V]):
                 if old is not None:
                     self.size -= self._weigh(old)
 
+    def items(self) -> list[tuple[K, V]]:
+        """A snapshot of the entries, least recently used first."""
+        with self._lock:
+            return list(self._entries.items())
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -41,6 +41,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.s3dynamo.deployment import Deployment
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.ops.threads import newest
 from langgraph.checkpoint.s3dynamo.records import Veil
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
@@ -230,7 +231,11 @@ def import_thread(
     shown = any(not veil.hides(r.sk) for r in records)
     hidden = set() if shown else {store.namer.namespace(tid, _key(t)[0]) for t in todo}
     store.deleter.written_hidden(
-        tid, hidden, importing, lambda: _write(store, thread, tuples, todo)
+        tid,
+        hidden,
+        importing,
+        lambda: _write(store, thread, tuples, todo),
+        newest(store, tid, [_key(t) for t in tuples]),
     )
 
 

@@ -18,7 +18,7 @@ copying, pruning".
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,8 +213,19 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
         {store.namer.namespace(dst, e.ns) for e in todo},
         copying,
         lambda: store.write_copy(dst, plan) if plan else None,
+        newest(store, dst, [(e.ns, e.checkpoint_id) for e in entries]),
     )
     return sum(1 for r in written if isinstance(r, CheckpointRecord))
+
+
+def newest(store: ThreadStore, tid: str, checkpoints: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The newest of these (namespace, checkpoint id) pairs in each namespace of `tid`,
+    by namespace name."""
+    latest: dict[str, str] = {}
+    for ns, cid in checkpoints:
+        name = store.namer.namespace(tid, ns)
+        latest[name] = max(latest.get(name, cid), cid)
+    return latest
 
 
 def lend(

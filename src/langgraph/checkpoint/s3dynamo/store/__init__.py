@@ -118,7 +118,7 @@ class ThreadStore(Upkeep):
             handoff=self.handoff,
             policy=policy,
         )
-        self.deleter = Deleter(engine, self.finder, namer, self.now)
+        self.deleter = Deleter(engine, self.finder, namer, self.now, lambda: self.clock())
         self.rewriter = Rewriter(self.walker, self.finder, self.now)
 
     def with_codec(self, codec: Codec) -> ThreadStore:

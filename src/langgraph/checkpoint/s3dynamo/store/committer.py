@@ -53,11 +53,12 @@ from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, serializing, va
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     ItemTooLargeError,
-    LeaseLostError,
+    ThreadDeletedError,
 )
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, checkpoint_time
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
+    parse_sk,
     write_ref,
     writes_sk,
 )
@@ -73,7 +74,11 @@ from langgraph.checkpoint.s3dynamo.records import (
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
-from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint, commit_writes
+from langgraph.checkpoint.s3dynamo.store.format import (
+    DeletedSince,
+    commit_checkpoint,
+    commit_writes,
+)
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.walker import (
@@ -176,6 +181,9 @@ class Committer:
         versions = {**checkpoint.get("channel_versions", {}), **new_versions}
         body: dict[str, Any] = {k: v for k, v in checkpoint.items() if k not in INTERNAL_KEYS}
         body["parent"] = parent_id
+        # Known before anything is sent: LangGraph may send a task's writes to the
+        # checkpoint while its put is on the way.
+        self.handoff.committing(tid, ns, cid)
         # Serialize and seal everything before the first request: bad input writes nothing.
         at = CheckpointAt(tid, ns, cid)
         what = at.what
@@ -285,6 +293,10 @@ class Committer:
             self.engine.write(plan)
         except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
             exc.refusing(what, parent_id, runs.committed_by(run_key))
+            if isinstance(exc, ThreadDeletedError):
+                # The writes this store made since the delete are its records' only trace:
+                # nothing of the run stays (docs/RELIABILITY.md, "Deletes stay deleted").
+                self.engine.batch(deletes=self.handoff.deleted(tid, ns, cid))
             raise
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
@@ -369,18 +381,34 @@ class Committer:
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
 
         held = lease.stamp() if lease is not None else None
+        # Writes to a checkpoint this store did not commit (a run resumed from what it
+        # loaded) are held to the namespace not being deleted after the checkpoint was
+        # made: one transaction. Those to one it committed go plain; once a commit found
+        # the namespace deleted, they are refused, and one that raced it is taken back.
+        made = self.handoff.writing(tid, ns, cid, record.key)
+        deleted = ThreadDeletedError("a commit of this run found the thread deleted")
+        if made.dead:
+            deleted.refusing(f"{at.what}: writes of task {task_id!r}")
+            raise deleted
+        guard = None
+        if not made.ours and self.detect_concurrent_runs:
+            guard = DeletedSince(head_key(pk, parse_sk(sk)[0]), checkpoint_time(cid))
         plan = WritePlan(
             pk,
-            writes=commit_writes(record, LAST_WINS, held),
+            writes=commit_writes(record, LAST_WINS, held, guard),
             uploads=uploads,
             closes_intent=self.detect_concurrent_runs or lease is not None,
             at_ms=self._stamp_ms(),
         )
         try:
             self.engine.write(plan)
-        except LeaseLostError as exc:
+        except ConcurrentUpdateError as exc:  # a lease lost, or the thread deleted
             exc.refusing(f"{at.what}: writes of task {task_id!r}")
             raise
+        if made.dead:
+            self.engine.batch(deletes=[record.key])
+            deleted.refusing(f"{at.what}: writes of task {task_id!r}")
+            raise deleted
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
 

@@ -24,7 +24,7 @@ what each reader sees meanwhile: docs/RELIABILITY.md, "Deleting, copying, prunin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.layout import (
@@ -39,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     object_key,
     parse_sk,
     tombstone,
+    tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, mark_item
@@ -53,12 +54,14 @@ class Deleter:
         finder: Finder,
         namer: Namer,
         now: Callable[[], int],
+        clock: Callable[[], float],
     ) -> None:
         self.engine = engine
         self.finder = finder
         self.objects = engine.objects
         self.namer = namer
         self.now = now
+        self.clock = clock
 
     def delete_thread(self, tid: str) -> int:
         """Delete every record and object of a thread (all namespaces) in the order of
@@ -66,26 +69,34 @@ class Deleter:
         marks are written, unchanged) until the call is repeated; a repeat finishes it.
         Returns how many records and objects it found."""
         thread_name = self.namer.thread(tid)
-        keys = self.finder.thread_keys(tid)
+        # First a tombstone on every namespace head: from here a run that loaded the
+        # thread before is refused (`ThreadDeletedError`) and writes nothing, and the
+        # tombstones stay, so it never writes the thread back; a run starting it afresh
+        # may. The records are read after them, so a commit that landed before is seen
+        # and deleted too; a namespace found with records and no head (written with
+        # detection off) gets its tombstone then (docs/RELIABILITY.md, "Deletes stay
+        # deleted").
+        control = self.finder.keys(control_pk(thread_name), consistent=True)
+        heads = {ns for k in control if (ns := head_namespace(k.sk)) is not None}
+        at = tombstone(self.clock())
+        self.engine.batch(head_items(thread_name, dict.fromkeys(sorted(heads), at)))
+        keys = self.finder.thread_keys(tid, consistent=True)
         records = [k for k in keys if not is_mark_key(k.sk)]
+        headless = {parse_sk(k.sk)[0] for k in records} - heads
+        if headless:
+            self.engine.batch(head_items(thread_name, dict.fromkeys(sorted(headless), at)))
         marks: list[Mark] = []
         if records:
             marks = self.delete_marks(thread_name, records)
             self.hide(marks)
-            namespaces = {m.ns_name for m in marks}
-            gone = dict.fromkeys(sorted(namespaces), tombstone(self.now()))
-            self.engine.batch(head_items(thread_name, gone))
             self.delete_records(records)
         deleted = self.delete_unreferenced_objects(thread_name)
-        control = self.finder.keys(control_pk(thread_name), consistent=True)
         for key in control:
             lender = borrow_lender(key.sk)
             if lender is not None:
                 deleted += self.release(thread_name, lender, set())
         # Every mark goes: a copy's or a prune's left by an interrupted run included.
         self.unhide({*(m.key for m in marks), *(k for k in keys if is_mark_key(k.sk))})
-        heads = [k for k in control if head_namespace(k.sk) is not None]
-        self.engine.batch(deletes=heads)
         return len(records) + deleted
 
     def delete_marks(
@@ -123,17 +134,26 @@ class Deleter:
         ns_names: Collection[str],
         earlier: Collection[ItemKey],
         write: Callable[[], None],
+        latest: Mapping[str, str],
     ) -> None:
         """Run `write` (a copy's or an import's records) behind a copy mark over each of
         these namespaces of `tid`, then remove those marks and the `earlier` ones an
         interrupted run left, the root namespace's last: readers see nothing of the
-        records until every one is there, and a repeat finishes it."""
+        records until every one is there, and a repeat finishes it. A head a delete left
+        a tombstone names the newest checkpoint written in its namespace (`latest`, by
+        namespace name) before any record is written: runs continue the new history,
+        and a run that loaded the deleted one stays refused (docs/RELIABILITY.md,
+        "Deletes stay deleted")."""
         name = self.namer.thread(tid)
         hiding = [
             Mark(name, mark_sk(ns_name, "copy"), upto=TOP, at=self.now())
             for ns_name in sorted(ns_names)
         ]
         self.hide(hiding)
+        heads = self.finder.heads(name)
+        reopened = {ns: cid for ns, cid in latest.items() if tombstone_time(heads.get(ns))}
+        if reopened:
+            self.engine.batch(head_items(name, reopened))
         write()
         self.unhide({*earlier, *(m.key for m in hiding)}, last=self.namer.namespace(tid, ""))
 

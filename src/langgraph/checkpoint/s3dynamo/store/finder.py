@@ -29,9 +29,11 @@ from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
+    HEAD_PREFIX,
     borrow_sk,
     checkpoint_sk,
     control_pk,
+    head_namespace,
     loans_prefix,
     namespace_prefix,
     namespace_range,
@@ -41,6 +43,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import (
+    HEAD,
     CheckpointRecord,
     ItemKey,
     Loan,
@@ -250,10 +253,10 @@ class Finder:
             marks += page.marks
         return records, marks
 
-    def thread_keys(self, tid: str) -> list[ItemKey]:
+    def thread_keys(self, tid: str, *, consistent: bool = False) -> list[ItemKey]:
         """Keys of every record and mark of a thread (`layout.is_mark_key` tells them
         apart)."""
-        return self.keys(self.namer.thread(tid))
+        return self.keys(self.namer.thread(tid), consistent=consistent)
 
     def thread_entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
         """Every checkpoint of a thread no mark hides, every namespace, newest first."""
@@ -363,6 +366,13 @@ class Finder:
         where = begins(SORT_KEY, prefix) if prefix is not None else None
         items = every_item(self._ports.table, pk, where=where, consistent=consistent, attributes=())
         return [key_of(i) for i in items]
+
+    def heads(self, thread_name: str) -> dict[str, str]:
+        """What each namespace head of a thread names (a checkpoint id or a tombstone),
+        by namespace name, read strongly consistent."""
+        where = begins(SORT_KEY, HEAD_PREFIX)
+        items = every_item(self._ports.table, control_pk(thread_name), where=where, consistent=True)
+        return {head_namespace(key_of(i).sk) or "": str(i.get(HEAD, "")) for i in items}
 
     def loans(
         self, lender: str, borrower: str | None = None, *, backed: bool = False

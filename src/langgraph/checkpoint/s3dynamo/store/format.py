@@ -12,13 +12,19 @@ those, the record alone is one plain write, which a table without transactions s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
-from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    LeaseLostError,
+    ThreadDeletedError,
+)
 from langgraph.checkpoint.s3dynamo.layout import (
     TOMBSTONE_MARK,
     borrow_sk,
     control_pk,
     idle_key,
+    tombstone,
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.records import (
@@ -45,12 +51,14 @@ from langgraph.checkpoint.s3dynamo.records import (
     write_attr,
 )
 from langgraph.checkpoint.s3dynamo.table import (
+    Check,
     Delete,
     Item,
     Put,
     Update,
     Value,
     When,
+    Write,
     begins,
     both,
     either,
@@ -82,8 +90,11 @@ def commit_checkpoint(
 
 
 def commit_writes(
-    record: WritesRecord, last_wins: frozenset[int], fence: Fence | None
-) -> list[Put | Update | Delete]:
+    record: WritesRecord,
+    last_wins: frozenset[int],
+    fence: Fence | None,
+    guard: DeletedSince | None = None,
+) -> list[Write]:
     """A task's writes added to its record in one update: the first write of a regular
     index wins (kept where present), one in `last_wins` takes the new value."""
     first: dict[str, Value] = {REF: record.task_ref}
@@ -94,9 +105,11 @@ def commit_writes(
         last[WRITTEN_AT] = record.written_at
     for idx, value in sorted(record.writes.items()):
         (last if idx in last_wins else first)[write_attr(idx)] = value
-    writes: list[Put | Update | Delete] = [Update(record.key, set=last, keep=first)]
+    writes: list[Write] = [Update(record.key, set=last, keep=first)]
     if fence is not None:
         writes.append(fenced(fence))
+    if guard is not None:
+        writes.append(not_deleted(guard))
     return writes
 
 
@@ -109,14 +122,50 @@ def move_head(head: HeadMove, idle: str) -> Update:
     if head.expect_parent:
         parent = eq(HEAD, head.parent) if head.parent is not None else begins(HEAD, TOMBSTONE_MARK)
         when = either(missing(HEAD), eq(HEAD, head.to), parent)
+    elif head.parent is not None:
+        # A fork, a replay: any head but a tombstone. A checkpoint with a parent continues
+        # a history, and a deleted thread's stays deleted; one without starts afresh.
+        when = alive()
 
     def moved(found: Item | None) -> ConcurrentUpdateError:
         now = found.get(HEAD) if found else None
         if not isinstance(now, str):  # a table that does not say what it found
             return ConcurrentUpdateError("the namespace's head moved")
+        if now.startswith(TOMBSTONE_MARK):
+            return ThreadDeletedError(f"its head is a tombstone, {now}")
         return ConcurrentUpdateError(f"the head names {now}, not {head.parent}")
 
     return Update(head.key, set={HEAD: head.to, IDLE_KEY: idle}, when=when, refusal=moved)
+
+
+def alive() -> When:
+    """A namespace head that is no tombstone (absent: a thread from before heads, or
+    written with detection off). Checkpoint ids sort below `~`."""
+    return either(missing(HEAD), lt(HEAD, TOMBSTONE_MARK))
+
+
+class DeletedSince(NamedTuple):
+    """The head of a checkpoint's namespace, and when the checkpoint was made (seconds,
+    from its id; None for an id that does not say)."""
+
+    head: ItemKey
+    made: float | None
+
+
+def not_deleted(guard: DeletedSince) -> Check:
+    """A task's writes to a checkpoint this process did not commit (a run resumed from
+    what it loaded) land only while its namespace was not deleted after the checkpoint
+    was made: a head that is no tombstone, or a tombstone older than the checkpoint (the
+    thread was started afresh since). A head naming a checkpoint sorts below every
+    tombstone, and tombstones sort as their times (`layout.tombstone`)."""
+    when = alive()
+    if guard.made is not None:
+        when = either(missing(HEAD), lt(HEAD, tombstone(guard.made)))
+
+    def deleted(found: Item | None) -> ConcurrentUpdateError:
+        return ThreadDeletedError(f"its head is a tombstone, {(found or {}).get(HEAD)!s}")
+
+    return Check(guard.head, when, refusal=deleted)
 
 
 def fenced(fence: Fence) -> Update:
