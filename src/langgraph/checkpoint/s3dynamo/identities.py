@@ -10,9 +10,29 @@ them (docs/FORMAT.md), which `codec.py` and `naming.py` rely on.
 
 from __future__ import annotations
 
+import uuid
 from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
+
+# 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch.
+_UUID_EPOCH = 0x01B21DD213814000
+
+
+def checkpoint_time(checkpoint_id: str) -> float | None:
+    """When a checkpoint was made, in seconds since the epoch (to 100 ns), as its id says
+    (a UUIDv6, as LangGraph makes them, or a v1); None for an id of another form."""
+    try:
+        u = uuid.UUID(checkpoint_id)
+    except ValueError:
+        return None
+    if u.version == 6:
+        ticks = ((u.int >> 80) << 12) | ((u.int >> 64) & 0x0FFF)
+    elif u.version == 1:
+        ticks = u.time
+    else:
+        return None
+    return (ticks - _UUID_EPOCH) / 10_000_000
 
 
 class CheckpointAt(NamedTuple):

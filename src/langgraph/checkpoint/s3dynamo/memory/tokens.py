@@ -21,12 +21,11 @@ each was written; not the value, nor the field (docs/SECURITY.md, "Filter tokens
 
 from __future__ import annotations
 
-import json
-import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.layout import TOKEN_MARK, token_item_key, token_prefix, token_sk
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, Space
 from langgraph.checkpoint.s3dynamo.memory.rows import Batch, IndexItem, index_item
@@ -45,23 +44,6 @@ def at_path(value: Any, path: str) -> Any:
         return value[path]
     head, dot, rest = path.partition(".")
     return at_path(value.get(head), rest) if dot else None
-
-
-def canonical(value: Any) -> str | None:
-    """Text equal for values Python's `==` holds equal (1, 1.0 and True alike), as the
-    filter compares them; None for a value a token cannot stand for (a dict, matched
-    partially; None, which an item without the field matches too; a type JSON has not)."""
-    if isinstance(value, bool | int | float):
-        number = float(value)
-        if math.isnan(number):
-            return None
-        return f"n:{number!r}" if number == value else f"n:{value}"
-    if isinstance(value, str):
-        return "s:" + value
-    if isinstance(value, list | tuple):
-        parts = [canonical(v) for v in value]
-        return None if any(p is None for p in parts) else "l:" + json.dumps(parts)
-    return None
 
 
 def equality(filter_value: Any) -> Any:

@@ -22,12 +22,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
+from langgraph.checkpoint.s3dynamo.identities import checkpoint_time
 from langgraph.checkpoint.s3dynamo.layout import (
     LEASE_SK,
     PRUNING_HEAD,
@@ -70,23 +70,12 @@ PARALLEL_THREADS = WAVE_WORKERS
 # page after another, so a large table can outlast a Lambda's 15 minutes; each segment
 # adds one request per sweep, even on an empty table.
 SCAN_SEGMENTS = 16
-# 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch.
-_UUID_EPOCH = 0x01B21DD213814000
 
 
 def id_time(checkpoint_id: str) -> int | None:
-    """Creation time (seconds since the epoch) held in a UUIDv6 or v1 checkpoint id."""
-    try:
-        u = uuid.UUID(checkpoint_id)
-    except ValueError:
-        return None
-    if u.version == 6:
-        ticks = ((u.int >> 80) << 12) | ((u.int >> 64) & 0x0FFF)
-    elif u.version == 1:
-        ticks = u.time
-    else:
-        return None
-    return (ticks - _UUID_EPOCH) // 10_000_000
+    """Creation time (whole seconds since the epoch) held in a UUIDv6 or v1 checkpoint id."""
+    at = checkpoint_time(checkpoint_id)
+    return None if at is None else int(at)
 
 
 def stamp_time(stamp: Stamp) -> int | None:
