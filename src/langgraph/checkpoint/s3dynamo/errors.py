@@ -7,14 +7,14 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   ├── ItemTooLargeError               a checkpoint would not fit one index item
     │   ├── RegionNotSetError               no AWS region for a client the saver builds
     │   ├── CredentialsNotFoundError        no AWS credentials found
-    │   ├── ScopeNotNamedError              a table-wide sweep without a prefix, on a
-    │   │                                   table that holds tenants
+    │   ├── ScopeNotNamedError              a table-wide sweep, no prefix, a table with tenants
     │   ├── ValueNotSerializableError       a value or write the serializer cannot store
     │   │   (also TypeError)                (names the channel, and the task of a write)
     │   └── StorageConfigError              S3, DynamoDB or KMS refused the configuration
     │                                       (bucket, KMS key, region, endpoint, access): fix it
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
+    ├── CatalogNotBuiltError                a declared field's thread catalog is not built yet
     ├── StorageError                        another S3 or DynamoDB failure that may pass: retry
     │   └── EndpointUnreachableError        the service's endpoint did not answer
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
@@ -63,6 +63,14 @@ class StoreMissingError(S3DynamoError):
     def __init__(self, message: str, resource: str = "") -> None:
         super().__init__(message)
         self.resource = resource
+
+
+class CatalogNotBuiltError(S3DynamoError):
+    """`search_threads` by a declared field (or, with none named, over every thread) on a
+    deployment whose catalog of it is not known to be complete: threads written before
+    the field was declared have no entries yet. Build it once (`saver.ops.catalog.build()`,
+    `s3dynamo catalog build`: one Scan), or declare the fields before the deployment's
+    first thread."""
 
 
 class RegionNotSetError(InvalidConfigError):

@@ -71,9 +71,14 @@ from langgraph.checkpoint.s3dynamo.records import (
     record_item,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
-from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint, commit_writes
+from langgraph.checkpoint.s3dynamo.store.format import (
+    catalog_items,
+    commit_checkpoint,
+    commit_writes,
+)
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.walker import (
@@ -116,12 +121,14 @@ class Committer:
         finder: Finder,
         walker: Walker,
         handoff: Handoff,
+        catalog: Catalog,
         policy: StorePolicy,
     ) -> None:
         self.engine = engine
         self.finder = finder
         self.walker = walker
         self.handoff = handoff
+        self.catalog = catalog
         self.delta_max = policy.delta_max
         self.detect_concurrent_runs = policy.detect_concurrent_runs
         # Object key -> opened data of recent delta bases.
@@ -254,6 +261,7 @@ class Committer:
             written_at=self.now(),
         )
         self.refuse_oversized(tid, ns, cid, record, metadata)
+        filed = self.catalog.entries_for(tid, ns, parent_id, metadata)
         run_key = self.handoff.run_key(tid, ns)
         head = (
             HeadMove(
@@ -273,12 +281,17 @@ class Committer:
         held = lease.stamp() if lease is not None else None
         # The commit deletes the intent in its own transaction; a plain PutItem commit
         # (detection off: a store without transactions may be in use) leaves that to
-        # the engine, right after it.
+        # the engine, right after it. Catalog entries go in the transaction, or in one
+        # batch before the plain write.
+        transaction = head is not None or lease is not None
         plan = WritePlan(
             pk,
-            writes=commit_checkpoint(record, head, held, record.written_at or self.now()),
+            writes=commit_checkpoint(
+                record, head, held, record.written_at or self.now(), filed if transaction else ()
+            ),
             uploads=uploads,
-            closes_intent=head is not None or lease is not None,
+            batched=() if transaction else catalog_items(filed),
+            closes_intent=transaction,
             at_ms=self._stamp_ms(),
         )
         try:
@@ -289,6 +302,7 @@ class Committer:
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
         self.handoff.keep(tid, ns, cid, stored)
+        self.catalog.written(tid, filed)
         runs.committed(run_key, cid)
         return cid
 

@@ -40,6 +40,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import (
+    HEAD,
     CheckpointRecord,
     ItemKey,
     Loan,
@@ -362,6 +363,17 @@ class Finder:
         where = begins(SORT_KEY, prefix) if prefix is not None else None
         items = every_item(self._ports.table, pk, where=where, consistent=consistent, attributes=())
         return [key_of(i) for i in items]
+
+    def has_records(self, thread_name: str) -> bool:
+        """Whether a thread named as stored holds any record or mark (one strongly
+        consistent Query of one item)."""
+        return bool(self._ports.table.query(thread_name, limit=1, consistent=True).items)
+
+    def heads(self, keys: Sequence[ItemKey]) -> dict[ItemKey, str]:
+        """What these heads name (a checkpoint id, or a tombstone), those that exist: one
+        BatchGetItem per 100, eventually consistent (a listing's order)."""
+        found = self._ports.table.get_many(keys) if keys else []
+        return {key_of(i): str(i[HEAD]) for i in found if HEAD in i}
 
     def loans(self, lender: str, borrower: str | None = None) -> list[Loan]:
         """A lender's loans (to one borrower, or all), read strongly consistent."""

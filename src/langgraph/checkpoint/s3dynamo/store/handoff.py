@@ -6,7 +6,10 @@ then commits its child (`put`); two things pass between them, kept here and nowh
   uploading them again, and learns which objects can serve as delta bases;
 - the run key under which concurrent-run detection (`runs.py`) records what a run
   loaded and what it committed, so a put continuing the latest it loaded commits only
-  if nothing else moved the namespace meanwhile.
+  if nothing else moved the namespace meanwhile;
+- the catalog tokens (declared metadata values) a thread is known to have entries
+  under, from what was read or written of it: a put writes only the others
+  (`store/catalog.py`).
 
 The decoder fills it when a read is remembered, the committer reads it and fills it
 after each commit, and `ThreadStore.forget` clears it after anything rewrote records.
@@ -21,6 +24,8 @@ from langgraph.checkpoint.s3dynamo.store.walker import StoredValues
 
 # Checkpoints whose stored values are kept for the next put on them.
 CARRY_CACHE_SIZE = 256
+# Threads whose catalog tokens are kept: a token set is a few hashes.
+CATALOGUED_CACHE_SIZE = 4096
 
 
 class Handoff:
@@ -31,6 +36,7 @@ class Handoff:
         self.namer = namer
         self.store_id = store_id
         self.carry: Lru[tuple[str, str, str], StoredValues] = Lru(CARRY_CACHE_SIZE)
+        self.catalogued: Lru[str, frozenset[str]] = Lru(CATALOGUED_CACHE_SIZE)
 
     def keep(self, tid: str, ns: str, cid: str, stored: StoredValues) -> None:
         """Where checkpoint `cid`'s values are stored, for a put whose parent it is."""
@@ -39,6 +45,16 @@ class Handoff:
     def stored(self, tid: str, ns: str, cid: str) -> StoredValues | None:
         """Where checkpoint `cid`'s values are stored, if read or written lately."""
         return self.carry.get((tid, ns, cid))
+
+    def tokens(self, tid: str) -> frozenset[str]:
+        """The catalog tokens thread `tid` is known to have entries under."""
+        return self.catalogued.get(tid) or frozenset()
+
+    def keep_tokens(self, tid: str, tokens: frozenset[str]) -> None:
+        """Thread `tid` has entries under these tokens (written, or read of a checkpoint
+        whose declared values they are)."""
+        if not tokens <= self.tokens(tid):
+            self.catalogued.put(tid, self.tokens(tid) | tokens)
 
     def run_key(self, tid: str, ns: str) -> runs.Key:
         return (self.store_id, self.namer.thread(tid), self.namer.namespace(tid, ns))
@@ -53,3 +69,4 @@ class Handoff:
 
     def clear(self) -> None:
         self.carry.clear()
+        self.catalogued.clear()
