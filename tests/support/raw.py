@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.layout import control_pk, loans_prefix
+from langgraph.checkpoint.s3dynamo.layout import catalog_pk, control_pk, loans_prefix
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     ItemKey,
@@ -17,7 +17,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     loan_from,
     record_item,
 )
-from langgraph.checkpoint.s3dynamo.table import Table, begins, every_item, key_of
+from langgraph.checkpoint.s3dynamo.table import Item, Table, begins, every_item, key_of
 
 
 def table(saver: Any) -> Table:
@@ -35,6 +35,11 @@ def loans(saver: Any, tid: str) -> list[Loan]:
     name = saver.store.namer.thread(tid)
     where = begins("sk", loans_prefix(None))
     return [loan_from(i) for i in every_item(table(saver), control_pk(name), where=where)]
+
+
+def catalog_items(saver: Any, token: str) -> list[Item]:
+    """Every entry of one partition of the thread catalog (a value's, or every thread's)."""
+    return every_item(table(saver), catalog_pk(saver.store.engine.prefix, token))
 
 
 def control_keys(saver: Any, thread_name: str) -> list[ItemKey]:
