@@ -304,6 +304,22 @@ def test_a_catalog_declared_after_threads_exist_is_built_once(backend: Backend) 
     assert ids(other.search_threads(metadata={"user_id": "bob"})) == ["t2"]
 
 
+def test_reencryption_seals_the_catalog_again(backend: Backend) -> None:
+    """After a rotation and `reencrypt`, a saver holding the new key alone finds every
+    thread: the entries' sealed ids were sealed again too."""
+    saver = backend.saver(catalog_fields=["user_id"])
+    chat(saver, "t1", "ada")
+    chat(saver, "t2", "ada")
+    new = os.urandom(32)
+    rotated = backend.saver(
+        setup=False, catalog_fields=["user_id"], keys={"k2": new, **backend.keys}
+    )
+    rotated.ops.reencrypt()
+    assert rotated.ops.reencrypt() == 0  # nothing left under the old key
+    only_new = backend.saver(setup=False, catalog_fields=["user_id"], keys={"k2": new})
+    assert ids(only_new.search_threads(metadata={"user_id": "ada"})) == ["t2", "t1"]
+
+
 # ------------------------------------------------------------ what a table writer can do
 
 

@@ -179,7 +179,7 @@ def run_shared(op: str, saver: S3DynamoSaver) -> None:
 
 
 def active_key(op: str) -> str:
-    return "k2" if op in ("reencrypt", "shared: reencrypt copy") else "k1"
+    return "k2" if op.removeprefix(CATALOG) in ("reencrypt", "shared: reencrypt copy") else "k1"
 
 
 def views(kind: str, index: MemoryIndex, objects: MemoryObjects) -> dict[str, History]:
@@ -386,7 +386,15 @@ OPS = [
     # Issue 50: what writes or removes a thread's catalog entries.
     *(
         f"{CATALOG}{op}"
-        for op in ("invoke", "delete_thread", "copy_thread", "import", "delete_for_runs", "expire")
+        for op in (
+            "invoke",
+            "delete_thread",
+            "copy_thread",
+            "import",
+            "delete_for_runs",
+            "reencrypt",
+            "expire",
+        )
     ),
 ]
 

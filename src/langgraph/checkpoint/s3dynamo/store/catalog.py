@@ -33,6 +33,7 @@ from langgraph.checkpoint.s3dynamo.catalog_records import (
     declared_values,
     entry_from,
     entry_key,
+    entry_of_ref,
 )
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Control
@@ -42,10 +43,19 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
 )
-from langgraph.checkpoint.s3dynamo.layout import DEPLOYMENT_RECORD, catalog_pk, catalog_record
+from langgraph.checkpoint.s3dynamo.layout import (
+    CATALOG_REF,
+    DEPLOYMENT_RECORD,
+    catalog_pk,
+    catalog_record,
+    control_pk,
+)
 from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.store.format import catalog_resealed
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
-from langgraph.checkpoint.s3dynamo.table import every_item
+from langgraph.checkpoint.s3dynamo.table import begins, every_item, key_of
+from langgraph.checkpoint.s3dynamo.waves import parallel
 
 # The field of the deployment's own entries: every thread (no declared field is "").
 EVERY_THREAD = ""
@@ -186,6 +196,22 @@ class Catalog:
             )
         self.require_complete(field)
         return [self.opened(e) for e in self.listed(self.token(field, text))]
+
+    def reseal(self, tid: str) -> int:
+        """Seal thread `tid`'s entries again under the active key where an older key
+        sealed them (re-encryption), each replaced only while it exists: found through
+        their back-references (one Query), read in one BatchGetItem; how many."""
+        keyring = self.codec.sealer.keyring
+        if keyring is None:
+            return 0
+        table, name = self.engine.ports.table, self.namer.thread(tid)
+        refs = every_item(table, control_pk(name), where=begins(SORT_KEY, CATALOG_REF))
+        keys = [e for r in refs if (e := entry_of_ref(key_of(r))) is not None]
+        found = [entry_from(i) for i in table.get_many(keys, consistent=True)] if keys else []
+        stale = [e for e in found if self.codec.sealer.key_id_of(e.sealed) != keyring.active]
+        fresh = [self.entries(self.opened(e).tid, [e.token])[0] for e in stale]
+        parallel(lambda e: self.engine.apply(catalog_resealed(e)), fresh)
+        return len(fresh)
 
     # ------------------------------------------------------------ completeness
 

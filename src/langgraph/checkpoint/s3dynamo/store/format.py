@@ -101,6 +101,13 @@ def catalog_items(entries: Iterable[CatalogEntry]) -> list[Item]:
     return entry_items(entries)
 
 
+def catalog_resealed(entry: CatalogEntry) -> Put:
+    """An entry sealed again (a key rotation), written only while the entry exists: a
+    thread deleted meanwhile is not filed again."""
+    [item, _] = entry_items([entry])
+    return Put(item, when=exists())
+
+
 def catalog_deletes(refs: Iterable[ItemKey]) -> tuple[list[ItemKey], list[ItemKey]]:
     """What removing a thread's catalog entries deletes, in two steps: the entries its
     back-references point at, then the back-references (a repeat finds them again)."""
