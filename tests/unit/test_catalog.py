@@ -12,6 +12,7 @@ import hashlib
 import os
 import time
 from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -175,6 +176,12 @@ def test_paging_with_before_neither_overlaps_nor_skips(backend: Backend) -> None
     first = saver.search_threads(metadata={"user_id": "ada"}, limit=4)
     rest = saver.search_threads(metadata={"user_id": "ada"}, limit=10, before=first[-1].cursor)
     assert ids(first) + ids(rest) == everything
+    # So does any object carrying that cursor, as `before` is checked (a client's own
+    # record of a result).
+    kept = SimpleNamespace(cursor=first[-1].cursor)
+    assert ids(saver.search_threads(metadata={"user_id": "ada"}, limit=10, before=kept)) == ids(
+        rest
+    )
 
 
 def test_a_changed_declared_value(backend: Backend) -> None:

@@ -85,11 +85,12 @@ class Placed(NamedTuple):
 
 
 def cursor_of(before: object) -> tuple[str, str] | None:
-    """The position `before` names: a summary, its cursor, or a bare checkpoint id (then
-    every thread whose newest checkpoint is that one or newer is passed over)."""
+    """The position `before` names: a summary (or any object with its `cursor`, as
+    `arguments.search_position` takes it), its cursor, or a bare checkpoint id (then every
+    thread whose newest checkpoint is that one or newer is passed over)."""
     if before is None:
         return None
-    text = before.cursor if isinstance(before, ThreadSummary) else str(before)
+    text = str(getattr(before, "cursor", before))
     order, _, name = text.partition(SEPARATOR)
     return order, name
 
