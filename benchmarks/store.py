@@ -37,6 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, str(HERE.parent))  # tests.support.sized: reads sized as DynamoDB bills them
 
 from aws_mock import (  # noqa: E402
     RequestMeter,
@@ -46,9 +47,7 @@ from aws_mock import (  # noqa: E402
     use_fake_credentials,
 )
 from billing import request_dollars, storage_dollars  # noqa: E402
-
-from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable  # noqa: E402
-from langgraph.checkpoint.s3dynamo.table import item_size  # noqa: E402
+from tests.support.sized import SizedTable  # noqa: E402
 
 DIMS = 256
 ITEMS = 50
@@ -378,7 +377,7 @@ def scaled(count: int, on_moto: bool) -> dict[str, Any]:
         if on_moto:
             saver = s3dynamo_saver(meter, aws_time)
         else:
-            sized = SizedIndex()
+            sized = SizedTable()
             from langgraph.checkpoint.s3dynamo import S3DynamoSaver
             from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 
@@ -423,54 +422,6 @@ def scaled(count: int, on_moto: bool) -> dict[str, Any]:
         if on_moto:
             out["stored_bytes"] = stored_bytes("memory", "memory").total
     return out
-
-
-class SizedTable(MemoryTable):
-    """The in-memory table, with each read's read units computed from the items it
-    returns, as DynamoDB bills them (`table.item_size`)."""
-
-    def __init__(self, *, exists: bool = True) -> None:
-        super().__init__(exists=exists)
-        self.rru = 0.0
-        self.read_bytes = 0
-
-    def _read(self, sizes: list[int], per_item: bool, consistent: bool) -> None:
-        self.read_bytes += sum(sizes)
-        per_4k = 1.0 if consistent else 0.5  # a strongly consistent read costs twice
-        if per_item:  # BatchGetItem: each item as a GetItem
-            self.rru += sum(max(1, math.ceil(s / 4096)) * per_4k for s in sizes)
-        else:  # a Query: its page's items added up, then rounded once
-            self.rru += max(1, math.ceil(sum(sizes) / 4096)) * per_4k
-
-    def get(self, key: Any, *, consistent: bool = True) -> Any:
-        found = super().get(key, consistent=consistent)
-        self._read([item_size(found)] if found is not None else [], True, consistent)
-        return found
-
-    def get_many(self, keys: Any, *, consistent: bool = False) -> Any:
-        found = super().get_many(keys, consistent=consistent)
-        self._read([item_size(i) for i in found], True, consistent)
-        return found
-
-    def query(self, partition: str, **query: Any) -> Any:
-        page = super().query(partition, **query)
-        self._read([item_size(i) for i in page.items], False, bool(query.get("consistent")))
-        return page
-
-
-class SizedIndex(SizedTable, MemoryTable):
-    """The in-memory index, its reads sized (`SizedTable`)."""
-
-    def snapshot(self) -> tuple[float, int, int]:
-        return self.rru, self.read_bytes, sum(self.calls.values())
-
-    def since(self, start: tuple[float, int, int] | None) -> dict[str, float]:
-        rru, read, calls = start or (0.0, 0, 0)
-        return {
-            "units": self.rru - rru,
-            "read_bytes": self.read_bytes - read,
-            "requests": sum(self.calls.values()) - calls,
-        }
 
 
 def plot(scaling: list[dict[str, Any]], dynamodb: dict[int, float], path: Path) -> None:

@@ -14,9 +14,36 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from tests.support import savers
 from tests.support.graphs import converse, delta_graph
-from tests.support.savers import PUT_REQUEST, RequestCounter, make_saver, thread_config
+from tests.support.savers import (
+    BACKEND,
+    PUT_REQUEST,
+    RequestCounter,
+    make_saver,
+    thread_config,
+)
 from tests.support.scenarios import chat_graph
+
+
+@pytest.fixture(autouse=True, params=["no catalog", "catalog"])
+def catalog(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Every budget here holds whether or not the deployment declares catalog fields
+    (LangGraph's server's three): an ordinary put files nothing new."""
+    declared = request.param == "catalog"
+    if declared and BACKEND == "real":
+        pytest.skip("dynalite: detection off, so a thread's first put files it with a batch")
+    if declared:
+        plain = savers.make_saver
+
+        def with_catalog(clients: Any, **kwargs: Any) -> S3DynamoSaver:
+            kwargs.setdefault("catalog_fields", "langgraph")
+            return plain(clients, **kwargs)
+
+        monkeypatch.setattr(savers, "make_saver", with_catalog)
+        monkeypatch.setattr(f"{__name__}.make_saver", with_catalog)
+        monkeypatch.setattr("tests.aws.conftest.make_saver", with_catalog)
+    return declared
 
 
 def test_constructor_makes_no_request(clients: tuple[Any, Any], counter: RequestCounter) -> None:
@@ -98,10 +125,11 @@ def test_put_is_an_intent_one_wave_then_one_dynamodb_write(
 
 
 def test_without_detection_a_put_deletes_its_intent_after_its_plain_commit(
-    counter: RequestCounter, clients: tuple[Any, Any]
+    counter: RequestCounter, clients: tuple[Any, Any], catalog: bool
 ) -> None:
     """Concurrent-run detection off (a store without transactions): the commit stays one
-    PutItem, and the intent goes in a request after it."""
+    PutItem, and the intent goes in a request after it. A thread's first put files it in
+    the catalog with one BatchWriteItem before the commit."""
     saver = make_saver(clients, detect_concurrent_runs=False)
     saver.setup()
     counter.reset()
@@ -112,6 +140,7 @@ def test_without_detection_a_put_deletes_its_intent_after_its_plain_commit(
         "dynamodb.PutItem",
         "s3.PutObject",
         "s3.PutObject",
+        *(["dynamodb.BatchWriteItem"] if catalog else []),
         "dynamodb.PutItem",
         "dynamodb.BatchWriteItem",
     ]

@@ -6,16 +6,22 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.report import ProgressCallbacks
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from tests.support.savers import make_saver
 
+# With catalog fields declared, every put of the suite files its thread in the thread
+# catalog (the suite's own filter keys included), and every delete removes it.
+CATALOGS = [(), ("langgraph", "source", "step", "score")]
 
-def test_conformance_suite(clients: tuple[Any, Any]) -> None:
+
+@pytest.mark.parametrize("catalog_fields", CATALOGS, ids=["", "catalog"])
+def test_conformance_suite(clients: tuple[Any, Any], catalog_fields: tuple[str, ...]) -> None:
     async def factory() -> AsyncIterator[S3DynamoSaver]:
-        saver = make_saver(clients)
+        saver = make_saver(clients, catalog_fields=catalog_fields)
         saver.setup()
         yield saver
 

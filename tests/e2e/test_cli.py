@@ -516,6 +516,49 @@ def test_the_region_comes_from_aws_region_or_the_option(
     assert "set AWS_REGION" in one_line_error(none)
 
 
+def test_threads_by_a_declared_field_come_from_the_catalog(moto: None) -> None:
+    """Issue 50: `threads --filter` on a field of S3DYNAMO_CATALOG_FIELDS lists that
+    user's threads from the thread catalog; `catalog build` files threads written before
+    the field was declared, after showing the plan."""
+    sandbox = Sandbox()
+    env = sandbox.environment()
+    graph = build_graph(sandbox.saver())  # declares nothing
+    graph.invoke({"messages": [HumanMessage("hello")]}, _as("old", "ada"))
+    graph = build_graph(sandbox.saver(setup=False, catalog_fields=["user_id"]))
+    for tid, user in (("t1", "ada"), ("t2", "bob"), ("t3", "ada")):
+        graph.invoke({"messages": [HumanMessage(f"hello from {user}")]}, _as(tid, user))
+    env = {**env, "S3DYNAMO_CATALOG_FIELDS": "user_id"}
+
+    scanned = run(env, "threads", "--filter", "user_id=ada", "--json")
+    assert scanned.code == 0, scanned.err  # the catalog is not built yet: a scan
+    rows = scanned.json()["threads"]
+    assert [r["thread_id"] for r in rows] == ["t3", "t1", "old"]
+    assert rows[0]["checkpoints"] is not None
+
+    plan = run(env, "catalog", "build", "--json").json()
+    assert plan["executed"] is False
+    assert plan["plan"]["threads"] == 4 and plan["plan"]["fields"] == ["user_id"]
+    built = run(env, "catalog", "build", "--yes")
+    assert built.code == 0, built.err
+    assert "filed 4 threads" in built.out
+
+    found = run(env, "threads", "--filter", "user_id=ada", "--json")
+    assert found.code == 0, found.err
+    rows = found.json()["threads"]
+    assert [r["thread_id"] for r in rows] == ["t3", "t1", "old"]
+    assert rows[0]["checkpoints"] is None and isinstance(rows[0]["last_step"], int)
+    two = run(env, "threads", "--filter", "user_id=ada", "--filter", "step=1", "--json")
+    assert two.json()["threads"] == []  # values are text: the metadata's step is a number
+    text = run(env, "threads", "--filter", "user_id=bob")
+    assert text.code == 0 and "t2" in text.out and "t1" not in text.out
+    bad = run(env, "threads", "--filter", "user_id")
+    assert bad.code == 2 and "expected KEY=VALUE" in bad.err
+
+
+def _as(tid: str, user: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": tid, "user_id": user}}
+
+
 def test_expire_removes_idle_threads_after_showing_the_plan(moto: None) -> None:
     sandbox = Sandbox()
     env = sandbox.environment()

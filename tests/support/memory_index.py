@@ -1,6 +1,6 @@
 """The in-memory table with views of what it holds, for tests that inspect raw storage:
-records, marks, heads, leases, intents, loans, the deployment's records and the Store's
-items, each parsed by its format (no request counted)."""
+records, marks, heads, leases, intents, loans, the thread catalog, the deployment's records
+and the Store's items, each parsed by its format (no request counted)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import builtins
 
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 from langgraph.checkpoint.s3dynamo.layout import (
+    CATALOG_REF,
     DESCENDANTS_SK,
     HEAD_PREFIX,
     JOURNAL_MARK,
     LEASE_SK,
     LOAN_PREFIX,
+    is_catalog_pk,
     is_control_pk,
     is_deployment_pk,
     is_mark_key,
@@ -110,6 +112,10 @@ class MemoryIndex(MemoryTable):
     def index_items(self) -> builtins.list[IndexItem]:
         return [index_from(i) for i in self._kinds().get("search", [])]
 
+    def catalog_keys(self) -> builtins.list[ItemKey]:
+        """Keys of the thread catalog's entries and of their back-references."""
+        return [key_of(i) for i in self._kinds().get("catalog", [])]
+
     def marked_partitions(self) -> builtins.list[str]:
         return sorted(str(i["pk"]) for i in self._kinds().get("descendants", []))
 
@@ -128,6 +134,8 @@ def _kind(item: Item) -> str:
         return "control"
     if JOURNAL_MARK in pk:
         return "intent"
+    if is_catalog_pk(pk) or sk.startswith(CATALOG_REF):
+        return "catalog"
     if is_control_pk(pk):
         if sk.startswith(HEAD_PREFIX):
             return "head"

@@ -9,6 +9,7 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.layout import (
     TOMBSTONE_MARK,
+    catalog_pk,
     control_pk,
     head_namespace,
     loans_prefix,
@@ -25,7 +26,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     loan_from,
     record_item,
 )
-from langgraph.checkpoint.s3dynamo.table import Table, begins, every_item, key_of
+from langgraph.checkpoint.s3dynamo.table import Item, Table, begins, every_item, key_of
 
 
 def table(saver: Any) -> Table:
@@ -65,6 +66,11 @@ def set_attributes(saver: Any, key: ItemKey, **attributes: Any) -> None:
         else:
             item[name] = value
     table(saver).batch([item])
+
+
+def catalog_items(saver: Any, token: str) -> list[Item]:
+    """Every entry of one partition of the thread catalog (a value's, or every thread's)."""
+    return every_item(table(saver), catalog_pk(saver.store.engine.prefix, token))
 
 
 def control_keys(saver: Any, thread_name: str) -> list[ItemKey]:

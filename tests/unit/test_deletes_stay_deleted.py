@@ -71,10 +71,10 @@ def test_writes_to_a_loaded_checkpoint_after_a_delete_are_refused(backend: Backe
     writes to the checkpoint it loaded, then its next checkpoint."""
     saver = backend.saver()
     say(chat_graph(saver), "first")
-    loaded = backend.saver().get_tuple(CONFIG)
+    stale = backend.saver()
+    loaded = stale.get_tuple(CONFIG)
     assert loaded is not None
     saver.delete_thread("t")
-    stale = backend.saver()
     with pytest.raises(ThreadDeletedError):
         stale.put_writes(loaded.config, [("messages", ["late"])], "task-1")
     checkpoint = dict(loaded.checkpoint, id=str(uuid6(clock_seq=9)))

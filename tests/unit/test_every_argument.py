@@ -23,6 +23,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError
 from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver, arguments
 from langgraph.checkpoint.s3dynamo.ops import Operations
+from langgraph.checkpoint.s3dynamo.ops.catalog import CatalogOperations
 from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend, memory_backend
@@ -81,6 +82,7 @@ SAVER: dict[str, Callable[[World], dict[str, Any]]] = {
     "prune": lambda w: {"thread_ids": ["t"], "strategy": "keep_latest", "keep_last": 1},
     "get_delta_channel_history": lambda w: {"config": w.config, "channels": ["notes"]},
     "get_next_version": lambda w: {"current": None, "channel": None},
+    "search_threads": lambda w: {"metadata": None, "limit": 10, "before": None},
 }
 _expiry = {
     "older_than": "30d",
@@ -111,6 +113,7 @@ OPERATIONS: dict[str, Callable[[World], dict[str, Any]]] = {
     "plan_delete_runs": lambda w: {"run_ids": ["run"]},
     "thread_lock": lambda w: dict(_lock),
     "athread_lock": lambda w: dict(_lock),
+    "threads": lambda w: {"metadata": None},
     "history": lambda w: {"thread_id": "t", "ns": None},
     "checkpoint_ids": lambda w: {"thread_id": "t", "ns": ""},
     "checkpoints": lambda w: {"thread_id": "t"},
@@ -158,6 +161,7 @@ SURFACES: dict[str, tuple[type, dict[str, Callable[[World], dict[str, Any]]]]] =
     "saver": (S3DynamoSaver, SAVER),
     "ops": (Operations, OPERATIONS),
     "ops.memory": (MemoryOperations, MEMORY_OPERATIONS),
+    "ops.catalog": (CatalogOperations, {"plan_build": lambda w: {}, "build": lambda w: {}}),
     "store": (S3DynamoStore, {**STORE, **{f"a{m}": b for m, b in STORE.items()}}),
     "cache": (S3DynamoCache, CACHE),
 }
@@ -188,6 +192,7 @@ def target(w: World, surface: str) -> Any:
         "saver": w.saver,
         "ops": w.saver.ops,
         "ops.memory": w.saver.ops.memory,
+        "ops.catalog": w.saver.ops.catalog,
         "store": w.store,
         "cache": w.cache,
     }[surface]
@@ -281,6 +286,7 @@ TABLES = {
     "saver": arguments.SAVER,
     "ops": arguments.OPERATIONS,
     "ops.memory": arguments.MEMORY_OPERATIONS,
+    "ops.catalog": arguments.CATALOG_OPERATIONS,
     "store": arguments.STORE,
     "cache": arguments.CACHE,
 }

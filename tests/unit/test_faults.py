@@ -26,7 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ThreadDeletedError
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.layout import owner_prefix
+from langgraph.checkpoint.s3dynamo.layout import is_catalog_pk, owner_prefix
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import (
@@ -50,8 +50,9 @@ KEEP_LAST = 4
 SWEEPS = itertools.count()
 
 
-def saver_on(index: Any, objects: Any, active: str = "k1") -> S3DynamoSaver:
+def saver_on(index: Any, objects: Any, active: str = "k1", catalog: bool = False) -> S3DynamoSaver:
     # inline_max=0: every value and write is an object, so object faults are exercised.
+    # An operation named "catalog ..." runs on a deployment that files threads by user.
     return S3DynamoSaver(
         index=index,
         object_store=objects,
@@ -59,7 +60,16 @@ def saver_on(index: Any, objects: Any, active: str = "k1") -> S3DynamoSaver:
         active_key=active,
         secret=SECRET,
         inline_max=0,
+        catalog_fields=["user_id"] if catalog else (),
     )
+
+
+def filed(op: str) -> bool:
+    """Whether an operation runs on a deployment with a thread catalog."""
+    return op.startswith(CATALOG)
+
+
+CATALOG = "catalog "
 
 
 def graph_of(kind: str, saver: S3DynamoSaver) -> Any:
@@ -67,7 +77,11 @@ def graph_of(kind: str, saver: S3DynamoSaver) -> Any:
 
 
 def turn(kind: str, graph: Any, i: int, tid: str = "t") -> None:
-    config = {"configurable": {"thread_id": tid}, "metadata": {"run_id": f"run-{i}"}}
+    # Every thread is ada's: what a deployment with a catalog files it under.
+    config = {
+        "configurable": {"thread_id": tid},
+        "metadata": {"run_id": f"run-{i}", "user_id": "ada"},
+    }
     if kind == "chat":
         graph.invoke({"messages": [HumanMessage(f"message {i}", id=f"h{i}")]}, config)
     else:
@@ -77,10 +91,11 @@ def turn(kind: str, graph: Any, i: int, tid: str = "t") -> None:
 @cache
 def base(kind: str, op: str) -> tuple[MemoryIndex, MemoryObjects]:
     index, objects = MemoryIndex(), MemoryObjects()
-    saver = saver_on(index, objects)
+    saver = saver_on(index, objects, catalog=filed(op))
     graph = graph_of(kind, saver)
     for i in range(TURNS):
         turn(kind, graph, i)
+    op = op.removeprefix(CATALOG)
     if op == "gc":  # something for collection to take
         saver.delete_for_runs([f"run-{TURNS - 1}"])
     if op == "expire indexed":  # a first sweep (the Scan) sets the cursor: the next Queries
@@ -104,6 +119,7 @@ def import_source(kind: str) -> InMemorySaver:
 
 
 def run(kind: str, op: str, saver: S3DynamoSaver) -> None:
+    op = op.removeprefix(CATALOG)
     if op == "invoke":
         turn(kind, graph_of(kind, saver), TURNS)
     elif op == "delete_thread":
@@ -164,7 +180,7 @@ def run_shared(op: str, saver: S3DynamoSaver) -> None:
 
 
 def active_key(op: str) -> str:
-    return "k2" if op in ("reencrypt", "shared: reencrypt copy") else "k1"
+    return "k2" if op.removeprefix(CATALOG) in ("reencrypt", "shared: reencrypt copy") else "k1"
 
 
 def views(kind: str, index: MemoryIndex, objects: MemoryObjects) -> dict[str, History]:
@@ -204,9 +220,26 @@ def check_shared_repeated(op: str, saver: S3DynamoSaver, index: MemoryIndex) -> 
         assert not list(saver.store.deployment_objects())
 
 
+def check_catalog(index: MemoryIndex, objects: MemoryObjects, seen: dict[str, History]) -> None:
+    """What the catalog shows after a fault, and after the repeat: exactly the threads a
+    reader sees (a thread shown is filed; one filed and not shown is passed over)."""
+    saver = saver_on(index, objects, catalog=True)
+    found = saver.search_threads(metadata={"user_id": "ada"}, limit=10)
+    assert {t.thread_id for t in found} == {tid for tid, history in seen.items() if history}
+
+
+def check_catalog_cleared(index: MemoryIndex) -> None:
+    """After the repeat: no catalog entry nor back-reference of a thread without records."""
+    threads = {r.pk for r in index.records()}
+    for key in index.catalog_keys():
+        name = key.sk if is_catalog_pk(key.pk) else key.pk.removesuffix("!")
+        assert name in threads, f"catalog item {key} of a thread without records"
+
+
 def check_after_fault(
     op: str, old: History, ref: dict[str, History], seen: dict[str, History]
 ) -> None:
+    op = op.removeprefix(CATALOG)
     t, copy = seen["t"], seen["copy"]
     if op not in ("copy_thread", "import"):
         assert copy == []
@@ -244,6 +277,7 @@ def check_repeated(
     index: MemoryIndex,
     objects: MemoryObjects,
 ) -> None:
+    op = op.removeprefix(CATALOG)
     if op == "invoke":
         return  # a user repeats a failed turn by invoking again; nothing to finish
     assert seen["t"] == ref["t"] and seen["copy"] == ref["copy"]
@@ -281,7 +315,12 @@ def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
     run(
         kind,
         op,
-        saver_on(FaultyTable(index, counting), FaultyObjects(objects, counting), active_key(op)),
+        saver_on(
+            FaultyTable(index, counting),
+            FaultyObjects(objects, counting),
+            active_key(op),
+            catalog=filed(op),
+        ),
     )
     ref = views(kind, index, objects)
     total = counting.count
@@ -300,7 +339,10 @@ def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
             index, objects = index0.clone(), objects0.clone()
             faults = Faults(at, mode)
             saver = saver_on(
-                FaultyTable(index, faults), FaultyObjects(objects, faults), active_key(op)
+                FaultyTable(index, faults),
+                FaultyObjects(objects, faults),
+                active_key(op),
+                catalog=filed(op),
             )
             with contextlib.suppress(Crash):
                 run(kind, op, saver)
@@ -313,9 +355,15 @@ def inject(kind: str, op: str, modes: tuple[str, ...]) -> int:
                     check_shared_after_fault(op, olds, ref, seen)
                 else:
                     check_after_fault(op, old, ref, seen)
-                clean = saver_on(index, objects, active_key(op))
+                if filed(op):
+                    check_catalog(index, objects, seen)
+                clean = saver_on(index, objects, active_key(op), catalog=filed(op))
                 run(kind, op, clean)
-                check_repeated(op, ref, views(kind, index, objects), clean, index, objects)
+                seen = views(kind, index, objects)
+                check_repeated(op, ref, seen, clean, index, objects)
+                if filed(op):
+                    check_catalog(index, objects, seen)
+                    check_catalog_cleared(index)
             except AssertionError as exc:
                 raise AssertionError(f"{where}: {exc}") from exc
     return total
@@ -336,6 +384,19 @@ OPS = [
     "expire keep_last",
     "expire indexed",
     *(f"shared: {op}" for op in SHARED_CHANGES),
+    # Issue 50: what writes or removes a thread's catalog entries.
+    *(
+        f"{CATALOG}{op}"
+        for op in (
+            "invoke",
+            "delete_thread",
+            "copy_thread",
+            "import",
+            "delete_for_runs",
+            "reencrypt",
+            "expire",
+        )
+    ),
 ]
 
 

@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import (
     ArgumentTypeError,
+    CatalogNotBuiltError,
     ConcurrentUpdateError,
     DeploymentMismatchError,
     InvalidConfigError,
@@ -237,6 +238,36 @@ CASES: dict[str, tuple[type[Exception], str, Callable[[Backend, Prepared], Call]
         "config must be a config such as",
         lambda b, p: Call(p.saver, "put", _with(put_args(), 0, "t")),
     ),
+    # Issue 50: the thread catalog's search, its arguments named before any request.
+    "search_threads with a limit as text": (
+        ArgumentTypeError,
+        "limit must be a whole number",
+        lambda b, p: Call(p.saver, "search_threads", ({"limit": "3"},)),
+    ),
+    "search_threads with metadata as text": (
+        ArgumentTypeError,
+        "metadata must be a dict, got the string 'user_id=ada'",
+        lambda b, p: Call(p.saver, "search_threads", ({"metadata": "user_id=ada"},)),
+    ),
+    "search_threads before a number": (
+        ArgumentTypeError,
+        "before must be a thread search_threads returned, its cursor",
+        lambda b, p: Call(p.saver, "search_threads", ({"before": 5},)),
+    ),
+    "search_threads by a saver that declares no catalog field": (
+        InvalidConfigError,
+        "declares no catalog field",
+        lambda b, p: Call(p.saver, "search_threads", ({"metadata": {"user_id": "ada"}},)),
+    ),
+    "search_threads before the catalog is built": (
+        CatalogNotBuiltError,
+        "catalog of field 'user_id' is not complete",
+        lambda b, p: Call(
+            other(b, p, catalog_fields="langgraph"),
+            "search_threads",
+            ({"metadata": {"user_id": "ada"}},),
+        ),
+    ),
     "put_writes of writes as one string": (
         ArgumentTypeError,
         "writes must be a list of \\(channel, value\\) pairs",
@@ -246,6 +277,10 @@ CASES: dict[str, tuple[type[Exception], str, Callable[[Backend, Prepared], Call]
 
 
 def _call(call: Call, asynchronous: bool) -> Any:
+    if call.method == "search_threads":  # keywords only
+        if asynchronous:
+            return asyncio.run(call.saver.asearch_threads(**call.args[0]))
+        return call.saver.search_threads(**call.args[0])
     if call.method == "prune":  # its strategy and keep_last are keywords
         thread_ids, strategy, *keep_last = call.args
         more = {"keep_last": keep_last[0]} if keep_last else {}
@@ -276,6 +311,8 @@ def test_a_call_refused_before_writing_leaves_table_and_bucket_unchanged(
         ({"table": 123}, "table must be a str"),
         ({"inline_max": "big"}, "inline_max must be a whole number"),
         ({"detect_concurrent_runs": "sometimes"}, "detect_concurrent_runs must be yes or no"),
+        ({"catalog_fields": 5}, "catalog_fields must be a list of metadata field names"),
+        ({"catalog_fields": ["user_id", ""]}, r"catalog_fields\[1\] must be a field name"),
     ],
 )
 def test_a_saver_refused_as_it_is_made_writes_nothing(

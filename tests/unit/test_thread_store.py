@@ -134,10 +134,15 @@ def test_graph_matches_in_memory(saver: MemorySaver, name: str) -> None:
     assert scenario(saver, Runner("sync"), "thread-1") == expected
 
 
-def test_chat_turn_budget(saver: MemorySaver) -> None:
+@pytest.mark.parametrize("catalog_fields", [(), ("langgraph", "user_id")], ids=["", "catalog"])
+def test_chat_turn_budget(catalog_fields: tuple[str, ...]) -> None:
+    """The same with catalog fields declared: a turn files nothing new (its first put,
+    a new thread's, filed it in its own transaction)."""
+    saver = memory_saver(catalog_fields=catalog_fields)
     graph = chat_graph(saver)
-    config = {"configurable": {"thread_id": "chat"}}
+    config = {"configurable": {"thread_id": "chat", "user_id": "ada"}}
     graph.invoke({"messages": [HumanMessage("hi", id="h0")]}, config)
+    assert saver.index.calls == {"Query": 1, "TransactWriteItems": 3, "UpdateItem": 2}
     saver.index.calls.clear()
     graph.invoke({"messages": [HumanMessage("again", id="h1")]}, config)
     assert saver.index.calls == {"Query": 1, "TransactWriteItems": 3, "UpdateItem": 2}

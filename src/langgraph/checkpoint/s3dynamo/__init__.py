@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.errors import (
     ArgumentTypeError,
+    CatalogNotBuiltError,
     CheckFailedError,
     ConcurrentUpdateError,
     CredentialsNotFoundError,
@@ -45,6 +46,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.settings import Settings
+from langgraph.checkpoint.s3dynamo.store import ThreadSummary
 
 # Imported on first use, so a handler's import pays for neither (see `__getattr__`).
 _LAZY = {"CheckReport", "Operations", "ReencryptResult"}
@@ -69,6 +71,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "ArgumentTypeError",
+    "CatalogNotBuiltError",
     "CheckFailedError",
     "CheckReport",
     "ConcurrentUpdateError",
@@ -98,6 +101,7 @@ __all__ = [
     "ThreadDeletedError",
     "ThreadExistsError",
     "ThreadNotFoundError",
+    "ThreadSummary",
     "ValueNotSerializableError",
     "__version__",
 ]

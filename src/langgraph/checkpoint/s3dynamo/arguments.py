@@ -1,7 +1,7 @@
 """Every argument of a public method, checked where it is given: one vocabulary for the
 saver's settings (`settings.py`) and methods, the Store, the node cache and `saver.ops`,
 and here, per class, what each parameter of each method takes (`SAVER`, `OPERATIONS`,
-`MEMORY_OPERATIONS`, `STORE`, `CACHE`).
+`MEMORY_OPERATIONS`, `CATALOG_OPERATIONS`, `STORE`, `CACHE`).
 
 A boolean is True or False, or a yes/no variable's words, parsed as the variable is; a
 size or count an int; a thread id a str; a list (of thread ids, of channels) any iterable
@@ -158,6 +158,18 @@ def texts(name: str, value: object, *, each: str) -> list[str]:
     return [text(f"{name}[{i}]", v) for i, v in enumerate(values)]
 
 
+def field_names(name: str, value: object, *, each: str = "metadata fields") -> tuple[str, ...]:
+    """Names of fields: a list of non-empty str, or one str of them separated by commas
+    (as a variable spells them: "user_id,graph_id"; an empty one declares none)."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    names = texts(name, value, each=each)
+    for i, one in enumerate(names):
+        if not one:
+            raise InvalidConfigError(f"{name}[{i}] must be a field name, got an empty str")
+    return tuple(names)
+
+
 def thread_id(name: str, value: object) -> str:
     return thread_id_of(value, name)  # as a config's is checked
 
@@ -280,6 +292,17 @@ def version_counter(current: object, name: str = "current") -> int:
     raise ArgumentTypeError(
         f"{name} must be a channel version (None, an int, or text starting with a number, "
         f"as get_next_version returns them), got {came(current)}"
+    )
+
+
+def search_position(name: str, value: object) -> object:
+    """Where `search_threads` continues: None (from the newest), a thread it returned
+    (a `ThreadSummary`), or its `cursor` text."""
+    if value is None or isinstance(value, str) or isinstance(getattr(value, "cursor", None), str):
+        return value
+    raise ArgumentTypeError(
+        f"{name} must be a thread search_threads returned, its cursor (a str), or None, "
+        f"got {came(value)}"
     )
 
 
@@ -458,6 +481,11 @@ SAVER: Checks = {
         "channels": functools.partial(texts, each="channel names"),
     },
     "get_next_version": {"current": as_read, "channel": as_read},
+    "search_threads": {
+        "metadata": optional(mapping),
+        "limit": _at_least_0,
+        "before": search_position,
+    },
 }
 
 _expiry: dict[str, Check] = {
@@ -499,12 +527,16 @@ OPERATIONS: Checks = {
     "plan_delete_runs": {"run_ids": run_ids},
     "thread_lock": _lock,
     "athread_lock": _lock,
+    "threads": {"metadata": optional(mapping)},
     "history": {"thread_id": thread_id, "ns": optional(text)},
     "checkpoint_ids": {"thread_id": thread_id, "ns": text},
     "checkpoints": {"thread_id": thread_id},
     "stats": {"thread_id": optional(thread_id), "progress": optional(function)},
     "verify": {"thread_id": optional(thread_id), "progress": optional(function)},
 }
+
+# `saver.ops.catalog`: no method takes an argument.
+CATALOG_OPERATIONS: Checks = {}
 
 _space = functools.partial(having, methods=("item_key", "put_many"), what="a memory space")
 

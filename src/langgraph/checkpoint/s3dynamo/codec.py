@@ -84,6 +84,12 @@ def ref_id(pk: str, sk: str) -> bytes:
     return identity("ref", pk, sk)
 
 
+def catalog_id(pk: str, sk: str) -> bytes:
+    """A catalog entry's thread id is bound to the entry's keys: moved to another value's
+    partition or to another thread's sort key, it does not open."""
+    return identity("catalog", pk, sk)
+
+
 class Codec:
     def __init__(self, sealer: Sealer, serde: Callable[[], SerializerProtocol]) -> None:
         self.sealer = sealer
@@ -198,3 +204,11 @@ class Codec:
         _, data = self.sealer.open(blob, ref_id(pk, sk), what)
         fields: list[str] = json.loads(data.decode("utf-8", "surrogatepass"))
         return fields
+
+    # A catalog entry's thread id: bound to the entry's own keys.
+    def seal_catalog(self, pk: str, sk: str, tid: str) -> bytes:
+        return self.sealer.seal("text", tid.encode("utf-8", "surrogatepass"), catalog_id(pk, sk))
+
+    def open_catalog(self, pk: str, sk: str, blob: bytes, what: str) -> str:
+        _, data = self.sealer.open(blob, catalog_id(pk, sk), what)
+        return data.decode("utf-8", "surrogatepass")

@@ -247,9 +247,14 @@ def build(
         policy=StorePolicy(
             delta_max=settings.delta_max,
             detect_concurrent_runs=settings.detect_concurrent_runs,
+            catalog_fields=settings.catalog_fields,
         ),
     )
     store.format_gate = deployment.require_format
+    # The catalog's completeness is recorded beside the deployment record; a deployment
+    # created with the fields declared has every thread filed from its first.
+    store.catalog.control = own
+    deployment.created = store.catalog.mark_complete
     return Components(
         settings, source, clients, sealer, namer, codec, own, kms, deployment, store, engine
     )

@@ -230,6 +230,7 @@ class Deployment:
         self.state = "unchecked"
         # The storage format the record is known to name at least.
         self._format = 1
+        self.created: Callable[[], None] = lambda: None  # once it made the record
 
     def mine(self) -> DeploymentView:
         if self._sealer.sealed:
@@ -272,6 +273,7 @@ class Deployment:
                 return True
             if self._control.put(ControlRecord(DEPLOYMENT_RECORD, mine.fields()), None):
                 self.state = "ok"
+                self.created()
                 return True
             self._control.refresh()  # lost the race: compare with the winner's record
             return False

@@ -9,11 +9,11 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   ├── CredentialsNotFoundError        no AWS credentials found
     │   ├── ScopeNotNamedError              a table-wide sweep, no prefix, on a tenants' table
     │   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
-    │   └── StorageConfigError              S3, DynamoDB or KMS refused the configuration
-    │                                       (bucket, KMS key, region, endpoint, access): fix it
+    │   └── StorageConfigError              S3, DynamoDB or KMS refused a bucket, key, region...
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     │   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
     ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
+    ├── CatalogNotBuiltError                a declared field's thread catalog is not built yet
     ├── StorageError                        another S3 or DynamoDB failure that may pass: retry
     │   └── EndpointUnreachableError        the service's endpoint did not answer
     ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
@@ -90,6 +90,14 @@ class StoreMissingError(S3DynamoError):
     def __init__(self, message: str, resource: str = "") -> None:
         super().__init__(message)
         self.resource = resource
+
+
+class CatalogNotBuiltError(S3DynamoError):
+    """`search_threads` by a declared field (or, with none named, over every thread) on a
+    deployment whose catalog of it is not known to be complete: threads written before
+    the field was declared have no entries yet. Build it once (`saver.ops.catalog.build()`,
+    `s3dynamo catalog build`: one Scan), or declare the fields before the deployment's
+    first thread."""
 
 
 class RegionNotSetError(InvalidConfigError):

@@ -9,8 +9,9 @@ Index (one table, partition key `pk`, sort key `sk`):
                                                                 progress hides of the namespace
     pk = <thread>!           sk = head#<ns>                     id of the namespace's newest
                                                                 checkpoint (or a tombstone)
-    pk = <thread>!           sk = lease | loan#.. | borrow#..   its lease; objects it shares
-    pk = <prefix>#s3dynamo   sk = deployment | keyring          the deployment's own records
+    pk = <thread>!           sk = lease|loan#..|borrow#..|cat#..   its lease, sharing, catalog refs
+    pk = <prefix><token>~t!  sk = <thread>                      a catalog entry (below)
+    pk = <prefix>#s3dynamo   sk = deployment | keyring | ..     the deployment's own records
     pk = <prefix>~uploads#<n>!  sk = <ms>#<nonce>               an upload intent (below)
 
 `<thread>` is `<prefix><name>`: the deployment's prefix (empty by default; a tenant's,
@@ -21,13 +22,12 @@ partition is a deployment's. Checkpoint ids are time-ordered: a descending Query
 `<ns>#` meets the namespace's marks first (`\uffff` sorts above every checkpoint id),
 then the newest checkpoint, right after its own writes records.
 
-Scans keep the partitions `scope_of` maps to the deployment's prefix: its threads' records
-and control items, its control partition (its journal is read by key, never scanned).
+Scans keep what `scope_of` maps to the prefix (not the journal nor the catalog, read by key).
 
 Objects (one bucket): `<thread>/<leaf>`, so `<prefix><name>/<leaf>`: a leaf is the keyed
 hash of a value's (thread, namespace, channel, version) or of a large write's identity,
-so a thread's objects share one key prefix, and a deployment's share its prefix. A
-writes record points at a write kept as an object with `<leaf>.<channel tag>`."""
+so a thread's and a deployment's objects share a key prefix. A writes record points at
+a write kept as an object with `<leaf>.<channel tag>`."""
 
 from __future__ import annotations
 
@@ -512,3 +512,57 @@ def log_time(sk: str) -> tuple[int, str]:
     """(write time in ms, nonce) of a vector log entry's sort key."""
     at, _, nonce = sk[len(LOG_MARK) :].partition(SEPARATOR)
     return int(at), nonce
+
+
+# ------------------------------------------------------------- the thread catalog
+#
+# Threads found by a value of a declared metadata field, and every thread of the
+# deployment, without a Scan (`store/catalog.py`, docs/FORMAT.md "The thread catalog"):
+#
+#   pk = <prefix><token>~t!   sk = <thread>        a catalog entry: the thread has had the
+#                                                  value <token> names (a keyed hash of the
+#                                                  field and the value; of nothing: every
+#                                                  thread); its id sealed, bound to both keys
+#   pk = <thread>!            sk = cat#<token>     the entry's back-reference, keys only, so
+#                                                  a thread's deletion finds its entries
+#   pk = <prefix>#s3dynamo    sk = catalog#<token> the catalog of a field (of <token>, the
+#                                                  keyed hash of the field alone) is complete
+#
+# The `~t` keeps `scope_of` and `memory_scope` from mapping an entry partition to a thread
+# or a memory space (the name before `!` never ends in 22 name characters, nor in `~m` or
+# `~c`), so no thread Scan, sweep or collection takes one for a thread's; the final `!`
+# makes the Scans of thread records (this release's and earlier ones') skip it as a
+# control partition. Older releases never read these partitions.
+CATALOG_MARK = "~t"
+CATALOG_REF = "cat#"
+CATALOG_RECORD = "catalog#"
+
+
+def catalog_pk(prefix: str, token: str) -> str:
+    """Partition of the catalog entries of one value (or of every thread)."""
+    return f"{prefix}{token}{CATALOG_MARK}{CONTROL_SUFFIX}"
+
+
+def is_catalog_pk(pk: str) -> bool:
+    return pk.endswith(CATALOG_MARK + CONTROL_SUFFIX)
+
+
+def catalog_token(pk: str) -> str:
+    """The token a catalog entry partition is named by."""
+    return pk[: -len(CATALOG_MARK + CONTROL_SUFFIX)][-NAME_LENGTH:]
+
+
+def catalog_ref_sk(token: str) -> str:
+    """Sort key, in a thread's control partition, of its entry under `token`."""
+    return CATALOG_REF + token
+
+
+def catalog_ref_token(sk: str) -> str | None:
+    """The token a back-reference's sort key names; None for another control item."""
+    return sk[len(CATALOG_REF) :] if sk.startswith(CATALOG_REF) else None
+
+
+def catalog_record(field_token: str) -> str:
+    """Name, in the deployment's partition, of the record saying a field's catalog is
+    complete."""
+    return CATALOG_RECORD + field_token

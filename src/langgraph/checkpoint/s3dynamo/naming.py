@@ -119,6 +119,12 @@ class Namer:
         """Key of the run index, so `delete_for_runs` needs no scan."""
         return self.prefix + _b64(self._digest("run", run_id)[:16])
 
+    def catalog(self, field: str, value: str) -> str:
+        """A catalog token: which threads have had one value of a declared metadata field
+        (128 bits; `value` is the value's canonical text, `equality.canonical`). The
+        field alone (`value` "") names the field's catalog; neither, every thread."""
+        return _b64(self._digest("catalog", field, value)[:16])
+
     def memory_namespace(self, space: str, namespace: tuple[str, ...]) -> str:
         """A Store (or node cache) namespace's partition name: 128 bits."""
         return _b64(self._digest("memory-ns", space, *namespace)[:16])

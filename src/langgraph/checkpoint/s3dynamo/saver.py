@@ -59,6 +59,7 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 
 if TYPE_CHECKING:  # imported when first used: a handler's requests never need it
     from langgraph.checkpoint.s3dynamo.ops import Operations
+    from langgraph.checkpoint.s3dynamo.store import Before, ThreadSummaries
 
 # Maintenance is logged at INFO with threads named by their keyed hash (as stored), never
 # by id: a thread id is often a user id, and logs leave the sealed store.
@@ -122,6 +123,24 @@ def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[st
     return lambda metadata: len(saver.store.codec.seal_metadata(at, metadata))
 
 
+def _loaded(
+    saver: S3DynamoSaver, tid: str, ns: str, cid: str | None, found: CheckpointTuple | None
+) -> None:
+    """Tell run detection what this run continues: the latest it got, or nothing."""
+    latest = None if cid else (found.checkpoint["id"] if found else runs.EMPTY)
+    saver.store.handoff.loaded(tid, ns, latest, found.checkpoint["id"] if found else None)
+
+
+def _listed(saver: S3DynamoSaver, config: RunnableConfig | None) -> None:
+    """A listing loads by position: what it shows is not continued as the latest (how a
+    replaying parent loads its subgraphs' earlier state)."""
+    tid, ns, _ = target(config, namespace_optional=True) if config is not None else ("", "", 0)
+    if ns is None:
+        saver.store.handoff.loaded_thread(tid)
+    elif config is not None:
+        saver.store.handoff.loaded(tid, ns, None)
+
+
 class S3DynamoSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpointer keeping channel values in S3 and an index in DynamoDB.
 
@@ -159,6 +178,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         detect_concurrent_runs: Hold each put of a run that continues the latest checkpoint
             to the namespace's head (one TransactWriteItems per put; see `runs.py`). False
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
+        catalog_fields: Metadata fields that find threads without a Scan (`search_threads`):
+            a list or "user_id,graph_id"; "langgraph" is user_id, assistant_id and graph_id.
         async_workers: Threads of the process's pool for async methods (default 64 or
             `S3DYNAMO_ASYNC_WORKERS`; `executor.py`, docs/OPERATIONS.md).
         retention: Idle time after which `ops.expire_idle_threads()` removes a thread
@@ -211,6 +232,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         object_cache_bytes: int = DEFAULT_CACHE_BYTES,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         detect_concurrent_runs: bool = True,
+        catalog_fields: str | Sequence[str] = (),
         async_workers: int | None = None,
         retention: str | float | timedelta | None = None,
         retention_strategy: str = "delete",
@@ -337,7 +359,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         one Query, then one parallel wave of S3 GETs."""
         tid, ns, cid = target(config)
         found = self._read_tuple(tid, ns, cid)
-        self._loaded(tid, ns, cid, found)
+        _loaded(self, tid, ns, cid, found)
         return found
 
     def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
@@ -365,22 +387,6 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 return None
             return self.store.decode(entry)
 
-    def _loaded(self, tid: str, ns: str, cid: str | None, found: CheckpointTuple | None) -> None:
-        """Tell run detection what this run continues: the latest it got, or nothing."""
-        latest = None if cid else (found.checkpoint["id"] if found else runs.EMPTY)
-        self.store.handoff.loaded(tid, ns, latest)
-
-    def _listed(self, config: RunnableConfig | None) -> None:
-        """A listing loads by position: what it shows is not continued as the latest
-        (how a replaying parent loads its subgraphs' earlier state)."""
-        if config is None:
-            return
-        tid, ns, _ = target(config, namespace_optional=True)
-        if ns is None:
-            self.store.handoff.loaded_thread(tid)
-        else:
-            self.store.handoff.loaded(tid, ns, None)
-
     def list(
         self,
         config: RunnableConfig | None,
@@ -393,7 +399,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         one, every namespace of the thread; with `config=None`, every thread (a table
         scan: an admin operation; threads that do not open with these keys are skipped
         and listed in `saver.ops.last_skipped`)."""
-        self._listed(config)
+        _listed(self, config)
         if limit is not None and limit <= 0:
             return
         before_id = (
@@ -404,8 +410,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         with guarded(self.parts.deployment):
             entries: Iterable[Entry]
             if config is None:
-                skipped: list[Skipped] = []
-                entries = self.store.finder.all_entries(before_id, skipped=skipped)
+                skipped: list[Skipped] = []  # the thread catalog's, else a Scan
+                entries = self.store.threads.listing(filter, before_id, skipped)
                 self.ops.last_skipped = skipped
                 warn_skipped("list(None)", skipped)
             else:
@@ -425,10 +431,18 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             # Nothing at all: other keys or another naming secret find nothing, and say so.
             self.parts.deployment.verify(write=False)
 
+    def search_threads(
+        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 10, before: Before = None
+    ) -> ThreadSummaries:
+        """Threads whose latest checkpoint has each pair of `metadata`, newest activity first,
+        after `before` (a result or its cursor); a declared field costs its threads only."""
+        with guarded(self.parts.deployment):
+            self.parts.deployment.verify(write=False)  # another secret finds nothing
+            return self.store.threads.search(metadata, limit, before)
+
     def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint, write and object of a thread (all namespaces). Index
-        items go first, so a crash midway leaves objects nothing references, which a
-        second call or garbage collection removes."""
+        """Delete every checkpoint, write, object and catalog entry of a thread (every
+        namespace), behind marks: interrupted, it reads deleted; a repeat finishes it."""
         tid = thread_id_of(thread_id)
         log.info("delete_thread %s", self.store.namer.thread(tid))
         if not self.store.delete_thread(tid):
@@ -496,7 +510,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         tid, ns, cid = target(config)
         found = await self._in_worker(self._read_tuple, tid, ns, cid)
-        self._loaded(tid, ns, cid, found)
+        _loaded(self, tid, ns, cid, found)
         return found
 
     async def alist(
@@ -507,7 +521,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        self._listed(config)
+        _listed(self, config)
         iterator = self.list(config, filter=filter, before=before, limit=limit)
         done = object()
         while True:
@@ -533,6 +547,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         await self._in_worker(self.put_writes, config, writes, task_id, task_path)
+
+    async def asearch_threads(
+        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 10, before: Before = None
+    ) -> ThreadSummaries:
+        return await self._in_worker(
+            self.search_threads, metadata=metadata, limit=limit, before=before
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._in_worker(self.delete_thread, thread_id)
@@ -562,6 +583,7 @@ telemetry.instrument(
     {
         **{name: name for name in ("setup", "put", "put_writes", "list", "prune")},
         **{name: name for name in ("delete_thread", "delete_for_runs", "copy_thread")},
+        "search_threads": "search_threads",
         "_read_tuple": "get_tuple",
         "get_delta_channel_history": "get_delta_channel_history",
     },

@@ -11,6 +11,7 @@ Environment variables, with the argument each sets:
     S3DYNAMO_INLINE_MAX, S3DYNAMO_DELTA_MAX                 inline_max, delta_max
     S3DYNAMO_OBJECT_CACHE_BYTES, S3DYNAMO_MAX_ATTEMPTS      object_cache_bytes, max_attempts
     S3DYNAMO_DETECT_CONCURRENT_RUNS (yes or no)            detect_concurrent_runs
+    S3DYNAMO_CATALOG_FIELDS (user_id,graph_id or langgraph) catalog_fields
     S3DYNAMO_ASYNC_WORKERS (read even without from_env)    async_workers
     S3DYNAMO_RETENTION (30d, 12h, 90m, 3600s, or days)     retention
     S3DYNAMO_RETENTION_STRATEGY (delete or keep_latest)    retention_strategy
@@ -44,6 +45,7 @@ from typing import Any
 from langgraph.checkpoint.s3dynamo.arguments import (
     boolean,
     came,
+    field_names,
     optional,
     text,
     whole,
@@ -51,6 +53,8 @@ from langgraph.checkpoint.s3dynamo.arguments import (
 )
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
+from langgraph.checkpoint.s3dynamo.catalog_records import MAX_FIELDS as MAX_CATALOG_FIELDS
+from langgraph.checkpoint.s3dynamo.catalog_records import declared_fields
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_env
 
@@ -91,6 +95,7 @@ VARIABLES = (
     "S3DYNAMO_OBJECT_CACHE_BYTES",
     "S3DYNAMO_MAX_ATTEMPTS",
     "S3DYNAMO_DETECT_CONCURRENT_RUNS",
+    "S3DYNAMO_CATALOG_FIELDS",
     "S3DYNAMO_ASYNC_WORKERS",
     "S3DYNAMO_RETENTION",
     "S3DYNAMO_RETENTION_STRATEGY",
@@ -290,6 +295,19 @@ def _keys(name: str, value: object) -> Keyring | None:
     return None if value is None else keyring_of(value)
 
 
+def catalog_fields(name: str, value: object) -> tuple[str, ...]:
+    """The metadata fields the thread catalog files threads by: a list of names, or one
+    str of them separated by commas; `langgraph` stands for LangGraph's server's
+    user_id, assistant_id and graph_id."""
+    fields = declared_fields(field_names(name, value, each="metadata field names"))
+    if len(fields) > MAX_CATALOG_FIELDS:
+        raise InvalidConfigError(
+            f"{name} declares {len(fields)} fields, at most {MAX_CATALOG_FIELDS} are "
+            "allowed (a thread's first put writes two catalog items per field in its commit)"
+        )
+    return fields
+
+
 # How each setting is checked, and brought to its type where an argument may take
 # another form: yes/no words, a secret as text, a duration as text or days, keys as
 # S3DYNAMO_KEYS' text or a mapping (`Settings.__post_init__`).
@@ -305,6 +323,7 @@ FIELD_FORMS: dict[str, Callable[[str, Any], Any]] = {
     "compression_level": lambda n, v: whole(n, v),
     "max_attempts": lambda n, v: whole(n, v, unit="attempts"),
     "detect_concurrent_runs": boolean,
+    "catalog_fields": catalog_fields,
     "async_workers": lambda n, v: whole(n, v, unit="threads"),
     "retention": _duration,
     "retention_strategy": lambda n, v: text(n, v, what="'delete' or 'keep_latest'"),
@@ -336,6 +355,9 @@ class Settings:
     compression_level: int = 3
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     detect_concurrent_runs: bool = True
+    # Metadata fields the thread catalog files threads by (`store/catalog.py`): none, no
+    # catalog.
+    catalog_fields: tuple[str, ...] = ()
     # Worker threads of the process-wide pool async calls run in (`executor.py`).
     async_workers: int = field(default_factory=workers_from_env)
     retention: timedelta | None = None
@@ -477,6 +499,8 @@ class Settings:
                     ) from None
         if raw := env.get("S3DYNAMO_DETECT_CONCURRENT_RUNS"):
             options["detect_concurrent_runs"] = yes_no("S3DYNAMO_DETECT_CONCURRENT_RUNS", raw)
+        if raw := env.get("S3DYNAMO_CATALOG_FIELDS"):
+            options["catalog_fields"] = catalog_fields("S3DYNAMO_CATALOG_FIELDS", raw)
         if env.get("S3DYNAMO_ASYNC_WORKERS"):
             options["async_workers"] = workers_from_env(env)
         if raw := env.get("S3DYNAMO_REGION"):

@@ -1,6 +1,6 @@
 """The commands that change the store (gc, expire, prune, delete, copy, reencrypt,
-rotate-key), each showing the plan `saver.ops` makes and executing it only with
-`--yes`; and doctor and demo."""
+rotate-key, catalog build), each showing the plan `saver.ops` makes and executing it
+only with `--yes`; and doctor and demo."""
 
 from __future__ import annotations
 
@@ -392,3 +392,39 @@ def import_threads(
 
         code = plan_then(as_json, yes, plan, lines, act, work=plan["checkpoints_to_copy"] > 0)
     return PROBLEMS if importing.conflicts else code
+
+
+@cli.group()
+def catalog() -> None:
+    """The thread catalog (S3DYNAMO_CATALOG_FIELDS): threads by declared metadata values."""
+
+
+@catalog.command(name="build")
+@json_option
+@yes_option
+@store_options
+def catalog_build(as_json: bool, yes: bool, **settings: Any) -> int:
+    """File every thread the deployment holds in the thread catalog (one Scan), then record
+    that the catalog of each declared field is complete: once, after declaring a field on
+    a deployment that already has threads."""
+    saver = open_saver(**settings)
+    with progress("reading every thread"):
+        building = saver.ops.catalog.plan_build()
+    plan = building.to_dict()
+    lines = [
+        f"catalog of {', '.join(plan['fields'])}: file "
+        f"{render.plural(plan['threads'], 'thread')} "
+        f"({plan['entries']} entries)"
+    ]
+    if plan["skipped_threads"]:
+        lines.append(
+            f"{render.plural(plan['skipped_threads'], 'thread')} do not open with these keys "
+            "and are left out"
+        )
+
+    def build() -> dict[str, Any]:
+        return building.execute().to_dict()
+
+    return plan_then(
+        as_json, yes, plan, lines, build, said=lambda r: f"filed {r['threads']} threads"
+    )

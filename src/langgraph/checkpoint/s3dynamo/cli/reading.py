@@ -52,16 +52,32 @@ NS_HELP = (
     "--limit", default=50, show_default=True, type=click.IntRange(1), help="threads per page"
 )
 @click.option("--page-token", help="continue after the page that printed this token")
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="only threads whose latest checkpoint's metadata has KEY equal to the text VALUE "
+    "(repeatable); on a declared catalog field, from the thread catalog",
+)
 @json_option
 @store_options
-def threads(limit: int, page_token: str | None, as_json: bool, **settings: Any) -> int:
-    """List threads, most recently updated first (a scan of the table)."""
+def threads(
+    limit: int, page_token: str | None, filters: tuple[str, ...], as_json: bool, **settings: Any
+) -> int:
+    """List threads, most recently updated first: a scan of the table, or, with --filter
+    on a field declared in S3DYNAMO_CATALOG_FIELDS, the thread catalog (only the threads
+    that have had that value are read)."""
     saver = open_saver(**settings)
     try:
         render.parse_page_token(page_token) if page_token else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--page-token") from None
-    data = views.threads(saver, limit=limit, page_token=page_token)
+    try:
+        metadata = render.metadata_filter(filters)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--filter") from None
+    data = views.threads(saver, limit=limit, page_token=page_token, metadata=metadata)
     if as_json:
         emit_json(data)
         return OK
@@ -73,7 +89,7 @@ def threads(limit: int, page_token: str | None, as_json: bool, **settings: Any) 
     for row in data["threads"]:
         table.add_row(
             escape(render.shown_id(row["thread_id"])),
-            str(row["checkpoints"]),
+            "-" if row["checkpoints"] is None else str(row["checkpoints"]),
             "-" if row["last_step"] is None else str(row["last_step"]),
             render.short_time(row["last_updated"]),
         )

@@ -15,11 +15,19 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ThreadNotFoundError
 from langgraph.checkpoint.s3dynamo.ops.inspect import Progress, no_progress
 
 
-def threads(saver: S3DynamoSaver, *, limit: int, page_token: str | None) -> dict[str, Any]:
+def threads(
+    saver: S3DynamoSaver,
+    *,
+    limit: int,
+    page_token: str | None,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """{"threads": [{"thread_id", "checkpoints", "namespaces", "last_checkpoint_id",
     "last_step", "last_updated"}], "next_page_token", "unreadable_records"}: one page,
-    most recently updated first."""
-    report = saver.ops.threads()
+    most recently updated first; with `metadata`, the threads whose latest checkpoint
+    matches it ("checkpoints" and "namespaces" are null when the thread catalog answered:
+    it reads no thread whole)."""
+    report = saver.ops.threads(metadata or None)
     rows = sorted((t.to_dict() for t in report.threads), key=render.thread_order)
     rest = render.after_token(rows, page_token)
     page = [dict(r) for r in rest[:limit]]

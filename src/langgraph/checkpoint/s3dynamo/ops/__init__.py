@@ -14,6 +14,7 @@ plan and executes it on `--yes`). Inspections return reports. Each plan and repo
     reencrypt.py  re-sealing under the active key
     memory.py     the Store's and the node cache's maintenance (`saver.ops.memory`)
     inspect.py    threads, history, stats and verify reports
+    catalog.py    building the thread catalog (`saver.ops.catalog`)
     check.py      the up-front check and KMS key rotation
 
 The deployment check guards every read here as on the saver's own path: an empty
@@ -25,7 +26,7 @@ reported as tampering.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -42,6 +43,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.layout import is_memory_pk
+from langgraph.checkpoint.s3dynamo.ops import catalog as catalogs
 from langgraph.checkpoint.s3dynamo.ops import check as checks
 from langgraph.checkpoint.s3dynamo.ops import (
     gc,
@@ -91,6 +93,11 @@ class Operations:
         from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
 
         return MemoryOperations(self.parts)
+
+    @cached_property
+    def catalog(self) -> catalogs.CatalogOperations:
+        """The thread catalog's maintenance: building it (`ops/catalog.py`)."""
+        return catalogs.CatalogOperations(self.parts)
 
     @contextmanager
     def _table_wide(self, what: str, scope: str | None, *, every: bool = False) -> Iterator[None]:
@@ -253,11 +260,8 @@ class Operations:
         (`.scanned_all` is False). `scope` names this saver's prefix (needed without one
         on a table that holds tenants), or is "*": every tenant's idle threads, in one
         Scan (strategy "delete" only, which opens nothing, so needs no tenant's keys)."""
-        ttl = (
-            duration(older_than, "older_than")
-            if older_than is not None
-            else self.parts.settings.retention
-        )
+        given = older_than is not None
+        ttl = duration(older_than, "older_than") if given else self.parts.settings.retention
         if ttl is None:
             raise InvalidConfigError(
                 "expiring idle threads needs a time to live and none is set; pass "
@@ -349,9 +353,8 @@ class Operations:
     def plan_import(
         self, source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None
     ) -> migrate.ImportPlan:
-        """What importing threads from another LangGraph checkpointer copies (default:
-        every thread its `list(None)` shows); `.execute()` copies them. See
-        `ops/migrate.py`."""
+        """What importing from another LangGraph checkpointer copies (default: every thread
+        its `list(None)` shows); `.execute()` copies them (`ops/migrate.py`)."""
         return migrate.plan_import(self.store, self.parts.deployment, source, thread_ids)
 
     def import_threads(
@@ -359,10 +362,9 @@ class Operations:
     ) -> migrate.ImportPlan:
         """Copy threads, whole histories with every namespace and pending write, from any
         LangGraph checkpointer (`InMemorySaver`, `SqliteSaver`, `PostgresSaver`, AWS's
-        `DynamoDBSaver`, ...). Resumable: a repeat after an interruption copies what is
-        missing and duplicates nothing; a thread that already has other checkpoints here
-        is reported in `.conflicts`, never overwritten. Returns the executed plan
-        (`.result()` says what was copied)."""
+        `DynamoDBSaver`, ...). Resumable: a repeat copies what is missing and duplicates
+        nothing; a thread that has other checkpoints here is reported in `.conflicts`,
+        never overwritten. Returns the executed plan (`.result()`: what was copied)."""
         return self.plan_import(source, thread_ids).execute()
 
     def plan_delete_runs(self, run_ids: Sequence[str]) -> threads.DeleteRunsPlan:
@@ -392,13 +394,12 @@ class Operations:
         One conditional UpdateItem takes it; another holder waits up to `wait` seconds
         (default: `ttl` + 1, long enough for a crashed holder's lease to lapse), then
         `LeaseTimeoutError`; `wait=0` fails fast. The lease lasts `ttl` seconds (default
-        10) past the holder's last write or renewal: each write in the block renews it in
-        its own request, and a heartbeat thread (`heartbeat=False` turns it off) renews
-        it when a third of `ttl` passed without one, so only a dead or stalled holder
-        loses it. With the Lambda `context`, the lease never outlasts the invocation and
-        the wait ends a second before it does. Writes made in the block carry its fencing
-        token: once another holder took the lease, they are refused with
-        `LeaseLostError`. Details in `lease.py` and docs/RELIABILITY.md."""
+        10) past the holder's last write or renewal: each write in the block renews it,
+        and a heartbeat thread (`heartbeat=False` turns it off) renews it when a third of
+        `ttl` passed without one, so only a dead or stalled holder loses it. With the
+        Lambda `context`, the lease never outlasts the invocation and the wait ends a
+        second before it does. Writes in the block carry its fencing token: once another
+        holder took the lease, they are refused with `LeaseLostError` (`lease.py`)."""
         tid = thread_id_of(thread_id)
         return lease.thread_lock(self.store, tid, ttl, wait, context=context, heartbeat=heartbeat)
 
@@ -417,10 +418,11 @@ class Operations:
 
     # ---------------------------------------------------------- inspection
 
-    def threads(self) -> inspect.ThreadsReport:
-        """Every thread with checkpoints (a scan of the table)."""
+    def threads(self, metadata: Mapping[str, Any] | None = None) -> inspect.ThreadsReport:
+        """Every thread with checkpoints (a scan of the table); with `metadata`, those whose
+        latest checkpoint holds each pair, through the catalog on a declared field."""
         self.parts.deployment.verify(write=False)
-        return inspect.threads(self.store)
+        return inspect.threads(self.store, metadata)
 
     def history(self, thread_id: str, ns: str | None = None) -> list[inspect.HistoryItem]:
         """A thread's checkpoints newest first (`ns`: one namespace, else all), decoded,

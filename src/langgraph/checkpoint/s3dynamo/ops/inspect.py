@@ -10,6 +10,7 @@ codec: nothing here knows the record layout or decodes on its own.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -56,10 +57,13 @@ def item_label(key: ItemKey) -> str:
 
 
 @dataclass
-class ThreadSummary:
+class ThreadRow:
+    """One thread as `threads` lists it; `checkpoints` and `namespaces` are None when the
+    listing came from the thread catalog (which reads no thread whole)."""
+
     thread_id: str
-    checkpoints: int
-    namespaces: int
+    checkpoints: int | None
+    namespaces: int | None
     last_checkpoint_id: str
     last_step: Any
     last_updated: str | None
@@ -70,16 +74,35 @@ class ThreadSummary:
 
 @dataclass
 class ThreadsReport:
-    """Every thread with checkpoints here, and the checkpoint records that did not open
-    (other keys or naming secret, or altered)."""
+    """Every thread with checkpoints here (with a filter, those whose latest checkpoint
+    matches it), and the checkpoint records that did not open (other keys or naming
+    secret, or altered)."""
 
-    threads: list[ThreadSummary]
+    threads: list[ThreadRow]
     unreadable_records: int
     opened_records: int
 
 
-def threads(store: ThreadStore) -> ThreadsReport:
-    """One scan of the table: each thread's checkpoints, namespaces and latest step."""
+def threads(store: ThreadStore, metadata: Mapping[str, Any] | None = None) -> ThreadsReport:
+    """Each thread's checkpoints, namespaces and latest step, from one Scan; with
+    `metadata`, the threads whose latest checkpoint (root namespace) holds each pair,
+    through the thread catalog when it asks a value of a declared field whose catalog is
+    complete: only those threads are read, their checkpoints not counted (search.py)."""
+    usable = store.catalog.usable(metadata)
+    if usable is not None and store.catalog.complete(usable[0]):
+        found = store.threads.search(metadata, sys.maxsize)
+        rows = [
+            ThreadRow(
+                t.thread_id,
+                None,
+                None,
+                t.checkpoint_id,
+                t.metadata.get("step"),
+                t.updated_at.isoformat(),
+            )
+            for t in found
+        ]
+        return ThreadsReport(rows, 0, len(rows))
     records = (r for r in store.scope.records() if isinstance(r, CheckpointRecord))
     grouped = store.finder.pair(records)
     counts: dict[str, int] = {}
@@ -94,12 +117,15 @@ def threads(store: ThreadStore) -> ThreadsReport:
             latest[e.tid] = e
     rows = []
     for tid, e in latest.items():
-        step, ts = None, None
+        md: Mapping[str, Any] = {}
+        ts = None
         with contextlib.suppress(IntegrityError):  # `verify` reports it; the listing goes on
-            step = (store.walker.open_metadata(e) or {}).get("step")
+            md = store.walker.open_metadata(e) or {}
             ts = store.walker.open_body(e).get("ts")
+        if metadata and not all(md.get(k) == v for k, v in metadata.items()):
+            continue
         rows.append(
-            ThreadSummary(tid, counts[tid], len(namespaces[tid]), e.checkpoint_id, step, ts)
+            ThreadRow(tid, counts[tid], len(namespaces[tid]), e.checkpoint_id, md.get("step"), ts)
         )
     return ThreadsReport(rows, len(grouped.unopened), len(grouped.entries))
 

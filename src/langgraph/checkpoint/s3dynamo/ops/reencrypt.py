@@ -1,7 +1,8 @@
 """Re-encryption: every blob not sealed under the active key is sealed again under it, so
 an old key can leave the keyring. Objects are overwritten in place (same name, same
 identity, same value); records are replaced only if unchanged since they were read, and a
-thread whose records a concurrent writer changed is read again. Interrupted, nothing
+thread whose records a concurrent writer changed is read again; then the thread's catalog
+entries, each while it exists. Interrupted, nothing
 visible changes (some blobs are under the new key, some under the old one, and the
 keyring holds both); a repeat re-seals what is left and then finds nothing to do."""
 
@@ -107,7 +108,7 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
             return 0
         # Objects are overwritten in place: same name, same identity, same value.
         if store.write_rotation(tid, plan):
-            return plan.blobs
+            return plan.blobs + store.catalog.reseal(tid)  # its catalog entries too
         # A concurrent writer changed a record between read and update: read again.
     raise StorageError(
         f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "

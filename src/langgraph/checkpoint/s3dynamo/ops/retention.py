@@ -32,6 +32,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     LEASE_SK,
     PRUNING_HEAD,
     borrow_lender,
+    catalog_ref_token,
     day_of_idle_key,
     head_namespace,
     is_control_pk,
@@ -100,6 +101,8 @@ class SeenThread:
     lease: bool = False
     # Threads whose objects it shares, as a copy (its borrowings).
     borrowed: set[str] = field(default_factory=set)
+    # The back-references of its catalog entries.
+    catalogued: set[ItemKey] = field(default_factory=set)
     # operations whose marks the thread holds (an operation of several requests left
     # unfinished, or running now)
     marks: set[str] = field(default_factory=set)
@@ -122,6 +125,8 @@ class SeenThread:
                 self.lease = True
             elif (lender := borrow_lender(sk)) is not None:
                 self.borrowed.add(lender)
+            elif catalog_ref_token(sk) is not None:
+                self.catalogued.add(stamp.key)
             return
         self.records += 1
         ns_name = parse_sk(sk)[0]
@@ -151,6 +156,7 @@ class SeenThread:
         return (
             self.lease
             or bool(self.marks)
+            or bool(self.catalogued)
             or any((tombstone_time(head) or 0) <= cutoff for head in self.heads.values())
         )
 
@@ -372,17 +378,18 @@ class ExpiryPlan:
         deleted = store.engine.objects.delete_unchanged(old)
         for lender in sorted(seen.borrowed):
             store.deleter.release(name, lender, set())
-        # 6. Every mark (an interrupted operation's too), then the lease, live heads, and
-        # tombstones older than the TTL.
+        # 6. Every mark (an interrupted operation's too), the catalog's entries, then the
+        # lease, live heads, tombstones older than the TTL and the entries' back-references.
         store.deleter.unhide(
             {m.key for m in hiding} | {s.key for s in stamps if is_mark_key(s.key.sk)}
         )
+        refs = store.deleter.uncatalog(seen.catalogued)
         gone = [
             head_key(name, ns)
             for ns, head in heads.items()
             if (tombstone_time(head) or 0) <= self.cutoff
         ]
-        store.engine.batch(deletes=[*gone, lease])
+        store.engine.batch(deletes=[*gone, lease, *refs])
         with self._lock:  # threads are removed in parallel
             self.removed.append(name)
             self.records_deleted += len(keys)

@@ -208,11 +208,14 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     written = [new for _, new in plan.records] if plan else []
     if plan:
         lend(store, src, name, written, todo)
+    # The target is filed under every declared value of the checkpoints copied, with its
+    # records (a repeat files it again, whatever an interruption left).
+    filed = store.catalog.entries_of(dst, (store.walker.open_metadata(e) for e in entries))
     store.deleter.written_hidden(
         dst,
         {store.namer.namespace(dst, e.ns) for e in todo},
         copying,
-        lambda: store.write_copy(dst, plan) if plan else None,
+        lambda: store.write_copy(dst, plan, filed),
         newest(store, dst, [(e.ns, e.checkpoint_id) for e in entries]),
     )
     return sum(1 for r in written if isinstance(r, CheckpointRecord))
@@ -531,6 +534,8 @@ def delete_checkpoints(
     store.deleter.hide(hiding)
     store.deleter.delete_records(doomed)
     store.deleter.unhide({m.key for m in hiding})
+    if store.catalog.enabled:  # a thread left without records leaves the catalog
+        parallel(store.deleter.drop_catalog_if_empty, sorted(by_thread))
 
 
 def plan_delete_runs(

@@ -8,6 +8,8 @@ are private to this package (the architecture test checks that nothing outside n
 them):
 
     finder.py     finding records and grouping them into checkpoints (`Entry`)
+    catalog.py    the thread catalog: threads filed by declared metadata values
+    search.py     threads through the catalog, newest activity first
     walker.py     the one walk over a checkpoint's blobs, and how each opens
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
     committer.py  what a checkpoint's or a task's records hold, as the engine's plans
@@ -40,6 +42,7 @@ from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.layout import SHARING_FORMAT
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import loan_parts
+from langgraph.checkpoint.s3dynamo.store.catalog import Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
@@ -50,6 +53,12 @@ from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewrite, Rewriter
 from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT, Scope
+from langgraph.checkpoint.s3dynamo.store.search import (
+    Before,
+    ThreadSearch,
+    ThreadSummaries,
+    ThreadSummary,
+)
 from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import (
     Blobs,
@@ -63,8 +72,10 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 
 __all__ = [
     "EVERY_DEPLOYMENT",
+    "Before",
     "Blobs",
     "BundleBlob",
+    "Catalogued",
     "CheckpointAt",
     "Entry",
     "Grouped",
@@ -75,6 +86,8 @@ __all__ = [
     "StorePolicy",
     "StoredValues",
     "ThreadStore",
+    "ThreadSummaries",
+    "ThreadSummary",
     "ValueBlob",
     "WriteBlob",
     "hold",
@@ -111,11 +124,14 @@ class ThreadStore(Upkeep):
         # What a read hands the next write on the same checkpoint (handoff.py).
         self.handoff = Handoff(namer, id(self))
         self.decoder = Decoder(self.walker, self.handoff)
+        self.catalog = Catalog(engine, namer, codec, self.handoff, policy.catalog_fields)
+        self.threads = ThreadSearch(self.catalog, self.finder, self.walker)
         self.committer = Committer(
             engine=engine,
             finder=self.finder,
             walker=self.walker,
             handoff=self.handoff,
+            catalog=self.catalog,
             policy=policy,
         )
         self.deleter = Deleter(engine, self.finder, namer, self.now, lambda: self.clock())
@@ -131,7 +147,13 @@ class ThreadStore(Upkeep):
         clone.finder = _rebound(self.finder, codec=codec)
         clone.walker = _rebound(self.walker, codec=codec)
         clone.decoder = _rebound(self.decoder, walker=clone.walker)
-        clone.committer = _rebound(self.committer, finder=clone.finder, walker=clone.walker)
+        clone.catalog = _rebound(self.catalog, codec=codec)
+        clone.threads = _rebound(
+            self.threads, catalog=clone.catalog, finder=clone.finder, walker=clone.walker
+        )
+        clone.committer = _rebound(
+            self.committer, finder=clone.finder, walker=clone.walker, catalog=clone.catalog
+        )
         clone.deleter = _rebound(self.deleter, finder=clone.finder)
         clone.rewriter = _rebound(self.rewriter, walker=clone.walker, finder=clone.finder)
         return clone
@@ -183,8 +205,11 @@ class ThreadStore(Upkeep):
 
     def decode(self, entry: Entry) -> CheckpointTuple:
         """One checkpoint decoded for a run that continues from it: its stored values
-        and skeleton are kept for the next `commit` on it (the read-to-write hand-off)."""
-        return next(self.decoder.decode([entry], remember=True))
+        and skeleton are kept for the next `commit` on it, and its declared metadata
+        values for the catalog (the read-to-write hand-off)."""
+        found = next(self.decoder.decode([entry], remember=True))
+        self.catalog.seen(entry.tid, found.metadata)
+        return found
 
     # ------------------------------------------------- committing: the write path
 

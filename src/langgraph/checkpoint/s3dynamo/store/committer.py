@@ -72,10 +72,12 @@ from langgraph.checkpoint.s3dynamo.records import (
     record_item,
 )
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.format import (
     DeletedSince,
+    catalog_items,
     commit_checkpoint,
     commit_writes,
 )
@@ -121,12 +123,14 @@ class Committer:
         finder: Finder,
         walker: Walker,
         handoff: Handoff,
+        catalog: Catalog,
         policy: StorePolicy,
     ) -> None:
         self.engine = engine
         self.finder = finder
         self.walker = walker
         self.handoff = handoff
+        self.catalog = catalog
         self.delta_max = policy.delta_max
         self.detect_concurrent_runs = policy.detect_concurrent_runs
         # Object key -> opened data of recent delta bases.
@@ -262,6 +266,7 @@ class Committer:
             written_at=self.now(),
         )
         self.refuse_oversized(tid, ns, cid, record, metadata)
+        filed = self.catalog.entries_for(tid, ns, parent_id, metadata)
         run_key = self.handoff.run_key(tid, ns)
         head = (
             HeadMove(
@@ -281,12 +286,17 @@ class Committer:
         held = lease.stamp() if lease is not None else None
         # The commit deletes the intent in its own transaction; a plain PutItem commit
         # (detection off: a store without transactions may be in use) leaves that to
-        # the engine, right after it.
+        # the engine, right after it. Catalog entries go in the transaction, or in one
+        # batch before the plain write.
+        transaction = head is not None or lease is not None
         plan = WritePlan(
             pk,
-            writes=commit_checkpoint(record, head, held, record.written_at or self.now()),
+            writes=commit_checkpoint(
+                record, head, held, record.written_at or self.now(), filed if transaction else ()
+            ),
             uploads=uploads,
-            closes_intent=head is not None or lease is not None,
+            batched=() if transaction else catalog_items(filed),
+            closes_intent=transaction,
             at_ms=self._stamp_ms(),
         )
         try:
@@ -296,11 +306,13 @@ class Committer:
             if isinstance(exc, ThreadDeletedError):
                 # The writes this store made since the delete are its records' only trace:
                 # nothing of the run stays (docs/RELIABILITY.md, "Deletes stay deleted").
-                self.engine.batch(deletes=self.handoff.deleted(tid, ns, cid))
+                self.engine.batch(deletes=self.handoff.deleted(tid, ns))
             raise
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
         self.handoff.keep(tid, ns, cid, stored)
+        self.handoff.committed(tid, ns, cid)
+        self.catalog.written(tid, filed)
         runs.committed(run_key, cid)
         return cid
 
@@ -381,17 +393,18 @@ class Committer:
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
 
         held = lease.stamp() if lease is not None else None
-        # Writes to a checkpoint this store did not commit (a run resumed from what it
-        # loaded) are held to the namespace not being deleted after the checkpoint was
-        # made: one transaction. Those to one it committed go plain; once a commit found
-        # the namespace deleted, they are refused, and one that raced it is taken back.
+        # Writes to a checkpoint a run loaded and this store did not commit (a run
+        # resumed from what it loaded) are held to the namespace not being deleted after
+        # the checkpoint was made: one transaction. Others go plain (LangGraph may send
+        # them before the checkpoint's own put); once a commit found the namespace
+        # deleted, they are refused, and one that raced it is taken back.
         made = self.handoff.writing(tid, ns, cid, record.key)
         deleted = ThreadDeletedError("a commit of this run found the thread deleted")
-        if made.dead:
+        if self.handoff.is_dead(tid, ns, cid, made):
             deleted.refusing(f"{at.what}: writes of task {task_id!r}")
             raise deleted
         guard = None
-        if not made.ours and self.detect_concurrent_runs:
+        if made.loaded and not made.ours and self.detect_concurrent_runs:
             guard = DeletedSince(head_key(pk, parse_sk(sk)[0]), checkpoint_time(cid))
         plan = WritePlan(
             pk,
@@ -405,7 +418,7 @@ class Committer:
         except ConcurrentUpdateError as exc:  # a lease lost, or the thread deleted
             exc.refusing(f"{at.what}: writes of task {task_id!r}")
             raise
-        if made.dead:
+        if self.handoff.is_dead(tid, ns, cid, made):
             self.engine.batch(deletes=[record.key])
             deleted.refusing(f"{at.what}: writes of task {task_id!r}")
             raise deleted

@@ -16,7 +16,8 @@ Order (`delete_thread`; retention's delete and prune follow it too):
    no longer points at them.
 5. What the thread shared of other threads' objects (it was a copy): each loan ends
    (`release`), and the objects it kept that nothing else keeps go.
-6. The marks, then the heads: removed last.
+6. The marks; its catalog entries (found through their back-references in its control
+   partition); then the heads and the back-references: removed last.
 
 Interrupted anywhere, a repeat reads the keys again and finishes. The argument, and
 what each reader sees meanwhile: docs/RELIABILITY.md, "Deleting, copying, pruning".
@@ -28,6 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.layout import (
+    CATALOG_REF,
     TOP,
     borrow_lender,
     borrow_sk,
@@ -44,7 +46,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import ItemKey, Mark, mark_item
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
-from langgraph.checkpoint.s3dynamo.store.format import head_items, unlend
+from langgraph.checkpoint.s3dynamo.store.format import catalog_deletes, head_items, unlend
 
 
 class Deleter:
@@ -97,7 +99,29 @@ class Deleter:
                 deleted += self.release(thread_name, lender, set())
         # Every mark goes: a copy's or a prune's left by an interrupted run included.
         self.unhide({*(m.key for m in marks), *(k for k in keys if is_mark_key(k.sk))})
+        self.engine.batch(deletes=self.uncatalog(control))
         return len(records) + deleted
+
+    def uncatalog(self, control: Iterable[ItemKey]) -> list[ItemKey]:
+        """Delete the catalog entries the back-references among these control keys of a
+        thread point at (one batch, only if there are any); the back-references, which
+        the caller deletes after them, so an interrupted removal is found again."""
+        entries, refs = catalog_deletes(control)
+        self.engine.batch(deletes=entries)
+        return refs
+
+    def drop_catalog(self, thread_name: str) -> None:
+        """Remove a thread's catalog entries, then their back-references: what deleting
+        it does to the catalog, for an operation that removes a thread another way (one
+        Query of its control partition; nothing more without entries)."""
+        refs = self.uncatalog(self.finder.keys(control_pk(thread_name), prefix=CATALOG_REF))
+        self.engine.batch(deletes=refs)
+
+    def drop_catalog_if_empty(self, thread_name: str) -> None:
+        """`drop_catalog`, if the thread has no record left (a strongly consistent Query
+        of one item first)."""
+        if not self.finder.has_records(thread_name):
+            self.drop_catalog(thread_name)
 
     def delete_marks(
         self, thread_name: str, records: Iterable[ItemKey], keep: Iterable[ItemKey] = ()
@@ -150,7 +174,7 @@ class Deleter:
             for ns_name in sorted(ns_names)
         ]
         self.hide(hiding)
-        heads = self.finder.heads(name)
+        heads = self.finder.thread_heads(name)
         reopened = {ns: cid for ns, cid in latest.items() if tombstone_time(heads.get(ns))}
         if reopened:
             self.engine.batch(head_items(name, reopened))

@@ -367,12 +367,23 @@ class Finder:
         items = every_item(self._ports.table, pk, where=where, consistent=consistent, attributes=())
         return [key_of(i) for i in items]
 
-    def heads(self, thread_name: str) -> dict[str, str]:
+    def thread_heads(self, thread_name: str) -> dict[str, str]:
         """What each namespace head of a thread names (a checkpoint id or a tombstone),
         by namespace name, read strongly consistent."""
         where = begins(SORT_KEY, HEAD_PREFIX)
         items = every_item(self._ports.table, control_pk(thread_name), where=where, consistent=True)
         return {head_namespace(key_of(i).sk) or "": str(i.get(HEAD, "")) for i in items}
+
+    def has_records(self, thread_name: str) -> bool:
+        """Whether a thread named as stored holds any record or mark (one strongly
+        consistent Query of one item)."""
+        return bool(self._ports.table.query(thread_name, limit=1, consistent=True).items)
+
+    def heads(self, keys: Sequence[ItemKey]) -> dict[ItemKey, str]:
+        """What these heads name (a checkpoint id, or a tombstone), those that exist: one
+        BatchGetItem per 100, eventually consistent (a listing's order)."""
+        found = self._ports.table.get_many(keys) if keys else []
+        return {key_of(i): str(i[HEAD]) for i in found if HEAD in i}
 
     def loans(
         self, lender: str, borrower: str | None = None, *, backed: bool = False

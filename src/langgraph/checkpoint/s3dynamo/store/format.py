@@ -7,6 +7,9 @@ A checkpoint commits in one transaction: its record, its namespace's head moved 
 condition, for a run continuing the latest it loaded: `runs.py`), under a lease the
 lease's fencing check (which renews it), and the upload intent's delete. With none of
 those, the record alone is one plain write, which a table without transactions serves.
+A thread's first checkpoint, and a put of a declared value its process does not know
+the thread has, add the thread's catalog entries (`catalog_records.py`) to that
+transaction; beside a plain write they go in one batch before it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items, entry_of_ref
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     LeaseLostError,
@@ -71,22 +75,53 @@ from langgraph.checkpoint.s3dynamo.table import (
 
 
 def commit_checkpoint(
-    record: CheckpointRecord, head: HeadMove | None, fence: Fence | None, now: int
+    record: CheckpointRecord,
+    head: HeadMove | None,
+    fence: Fence | None,
+    now: int,
+    catalog: Sequence[CatalogEntry] = (),
 ) -> list[Put | Update | Delete]:
     """The writes of one checkpoint's commit (module docstring); `now` dates the idle
-    index key, which goes on the head, or on the record when there is none. The engine
-    adds the upload intent's delete."""
+    index key, which goes on the head, or on the record when there is none. `catalog`:
+    entries (with their back-references) the commit writes too, in a transaction only.
+    The engine adds the upload intent's delete."""
     idle = idle_key(record.pk, record.written_at or now)
     item = record_item(record)
     if head is None:
         item[IDLE_KEY] = idle
-    writes: list[Put | Update | Delete] = [Put(item)]
+    writes: list[Put | Update | Delete] = [Put(item), *catalog_puts(catalog)]
     # The fence before the head: a lease taken over is what a refused head then means.
     if fence is not None:
         writes.append(fenced(fence))
     if head is not None:
         writes.append(move_head(head, idle))
     return writes
+
+
+def catalog_puts(entries: Iterable[CatalogEntry]) -> list[Put | Update | Delete]:
+    """Catalog entries and their back-references, written whole and unconditionally (a
+    repeat writes the same items), in a commit's transaction."""
+    return [Put(item) for item in entry_items(entries)]
+
+
+def catalog_items(entries: Iterable[CatalogEntry]) -> list[Item]:
+    """The same, as the items a batch writes before a plain commit, or a copy's."""
+    return entry_items(entries)
+
+
+def catalog_resealed(entry: CatalogEntry) -> Put:
+    """An entry sealed again (a key rotation), written only while the entry exists: a
+    thread deleted meanwhile is not filed again."""
+    [item, _] = entry_items([entry])
+    return Put(item, when=exists())
+
+
+def catalog_deletes(refs: Iterable[ItemKey]) -> tuple[list[ItemKey], list[ItemKey]]:
+    """What removing a thread's catalog entries deletes, in two steps: the entries its
+    back-references point at, then the back-references (a repeat finds them again)."""
+    refs = [r for r in refs if entry_of_ref(r) is not None]
+    entries = [e for r in refs if (e := entry_of_ref(r)) is not None]
+    return sorted(entries), sorted(refs)
 
 
 def commit_writes(

@@ -6,7 +6,10 @@ then commits its child (`put`); two things pass between them, kept here and nowh
   uploading them again, and learns which objects can serve as delta bases;
 - the run key under which concurrent-run detection (`runs.py`) records what a run
   loaded and what it committed, so a put continuing the latest it loaded commits only
-  if nothing else moved the namespace meanwhile.
+  if nothing else moved the namespace meanwhile;
+- the catalog tokens (declared metadata values) a thread is known to have entries
+  under, from what was read or written of it: a put writes only the others
+  (`store/catalog.py`).
 
 The decoder fills it when a read is remembered, the committer reads it and fills it
 after each commit, and `ThreadStore.forget` clears it after anything rewrote records.
@@ -14,25 +17,31 @@ after each commit, and `ThreadStore.forget` clears it after anything rewrote rec
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.identities import checkpoint_time
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValues
 
 # Checkpoints whose stored values are kept for the next put on them.
 CARRY_CACHE_SIZE = 256
+# Threads whose catalog tokens are kept: a token set is a few hashes.
+CATALOGUED_CACHE_SIZE = 4096
 
 
 @dataclass
 class Made:
-    """A checkpoint this store wrote to lately: whether it committed the checkpoint (or
-    is committing it), the writes records it wrote for it, and whether a commit found
-    its namespace deleted since."""
+    """A checkpoint this store loaded or wrote to lately: whether a run loaded it,
+    whether this store committed it (or is committing it), the writes records it wrote
+    for it, and whether a commit found its namespace deleted since."""
 
+    loaded: bool = False
     ours: bool = False
+    committed: bool = False
     writes: list[ItemKey] = field(default_factory=list)
     dead: bool = False
 
@@ -45,10 +54,15 @@ class Handoff:
         self.namer = namer
         self.store_id = store_id
         self.carry: Lru[tuple[str, str, str], StoredValues] = Lru(CARRY_CACHE_SIZE)
-        # Checkpoints this store wrote to lately: a task's writes to one it committed go
-        # without a check on the thread's head (the commit found it alive), and a run
-        # refused as deleted takes back the writes it made.
+        # Checkpoints this store loaded or wrote to lately: a task's writes to one a run
+        # loaded and this store did not commit are checked against the thread's head (a
+        # run resumed from what it loaded), and a run refused as deleted takes back the
+        # writes it made.
         self.made: Lru[tuple[str, str, str], Made] = Lru(CARRY_CACHE_SIZE)
+        # Namespaces a commit of this store found deleted, and when, until one commits
+        # there again. Both outlive `clear`: they are what runs did, not cached records.
+        self.gone: dict[tuple[str, str], float] = {}
+        self.catalogued: Lru[str, frozenset[str]] = Lru(CATALOGUED_CACHE_SIZE)
 
     def keep(self, tid: str, ns: str, cid: str, stored: StoredValues) -> None:
         """Where checkpoint `cid`'s values are stored, for a put whose parent it is."""
@@ -76,25 +90,52 @@ class Handoff:
             made.writes.append(writes)
         return made
 
-    def deleted(self, tid: str, ns: str, upto: str) -> list[ItemKey]:
-        """A commit of checkpoint `upto` found the namespace deleted: it and every
-        earlier checkpoint of the namespace this store wrote to are dead (writes to one
-        are refused from now on), and the writes records written for them are to be
-        deleted. A writer that wrote before it saw its checkpoint dead finds its key here
-        or, after its write, `dead` set (`Committer.commit_writes`)."""
+    def deleted(self, tid: str, ns: str) -> list[ItemKey]:
+        """A commit found the namespace deleted: every checkpoint of it this store wrote
+        to is dead, and so is any made before now and not committed, until a commit there
+        succeeds (writes to one are refused; a run starting the thread afresh makes new
+        ones); the writes records written for them are to be deleted. A
+        writer that wrote before it saw its checkpoint dead finds its key here or, after
+        its write, `is_dead` true (`Committer.commit_writes`)."""
+        self.gone[(tid, ns)] = time.time()
         keys: list[ItemKey] = []
-        for (t, n, cid), made in self.made.items():
-            if (t, n) == (tid, ns) and cid <= upto:
+        for (t, n, _), made in self.made.items():
+            if (t, n) == (tid, ns):
                 made.dead = True
                 keys.extend(made.writes)
         return keys
 
+    def committed(self, tid: str, ns: str, cid: str) -> None:
+        self._made(tid, ns, cid).committed = True
+        self.gone.pop((tid, ns), None)
+
+    def is_dead(self, tid: str, ns: str, cid: str, made: Made) -> bool:
+        """Whether writes to checkpoint `cid` are refused (`deleted`)."""
+        if made.dead:
+            return True
+        since = self.gone.get((tid, ns))
+        made_at = checkpoint_time(cid)
+        return since is not None and not made.committed and (made_at or 0) < since
+
+    def tokens(self, tid: str) -> frozenset[str]:
+        """The catalog tokens thread `tid` is known to have entries under."""
+        return self.catalogued.get(tid) or frozenset()
+
+    def keep_tokens(self, tid: str, tokens: frozenset[str]) -> None:
+        """Thread `tid` has entries under these tokens (written, or read of a checkpoint
+        whose declared values they are)."""
+        if not tokens <= self.tokens(tid):
+            self.catalogued.put(tid, self.tokens(tid) | tokens)
+
     def run_key(self, tid: str, ns: str) -> runs.Key:
         return (self.store_id, self.namer.thread(tid), self.namer.namespace(tid, ns))
 
-    def loaded(self, tid: str, ns: str, latest_id: str | None) -> None:
-        """This context's run loaded the namespace (`runs.loaded`)."""
+    def loaded(self, tid: str, ns: str, latest_id: str | None, found: str | None) -> None:
+        """This context's run loaded the namespace (`runs.loaded`), and checkpoint `found`
+        if it got one."""
         runs.loaded(self.run_key(tid, ns), latest_id)
+        if found is not None:
+            self._made(tid, ns, found).loaded = True
 
     def loaded_thread(self, tid: str) -> None:
         """This context's run listed every namespace of the thread."""
@@ -102,4 +143,4 @@ class Handoff:
 
     def clear(self) -> None:
         self.carry.clear()
-        self.made.clear()
+        self.catalogued.clear()

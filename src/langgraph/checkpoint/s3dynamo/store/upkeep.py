@@ -8,10 +8,11 @@ retention, copies, re-encryption, `check` and leases call these methods, never t
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
+from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry
 from langgraph.checkpoint.s3dynamo.errors import (
     LeaseLostError,
     StorageConfigError,
@@ -48,6 +49,7 @@ from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.format import (
     batch_items,
+    catalog_items,
     head_items,
     lease_expiry,
     lease_taken,
@@ -179,12 +181,19 @@ class Upkeep:
         """Every object of this deployment."""
         return self.ports.objects.list(self.prefix)
 
-    def write_copy(self, dst: str, rewrite: Rewrite) -> None:
+    def write_copy(
+        self, dst: str, rewrite: Rewrite | None, filed: Sequence[CatalogEntry] = ()
+    ) -> None:
         """What `rewrite` built for `dst` (a copy), as the engine writes every plan: its
-        objects in one wave, journaled, then its records in full batches."""
-        records = [new for _, new in rewrite.records]
+        objects in one wave, journaled, then its records and catalog entries `filed` in
+        full batches (entries alone when a repeat finds every record there)."""
+        records = [new for _, new in rewrite.records] if rewrite else []
+        items = [*batch_items(records), *catalog_items(filed)]
+        if not items:
+            return
         owner = self.namer.thread(dst)
-        self.engine.write(WritePlan(owner, uploads=rewrite.objects, batched=batch_items(records)))
+        objects = rewrite.objects if rewrite else ()
+        self.engine.write(WritePlan(owner, uploads=objects, batched=items))
 
     def write_rotation(self, tid: str, rewrite: Rewrite) -> bool:
         """What `rewrite` re-sealed in place (a rotation): objects overwritten (same

@@ -1,0 +1,96 @@
+"""The thread catalog's maintenance, as `saver.ops.catalog`: building it for the threads
+a deployment already holds (written before a field was declared, or by a process that
+declared none).
+
+`plan_build` reads every checkpoint record once (one Scan, through `store/scope.py`) and
+opens each one's metadata; `CatalogPlan.execute` files every thread under the declared
+values its checkpoints hold and under the deployment's token (full batches: an entry and
+its back-reference each; a thread filed already gets the same items again), then records,
+beside the deployment record, that the catalog of each declared field is complete. An
+interrupted build records nothing, and a repeat files every thread again: until then a
+search by the field raises `CatalogNotBuiltError` and `list(None, filter=...)` scans, as
+before the field was declared. A thread whose records do not open with these keys is
+skipped and reported. The catalog: `store/catalog.py`, docs/OPERATIONS.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo import arguments
+from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items
+from langgraph.checkpoint.s3dynamo.compose import Components
+from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
+from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CatalogPlan:
+    """What building the catalog writes: the entries of every thread (`execute()`
+    writes them, then the completeness records)."""
+
+    store: ThreadStore
+    threads: int
+    entries: list[CatalogEntry] = field(repr=False)
+    skipped: list[Skipped] = field(default_factory=list)
+    executed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fields": list(self.store.catalog.fields),
+            "threads": self.threads,
+            "entries": len(self.entries),
+            "skipped_threads": len(self.skipped),
+            "executed": self.executed,
+        }
+
+    def execute(self) -> CatalogPlan:
+        self.store.engine.batch(puts=entry_items(self.entries))
+        self.store.catalog.mark_complete()
+        self.executed = True
+        warn_skipped("catalog build", self.skipped)
+        log.info("catalog build: %d threads, %d entries", self.threads, len(self.entries))
+        return self
+
+
+def plan_build(store: ThreadStore) -> CatalogPlan:
+    """Every thread's entries, from one Scan of the deployment's records (nothing is
+    written)."""
+    store.catalog.require_fields()
+    skipped: list[Skipped] = []
+    records = (r for r in store.scope.records() if isinstance(r, CheckpointRecord))
+    metadata: dict[str, list[Any]] = {}
+    for e in store.finder.group(records, skipped=skipped):
+        metadata.setdefault(e.tid, []).append(store.walker.open_metadata(e))
+    entries = [e for tid, md in metadata.items() for e in store.catalog.entries_of(tid, md)]
+    return CatalogPlan(store, len(metadata), entries, skipped)
+
+
+class CatalogOperations:
+    """`saver.ops.catalog` (module docstring)."""
+
+    def __init__(self, parts: Components) -> None:
+        self.parts = parts
+        self.store = parts.store
+
+    def plan_build(self) -> CatalogPlan:
+        """What building the catalog files (one Scan; nothing written): every thread
+        under its declared values; `.execute()` writes it."""
+        with guarded(self.parts.deployment):
+            self.parts.deployment.verify(write=False)
+            return plan_build(self.store)
+
+    def build(self) -> CatalogPlan:
+        """File every thread the deployment holds, then record that the catalog of each
+        declared field is complete; returns the executed plan. Run it once after
+        declaring a field on a deployment that has threads (module docstring)."""
+        return self.plan_build().execute()
+
+
+# Every argument checked before the method runs (`arguments.py`): none is taken today.
+arguments.checked(CatalogOperations, arguments.CATALOG_OPERATIONS)

@@ -1,0 +1,262 @@
+"""The thread catalog: every thread of the deployment, and the threads that have had a
+value of a declared metadata field (`catalog_fields`), found through keyed-hash tokens
+at the cost of what they hold instead of a Scan of the table.
+
+Writing. A put files its thread under the token of each declared value of its metadata
+(and under the deployment's token) that its process does not know the thread has: an
+entry and its back-reference in the put's own commit (`entries_for`); a thread's first
+checkpoint (a root-namespace put with no parent) files all of them again. What a process
+wrote or read of a thread tells it which it has (`handoff.py`). Copies and imports file
+the target; a thread's deletion removes its entries through the back-references, after
+its records (`Deleter.uncatalog`).
+
+Reading. `threads(field, value)`: every thread that has had the value, from one Query of
+its partition (paged), each entry opened and checked against its keys (a forged or moved
+one is an `IntegrityError`). What `search_threads` makes of them: `store/search.py`.
+
+A field's catalog is complete once every thread has its entries; the deployment's
+partition records it (`complete_record`) when the deployment is created with the field
+declared, or once `ops.build_catalog` has filed every thread. Layout: `layout.py`; items:
+`catalog_records.py`; what the tokens reveal: docs/SECURITY.md, "The thread catalog".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
+from langgraph.checkpoint.s3dynamo.catalog_records import (
+    CatalogEntry,
+    complete_record,
+    declared_fields,
+    declared_values,
+    entry_from,
+    entry_key,
+    entry_of_ref,
+)
+from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.deployment import Control
+from langgraph.checkpoint.s3dynamo.equality import canonical
+from langgraph.checkpoint.s3dynamo.errors import (
+    CatalogNotBuiltError,
+    IntegrityError,
+    InvalidConfigError,
+)
+from langgraph.checkpoint.s3dynamo.layout import (
+    CATALOG_REF,
+    DEPLOYMENT_RECORD,
+    catalog_pk,
+    catalog_record,
+    control_pk,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.store.format import catalog_resealed
+from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
+from langgraph.checkpoint.s3dynamo.table import begins, every_item, key_of
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+# The field of the deployment's own entries: every thread (no declared field is "").
+EVERY_THREAD = ""
+
+
+class Catalogued(NamedTuple):
+    """A thread the catalog names: its id (opened from the entry) and its name as stored."""
+
+    tid: str
+    name: str
+
+
+class Catalog:
+    """The catalog of one deployment's threads, for the fields it declares (module
+    docstring)."""
+
+    def __init__(
+        self,
+        engine: BlobEngine,
+        namer: Namer,
+        codec: Codec,
+        handoff: Handoff,
+        fields: Sequence[str],
+    ) -> None:
+        self.engine = engine
+        self.namer = namer
+        self.codec = codec
+        self.handoff = handoff
+        self.fields = declared_fields(fields)
+        # The deployment's own partition, where completeness is recorded (set by the
+        # composition root; a store built without one takes every catalog as complete).
+        self.control: Control | None = None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any field is declared: without one, nothing is filed."""
+        return bool(self.fields)
+
+    def token(self, field: str, text: str = "") -> str:
+        """The token of one value (its canonical text) of a field; of the field alone
+        with no text; of every thread with neither."""
+        return self.namer.catalog(field, text)
+
+    def tokens(self, metadata: Mapping[str, Any] | None) -> frozenset[str]:
+        """What a checkpoint with this metadata files its thread under: the deployment's
+        token, and one per declared value it holds."""
+        values = declared_values(metadata, self.fields)
+        return frozenset(
+            [self.token(EVERY_THREAD), *(self.token(f, text) for f, text in values.items())]
+        )
+
+    def usable(self, filter: Mapping[str, Any] | None) -> tuple[str, str] | None:
+        """(field, token) of the first declared field the filter asks to equal a value a
+        token stands for; None when it names none."""
+        for field in self.fields:
+            if filter and field in filter and (text := canonical(filter[field])) is not None:
+                return field, self.token(field, text)
+        return None
+
+    # ------------------------------------------------------------ writing
+
+    def entries(self, tid: str, tokens: Iterable[str]) -> list[CatalogEntry]:
+        """The entries filing thread `tid` under these tokens, its id sealed for each."""
+        name = self.namer.thread(tid)
+        out = []
+        for token in sorted(set(tokens)):
+            key = entry_key(name, token)
+            out.append(CatalogEntry(key, self.codec.seal_catalog(key.pk, key.sk, tid)))
+        return out
+
+    def entries_of(
+        self, tid: str, metadata: Iterable[Mapping[str, Any] | None]
+    ) -> list[CatalogEntry]:
+        """Every entry filing thread `tid` under the declared values of these checkpoints'
+        metadata (a copy's, an import's); none without a declared field."""
+        if not self.enabled:
+            return []
+        return self.entries(tid, frozenset().union(*(self.tokens(md) for md in metadata)))
+
+    def entries_for(
+        self, tid: str, ns: str, parent_id: str | None, metadata: Mapping[str, Any]
+    ) -> list[CatalogEntry]:
+        """What a put of this metadata writes in its commit: every entry for a thread's
+        first checkpoint, else those this process does not know the thread has."""
+        if not self.enabled:
+            return []
+        tokens = self.tokens(metadata)
+        if ns or parent_id is not None:
+            tokens -= self.handoff.tokens(tid)
+        return self.entries(tid, tokens)
+
+    def written(self, tid: str, entries: Sequence[CatalogEntry]) -> None:
+        """A commit wrote these entries of thread `tid`."""
+        if entries:
+            self.handoff.keep_tokens(tid, frozenset(e.token for e in entries))
+
+    def seen(self, tid: str, metadata: Mapping[str, Any] | None) -> None:
+        """A checkpoint of thread `tid` with this metadata was read: every writer files
+        its thread under its declared values, so the thread has those entries."""
+        if self.enabled:
+            self.handoff.keep_tokens(tid, self.tokens(metadata))
+
+    # ------------------------------------------------------------ reading
+
+    def listed(self, token: str) -> list[CatalogEntry]:
+        """Every entry under a token (unopened), read strongly consistent, so that a
+        search finds a thread whose first put has just committed: one Query, paged."""
+        pk = catalog_pk(self.engine.prefix, token)
+        return [entry_from(i) for i in every_item(self.engine.ports.table, pk, consistent=True)]
+
+    def opened(self, entry: CatalogEntry) -> Catalogued:
+        """The thread an entry names, its sealed id opened for the entry's keys and checked
+        against its sort key: a forged or moved entry is an `IntegrityError`."""
+        what = f"catalog entry {entry.key.pk} {entry.key.sk}"
+        tid = self.codec.open_catalog(entry.key.pk, entry.key.sk, entry.sealed, what)
+        if self.namer.thread(tid) != entry.thread_name:
+            raise IntegrityError(
+                f"{what}: names a thread whose records are stored under another key: the "
+                "entry was moved, or written with another naming secret"
+            )
+        return Catalogued(tid, entry.thread_name)
+
+    def threads(self, field: str, value: Any) -> list[Catalogued]:
+        """Every thread that has had `value` in the declared field `field`, in no set
+        order (for a search, `store/search.py`; for what a subject is, a user's threads):
+        one Query of its partition, each entry opened. A field whose catalog is not
+        complete is `CatalogNotBuiltError`."""
+        if field not in self.fields:
+            raise InvalidConfigError(
+                f"{field!r} is not a declared catalog field; declared: {list(self.fields)} "
+                "(catalog_fields, S3DYNAMO_CATALOG_FIELDS)"
+            )
+        text = canonical(value)
+        if text is None:
+            raise InvalidConfigError(
+                f"the catalog files scalar values and lists of them; {field}={value!r} has "
+                "no entries"
+            )
+        self.require_complete(field)
+        return [self.opened(e) for e in self.listed(self.token(field, text))]
+
+    def reseal(self, tid: str) -> int:
+        """Seal thread `tid`'s entries again under the active key where an older key
+        sealed them (re-encryption), each replaced only while it exists: found through
+        their back-references (one Query), read in one BatchGetItem; how many."""
+        keyring = self.codec.sealer.keyring
+        if keyring is None:
+            return 0
+        table, name = self.engine.ports.table, self.namer.thread(tid)
+        refs = every_item(table, control_pk(name), where=begins(SORT_KEY, CATALOG_REF))
+        keys = [e for r in refs if (e := entry_of_ref(key_of(r))) is not None]
+        found = [entry_from(i) for i in table.get_many(keys, consistent=True)] if keys else []
+        stale = [e for e in found if self.codec.sealer.key_id_of(e.sealed) != keyring.active]
+        fresh = [self.entries(self.opened(e).tid, [e.token])[0] for e in stale]
+        parallel(lambda e: self.engine.apply(catalog_resealed(e)), fresh)
+        return len(fresh)
+
+    # ------------------------------------------------------------ completeness
+
+    def complete(self, field: str) -> bool:
+        """Whether every thread has its entries under `field`'s values (`EVERY_THREAD`:
+        under the deployment's token): the deployment's partition says so, or holds no
+        deployment record yet (nothing was written). Read once per process; read again
+        while it says no, so a catalog built meanwhile is seen."""
+        control = self.control
+        if control is None:
+            return True
+        name = catalog_record(self.token(field))
+        for records in (control.records, control.refresh):
+            found = records()
+            if DEPLOYMENT_RECORD not in found or name in found:
+                return True
+        return False
+
+    def require_fields(self) -> None:
+        """`InvalidConfigError` for a saver that declares no field (and keeps no catalog)."""
+        if not self.enabled:
+            raise InvalidConfigError(
+                "this saver declares no catalog field, so it keeps no thread catalog: set "
+                "catalog_fields (S3DYNAMO_CATALOG_FIELDS), such as 'langgraph' for "
+                "LangGraph's server's user_id, assistant_id and graph_id, then build it "
+                "once for the threads written before (s3dynamo catalog build)"
+            )
+
+    def require_complete(self, field: str) -> None:
+        """`require_fields`, then `CatalogNotBuiltError` unless the catalog of `field`
+        (`EVERY_THREAD`: of every thread) is complete."""
+        self.require_fields()
+        if not self.complete(field):
+            which = f"field {field!r}" if field else "every thread"
+            raise CatalogNotBuiltError(
+                f"the thread catalog of {which} is not complete in this deployment: threads "
+                "written before the field was declared have no entries yet. Build it once "
+                "(saver.ops.catalog.build(), or `s3dynamo catalog build`: one Scan of the "
+                "table), with every process writing threads declaring the same fields"
+            )
+
+    def mark_complete(self) -> None:
+        """Record that every thread has its entries under every declared field and the
+        deployment's token (after the deployment was created, or the catalog built)."""
+        if self.control is None or not self.enabled:
+            return
+        for field in (EVERY_THREAD, *self.fields):
+            self.control.put(complete_record(self.token(field)), None)
