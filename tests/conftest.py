@@ -81,14 +81,25 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
                 )
 
 
+# Whether the process's botocore session was made after moto's import.
+MOTO_HOOKED: list[bool] = []
+
+
 @pytest.fixture
 def aws() -> Iterator[None]:
     if BACKEND == "moto":
         from moto import mock_aws  # imported here, so the in-memory half never loads moto
 
+        from langgraph.checkpoint.s3dynamo.backends import aws_clients
         from langgraph.checkpoint.s3dynamo.testing import serialize_moto
 
         serialize_moto()
+        # moto hooks the botocore sessions made after its import: a session an earlier
+        # test of this process made before would send to AWS itself.
+        if not MOTO_HOOKED:
+            with aws_clients._lock:
+                aws_clients._session = None
+            MOTO_HOOKED.append(True)
         with mock_aws():
             yield
     else:

@@ -393,16 +393,11 @@ class Committer:
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
 
         held = lease.stamp() if lease is not None else None
-        # Writes to a checkpoint a run loaded and this store did not commit (a run
-        # resumed from what it loaded) are held to the namespace not being deleted after
-        # the checkpoint was made: one transaction. Others go plain (LangGraph may send
-        # them before the checkpoint's own put); once a commit found the namespace
-        # deleted, they are refused, and one that raced it is taken back.
+        # Writes to a checkpoint a run loaded and this store did not commit: held to its
+        # namespace not deleted since (docs/RELIABILITY.md, "Deletes stay deleted").
         made = self.handoff.writing(tid, ns, cid, record.key)
-        deleted = ThreadDeletedError("a commit of this run found the thread deleted")
-        if self.handoff.is_dead(tid, ns, cid, made):
-            deleted.refusing(f"{at.what}: writes of task {task_id!r}")
-            raise deleted
+        writes_of = f"{at.what}: writes of task {task_id!r}"
+        self.handoff.refuse_if_dead(tid, ns, cid, made, writes_of)
         guard = None
         if made.loaded and not made.ours and self.detect_concurrent_runs:
             guard = DeletedSince(head_key(pk, parse_sk(sk)[0]), checkpoint_time(cid))
@@ -416,12 +411,11 @@ class Committer:
         try:
             self.engine.write(plan)
         except ConcurrentUpdateError as exc:  # a lease lost, or the thread deleted
-            exc.refusing(f"{at.what}: writes of task {task_id!r}")
+            exc.refusing(writes_of)
             raise
-        if self.handoff.is_dead(tid, ns, cid, made):
+        if self.handoff.is_dead(tid, ns, cid, made):  # found deleted while it was sent
             self.engine.batch(deletes=[record.key])
-            deleted.refusing(f"{at.what}: writes of task {task_id!r}")
-            raise deleted
+            self.handoff.refuse_if_dead(tid, ns, cid, made, writes_of)
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
 

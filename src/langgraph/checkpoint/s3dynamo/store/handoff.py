@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.errors import ThreadDeletedError
 from langgraph.checkpoint.s3dynamo.identities import checkpoint_time
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import ItemKey
@@ -117,6 +118,13 @@ class Handoff:
         made_at = checkpoint_time(cid)
         return since is not None and not made.committed and (made_at or 0) < since
 
+    def refuse_if_dead(self, tid: str, ns: str, cid: str, made: Made, what: str) -> None:
+        """`ThreadDeletedError` for writes to checkpoint `cid` if they are refused."""
+        if self.is_dead(tid, ns, cid, made):
+            deleted = ThreadDeletedError("a commit of this run found the thread deleted")
+            deleted.refusing(what)
+            raise deleted
+
     def tokens(self, tid: str) -> frozenset[str]:
         """The catalog tokens thread `tid` is known to have entries under."""
         return self.catalogued.get(tid) or frozenset()
@@ -130,7 +138,7 @@ class Handoff:
     def run_key(self, tid: str, ns: str) -> runs.Key:
         return (self.store_id, self.namer.thread(tid), self.namer.namespace(tid, ns))
 
-    def loaded(self, tid: str, ns: str, latest_id: str | None, found: str | None) -> None:
+    def loaded(self, tid: str, ns: str, latest_id: str | None, found: str | None = None) -> None:
         """This context's run loaded the namespace (`runs.loaded`), and checkpoint `found`
         if it got one."""
         runs.loaded(self.run_key(tid, ns), latest_id)
