@@ -3,11 +3,12 @@ deleted, never half-deleted, in full batches.
 
 Order (`delete_thread`; retention's delete and prune follow it too):
 
-1. A mark over every namespace (`records.Mark`, one batch): from here the reads that
+1. Each namespace's head becomes a tombstone, and stays one: a run that loaded the
+   thread before is refused from here (`ThreadDeletedError`); a new history (a put
+   with no parent) may start. Then the records are read, strongly consistent.
+2. A mark over every namespace (`records.Mark`, one batch): from here the reads that
    start at a namespace's top (latest, listings, history) show nothing of the records
    it hides, at no request more (`finder.py`).
-2. Each namespace's head becomes a tombstone: a run that loaded the thread before and
-   commits only now is refused; a new history (a put with no parent) may start.
 3. The records, in full batches of 25 sent in parallel, in any order within each of two
    steps: the checkpoint records, then the writes records (so a read by checkpoint id,
    which does not meet the mark, finds a checkpoint whole or not at all).
@@ -17,7 +18,7 @@ Order (`delete_thread`; retention's delete and prune follow it too):
 5. What the thread shared of other threads' objects (it was a copy): each loan ends
    (`release`), and the objects it kept that nothing else keeps go.
 6. The marks; its catalog entries (found through their back-references in its control
-   partition); then the heads and the back-references: removed last.
+   partition); then the back-references: removed last.
 
 Interrupted anywhere, a repeat reads the keys again and finishes. The argument, and
 what each reader sees meanwhile: docs/RELIABILITY.md, "Deleting, copying, pruning".
