@@ -241,6 +241,9 @@ data "aws_iam_policy_document" "saver" {
     sid    = "CheckpointTable"
     effect = "Allow"
     actions = [
+      # delete_thread reads the borrowings behind a thread's loans to copies; a search of
+      # the thread catalog, the heads of the threads it found.
+      "dynamodb:BatchGetItem",
       "dynamodb:BatchWriteItem",
       # A commit deletes its put's upload intent in the same transaction.
       "dynamodb:DeleteItem",
@@ -288,6 +291,9 @@ data "aws_iam_policy_document" "maintenance" {
     sid    = "CheckpointTable"
     effect = "Allow"
     actions = [
+      # reencrypt() reads a thread's catalog entries through their back-references; a
+      # delete or collection, the borrowings behind a lender's loans.
+      "dynamodb:BatchGetItem",
       "dynamodb:BatchWriteItem",
       # rotate_key() and reencrypt() rewrite the keyring and deployment records.
       "dynamodb:PutItem",
@@ -342,6 +348,8 @@ data "aws_iam_policy_document" "retention" {
     sid    = "CheckpointTable"
     effect = "Allow"
     actions = [
+      # The borrowings behind a removed thread's loans to copies, where it lends.
+      "dynamodb:BatchGetItem",
       # Tombstones on heads, record and control-item deletes.
       "dynamodb:BatchWriteItem",
       # The sweep's cursor, and consistent reads of each thread found before it goes; the

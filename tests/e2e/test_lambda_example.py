@@ -822,6 +822,11 @@ def test_policies_grant_exactly_what_the_code_requests(
         aws_clients.session().unregister("after-call.s3.PutObject", unique_id=crash)
     collected = load_app().handler({"action": "collect", "grace_seconds": 0})
     assert collected["ok"] and collected["objects_deleted"] >= 1, collected
+    # The function deletes a thread a copy shares objects of (the copy made by an
+    # operator, through clients of its own): the delete reads its loans' borrowings.
+    lender = load_app().handler({"action": "start", "message": "hello"})["thread_id"]
+    inspection_saver().copy_thread(lender, f"{lender}-copy")
+    assert load_app().handler({"action": "delete", "thread_id": lender})["deleted"]
     runtime = recorder.take()
     monkeypatch.delenv("S3DYNAMO_OBJECT_CACHE_BYTES")
 
