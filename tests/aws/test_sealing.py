@@ -744,6 +744,7 @@ def test_removed_inline_value_is_an_error_not_a_missing_channel(clients: Any) ->
 # ------------------------------------- what sizes say (issue 51, docs/SECURITY.md)
 
 
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
 def test_what_the_sizes_of_references_entries_and_index_items_say(
     clients: tuple[Any, Any],
 ) -> None:

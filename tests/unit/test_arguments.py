@@ -368,6 +368,7 @@ STORE_CALLS: dict[str, tuple[type[Exception], str, Callable[[S3DynamoStore, bool
 }
 
 
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("case", sorted(STORE_CALLS))
 def test_a_store_argument_of_another_form_is_named_and_nothing_is_written(
@@ -380,6 +381,7 @@ def test_a_store_argument_of_another_form_is_named_and_nothing_is_written(
     assert not backend.calls()
 
 
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
 def test_a_namespace_of_one_label_is_the_tuple_the_error_names(backend: Backend) -> None:
     s = stored(backend)
     s.store.put(("users",), "k", {"v": 1})

@@ -20,6 +20,10 @@ from tests.support.backends import Backend
 from tests.support.concurrent_runs import slow_chat_graph
 from tests.support.scenarios import chat_graph
 
+# dynalite serves no TransactWriteItems: savers there run without conflict detection,
+# whose heads hold a deleted thread and make the first put one transaction.
+NEEDS_DETECTION = pytest.mark.unsupported_on("real", reason="no transactions on dynalite")
+
 CONFIG: Any = {"configurable": {"thread_id": "t"}}
 
 
@@ -32,6 +36,7 @@ def humans(graph: Any, tid: str = "t") -> list[str]:
     return [str(m.content) for m in state.values.get("messages", []) if m.type == "human"]
 
 
+@NEEDS_DETECTION
 def test_a_run_in_flight_during_a_delete_cannot_write_the_thread_back(backend: Backend) -> None:
     """The issue's reproduction: a node is slow, the thread is deleted meanwhile, and
     the run's next checkpoint would have brought the whole conversation back."""
@@ -66,6 +71,7 @@ def test_a_run_in_flight_during_a_delete_cannot_write_the_thread_back(backend: B
     assert humans(chat_graph(saver)) == ["again"]
 
 
+@NEEDS_DETECTION
 def test_writes_to_a_loaded_checkpoint_after_a_delete_are_refused(backend: Backend) -> None:
     """What a run resumed in another process does after loading the thread: its task's
     writes to the checkpoint it loaded, then its next checkpoint."""
@@ -83,6 +89,7 @@ def test_writes_to_a_loaded_checkpoint_after_a_delete_are_refused(backend: Backe
     assert raw.partition(saver, saver.store.namer.thread("t")) == []
 
 
+@NEEDS_DETECTION
 def test_a_copy_onto_a_deleted_thread_id_continues_and_the_old_run_stays_refused(
     backend: Backend,
 ) -> None:
@@ -103,6 +110,7 @@ def test_a_copy_onto_a_deleted_thread_id_continues_and_the_old_run_stays_refused
     assert humans(chat_graph(saver)) == ["source", "continued"]
 
 
+@NEEDS_DETECTION
 def test_a_pruned_thread_stays_deleted(backend: Backend) -> None:
     saver = backend.saver()
     say(chat_graph(saver), "first")

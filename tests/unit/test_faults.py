@@ -42,6 +42,10 @@ from tests.support.memory_index import MemoryIndex
 from tests.support.savers import make_saver
 from tests.support.scenarios import chat_graph
 
+# dynalite serves no TransactWriteItems: savers there run without conflict detection,
+# whose heads hold a deleted thread and make the first put one transaction.
+NEEDS_DETECTION = pytest.mark.unsupported_on("real", reason="no transactions on dynalite")
+
 KEYS = {"k1": os.urandom(32), "k2": os.urandom(32)}
 SECRET = os.urandom(16)
 TURNS = 3
@@ -509,10 +513,14 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
     # deleted); for the loan from "t": the loan read, "t"'s records and loans read,
     # nothing of "t"'s deleted (its records still reference it all), loan and borrowing
     # deleted; marks.
+    # Without conflict detection (dynalite) there are no heads to find before the keys:
+    # the namespaces the records show get their tombstones after them.
+    detecting = saver.settings.detect_concurrent_runs
+    start = (
+        ["Query", "BatchWriteItem", "Query"] if detecting else ["Query", "Query", "BatchWriteItem"]
+    )
     assert hook.names == [
-        "Query",
-        "BatchWriteItem",
-        "Query",
+        *start,
         *["BatchWriteItem"] * 3,
         "ListObjectsV2",
         "Query",
@@ -550,6 +558,7 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
     assert raw.loans(saver, "t") == []
 
 
+@NEEDS_DETECTION
 def test_a_delete_racing_a_run_leaves_the_thread_whole_or_gone_at_any_request(
     clients: tuple[Any, Any],
 ) -> None:
