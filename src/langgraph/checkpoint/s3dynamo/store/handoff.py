@@ -95,9 +95,9 @@ class Handoff:
         """A commit found the namespace deleted: every checkpoint of it this store wrote
         to is dead, and so is any made before now and not committed, until a commit there
         succeeds (writes to one are refused; a run starting the thread afresh makes new
-        ones); the writes records written for them are to be deleted. A
-        writer that wrote before it saw its checkpoint dead finds its key here or, after
-        its write, `is_dead` true (`Committer.commit_writes`)."""
+        ones); the writes records written for them are to be deleted. A writer that
+        wrote before it saw its checkpoint dead finds its key here or, after its write,
+        `is_dead` true (`Committer.commit_writes`)."""
         self.gone[(tid, ns)] = time.time()
         keys: list[ItemKey] = []
         for (t, n, _), made in self.made.items():
