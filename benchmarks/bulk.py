@@ -125,7 +125,7 @@ def s3dynamo_rows(turns: int) -> list[tuple[str, dict[str, Any]]]:
         )
         saver.setup()
         converse(saver, "t", turns)
-        items = len(saver.store.finder.thread_keys("t"))
+        items = len(saver.store.records("t"))
         where = ("bulk", "bulk")
 
         def run(op: Callable[[], object]) -> dict[str, Any]:

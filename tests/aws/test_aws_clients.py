@@ -34,7 +34,7 @@ def test_the_saver_builds_its_clients_without_boto3() -> None:
         "import sys\n"
         "from langgraph.checkpoint.s3dynamo import S3DynamoSaver\n"
         "saver = S3DynamoSaver(table='t', bucket='b', plaintext=True)\n"
-        "saver.store.ports.table, saver.store.objects.port\n"
+        "saver.parts.engine.ports.table, saver.parts.engine.objects.port\n"
         "assert 'botocore' in sys.modules\n"
         "assert not [m for m in sys.modules if m.split('.')[0] == 'boto3'], 'boto3 imported'\n"
     )
@@ -54,15 +54,15 @@ def test_clients_share_one_session_and_keep_the_settings(monkeypatch: Any) -> No
     monkeypatch.setattr(aws_clients, "Session", Counted)
     monkeypatch.setattr(aws_clients, "_session", None)
     saver = S3DynamoSaver(table="t", bucket="b", plaintext=True, max_attempts=3)
-    dynamodb = saver.store.ports.table.client  # type: ignore[attr-defined]
-    s3 = saver.store.objects.port.client  # type: ignore[attr-defined]
+    dynamodb = saver.parts.engine.ports.table.client  # type: ignore[attr-defined]
+    s3 = saver.parts.engine.objects.port.client  # type: ignore[attr-defined]
     for client, service in ((dynamodb, "dynamodb"), (s3, "s3")):
         assert client.meta.service_model.service_name == service
         assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 3}
         assert client.meta.config.max_pool_connections == WAVE_WORKERS + DEFAULT_ASYNC_WORKERS
         assert client.meta.region_name == "us-east-1"
     other = S3DynamoSaver(table="t2", bucket="b2", plaintext=True)
-    assert other.store.ports.table.client is not dynamodb  # type: ignore[attr-defined]
+    assert other.parts.engine.ports.table.client is not dynamodb  # type: ignore[attr-defined]
     assert len(sessions) == 1  # one session for every client of the process
 
 
@@ -97,8 +97,8 @@ def test_the_region_is_found_the_way_aws_tools_find_it(
     monkeypatch.setenv("S3DYNAMO_BUCKET", "b")
     monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
     saver = S3DynamoSaver.from_env(**kwargs)
-    assert saver.store.ports.table.client.meta.region_name == expected  # type: ignore[attr-defined]
-    assert saver.store.objects.port.client.meta.region_name == expected  # type: ignore[attr-defined]
+    assert saver.parts.engine.ports.table.client.meta.region_name == expected  # type: ignore[attr-defined]
+    assert saver.parts.engine.objects.port.client.meta.region_name == expected  # type: ignore[attr-defined]
 
 
 def test_no_region_says_which_variable_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,4 +108,4 @@ def test_no_region_says_which_variable_to_set(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(aws_clients, "_session", None)
     saver = S3DynamoSaver(table="t", bucket="b", plaintext=True)
     with pytest.raises(RegionNotSetError, match="set AWS_REGION"):
-        saver.store.ports.table  # noqa: B018 - building the client is what is checked
+        saver.parts.engine.ports.table  # noqa: B018 - building the client is what is checked

@@ -60,7 +60,9 @@ def test_from_env_makes_no_request_and_builds_no_client(monkeypatch: Any) -> Non
     settings = saver.settings
     assert (settings.table, settings.bucket, settings.prefix) == ("t", "b", "agents/")
     # The ports (and their boto3 clients) are built on first use, not here.
-    assert not any(saver.store.ports.built(p) for p in ("records", "control", "scans", "objects"))
+    assert not any(
+        saver.parts.engine.ports.built(p) for p in ("records", "control", "scans", "objects")
+    )
     assert saver.parts.clients.dynamodb is None and saver.parts.clients.s3 is None
 
 
@@ -71,7 +73,7 @@ def test_from_env_reads_the_size_settings_and_names_a_bad_one(monkeypatch: Any) 
     monkeypatch.setenv("S3DYNAMO_DELTA_MAX", "3072")
     saver = S3DynamoSaver.from_env()
     assert (saver.settings.inline_max, saver.settings.delta_max) == (4096, 3072)
-    assert (saver.store.committer.inline_max, saver.store.committer.delta_max) == (4096, 3072)
+    assert (saver.parts.engine.inline_max, saver.settings.delta_max) == (4096, 3072)
     monkeypatch.setenv("S3DYNAMO_DELTA_MAX", "3 KiB")
     with pytest.raises(
         InvalidConfigError, match="S3DYNAMO_DELTA_MAX must be a whole number of bytes, got '3 KiB'"

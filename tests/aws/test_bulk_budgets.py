@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.layout import control_pk
+from langgraph.checkpoint.s3dynamo.layout import control_pk, mark_sk, parse_sk
+from langgraph.checkpoint.s3dynamo.records import Mark
 from tests.support import raw
 from tests.support.graphs import two_step_graph
 from tests.support.savers import RequestCounter, make_saver, memory_saver, thread_config
@@ -41,7 +42,7 @@ def _long_thread(saver: S3DynamoSaver, tid: str, turns: int) -> None:
     graph = two_step_graph(mem)
     for i in range(turns):
         graph.invoke({"steps": [f"turn {i}"]}, thread_config(tid))
-    name = saver.store.namer.thread(tid)
+    name = saver.parts.namer.thread(tid)
     assert all(k.pk == control_pk(name) for k in mem.index.heads)
     thread = [i for i in mem.index.items() if i["pk"] in (name, control_pk(name))]
     raw.table(saver).batch(thread)
@@ -49,7 +50,7 @@ def _long_thread(saver: S3DynamoSaver, tid: str, turns: int) -> None:
 
 def _items(saver: S3DynamoSaver, tid: str) -> tuple[int, int]:
     """(checkpoint records, writes records) of a thread."""
-    keys = saver.store.finder.thread_keys(tid)
+    keys = [r.key for r in saver.store.records(tid)]
     writes = sum(1 for k in keys if k.sk.count("#") == 2)
     return len(keys) - writes, writes
 
@@ -69,13 +70,13 @@ def test_delete_copy_and_prune_a_long_thread_go_in_full_batches(
     latest = graph.get_state(thread_config("t"))
     history = [s.values for s in graph.get_state_history(thread_config("t"))]
 
-    # Copy: both threads read once, the target's marks set and cleared, its heads read
-    # (a delete's tombstones are replaced), the items in full batches; every value is
-    # inline, so no S3 request.
+    # Copy: both threads read once, the target's marks set with its heads (naming the
+    # newest checkpoints copied) and cleared, the items in full batches; every value is
+    # inline, so no loan and no S3 request.
     counter.reset()
     saver.copy_thread("t", "c")
     assert counter.calls == {
-        "dynamodb.Query": 3,
+        "dynamodb.Query": 2,
         "dynamodb.BatchWriteItem": 2 + math.ceil((checkpoints + writes) / BATCH),
     }
     assert counter.total("dynamodb") <= math.ceil(items / BATCH) + CONSTANT
@@ -206,10 +207,14 @@ def test_the_read_path_costs_the_same_with_and_without_a_mark(
 
 
 def _mark_as_deleting(saver: S3DynamoSaver, tid: str) -> Any:
-    store = saver.store
-    keys = store.finder.thread_keys(tid)
-    marks = store.deleter.delete_marks(store.namer.thread(tid), keys, [])
-    store.deleter.hide(marks)
+    """A delete's marks over each namespace of the thread, as an interrupted one leaves."""
+    newest: dict[str, str] = {}
+    for record in saver.store.records(tid):
+        ns_name, cid, _ = parse_sk(record.sk)
+        newest[ns_name] = max(newest.get(ns_name, cid), cid)
+    name = saver.store.name_of(tid)
+    marks = [Mark(name, mark_sk(ns, "delete"), upto=cid, at=0) for ns, cid in newest.items()]
+    raw.put_records(saver, marks)
     return marks
 
 
@@ -235,27 +240,26 @@ def test_a_copy_of_a_thread_holding_a_2mb_document_sends_no_object_request(
     checkpoints, writes = _items(saver, "t")
     history = [s.values for s in graph.get_state_history(thread_config("t"))]
     # A deployment's first copy that shares objects records storage format 2 first:
-    # one PutItem more, once (docs/FORMAT.md).
+    # one PutItem, once (docs/FORMAT.md).
     counter.reset()
     saver.copy_thread("t", "first")
-    assert counter["dynamodb.PutItem"] == 2
+    assert counter["dynamodb.PutItem"] == 1
     objects_before, items_before = _stored(clients)
     counter.reset()
     saver.copy_thread("t", "c")
     # Both threads read, the source read again after the loan; the borrowing and the
-    # loan; the target's marks set and cleared, its heads read, its items in full
-    # batches. Nothing of S3.
+    # loan in one transaction; the target's marks set with its heads and cleared, its
+    # items in full batches. Nothing of S3.
     assert counter.calls == {
-        "dynamodb.Query": 4,
-        "dynamodb.PutItem": 1,
-        "dynamodb.UpdateItem": 1,
+        "dynamodb.Query": 3,
+        "dynamodb.TransactWriteItems": 1,
         "dynamodb.BatchWriteItem": 2 + math.ceil((checkpoints + writes) / BATCH),
     }
     assert counter.total("dynamodb") <= math.ceil((checkpoints + writes) / BATCH) + CONSTANT
     objects_after, items_after = _stored(clients)
     # The bucket is byte for byte as it was; the table grew by the copy's index items,
-    # its loan and its borrowing.
+    # its loan, its borrowing and its head.
     assert objects_after == objects_before
     assert items_after.keys() > items_before.keys()
-    assert len(items_after) - len(items_before) == checkpoints + writes + 2
+    assert len(items_after) - len(items_before) == checkpoints + writes + 3
     assert [s.values for s in graph.get_state_history(thread_config("c"))] == history

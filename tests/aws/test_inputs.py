@@ -92,7 +92,7 @@ def test_missing_table_and_bucket_name_the_fix(clients: tuple[Any, Any]) -> None
         saver.get_tuple(thread_config("t"))
     with pytest.raises(CheckFailedError, match=rf"table 'nope-\w+' {where}"):
         saver.ops.check()
-    saver.store.ports.table.create_if_missing()
+    saver.parts.engine.ports.table.create_if_missing()
     # check() finds the missing bucket up front, before any value is large enough for S3.
     with pytest.raises(CheckFailedError, match=rf"bucket: .*bucket 'nope-\w+' {where}"):
         saver.ops.check()

@@ -714,7 +714,7 @@ def test_encrypted_serializer_blob_moved_to_another_thread_fails(clients: Any) -
             cp["channel_versions"],
         )
         leaf = saver.parts.namer.value(ValueAt(tid, "", "alpha", cp["channel_versions"]["alpha"]))
-        keys[tid] = object_key(saver.store.namer.thread(tid), leaf)
+        keys[tid] = object_key(saver.parts.namer.thread(tid), leaf)
     s3 = clients[1]
     stolen = s3.get_object(Bucket=saver.settings.bucket, Key=keys["A"])["Body"].read()
     s3.put_object(Bucket=saver.settings.bucket, Key=keys["B"], Body=stolen)
@@ -765,7 +765,7 @@ def test_what_the_sizes_of_references_entries_and_index_items_say(
 
     def ref_size(tid: str) -> int:
         saver.put(thread_config(tid, checkpoint_ns=""), empty_checkpoint(), {}, {})
-        (item,) = raw.partition(saver, saver.store.namer.thread(tid))
+        (item,) = raw.partition(saver, saver.parts.namer.thread(tid))
         return len(item["t"])
 
     sizes = {n: ref_size("t" * n) for n in (1, 20, 36, 56, 57, 120, 121)}

@@ -158,7 +158,7 @@ def test_maintenance_of_one_tenant_never_touches_another(
     before = stored(clients)
     a = tenants["tenant-a/"]()
     expired = a.ops.expire_idle_threads("1d")
-    assert expired.removed == [a.store.namer.thread("idle")]
+    assert expired.removed == [a.parts.namer.thread("idle")]
     a.copy_thread("busy", "busy-copy")
     a.prune(["busy-copy"], strategy="keep_latest")
     a.ops.plan_garbage_collection(grace=timedelta(0)).execute()
@@ -192,7 +192,7 @@ def test_without_a_prefix_a_table_wide_sweep_names_its_scope(
             sweep(scope="tenant-a/")
     before = stored(clients)
     plan = root.ops.expire_idle_threads("1d", scope="")
-    assert plan.removed == [root.store.namer.thread("idle")]
+    assert plan.removed == [root.parts.namer.thread("idle")]
     after = stored(clients)
     assert all(after[p] == before[p] for p in PREFIXES)
 
@@ -202,7 +202,7 @@ def test_without_a_prefix_a_table_wide_sweep_names_its_scope(
     counter.reset()
     swept = root.ops.expire_idle_threads("1d", scope="*")
     assert sorted(swept.removed) == sorted(
-        tenants[p]().store.namer.thread("idle") for p in PREFIXES
+        tenants[p]().parts.namer.thread("idle") for p in PREFIXES
     )
     # The one Scan, read in parallel segments (a page each, on a table this small).
     assert counter["dynamodb.Scan"] == SCAN_SEGMENTS

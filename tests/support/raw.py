@@ -31,7 +31,7 @@ from langgraph.checkpoint.s3dynamo.table import Item, Table, begins, every_item,
 
 def table(saver: Any) -> Table:
     """The table a saver stores in."""
-    return saver.store.ports.table  # type: ignore[no-any-return]
+    return saver.parts.engine.ports.table  # type: ignore[no-any-return]
 
 
 def put_records(saver: Any, records: Iterable[Record | Mark]) -> None:
@@ -41,7 +41,7 @@ def put_records(saver: Any, records: Iterable[Record | Mark]) -> None:
 
 def loans(saver: Any, tid: str) -> list[Loan]:
     """The loans of a thread's objects to its copies."""
-    name = saver.store.namer.thread(tid)
+    name = saver.parts.namer.thread(tid)
     where = begins("sk", loans_prefix(None))
     return [loan_from(i) for i in every_item(table(saver), control_pk(name), where=where)]
 
@@ -70,7 +70,7 @@ def set_attributes(saver: Any, key: ItemKey, **attributes: Any) -> None:
 
 def catalog_items(saver: Any, token: str) -> list[Item]:
     """Every entry of one partition of the thread catalog (a value's, or every thread's)."""
-    return every_item(table(saver), catalog_pk(saver.store.engine.prefix, token))
+    return every_item(table(saver), catalog_pk(saver.parts.engine.prefix, token))
 
 
 def control_keys(saver: Any, thread_name: str) -> list[ItemKey]:

@@ -82,6 +82,13 @@ def make_saver(clients: tuple[Any, Any], **kwargs: Any) -> S3DynamoSaver:
     return S3DynamoSaver(dynamodb_client=ddb, s3_client=s3, **kwargs)
 
 
+def delta_values(saver: S3DynamoSaver, tid: str) -> list[Any]:
+    """The values of a thread's checkpoints stored as deltas (sealed blobs with a base)."""
+    store = saver.store
+    blobs = store.sealed(None, store.entries(tid)).blobs
+    return [s for s in blobs if s.kind == "value" and s.base is not None]
+
+
 def thread_config(thread_id: str | None = None, **extra: Any) -> dict[str, Any]:
     tid = str(uuid.uuid4()) if thread_id is None else thread_id
     return {"configurable": {"thread_id": tid, **extra}}

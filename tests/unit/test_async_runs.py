@@ -207,7 +207,7 @@ def test_the_clients_hold_a_connection_for_every_async_and_wave_worker() -> None
     saver = S3DynamoSaver(
         table="t", bucket="b", region="us-east-1", plaintext=True, async_workers=3
     )
-    client = saver.store.ports.table.client  # type: ignore[attr-defined]
+    client = saver.parts.engine.ports.table.client  # type: ignore[attr-defined]
     assert client.meta.config.max_pool_connections == 3 + WAVE_WORKERS
 
 

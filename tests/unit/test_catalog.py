@@ -257,13 +257,13 @@ def test_copies_imports_and_deletes_keep_the_catalog_right(backend: Backend) -> 
 
     saver.delete_thread("t1")
     assert ids(saver.search_threads(metadata={"user_id": "ada"})) == ["t3", "t1-copy"]
-    name = saver.store.namer.thread("t1")
+    name = saver.parts.namer.thread("t1")
     assert not [i for i in catalogued(backend) if i.endswith(f" {name}")]
     assert not [i for i in catalogued(backend) if i.startswith(f"{control_pk(name)} ")]
 
     saver.delete_for_runs(["run-b"])  # every checkpoint of t2: it leaves the catalog
     assert ids(saver.search_threads(metadata={"user_id": "bob"})) == []
-    name = saver.store.namer.thread("t2")
+    name = saver.parts.namer.thread("t2")
     assert not [i for i in catalogued(backend) if name in i]
 
     saver.prune(["t3"])  # keeps its latest checkpoint, and its entries
@@ -341,8 +341,8 @@ def test_a_moved_entry_is_an_integrity_error_and_a_removed_one_only_hides(
     chat(saver, "t1", "ada")
     chat(saver, "t2", "bob")
     table = raw.table(saver)
-    catalog = saver.store.catalog
-    ada, bob = catalog.token("user_id", "s:ada"), catalog.token("user_id", "s:bob")
+    catalog = saver.parts.namer
+    ada, bob = catalog.catalog("user_id", "s:ada"), catalog.catalog("user_id", "s:bob")
     [entry] = raw.catalog_items(saver, ada)
     # Copied into bob's partition, ada's thread would show as bob's: it does not open.
     moved = {**entry, "pk": str(entry["pk"]).replace(ada, bob)}
@@ -351,7 +351,7 @@ def test_a_moved_entry_is_an_integrity_error_and_a_removed_one_only_hides(
         saver.search_threads(metadata={"user_id": "bob"})
     table.batch(deletes=[key_of(moved)])
     # Under another thread's name, it does not open either.
-    renamed = {**entry, "sk": saver.store.namer.thread("t2")}
+    renamed = {**entry, "sk": saver.parts.namer.thread("t2")}
     table.batch([renamed])
     with pytest.raises(IntegrityError, match="catalog entry"):
         saver.search_threads(metadata={"user_id": "ada"})
@@ -381,7 +381,7 @@ def test_a_threads_first_put_is_still_one_transaction(backend: Backend) -> None:
     assert len(catalogued(backend)) == 2 * 5
     # Another process, which never read the thread, files it again inside its commit.
     other = backend.saver(setup=False, catalog_fields=SERVER)
-    latest = other.store.finder.read_latest("t", "")
+    latest = other.store.read("t", "")
     assert latest is not None
     backend.reset()
     put(other, "t", {**server, "step": 2}, latest.checkpoint_id)
@@ -454,9 +454,9 @@ def test_a_search_costs_what_it_returns_whatever_else_the_table_holds() -> None:
     table.calls.clear()
     small = search()
     others = [t for t in (f"t{i}" for i in range(1000)) if t not in mine]
-    names = [saver.store.namer.thread(t) for t in others]
-    tokens = {saver.store.catalog.token("user_id", f"s:user{u}") for u in range(100)}
-    tokens.discard(saver.store.catalog.token("user_id", "s:user7"))
+    names = [saver.parts.namer.thread(t) for t in others]
+    tokens = {saver.parts.namer.catalog("user_id", f"s:user{u}") for u in range(100)}
+    tokens.discard(saver.parts.namer.catalog("user_id", "s:user7"))
     theirs = [  # every item whose keys name one of the other threads or users
         i
         for i in table.items()
@@ -465,7 +465,7 @@ def test_a_search_costs_what_it_returns_whatever_else_the_table_holds() -> None:
     for copy in range(100):
         renames = {n: fake_name(f"{copy}/{n}") for n in [*names, *tokens]}
         table.load_renamed(theirs, renames)
-    every_thread = catalog_pk("", saver.store.catalog.token(""))
+    every_thread = catalog_pk("", saver.parts.namer.catalog("", ""))
     assert table.partition_size(every_thread) == 100_000
     table.calls.clear()
     large = search()

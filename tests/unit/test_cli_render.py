@@ -114,16 +114,11 @@ def test_sizes_and_summaries() -> None:
 
 def test_verify_and_stats_open_values_stored_as_deltas() -> None:
     from tests.support.chats import chat
-    from tests.support.savers import memory_saver
+    from tests.support.savers import delta_values, memory_saver
 
     saver = memory_saver()
     chat(saver, "t", 30)
-    store = saver.store
-    assert any(
-        v.base
-        for e in store.finder.thread_entries("t")
-        for v in store.walker.stored_values(e, store.walker.open_body(e)).values()
-    )
+    assert delta_values(saver, "t")
     report = saver.ops.verify("t")
     assert report.ok, report.problems
     stats = saver.ops.stats("t").to_dict()
@@ -163,17 +158,11 @@ def test_redact_keeps_the_shape_and_hides_text_and_numbers() -> None:
 
 def test_verify_names_a_delta_base_that_was_altered_or_deleted() -> None:
     from tests.support.chats import chat
-    from tests.support.savers import memory_saver
+    from tests.support.savers import delta_values, memory_saver
 
     saver = memory_saver()
     chat(saver, "t", 30)
-    store = saver.store
-    bases = {
-        v.base[1]
-        for e in store.finder.thread_entries("t")
-        for v in store.walker.walk(e).values
-        if v.base is not None
-    }
+    bases = {s.base.key for s in delta_values(saver, "t")}
     key = sorted(bases)[0]
     body, stamp = saver.objects.blobs[key]
     saver.objects.blobs[key] = (body[:-5] + bytes([body[-5] ^ 1]) + body[-4:], stamp)

@@ -234,7 +234,7 @@ def test_clients_retry_in_standard_mode_with_the_stated_budget(
     monkeypatch.setenv("S3DYNAMO_MAX_ATTEMPTS", "7")
     monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
     saver = S3DynamoSaver.from_env()
-    for port in (saver.store.ports.table, saver.store.objects.port):
+    for port in (saver.parts.engine.ports.table, saver.parts.engine.objects.port):
         retries = port.client.meta.config.retries  # type: ignore[attr-defined]
         assert retries == {"mode": "standard", "total_max_attempts": 7}
     assert S3DynamoSaver(table="t", bucket="b", plaintext=True).settings.max_attempts == 5

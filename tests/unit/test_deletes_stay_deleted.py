@@ -65,7 +65,7 @@ def test_a_run_in_flight_during_a_delete_cannot_write_the_thread_back(backend: B
     assert len(caught) == 1 and isinstance(caught[0], ThreadDeletedError), caught
     assert "deleted after this run loaded it" in str(caught[0])
     assert saver.get_tuple(CONFIG) is None and list(saver.list(CONFIG)) == []
-    assert raw.partition(saver, saver.store.namer.thread("t")) == []
+    assert raw.partition(saver, saver.parts.namer.thread("t")) == []
     # A new run starts the thread afresh, with nothing of the deleted conversation.
     say(chat_graph(saver), "again")
     assert humans(chat_graph(saver)) == ["again"]
@@ -86,7 +86,7 @@ def test_writes_to_a_loaded_checkpoint_after_a_delete_are_refused(backend: Backe
     checkpoint = dict(loaded.checkpoint, id=str(uuid6(clock_seq=9)))
     with pytest.raises(ThreadDeletedError):
         stale.put(loaded.config, checkpoint, {"step": 9}, {})  # type: ignore[arg-type]
-    assert raw.partition(saver, saver.store.namer.thread("t")) == []
+    assert raw.partition(saver, saver.parts.namer.thread("t")) == []
 
 
 @NEEDS_DETECTION

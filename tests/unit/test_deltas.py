@@ -18,18 +18,14 @@ from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.records import record_item
 from langgraph.checkpoint.s3dynamo.table import item_size
 from tests.support.chats import WORDS, _config, chat, graph, view
-from tests.support.savers import MemorySaver, memory_saver
+from tests.support.savers import MemorySaver, delta_values, memory_saver
 
 SECRET = b"naming secret, 16+ bytes"
 
 
 def _deltas(saver: MemorySaver, tid: str) -> int:
     """How many checkpoints of a thread hold a value stored as a delta."""
-    store = saver.store
-    return sum(
-        any(v.base for v in store.walker.stored_values(e, store.walker.open_body(e)).values())
-        for e in store.finder.thread_entries(tid)
-    )
+    return len({(s.entry.ns, s.entry.checkpoint_id) for s in delta_values(saver, tid)})
 
 
 @pytest.mark.slow
@@ -128,9 +124,7 @@ def _modelled_write_units(saver: MemorySaver, tid: str) -> int:
     put in a transaction is 2 write units per started KB, and an S3 PUT costs what 8 write
     units do (see placement.DEFAULT_DELTA_MAX)."""
     store = saver.store
-    units = sum(
-        2 * -(-item_size(record_item(e.record)) // 1024) for e in store.finder.thread_entries(tid)
-    )
+    units = sum(2 * -(-item_size(record_item(e.record)) // 1024) for e in store.entries(tid))
     return units + 8 * len(saver.objects.blobs)
 
 
@@ -141,13 +135,7 @@ def test_delta_max_trades_s3_puts_against_write_units() -> None:
         for i in range(30):
             text = _varied(i, 150)
             g.invoke({"messages": [HumanMessage(text, id=f"h-{i}")]}, _config("t"))
-        store = saver.store
-        deltas = [
-            len(v.blob or b"")
-            for e in store.finder.thread_entries("t")
-            for v in store.walker.stored_values(e, store.walker.open_body(e)).values()
-            if v.base is not None
-        ]
+        deltas = [len(s.blob or b"") for s in delta_values(saver, "t")]
         return saver, deltas
 
     default, deltas = run()
@@ -199,7 +187,7 @@ def test_full_history_of_a_delta_channel_thread_opens_each_write_once(
 
     monkeypatch.setattr(fresh, "get_delta_channel_history", keep)
     history = list(delta_graph(fresh).get_state_history(_config("t")))
-    stored = sum(len(w.writes) for e in fresh.store.finder.thread_entries("t") for w in e.writes)
+    stored = sum(len(w.writes) for e in fresh.store.entries("t") for w in e.writes)
     assert len(history) == 90 and len(walks) > 80
     assert max(Counter(opened).values()) == 1 and len(opened) == stored
     # No two walks share a value object.
@@ -215,13 +203,7 @@ def test_delta_max_zero_stores_whole_values_and_a_negative_one_is_refused() -> N
     g = graph(saver)
     for i in range(6):
         g.invoke({"messages": [HumanMessage(_varied(i, 150), id=f"h-{i}")]}, _config("t"))
-    store = saver.store
-    assert not [
-        v
-        for e in store.finder.thread_entries("t")
-        for v in store.walker.stored_values(e, store.walker.open_body(e)).values()
-        if v.base is not None
-    ]
+    assert not delta_values(saver, "t")
     assert len(g.get_state(_config("t")).values["messages"]) == 12
     with pytest.raises(InvalidConfigError, match="delta_max must be >= 0 bytes"):
         memory_saver(delta_max=-1)

@@ -286,7 +286,7 @@ def check_repeated(
         return  # a user repeats a failed turn by invoking again; nothing to finish
     assert seen["t"] == ref["t"] and seen["copy"] == ref["copy"]
     if op in ("delete_thread", "expire", "expire indexed"):
-        prefix = owner_prefix(saver.store.namer.thread("t"))
+        prefix = owner_prefix(saver.parts.namer.thread("t"))
         assert not [k for k in objects.blobs if k.startswith(prefix)]
     if op in ("expire", "expire indexed"):
         # Left: the tombstones alone (no lease, no record), and nothing more to do.
@@ -549,9 +549,9 @@ def test_delete_thread_through_aws_survives_a_fault_at_any_request(
             assert seen in ([], target_view), (at, mode)
             saver.delete_thread(target)  # the repeat finishes it
             assert _history(reader, target) == [], (at, mode)
-            name_of = saver.store.namer.thread(target)
+            name_of = saver.parts.namer.thread(target)
             prefix = owner_prefix(name_of)
-            assert not list(saver.store.objects.port.list(prefix)), (at, mode)
+            assert not list(saver.parts.engine.objects.port.list(prefix)), (at, mode)
             assert raw.left_after_delete(saver, name_of) == [], (at, mode)
             # What the copy shared, its source still reads whole.
             assert _history(reader, "t") == source, (at, mode)
@@ -608,7 +608,7 @@ def test_a_delete_racing_a_run_leaves_the_thread_whole_or_gone_at_any_request(
             with pytest.raises(ThreadDeletedError):
                 run.put(loaded.config, dict(nxt, id=str(uuid6(clock_seq=10))), {}, {})  # type: ignore[arg-type]
             assert _history(reader, tid) == [], (at, mode)
-            assert raw.partition(saver, saver.store.namer.thread(tid)) == [], (at, mode)
+            assert raw.partition(saver, saver.parts.namer.thread(tid)) == [], (at, mode)
 
 
 def _put_big(saver: S3DynamoSaver, run_id: str, version: str | None = None) -> Any:

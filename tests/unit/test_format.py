@@ -59,14 +59,14 @@ def test_a_copy_that_shares_objects_records_format_2_first() -> None:
     # Written before the first loan: an older release refuses the deployment from then on.
     seen: list[str] = []
     table = saver.index
-    write = table.write
+    transact = table.transact
 
-    def noting_the_format_at_each_loan(change: Any, **options: Any) -> Any:
-        if isinstance(change, Update) and LOAN_LEAVES in change.add:
+    def noting_the_format_at_each_loan(changes: Any) -> Any:
+        if any(isinstance(c, Update) and LOAN_LEAVES in c.add for c in changes):
             seen.append(str(_record(saver.index).fields["format"]))
-        return write(change, **options)
+        return transact(changes)
 
-    table.write = noting_the_format_at_each_loan  # type: ignore[method-assign]
+    table.transact = noting_the_format_at_each_loan  # type: ignore[method-assign]
     saver.copy_thread("t", "copy")
     assert seen == [str(STORAGE_FORMAT)] == ["2"]
     # Its keys and naming are as they were.

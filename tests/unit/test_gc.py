@@ -60,7 +60,7 @@ def _put_big(
 
 def _keys(saver: S3DynamoSaver) -> set[str]:
     """The keys of the objects under the saver's prefix, as its object store lists them."""
-    return {o.key for o in saver.store.objects.port.list(saver.settings.prefix)}
+    return {o.key for o in saver.parts.engine.objects.port.list(saver.settings.prefix)}
 
 
 def _orphan(saver: MemorySaver, tid: str) -> None:
@@ -71,7 +71,7 @@ def _orphan(saver: MemorySaver, tid: str) -> None:
 
 
 def test_key_shape_is_exactly_the_namers() -> None:
-    name = memory_saver().store.namer.thread("t")
+    name = memory_saver().parts.namer.thread("t")
     assert split_key("", f"{name}/{name}") == (name, name)
     # The thread name a key gives carries its deployment's prefix, as the partition key does.
     assert split_key("p/", f"p/{name}/{name}") == (f"p/{name}", name)
@@ -161,9 +161,9 @@ def test_refresh_before_execution_makes_the_object_young_again() -> None:
     plan = plan_gc(saver.store, grace=timedelta(hours=1), now=later)
     assert plan.objects == 1
     # A writer that got 412 rewrites the object: new time, new tag.
-    (key,) = plan.candidates[saver.store.namer.thread("t")]
+    (key,) = plan.candidates[saver.parts.namer.thread("t")]
     tag = objects.tags[key]
-    saver.store.objects.upload([(key, objects.blobs[key][0])])
+    saver.parts.engine.objects.upload([(key, objects.blobs[key][0])])
     assert objects.tags[key] != tag
     # Its record is not written yet: the object is young, so execution spares it.
     assert plan.execute() == 0
@@ -196,9 +196,11 @@ def _run_order(order: list[str]) -> None:
         if name == "plan":
             plans.append(saver.ops.plan_garbage_collection(grace=timedelta(0)))
         elif name == "upload":  # the writer's upload wave alone (412, then refresh)
-            sealed = saver.store.codec.seal_value(ValueAt("t", "", "doc", version), value)
-            leaf = saver.store.namer.value(ValueAt("t", "", "doc", version))
-            saver.store.objects.upload([(object_key(saver.store.namer.thread("t"), leaf), sealed)])
+            sealed = saver.parts.codec.seal_value(ValueAt("t", "", "doc", version), value)
+            leaf = saver.parts.namer.value(ValueAt("t", "", "doc", version))
+            saver.parts.engine.objects.upload(
+                [(object_key(saver.parts.namer.thread("t"), leaf), sealed)]
+            )
         elif name == "record":  # put() uploads again (412, refresh), then the record
             committed.append(saver.put(config, cp, {"run_id": "w"}, {"doc": version}))
 

@@ -64,7 +64,7 @@ def test_a_thread_delete_for_runs_left_is_found_by_the_indexed_sweep_once_idle(
     assert saver.ops.expire_idle_threads(TTL).cursor.day is None  # the first sweep scans
     written_then_runs_deleted(saver, "idle", 1)
     written_then_runs_deleted(saver, "active", 20)
-    namer = saver.store.namer
+    namer = saver.parts.namer
     at(saver, 33)  # "idle" last written on day 1 (its run of day 2 deleted), "active" on 20
     plan = saver.ops.expire_idle_threads(TTL)
     assert plan.cursor.day is not None  # the index, not the Scan, found them
@@ -93,7 +93,7 @@ def test_delete_for_runs_keys_the_thread_on_its_newest_remaining_write(
     # it expires TTL after its last write, as the Scan would judge it.
     at(saver, 32)
     plan = saver.ops.expire_idle_threads(TTL)
-    assert plan.cursor.day is not None and plan.removed == [saver.store.namer.thread("t")]
+    assert plan.cursor.day is not None and plan.removed == [saver.parts.namer.thread("t")]
     assert messages(saver, "t") == []
 
 
@@ -167,7 +167,7 @@ def test_a_crash_at_any_request_of_delete_for_runs_leaves_the_thread_indexed(mod
         # Found through the index once its last record left is past the TTL, and judged
         # as the Scan judges it: a crash between the checkpoint records and their writes
         # records leaves the writes (day 2) to retention, so the thread goes a day later.
-        name = clean.store.namer.thread("t")
+        name = clean.parts.namer.thread("t")
         at(clean, 31.5)
         plan = clean.ops.expire_idle_threads(TTL)
         assert plan.cursor.day is not None and name in plan.seen, where
@@ -222,5 +222,5 @@ def test_a_thread_another_operation_touched_is_found_by_the_indexed_sweep(
     at(saver, 32)
     plan = saver.ops.expire_idle_threads(TTL)
     assert plan.cursor.day is not None
-    assert saver.store.namer.thread(tid) in plan.removed
+    assert saver.parts.namer.thread(tid) in plan.removed
     assert messages(saver, tid) == []

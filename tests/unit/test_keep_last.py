@@ -53,11 +53,11 @@ def test_the_newest_n_read_back_as_before_and_the_rest_is_gone(
     before = snapshots(graph, "t")
     assert len(before) > keep_last
     latest = graph.get_state(config("t"))
-    objects = len(saver.store.engine.objects.list_owner(saver.store.namer.thread("t")))
+    objects = len(saver.parts.engine.objects.list_owner(saver.parts.namer.thread("t")))
     saver.prune(["t"], keep_last=keep_last)
     assert snapshots(graph, "t") == before[:keep_last]
     assert snapshot_view(graph.get_state(config("t"))) == snapshot_view(latest)
-    assert len(saver.store.engine.objects.list_owner(saver.store.namer.thread("t"))) < objects
+    assert len(saver.parts.engine.objects.list_owner(saver.parts.namer.thread("t"))) < objects
     # The conversation goes on from where it was.
     graph.invoke({"messages": [HumanMessage("again", id="again")]}, config("t"))
     assert graph.get_state(config("t")).values["messages"][-1].content.endswith("again")

@@ -169,8 +169,8 @@ def test_racing_first_writers_agree_on_one_record(clients: tuple[Any, Any]) -> N
     first = make_saver(clients, keys={"a": os.urandom(32)}, secret="one" * 6)
     second = make_saver(clients, keys={"b": os.urandom(32)}, secret="two" * 6)
     # Table and bucket exist (as Terraform creates them), no deployment record yet.
-    first.store.ports.table.create_if_missing()
-    first.store.objects.port.create_if_missing()
+    first.parts.engine.ports.table.create_if_missing()
+    first.parts.engine.objects.port.create_if_missing()
     assert (
         first.get_tuple(thread_config("x")) is None and second.get_tuple(thread_config("y")) is None
     )
@@ -260,7 +260,7 @@ def test_kms_keyring_is_bound_to_its_table(
     other = make_saver(
         clients, table=saver.settings.table + "-copy", kms_key_id=alias, kms_client=kms
     )
-    other.store.ports.table.create_if_missing()
+    other.parts.engine.ports.table.create_if_missing()
     ddb.put_item(TableName=other.settings.table, Item=ring)
     with pytest.raises(DeploymentMismatchError, match="another table"):
         other.get_tuple(thread_config("t"))

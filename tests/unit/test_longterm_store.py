@@ -469,7 +469,7 @@ def test_async_methods_run_in_the_saver_s_pool(parts: tuple[MemoryIndex, MemoryO
 def test_replaced_large_values_are_collected_after_the_grace(backend: Backend) -> None:
     saver = backend.saver()
     store = S3DynamoStore.from_saver(saver)
-    port = saver.store.objects.port
+    port = saver.parts.engine.objects.port
     store.put(("docs",), "big", {"v": os.urandom(20000).hex()})
     latest = {"v": os.urandom(20000).hex()}
     store.put(("docs",), "big", latest)  # the first object is now referenced by nothing

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langgraph.checkpoint.s3dynamo import ThreadDeletedError
-from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from langgraph.checkpoint.s3dynamo.store import removal
 from tests.support.savers import MemorySaver
 from tests.support.scenarios import chat_graph
 
@@ -36,14 +36,14 @@ def _history(graph: Any, tid: str = "t") -> list[Any]:
 
 def _interrupt_records(monkeypatch: pytest.MonkeyPatch) -> None:
     """The next record deletion applies half of its keys, then the process dies."""
-    real = Deleter.delete_records
+    real = removal.delete_records
 
-    def half(self: Deleter, keys: Any) -> None:
+    def half(keys: Any) -> Any:
         keys = list(keys)
-        real(self, keys[::2])
+        yield from real(keys[::2])
         raise Interrupted
 
-    monkeypatch.setattr(Deleter, "delete_records", half)
+    monkeypatch.setattr(removal, "delete_records", half)
 
 
 def test_an_interrupted_delete_reads_as_deleted_and_a_new_history_starts_cleanly(

@@ -22,7 +22,7 @@ from tests.support.savers import memory_saver
 
 def test_prime_builds_every_port_and_sends_nothing(backend: Backend) -> None:
     saver = backend.saver(setup=False)
-    ports = saver.store.ports
+    ports = saver.parts.engine.ports
     assert not any(ports.built(name) for name in ("table", "objects"))
     saver.prime()
     assert all(ports.built(name) for name in ("table", "objects"))

@@ -33,9 +33,10 @@ from langgraph.checkpoint.s3dynamo.layout import (
     is_control_pk,
     owner_prefix,
 )
-from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, id_time, plan_expiry
+from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, plan_expiry
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, table_definition
 from langgraph.checkpoint.s3dynamo.settings import Settings, duration, langgraph_json_ttl
+from langgraph.checkpoint.s3dynamo.store import id_time
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.graphs import delta_graph
@@ -58,7 +59,7 @@ def at(saver: S3DynamoSaver, days_from_now: float) -> None:
     to `days_from_now`."""
     moment = time.time() + days_from_now * DAY
     saver.store.clock = lambda: moment
-    port = saver.store.objects.port
+    port = saver.parts.engine.objects.port
     if hasattr(port, "clock"):
         port.clock = lambda: moment
 
@@ -88,7 +89,7 @@ def history(graph: Any, tid: str) -> list[Any]:
 
 def stored(saver: MemorySaver, tid: str) -> tuple[int, int, list[str]]:
     """Records, objects and control items (heads, lease) a thread has."""
-    name = saver.store.namer.thread(tid)
+    name = saver.parts.namer.thread(tid)
     records = [r for r in saver.index.records() if r.pk == name]
     prefix = owner_prefix(name)
     objects = [k for k in saver.objects.blobs if k.startswith(prefix)]
@@ -143,7 +144,7 @@ def test_dry_run_changes_nothing(saver: MemorySaver) -> None:
     at(saver, 0)
     counted = stored(saver, "old")
     plan = saver.ops.expire_idle_threads(TTL, dry_run=True)
-    assert list(plan.idle) == [saver.store.namer.thread("old")]
+    assert list(plan.idle) == [saver.parts.namer.thread("old")]
     assert plan.records == counted[0] and not plan.removed
     assert stored(saver, "old") == counted
 
@@ -156,7 +157,7 @@ def test_data_written_before_stamps_is_dated_by_its_checkpoint_ids(saver: Memory
     assert not saver.ops.expire_idle_threads(TTL).removed  # written today, by its ids
     at(saver, 31)
     plan = saver.ops.expire_idle_threads(TTL)
-    assert plan.removed == [saver.store.namer.thread("legacy")]
+    assert plan.removed == [saver.parts.namer.thread("legacy")]
     assert stored(saver, "legacy")[:2] == (0, 0)
 
 
@@ -179,7 +180,7 @@ def test_a_thread_held_by_its_lock_is_left_alone(backend: Backend) -> None:
     at(saver, 0)
     with saver.ops.thread_lock("held", ttl=3600):
         plan = saver.ops.expire_idle_threads(TTL)
-    assert plan.busy == [saver.store.namer.thread("held")] and not plan.removed
+    assert plan.busy == [saver.parts.namer.thread("held")] and not plan.removed
     assert saver.get_tuple({"configurable": {"thread_id": "held"}}) is not None
 
 
@@ -193,7 +194,7 @@ def test_a_commit_between_scan_and_removal_keeps_the_thread(backend: Backend) ->
     config = {"configurable": {"thread_id": "revived"}}
     graph.invoke({"messages": [HumanMessage("back again", id="back")]}, config)
     plan.execute()
-    assert plan.revived == [saver.store.namer.thread("revived")] and not plan.removed
+    assert plan.revived == [saver.parts.namer.thread("revived")] and not plan.removed
     after = history(graph, "revived")
     assert len(after) > len(before) and after[-len(before) :] == before  # every one kept
     # Its heads are live again (no tombstone left behind): the next turn commits.
@@ -234,7 +235,7 @@ def test_tombstones_go_once_older_than_the_ttl(saver: MemorySaver) -> None:
     assert not saver.ops.expire_idle_threads(TTL, dry_run=True).leftovers  # nothing to do yet
     at(saver, 31)
     plan = saver.ops.expire_idle_threads(TTL)
-    assert plan.removed == [saver.store.namer.thread("gone")]
+    assert plan.removed == [saver.parts.namer.thread("gone")]
     assert stored(saver, "gone") == (0, 0, [])
 
 
@@ -276,7 +277,7 @@ def test_the_segments_of_the_scan_together_see_every_thread(saver: MemorySaver) 
     split = plan_expiry(saver.store, duration(TTL))
     assert saver.index.calls["Scan"] == SCAN_SEGMENTS  # one request per segment
     whole = plan_expiry(saver.store, duration(TTL), segments=1)
-    names = {saver.store.namer.thread(f"idle{i}") for i in range(12)}
+    names = {saver.parts.namer.thread(f"idle{i}") for i in range(12)}
     assert set(split.idle) == set(whole.idle) == names
     assert split.active == whole.active == 4
     with pytest.raises(InvalidConfigError, match="at least 1"):
@@ -290,8 +291,8 @@ def test_the_parallel_scan_covers_the_table_once(backend: Backend) -> None:
     for i in range(6):
         chat(saver, f"t{i}", turns=1)
     store = saver.store
-    whole = [s.key for page in store.scope.stamps() for s in page]
-    split = [s.key for seg in range(4) for page in store.scope.stamps(seg, 4) for s in page]
+    whole = [s.key for page in store.stamps() for s in page]
+    split = [s.key for seg in range(4) for page in store.stamps(seg, 4) for s in page]
     assert sorted(split) == sorted(whole) and len(set(split)) == len(split)
     assert len({k.pk for k in whole if not is_control_pk(k.pk)}) == 6
 
@@ -342,7 +343,7 @@ def test_keep_latest_keeps_the_conversation_and_drops_its_history(saver: MemoryS
     assert dry.to_dict()["strategy"] == "keep_latest" and len(dry.idle) == 3
     plan = saver.ops.expire_idle_threads(TTL, strategy="keep_latest")
 
-    assert sorted(plan.pruned) == sorted(saver.store.namer.thread(t) for t in before)
+    assert sorted(plan.pruned) == sorted(saver.parts.namer.thread(t) for t in before)
     assert not plan.removed and plan.active == 1
     after = {
         "chat": graph.get_state({"configurable": {"thread_id": "chat"}}),
@@ -368,11 +369,11 @@ def test_keep_latest_keeps_the_conversation_and_drops_its_history(saver: MemoryS
     )
     at(saver, 40)
     again = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", dry_run=True)
-    assert saver.store.namer.thread("chat") in again.idle  # two checkpoints now
-    assert saver.store.namer.thread("asked") not in again.idle
+    assert saver.parts.namer.thread("chat") in again.idle  # two checkpoints now
+    assert saver.parts.namer.thread("asked") not in again.idle
     # The idle index does not even read it again; the full Scan counts it kept.
     full = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", dry_run=True, full=True)
-    assert saver.store.namer.thread("asked") not in full.idle and full.kept >= 1
+    assert saver.parts.namer.thread("asked") not in full.idle and full.kept >= 1
 
 
 def test_keep_last_n_keeps_each_idle_thread_s_newest_n(backend: Backend) -> None:
@@ -385,7 +386,7 @@ def test_keep_last_n_keeps_each_idle_thread_s_newest_n(backend: Backend) -> None
     at(saver, 0)
     plan = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", keep_last=3)
     assert plan.to_dict()["keep_last"] == 3
-    assert plan.pruned == [saver.store.namer.thread("chat")] and plan.kept == 1
+    assert plan.pruned == [saver.parts.namer.thread("chat")] and plan.kept == 1
     assert history(graph, "chat") == before[:3]
     assert history(few, "few") == few_before
     after = graph.get_state({"configurable": {"thread_id": "chat"}})
@@ -437,7 +438,7 @@ def test_keep_latest_leaves_a_thread_written_during_the_sweep_whole(backend: Bac
     )
     full = history(graph, "busy")
     plan.execute()
-    assert plan.revived == [saver.store.namer.thread("busy")] and not plan.pruned
+    assert plan.revived == [saver.parts.namer.thread("busy")] and not plan.pruned
     assert history(graph, "busy") == full
 
 
@@ -480,7 +481,7 @@ def test_the_index_sweep_keeps_a_thread_written_since_and_finds_it_once_idle(
 ) -> None:
     at(saver, -40)
     graph = chat(saver, "chat", turns=2)
-    name = saver.store.namer.thread("chat")
+    name = saver.parts.namer.thread("chat")
     at(saver, -39)
     first = saver.ops.expire_idle_threads(TTL)  # no cursor yet: the Scan
     assert first.cursor.day is None and not first.removed
@@ -509,7 +510,7 @@ def test_the_index_sweep_keeps_a_thread_written_since_and_finds_it_once_idle(
 def test_a_thread_revived_under_the_index_sweep_is_indexed_again(saver: MemorySaver) -> None:
     at(saver, -40)
     graph = chat(saver, "revived")
-    name = saver.store.namer.thread("revived")
+    name = saver.parts.namer.thread("revived")
     at(saver, -39)
     saver.ops.expire_idle_threads(TTL)  # the first sweep (the Scan) sets the cursor
     at(saver, 0)
@@ -539,7 +540,7 @@ def test_a_copied_thread_is_in_the_index_and_found_once_idle(backend: Backend) -
     saver.copy_thread("source", "target")  # records written whole, no commit, no head
     at(saver, 0)
     plan = saver.ops.expire_idle_threads(TTL)
-    namer = saver.store.namer
+    namer = saver.parts.namer
     assert sorted(plan.removed) == sorted([namer.thread("source"), namer.thread("target")])
 
 
@@ -553,10 +554,10 @@ def test_a_tenants_indexed_sweep_reads_only_its_own_threads(saver: MemorySaver) 
         s.ops.expire_idle_threads(TTL)  # each tenant's first sweep scans
         at(s, 0)
     plan = mine.ops.expire_idle_threads(TTL)
-    assert plan.removed == [mine.store.namer.thread("idle")]
-    assert set(plan.seen) == {mine.store.namer.thread("idle")}  # the other's not read
+    assert plan.removed == [mine.parts.namer.thread("idle")]
+    assert set(plan.seen) == {mine.parts.namer.thread("idle")}  # the other's not read
     assert other.get_tuple({"configurable": {"thread_id": "idle"}}) is not None
-    assert other.ops.expire_idle_threads(TTL).removed == [other.store.namer.thread("idle")]
+    assert other.ops.expire_idle_threads(TTL).removed == [other.parts.namer.thread("idle")]
 
 
 def test_an_indexed_sweep_out_of_time_leaves_its_days_to_the_next(saver: MemorySaver) -> None:
@@ -612,7 +613,7 @@ def test_through_the_adapters_an_idle_thread_goes_in_a_few_requests(
     for i in range(3):
         delta.invoke({"messages": [f"user: {i}"]}, {"configurable": {"thread_id": "delta"}})
     kept = [s.values for s in active.get_state_history({"configurable": {"thread_id": "active"}})]
-    idle = saver.store.namer.thread("idle")
+    idle = saver.parts.namer.thread("idle")
     assert any("c" in i for i in items_of(clients, idle))
     assert all("a" in i for i in items_of(clients, idle) if "c" in i)  # stamped
     assert objects_of(clients, owner_prefix(idle))
@@ -659,7 +660,7 @@ def test_scan_reads_only_keys_stamps_and_heads(clients: Clients, counter: Reques
     # The sweep's cursor (none yet: this first sweep plans with the Scan), then the Scan.
     assert dict(counter.calls) == {"dynamodb.Query": 1, "dynamodb.Scan": SCAN_SEGMENTS}
     if BACKEND == "moto":
-        stamps = list(saver.store.scope.stamps())
+        stamps = list(saver.store.stamps())
         assert len(stamps) == 1 and stamps[0] and all(s.key.pk for s in stamps[0])
 
 
@@ -708,7 +709,7 @@ def sweep_counts(
     plan = saver.ops.expire_idle_threads(TTL)
     clients[0].meta.events.unregister("after-call.dynamodb.Query", count)
     calls = Counter(counter.calls)
-    assert sorted(plan.removed) == sorted(saver.store.namer.thread(f"idle-{i}") for i in range(e))
+    assert sorted(plan.removed) == sorted(saver.parts.namer.thread(f"idle-{i}") for i in range(e))
     for i in range(0, n - e, max(1, (n - e) // 5)):  # active threads keep their checkpoint
         assert saver.get_tuple({"configurable": {"thread_id": f"active-{i}"}}) is not None
     return calls, evaluated[0], plan
@@ -780,18 +781,18 @@ def test_the_first_sweep_on_an_old_table_scans_and_backfills(clients: Any) -> No
     assert strip_index_keys(clients, "old") == 2
     at_moment(saver, t0)
     first = saver.ops.expire_idle_threads(TTL)  # no cursor: the Scan, which backfills
-    assert first.removed == [saver.store.namer.thread("old-idle")]
+    assert first.removed == [saver.parts.namer.thread("old-idle")]
     # The active thread's head (its record, with concurrent-run detection off: no head)
     # now carries its newest write's index key.
     [(key, moved)] = first.cursor.moves
-    assert key.pk.rstrip("!") == saver.store.namer.thread("old-active")
+    assert key.pk.rstrip("!") == saver.parts.namer.thread("old-active")
     assert moved.startswith(time.strftime("%Y%m%d", time.gmtime(t0 - 20 * DAY)))
     # Fifteen days on the backfilled thread is idle: the index finds it, no Scan.
     at_moment(saver, t0 + 15 * DAY)
     counter = RequestCounter()
     counter.hook(clients[0])
     plan = saver.ops.expire_idle_threads(TTL)
-    assert plan.removed == [saver.store.namer.thread("old-active")]
+    assert plan.removed == [saver.parts.namer.thread("old-active")]
     assert counter["dynamodb.Scan"] == 0
 
 
@@ -815,4 +816,4 @@ def test_a_table_without_the_index_says_how_to_add_it(clients: Any) -> None:
         saver.ops.expire_idle_threads(TTL)
     assert IDLE_INDEX in str(raised.value) and "--full" in str(raised.value)
     full = saver.ops.expire_idle_threads(TTL, full=True)
-    assert full.removed == [saver.store.namer.thread("t")]
+    assert full.removed == [saver.parts.namer.thread("t")]

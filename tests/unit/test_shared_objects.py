@@ -147,7 +147,7 @@ def test_the_last_thread_to_let_an_object_go_deletes_it(saver: S3DynamoSaver) ->
     saver.delete_thread("b")
     assert objects(saver) == {}
     assert loans(saver, "src", "a", "b") == []
-    assert raw.left_after_delete(saver, saver.store.namer.thread("b")) == []
+    assert raw.left_after_delete(saver, saver.parts.namer.thread("b")) == []
 
 
 @pytest.mark.parametrize("pruned", ["src", "dst"])
@@ -195,7 +195,7 @@ def test_retention_removes_an_idle_source_and_keeps_what_its_copy_reads(
     saver.store.clock = lambda: later
     saver.copy_thread("src", "dst")  # the copy is new activity; the source stays idle
     plan = saver.ops.expire_idle_threads("1d")
-    assert plan.removed == [saver.store.namer.thread("src")]
+    assert plan.removed == [saver.parts.namer.thread("src")]
     assert history(graph, "src") == []
     assert history(graph, "dst") == copied_before
     # Later the copy goes idle and is removed too: with it, everything.
@@ -255,17 +255,17 @@ def test_reencryption_of_a_copy_and_of_its_source(backend: Backend) -> None:
 
 def test_a_copy_racing_a_delete_of_its_source_loses_nothing(saver: S3DynamoSaver) -> None:
     graph = source(saver)
-    store = saver.store
-    lend = store.lend
+    copier = saver.store._copier
+    loan = copier._loan
 
-    def delete_first(borrower: str, lenders: Any) -> None:
+    def delete_first(borrower: str, lenders: Any) -> Any:
         saver.delete_thread("src")  # read by the copy before, deleted before the loans
-        lend(borrower, lenders)
+        yield from loan(borrower, lenders)
 
-    store.lend = delete_first  # type: ignore[method-assign]
+    copier._loan = delete_first  # type: ignore[method-assign]
     with pytest.raises(ConcurrentUpdateError, match="deleted or hidden meanwhile"):
         saver.copy_thread("src", "dst")
-    store.lend = lend  # type: ignore[method-assign]
+    copier._loan = loan  # type: ignore[method-assign]
     assert history(graph, "dst") == [] and history(graph, "src") == []
     assert objects(saver) == {} and loans(saver, "src") == []
 
@@ -275,23 +275,16 @@ def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(
 ) -> None:
     graph = source(saver)
     before = history(graph, "src")
-    store = saver.store
-    share = store.rewriter.share
+    copier = saver.store._copier
+    original = copier._loan
 
-    def delete_after_lending(src: str, dst: str, entries: Any) -> Any:
-        plan = share(src, dst, entries)
-        original = store.lend
+    def then_delete(borrower: str, lenders: Any) -> Any:
+        yield from original(borrower, lenders)
+        # The loans stand: a delete now keeps every object they name.
+        saver.delete_thread("src")
+        assert objects(saver)
 
-        def then_delete(borrower: str, lenders: Any) -> None:
-            original(borrower, lenders)
-            # The loans stand: a delete now keeps every object they name.
-            saver.delete_thread("src")
-            assert objects(saver)
-
-        store.lend = then_delete  # type: ignore[method-assign]
-        return plan
-
-    store.rewriter.share = delete_after_lending  # type: ignore[method-assign]
+    copier._loan = then_delete  # type: ignore[method-assign]
     with pytest.raises(ConcurrentUpdateError):
         saver.copy_thread("src", "dst")
     assert before
@@ -301,7 +294,7 @@ def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(
 
 
 def _records(saver: S3DynamoSaver, tid: str) -> list[Any]:
-    return saver.store.finder.thread_records(tid)
+    return saver.store.records(tid)
 
 
 def test_a_table_writer_cannot_point_a_thread_at_another_threads_objects(
@@ -310,9 +303,9 @@ def test_a_table_writer_cannot_point_a_thread_at_another_threads_objects(
     graph = source(saver)
     say(graph, "other", "a thread that shares nothing")
     before = history(graph, "other")
-    src_name = saver.store.namer.thread("src")
+    src_name = saver.parts.namer.thread("src")
     theirs = sorted(
-        o.key.rpartition("/")[2] for o in saver.store.engine.objects.list_owner(src_name)
+        o.key.rpartition("/")[2] for o in saver.parts.engine.objects.list_owner(src_name)
     )
     # Every checkpoint of "other" made to name every object of "src", as a copy's would:
     # what a thread shares its sealed body says, so the names alone change nothing.
@@ -348,10 +341,10 @@ def test_a_table_writer_cannot_swap_a_copys_shared_write(saver: S3DynamoSaver) -
     idx, ref = next((i, v) for i, v in w.writes.items() if isinstance(v, str))
     leaf, tag = split_write_ref(ref)
     # Another object of the source, named as a shared write: the sealed body does not list it.
-    src_name = saver.store.namer.thread("src")
+    src_name = saver.parts.namer.thread("src")
     other = next(
         o.key
-        for o in saver.store.engine.objects.list_owner(src_name)
+        for o in saver.parts.engine.objects.list_owner(src_name)
         if not leaf.endswith(o.key.rpartition("/")[2])
     )
     w.writes[idx] = f"{other}.{tag}"
@@ -385,9 +378,9 @@ def test_a_copy_of_an_interrupted_thread_resumes_after_its_source_is_gone(
 
 def _forged_loan(saver: S3DynamoSaver, lender: str, borrower_name: str) -> dict[str, Any]:
     """A loan of every object of `lender` to `borrower_name`, as a table writer writes it."""
-    name = saver.store.namer.thread(lender)
+    name = saver.parts.namer.thread(lender)
     leaves = frozenset(
-        o.key.rpartition("/")[2] for o in saver.store.engine.objects.list_owner(name)
+        o.key.rpartition("/")[2] for o in saver.parts.engine.objects.list_owner(name)
     )
     assert leaves
     return {"pk": control_pk(name), "sk": loan_sk(borrower_name, 0), "ll": leaves}
@@ -398,7 +391,7 @@ def test_a_loan_no_borrowing_backs_keeps_nothing(saver: S3DynamoSaver) -> None:
     so a loan without one was written by someone else: every deletion and collection
     passes it by, and `verify` names it."""
     source(saver)
-    nobody = saver.store.namer.thread("no such thread")
+    nobody = saver.parts.namer.thread("no such thread")
     raw.put_items(saver, [_forged_loan(saver, "src", nobody)])
     report = saver.ops.verify()
     assert [p["kind"] for p in report.problems] == ["unbacked loan"]
@@ -409,9 +402,9 @@ def test_a_loan_no_borrowing_backs_keeps_nothing(saver: S3DynamoSaver) -> None:
     orphan = "A" * 21 + "Q"
     forged = {**_forged_loan(saver, "other", nobody), "ll": frozenset({orphan})}
     raw.put_items(saver, [forged])
-    name = saver.store.namer.thread("other")
-    assert orphan not in (saver.store.finder.live_leaves(name) or set())
-    assert saver.store.finder.lent_leaves(name) == set()
+    name = saver.parts.namer.thread("other")
+    assert orphan not in (saver.store.live_leaves(name) or set())
+    assert saver.store.lent_leaves(name) == set()
 
 
 def test_a_forged_loan_with_a_forged_borrowing_keeps_objects_until_that_thread_goes(
@@ -422,8 +415,8 @@ def test_a_forged_loan_with_a_forged_borrowing_keeps_objects_until_that_thread_g
     whose deletion ends the loan as a copy's does."""
     graph = source(saver)
     say(graph, "bystander", "a thread that copied nothing")
-    bystander = saver.store.namer.thread("bystander")
-    src = saver.store.namer.thread("src")
+    bystander = saver.parts.namer.thread("bystander")
+    src = saver.parts.namer.thread("src")
     borrowing = {"pk": control_pk(bystander), "sk": borrow_sk(src)}
     raw.put_items(saver, [_forged_loan(saver, "src", bystander), borrowing])
     saver.delete_thread("src")

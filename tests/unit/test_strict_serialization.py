@@ -251,11 +251,11 @@ def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist() 
     assert isinstance(clone, S3DynamoSaver) and clone is not saver
     shared = ("settings", "clients", "sealer", "namer", "control", "deployment")
     assert all(getattr(clone.parts, n) is getattr(saver.parts, n) for n in shared)
-    assert clone.store.ports is saver.store.ports
-    assert clone.store.objects is saver.store.objects
-    assert clone.store.handoff is saver.store.handoff
-    assert clone.store.decoder.skeletons is saver.store.decoder.skeletons
-    assert clone.store.committer.bases is saver.store.committer.bases
+    assert clone.parts.engine.ports is saver.parts.engine.ports
+    assert clone.parts.engine.objects is saver.parts.engine.objects
+    assert clone.store._handoff is saver.store._handoff
+    assert clone.store._decoder.skeletons is saver.store._decoder.skeletons
+    assert clone.store._committer.bases is saver.store._committer.bases
     assert clone.ops is saver.ops  # a lease taken through either fences both's writes
     assert saver.serde is BaseCheckpointSaver.serde  # the origin keeps its serializer
 

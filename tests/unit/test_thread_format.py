@@ -62,7 +62,7 @@ needs_transactions = pytest.mark.unsupported_on("real", reason="dynalite has no 
 @pytest.fixture
 def table(backend: Backend) -> Table:
     saver = backend.saver()
-    return saver.store.ports.table  # type: ignore[no-any-return]
+    return saver.parts.engine.ports.table  # type: ignore[no-any-return]
 
 
 def send(table: Table, writes: list[Write]) -> None:

@@ -109,7 +109,7 @@ def test_gc_spares_referenced_objects(saver: MemorySaver) -> None:
     first = _put(saver, {"doc": os.urandom(3 * saver.settings.inline_max)})
     saver.delete_thread("t")
     _put(saver, {"doc": os.urandom(3 * saver.settings.inline_max)})
-    saver.objects.put_new(object_key(saver.store.namer.thread("t"), "orphan".ljust(22, "A")), b"x")
+    saver.objects.put_new(object_key(saver.parts.namer.thread("t"), "orphan".ljust(22, "A")), b"x")
     plan = saver.ops.plan_garbage_collection(grace=timedelta(0))
     assert plan.objects == 1 and plan.execute() == 1
     assert saver.get_tuple(_config()) is not None and saver.get_tuple(first) is None

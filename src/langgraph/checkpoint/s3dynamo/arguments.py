@@ -459,6 +459,7 @@ def _checking(fn: Callable[..., Any], checks: Mapping[str, Check]) -> Callable[.
 # ------------------------------------------------------------------------ the tables
 
 _at_least_0 = functools.partial(whole, minimum=0)
+_at_least_1 = functools.partial(whole, minimum=1)
 _ids = optional(thread_ids)
 
 # `S3DynamoSaver`: LangGraph's methods. Their async twins run these (`_in_worker`).
@@ -474,7 +475,11 @@ SAVER: Checks = {
     "put_writes": {"config": config, "writes": writes, "task_id": text, "task_path": text},
     "delete_thread": {"thread_id": thread_id},
     "delete_for_runs": {"run_ids": run_ids},
-    "copy_thread": {"source_thread_id": thread_id, "target_thread_id": thread_id},
+    "copy_thread": {
+        "source_thread_id": thread_id,
+        "target_thread_id": thread_id,
+        "keep_last": optional(_at_least_1),
+    },
     "prune": {"thread_ids": thread_ids, "strategy": text, "keep_last": whole},
     "get_delta_channel_history": {
         "config": config,

@@ -51,7 +51,8 @@ def _channel_prefix(channel: str) -> bytes:
     return len(raw).to_bytes(4, "big") + raw
 
 
-def _unpack_channel(data: bytes, what: str) -> tuple[str, bytes]:
+def unpack_channel(data: bytes, what: str) -> tuple[str, bytes]:
+    """A pending write's opened data: (its channel, the serialized value)."""
     size = int.from_bytes(data[:4], "big")
     if len(data) < 4 + size:
         raise IntegrityError(f"{what}: write record is truncated")
@@ -172,7 +173,7 @@ class Codec:
     def write_data(self, at: WriteAt, blob: bytes, what: str) -> tuple[str, tuple[str, bytes]]:
         """A write opened but not deserialized: (channel, (type, data)) for `load`."""
         typ, data = self.sealer.open(blob, write_id(at), what)
-        channel, payload = _unpack_channel(data, what)
+        channel, payload = unpack_channel(data, what)
         return channel, (typ, payload)
 
     def load(self, typed: tuple[str, bytes]) -> Any:

@@ -250,11 +250,11 @@ def build(
             catalog_fields=settings.catalog_fields,
         ),
     )
-    store.format_gate = deployment.require_format
+    store.gate_formats(deployment.require_format)
     # The catalog's completeness is recorded beside the deployment record; a deployment
     # created with the fields declared has every thread filed from its first.
-    store.catalog.control = own
-    deployment.created = store.catalog.mark_complete
+    store.attach(own)
+    deployment.created = store.mark_catalog_complete
     return Components(
         settings, source, clients, sealer, namer, codec, own, kms, deployment, store, engine
     )

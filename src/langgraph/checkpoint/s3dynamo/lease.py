@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Protocol
 
-from langgraph.checkpoint.s3dynamo import backoff, records, telemetry
+from langgraph.checkpoint.s3dynamo import backoff, telemetry
 from langgraph.checkpoint.s3dynamo.backoff import Backoff
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
@@ -172,7 +172,7 @@ def _check(store: ThreadStore, tid: str, ttl: float, wait: float) -> None:
             f"wait={wait}; "
             f"the defaults are ttl={DEFAULT_TTL:g} and wait=ttl + {backoff.CAP:g}"
         )
-    if holding(id(store), store.namer.thread(tid)) is not None:
+    if holding(id(store), store.name_of(tid)) is not None:
         raise InvalidConfigError(
             f"thread {tid!r}: this context already holds its lease; thread_lock is not reentrant"
         )
@@ -187,7 +187,7 @@ def _timeout(tid: str, wait: float, bounded: bool) -> LeaseTimeoutError:
 
 
 def lease_key(store: ThreadStore, tid: str) -> ItemKey:
-    return records.lease_key(store.namer.thread(tid))
+    return store.lease_key(tid)
 
 
 class _Plan:
@@ -216,7 +216,7 @@ class _Plan:
     def attempt(self, store: ThreadStore, tid: str) -> Lease | None:
         now = self.now_ms()
         ttl = self.ttl_ms if self.until_ms is None else min(self.ttl_ms, self.until_ms - now)
-        return store.acquire_lease(store.namer.thread(tid), self.owner, now, max(1, ttl))
+        return store.acquire_lease(store.name_of(tid), self.owner, now, max(1, ttl))
 
     def pause(self, tid: str) -> float:
         """Seconds to sleep before the next attempt; `LeaseTimeoutError` if none is left."""
@@ -249,7 +249,7 @@ def thread_lock(
     while (lease := plan.attempt(store, tid)) is None:
         clock.sleep(plan.pause(tid))
     handle = plan.held(store, tid, lease)
-    token = hold(id(store), store.namer.thread(tid), handle.held)
+    token = hold(id(store), store.name_of(tid), handle.held)
     try:
         if heartbeat:
             handle.start_heartbeat()
@@ -279,7 +279,7 @@ async def athread_lock(
     while (lease := await asyncio.to_thread(plan.attempt, store, tid)) is None:
         await asyncio.sleep(plan.pause(tid))
     handle = plan.held(store, tid, lease)
-    token = hold(id(store), store.namer.thread(tid), handle.held)
+    token = hold(id(store), store.name_of(tid), handle.held)
     try:
         # A thread, not a task: a node that blocks the event loop must not starve it.
         if heartbeat:

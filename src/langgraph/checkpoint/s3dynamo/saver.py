@@ -120,7 +120,7 @@ def _alone(settings: object, given: Mapping[str, Any]) -> Settings:
 def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[str, Any]], int]:
     """How large a checkpoint's metadata is sealed, for `refuse_copied_metadata`: `put`
     and `put_writes` refuse the same config the same way."""
-    return lambda metadata: len(saver.store.codec.seal_metadata(at, metadata))
+    return lambda metadata: saver.store.metadata_size(at, metadata)
 
 
 def _loaded(
@@ -128,7 +128,7 @@ def _loaded(
 ) -> None:
     """Tell run detection what this run continues: the latest it got, or nothing."""
     latest = None if cid else (found.checkpoint["id"] if found else runs.EMPTY)
-    saver.store.handoff.loaded(tid, ns, latest, found.checkpoint["id"] if found else None)
+    saver.store.loaded(tid, ns, latest, found.checkpoint["id"] if found else None)
 
 
 def _listed(saver: S3DynamoSaver, config: RunnableConfig | None) -> None:
@@ -136,9 +136,9 @@ def _listed(saver: S3DynamoSaver, config: RunnableConfig | None) -> None:
     replaying parent loads its subgraphs' earlier state)."""
     tid, ns, _ = target(config, namespace_optional=True) if config is not None else ("", "", 0)
     if ns is None:
-        saver.store.handoff.loaded_thread(tid)
+        saver.store.loaded_thread(tid)
     elif config is not None:
-        saver.store.handoff.loaded(tid, ns, None)
+        saver.store.loaded(tid, ns, None)
 
 
 class S3DynamoSaver(BaseCheckpointSaver[str]):
@@ -329,9 +329,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         # serialized: a value that cannot be stored writes nothing, not even the record.
         first = (lambda: self.parts.deployment.verify(write=True)) if parent_id is None else None
         with guarded(self.parts.deployment):  # a missing table: in another region?
-            cid = self.store.committer.commit_checkpoint(
-                tid, ns, parent_id, checkpoint, shaped, new_versions, before_write=first
-            )
+            cid = self.store.commit(at, parent_id, checkpoint, shaped, new_versions, first)
         return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
     def put_writes(
@@ -352,7 +350,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
             what = f"{at.what}: the writes of task {task_id!r}"
             refuse_copied_metadata(config, what, _sealed_size(self, at))
-            self.store.committer.commit_writes(tid, ns, cid, task_id, task_path, writes)
+            self.store.commit_writes(at, task_id, task_path, writes)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Fetch the latest checkpoint of a namespace, or one by `checkpoint_id`:
@@ -364,11 +362,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
         def read() -> Entry | None:
-            return (
-                self.store.finder.read_checkpoint(tid, ns, cid)
-                if cid
-                else self.store.finder.read_latest(tid, ns)
-            )
+            return self.store.read(tid, ns, cid)
 
         with guarded(self.parts.deployment):
             if self.parts.control.loaded:
@@ -411,20 +405,20 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             entries: Iterable[Entry]
             if config is None:
                 skipped: list[Skipped] = []  # the thread catalog's, else a Scan
-                entries = self.store.threads.listing(filter, before_id, skipped)
+                entries = self.store.listing(filter, before_id, skipped)
                 self.ops.last_skipped = skipped
                 warn_skipped("list(None)", skipped)
             else:
                 tid, ns, cid = target(config, namespace_optional=True)
                 if cid is not None:
-                    one = self.store.finder.read_checkpoint(tid, ns or "", cid)
+                    one = self.store.read(tid, ns or "", cid)
                     entries = [one] if one and (before_id is None or cid < before_id) else []
                 elif ns is None:
-                    entries = self.store.finder.thread_entries(tid, before_id)
+                    entries = self.store.entries(tid, before_id)
                 else:
-                    entries = self.store.finder.namespace_entries(tid, ns, before_id)
+                    entries = self.store.namespace_entries(tid, ns, before_id)
             found = False
-            for item in self.store.decoder.tuples(entries, filter, limit):
+            for item in self.store.tuples(entries, filter, limit):
                 found = True
                 yield item
         if not found and not filter and before_id is None:
@@ -438,13 +432,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         after `before` (a result or its cursor); a declared field costs its threads only."""
         with guarded(self.parts.deployment):
             self.parts.deployment.verify(write=False)  # another secret finds nothing
-            return self.store.threads.search(metadata, limit, before)
+            return self.store.search(metadata, limit, before)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, write, object and catalog entry of a thread (every
         namespace), behind marks: interrupted, it reads deleted; a repeat finishes it."""
         tid = thread_id_of(thread_id)
-        log.info("delete_thread %s", self.store.namer.thread(tid))
+        log.info("delete_thread %s", self.store.name_of(tid))
         if not self.store.delete_thread(tid):
             self.parts.deployment.verify(write=False)  # another secret finds nothing
 
@@ -458,17 +452,19 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         log.info("delete_for_runs: %d runs", len(plan.run_ids))
         plan.execute()
 
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy every checkpoint, write and namespace of a thread to a new thread id.
-        The copy shares the source's values and objects instead of writing them again
-        (only index items are written); deleting or pruning either thread keeps what the
-        other reads (docs/RELIABILITY.md, "Copies share objects"). Raises
-        `ThreadExistsError` if the target already has checkpoints, and
-        `ConcurrentUpdateError` (nothing copied) if the source is deleted or pruned
-        meanwhile."""
+    def copy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, keep_last: int | None = None
+    ) -> None:
+        """Copy a thread (every namespace; with `keep_last`, each namespace's newest
+        checkpoints and what they need) to a new thread id, sharing its objects: only
+        index items are written (docs/RELIABILITY.md, "Copies share objects"). Raises
+        `ThreadExistsError` if the target has checkpoints, `ConcurrentUpdateError`
+        (nothing copied) if the source is deleted or pruned meanwhile."""
         from langgraph.checkpoint.s3dynamo.ops import threads
 
-        threads.copy_one(self.store, self.parts.deployment, source_thread_id, target_thread_id)
+        threads.copy_one(
+            self.store, self.parts.deployment, source_thread_id, target_thread_id, keep_last
+        )
 
     def prune(
         self, thread_ids: Sequence[str], *, strategy: str = "keep_latest", keep_last: int = 1
@@ -486,11 +482,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seeds of DeltaChannels along the parent chain, read with one Query
         over the namespace and one S3 wave (see `history.py`)."""
-        from langgraph.checkpoint.s3dynamo import history
-
         tid, ns, cid = target(config)
         with guarded(self.parts.deployment):
-            found = history.delta_channel_history(self.store, tid, ns, cid, list(channels))
+            found = self.store.delta_history(tid, ns, cid, list(channels))
         if not any(h.get("writes") or "seed" in h for h in found.values()):
             self.parts.deployment.verify(write=False)  # nothing: keys checked first
         return found
@@ -561,8 +555,12 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self._in_worker(self.delete_for_runs, run_ids)
 
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._in_worker(self.copy_thread, source_thread_id, target_thread_id)
+    async def acopy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, keep_last: int | None = None
+    ) -> None:
+        await self._in_worker(
+            self.copy_thread, source_thread_id, target_thread_id, keep_last=keep_last
+        )
 
     async def aprune(
         self, thread_ids: Sequence[str], *, strategy: str = "keep_latest", keep_last: int = 1

@@ -20,21 +20,39 @@ docs/RELIABILITY.md, "Garbage collection: the upload journal").
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
 from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.blobs.placement import InlineBudget
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
+from langgraph.checkpoint.s3dynamo.blobs.steps import (
+    Apply,
+    Batch,
+    DeleteObjects,
+    Emit,
+    Fetch,
+    GetMany,
+    ListObjects,
+    NameOrphans,
+    Query,
+    Scan,
+    Steps,
+    Together,
+)
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.table import Delete, Item, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
-__all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "WritePlan"]
+__all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "Steps", "WritePlan"]
+
+_R = TypeVar("_R")
 
 # Bytes of decoded objects kept (`BlobEngine.opened`): a 10,000-vector segment of 256
 # dimensions takes about 13 MB decoded.
@@ -98,10 +116,100 @@ class BlobEngine:
             OPENED_BYTES, weigh=lambda entry: entry[1], largest=OPENED_BYTES // 2
         )
         self.journal = Journal(ports)
+        self.collector = Collector(self.objects, self.journal, prefix)
         # Stamps intents of plans that bring no time of their own; tests replace it.
         self.clock: Callable[[], float] = time.time
 
+    # ------------------------------------------------------------ protocols
+
+    def run(self, protocol: Steps[_R]) -> _R:
+        """Run a protocol (`steps.py`) to its end: each step it yields is sent, and its
+        answer (or the error it raised) goes back where it yielded; its return value."""
+        answer: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                step = protocol.throw(error) if error is not None else protocol.send(answer)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            answer, error = None, None
+            try:
+                answer = self.do(step)
+            except Exception as exc:  # handed to the protocol, which may answer it
+                error = exc
+
+    def stream(self, protocol: Steps[Any]) -> Iterator[Any]:
+        """Run a protocol that hands values out as it goes (`Emit`), lazily: a step is
+        sent only when the caller asks for the next value."""
+        answer: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                step = protocol.throw(error) if error is not None else protocol.send(answer)
+            except StopIteration:
+                return
+            answer, error = None, None
+            if isinstance(step, Emit):
+                yield step.value
+                continue
+            try:
+                answer = self.do(step)
+            except Exception as exc:
+                error = exc
+
+    def do(self, step: object) -> Any:
+        """One step: one request, or one wave of requests of one kind."""
+        table = self.ports.table if isinstance(step, (Query, Scan, GetMany)) else None
+        if isinstance(step, Query):
+            assert table is not None
+            return table.query(
+                step.partition,
+                where=step.where,
+                index=step.index,
+                descending=step.descending,
+                limit=step.limit,
+                cursor=step.cursor,
+                consistent=step.consistent,
+                attributes=step.attributes,
+            )
+        if isinstance(step, Scan):
+            assert table is not None
+            return table.scan(
+                segment=step.segment,
+                segments=step.segments,
+                cursor=step.cursor,
+                filter=step.filter,
+                attributes=step.attributes,
+            )
+        if isinstance(step, GetMany):
+            assert table is not None
+            return table.get_many(step.keys, consistent=step.consistent) if step.keys else []
+        if isinstance(step, Batch):
+            return self.batch(step.puts, step.deletes)
+        if isinstance(step, Apply):
+            return self.apply(
+                step.write, returning=step.returning, found_on_refusal=step.found_on_refusal
+            )
+        if isinstance(step, WritePlan):
+            return self.write(step)
+        if isinstance(step, ListObjects):
+            return self.objects.list_owner(step.owner)
+        if isinstance(step, DeleteObjects):
+            self.objects.delete(step.keys)
+            return self.objects.delete_unchanged(step.unchanged)
+        if isinstance(step, Fetch):
+            return self.objects.fetch(step.needed, cached=step.cached)
+        if isinstance(step, NameOrphans):
+            return self.name_orphans(step.owner, step.keys)
+        if isinstance(step, Together):
+            return parallel(self.run, step.protocols)
+        raise TypeError(f"not a step the blob engine runs: {step!r}")
+
     # ------------------------------------------------------------ placing
+
+    def item_size(self, item: Item) -> int:
+        """The size the table bills for an item (no request)."""
+        return self.ports.table.item_size(item)
 
     def budget(self) -> InlineBudget:
         """The inline room of one index item, for placing its blobs one by one."""
@@ -168,10 +276,26 @@ class BlobEngine:
         stamp = at_ms if at_ms is not None else int(self.clock() * 1000)
         self.journal.open(owner, sorted(keys), stamp)
 
-    # ------------------------------------------------------------ reading
+    # ------------------------------------------------------------ the storage
 
-    # ------------------------------------------------------------ removing
+    def create_if_missing(self) -> tuple[bool, bool]:
+        """Create the table and the bucket if missing; whether each was made."""
+        return self.ports.table.create_if_missing(), self.ports.objects.create_if_missing()
 
-    def expired_intents(self, before_ms: int) -> list[UploadIntent]:
-        """The deployment's intents written before `before_ms` (one Query per shard)."""
-        return self.journal.expired(self.prefix, before_ms)
+    def prime(self) -> None:
+        """Build both ports now, still without a request."""
+        for name in ("table", "objects"):
+            getattr(self.ports, name)
+
+    def resources(self) -> tuple[str, str]:
+        """What the table and the object store are, as reports name them."""
+        table = str(getattr(self.ports.table, "resource", "index"))
+        return table, str(getattr(self.ports.objects, "resource", "object store"))
+
+    def probe_objects(self) -> None:
+        """List the deployment's objects once (`check`)."""
+        self.ports.objects.probe(self.prefix)
+
+    def deployment_objects(self) -> Iterator[ObjectInfo]:
+        """Every object of this deployment."""
+        return self.ports.objects.list(self.prefix)

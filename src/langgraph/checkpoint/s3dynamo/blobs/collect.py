@@ -14,13 +14,14 @@ deleted" and "Garbage collection: the upload journal".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
-from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
+from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
+from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.layout import owner_prefix
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import UploadIntent
+from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
 
 # The leaves an owner's items reference now, read consistently; None: it has no item.
 LiveLeaves = Callable[[str], "set[str] | None"]
@@ -34,26 +35,6 @@ def unreferenced(
     return [o for o in objects if o.key[start:] not in live and o.modified < cutoff]
 
 
-def sweep(
-    engine: BlobEngine,
-    owner: str,
-    live_of: LiveLeaves,
-    cutoff: datetime,
-    planned: set[str] | None = None,
-) -> int:
-    """L, M and D over an owner's objects (those in `planned`, or all it has); how many
-    were deleted."""
-    old = [
-        o
-        for o in engine.objects.list_owner(owner)
-        if (planned is None or o.key in planned) and o.modified < cutoff
-    ]
-    if not old:
-        return 0
-    doomed = unreferenced(old, owner, live_of(owner) or set(), cutoff)
-    return len(engine.objects.delete_unchanged(doomed)) if doomed else 0
-
-
 def by_owner(intents: Iterable[UploadIntent]) -> dict[str, list[UploadIntent]]:
     grouped: dict[str, list[UploadIntent]] = {}
     for intent in intents:
@@ -61,41 +42,64 @@ def by_owner(intents: Iterable[UploadIntent]) -> dict[str, list[UploadIntent]]:
     return grouped
 
 
-def examine(
-    engine: BlobEngine,
-    owner: str,
-    intents: list[UploadIntent],
-    live_of: LiveLeaves,
-    cutoff: datetime,
-) -> tuple[dict[str, ObjectInfo | None], set[str], list[ObjectInfo]]:
-    """L and M for the keys some intents of one owner name: what each key is now (None:
-    absent), the leaves the owner's items reference (read after the HEADs, and only if a
-    key is old enough to go), and the old unreferenced keys."""
-    keys = sorted({k for i in intents for k in i.object_keys})
-    found = dict(zip(keys, engine.objects.stat(keys), strict=True))
-    old = [o for o in found.values() if o is not None and o.modified < cutoff]
-    if not old:
-        return found, set(), []
-    # An owner with no item: its first write crashed. The intent says this deployment
-    # wrote the keys, so they go even at the bucket root (unlike a listing's unindexed).
-    live = live_of(owner) or set()
-    return found, live, unreferenced(old, owner, live, cutoff)
+class Collector:
+    """The three steps over one deployment's objects (module docstring), and the upload
+    journal they settle."""
 
+    def __init__(self, objects: ObjectIO, journal: Journal, prefix: str) -> None:
+        self._objects = objects
+        self._journal = journal
+        self._prefix = prefix
 
-def settle(
-    engine: BlobEngine,
-    owner: str,
-    intents: list[UploadIntent],
-    live_of: LiveLeaves,
-    cutoff: datetime,
-) -> tuple[int, list[UploadIntent]]:
-    """L, M and D for one owner's intents: (objects deleted, the intents whose keys are
-    all settled: gone, deleted, or referenced). An intent naming a key that is young
-    again or changed stays for the next run."""
-    found, live, doomed = examine(engine, owner, intents, live_of, cutoff)
-    gone = set(engine.objects.delete_unchanged(doomed)) if doomed else set()
-    start = len(owner_prefix(owner))
-    settled = {
-        key for key, info in found.items() if info is None or key in gone or key[start:] in live
-    }
-    return len(gone), [i for i in intents if all(k in settled for k in i.object_keys)]
+    def sweep(
+        self, owner: str, live_of: LiveLeaves, cutoff: datetime, planned: set[str] | None = None
+    ) -> int:
+        """L, M and D over an owner's objects (those in `planned`, or all it has); how
+        many were deleted."""
+        old = [
+            o
+            for o in self._objects.list_owner(owner)
+            if (planned is None or o.key in planned) and o.modified < cutoff
+        ]
+        if not old:
+            return 0
+        doomed = unreferenced(old, owner, live_of(owner) or set(), cutoff)
+        return len(self._objects.delete_unchanged(doomed)) if doomed else 0
+
+    def expired(self, before_ms: int) -> list[UploadIntent]:
+        """The deployment's intents written before `before_ms` (one Query per shard)."""
+        return self._journal.expired(self._prefix, before_ms)
+
+    def close(self, intents: Sequence[ItemKey]) -> None:
+        """Delete settled intents."""
+        self._journal.close(intents)
+
+    def examine(
+        self, owner: str, intents: list[UploadIntent], live_of: LiveLeaves, cutoff: datetime
+    ) -> tuple[dict[str, ObjectInfo | None], set[str], list[ObjectInfo]]:
+        """L and M for the keys some intents of one owner name: what each key is now
+        (None: absent), the leaves the owner's items reference (read after the HEADs, and
+        only if a key is old enough to go), and the old unreferenced keys."""
+        keys = sorted({k for i in intents for k in i.object_keys})
+        found = dict(zip(keys, self._objects.stat(keys), strict=True))
+        old = [o for o in found.values() if o is not None and o.modified < cutoff]
+        if not old:
+            return found, set(), []
+        # An owner with no item: its first write crashed. The intent says this deployment
+        # wrote the keys, so they go even at the bucket root (unlike a listing's unindexed).
+        live = live_of(owner) or set()
+        return found, live, unreferenced(old, owner, live, cutoff)
+
+    def settle(
+        self, owner: str, intents: list[UploadIntent], live_of: LiveLeaves, cutoff: datetime
+    ) -> tuple[int, list[UploadIntent]]:
+        """L, M and D for one owner's intents: (objects deleted, the intents whose keys
+        are all settled: gone, deleted, or referenced). An intent naming a key that is
+        young again or changed stays for the next run."""
+        found, live, doomed = self.examine(owner, intents, live_of, cutoff)
+        gone = set(self._objects.delete_unchanged(doomed)) if doomed else set()
+        start = len(owner_prefix(owner))
+        settled = {
+            key for key, info in found.items() if info is None or key in gone or key[start:] in live
+        }
+        return len(gone), [i for i in intents if all(k in settled for k in i.object_keys)]

@@ -135,7 +135,7 @@ class Operations:
         (a wrong naming secret finds nothing) before it is called unknown."""
         tid = thread_id_of(thread_id)
         with guarded(self.parts.deployment):
-            entries = self.store.finder.thread_entries(tid)
+            entries = self.store.entries(tid)
         if not entries:
             self.parts.deployment.verify(write=False)
             raise ThreadNotFoundError(
@@ -229,7 +229,7 @@ class Operations:
 
         def live_of(owner: str) -> set[str] | None:
             # An intent names a thread's objects, or a Store or cache namespace's.
-            return memory(owner) if is_memory_pk(owner) else self.store.finder.live_leaves(owner)
+            return memory(owner) if is_memory_pk(owner) else self.store.live_leaves(owner)
 
         plan = gc.plan_incremental_gc(self.store, live_of, grace=grace, now=now)
         log.info(
@@ -370,7 +370,7 @@ class Operations:
     def plan_delete_runs(self, run_ids: Sequence[str]) -> threads.DeleteRunsPlan:
         """The checkpoints these runs created, found through the run index; `.execute()`
         deletes them with their writes."""
-        return threads.plan_delete_runs(self.store, [str(r) for r in run_ids], sweep.index_kept)
+        return threads.plan_delete_runs(self.store, [str(r) for r in run_ids])
 
     # ---------------------------------------------------------------- runs
 

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo import arguments
-from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items
+from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
 log = logging.getLogger(__name__)
@@ -42,7 +41,7 @@ class CatalogPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "fields": list(self.store.catalog.fields),
+            "fields": list(self.store.catalog_fields),
             "threads": self.threads,
             "entries": len(self.entries),
             "skipped_threads": len(self.skipped),
@@ -50,8 +49,8 @@ class CatalogPlan:
         }
 
     def execute(self) -> CatalogPlan:
-        self.store.engine.batch(puts=entry_items(self.entries))
-        self.store.catalog.mark_complete()
+        self.store.file(self.entries)
+        self.store.mark_catalog_complete()
         self.executed = True
         warn_skipped("catalog build", self.skipped)
         log.info("catalog build: %d threads, %d entries", self.threads, len(self.entries))
@@ -61,14 +60,9 @@ class CatalogPlan:
 def plan_build(store: ThreadStore) -> CatalogPlan:
     """Every thread's entries, from one Scan of the deployment's records (nothing is
     written)."""
-    store.catalog.require_fields()
     skipped: list[Skipped] = []
-    records = (r for r in store.scope.records() if isinstance(r, CheckpointRecord))
-    metadata: dict[str, list[Any]] = {}
-    for e in store.finder.group(records, skipped=skipped):
-        metadata.setdefault(e.tid, []).append(store.walker.open_metadata(e))
-    entries = [e for tid, md in metadata.items() for e in store.catalog.entries_of(tid, md)]
-    return CatalogPlan(store, len(metadata), entries, skipped)
+    threads, entries = store.catalog_entries(skipped)
+    return CatalogPlan(store, threads, entries, skipped)
 
 
 class CatalogOperations:

@@ -84,9 +84,9 @@ class GcPlan(_Candidates):
         """Delete the candidates still old and unreferenced, each only if unchanged since
         it was listed again here; returns how many were deleted."""
         cutoff = (now or datetime.now(timezone.utc)) - self.grace
-        store = self.store
+        collector = self.store.collector()
         return sum(
-            collect.sweep(store.engine, name, store.finder.live_leaves, cutoff, set(keys))
+            collector.sweep(name, self.store.live_leaves, cutoff, set(keys))
             for name, keys in self.candidates.items()
         )
 
@@ -106,14 +106,14 @@ def plan_gc(
     if thread_ids is None:
         listed: Iterable[ObjectInfo] = store.deployment_objects()
     else:
-        names = [store.namer.thread(str(tid)) for tid in thread_ids]
+        names = [store.name_of(str(tid)) for tid in thread_ids]
         by_thread = {name: [] for name in names}
-        listed = (o for name in names for o in store.engine.objects.list_owner(name))
+        listed = (o for name in names for o in store.objects_of(name))
     for obj in listed:
         parts = split_object_key(store.prefix, obj.key)
         if parts is None:
             plan.foreign += 1
-            store.scope.note(object_scope(obj.key))
+            store.note_scope(object_scope(obj.key))
             continue
         by_thread.setdefault(parts[0], []).append(obj)
     # At the bucket root, a thread name with no record here may be another deployment's.
@@ -122,7 +122,7 @@ def plan_gc(
         if not objs:
             continue
         before = len(plan.skipped)
-        live = store.finder.live_leaves(thread_name, plan.skipped if thread_ids is None else None)
+        live = store.live_leaves(thread_name, plan.skipped if thread_ids is None else None)
         if len(plan.skipped) > before:
             continue
         if live is None:
@@ -171,14 +171,14 @@ class IncrementalGcPlan(_Candidates):
         (gone, deleted, or referenced). An intent naming a key that is young again or
         changed stays for the next run. Returns how many objects were deleted."""
         cutoff = (now or datetime.now(timezone.utc)) - self.grace
-        engine = self.store.engine
+        collector = self.store.collector()
         deleted = 0
         settled: list[ItemKey] = []
         for owner, intents in collect.by_owner(self.intents).items():
-            gone, done = collect.settle(engine, owner, intents, self.live_of, cutoff)
+            gone, done = collector.settle(owner, intents, self.live_of, cutoff)
             deleted += gone
             settled += [i.key for i in done]
-        self.store.engine.journal.close(settled)
+        collector.close(settled)
         return deleted
 
 
@@ -197,12 +197,12 @@ def plan_incremental_gc(
     the bucket. Nothing is deleted: this is the dry run."""
     at = now or datetime.now(timezone.utc)
     cutoff = at - grace
-    intents = store.engine.expired_intents(int(cutoff.timestamp() * 1000))
-    live_of = live_of or store.finder.live_leaves
+    collector = store.collector()
+    intents = collector.expired(int(cutoff.timestamp() * 1000))
+    live_of = live_of or store.live_leaves
     plan = IncrementalGcPlan(store, live_of, grace, intents)
-    engine = store.engine
     for owner, group in collect.by_owner(intents).items():
-        _, _, doomed = collect.examine(engine, owner, group, live_of, cutoff)
+        _, _, doomed = collector.examine(owner, group, live_of, cutoff)
         if doomed:
             plan.candidates[owner] = [o.key for o in doomed]
             plan.sizes.update({o.key: o.size for o in doomed})

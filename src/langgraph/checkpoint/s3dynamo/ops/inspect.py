@@ -18,6 +18,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
+from langgraph.checkpoint.s3dynamo.codec import unpack_channel
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     KeyNotFoundError,
@@ -33,7 +34,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     referenced_leaves,
     shared_leaves,
 )
-from langgraph.checkpoint.s3dynamo.store import Blobs, Entry, ThreadStore
+from langgraph.checkpoint.s3dynamo.store import Entry, Sealed, SealedThread, ThreadStore
 
 Progress = Callable[[int, int], None]
 
@@ -88,9 +89,8 @@ def threads(store: ThreadStore, metadata: Mapping[str, Any] | None = None) -> Th
     `metadata`, the threads whose latest checkpoint (root namespace) holds each pair,
     through the thread catalog when it asks a value of a declared field whose catalog is
     complete: only those threads are read, their checkpoints not counted (search.py)."""
-    usable = store.catalog.usable(metadata)
-    if usable is not None and store.catalog.complete(usable[0]):
-        found = store.threads.search(metadata, sys.maxsize)
+    if store.catalog_answers(metadata):
+        found = store.search(metadata, sys.maxsize, None)
         rows = [
             ThreadRow(
                 t.thread_id,
@@ -103,8 +103,8 @@ def threads(store: ThreadStore, metadata: Mapping[str, Any] | None = None) -> Th
             for t in found
         ]
         return ThreadsReport(rows, 0, len(rows))
-    records = (r for r in store.scope.records() if isinstance(r, CheckpointRecord))
-    grouped = store.finder.pair(records)
+    records = (r for r in store.records() if isinstance(r, CheckpointRecord))
+    grouped = store.pair(records)
     counts: dict[str, int] = {}
     namespaces: dict[str, set[str]] = {}
     latest: dict[str, Entry] = {}
@@ -120,8 +120,8 @@ def threads(store: ThreadStore, metadata: Mapping[str, Any] | None = None) -> Th
         md: Mapping[str, Any] = {}
         ts = None
         with contextlib.suppress(IntegrityError):  # `verify` reports it; the listing goes on
-            md = store.walker.open_metadata(e) or {}
-            ts = store.walker.open_body(e).get("ts")
+            md, body = store.opened(e)
+            ts = body.get("ts")
         if metadata and not all(md.get(k) == v for k, v in metadata.items()):
             continue
         rows.append(
@@ -151,15 +151,15 @@ def history(store: ThreadStore, entries: Sequence[Entry]) -> list[HistoryItem]:
     """Decode a thread's entries (newest first) with their sizes."""
     if not entries:
         return []
-    sizes = {o.key: o.size for o in store.engine.objects.list_owner(entries[0].record.pk)}
+    sizes = {o.key: o.size for o in store.objects_of(entries[0].record.pk)}
     by_id = {(e.ns, e.checkpoint_id): e for e in entries}
     size = store.item_size
     out = []
-    for e, t in zip(entries, store.decoder.tuples(entries, None, None), strict=True):
+    for e, t in zip(entries, store.tuples(entries, None, None), strict=True):
         parent_id = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
-        own = set(store.finder.referenced_keys([e]))
+        own = set(store.referenced([e]))
         parent = by_id.get((e.ns, parent_id)) if parent_id else None
-        inherited = set(store.finder.referenced_keys([parent])) if parent else set()
+        inherited = set(store.referenced([parent])) if parent else set()
         items = size(e.record) + sum(size(w) for w in e.writes)
         out.append(
             HistoryItem(
@@ -239,14 +239,11 @@ def scope(store: ThreadStore, thread_id: str | None) -> tuple[list[Record], list
     """The records and objects of one thread (with those it shares of other threads, as
     a copy), or of the whole deployment."""
     if thread_id is None:
-        return list(store.scope.records()), list(store.deployment_objects())
-    name = store.namer.thread(thread_id)
-    records, objects = store.finder.thread_records(thread_id), store.engine.objects.list_owner(name)
+        return store.records(), list(store.deployment_objects())
+    records, objects = store.records(thread_id), store.objects_of(store.name_of(thread_id))
     for lender, leaves in sorted(shared_leaves(records).items()):
         prefix = owner_prefix(lender)
-        objects += [
-            o for o in store.engine.objects.list_owner(lender) if o.key[len(prefix) :] in leaves
-        ]
+        objects += [o for o in store.objects_of(lender) if o.key[len(prefix) :] in leaves]
     return records, objects
 
 
@@ -256,53 +253,15 @@ def stats(
     """Sizes, compression and reuse, by channel, of one thread or the whole deployment."""
     records, listed = scope(store, thread_id)
     objects = [o for o in listed if split_object_key(store.prefix, o.key)]
-    entries = store.finder.pair(records).entries
+    entries = store.pair(records).entries
     by_thread = _by_thread(entries)
-    sizes = {o.key: o.size for o in objects}
     channels: dict[str, ChannelStats] = {}
-    seen: set[tuple[str, str, str, str]] = set()
+    seen: set[tuple[str, str, str, str | None]] = set()
     referenced: set[str] = set()
     progress(0, len(by_thread))
     for done, (tid, thread_entries) in enumerate(by_thread.items(), 1):
-        keys = store.finder.referenced_keys(thread_entries)
-        referenced |= set(keys)
-        fetched = store.engine.objects.fetch({k: w for k, w in keys.items() if k in sizes})
-        for e in thread_entries:
-            blobs = store.walker.walk(e)
-            bases: dict[str, tuple[str, bytes]] = {}
-            for v in blobs.values:
-                c = channels.setdefault(v.channel, ChannelStats())
-                present = v.blob is not None or v.key in fetched
-                if v.base is not None and v.base[1] not in fetched:
-                    present = False
-                logical = len(store.walker.value_data(e, v, fetched, bases)[1]) if present else 0
-                c.references += 1
-                c.referenced_logical_bytes += logical
-                ident = (tid, e.ns, v.channel, v.version)
-                if ident in seen:
-                    continue
-                seen.add(ident)
-                c.values += 1
-                c.logical_bytes += logical
-                blob = v.blob if v.blob is not None else fetched.get(v.key or "")
-                c.stored_bytes += len(blob) if blob is not None else 0
-                c.inline += v.blob is not None
-                c.objects += v.blob is None
-            pending = (
-                channels.setdefault("(pending writes)", ChannelStats())
-                if (blobs.writes or blobs.bundles)
-                else None
-            )
-            for sealed, inline in _write_blobs(store, blobs, fetched):
-                assert pending is not None
-                logical = len(store.walker.write_blob_data(e, *sealed)[1][1])
-                pending.values += 1
-                pending.references += 1
-                pending.stored_bytes += len(sealed[2])
-                pending.logical_bytes += logical
-                pending.referenced_logical_bytes += logical
-                pending.inline += inline
-                pending.objects += not inline
+        referenced |= set(store.referenced(thread_entries))
+        _count(store, store.sealed(None, thread_entries), tid, channels, seen)
         progress(done, len(by_thread))
     size = store.item_size
     return StatsReport(
@@ -318,21 +277,45 @@ def stats(
     )
 
 
-def _write_blobs(
-    store: ThreadStore, blobs: Blobs, fetched: Mapping[str, bytes]
-) -> list[tuple[tuple[str, int, bytes, str | None], bool]]:
-    """((task id, index, sealed write, owner), kept inline) for every write whose blob
-    is at hand (objects missing from the bucket are `verify`'s to report)."""
-    out: list[tuple[tuple[str, int, bytes, str | None], bool]] = []
-    for w in blobs.writes:
-        blob = w.blob if w.blob is not None else fetched.get(w.key or "")
-        if blob is not None:
-            out.append(((w.task_id, w.idx, blob, w.owner), w.blob is not None))
-    for b in blobs.bundles:
-        if b.key in fetched:
-            for idx, blob in store.walker.bundle_blobs(blobs.entry, b.key, fetched).items():
-                out.append(((b.task_id, idx, blob, b.owner), False))
-    return out
+def _count(
+    store: ThreadStore,
+    thread: SealedThread,
+    tid: str,
+    channels: dict[str, ChannelStats],
+    seen: set[tuple[str, str, str, str | None]],
+) -> None:
+    """The statistics fold over one thread's sealed blobs: each value by channel (every
+    checkpoint referencing it, and once as stored), every pending write present."""
+    bases: dict[str, tuple[str, bytes]] = {}
+    for s in thread.blobs:
+        if s.entry is None or s.kind not in ("value", "write") or s.blob is None:
+            continue
+        if s.kind == "write":
+            pending = channels.setdefault("(pending writes)", ChannelStats())
+            _, data = store.open(s, bases)
+            logical = len(unpack_channel(data, s.what)[1])
+            pending.values += 1
+            pending.references += 1
+            pending.stored_bytes += len(s.blob)
+            pending.logical_bytes += logical
+            pending.referenced_logical_bytes += logical
+            pending.inline += s.where == "item"
+            pending.objects += s.where == "object"
+            continue
+        c = channels.setdefault(s.channel or "", ChannelStats())
+        present = s.base is None or s.base.blob is not None
+        logical = len(store.open(s, bases)[1]) if present else 0
+        c.references += 1
+        c.referenced_logical_bytes += logical
+        ident = (tid, s.entry.ns, s.channel or "", s.version)
+        if ident in seen:
+            continue
+        seen.add(ident)
+        c.values += 1
+        c.logical_bytes += logical
+        c.stored_bytes += len(s.blob)
+        c.inline += s.where == "item"
+        c.objects += s.where == "object"
 
 
 # ----------------------------------------------------------------------- verify
@@ -421,7 +404,7 @@ def verify(
     listed = {o.key: o for o in objects if split_object_key(store.prefix, o.key)}
     report = VerifyReport(thread_id)
     report.checked.update(items=len(records), objects=len(listed))
-    grouped = store.finder.pair(records)
+    grouped = store.pair(records)
     for rec, exc in grouped.unopened:
         report.checked["blobs"] += 1
         report.problem(
@@ -447,10 +430,10 @@ def verify(
         live.setdefault(r.pk, set()).update(referenced_leaves(r))
     for lender, leaves in shared_leaves(records).items():
         live.setdefault(lender, set()).update(leaves)
-    for done, (_, entries) in enumerate(by_thread.items(), 1):
-        _verify_thread(store, entries, listed, report)
+    for done, (tid, entries) in enumerate(by_thread.items(), 1):
+        _verify_thread(store, store.sealed(tid, entries), report)
         progress(done, len(by_thread))
-    scope_pk = store.namer.thread(thread_id) if thread_id is not None else None
+    scope_pk = store.name_of(thread_id) if thread_id is not None else None
     now = datetime.now(timezone.utc)
     loans_read: set[str] = set()
     for key, info in sorted(listed.items()):
@@ -462,7 +445,7 @@ def verify(
         if leaf not in live.get(thread_name, set()) and thread_name not in loans_read:
             # Lent to a copy outside what was read: the loans say (read once a thread).
             loans_read.add(thread_name)
-            live.setdefault(thread_name, set()).update(store.finder.lent_leaves(thread_name))
+            live.setdefault(thread_name, set()).update(store.lent_leaves(thread_name))
         if leaf not in live.get(thread_name, set()):
             age = int((now - info.modified).total_seconds())
             report.problem(
@@ -481,7 +464,7 @@ def verify(
     for lender in sorted(lenders):
         if scope_pk is not None and lender != scope_pk:
             continue
-        for loan in store.finder.unbacked_loans(lender):
+        for loan in store.unbacked_loans(lender):
             report.problem(
                 "unbacked loan",
                 "item",
@@ -495,106 +478,44 @@ def verify(
     return report
 
 
-def _verify_thread(
-    store: ThreadStore,
-    entries: Sequence[Entry],
-    listed: Mapping[str, ObjectInfo],
-    report: VerifyReport,
-) -> None:
-    """Open every blob of one thread's entries; objects are fetched in one wave and each
-    opened once, however many checkpoints reference it."""
-    attempt = report.attempt
-    keys = store.finder.referenced_keys(entries)
-    present = {k: w for k, w in keys.items() if k in listed}
-    try:
-        fetched = store.engine.objects.fetch(present, cached=False)  # the bucket, not a cache
-    except ObjectNotFoundError:  # deleted since the listing: fetch one by one
-        fetched = {}
-        for k in present:
-            with contextlib.suppress(ObjectNotFoundError):
-                fetched.update(store.engine.objects.fetch({k: present[k]}, cached=False))
+def _verify_thread(store: ThreadStore, thread: SealedThread, report: VerifyReport) -> None:
+    """The verification fold over one thread's sealed blobs: each opened and
+    authenticated (an object however many checkpoints reference it, once), a delta
+    after its base; what is missing, altered or sealed under another key reported."""
+    bases: dict[str, tuple[str, bytes]] = {}
     done: set[str] = set()
-
-    def object_blob(key: str, e: Entry) -> bytes | None:
-        blob = fetched.get(key)
-        if blob is None and key not in done:
-            done.add(key)
-            report.problem(
-                "missing", "object", key, e, f"{e.what}: referenced, but not in the bucket"
-            )
-        return blob
-
-    for e in entries:
+    for e, exc in thread.tampered:
         label = item_label(e.record.key)
-        body = attempt("item", label, e, store.walker.open_body, e)
-        if body is None:
+        report.problem("tampered", "item", label, e, f"{type(exc).__name__}: {exc}")
+    for s in thread.blobs:
+        if s.kind == "reference":
+            continue  # opened, and counted, when its thread's records were paired
+        if s.error is not None:
+            report.checked["blobs"] += 1
+            detail = f"{type(s.error).__name__}: {s.error}"
+            report.problem(problem_kind(s.error), s.where, s.key, s.entry, detail)
             continue
-        attempt("item", label, e, store.walker.open_metadata, e)
-        tasks: dict[str, tuple[str, str]] = {}
-        for w in e.writes:
-            task = attempt("item", item_label(w.key), e, store.walker.open_task, w, e.what)
-            if task is not None:
-                tasks[w.sk] = task
-        opened = Entry(e.tid, e.ns, e.record, [w for w in e.writes if w.sk in tasks], e.metadata)
-        try:
-            blobs = store.walker.walk(opened, body, tasks)
-        except IntegrityError as exc:
-            report.problem("tampered", "item", label, e, f"{type(exc).__name__}: {exc}")
+        base = s.base
+        if base is not None and base.key not in done:
+            done.add(base.key)
+            if base.blob is None:
+                _missing(report, base.key, s)
+            else:
+                report.attempt("object", base.key, s.entry, store.open, base, bases)
+        if base is not None and base.key not in bases:
+            continue  # its base did not open: reported above
+        bundled = isinstance(s.slot, tuple) and s.where == "object"
+        if s.where == "object" and not bundled:
+            if s.key in done:
+                continue
+            done.add(s.key)
+        if s.blob is None:
+            _missing(report, s.key, s)
             continue
-        if blobs.lost:
-            report.problem(
-                "tampered",
-                "item",
-                label,
-                e,
-                f"{len(blobs.lost)} stored channel value(s) missing from the item: it was altered",
-            )
-        for v in blobs.values:
-            if (base := v.base_value()) is not None:
-                # A delta opens against its base, an object checked like any other.
-                base_key = base.key or ""
-                if object_blob(base_key, e) is None:
-                    continue
-                bases: dict[str, tuple[str, bytes]] = {}
-                if (
-                    attempt("object", base_key, e, store.walker.value_data, e, base, fetched)
-                    is None
-                ):
-                    continue
-                attempt("item", label, e, store.walker.value_data, e, v, fetched, bases)
-                continue
-            if v.blob is not None:
-                attempt("item", label, e, store.walker.value_data, e, v, fetched)
-                continue
-            key = v.key or ""
-            if key in done or object_blob(key, e) is None:
-                continue
-            done.add(key)
-            attempt("object", key, e, store.walker.value_data, e, v, fetched)
-        for wb in blobs.writes:
-            if wb.blob is not None:
-                attempt(
-                    "item", item_label(wb.record.key), e, store.walker.write_data, e, wb, fetched
-                )
-            elif object_blob(wb.key or "", e) is not None:
-                attempt("object", wb.key or "", e, store.walker.write_data, e, wb, fetched)
-        for b in blobs.bundles:
-            if object_blob(b.key, e) is None:
-                continue
-            try:
-                parts = store.walker.bundle_blobs(e, b.key, fetched)
-            except IntegrityError as exc:
-                report.problem("tampered", "object", b.key, e, f"writes bundle: {exc}")
-                continue
-            for idx, blob in parts.items():
-                attempt(
-                    "object",
-                    b.key,
-                    e,
-                    store.walker.write_blob_data,
-                    e,
-                    b.task_id,
-                    idx,
-                    blob,
-                    b.owner,
-                )
+        report.attempt(s.where, s.key, s.entry, store.open, s, bases)
+
+
+def _missing(report: VerifyReport, key: str, s: Sealed) -> None:
+    report.problem(
+        "missing", "object", key, s.entry, f"{s.what}: referenced, but not in the bucket"
+    )

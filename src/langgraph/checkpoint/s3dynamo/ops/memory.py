@@ -311,7 +311,7 @@ def collect_memory_garbage(parts: Components, grace: timedelta) -> dict[str, int
 
 
 def _collect_namespace(space: Space, cutoff: datetime, pk: str) -> int:
-    return collect.sweep(space.engine, pk, space.live_leaves, cutoff)
+    return space.engine.collector.sweep(pk, space.live_leaves, cutoff)
 
 
 # ------------------------------------------------------------------ re-encryption

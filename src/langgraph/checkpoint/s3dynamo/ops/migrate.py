@@ -41,8 +41,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.s3dynamo.deployment import Deployment
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.ops.threads import newest
-from langgraph.checkpoint.s3dynamo.records import Veil
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
 
@@ -179,7 +178,7 @@ def read_thread(source: BaseCheckpointSaver[Any], tid: str) -> list[CheckpointTu
 
 def present(store: ThreadStore, tid: str) -> set[tuple[str, str]]:
     """(namespace, checkpoint id) of every checkpoint the thread has here."""
-    return {(e.ns, e.checkpoint_id) for e in store.finder.thread_entries(tid)}
+    return {(e.ns, e.checkpoint_id) for e in store.entries(tid)}
 
 
 def parents_first(tuples: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
@@ -213,29 +212,21 @@ def import_thread(
 ) -> None:
     """Copy one thread's missing checkpoints: writes first, then checkpoints, parents
     before children. A thread that reads as empty here is hidden meanwhile by a copy
-    mark over each namespace, removed last (the root namespace's after the others)."""
+    mark over each namespace, removed last (the root namespace's after the others):
+    the copy protocol's, `store/copying.py`."""
     tid = thread.thread_id
     tuples = read_thread(source, tid)
-    name = store.namer.thread(tid)
-    records, marks = store.finder.partition_items(name)
-    here = {(e.ns, e.checkpoint_id) for e in store.finder.group(records, known_tid=tid)}
-    importing = {m.key for m in marks if m.operation == "copy"}
-    todo = [t for t in parents_first(tuples) if _key(t) not in here]
-    if not todo and not importing:
+    here = store.present(tid)
+    todo = [t for t in parents_first(tuples) if _key(t) not in here.checkpoints]
+    if not todo and not here.copying:
         return
-    if not here:
+    if not here.checkpoints:
         deployment.verify(write=True)  # a new thread's first write records the keys
-    # Hidden while it is written if a reader sees nothing of it yet; a thread readers
-    # already see grows one whole checkpoint at a time instead.
-    veil = Veil(marks)
-    shown = any(not veil.hides(r.sk) for r in records)
-    hidden = set() if shown else {store.namer.namespace(tid, _key(t)[0]) for t in todo}
-    store.deleter.written_hidden(
-        tid,
-        hidden,
-        importing,
+    store.import_hidden(
+        here,
+        {_key(t)[0] for t in todo},
         lambda: _write(store, thread, tuples, todo),
-        newest(store, tid, [_key(t) for t in tuples]),
+        [_key(t) for t in tuples],
     )
 
 
@@ -253,7 +244,7 @@ def _write(
     for t in todo:
         ns, cid = _key(t)
         for task_id, task_path, writes in _tasks(t.pending_writes or []):
-            store.committer.commit_writes(tid, ns, cid, task_id, task_path, writes)
+            store.commit_writes(CheckpointAt(tid, ns, cid), task_id, task_path, writes)
             thread.writes_copied += len(writes)
     versions_of = {_key(t): dict(t.checkpoint.get("channel_versions", {})) for t in tuples}
     for t in todo:
@@ -268,9 +259,7 @@ def _write(
         new_versions = {
             ch: v for ch, v in versions.items() if parent_versions.get(ch) != v or ch not in values
         }
-        store.committer.commit_checkpoint(
-            tid, ns, parent_id, t.checkpoint, t.metadata, new_versions
-        )
+        store.commit(CheckpointAt(tid, ns, cid), parent_id, t.checkpoint, t.metadata, new_versions)
         thread.copied += 1
 
 

@@ -12,9 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, StorageError
-from langgraph.checkpoint.s3dynamo.records import Record, held_blobs
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.records import Record
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
 Progress = Callable[[int, int], None]
@@ -77,40 +76,25 @@ class ReencryptPlan:
 def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> ReencryptPlan:
     """Count the record blobs by key id; over the whole table (`thread_ids` None), the
     threads that do not open with these keys are skipped and listed in the plan."""
-    sealer = store.sealer
     skipped: list[Skipped] = []
     if thread_ids is None:
-        records: list[Record] = list(store.scope.records())
-        tids = sorted({e.tid for e in store.finder.group(records, skipped=skipped)})
+        records: list[Record] = store.records()
+        tids = sorted({e.tid for e in store.group(records, skipped)})
     else:
         tids = list(thread_ids)
-        records = [r for tid in tids for r in store.finder.thread_records(tid)]
-    by_key: dict[str, int] = {}
-    for r in records:
-        for b in held_blobs(r):
-            kid = sealer.key_id_of(b) or "(none)"
-            by_key[kid] = by_key.get(kid, 0) + 1
-    active = sealer.keyring.active if sealer.keyring else None
-    return ReencryptPlan(store, tids, active, by_key, thread_ids is None, skipped)
+        records = [r for tid in tids for r in store.records(tid)]
+    by_key = store.key_ids(records)
+    return ReencryptPlan(store, tids, store.active_key(), by_key, thread_ids is None, skipped)
 
 
 def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None) -> int:
-    """Re-seal one thread's stale blobs; returns how many. With `skipped` (table-wide), a
-    thread that does not open is listed there instead of raising."""
-    for _ in tries(CONFLICT_ATTEMPTS):
-        entries = store.finder.thread_entries(tid)
-        try:
-            plan = store.rewriter.rewrite(tid, entries)
-        except IntegrityError as exc:
-            if skipped is None:
-                raise
-            skipped.append(Skipped(store.namer.thread(tid), None, str(exc)))
-            return 0
-        # Objects are overwritten in place: same name, same identity, same value.
-        if store.write_rotation(tid, plan):
-            return plan.blobs + store.catalog.reseal(tid)  # its catalog entries too
-        # A concurrent writer changed a record between read and update: read again.
-    raise StorageError(
-        f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
-        f"for {CONFLICT_ATTEMPTS} attempts; run it again when the thread is quieter"
-    )
+    """Re-seal one thread's stale blobs, its catalog entries too (`ThreadStore.reseal`);
+    returns how many. With `skipped` (table-wide), a thread that does not open is listed
+    there instead of raising."""
+    try:
+        return store.reseal(tid)
+    except IntegrityError as exc:
+        if skipped is None:
+            raise
+        skipped.append(Skipped(store.name_of(tid), None, str(exc)))
+        return 0

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -40,12 +39,11 @@ from langgraph.checkpoint.s3dynamo.ops.retention import (
     PARALLEL_THREADS,
     SCAN_SEGMENTS,
     ExpiryPlan,
-    SeenThread,
     judge,
     plan_expiry,
 )
 from langgraph.checkpoint.s3dynamo.records import ControlRecord, ItemKey, head_key
-from langgraph.checkpoint.s3dynamo.store import ThreadStore
+from langgraph.checkpoint.s3dynamo.store import SeenThread, ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 log = logging.getLogger(__name__)
@@ -130,24 +128,6 @@ def _move(
     live = sorted(ns for ns, head in seen.heads.items() if tombstone_time(head) is None)
     key = head_key(name, live[0]) if live else seen.newest_key
     return key, idle_key(name, seen.newest)
-
-
-def index_kept(store: ThreadStore, name: str, gone: Collection[ItemKey]) -> None:
-    """Keep a thread whose heads went (`delete_for_runs`) in the idle index: its newest
-    record besides `gone` gets the key of its write's day, as `_move` would set it,
-    unless a record it keeps carries that day or a later one already. Called after the
-    heads went (a commit landing before is seen) and before any record goes (a repeat
-    after a crash finds the runs' checkpoints again and comes here): docs/RELIABILITY.md,
-    "Finding idle threads: the idle index"."""
-    seen = SeenThread()
-    for stamp in store.partition_stamps(name):
-        if stamp.key not in gone:
-            seen.see(stamp)
-    if seen.newest is None or seen.newest_key is None:
-        return
-    if seen.indexed is not None and seen.indexed >= idle_day(seen.newest):
-        return
-    store.set_idle(seen.newest_key, idle_key(name, seen.newest), None)
 
 
 def plan_sweep(

@@ -1,58 +1,84 @@
-"""The storage protocol of a thread, behind one facade: `ThreadStore`. The saver,
-history, leases and the operations (garbage collection, maintenance, retention: what the
-command line runs) call its methods (finding, opening, decoding, committing, deleting,
-objects, control items); only it decides where a thread's value lives. What becomes
-stored bytes (sealing, inline or object, waves, the object cache, the upload journal)
-is the blob engine's (`blobs/`), which its parts hand their writes as plans. Its parts
-are private to this package (the architecture test checks that nothing outside names
-them):
+"""The storage protocol of a thread, behind one API: `ThreadStore`. The saver, leases and
+the operations (garbage collection, maintenance, retention: what the command line runs)
+call its methods; its parts are private. What becomes stored bytes (sealing, inline or
+object, waves, the object cache, the upload journal) is the blob engine's (`blobs/`),
+which runs every protocol the parts write as steps (`blobs/steps.py`):
 
-    finder.py     finding records and grouping them into checkpoints (`Entry`)
-    catalog.py    the thread catalog: threads filed by declared metadata values
-    search.py     threads through the catalog, newest activity first
+    finder.py     reading records and grouping them into checkpoints (`Entry`)
     walker.py     the one walk over a checkpoint's blobs, and how each opens
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
-    committer.py  what a checkpoint's or a task's records hold, as the engine's plans
-    deleter.py    deleting records and objects: marks first, full batches, marks last
-    rewriter.py   a copy's records, sharing its source's blobs; a rotation's, re-sealed
+    history.py    get_delta_channel_history from one namespace query
+    committer.py  the commit of a checkpoint or a task's writes
+    removal.py    the one removal protocol: delete, prune, delete runs, retention
+    copying.py    the one copy protocol: copy_thread and imports, behind copy marks
+    rewriter.py   a copy's records, sharing its source's blobs
+    sealed.py     the one enumeration of a thread's sealed blobs: verify, stats, reseal
+    catalog.py    the thread catalog: threads filed by declared metadata values
+    search.py     threads through the catalog, newest activity first
+    activity.py   what a thread's stamps say of its activity (retention, the idle index)
+    handoff.py    what the read path hands the write path (stored values, run keys)
     fences.py     which leases this context holds
     scope.py      the deployment's share of a table that tenants share
-    handoff.py    what the read path hands the write path (stored values, run keys)
     policy.py     the settings the parts take, as one value
-    upkeep.py     the facade's maintenance methods: scans, marks, objects, control items
+    upkeep.py     the maintenance half of the API: leases, heads, the idle index
 
-The read path hands the write path what it opened, through one named object
-(`handoff.py`): `decode` keeps where a checkpoint's values are stored, which the next
-`commit` on it reuses instead of reading or uploading them again, and `loaded` records
-under the hand-off's run key what the run continues (concurrent-run detection).
 The storage layout is in `layout.py`; the commit protocol in `committer.py`.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory
 
-from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps, WritePlan
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, each
+from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items
 from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.deployment import Control
+from langgraph.checkpoint.s3dynamo.errors import StorageError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
-from langgraph.checkpoint.s3dynamo.layout import SHARING_FORMAT
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import loan_parts
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    Record,
+    Veil,
+    held_blobs,
+)
+from langgraph.checkpoint.s3dynamo.store import history
+from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, id_time, stamp_time
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
+from langgraph.checkpoint.s3dynamo.store.copying import Copier
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
-from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
-from langgraph.checkpoint.s3dynamo.store.format import borrowing, lend
+from langgraph.checkpoint.s3dynamo.store.format import catalog_resealed, replace_if_unchanged
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
-from langgraph.checkpoint.s3dynamo.store.rewriter import Rewrite, Rewriter
+from langgraph.checkpoint.s3dynamo.store.removal import (
+    LEASE_OWNER,
+    LEASE_TTL,
+    WHOLE,
+    Keep,
+    Removed,
+    Remover,
+    Terms,
+)
+from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
 from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT, Scope
+from langgraph.checkpoint.s3dynamo.store.sealed import (
+    Lister,
+    Sealed,
+    SealedThread,
+    open_sealed,
+    reseal,
+)
 from langgraph.checkpoint.s3dynamo.store.search import (
     Before,
     ThreadSearch,
@@ -60,82 +86,94 @@ from langgraph.checkpoint.s3dynamo.store.search import (
     ThreadSummary,
 )
 from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
-from langgraph.checkpoint.s3dynamo.store.walker import (
-    Blobs,
-    BundleBlob,
-    StoredValues,
-    ValueBlob,
-    Walker,
-    WriteBlob,
-)
-from langgraph.checkpoint.s3dynamo.waves import parallel
+from langgraph.checkpoint.s3dynamo.store.walker import StoredValues, Walker
+from langgraph.checkpoint.s3dynamo.table import Write
 
 __all__ = [
     "EVERY_DEPLOYMENT",
+    "LEASE_OWNER",
+    "LEASE_TTL",
+    "WHOLE",
     "Before",
-    "Blobs",
-    "BundleBlob",
     "Catalogued",
     "CheckpointAt",
     "Entry",
     "Grouped",
     "Holding",
-    "Rewrite",
+    "Keep",
+    "Removed",
+    "Sealed",
+    "SealedThread",
+    "SeenThread",
     "Skeleton",
     "Skipped",
     "StorePolicy",
     "StoredValues",
+    "Terms",
     "ThreadStore",
     "ThreadSummaries",
     "ThreadSummary",
-    "ValueBlob",
-    "WriteBlob",
     "hold",
     "holding",
+    "id_time",
     "release",
+    "stamp_time",
     "warn_skipped",
 ]
 
 _Part = TypeVar("_Part")
 
 
+@dataclass(frozen=True)
+class Present:
+    """What a thread holds as an import finds it: its checkpoints (namespace, id),
+    whether readers see any record of it, and the copy marks an interrupted import left."""
+
+    tid: str
+    checkpoints: set[tuple[str, str]]
+    shown: bool
+    copying: frozenset[ItemKey]
+
+
 class ThreadStore(Upkeep):
-    """A deployment's threads on its ports (module docstring). The ports are built on
-    first use, so constructing one makes no request. Code outside this package calls
-    the methods below and those of `Upkeep`; the parts stay attributes only so that
-    white-box tests can count what they hold."""
+    """A deployment's threads on its blob engine (module docstring). Its ports are built
+    on first use, so constructing one makes no request."""
 
     def __init__(
         self, *, engine: BlobEngine, namer: Namer, codec: Codec, policy: StorePolicy
     ) -> None:
-        self.engine = engine
-        self.ports = ports = engine.ports
-        # Called with a storage format before the first write only it describes (the
-        # saver records it in the deployment record: `Deployment.require_format`).
-        self.format_gate: Callable[[int], None] = lambda _format: None
-        self.namer = namer
-        self.codec = codec
-        self.sealer = codec.sealer
+        self._engine = engine
+        self._namer = namer
+        self._codec = codec
         self.prefix = engine.prefix
-        self.scope = Scope(ports, self.prefix)
-        self.objects = engine.objects
-        self.finder = Finder(ports, namer, codec, self.sealer, self.scope)
-        self.walker = Walker(namer, codec, self.objects)
+        self._scope = Scope(self.prefix)
+        self._finder = Finder(namer, codec, codec.sealer, self._scope)
+        self._walker = Walker(namer, codec, engine.objects)
         # What a read hands the next write on the same checkpoint (handoff.py).
-        self.handoff = Handoff(namer, id(self))
-        self.decoder = Decoder(self.walker, self.handoff)
-        self.catalog = Catalog(engine, namer, codec, self.handoff, policy.catalog_fields)
-        self.threads = ThreadSearch(self.catalog, self.finder, self.walker)
-        self.committer = Committer(
+        self._handoff = Handoff(namer, id(self))
+        self._decoder = Decoder(self._walker, self._handoff)
+        self._catalog = Catalog(self.prefix, namer, codec, self._handoff, policy.catalog_fields)
+        self._threads = ThreadSearch(self._catalog, self._finder, self._walker)
+        self._committer = Committer(
             engine=engine,
-            finder=self.finder,
-            walker=self.walker,
-            handoff=self.handoff,
-            catalog=self.catalog,
+            finder=self._finder,
+            walker=self._walker,
+            handoff=self._handoff,
+            catalog=self._catalog,
             policy=policy,
         )
-        self.deleter = Deleter(engine, self.finder, namer, self.now, lambda: self.clock())
-        self.rewriter = Rewriter(self.walker, self.finder, self.now)
+        self._remover = Remover(self._finder, self._walker, namer, lambda: self.clock())
+        self._remover.catalog_enabled = self._catalog.enabled
+        self._rewriter = Rewriter(self._walker, self._finder, self.now)
+        self._lister = Lister(self._finder, self._walker)
+        self._copier = Copier(
+            finder=self._finder,
+            namer=namer,
+            rewriter=self._rewriter,
+            catalog=self._catalog,
+            remover=self._remover,
+            now=self.now,
+        )
 
     def with_codec(self, codec: Codec) -> ThreadStore:
         """This store serializing through another codec (a saver's copy with its own
@@ -143,75 +181,349 @@ class ThreadStore(Upkeep):
         shallow copies: ports, object cache, carried values, kept skeletons, opened bases,
         run records and leases (keyed by the hand-off's `store_id`) stay shared."""
         clone = copy.copy(self)
-        clone.codec = codec
-        clone.finder = _rebound(self.finder, codec=codec)
-        clone.walker = _rebound(self.walker, codec=codec)
-        clone.decoder = _rebound(self.decoder, walker=clone.walker)
-        clone.catalog = _rebound(self.catalog, codec=codec)
-        clone.threads = _rebound(
-            self.threads, catalog=clone.catalog, finder=clone.finder, walker=clone.walker
+        finder = _rebound(self._finder, codec=codec)
+        walker = _rebound(self._walker, codec=codec)
+        catalog = _rebound(self._catalog, codec=codec)
+        remover = _rebound(self._remover, finder=finder, walker=walker)
+        rewriter = _rebound(self._rewriter, walker=walker, finder=finder)
+        vars(clone).update(
+            _codec=codec,
+            _finder=finder,
+            _walker=walker,
+            _decoder=_rebound(self._decoder, walker=walker),
+            _catalog=catalog,
+            _threads=_rebound(self._threads, catalog=catalog, finder=finder, walker=walker),
+            _committer=_rebound(self._committer, finder=finder, walker=walker, catalog=catalog),
+            _remover=remover,
+            _rewriter=rewriter,
+            _lister=_rebound(self._lister, walker=walker, finder=finder),
+            _copier=_rebound(
+                self._copier, finder=finder, rewriter=rewriter, catalog=catalog, remover=remover
+            ),
         )
-        clone.committer = _rebound(
-            self.committer, finder=clone.finder, walker=clone.walker, catalog=clone.catalog
-        )
-        clone.deleter = _rebound(self.deleter, finder=clone.finder)
-        clone.rewriter = _rebound(self.rewriter, walker=clone.walker, finder=clone.finder)
         return clone
+
+    # ---------------------------------------------------------------- names, time
 
     @property
     def clock(self) -> Callable[[], float]:
         """What stamps records (`written_at`) and judges idleness; tests replace it."""
-        return self.committer.clock
+        return self._committer.clock
 
     @clock.setter
     def clock(self, value: Callable[[], float]) -> None:
-        self.committer.clock = value
+        self._committer.clock = value
 
     def now(self) -> int:
-        return self.committer.now()
+        return self._committer.now()
+
+    def name_of(self, tid: str, ns: str | None = None) -> str:
+        """A thread's name as stored (its keyed hash: what logs and reports show), or,
+        with `ns`, its namespace's."""
+        return self._namer.thread(tid) if ns is None else self._namer.namespace(tid, ns)
+
+    def run_name(self, run_id: str) -> str:
+        """A run's key in the run index."""
+        return self._namer.run(run_id)
+
+    def gate_formats(self, gate: Callable[[int], None]) -> None:
+        """Called with a storage format before the first write only it describes (the
+        saver records it in the deployment record: `Deployment.require_format`)."""
+        self._copier.format_gate = gate
 
     def forget(self) -> None:
         """Drop what is cached about stored records (after anything rewrote them)."""
-        self.handoff.clear()
-        self.decoder.skeletons.clear()
-        self.committer.bases.clear()
+        self._handoff.clear()
+        self._decoder.skeletons.clear()
+        self._committer.bases.clear()
 
-    def delete_thread(self, tid: str) -> int:
-        """Delete a thread whole (`Deleter.delete_thread`); how many records and objects."""
-        found = self.deleter.delete_thread(tid)
-        self.forget()
-        return found
+    # ---------------------------------------------------------------- reading
 
-    # ------------------------------------------------- what a run continues
-
-    # ------------------------------------------------- reading: the read path
-
-    def lend(self, borrower: str, lenders: Mapping[str, set[str]]) -> None:
-        """Record that `borrower` shares these leaves of each lender's objects: its
-        borrowings first (its deletion then finds the loans), then the loans."""
-        self.format_gate(SHARING_FORMAT)
-        for lender in sorted(lenders):
-            self.engine.apply(borrowing(borrower, lender))
-        loans = [
-            lend(key, part)
-            for lender in sorted(lenders)
-            for key, part in loan_parts(lender, borrower, lenders[lender])
-        ]
-        parallel(self.engine.apply, loans)
-
-    # ------------------------------------------------- opening: the one walk
-
-    # ------------------------------------------------- decoding
+    def read(self, tid: str, ns: str, cid: str | None = None) -> Entry | None:
+        """A namespace's latest checkpoint, or the one `cid` names: one Query."""
+        if cid:
+            return self._run(self._finder.read_checkpoint(tid, ns, cid))
+        return self._run(self._finder.read_latest(tid, ns))
 
     def decode(self, entry: Entry) -> CheckpointTuple:
         """One checkpoint decoded for a run that continues from it: its stored values
         and skeleton are kept for the next `commit` on it, and its declared metadata
         values for the catalog (the read-to-write hand-off)."""
-        found = next(self.decoder.decode([entry], remember=True))
-        self.catalog.seen(entry.tid, found.metadata)
+        found = next(self._decoder.decode([entry], remember=True))
+        self._catalog.seen(entry.tid, found.metadata)
         return found
 
-    # ------------------------------------------------- committing: the write path
+    def tuples(
+        self, entries: Iterable[Entry], filter: Mapping[str, Any] | None, limit: int | None
+    ) -> Iterator[CheckpointTuple]:
+        """Entries decoded page by page (`Decoder.tuples`)."""
+        return self._decoder.tuples(entries, filter, limit)
+
+    def entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
+        """Every checkpoint of a thread no mark hides, every namespace, newest first."""
+        return self._run(self._finder.thread_entries(tid, before_id))
+
+    def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[Entry]:
+        """A namespace's checkpoints newest first, read page by page as they are taken."""
+        return self._engine.stream(self._finder.namespace_entries(tid, ns, before_id))
+
+    def listing(
+        self, filter: Mapping[str, Any] | None, before_id: str | None, skipped: list[Skipped]
+    ) -> list[Entry]:
+        """`list(None, filter=...)`'s checkpoints: through the catalog, else a Scan."""
+        return self._run(self._threads.listing(filter, before_id, skipped))
+
+    def search(
+        self, metadata: Mapping[str, Any] | None, limit: int, before: Before
+    ) -> ThreadSummaries:
+        """`search_threads` (`search.py`)."""
+        return self._run(self._threads.search(metadata, limit, before))
+
+    def loaded(self, tid: str, ns: str, latest: str | None, found: str | None = None) -> None:
+        """A run read namespace `ns` of `tid`: it continues `latest` (concurrent-run
+        detection, `handoff.py`), having found checkpoint `found`."""
+        self._handoff.loaded(tid, ns, latest, found)
+
+    def loaded_thread(self, tid: str) -> None:
+        """A run listed the whole thread: what it shows is continued by position only."""
+        self._handoff.loaded_thread(tid)
+
+    def delta_history(
+        self, tid: str, ns: str, cid: str | None, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """`get_delta_channel_history` from one namespace query (`history.py`)."""
+        parts = history.Parts(self._finder, self._walker, self._decoder, self._engine)
+        return history.delta_channel_history(parts, tid, ns, cid, channels)
+
+    # ---------------------------------------------------------------- writing
+
+    def commit(
+        self,
+        at: CheckpointAt,
+        parent_id: str | None,
+        checkpoint: Any,
+        metadata: Any,
+        new_versions: Mapping[str, Any],
+        before_write: Callable[[], None] | None = None,
+    ) -> str:
+        """Store a checkpoint (`committer.py`); its id."""
+        return self._run(
+            self._committer.commit_checkpoint(
+                at.tid, at.ns, parent_id, checkpoint, metadata, new_versions, before_write
+            )
+        )
+
+    def commit_writes(
+        self, at: CheckpointAt, task_id: str, task_path: str, writes: Sequence[tuple[str, Any]]
+    ) -> None:
+        """Store a task's pending writes (`committer.py`)."""
+        self._run(
+            self._committer.commit_writes(
+                at.tid, at.ns, at.checkpoint_id, task_id, task_path, writes
+            )
+        )
+
+    def metadata_size(self, at: CheckpointAt, metadata: Mapping[str, Any]) -> int:
+        """How large a checkpoint's metadata is sealed."""
+        return len(self._codec.seal_metadata(at, metadata))
+
+    # ---------------------------------------------------------------- removing
+
+    def delete_thread(self, tid: str) -> int:
+        """Delete a thread whole (`removal.py`); how many records and objects it found."""
+        removed = self._run(self._remover.remove(self._namer.thread(tid), WHOLE, tid=tid))
+        self.forget()
+        return removed.found + removed.objects
+
+    def prune(self, tid: str, keep_last: int) -> int:
+        """Keep each namespace's `keep_last` newest checkpoints and what they need
+        (`removal.py`); how many records the thread had."""
+        removed = self._run(
+            self._remover.remove(self._namer.thread(tid), Keep(latest=keep_last), tid=tid)
+        )
+        return removed.found
+
+    def expire(self, name: str, keep: Keep, terms: Terms) -> Removed:
+        """Retention's removal of the thread named `name` as stored, under its lease."""
+        return self._run(self._remover.remove(name, keep, terms=terms))
+
+    def remove_checkpoints(self, checkpoints: Sequence[ItemKey]) -> int:
+        """Remove these checkpoints (keys of checkpoint records, of any threads) with
+        their writes, each thread's in one removal, the threads at once; how many
+        records went."""
+        by_thread: dict[str, set[ItemKey]] = {}
+        for key in checkpoints:
+            by_thread.setdefault(key.pk, set()).add(key)
+        removals = [
+            self._remover.remove(name, Keep(only=frozenset(keys)))
+            for name, keys in sorted(by_thread.items())
+        ]
+        found = self._run(each(removals))
+        self.forget()
+        return sum(r.records for r in found)
+
+    def kept(self, entries: Sequence[Entry], keep_last: int) -> dict[str, list[Entry]]:
+        """What a prune keeping `keep_last` keeps of these entries, by namespace."""
+        return self._remover.kept_chains(entries, keep_last)
+
+    # ---------------------------------------------------------------- copying
+
+    def copy(self, src: str, dst: str, keep_last: int | None = None) -> int:
+        """Copy a thread (`copying.py`); how many checkpoints it wrote."""
+        written = self._run(self._copier.copy(src, dst, keep_last))
+        self.forget()
+        return written
+
+    def newest(self, tid: str, keep_last: int) -> list[Entry]:
+        """What a copy with `keep_last` copies of a thread, newest first."""
+        return self._run(self._copier.newest(tid, keep_last))
+
+    def present(self, tid: str) -> Present:
+        """What an import finds of a thread here (one read of its partition)."""
+        records, marks = self._run(self._finder.items(self._namer.thread(tid)))
+        veil = Veil(marks)
+        return Present(
+            tid,
+            {(e.ns, e.checkpoint_id) for e in self._finder.group(records, known_tid=tid)},
+            any(not veil.hides(r.sk) for r in records),
+            frozenset(m.key for m in marks if m.operation == "copy"),
+        )
+
+    def import_hidden(
+        self,
+        here: Present,
+        namespaces: Iterable[str],
+        write: Callable[[], None],
+        checkpoints: Iterable[tuple[str, str]],
+    ) -> None:
+        """Run `write` (an import's commits) behind copy marks over these namespaces
+        where readers see nothing of the thread yet (a thread they see grows one whole
+        checkpoint at a time instead), finishing what an interrupted import left
+        (`copying.py`)."""
+        tid = here.tid
+        hidden = set() if here.shown else {self._namer.namespace(tid, ns) for ns in namespaces}
+
+        def writing() -> Steps[None]:
+            write()  # commits, each a protocol of its own
+            yield from ()
+
+        latest = self._copier.latest(tid, checkpoints)
+        self._run(
+            self._copier.hidden(tid, hidden, here.copying, writing(), latest, reopen_only=True)
+        )
+
+    # ---------------------------------------------------------------- the catalog
+
+    @property
+    def catalog_fields(self) -> tuple[str, ...]:
+        """The metadata fields the thread catalog files threads by."""
+        return tuple(self._catalog.fields)
+
+    def attach(self, control: Control) -> None:
+        """The deployment's own partition, where the catalog's completeness is kept."""
+        self._catalog.control = control
+
+    def mark_catalog_complete(self) -> None:
+        """Record that every thread is filed under every declared field."""
+        self._catalog.mark_complete()
+
+    def catalog_entries(self, skipped: list[Skipped]) -> tuple[int, list[CatalogEntry]]:
+        """Every thread's catalog entries, from one Scan of the deployment's records
+        (threads that do not open are listed in `skipped`): (threads, entries)."""
+        self._catalog.require_fields()
+        records = [r for r in self.records() if isinstance(r, CheckpointRecord)]
+        metadata: dict[str, list[Any]] = {}
+        for e in self._finder.group(records, skipped=skipped):
+            metadata.setdefault(e.tid, []).append(self._walker.open_metadata(e))
+        entries = [e for tid, md in metadata.items() for e in self._catalog.entries_of(tid, md)]
+        return len(metadata), entries
+
+    def file(self, entries: Sequence[CatalogEntry]) -> None:
+        """Write catalog entries and their back-references, in full batches."""
+        self._engine.do(Batch(puts=entry_items(entries)))
+
+    # ---------------------------------------------------------------- records
+
+    def records(self, tid: str | None = None) -> list[Record]:
+        """Every record of a thread, hidden or not; of the deployment (a Scan) without."""
+        if tid is None:
+            return self._run(self._scope.records())
+        return self._run(self._finder.items(self._namer.thread(tid)))[0]
+
+    def group(self, records: Iterable[Record], skipped: list[Skipped] | None = None) -> list[Entry]:
+        """Checkpoint records with their writes (`Finder.group`)."""
+        return self._finder.group(records, skipped=skipped)
+
+    def pair(self, records: Iterable[Record]) -> Grouped:
+        """Every record accounted for (`Finder.pair`)."""
+        return self._finder.pair(records)
+
+    def referenced(self, entries: Sequence[Entry]) -> dict[str, str]:
+        """Object key -> the checkpoint that references it (no blob opened)."""
+        return self._finder.referenced_keys(entries)
+
+    def key_ids(self, records: Iterable[Record]) -> dict[str, int]:
+        """How many blobs these records hold, by the key id they are sealed under."""
+        by_key: dict[str, int] = {}
+        for r in records:
+            for b in held_blobs(r):
+                kid = self._codec.sealer.key_id_of(b) or "(none)"
+                by_key[kid] = by_key.get(kid, 0) + 1
+        return by_key
+
+    def sealed(self, tid: str | None, entries: Sequence[Entry]) -> SealedThread:
+        """Every sealed blob of these checkpoints of one thread (`sealed.py`), and, with
+        `tid`, of its catalog entries: what verify and stats fold over."""
+        return self._run(self._lister.thread(entries, tid))
+
+    def reseal(self, tid: str) -> int:
+        """Seal again under the active key every blob of a thread an older key sealed
+        (`sealed.py`): objects overwritten in place (same name, same value), records
+        replaced only while unchanged since read (a thread a writer changed meanwhile
+        is read again), then its catalog entries, each while it exists. How many."""
+        active = self.active_key()
+        sealer = self._codec.sealer
+
+        def stale(s: Sealed) -> bool:
+            return s.blob is not None and sealer.key_id_of(s.blob) != active
+
+        for _ in tries(CONFLICT_ATTEMPTS):
+            thread = self.sealed(tid, self.entries(tid))
+            records, objects, entries, count = reseal(sealer, thread, stale)
+            updates = [u for old, new in records if (u := replace_if_unchanged(old, new))]
+            plan = WritePlan(self._namer.thread(tid), overwrites=objects, writes=updates, each=True)
+            if all(w.applied for w in self._engine.do(plan)):
+                self._run(each([_one(catalog_resealed(e)) for e in entries]))
+                return count
+        raise StorageError(
+            f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
+            f"for {CONFLICT_ATTEMPTS} attempts; run it again when the thread is quieter"
+        )
+
+    def open(self, s: Sealed, bases: dict[str, tuple[str, bytes]]) -> tuple[str, bytes]:
+        """One sealed blob opened (`sealed.open_sealed`)."""
+        return open_sealed(self._codec.sealer, s, bases)
+
+    def opened(self, entry: Entry) -> tuple[Any, dict[str, Any]]:
+        """A checkpoint's metadata and body, opened."""
+        return self._walker.open_metadata(entry) or {}, self._walker.open_body(entry)
+
+    def catalog_answers(self, metadata: Mapping[str, Any] | None) -> bool:
+        """Whether the catalog answers a search by this filter (it asks a value of a
+        declared field whose catalog is complete)."""
+        usable = self._catalog.usable(metadata)
+        return usable is not None and self._catalog.complete(usable[0])
+
+    def active_key(self) -> str | None:
+        keyring = self._codec.sealer.keyring
+        return keyring.active if keyring else None
+
+    def key_id_of(self, blob: bytes) -> str | None:
+        return self._codec.sealer.key_id_of(blob)
+
+
+def _one(write: Write) -> Steps[None]:
+    yield Apply(write)
 
 
 def _rebound(part: _Part, **attributes: Any) -> _Part:

@@ -25,7 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
+from langgraph.checkpoint.s3dynamo.blobs.steps import (
+    Steps,
+    every_item,
+)
 from langgraph.checkpoint.s3dynamo.catalog_records import (
     CatalogEntry,
     complete_record,
@@ -33,7 +36,6 @@ from langgraph.checkpoint.s3dynamo.catalog_records import (
     declared_values,
     entry_from,
     entry_key,
-    entry_of_ref,
 )
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Control
@@ -44,18 +46,12 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
-    CATALOG_REF,
     DEPLOYMENT_RECORD,
     catalog_pk,
     catalog_record,
-    control_pk,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
-from langgraph.checkpoint.s3dynamo.store.format import catalog_resealed
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
-from langgraph.checkpoint.s3dynamo.table import begins, every_item, key_of
-from langgraph.checkpoint.s3dynamo.waves import parallel
 
 # The field of the deployment's own entries: every thread (no declared field is "").
 EVERY_THREAD = ""
@@ -74,13 +70,13 @@ class Catalog:
 
     def __init__(
         self,
-        engine: BlobEngine,
+        prefix: str,
         namer: Namer,
         codec: Codec,
         handoff: Handoff,
         fields: Sequence[str],
     ) -> None:
-        self.engine = engine
+        self.prefix = prefix
         self.namer = namer
         self.codec = codec
         self.handoff = handoff
@@ -160,11 +156,11 @@ class Catalog:
 
     # ------------------------------------------------------------ reading
 
-    def listed(self, token: str) -> list[CatalogEntry]:
+    def listed(self, token: str) -> Steps[list[CatalogEntry]]:
         """Every entry under a token (unopened), read strongly consistent, so that a
         search finds a thread whose first put has just committed: one Query, paged."""
-        pk = catalog_pk(self.engine.prefix, token)
-        return [entry_from(i) for i in every_item(self.engine.ports.table, pk, consistent=True)]
+        items = yield from every_item(catalog_pk(self.prefix, token), consistent=True)
+        return [entry_from(i) for i in items]
 
     def opened(self, entry: CatalogEntry) -> Catalogued:
         """The thread an entry names, its sealed id opened for the entry's keys and checked
@@ -178,7 +174,7 @@ class Catalog:
             )
         return Catalogued(tid, entry.thread_name)
 
-    def threads(self, field: str, value: Any) -> list[Catalogued]:
+    def threads(self, field: str, value: Any) -> Steps[list[Catalogued]]:
         """Every thread that has had `value` in the declared field `field`, in no set
         order (for a search, `store/search.py`; for what a subject is, a user's threads):
         one Query of its partition, each entry opened. A field whose catalog is not
@@ -195,23 +191,7 @@ class Catalog:
                 "no entries"
             )
         self.require_complete(field)
-        return [self.opened(e) for e in self.listed(self.token(field, text))]
-
-    def reseal(self, tid: str) -> int:
-        """Seal thread `tid`'s entries again under the active key where an older key
-        sealed them (re-encryption), each replaced only while it exists: found through
-        their back-references (one Query), read in one BatchGetItem; how many."""
-        keyring = self.codec.sealer.keyring
-        if keyring is None:
-            return 0
-        table, name = self.engine.ports.table, self.namer.thread(tid)
-        refs = every_item(table, control_pk(name), where=begins(SORT_KEY, CATALOG_REF))
-        keys = [e for r in refs if (e := entry_of_ref(key_of(r))) is not None]
-        found = [entry_from(i) for i in table.get_many(keys, consistent=True)] if keys else []
-        stale = [e for e in found if self.codec.sealer.key_id_of(e.sealed) != keyring.active]
-        fresh = [self.entries(self.opened(e).tid, [e.token])[0] for e in stale]
-        parallel(lambda e: self.engine.apply(catalog_resealed(e)), fresh)
-        return len(fresh)
+        return [self.opened(e) for e in (yield from self.listed(self.token(field, text)))]
 
     # ------------------------------------------------------------ completeness
 

@@ -49,6 +49,7 @@ from langgraph.checkpoint.s3dynamo.blobs.placement import (
     needs_bundle,
 )
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Steps
 from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, serializing, value_id
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
@@ -176,7 +177,7 @@ class Committer:
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, Any],
         before_write: Callable[[], None] | None = None,
-    ) -> str:
+    ) -> Steps[str]:
         """Store a checkpoint: new large values in one wave, then its record. Returns
         the checkpoint id. `before_write` runs after everything is sealed, before the
         first write."""
@@ -195,7 +196,7 @@ class Committer:
             sealed_metadata = self.codec.seal_metadata(at, metadata)
 
         # What a copy shares of its source (`StoredValue.owner`) is carried forward shared.
-        carried = self._parent_values(tid, ns, parent_id, versions, new_versions)
+        carried = yield from self._parent_values(tid, ns, parent_id, versions, new_versions)
         budget = self.engine.budget()
         stored: StoredValues = {}
         fresh: list[Fresh] = []
@@ -300,13 +301,13 @@ class Committer:
             at_ms=self._stamp_ms(),
         )
         try:
-            self.engine.write(plan)
+            yield plan
         except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
             exc.refusing(what, parent_id, runs.committed_by(run_key))
             if isinstance(exc, ThreadDeletedError):
                 # The writes this store made since the delete are its records' only trace:
                 # nothing of the run stays (docs/RELIABILITY.md, "Deletes stay deleted").
-                self.engine.batch(deletes=self.handoff.deleted(tid, ns))
+                yield Batch(deletes=self.handoff.deleted(tid, ns))
             raise
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
@@ -322,7 +323,7 @@ class Committer:
         """Raise `ItemTooLargeError` before any request if the record would exceed an index
         item's limit, naming the metadata key (usually a string LangGraph copied from
         config["configurable"]) or the part of the checkpoint that is too large."""
-        size = self.engine.ports.table.item_size(record_item(record))
+        size = self.engine.item_size(record_item(record))
         if size <= ITEM_MAX:
             return
         what = describe(tid, ns, cid)
@@ -353,7 +354,7 @@ class Committer:
         task_id: str,
         task_path: str,
         writes: Sequence[tuple[str, Any]],
-    ) -> None:
+    ) -> Steps[None]:
         """Store a task's pending writes: large ones in one wave, then one merge."""
         at = CheckpointAt(tid, ns, cid)
         pk = self.namer.thread(tid)
@@ -409,12 +410,12 @@ class Committer:
             at_ms=self._stamp_ms(),
         )
         try:
-            self.engine.write(plan)
+            yield plan
         except ConcurrentUpdateError as exc:  # a lease lost, or the thread deleted
             exc.refusing(writes_of)
             raise
         if self.handoff.is_dead(tid, ns, cid, made):  # found deleted while it was sent
-            self.engine.batch(deletes=[record.key])
+            yield Batch(deletes=[record.key])
             self.handoff.refuse_if_dead(tid, ns, cid, made, writes_of)
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
@@ -428,7 +429,7 @@ class Committer:
         parent_id: str | None,
         versions: Mapping[str, Any],
         new_versions: Mapping[str, Any],
-    ) -> StoredValues:
+    ) -> Steps[StoredValues]:
         """Where the parent keeps the values this checkpoint did not change: usually
         cached from the read that started the run; otherwise one query reads the
         parent's record (no object request)."""
@@ -439,7 +440,7 @@ class Committer:
             return cached  # also tells where the bases of new deltas are
         if all(ch in new_versions for ch in versions):
             return {}
-        entry = self.finder.read_checkpoint(tid, ns, parent_id)
+        entry = yield from self.finder.read_checkpoint(tid, ns, parent_id)
         if entry is None:
             return {}
         return self.walker.stored_values(entry, self.walker.open_body(entry))

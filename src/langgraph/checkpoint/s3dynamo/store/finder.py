@@ -20,12 +20,20 @@ docs/RELIABILITY.md, "Deleting, copying, pruning".
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.steps import (
+    Emit,
+    GetMany,
+    Query,
+    Steps,
+    every_item,
+    keys_of,
+    mapped,
+)
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.layout import (
@@ -61,7 +69,7 @@ from langgraph.checkpoint.s3dynamo.records import (
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
-from langgraph.checkpoint.s3dynamo.table import Between, Item, begins, every_item, key_of
+from langgraph.checkpoint.s3dynamo.table import Between, Item, begins, key_of
 
 log = logging.getLogger(__name__)
 
@@ -142,24 +150,24 @@ class Page(NamedTuple):
 
 
 class Finder:
-    """Reads records from the index and groups them into entries."""
+    """Reads records and groups them into entries. Every read is a protocol (`Steps`):
+    the thread store runs it on the engine, or another protocol reads with it
+    (`yield from`); grouping and opening references are plain functions."""
 
-    def __init__(
-        self, ports: LazyPorts, namer: Namer, codec: Codec, sealer: Sealer, scope: Scope
-    ) -> None:
-        self._ports = ports
+    def __init__(self, namer: Namer, codec: Codec, sealer: Sealer, scope: Scope) -> None:
         self.namer = namer
         self.codec = codec
         self.sealer = sealer
         self.scope = scope
 
-    def read_checkpoint(self, tid: str, ns: str, cid: str) -> Entry | None:
+    def read_checkpoint(self, tid: str, ns: str, cid: str) -> Steps[Entry | None]:
         """One checkpoint by id, with its writes: one query."""
         pk = self.namer.thread(tid)
         sk = checkpoint_sk(self.namer.namespace(tid, ns), cid)
         found: CheckpointRecord | None = None
         writes: list[WritesRecord] = []
-        for rec in self._query_all(pk, prefix=sk):
+        records, _ = yield from self.items(pk, prefix=sk)
+        for rec in records:
             # The prefix also matches longer ids that start with this one.
             if owner_sk(rec.sk) != sk:
                 continue
@@ -169,7 +177,7 @@ class Finder:
                 found = rec
         return Entry(tid, ns, found, writes) if found else None
 
-    def read_latest(self, tid: str, ns: str) -> Entry | None:
+    def read_latest(self, tid: str, ns: str) -> Steps[Entry | None]:
         """The newest checkpoint of a namespace that no mark hides, with its writes: one
         query, more only when writes records (or, while an operation runs, hidden
         records) fill the first page."""
@@ -180,7 +188,7 @@ class Finder:
         limit = LATEST_PAGE
         veil = Veil()
         while True:
-            page = self.page(
+            page = yield from self.page(
                 pk, prefix=prefix, descending=True, limit=limit, cursor=cursor, consistent=True
             )
             veil.add(page.marks)  # they sort first: in the first page
@@ -199,78 +207,75 @@ class Finder:
                 return None
             cursor, limit = page.cursor, LATER_PAGES
 
-    def namespace_records(
-        self, tid: str, ns: str, *, upper_id: str | None = None
-    ) -> Iterator[Record]:
+    def namespace_records(self, tid: str, ns: str, *, upper_id: str | None = None) -> Steps[None]:
         """A namespace's records newest first, from checkpoint `upper_id` (inclusive)
-        down, page by page as the caller consumes them."""
+        down, handed out (`Emit`) page by page as the caller consumes them."""
         pk, ns_name = self.namer.thread(tid), self.namer.namespace(tid, ns)
-        return self._unveiled(pk, between=namespace_range(ns_name, upper_id), descending=True)
+        yield from self._unveiled(pk, between=namespace_range(ns_name, upper_id), descending=True)
 
-    def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[Entry]:
-        """A namespace's checkpoints newest first, strictly before `before_id` if given."""
+    def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Steps[None]:
+        """A namespace's checkpoints newest first, strictly before `before_id` if given,
+        handed out (`Emit`) as the caller consumes them."""
+        yield from self.named_entries(tid, self.namer.namespace(tid, ns), before_id, ns)
+
+    def named_entries(
+        self, tid: str, ns_name: str, before_id: str | None = None, ns: str | None = None
+    ) -> Steps[None]:
+        """`namespace_entries` of the namespace named `ns_name` as stored (its clear name
+        `ns`, where not given, opened from each record's reference)."""
         pk = self.namer.thread(tid)
-        ns_name = self.namer.namespace(tid, ns)
-        records = (
-            self._unveiled(
-                pk,
-                between=(namespace_prefix(ns_name), checkpoint_sk(ns_name, before_id)),
-                descending=True,
-            )
+        bounds: dict[str, Any] = (
+            {"between": (namespace_prefix(ns_name), checkpoint_sk(ns_name, before_id))}
             if before_id
-            else self._unveiled(pk, prefix=namespace_prefix(ns_name), descending=True)
+            else {"prefix": namespace_prefix(ns_name)}
         )
         writes: dict[str, list[WritesRecord]] = {}
-        for rec in records:
+
+        def entries(rec: Record) -> tuple[Entry, ...]:
             if isinstance(rec, WritesRecord):
                 writes.setdefault(rec.checkpoint_id, []).append(rec)
-                continue
+                return ()
             if before_id is not None and rec.checkpoint_id >= before_id:
-                continue
-            yield Entry(tid, ns, rec, writes.pop(rec.checkpoint_id, []))
+                return ()
+            own = writes.pop(rec.checkpoint_id, [])
+            if ns is not None:
+                return (Entry(tid, ns, rec, own),)
+            return (self.group([rec, *own], known_tid=tid)[0],)
 
-    def thread_records(self, tid: str) -> list[Record]:
-        """Every record of a thread, every namespace, hidden by a mark or not."""
-        return self.partition_records(self.namer.thread(tid))
+        yield from mapped(self._unveiled(pk, descending=True, **bounds), entries)
 
-    def partition_records(self, thread_name: str, *, consistent: bool = False) -> list[Record]:
-        """Every record of a thread named as stored (its keyed hash)."""
-        return self.partition_items(thread_name, consistent=consistent)[0]
-
-    def thread_items(
-        self, tid: str, *, consistent: bool = False
-    ) -> tuple[list[Record], list[Mark]]:
-        return self.partition_items(self.namer.thread(tid), consistent=consistent)
-
-    def partition_items(
-        self, thread_name: str, *, consistent: bool = False
-    ) -> tuple[list[Record], list[Mark]]:
-        """Every record and every mark of a thread named as stored."""
+    def items(
+        self, thread_name: str, *, consistent: bool = False, prefix: str | None = None
+    ) -> Steps[tuple[list[Record], list[Mark]]]:
+        """Every record and every mark of a thread named as stored (under a sort-key
+        prefix, if given)."""
         records: list[Record] = []
         marks: list[Mark] = []
-        for page in self._pages(thread_name, consistent=consistent):
+        cursor: Item | None = None
+        while True:
+            page = yield from self.page(
+                thread_name, prefix=prefix, cursor=cursor, consistent=consistent
+            )
             records += page.records
             marks += page.marks
-        return records, marks
+            if page.cursor is None:
+                return records, marks
+            cursor = page.cursor
 
-    def thread_keys(self, tid: str, *, consistent: bool = False) -> list[ItemKey]:
-        """Keys of every record and mark of a thread (`layout.is_mark_key` tells them
-        apart)."""
-        return self.keys(self.namer.thread(tid), consistent=consistent)
-
-    def thread_entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
+    def thread_entries(self, tid: str, before_id: str | None = None) -> Steps[list[Entry]]:
         """Every checkpoint of a thread no mark hides, every namespace, newest first."""
-        records, marks = self.thread_items(tid)
+        records, marks = yield from self.items(self.namer.thread(tid))
         veil = Veil(marks)
         shown = [r for r in records if not veil.hides(r.sk)] if veil else records
         return newest_first(self.group(shown, known_tid=tid), before_id)
 
     def all_entries(
         self, before_id: str | None = None, skipped: list[Skipped] | None = None
-    ) -> list[Entry]:
+    ) -> Steps[list[Entry]]:
         """Every checkpoint of every thread, newest first (a scan: admin operations).
         With `skipped`, threads whose records do not open are left out and listed there."""
-        return newest_first(self.group(self.scope.records(), skipped=skipped), before_id)
+        records = yield from self.scope.records()
+        return newest_first(self.group(records, skipped=skipped), before_id)
 
     def group(
         self,
@@ -342,13 +347,13 @@ class Finder:
         limit: int | None = None,
         cursor: Item | None = None,
         consistent: bool = False,
-    ) -> Page:
+    ) -> Steps[Page]:
         """One page of a partition's records whose sort key starts with `prefix` or lies
         in `between`, in sort-key order, and the marks among them (one Query)."""
         where = begins(SORT_KEY, prefix) if prefix is not None else None
         if between is not None:
             where = Between(SORT_KEY, *between)
-        found = self._ports.table.query(
+        found = yield Query(
             pk,
             where=where,
             descending=descending,
@@ -361,41 +366,41 @@ class Finder:
 
     def keys(
         self, pk: str, *, prefix: str | None = None, consistent: bool = False
-    ) -> list[ItemKey]:
+    ) -> Steps[list[ItemKey]]:
         """Keys of every item of a partition (optionally under a sort-key prefix)."""
         where = begins(SORT_KEY, prefix) if prefix is not None else None
-        items = every_item(self._ports.table, pk, where=where, consistent=consistent, attributes=())
-        return [key_of(i) for i in items]
+        return (yield from keys_of(pk, where=where, consistent=consistent))
 
-    def thread_heads(self, thread_name: str) -> dict[str, str]:
+    def thread_heads(self, thread_name: str) -> Steps[dict[str, str]]:
         """What each namespace head of a thread names (a checkpoint id or a tombstone),
         by namespace name, read strongly consistent."""
         where = begins(SORT_KEY, HEAD_PREFIX)
-        items = every_item(self._ports.table, control_pk(thread_name), where=where, consistent=True)
+        items = yield from every_item(control_pk(thread_name), where=where, consistent=True)
         return {head_namespace(key_of(i).sk) or "": str(i.get(HEAD, "")) for i in items}
 
-    def has_records(self, thread_name: str) -> bool:
+    def has_records(self, thread_name: str) -> Steps[bool]:
         """Whether a thread named as stored holds any record or mark (one strongly
         consistent Query of one item)."""
-        return bool(self._ports.table.query(thread_name, limit=1, consistent=True).items)
+        page = yield Query(thread_name, limit=1, consistent=True)
+        return bool(page.items)
 
-    def heads(self, keys: Sequence[ItemKey]) -> dict[ItemKey, str]:
+    def heads(self, keys: Sequence[ItemKey]) -> Steps[dict[ItemKey, str]]:
         """What these heads name (a checkpoint id, or a tombstone), those that exist: one
         BatchGetItem per 100, eventually consistent (a listing's order)."""
-        found = self._ports.table.get_many(keys) if keys else []
+        found = yield GetMany(keys)
         return {key_of(i): str(i[HEAD]) for i in found if HEAD in i}
 
     def loans(
         self, lender: str, borrower: str | None = None, *, backed: bool = False
-    ) -> list[Loan]:
+    ) -> Steps[list[Loan]]:
         """A lender's loans (to one borrower, or all), read strongly consistent; with
         `backed`, only those `backed` keeps."""
         where = begins(SORT_KEY, loans_prefix(borrower))
-        items = every_item(self._ports.table, control_pk(lender), where=where, consistent=True)
+        items = yield from every_item(control_pk(lender), where=where, consistent=True)
         loans = [loan_from(i) for i in items]
-        return self.backed(lender, loans) if backed else loans
+        return (yield from self.backed(lender, loans)) if backed else loans
 
-    def backed(self, lender: str, loans: Sequence[Loan]) -> list[Loan]:
+    def backed(self, lender: str, loans: Sequence[Loan]) -> Steps[list[Loan]]:
         """The loans whose borrower holds its borrowing of `lender`, read strongly
         consistent after them (one BatchGetItem for every borrower). A copy writes its
         borrowing before its loans and deletes it after them, so a loan without one was
@@ -404,36 +409,28 @@ class Finder:
         if not loans:
             return []
         keys = sorted({ItemKey(control_pk(loan.borrower), borrow_sk(lender)) for loan in loans})
-        held = {key_of(i).pk for i in self._ports.table.get_many(keys, consistent=True)}
+        held = {key_of(i).pk for i in (yield GetMany(keys, consistent=True))}
         return [loan for loan in loans if control_pk(loan.borrower) in held]
 
-    def _pages(self, pk: str, **bounds: Any) -> Iterator[Page]:
+    def _unveiled(self, pk: str, **bounds: Any) -> Steps[None]:
+        """A namespace's records, newest first, that no mark met on the way hides (a
+        range that reaches the namespace's top meets its marks first), handed out."""
+        veil = Veil()
         cursor: Item | None = None
         while True:
-            page = self.page(pk, cursor=cursor, **bounds)
-            yield page
-            if page.cursor is None:
-                return
-            cursor = page.cursor
-
-    def _query_all(self, pk: str, **bounds: Any) -> Iterator[Record]:
-        for page in self._pages(pk, **bounds):
-            yield from page.records
-
-    def _unveiled(self, pk: str, **bounds: Any) -> Iterator[Record]:
-        """A namespace's records, newest first, that no mark met on the way hides: a
-        range that reaches the namespace's top meets its marks first."""
-        veil = Veil()
-        for page in self._pages(pk, **bounds):
+            page = yield from self.page(pk, cursor=cursor, **bounds)
             veil.add(page.marks)
             for rec in page.records:
                 if not veil:
-                    yield rec
+                    yield Emit(rec)
                 elif veil.hides(rec.sk):
                     if veil.hides_below(rec.sk):
                         return
                 else:
-                    yield rec
+                    yield Emit(rec)
+            if page.cursor is None:
+                return
+            cursor = page.cursor
 
     def live_leaves(
         self,
@@ -441,17 +438,16 @@ class Finder:
         skipped: list[Skipped] | None = None,
         *,
         but: str | None = None,
-    ) -> set[str] | None:
+    ) -> Steps[set[str] | None]:
         """Every leaf of a thread's objects that its records reference or a loan lends
         to a copy (the mark of garbage collection and of every deletion), read strongly
         consistent, loans after records (and only loans a borrowing backs: `backed`);
-        None if the thread has neither here. `but`:
-        leave out the loan to this borrower (it is ending). With `skipped`, a thread
-        whose first checkpoint record does not open is reported there (the caller leaves
-        it alone)."""
-        live = self.own_leaves(thread_name, skipped)
-        others = [loan for loan in self.loans(thread_name) if loan.borrower != but]
-        loans = self.backed(thread_name, others)
+        None if the thread has neither here. `but`: leave out the loan to this borrower
+        (it is ending). With `skipped`, a thread whose first checkpoint record does not
+        open is reported there (the caller leaves it alone)."""
+        live = yield from self.own_leaves(thread_name, skipped)
+        others = [loan for loan in (yield from self.loans(thread_name)) if loan.borrower != but]
+        loans = yield from self.backed(thread_name, others)
         if live is None and not loans:
             return None
         live = live or set()
@@ -459,25 +455,28 @@ class Finder:
             live |= loan.leaves
         return live
 
-    def unbacked_loans(self, thread_name: str) -> list[Loan]:
+    def unbacked_loans(self, thread_name: str) -> Steps[list[Loan]]:
         """A thread's loans that no borrowing backs: written by someone else, they keep
         nothing (`backed`)."""
-        loans = self.loans(thread_name)
-        kept = set(self.backed(thread_name, loans))
+        loans = yield from self.loans(thread_name)
+        kept = set((yield from self.backed(thread_name, loans)))
         return [loan for loan in loans if loan not in kept]
 
-    def lent_leaves(self, thread_name: str) -> set[str]:
+    def lent_leaves(self, thread_name: str) -> Steps[set[str]]:
         """Leaves of a thread's objects its loans name (those a borrowing backs), read
         strongly consistent."""
-        return {leaf for loan in self.loans(thread_name, backed=True) for leaf in loan.leaves}
+        loans = yield from self.loans(thread_name, backed=True)
+        return {leaf for loan in loans for leaf in loan.leaves}
 
-    def own_leaves(self, thread_name: str, skipped: list[Skipped] | None = None) -> set[str] | None:
+    def own_leaves(
+        self, thread_name: str, skipped: list[Skipped] | None = None
+    ) -> Steps[set[str] | None]:
         """The leaves a thread's records reference (`live_leaves` without loans)."""
         live: set[str] = set()
         found = tried = False
         cursor: Item | None = None
         while True:
-            page = self.page(thread_name, cursor=cursor, consistent=True)
+            page = yield from self.page(thread_name, cursor=cursor, consistent=True)
             for rec in page.records:
                 found = True
                 live |= referenced_leaves(rec)

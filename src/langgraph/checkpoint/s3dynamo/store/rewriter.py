@@ -21,14 +21,11 @@ from typing import Any
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
 from langgraph.checkpoint.s3dynamo.codec import (
-    body_id,
-    delta_id,
     metadata_id,
     ref_id,
-    value_id,
     write_id,
 )
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
     shared_leaf,
@@ -40,7 +37,6 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.records import (
     Record,
     WritesRecord,
-    pack_bundle,
 )
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder
 from langgraph.checkpoint.s3dynamo.store.walker import Blobs, Walker
@@ -188,103 +184,3 @@ class Rewriter:
             written_at=self.now(),
         )
         return [(rec, new_rec), *out]
-
-    # -------------------------------------------------------------- rotation
-
-    def rewrite(self, tid: str, entries: Sequence[Entry]) -> Rewrite:
-        """Re-seal in place every blob of `tid` not sealed under the active key: its own
-        where they are, those it shares under their owner's identity in the owner's
-        place (the same value, still opening for every thread that shares it)."""
-        walker, objects = self.walker, self.walker.objects
-        codec, namer, sealer = walker.codec, walker.namer, walker.codec.sealer
-        active = sealer.keyring.active if sealer.keyring else None
-        # A rotation must see what is stored, not what this process cached before.
-        fetched = objects.fetch(self.finder.referenced_keys(entries), cached=False)
-        out = Rewrite()
-        done_objects: set[str] = set()
-
-        def reseal(blob: bytes, ident: bytes, what: str) -> bytes:
-            if sealer.key_id_of(blob) == active:
-                return blob
-            out.blobs += 1
-            return codec.reseal(blob, ident, ident, what)
-
-        bases: dict[str, tuple[str, bytes]] = {}
-
-        def reseal_delta(
-            blob: bytes, ident: bytes, base_key: str, base_id: bytes, what: str
-        ) -> bytes:
-            if sealer.key_id_of(blob) == active:
-                return blob
-            if base_key not in bases:
-                bases[base_key] = sealer.open(fetched[base_key], base_id, f"{what} (delta base)")
-            out.blobs += 1
-            return codec.reseal_delta(blob, ident, ident, bases[base_key], what)
-
-        def put_object(key: str, ident: bytes, what: str) -> None:
-            if key in done_objects:
-                return
-            done_objects.add(key)
-            blob = fetched[key]
-            resealed = reseal(blob, ident, what)
-            if resealed is not blob:
-                out.objects.append((key, resealed))
-
-        for e in entries:
-            ns, rec, cid, what = e.ns, e.record, e.checkpoint_id, e.what
-            at = CheckpointAt(tid, ns, cid)
-            blobs = walker.walk(e)
-            inline: dict[str, bytes] = {}
-            for v in blobs.values:
-                value_at = ValueAt(v.owner or tid, ns, v.channel, v.version)
-                tag = namer.channel(tid, ns, v.channel)
-                if v.blob is not None and v.base is not None:
-                    base_version, base_key = v.base
-                    base_id = value_id(value_at._replace(version=base_version))
-                    put_object(base_key, base_id, what)
-                    inline[tag] = reseal_delta(
-                        v.blob, delta_id(value_at, base_version), base_key, base_id, what
-                    )
-                elif v.blob is not None:
-                    inline[tag] = reseal(v.blob, value_id(value_at), what)
-                elif v.key is not None:
-                    put_object(v.key, value_id(value_at), what)
-            same_ref = sealer.key_id_of(rec.thread_ref) == active
-            # Re-encryption is no activity: every other field (written_at too) as it was.
-            new_rec = replace(
-                rec,
-                body=reseal(rec.body, body_id(at), what),
-                metadata=reseal(rec.metadata, metadata_id(at), what),
-                thread_ref=rec.thread_ref if same_ref else codec.seal_ref(rec.pk, rec.sk, tid, ns),
-                inline=inline,
-            )
-            if not same_ref:
-                out.blobs += 1
-            out.records.append((rec, new_rec))
-            by_record: dict[str, WritesRecord] = {}
-            for old_w in e.writes:
-                by_record[old_w.sk] = new_w = replace(
-                    old_w,
-                    task_ref=reseal(old_w.task_ref, ref_id(old_w.pk, old_w.sk), what),
-                    writes=dict(old_w.writes),
-                )
-                out.records.append((old_w, new_w))
-            for w in blobs.writes:
-                ident = write_id(WriteAt(w.owner or tid, ns, cid, w.task_id, w.idx))
-                if w.blob is not None:
-                    by_record[w.record.sk].writes[w.idx] = reseal(w.blob, ident, what)
-                else:
-                    put_object(w.key or "", ident, what)
-            for b in blobs.bundles:
-                if b.key in done_objects:
-                    continue
-                done_objects.add(b.key)
-                owner_at = CheckpointAt(b.owner or tid, ns, cid)
-                bundle = walker.bundle_blobs(e, b.key, fetched)
-                resealed = {
-                    i: reseal(blob, write_id(owner_at.write(b.task_id, i)), what)
-                    for i, blob in bundle.items()
-                }
-                if any(resealed[i] is not bundle[i] for i in bundle):
-                    out.objects.append((b.key, pack_bundle(resealed)))
-        return out

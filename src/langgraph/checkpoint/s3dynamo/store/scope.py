@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
 
-from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
+from langgraph.checkpoint.s3dynamo.blobs.steps import Emit, Scan, Steps, scan_items
 from langgraph.checkpoint.s3dynamo.layout import (
     is_control_pk,
     is_deployment_pk,
@@ -24,13 +23,12 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.records import (
     STAMP_ATTRIBUTES,
     Record,
-    Stamp,
     is_mark,
     record_from,
     stamp_from,
 )
 from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
-from langgraph.checkpoint.s3dynamo.table import begins, scan_pages
+from langgraph.checkpoint.s3dynamo.table import Item, begins
 
 # The scope of a sweep over every deployment of the table (retention's delete strategy,
 # which reads keys and stamps only, so needs nobody's keys).
@@ -40,8 +38,7 @@ EVERY_DEPLOYMENT = "*"
 class Scope:
     """This deployment's partitions of the table (module docstring)."""
 
-    def __init__(self, ports: LazyPorts, prefix: str) -> None:
-        self._ports = ports
+    def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         # Items of other deployments that scans passed, by their prefix.
         self.others: Counter[str] = Counter()
@@ -60,10 +57,11 @@ class Scope:
         self.note(scope)
         return False
 
-    def records(self) -> Iterator[Record]:
+    def records(self) -> Steps[list[Record]]:
         """Every record of this deployment's threads (a Scan)."""
         kept = begins(PARTITION_KEY, self.prefix) if self.prefix else None
-        for items in scan_pages(self._ports.table, filter=kept):
+        out: list[Record] = []
+        for items in (yield from scan_items(filter=kept)):
             for item in items:
                 # Control items (heads, leases; the deployments' records), memory items
                 # and marks are no records.
@@ -71,27 +69,28 @@ class Scope:
                 if is_control_pk(pk) or is_deployment_pk(pk) or is_memory_pk(pk):
                     continue
                 if not is_mark(item) and self._keep(pk):
-                    yield record_from(item)
+                    out.append(record_from(item))
+        return out
 
-    def stamps(
-        self, segment: int = 0, segments: int = 1, every: bool = False
-    ) -> Iterator[list[Stamp]]:
-        """One segment of a Scan of this deployment's items as retention reads them; with
-        `every`, every deployment's."""
+    def stamps(self, segment: int = 0, segments: int = 1, every: bool = False) -> Steps[None]:
+        """One segment of a Scan of this deployment's items as retention reads them, a
+        page of stamps handed out (`Emit`) at a time; with `every`, every deployment's."""
         kept = begins(PARTITION_KEY, self.prefix) if self.prefix and not every else None
-        pages = scan_pages(
-            self._ports.table,
-            segment=segment,
-            segments=segments,
-            filter=kept,
-            attributes=STAMP_ATTRIBUTES,
-        )
-        for items in pages:
-            yield [
-                stamp_from(i)
-                for i in items
-                if not is_deployment_pk(pk := str(i[PARTITION_KEY])) and self._keep(pk, every)
-            ]
+        cursor: Item | None = None
+        while True:
+            page = yield Scan(
+                segment, segments, cursor=cursor, filter=kept, attributes=STAMP_ATTRIBUTES
+            )
+            yield Emit(
+                [
+                    stamp_from(i)
+                    for i in page.items
+                    if not is_deployment_pk(pk := str(i[PARTITION_KEY])) and self._keep(pk, every)
+                ]
+            )
+            if page.cursor is None:
+                return
+            cursor = page.cursor
 
     def other_prefixes(self) -> list[str]:
         """The prefixes of the other deployments scans passed so far, sorted."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
+from langgraph.checkpoint.s3dynamo.blobs.steps import Steps, each
 from langgraph.checkpoint.s3dynamo.identities import checkpoint_time
 from langgraph.checkpoint.s3dynamo.layout import SEPARATOR, tombstone_time
 from langgraph.checkpoint.s3dynamo.records import head_key
@@ -31,7 +32,6 @@ from langgraph.checkpoint.s3dynamo.runnable_config import make_config
 from langgraph.checkpoint.s3dynamo.store.catalog import EVERY_THREAD, Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, newest_first
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
-from langgraph.checkpoint.s3dynamo.waves import parallel
 
 ROOT = ""
 
@@ -105,20 +105,20 @@ class ThreadSearch:
 
     def search(
         self, metadata: Mapping[str, Any] | None, limit: int, before: object = None
-    ) -> list[ThreadSummary]:
+    ) -> Steps[list[ThreadSummary]]:
         """Up to `limit` threads whose latest root checkpoint's metadata holds every pair
         of `metadata`, newest activity first, after `before` (module docstring)."""
         wanted = dict(metadata or {})
         field, token = self.catalog.usable(wanted) or (EVERY_THREAD, None)
         self.catalog.require_complete(field)
         token = token or self.catalog.token(EVERY_THREAD)
-        threads = [self.catalog.opened(e) for e in self.catalog.listed(token)]
+        threads = [self.catalog.opened(e) for e in (yield from self.catalog.listed(token))]
         after = cursor_of(before)
-        order = [p for p in self.placed(threads) if after is None or p.key < after]
+        order = [p for p in (yield from self.placed(threads)) if after is None or p.key < after]
         found: list[ThreadSummary] = []
         while order and len(found) < limit:
             wave, order = order[: limit - len(found)], order[limit - len(found) :]
-            for p in parallel(self._latest, wave):
+            for p in (yield from each([self._latest(p) for p in wave])):
                 if p.entry is None:
                     continue  # deleted, or being deleted, since it was filed
                 md = self.walker.open_metadata(p.entry) or {}
@@ -126,13 +126,13 @@ class ThreadSearch:
                     found.append(self.summary(p, md))
         return found
 
-    def placed(self, threads: Sequence[Catalogued]) -> list[Placed]:
+    def placed(self, threads: Sequence[Catalogued]) -> Steps[list[Placed]]:
         """Threads in search order, newest first: by the id their root namespace's head
         names (one BatchGetItem per 100), else, without a head or with a tombstone (a
         removal under way), by their latest record (one Query each, in one wave); a
         thread with none left out."""
         keys = {head_key(t.name, self.finder.namer.namespace(t.tid, ROOT)): t for t in threads}
-        heads = self.finder.heads(list(keys))
+        heads = (yield from self.finder.heads(list(keys))) if keys else {}
         out: list[Placed] = []
         unknown: list[Placed] = []
         for key, thread in keys.items():
@@ -141,15 +141,15 @@ class ThreadSearch:
                 unknown.append(Placed("", thread.name, thread.tid))
             else:
                 out.append(Placed(head, thread.name, thread.tid))
-        for p in parallel(self._latest, unknown):
+        for p in (yield from each([self._latest(p) for p in unknown])):
             if p.entry is not None:
                 out.append(p._replace(order=p.entry.checkpoint_id))
         return sorted(out, key=lambda p: p.key, reverse=True)
 
-    def _latest(self, p: Placed) -> Placed:
+    def _latest(self, p: Placed) -> Steps[Placed]:
         if p.entry is not None:
             return p
-        return p._replace(entry=self.finder.read_latest(p.tid, ROOT))
+        return p._replace(entry=(yield from self.finder.read_latest(p.tid, ROOT)))
 
     def summary(self, p: Placed, metadata: Mapping[str, Any]) -> ThreadSummary:
         entry = p.entry
@@ -170,7 +170,7 @@ class ThreadSearch:
 
     def listing(
         self, filter: Mapping[str, Any] | None, before_id: str | None, skipped: list[Skipped]
-    ) -> list[Entry]:
+    ) -> Steps[list[Entry]]:
         """What `list(None, filter=...)` lists, newest first (the filter is applied as the
         listing decodes them). When the filter asks a value of a declared field whose
         catalog is complete: every checkpoint of the threads filed under it (one Query
@@ -178,7 +178,7 @@ class ThreadSearch:
         deployment (a Scan; threads that do not open are listed in `skipped`)."""
         usable = self.catalog.usable(filter)
         if usable is None or not self.catalog.complete(usable[0]):
-            return self.finder.all_entries(before_id, skipped=skipped)
-        threads = [self.catalog.opened(e) for e in self.catalog.listed(usable[1])]
-        found = parallel(lambda t: self.finder.thread_entries(t.tid, before_id), threads)
+            return (yield from self.finder.all_entries(before_id, skipped=skipped))
+        threads = [self.catalog.opened(e) for e in (yield from self.catalog.listed(usable[1]))]
+        found = yield from each([self.finder.thread_entries(t.tid, before_id) for t in threads])
         return newest_first([e for entries in found for e in entries], before_id)

@@ -24,15 +24,22 @@ from typing import NamedTuple
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
 
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
+from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Record, WritesRecord
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
-from langgraph.checkpoint.s3dynamo.store import (
-    CheckpointAt,
-    Entry,
-    Skeleton,
-    ThreadStore,
-    ValueBlob,
-)
+from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
+from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder
+from langgraph.checkpoint.s3dynamo.store.walker import ValueBlob, Walker
+
+
+class Parts(NamedTuple):
+    """What a history read uses of its thread store."""
+
+    finder: Finder
+    walker: Walker
+    decoder: Decoder
+    engine: BlobEngine
 
 
 class _Write(NamedTuple):
@@ -61,11 +68,12 @@ class _Seed(NamedTuple):
 
 
 def delta_channel_history(
-    store: ThreadStore, tid: str, ns: str, cid: str | None, channels: Sequence[str]
+    parts: Parts, tid: str, ns: str, cid: str | None, channels: Sequence[str]
 ) -> Mapping[str, DeltaChannelHistory]:
     if not channels:
         return {}
-    namer, codec = store.namer, store.codec
+    finder, walker, decoder, engine = parts
+    namer, codec = walker.namer, walker.codec
     records: dict[str, CheckpointRecord] = {}
     writes: dict[str, list[WritesRecord]] = {}
     pages: Iterator[Record] | None = None
@@ -77,7 +85,7 @@ def delta_channel_history(
         children); a walk that finds kept skeletons down to its seed reads nothing."""
         nonlocal pages
         if pages is None:
-            pages = store.finder.namespace_records(tid, ns, upper_id=wanted)
+            pages = engine.stream(finder.namespace_records(tid, ns, upper_id=wanted))
         for rec in pages:
             if isinstance(rec, WritesRecord):
                 writes.setdefault(rec.checkpoint_id, []).append(rec)
@@ -92,14 +100,12 @@ def delta_channel_history(
     def skeleton(at: str) -> Skeleton | None:
         """The opened checkpoint `at`, kept or read; kept only as an ancestor, whose
         writes are all in (see `Skeleton`)."""
-        kept = store.decoder.skeleton(tid, ns, at)
+        kept = decoder.skeleton(tid, ns, at)
         if kept is not None:
             return kept
         if at not in records and not load(at):
             return None
-        return store.decoder.skeleton_of(
-            store.walker.walk(Entry(tid, ns, records[at], writes.get(at, [])))
-        )
+        return decoder.skeleton_of(walker.walk(Entry(tid, ns, records[at], writes.get(at, []))))
 
     if cid is None:
         if not load(None):
@@ -118,7 +124,7 @@ def delta_channel_history(
         link = skeleton(cursor)
         if link is None:
             break
-        store.decoder.keep_skeleton(tid, ns, cursor, link)
+        decoder.keep_skeleton(tid, ns, cursor, link)
         # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
         for kw in link.writes:
             if kw.channel is None:
@@ -141,10 +147,10 @@ def delta_channel_history(
     for found in collected.values():
         needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
     needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
-    fetched = store.engine.objects.fetch(needed) if needed else {}
+    fetched = engine.objects.fetch(needed) if needed else {}
     for b in bundles:
         bundle_at = CheckpointAt(tid, ns, b.at)
-        bundled = store.walker.bundle_writes(bundle_at, b.task_id, b.key, fetched, b.owner)
+        bundled = walker.bundle_writes(bundle_at, b.task_id, b.key, fetched, b.owner)
         for idx, (channel, data) in bundled.items():
             if channel in b.channels:
                 order = writes_sort_key(b.task_path, b.task_id, idx)
@@ -159,12 +165,12 @@ def delta_channel_history(
             if typed is None:
                 blob = fetched[source or ""]
                 where = CheckpointAt(tid, ns, at)
-                _, typed = store.walker.write_blob_data(where, task_id, idx, blob, owner)
+                _, typed = walker.write_blob_data(where, task_id, idx, blob, owner)
             pending.append((task_id, channel, codec.load(typed)))
         entry_out: DeltaChannelHistory = {"writes": pending}
         if channel in seeds:
             seed = seeds[channel]
-            opened = store.walker.value_data(CheckpointAt(tid, ns, seed.at), seed.value, fetched)
+            opened = walker.value_data(CheckpointAt(tid, ns, seed.at), seed.value, fetched)
             entry_out["seed"] = codec.load(opened)
         result[channel] = entry_out
     return result

@@ -1,0 +1,286 @@
+"""Copying into a thread: one protocol for `copy_thread` and for imports from another
+checkpointer, both written behind copy marks (`hidden`).
+
+A copy shares its source's objects (`rewriter.py`), so before its records exist the
+source lends them: a borrowing in the target's control partition and the loans in the
+source's, in one transaction; then the source is read again, and a removal of it that
+began before the loans were there is seen (the copy stops, its loans ended,
+`ConcurrentUpdateError`). Whoever removes a shared object writes its marks before it
+reads the loans, so either it sees the loan or the copy sees its marks.
+
+What is written goes behind a copy mark over each namespace of the target, written in
+one batch with the target's heads (each naming the newest checkpoint copied there, so a
+run that loaded a deleted thread of that id stays refused and runs continue the copy);
+then the records in full batches, then the marks, the root namespace's last. Readers see
+nothing of the target until every record is there; a repeat finishes it. An import
+writes through the commit protocol instead, one checkpoint after another, behind the
+same marks when the target shows nothing yet.
+
+`keep_last` copies each namespace's newest checkpoints and the ancestors DeltaChannel
+reconstruction of them needs, read newest first: the cost grows with what is copied,
+not with the source's history. The argument: docs/RELIABILITY.md, "Copies share
+objects" and "Deleting, copying, pruning".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.blobs import WritePlan
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Emit, Steps
+from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
+from langgraph.checkpoint.s3dynamo.layout import (
+    SHARING_FORMAT,
+    TOP,
+    mark_sk,
+    tombstone_time,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.records import (
+    CheckpointRecord,
+    ItemKey,
+    Mark,
+    Record,
+    Veil,
+    loan_parts,
+    mark_item,
+    shared_leaves,
+)
+from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
+from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, newest_first
+from langgraph.checkpoint.s3dynamo.store.format import (
+    batch_items,
+    borrowing,
+    catalog_items,
+    head_items,
+    lend,
+)
+from langgraph.checkpoint.s3dynamo.store.removal import Remover, hide, unhide
+from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
+from langgraph.checkpoint.s3dynamo.table import TRANSACT_MAX, Write
+
+
+class Copier:
+    """The copy protocol of one thread store (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        finder: Finder,
+        namer: Namer,
+        rewriter: Rewriter,
+        catalog: Catalog,
+        remover: Remover,
+        now: Callable[[], int],
+    ) -> None:
+        self.finder = finder
+        self.namer = namer
+        self.rewriter = rewriter
+        self.catalog = catalog
+        self.remover = remover
+        self.now = now
+        # Called before the first write that shares objects (the deployment's format).
+        self.format_gate: Callable[[int], None] = lambda _format: None
+
+    def copy(self, src: str, dst: str, keep_last: int | None = None) -> Steps[int]:
+        """Copy `src` (what its readers see; with `keep_last`, each namespace's newest)
+        to `dst`, sharing its objects; how many checkpoints it wrote. A target holding
+        anything but an unfinished copy of `src` is `ThreadExistsError`; a source with
+        no checkpoints `ThreadNotFoundError`, once the marks an unfinished copy from it
+        left are cleared."""
+        if keep_last is None:
+            entries = yield from self.finder.thread_entries(src)
+        else:
+            entries = yield from self.newest(src, keep_last)
+        name = self.namer.thread(dst)
+        records, marks = (yield from self.finder.items(name)) if src != dst else ([], [])
+        if src == dst and entries:
+            raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
+        present = {r.sk for r in records}
+        wanted = {(e.ns, e.checkpoint_id): self.rewriter.target_keys(dst, e) for e in entries}
+        _refuse_foreign(src, dst, present, wanted, marks)
+        todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
+        copying = {m.key for m in marks if m.operation == "copy"}
+        if not entries:
+            yield from unhide(copying, last=self.namer.namespace(dst, ""))
+            raise ThreadNotFoundError(
+                f"copy_thread source {src!r} has no checkpoints in this deployment, so there "
+                "is nothing to copy; check the thread id (`s3dynamo threads` lists them)"
+            )
+        if not todo and not copying:
+            return 0
+        rewrite = self.rewriter.share(src, dst, todo) if todo else None
+        written = [new for _, new in rewrite.records] if rewrite else []
+        yield from self._lend(src, name, written, todo)
+        # The target is filed under every declared value of the checkpoints copied, with
+        # its records (a repeat files it again, whatever an interruption left).
+        filed = self.catalog.entries_of(
+            dst, (self.rewriter.walker.open_metadata(e) for e in entries)
+        )
+        yield from self.hidden(
+            dst,
+            {self.namer.namespace(dst, e.ns) for e in todo},
+            copying,
+            _write_copy(name, written, filed),
+            self.latest(dst, [(e.ns, e.checkpoint_id) for e in entries]),
+            reopen_only=False,
+        )
+        return sum(1 for r in written if isinstance(r, CheckpointRecord))
+
+    def newest(self, tid: str, keep_last: int) -> Steps[list[Entry]]:
+        """Each namespace's `keep_last` newest checkpoints that no mark hides, with the
+        ancestors DeltaChannel reconstruction of them needs: the namespaces from the
+        thread's heads, each read newest first only as far as that."""
+        heads = yield from self.finder.thread_heads(self.namer.thread(tid))
+        live = sorted(ns for ns, head in heads.items() if tombstone_time(head) is None)
+        if not live:  # no heads (detection off): read the thread whole
+            entries = yield from self.finder.thread_entries(tid)
+            chains = self.remover.kept_chains(entries, keep_last)
+            return newest_first([e for chain in chains.values() for e in chain], None)
+        out: list[Entry] = []
+        for ns_name in live:
+            out += yield from self._newest_of(tid, ns_name, keep_last)
+        return newest_first(out, None)
+
+    def _newest_of(self, tid: str, ns_name: str, keep_last: int) -> Steps[list[Entry]]:
+        """One namespace's share of `newest`: read newest first until its `keep_last`
+        newest and the ancestors they need are all there."""
+        read: dict[str, Entry] = {}
+        wanted: str | None = None  # the oldest id still to reach before checking again
+        entries = self.finder.named_entries(tid, ns_name)
+        answer: Any = None
+        while True:
+            try:
+                step = entries.send(answer)
+            except StopIteration:
+                break
+            answer = None
+            if not isinstance(step, Emit):
+                answer = yield step
+                continue
+            entry: Entry = step.value
+            read[entry.checkpoint_id] = entry
+            if len(read) >= keep_last and (wanted is None or entry.checkpoint_id <= wanted):
+                wanted = self.remover.missing_ancestor(read, keep_last)
+                if wanted is None:
+                    entries.close()
+                    break
+        chains = self.remover.kept_chains(list(read.values()), keep_last)
+        return [e for chain in chains.values() for e in chain]
+
+    def latest(self, tid: str, checkpoints: Iterable[tuple[str, str]]) -> dict[str, str]:
+        """The newest of these (namespace, checkpoint id) pairs in each namespace of
+        `tid`, by namespace name."""
+        latest: dict[str, str] = {}
+        for ns, cid in checkpoints:
+            name = self.namer.namespace(tid, ns)
+            latest[name] = max(latest.get(name, cid), cid)
+        return latest
+
+    def _lend(
+        self, src: str, borrower: str, records: Sequence[Record], copied: Sequence[Entry]
+    ) -> Steps[None]:
+        """Lend `borrower` what these records of it share (its borrowings and the loans,
+        in one transaction), then check that the source still holds every checkpoint
+        copied, none hidden by a mark (module docstring)."""
+        lenders = shared_leaves(records)
+        if not lenders:
+            return
+        yield from self._loan(borrower, lenders)
+        now, marks = yield from self.finder.items(self.namer.thread(src), consistent=True)
+        present, veil = {r.sk for r in now}, Veil(marks)
+        gone = [
+            sk
+            for e in copied
+            for sk in (e.record.sk, *(w.sk for w in e.writes))
+            if sk not in present or veil.hides(sk)
+        ]
+        if not gone:
+            return
+        kept = shared_leaves((yield from self.finder.items(borrower, consistent=True))[0])
+        for lender in sorted(lenders):
+            yield from self.remover.release(borrower, lender, kept.get(lender, set()))
+        raise ConcurrentUpdateError(
+            f"copy_thread of {src!r}: {len(gone)} of the records being copied were deleted "
+            "or hidden meanwhile (a delete, prune or delete_for_runs of the source is "
+            "running); nothing more was copied. Run the copy again: it copies what the "
+            "source holds then"
+        )
+
+    def _loan(self, borrower: str, lenders: Mapping[str, set[str]]) -> Steps[None]:
+        """The borrowings and the loans, in one transaction (a larger one in several,
+        borrowings first: a deletion of the borrower finds the loans through them)."""
+        self.format_gate(SHARING_FORMAT)
+        writes: list[Write] = [borrowing(borrower, lender) for lender in sorted(lenders)]
+        writes += [
+            lend(key, part)
+            for lender in sorted(lenders)
+            for key, part in loan_parts(lender, borrower, lenders[lender])
+        ]
+        for start in range(0, len(writes), TRANSACT_MAX):
+            yield WritePlan(borrower, writes=writes[start : start + TRANSACT_MAX])
+
+    def hidden(
+        self,
+        tid: str,
+        ns_names: Collection[str],
+        earlier: Collection[ItemKey],
+        write: Steps[None],
+        latest: Mapping[str, str],
+        *,
+        reopen_only: bool,
+    ) -> Steps[None]:
+        """Run `write` (a copy's or an import's records) behind a copy mark over each of
+        these namespaces of `tid`, written in one batch with the heads `latest` names (by
+        namespace name); then remove those marks and the `earlier` ones an interrupted
+        run left, the root namespace's last. With `reopen_only` (an import may add to a
+        thread whose heads are live), only heads a delete left a tombstone are set,
+        read after the marks."""
+        name = self.namer.thread(tid)
+        at = self.now()
+        hiding = [Mark(name, mark_sk(ns, "copy"), upto=TOP, at=at) for ns in sorted(ns_names)]
+        marks = [mark_item(m) for m in hiding]
+        if reopen_only:
+            yield from hide(hiding)
+            found = yield from self.finder.thread_heads(name)
+            marks, latest = [], {ns: c for ns, c in latest.items() if tombstone_time(found.get(ns))}
+        if marks or latest:
+            yield Batch(puts=[*marks, *head_items(name, latest)])
+        yield from write
+        yield from unhide({*earlier, *(m.key for m in hiding)}, last=self.namer.namespace(tid, ""))
+
+
+def _write_copy(
+    owner: str, records: Sequence[Record], filed: Sequence[CatalogEntry]
+) -> Steps[None]:
+    """A copy's records and catalog entries, in full batches (entries alone when a
+    repeat finds every record there)."""
+    items = [*batch_items(records), *catalog_items(filed)]
+    if items:
+        yield WritePlan(owner, batched=items)
+
+
+def _refuse_foreign(
+    src: str,
+    dst: str,
+    present: set[str],
+    wanted: Mapping[tuple[str, str], set[str]],
+    marks: Sequence[Mark],
+) -> None:
+    """`ThreadExistsError` if the target holds a record no copy of `src` writes."""
+    if not present or not present.difference(*wanted.values()):
+        return
+    unfinished = sorted({m.operation for m in marks if m.operation != "copy"})
+    raise ThreadExistsError(
+        f"copy_thread target {dst!r} already has checkpoints that are not part of a "
+        f"copy of {src!r}"
+        + (f" (hidden by an unfinished {' and '.join(unfinished)})" if unfinished else "")
+        + f"; expected an empty thread (or an unfinished copy of {src!r}, which a repeat "
+        "completes). Delete it first (delete_thread) or copy to a new thread id"
+    )

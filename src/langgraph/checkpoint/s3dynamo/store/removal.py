@@ -1,0 +1,536 @@
+"""Removing a thread's records and objects: one protocol for every caller.
+
+`delete_thread` keeps nothing, `prune` keeps each namespace's latest checkpoints and what
+DeltaChannel reconstruction of them needs, `delete_for_runs` keeps all but the runs'
+checkpoints, and retention does the first two under the thread's lease and a cutoff.
+Each asks `Remover.remove` with its `Keep` (and `Terms`), which yields its steps in one
+order:
+
+1. Under terms (retention): the thread's lease; held by another, nothing is done.
+2. The fence. Removing the whole thread turns each namespace's head into a tombstone,
+   kept afterwards: a run that loaded the thread before is refused from here
+   (`ThreadDeletedError`) and a new history may start. A retention prune sets its
+   marker head; removing runs drops the heads of the namespaces it changes and keeps the
+   thread in the idle index.
+3. The records, read after the fence, strongly consistent: a commit that landed before
+   is seen and removed too. Under terms, one written at or after the cutoff revives the
+   thread (the fence is undone, the lease let go).
+4. A mark over each namespace hiding what goes (one batch): readers see the removal
+   whole from here. The records in full batches: checkpoint records, then writes.
+5. Objects no record references and no loan lends (under terms, only those written
+   before the cutoff, each only while unchanged); removing runs names them in an intent
+   for garbage collection instead, before any record goes.
+6. What the thread shared of other threads' objects, as a copy: each loan ends, or keeps
+   only what the remaining records share; the objects nothing else keeps go.
+7. The marks, an interrupted removal's too; a whole thread's catalog entries, then their
+   back-references; under terms, the lease (and tombstones older than the cutoff).
+
+Interrupted anywhere, a repeat reads again and finishes: docs/RELIABILITY.md, "Deleting,
+copying, pruning".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.blobs.steps import (
+    Apply,
+    Batch,
+    DeleteObjects,
+    ListObjects,
+    NameOrphans,
+    Steps,
+    each,
+    every_item,
+    keys_of,
+)
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.layout import (
+    CATALOG_REF,
+    PRUNING_HEAD,
+    borrow_sk,
+    control_pk,
+    is_mark_key,
+    is_writes_key,
+    mark_sk,
+    object_key,
+    owner_prefix,
+    owner_sk,
+    parse_sk,
+    tombstone,
+    tombstone_time,
+)
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.records import (
+    STAMP_ATTRIBUTES,
+    CheckpointRecord,
+    ItemKey,
+    Lease,
+    Mark,
+    Record,
+    Stamp,
+    head_key,
+    is_mark,
+    lease_key,
+    mark_item,
+    record_from,
+    referenced_leaves,
+    shared_leaves,
+    stamp_from,
+)
+from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, index_write, stamp_time
+from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped
+from langgraph.checkpoint.s3dynamo.store.format import (
+    catalog_deletes,
+    head_items,
+    lease_expiry,
+    lease_taken,
+    take_lease,
+    unlend,
+)
+from langgraph.checkpoint.s3dynamo.store.walker import Walker
+from langgraph.checkpoint.s3dynamo.table import begins
+
+# Who holds a thread's lease while retention removes it, and for how long: far longer
+# than removing one thread takes, short enough that a sweep killed midway does not hold
+# the thread for long.
+LEASE_OWNER = "retention"
+LEASE_TTL = timedelta(minutes=15)
+# Checkpoints a removal of runs hides with one mark per namespace at most (a mark names
+# each id: 8,000 ids of 36 characters stay far below an item's 400 KB).
+RUNS_ROUND = 8000
+
+
+@dataclass(frozen=True)
+class Keep:
+    """What a removal leaves of a thread: nothing (`Keep()`), each namespace's `latest`
+    newest checkpoints with the ancestors DeltaChannel reconstruction of them needs, or
+    everything but the checkpoints `only` names (their keys: a removal of runs)."""
+
+    latest: int = 0
+    only: frozenset[ItemKey] | None = None
+
+
+WHOLE = Keep()
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A removal under the thread's lease, judged against `cutoff` (seconds since the
+    epoch): what retention removes. `seen` is what its Scan saw of the thread."""
+
+    cutoff: int
+    seen: SeenThread
+
+
+@dataclass
+class Removed:
+    """What one removal did: `outcome` is "removed", "busy" (another holds the lease),
+    "revived" (written since the cutoff) or "skipped" (its records do not open with
+    these keys, `skipped` says why); `found` the records read, `records` and `objects`
+    what went."""
+
+    outcome: str = "removed"
+    found: int = 0
+    records: int = 0
+    objects: int = 0
+    skipped: Skipped | None = None
+
+
+class Remover:
+    """The removal protocol of one thread store (module docstring)."""
+
+    def __init__(self, finder: Finder, walker: Walker, namer: Namer, clock: Any) -> None:
+        self.finder = finder
+        self.walker = walker
+        self.namer = namer
+        # Called for the time (`ThreadStore.clock`, which tests replace).
+        self.clock = clock
+        self.catalog_enabled = False
+
+    def now(self) -> int:
+        return int(self.clock())
+
+    def remove(
+        self, name: str, keep: Keep = WHOLE, *, terms: Terms | None = None, tid: str | None = None
+    ) -> Steps[Removed]:
+        """Remove what `keep` does not keep of the thread named `name` as stored (`tid`,
+        where known, checks the records claim it)."""
+        held: Lease | None = None
+        if terms is not None:
+            now_ms, ttl_ms = int(self.clock() * 1000), int(LEASE_TTL.total_seconds() * 1000)
+            key = lease_key(name)
+            taken = yield Apply(take_lease(key, LEASE_OWNER, now_ms, ttl_ms), returning="new")
+            if not taken.applied or taken.item is None:
+                return Removed("busy")
+            held = lease_taken(key, LEASE_OWNER, taken.item, now_ms + ttl_ms)
+        if keep.only is not None:
+            return (yield from self._runs(name, sorted(keep.only)))
+        if keep.latest:
+            return (yield from self._history(name, keep.latest, terms, held, tid))
+        return (yield from self._whole(name, terms, held))
+
+    # ------------------------------------------------------------ the whole thread
+
+    def _whole(self, name: str, terms: Terms | None, held: Lease | None) -> Steps[Removed]:
+        seen = terms.seen if terms else (yield from self._control(name))
+        # Retention finishing a removal (no records when it scanned) sets no tombstones.
+        fenced = terms is None or seen.records > 0
+        heads = dict(seen.heads)
+        if fenced:
+            heads = dict.fromkeys(sorted(seen.namespaces | set(heads)), tombstone(self.clock()))
+            yield Batch(head_items(name, heads))
+        stamps = yield from self._stamps(name)
+        records = [s for s in stamps if not is_mark_key(s.key.sk)]
+        if terms is not None and (
+            (records and not fenced) or _written_since(records, terms.cutoff)
+        ):
+            yield Batch(deletes=[head_key(name, ns) for ns in heads] if fenced else ())
+            return (yield from _let_go(held, "revived"))
+        if fenced and (headless := {parse_sk(s.key.sk)[0] for s in records} - set(heads)):
+            yield Batch(head_items(name, dict.fromkeys(sorted(headless), tombstone(self.clock()))))
+        keys = [s.key for s in records]
+        hiding = self.marks(name, keys)
+        yield from hide(hiding)
+        yield from delete_records(keys)
+        deleted = yield from self._objects(name, terms)
+        for lender in sorted(seen.borrowed):
+            deleted += yield from self.release(name, lender, set())
+        left = {s.key for s in stamps if is_mark_key(s.key.sk)}  # an interrupted removal's
+        yield from unhide({*(m.key for m in hiding), *left})
+        refs = yield from uncatalog(seen.catalogued)
+        cutoff = terms.cutoff if terms else None
+        old = [ns for ns, head in heads.items() if cutoff and (tombstone_time(head) or 0) <= cutoff]
+        yield Batch(deletes=[*(head_key(name, ns) for ns in old), *_key(held), *refs])
+        return Removed(found=len(keys), records=len(keys), objects=deleted)
+
+    def _control(self, name: str) -> Steps[SeenThread]:
+        """What the thread's control partition holds (heads, borrowings, catalog
+        back-references), read strongly consistent."""
+        seen = SeenThread()
+        items = yield from every_item(
+            control_pk(name), consistent=True, attributes=STAMP_ATTRIBUTES
+        )
+        for item in items:
+            seen.see(stamp_from(item))
+        return seen
+
+    def _stamps(self, name: str) -> Steps[list[Stamp]]:
+        """Key and write time of every item of a thread, read strongly consistent."""
+        items = yield from every_item(name, consistent=True, attributes=STAMP_ATTRIBUTES)
+        return [stamp_from(i) for i in items]
+
+    def _objects(self, name: str, terms: Terms | None) -> Steps[int]:
+        """The thread's objects no record references and no loan lends; under terms,
+        those written before the cutoff, each only while unchanged (what is newer
+        belongs to a history started since)."""
+        listed = yield ListObjects(name)
+        prefix = owner_prefix(name)
+        if terms is None:
+            if not listed:
+                return 0
+            live = (yield from self.finder.live_leaves(name)) or set()
+            doomed = [o.key for o in listed if o.key[len(prefix) :] not in live]
+            yield DeleteObjects(doomed)
+            return len(doomed)
+        cutoff = datetime.fromtimestamp(terms.cutoff, timezone.utc)
+        old = [o for o in listed if o.modified < cutoff]
+        if old:
+            lent = yield from self.finder.lent_leaves(name)
+            old = [o for o in old if o.key[len(prefix) :] not in lent]
+        deleted = yield DeleteObjects(unchanged=old)
+        return len(deleted)
+
+    # --------------------------------------------------- all but the latest checkpoints
+
+    def _history(
+        self, name: str, keep_last: int, terms: Terms | None, held: Lease | None, tid: str | None
+    ) -> Steps[Removed]:
+        marker = head_key(name, PRUNING_HEAD)
+        if terms is not None:
+            yield Batch(head_items(name, {PRUNING_HEAD: str(self.now())}))
+        # Under terms, one consistent read serves both the revival check and the work.
+        records, marks = yield from self.finder.items(name, consistent=terms is not None)
+        if terms is not None:
+            stamps = [Stamp(r.key, r.written_at) for r in records]
+            if _written_since(stamps, terms.cutoff):
+                yield Batch(deletes=[marker])
+                return (yield from _let_go(held, "revived"))
+        try:
+            entries = self.finder.group(records, known_tid=tid)
+        except IntegrityError as exc:
+            if terms is None:
+                raise
+            yield Batch(deletes=[marker])
+            refs = [r.thread_ref for r in records if isinstance(r, CheckpointRecord)]
+            key_id = self.finder.sealer.key_id_of(refs[0]) if refs else None
+            removed = yield from _let_go(held, "skipped")
+            removed.skipped = Skipped(name, key_id, str(exc))
+            return removed
+        kept_sks = {
+            e.record.sk for chain in self.kept_chains(entries, keep_last).values() for e in chain
+        }
+        kept = [r for r in records if owner_sk(r.sk) in kept_sks]
+        doomed = [r for r in records if owner_sk(r.sk) not in kept_sks]
+        hiding = self.marks(
+            name, [r.key for r in doomed], keep=[r.key for r in kept if r.sk in kept_sks]
+        )
+        yield from hide(hiding)
+        yield from delete_records([r.key for r in doomed])
+        deleted = yield from self._pruned_objects(name, doomed, kept, terms)
+        yield from self.release_unshared(name, records, kept)
+        left = {m.key for m in marks if m.operation == "prune"}  # an interrupted prune's
+        yield from unhide({*(m.key for m in hiding), *left})
+        if terms is not None:
+            yield Batch(deletes=[marker, *_key(held)])
+        return Removed(found=len(records), records=len(doomed), objects=deleted)
+
+    def _pruned_objects(
+        self, name: str, doomed: Sequence[Record], kept: Sequence[Record], terms: Terms | None
+    ) -> Steps[int]:
+        """What only the removed records referenced (read after the marks: a copy lending
+        them now has seen them, or is seen here); under terms, the thread's objects
+        written before the cutoff that nothing references or lends any more."""
+        if terms is None:
+            orphaned = {leaf for r in doomed for leaf in referenced_leaves(r)}
+            orphaned -= {leaf for r in kept for leaf in referenced_leaves(r)}
+            if orphaned:
+                orphaned -= yield from self.finder.lent_leaves(name)
+            yield DeleteObjects([object_key(name, leaf) for leaf in sorted(orphaned)])
+            return len(orphaned)
+        cutoff = datetime.fromtimestamp(terms.cutoff, timezone.utc)
+        prefix = owner_prefix(name)
+        old = [o for o in (yield ListObjects(name)) if o.modified < cutoff]
+        live = ((yield from self.finder.live_leaves(name)) or set()) if old else set()
+        deleted = yield DeleteObjects(
+            unchanged=[o for o in old if o.key[len(prefix) :] not in live]
+        )
+        return len(deleted)
+
+    def kept_chains(self, entries: Sequence[Entry], keep_last: int = 1) -> dict[str, list[Entry]]:
+        """Namespace -> what a prune keeps there: its `keep_last` newest checkpoints and
+        the ancestors DeltaChannel reconstruction of each needs (oldest first)."""
+        by_ns: dict[str, dict[str, Entry]] = {}
+        for e in entries:
+            by_ns.setdefault(e.ns, {})[e.checkpoint_id] = e
+        kept: dict[str, list[Entry]] = {}
+        for ns, chain in by_ns.items():
+            newest = sorted(chain, reverse=True)[:keep_last]
+            needed = {
+                e.checkpoint_id: e for cid in newest for e in self._needed(chain[cid], chain)[0]
+            }
+            kept[ns] = [needed[cid] for cid in sorted(needed)]
+        return kept
+
+    def missing_ancestor(self, chain: dict[str, Entry], keep_last: int) -> str | None:
+        """For checkpoints of one namespace read newest first: the id of an ancestor the
+        `keep_last` newest need (DeltaChannel reconstruction) that was not read yet, or
+        None when they are complete."""
+        newest = sorted(chain, reverse=True)[:keep_last]
+        missing = [m for cid in newest if (m := self._needed(chain[cid], chain)[1]) is not None]
+        return max(missing) if missing else None
+
+    def _needed(self, latest: Entry, chain: dict[str, Entry]) -> tuple[list[Entry], str | None]:
+        """The checkpoint plus its ancestors back to the nearest stored value of every
+        DeltaChannel (the channels named in `counters_since_delta_snapshot`), and the id
+        of the next one needed that `chain` lacks (None: none)."""
+        metadata: dict[str, Any] = self.walker.open_metadata(latest) or {}
+        remaining = set(metadata.get("counters_since_delta_snapshot") or {})
+        needed = [latest]
+        cursor: Entry | None = latest
+        while cursor is not None and remaining:
+            body = self.walker.open_body(cursor)
+            remaining -= set(self.walker.stored_values(cursor, body))
+            parent = body.get("parent")
+            cursor = chain.get(parent) if parent and remaining else None
+            if cursor is not None:
+                needed.append(cursor)
+            elif parent and remaining:
+                return needed, str(parent)
+        return needed, None
+
+    # ------------------------------------------------------------------- runs
+
+    def _runs(self, name: str, checkpoints: Sequence[ItemKey]) -> Steps[Removed]:
+        """The checkpoints (keys of checkpoint records of this thread) with their writes,
+        a round of `RUNS_ROUND` at a time: their objects named for collection, the
+        heads of their namespaces dropped (the thread kept in the idle index), a runs
+        mark per namespace naming them, the records, the marks; a thread left without
+        records leaves the catalog."""
+        out = Removed()
+        for start in range(0, len(checkpoints), RUNS_ROUND):
+            done = yield from self._runs_round(name, checkpoints[start : start + RUNS_ROUND])
+            out.found += done
+            out.records += done
+        return out
+
+    def _runs_round(self, name: str, checkpoints: Sequence[ItemKey]) -> Steps[int]:
+        owned = yield from each([self._records_of(c) for c in checkpoints])
+        records = [r for rs in owned for r in rs]
+        if leaves := {leaf for r in records for leaf in referenced_leaves(r)}:
+            yield NameOrphans(name, [object_key(name, leaf) for leaf in sorted(leaves)])
+        touched: dict[str, set[str]] = {}
+        for key in checkpoints:
+            ns_name, cid, _ = parse_sk(key.sk)
+            touched.setdefault(ns_name, set()).add(cid)
+        # Heads first: one may name a checkpoint about to go, and would then hold every
+        # later commit there to it. Without a head the next commit is not held.
+        yield Batch(deletes=[head_key(name, ns) for ns in sorted(touched)])
+        doomed = [r.key for r in records]
+        if write := index_write(name, (yield from self._stamps(name)), set(doomed)):
+            yield Apply(write)
+        if not doomed:
+            return 0
+        at = self.now()
+        hiding = [
+            Mark(name, mark_sk(ns, "runs"), ids=frozenset(ids), at=at)
+            for ns, ids in sorted(touched.items())
+        ]
+        yield from hide(hiding)
+        yield from delete_records(doomed)
+        yield from unhide({m.key for m in hiding})
+        if self.catalog_enabled and not (yield from self.finder.has_records(name)):
+            yield from drop_catalog(name)
+        return len(doomed)
+
+    def _records_of(self, checkpoint: ItemKey) -> Steps[list[Record]]:
+        """A checkpoint's record and its writes records, read whole (paged)."""
+        items = yield from every_item(checkpoint.pk, where=begins(SORT_KEY, checkpoint.sk))
+        found = [record_from(i) for i in items if not is_mark(i)]
+        return [r for r in found if owner_sk(r.sk) == checkpoint.sk]
+
+    # ------------------------------------------------------------ shared parts
+
+    def marks(
+        self, thread_name: str, records: Iterable[ItemKey], keep: Iterable[ItemKey] = ()
+    ) -> list[Mark]:
+        """Marks hiding every one of these records (keys of one thread's records) but
+        those of the checkpoints in `keep`: one per namespace, hiding up to its newest
+        checkpoint. A checkpoint committed later has a newer id and stays visible: a
+        new history may start on a thread being removed."""
+        newest: dict[str, str] = {}
+        for key in records:
+            ns_name, cid, _ = parse_sk(key.sk)
+            if cid > newest.get(ns_name, ""):
+                newest[ns_name] = cid
+        kept: dict[str, set[str]] = {}
+        for key in keep:
+            ns_name, cid, _ = parse_sk(key.sk)
+            kept.setdefault(ns_name, set()).add(cid)
+        at = self.now()
+        operation = "prune" if kept else "delete"
+        return [
+            Mark(
+                thread_name,
+                mark_sk(ns_name, operation),
+                upto=upto,
+                keep=frozenset(kept.get(ns_name, ())),
+                at=at,
+            )
+            for ns_name, upto in sorted(newest.items())
+        ]
+
+    def release(self, borrower: str, lender: str, keep: Collection[str]) -> Steps[int]:
+        """End what `borrower` shares of `lender`'s objects but the leaves in `keep`
+        (those its remaining records still share): the objects it alone kept go (no
+        record of the lender references them, no other loan lends them: read after the
+        borrower's own records stopped naming them), then the loan gives them up; with
+        nothing kept, the loan and the borrowing go too. A repeat finishes it. How many
+        objects it deleted."""
+        loans = yield from self.finder.loans(lender, borrower)
+        released = {leaf for loan in loans for leaf in loan.leaves} - set(keep)
+        doomed: list[str] = []
+        if released:
+            live = (yield from self.finder.live_leaves(lender, but=borrower)) or set()
+            doomed = sorted(object_key(lender, leaf) for leaf in released - live)
+            yield DeleteObjects(doomed)
+            if keep:
+                for loan in loans:
+                    if taken := sorted(released & loan.leaves):
+                        yield Apply(unlend(loan.key, taken))
+        if not keep:
+            gone = [loan.key for loan in loans]
+            yield Batch(deletes=[*gone, ItemKey(control_pk(borrower), borrow_sk(lender))])
+        return len(doomed)
+
+    def release_unshared(
+        self, name: str, records: Sequence[Record], kept: Sequence[Record]
+    ) -> Steps[int]:
+        """After a copy lost some of its records (`records` as they were, `kept` what is
+        left): its loans from each lender its records named keep only what `kept` names
+        (a thread that is no copy shares nothing: no request)."""
+        after = shared_leaves(kept)
+        deleted = 0
+        for lender in sorted(shared_leaves(records)):
+            deleted += yield from self.release(name, lender, after.get(lender, set()))
+        return deleted
+
+
+# ------------------------------------------------------ steps several protocols take
+
+
+def hide(marks: Sequence[Mark]) -> Steps[None]:
+    """Write marks (one batch per 25); nothing a mark hides is changed before."""
+    if marks:
+        yield Batch(puts=[mark_item(m) for m in marks])
+
+
+def unhide(keys: Collection[ItemKey], last: str | None = None) -> Steps[None]:
+    """Remove marks, the one over namespace `last` (a thread's root namespace, whose
+    checkpoints lead a reader to the others) in a request after the rest."""
+    first = [k for k in keys if last is None or parse_sk(k.sk)[0] != last]
+    final = [k for k in keys if k not in first]
+    for batch in (first, final):
+        if batch:
+            yield Batch(deletes=sorted(batch))
+
+
+def delete_records(keys: Iterable[ItemKey]) -> Steps[None]:
+    """Delete records in full batches sent in parallel: the checkpoint records, then
+    the writes records, so a checkpoint read by id is found whole or not at all.
+    Callers hide the records with a mark first."""
+    keys = list(keys)
+    for batch in (
+        [k for k in keys if not is_writes_key(k.sk)],
+        [k for k in keys if is_writes_key(k.sk)],
+    ):
+        if batch:
+            yield Batch(deletes=batch)
+
+
+def uncatalog(control: Iterable[ItemKey]) -> Steps[list[ItemKey]]:
+    """Delete the catalog entries the back-references among these control keys of a
+    thread point at (one batch, only if there are any); the back-references, which the
+    caller deletes after them, so an interrupted removal is found again."""
+    entries, refs = catalog_deletes(control)
+    if entries:
+        yield Batch(deletes=entries)
+    return refs
+
+
+def drop_catalog(thread_name: str) -> Steps[None]:
+    """Remove a thread's catalog entries, then their back-references: what removing it
+    does to the catalog, for an operation that empties it another way."""
+    control = yield from keys_of(control_pk(thread_name), where=begins(SORT_KEY, CATALOG_REF))
+    refs = yield from uncatalog(control)
+    if refs:
+        yield Batch(deletes=refs)
+
+
+def _written_since(stamps: Iterable[Stamp], cutoff: int) -> bool:
+    return any(t >= cutoff for t in (stamp_time(s) for s in stamps) if t is not None)
+
+
+def _let_go(held: Lease | None, outcome: str) -> Steps[Removed]:
+    """The lease let go, and a removal that removed nothing."""
+    if held is not None:
+        yield Apply(lease_expiry(held, 0))
+    return Removed(outcome)
+
+
+def _key(held: Lease | None) -> list[ItemKey]:
+    return [held.key] if held is not None else []
