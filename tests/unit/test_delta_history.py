@@ -4,8 +4,9 @@ seed), the writes met on the way come back oldest first, and a DeltaChannel rebu
 seed and writes holds what the steps made. These are the delta-channel history and
 reconstruction scenarios of langgraph-checkpoint-conformance's main branch, which its
 release 0.0.2 (`tests/aws/test_conformance.py`) does not run yet, then the seeds LangGraph
-tests its Postgres saver with, and a thread whose channel became a DeltaChannel read back
-by a process that never saw it. Each read is made sync and async, which must agree."""
+tests its Postgres saver with, a thread whose channel became a DeltaChannel read back by a
+process that never saw it, and a checkpoint 1,500 behind its thread's head read with its
+requests counted. Each history read is made sync and async, which must agree."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from tests.support.backends import Backend
 from tests.support.graphs import concat
+from tests.support.savers import MemorySaver, memory_saver
 
 # Task ids on either side of every uuid4, so the order of task ids is known and opposite
 # to the order of the task paths given with them.
@@ -248,3 +250,63 @@ def test_a_channel_turned_delta_reads_back_in_a_new_process(backend: Backend) ->
         views.append((latest, [(s.next, s.values) for s in graph.get_state_history(config)]))
     assert views[0] == views[1]
     assert views[0][0] == ["u0", "u1", "u2", "d0", "d1", "d2"]
+
+
+def test_a_checkpoint_1500_behind_the_head_reads_back_whole_in_one_query() -> None:
+    """LangGraph's Postgres saver pages a thread from its head and returns an empty history
+    for a target more than 1,024 checkpoints down (langgraph issue 8448). Here the Query
+    starts at the target: a new process reads its history, tuple and state, and the 20
+    checkpoints before it, and never reads the 1,500 newer checkpoints (1.2 MB of items
+    by `table.item_size`, two pages); every value is inline, so no S3 request. "messages"
+    has a snapshot every 100 steps, "events" none: its walk goes down to the root."""
+    secret = b"naming secret, 16+ bytes"
+    writer = memory_saver(secret=secret)
+    chain = Chain(writer)
+    for step in range(2001):
+        snapshot = {"messages": _DeltaSnapshot([f"m{i}" for i in range(step)])}
+        chain.checkpoint(bumped=["events"], **(snapshot if step and step % 100 == 0 else {}))
+        chain.write(step, ("messages", f"m{step}"), ("events", f"e{step}"), task=f"t{step}")
+    target = chain.configs[500]
+
+    def fresh() -> MemorySaver:
+        """A saver of a new process; the request counts start again."""
+        return memory_saver(writer.index, writer.objects, keys=writer.parts.sealer.keyring,
+                            secret=secret)  # fmt: skip
+
+    def sent() -> dict[str, int]:
+        return {**writer.index.calls, **{f"S3 {k}": n for k, n in writer.objects.calls.items()}}
+
+    class State(TypedDict):
+        messages: Annotated[list, DeltaChannel(concat)]
+        events: Annotated[list, DeltaChannel(concat)]
+
+    def graph() -> Any:
+        g = StateGraph(State).add_node("noop", lambda state: {})
+        return g.add_edge(START, "noop").add_edge("noop", END).compile(checkpointer=fresh())
+
+    found = fresh().get_delta_channel_history(config=target, channels=["messages", "events"])
+    assert sent() == {"Query": 1}
+    assert found["messages"]["seed"] == _DeltaSnapshot([f"m{i}" for i in range(400)])
+    assert written(found["messages"]) == [f"m{i}" for i in range(400, 500)]
+    assert "seed" not in found["events"]
+    assert written(found["events"]) == [f"e{i}" for i in range(500)]
+
+    tup = fresh().get_tuple(target)
+    assert sent() == {"Query": 1}
+    assert tup is not None and tup.metadata["step"] == 500
+    assert tup.parent_config == chain.configs[499]
+    assert tup.pending_writes == [("t500", "messages", "m500"), ("t500", "events", "e500")]
+
+    state = graph().get_state(target)
+    assert sent() == {"Query": 2}  # its tuple, then its history
+    assert state.values == {
+        "messages": [f"m{i}" for i in range(500)],
+        "events": [f"e{i}" for i in range(500)],
+    }
+    thread = {"configurable": {"thread_id": chain.tid}}
+    older = list(graph().get_state_history(thread, before=target, limit=20))
+    # The listing, then the first one's history: its ancestors serve the other 19.
+    assert sent() == {"Query": 2}
+    assert [s.values["events"] for s in older] == [
+        [f"e{i}" for i in range(n)] for n in range(499, 479, -1)
+    ]
