@@ -2,25 +2,36 @@
 # virtual environment and installs what it needs on first use.
 PYTHON ?= python3
 VENV ?= .venv
+# LATEST=1: the test environments get the latest releases, not the versions PINS names
+# (below), as the weekly job does (.github/workflows/latest.yml): no constraints file,
+# every dependency upgraded, LangGraph's graph tests those of the latest langgraph. They
+# are the same folders under a stamp of their own, and making one removes the other
+# stamp: an environment made one way is made again the other way before it is used.
+LATEST ?=
+FLAVOUR := $(if $(LATEST),-latest)
+PINS := $(if $(LATEST),/dev/null,tests/constraints.txt)
+INSTALL := -m pip install --quiet -c $(PINS) $(if $(LATEST),--upgrade --upgrade-strategy eager)
+
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-test
+STAMP := $(VENV)/.installed-test$(FLAVOUR)
 DEMO_STAMP := $(VENV)/.installed-demo
 CHECKOV_STAMP := .venv-checkov/.installed
 
-LANGGRAPH_STAMP := .venv-langgraph/.installed
-SERVER_STAMP := .venv-server/.installed
+LANGGRAPH_STAMP := .venv-langgraph/.installed$(FLAVOUR)
+SERVER_STAMP := .venv-server/.installed$(FLAVOUR)
 
-.PHONY: demo dist test test-aws lint lint-workflows test-e2e test-integration test-langgraph test-store-contract bench clean lambda-package lambda-figures checkov
+.PHONY: demo dist test test-aws lint lint-workflows test-e2e test-integration test-langgraph test-store-contract test-upstream bench clean lambda-package lambda-figures checkov
 
-# The test environments install under tests/constraints.txt: the versions of what decides a
-# verdict (linters, moto, the AWS SDK, LangGraph), so a release on PyPI cannot fail a run;
-# checkov's version is pinned where its environment is made.
-PINS := tests/constraints.txt
+# The test environments install under PINS, tests/constraints.txt (none with LATEST=1,
+# above): the versions of what decides a verdict (linters, moto, the AWS SDK, LangGraph),
+# so a release on PyPI cannot fail a run; checkov's version is pinned where its
+# environment is made.
 
 $(STAMP): pyproject.toml $(PINS)
 	$(PYTHON) -m venv $(VENV)
+	rm -f $(VENV)/.installed-test $(VENV)/.installed-test-latest
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c $(PINS) -e '.[test]'
+	$(PY) $(INSTALL) -e '.[test]'
 	touch $(STAMP)
 
 # The demo needs the command line, LangGraph, pytest (testing.py imports it) and moto
@@ -94,22 +105,27 @@ test-e2e: $(STAMP) $(CHECKOV_STAMP) $(SERVER_STAMP)
 # stack (starlette, uvicorn, grpcio, ...), kept out of the one `make test` decides with.
 $(SERVER_STAMP): pyproject.toml $(PINS)
 	$(PYTHON) -m venv .venv-server
+	rm -f .venv-server/.installed .venv-server/.installed-latest
 	.venv-server/bin/python -m pip install --quiet --upgrade pip
-	.venv-server/bin/python -m pip install --quiet -c $(PINS) -e . 'langgraph-cli[inmem]'
+	.venv-server/bin/python $(INSTALL) -e . 'langgraph-cli[inmem]'
 	touch $(SERVER_STAMP)
 
 clean:
 	rm -rf $(VENV) .venv-checkov .venv-dist .venv-server .venv-langgraph .langgraph-suite .store-contract .pytest_cache .mypy_cache .ruff_cache
 
-# LangGraph's own graph tests (the version pinned in scripts/langgraph_suite/requirements.txt)
-# with S3DynamoSaver, default settings, as their checkpointer; in an environment of their own.
+# LangGraph's own graph tests (the version pinned in scripts/langgraph_suite/requirements.txt;
+# with LATEST=1 its pins are dropped, so the latest langgraph's tests run) with
+# S3DynamoSaver, default settings, as their checkpointer; in an environment of their own.
 # Twice: as LangGraph runs by default, then with its strict serialization
 # (LANGGRAPH_STRICT_MSGPACK=true).
-$(LANGGRAPH_STAMP): pyproject.toml scripts/langgraph_suite/requirements.txt $(PINS)
+LANGGRAPH_REQUIREMENTS := scripts/langgraph_suite/requirements.txt
+$(LANGGRAPH_STAMP): pyproject.toml $(LANGGRAPH_REQUIREMENTS) $(PINS)
 	$(PYTHON) -m venv .venv-langgraph
+	rm -f .venv-langgraph/.installed .venv-langgraph/.installed-latest
 	.venv-langgraph/bin/python -m pip install --quiet --upgrade pip
-	.venv-langgraph/bin/python -m pip install --quiet -c $(PINS) -e '.[testing]' \
-		-r scripts/langgraph_suite/requirements.txt
+	sed -E '$(if $(LATEST),s/==[^[:space:];]+//)' $(LANGGRAPH_REQUIREMENTS) \
+		> .venv-langgraph/requirements.txt
+	.venv-langgraph/bin/python $(INSTALL) -e '.[testing]' -r .venv-langgraph/requirements.txt
 	touch $(LANGGRAPH_STAMP)
 
 test-langgraph: $(LANGGRAPH_STAMP)
@@ -119,6 +135,16 @@ test-langgraph: $(LANGGRAPH_STAMP)
 # LangGraph's SQLite store tests with S3DynamoStore swapped in (scripts/store_contract/).
 test-store-contract: $(STAMP)
 	$(PY) scripts/store_contract/run.py
+
+# Every suite that judges this package by LangGraph's measure: its conformance suite and
+# the delta-channel scenarios of its main branch, the LangGraph server (`langgraph dev`),
+# its graph tests and its store tests. `make LATEST=1 test-upstream` is the weekly job
+# (.github/workflows/latest.yml): on the latest releases, so that one breaking them is
+# seen the week it ships.
+test-upstream: $(STAMP) $(SERVER_STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests/aws/test_conformance.py \
+		tests/unit/test_delta_history.py tests/e2e/test_langgraph_server.py
+	$(MAKE) test-langgraph test-store-contract
 
 # Everything marked `aws` (the AWS tier, and the aws half of the unit tier's `backend`
 # tests) against independent implementations over HTTP on 127.0.0.1: moto server, then
