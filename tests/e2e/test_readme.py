@@ -6,13 +6,17 @@ kept keys, continue the first one's conversation; new keys are refused by name."
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from langgraph.checkpoint.s3dynamo.testing import moto_server
 
@@ -35,6 +39,37 @@ def test_the_readme_is_at_most_250_lines_and_its_links_lead_somewhere() -> None:
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README):
         if not target.startswith(("http://", "https://")):
             assert (ROOT / target).exists(), target
+
+
+def test_what_the_readme_and_the_server_example_write_in_the_clone_is_ignored_by_git() -> None:
+    """The files the README's commands write (the Quickstart's keys and secret, the
+    demo's log and moto.env), the server example's `.env` (the name `langgraph.json`
+    gives) and `langgraph dev`'s `.langgraph_api/` (run inputs in clear) are git-ignored,
+    so `git add .` in the clone never commits them; `.env.example` stays tracked."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git clone")
+    written = {
+        name
+        for lang, block in blocks(section("Try it without AWS") + section("Quickstart"))
+        if lang == "bash"
+        for name in re.findall(r"(?<![0-9&])>\s*([A-Za-z][\w.-]*)", block)
+    }
+    assert written == {"demo.log", "moto.env", "s3dynamo.env"}, written
+    server = Path("examples/langgraph_server")
+    env_file = json.loads((ROOT / server / "langgraph.json").read_text())["env"]
+    paths = [
+        *sorted(written),
+        str(server / env_file),
+        str(server / ".langgraph_api/.langgraph_ops.pckl"),
+    ]
+
+    def ignored(path: str) -> bool:
+        check = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", path], timeout=30)
+        assert check.returncode in (0, 1), check
+        return check.returncode == 0
+
+    assert [p for p in paths if not ignored(p)] == []
+    assert not ignored(str(server / ".env.example"))
 
 
 def test_the_quickstart_runs_as_written_and_a_second_shell_with_the_kept_keys_reads_back(
