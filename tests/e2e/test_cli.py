@@ -388,10 +388,12 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
 
     new = Keyring(keys={"new": os.urandom(32)}, active="new")
     rotated = {**env, "S3DYNAMO_KEYS": f"new:{_b64(new.keys['new'])},{env['S3DYNAMO_KEYS']}"}
-    plan, copy, exists, rotation = run_all(
+    plan, copy, exists, exists_plan, onto_itself, rotation = run_all(
         (env, ("delete", "bob")),
         (env, ("copy", "alice", "alice-copy", "--yes", "--json")),
         (env, ("copy", "alice", "bob", "--yes")),
+        (env, ("copy", "alice", "bob")),
+        (env, ("copy", "alice", "alice")),
         (rotated, ("reencrypt", "--json")),
     )
     assert plan.code == 0 and "delete thread bob: 8 checkpoints" in plan.out
@@ -399,6 +401,13 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
     assert copy.code == 0, copy.err
     assert copy.json()["plan"]["checkpoints"] == 9 and copy.json()["executed"] is True
     assert exists.code == 2 and "already has checkpoints" in one_line_error(exists)
+    # Refused at the plan, as --yes is, rather than a plan that --yes then refuses.
+    assert exists_plan.code == 2 and exists_plan.out == ""
+    assert one_line_error(exists_plan) == one_line_error(exists)
+    assert onto_itself.code == 2 and onto_itself.out == ""
+    assert "source and target are the same thread 'alice'" in one_line_error(onto_itself)
+    again = run(env, "copy", "alice", "alice-copy")  # a whole copy: a plan, nothing to write
+    assert again.code == 0 and "all from an earlier copy of the source" in again.out
     # Key rotation: a new active key, the old one still in the keyring.
     assert rotation.json()["plan"]["active_key"] == "new"
     assert rotation.json()["plan"]["stale_item_blobs"] > 0

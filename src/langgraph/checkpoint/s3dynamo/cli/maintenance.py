@@ -255,7 +255,8 @@ def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
 @store_options
 def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) -> int:
     """Copy a thread to a new thread id: its index items are written again, its objects
-    shared (no object is written)."""
+    shared (no object is written). A target with checkpoints of its own, or the source
+    itself, is refused before the plan (exit 2)."""
     saver = open_saver(**settings)
     copying = saver.ops.plan_copy(source, target)
     plan = copying.to_dict()
@@ -266,8 +267,8 @@ def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) ->
     ]
     if plan["target_checkpoints"]:
         lines.append(
-            f"the target already has {plan['target_checkpoints']} checkpoints: only an "
-            "unfinished copy of the source can be completed"
+            f"the target already has {plan['target_checkpoints']} checkpoints, all from an "
+            "earlier copy of the source: --yes completes that copy if it is unfinished"
         )
     return plan_then(as_json, yes, plan, lines, copying.execute)
 

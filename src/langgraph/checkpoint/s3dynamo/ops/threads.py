@@ -133,7 +133,13 @@ class CopyPlan:
 
 
 def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
+    """What copying `src` to `dst` writes; a target `copy_thread` would refuse (the source
+    itself, or a thread with checkpoints of its own) is refused here, before any plan."""
     entries = store.finder.thread_entries(src)
+    records, marks = (
+        store.finder.partition_items(store.namer.thread(dst)) if src != dst else ([], [])
+    )
+    refuse_target(store, src, dst, entries, records, marks)
     return CopyPlan(
         store,
         src,
@@ -178,21 +184,9 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
     entries = store.finder.thread_entries(src)
     name = store.namer.thread(dst)
     records, marks = store.finder.partition_items(name) if src != dst else ([], [])
-    if src == dst and entries:
-        raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
+    refuse_target(store, src, dst, entries, records, marks)
     present = {r.sk for r in records}
     wanted = {(e.ns, e.checkpoint_id): store.rewriter.target_keys(dst, e) for e in entries}
-    if present:
-        foreign = present.difference(*wanted.values())
-        if foreign:
-            unfinished = sorted({m.operation for m in marks if m.operation != "copy"})
-            raise ThreadExistsError(
-                f"copy_thread target {dst!r} already has checkpoints that are not part of a "
-                f"copy of {src!r}"
-                + (f" (hidden by an unfinished {' and '.join(unfinished)})" if unfinished else "")
-                + f"; expected an empty thread (or an unfinished copy of {src!r}, which a "
-                "repeat completes). Delete it first (delete_thread) or copy to a new thread id"
-            )
     # Records go in any order: a checkpoint is done when all of its records are there.
     todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
     copying = {m.key for m in marks if m.operation == "copy"}
@@ -219,6 +213,34 @@ def copy_thread(store: ThreadStore, src: str, dst: str) -> int:
         newest(store, dst, [(e.ns, e.checkpoint_id) for e in entries]),
     )
     return sum(1 for r in written if isinstance(r, CheckpointRecord))
+
+
+def refuse_target(
+    store: ThreadStore,
+    src: str,
+    dst: str,
+    entries: Sequence[Entry],
+    records: Sequence[Record],
+    marks: Sequence[Mark],
+) -> None:
+    """`ThreadExistsError` if `dst` is the source itself or holds any key a copy of `src`
+    does not write (its own checkpoints); an empty target, or an unfinished copy of `src`,
+    passes."""
+    if src == dst and entries:
+        raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
+    present = {r.sk for r in records}
+    if not present:
+        return
+    wanted = [store.rewriter.target_keys(dst, e) for e in entries]
+    if present.difference(*wanted):
+        unfinished = sorted({m.operation for m in marks if m.operation != "copy"})
+        raise ThreadExistsError(
+            f"copy_thread target {dst!r} already has checkpoints that are not part of a "
+            f"copy of {src!r}"
+            + (f" (hidden by an unfinished {' and '.join(unfinished)})" if unfinished else "")
+            + f"; expected an empty thread (or an unfinished copy of {src!r}, which a "
+            "repeat completes). Delete it first (delete_thread) or copy to a new thread id"
+        )
 
 
 def newest(store: ThreadStore, tid: str, checkpoints: Iterable[tuple[str, str]]) -> dict[str, str]:
