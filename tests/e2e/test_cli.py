@@ -328,6 +328,7 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     clean = run(env, "verify", "--json")
     assert clean.code == 0, clean.out + clean.err
     assert clean.json()["ok"] is True and clean.json()["problems"] == []
+    assert clean.json()["hint"] is None
 
     s3, bucket = sandbox.s3, sandbox.bucket
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
@@ -348,7 +349,11 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     )
     assert r.code == 1, r.err
     report = r.json()
-    assert set(report) == {"thread_id", "ok", "checked", "memory", "problems"}
+    # docs/CLI.md's shape, key for key.
+    assert set(report) == {"thread_id", "ok", "checked", "memory", "problems", "hint"}
+    assert report["hint"].startswith("missing: reading its checkpoint raises ObjectNotFoundError")
+    assert "tampered: the stored bytes were altered" in report["hint"]
+    assert "`s3dynamo gc --full` removes it" in report["hint"]
     assert report["ok"] is False
     found = {(p["kind"], p["key"]) for p in report["problems"]}
     assert ("tampered", tampered) in found
@@ -365,6 +370,7 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     }
     assert text.code == 1
     assert "TAMPERED: object" in text.out and "UNREFERENCED: object" in text.out
+    assert text.out.splitlines()[-1] == f"what to do: {report['hint']}"
 
     # Garbage collection: the plan first, then only with --yes. By default it reads only
     # the upload journal, which names what crashed writes left; an object put there by

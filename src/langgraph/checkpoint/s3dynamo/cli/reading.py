@@ -411,4 +411,6 @@ def verify(thread_id: str | None, as_json: bool, **settings: Any) -> int:
             )
             out.print(escape(f"{p['kind'].upper()}: {where}{owner}: {p['detail']}"), soft_wrap=True)
         out.print("ok" if data["ok"] else f"{render.plural(len(data['problems']), 'problem')}")
+        if data["hint"]:
+            out.print(escape(f"what to do: {data['hint']}"), soft_wrap=True)
     return OK if data["ok"] else PROBLEMS
