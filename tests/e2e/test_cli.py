@@ -136,8 +136,11 @@ def test_threads_pages_through_every_thread(
 
     text = reads["threads_text"]
     assert text.code == 0
-    assert "next page: s3dynamo threads --page-token" in text.out
-    assert all(len(line) <= 80 for line in text.out.splitlines())
+    *rows, next_page = text.out.splitlines()
+    assert all(len(line) <= 80 for line in rows)
+    # Whole on its line, to paste, though longer than the 80 columns (not a terminal).
+    assert next_page == f"next page: s3dynamo threads --page-token {page['next_page_token']}"
+    assert len(next_page) > 80
     bad = reads["threads_bad_token"]
     assert bad.code == 2 and "page-token" in bad.err
 
@@ -641,7 +644,8 @@ def test_the_installed_script_in_a_shell(s3dynamo_server_sandbox: Sandbox) -> No
     """The console script in subprocesses, against moto server: its help, options before
     or after the command, a reader closing the pipe early, missing credentials."""
     sandbox = s3dynamo_server_sandbox
-    populate(sandbox, ["alice"])
+    long_id = "customer-" + "x" * 131
+    populate(sandbox, ["alice", long_id])
     env = command_env(sandbox.environment())
     table = env.pop("S3DYNAMO_TABLE")
 
@@ -660,6 +664,12 @@ def test_the_installed_script_in_a_shell(s3dynamo_server_sandbox: Sandbox) -> No
     after = script("threads", "--table", table, "--json")
     assert before.returncode == after.returncode == 0, before.stderr + after.stderr
     assert json.loads(before.stdout) == json.loads(after.stdout)
+    # Its stdout a pipe, at COLUMNS=80: the id and the page token each whole on a line.
+    listed = script("--table", table, "threads", "--limit", "1")
+    token = json.loads(script("--table", table, "threads", "--limit", "1", "--json").stdout)
+    lines = listed.stdout.splitlines()
+    assert lines[2].split()[0] == long_id, listed.stdout
+    assert lines[-1] == f"next page: s3dynamo threads --page-token {token['next_page_token']}"
     # `s3dynamo show ... | head -1`: the reader goes away; the command ends quietly, 0.
     shell = subprocess.run(
         f"set -o pipefail; '{SCRIPT}' --table {table} show alice --full | head -1",

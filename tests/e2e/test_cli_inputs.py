@@ -260,3 +260,36 @@ def test_a_key_that_is_no_base64_says_how_to_make_one(sandbox: Sandbox) -> None:
     line = one_line_error(run(env, "threads"))
     assert "key is not valid base64" in line
     assert "make one with: python -c 'import os,base64;" in line
+
+
+def test_outside_a_terminal_no_id_or_page_token_is_wrapped(sandbox: Sandbox) -> None:
+    """stdout a pipe (here a buffer, as `s3dynamo threads | less` has it), at COLUMNS=80:
+    a 140-character thread id and the page token after it each stay whole on one line,
+    so a line copied out of the output is a command that works."""
+    env = sandbox.environment()
+    tid = "customer-" + "x" * 131
+    with environment(command_env(env)):
+        saver = sandbox.saver()
+        _put(saver, "older")
+        _put(saver, tid)  # the newest: first on the page, and in the page token
+    token = run(env, "threads", "--limit", "1", "--json").json()["next_page_token"]
+    assert len(token) > 80
+    listed, shown, stats, deleting, copying = (
+        run(env, *args).out.splitlines()
+        for args in (
+            ("threads", "--limit", "1"),
+            ("show", tid),
+            ("stats", tid),
+            ("delete", tid),
+            ("copy", tid, f"{tid}-2"),
+        )
+    )
+    assert [line.split()[0] for line in listed[2:-1]] == [tid], listed
+    assert listed[-1] == f"next page: s3dynamo threads --page-token {token}"
+    assert shown[0] == f"thread      {tid}"
+    assert stats[0] == f"thread {tid}: 1 thread, 1 checkpoint"
+    assert deleting[0] == f"delete thread {tid}: 1 checkpoint, 1 item, 0 objects (0 B)"
+    assert copying[0] == (
+        f"copy {tid} -> {tid}-2: 1 checkpoint; writes 1 item, shares 0 objects "
+        "(no object is written)"
+    )

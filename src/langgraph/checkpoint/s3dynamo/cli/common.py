@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 import langgraph.checkpoint.s3dynamo.cli.render as render
 from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver, Settings
@@ -30,10 +32,28 @@ JSON_HELP = "print JSON (shapes: docs/CLI.md); before or after the command"
 
 
 class _Output(Console):
+    """stdout. Outside a terminal (a pipe, a file) no line of text is wrapped and no
+    table folds a cell (`table`), so an id or page token stays whole on its line, for a
+    pasted command or a grep; in a terminal, lines wrap at its width."""
+
     def on_broken_pipe(self) -> None:
         # rich would exit with 1; a reader that stopped reading (`| head`) is no error:
         # the entry point ends the command quietly with 0 (`app.run`).
         raise BrokenPipeError
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if "soft_wrap" not in options and all(isinstance(o, str) for o in objects):
+            options["soft_wrap"] = not self.is_terminal
+        super().print(*objects, **options)
+
+    def table(self, table: Table) -> None:
+        """A table: in a terminal at its width, elsewhere as wide as its widest row."""
+        if self.is_terminal:
+            self.print(table)
+            return
+        widest = Measurement.get(self, self.options.update_width(1 << 16), table).maximum
+        wide = _Output(file=self.file, width=max(self.width, widest), highlight=False)
+        wide.print(table)
 
 
 out = _Output(highlight=False, soft_wrap=False)
