@@ -30,6 +30,7 @@ from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
 from langgraph.checkpoint.s3dynamo.layout import is_control_pk, is_deployment_pk
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
+from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.cli import Result, command_env, environment, one_line_error, run, run_all
 
 pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
@@ -444,6 +445,40 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
     assert after.code == 0, after.out + after.err
 
 
+def test_a_plan_carried_out_ends_with_what_it_did_in_counts(moto: None) -> None:
+    """docs/CLI.md: "A plan carried out with --yes ends with what it did, in words":
+    counted as it ran, never a bare "done"."""
+    sandbox = Sandbox()
+    populate(sandbox, ["alice", "bob"])
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        S3DynamoStore.from_saver(sandbox.saver()).put(("users",), "m1", {"kind": "pref"})
+    copied, again, pruned, deleted, forgotten = (
+        run(env, *args)
+        for args in (
+            ("copy", "alice", "c", "--yes"),
+            ("copy", "alice", "c", "--yes"),
+            ("prune", "c", "--keep-last", "3", "--yes"),
+            ("delete", "bob", "--yes"),
+            ("memory", "delete", "users", "m1", "--yes"),
+        )
+    )
+    last = [r.out.splitlines()[-1] for r in (copied, again, pruned, deleted, forgotten)]
+    assert last == [
+        "done: copied 9 checkpoints to c",
+        "done: copied 0 checkpoints to c (it held the whole copy already)",
+        "done: removed 6 checkpoints of 1 thread",
+        "done: deleted thread bob: 8 checkpoints, 14 items, 2 objects",
+        "done: deleted 1 item (item 'm1' of 'users')",
+    ]
+    # The same counts in --json's result; deleting the copy ends the loan of alice's
+    # objects it kept, and no object goes while alice holds them.
+    by_json = run(env, "delete", "c", "--yes", "--json").json()
+    assert by_json["result"] == {"checkpoints": 3, "items": 6, "objects": 0}
+    pruned = run(env, "prune", "alice", "--strategy", "delete", "--yes", "--json").json()
+    assert pruned["result"] == {"removed_checkpoints": 9}
+
+
 def test_errors_are_one_line_with_the_fix(reads: dict[str, Result]) -> None:
     unknown = reads["unknown_thread"]
     assert unknown.code == 2
@@ -558,7 +593,7 @@ def test_threads_by_a_declared_field_come_from_the_catalog(moto: None) -> None:
     assert plan["plan"]["threads"] == 4 and plan["plan"]["fields"] == ["user_id"]
     built = run(env, "catalog", "build", "--yes")
     assert built.code == 0, built.err
-    assert "filed 4 threads" in built.out
+    assert built.out.splitlines()[-1] == "done: filed 4 threads (8 entries)"
 
     found = run(env, "threads", "--filter", "user_id=ada", "--json")
     assert found.code == 0, found.err

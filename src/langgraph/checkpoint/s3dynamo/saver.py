@@ -445,7 +445,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         namespace), behind marks: interrupted, it reads deleted; a repeat finishes it."""
         tid = thread_id_of(thread_id)
         log.info("delete_thread %s", self.store.namer.thread(tid))
-        if not self.store.delete_thread(tid):
+        if not self.store.delete_thread(tid).found:
             self.parts.deployment.verify(write=False)  # another secret finds nothing
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:

@@ -189,8 +189,17 @@ def delete_item(namespace: str, key: str, as_json: bool, yes: bool, **settings: 
     ns = _namespace(namespace)
     exists = store.get(ns, key, refresh_ttl=False) is not None
     plan = {"namespace": list(ns), "key": key, "exists": exists}
-    lines = [f"delete item {key!r} of {namespace!r}" if exists else "no such item"]
-    return plan_then(as_json, yes, plan, lines, lambda: store.delete(ns, key), work=exists)
+    what = f"item {key!r} of {namespace!r}"
+    lines = [f"delete {what}" if exists else "no such item"]
+    return plan_then(
+        as_json,
+        yes,
+        plan,
+        lines,
+        lambda: store.delete(ns, key),
+        work=exists,
+        said=lambda _: f"done: deleted 1 item ({what})",
+    )
 
 
 @memory.command(name="stats")

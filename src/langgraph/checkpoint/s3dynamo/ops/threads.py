@@ -88,8 +88,14 @@ class DeletePlan:
             "object_bytes": self.object_bytes,
         }
 
-    def execute(self) -> None:
-        self.store.delete_thread(self.thread_id)
+    def execute(self) -> dict[str, int]:
+        """Delete; what it deleted (read again, so what was written since counts too)."""
+        deleted = self.store.delete_thread(self.thread_id)
+        return {
+            "checkpoints": deleted.checkpoints,
+            "items": deleted.items,
+            "objects": deleted.objects,
+        }
 
 
 def plan_delete(store: ThreadStore, tid: str) -> DeletePlan:
@@ -128,8 +134,9 @@ class CopyPlan:
             "target_checkpoints": self.target_checkpoints,
         }
 
-    def execute(self) -> None:
-        copy_thread(self.store, self.source, self.target)
+    def execute(self) -> int:
+        """Copy; how many checkpoints it wrote (0: the target held the whole copy)."""
+        return copy_thread(self.store, self.source, self.target)
 
 
 def plan_copy(store: ThreadStore, src: str, dst: str) -> CopyPlan:
@@ -316,8 +323,10 @@ class PrunePlan:
             "threads": [t.to_dict() for t in self.threads],
         }
 
-    def execute(self) -> None:
-        prune(self.store, [t.thread_id for t in self.threads], self.strategy, self.keep_last)
+    def execute(self) -> dict[str, int]:
+        """Prune; how many checkpoints it removed (read again, not the plan's count)."""
+        tids = [t.thread_id for t in self.threads]
+        return {"removed_checkpoints": prune(self.store, tids, self.strategy, self.keep_last)[1]}
 
 
 def check_strategy(strategy: str, keep_last: int = 1) -> str:
@@ -373,21 +382,26 @@ def prune_some(
     names = [store.namer.thread(t) for t in tids]
     log.info("prune %s (%s, keep_last=%d)", names, strategy, keep_last)
     with guarded(deployment):
-        if not prune(store, tids, strategy, keep_last):
+        if not prune(store, tids, strategy, keep_last)[0]:
             deployment.verify(write=False)
 
 
-def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1) -> int:
-    """Prune each thread; returns how many records (and, deleting, objects) it found."""
+def prune(
+    store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1
+) -> tuple[int, int]:
+    """Prune each thread; returns how many records (and, deleting, objects) it found, and
+    how many checkpoints it removed."""
     strategy = check_strategy(strategy, keep_last)
-    found = 0
+    found = removed = 0
     for tid in thread_ids:
         if strategy == "delete":
-            found += store.delete_thread(tid)
+            deleted = store.delete_thread(tid)
+            found, removed = found + deleted.found, removed + deleted.checkpoints
         else:
-            found += prune_keep_latest(store, tid, keep_last)
+            had, gone = prune_keep_latest(store, tid, keep_last)
+            found, removed = found + had, removed + gone
     store.forget()
-    return found
+    return found, removed
 
 
 def kept_chains(
@@ -408,13 +422,13 @@ def kept_chains(
     return kept
 
 
-def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> int:
+def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> tuple[int, int]:
     """Keep each namespace's `keep_last` newest checkpoints and the ancestors (with
     their writes) that DeltaChannel reconstruction of them still needs; delete the
     rest: a prune mark over each namespace hiding what goes (so readers see the pruned
     thread from then on), the records in full batches, the objects only they
     referenced, the marks last. The kept checkpoints are never touched. Returns how
-    many records the thread had."""
+    many records the thread had, and how many of its checkpoints went."""
     name = store.namer.thread(tid)
     records, marks = store.finder.partition_items(name)
     entries = store.finder.group(records, known_tid=tid)
@@ -444,7 +458,7 @@ def prune_keep_latest(store: ThreadStore, tid: str, keep_last: int = 1) -> int:
     store.engine.objects.delete([object_key(name, leaf) for leaf in sorted(orphaned)])
     release_unshared(store, name, records, kept_records)
     store.deleter.unhide({m.key for m in hiding} | {m.key for m in marks if m.operation == "prune"})
-    return len(records)
+    return len(records), sum(1 for k in doomed if not is_writes_key(k.sk))
 
 
 def release_unshared(

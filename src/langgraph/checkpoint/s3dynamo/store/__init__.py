@@ -45,7 +45,7 @@ from langgraph.checkpoint.s3dynamo.records import loan_parts
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
-from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
+from langgraph.checkpoint.s3dynamo.store.deleter import Deleted, Deleter
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.store.format import borrowing, lend
@@ -176,8 +176,8 @@ class ThreadStore(Upkeep):
         self.decoder.skeletons.clear()
         self.committer.bases.clear()
 
-    def delete_thread(self, tid: str) -> int:
-        """Delete a thread whole (`Deleter.delete_thread`); how many records and objects."""
+    def delete_thread(self, tid: str) -> Deleted:
+        """Delete a thread whole (`Deleter.delete_thread`); what it deleted."""
         found = self.deleter.delete_thread(tid)
         self.forget()
         return found

@@ -27,6 +27,7 @@ what each reader sees meanwhile: docs/RELIABILITY.md, "Deleting, copying, prunin
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.layout import (
@@ -50,6 +51,22 @@ from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.format import catalog_deletes, head_items, unlend
 
 
+@dataclass(frozen=True)
+class Deleted:
+    """What deleting a thread removed: its checkpoint records, its records in all
+    (checkpoints and writes), and the objects deleted (its own and, for a copy, those
+    of its source nothing else keeps any more)."""
+
+    checkpoints: int
+    items: int
+    objects: int
+
+    @property
+    def found(self) -> int:
+        """Records and objects: 0 for a thread with none (or under another secret)."""
+        return self.items + self.objects
+
+
 class Deleter:
     def __init__(
         self,
@@ -66,11 +83,11 @@ class Deleter:
         self.now = now
         self.clock = clock
 
-    def delete_thread(self, tid: str) -> int:
+    def delete_thread(self, tid: str) -> Deleted:
         """Delete every record and object of a thread (all namespaces) in the order of
         the module docstring. Interrupted, the thread reads as deleted (or, before the
         marks are written, unchanged) until the call is repeated; a repeat finishes it.
-        Returns how many records and objects it found."""
+        Returns what it deleted."""
         thread_name = self.namer.thread(tid)
         # First a tombstone on every namespace head: from here a run that loaded the
         # thread before is refused (`ThreadDeletedError`) and writes nothing, and the
@@ -101,7 +118,8 @@ class Deleter:
         # Every mark goes: a copy's or a prune's left by an interrupted run included.
         self.unhide({*(m.key for m in marks), *(k for k in keys if is_mark_key(k.sk))})
         self.engine.batch(deletes=self.uncatalog(control))
-        return len(records) + deleted
+        checkpoints = sum(1 for k in records if not is_writes_key(k.sk))
+        return Deleted(checkpoints, len(records), deleted)
 
     def uncatalog(self, control: Iterable[ItemKey]) -> list[ItemKey]:
         """Delete the catalog entries the back-references among these control keys of a
