@@ -14,12 +14,19 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 import langgraph.checkpoint.s3dynamo.cli.render as render
 from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver, Settings
-from langgraph.checkpoint.s3dynamo.ops.inspect import Progress as Tick
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -146,14 +153,26 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=repr) + "\n")
 
 
+class _Count(ProgressColumn):
+    """How far: `done/total`, or `done` alone while the total is not known yet (nothing
+    for work that counts nothing)."""
+
+    def render(self, task: Task) -> Text:
+        done = int(task.completed)
+        if task.total is not None:
+            return Text(f"{done}/{int(task.total)}")
+        return Text(str(done) if done else "")
+
+
 @contextmanager
-def progress(label: str) -> Iterator[Tick]:
-    """A progress bar on stderr while threads are worked through; nothing when stderr is
-    not a terminal, and gone when the work ends."""
+def progress(label: str) -> Iterator[Callable[[int, int | None], None]]:
+    """A progress bar on stderr while threads are worked through (`tick(done, total)`,
+    total None while unknown); nothing when stderr is not a terminal, and gone when the
+    work ends."""
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        _Count(),
         TimeElapsedColumn(),
         console=err,
         transient=True,
@@ -161,7 +180,7 @@ def progress(label: str) -> Iterator[Tick]:
     )
     task = bar.add_task(label, total=None)
 
-    def tick(done: int, total: int) -> None:
+    def tick(done: int, total: int | None) -> None:
         bar.update(task, completed=done, total=total)
 
     with bar:

@@ -428,8 +428,8 @@ def catalog_build(as_json: bool, yes: bool, **settings: Any) -> int:
     that the catalog of each declared field is complete: once, after declaring a field on
     a deployment that already has threads."""
     saver = open_saver(**settings)
-    with progress("reading every thread"):
-        building = saver.ops.catalog.plan_build()
+    with progress("reading every thread") as tick:
+        building = saver.ops.catalog.plan_build(tick)
     plan = building.to_dict()
     lines = [
         f"catalog of {', '.join(plan['fields'])}: file "

@@ -16,6 +16,7 @@ skipped and reported. The catalog: `store/catalog.py`, docs/OPERATIONS.md.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,10 +24,18 @@ from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Record
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
 log = logging.getLogger(__name__)
+
+# Called with the threads done so far and their total, None while the Scan still finds
+# threads: the command line's progress bar.
+Progress = Callable[[int, int | None], None]
+
+
+def no_progress(done: int, total: int | None) -> None:
+    return None
 
 
 @dataclass
@@ -58,17 +67,33 @@ class CatalogPlan:
         return self
 
 
-def plan_build(store: ThreadStore) -> CatalogPlan:
+def plan_build(store: ThreadStore, progress: Progress = no_progress) -> CatalogPlan:
     """Every thread's entries, from one Scan of the deployment's records (nothing is
-    written)."""
+    written). `progress` hears of the threads the Scan has found so far (no total yet),
+    then of those whose metadata is open, out of all of them."""
     store.catalog.require_fields()
     skipped: list[Skipped] = []
     records = (r for r in store.scope.records() if isinstance(r, CheckpointRecord))
+    found = store.finder.group(_counted(records, progress), skipped=skipped)
+    total = len({e.tid for e in found})
     metadata: dict[str, list[Any]] = {}
-    for e in store.finder.group(records, skipped=skipped):
+    for e in found:
+        if e.tid not in metadata:
+            progress(len(metadata), total)
         metadata.setdefault(e.tid, []).append(store.walker.open_metadata(e))
+    progress(len(metadata), total)
     entries = [e for tid, md in metadata.items() for e in store.catalog.entries_of(tid, md)]
     return CatalogPlan(store, len(metadata), entries, skipped)
+
+
+def _counted(records: Iterable[Record], progress: Progress) -> Iterator[Record]:
+    """These records, telling `progress` of each new thread (partition) among them."""
+    seen: set[str] = set()
+    for r in records:
+        if r.pk not in seen:
+            seen.add(r.pk)
+            progress(len(seen), None)
+        yield r
 
 
 class CatalogOperations:
@@ -78,12 +103,13 @@ class CatalogOperations:
         self.parts = parts
         self.store = parts.store
 
-    def plan_build(self) -> CatalogPlan:
+    def plan_build(self, progress: Progress | None = None) -> CatalogPlan:
         """What building the catalog files (one Scan; nothing written): every thread
-        under its declared values; `.execute()` writes it."""
+        under its declared values; `.execute()` writes it. `progress(done, total)`: the
+        threads read, total None while the Scan still finds them."""
         with guarded(self.parts.deployment):
             self.parts.deployment.verify(write=False)
-            return plan_build(self.store)
+            return plan_build(self.store, progress or no_progress)
 
     def build(self) -> CatalogPlan:
         """File every thread the deployment holds, then record that the catalog of each
