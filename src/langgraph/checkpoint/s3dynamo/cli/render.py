@@ -439,14 +439,14 @@ def parse_page_token(token: str) -> tuple[str, str]:
     return last, tid
 
 
-def metadata_filter(pairs: Sequence[str]) -> dict[str, str]:
+def metadata_filter(pairs: Sequence[str], example: str = "user_id=ada") -> dict[str, str]:
     """`--filter KEY=VALUE` options as a metadata filter (each value text); ValueError
     naming one without `=`."""
     out: dict[str, str] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
         if not eq or not key:
-            raise ValueError(f"expected KEY=VALUE, such as user_id=ada, got {pair!r}")
+            raise ValueError(f"expected KEY=VALUE, such as {example}, got {pair!r}")
         out[key] = value
     return out
 
