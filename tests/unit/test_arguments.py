@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import InvalidNamespaceError
@@ -39,6 +40,7 @@ from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
 from tests.support.port_contract import needs_transactions
+from tests.support.scenarios import chat_graph
 from tests.support.unchanged import nothing_written
 
 NO_SPELLINGS = ["false", "False", "FALSE", "no", "No", "0", "off", " false "]
@@ -96,6 +98,21 @@ def test_prune_of_one_string_is_refused_before_anything_is_read(
         assert history(saver, tid) == [f"{tid} 2", f"{tid} 1", f"{tid} 0"]
     saver.prune(["ab"], keep_last=1)  # what was meant
     assert history(saver, "ab") == ["ab 2"] and len(history(saver, "a")) == 3
+
+
+def test_a_graph_run_passes_a_thread_id_of_another_type_as_its_str(backend: Backend) -> None:
+    """docs/RELIABILITY.md: LangGraph hands the saver `str(thread_id)` in a graph run, so
+    the list ["a"] runs as the thread "['a']"; a direct call with the list is refused,
+    and a graph run's None reaches the saver and is refused before anything is written."""
+    saver = backend.saver()
+    graph = chat_graph(saver)
+    graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": ["a"]}})
+    stored = saver.get_tuple(config("['a']"))
+    assert stored is not None and stored.checkpoint["channel_values"]["turns"] == 1
+    with pytest.raises(ArgumentTypeError, match=r"thread_id must be a str .*got list: \['a'\]"):
+        saver.get_tuple(config(["a"]))  # type: ignore[arg-type]
+    with nothing_written(backend), pytest.raises(ArgumentTypeError, match="got NoneType"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": None}})
 
 
 @pytest.mark.parametrize(
