@@ -72,6 +72,30 @@ def test_what_the_readme_and_the_server_example_write_in_the_clone_is_ignored_by
     assert not ignored(str(server / ".env.example"))
 
 
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [("demo", "what the demo needs"), ("test", "the package with its test tools")],
+)
+def test_make_demo_and_make_test_say_what_they_install_before_pip_runs_quietly(
+    tmp_path: Path, target: str, said: str
+) -> None:
+    """pip runs --quiet for its half minute or more: a line first says what comes and
+    about how long it takes (`make -n`: what make would run, in a fresh VENV)."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    venv = tmp_path / "venv"
+    planned = subprocess.run(
+        ["make", "-n", "--no-print-directory", target, f"VENV={venv}"], cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
+    lines = planned.stdout.splitlines()
+    assert lines[0].startswith(f'echo "Installing {said} into {venv}: ')
+    assert "minute the first time" in lines[0]
+    assert "pip install --quiet" in lines[2] and "venv" in lines[1]
+
+
 def test_the_quickstart_runs_as_written_and_a_second_shell_with_the_kept_keys_reads_back(
     tmp_path: Path,
 ) -> None:
