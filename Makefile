@@ -27,7 +27,11 @@ SERVER_STAMP := .venv-server/.installed$(FLAVOUR)
 # so a release on PyPI cannot fail a run; checkov's version is pinned where its
 # environment is made.
 
+# pip runs --quiet: a line before each install says what comes and how long it takes
+# the first time (measured 2026-12-05 on 2 cores, a fresh $(VENV) with pip's cache
+# empty: 75 s for the test environment, 43 s for the demo's; 55 s and 32 s with it full).
 $(STAMP): pyproject.toml $(PINS)
+	@echo "Installing the package with its test tools into $(VENV): about a minute the first time"
 	$(PYTHON) -m venv $(VENV)
 	rm -f $(VENV)/.installed-test $(VENV)/.installed-test-latest
 	$(PY) -m pip install --quiet --upgrade pip
@@ -39,6 +43,7 @@ $(STAMP): pyproject.toml $(PINS)
 # driver, ruff, mypy), nor moto[server], which brings every moto service's dependencies
 # (cfn-lint, sympy, networkx). `make test` adds the rest to the same .venv.
 $(DEMO_STAMP): pyproject.toml
+	@echo "Installing what the demo needs into $(VENV): under a minute the first time"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[cli]' 'langgraph>=1.2' 'pytest>=8' \
@@ -104,6 +109,7 @@ test-e2e: $(STAMP) $(CHECKOV_STAMP) $(SERVER_STAMP)
 # with langgraph-sdk from $(VENV). An environment of its own: the server brings its web
 # stack (starlette, uvicorn, grpcio, ...), kept out of the one `make test` decides with.
 $(SERVER_STAMP): pyproject.toml $(PINS)
+	@echo "Installing the LangGraph server with the package into .venv-server (once)"
 	$(PYTHON) -m venv .venv-server
 	rm -f .venv-server/.installed .venv-server/.installed-latest
 	.venv-server/bin/python -m pip install --quiet --upgrade pip
@@ -191,6 +197,7 @@ lambda-figures:
 # checkov has its own virtual environment: its dependencies stay out of the project's.
 # Its version pinned here, not in $(PINS): it pins boto3 itself (to another version).
 $(CHECKOV_STAMP):
+	@echo "Installing checkov into .venv-checkov (once)"
 	$(PYTHON) -m venv .venv-checkov
 	.venv-checkov/bin/python -m pip install --quiet --upgrade pip
 	.venv-checkov/bin/python -m pip install --quiet 'checkov==3.3.30'

@@ -30,6 +30,7 @@ from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
 from langgraph.checkpoint.s3dynamo.layout import is_control_pk, is_deployment_pk
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
+from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.cli import Result, command_env, environment, one_line_error, run, run_all
 
 pytest_plugins = ["langgraph.checkpoint.s3dynamo.testing"]
@@ -136,8 +137,11 @@ def test_threads_pages_through_every_thread(
 
     text = reads["threads_text"]
     assert text.code == 0
-    assert "next page: s3dynamo threads --page-token" in text.out
-    assert all(len(line) <= 80 for line in text.out.splitlines())
+    *rows, next_page = text.out.splitlines()
+    assert all(len(line) <= 80 for line in rows)
+    # Whole on its line, to paste, though longer than the 80 columns (not a terminal).
+    assert next_page == f"next page: s3dynamo threads --page-token {page['next_page_token']}"
+    assert len(next_page) > 80
     bad = reads["threads_bad_token"]
     assert bad.code == 2 and "page-token" in bad.err
 
@@ -328,6 +332,7 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     clean = run(env, "verify", "--json")
     assert clean.code == 0, clean.out + clean.err
     assert clean.json()["ok"] is True and clean.json()["problems"] == []
+    assert clean.json()["hint"] is None
 
     s3, bucket = sandbox.s3, sandbox.bucket
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"])
@@ -348,7 +353,11 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     )
     assert r.code == 1, r.err
     report = r.json()
-    assert set(report) == {"thread_id", "ok", "checked", "memory", "problems"}
+    # docs/CLI.md's shape, key for key.
+    assert set(report) == {"thread_id", "ok", "checked", "memory", "problems", "hint"}
+    assert report["hint"].startswith("missing: reading its checkpoint raises ObjectNotFoundError")
+    assert "tampered: the stored bytes were altered" in report["hint"]
+    assert "`s3dynamo gc --full` removes it" in report["hint"]
     assert report["ok"] is False
     found = {(p["kind"], p["key"]) for p in report["problems"]}
     assert ("tampered", tampered) in found
@@ -365,6 +374,7 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     }
     assert text.code == 1
     assert "TAMPERED: object" in text.out and "UNREFERENCED: object" in text.out
+    assert text.out.splitlines()[-1] == f"what to do: {report['hint']}"
 
     # Garbage collection: the plan first, then only with --yes. By default it reads only
     # the upload journal, which names what crashed writes left; an object put there by
@@ -388,10 +398,12 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
 
     new = Keyring(keys={"new": os.urandom(32)}, active="new")
     rotated = {**env, "S3DYNAMO_KEYS": f"new:{_b64(new.keys['new'])},{env['S3DYNAMO_KEYS']}"}
-    plan, copy, exists, rotation = run_all(
+    plan, copy, exists, exists_plan, onto_itself, rotation = run_all(
         (env, ("delete", "bob")),
         (env, ("copy", "alice", "alice-copy", "--yes", "--json")),
         (env, ("copy", "alice", "bob", "--yes")),
+        (env, ("copy", "alice", "bob")),
+        (env, ("copy", "alice", "alice")),
         (rotated, ("reencrypt", "--json")),
     )
     assert plan.code == 0 and "delete thread bob: 8 checkpoints" in plan.out
@@ -399,6 +411,13 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
     assert copy.code == 0, copy.err
     assert copy.json()["plan"]["checkpoints"] == 9 and copy.json()["executed"] is True
     assert exists.code == 2 and "already has checkpoints" in one_line_error(exists)
+    # Refused at the plan, as --yes is, rather than a plan that --yes then refuses.
+    assert exists_plan.code == 2 and exists_plan.out == ""
+    assert one_line_error(exists_plan) == one_line_error(exists)
+    assert onto_itself.code == 2 and onto_itself.out == ""
+    assert "source and target are the same thread 'alice'" in one_line_error(onto_itself)
+    again = run(env, "copy", "alice", "alice-copy")  # a whole copy: a plan, nothing to write
+    assert again.code == 0 and "all from an earlier copy of the source" in again.out
     # Key rotation: a new active key, the old one still in the keyring.
     assert rotation.json()["plan"]["active_key"] == "new"
     assert rotation.json()["plan"]["stale_item_blobs"] > 0
@@ -424,6 +443,40 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
     listed, after = run_all((rotated, ("threads", "--json")), (only_new, ("verify", "alice")))
     assert sorted(t["thread_id"] for t in listed.json()["threads"]) == ["alice", "alice-copy"]
     assert after.code == 0, after.out + after.err
+
+
+def test_a_plan_carried_out_ends_with_what_it_did_in_counts(moto: None) -> None:
+    """docs/CLI.md: "A plan carried out with --yes ends with what it did, in words":
+    counted as it ran, never a bare "done"."""
+    sandbox = Sandbox()
+    populate(sandbox, ["alice", "bob"])
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        S3DynamoStore.from_saver(sandbox.saver()).put(("users",), "m1", {"kind": "pref"})
+    copied, again, pruned, deleted, forgotten = (
+        run(env, *args)
+        for args in (
+            ("copy", "alice", "c", "--yes"),
+            ("copy", "alice", "c", "--yes"),
+            ("prune", "c", "--keep-last", "3", "--yes"),
+            ("delete", "bob", "--yes"),
+            ("memory", "delete", "users", "m1", "--yes"),
+        )
+    )
+    last = [r.out.splitlines()[-1] for r in (copied, again, pruned, deleted, forgotten)]
+    assert last == [
+        "done: copied 9 checkpoints to c",
+        "done: copied 0 checkpoints to c (it held the whole copy already)",
+        "done: removed 6 checkpoints of 1 thread",
+        "done: deleted thread bob: 8 checkpoints, 14 items, 2 objects",
+        "done: deleted 1 item (item 'm1' of 'users')",
+    ]
+    # The same counts in --json's result; deleting the copy ends the loan of alice's
+    # objects it kept, and no object goes while alice holds them.
+    by_json = run(env, "delete", "c", "--yes", "--json").json()
+    assert by_json["result"] == {"checkpoints": 3, "items": 6, "objects": 0}
+    pruned = run(env, "prune", "alice", "--strategy", "delete", "--yes", "--json").json()
+    assert pruned["result"] == {"removed_checkpoints": 9}
 
 
 def test_errors_are_one_line_with_the_fix(reads: dict[str, Result]) -> None:
@@ -540,7 +593,7 @@ def test_threads_by_a_declared_field_come_from_the_catalog(moto: None) -> None:
     assert plan["plan"]["threads"] == 4 and plan["plan"]["fields"] == ["user_id"]
     built = run(env, "catalog", "build", "--yes")
     assert built.code == 0, built.err
-    assert "filed 4 threads" in built.out
+    assert built.out.splitlines()[-1] == "done: filed 4 threads (8 entries)"
 
     found = run(env, "threads", "--filter", "user_id=ada", "--json")
     assert found.code == 0, found.err
@@ -626,7 +679,8 @@ def test_the_installed_script_in_a_shell(s3dynamo_server_sandbox: Sandbox) -> No
     """The console script in subprocesses, against moto server: its help, options before
     or after the command, a reader closing the pipe early, missing credentials."""
     sandbox = s3dynamo_server_sandbox
-    populate(sandbox, ["alice"])
+    long_id = "customer-" + "x" * 131
+    populate(sandbox, ["alice", long_id])
     env = command_env(sandbox.environment())
     table = env.pop("S3DYNAMO_TABLE")
 
@@ -645,6 +699,12 @@ def test_the_installed_script_in_a_shell(s3dynamo_server_sandbox: Sandbox) -> No
     after = script("threads", "--table", table, "--json")
     assert before.returncode == after.returncode == 0, before.stderr + after.stderr
     assert json.loads(before.stdout) == json.loads(after.stdout)
+    # Its stdout a pipe, at COLUMNS=80: the id and the page token each whole on a line.
+    listed = script("--table", table, "threads", "--limit", "1")
+    token = json.loads(script("--table", table, "threads", "--limit", "1", "--json").stdout)
+    lines = listed.stdout.splitlines()
+    assert lines[2].split()[0] == long_id, listed.stdout
+    assert lines[-1] == f"next page: s3dynamo threads --page-token {token['next_page_token']}"
     # `s3dynamo show ... | head -1`: the reader goes away; the command ends quietly, 0.
     shell = subprocess.run(
         f"set -o pipefail; '{SCRIPT}' --table {table} show alice --full | head -1",

@@ -87,18 +87,34 @@ def test_show_and_diff_find_an_id_as_history_prints_it_in_any_namespace(sandbox:
     assert f"it is in namespace {sub['checkpoint_ns']!r}: pass --ns" in one_line_error(wrong)
 
 
-def test_a_filter_that_is_no_json_is_a_usage_error_with_an_example(sandbox: Sandbox) -> None:
+def test_memory_search_filters_by_key_value_as_threads_does_or_by_json(sandbox: Sandbox) -> None:
     env = sandbox.environment()
     with environment(command_env(env)):
-        S3DynamoStore.from_saver(sandbox.saver()).put(("users",), "m1", {"kind": "pref"})
-    for given, example in (("kind=pref", '{"kind": "pref"}'), ("pref", '{"kind": "note"}')):
+        store = S3DynamoStore.from_saver(sandbox.saver())
+        store.put(("users",), "m1", {"kind": "pref", "lang": "en", "n": 3})
+        store.put(("users",), "m2", {"kind": "pref", "lang": "fr", "n": 4})
+        store.put(("users",), "m3", {"kind": "fact", "lang": "en", "n": 3})
+
+    def keys(*filters: str) -> list[str]:
+        given = [arg for f in filters for arg in ("--filter", f)]
+        r = run(env, "memory", "search", "users", *given, "--json")
+        assert r.code == 0, r.err
+        return sorted(i["key"] for i in r.json())
+
+    assert keys("kind=pref") == ["m1", "m2"]
+    assert keys("kind=pref", "lang=en") == ["m1"]  # repeatable: every one applies
+    assert keys('{"kind": "pref"}') == ["m1", "m2"]  # JSON, as before
+    assert keys('{"n": 3}', "lang=en") == ["m1", "m3"]  # JSON for a value that is no text
+    assert keys("n=3") == []  # VALUE is text, as `threads --filter` takes it
+    for given, expected in (
+        ("pref", "expected KEY=VALUE, such as kind=note, got 'pref'; or a JSON object"),
+        ("{kind: pref}", "expected a JSON object of field values, got '{kind: pref}'"),
+    ):
         r = run(env, "memory", "search", "users", "--filter", given)
         assert r.code == 2, r.err
         assert "JSONDecodeError" not in r.err and "Traceback" not in r.err
-        assert f"expected a JSON object of field values, got {given!r}" in r.err
-        assert f"--filter '{example}'" in r.err
-    found = run(env, "memory", "search", "users", "--filter", '{"kind": "pref"}', "--json")
-    assert [i["key"] for i in found.json()] == ["m1"]
+        assert expected in " ".join(r.err.split()), r.err
+        assert '--filter \'{"kind": "note"}\'' in " ".join(r.err.split()), r.err
 
 
 def test_an_expired_item_and_a_sweep_are_told_in_words(sandbox: Sandbox) -> None:
@@ -260,3 +276,36 @@ def test_a_key_that_is_no_base64_says_how_to_make_one(sandbox: Sandbox) -> None:
     line = one_line_error(run(env, "threads"))
     assert "key is not valid base64" in line
     assert "make one with: python -c 'import os,base64;" in line
+
+
+def test_outside_a_terminal_no_id_or_page_token_is_wrapped(sandbox: Sandbox) -> None:
+    """stdout a pipe (here a buffer, as `s3dynamo threads | less` has it), at COLUMNS=80:
+    a 140-character thread id and the page token after it each stay whole on one line,
+    so a line copied out of the output is a command that works."""
+    env = sandbox.environment()
+    tid = "customer-" + "x" * 131
+    with environment(command_env(env)):
+        saver = sandbox.saver()
+        _put(saver, "older")
+        _put(saver, tid)  # the newest: first on the page, and in the page token
+    token = run(env, "threads", "--limit", "1", "--json").json()["next_page_token"]
+    assert len(token) > 80
+    listed, shown, stats, deleting, copying = (
+        run(env, *args).out.splitlines()
+        for args in (
+            ("threads", "--limit", "1"),
+            ("show", tid),
+            ("stats", tid),
+            ("delete", tid),
+            ("copy", tid, f"{tid}-2"),
+        )
+    )
+    assert [line.split()[0] for line in listed[2:-1]] == [tid], listed
+    assert listed[-1] == f"next page: s3dynamo threads --page-token {token}"
+    assert shown[0] == f"thread      {tid}"
+    assert stats[0] == f"thread {tid}: 1 thread, 1 checkpoint"
+    assert deleting[0] == f"delete thread {tid}: 1 checkpoint, 1 item, 0 objects (0 B)"
+    assert copying[0] == (
+        f"copy {tid} -> {tid}-2: 1 checkpoint; writes 1 item, shares 0 objects "
+        "(no object is written)"
+    )

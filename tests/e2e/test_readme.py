@@ -6,13 +6,17 @@ kept keys, continue the first one's conversation; new keys are refused by name."
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from langgraph.checkpoint.s3dynamo.testing import moto_server
 
@@ -35,6 +39,61 @@ def test_the_readme_is_at_most_250_lines_and_its_links_lead_somewhere() -> None:
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README):
         if not target.startswith(("http://", "https://")):
             assert (ROOT / target).exists(), target
+
+
+def test_what_the_readme_and_the_server_example_write_in_the_clone_is_ignored_by_git() -> None:
+    """The files the README's commands write (the Quickstart's keys and secret, the
+    demo's log and moto.env), the server example's `.env` (the name `langgraph.json`
+    gives) and `langgraph dev`'s `.langgraph_api/` (run inputs in clear) are git-ignored,
+    so `git add .` in the clone never commits them; `.env.example` stays tracked."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git clone")
+    written = {
+        name
+        for lang, block in blocks(section("Try it without AWS") + section("Quickstart"))
+        if lang == "bash"
+        for name in re.findall(r"(?<![0-9&])>\s*([A-Za-z][\w.-]*)", block)
+    }
+    assert written == {"demo.log", "moto.env", "s3dynamo.env"}, written
+    server = Path("examples/langgraph_server")
+    env_file = json.loads((ROOT / server / "langgraph.json").read_text())["env"]
+    paths = [
+        *sorted(written),
+        str(server / env_file),
+        str(server / ".langgraph_api/.langgraph_ops.pckl"),
+    ]
+
+    def ignored(path: str) -> bool:
+        check = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", path], timeout=30)
+        assert check.returncode in (0, 1), check
+        return check.returncode == 0
+
+    assert [p for p in paths if not ignored(p)] == []
+    assert not ignored(str(server / ".env.example"))
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [("demo", "what the demo needs"), ("test", "the package with its test tools")],
+)
+def test_make_demo_and_make_test_say_what_they_install_before_pip_runs_quietly(
+    tmp_path: Path, target: str, said: str
+) -> None:
+    """pip runs --quiet for its half minute or more: a line first says what comes and
+    about how long it takes (`make -n`: what make would run, in a fresh VENV)."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    venv = tmp_path / "venv"
+    planned = subprocess.run(
+        ["make", "-n", "--no-print-directory", target, f"VENV={venv}"], cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
+    lines = planned.stdout.splitlines()
+    assert lines[0].startswith(f'echo "Installing {said} into {venv}: ')
+    assert "minute the first time" in lines[0]
+    assert "pip install --quiet" in lines[2] and "venv" in lines[1]
 
 
 def test_the_quickstart_runs_as_written_and_a_second_shell_with_the_kept_keys_reads_back(

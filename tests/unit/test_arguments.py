@@ -19,10 +19,12 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import InvalidNamespaceError
 
+from langgraph.cache.s3dynamo import S3DynamoCache
 from langgraph.checkpoint.s3dynamo import (
     ArgumentTypeError,
     ConcurrentUpdateError,
@@ -38,6 +40,7 @@ from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding
 from tests.support.port_contract import needs_transactions
+from tests.support.scenarios import chat_graph
 from tests.support.unchanged import nothing_written
 
 NO_SPELLINGS = ["false", "False", "FALSE", "no", "No", "0", "off", " false "]
@@ -95,6 +98,21 @@ def test_prune_of_one_string_is_refused_before_anything_is_read(
         assert history(saver, tid) == [f"{tid} 2", f"{tid} 1", f"{tid} 0"]
     saver.prune(["ab"], keep_last=1)  # what was meant
     assert history(saver, "ab") == ["ab 2"] and len(history(saver, "a")) == 3
+
+
+def test_a_graph_run_passes_a_thread_id_of_another_type_as_its_str(backend: Backend) -> None:
+    """docs/RELIABILITY.md: LangGraph hands the saver `str(thread_id)` in a graph run, so
+    the list ["a"] runs as the thread "['a']"; a direct call with the list is refused,
+    and a graph run's None reaches the saver and is refused before anything is written."""
+    saver = backend.saver()
+    graph = chat_graph(saver)
+    graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": ["a"]}})
+    stored = saver.get_tuple(config("['a']"))
+    assert stored is not None and stored.checkpoint["channel_values"]["turns"] == 1
+    with pytest.raises(ArgumentTypeError, match=r"thread_id must be a str .*got list: \['a'\]"):
+        saver.get_tuple(config(["a"]))  # type: ignore[arg-type]
+    with nothing_written(backend), pytest.raises(ArgumentTypeError, match="got NoneType"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": None}})
 
 
 @pytest.mark.parametrize(
@@ -253,8 +271,54 @@ def test_from_env_takes_the_constructors_names_and_says_which_was_meant(
         ArgumentTypeError, match=r"unknown setting\(s\) \['bukcet'\]; did you mean bucket"
     ):
         S3DynamoSaver.from_env(plaintext=True, bukcet="b")
+    with pytest.raises(ArgumentTypeError, match=r"; did you mean bucket for 'bukcet', table for"):
+        S3DynamoSaver(tabel="t", bukcet="b")
     with pytest.raises(ArgumentTypeError, match="inline_max must be a whole number"):
         S3DynamoSaver.from_env(plaintext=True, inline_max="8192")
+
+
+STORE_OWN = "the Store's ['filter_fields', 'index', 'ttl'] or the saver's ['active_key',"
+SAVERS = "['active_key',"
+
+
+@pytest.mark.parametrize(
+    ("build", "where", "meant", "own"),
+    [
+        (lambda: S3DynamoStore.from_env(indx={}), "S3DynamoStore.from_env", "index", STORE_OWN),
+        (lambda: S3DynamoStore(indx={}), "S3DynamoStore", "index", STORE_OWN),
+        (lambda: S3DynamoSaver(tabel="t"), "S3DynamoSaver", "table", SAVERS),
+        (lambda: S3DynamoSaver.from_env(tabel="t"), "S3DynamoSaver.from_env", "table", SAVERS),
+        (
+            lambda: S3DynamoCache(tabel="t"),
+            "S3DynamoCache",
+            "table",
+            "the cache's ['serde'] or the saver's ['active_key',",
+        ),
+        (
+            lambda: S3DynamoCache.from_env(tabel="t"),
+            "S3DynamoCache.from_env",
+            "table",
+            "the saver's ['active_key',",
+        ),
+    ],
+)
+def test_a_misspelled_keyword_names_the_one_meant_and_what_that_class_takes(
+    monkeypatch: pytest.MonkeyPatch, build: Callable[[], Any], where: str, meant: str, own: str
+) -> None:
+    """Before anything is read or built: no environment is set here, and the error is
+    the keyword's, not a missing table's; still a TypeError, as Python's would be."""
+    for name in ("S3DYNAMO_TABLE", "S3DYNAMO_BUCKET"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ArgumentTypeError) as caught:
+        build()
+    message = str(caught.value)
+    typo = "indx" if meant == "index" else "tabel"
+    assert message.startswith(
+        f"{where}: unknown setting(s) [{typo!r}]; did you mean {meant}? Expected some of {own}"
+    ), message
+    assert "'inline_max'" in message and isinstance(caught.value, TypeError)
+    if "Store" in where:  # the Store's own names are not listed again as the saver's
+        assert message.count("'index'") == 1 and message.count("'ttl'") == 1
 
 
 def test_a_settings_object_is_checked_as_the_arguments_are() -> None:

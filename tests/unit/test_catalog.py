@@ -299,7 +299,10 @@ def test_a_catalog_declared_after_threads_exist_is_built_once(backend: Backend) 
         t.config for t in before.list(None, filter={"user_id": "ada"})
     ]
     chat(saver, "t3", "ada")  # filed as it is written
-    plan = saver.ops.catalog.plan_build()
+    told: list[tuple[int, int | None]] = []
+    plan = saver.ops.catalog.plan_build(lambda done, total: told.append((done, total)))
+    # Progress: the threads the Scan finds (no total yet), then each one read, of all.
+    assert told == [(1, None), (2, None), (3, None), (0, 3), (1, 3), (2, 3), (3, 3)]
     assert plan.to_dict() == {
         "fields": ["user_id", "assistant_id", "graph_id"],
         "threads": 3,

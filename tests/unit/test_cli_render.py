@@ -182,3 +182,29 @@ def test_what_an_executed_plan_did_is_a_line_of_figures_not_a_repr() -> None:
     expired = {"dry_run": False, "items": {"store": 2, "cache": 0}}
     assert render.outcome(expired) == "done: items: store 2, cache 0"
     assert render.outcome(7) == "done: 7"
+
+
+def test_verify_s_hint_says_what_to_do_about_each_kind_of_problem_found_once() -> None:
+    assert render.verify_hint([]) is None
+    hint = render.verify_hint(
+        [{"kind": "unreferenced"}, {"kind": "unopenable"}, {"kind": "unreferenced"}]
+    )
+    assert hint == (
+        "unopenable: sealed under a key not given here; add it to S3DYNAMO_KEYS as the "
+        "writers have it; unreferenced: no reader uses it; `s3dynamo gc --full` removes it "
+        "once older than the grace period (a younger one may be a write under way)"
+    )
+
+
+def test_a_progress_bar_counts_without_a_question_mark_while_the_total_is_unknown() -> None:
+    from rich.progress import Progress
+
+    from langgraph.checkpoint.s3dynamo.cli.common import _Count
+
+    bar, column = Progress(), _Count()
+    task = bar.add_task("reading every thread", total=None)
+    assert column.render(bar.tasks[0]).plain == ""  # neither "0" nor "0/?" before a count
+    bar.update(task, completed=12)
+    assert column.render(bar.tasks[0]).plain == "12"
+    bar.update(task, completed=5, total=12)
+    assert column.render(bar.tasks[0]).plain == "5/12"

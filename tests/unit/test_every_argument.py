@@ -161,7 +161,10 @@ SURFACES: dict[str, tuple[type, dict[str, Callable[[World], dict[str, Any]]]]] =
     "saver": (S3DynamoSaver, SAVER),
     "ops": (Operations, OPERATIONS),
     "ops.memory": (MemoryOperations, MEMORY_OPERATIONS),
-    "ops.catalog": (CatalogOperations, {"plan_build": lambda w: {}, "build": lambda w: {}}),
+    "ops.catalog": (
+        CatalogOperations,
+        {"plan_build": lambda w: {"progress": None}, "build": lambda w: {}},
+    ),
     "store": (S3DynamoStore, {**STORE, **{f"a{m}": b for m, b in STORE.items()}}),
     "cache": (S3DynamoCache, CACHE),
 }

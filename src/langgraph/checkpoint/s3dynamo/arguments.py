@@ -540,8 +540,8 @@ OPERATIONS: Checks = {
     "verify": {"thread_id": optional(thread_id), "progress": optional(function)},
 }
 
-# `saver.ops.catalog`: no method takes an argument.
-CATALOG_OPERATIONS: Checks = {}
+# `saver.ops.catalog`.
+CATALOG_OPERATIONS: Checks = {"plan_build": {"progress": optional(function)}}
 
 _space = functools.partial(having, methods=("item_key", "put_many"), what="a memory space")
 

@@ -17,7 +17,9 @@ from langgraph.checkpoint.s3dynamo import arguments, executor, telemetry
 from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import checked_serde, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
 from langgraph.checkpoint.s3dynamo.memory.core import checked_ttl
+from langgraph.checkpoint.s3dynamo.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 CACHE_SPACE = "c"
@@ -38,6 +40,12 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
     ) -> None:
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
+        if saver_options:
+            refuse_unknown(
+                "S3DynamoCache",
+                saver_options,
+                {"the cache's": ("serde",), "the saver's": taken(S3DynamoSaver)},
+            )
         super().__init__(serde=checked_serde(serde))
         self.saver: S3DynamoSaver = arguments.saver_of(saver, saver_options, S3DynamoSaver)
         self._parts = self.saver.parts
@@ -56,6 +64,7 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
         """A cache configured as `S3DynamoSaver.from_env` configures a saver."""
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
+        refuse_unknown("S3DynamoCache.from_env", overrides, {"the saver's": FROM_ENV_ARGUMENTS})
         return cls(S3DynamoSaver.from_env(**overrides))
 
     def setup(self) -> None:

@@ -48,6 +48,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
 )
+from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
 from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
 from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
@@ -56,6 +57,7 @@ from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
 from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
 from langgraph.checkpoint.s3dynamo.records import ItemKey
+from langgraph.checkpoint.s3dynamo.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 STORE_SPACE = "m"
@@ -64,6 +66,8 @@ STORE_SPACE = "m"
 BODIES = 1024
 
 Vectors = dict[str, list[float]]
+# The keywords the Store takes itself; the rest are the saver's.
+STORE_OWN = {"the Store's": ("index", "ttl", "filter_fields")}
 
 
 class S3DynamoStore(BaseStore):
@@ -105,6 +109,10 @@ class S3DynamoStore(BaseStore):
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
         # Configuration checked when the store is built: no put fails on it later.
+        if saver_options:
+            refuse_unknown(
+                "S3DynamoStore", saver_options, {**STORE_OWN, "the saver's": taken(S3DynamoSaver)}
+            )
         fields = arguments.texts("filter_fields", filter_fields, each="field paths")
         index_config = checked_index("index", index)
         ttl_config = checked_ttl_config("ttl", ttl)
@@ -153,6 +161,9 @@ class S3DynamoStore(BaseStore):
         """A store configured as `S3DynamoSaver.from_env` configures a saver."""
         from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
+        refuse_unknown(
+            "S3DynamoStore.from_env", overrides, {**STORE_OWN, "the saver's": FROM_ENV_ARGUMENTS}
+        )
         saver = S3DynamoSaver.from_env(**overrides)
         return cls(saver, index=index, ttl=ttl, filter_fields=filter_fields)
 

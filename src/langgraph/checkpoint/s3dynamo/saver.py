@@ -14,6 +14,7 @@ context, not in the worker's copy of it.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -40,6 +41,7 @@ from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
+from langgraph.checkpoint.s3dynamo.keywords import checked_keywords
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.runnable_config import (
     checkpoint_id_of,
@@ -50,6 +52,8 @@ from langgraph.checkpoint.s3dynamo.runnable_config import (
 from langgraph.checkpoint.s3dynamo.settings import (
     DEFAULT_CACHE_BYTES,
     DEFAULT_MAX_ATTEMPTS,
+    FROM_ENV_ARGUMENTS,
+    PARTS,
     SETTING_ARGUMENTS,
     Settings,
 )
@@ -106,7 +110,7 @@ def _create_if_missing(parts: compose.Components) -> None:
 
 def _alone(settings: object, given: Mapping[str, Any]) -> Settings:
     """`settings=` given: every keyword setting must be left at its default."""
-    defaults = S3DynamoSaver.__init__.__kwdefaults__ or {}
+    defaults = inspect.unwrap(S3DynamoSaver.__init__).__kwdefaults__ or {}
     changed = sorted(k for k, v in given.items() if v is not defaults[k] and v != defaults[k])
     if changed:
         raise InvalidConfigError(
@@ -439,7 +443,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         namespace), behind marks: interrupted, it reads deleted; a repeat finishes it."""
         tid = thread_id_of(thread_id)
         log.info("delete_thread %s", self.store.name_of(tid))
-        if not self.store.delete_thread(tid):
+        removed = self.store.delete_thread(tid)
+        if not removed.found and not removed.objects:
             self.parts.deployment.verify(write=False)  # another secret finds nothing
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -589,13 +594,5 @@ telemetry.instrument(
 # Every argument of LangGraph's methods checked before the method runs (`arguments.py`).
 arguments.checked(S3DynamoSaver, arguments.SAVER)
 
-# What `from_env` passes to the constructor as parts rather than settings.
-PARTS = (
-    "serde",
-    "dynamodb_client",
-    "s3_client",
-    "kms_client",
-    "index",
-    "object_store",
-    "key_service",
-)
+# A keyword the constructor or `from_env` does not take names the one meant.
+checked_keywords(S3DynamoSaver, FROM_ENV_ARGUMENTS)

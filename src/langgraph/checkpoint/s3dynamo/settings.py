@@ -57,6 +57,7 @@ from langgraph.checkpoint.s3dynamo.catalog_records import MAX_FIELDS as MAX_CATA
 from langgraph.checkpoint.s3dynamo.catalog_records import declared_fields
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_env
+from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown
 
 # Objects this process wrote or read lately, kept in memory (see blobs/objects.py).
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
@@ -446,14 +447,7 @@ class Settings:
         """Settings from `S3DynamoSaver`'s keyword arguments (`FIELD_FORMS` says what each
         takes), `active_key` and LangGraph Platform's `ttl`. A name that is none of them
         is an error that names the one meant and lists the others."""
-        unknown = sorted(set(options) - SETTING_ARGUMENTS - {"langgraph_aes_key"})
-        if unknown:
-            expected = sorted(SETTING_ARGUMENTS)
-            near = difflib.get_close_matches(unknown[0], expected, n=1)
-            meant = f"; did you mean {near[0]}?" if near else ""
-            raise ArgumentTypeError(
-                f"unknown setting(s) {unknown}{meant} Expected some of {expected}"
-            )
+        refuse_unknown("Settings", options, {"": SETTING_ARGUMENTS | {"langgraph_aes_key"}})
         options = dict(options)
         active = options.pop("active_key", None)
         if active is not None:
@@ -584,3 +578,15 @@ class Settings:
 SETTING_ARGUMENTS = frozenset(
     {f.name for f in fields(Settings) if f.name != "langgraph_aes_key"} | {"active_key", "ttl"}
 )
+# What `S3DynamoSaver.from_env` passes to the constructor as parts rather than settings,
+# and every keyword its overrides take.
+PARTS = (
+    "serde",
+    "dynamodb_client",
+    "s3_client",
+    "kms_client",
+    "index",
+    "object_store",
+    "key_service",
+)
+FROM_ENV_ARGUMENTS = SETTING_ARGUMENTS | set(PARTS)

@@ -13,11 +13,20 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.measure import Measurement
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
 
 import langgraph.checkpoint.s3dynamo.cli.render as render
 from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver, Settings
-from langgraph.checkpoint.s3dynamo.ops.inspect import Progress as Tick
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,10 +39,28 @@ JSON_HELP = "print JSON (shapes: docs/CLI.md); before or after the command"
 
 
 class _Output(Console):
+    """stdout. Outside a terminal (a pipe, a file) no line of text is wrapped and no
+    table folds a cell (`table`), so an id or page token stays whole on its line, for a
+    pasted command or a grep; in a terminal, lines wrap at its width."""
+
     def on_broken_pipe(self) -> None:
         # rich would exit with 1; a reader that stopped reading (`| head`) is no error:
         # the entry point ends the command quietly with 0 (`app.run`).
         raise BrokenPipeError
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if "soft_wrap" not in options and all(isinstance(o, str) for o in objects):
+            options["soft_wrap"] = not self.is_terminal
+        super().print(*objects, **options)
+
+    def table(self, table: Table) -> None:
+        """A table: in a terminal at its width, elsewhere as wide as its widest row."""
+        if self.is_terminal:
+            self.print(table)
+            return
+        widest = Measurement.get(self, self.options.update_width(1 << 16), table).maximum
+        wide = _Output(file=self.file, width=max(self.width, widest), highlight=False)
+        wide.print(table)
 
 
 out = _Output(highlight=False, soft_wrap=False)
@@ -126,14 +153,26 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=repr) + "\n")
 
 
+class _Count(ProgressColumn):
+    """How far: `done/total`, or `done` alone while the total is not known yet (nothing
+    for work that counts nothing)."""
+
+    def render(self, task: Task) -> Text:
+        done = int(task.completed)
+        if task.total is not None:
+            return Text(f"{done}/{int(task.total)}")
+        return Text(str(done) if done else "")
+
+
 @contextmanager
-def progress(label: str) -> Iterator[Tick]:
-    """A progress bar on stderr while threads are worked through; nothing when stderr is
-    not a terminal, and gone when the work ends."""
+def progress(label: str) -> Iterator[Callable[[int, int | None], None]]:
+    """A progress bar on stderr while threads are worked through (`tick(done, total)`,
+    total None while unknown); nothing when stderr is not a terminal, and gone when the
+    work ends."""
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        _Count(),
         TimeElapsedColumn(),
         console=err,
         transient=True,
@@ -141,7 +180,7 @@ def progress(label: str) -> Iterator[Tick]:
     )
     task = bar.add_task(label, total=None)
 
-    def tick(done: int, total: int) -> None:
+    def tick(done: int, total: int | None) -> None:
         bar.update(task, completed=done, total=total)
 
     with bar:

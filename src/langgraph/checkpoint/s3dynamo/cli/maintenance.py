@@ -226,7 +226,12 @@ def prune(
         for t in plan["threads"]
     ]
     work = any(t["removed"] for t in plan["threads"])
-    return plan_then(as_json, yes, plan, lines, pruning.execute, work=work)
+
+    def said(result: dict[str, int]) -> str:
+        removed = render.plural(result["removed_checkpoints"], "checkpoint")
+        return f"done: removed {removed} of {render.plural(len(plan['threads']), 'thread')}"
+
+    return plan_then(as_json, yes, plan, lines, pruning.execute, work=work, said=said)
 
 
 @cli.command()
@@ -244,7 +249,12 @@ def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
         f"{render.plural(plan['items'], 'item')}, {render.plural(plan['objects'], 'object')} "
         f"({render.human_bytes(plan['object_bytes'])})"
     ]
-    return plan_then(as_json, yes, plan, lines, deleting.execute)
+
+    def said(result: dict[str, int]) -> str:
+        counts = (render.plural(result[f"{k}s"], k) for k in ("checkpoint", "item", "object"))
+        return f"done: deleted thread {thread_id}: {', '.join(counts)}"
+
+    return plan_then(as_json, yes, plan, lines, deleting.execute, said=said)
 
 
 @cli.command()
@@ -255,7 +265,8 @@ def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
 @store_options
 def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) -> int:
     """Copy a thread to a new thread id: its index items are written again, its objects
-    shared (no object is written)."""
+    shared (no object is written). A target with checkpoints of its own, or the source
+    itself, is refused before the plan (exit 2)."""
     saver = open_saver(**settings)
     copying = saver.ops.plan_copy(source, target)
     plan = copying.to_dict()
@@ -266,10 +277,19 @@ def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) ->
     ]
     if plan["target_checkpoints"]:
         lines.append(
-            f"the target already has {plan['target_checkpoints']} checkpoints: only an "
-            "unfinished copy of the source can be completed"
+            f"the target already has {plan['target_checkpoints']} checkpoints, all from an "
+            "earlier copy of the source: --yes completes that copy if it is unfinished"
         )
-    return plan_then(as_json, yes, plan, lines, copying.execute)
+
+    def act() -> dict[str, int]:
+        return {"copied_checkpoints": copying.execute()}
+
+    def said(result: dict[str, int]) -> str:
+        copied = render.plural(result["copied_checkpoints"], "checkpoint")
+        whole = " (it held the whole copy already)" if not result["copied_checkpoints"] else ""
+        return f"done: copied {copied} to {target}{whole}"
+
+    return plan_then(as_json, yes, plan, lines, act, said=said)
 
 
 @cli.command()
@@ -408,8 +428,8 @@ def catalog_build(as_json: bool, yes: bool, **settings: Any) -> int:
     that the catalog of each declared field is complete: once, after declaring a field on
     a deployment that already has threads."""
     saver = open_saver(**settings)
-    with progress("reading every thread"):
-        building = saver.ops.catalog.plan_build()
+    with progress("reading every thread") as tick:
+        building = saver.ops.catalog.plan_build(tick)
     plan = building.to_dict()
     lines = [
         f"catalog of {', '.join(plan['fields'])}: file "
@@ -425,6 +445,9 @@ def catalog_build(as_json: bool, yes: bool, **settings: Any) -> int:
     def build() -> dict[str, Any]:
         return building.execute().to_dict()
 
-    return plan_then(
-        as_json, yes, plan, lines, build, said=lambda r: f"filed {r['threads']} threads"
-    )
+    def said(result: dict[str, Any]) -> str:
+        filed = render.plural(result["threads"], "thread")
+        entries = "1 entry" if result["entries"] == 1 else f"{result['entries']} entries"
+        return f"done: filed {filed} ({entries})"
+
+    return plan_then(as_json, yes, plan, lines, build, said=said)

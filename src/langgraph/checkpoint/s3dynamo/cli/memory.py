@@ -58,25 +58,35 @@ def _store(**settings: Any) -> Any:
     return S3DynamoStore.from_saver(open_saver(**settings))
 
 
-def _filter(text: str | None) -> dict[str, Any] | None:
-    """--filter: a JSON object, as LangGraph's `search(filter=...)` takes it."""
-    if not text:
-        return None
+def _filter(given: tuple[str, ...]) -> dict[str, Any] | None:
+    """--filter, repeatable, every one applying: KEY=VALUE (VALUE as text, as `threads
+    --filter` takes it), or a JSON object of field values, as LangGraph's
+    `search(filter=...)` takes it (for values of other types: `{"n": 3}`)."""
+    found: dict[str, Any] = {}
+    pairs = []
+    for text in given:
+        if not text.lstrip().startswith("{"):
+            pairs.append(text)
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            raise click.BadParameter(
+                f"expected a JSON object of field values, got {text!r}; for example "
+                f"--filter '{json.dumps(FILTER_EXAMPLE)}', or --filter kind=note",
+                param_hint="--filter",
+            )
+        found.update(value)
     try:
-        found = json.loads(text)
-    except ValueError:
-        found = None
-    if not isinstance(found, dict):
-        key, sep, value = text.partition("=")
-        example = json.dumps(
-            {key.strip() or "kind": value.strip() or "note"} if sep else FILTER_EXAMPLE
-        )
+        found.update(render.metadata_filter(pairs, example="kind=note"))
+    except ValueError as exc:
         raise click.BadParameter(
-            f"expected a JSON object of field values, got {text!r}; for example "
-            f"--filter '{example}'",
+            f"{exc}; or a JSON object of field values: --filter '{json.dumps(FILTER_EXAMPLE)}'",
             param_hint="--filter",
-        )
-    return found
+        ) from None
+    return found or None
 
 
 def _item(item: Any) -> dict[str, Any]:
@@ -147,14 +157,21 @@ def show_item(namespace: str, key: str, as_json: bool, **settings: Any) -> int:
 
 @memory.command()
 @click.argument("namespace", default="")
-@click.option("--filter", "filter_json", help='LangGraph filter as JSON: {"kind": "note"}')
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="only items whose value has KEY equal to the text VALUE (repeatable); or a JSON "
+    "object of field values, for other types: '{\"n\": 3}'",
+)
 @click.option("--query", help="natural-language query (needs the store's index; see docs)")
 @click.option("--limit", type=int, default=10, show_default=True)
 @json_option
 @store_options
 def search(
     namespace: str,
-    filter_json: str | None,
+    filters: tuple[str, ...],
     query: str | None,
     limit: int,
     as_json: bool,
@@ -162,10 +179,10 @@ def search(
 ) -> int:
     """Items under a namespace prefix, newest first, optionally filtered (TTLs are not
     refreshed). --query ranks nothing here: the command line has no embedding function."""
+    wanted = _filter(filters)  # refused before any request
     store = _store(**settings)
-    filters = _filter(filter_json)
     found = store.search(
-        _namespace(namespace), filter=filters, query=query, limit=limit, refresh_ttl=False
+        _namespace(namespace), filter=wanted, query=query, limit=limit, refresh_ttl=False
     )
     if as_json:
         emit_json([_item(i) for i in found])
@@ -189,8 +206,17 @@ def delete_item(namespace: str, key: str, as_json: bool, yes: bool, **settings: 
     ns = _namespace(namespace)
     exists = store.get(ns, key, refresh_ttl=False) is not None
     plan = {"namespace": list(ns), "key": key, "exists": exists}
-    lines = [f"delete item {key!r} of {namespace!r}" if exists else "no such item"]
-    return plan_then(as_json, yes, plan, lines, lambda: store.delete(ns, key), work=exists)
+    what = f"item {key!r} of {namespace!r}"
+    lines = [f"delete {what}" if exists else "no such item"]
+    return plan_then(
+        as_json,
+        yes,
+        plan,
+        lines,
+        lambda: store.delete(ns, key),
+        work=exists,
+        said=lambda _: f"done: deleted 1 item ({what})",
+    )
 
 
 @memory.command(name="stats")

@@ -94,7 +94,7 @@ def threads(
             render.short_time(row["last_updated"]),
         )
     if data["threads"]:
-        out.print(table)
+        out.table(table)
     else:
         out.print("no threads")
     if data["unreadable_records"]:
@@ -103,7 +103,9 @@ def threads(
             "secret?); `s3dynamo verify` lists them"
         )
     if data["next_page_token"]:
-        out.print(f"next page: s3dynamo threads --page-token {data['next_page_token']}")
+        out.print(
+            f"next page: s3dynamo threads --page-token {data['next_page_token']}", soft_wrap=True
+        )
     return OK
 
 
@@ -411,4 +413,6 @@ def verify(thread_id: str | None, as_json: bool, **settings: Any) -> int:
             )
             out.print(escape(f"{p['kind'].upper()}: {where}{owner}: {p['detail']}"), soft_wrap=True)
         out.print("ok" if data["ok"] else f"{render.plural(len(data['problems']), 'problem')}")
+        if data["hint"]:
+            out.print(escape(f"what to do: {data['hint']}"), soft_wrap=True)
     return OK if data["ok"] else PROBLEMS

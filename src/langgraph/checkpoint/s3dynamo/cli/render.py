@@ -366,6 +366,30 @@ def outcome(result: Any) -> str:
     return "done: " + "; ".join(parts) if parts else "done"
 
 
+# What to do about each kind of problem `verify` reports, in the order they are told.
+VERIFY_FIXES = {
+    "missing": "missing: reading its checkpoint raises ObjectNotFoundError; restore it "
+    '(docs/SCALE.md, "Disaster recovery") or remove that checkpoint (`s3dynamo prune` or '
+    "`delete`)",
+    "tampered": "tampered: the stored bytes were altered; restore them from a backup and "
+    "check who can write the table and bucket (docs/SECURITY.md)",
+    "unopenable": "unopenable: sealed under a key not given here; add it to S3DYNAMO_KEYS "
+    "as the writers have it",
+    "unreferenced": "unreferenced: no reader uses it; `s3dynamo gc --full` removes it once "
+    "older than the grace period (a younger one may be a write under way)",
+    "unbacked loan": "unbacked loan: no copy wrote it and it keeps nothing; delete the item",
+}
+
+
+def verify_hint(problems: Sequence[Mapping[str, Any]]) -> str | None:
+    """`verify`'s "hint": what to do about the kinds of problem found, one clause per
+    kind; None when there are none."""
+    kinds = {p["kind"] for p in problems}
+    fixes = [fix for kind, fix in VERIFY_FIXES.items() if kind in kinds]
+    fixes += sorted(f"{kind}: see its detail" for kind in kinds - VERIFY_FIXES.keys())
+    return "; ".join(fixes) or None
+
+
 def shown_id(text: str) -> str:
     """An id as a table shows it: as it is when that is unambiguous, else quoted as
     Python writes it (`'user 42 '`, `''`, `'a\\nb'`): one that is empty, has spaces at
@@ -415,14 +439,14 @@ def parse_page_token(token: str) -> tuple[str, str]:
     return last, tid
 
 
-def metadata_filter(pairs: Sequence[str]) -> dict[str, str]:
+def metadata_filter(pairs: Sequence[str], example: str = "user_id=ada") -> dict[str, str]:
     """`--filter KEY=VALUE` options as a metadata filter (each value text); ValueError
     naming one without `=`."""
     out: dict[str, str] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
         if not eq or not key:
-            raise ValueError(f"expected KEY=VALUE, such as user_id=ada, got {pair!r}")
+            raise ValueError(f"expected KEY=VALUE, such as {example}, got {pair!r}")
         out[key] = value
     return out
 

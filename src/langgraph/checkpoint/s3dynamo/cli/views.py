@@ -213,5 +213,8 @@ def verify(
     "opened"}} (the whole store only), "problems": [{"kind": "missing" | "unreferenced" |
     "tampered" | "unopenable" | "unbacked loan", "where": "item" | "object" | "store item" |
     "store directory" | "store vector index" | "cache item" | "cache directory", "key",
-    "thread_id", "checkpoint_ns", "checkpoint_id", "detail"}]}"""
-    return saver.ops.verify(thread_id, progress).to_dict()
+    "thread_id", "checkpoint_ns", "checkpoint_id", "detail"}], "hint": what to do about
+    them, null when there are none}"""
+    data = saver.ops.verify(thread_id, progress).to_dict()
+    data["hint"] = render.verify_hint(data["problems"])
+    return data

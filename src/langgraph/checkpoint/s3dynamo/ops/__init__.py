@@ -334,7 +334,7 @@ class Operations:
         return plan
 
     def plan_copy(self, source: str, target: str) -> threads.CopyPlan:
-        """What copying a thread writes; `.execute()` copies it (resumably)."""
+        """What copying writes (refused as copy_thread would be); `.execute()` copies."""
         self._entries(source)
         return threads.plan_copy(self.store, thread_id_of(source), thread_id_of(target))
 

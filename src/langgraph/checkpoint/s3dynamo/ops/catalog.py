@@ -16,6 +16,7 @@ skipped and reported. The catalog: `store/catalog.py`, docs/OPERATIONS.md.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,14 @@ from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
 log = logging.getLogger(__name__)
+
+# Called with the threads done so far and their total, None while the Scan still finds
+# threads: the command line's progress bar.
+Progress = Callable[[int, int | None], None]
+
+
+def no_progress(done: int, total: int | None) -> None:
+    return None
 
 
 @dataclass
@@ -57,11 +66,12 @@ class CatalogPlan:
         return self
 
 
-def plan_build(store: ThreadStore) -> CatalogPlan:
+def plan_build(store: ThreadStore, progress: Progress = no_progress) -> CatalogPlan:
     """Every thread's entries, from one Scan of the deployment's records (nothing is
-    written)."""
+    written). `progress` hears of the threads the Scan has found so far (no total yet),
+    then of those whose metadata is open, out of all of them."""
     skipped: list[Skipped] = []
-    threads, entries = store.catalog_entries(skipped)
+    threads, entries = store.catalog_entries(skipped, progress)
     return CatalogPlan(store, threads, entries, skipped)
 
 
@@ -72,12 +82,13 @@ class CatalogOperations:
         self.parts = parts
         self.store = parts.store
 
-    def plan_build(self) -> CatalogPlan:
+    def plan_build(self, progress: Progress | None = None) -> CatalogPlan:
         """What building the catalog files (one Scan; nothing written): every thread
-        under its declared values; `.execute()` writes it."""
+        under its declared values; `.execute()` writes it. `progress(done, total)`: the
+        threads read, total None while the Scan still finds them."""
         with guarded(self.parts.deployment):
             self.parts.deployment.verify(write=False)
-            return plan_build(self.store)
+            return plan_build(self.store, progress or no_progress)
 
     def build(self) -> CatalogPlan:
         """File every thread the deployment holds, then record that the catalog of each

@@ -51,8 +51,14 @@ class DeletePlan:
             "object_bytes": self.object_bytes,
         }
 
-    def execute(self) -> None:
-        self.store.delete_thread(self.thread_id)
+    def execute(self) -> dict[str, int]:
+        """Delete; what it deleted (read again, so what was written since counts too)."""
+        deleted = self.store.delete_thread(self.thread_id)
+        return {
+            "checkpoints": deleted.checkpoints,
+            "items": deleted.records,
+            "objects": deleted.objects,
+        }
 
 
 def plan_delete(store: ThreadStore, tid: str) -> DeletePlan:
@@ -93,12 +99,16 @@ class CopyPlan:
             "target_checkpoints": self.target_checkpoints,
         }
 
-    def execute(self) -> None:
-        self.store.copy(self.source, self.target, self.keep_last)
+    def execute(self) -> int:
+        """Copy; how many checkpoints it wrote (0: the target held the whole copy)."""
+        return self.store.copy(self.source, self.target, self.keep_last)
 
 
 def plan_copy(store: ThreadStore, src: str, dst: str, keep_last: int | None = None) -> CopyPlan:
+    """What copying `src` to `dst` writes; a target `copy_thread` would refuse (the source
+    itself, or a thread with checkpoints of its own) is refused here, before any plan."""
     entries = store.entries(src) if keep_last is None else store.newest(src, keep_last)
+    store.check_copy(src, dst, entries)
     return CopyPlan(
         store,
         src,
@@ -163,8 +173,10 @@ class PrunePlan:
             "threads": [t.to_dict() for t in self.threads],
         }
 
-    def execute(self) -> None:
-        prune(self.store, [t.thread_id for t in self.threads], self.strategy, self.keep_last)
+    def execute(self) -> dict[str, int]:
+        """Prune; how many checkpoints it removed (read again, not the plan's count)."""
+        tids = [t.thread_id for t in self.threads]
+        return {"removed_checkpoints": prune(self.store, tids, self.strategy, self.keep_last)[1]}
 
 
 def check_strategy(strategy: str, keep_last: int = 1) -> str:
@@ -220,22 +232,23 @@ def prune_some(
     names = [store.name_of(t) for t in tids]
     log.info("prune %s (%s, keep_last=%d)", names, strategy, keep_last)
     with guarded(deployment):
-        if not prune(store, tids, strategy, keep_last):
+        if not prune(store, tids, strategy, keep_last)[0]:
             deployment.verify(write=False)
 
 
-def prune(store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1) -> int:
+def prune(
+    store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1
+) -> tuple[int, int]:
     """Prune each thread (`store/removal.py`); how many records (and, deleting,
-    objects) it found."""
+    objects) it found, and how many checkpoints it removed."""
     strategy = check_strategy(strategy, keep_last)
-    found = 0
+    found = removed = 0
     for tid in thread_ids:
-        if strategy == "delete":
-            found += store.delete_thread(tid)
-        else:
-            found += store.prune(tid, keep_last)
+        done = store.delete_thread(tid) if strategy == "delete" else store.prune(tid, keep_last)
+        found += done.found + done.objects
+        removed += done.checkpoints
     store.forget()
-    return found
+    return found, removed
 
 
 # ------------------------------------------------------------------- delete runs

@@ -329,19 +329,17 @@ class ThreadStore(Upkeep):
 
     # ---------------------------------------------------------------- removing
 
-    def delete_thread(self, tid: str) -> int:
-        """Delete a thread whole (`removal.py`); how many records and objects it found."""
+    def delete_thread(self, tid: str) -> Removed:
+        """Delete a thread whole (`removal.py`); what it found and removed."""
         removed = self._run(self._remover.remove(self._namer.thread(tid), WHOLE, tid=tid))
         self.forget()
-        return removed.found + removed.objects
+        return removed
 
-    def prune(self, tid: str, keep_last: int) -> int:
+    def prune(self, tid: str, keep_last: int) -> Removed:
         """Keep each namespace's `keep_last` newest checkpoints and what they need
-        (`removal.py`); how many records the thread had."""
-        removed = self._run(
-            self._remover.remove(self._namer.thread(tid), Keep(latest=keep_last), tid=tid)
-        )
-        return removed.found
+        (`removal.py`); what it found and removed."""
+        keep = Keep(latest=keep_last)
+        return self._run(self._remover.remove(self._namer.thread(tid), keep, tid=tid))
 
     def expire(self, name: str, keep: Keep, terms: Terms) -> Removed:
         """Retention's removal of the thread named `name` as stored, under its lease."""
@@ -373,6 +371,11 @@ class ThreadStore(Upkeep):
         written = self._run(self._copier.copy(src, dst, keep_last))
         self.forget()
         return written
+
+    def check_copy(self, src: str, dst: str, entries: Sequence[Entry]) -> None:
+        """Refuse, before any plan, what a copy of these checkpoints of `src` to `dst`
+        would refuse: the source itself, a target with checkpoints of its own."""
+        self._run(self._copier.check_target(src, dst, entries))
 
     def newest(self, tid: str, keep_last: int) -> list[Entry]:
         """What a copy with `keep_last` copies of a thread, newest first."""
@@ -427,16 +430,19 @@ class ThreadStore(Upkeep):
         """Record that every thread is filed under every declared field."""
         self._catalog.mark_complete()
 
-    def catalog_entries(self, skipped: list[Skipped]) -> tuple[int, list[CatalogEntry]]:
+    def catalog_entries(
+        self, skipped: list[Skipped], progress: Callable[[int, int | None], None]
+    ) -> tuple[int, list[CatalogEntry]]:
         """Every thread's catalog entries, from one Scan of the deployment's records
-        (threads that do not open are listed in `skipped`): (threads, entries)."""
+        (threads that do not open are listed in `skipped`): (threads, entries).
+        `progress` hears of the threads found (no total yet), then of those read."""
         self._catalog.require_fields()
         records = [r for r in self.records() if isinstance(r, CheckpointRecord)]
-        metadata: dict[str, list[Any]] = {}
-        for e in self._finder.group(records, skipped=skipped):
-            metadata.setdefault(e.tid, []).append(self._walker.open_metadata(e))
-        entries = [e for tid, md in metadata.items() for e in self._catalog.entries_of(tid, md)]
-        return len(metadata), entries
+        threads = sorted({r.pk for r in records})
+        for done, _ in enumerate(threads, 1):
+            progress(done, None)
+        found = self._finder.group(records, skipped=skipped)
+        return self._catalog.entries_of_all(found, self._walker.open_metadata, progress)
 
     def file(self, entries: Sequence[CatalogEntry]) -> None:
         """Write catalog entries and their back-references, in full batches."""

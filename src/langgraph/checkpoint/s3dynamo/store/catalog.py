@@ -22,7 +22,7 @@ declared, or once `ops.build_catalog` has filed every thread. Layout: `layout.py
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import (
@@ -130,6 +130,24 @@ class Catalog:
         if not self.enabled:
             return []
         return self.entries(tid, frozenset().union(*(self.tokens(md) for md in metadata)))
+
+    def entries_of_all(
+        self,
+        found: Sequence[Any],
+        metadata_of: Callable[[Any], Mapping[str, Any] | None],
+        progress: Callable[[int, int | None], None],
+    ) -> tuple[int, list[CatalogEntry]]:
+        """Every entry filing the threads of these checkpoints (`Entry`s) under the
+        declared values of their metadata (a build): (threads, entries); `progress`
+        hears of each thread read, out of all of them."""
+        total = len({e.tid for e in found})
+        metadata: dict[str, list[Mapping[str, Any] | None]] = {}
+        for e in found:
+            if e.tid not in metadata:
+                progress(len(metadata), total)
+            metadata.setdefault(e.tid, []).append(metadata_of(e))
+        progress(len(metadata), total)
+        return len(metadata), [e for tid, md in metadata.items() for e in self.entries_of(tid, md)]
 
     def entries_for(
         self, tid: str, ns: str, parent_id: str | None, metadata: Mapping[str, Any]

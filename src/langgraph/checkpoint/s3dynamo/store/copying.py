@@ -99,12 +99,7 @@ class Copier:
         else:
             entries = yield from self.newest(src, keep_last)
         name = self.namer.thread(dst)
-        records, marks = (yield from self.finder.items(name)) if src != dst else ([], [])
-        if src == dst and entries:
-            raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
-        present = {r.sk for r in records}
-        wanted = {(e.ns, e.checkpoint_id): self.rewriter.target_keys(dst, e) for e in entries}
-        _refuse_foreign(src, dst, present, wanted, marks)
+        present, wanted, marks = yield from self.check_target(src, dst, entries)
         todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
         copying = {m.key for m in marks if m.operation == "copy"}
         if not entries:
@@ -132,6 +127,21 @@ class Copier:
             reopen_only=False,
         )
         return sum(1 for r in written if isinstance(r, CheckpointRecord))
+
+    def check_target(
+        self, src: str, dst: str, entries: Sequence[Entry]
+    ) -> Steps[tuple[set[str], dict[tuple[str, str], set[str]], list[Mark]]]:
+        """`ThreadExistsError` if `dst` is the source itself or holds a record no copy of
+        these checkpoints writes (an empty target, or an unfinished copy, passes); else
+        what it holds (sort keys), what the copy writes per checkpoint, and its marks."""
+        if src == dst and entries:
+            raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
+        name = self.namer.thread(dst)
+        records, marks = (yield from self.finder.items(name)) if src != dst else ([], [])
+        present = {r.sk for r in records}
+        wanted = {(e.ns, e.checkpoint_id): self.rewriter.target_keys(dst, e) for e in entries}
+        _refuse_foreign(src, dst, present, wanted, marks)
+        return present, wanted, marks
 
     def newest(self, tid: str, keep_last: int) -> Steps[list[Entry]]:
         """Each namespace's `keep_last` newest checkpoints that no mark hides, with the

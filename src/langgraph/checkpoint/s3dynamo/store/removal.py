@@ -137,6 +137,7 @@ class Removed:
     outcome: str = "removed"
     found: int = 0
     records: int = 0
+    checkpoints: int = 0
     objects: int = 0
     skipped: Skipped | None = None
 
@@ -206,7 +207,8 @@ class Remover:
         cutoff = terms.cutoff if terms else None
         old = [ns for ns, head in heads.items() if cutoff and (tombstone_time(head) or 0) <= cutoff]
         yield Batch(deletes=[*(head_key(name, ns) for ns in old), *_key(held), *refs])
-        return Removed(found=len(keys), records=len(keys), objects=deleted)
+        checkpoints = sum(1 for k in keys if not is_writes_key(k.sk))
+        return Removed("removed", len(keys), len(keys), checkpoints, deleted)
 
     def _control(self, name: str) -> Steps[SeenThread]:
         """What the thread's control partition holds (heads, borrowings, catalog
@@ -287,7 +289,8 @@ class Remover:
         yield from unhide({*(m.key for m in hiding), *left})
         if terms is not None:
             yield Batch(deletes=[marker, *_key(held)])
-        return Removed(found=len(records), records=len(doomed), objects=deleted)
+        checkpoints = sum(1 for r in doomed if isinstance(r, CheckpointRecord))
+        return Removed("removed", len(records), len(doomed), checkpoints, deleted)
 
     def _pruned_objects(
         self, name: str, doomed: Sequence[Record], kept: Sequence[Record], terms: Terms | None
@@ -363,9 +366,11 @@ class Remover:
         records leaves the catalog."""
         out = Removed()
         for start in range(0, len(checkpoints), RUNS_ROUND):
-            done = yield from self._runs_round(name, checkpoints[start : start + RUNS_ROUND])
+            round_ = checkpoints[start : start + RUNS_ROUND]
+            done = yield from self._runs_round(name, round_)
             out.found += done
             out.records += done
+            out.checkpoints += len(round_) if done else 0
         return out
 
     def _runs_round(self, name: str, checkpoints: Sequence[ItemKey]) -> Steps[int]:
