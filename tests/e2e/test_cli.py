@@ -398,14 +398,19 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
 
     new = Keyring(keys={"new": os.urandom(32)}, active="new")
     rotated = {**env, "S3DYNAMO_KEYS": f"new:{_b64(new.keys['new'])},{env['S3DYNAMO_KEYS']}"}
-    plan, copy, exists, exists_plan, onto_itself, rotation = run_all(
+    plan, copy, exists, exists_plan, onto_itself, rotation, newest = run_all(
         (env, ("delete", "bob")),
         (env, ("copy", "alice", "alice-copy", "--yes", "--json")),
         (env, ("copy", "alice", "bob", "--yes")),
         (env, ("copy", "alice", "bob")),
         (env, ("copy", "alice", "alice")),
         (rotated, ("reencrypt", "--json")),
+        (env, ("copy", "alice", "alice-last", "--keep-last", "2", "--yes", "--json")),
     )
+    # --keep-last: the newest two checkpoints, copied.
+    assert newest.code == 0, newest.err
+    assert newest.json()["plan"]["keep_last"] == 2
+    assert newest.json()["plan"]["checkpoints"] == 2 and newest.json()["executed"] is True
     assert plan.code == 0 and "delete thread bob: 8 checkpoints" in plan.out
     assert "nothing changed" in plan.out
     assert copy.code == 0, copy.err
@@ -441,7 +446,8 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
 
     only_new = {**env, "S3DYNAMO_KEYS": f"new:{_b64(new.keys['new'])}"}
     listed, after = run_all((rotated, ("threads", "--json")), (only_new, ("verify", "alice")))
-    assert sorted(t["thread_id"] for t in listed.json()["threads"]) == ["alice", "alice-copy"]
+    threads = sorted(t["thread_id"] for t in listed.json()["threads"])
+    assert threads == ["alice", "alice-copy", "alice-last"]
     assert after.code == 0, after.out + after.err
 
 

@@ -1,6 +1,7 @@
 """`keep_last`: pruning (and retention, `tests/unit/test_retention.py`) keeps each
 namespace's N newest checkpoints, read back exactly as before: values, pending writes,
-interrupts, the tasks a resume runs, DeltaChannel state; everything older goes.
+interrupts, the tasks a resume runs, DeltaChannel state; everything older goes. A copy
+with `keep_last` copies just those, at a cost that does not grow with the history.
 `keep_latest` is N = 1. Faults at every request: `tests/unit/test_faults.py` (ops
 `prune keep_last`, `expire keep_last`); the request budget:
 `tests/aws/test_bulk_budgets.py`."""
@@ -209,3 +210,55 @@ def test_a_wrong_keep_last_is_named_and_nothing_is_pruned(
         saver.prune(["t"], **arguments)
     with nothing_written(backend), pytest.raises(InvalidConfigError, match=named):
         saver.ops.plan_prune(["t"], **arguments)
+
+
+# ------------------------------------------------------------ copying the newest N
+
+
+def test_a_copy_of_the_newest_n_reads_back_as_the_sources_newest_n(backend: Backend) -> None:
+    saver = backend.saver(inline_max=0)  # every value an object: the copy shares them
+    graph = chat(saver, "src", 5)
+    source = snapshots(graph, "src")
+    saver.copy_thread("src", "dst", keep_last=2)
+    assert snapshots(graph, "dst") == source[:2]
+    # The copy goes on from the source's latest state; the source is untouched.
+    graph.invoke({"messages": [HumanMessage("again", id="again")]}, config("dst"))
+    assert len(graph.get_state(config("dst")).values["messages"]) == 12
+    assert snapshots(graph, "src") == source
+
+
+def test_a_copy_of_the_newest_n_of_a_delta_channel_thread_rebuilds_as_the_source(
+    saver: S3DynamoSaver,
+) -> None:
+    graph, theirs = delta_graph(saver, 4), delta_graph(InMemorySaver(), 4)
+    for g in (graph, theirs):
+        converse(g, "t", 9)
+    saver.copy_thread("t", "c", keep_last=3)
+    assert snapshots(graph, "c")[:3] == snapshots(graph, "t")[:3]
+    converse(graph, "c", 1, start=9), converse(theirs, "t", 1, start=9)
+    assert graph.get_state(config("c")).values == theirs.get_state(config("t")).values
+
+
+def test_a_copy_of_the_newest_n_keeps_each_namespaces_own(saver: S3DynamoSaver) -> None:
+    graph = sub_graph(saver)
+    graph.invoke({"items": ["start"]}, config("t"))  # paused inside the subgraph
+    saver.copy_thread("t", "c", keep_last=2)
+    assert snapshots(graph, "c") == snapshots(graph, "t")[:2]
+    graph.invoke(Command(resume="yes"), config("c"))
+    assert graph.get_state(config("c")).values["items"][-1] == "inner-b:yes"
+
+
+def test_a_copy_of_the_newest_n_costs_the_same_whatever_the_history(backend: Backend) -> None:
+    sent = []
+    for turns in (4, 40):
+        saver = backend.saver(inline_max=0)
+        chat(saver, f"long-{turns}", turns)
+        saver.copy_thread(f"long-{turns}", f"warm-{turns}", keep_last=2)  # format recorded
+        backend.reset()
+        saver.copy_thread(f"long-{turns}", f"copy-{turns}", keep_last=2)
+        sent.append(backend.calls())
+    # The heads, one page of the namespace newest first, the target; the loans (one
+    # transaction) and the copied records read again by key; marks and heads, the
+    # records, the marks removed: 8 requests at 4 turns and at 40.
+    assert sent[0] == sent[1]
+    assert sum(v for k, v in sent[0].items() if k.startswith("dynamodb.")) == 8

@@ -525,7 +525,7 @@ OPERATIONS: Checks = {
     "plan_expiry": _expiry,
     "expire_idle_threads": {**_expiry, "dry_run": boolean},
     "plan_delete": {"thread_id": thread_id},
-    "plan_copy": {"source": thread_id, "target": thread_id},
+    "plan_copy": {"source": thread_id, "target": thread_id, "keep_last": optional(_at_least_1)},
     "plan_prune": {"thread_ids": thread_ids, "strategy": text, "keep_last": whole},
     "plan_import": {"source": _source, "thread_ids": _ids},
     "import_threads": {"source": _source, "thread_ids": _ids},

@@ -260,15 +260,24 @@ def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
 @cli.command()
 @click.argument("source")
 @click.argument("target")
+@click.option(
+    "--keep-last",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Copy only each namespace's N newest checkpoints (and what they need), read "
+    "newest first: the cost does not grow with the source's history.",
+)
 @json_option
 @yes_option
 @store_options
-def copy(source: str, target: str, as_json: bool, yes: bool, **settings: Any) -> int:
+def copy(
+    source: str, target: str, keep_last: int | None, as_json: bool, yes: bool, **settings: Any
+) -> int:
     """Copy a thread to a new thread id: its index items are written again, its objects
     shared (no object is written). A target with checkpoints of its own, or the source
     itself, is refused before the plan (exit 2)."""
     saver = open_saver(**settings)
-    copying = saver.ops.plan_copy(source, target)
+    copying = saver.ops.plan_copy(source, target, keep_last=keep_last)
     plan = copying.to_dict()
     lines = [
         f"copy {source} -> {target}: {render.plural(plan['checkpoints'], 'checkpoint')}; "

@@ -333,10 +333,14 @@ class Operations:
             self._entries(tid)  # names a wrong secret, else the unknown thread
         return plan
 
-    def plan_copy(self, source: str, target: str) -> threads.CopyPlan:
-        """What copying writes (refused as copy_thread would be); `.execute()` copies."""
+    def plan_copy(
+        self, source: str, target: str, *, keep_last: int | None = None
+    ) -> threads.CopyPlan:
+        """What copying writes (with `keep_last`, each namespace's newest checkpoints and
+        what they need); refused as copy_thread would be; `.execute()` copies."""
         self._entries(source)
-        return threads.plan_copy(self.store, thread_id_of(source), thread_id_of(target))
+        src, dst = thread_id_of(source), thread_id_of(target)
+        return threads.plan_copy(self.store, src, dst, keep_last)
 
     def plan_prune(
         self, thread_ids: Sequence[str], strategy: str = "keep_latest", keep_last: int = 1

@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import WritePlan
-from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Emit, Steps
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Emit, GetMany, Steps
 from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
@@ -36,6 +36,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.layout import (
+    MARK_OPERATIONS,
     SHARING_FORMAT,
     TOP,
     mark_sk,
@@ -48,7 +49,9 @@ from langgraph.checkpoint.s3dynamo.records import (
     Mark,
     Record,
     Veil,
+    is_mark,
     loan_parts,
+    mark_from,
     mark_item,
     shared_leaves,
 )
@@ -63,7 +66,12 @@ from langgraph.checkpoint.s3dynamo.store.format import (
 )
 from langgraph.checkpoint.s3dynamo.store.removal import Remover, hide, unhide
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
-from langgraph.checkpoint.s3dynamo.table import TRANSACT_MAX, Write
+from langgraph.checkpoint.s3dynamo.table import TRANSACT_MAX, Write, key_of
+
+
+# Items a copy of the newest checkpoints reads of a namespace per Query: a checkpoint's
+# record and its writes records are a few items, so a few pages serve most copies.
+NEWEST_PAGE = 50
 
 
 class Copier:
@@ -112,7 +120,7 @@ class Copier:
             return 0
         rewrite = self.rewriter.share(src, dst, todo) if todo else None
         written = [new for _, new in rewrite.records] if rewrite else []
-        yield from self._lend(src, name, written, todo)
+        yield from self._lend(src, name, written, todo, keep_last is None)
         # The target is filed under every declared value of the checkpoints copied, with
         # its records (a repeat files it again, whatever an interruption left).
         filed = self.catalog.entries_of(
@@ -163,7 +171,7 @@ class Copier:
         newest and the ancestors they need are all there."""
         read: dict[str, Entry] = {}
         wanted: str | None = None  # the oldest id still to reach before checking again
-        entries = self.finder.named_entries(tid, ns_name)
+        entries = self.finder.named_entries(tid, ns_name, page=NEWEST_PAGE)
         answer: Any = None
         while True:
             try:
@@ -194,7 +202,12 @@ class Copier:
         return latest
 
     def _lend(
-        self, src: str, borrower: str, records: Sequence[Record], copied: Sequence[Entry]
+        self,
+        src: str,
+        borrower: str,
+        records: Sequence[Record],
+        copied: Sequence[Entry],
+        whole: bool,
     ) -> Steps[None]:
         """Lend `borrower` what these records of it share (its borrowings and the loans,
         in one transaction), then check that the source still holds every checkpoint
@@ -203,14 +216,7 @@ class Copier:
         if not lenders:
             return
         yield from self._loan(borrower, lenders)
-        now, marks = yield from self.finder.items(self.namer.thread(src), consistent=True)
-        present, veil = {r.sk for r in now}, Veil(marks)
-        gone = [
-            sk
-            for e in copied
-            for sk in (e.record.sk, *(w.sk for w in e.writes))
-            if sk not in present or veil.hides(sk)
-        ]
+        gone = yield from self._gone(src, copied, whole)
         if not gone:
             return
         kept = shared_leaves((yield from self.finder.items(borrower, consistent=True))[0])
@@ -222,6 +228,25 @@ class Copier:
             "running); nothing more was copied. Run the copy again: it copies what the "
             "source holds then"
         )
+
+    def _gone(self, src: str, copied: Sequence[Entry], whole: bool) -> Steps[list[str]]:
+        """Sort keys of the copied records the source no longer shows, read strongly
+        consistent: a whole copy reads the source again (a Query a page), a copy of the
+        newest checkpoints those records and its namespaces' marks by key (a
+        BatchGetItem per 100), at the cost of what it copies."""
+        keys = [k for e in copied for k in (e.record.key, *(w.key for w in e.writes))]
+        name = self.namer.thread(src)
+        if whole:
+            now, marks = yield from self.finder.items(name, consistent=True)
+            present = {r.sk for r in now}
+        else:
+            namespaces = sorted({e.record.ns_name for e in copied})
+            heads = [ItemKey(name, mark_sk(ns, op)) for ns in namespaces for op in MARK_OPERATIONS]
+            items = yield GetMany([*keys, *heads], consistent=True)
+            marks = [mark_from(i) for i in items if is_mark(i)]
+            present = {key_of(i).sk for i in items if not is_mark(i)}
+        veil = Veil(marks)
+        return [k.sk for k in keys if k.sk not in present or veil.hides(k.sk)]
 
     def _loan(self, borrower: str, lenders: Mapping[str, set[str]]) -> Steps[None]:
         """The borrowings and the loans, in one transaction (a larger one in several,

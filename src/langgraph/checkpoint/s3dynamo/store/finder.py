@@ -219,10 +219,16 @@ class Finder:
         yield from self.named_entries(tid, self.namer.namespace(tid, ns), before_id, ns)
 
     def named_entries(
-        self, tid: str, ns_name: str, before_id: str | None = None, ns: str | None = None
+        self,
+        tid: str,
+        ns_name: str,
+        before_id: str | None = None,
+        ns: str | None = None,
+        page: int | None = None,
     ) -> Steps[None]:
         """`namespace_entries` of the namespace named `ns_name` as stored (its clear name
-        `ns`, where not given, opened from each record's reference)."""
+        `ns`, where not given, opened from each record's reference), `page` items a
+        Query if given."""
         pk = self.namer.thread(tid)
         bounds: dict[str, Any] = (
             {"between": (namespace_prefix(ns_name), checkpoint_sk(ns_name, before_id))}
@@ -242,7 +248,7 @@ class Finder:
                 return (Entry(tid, ns, rec, own),)
             return (self.group([rec, *own], known_tid=tid)[0],)
 
-        yield from mapped(self._unveiled(pk, descending=True, **bounds), entries)
+        yield from mapped(self._unveiled(pk, descending=True, limit=page, **bounds), entries)
 
     def items(
         self, thread_name: str, *, consistent: bool = False, prefix: str | None = None
