@@ -68,7 +68,6 @@ from langgraph.checkpoint.s3dynamo.store.removal import Remover, hide, unhide
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
 from langgraph.checkpoint.s3dynamo.table import TRANSACT_MAX, Write, key_of
 
-
 # Items a copy of the newest checkpoints reads of a namespace per Query: a checkpoint's
 # record and its writes records are a few items, so a few pages serve most copies.
 NEWEST_PAGE = 50
