@@ -2,7 +2,7 @@
 
 It validates what LangGraph hands it (`runnable_config.py`) and delegates: settings are
 `settings.py`, the parts are built by `compose.py`, storage is the thread store
-(`store/`), history `history.py`, and everything beyond LangGraph's methods is
+(`store/`), and everything beyond LangGraph's methods is
 `saver.ops` (`ops/`). See `docs/ARCHITECTURE.md` for the layers.
 
 Sync and async share one core. The async methods run the sync code in a worker thread
@@ -486,7 +486,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seeds of DeltaChannels along the parent chain, read with one Query
-        over the namespace and one S3 wave (see `history.py`)."""
+        over the namespace and one S3 wave (see `store/history.py`)."""
         tid, ns, cid = target(config)
         with guarded(self.parts.deployment):
             found = self.store.delta_history(tid, ns, cid, list(channels))

@@ -8,7 +8,7 @@ entry and its back-reference in the put's own commit (`entries_for`); a thread's
 checkpoint (a root-namespace put with no parent) files all of them again. What a process
 wrote or read of a thread tells it which it has (`handoff.py`). Copies and imports file
 the target; a thread's deletion removes its entries through the back-references, after
-its records (`Deleter.uncatalog`).
+its records (`removal.uncatalog`).
 
 Reading. `threads(field, value)`: every thread that has had the value, from one Query of
 its partition (paged), each entry opened and checked against its keys (a forged or moved

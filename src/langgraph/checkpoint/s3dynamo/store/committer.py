@@ -84,6 +84,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
 )
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
+from langgraph.checkpoint.s3dynamo.store.sealed import Sealed, resealed
 from langgraph.checkpoint.s3dynamo.store.walker import (
     STORE_KEYS,
     StoredValue,
@@ -495,21 +496,20 @@ class Committer:
     def _reseal_carried(
         self, tid: str, ns: str, channel: str, old: StoredValue, what: str
     ) -> StoredValue:
-        if old.blob is None:
+        """A carried inline value sealed again under the active key, as re-encryption
+        seals it (`sealed.resealed`); a delta whose base this process does not hold, or
+        one a copy shares (its base is another thread's), stays as it is: it still
+        opens under its key, and re-encryption moves it later."""
+        if old.blob is None or (old.base is not None and old.owner is not None):
             return old
-        if old.owner is not None:
-            # Sealed for the thread it is shared from; a delta's base is that thread's.
-            at = ValueAt(old.owner, ns, channel, old.version)
-            if old.base is not None:
-                return old  # still opens under its key; reencrypt() moves it later
-            ident = value_id(at)
-            return old._replace(blob=self.codec.reseal(old.blob, ident, ident, what))
-        at = ValueAt(tid, ns, channel, old.version)
-        if old.base is None:
-            ident = value_id(at)
-            return old._replace(blob=self.codec.reseal(old.blob, ident, ident, what))
-        base = self._delta_base(tid, ns, channel, old)
-        if base is None:
-            return old  # still opens under its key; reencrypt() moves it later
-        ident = delta_id(at, old.base)
-        return old._replace(blob=self.codec.reseal_delta(old.blob, ident, ident, base[1], what))
+        at = ValueAt(old.owner or tid, ns, channel, old.version)
+        carried = Sealed("value", "item", what, None, old.blob, value_id(at))
+        bases: dict[str, Typed] = {}
+        if old.base is not None:
+            base = self._delta_base(tid, ns, channel, old)
+            if base is None:
+                return old
+            bases[what] = base[1]
+            carried.base = Sealed("value", "object", what, None, None, b"")
+            carried.ident = delta_id(at, old.base)
+        return old._replace(blob=resealed(self.sealer, carried, bases))

@@ -1,16 +1,12 @@
-"""Rewriting a thread's records: for another thread id (a copy, `share`), or under the
-active key (a rotation, `rewrite`).
+"""Rewriting a thread's records for another thread id: a copy's (`share`).
 
 A copy shares its source's blobs instead of re-sealing them: every value (inline or an
 object) and every write object stays as it is, sealed for the thread it was written
 for, and the copy's checkpoint body, sealed for the copy, names that owner
 (`store/walker.py`); only what is bound to the copy's own keys is sealed again (body,
 metadata, references, inline writes). So a copy fetches and uploads no object; its
-records name the source's objects by their whole keys, which the caller lends
-(`ops/threads.py`). A rotation re-seals, in place, each blob not sealed under the active
-key, shared ones under their owner's identity and in their owner's place. The caller
-(`ThreadStore`'s: copy, re-encryption) writes what either builds: objects first, records
-last."""
+records name the source's objects by their whole keys, which the copy protocol lends
+and writes (`copying.py`)."""
 
 from __future__ import annotations
 
