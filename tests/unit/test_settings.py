@@ -20,6 +20,7 @@ from langgraph.checkpoint.s3dynamo import (
     StorageError,
 )
 from langgraph.checkpoint.s3dynamo.arguments import NO_WORDS, YES_WORDS, yes_no
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from langgraph.checkpoint.s3dynamo.settings import duration
 from tests.support.savers import thread_config
 
@@ -207,3 +208,89 @@ def test_a_client_built_elsewhere_with_such_an_endpoint_is_a_configuration_error
     saver = S3DynamoSaver(dynamodb_client=client, table="t", bucket="b-1", plaintext=True)
     with pytest.raises(StorageConfigError, match=r"its endpoint is no http:// or https:// URL"):
         saver.get_tuple(thread_config("t"))
+
+
+# ----------------------------------------------------------------------- regions
+
+
+def aws_only(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
+    """The AWS environment of a test: these variables and no other region or endpoint
+    (the config file none), credentials that are never sent."""
+    for name in [n for n in os.environ if n.startswith(("AWS_ENDPOINT_URL", "AWS_REGION"))]:
+        monkeypatch.delenv(name)
+    for name in ("AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.mark.parametrize("variable", ["AWS_REGION", "AWS_DEFAULT_REGION", "S3DYNAMO_REGION"])
+def test_a_region_with_a_trailing_space_is_read_without_it(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The issue's user: the endpoint variable was blamed, though it held a good URL.
+    aws_only(monkeypatch, AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:4566")
+    monkeypatch.setenv(variable, "us-east-1 ")
+    saver = S3DynamoSaver(settings=Settings.from_env({**STORAGE, **SEALED, **os.environ}))
+    client = saver.store.ports.table.client  # type: ignore[attr-defined]
+    assert client.meta.region_name == "us-east-1"
+    assert client.meta.endpoint_url == "http://127.0.0.1:4566"
+
+
+@pytest.mark.parametrize("variable", ["AWS_REGION", "AWS_DEFAULT_REGION", "S3DYNAMO_REGION"])
+@pytest.mark.parametrize(
+    ("value", "fix"),
+    [
+        ('"us-east-1"', "remove the quotes"),
+        ("'us-east-1' ", "remove the quotes"),
+        ("us east 1", "set it to the region of the deployment's table and bucket."),
+        ("   ", "set it to the region of the deployment's table and bucket, or unset it"),
+    ],
+)
+def test_a_region_that_is_no_region_name_is_refused_naming_its_variable_before_any_request(
+    variable: str, value: str, fix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aws_only(monkeypatch, AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:4566")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(InvalidConfigError) as raised:
+        saver = S3DynamoSaver(settings=Settings.from_env({**STORAGE, **SEALED, **os.environ}))
+        saver.get_tuple(thread_config("t"))  # the clients are built before its first request
+    message = str(raised.value)
+    assert message.startswith(
+        f"{variable} is {value!r}, not an AWS region name: expected letters, digits and "
+        "hyphens, such as 'eu-west-1' (spaces around it are ignored); "
+    )
+    assert fix in message and message.endswith("Nothing was sent")
+    assert "AWS_ENDPOINT_URL" not in message  # the endpoint is not the cause
+    assert not isinstance(raised.value, StorageError)
+
+
+@pytest.mark.parametrize("value", ["", " ", "'eu-west-1'", "eu_west_1", "-eu"])
+def test_a_region_argument_that_is_no_region_name_is_named_as_the_argument(value: str) -> None:
+    with pytest.raises(InvalidConfigError) as raised:
+        Settings.of(region=value, plaintext=True)
+    assert str(raised.value).startswith(
+        f"region (region=, --region) is {value!r}, not an AWS region name"
+    )
+    assert Settings.of(region=" eu-west-1\n", plaintext=True).region == "eu-west-1"
+
+
+def test_a_profile_region_that_is_no_region_name_names_the_config_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    aws_only(monkeypatch, AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:4566")
+    config = tmp_path / "config"
+    config.write_text('[default]\nregion = "us-east-1"\n')
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setattr(aws_clients, "_session", None)  # the config file is read again
+    saver = S3DynamoSaver(settings=Settings.from_env({**STORAGE, **SEALED}))
+    with pytest.raises(InvalidConfigError) as raised:
+        saver.get_tuple(thread_config("t"))
+    message = str(raised.value)
+    assert message.startswith(
+        "the region of the AWS config file's profile is '\"us-east-1\"', not an AWS region name"
+    )
+    assert "fix the profile's region" in message and "AWS_ENDPOINT_URL" not in message

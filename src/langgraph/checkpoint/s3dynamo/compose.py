@@ -6,14 +6,14 @@ S3 client).
 
 Clients the saver builds come from one botocore session per process
 (`backends/aws_clients.py`), in the region `Settings.region` names, else `AWS_REGION`
-(what Lambda and most tools set), else what botocore finds itself (`AWS_DEFAULT_REGION`,
-the profile); at `Settings.endpoint_url` for S3 and DynamoDB when set.
+(what Lambda and most tools set), else `AWS_DEFAULT_REGION`, each checked by name
+(`aws_names.region_of`), else what botocore finds itself (the profile); at
+`Settings.endpoint_url` for S3 and DynamoDB when set.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +22,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo import arguments
+from langgraph.checkpoint.s3dynamo.aws_names import region_of
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
@@ -115,7 +116,7 @@ class Clients:
         self.table: Table | None = None
 
     def region(self) -> str | None:
-        return self.settings.region or os.environ.get("AWS_REGION") or None
+        return region_of(self.settings.region)
 
     def build(self, service: str) -> Any:
         from langgraph.checkpoint.s3dynamo.backends import aws_clients

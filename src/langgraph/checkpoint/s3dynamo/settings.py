@@ -51,6 +51,7 @@ from langgraph.checkpoint.s3dynamo.arguments import (
     whole,
     yes_no,
 )
+from langgraph.checkpoint.s3dynamo.aws_names import AN_AWS_REGION, region_name
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.catalog_records import MAX_FIELDS as MAX_CATALOG_FIELDS
@@ -315,7 +316,9 @@ FIELD_FORMS: dict[str, Callable[[str, Any], Any]] = {
     "table": lambda n, v: text(n, v, what="the DynamoDB table's name"),
     "bucket": lambda n, v: text(n, v, what="the S3 bucket's name"),
     "prefix": lambda n, v: text(n, v, what="the deployment's prefix, such as 'tenant-42/'"),
-    "region": optional(partial(text, what="an AWS region, such as 'eu-west-1'")),
+    "region": optional(
+        lambda n, v: region_name(f"{n} (region=, --region)", text(n, v, what=AN_AWS_REGION))
+    ),
     "endpoint_url": optional(partial(text, what="a URL, such as 'http://localhost:4566'")),
     "inline_max": lambda n, v: whole(n, v, unit="bytes"),
     "delta_max": lambda n, v: whole(n, v, unit="bytes"),
@@ -504,7 +507,7 @@ class Settings:
         if env.get("S3DYNAMO_ASYNC_WORKERS"):
             options["async_workers"] = workers_from_env(env)
         if raw := env.get("S3DYNAMO_REGION"):
-            options["region"] = raw
+            options["region"] = region_name("S3DYNAMO_REGION", raw)
         if raw := env.get("S3DYNAMO_ENDPOINT_URL"):
             options["endpoint_url"] = raw
         if spec := env.get("S3DYNAMO_KEYS"):
