@@ -1,5 +1,6 @@
 """The names AWS takes, checked before any request: a region (`region_name`, and
-`region_of`, which finds it where the AWS tools look).
+`region_of`, which finds it where the AWS tools look), a bucket and a table
+(`bucket_problem`, `table_problem`: the rules S3 and DynamoDB apply when one is created).
 
 A region is read as a key of S3DYNAMO_KEYS is: spaces around it are dropped (a variable
 copied with its trailing space), quotes are refused (they would be part of the value).
@@ -9,6 +10,7 @@ Pure: no client is built here.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -23,6 +25,20 @@ QUOTES = ("'", '"')
 AN_AWS_REGION = "an AWS region, such as 'eu-west-1'"
 # The region variables, in the order AWS tools read them after the saver's own setting.
 REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
+
+BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+# Names S3 keeps for its own kinds of bucket (general purpose bucket naming rules).
+BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+BUCKET_RULES = (
+    "S3 bucket names are 3 to 63 characters of lowercase letters, digits, dots and hyphens, "
+    "beginning and ending with a letter or digit, with no '..', not shaped like an IP "
+    f"address, not beginning with {', '.join(BUCKET_RESERVED_PREFIXES)} and not ending with "
+    f"{', '.join(BUCKET_RESERVED_SUFFIXES)}"
+)
+TABLE = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
+TABLE_ARN = re.compile(r"arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/(?P<name>.+)")
+TABLE_RULES = "DynamoDB table names are 3 to 255 characters of letters, digits, '_', '.' and '-'"
 
 
 def region_name(name: str, value: object) -> str:
@@ -54,3 +70,31 @@ def region_of(given: str | None, env: Mapping[str, str] | None = None) -> str | 
         if raw := env.get(variable):
             return region_name(variable, raw)
     return None
+
+
+def bucket_problem(bucket: str) -> str | None:
+    """What S3 would refuse in `bucket` as the name of a new bucket, or None."""
+    shaped = BUCKET.fullmatch(bucket) and ".." not in bucket
+    reserved = bucket.startswith(BUCKET_RESERVED_PREFIXES) or bucket.endswith(
+        BUCKET_RESERVED_SUFFIXES
+    )
+    if shaped and not reserved and not _ip_address(bucket):
+        return None
+    return f"bucket {bucket!r} is no name S3 gives a new bucket: {BUCKET_RULES}"
+
+
+def table_problem(table: str) -> str | None:
+    """What DynamoDB would refuse in `table` (a name, or a table's ARN) as the name of a
+    new table, or None."""
+    arn = TABLE_ARN.fullmatch(table)
+    if TABLE.fullmatch(arn.group("name") if arn else table):
+        return None
+    return f"table {table!r} is no name DynamoDB gives a new table: {TABLE_RULES}"
+
+
+def _ip_address(name: str) -> bool:
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        return False
+    return True

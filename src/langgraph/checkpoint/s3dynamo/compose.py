@@ -22,12 +22,12 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo import arguments
-from langgraph.checkpoint.s3dynamo.aws_names import region_of
+from langgraph.checkpoint.s3dynamo.aws_names import bucket_problem, region_of, table_problem
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Configured, Control, Deployment
-from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError
+from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.kms_keyring import KmsKeyring, kms_context
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from langgraph.checkpoint.s3dynamo.memory.core import Space
@@ -114,6 +114,26 @@ class Clients:
         self.s3: Any = injected.s3_client
         self.kms: Any = injected.kms_client
         self.table: Table | None = None
+        # Whether the table and the bucket are the saver's own, named by its settings.
+        self.named = (injected.index is None, injected.object_store is None)
+
+    def refuse_names(self) -> None:
+        """Before `setup()` sends anything: a table or bucket of the saver's own whose
+        name DynamoDB or S3 would refuse to create (`aws_names`) is an error naming it and
+        the rules, so that neither is created."""
+        table, bucket = self.named
+        problems = [
+            f"{problem}; fix {variable}"
+            for problem, variable in (
+                (table and table_problem(self.settings.table), "S3DYNAMO_TABLE (table=)"),
+                (bucket and bucket_problem(self.settings.bucket), "S3DYNAMO_BUCKET (bucket=)"),
+            )
+            if problem
+        ]
+        if problems:
+            raise InvalidConfigError(
+                f"setup() refused: {'; and '.join(problems)}. Nothing was sent or created"
+            )
 
     def region(self) -> str | None:
         return region_of(self.settings.region)
