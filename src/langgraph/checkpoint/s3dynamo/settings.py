@@ -268,8 +268,10 @@ def refuse_misspelled(env: Mapping[str, str]) -> None:
 
 
 def secret_bytes(name: str, value: object) -> bytes | None:
-    """The naming secret as bytes (text: its UTF-8 bytes). A secret of another type is
-    named by its type only: a message never shows a secret."""
+    """The naming secret as bytes (text: its UTF-8 bytes), byte for byte: unlike a key of
+    S3DYNAMO_KEYS, spaces or quotes around it are kept, since every name of a deployment
+    written with them derives from them (a mismatch names them: `naming.secret_slip`). A
+    secret of another type is named by its type only: a message never shows a secret."""
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, (str, bytearray)):
