@@ -27,6 +27,7 @@ from tests.support.savers import thread_config
 KEY = base64.b64encode(os.urandom(32)).decode()
 OTHER = base64.b64encode(os.urandom(32)).decode()
 SEALED = {"S3DYNAMO_KEYS": f"k1:{KEY}", "S3DYNAMO_SECRET": "a naming secret of 32 characters"}
+SEALED_ARGS = {"keys": f"k1:{KEY}", "secret": SEALED["S3DYNAMO_SECRET"]}
 STORAGE = {"S3DYNAMO_TABLE": "agent-checkpoints", "S3DYNAMO_BUCKET": "agent-checkpoints-1"}
 YES_NO = ("S3DYNAMO_PLAINTEXT", "S3DYNAMO_DETECT_CONCURRENT_RUNS")
 
@@ -118,6 +119,57 @@ def test_a_duration_argument_is_named_as_the_argument() -> None:
         Settings.of(sweep_interval="0h", plaintext=True)
     with pytest.raises(InvalidConfigError, match=r"^retention must be a duration, got a bool"):
         Settings.of(retention=True, plaintext=True)
+
+
+# ------------------------------------------------ an argument as its variable
+
+
+# Each whole-number setting, its variable, and what it counts.
+WHOLE = [
+    ("inline_max", "S3DYNAMO_INLINE_MAX", "bytes"),
+    ("delta_max", "S3DYNAMO_DELTA_MAX", "bytes"),
+    ("object_cache_bytes", "S3DYNAMO_OBJECT_CACHE_BYTES", "bytes"),
+    ("max_attempts", "S3DYNAMO_MAX_ATTEMPTS", "attempts"),
+    ("async_workers", "S3DYNAMO_ASYNC_WORKERS", "threads"),
+    ("retention_keep_last", "S3DYNAMO_RETENTION_KEEP_LAST", "checkpoints"),
+]
+KEEP_LATEST = {"retention_strategy": "keep_latest"}
+
+
+@pytest.mark.parametrize(("setting", "variable", "unit"), WHOLE)
+@pytest.mark.parametrize("text", ["7", " 7 ", "7\n"])
+def test_a_number_given_as_text_is_read_as_its_variable_is(
+    setting: str, variable: str, unit: str, text: str
+) -> None:
+    # The issue's user: inline_max='8192' was refused while plaintext='false' was read.
+    given = Settings.of(**{setting: text}, **KEEP_LATEST, **SEALED_ARGS)
+    env = from_env(**{variable: text, "S3DYNAMO_RETENTION_STRATEGY": "keep_latest"}, **SEALED)
+    assert getattr(given, setting) == getattr(env, setting) == 7
+
+
+@pytest.mark.parametrize(("setting", "variable", "unit"), WHOLE)
+def test_a_number_that_is_none_is_refused_alike_as_argument_and_as_variable(
+    setting: str, variable: str, unit: str
+) -> None:
+    for name, make in (
+        (setting, lambda: Settings.of(**{setting: "8k"}, **KEEP_LATEST, **SEALED_ARGS)),
+        (variable, lambda: from_env(**{variable: "8k"}, **SEALED)),
+    ):
+        with pytest.raises(InvalidConfigError) as raised:
+            make()
+        assert str(raised.value).startswith(f"{name} must be a whole number of {unit}")
+        assert "'8k'" in str(raised.value)
+
+
+def test_a_duration_argument_is_read_as_its_variable_is() -> None:
+    for text in ("30d", "12h", "15m", "90s", "7"):
+        assert Settings.of(retention=text, **SEALED_ARGS).retention == (
+            from_env(S3DYNAMO_RETENTION=text, **SEALED).retention
+        )
+    # `gc --grace`'s bare number is seconds, as it always was, and 0 is allowed there.
+    assert duration("3600", "--grace", bare="seconds", zero=True) == timedelta(hours=1)
+    assert duration("1h", "--grace", bare="seconds", zero=True) == timedelta(hours=1)
+    assert duration("0", "--grace", bare="seconds", zero=True) == timedelta(0)
 
 
 # ------------------------------------------------------------------ keys, names

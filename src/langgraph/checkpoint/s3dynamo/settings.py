@@ -25,8 +25,8 @@ Environment variables, with the argument each sets:
       S3DYNAMO_PLAINTEXT=1                                 plaintext
 
 A yes/no variable takes 1, true, yes or on, or 0, false, no or off, in any case (`yes_no`);
-a duration a number with a unit, d, h, m or s, or a bare number of days (`duration`).
-Anything else is refused, naming the variable, what came and what it accepts.
+a duration a number with a unit, d, h, m or s, or a bare number of days (`duration`); an
+argument's text is read as its variable's. Anything else is refused by name.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_e
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 # botocore's retry budget per request (first try included), in its "standard" mode.
 DEFAULT_MAX_ATTEMPTS = 5
-# A duration's units (`duration`); a bare number is days.
+# A duration's units (`duration`); a bare number is days (seconds for `gc --grace`).
 DURATION_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 NO_KEY_HINT = (
@@ -153,21 +153,22 @@ def keep_last_count(value: object, name: str = "keep_last") -> int:
     return count
 
 
-def duration(value: object, name: str = "retention") -> timedelta:
-    """The positive duration `value` of the setting `name`: a timedelta, a number of days,
-    or text, a number with a unit (30d, 12h, 90m, 3600s) or a bare number of days.
-    Anything else is an error that names the setting, what came and what it accepts."""
-    accepts = "a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of days"
+def duration(
+    value: object, name: str = "retention", *, bare: str = "days", zero: bool = False
+) -> timedelta:
+    """The duration `value` of the setting or option `name`: a timedelta, a number of
+    `bare` units (days; "seconds" for `gc --grace`), or text, a number with a unit (30d,
+    12h, 90m, 3600s) or a bare number. Positive, or with `zero` at least 0. Anything else
+    is an error that names the setting, what came and what it accepts."""
+    accepts = f"a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of {bare}"
     if isinstance(value, timedelta):
         span = value
     elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        # A number is days; so is text without a unit. An infinite or NaN one is none.
+        # A number is `bare` units; so is text without a unit. An infinite or NaN one is none.
         spelled = str(value).strip().lower()
         unit = spelled[-1:] if isinstance(value, str) and spelled[-1:] in DURATION_UNITS else ""
         try:
-            span = timedelta(
-                **{DURATION_UNITS.get(unit, "days"): float(spelled.removesuffix(unit))}
-            )
+            span = timedelta(**{DURATION_UNITS.get(unit, bare): float(spelled.removesuffix(unit))})
         except (ValueError, OverflowError):
             raise InvalidConfigError(
                 f"{name} must be a duration, got {value!r}; expected {accepts}"
@@ -177,9 +178,10 @@ def duration(value: object, name: str = "retention") -> timedelta:
             f"{name} must be a duration, got a {type(value).__name__}: {value!r}; expected "
             f"{accepts}, or a timedelta"
         )
-    if span <= timedelta(0):
+    if span < timedelta(0) or (span == timedelta(0) and not zero):
+        least = "a duration of at least 0" if zero else "a positive duration"
         raise InvalidConfigError(
-            f"{name} must be a positive duration, got {value!r}; expected {accepts}, such as 30d"
+            f"{name} must be {least}, got {value!r}; expected {accepts}, such as 30d"
         )
     return span
 
@@ -312,8 +314,9 @@ def catalog_fields(name: str, value: object) -> tuple[str, ...]:
 
 
 # How each setting is checked, and brought to its type where an argument may take
-# another form: yes/no words, a secret as text, a duration as text or days, keys as
-# S3DYNAMO_KEYS' text or a mapping (`Settings.__post_init__`).
+# another form: as its variable's text is read (yes/no words, a whole number, a
+# duration), a secret as text, keys as S3DYNAMO_KEYS' text or a mapping
+# (`Settings.__post_init__`).
 FIELD_FORMS: dict[str, Callable[[str, Any], Any]] = {
     "table": lambda n, v: text(n, v, what="the DynamoDB table's name"),
     "bucket": lambda n, v: text(n, v, what="the S3 bucket's name"),
@@ -322,17 +325,17 @@ FIELD_FORMS: dict[str, Callable[[str, Any], Any]] = {
         lambda n, v: region_name(f"{n} (region=, --region)", text(n, v, what=AN_AWS_REGION))
     ),
     "endpoint_url": optional(partial(text, what="a URL, such as 'http://localhost:4566'")),
-    "inline_max": lambda n, v: whole(n, v, unit="bytes"),
-    "delta_max": lambda n, v: whole(n, v, unit="bytes"),
-    "object_cache_bytes": lambda n, v: whole(n, v, unit="bytes"),
-    "compression_level": lambda n, v: whole(n, v),
-    "max_attempts": lambda n, v: whole(n, v, unit="attempts"),
+    "inline_max": lambda n, v: whole(n, v, unit="bytes", spelled=True),
+    "delta_max": lambda n, v: whole(n, v, unit="bytes", spelled=True),
+    "object_cache_bytes": lambda n, v: whole(n, v, unit="bytes", spelled=True),
+    "compression_level": lambda n, v: whole(n, v, spelled=True),
+    "max_attempts": lambda n, v: whole(n, v, unit="attempts", spelled=True),
     "detect_concurrent_runs": boolean,
     "catalog_fields": catalog_fields,
-    "async_workers": lambda n, v: whole(n, v, unit="threads"),
+    "async_workers": lambda n, v: whole(n, v, unit="threads", spelled=True),
     "retention": _duration,
     "retention_strategy": lambda n, v: text(n, v, what="'delete' or 'keep_latest'"),
-    "retention_keep_last": lambda n, v: whole(n, v, unit="checkpoints"),
+    "retention_keep_last": lambda n, v: whole(n, v, unit="checkpoints", spelled=True),
     "sweep_interval": _duration,
     "keys": _keys,
     "secret": secret_bytes,
@@ -495,13 +498,8 @@ class Settings:
             ("S3DYNAMO_MAX_ATTEMPTS", "max_attempts"),
         ):
             if raw := env.get(name):
-                try:
-                    options[setting] = int(raw)
-                except ValueError:
-                    unit = "attempts" if setting == "max_attempts" else "bytes"
-                    raise InvalidConfigError(
-                        f"{name} must be a whole number of {unit}, got {raw!r}"
-                    ) from None
+                unit = "attempts" if setting == "max_attempts" else "bytes"
+                options[setting] = whole(name, raw, unit=unit, spelled=True)
         if raw := env.get("S3DYNAMO_DETECT_CONCURRENT_RUNS"):
             options["detect_concurrent_runs"] = yes_no("S3DYNAMO_DETECT_CONCURRENT_RUNS", raw)
         if raw := env.get("S3DYNAMO_CATALOG_FIELDS"):
