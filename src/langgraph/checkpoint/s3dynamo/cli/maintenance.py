@@ -61,7 +61,8 @@ def gc(
 ) -> int:
     """Delete objects no item references, older than the grace period. By default only
     what crashed or refused writes left (named by their upload intents: no listing of the
-    bucket); --full, or naming threads, lists their objects instead."""
+    bucket); --full, or naming threads, lists their objects instead, and deletes leftover
+    writes records (of checkpoints never committed) too."""
     span = duration(grace, "--grace", bare="seconds", zero=True)
     saver = open_saver(**settings)
     incremental = not full and not thread_ids
@@ -90,12 +91,21 @@ def gc(
             f"{plan['unindexed']} objects of threads with no item here are left alone "
             "(name the thread, or `s3dynamo delete THREAD`)"
         )
+    leftovers = plan.get("leftover_writes", 0)
+    if leftovers:
+        lines.append(
+            f"{render.plural(leftovers, 'leftover writes record')} {older}, of checkpoints "
+            "never committed (or of a delete that stopped)"
+        )
 
     def act() -> dict[str, int]:
         with progress("deleting"):
-            return {"deleted": gc_plan.execute()}
+            done = {"deleted": gc_plan.execute()}
+        if leftovers:
+            done["writes_deleted"] = getattr(gc_plan, "writes_deleted", 0)
+        return done
 
-    work = plan["objects"] > 0 or (incremental and plan["intents"] > 0)
+    work = plan["objects"] > 0 or leftovers > 0 or (incremental and plan["intents"] > 0)
     return plan_then(as_json, yes, plan, lines, act, work=work)
 
 

@@ -47,7 +47,14 @@ from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
-from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
+from langgraph.checkpoint.s3dynamo.store.finder import (
+    Entry,
+    Finder,
+    Grouped,
+    Skipped,
+    leftover_writes,
+    warn_skipped,
+)
 from langgraph.checkpoint.s3dynamo.store.format import borrowing, lend
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
@@ -92,6 +99,7 @@ __all__ = [
     "WriteBlob",
     "hold",
     "holding",
+    "leftover_writes",
     "release",
     "warn_skipped",
 ]

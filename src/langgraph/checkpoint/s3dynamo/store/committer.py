@@ -17,7 +17,7 @@ runs the commit: one request writing the record, which also deletes the intent
 point: a crash before it leaves the old state plus unreferenced objects the intent
 names, which garbage collection removes after a grace period; after it, the new state.
 `commit_writes` does the same with one merge per (checkpoint, task): a `put_writes`
-shows all or nothing.
+shows all or nothing; a put refused for good takes its checkpoint's back (`taking_back`).
 
 Concurrent runs. The record is written in one transaction with the namespace's head (the
 id of its newest checkpoint, a control item). A put that continues what its run holds as
@@ -31,6 +31,7 @@ the lease's expiry out, so a holder that keeps writing keeps its lease.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -49,10 +50,19 @@ from langgraph.checkpoint.s3dynamo.blobs.placement import (
     needs_bundle,
 )
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, serializing, value_id
+from langgraph.checkpoint.s3dynamo.codec import (
+    NONE_OF_IT,
+    Codec,
+    delta_id,
+    serializing,
+    value_id,
+)
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
+    DeploymentMismatchError,
+    InvalidConfigError,
     ItemTooLargeError,
+    StorageError,
     ThreadDeletedError,
 )
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, checkpoint_time
@@ -92,6 +102,7 @@ from langgraph.checkpoint.s3dynamo.store.walker import (
 )
 
 log = logging.getLogger(__name__)
+CommitCheckpoint = Callable[..., str]
 
 # Special writes (error, interrupt, ...): the last one of an index wins.
 LAST_WINS = frozenset(WRITES_IDX_MAP.values())
@@ -110,6 +121,32 @@ class Fresh(NamedTuple):
     sealed: bytes
     typed: Typed
     base: str | None
+
+
+def taking_back(commit: CommitCheckpoint) -> CommitCheckpoint:
+    """A put refused for good (another run committed first; a value, setting or
+    deployment refused before any request) never commits: the writes records this store
+    wrote for its checkpoint are deleted, and writes still to come for it are refused
+    with the put's own error (`Handoff.refused`), so it leaves none behind. LangGraph
+    sends a task's writes while its checkpoint's put is on the way."""
+
+    @functools.wraps(commit)
+    def committing(
+        self: Committer, tid: str, ns: str, parent_id: str | None, checkpoint: Checkpoint,
+        *rest: Any, **options: Any,
+    ) -> str:  # fmt: skip
+        try:
+            return commit(self, tid, ns, parent_id, checkpoint, *rest, **options)
+        except (ConcurrentUpdateError, InvalidConfigError, DeploymentMismatchError) as exc:
+            if not isinstance(exc, ThreadDeletedError):  # which took back the namespace's
+                writes = self.handoff.refused(tid, ns, checkpoint["id"], exc)
+                try:
+                    self.engine.batch(deletes=writes)
+                except StorageError as failed:  # the refusal is what to say; gc takes them
+                    log.warning("writes of a refused put not deleted: %s", failed)
+            raise
+
+    return committing
 
 
 class Committer:
@@ -179,7 +216,7 @@ class Committer:
     ) -> str:
         """Store a checkpoint: new large values in one wave, then its record. Returns
         the checkpoint id. `before_write` runs after everything is sealed, before the
-        first write."""
+        first write. Refused for good, it takes back its writes (`taking_back`)."""
         cid = checkpoint["id"]
         values: dict[str, Any] = checkpoint.get("channel_values", {})
         versions = {**checkpoint.get("channel_versions", {}), **new_versions}
@@ -191,7 +228,7 @@ class Committer:
         # Serialize and seal everything before the first request: bad input writes nothing.
         at = CheckpointAt(tid, ns, cid)
         what = at.what
-        with serializing(f"{what}: the metadata", metadata):
+        with serializing(f"{what}: the metadata", metadata, NONE_OF_IT):
             sealed_metadata = self.codec.seal_metadata(at, metadata)
 
         # What a copy shares of its source (`StoredValue.owner`) is carried forward shared.
@@ -214,7 +251,7 @@ class Committer:
                     continue
             if channel in values:
                 value_at = ValueAt(tid, ns, channel, version)
-                with serializing(f"{what}: channel {channel!r}", values[channel]):
+                with serializing(f"{what}: channel {channel!r}", values[channel], NONE_OF_IT):
                     fresh.append(self._seal_fresh(value_at, values[channel], old))
         uploads: list[tuple[str, bytes]] = []
         # Smallest first, so the inline budget keeps as many values out of S3 as it can.
@@ -512,3 +549,7 @@ class Committer:
             return old  # still opens under its key; reencrypt() moves it later
         ident = delta_id(at, old.base)
         return old._replace(blob=self.codec.reseal_delta(old.blob, ident, ident, base[1], what))
+
+
+# A put refused for good takes back its checkpoint's writes (`taking_back`).
+Committer.commit_checkpoint = taking_back(Committer.commit_checkpoint)  # type: ignore[method-assign]

@@ -73,6 +73,12 @@ class Scope:
                 if not is_mark(item) and self._keep(pk):
                     yield record_from(item)
 
+    def thread_stamps(self) -> Iterator[Stamp]:
+        """Key and write time of every record and mark of this deployment's threads (a
+        Scan, as `stamps` reads it): what `finder.leftover_writes` takes."""
+        for page in self.stamps():
+            yield from (s for s in page if not (is_control_pk(s.key.pk) or is_memory_pk(s.key.pk)))
+
     def stamps(
         self, segment: int = 0, segments: int = 1, every: bool = False
     ) -> Iterator[list[Stamp]]:

@@ -42,14 +42,16 @@ from langgraph.checkpoint.s3dynamo.records import (
     put_control,
     record_from,
     record_item,
+    referenced_leaves,
     stamp_from,
 )
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, PARTITION_KEY, RUN_INDEX, SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.deleter import Deleter
-from langgraph.checkpoint.s3dynamo.store.finder import Finder
+from langgraph.checkpoint.s3dynamo.store.finder import Finder, leftover_writes
 from langgraph.checkpoint.s3dynamo.store.format import (
     batch_items,
     catalog_items,
+    delete_if_unchanged,
     head_items,
     lease_expiry,
     lease_taken,
@@ -207,6 +209,24 @@ class Upkeep:
             each=True,
         )
         return all(written.applied for written in self.engine.write(plan))
+
+    def clear_leftovers(self, thread_name: str, planned: Collection[ItemKey], before_s: int) -> int:
+        """Delete those of `planned` that are still leftover writes records of a thread
+        (`finder.leftover_writes`, on its items read again, consistently), each only
+        while unchanged since (`delete_if_unchanged`), after an intent naming the objects
+        they reference, for incremental collection. How many were deleted."""
+        found, marks = self.finder.partition_items(thread_name, consistent=True)
+        records = {r.key: r for r in found}
+        stamped = [*records.values(), *marks]
+        doomed = [records[k] for k in leftover_writes(stamped, before_s) if k in planned]
+        leaves = sorted({leaf for r in doomed for leaf in referenced_leaves(r)})
+        plan = WritePlan(
+            thread_name,
+            orphans=[object_key(thread_name, leaf) for leaf in leaves],
+            writes=[delete_if_unchanged(r) for r in doomed],
+            each=True,
+        )
+        return sum(w.applied for w in self.engine.write(plan)) if doomed else 0
 
     # ------------------------------------------------- the upload journal
 
