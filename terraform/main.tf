@@ -295,6 +295,9 @@ data "aws_iam_policy_document" "maintenance" {
       # delete or collection, the borrowings behind a lender's loans.
       "dynamodb:BatchGetItem",
       "dynamodb:BatchWriteItem",
+      # The full garbage collection deletes each leftover writes record (of a checkpoint
+      # never committed) only while it is unchanged since read.
+      "dynamodb:DeleteItem",
       # rotate_key() and reencrypt() rewrite the keyring and deployment records.
       "dynamodb:PutItem",
       "dynamodb:Query",

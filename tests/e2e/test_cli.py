@@ -354,7 +354,8 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     assert r.code == 1, r.err
     report = r.json()
     # docs/CLI.md's shape, key for key.
-    assert set(report) == {"thread_id", "ok", "checked", "memory", "problems", "hint"}
+    keys = {"thread_id", "ok", "checked", "leftover_writes", "memory", "problems", "hint"}
+    assert set(report) == keys
     assert report["hint"].startswith("missing: reading its checkpoint raises ObjectNotFoundError")
     assert "tampered: the stored bytes were altered" in report["hint"]
     assert "`s3dynamo gc --full` removes it" in report["hint"]
@@ -389,6 +390,36 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     done = run(env, "gc", "--full", "--grace", "0", "--yes", "--json")
     assert done.json()["result"] == {"deleted": 1}
     assert orphan not in {o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+
+
+def test_leftover_writes_are_counted_not_a_problem_and_gc_full_removes_them(moto: None) -> None:
+    """Issue 56: after a refused run, `verify` exited 1 for good, for a writes record
+    LangGraph sent for a checkpoint never committed, which no gc removed."""
+    sandbox = Sandbox()
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        populate(sandbox, ["alice"])
+        saver = sandbox.saver()
+        latest = saver.get_tuple({"configurable": {"thread_id": "alice"}})
+        assert latest is not None
+        never = {
+            **latest.config["configurable"],
+            "checkpoint_id": "1f0d0000-0000-6000-8000-000000000000",
+        }
+        saver.store.committer.clock = lambda: time.time() - 7200  # two hours ago
+        saver.put_writes({"configurable": never}, [("messages", [])], "a-task")
+    report, text, young = run_all(
+        (env, ("verify", "--json")), (env, ("verify",)), (env, ("gc", "--full", "--json"))
+    )
+    assert report.code == 0 and report.json()["ok"] is True, report.out
+    assert report.json()["leftover_writes"] == 1 and report.json()["problems"] == []
+    assert text.code == 0 and "1 leftover writes record (of checkpoints never committed" in (
+        text.out
+    )
+    assert young.json()["plan"]["leftover_writes"] == 1  # two hours is past the hour's grace
+    done = run(env, "gc", "--full", "--yes")
+    assert done.code == 0 and done.out.splitlines()[-1] == "done: deleted 0; writes deleted 1"
+    assert run(env, "verify", "--json").json()["leftover_writes"] == 0
 
 
 def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) -> None:

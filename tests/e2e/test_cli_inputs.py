@@ -172,6 +172,39 @@ def test_a_mistyped_duration_option_is_named(sandbox: Sandbox) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("grace", "shown"), [("3600", "1h"), ("1h", "1h"), ("30m", "30m"), ("90s", "90s"), ("0", "0s")]
+)
+def test_gc_grace_takes_what_expire_older_than_takes_and_plain_seconds(
+    sandbox: Sandbox, grace: str, shown: str
+) -> None:
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        sandbox.setup()
+    for full in ((), ("--full",)):
+        r = run(env, "gc", *full, "--grace", grace)
+        assert r.code == 0, r.err
+        assert (
+            r.out.splitlines()[0] == f"0 unreferenced objects older than {shown} (0 B) in 0 threads"
+        )
+        assert (
+            run(env, "gc", *full, "--grace", grace, "--json").json()["plan"]["grace_seconds"]
+            == ({"1h": 3600, "30m": 1800, "90s": 90, "0s": 0}[shown])
+        )
+
+
+def test_a_mistyped_gc_grace_is_named_with_what_it_takes(sandbox: Sandbox) -> None:
+    for typo, named in (("an hour", "got 'an hour'"), ("-5", "at least 0, got '-5'")):
+        r = run(sandbox.environment(), "gc", "--grace", typo)
+        assert r.code == 2
+        line = one_line_error(r)
+        assert line.startswith("s3dynamo: --grace must be ") and named in line, line
+        assert (
+            "a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of seconds"
+            in line
+        )
+
+
 def test_doctor_in_another_region_names_the_region(sandbox: Sandbox) -> None:
     env = sandbox.environment()
     with environment(command_env(env)):

@@ -845,10 +845,18 @@ def test_policies_grant_exactly_what_the_code_requests(
     saver.copy_thread("m1", "m3")
     saver.prune(["m3"], strategy="keep_latest")
     saver.delete_for_runs([run_id])
+    # A writes record LangGraph left for a checkpoint never committed, a second old.
+    m1 = saver.get_tuple({"configurable": {"thread_id": "m1"}})
+    assert m1 is not None
+    leftover = {"configurable": {**m1.config["configurable"], "checkpoint_id": str(uuid.uuid4())}}
+    saver.store.committer.clock = lambda: time.time() - 1
+    saver.put_writes(leftover, [("messages", [])], "task")
     rotated = S3DynamoSaver.from_env()
     assert rotated.ops.rotate_key() == "kms-2"
     assert rotated.ops.reencrypt() > 0
-    rotated.ops.plan_garbage_collection(grace=timedelta(0)).execute()
+    full = rotated.ops.plan_garbage_collection(grace=timedelta(0))
+    full.execute()
+    assert full.writes_deleted == 1
     rotated.ops.plan_garbage_collection(["m1"], grace=timedelta(0)).execute()
     rotated.ops.plan_incremental_garbage_collection(grace=timedelta(0)).execute()
     rotated.delete_thread("m1")

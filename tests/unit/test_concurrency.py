@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.s3dynamo import ItemTooLargeError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
+from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc
 from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
 from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, moto_server
@@ -108,6 +110,25 @@ def test_two_writers_retrying_lose_no_message(backend: Backend, shared: bool) ->
     pair = _pair(backend)
     savers = (pair[0], pair[0]) if shared else pair
     runs.two_writers(savers, TURNS[backend.name], "detect")
+    runs.check_every_message_once(pair[1], TURNS[backend.name])
+
+
+def test_what_refused_runs_leave_is_no_problem_and_the_full_collection_takes_it(
+    backend: Backend,
+) -> None:
+    """Issue 56: after ordinary refusals (two runs on one thread, each retried), `verify`
+    exited 1 for good, naming writes records of checkpoints never committed that neither
+    `gc`, `gc --full` nor `prune` removed."""
+    pair = _pair(backend)
+    assert runs.two_writers(pair, TURNS[backend.name], "detect") > 0
+    report = pair[0].ops.verify()
+    assert report.ok and report.problems == [], report.problems
+    later = datetime.now(timezone.utc) + timedelta(hours=2)
+    plan = plan_gc(pair[0].store, grace=timedelta(hours=1), now=later)
+    assert plan.to_dict()["leftover_writes"] == report.leftover_writes
+    plan.execute(now=later)
+    assert plan.writes_deleted == report.leftover_writes
+    assert pair[0].ops.verify().leftover_writes == 0
     runs.check_every_message_once(pair[1], TURNS[backend.name])
 
 

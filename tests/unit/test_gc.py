@@ -25,11 +25,18 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ScopeNotNamedError
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.identities import ValueAt
-from langgraph.checkpoint.s3dynamo.layout import JOURNAL_SHARDS, journal_pk, object_key, scope_of
+from langgraph.checkpoint.s3dynamo.layout import (
+    JOURNAL_SHARDS,
+    journal_pk,
+    mark_sk,
+    object_key,
+    scope_of,
+)
 from langgraph.checkpoint.s3dynamo.layout import split_object_key as split_key
 from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc, plan_incremental_gc
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import referenced_leaves
+from langgraph.checkpoint.s3dynamo.records import Mark, referenced_leaves
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
 from tests.support.memory_index import MemoryIndex
@@ -625,3 +632,95 @@ def test_delete_for_runs_names_its_objects_and_collection_keeps_the_carried_ones
     assert plan.objects == 1 and plan.execute(now=later()) == 1
     assert index.intents == {} and orphans(index, objects) == set()
     assert read(index, objects)[0] == cp["channel_values"]
+
+
+# ------------------------------------------- leftover writes records (issue 56, part 5)
+
+
+def _leftover(saver: S3DynamoSaver, tid: str, value: Any = "from a run refused") -> Any:
+    """What LangGraph leaves when a put is refused, or the run stops, after it sent a
+    task's writes: a writes record of a checkpoint that never commits (a new id on an
+    existing thread)."""
+    config = dict(saver.get_tuple(thread_config(tid)).config)  # type: ignore[union-attr]
+    config["configurable"] = {**config["configurable"], "checkpoint_id": empty_checkpoint()["id"]}
+    saver.put_writes(config, [("notes", value)], "task-1")
+    return config
+
+
+def _thread_with_pending_writes(saver: S3DynamoSaver, tid: str) -> Any:
+    """A thread whose latest checkpoint has pending writes (an interrupted step)."""
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"notes": "kept"}
+    cp["channel_versions"] = {"notes": "1"}
+    done = saver.put(thread_config(tid, checkpoint_ns=""), cp, {}, {"notes": "1"})
+    saver.put_writes(done, [("notes", "pending")], "task-0")
+    return done
+
+
+def test_leftover_writes_are_no_problem_and_the_full_collection_takes_them(
+    backend: Backend,
+) -> None:
+    saver = backend.saver(inline_max=0)  # the leftover's value an object too
+    kept = _thread_with_pending_writes(saver, "t")
+    _leftover(saver, "t")
+    report = saver.ops.verify()
+    # Before: "unreferenced item", exit 1 for good; gc, gc --full and prune took nothing.
+    assert report.ok and report.problems == [] and report.leftover_writes == 1
+    assert report.to_dict()["leftover_writes"] == 1
+    # Within the grace period nothing goes: a run may still be committing its checkpoint.
+    young = plan_gc(saver.store, grace=timedelta(hours=1))
+    assert young.to_dict()["leftover_writes"] == 0
+    plan = plan_gc(saver.store, grace=timedelta(hours=1), now=later())
+    assert plan.to_dict()["leftover_writes"] == 1
+    plan.execute(now=later())
+    assert plan.writes_deleted == 1
+    # The committed checkpoint keeps its pending writes.
+    got = saver.get_tuple(kept)
+    assert got is not None and [w[1:] for w in got.pending_writes] == [("notes", "pending")]
+    # The leftover's object, now unreferenced, is named in an intent: the incremental
+    # collection takes it after the grace.
+    report = saver.ops.verify()
+    assert report.leftover_writes == 0
+    assert [(p["kind"], p["where"]) for p in report.problems] == [("unreferenced", "object")]
+    assert plan_incremental_gc(saver.store, now=later()).execute(now=later()) == 1
+    assert saver.ops.verify().ok
+
+
+def test_a_leftover_written_again_after_planning_is_kept() -> None:
+    saver = memory_saver(MemoryIndex(), MemoryObjects())
+    _thread_with_pending_writes(saver, "t")
+    saver.store.clock = lambda: time.time() - 7200  # written two hours ago
+    config = _leftover(saver, "t")
+    plan = plan_gc(saver.store, grace=timedelta(hours=1))
+    assert plan.to_dict()["leftover_writes"] == 1
+    # Its run sends the task's writes again (a merge, stamped anew) before execution.
+    saver.store.clock = time.time
+    saver.put_writes(config, [("notes", "again")], "task-1")
+    plan.execute()
+    assert plan.writes_deleted == 0 and saver.ops.verify().leftover_writes == 1
+
+
+def test_the_full_collection_of_named_threads_takes_their_leftovers_only(backend: Backend) -> None:
+    saver = backend.saver()
+    for tid in ("t", "u"):
+        _thread_with_pending_writes(saver, tid)
+        _leftover(saver, tid)
+    plan = plan_gc(saver.store, ["t"], grace=timedelta(hours=1), now=later())
+    assert plan.to_dict()["leftover_writes"] == 1
+    plan.execute(now=later())
+    assert saver.ops.verify().leftover_writes == 1  # u's
+
+
+def test_a_leftover_under_a_mark_is_left_to_the_operation_that_set_it(backend: Backend) -> None:
+    """An unfinished copy (or import) writes its records in any order behind a mark, so
+    a writes record may wait there for its checkpoint record; the repeat writes it."""
+    saver = backend.saver()
+    _thread_with_pending_writes(saver, "t")
+    config = _leftover(saver, "t")
+    tid, ns = config["configurable"]["thread_id"], config["configurable"]["checkpoint_ns"]
+    pk, ns_name = saver.parts.namer.thread(tid), saver.parts.namer.namespace(tid, ns)
+    raw.put_records(saver, [Mark(pk, mark_sk(ns_name, "copy"), upto="~")])
+    for thread_ids in (None, ["t"]):
+        plan = plan_gc(saver.store, thread_ids, grace=timedelta(hours=1), now=later())
+        assert plan.to_dict()["leftover_writes"] == 0
+    assert saver.ops.verify().leftover_writes == 1

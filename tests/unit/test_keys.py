@@ -6,6 +6,7 @@ Requests are counted on the botocore clients (the tests on `clients`, marked aws
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 from datetime import timedelta
@@ -22,6 +23,7 @@ from langgraph.checkpoint.s3dynamo import (
     InvalidConfigError,
     KeyringMissingError,
     S3DynamoSaver,
+    Settings,
 )
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryKms, MemoryObjects
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
@@ -178,6 +180,61 @@ def test_racing_first_writers_agree_on_one_record(clients: tuple[Any, Any]) -> N
     with pytest.raises(DeploymentMismatchError):
         _turn(second, "y", "hi")  # its put fails, it reads the winner's record
     assert {t.config["configurable"]["thread_id"] for t in first.list(None)} == {"x"}
+
+
+# The issue's slips: a naming secret copied with a trailing space, or from a .env file
+# with its quotes; and a deployment made by writers that read the secret from a file whole.
+TYPED = "a naming secret of 32 characters"
+SLIPS = [
+    (TYPED, TYPED + " ", "the secret given has ' ' after it, and without it, it is the "
+     "deployment's naming secret: remove it from S3DYNAMO_SECRET (secret=)"),
+    (TYPED, f'"{TYPED}"', "the secret given has '\"' before it and '\"' after it, and without "
+     "it, it is the deployment's naming secret"),
+    (TYPED, f"'{TYPED}'\n", "the secret given has \"'\" before it and \"'\\n\" after it, and "
+     "without it, it is the deployment's naming secret"),
+    (TYPED + "\n", TYPED, "the deployment's naming secret is this one with '\\n' after it: its "
+     "writers read the secret with that slip"),
+    (f'"{TYPED}"', TYPED, "the deployment's naming secret is this one with '\"' before it and "
+     "'\"' after it"),
+    ("another naming secret entirely", TYPED + " ", "the secret given has ' ' after it, a "
+     "likely slip (a .env file's quotes, a copied trailing space): if the deployment's "
+     "writers give it without them, remove them from S3DYNAMO_SECRET (secret=)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("written", "given", "cause"), SLIPS)
+def test_a_naming_secret_mismatch_names_whitespace_or_quotes_around_a_secret(
+    written: str, given: str, cause: str
+) -> None:
+    keys = {"k1": os.urandom(32)}
+    writer = memory_saver(keys=keys, secret=written)
+    _turn(writer, "t", "hello")
+    env = {"S3DYNAMO_TABLE": "t", "S3DYNAMO_BUCKET": "b", "S3DYNAMO_SECRET": given}
+    env["S3DYNAMO_KEYS"] = "k1:" + base64.b64encode(keys["k1"]).decode()
+    reader = MemorySaver(
+        settings=Settings.from_env(env), index=writer.index, object_store=writer.objects
+    )
+    before = writer.index.items()
+    with pytest.raises(DeploymentMismatchError) as raised:
+        chat_graph(reader).get_state(thread_config("t"))
+    assert writer.index.items() == before
+    message = str(raised.value)
+    assert "the naming key differs" in message and cause in message
+    assert TYPED not in message and "another naming secret" not in message  # never the secret
+
+
+def test_a_naming_secret_mismatch_with_nothing_to_explain_it_says_no_more() -> None:
+    writer = memory_saver(secret="the first naming secret")
+    _turn(writer, "t", "hello")
+    reader = MemorySaver(
+        index=writer.index, object_store=writer.objects, keys=writer.parts.sealer.keyring,
+        secret="the second naming secret",
+    )  # fmt: skip
+    with pytest.raises(DeploymentMismatchError) as raised:
+        chat_graph(reader).get_state(thread_config("t"))
+    message = str(raised.value)
+    assert "KMS keyring in this table). Deployment: " in message  # no likely cause added
+    assert "slip" not in message and "the secret given" not in message
 
 
 # ------------------------------------------------------------------- 2. keys from KMS

@@ -32,6 +32,7 @@ from langgraph.checkpoint.s3dynamo import (
     StorageError,
     ValueNotSerializableError,
 )
+from langgraph.checkpoint.s3dynamo.aws_names import table_problem
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
@@ -191,7 +192,9 @@ def test_a_value_that_cannot_be_serialized_names_its_channel_and_writes_nothing(
         f": channel 'tool' holds a {came} the serializer cannot store "
         "(Type is not msgpack serializable" in message
     )
-    assert "nothing was written" in message and "keep functions, locks" in message
+    assert (
+        "nothing of this checkpoint was written" in message and "keep functions, locks" in message
+    )
     assert isinstance(raised.value, TypeError)  # what callers caught before
     assert backend.calls() == {}
 
@@ -305,26 +308,60 @@ def test_a_deployment_recorded_before_the_bucket_field_is_read_and_not_stamped()
 # ------------------------- 6. what the AWS services answer, named as a user can act on it
 
 
-@pytest.mark.unsupported_on("real", reason="SeaweedFS accepts any bucket name")
-def test_an_invalid_bucket_name_is_a_configuration_error_that_says_the_rules(
-    clients: Any,
+@pytest.mark.parametrize(
+    ("setting", "name", "rule"),
+    [
+        ("bucket", "ab", "S3 bucket names are 3 to 63 characters of lowercase letters"),
+        ("bucket", "Agent Checkpoints!", "S3 bucket names are 3 to 63 characters"),
+        ("bucket", "agent..checkpoints", "with no '..'"),
+        ("bucket", "192.168.5.4", "not shaped like an IP address"),
+        ("bucket", "xn--checkpoints", "not beginning with xn--, sthree-, amzn-s3-demo-"),
+        ("bucket", "checkpoints-s3alias", "not ending with -s3alias"),
+        ("table", "t", "DynamoDB table names are 3 to 255 characters of letters, digits"),
+        ("table", "agent checkpoints", "DynamoDB table names are 3 to 255 characters"),
+    ],
+)
+def test_a_name_the_service_would_refuse_is_refused_before_setup_creates_anything(
+    clients: Any, counter: Any, setting: str, name: str, rule: str
 ) -> None:
-    saver = make_saver(clients, bucket="ab")  # S3 names have 3 to 63 characters
-    with pytest.raises(StorageConfigError) as raised:
+    saver = make_saver(clients, **{setting: name})
+    counter.reset()
+    with pytest.raises(InvalidConfigError) as raised:
         saver.setup()
     message = str(raised.value)
-    assert "CreateBucket on S3 bucket 'ab' (region us-east-1" in message
-    assert "S3 refused the bucket name (InvalidBucketName" in message
-    assert "retrying does not fix" in message and "fix S3DYNAMO_BUCKET (bucket=)" in message
+    kind = "S3 gives a new bucket" if setting == "bucket" else "DynamoDB gives a new table"
+    assert message.startswith(f"setup() refused: {setting} {name!r} is no name {kind}: ")
+    assert rule in message and message.endswith("Nothing was sent or created")
+    assert f"fix S3DYNAMO_{setting.upper()} ({setting}=)" in message
+    assert counter.total() == 0
+    # Before, the table was created, then the bucket refused: now neither exists.
+    dynamodb, s3 = clients
+    assert saver.settings.table not in dynamodb.list_tables()["TableNames"]
+    assert saver.settings.bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+
+
+def test_names_of_storage_passed_in_are_not_checked_and_a_table_arn_is_a_name() -> None:
+    # An injected port's own names are its business (the in-memory twins take any).
+    saver_on(bucket="b", table="t").setup()
+    assert table_problem("arn:aws:dynamodb:eu-west-1:123456789012:table/agent-checkpoints") is None
+    assert "'arn:aws:dynamodb:eu-west-1:123456789012:table/a'" in str(
+        table_problem("arn:aws:dynamodb:eu-west-1:123456789012:table/a")
+    )
+
+
+def test_a_bucket_name_s3_refuses_on_a_later_request_says_the_rules() -> None:
+    # A saver that never ran setup() learns it from S3's answer, translated.
+    client, stubber = stubbed("s3")
+    stubber.add_client_error(
+        "put_object", service_error_code="InvalidBucketName", service_message="bad name"
+    )
+    with pytest.raises(StorageConfigError) as raised:
+        S3Objects(client, "ab").overwrite("k", b"v")
+    message = str(raised.value)
+    assert "PutObject on S3 bucket 'ab' (region eu-nowhere-1" in message
+    assert "S3 refused the bucket name (InvalidBucketName: bad name)" in message
     assert "3 to 63 characters of lowercase letters" in message
-    assert isinstance(raised.value, InvalidConfigError)
-    assert not isinstance(raised.value, StorageError)  # not "retry later"
-
-
-def test_a_bucket_name_botocore_refuses_before_sending_is_named_too(clients: Any) -> None:
-    saver = make_saver(clients, bucket="Agent Checkpoints!")
-    with pytest.raises(StorageConfigError, match=r"botocore refused a request to S3 bucket "):
-        saver.setup()
+    assert "fix S3DYNAMO_BUCKET (bucket=)" in message
 
 
 def stubbed(service: str) -> tuple[Any, Stubber]:

@@ -10,6 +10,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 import pytest
@@ -29,6 +30,7 @@ from langgraph.checkpoint.s3dynamo import (
     ThreadNotFoundError,
     ValueNotSerializableError,
 )
+from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc
 from tests.support.backends import Backend
 from tests.support.scenarios import chat_graph
 from tests.support.unchanged import differences, nothing_written
@@ -438,3 +440,87 @@ def test_a_commit_refused_for_a_stale_run_leaves_only_its_upload_intent_and_obje
     kinds = sorted({"object" if " object " in f" {k} " else "intent" for k in added})
     assert kinds == ["intent", "object"], added
     assert all(("object" in k) or ("intents" in k) or ("~uploads" in k) for k in added), added
+
+
+# ------------------------------ the writes LangGraph sends beside a put that is refused
+
+
+def _unstorable_turn(backend: Backend) -> tuple[Any, dict[str, Any]]:
+    """A thread "t" of one turn, and the issue's next turn: a message holding a lock."""
+    writer = backend.saver()
+    config = {"configurable": {"thread_id": "t"}}
+    chat_graph(writer).invoke({"messages": [HumanMessage("hello", id="h0")]}, config)
+    unstorable = HumanMessage("hi", id="h1", additional_kwargs={"lock": threading.Lock()})
+    return chat_graph(backend.saver(setup=False)), {"messages": [unstorable]}
+
+
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+@pytest.mark.parametrize("tid", ["t", "t-new"])
+def test_a_run_whose_input_cannot_be_serialized_writes_nothing(
+    backend: Backend, tid: str, asynchronous: bool, durability: str
+) -> None:
+    graph, turn = _unstorable_turn(backend)
+    config = {"configurable": {"thread_id": tid}}
+    with nothing_written(backend), pytest.raises(ValueNotSerializableError, match="nothing of"):
+        if asynchronous:
+            asyncio.run(graph.ainvoke(turn, config, durability=durability))
+        else:
+            graph.invoke(turn, config, durability=durability)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
+def test_with_async_durability_the_next_steps_writes_are_a_leftover_the_error_names(
+    backend: Backend, asynchronous: bool
+) -> None:
+    """Issue 56: with durability "async" (LangGraph's default) the input checkpoint's put
+    is refused while the step after it runs, and LangGraph sends that step's writes for a
+    checkpoint it will never put. The error said "nothing was written" and `verify`
+    reported the writes record as a problem for good. Now the error says what stays,
+    `verify` counts it without calling it a problem, and the full collection takes it."""
+    graph, turn = _unstorable_turn(backend)
+    before = backend.contents()
+    with pytest.raises(ValueNotSerializableError) as raised:
+        if asynchronous:
+            asyncio.run(graph.ainvoke(turn, {"configurable": {"thread_id": "t"}}))
+        else:
+            graph.invoke(turn, {"configurable": {"thread_id": "t"}})
+    assert 'nothing of this checkpoint was written (with durability="async", writes' in (
+        str(raised.value)
+    )
+    added = differences(before, backend.contents())
+    assert len(added) == 1 and added[0].startswith("added item "), added
+    saver = backend.saver(setup=False)
+    report = saver.ops.verify()
+    assert report.ok and report.leftover_writes == 1
+    later = datetime.now(timezone.utc) + timedelta(hours=2)
+    plan = plan_gc(saver.store, grace=timedelta(hours=1), now=later)
+    plan.execute(now=later)
+    assert plan.writes_deleted == 1 and differences(before, backend.contents()) == []
+
+
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+def test_writes_sent_for_a_checkpoint_whose_commit_is_refused_are_taken_back(
+    backend: Backend,
+) -> None:
+    """The double-clicked send: the losing run's put is refused after LangGraph sent a
+    task's writes for its checkpoint; those go with the refusal, and writes sent for it
+    after are refused with the same error, writing nothing."""
+    p = prepared(backend)
+    stale = backend.saver(setup=False)
+    latest = stale.get_tuple({"configurable": {"thread_id": "t"}})
+    assert latest is not None
+    parent = latest.config["configurable"]["checkpoint_id"]
+    p.saver.put(*put_args("t", checkpoint_id=parent))  # the other run moves the thread on
+    config, checkpoint, metadata, _ = put_args("t", checkpoint_id=parent)
+    checkpoint["channel_values"] = {"notes": "from the stale run"}
+    checkpoint["channel_versions"] = {"notes": "2"}
+    own = {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
+    with nothing_written(backend):
+        stale.put_writes(own, [("notes", "sent before the put")], "task-1")
+        with pytest.raises(ConcurrentUpdateError, match="another run committed") as refused:
+            stale.put(config, checkpoint, metadata, {"notes": "2"})
+        with pytest.raises(ConcurrentUpdateError) as again:
+            stale.put_writes(own, [("notes", "sent after the put")], "task-2")
+    assert again.value is refused.value  # the put's own error, as it said it
+    assert p.saver.ops.verify().to_dict()["leftover_writes"] == 0

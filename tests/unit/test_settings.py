@@ -20,12 +20,14 @@ from langgraph.checkpoint.s3dynamo import (
     StorageError,
 )
 from langgraph.checkpoint.s3dynamo.arguments import NO_WORDS, YES_WORDS, yes_no
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from langgraph.checkpoint.s3dynamo.settings import duration
 from tests.support.savers import thread_config
 
 KEY = base64.b64encode(os.urandom(32)).decode()
 OTHER = base64.b64encode(os.urandom(32)).decode()
 SEALED = {"S3DYNAMO_KEYS": f"k1:{KEY}", "S3DYNAMO_SECRET": "a naming secret of 32 characters"}
+SEALED_ARGS = {"keys": f"k1:{KEY}", "secret": SEALED["S3DYNAMO_SECRET"]}
 STORAGE = {"S3DYNAMO_TABLE": "agent-checkpoints", "S3DYNAMO_BUCKET": "agent-checkpoints-1"}
 YES_NO = ("S3DYNAMO_PLAINTEXT", "S3DYNAMO_DETECT_CONCURRENT_RUNS")
 
@@ -119,6 +121,57 @@ def test_a_duration_argument_is_named_as_the_argument() -> None:
         Settings.of(retention=True, plaintext=True)
 
 
+# ------------------------------------------------ an argument as its variable
+
+
+# Each whole-number setting, its variable, and what it counts.
+WHOLE = [
+    ("inline_max", "S3DYNAMO_INLINE_MAX", "bytes"),
+    ("delta_max", "S3DYNAMO_DELTA_MAX", "bytes"),
+    ("object_cache_bytes", "S3DYNAMO_OBJECT_CACHE_BYTES", "bytes"),
+    ("max_attempts", "S3DYNAMO_MAX_ATTEMPTS", "attempts"),
+    ("async_workers", "S3DYNAMO_ASYNC_WORKERS", "threads"),
+    ("retention_keep_last", "S3DYNAMO_RETENTION_KEEP_LAST", "checkpoints"),
+]
+KEEP_LATEST = {"retention_strategy": "keep_latest"}
+
+
+@pytest.mark.parametrize(("setting", "variable", "unit"), WHOLE)
+@pytest.mark.parametrize("text", ["7", " 7 ", "7\n"])
+def test_a_number_given_as_text_is_read_as_its_variable_is(
+    setting: str, variable: str, unit: str, text: str
+) -> None:
+    # The issue's user: inline_max='8192' was refused while plaintext='false' was read.
+    given = Settings.of(**{setting: text}, **KEEP_LATEST, **SEALED_ARGS)
+    env = from_env(**{variable: text, "S3DYNAMO_RETENTION_STRATEGY": "keep_latest"}, **SEALED)
+    assert getattr(given, setting) == getattr(env, setting) == 7
+
+
+@pytest.mark.parametrize(("setting", "variable", "unit"), WHOLE)
+def test_a_number_that_is_none_is_refused_alike_as_argument_and_as_variable(
+    setting: str, variable: str, unit: str
+) -> None:
+    for name, make in (
+        (setting, lambda: Settings.of(**{setting: "8k"}, **KEEP_LATEST, **SEALED_ARGS)),
+        (variable, lambda: from_env(**{variable: "8k"}, **SEALED)),
+    ):
+        with pytest.raises(InvalidConfigError) as raised:
+            make()
+        assert str(raised.value).startswith(f"{name} must be a whole number of {unit}")
+        assert "'8k'" in str(raised.value)
+
+
+def test_a_duration_argument_is_read_as_its_variable_is() -> None:
+    for text in ("30d", "12h", "15m", "90s", "7"):
+        assert Settings.of(retention=text, **SEALED_ARGS).retention == (
+            from_env(S3DYNAMO_RETENTION=text, **SEALED).retention
+        )
+    # `gc --grace`'s bare number is seconds, as it always was, and 0 is allowed there.
+    assert duration("3600", "--grace", bare="seconds", zero=True) == timedelta(hours=1)
+    assert duration("1h", "--grace", bare="seconds", zero=True) == timedelta(hours=1)
+    assert duration("0", "--grace", bare="seconds", zero=True) == timedelta(0)
+
+
 # ------------------------------------------------------------------ keys, names
 
 
@@ -207,3 +260,89 @@ def test_a_client_built_elsewhere_with_such_an_endpoint_is_a_configuration_error
     saver = S3DynamoSaver(dynamodb_client=client, table="t", bucket="b-1", plaintext=True)
     with pytest.raises(StorageConfigError, match=r"its endpoint is no http:// or https:// URL"):
         saver.get_tuple(thread_config("t"))
+
+
+# ----------------------------------------------------------------------- regions
+
+
+def aws_only(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
+    """The AWS environment of a test: these variables and no other region or endpoint
+    (the config file none), credentials that are never sent."""
+    for name in [n for n in os.environ if n.startswith(("AWS_ENDPOINT_URL", "AWS_REGION"))]:
+        monkeypatch.delenv(name)
+    for name in ("AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.mark.parametrize("variable", ["AWS_REGION", "AWS_DEFAULT_REGION", "S3DYNAMO_REGION"])
+def test_a_region_with_a_trailing_space_is_read_without_it(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The issue's user: the endpoint variable was blamed, though it held a good URL.
+    aws_only(monkeypatch, AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:4566")
+    monkeypatch.setenv(variable, "us-east-1 ")
+    saver = S3DynamoSaver(settings=Settings.from_env({**STORAGE, **SEALED, **os.environ}))
+    client = saver.parts.engine.ports.table.client  # type: ignore[attr-defined]
+    assert client.meta.region_name == "us-east-1"
+    assert client.meta.endpoint_url == "http://127.0.0.1:4566"
+
+
+@pytest.mark.parametrize("variable", ["AWS_REGION", "AWS_DEFAULT_REGION", "S3DYNAMO_REGION"])
+@pytest.mark.parametrize(
+    ("value", "fix"),
+    [
+        ('"us-east-1"', "remove the quotes"),
+        ("'us-east-1' ", "remove the quotes"),
+        ("us east 1", "set it to the region of the deployment's table and bucket."),
+        ("   ", "set it to the region of the deployment's table and bucket, or unset it"),
+    ],
+)
+def test_a_region_that_is_no_region_name_is_refused_naming_its_variable_before_any_request(
+    variable: str, value: str, fix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aws_only(monkeypatch, AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:4566")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(InvalidConfigError) as raised:
+        saver = S3DynamoSaver(settings=Settings.from_env({**STORAGE, **SEALED, **os.environ}))
+        saver.get_tuple(thread_config("t"))  # the clients are built before its first request
+    message = str(raised.value)
+    assert message.startswith(
+        f"{variable} is {value!r}, not an AWS region name: expected letters, digits and "
+        "hyphens, such as 'eu-west-1' (spaces around it are ignored); "
+    )
+    assert fix in message and message.endswith("Nothing was sent")
+    assert "AWS_ENDPOINT_URL" not in message  # the endpoint is not the cause
+    assert not isinstance(raised.value, StorageError)
+
+
+@pytest.mark.parametrize("value", ["", " ", "'eu-west-1'", "eu_west_1", "-eu"])
+def test_a_region_argument_that_is_no_region_name_is_named_as_the_argument(value: str) -> None:
+    with pytest.raises(InvalidConfigError) as raised:
+        Settings.of(region=value, plaintext=True)
+    assert str(raised.value).startswith(
+        f"region (region=, --region) is {value!r}, not an AWS region name"
+    )
+    assert Settings.of(region=" eu-west-1\n", plaintext=True).region == "eu-west-1"
+
+
+def test_a_profile_region_that_is_no_region_name_names_the_config_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    aws_only(monkeypatch, AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:4566")
+    config = tmp_path / "config"
+    config.write_text('[default]\nregion = "us-east-1"\n')
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setattr(aws_clients, "_session", None)  # the config file is read again
+    saver = S3DynamoSaver(settings=Settings.from_env({**STORAGE, **SEALED}))
+    with pytest.raises(InvalidConfigError) as raised:
+        saver.get_tuple(thread_config("t"))
+    message = str(raised.value)
+    assert message.startswith(
+        "the region of the AWS config file's profile is '\"us-east-1\"', not an AWS region name"
+    )
+    assert "fix the profile's region" in message and "AWS_ENDPOINT_URL" not in message

@@ -255,7 +255,7 @@ def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist() 
     assert clone.parts.engine.objects is saver.parts.engine.objects
     assert clone.store._handoff is saver.store._handoff
     assert clone.store._decoder.skeletons is saver.store._decoder.skeletons
-    assert clone.store._committer.bases is saver.store._committer.bases
+    assert clone.store._committer.placer.bases is saver.store._committer.placer.bases
     assert clone.ops is saver.ops  # a lease taken through either fences both's writes
     assert saver.serde is BaseCheckpointSaver.serde  # the origin keeps its serializer
 

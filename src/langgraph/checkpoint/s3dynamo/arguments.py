@@ -3,10 +3,10 @@ saver's settings (`settings.py`) and methods, the Store, the node cache and `sav
 and here, per class, what each parameter of each method takes (`SAVER`, `OPERATIONS`,
 `MEMORY_OPERATIONS`, `CATALOG_OPERATIONS`, `STORE`, `CACHE`).
 
-A boolean is True or False, or a yes/no variable's words, parsed as the variable is; a
-size or count an int; a thread id a str; a list (of thread ids, of channels) any iterable
-but one str, which would be taken for the list of its characters; a namespace a tuple of
-non-empty str labels (else LangGraph's `InvalidNamespaceError`).
+A boolean is True or False, a size or count an int, and a setting's text is read as its
+variable is (`plaintext="no"`, `inline_max="8192"`); a thread id is a str; a list (of
+thread ids, of channels) any iterable but one str, which would be taken for the list of
+its characters; a namespace a tuple of non-empty str labels (else `InvalidNamespaceError`).
 
 `checked(cls, table)` wraps each method a table names: the arguments given are checked
 by name before the method runs, and it gets what each check returns (a yes/no word as a
@@ -96,9 +96,17 @@ def boolean(name: str, value: object) -> bool:
     )
 
 
-def whole(name: str, value: object, *, minimum: int | None = None, unit: str = "") -> int:
-    """An int (numpy's too), at least `minimum` if given; `unit` says what it counts."""
+def whole(
+    name: str, value: object, *, minimum: int | None = None, unit: str = "", spelled: bool = False
+) -> int:
+    """An int (numpy's too), at least `minimum` if given; `unit` says what it counts.
+    `spelled` (a setting): text too, read as its variable is (`int`, spaces ignored)."""
     of = f" of {unit}" if unit else ""
+    if spelled and isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            raise InvalidConfigError(f"{name} must be a whole number{of}, got {value!r}") from None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         # 8192.0 or "8192": the int meant is plain to see, so the message says it.
         digits = str(value).strip().removesuffix(".0")
@@ -296,8 +304,7 @@ def version_counter(current: object, name: str = "current") -> int:
 
 
 def search_position(name: str, value: object) -> object:
-    """Where `search_threads` continues: None (from the newest), a thread it returned
-    (a `ThreadSummary`), or its `cursor` text."""
+    """Where `search_threads` continues: None, a `ThreadSummary` it returned, its cursor."""
     if value is None or isinstance(value, str) or isinstance(getattr(value, "cursor", None), str):
         return value
     raise ArgumentTypeError(
@@ -307,8 +314,7 @@ def search_position(name: str, value: object) -> object:
 
 
 def as_read(name: str, value: object) -> object:
-    """A parameter checked where the method reads it (`version_counter` for a channel
-    version), or one LangGraph's contract has and the method does not read."""
+    """A parameter checked where it is read (`version_counter`), or one never read."""
     return value
 
 
@@ -459,8 +465,10 @@ def _checking(fn: Callable[..., Any], checks: Mapping[str, Check]) -> Callable[.
 # ------------------------------------------------------------------------ the tables
 
 _at_least_0 = functools.partial(whole, minimum=0)
-_at_least_1 = functools.partial(whole, minimum=1)
+_n = optional(functools.partial(whole, minimum=1))  # `keep_last` of a copy
 _ids = optional(thread_ids)
+
+_channels = functools.partial(texts, each="channel names")
 
 # `S3DynamoSaver`: LangGraph's methods. Their async twins run these (`_in_worker`).
 SAVER: Checks = {
@@ -475,16 +483,9 @@ SAVER: Checks = {
     "put_writes": {"config": config, "writes": writes, "task_id": text, "task_path": text},
     "delete_thread": {"thread_id": thread_id},
     "delete_for_runs": {"run_ids": run_ids},
-    "copy_thread": {
-        "source_thread_id": thread_id,
-        "target_thread_id": thread_id,
-        "keep_last": optional(_at_least_1),
-    },
+    "copy_thread": {"source_thread_id": thread_id, "target_thread_id": thread_id, "keep_last": _n},
     "prune": {"thread_ids": thread_ids, "strategy": text, "keep_last": whole},
-    "get_delta_channel_history": {
-        "config": config,
-        "channels": functools.partial(texts, each="channel names"),
-    },
+    "get_delta_channel_history": {"config": config, "channels": _channels},
     "get_next_version": {"current": as_read, "channel": as_read},
     "search_threads": {
         "metadata": optional(mapping),
@@ -525,7 +526,7 @@ OPERATIONS: Checks = {
     "plan_expiry": _expiry,
     "expire_idle_threads": {**_expiry, "dry_run": boolean},
     "plan_delete": {"thread_id": thread_id},
-    "plan_copy": {"source": thread_id, "target": thread_id, "keep_last": optional(_at_least_1)},
+    "plan_copy": {"source": thread_id, "target": thread_id, "keep_last": _n},
     "plan_prune": {"thread_ids": thread_ids, "strategy": text, "keep_last": whole},
     "plan_import": {"source": _source, "thread_ids": _ids},
     "import_threads": {"source": _source, "thread_ids": _ids},

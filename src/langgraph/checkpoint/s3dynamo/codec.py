@@ -23,12 +23,20 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
 
+# What a refused checkpoint leaves: nothing of it, and (durability "async") the writes
+# LangGraph sent for the step after it, which no put will ever commit.
+NONE_OF_IT = (
+    'nothing of this checkpoint was written (with durability="async", writes LangGraph '
+    "sent for the step after it stay, unread: `verify` counts them as leftover writes, "
+    "`s3dynamo gc --full` removes them)"
+)
+
 
 @contextmanager
-def serializing(subject: str, value: Any) -> Iterator[None]:
+def serializing(subject: str, value: Any, nothing: str = "nothing was written") -> Iterator[None]:
     """Turn the serializer's bare error for `value` (msgpack's "Type is not msgpack
     serializable: function", a pickling error) into one that names what held it: a
-    checkpoint's channel, a write, a Store item."""
+    checkpoint's channel, a write, a Store item; `nothing` says what was left."""
     try:
         yield
     except (TypeError, ValueError, OverflowError) as exc:
@@ -37,7 +45,7 @@ def serializing(subject: str, value: Any) -> Iterator[None]:
         kind = type(value)
         raise ValueNotSerializableError(
             f"{subject} holds a {kind.__module__}.{kind.__qualname__} the serializer cannot "
-            f"store ({exc}); nothing was written. Expected data LangGraph's serializer "
+            f"store ({exc}); {nothing}. Expected data LangGraph's serializer "
             "stores (primitives, lists, dicts, dataclasses, pydantic models, messages): keep "
             "functions, locks, clients and open files out of it (make them where they are "
             "used, or pass them through config or the runtime context), or pass serde= a "

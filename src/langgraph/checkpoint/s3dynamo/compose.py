@@ -6,14 +6,14 @@ S3 client).
 
 Clients the saver builds come from one botocore session per process
 (`backends/aws_clients.py`), in the region `Settings.region` names, else `AWS_REGION`
-(what Lambda and most tools set), else what botocore finds itself (`AWS_DEFAULT_REGION`,
-the profile); at `Settings.endpoint_url` for S3 and DynamoDB when set.
+(what Lambda and most tools set), else `AWS_DEFAULT_REGION`, each checked by name
+(`aws_names.region_of`), else what botocore finds itself (the profile); at
+`Settings.endpoint_url` for S3 and DynamoDB when set.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,11 +22,12 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.s3dynamo import arguments
+from langgraph.checkpoint.s3dynamo.aws_names import bucket_problem, region_of, table_problem
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Configured, Control, Deployment
-from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError
+from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.kms_keyring import KmsKeyring, kms_context
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
 from langgraph.checkpoint.s3dynamo.memory.core import Space
@@ -113,9 +114,29 @@ class Clients:
         self.s3: Any = injected.s3_client
         self.kms: Any = injected.kms_client
         self.table: Table | None = None
+        # Whether the table and the bucket are the saver's own, named by its settings.
+        self.named = (injected.index is None, injected.object_store is None)
+
+    def refuse_names(self) -> None:
+        """Before `setup()` sends anything: a table or bucket of the saver's own whose
+        name DynamoDB or S3 would refuse to create (`aws_names`) is an error naming it and
+        the rules, so that neither is created."""
+        table, bucket = self.named
+        problems = [
+            f"{problem}; fix {variable}"
+            for problem, variable in (
+                (table and table_problem(self.settings.table), "S3DYNAMO_TABLE (table=)"),
+                (bucket and bucket_problem(self.settings.bucket), "S3DYNAMO_BUCKET (bucket=)"),
+            )
+            if problem
+        ]
+        if problems:
+            raise InvalidConfigError(
+                f"setup() refused: {'; and '.join(problems)}. Nothing was sent or created"
+            )
 
     def region(self) -> str | None:
-        return self.settings.region or os.environ.get("AWS_REGION") or None
+        return region_of(self.settings.region)
 
     def build(self, service: str) -> Any:
         from langgraph.checkpoint.s3dynamo.backends import aws_clients

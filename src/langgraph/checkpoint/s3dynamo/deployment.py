@@ -417,11 +417,12 @@ class Deployment:
         if wrong_bucket := bucket_problem(theirs.bucket, mine.bucket):
             problems.append(wrong_bucket)
         if theirs.naming != mine.naming:
+            slip = self._namer.slip(theirs.naming)
             problems.append(
                 f"the naming key differs (fingerprint {mine.naming} here, {theirs.naming} in "
                 "the deployment), so every thread would look empty: use the naming secret the "
                 "deployment was written with (S3DYNAMO_SECRET, LANGGRAPH_AES_KEY, or the KMS "
-                "keyring in this table)"
+                "keyring in this table)" + (f"; {slip}" if slip else "")
             )
         if theirs.mode == "plaintext" and mine.mode == "sealed":
             if not self._sealer.allow_plaintext_read:

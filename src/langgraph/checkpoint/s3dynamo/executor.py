@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from langgraph.checkpoint.s3dynamo.arguments import whole
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 
 R = TypeVar("R")
@@ -65,13 +66,7 @@ def workers_from_env(env: Mapping[str, str] | None = None) -> int:
     raw = (os.environ if env is None else env).get(ENV, "").strip()
     if not raw:
         return DEFAULT_ASYNC_WORKERS
-    try:
-        size = int(raw)
-    except ValueError:
-        raise InvalidConfigError(
-            f"{ENV} must be a whole number of threads (at least 1), got {raw!r}; unset it "
-            f"for the default of {DEFAULT_ASYNC_WORKERS}"
-        ) from None
+    size = whole(ENV, raw, unit="threads", spelled=True)  # as the argument's text is
     check_workers(size, ENV)
     return size
 

@@ -25,6 +25,10 @@ FINGERPRINT_LABEL = "fingerprint"
 # Names computed lately, kept: a checkpoint names its thread, namespace and channels
 # again and again, and a history walk names the same channels at every checkpoint.
 NAMES_CACHED = 4096
+# What a secret typed or copied by hand most often gains on its way to the variable: a
+# newline (a file read whole), a space, quotes of a .env file (`secret_slip`).
+SLIP_ENDS = (b"\n", b" ", b"\r\n")
+QUOTES = (b'"', b"'")
 
 
 def _b64(raw: bytes) -> str:
@@ -89,6 +93,11 @@ class Namer:
         print; it reveals nothing about the key."""
         return _b64(self._digest(FINGERPRINT_LABEL)[:12])
 
+    def slip(self, recorded: str) -> str | None:
+        """Why this naming secret's fingerprint may differ from the `recorded` one when
+        the secret was given (not KMS's): `secret_slip`."""
+        return secret_slip(self._source, recorded) if isinstance(self._source, bytes) else None
+
     def thread(self, thread_id: str) -> str:
         """Partition key of a thread: the prefix, then 128 bits."""
         return self.prefix + _b64(self._digest("thread", thread_id)[:16])
@@ -145,3 +154,55 @@ class Namer:
     def memory_segment(self, space: str, namespace: tuple[str, ...], nonce: str) -> str:
         """Object leaf of one of a namespace's vector segments (immutable: a nonce each)."""
         return _b64(self._digest("memory-segment", space, nonce, *namespace)[:16])
+
+
+def _unwrapped(secret: bytes) -> bytes:
+    """`secret` without the whitespace around it, and without one pair of quotes around
+    what is left (and the whitespace inside them)."""
+    bare = secret.strip()
+    if len(bare) > 1 and bare[:1] in QUOTES and bare[-1:] == bare[:1]:
+        bare = bare[1:-1].strip()
+    return bare
+
+
+def _wrapping(secret: bytes, bare: bytes) -> str:
+    """What `secret` holds around `bare`, as a message says it (never the secret)."""
+    start = secret.index(bare) if bare else len(secret)
+    head, tail = secret[:start], secret[start + len(bare) :]
+    ends = [f"{part.decode(errors='replace')!r} {where}" for part, where in
+            ((head, "before it"), (tail, "after it")) if part]  # fmt: skip
+    return " and ".join(ends)
+
+
+def secret_slip(secret: bytes, recorded: str) -> str | None:
+    """A likely cause, as a message says it, when a naming secret given as text names
+    another fingerprint than the deployment's `recorded` one: whitespace or quotes around
+    it (and whether the secret without them is the deployment's), or, for a secret without
+    them, the deployment's being this secret with a newline, a space or quotes around it.
+    None for a secret that is no text, or when nothing explains the difference."""
+    try:
+        secret.decode()
+    except UnicodeDecodeError:
+        return None
+    bare = _unwrapped(secret)
+    if bare != secret:
+        around = _wrapping(secret, bare)
+        if bare and Namer(bare).fingerprint() == recorded:
+            return (
+                f"the secret given has {around}, and without it, it is the deployment's "
+                "naming secret: remove it from S3DYNAMO_SECRET (secret=)"
+            )
+        return (
+            f"the secret given has {around}, a likely slip (a .env file's quotes, a "
+            "copied trailing space): if the deployment's writers give it without them, "
+            "remove them from S3DYNAMO_SECRET (secret=)"
+        )
+    for variant in (*(secret + end for end in SLIP_ENDS), *(q + secret + q for q in QUOTES)):
+        if Namer(variant).fingerprint() == recorded:
+            why = " (a file read whole keeps its last newline)" if variant[-1:] == b"\n" else ""
+            return (
+                f"the deployment's naming secret is this one with {_wrapping(variant, secret)}"
+                f": its writers read the secret with that slip{why}; give the secret here "
+                "exactly as they do, since a naming secret is never changed"
+            )
+    return None

@@ -93,9 +93,12 @@ def _serializer(saver: S3DynamoSaver) -> SerializerProtocol:
 
 
 def _create_if_missing(parts: compose.Components) -> None:
-    """The table, then the bucket, as `setup()` makes them. A table made for a bucket that
-    was already there is most often a mistyped table name, which would start an empty
-    conversation beside the deployment's: said as a warning, naming both."""
+    """The table, then the bucket, as `setup()` makes them, once their names and the
+    bucket's region are checked. A table made for a bucket that was already there is most
+    often a mistyped table name, which would start an empty conversation beside the
+    deployment's: said as a warning, naming both."""
+    parts.clients.refuse_names()  # before any request
+    parts.deployment.refuse_elsewhere()
     table_made, bucket_made = parts.store.create_if_missing()
     if table_made and not bucket_made:
         log.warning(
@@ -303,10 +306,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         compose.prime(self.parts)
 
     def setup(self) -> None:
-        """Create the table and bucket if missing (idempotent; never where the bucket does
-        not live), then the KMS keyring (with `kms_key_id`) and the deployment record. For
-        development and tests; production infrastructure comes from `terraform/`."""
-        self.parts.deployment.refuse_elsewhere()
+        """Create the table and bucket if missing (idempotent; never under a name AWS would
+        refuse, nor where the bucket does not live), then the KMS keyring (with `kms_key_id`)
+        and the deployment record. For development and tests; production uses `terraform/`."""
         _create_if_missing(self.parts)
         self.parts.deployment.verify(write=True)
 

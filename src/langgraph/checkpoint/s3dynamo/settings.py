@@ -25,8 +25,8 @@ Environment variables, with the argument each sets:
       S3DYNAMO_PLAINTEXT=1                                 plaintext
 
 A yes/no variable takes 1, true, yes or on, or 0, false, no or off, in any case (`yes_no`);
-a duration a number with a unit, d, h, m or s, or a bare number of days (`duration`).
-Anything else is refused, naming the variable, what came and what it accepts.
+a duration a number with a unit, d, h, m or s, or a bare number of days (`duration`); an
+argument's text is read as its variable's. Anything else is refused by name.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from langgraph.checkpoint.s3dynamo.arguments import (
     whole,
     yes_no,
 )
+from langgraph.checkpoint.s3dynamo.aws_names import AN_AWS_REGION, region_name
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.catalog_records import MAX_FIELDS as MAX_CATALOG_FIELDS
@@ -63,7 +64,7 @@ from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 # botocore's retry budget per request (first try included), in its "standard" mode.
 DEFAULT_MAX_ATTEMPTS = 5
-# A duration's units (`duration`); a bare number is days.
+# A duration's units (`duration`); a bare number is days (seconds for `gc --grace`).
 DURATION_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 NO_KEY_HINT = (
@@ -153,21 +154,22 @@ def keep_last_count(value: object, name: str = "keep_last") -> int:
     return count
 
 
-def duration(value: object, name: str = "retention") -> timedelta:
-    """The positive duration `value` of the setting `name`: a timedelta, a number of days,
-    or text, a number with a unit (30d, 12h, 90m, 3600s) or a bare number of days.
-    Anything else is an error that names the setting, what came and what it accepts."""
-    accepts = "a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of days"
+def duration(
+    value: object, name: str = "retention", *, bare: str = "days", zero: bool = False
+) -> timedelta:
+    """The duration `value` of the setting or option `name`: a timedelta, a number of
+    `bare` units (days; "seconds" for `gc --grace`), or text, a number with a unit (30d,
+    12h, 90m, 3600s) or a bare number. Positive, or with `zero` at least 0. Anything else
+    is an error that names the setting, what came and what it accepts."""
+    accepts = f"a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of {bare}"
     if isinstance(value, timedelta):
         span = value
     elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        # A number is days; so is text without a unit. An infinite or NaN one is none.
+        # A number is `bare` units; so is text without a unit. An infinite or NaN one is none.
         spelled = str(value).strip().lower()
         unit = spelled[-1:] if isinstance(value, str) and spelled[-1:] in DURATION_UNITS else ""
         try:
-            span = timedelta(
-                **{DURATION_UNITS.get(unit, "days"): float(spelled.removesuffix(unit))}
-            )
+            span = timedelta(**{DURATION_UNITS.get(unit, bare): float(spelled.removesuffix(unit))})
         except (ValueError, OverflowError):
             raise InvalidConfigError(
                 f"{name} must be a duration, got {value!r}; expected {accepts}"
@@ -177,9 +179,10 @@ def duration(value: object, name: str = "retention") -> timedelta:
             f"{name} must be a duration, got a {type(value).__name__}: {value!r}; expected "
             f"{accepts}, or a timedelta"
         )
-    if span <= timedelta(0):
+    if span < timedelta(0) or (span == timedelta(0) and not zero):
+        least = "a duration of at least 0" if zero else "a positive duration"
         raise InvalidConfigError(
-            f"{name} must be a positive duration, got {value!r}; expected {accepts}, such as 30d"
+            f"{name} must be {least}, got {value!r}; expected {accepts}, such as 30d"
         )
     return span
 
@@ -268,8 +271,10 @@ def refuse_misspelled(env: Mapping[str, str]) -> None:
 
 
 def secret_bytes(name: str, value: object) -> bytes | None:
-    """The naming secret as bytes (text: its UTF-8 bytes). A secret of another type is
-    named by its type only: a message never shows a secret."""
+    """The naming secret as bytes (text: its UTF-8 bytes), byte for byte: unlike a key of
+    S3DYNAMO_KEYS, spaces or quotes around it are kept, since every name of a deployment
+    written with them derives from them (a mismatch names them: `naming.secret_slip`). A
+    secret of another type is named by its type only: a message never shows a secret."""
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, (str, bytearray)):
@@ -310,25 +315,28 @@ def catalog_fields(name: str, value: object) -> tuple[str, ...]:
 
 
 # How each setting is checked, and brought to its type where an argument may take
-# another form: yes/no words, a secret as text, a duration as text or days, keys as
-# S3DYNAMO_KEYS' text or a mapping (`Settings.__post_init__`).
+# another form: as its variable's text is read (yes/no words, a whole number, a
+# duration), a secret as text, keys as S3DYNAMO_KEYS' text or a mapping
+# (`Settings.__post_init__`).
 FIELD_FORMS: dict[str, Callable[[str, Any], Any]] = {
     "table": lambda n, v: text(n, v, what="the DynamoDB table's name"),
     "bucket": lambda n, v: text(n, v, what="the S3 bucket's name"),
     "prefix": lambda n, v: text(n, v, what="the deployment's prefix, such as 'tenant-42/'"),
-    "region": optional(partial(text, what="an AWS region, such as 'eu-west-1'")),
+    "region": optional(
+        lambda n, v: region_name(f"{n} (region=, --region)", text(n, v, what=AN_AWS_REGION))
+    ),
     "endpoint_url": optional(partial(text, what="a URL, such as 'http://localhost:4566'")),
-    "inline_max": lambda n, v: whole(n, v, unit="bytes"),
-    "delta_max": lambda n, v: whole(n, v, unit="bytes"),
-    "object_cache_bytes": lambda n, v: whole(n, v, unit="bytes"),
-    "compression_level": lambda n, v: whole(n, v),
-    "max_attempts": lambda n, v: whole(n, v, unit="attempts"),
+    "inline_max": lambda n, v: whole(n, v, unit="bytes", spelled=True),
+    "delta_max": lambda n, v: whole(n, v, unit="bytes", spelled=True),
+    "object_cache_bytes": lambda n, v: whole(n, v, unit="bytes", spelled=True),
+    "compression_level": lambda n, v: whole(n, v, spelled=True),
+    "max_attempts": lambda n, v: whole(n, v, unit="attempts", spelled=True),
     "detect_concurrent_runs": boolean,
     "catalog_fields": catalog_fields,
-    "async_workers": lambda n, v: whole(n, v, unit="threads"),
+    "async_workers": lambda n, v: whole(n, v, unit="threads", spelled=True),
     "retention": _duration,
     "retention_strategy": lambda n, v: text(n, v, what="'delete' or 'keep_latest'"),
-    "retention_keep_last": lambda n, v: whole(n, v, unit="checkpoints"),
+    "retention_keep_last": lambda n, v: whole(n, v, unit="checkpoints", spelled=True),
     "sweep_interval": _duration,
     "keys": _keys,
     "secret": secret_bytes,
@@ -484,13 +492,8 @@ class Settings:
             ("S3DYNAMO_MAX_ATTEMPTS", "max_attempts"),
         ):
             if raw := env.get(name):
-                try:
-                    options[setting] = int(raw)
-                except ValueError:
-                    unit = "attempts" if setting == "max_attempts" else "bytes"
-                    raise InvalidConfigError(
-                        f"{name} must be a whole number of {unit}, got {raw!r}"
-                    ) from None
+                unit = "attempts" if setting == "max_attempts" else "bytes"
+                options[setting] = whole(name, raw, unit=unit, spelled=True)
         if raw := env.get("S3DYNAMO_DETECT_CONCURRENT_RUNS"):
             options["detect_concurrent_runs"] = yes_no("S3DYNAMO_DETECT_CONCURRENT_RUNS", raw)
         if raw := env.get("S3DYNAMO_CATALOG_FIELDS"):
@@ -498,7 +501,7 @@ class Settings:
         if env.get("S3DYNAMO_ASYNC_WORKERS"):
             options["async_workers"] = workers_from_env(env)
         if raw := env.get("S3DYNAMO_REGION"):
-            options["region"] = raw
+            options["region"] = region_name("S3DYNAMO_REGION", raw)
         if raw := env.get("S3DYNAMO_ENDPOINT_URL"):
             options["endpoint_url"] = raw
         if spec := env.get("S3DYNAMO_KEYS"):

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from botocore.config import Config
-from botocore.exceptions import NoRegionError
+from botocore.exceptions import InvalidRegionError, NoRegionError
 from botocore.session import Session
 
 from langgraph.checkpoint.s3dynamo import telemetry
@@ -78,6 +78,13 @@ def client(
             raise RegionNotSetError(
                 f"no AWS region for the {service} client: {REGION_HINT}"
             ) from None
+        except InvalidRegionError as exc:  # the profile's: every other source is checked
+            raise InvalidConfigError(
+                f"the region of the AWS config file's profile is "
+                f"{exc.kwargs.get('region_name')!r}, not an AWS region name: expected "
+                "letters, digits and hyphens, such as 'eu-west-1'; fix the profile's region "
+                "(or set AWS_REGION, which comes first). Nothing was sent"
+            ) from None
         except ValueError as exc:  # botocore's "Invalid endpoint: ..."
             raise InvalidConfigError(
                 endpoint_problem(service, endpoint_url, str(exc).partition(": ")[2])
@@ -94,16 +101,26 @@ def endpoint_problem(service: str, given: str | None, url: str) -> str:
     if given is not None:
         source = "S3DYNAMO_ENDPOINT_URL (endpoint_url=, --endpoint-url)"
     else:
+        # The variable botocore took it from, if it holds what is wrong; one that holds
+        # a URL is not the cause.
         named = f"AWS_ENDPOINT_URL_{service.upper()}"
+        held = next((os.environ[n] for n in (named, "AWS_ENDPOINT_URL") if os.environ.get(n)), "")
         source = next(
             (n for n in (named, "AWS_ENDPOINT_URL") if os.environ.get(n)),
             "the endpoint_url of the AWS config file's profile",
         )
+        if held and _is_url(held):
+            source = f"the endpoint the {service} client was built with"
     return (
         f"{source} is {url!r}, not an endpoint URL the {service} client can send to; "
         "expected http:// or https:// then a host, such as http://127.0.0.1:4566, or "
         "unset it for AWS's own endpoint. Nothing was sent"
     )
+
+
+def _is_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 # Error codes of a throttled request (botocore's standard retry mode retries them).

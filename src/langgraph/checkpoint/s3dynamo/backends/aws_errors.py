@@ -22,6 +22,7 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
+from langgraph.checkpoint.s3dynamo.aws_names import BUCKET_RULES
 from langgraph.checkpoint.s3dynamo.errors import (
     CredentialsNotFoundError,
     EndpointUnreachableError,
@@ -53,10 +54,6 @@ UNKNOWN_CREDENTIALS_CODES = (
     "SignatureDoesNotMatch",
     "ExpiredToken",
     "ExpiredTokenException",
-)
-BUCKET_NAME_RULES = (
-    "S3 bucket names are 3 to 63 characters of lowercase letters, digits, dots and hyphens, "
-    "beginning and ending with a letter or digit"
 )
 ENDPOINT_HINT = (
     "set AWS_REGION (or region=) to a region the service runs in, and S3DYNAMO_ENDPOINT_URL "
@@ -125,7 +122,7 @@ def translate(exc: Exception, resource: str) -> Exception:
             return StorageConfigError(
                 f"{op} on {resource}: S3 refused the bucket name ({code}: {message}), a "
                 f"configuration error that retrying does not fix. Expected a valid name: "
-                f"{BUCKET_NAME_RULES}; fix S3DYNAMO_BUCKET (bucket=)"
+                f"{BUCKET_RULES}; fix S3DYNAMO_BUCKET (bucket=)"
             )
         if code in DENIED_CODES or (str(status) == "403" and code not in UNKNOWN_CREDENTIALS_CODES):
             return StorageConfigError(
@@ -152,7 +149,7 @@ def translate(exc: Exception, resource: str) -> Exception:
     if isinstance(exc, ParamValidationError):
         return StorageConfigError(
             f"botocore refused a request to {resource} before sending it: {exc}. A setting "
-            f"is malformed (for a bucket: {BUCKET_NAME_RULES}); fix S3DYNAMO_BUCKET / "
+            f"is malformed (for a bucket: {BUCKET_RULES}); fix S3DYNAMO_BUCKET / "
             "S3DYNAMO_TABLE (bucket=, table=)"
         )
     if isinstance(exc, NoCredentialsError):

@@ -4,7 +4,6 @@ only with `--yes`; and doctor and demo."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import click
@@ -36,10 +35,10 @@ from langgraph.checkpoint.s3dynamo.settings import duration
 @click.argument("thread_ids", nargs=-1)
 @click.option(
     "--grace",
-    default=3600,
+    default="1h",
     show_default=True,
-    type=click.IntRange(0),
-    help="seconds an unreferenced object (and the upload intent naming it) must be old to go",
+    help="how old an unreferenced object (and the upload intent naming it) must be to go: "
+    "1h, 30m, 90s, 2d, or a number of seconds",
 )
 @click.option(
     "--full",
@@ -53,7 +52,7 @@ from langgraph.checkpoint.s3dynamo.settings import duration
 @store_options
 def gc(
     thread_ids: tuple[str, ...],
-    grace: int,
+    grace: str,
     full: bool,
     scope: str | None,
     as_json: bool,
@@ -62,26 +61,29 @@ def gc(
 ) -> int:
     """Delete objects no item references, older than the grace period. By default only
     what crashed or refused writes left (named by their upload intents: no listing of the
-    bucket); --full, or naming threads, lists their objects instead."""
+    bucket); --full, or naming threads, lists their objects instead, and deletes leftover
+    writes records (of checkpoints never committed) too."""
+    span = duration(grace, "--grace", bare="seconds", zero=True)
     saver = open_saver(**settings)
     incremental = not full and not thread_ids
     with progress("planning"):
         if incremental:
             gc_plan: GcPlan | IncrementalGcPlan = saver.ops.plan_incremental_garbage_collection(
-                grace=timedelta(seconds=grace)
+                grace=span
             )
         else:
             gc_plan = saver.ops.plan_garbage_collection(
-                list(thread_ids) or None, grace=timedelta(seconds=grace), scope=scope
+                list(thread_ids) or None, grace=span, scope=scope
             )
     plan = gc_plan.to_dict()
+    older = f"older than {render.span(span)}"
     lines = [
-        f"{render.plural(plan['objects'], 'unreferenced object')} older than {grace} s "
+        f"{render.plural(plan['objects'], 'unreferenced object')} {older} "
         f"({render.human_bytes(plan['bytes'])}) in {render.plural(plan['threads'], 'thread')}",
     ]
     if incremental:
         lines.append(
-            f"named by {render.plural(plan['intents'], 'upload intent')} older than {grace} s "
+            f"named by {render.plural(plan['intents'], 'upload intent')} {older} "
             "(`s3dynamo gc --full` lists the whole bucket prefix instead)"
         )
     elif plan["unindexed"]:
@@ -89,12 +91,21 @@ def gc(
             f"{plan['unindexed']} objects of threads with no item here are left alone "
             "(name the thread, or `s3dynamo delete THREAD`)"
         )
+    leftovers = plan.get("leftover_writes", 0)
+    if leftovers:
+        lines.append(
+            f"{render.plural(leftovers, 'leftover writes record')} {older}, of checkpoints "
+            "never committed (or of a delete that stopped)"
+        )
 
     def act() -> dict[str, int]:
         with progress("deleting"):
-            return {"deleted": gc_plan.execute()}
+            done = {"deleted": gc_plan.execute()}
+        if leftovers:
+            done["writes_deleted"] = getattr(gc_plan, "writes_deleted", 0)
+        return done
 
-    work = plan["objects"] > 0 or (incremental and plan["intents"] > 0)
+    work = plan["objects"] > 0 or leftovers > 0 or (incremental and plan["intents"] > 0)
     return plan_then(as_json, yes, plan, lines, act, work=work)
 
 

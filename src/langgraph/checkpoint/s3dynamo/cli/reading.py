@@ -396,6 +396,12 @@ def verify(thread_id: str | None, as_json: bool, **settings: Any) -> int:
             f"{render.plural(c['objects'], 'object')}: {c['opened']} of "
             f"{c['blobs']} sealed blobs opened"
         )
+        if leftover := data["leftover_writes"]:
+            out.print(
+                f"{render.plural(leftover, 'leftover writes record')} (of checkpoints never "
+                "committed, or of a delete that stopped): no reader sees them, no problem; "
+                "`s3dynamo gc --full` removes them after the grace"
+            )
         for space, m in data.get("memory", {}).items():
             out.print(
                 f"{space}: {render.plural(m['namespaces'], 'namespace')}, "

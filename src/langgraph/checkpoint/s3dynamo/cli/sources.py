@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.s3dynamo import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.aws_names import region_of
 
 EXPECTED = "expected sqlite:PATH, postgres://..., or dynamodb:TABLE[?offload_bucket=NAME]"
 
@@ -64,7 +65,7 @@ def open_source(spec: str, region: str | None = None) -> Iterator[BaseCheckpoint
         )
         yield aws.DynamoDBSaver(
             table_name=table,
-            region_name=region or os.environ.get("AWS_REGION") or None,
+            region_name=region_of(region or None),
             s3_offload_config=offload,
         )
     else:

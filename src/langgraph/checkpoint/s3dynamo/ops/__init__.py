@@ -58,6 +58,7 @@ from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
 from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan, IncrementalGcPlan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
 from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
+from langgraph.checkpoint.s3dynamo.ops.threads import CopyPlan
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.settings import duration
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
@@ -333,14 +334,10 @@ class Operations:
             self._entries(tid)  # names a wrong secret, else the unknown thread
         return plan
 
-    def plan_copy(
-        self, source: str, target: str, *, keep_last: int | None = None
-    ) -> threads.CopyPlan:
-        """What copying writes (with `keep_last`, each namespace's newest checkpoints and
-        what they need); refused as copy_thread would be; `.execute()` copies."""
-        self._entries(source)
-        src, dst = thread_id_of(source), thread_id_of(target)
-        return threads.plan_copy(self.store, src, dst, keep_last)
+    def plan_copy(self, source: str, target: str, *, keep_last: int | None = None) -> CopyPlan:
+        """What copying writes (`keep_last`: as copy_thread), or its refusal; `.execute()`."""
+        self._entries(source)  # a source with no checkpoints is named as such first
+        return threads.plan_copy(self.store, thread_id_of(source), thread_id_of(target), keep_last)
 
     def plan_prune(
         self, thread_ids: Sequence[str], strategy: str = "keep_latest", keep_last: int = 1

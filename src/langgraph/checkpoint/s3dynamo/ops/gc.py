@@ -8,6 +8,12 @@ not referenced and older than the grace period are candidates. `GcPlan.execute` 
 them again, marks again, and deletes each one with a conditional delete that holds only
 while the object is unchanged since that second listing.
 
+The full collection also deletes leftover writes records: those older than the grace
+whose checkpoint record is not in the table (LangGraph sends a task's writes before its
+checkpoint's put may be refused; `finder.leftover_writes`), after an intent naming
+the objects they reference. Why that never takes writes a reader sees or will see:
+docs/RELIABILITY.md, "Garbage collection: leftover writes records".
+
 `plan_incremental_gc` reads only the upload intents older than the grace (one Query per
 journal shard, `blobs/journal.py`): each names the objects a write (a put, a Store put,
 a copy) was about to upload when it crashed or its commit was refused, or those
@@ -68,6 +74,10 @@ class GcPlan(_Candidates):
     unindexed: int = 0
     # Threads whose records this saver cannot open (other keys): never collected.
     skipped: list[Skipped] = field(default_factory=list)
+    # Leftover writes records older than the grace, by thread partition; and how many
+    # `execute` deleted.
+    leftovers: dict[str, list[ItemKey]] = field(default_factory=dict)
+    writes_deleted: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,13 +88,18 @@ class GcPlan(_Candidates):
             "grace_seconds": int(self.grace.total_seconds()),
             "foreign": self.foreign,
             "unindexed": self.unindexed,
+            "leftover_writes": sum(len(keys) for keys in self.leftovers.values()),
         }
 
     def execute(self, *, now: datetime | None = None) -> int:
-        """Delete the candidates still old and unreferenced, each only if unchanged since
-        it was listed again here; returns how many were deleted."""
+        """Delete the leftover writes records still leftovers (`writes_deleted` counts
+        them), then the candidates still old and unreferenced, each only if unchanged
+        since it was read or listed again here; returns how many objects were deleted."""
         cutoff = (now or datetime.now(timezone.utc)) - self.grace
         collector = self.store.collector()
+        before_s = int(cutoff.timestamp())
+        for name, keys in self.leftovers.items():
+            self.writes_deleted += self.store.clear_leftovers(name, set(keys), before_s)
         return sum(
             collector.sweep(name, self.store.live_leaves, cutoff, set(keys))
             for name, keys in self.candidates.items()
@@ -136,6 +151,9 @@ def plan_gc(
                 plan.candidates.setdefault(thread_name, []).append(obj.key)
                 plan.sizes[obj.key] = obj.size
     warn_skipped("garbage collection", plan.skipped)
+    named = None if thread_ids is None else list(by_thread)
+    for key in store.leftover_writes(named, int(cutoff.timestamp())):
+        plan.leftovers.setdefault(key.pk, []).append(key)
     return plan
 
 

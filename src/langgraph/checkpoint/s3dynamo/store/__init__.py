@@ -193,7 +193,13 @@ class ThreadStore(Upkeep):
             _decoder=_rebound(self._decoder, walker=walker),
             _catalog=catalog,
             _threads=_rebound(self._threads, catalog=catalog, finder=finder, walker=walker),
-            _committer=_rebound(self._committer, finder=finder, walker=walker, catalog=catalog),
+            _committer=_rebound(
+                self._committer,
+                finder=finder,
+                walker=walker,
+                catalog=catalog,
+                placer=_rebound(self._committer.placer, finder=finder, walker=walker),
+            ),
             _remover=remover,
             _rewriter=rewriter,
             _lister=_rebound(self._lister, walker=walker, finder=finder),
@@ -235,7 +241,7 @@ class ThreadStore(Upkeep):
         """Drop what is cached about stored records (after anything rewrote them)."""
         self._handoff.clear()
         self._decoder.skeletons.clear()
-        self._committer.bases.clear()
+        self._committer.placer.bases.clear()
 
     # ---------------------------------------------------------------- reading
 

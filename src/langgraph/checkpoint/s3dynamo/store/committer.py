@@ -17,7 +17,7 @@ runs the commit: one request writing the record, which also deletes the intent
 point: a crash before it leaves the old state plus unreferenced objects the intent
 names, which garbage collection removes after a grace period; after it, the new state.
 `commit_writes` does the same with one merge per (checkpoint, task): a `put_writes`
-shows all or nothing.
+shows all or nothing; a put refused for good takes its checkpoint's back.
 
 Concurrent runs. The record is written in one transaction with the namespace's head (the
 id of its newest checkpoint, a control item). A put that continues what its run holds as
@@ -35,25 +35,30 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
 
 from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
-from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.blobs.placement import (
     ITEM_MAX,
-    MAX_DELTA_BASE,
     needs_bundle,
 )
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Steps
-from langgraph.checkpoint.s3dynamo.codec import Codec, delta_id, serializing, value_id
+from langgraph.checkpoint.s3dynamo.codec import (
+    NONE_OF_IT,
+    Codec,
+    serializing,
+)
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
+    DeploymentMismatchError,
+    InvalidConfigError,
     ItemTooLargeError,
+    StorageError,
     ThreadDeletedError,
 )
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, checkpoint_time
@@ -83,13 +88,10 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     commit_writes,
 )
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
+from langgraph.checkpoint.s3dynamo.store.placing import Placer
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
-from langgraph.checkpoint.s3dynamo.store.sealed import Sealed, resealed
 from langgraph.checkpoint.s3dynamo.store.walker import (
     STORE_KEYS,
-    StoredValue,
-    StoredValues,
-    Typed,
     Walker,
 )
 
@@ -99,19 +101,6 @@ log = logging.getLogger(__name__)
 LAST_WINS = frozenset(WRITES_IDX_MAP.values())
 # What the store adds to a checkpoint's body; never taken from the caller's checkpoint.
 INTERNAL_KEYS = STORE_KEYS | {"channel_values"}
-# Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
-OPENED_BASES = 4
-OPENED_BASE_MAX = 1 << 20
-
-
-class Fresh(NamedTuple):
-    """A changed value, sealed whole or (with `base`) as a delta."""
-
-    channel: str
-    version: str
-    sealed: bytes
-    typed: Typed
-    base: str | None
 
 
 class Committer:
@@ -133,10 +122,8 @@ class Committer:
         self.walker = walker
         self.handoff = handoff
         self.catalog = catalog
-        self.delta_max = policy.delta_max
         self.detect_concurrent_runs = policy.detect_concurrent_runs
-        # Object key -> opened data of recent delta bases.
-        self.bases: Lru[str, Typed] = Lru(OPENED_BASES)
+        self.placer = Placer(engine, finder, walker, handoff, policy.delta_max)
         # Stamps every record written (`written_at`) and its upload intent; tests replace it.
         self.clock: Callable[[], float] = time.time
 
@@ -181,7 +168,36 @@ class Committer:
     ) -> Steps[str]:
         """Store a checkpoint: new large values in one wave, then its record. Returns
         the checkpoint id. `before_write` runs after everything is sealed, before the
-        first write."""
+        first write. A put refused for good (another run committed first; a value,
+        setting or deployment refused before any request) never commits: the writes
+        records this store wrote for its checkpoint are deleted, and writes still to
+        come for it are refused with the put's own error (`Handoff.refused`), so it
+        leaves none behind (LangGraph sends a task's writes while its put is on the way)."""
+        try:
+            return (
+                yield from self._commit_checkpoint(
+                    tid, ns, parent_id, checkpoint, metadata, new_versions, before_write
+                )
+            )
+        except (ConcurrentUpdateError, InvalidConfigError, DeploymentMismatchError) as exc:
+            if not isinstance(exc, ThreadDeletedError):  # which took back the namespace's
+                writes = self.handoff.refused(tid, ns, checkpoint["id"], exc)
+                try:
+                    yield Batch(deletes=writes)
+                except StorageError as failed:  # the refusal is what to say; gc takes them
+                    log.warning("writes of a refused put not deleted: %s", failed)
+            raise
+
+    def _commit_checkpoint(
+        self,
+        tid: str,
+        ns: str,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, Any],
+        before_write: Callable[[], None] | None,
+    ) -> Steps[str]:
         cid = checkpoint["id"]
         values: dict[str, Any] = checkpoint.get("channel_values", {})
         versions = {**checkpoint.get("channel_versions", {}), **new_versions}
@@ -193,45 +209,12 @@ class Committer:
         # Serialize and seal everything before the first request: bad input writes nothing.
         at = CheckpointAt(tid, ns, cid)
         what = at.what
-        with serializing(f"{what}: the metadata", metadata):
+        with serializing(f"{what}: the metadata", metadata, NONE_OF_IT):
             sealed_metadata = self.codec.seal_metadata(at, metadata)
 
-        # What a copy shares of its source (`StoredValue.owner`) is carried forward shared.
-        carried = yield from self._parent_values(tid, ns, parent_id, versions, new_versions)
-        budget = self.engine.budget()
-        stored: StoredValues = {}
-        fresh: list[Fresh] = []
-        for channel, raw_version in versions.items():
-            version = str(raw_version)
-            old = carried.get(channel)
-            if channel not in new_versions and old is not None and old.version == version:
-                if old.blob is not None and self._stale(old.blob):
-                    # Carried forward from before a rotation: seal it under the active key.
-                    old = self._reseal_carried(tid, ns, channel, old, what)
-                if old.blob is not None and budget.take(old.blob, carried=True):
-                    stored[channel] = old
-                    continue
-                if old.leaf is not None:
-                    stored[channel] = old
-                    continue
-            if channel in values:
-                value_at = ValueAt(tid, ns, channel, version)
-                with serializing(f"{what}: channel {channel!r}", values[channel]):
-                    fresh.append(self._seal_fresh(value_at, values[channel], old))
-        uploads: list[tuple[str, bytes]] = []
-        # Smallest first, so the inline budget keeps as many values out of S3 as it can.
-        for f in sorted(fresh, key=lambda f: len(f.sealed)):
-            if budget.take(f.sealed):
-                stored[f.channel] = StoredValue(f.version, f.sealed, None, f.base)
-                continue
-            full = f.sealed
-            value_at = ValueAt(tid, ns, f.channel, f.version)
-            if f.base is not None:
-                # The delta did not fit after all: a full version, which later deltas use.
-                full = self.codec.seal_value_typed(value_at, f.typed)
-            leaf = self.namer.value(value_at)
-            uploads.append((self.walker.object_key(tid, leaf), full))
-            stored[f.channel] = StoredValue(f.version, None, leaf)
+        stored, uploads = yield from self.placer.place(
+            at, parent_id, values, versions, new_versions
+        )
         bases = {ch: v.base for ch, v in stored.items() if v.base is not None}
         if bases:
             body["bases"] = bases
@@ -422,94 +405,3 @@ class Committer:
             lease.extended(held.expires_ms)
 
     # ------------------------------------------------------ where values live
-
-    def _parent_values(
-        self,
-        tid: str,
-        ns: str,
-        parent_id: str | None,
-        versions: Mapping[str, Any],
-        new_versions: Mapping[str, Any],
-    ) -> Steps[StoredValues]:
-        """Where the parent keeps the values this checkpoint did not change: usually
-        cached from the read that started the run; otherwise one query reads the
-        parent's record (no object request)."""
-        if parent_id is None:
-            return {}
-        cached = self.handoff.stored(tid, ns, parent_id)
-        if cached is not None:
-            return cached  # also tells where the bases of new deltas are
-        if all(ch in new_versions for ch in versions):
-            return {}
-        entry = yield from self.finder.read_checkpoint(tid, ns, parent_id)
-        if entry is None:
-            return {}
-        return self.walker.stored_values(entry, self.walker.open_body(entry))
-
-    def _stale(self, blob: bytes) -> bool:
-        keyring = self.sealer.keyring
-        return keyring is not None and self.sealer.key_id_of(blob) != keyring.active
-
-    def _seal_fresh(self, at: ValueAt, value: Any, previous: StoredValue | None) -> Fresh:
-        """Seal a changed value: as a delta against the channel's last full version when
-        this process holds that version and the delta is at most `delta_max` (and fits
-        inline), else whole."""
-        typed = self.codec.dump(value)
-        base = self._delta_base(at.tid, at.ns, at.channel, previous)
-        if base is not None:
-            base_version, base_data = base
-            delta = self.codec.seal_value_delta(at, typed, base_version, base_data)
-            if delta is not None and len(delta) <= min(self.inline_max, self.delta_max):
-                return Fresh(at.channel, at.version, delta, typed, base_version)
-        sealed = self.codec.seal_value_typed(at, typed)
-        return Fresh(at.channel, at.version, sealed, typed, None)
-
-    def _delta_base(
-        self, tid: str, ns: str, channel: str, previous: StoredValue | None
-    ) -> tuple[str, Typed] | None:
-        """(version, opened data) of the full version a new delta of `channel` is made
-        against: the one the parent's value is, or is a delta of. Only an object can be
-        a base, and only one this process holds: the write path never reads S3."""
-        if previous is None or (previous.base is None and previous.leaf is None):
-            return None
-        if previous.owner is not None:
-            # Shared by a copy: a delta and its base always belong to one thread.
-            return None
-        version = previous.base if previous.base is not None else previous.version
-        at = ValueAt(tid, ns, channel, version)
-        key = self.walker.object_key(tid, self.namer.value(at))
-        opened = self.bases.get(key)
-        if opened is not None:
-            return version, opened
-        body = self.objects.cached(key)
-        if body is None:
-            return None
-        what = f"{describe(tid, ns, version)} (delta base)"
-        data = self.codec.value_data(at, body, what)
-        if len(data[1]) > MAX_DELTA_BASE:
-            return None
-        # Consecutive deltas share their base: keep it opened (objects never change).
-        if len(data[1]) <= OPENED_BASE_MAX:
-            self.bases.put(key, data)
-        return version, data
-
-    def _reseal_carried(
-        self, tid: str, ns: str, channel: str, old: StoredValue, what: str
-    ) -> StoredValue:
-        """A carried inline value sealed again under the active key, as re-encryption
-        seals it (`sealed.resealed`); a delta whose base this process does not hold, or
-        one a copy shares (its base is another thread's), stays as it is: it still
-        opens under its key, and re-encryption moves it later."""
-        if old.blob is None or (old.base is not None and old.owner is not None):
-            return old
-        at = ValueAt(old.owner or tid, ns, channel, old.version)
-        carried = Sealed("value", "item", what, None, old.blob, value_id(at))
-        bases: dict[str, Typed] = {}
-        if old.base is not None:
-            base = self._delta_base(tid, ns, channel, old)
-            if base is None:
-                return old
-            bases[what] = base[1]
-            carried.base = Sealed("value", "object", what, None, None, b"")
-            carried.ident = delta_id(at, old.base)
-        return old._replace(blob=resealed(self.sealer, carried, bases))

@@ -42,11 +42,14 @@ from langgraph.checkpoint.s3dynamo.layout import (
     checkpoint_sk,
     control_pk,
     head_namespace,
+    is_mark_key,
+    is_writes_key,
     loans_prefix,
     namespace_prefix,
     namespace_range,
     object_key,
     owner_sk,
+    parse_sk,
     split_shared,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
@@ -57,6 +60,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     Loan,
     Mark,
     Record,
+    Stamp,
     Veil,
     WritesRecord,
     is_mark,
@@ -117,6 +121,33 @@ class Grouped:
     entries: list[Entry]
     unopened: list[tuple[CheckpointRecord, IntegrityError]]
     orphan_writes: list[WritesRecord]
+
+
+def leftover_writes(stamped: Iterable[Record | Stamp | Mark], before_s: int) -> list[ItemKey]:
+    """Of these records (a thread's with its marks, or every thread's keys and write
+    times), the writes records written before `before_s` (or unstamped: by an older
+    release) whose checkpoint record is not among them, outside any namespace under a
+    mark (an unfinished copy, import or delete, whose repeat settles them): LangGraph's
+    writes for a checkpoint whose put never committed. No reader sees them (`pair` pairs
+    writes with their checkpoint only); garbage collection deletes them
+    (docs/RELIABILITY.md, "Garbage collection: leftover writes records")."""
+    records: set[ItemKey] = set()
+    marked: set[tuple[str, str]] = set()
+    writes: dict[ItemKey, ItemKey] = {}
+    for record in stamped:
+        key = record.key
+        if is_mark_key(key.sk):
+            marked.add((key.pk, parse_sk(key.sk)[0]))
+            continue
+        records.add(key)
+        written_at = getattr(record, "written_at", None)
+        if is_writes_key(key.sk) and (written_at is None or written_at < before_s):
+            writes[key] = ItemKey(key.pk, owner_sk(key.sk))
+    return [
+        key
+        for key, owner in writes.items()
+        if owner not in records and (key.pk, parse_sk(key.sk)[0]) not in marked
+    ]
 
 
 def warn_skipped(operation: str, skipped: Sequence[Skipped]) -> None:

@@ -219,6 +219,13 @@ def fenced(fence: Fence) -> Update:
     )
 
 
+def delete_if_unchanged(record: Record) -> Delete:
+    """Delete a record only while it carries the write time it was read with (a writes
+    record's merge stamps it anew)."""
+    stamp = record.written_at
+    return Delete(record.key, when=missing(WRITTEN_AT) if stamp is None else eq(WRITTEN_AT, stamp))
+
+
 def replace_if_unchanged(old: Record, new: Record) -> Update | None:
     """An update setting what differs between `old` and `new` while each attribute
     still holds its old value; None if nothing differs. A map (inline values) changes

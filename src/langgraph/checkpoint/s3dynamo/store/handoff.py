@@ -38,13 +38,15 @@ CATALOGUED_CACHE_SIZE = 4096
 class Made:
     """A checkpoint this store loaded or wrote to lately: whether a run loaded it,
     whether this store committed it (or is committing it), the writes records it wrote
-    for it, and whether a commit found its namespace deleted since."""
+    for it, whether a commit found its namespace deleted since, and the error its own
+    put was refused with for good (`refused`)."""
 
     loaded: bool = False
     ours: bool = False
     committed: bool = False
     writes: list[ItemKey] = field(default_factory=list)
     dead: bool = False
+    refused: Exception | None = None
 
 
 class Handoff:
@@ -106,20 +108,33 @@ class Handoff:
                 keys.extend(made.writes)
         return keys
 
+    def refused(self, tid: str, ns: str, cid: str, error: Exception) -> list[ItemKey]:
+        """The put of checkpoint `cid` was refused for good: until a put of it commits,
+        writes to it are refused with `error`; the writes records written for it are to
+        be deleted. A writer that wrote before it saw the refusal finds its key here or,
+        after its write, `is_dead` true, as for `deleted`."""
+        made = self._made(tid, ns, cid)
+        made.refused = error
+        return list(made.writes)
+
     def committed(self, tid: str, ns: str, cid: str) -> None:
-        self._made(tid, ns, cid).committed = True
+        made = self._made(tid, ns, cid)
+        made.committed, made.refused = True, None
         self.gone.pop((tid, ns), None)
 
     def is_dead(self, tid: str, ns: str, cid: str, made: Made) -> bool:
-        """Whether writes to checkpoint `cid` are refused (`deleted`)."""
-        if made.dead:
+        """Whether writes to checkpoint `cid` are refused (`deleted`, `refused`)."""
+        if made.dead or made.refused is not None:
             return True
         since = self.gone.get((tid, ns))
         made_at = checkpoint_time(cid)
         return since is not None and not made.committed and (made_at or 0) < since
 
     def refuse_if_dead(self, tid: str, ns: str, cid: str, made: Made, what: str) -> None:
-        """`ThreadDeletedError` for writes to checkpoint `cid` if they are refused."""
+        """For writes to checkpoint `cid` if they are refused: the error its put was
+        refused with, or `ThreadDeletedError`."""
+        if made.refused is not None:
+            raise made.refused
         if self.is_dead(tid, ns, cid, made):
             deleted = ThreadDeletedError("a commit of this run found the thread deleted")
             deleted.refusing(what)

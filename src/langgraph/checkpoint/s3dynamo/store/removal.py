@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.blobs import WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Apply,
     Batch,
@@ -83,9 +84,10 @@ from langgraph.checkpoint.s3dynamo.records import (
 )
 from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, index_write, stamp_time
-from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped
+from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, leftover_writes
 from langgraph.checkpoint.s3dynamo.store.format import (
     catalog_deletes,
+    delete_if_unchanged,
     head_items,
     lease_expiry,
     lease_taken,
@@ -355,6 +357,25 @@ class Remover:
             elif parent and remaining:
                 return needed, str(parent)
         return needed, None
+
+    # ------------------------------------------------------------- leftover writes
+
+    def leftovers(self, name: str, planned: Collection[ItemKey], before_s: int) -> Steps[int]:
+        """Delete those of `planned` that are still leftover writes records of the thread
+        (`finder.leftover_writes`, its items read again consistently), each only while
+        unchanged since (`delete_if_unchanged`), after an intent naming the objects they
+        reference, for incremental collection; how many went (docs/RELIABILITY.md,
+        "Garbage collection: leftover writes records")."""
+        found, marks = yield from self.finder.items(name, consistent=True)
+        records = {r.key: r for r in found}
+        doomed = [records[k] for k in leftover_writes([*found, *marks], before_s) if k in planned]
+        if not doomed:
+            return 0
+        leaves = sorted({leaf for r in doomed for leaf in referenced_leaves(r)})
+        orphans = [object_key(name, leaf) for leaf in leaves]
+        writes = [delete_if_unchanged(r) for r in doomed]
+        written = yield WritePlan(name, orphans=orphans, writes=writes, each=True)
+        return sum(1 for w in written if w.applied)
 
     # ------------------------------------------------------------------- runs
 

@@ -23,12 +23,13 @@ from langgraph.checkpoint.s3dynamo.layout import (
 from langgraph.checkpoint.s3dynamo.records import (
     STAMP_ATTRIBUTES,
     Record,
+    Stamp,
     is_mark,
     record_from,
     stamp_from,
 )
 from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
-from langgraph.checkpoint.s3dynamo.table import Item, begins
+from langgraph.checkpoint.s3dynamo.table import Item, When, begins
 
 # The scope of a sweep over every deployment of the table (retention's delete strategy,
 # which reads keys and stamps only, so needs nobody's keys).
@@ -71,6 +72,22 @@ class Scope:
                 if not is_mark(item) and self._keep(pk):
                     out.append(record_from(item))
         return out
+
+    def thread_stamps(self) -> Steps[list[Stamp]]:
+        """Key and write time of every record and mark of this deployment's threads (a
+        Scan, as `stamps` reads it): what `finder.leftover_writes` takes."""
+        out: list[Stamp] = []
+        for items in (yield from scan_items(filter=self._filter(), attributes=STAMP_ATTRIBUTES)):
+            for stamp in (stamp_from(i) for i in items):
+                pk = stamp.key.pk
+                if is_control_pk(pk) or is_memory_pk(pk) or is_deployment_pk(pk):
+                    continue
+                if self._keep(pk):
+                    out.append(stamp)
+        return out
+
+    def _filter(self) -> When | None:
+        return begins(PARTITION_KEY, self.prefix) if self.prefix else None
 
     def stamps(self, segment: int = 0, segments: int = 1, every: bool = False) -> Steps[None]:
         """One segment of a Scan of this deployment's items as retention reads them, a

@@ -7,7 +7,7 @@ keys are built here only. `ThreadStore` inherits it; garbage collection, retenti
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
@@ -36,6 +36,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     ItemKey,
     Lease,
     Loan,
+    Mark,
     Record,
     Stamp,
     control_from,
@@ -45,7 +46,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     stamp_from,
 )
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, PARTITION_KEY, RUN_INDEX, SORT_KEY
-from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped
+from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped, leftover_writes
 from langgraph.checkpoint.s3dynamo.store.format import (
     head_items,
     lease_expiry,
@@ -53,6 +54,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     set_idle,
     take_lease,
 )
+from langgraph.checkpoint.s3dynamo.store.removal import Remover
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
 from langgraph.checkpoint.s3dynamo.table import Item, begins, key_of
 
@@ -66,6 +68,7 @@ class Upkeep:
     _namer: Namer
     _scope: Scope
     _finder: Finder
+    _remover: Remover
     prefix: str
 
     def _run(self, protocol: Steps[_R]) -> _R:
@@ -204,6 +207,23 @@ class Upkeep:
     def unbacked_loans(self, thread_name: str) -> list[Loan]:
         """A thread's loans that no borrowing backs (written by someone else)."""
         return self._run(self._finder.unbacked_loans(thread_name))
+
+    def leftover_writes(self, names: Sequence[str] | None, before_s: int) -> list[ItemKey]:
+        """Writes records written before `before_s` whose checkpoint record is not there,
+        outside namespaces under a mark (`finder.leftover_writes`): of these threads (by
+        name; one Query each), or of the deployment (a keys-and-stamps Scan)."""
+        if names is None:
+            stamped: list[Record | Stamp | Mark] = [*self._run(self._scope.thread_stamps())]
+        else:
+            found = self._run(each([self._finder.items(n) for n in names]))
+            stamped = [one for records, marks in found for one in (*records, *marks)]
+        return leftover_writes(stamped, before_s)
+
+    def clear_leftovers(self, thread_name: str, planned: Collection[ItemKey], before_s: int) -> int:
+        """Delete those of `planned` still leftover writes records of a thread, each only
+        while unchanged, after an intent naming their objects (`Remover.leftovers`); how
+        many."""
+        return self._run(self._remover.leftovers(thread_name, planned, before_s))
 
     def collector(self) -> Collector:
         """The engine's garbage collection of this deployment's objects."""
