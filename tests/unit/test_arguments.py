@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import inspect
+import math
 import os
 import pydoc
 from collections.abc import Callable
@@ -430,6 +431,31 @@ embed = random_embedding(DIMS)
         ({"ttl": {"default_ttl": -5}}, InvalidConfigError, "at least 0, got -5"),
         ({"ttl": {"refresh_on_read": "maybe"}}, InvalidConfigError, "must be yes or no"),
         ({"ttl": "1h"}, ArgumentTypeError, "ttl must be a TTLConfig"),
+        (
+            {"ttl": {"sweep_interval_minutes": True}},
+            ArgumentTypeError,
+            r"ttl\['sweep_interval_minutes'\] must be a number of minutes, got bool True$",
+        ),
+        (
+            {"ttl": {"sweep_interval_minutes": "often"}},
+            ArgumentTypeError,
+            r"must be a number of minutes, got the string 'often'$",
+        ),
+        *(
+            (
+                {"ttl": {"sweep_interval_minutes": bad}},
+                InvalidConfigError,
+                rf"ttl\['sweep_interval_minutes'\] must be a positive, finite number of "
+                rf"minutes, got {shown}$",
+            )
+            for bad, shown in [
+                (0, "0"),
+                (-5, "-5"),
+                (-0.5, "-0.5"),
+                (math.nan, "nan"),
+                (math.inf, "inf"),
+            ]
+        ),
         ({"filter_fields": "kind"}, ArgumentTypeError, r"pass \['kind'\]"),
     ],
 )
@@ -441,6 +467,17 @@ def test_the_store_s_configuration_is_checked_when_it_is_built(
     with nothing_written(backend), pytest.raises(error, match=named):
         S3DynamoStore.from_saver(saver, **options)
     assert not backend.calls()
+
+
+@pytest.mark.parametrize("interval", [0.05, 5, 1e-3])
+def test_a_sweep_interval_is_any_positive_number_of_minutes_as_langgraph_s_stores_take(
+    backend: Backend, interval: float
+) -> None:
+    # LangGraph's own store tests sweep every 0.05 minutes; its TTLConfig says int, its
+    # stores take a float (`float(...) * 60` seconds).
+    ttl = {"default_ttl": 0.5, "refresh_on_read": True, "sweep_interval_minutes": interval}
+    store = S3DynamoStore.from_saver(backend.saver(), ttl=ttl)  # type: ignore[arg-type]
+    assert store.ttl_config == ttl
 
 
 def test_a_ttl_refresh_given_as_a_word_is_read_as_one(backend: Backend) -> None:

@@ -446,7 +446,8 @@ def checked_index(name: str, value: object) -> dict[str, Any] | None:
 def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
     """The Store's `ttl` (LangGraph's TTLConfig), checked when the store is built:
     `default_ttl` minutes (at least 0, or None), `refresh_on_read` a yes/no,
-    `sweep_interval_minutes` a positive int (or None)."""
+    `sweep_interval_minutes` a positive number, an int or a float as LangGraph's own
+    stores take it (or None)."""
     if value is None:
         return None
     form = "a TTLConfig such as {'default_ttl': 60, 'refresh_on_read': True}"
@@ -458,8 +459,8 @@ def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
             f"{name}['refresh_on_read']", ttl["refresh_on_read"]
         )
     if ttl.get("sweep_interval_minutes") is not None:
-        arguments.whole(
-            f"{name}['sweep_interval_minutes']", ttl["sweep_interval_minutes"], minimum=1
+        arguments.positive(
+            f"{name}['sweep_interval_minutes']", ttl["sweep_interval_minutes"], unit="minutes"
         )
     return ttl
 
