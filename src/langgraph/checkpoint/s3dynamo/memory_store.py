@@ -47,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ArgumentTypeError,
     IntegrityError,
     InvalidConfigError,
+    VectorDimensionsError,
 )
 from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
@@ -186,7 +187,7 @@ class S3DynamoStore(BaseStore):
         ops = _validated(ops)
         puts = _last_puts(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
-        vectors = self._embed_queries(queries)
+        vectors = _queried(self._embed_queries(queries), self._dims)
         texts = self._texts(puts)
         embedded = self.embeddings.embed_documents(list(texts)) if texts and self.embeddings else []
         return self._run(ops, puts, vectors, _placed(texts, embedded, self._dims))
@@ -204,6 +205,7 @@ class S3DynamoStore(BaseStore):
             await self.embeddings.aembed_documents(list(texts)) if texts and self.embeddings else []
         )
         placed = _placed(texts, embedded, self._dims)
+        _queried(vectors, self._dims)
         return await executor.run(
             self._parts.settings.async_workers, self._run, ops, puts, vectors, placed
         )
@@ -222,6 +224,8 @@ class S3DynamoStore(BaseStore):
         bodies = self._bodies_of(puts, embedded)
         self._check(write=bool(puts))
         with guarded(self._parts.deployment):
+            if self.vectors is not None and embedded:
+                self.vectors.check_puts(embedded)
             results: list[Result] = [None] * len(ops)
             # Reads see the store as it was before this batch's writes, as InMemoryStore's do.
             gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
@@ -482,14 +486,21 @@ def _placed(
     for places, vector in zip(texts.values(), embedded, strict=True):
         if dims is not None and len(vector) != dims:
             ns, key, path = places[0]
-            raise InvalidConfigError(
-                f"store item {key!r} in namespace {ns!r}: the embedding function returned "
-                f"{len(vector)} dimensions for its field {path!r}, and the IndexConfig says "
-                f"dims={dims}; set dims to what the embedding model returns"
-            )
+            subject = f"store item {key!r} in namespace {ns!r}, its field {path!r}"
+            raise VectorDimensionsError(subject, len(vector), [dims])
         for ns, key, path in places:
             out[(ns, key)][path] = [float(x) for x in vector]
     return out
+
+
+def _queried(vectors: dict[str, list[float]], dims: int | None) -> dict[str, list[float]]:
+    """The queries' embeddings, refused before any request unless of the IndexConfig's
+    `dims`."""
+    for query, vector in vectors.items():
+        if dims is not None and len(vector) != dims:
+            shown = query if len(query) <= 60 else query[:57] + "..."
+            raise VectorDimensionsError(f"the query {shown!r}", len(vector), [dims])
+    return vectors
 
 
 def _last_puts(ops: Sequence[Op]) -> dict[tuple[Namespace, str], PutOp]:
