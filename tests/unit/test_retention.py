@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import uuid
 from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
@@ -165,7 +166,7 @@ def test_data_written_before_stamps_is_dated_by_its_checkpoint_ids(saver: Memory
 def test_records_that_cannot_be_dated_are_kept(saver: MemorySaver) -> None:
     config = {"configurable": {"thread_id": "custom", "checkpoint_ns": ""}}
     checkpoint = create_checkpoint(empty_checkpoint(), None, 1)
-    checkpoint["id"] = "my-own-checkpoint-id"
+    checkpoint["id"] = str(uuid.uuid4())  # a UUID, but not one that tells its time
     saver.put(config, checkpoint, {"source": "input", "step": 1}, {})
     raw.put_records(saver, [replace(r, written_at=None) for r in saver.index.records()])
     at(saver, 400)
