@@ -4,14 +4,17 @@ each package, no cap on Python) installs with the `cli` extra into a fresh virtu
 environment of every Python from 3.10 to 3.13 found here (dependencies from the package
 index pip is configured with, as every virtual environment of the Makefile gets them).
 Each environment, outside this source tree, imports the saver, runs the `s3dynamo` console
-script, and puts and reads back a checkpoint on the in-memory ports. A Python that is not
-installed is skipped, naming where it was looked for."""
+script, and puts and reads back a checkpoint on the in-memory ports; then, with what
+`make demo` adds (the Makefile's demo stamp: LangGraph, pytest, moto for S3 and DynamoDB,
+Flask), runs `s3dynamo demo` to its end. A Python that is not installed is skipped, naming
+where it was looked for."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -68,6 +71,13 @@ print(json.dumps({
     "sealed": not any(notes[:32].encode() in body for body, _ in objects.blobs.values()),
 }))
 """
+
+
+def demo_requirements() -> list[str]:
+    """What the Makefile's demo stamp installs beside the package's `cli` extra."""
+    recipe = (ROOT / "Makefile").read_text().split("$(DEMO_STAMP): pyproject.toml", 1)[1]
+    command = recipe.split("-e '.[cli]'", 1)[1].split("\n\ttouch", 1)[0]
+    return shlex.split(command.replace("\\\n", " "))
 
 
 def run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -155,3 +165,23 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(
     assert got["id"] is True and got["greeting"] == "hello" and got["notes"] == 65536
     # The 64 KB value went to the object store, sealed.
     assert got["objects"] == 1 and got["sealed"] is True
+
+    # The demo, as `make demo` installs it: its three turns across two processes, the
+    # interrupt resumed with ainvoke (a sync node's interrupt() before Python 3.11 too),
+    # nothing readable at rest, and the command line on what it stored.
+    extra = demo_requirements()
+    assert "langgraph>=1.2" in extra and "flask" in extra, extra
+    added = run([str(py), "-m", "pip", "install", "--quiet", *extra], env=env, cwd=tmp_path)
+    assert added.returncode == 0, added.stderr[-3000:]
+    demo = run([str(script), "demo"], env=env, cwd=tmp_path)
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    for line in (
+        "  paused: Approve a refund for this customer?",
+        "  waiting at: approve",
+        "  agent: A supervisor approved your refund.",
+        "  'blue kettle' found in 0 of",
+        "$ s3dynamo verify",
+    ):
+        assert line in demo.stdout, demo.stdout[-3000:]
+    last = demo.stdout.rstrip().splitlines()[-3:]
+    assert last[0] == "ok" and last[2].startswith("The moto server stops with the demo."), last

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import inspect
+import math
 import os
 import pydoc
 from collections.abc import Callable
@@ -494,6 +495,31 @@ embed = random_embedding(DIMS)
         ({"ttl": {"default_ttl": -5}}, InvalidConfigError, "at least 0, got -5"),
         ({"ttl": {"refresh_on_read": "maybe"}}, InvalidConfigError, "must be yes or no"),
         ({"ttl": "1h"}, ArgumentTypeError, "ttl must be a TTLConfig"),
+        (
+            {"ttl": {"sweep_interval_minutes": True}},
+            ArgumentTypeError,
+            r"ttl\['sweep_interval_minutes'\] must be a number of minutes, got bool True$",
+        ),
+        (
+            {"ttl": {"sweep_interval_minutes": "often"}},
+            ArgumentTypeError,
+            r"must be a number of minutes, got the string 'often'$",
+        ),
+        *(
+            (
+                {"ttl": {"sweep_interval_minutes": bad}},
+                InvalidConfigError,
+                rf"ttl\['sweep_interval_minutes'\] must be a positive, finite number of "
+                rf"minutes, got {shown}$",
+            )
+            for bad, shown in [
+                (0, "0"),
+                (-5, "-5"),
+                (-0.5, "-0.5"),
+                (math.nan, "nan"),
+                (math.inf, "inf"),
+            ]
+        ),
         ({"filter_fields": "kind"}, ArgumentTypeError, r"pass \['kind'\]"),
     ],
 )
@@ -505,6 +531,17 @@ def test_the_store_s_configuration_is_checked_when_it_is_built(
     with nothing_written(backend), pytest.raises(error, match=named):
         S3DynamoStore.from_saver(saver, **options)
     assert not backend.calls()
+
+
+@pytest.mark.parametrize("interval", [0.05, 5, 1e-3])
+def test_a_sweep_interval_is_any_positive_number_of_minutes_as_langgraph_s_stores_take(
+    backend: Backend, interval: float
+) -> None:
+    # LangGraph's own store tests sweep every 0.05 minutes; its TTLConfig says int, its
+    # stores take a float (`float(...) * 60` seconds).
+    ttl = {"default_ttl": 0.5, "refresh_on_read": True, "sweep_interval_minutes": interval}
+    store = S3DynamoStore.from_saver(backend.saver(), ttl=ttl)  # type: ignore[arg-type]
+    assert store.ttl_config == ttl
 
 
 def test_a_ttl_refresh_given_as_a_word_is_read_as_one(backend: Backend) -> None:
@@ -533,6 +570,146 @@ def test_copying_a_thread_that_does_not_exist_is_thread_not_found(
     other = backend.saver(setup=False, secret=os.urandom(16))
     with nothing_written(backend), pytest.raises(DeploymentMismatchError):
         other.copy_thread("a", "copy")
+
+
+# ------------------------------------ 7. a checkpoint id LangGraph could have made
+
+EXPECTED_ID = (
+    "must be a checkpoint id as LangGraph makes them: a UUID in canonical form, such as "
+    "'1f0c2a8e-5b3d-6e2a-8001-3c5d7e9f1a2b', got "
+)
+TO_FIX = (
+    ". Pass the checkpoint_id of a config get_state, get_tuple or list returned, or none "
+    "for the thread's latest"
+)
+A_REAL_ID = "1f0c2a8e-5b3d-6e2a-8001-3c5d7e9f1a2b"
+
+
+def with_id(tid: str, cid: Any) -> dict[str, Any]:
+    return config(tid, checkpoint_id=cid)
+
+
+# Each method that takes a checkpoint id, given `cid` by a user: (where the id goes, a
+# call). LangGraph's graphs call these same methods with the config a user passes.
+ID_TAKERS: dict[str, tuple[str, Callable[[S3DynamoSaver, Any], Any]]] = {
+    "get_tuple": ("config", lambda s, cid: s.get_tuple(with_id("a", cid))),
+    "aget_tuple": ("config", lambda s, cid: asyncio.run(s.aget_tuple(with_id("a", cid)))),
+    "list": ("config", lambda s, cid: list(s.list(with_id("a", cid)))),
+    "list before": ("before", lambda s, cid: list(s.list(config("a"), before=with_id("a", cid)))),
+    "alist before": (
+        "before",
+        lambda s, cid: asyncio.run(_alist(s, config("a"), before=with_id("a", cid))),
+    ),
+    "list(None) before": ("before", lambda s, cid: list(s.list(None, before=with_id("a", cid)))),
+    "put after it (a fork)": ("config", lambda s, cid: put_one(s, "a", "fork", with_id("a", cid))),
+    "put_writes": ("config", lambda s, cid: s.put_writes(with_id("a", cid), [("c", 1)], "task")),
+    "get_delta_channel_history": (
+        "config",
+        lambda s, cid: s.get_delta_channel_history(config=with_id("a", cid), channels=["c"]),
+    ),
+}
+
+
+async def _alist(saver: S3DynamoSaver, cfg: Any, **kwargs: Any) -> list[Any]:
+    return [t async for t in saver.alist(cfg, **kwargs)]
+
+
+@pytest.mark.parametrize(
+    ("cid", "hint"),
+    [
+        ("garbage", ""),
+        ("1f1f", ""),
+        (A_REAL_ID.upper(), f"; pass {A_REAL_ID!r}"),
+        (A_REAL_ID.replace("-", ""), f"; pass {A_REAL_ID!r}"),
+        (f"{{{A_REAL_ID}}}", f"; pass {A_REAL_ID!r}"),
+        ("a#b", ""),
+    ],
+)
+@pytest.mark.parametrize("method", sorted(ID_TAKERS))
+def test_a_checkpoint_id_no_checkpoint_can_have_is_refused_before_any_request(
+    backend: Backend, method: str, cid: str, hint: str
+) -> None:
+    """Issue 56: "garbage" read as an empty thread, and a run from it became the thread's
+    latest state."""
+    saver = threads_of_three(backend)
+    where, call = ID_TAKERS[method]
+    backend.reset()
+    with nothing_written(backend), pytest.raises(InvalidConfigError) as refused:
+        call(saver, cid)
+    assert str(refused.value) == (
+        f"{where}['configurable']['checkpoint_id'] {EXPECTED_ID}{cid!r}{hint}{TO_FIX}"
+    )
+    assert not backend.calls()
+    assert history(saver, "a") == ["a 2", "a 1", "a 0"]
+
+
+@pytest.mark.parametrize("method", sorted(ID_TAKERS))
+def test_a_checkpoint_id_of_another_type_is_named(backend: Backend, method: str) -> None:
+    saver = backend.saver()
+    where, call = ID_TAKERS[method]
+    with pytest.raises(ArgumentTypeError) as refused:
+        call(saver, 42)
+    assert str(refused.value) == (
+        f"{where}['configurable']['checkpoint_id'] {EXPECTED_ID.removesuffix(', got ')}, "
+        "got int: 42"
+    )
+
+
+def test_a_put_checkpoint_whose_own_id_no_checkpoint_can_have_is_refused(
+    backend: Backend,
+) -> None:
+    saver = backend.saver()
+    checkpoint = {**empty_checkpoint(), "id": "my-own-checkpoint-id"}
+    with nothing_written(backend), pytest.raises(InvalidConfigError) as refused:
+        saver.put(config("a"), checkpoint, {"step": 1}, {})  # type: ignore[arg-type]
+    assert str(refused.value) == f"checkpoint['id'] {EXPECTED_ID}'my-own-checkpoint-id'{TO_FIX}"
+
+
+def test_a_graph_run_from_a_malformed_checkpoint_id_is_refused_and_the_thread_kept(
+    backend: Backend,
+) -> None:
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        turns: int
+
+    builder = StateGraph(State)
+    builder.add_node("count", lambda s: {"turns": s["turns"] + 1})
+    builder.add_edge(START, "count")
+    graph = builder.compile(checkpointer=backend.saver())
+    graph.invoke({"turns": 0}, config("chat"))
+    latest = graph.get_state(config("chat"))
+    with nothing_written(backend), pytest.raises(InvalidConfigError, match="got 'garbage'"):
+        graph.invoke({"turns": 100}, with_id("chat", "garbage"))
+    with pytest.raises(InvalidConfigError, match="got '1f1f'"):
+        graph.get_state(with_id("chat", "1f1f"))
+    assert graph.get_state(config("chat")).config == latest.config
+    assert graph.get_state(config("chat")).values == {"turns": 1}
+
+
+def test_every_checkpoint_id_langgraph_and_its_conformance_suite_make_is_taken(
+    backend: Backend,
+) -> None:
+    import uuid
+
+    from langgraph.checkpoint.base.id import uuid6
+
+    saver = threads_of_three(backend)
+    newest = saver.get_tuple(config("a"))
+    assert newest is not None
+    cid = newest.config["configurable"]["checkpoint_id"]
+    assert uuid.UUID(cid).version == 6  # LangGraph's uuid6
+    assert saver.get_tuple(with_id("a", cid)) == newest
+    assert saver.get_tuple(with_id("a", uuid.UUID(cid))) == newest  # a UUID object too
+    # Ids no checkpoint of the thread has: none found, as the conformance suite expects.
+    for other in (str(uuid.uuid4()), str(uuid6(clock_seq=-1)), A_REAL_ID):
+        assert saver.get_tuple(with_id("a", other)) is None
+        assert len(list(saver.list(config("a"), before=with_id("a", other)))) in (0, 3)
+    # A checkpoint LangGraph's conformance suite makes carries a uuid4 id of its own.
+    four = {**empty_checkpoint(), "id": str(uuid.uuid4())}
+    saved = saver.put(config("four"), four, {"step": 1}, {})  # type: ignore[arg-type]
+    assert saver.get_tuple(saved).checkpoint["id"] == four["id"]  # type: ignore[union-attr]
 
 
 # ------------------------------------------ LangGraph's server's prune strategies

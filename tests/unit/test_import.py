@@ -106,6 +106,34 @@ def test_a_repeat_duplicates_nothing_and_an_other_thread_is_not_overwritten(
     assert tuples(saver, "fork") == mine
 
 
+def test_a_thread_whose_checkpoint_ids_no_config_could_name_is_left_in_the_source(
+    backend: Backend,
+) -> None:
+    """Issue 56: a config naming a checkpoint id that is no UUID is refused, so a thread
+    holding such ids (InMemorySaver takes any text) is not brought here; the conformance
+    suite's uuid4 ids are."""
+    import uuid
+
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    source = InMemorySaver()
+    populate(source)
+    for tid, cid in (("custom", "my-own-id"), ("uuid4", str(uuid.uuid4()))):
+        checkpoint = {**empty_checkpoint(), "id": cid}
+        source.put({"configurable": {"thread_id": tid, "checkpoint_ns": ""}}, checkpoint, {}, {})  # type: ignore[arg-type]
+    saver = backend.saver()
+    plan = saver.ops.import_threads(source, ["custom", "uuid4", "memory"])
+    assert [t.thread_id for t in plan.conflicts] == ["custom"]
+    assert plan.conflicts[0].conflict == (
+        "thread 'custom' has 1 checkpoint id(s) that are not UUIDs in canonical form, as "
+        "LangGraph makes them, such as 'my-own-id': a config naming one would be refused "
+        "here, so the thread is left in the source"
+    )
+    assert saver.get_tuple({"configurable": {"thread_id": "custom"}}) is None
+    for tid in ("uuid4", "memory"):
+        assert tuples(saver, tid) == tuples(source, tid)
+
+
 def test_a_source_that_cannot_list_its_threads_asks_for_them(backend: Backend) -> None:
     class NeedsThreadId(InMemorySaver):
         def list(self, config: Any, **kwargs: Any) -> Iterator[Any]:

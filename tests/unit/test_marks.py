@@ -86,7 +86,7 @@ def test_a_run_that_loaded_the_thread_before_a_delete_is_refused(
         _interrupt_records(m)
         with pytest.raises(Interrupted):
             saver.delete_thread("t")
-    checkpoint = dict(latest.checkpoint, id="1ffffffff-0000-6000-8000-000000000000")
+    checkpoint = dict(latest.checkpoint, id="1fffffff-ffff-6fff-bfff-ffffffffffff")
     with pytest.raises(ThreadDeletedError, match="deleted after this run loaded it"):
         saver.put(latest.config, checkpoint, {"step": 9}, {})  # type: ignore[arg-type]
     assert graph.get_state(_config()).values == {}

@@ -23,6 +23,7 @@ from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
     InvalidConfigError,
     ValueNotSerializableError,
+    VectorDimensionsError,
 )
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
@@ -52,6 +53,10 @@ def embed_down(texts: Sequence[str]) -> list[list[float]]:
 
 def index(embedder: Callable[[Sequence[str]], list[list[float]]] = embed) -> Any:
     return {"dims": DIMS, "embed": embedder, "fields": ["text"]}
+
+
+def wide_index() -> Any:
+    return {"dims": 2 * DIMS, "embed": random_embedding(2 * DIMS), "fields": ["text"]}
 
 
 class Holds:
@@ -141,11 +146,41 @@ STORE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[b
         lambda r: put(r.store, [PutOp(NS, "k", {"v": 1}, ttl="5")]),  # type: ignore[arg-type]
     ),
     "an embedding of other dimensions than the IndexConfig's": (
-        InvalidConfigError,
-        "returned 7 dimensions for its field 'text'.* dims=8",
+        VectorDimensionsError,
+        r"^store item 'k' in namespace \('users', 'ada'\), its field 'text': the embedding "
+        r"function returned 7 dimensions, and the IndexConfig says dims=8; set dims to what "
+        r"the embedding model returns$",
         lambda r: put(
             other_store(r, index=index(embed_short)), [PutOp(NS, "k", {"text": "new text"})]
         ),
+    ),
+    "a query embedding of other dimensions than the IndexConfig's, beside a put": (
+        VectorDimensionsError,
+        r"^the query 'tea': the embedding function returned 7 dimensions, and the "
+        r"IndexConfig says dims=8",
+        lambda r: put(
+            other_store(r, index=index(embed_short)),
+            [PutOp(NS, "k", {"v": 1}), SearchOp(NS, query="tea")],
+        ),
+    ),
+    # Issue 56: the namespace's vectors have 8 dimensions; a store of another IndexConfig.
+    "an embedding of other dimensions than the namespace's vectors": (
+        VectorDimensionsError,
+        r"^store item 'k' in namespace \('users', 'ada'\): its embedding has 16 dimensions "
+        r"\(the IndexConfig's dims\), and the vectors namespace \('users', 'ada'\) holds "
+        r"have 8, written under another IndexConfig \(dims or embedding model\)\. Use "
+        r"dims=8 and the model they were written with, or put the items into a new "
+        r"namespace, embedded with this one$",
+        lambda r: put(
+            other_store(r, index=wide_index()),
+            [PutOp(("users", "new"), "n", {"text": "new"}), PutOp(NS, "k", {"text": "new"})],
+        ),
+    ),
+    "a search by a query of other dimensions than the namespace's vectors": (
+        VectorDimensionsError,
+        r"^search by query: its embedding has 16 dimensions .* namespace \('users', 'ada'\) "
+        r"holds have 8,",
+        lambda r: put(other_store(r, index=wide_index()), [SearchOp(("users",), query="tea")]),
     ),
     "an embedding function that fails": (
         RuntimeError,

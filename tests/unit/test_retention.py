@@ -11,7 +11,9 @@ a sweep: `tests/unit/test_faults.py` (ops `expire` and `expire indexed`).
 from __future__ import annotations
 
 import json
+import math
 import time
+import uuid
 from collections import Counter
 from dataclasses import replace
 from datetime import timedelta
@@ -23,6 +25,7 @@ from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.errors import (
+    ArgumentTypeError,
     ConcurrentUpdateError,
     InvalidConfigError,
     StorageConfigError,
@@ -164,7 +167,7 @@ def test_data_written_before_stamps_is_dated_by_its_checkpoint_ids(saver: Memory
 def test_records_that_cannot_be_dated_are_kept(saver: MemorySaver) -> None:
     config = {"configurable": {"thread_id": "custom", "checkpoint_ns": ""}}
     checkpoint = create_checkpoint(empty_checkpoint(), None, 1)
-    checkpoint["id"] = "my-own-checkpoint-id"
+    checkpoint["id"] = str(uuid.uuid4())  # a UUID, but not one that tells its time
     saver.put(config, checkpoint, {"source": "input", "step": 1}, {})
     raw.put_records(saver, [replace(r, written_at=None) for r in saver.index.records()])
     at(saver, 400)
@@ -456,6 +459,23 @@ def test_the_retention_strategy_setting_and_the_platform_names() -> None:
         memory_saver(ttl={"default_ttl": "30d"})
     with pytest.raises(InvalidConfigError, match="unknown ttl key"):
         memory_saver(ttl={"default_ttl": 60, "refresh_on_read": True})
+
+
+def test_the_platform_s_minutes_may_be_fractions_and_never_nan_or_infinite() -> None:
+    saver = memory_saver(ttl={"default_ttl": 0.5, "sweep_interval_minutes": 0.05})
+    assert saver.settings.retention == timedelta(seconds=30)
+    assert saver.settings.sweep_interval == timedelta(seconds=3)
+    for bad in (math.nan, math.inf, -1, 0):
+        with pytest.raises(
+            InvalidConfigError,
+            match=rf"^ttl sweep_interval_minutes must be a positive, finite number of "
+            rf"minutes, got {bad}$",
+        ):
+            memory_saver(ttl={"sweep_interval_minutes": bad})
+    with pytest.raises(
+        ArgumentTypeError, match=r"must be a number of minutes, got the string '5'$"
+    ):
+        memory_saver(ttl={"default_ttl": "5"})
 
 
 def test_a_langgraph_json_ttl_and_the_environment_give_the_same_settings(

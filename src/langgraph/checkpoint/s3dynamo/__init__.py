@@ -43,6 +43,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadExistsError,
     ThreadNotFoundError,
     ValueNotSerializableError,
+    VectorDimensionsError,
 )
 from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.settings import Settings
@@ -103,5 +104,6 @@ __all__ = [
     "ThreadNotFoundError",
     "ThreadSummary",
     "ValueNotSerializableError",
+    "VectorDimensionsError",
     "__version__",
 ]

@@ -139,6 +139,12 @@ def number(
     return amount
 
 
+def positive(name: str, value: object, *, unit: str) -> float:
+    if not 0 < (amount := number(name, value, unit=unit)) < math.inf:  # NaN is neither
+        raise InvalidConfigError(f"{name} must be a positive, finite number of {unit}, got {value}")
+    return amount
+
+
 def text(name: str, value: object, *, what: str = "") -> str:
     """A str; `what` says what it names (the DynamoDB table, a key id)."""
     if not isinstance(value, str):

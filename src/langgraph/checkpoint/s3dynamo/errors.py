@@ -9,6 +9,7 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   ├── CredentialsNotFoundError        no AWS credentials found
     │   ├── ScopeNotNamedError              a table-wide sweep, no prefix, on a tenants' table
     │   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
+    │   ├── VectorDimensionsError           an embedding's dims not the IndexConfig's or namespace's
     │   └── StorageConfigError              S3, DynamoDB or KMS refused a bucket, key, region...
     ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
     │   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
@@ -26,10 +27,11 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
         ├── ObjectNotFoundError             the index references an object that is gone
         ├── KeyNotFoundError                sealed under a key id missing from the keyring
-        └── PlaintextRefusedError           unsealed data read while encryption is on
-"""
+        └── PlaintextRefusedError           unsealed data read while encryption is on"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 
 class S3DynamoError(Exception):
@@ -136,6 +138,49 @@ class ValueNotSerializableError(InvalidConfigError, TypeError):
     function, a lock, a client, an object holding one). Names the channel (and the task
     of a write) and the type; raised before anything is written. A `TypeError` too, as
     the serializer's own error was."""
+
+
+class VectorDimensionsError(InvalidConfigError):
+    """Embeddings of other dimensions than the Store's: the embedding function returned
+    another number than the IndexConfig's `dims` (`namespace` None), or a put's or a
+    query's embeddings have other dimensions than the vectors a namespace's index holds
+    (`expected`: written under another IndexConfig or embedding model, or under two).
+    Raised before anything is written; the message names both figures and the fix."""
+
+    def __init__(
+        self,
+        subject: str,
+        got: int,
+        expected: Iterable[int],
+        namespace: tuple[str, ...] | None = None,
+    ) -> None:
+        self.subject, self.got, self.expected = subject, got, sorted(set(expected))
+        self.namespace = namespace
+        super().__init__(subject, got, self.expected, namespace)
+
+    def __str__(self) -> str:
+        if self.namespace is None:
+            return (
+                f"{self.subject}: the embedding function returned {self.got} dimensions, and "
+                f"the IndexConfig says dims={self.expected[0]}; set dims to what the "
+                "embedding model returns"
+            )
+        had = " and ".join(map(str, self.expected))
+        said = (
+            f"{self.subject}: its embedding has {self.got} dimensions (the IndexConfig's "
+            f"dims), and the vectors namespace {self.namespace!r} holds have {had}"
+        )
+        if len(self.expected) > 1:
+            return said + (
+                ", written under different IndexConfigs (dims or embedding model). Put its "
+                "items into a new namespace under one IndexConfig (get reads them, as does "
+                "a search without a query)"
+            )
+        return said + (
+            ", written under another IndexConfig (dims or embedding model). Use "
+            f"dims={had} and the model they were written with, or put the items into a new "
+            "namespace, embedded with this one"
+        )
 
 
 class ThreadExistsError(S3DynamoError, ValueError):

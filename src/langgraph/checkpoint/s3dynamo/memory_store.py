@@ -47,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ArgumentTypeError,
     IntegrityError,
     InvalidConfigError,
+    VectorDimensionsError,
 )
 from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
 from langgraph.checkpoint.s3dynamo.memory import format
@@ -197,7 +198,7 @@ class S3DynamoStore(BaseStore):
         ops = _validated(ops)
         puts = _last_puts(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
-        vectors = self._embed_queries(queries)
+        vectors = _queried(self._embed_queries(queries), self._dims)
         texts = self._texts(puts)
         embedded = self.embeddings.embed_documents(list(texts)) if texts and self.embeddings else []
         return self._run(ops, puts, vectors, _placed(texts, embedded, self._dims))
@@ -215,6 +216,7 @@ class S3DynamoStore(BaseStore):
             await self.embeddings.aembed_documents(list(texts)) if texts and self.embeddings else []
         )
         placed = _placed(texts, embedded, self._dims)
+        _queried(vectors, self._dims)
         return await executor.run(
             self._parts.settings.async_workers, self._run, ops, puts, vectors, placed
         )
@@ -233,6 +235,8 @@ class S3DynamoStore(BaseStore):
         bodies = self._bodies_of(puts, embedded)
         self._check(write=bool(puts))
         with guarded(self._parts.deployment):
+            if self.vectors is not None and embedded:
+                self.vectors.check_puts(embedded)
             results: list[Result] = [None] * len(ops)
             # Reads see the store as it was before this batch's writes, as InMemoryStore's do.
             gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
@@ -457,7 +461,8 @@ def checked_index(name: str, value: object) -> dict[str, Any] | None:
 def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
     """The Store's `ttl` (LangGraph's TTLConfig), checked when the store is built:
     `default_ttl` minutes (at least 0, or None), `refresh_on_read` a yes/no,
-    `sweep_interval_minutes` a positive int (or None)."""
+    `sweep_interval_minutes` a positive number, an int or a float as LangGraph's own
+    stores take it (or None)."""
     if value is None:
         return None
     form = "a TTLConfig such as {'default_ttl': 60, 'refresh_on_read': True}"
@@ -469,8 +474,8 @@ def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
             f"{name}['refresh_on_read']", ttl["refresh_on_read"]
         )
     if ttl.get("sweep_interval_minutes") is not None:
-        arguments.whole(
-            f"{name}['sweep_interval_minutes']", ttl["sweep_interval_minutes"], minimum=1
+        arguments.positive(
+            f"{name}['sweep_interval_minutes']", ttl["sweep_interval_minutes"], unit="minutes"
         )
     return ttl
 
@@ -492,14 +497,21 @@ def _placed(
     for places, vector in zip(texts.values(), embedded, strict=True):
         if dims is not None and len(vector) != dims:
             ns, key, path = places[0]
-            raise InvalidConfigError(
-                f"store item {key!r} in namespace {ns!r}: the embedding function returned "
-                f"{len(vector)} dimensions for its field {path!r}, and the IndexConfig says "
-                f"dims={dims}; set dims to what the embedding model returns"
-            )
+            subject = f"store item {key!r} in namespace {ns!r}, its field {path!r}"
+            raise VectorDimensionsError(subject, len(vector), [dims])
         for ns, key, path in places:
             out[(ns, key)][path] = [float(x) for x in vector]
     return out
+
+
+def _queried(vectors: dict[str, list[float]], dims: int | None) -> dict[str, list[float]]:
+    """The queries' embeddings, refused before any request unless of the IndexConfig's
+    `dims`."""
+    for query, vector in vectors.items():
+        if dims is not None and len(vector) != dims:
+            shown = query if len(query) <= 60 else query[:57] + "..."
+            raise VectorDimensionsError(f"the query {shown!r}", len(vector), [dims])
+    return vectors
 
 
 def _last_puts(ops: Sequence[Op]) -> dict[tuple[Namespace, str], PutOp]:

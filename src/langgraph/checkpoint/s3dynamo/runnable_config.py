@@ -17,13 +17,14 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     ItemTooLargeError,
 )
-from langgraph.checkpoint.s3dynamo.layout import SEPARATOR
 
 # Documented limits on identities (UTF-8 bytes). Names are hashed, so these bound only
 # the sealed copies kept for list(None) and the cost of a hostile id.
 MAX_THREAD_ID_BYTES = 1024
 MAX_NAMESPACE_BYTES = 2048
+# A checkpoint id is a UUID's text; longer text is not parsed.
 MAX_CHECKPOINT_ID_BYTES = 128
+UUID_EXAMPLE = "1f0c2a8e-5b3d-6e2a-8001-3c5d7e9f1a2b"
 # What LangGraph copies from a config into the metadata of every checkpoint of a run (the
 # strings and numbers of config["configurable"] and config["metadata"]) may take this
 # much sealed: with the rest of the record (body, up to 64 KiB of inline values) the
@@ -50,17 +51,36 @@ def thread_id_of(value: Any, name: str = "thread_id") -> str:
     return tid
 
 
-def checkpoint_id_of(value: Any) -> str:
-    if not isinstance(value, str) or not value:
+def checkpoint_id_of(value: Any, name: str = "config['configurable']['checkpoint_id']") -> str:
+    """A checkpoint id as LangGraph makes them (`langgraph.checkpoint.base.id.uuid6`), or
+    any UUID in its canonical text (LangGraph's conformance suite uses uuid4), from a
+    config or a checkpoint (`name` says which). Anything else, which no checkpoint can
+    have, is refused rather than read as a thread without it."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    expected = (
+        "a checkpoint id as LangGraph makes them: a UUID in canonical form, such as "
+        f"'{UUID_EXAMPLE}'"
+    )
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{name} must be {expected}, got {type(value).__name__}: {value!r}")
+    try:
+        canonical = str(uuid.UUID(value)) if len(value) <= MAX_CHECKPOINT_ID_BYTES else None
+    except ValueError:
+        canonical = None
+    if canonical != value:
+        hint = f"; pass {canonical!r}" if canonical else ""
         raise InvalidConfigError(
-            f"checkpoint id must be a non-empty str (LangGraph makes uuid6 ids), got {value!r}"
-        )
-    if SEPARATOR in value or len(value.encode()) > MAX_CHECKPOINT_ID_BYTES:
-        raise InvalidConfigError(
-            f"checkpoint id {value[:40]!r} must be at most {MAX_CHECKPOINT_ID_BYTES} bytes "
-            f"without {SEPARATOR!r}; use the ids LangGraph generates"
+            f"{name} must be {expected}, got {value[:60]!r}{hint}. Pass the checkpoint_id of "
+            "a config get_state, get_tuple or list returned, or none for the thread's latest"
         )
     return value
+
+
+def before_id_of(before: RunnableConfig | None) -> str | None:
+    """The checkpoint id of `list`'s `before` config (None: none given)."""
+    cid = ((before or {}).get("configurable") or {}).get("checkpoint_id")
+    return checkpoint_id_of(cid, "before['configurable']['checkpoint_id']") if cid else None
 
 
 def target(config: RunnableConfig, namespace_optional: bool = False) -> tuple[str, Any, Any]:

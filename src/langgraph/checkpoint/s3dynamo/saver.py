@@ -44,6 +44,7 @@ from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.keywords import checked_keywords
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.runnable_config import (
+    before_id_of,
     checkpoint_id_of,
     refuse_copied_metadata,
     target,
@@ -323,7 +324,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store a checkpoint: new large values to S3 in one wave, then one request."""
         tid, ns, parent_id = target(config)
-        at = CheckpointAt(tid, ns, checkpoint_id_of(checkpoint.get("id")))
+        at = CheckpointAt(tid, ns, checkpoint_id_of(checkpoint.get("id"), "checkpoint['id']"))
         if at.checkpoint_id == parent_id:  # every walk up a thread's history must end
             raise InvalidConfigError(
                 f"{at.what}: the config names this checkpoint as its own parent; put a new "
@@ -402,11 +403,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         _listed(self, config)
         if limit is not None and limit <= 0:
             return
-        before_id = (
-            checkpoint_id_of(before["configurable"].get("checkpoint_id"))
-            if (before and before.get("configurable", {}).get("checkpoint_id"))
-            else None
-        )
+        before_id = before_id_of(before)
         with guarded(self.parts.deployment):
             entries: Iterable[Entry]
             if config is None:

@@ -47,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.arguments import (
     came,
     field_names,
     optional,
+    positive,
     text,
     whole,
     yes_no,
@@ -207,11 +208,7 @@ def platform_ttl(ttl: Any) -> dict[str, Any]:
         value = ttl.get(key)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise InvalidConfigError(
-                f"ttl {key} must be a positive number of minutes, got {value!r}"
-            )
-        out[name] = timedelta(minutes=value)
+        out[name] = timedelta(minutes=positive(f"ttl {key}", value, unit="minutes"))
     if "strategy" in ttl:
         out["retention_strategy"] = ttl["strategy"]
     if "keep_last" in ttl:

@@ -32,6 +32,8 @@ import time
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, interrupt
@@ -97,7 +99,12 @@ def build_graph(saver: S3DynamoSaver) -> Any:
     def route(state: State) -> str:
         return "approve" if "refund" in str(state["messages"][-1].content).lower() else "agent"
 
-    def approve(state: State) -> dict[str, Any]:
+    def approve(state: State, config: RunnableConfig) -> dict[str, Any]:
+        # interrupt() reads the run's config from the context, which LangGraph cannot set
+        # for a node of an async run before Python 3.11 (asyncio tasks take no context
+        # there). This sync node runs in a copy of the context, so it seeds it here.
+        if var_child_runnable_config.get() is None:
+            var_child_runnable_config.set(config)
         decision = interrupt({"question": "Approve a refund for this customer?"})
         verdict = "approved" if decision == "yes" else "declined"
         return {

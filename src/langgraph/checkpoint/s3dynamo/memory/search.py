@@ -108,10 +108,12 @@ class Searcher:
             if view.manifest is None:
                 found = self.space.scan_namespace(view.namespace)
                 scanned += found
+                self.vectors.check_query(view, query, found)
                 if found:
                     self.vectors.build(view.namespace, found, view)
                 streams.append(self._exact(view.namespace, found, query))
             else:
+                self.vectors.check_query(view, query, ())
                 streams.append(_scored(view.namespace, self.vectors.candidates(view, query)))
         hits = self._verify(heapq.merge(*streams, key=_rank), filter, offset + limit)
         # Items without vectors follow, unscored, as in InMemoryStore.

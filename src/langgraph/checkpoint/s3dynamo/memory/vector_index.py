@@ -15,6 +15,8 @@
   replaced segments are named for incremental collection.
 - A namespace without a manifest (written before the index existed) is ranked from its
   items; that search builds its index from them.
+- A namespace's vectors keep their dimensions (the manifest names them): a put or query
+  of others is a `VectorDimensionsError` before anything is written or scored.
 
 Why a search never misses a committed item and never returns a changed one:
 docs/RELIABILITY.md, "The Store's vector index".
@@ -31,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, VectorDimensionsError
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     LOG_MARK,
@@ -104,6 +106,9 @@ class VectorIndex:
     def __init__(self, space: Space, open_body: OpenBody) -> None:
         self.space = space
         self.open_body = open_body
+        # The dimensions of each namespace's vectors (by partition) this store checked or
+        # wrote: its later puts there read nothing to check them.
+        self.known_dims: dict[str, int] = {}
 
     # ------------------------------------------------------------ sealing
 
@@ -142,11 +147,11 @@ class VectorIndex:
 
     # ------------------------------------------------------------ reading
 
-    def view(self, namespace: Namespace) -> View:
+    def view(self, namespace: Namespace, *, segments: bool = True) -> View:
         """The manifest and the log of one namespace, and whether namespaces lie below it
         (one Query, eventually consistent; again consistently if it misses what this
         process wrote, or a mark it knows of), and its segments (a GET for each this
-        process has not opened yet, in one wave)."""
+        process has not opened yet, in one wave) unless told not to."""
         s = self.space
         pk = s.pk(namespace)
         items = s.reads.index_items(pk, VECTOR_SK_RANGE)
@@ -175,19 +180,69 @@ class VectorIndex:
             view.log.append((item, Pack(payload, f"vector log of {namespace!r}")))
         if tombs:
             view.log.append((IndexItem(ItemKey(pk, "")), Pack(pack([], tombs), "tombstones")))
-        if manifest is not None:
-            view.segments = self._segments(namespace, pk, self.segment_leaves(namespace, manifest))
+        if manifest is not None and segments:
+            leaves = [leaf for leaf, _ in self.listing(namespace, manifest)[0]]
+            view.segments = self._segments(namespace, pk, leaves)
         return view
 
-    def segment_leaves(self, namespace: Namespace, manifest: IndexItem) -> list[str]:
-        """The leaves of the segments a manifest names, oldest first."""
+    def listing(
+        self, namespace: Namespace, manifest: IndexItem
+    ) -> tuple[list[tuple[str, int]], set[int] | None]:
+        """The segments a manifest names, oldest first, with their rows, and the
+        dimensions of their vectors (None from a manifest of an earlier release)."""
         data = self._open(namespace, "manifest", MANIFEST_SK, manifest.blob or b"")
         try:
-            return [str(leaf) for leaf, _rows in json.loads(data)["segments"]]
+            listed = json.loads(data)
+            segments = [(str(leaf), int(rows)) for leaf, rows in listed["segments"]]
+            dims = {int(d) for d in listed["dims"]} if "dims" in listed else None
         except (ValueError, KeyError, TypeError) as exc:
             raise IntegrityError(
                 f"vector manifest of {namespace!r} does not parse ({exc})"
             ) from exc
+        return segments, dims
+
+    # ------------------------------------------------------------ dimensions
+
+    def check_puts(self, embedded: Mapping[tuple[Namespace, str], Mapping[str, Any]]) -> None:
+        """Refuse, before anything is written, puts whose vectors have other dimensions
+        than those their namespace's index holds (written under another IndexConfig): a
+        namespace this store has not checked or written is read once (`stored_dims`)."""
+        first: dict[Namespace, tuple[str, int]] = {}
+        for (ns, key), vectors in embedded.items():
+            for vector in vectors.values():
+                first.setdefault(ns, (key, len(vector)))
+        known = self.known_dims
+        unknown = [ns for ns, (_, d) in first.items() if known.get(self.space.pk(ns)) != d]
+        for ns, stored in zip(unknown, parallel(self.stored_dims, unknown), strict=True):
+            key, dims = first[ns]
+            if stored - {dims}:
+                subject = f"store item {key!r} in namespace {ns!r}"
+                raise VectorDimensionsError(subject, dims, stored, ns)
+        for ns, (_, dims) in first.items():
+            known[self.space.pk(ns)] = dims
+
+    def stored_dims(self, namespace: Namespace) -> set[int]:
+        """The dimensions of the vectors a namespace's index holds: its log's and its
+        manifest's (one Query, as a search's); under a manifest of an earlier release,
+        which names none, those of its smallest segment (a GET unless this process has
+        opened it)."""
+        view = self.view(namespace, segments=False)
+        dims = {p.dims for _, p in view.log if len(p)}
+        if view.manifest is not None:
+            segments, listed = self.listing(namespace, view.manifest)
+            if listed is None and (filled := [s for s in segments if s[1]]):
+                leaf = min(filled, key=lambda s: s[1])[0]
+                listed = {p.dims for _, p in self._segments(namespace, view.pk, [leaf])}
+            dims |= listed or set()
+        return dims
+
+    def check_query(self, view: View, query: Sequence[float], found: Sequence[Found]) -> None:
+        """Refuse a query of other dimensions than the vectors a namespace holds (its
+        index's, and its items' where it has none yet) before any is scored."""
+        stored = {p.dims for _, p in [*view.segments, *view.log] if len(p)}
+        stored |= {len(r.vec.data) for f in found for r in self._item_rows(f)}
+        if stored - {len(query)}:
+            raise VectorDimensionsError("search by query", len(query), stored, view.namespace)
 
     def _segments(self, namespace: Namespace, pk: str, leaves: list[str]) -> list[tuple[str, Pack]]:
         engine = self.space.engine
@@ -343,7 +398,10 @@ class VectorIndex:
                 )
             )
             segments.append((leaf, len(rows)))
-        body = json.dumps({"segments": segments}).encode()
+        # The dimensions its segments' vectors have, which a put checks its own against.
+        dims = {p.dims for leaf, p in view.segments if leaf in kept and len(p)}
+        dims |= {len(r.vec.data) for r in rows}
+        body = json.dumps({"segments": segments, "dims": sorted(dims)}).encode()
         manifest = IndexItem(
             ItemKey(view.pk, MANIFEST_SK),
             self._seal(namespace, "manifest", MANIFEST_SK, body),

@@ -42,7 +42,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.s3dynamo.deployment import Deployment
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
-from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
+from langgraph.checkpoint.s3dynamo.runnable_config import checkpoint_id_of, thread_id_of
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
 
 Progress = Callable[[int, int], None]
@@ -132,8 +132,22 @@ def plan_import(
                 "have; an import never overwrites: delete it here first, or import it under "
                 "another id"
             )
+        elif odd := sorted(cid for _, cid in theirs if not _is_checkpoint_id(cid)):
+            conflict = (
+                f"thread {tid!r} has {len(odd)} checkpoint id(s) that are not UUIDs in "
+                f"canonical form, as LangGraph makes them, such as {odd[0][:60]!r}: a config "
+                "naming one would be refused here, so the thread is left in the source"
+            )
         plan.threads.append(ThreadImport(tid, len(tuples), len(here & theirs), conflict))
     return plan
+
+
+def _is_checkpoint_id(value: str) -> bool:
+    try:
+        checkpoint_id_of(value)
+    except InvalidConfigError:
+        return False
+    return True
 
 
 def source_threads(source: BaseCheckpointSaver[Any]) -> list[str]:
