@@ -1,32 +1,31 @@
 """Every argument of a public method, checked where it is given: one vocabulary for the
 saver's settings (`settings.py`) and methods, the Store, the node cache and `saver.ops`,
-and here, per class, what each parameter of each method takes (`SAVER`, `OPERATIONS`,
-`MEMORY_OPERATIONS`, `CATALOG_OPERATIONS`, `STORE`, `CACHE`).
+and, as type hints (`ThreadId`, `Config`, ...), what each parameter of a public method
+takes: `boundary.public` checks each argument with the check its hint carries.
 
 A boolean is True or False, a size or count an int, and a setting's text is read as its
 variable is (`plaintext="no"`, `inline_max="8192"`); a thread id is a str; a list (of
 thread ids, of channels) any iterable but one str, which would be taken for the list of
 its characters; a namespace a tuple of non-empty str labels (else `InvalidNamespaceError`).
 
-`checked(cls, table)` wraps each method a table names: the arguments given are checked
-by name before the method runs, and it gets what each check returns (a yes/no word as a
-bool, a generator of thread ids as a list). A wrong type is an `ArgumentTypeError` (an
-`InvalidConfigError` and a `TypeError`), a value out of range an `InvalidConfigError`;
-each names the argument, what came and what it accepts, before any request. Pure.
+A method gets what each check returns (a yes/no word as a bool, a generator of thread
+ids as a list). A wrong type is an `ArgumentTypeError` (an `InvalidConfigError` and a
+`TypeError`), a value out of range an `InvalidConfigError`; each names the argument, what
+came and what it accepts, before any request. Pure.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import numbers
 import reprlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import (
     NOT_PROVIDED,
@@ -46,8 +45,6 @@ NO_WORDS = ("0", "false", "no", "off")
 
 # A check: (the argument's name, what came) -> what the method gets, or a named error.
 Check = Callable[[str, Any], Any]
-# Per method, per parameter, its check.
-Checks = Mapping[str, Mapping[str, Check]]
 
 _short = reprlib.Repr()
 _short.maxstring = _short.maxother = 60
@@ -430,177 +427,53 @@ def namespaces(name: str, value: object) -> list[tuple[str, ...]]:
     return [namespace(f"{name}[{i}]", ns) for i, ns in enumerate(values)]
 
 
-# -------------------------------------------------------------------- the machinery
+# ------------------------------------------------------------- the vocabulary as types
 
-
-def checked(cls: type, table: Checks) -> None:
-    """Wrap each method of `cls` the table names: the arguments given are checked by
-    name, before the method runs, and it gets what each check returns. A default is the
-    method's own and is not checked."""
-    for method, checks in table.items():
-        setattr(cls, method, _checking(getattr(cls, method), checks))
-
-
-def _checking(fn: Callable[..., Any], checks: Mapping[str, Check]) -> Callable[..., Any]:
-    signature = inspect.signature(fn)
-
-    def arguments_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
-        bound = signature.bind(*args, **kwargs)
-        for name, value in bound.arguments.items():
-            if name in checks:
-                bound.arguments[name] = checks[name](name, value)
-        return bound
-
-    if inspect.iscoroutinefunction(fn):
-
-        @functools.wraps(fn)
-        async def checked_coroutine(*args: Any, **kwargs: Any) -> Any:
-            bound = arguments_of(args, kwargs)
-            return await fn(*bound.args, **bound.kwargs)
-
-        return checked_coroutine
-
-    @functools.wraps(fn)
-    def checked_call(*args: Any, **kwargs: Any) -> Any:
-        bound = arguments_of(args, kwargs)
-        return fn(*bound.args, **bound.kwargs)
-
-    return checked_call
-
-
-# ------------------------------------------------------------------------ the tables
-
-_at_least_0 = functools.partial(whole, minimum=0)
-_n = optional(functools.partial(whole, minimum=1))  # `keep_last` of a copy
-_ids = optional(thread_ids)
-
-_channels = functools.partial(texts, each="channel names")
-
-# `S3DynamoSaver`: LangGraph's methods. Their async twins run these (`_in_worker`).
-SAVER: Checks = {
-    "get_tuple": {"config": config},
-    "list": {
-        "config": config,
-        "filter": optional(mapping),
-        "before": config,
-        "limit": optional(whole),
-    },
-    "put": {"config": config, "checkpoint": mapping, "metadata": mapping, "new_versions": mapping},
-    "put_writes": {"config": config, "writes": writes, "task_id": text, "task_path": text},
-    "delete_thread": {"thread_id": thread_id},
-    "delete_for_runs": {"run_ids": run_ids},
-    "copy_thread": {"source_thread_id": thread_id, "target_thread_id": thread_id, "keep_last": _n},
-    "prune": {"thread_ids": thread_ids, "strategy": text, "keep_last": whole},
-    "get_delta_channel_history": {"config": config, "channels": _channels},
-    "get_next_version": {"current": as_read, "channel": as_read},
-    "search_threads": {
-        "metadata": optional(mapping),
-        "limit": _at_least_0,
-        "before": search_position,
-    },
-}
-
-_expiry: dict[str, Check] = {
-    "older_than": optional(duration_form),
-    "strategy": optional(text),
-    "keep_last": optional(whole),
-    "deadline": optional(functools.partial(number, minimum=0)),
-    "scope": optional(text),
-    "full": boolean,
-}
-_lock: dict[str, Check] = {
-    "thread_id": thread_id,
-    "ttl": functools.partial(number, unit="seconds"),
-    "wait": optional(functools.partial(number, unit="seconds")),
-    "context": optional(
-        lambda n, v: having(n, v, ("get_remaining_time_in_millis",), what="a Lambda context")
-    ),
-    "heartbeat": boolean,
-}
-_source = instance(BaseCheckpointSaver, "a LangGraph checkpointer (a BaseCheckpointSaver)")
-
-# `saver.ops`.
-OPERATIONS: Checks = {
-    "check": {"raise_on_problem": boolean},
-    "plan_reencrypt": {"thread_ids": _ids, "scope": optional(text)},
-    "reencrypt": {"thread_ids": _ids, "scope": optional(text)},
-    "plan_garbage_collection": {"thread_ids": _ids, "grace": span, "scope": optional(text)},
-    "plan_incremental_garbage_collection": {
-        "grace": span,
-        "now": optional(instance(datetime, "a datetime")),
-    },
-    "plan_expiry": _expiry,
-    "expire_idle_threads": {**_expiry, "dry_run": boolean},
-    "plan_delete": {"thread_id": thread_id},
-    "plan_copy": {"source": thread_id, "target": thread_id, "keep_last": _n},
-    "plan_prune": {"thread_ids": thread_ids, "strategy": text, "keep_last": whole},
-    "plan_import": {"source": _source, "thread_ids": _ids},
-    "import_threads": {"source": _source, "thread_ids": _ids},
-    "plan_delete_runs": {"run_ids": run_ids},
-    "thread_lock": _lock,
-    "athread_lock": _lock,
-    "threads": {"metadata": optional(mapping)},
-    "history": {"thread_id": thread_id, "ns": optional(text)},
-    "checkpoint_ids": {"thread_id": thread_id, "ns": text},
-    "checkpoints": {"thread_id": thread_id},
-    "stats": {"thread_id": optional(thread_id), "progress": optional(function)},
-    "verify": {"thread_id": optional(thread_id), "progress": optional(function)},
-}
-
-# `saver.ops.catalog`.
-CATALOG_OPERATIONS: Checks = {"plan_build": {"progress": optional(function)}}
-
-_space = functools.partial(having, methods=("item_key", "put_many"), what="a memory space")
-
-# `saver.ops.memory`.
-MEMORY_OPERATIONS: Checks = {
-    "expire": {"dry_run": boolean},
-    "expire_space": {"space": _space},
-    "collect_garbage": {"grace": span},
-    "mark_ancestors": {"space": _space},
-    "expired_at": {"namespace": namespace, "key": text},
-}
-
-_get: dict[str, Check] = {"namespace": namespace, "key": text, "refresh_ttl": optional(boolean)}
-_search: dict[str, Check] = {
-    "namespace_prefix": namespace,
-    "query": optional(text),
-    "filter": optional(mapping),
-    "limit": _at_least_0,
-    "offset": _at_least_0,
-    "refresh_ttl": optional(boolean),
-}
-_put: dict[str, Check] = {
-    "namespace": namespace,
-    "key": text,
-    "value": optional(mapping),
-    "index": index_fields,
-    "ttl": store_ttl,
-}
-_delete: dict[str, Check] = {"namespace": namespace, "key": text}
-_list_namespaces: dict[str, Check] = {
-    "prefix": optional(namespace),
-    "suffix": optional(namespace),
-    "max_depth": optional(functools.partial(whole, minimum=1)),
-    "limit": _at_least_0,
-    "offset": _at_least_0,
-}
-
-# `S3DynamoStore`: LangGraph's BaseStore methods, each sync one and its async twin (a
-# path of its own).
-_STORE_METHODS: dict[str, Mapping[str, Check]] = {
-    "get": _get,
-    "search": _search,
-    "put": _put,
-    "delete": _delete,
-    "list_namespaces": _list_namespaces,
-    "batch": {"ops": store_ops},
-}
-STORE: Checks = {name: c for m, c in _STORE_METHODS.items() for name in (m, f"a{m}")}
-
-# `S3DynamoCache`: LangGraph's BaseCache methods. Their async twins run these.
-CACHE: Checks = {
-    "get": {"keys": cache_keys},
-    "set": {"pairs": cache_pairs},
-    "clear": {"namespaces": optional(namespaces)},
-}
+# What a public method's parameter takes, as its type hint: the type, and the check that
+# makes sure of it before the method runs (`boundary.public` reads it).
+Boolean = Annotated[bool, boolean]
+MaybeBoolean = Annotated[bool | None, optional(boolean)]
+Text = Annotated[str, text]
+MaybeText = Annotated[str | None, optional(text)]
+Whole = Annotated[int, whole]
+MaybeWhole = Annotated[int | None, optional(whole)]
+Count = Annotated[int, functools.partial(whole, minimum=0)]
+MaybeN = Annotated[int | None, optional(functools.partial(whole, minimum=1))]
+Seconds = Annotated[float, functools.partial(number, unit="seconds")]
+MaybeSeconds = Annotated[float | None, optional(functools.partial(number, unit="seconds"))]
+Deadline = Annotated[float | None, optional(functools.partial(number, minimum=0))]
+Span = Annotated[timedelta, span]
+Duration = Annotated[str | float | timedelta | None, optional(duration_form)]
+Moment = Annotated[datetime | None, optional(instance(datetime, "a datetime"))]
+Dict = Annotated[Mapping[str, Any], mapping]
+MaybeDict = Annotated[Mapping[str, Any] | None, optional(mapping)]
+Function = Annotated[Callable[..., Any] | None, optional(function)]
+ThreadId = Annotated[str, thread_id]
+MaybeThreadId = Annotated[str | None, optional(thread_id)]
+ThreadIds = Annotated[Sequence[str], thread_ids]
+MaybeThreadIds = Annotated[Sequence[str] | None, optional(thread_ids)]
+RunIds = Annotated[Sequence[str], run_ids]
+Config = Annotated[RunnableConfig, config]
+MaybeConfig = Annotated[RunnableConfig | None, config]
+Writes = Annotated[Sequence[tuple[str, Any]], writes]
+Channels = Annotated[Sequence[str], functools.partial(texts, each="channel names")]
+AsRead = Annotated[Any, as_read]
+Position = Annotated[Any, search_position]
+Source = Annotated[
+    BaseCheckpointSaver[Any],
+    instance(BaseCheckpointSaver, "a LangGraph checkpointer (a BaseCheckpointSaver)"),
+]
+LambdaContext = Annotated[
+    Any,
+    optional(lambda n, v: having(n, v, ("get_remaining_time_in_millis",), what="a Lambda context")),
+]
+MemorySpace = Annotated[
+    Any, functools.partial(having, methods=("item_key", "put_many"), what="a memory space")
+]
+Labels = Annotated[tuple[str, ...], namespace]
+MaybeLabels = Annotated[tuple[str, ...] | None, optional(namespace)]
+LabelsList = Annotated[Sequence[tuple[str, ...]] | None, optional(namespaces)]
+Depth = Annotated[int | None, optional(functools.partial(whole, minimum=1))]
+IndexFields = Annotated[Literal[False] | list[str] | None, index_fields]
+StoreTtl = Annotated[Any, store_ttl]
+StoreOps = Annotated[Iterable[Any], store_ops]

@@ -8,12 +8,14 @@ returned.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Generic
+from typing import Annotated, Any, Generic
 
 from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.s3dynamo import arguments, executor, telemetry
+from langgraph.checkpoint.s3dynamo import arguments
+from langgraph.checkpoint.s3dynamo.arguments import LabelsList, cache_keys, cache_pairs
+from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import checked_serde, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
@@ -74,16 +76,17 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
         self.saver.setup()
         self._checked = True
 
-    async def asetup(self) -> None:
-        """`setup`, from async code."""
-        await executor.run(self._parts.settings.async_workers, self.setup)
+    def async_workers(self) -> int:
+        """Threads of the process's pool the async methods run in (`executor.py`)."""
+        return int(self._parts.settings.async_workers)
 
     def _check(self, write: bool) -> None:
         if not self._checked:
             self._parts.deployment.verify(write=write)
             self._checked = write or self._parts.deployment.state == "ok"
 
-    def get(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
+    @public("cache.get")
+    def get(self, keys: Annotated[Sequence[FullKey], cache_keys]) -> dict[FullKey, ValueT]:
         if not keys:
             return {}
         self._check(write=False)
@@ -91,7 +94,10 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
             found = self.space.get([(tuple(ns), key) for ns, key in keys])
             return {k: self.serde.loads_typed(f.typed) for k, f in found.items()}
 
-    def set(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
+    @public("cache.set")
+    def set(
+        self, pairs: Annotated[Mapping[FullKey, tuple[ValueT, int | None]], cache_pairs]
+    ) -> None:
         if not pairs:
             return
         # Grouped by namespace: one writer per namespace, namespaces in parallel; every
@@ -108,24 +114,13 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
         with guarded(self._parts.deployment):
             parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
 
-    def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+    @public("cache.clear")
+    def clear(self, namespaces: LabelsList = None) -> None:
         self._check(write=False)
         with guarded(self._parts.deployment):
             self.space.clear(None if namespaces is None else [tuple(ns) for ns in namespaces])
 
-    async def aget(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
-        return await executor.run(self._parts.settings.async_workers, self.get, keys)
-
-    async def aset(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
-        await executor.run(self._parts.settings.async_workers, self.set, pairs)
-
-    async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
-        await executor.run(self._parts.settings.async_workers, self.clear, namespaces)
-
-
-# A span and figures for each (`telemetry.py`); the async twins run these.
-telemetry.instrument(
-    S3DynamoCache, {"get": "cache.get", "set": "cache.set", "clear": "cache.clear"}
-)
-# Every argument checked before the method runs; the async twins run these (`arguments.py`).
-arguments.checked(S3DynamoCache, arguments.CACHE)
+    asetup = twin(setup)
+    aget = twin(get)
+    aset = twin(set)
+    aclear = twin(clear)

@@ -19,7 +19,6 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 from langgraph.store.base import (
-    BaseStore,
     GetOp,
     IndexConfig,
     InvalidNamespaceError,
@@ -39,7 +38,9 @@ from langgraph.store.base import (
 from langgraph.store.memory import _does_match
 
 from langgraph.checkpoint.s3dynamo import arguments, executor, telemetry
+from langgraph.checkpoint.s3dynamo.arguments import StoreOps
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
@@ -57,6 +58,7 @@ from langgraph.checkpoint.s3dynamo.memory.search import Searcher
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
 from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
+from langgraph.checkpoint.s3dynamo.memory_boundary import CheckedStore
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -71,7 +73,7 @@ Vectors = dict[str, list[float]]
 STORE_OWN = {"the Store's": ("index", "ttl", "filter_fields")}
 
 
-class S3DynamoStore(BaseStore):
+class S3DynamoStore(CheckedStore):
     """LangGraph's Store (long-term memory) on an `S3DynamoSaver`'s table, bucket, keys,
     naming secret and prefix.
 
@@ -168,6 +170,7 @@ class S3DynamoStore(BaseStore):
         saver = S3DynamoSaver.from_env(**overrides)
         return cls(saver, index=index, ttl=ttl, filter_fields=filter_fields)
 
+    @public("store.setup")
     def setup(self) -> None:
         """Create the table and bucket if missing, and record the deployment (as
         `S3DynamoSaver.setup`). For development and tests; production infrastructure
@@ -178,6 +181,7 @@ class S3DynamoStore(BaseStore):
         # Query when none lacks one).
         self.saver.ops.memory.mark_ancestors(self.space)
 
+    @public("store.sweep_ttl")
     def sweep_ttl(self) -> int:
         """Remove the store's expired items now (as LangGraph's SQL stores' `sweep_ttl`);
         the number removed. The scheduled retention job does this for the Store and the
@@ -185,16 +189,17 @@ class S3DynamoStore(BaseStore):
         either way."""
         return int(self.saver.ops.memory.expire_space(self.space)[0])
 
-    async def asweep_ttl(self) -> int:
-        return await executor.run(self._parts.settings.async_workers, self.sweep_ttl)
+    def async_workers(self) -> int:
+        """Threads of the process's pool the async methods run in (`executor.py`)."""
+        return int(self._parts.settings.async_workers)
 
-    async def asetup(self) -> None:
-        """`setup`, from async code."""
-        await executor.run(self._parts.settings.async_workers, self.setup)
+    asweep_ttl = twin(sweep_ttl)
+    asetup = twin(setup)
 
     # ------------------------------------------------------------ the contract
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
+    @public()
+    def batch(self, ops: StoreOps) -> list[Result]:
         ops = _validated(ops)
         puts = _last_puts(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
@@ -203,7 +208,8 @@ class S3DynamoStore(BaseStore):
         embedded = self.embeddings.embed_documents(list(texts)) if texts and self.embeddings else []
         return self._run(ops, puts, vectors, _placed(texts, embedded, self._dims))
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+    @public()
+    async def abatch(self, ops: StoreOps) -> list[Result]:
         ops = _validated(ops)
         puts = _last_puts(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
@@ -223,6 +229,7 @@ class S3DynamoStore(BaseStore):
 
     # ------------------------------------------------------------ execution
 
+    @telemetry.operation("store.batch")
     def _run(
         self,
         ops: list[Op],
@@ -419,16 +426,6 @@ class S3DynamoStore(BaseStore):
                 elif texts:
                     to_embed[texts[0]].append((op.namespace, op.key, path))
         return to_embed
-
-
-# A span and figures for each (`telemetry.py`); the async twins run these.
-telemetry.instrument(
-    S3DynamoStore,
-    {"_run": "store.batch", "setup": "store.setup", "sweep_ttl": "store.sweep_ttl"},
-)
-# Every argument of LangGraph's BaseStore methods checked before the method runs, each
-# async one too (`arguments.py`): a namespace is a tuple, never a str's characters.
-arguments.checked(S3DynamoStore, arguments.STORE)
 
 
 def checked_index(name: str, value: object) -> dict[str, Any] | None:

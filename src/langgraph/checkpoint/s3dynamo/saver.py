@@ -19,7 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -35,9 +35,27 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.s3dynamo import arguments, compose, executor, runs, telemetry
-from langgraph.checkpoint.s3dynamo.arguments import came
+from langgraph.checkpoint.s3dynamo.arguments import (
+    AsRead,
+    Channels,
+    Config,
+    Count,
+    MaybeConfig,
+    MaybeDict,
+    MaybeN,
+    MaybeWhole,
+    Position,
+    RunIds,
+    Text,
+    ThreadId,
+    ThreadIds,
+    Whole,
+    Writes,
+    came,
+)
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
+from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
@@ -64,7 +82,7 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 
 if TYPE_CHECKING:  # imported when first used: a handler's requests never need it
     from langgraph.checkpoint.s3dynamo.ops import Operations
-    from langgraph.checkpoint.s3dynamo.store import Before, ThreadSummaries
+    from langgraph.checkpoint.s3dynamo.store import ThreadSummaries
 
 # Maintenance is logged at INFO with threads named by their keyed hash (as stored), never
 # by id: a thread id is often a user id, and logs leave the sealed store.
@@ -306,6 +324,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         what must differ between clones restored from one snapshot (`compose.prime`)."""
         compose.prime(self.parts)
 
+    @public("setup")
     def setup(self) -> None:
         """Create the table and bucket if missing (idempotent; never under a name AWS would
         refuse, nor where the bucket does not live), then the KMS keyring (with `kms_key_id`)
@@ -315,12 +334,13 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------ the contract
 
+    @public("put")
     def put(
         self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
+        config: Config,
+        checkpoint: Annotated[Checkpoint, arguments.mapping],
+        metadata: Annotated[CheckpointMetadata, arguments.mapping],
+        new_versions: Annotated[ChannelVersions, arguments.mapping],
     ) -> RunnableConfig:
         """Store a checkpoint: new large values to S3 in one wave, then one request."""
         tid, ns, parent_id = target(config)
@@ -339,12 +359,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             cid = self.store.commit(at, parent_id, checkpoint, shaped, new_versions, first)
         return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
 
+    @public("put_writes")
     def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
+        self, config: Config, writes: Writes, task_id: Text, task_path: Text = ""
     ) -> None:
         """Store a task's pending writes: large ones to S3, then one UpdateItem."""
         tid, ns, cid = target(config)
@@ -359,7 +376,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             refuse_copied_metadata(config, what, _sealed_size(self, at))
             self.store.commit_writes(at, task_id, task_path, writes)
 
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+    @public()
+    def get_tuple(self, config: Config) -> CheckpointTuple | None:
         """Fetch the latest checkpoint of a namespace, or one by `checkpoint_id`:
         one Query, then one parallel wave of S3 GETs."""
         tid, ns, cid = target(config)
@@ -367,6 +385,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         _loaded(self, tid, ns, cid, found)
         return found
 
+    @telemetry.operation("get_tuple")
     def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
         def read() -> Entry | None:
             return self.store.read(tid, ns, cid)
@@ -388,13 +407,14 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 return None
             return self.store.decode(entry)
 
+    @public("list")
     def list(
         self,
-        config: RunnableConfig | None,
+        config: MaybeConfig,
         *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
+        filter: MaybeDict = None,
+        before: MaybeConfig = None,
+        limit: MaybeWhole = None,
     ) -> Iterator[CheckpointTuple]:
         """List checkpoints newest first. With a `checkpoint_ns`, that namespace; without
         one, every namespace of the thread; with `config=None`, every thread (a table
@@ -428,8 +448,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             # Nothing at all: other keys or another naming secret find nothing, and say so.
             self.parts.deployment.verify(write=False)
 
+    @public("search_threads")
     def search_threads(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 10, before: Before = None
+        self, *, metadata: MaybeDict = None, limit: Count = 10, before: Position = None
     ) -> ThreadSummaries:
         """Threads whose latest checkpoint has each pair of `metadata`, newest activity first,
         after `before` (a result or its cursor); a declared field costs its threads only."""
@@ -437,7 +458,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             self.parts.deployment.verify(write=False)  # another secret finds nothing
             return self.store.search(metadata, limit, before)
 
-    def delete_thread(self, thread_id: str) -> None:
+    @public("delete_thread")
+    def delete_thread(self, thread_id: ThreadId) -> None:
         """Delete every checkpoint, write, object and catalog entry of a thread (every
         namespace), behind marks: interrupted, it reads deleted; a repeat finishes it."""
         tid = thread_id_of(thread_id)
@@ -446,7 +468,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if not removed.found and not removed.objects:
             self.parts.deployment.verify(write=False)  # another secret finds nothing
 
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+    @public("delete_for_runs")
+    def delete_for_runs(self, run_ids: RunIds) -> None:
         """Delete every checkpoint (with its writes) created by these runs, in every
         thread and namespace, found through the run index without a scan. Objects they
         alone referenced are left to garbage collection. As LangGraph warns, deleting a
@@ -456,8 +479,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         log.info("delete_for_runs: %d runs", len(plan.run_ids))
         plan.execute()
 
+    @public("copy_thread")
     def copy_thread(
-        self, source_thread_id: str, target_thread_id: str, *, keep_last: int | None = None
+        self, source_thread_id: ThreadId, target_thread_id: ThreadId, *, keep_last: MaybeN = None
     ) -> None:
         """Copy a thread (every namespace; with `keep_last`, each namespace's newest
         checkpoints and what they need) to a new thread id, sharing its objects: only
@@ -470,8 +494,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             self.store, self.parts.deployment, source_thread_id, target_thread_id, keep_last
         )
 
+    @public("prune")
     def prune(
-        self, thread_ids: Sequence[str], *, strategy: str = "keep_latest", keep_last: int = 1
+        self, thread_ids: ThreadIds, *, strategy: Text = "keep_latest", keep_last: Whole = 1
     ) -> None:
         """Prune threads. `keep_latest` keeps each namespace's `keep_last` newest
         checkpoints (1: its latest) with their pending writes and whatever DeltaChannel
@@ -481,8 +506,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
         threads.prune_some(self.store, self.parts.deployment, thread_ids, strategy, keep_last)
 
+    @public("get_delta_channel_history")
     def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
+        self, *, config: Config, channels: Channels
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seeds of DeltaChannels along the parent chain, read with one Query
         over the namespace and one S3 wave (see `store/history.py`)."""
@@ -493,7 +519,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             self.parts.deployment.verify(write=False)  # nothing: keys checked first
         return found
 
-    def get_next_version(self, current: str | None, channel: None) -> str:
+    @public()
+    def get_next_version(self, current: AsRead, channel: AsRead) -> str:
         """A version unique per write, so two branches of a fork never share one: a
         counter plus a random suffix, as LangGraph's savers do (their int/str accepted)."""
         counter = arguments.version_counter(current)
@@ -501,23 +528,29 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     # --------------------------------------------------------------------- async
 
+    def async_workers(self) -> int:
+        """Threads of the process's pool the async methods run in (`executor.py`)."""
+        return self.settings.async_workers
+
     async def _in_worker(self, fn: Callable[..., _R], /, *args: Any, **kwargs: Any) -> _R:
         """The sync core in the process's async pool (`executor.py`), in this context."""
         return await executor.run(self.settings.async_workers, fn, *args, **kwargs)
 
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+    @public()
+    async def aget_tuple(self, config: Config) -> CheckpointTuple | None:
         tid, ns, cid = target(config)
         found = await self._in_worker(self._read_tuple, tid, ns, cid)
         _loaded(self, tid, ns, cid, found)
         return found
 
+    @public()
     async def alist(
         self,
-        config: RunnableConfig | None,
+        config: MaybeConfig,
         *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
+        filter: MaybeDict = None,
+        before: MaybeConfig = None,
+        limit: MaybeWhole = None,
     ) -> AsyncIterator[CheckpointTuple]:
         _listed(self, config)
         iterator = self.list(config, filter=filter, before=before, limit=limit)
@@ -528,70 +561,15 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
                 return
             yield item
 
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await self._in_worker(self.put, config, checkpoint, metadata, new_versions)
+    aput = twin(put)
+    aput_writes = twin(put_writes)
+    asearch_threads = twin(search_threads)
+    adelete_thread = twin(delete_thread)
+    adelete_for_runs = twin(delete_for_runs)
+    acopy_thread = twin(copy_thread)
+    aprune = twin(prune)
+    aget_delta_channel_history = twin(get_delta_channel_history)
 
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await self._in_worker(self.put_writes, config, writes, task_id, task_path)
-
-    async def asearch_threads(
-        self, *, metadata: Mapping[str, Any] | None = None, limit: int = 10, before: Before = None
-    ) -> ThreadSummaries:
-        return await self._in_worker(
-            self.search_threads, metadata=metadata, limit=limit, before=before
-        )
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await self._in_worker(self.delete_thread, thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._in_worker(self.delete_for_runs, run_ids)
-
-    async def acopy_thread(
-        self, source_thread_id: str, target_thread_id: str, *, keep_last: int | None = None
-    ) -> None:
-        await self._in_worker(
-            self.copy_thread, source_thread_id, target_thread_id, keep_last=keep_last
-        )
-
-    async def aprune(
-        self, thread_ids: Sequence[str], *, strategy: str = "keep_latest", keep_last: int = 1
-    ) -> None:
-        await self._in_worker(self.prune, thread_ids, strategy=strategy, keep_last=keep_last)
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        return await self._in_worker(
-            lambda: self.get_delta_channel_history(config=config, channels=channels)
-        )
-
-
-# A span and figures for each storage call (`telemetry.py`); the async twins run these.
-telemetry.instrument(
-    S3DynamoSaver,
-    {
-        **{name: name for name in ("setup", "put", "put_writes", "list", "prune")},
-        **{name: name for name in ("delete_thread", "delete_for_runs", "copy_thread")},
-        "search_threads": "search_threads",
-        "_read_tuple": "get_tuple",
-        "get_delta_channel_history": "get_delta_channel_history",
-    },
-)
-# Every argument of LangGraph's methods checked before the method runs (`arguments.py`).
-arguments.checked(S3DynamoSaver, arguments.SAVER)
 
 # A keyword the constructor or `from_env` does not take names the one meant.
 checked_keywords(S3DynamoSaver, FROM_ENV_ARGUMENTS)

@@ -26,15 +26,36 @@ reported as tampering.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
-from datetime import datetime, timedelta
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-
-from langgraph.checkpoint.s3dynamo import arguments, lease, telemetry
+from langgraph.checkpoint.s3dynamo import lease, telemetry
+from langgraph.checkpoint.s3dynamo.arguments import (
+    Boolean,
+    Deadline,
+    Duration,
+    Function,
+    LambdaContext,
+    MaybeDict,
+    MaybeN,
+    MaybeSeconds,
+    MaybeText,
+    MaybeThreadId,
+    MaybeThreadIds,
+    MaybeWhole,
+    Moment,
+    RunIds,
+    Seconds,
+    Source,
+    Span,
+    Text,
+    ThreadId,
+    ThreadIds,
+    Whole,
+)
+from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -60,8 +81,7 @@ from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, Reencrypt
 from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
 from langgraph.checkpoint.s3dynamo.ops.threads import CopyPlan
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
-from langgraph.checkpoint.s3dynamo.settings import duration
-from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
+from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped, ThreadStore
 
 if TYPE_CHECKING:  # imported when first used: the Store's maintenance
     from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
@@ -77,6 +97,40 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+@contextmanager
+def table_wide(
+    store: ThreadStore, what: str, scope: str | None, *, every: bool = False
+) -> Iterator[None]:
+    """Around the planning of a table-wide destructive operation. A saver acts on its
+    own prefix's threads only (`store/scope.py`); `scope` names that prefix (or, where
+    `every` allows, "*": every deployment of the table). Without a prefix, on a table
+    that also holds tenants, the scope must be named: a sweep of "the table" would
+    otherwise be taken to cover them. Raised once the plan's reads show it, before
+    anything is written."""
+    prefix = store.prefix
+    allowed = {prefix, EVERY_DEPLOYMENT} if every else {prefix}
+    if scope is not None and scope not in allowed:
+        raise InvalidConfigError(
+            f"{what}: scope {scope!r} is not this saver's; it acts on its own prefix "
+            f"{prefix!r} only"
+            + (" or, with '*', on every deployment" if every else "")
+            + "; use that tenant's prefix and keys"
+        )
+    store.other_deployments(reset=True)
+    yield
+    others = store.other_deployments()
+    if scope is None and not prefix and others:
+        shown = ", ".join(repr(p) for p in others[:5]) + (", ..." if len(others) > 5 else "")
+        raise ScopeNotNamedError(
+            f"{what}: the table or bucket also holds deployments under other prefixes "
+            f"({shown}), "
+            "and a saver without a prefix acts only on the threads written without "
+            "one. Say that is meant with scope='' (command line: --scope ''), or run it "
+            "with each tenant's prefix and keys"
+            + ("; scope='*' expires idle threads of every tenant in one sweep" if every else "")
+        )
 
 
 class Operations:
@@ -100,37 +154,6 @@ class Operations:
         """The thread catalog's maintenance: building it (`ops/catalog.py`)."""
         return catalogs.CatalogOperations(self.parts)
 
-    @contextmanager
-    def _table_wide(self, what: str, scope: str | None, *, every: bool = False) -> Iterator[None]:
-        """Around the planning of a table-wide destructive operation. A saver acts on its
-        own prefix's threads only (`store/scope.py`); `scope` names that prefix (or, where
-        `every` allows, "*": every deployment of the table). Without a prefix, on a table
-        that also holds tenants, the scope must be named: a sweep of "the table" would
-        otherwise be taken to cover them. Raised once the plan's reads show it, before
-        anything is written."""
-        prefix = self.store.prefix
-        allowed = {prefix, EVERY_DEPLOYMENT} if every else {prefix}
-        if scope is not None and scope not in allowed:
-            raise InvalidConfigError(
-                f"{what}: scope {scope!r} is not this saver's; it acts on its own prefix "
-                f"{prefix!r} only"
-                + (" or, with '*', on every deployment" if every else "")
-                + "; use that tenant's prefix and keys"
-            )
-        self.store.other_deployments(reset=True)
-        yield
-        others = self.store.other_deployments()
-        if scope is None and not prefix and others:
-            shown = ", ".join(repr(p) for p in others[:5]) + (", ..." if len(others) > 5 else "")
-            raise ScopeNotNamedError(
-                f"{what}: the table or bucket also holds deployments under other prefixes "
-                f"({shown}), "
-                "and a saver without a prefix acts only on the threads written without "
-                "one. Say that is meant with scope='' (command line: --scope ''), or run it "
-                "with each tenant's prefix and keys"
-                + ("; scope='*' expires idle threads of every tenant in one sweep" if every else "")
-            )
-
     def _entries(self, thread_id: str) -> list[Entry]:
         """A thread's checkpoints; a thread with none is checked against the deployment
         (a wrong naming secret finds nothing) before it is called unknown."""
@@ -147,12 +170,14 @@ class Operations:
 
     # ---------------------------------------------------------------- keys
 
-    def check(self, *, raise_on_problem: bool = True) -> CheckReport:
+    @public("ops.check")
+    def check(self, *, raise_on_problem: Boolean = True) -> CheckReport:
         """Verify table, bucket, keys and permissions up front, with a few cheap requests;
         nothing is written (see `ops/check.py`). Raises `CheckFailedError` holding the
         report, unless `raise_on_problem` is False."""
         return checks.check(self.parts, raise_on_problem=raise_on_problem)
 
+    @public("ops.rotate_key")
     def rotate_key(self) -> str:
         """Add a new data key from KMS and make it active (with `kms_key_id`); returns its
         id. Then `reencrypt()` moves old blobs to it. With no keyring in the table yet, it
@@ -161,8 +186,9 @@ class Operations:
         S3DYNAMO_KEYS (see docs/SECURITY.md)."""
         return checks.rotate_key(self.parts)
 
+    @public("ops.plan_reencrypt")
     def plan_reencrypt(
-        self, thread_ids: Sequence[str] | None = None, *, scope: str | None = None
+        self, thread_ids: MaybeThreadIds = None, *, scope: MaybeText = None
     ) -> ReencryptPlan:
         """Which keys the blobs are sealed under now; `.execute()` re-seals every blob not
         sealed under the active key, so an old key can leave the keyring. Over the whole
@@ -180,13 +206,14 @@ class Operations:
         if tids is not None:
             with guarded(self.parts.deployment):
                 return reencrypt.plan_reencrypt(self.store, tids)
-        with guarded(self.parts.deployment), self._table_wide("reencrypt", scope):
+        with guarded(self.parts.deployment), table_wide(self.store, "reencrypt", scope):
             plan = reencrypt.plan_reencrypt(self.store, None)
         plan.memory = lambda: sum(self.memory.reencrypt().values())
         return plan
 
+    @public("ops.reencrypt")
     def reencrypt(
-        self, thread_ids: Sequence[str] | None = None, *, scope: str | None = None
+        self, thread_ids: MaybeThreadIds = None, *, scope: MaybeText = None
     ) -> ReencryptResult:
         """Re-seal every blob of these threads (default: all) not sealed under the active
         key. Returns how many it re-sealed (an int), with `.skipped`: over the whole
@@ -198,12 +225,13 @@ class Operations:
 
     # -------------------------------------------------------- maintenance
 
+    @public("ops.plan_garbage_collection")
     def plan_garbage_collection(
         self,
-        thread_ids: Sequence[str] | None = None,
+        thread_ids: MaybeThreadIds = None,
         *,
-        grace: timedelta = gc.DEFAULT_GRACE,
-        scope: str | None = None,
+        grace: Span = gc.DEFAULT_GRACE,
+        scope: MaybeText = None,
     ) -> GcPlan:
         """Find objects no index item references, older than `grace` (a dry run); call
         `.execute()` on the plan to delete them (see `ops/gc.py`). Over the whole bucket,
@@ -213,13 +241,14 @@ class Operations:
         if tids is not None:
             plan = gc.plan_gc(self.store, tids, grace=grace)
         else:
-            with self._table_wide("garbage collection", scope):
+            with table_wide(self.store, "garbage collection", scope):
                 plan = gc.plan_gc(self.store, None, grace=grace)
         log.info("garbage collection plan: %d objects, %d bytes", plan.objects, plan.bytes)
         return plan
 
+    @public()
     def plan_incremental_garbage_collection(
-        self, *, grace: timedelta = gc.DEFAULT_GRACE, now: datetime | None = None
+        self, *, grace: Span = gc.DEFAULT_GRACE, now: Moment = None
     ) -> IncrementalGcPlan:
         """Find what crashed or refused puts left: objects named by upload intents older
         than `grace` that no index item references (a dry run; `.execute()` deletes them
@@ -241,15 +270,16 @@ class Operations:
         )
         return plan
 
+    @public("ops.plan_expiry")
     def plan_expiry(
         self,
-        older_than: str | float | timedelta | None = None,
+        older_than: Duration = None,
         *,
-        strategy: str | None = None,
-        keep_last: int | None = None,
-        deadline: float | None = None,
-        scope: str | None = None,
-        full: bool = False,
+        strategy: MaybeText = None,
+        keep_last: MaybeWhole = None,
+        deadline: Deadline = None,
+        scope: MaybeText = None,
+        full: Boolean = False,
     ) -> ExpiryPlan:
         """Every thread idle for longer than `older_than` (default: the `retention`
         setting), found in the idle index after the sweep's cursor (`ops/sweep.py`), or,
@@ -261,31 +291,10 @@ class Operations:
         (`.scanned_all` is False). `scope` names this saver's prefix (needed without one
         on a table that holds tenants), or is "*": every tenant's idle threads, in one
         Scan (strategy "delete" only, which opens nothing, so needs no tenant's keys)."""
-        given = older_than is not None
-        ttl = duration(older_than, "older_than") if given else self.parts.settings.retention
-        if ttl is None:
-            raise InvalidConfigError(
-                "expiring idle threads needs a time to live and none is set; pass "
-                "older_than (such as '30d') or set retention / S3DYNAMO_RETENTION"
-            )
-        chosen = strategy or self.parts.settings.retention_strategy
-        if chosen not in retention.STRATEGIES:
-            raise InvalidConfigError(
-                f"retention strategy {chosen!r} is not one of {retention.STRATEGIES}"
-            )
-        # The setting's N goes with keep_latest; a sweep asked for "delete" keeps nothing.
-        kept = keep_last
-        if kept is None:
-            kept = self.parts.settings.retention_keep_last if chosen == "keep_latest" else 1
-        threads.check_strategy(chosen, kept)
-        every = scope == EVERY_DEPLOYMENT
-        if every and chosen != "delete":
-            raise InvalidConfigError(
-                f"retention strategy {chosen!r} opens each thread's latest checkpoint, "
-                "which needs that tenant's keys: sweep every tenant (scope='*') with "
-                "strategy 'delete', or each tenant with its prefix and keys"
-            )
-        with self._table_wide("retention", scope, every=True):
+        ttl, chosen, kept, every = retention.terms(
+            self.parts.settings, older_than, strategy, keep_last, scope
+        )
+        with table_wide(self.store, "retention", scope, every=True):
             return sweep.plan_sweep(
                 self.store,
                 ttl,
@@ -296,16 +305,17 @@ class Operations:
                 full=full,
             )
 
+    @public("ops.expire_idle_threads")
     def expire_idle_threads(
         self,
-        older_than: str | float | timedelta | None = None,
+        older_than: Duration = None,
         *,
-        strategy: str | None = None,
-        keep_last: int | None = None,
-        dry_run: bool = False,
-        deadline: float | None = None,
-        scope: str | None = None,
-        full: bool = False,
+        strategy: MaybeText = None,
+        keep_last: MaybeWhole = None,
+        dry_run: Boolean = False,
+        deadline: Deadline = None,
+        scope: MaybeText = None,
+        full: Boolean = False,
     ) -> ExpiryPlan:
         """Expire every thread idle for longer than `older_than`: remove it whole, or keep
         only its latest checkpoints (`strategy`, default the `retention_strategy`
@@ -326,7 +336,8 @@ class Operations:
             self.store.forget()
         return plan
 
-    def plan_delete(self, thread_id: str) -> threads.DeletePlan:
+    @public("ops.plan_delete")
+    def plan_delete(self, thread_id: ThreadId) -> threads.DeletePlan:
         """What deleting a thread removes; `.execute()` deletes it."""
         tid = thread_id_of(thread_id)
         plan = threads.plan_delete(self.store, tid)
@@ -334,13 +345,17 @@ class Operations:
             self._entries(tid)  # names a wrong secret, else the unknown thread
         return plan
 
-    def plan_copy(self, source: str, target: str, *, keep_last: int | None = None) -> CopyPlan:
+    @public("ops.plan_copy")
+    def plan_copy(
+        self, source: ThreadId, target: ThreadId, *, keep_last: MaybeN = None
+    ) -> CopyPlan:
         """What copying writes (`keep_last`: as copy_thread), or its refusal; `.execute()`."""
         self._entries(source)  # a source with no checkpoints is named as such first
         return threads.plan_copy(self.store, thread_id_of(source), thread_id_of(target), keep_last)
 
+    @public("ops.plan_prune")
     def plan_prune(
-        self, thread_ids: Sequence[str], strategy: str = "keep_latest", keep_last: int = 1
+        self, thread_ids: ThreadIds, strategy: Text = "keep_latest", keep_last: Whole = 1
     ) -> threads.PrunePlan:
         """What pruning keeps and removes per thread (with `keep_latest`, the `keep_last`
         newest checkpoints of each namespace); `.execute()` prunes."""
@@ -351,15 +366,15 @@ class Operations:
         with guarded(self.parts.deployment):
             return threads.plan_prune(self.store, tids, strategy, keep_last)
 
-    def plan_import(
-        self, source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None
-    ) -> migrate.ImportPlan:
+    @public("ops.plan_import")
+    def plan_import(self, source: Source, thread_ids: MaybeThreadIds = None) -> migrate.ImportPlan:
         """What importing from another LangGraph checkpointer copies (default: every thread
         its `list(None)` shows); `.execute()` copies them (`ops/migrate.py`)."""
         return migrate.plan_import(self.store, self.parts.deployment, source, thread_ids)
 
+    @public("ops.import_threads")
     def import_threads(
-        self, source: BaseCheckpointSaver[Any], thread_ids: Sequence[str] | None = None
+        self, source: Source, thread_ids: MaybeThreadIds = None
     ) -> migrate.ImportPlan:
         """Copy threads, whole histories with every namespace and pending write, from any
         LangGraph checkpointer (`InMemorySaver`, `SqliteSaver`, `PostgresSaver`, AWS's
@@ -368,21 +383,23 @@ class Operations:
         never overwritten. Returns the executed plan (`.result()`: what was copied)."""
         return self.plan_import(source, thread_ids).execute()
 
-    def plan_delete_runs(self, run_ids: Sequence[str]) -> threads.DeleteRunsPlan:
+    @public("ops.plan_delete_runs")
+    def plan_delete_runs(self, run_ids: RunIds) -> threads.DeleteRunsPlan:
         """The checkpoints these runs created, found through the run index; `.execute()`
         deletes them with their writes."""
         return threads.plan_delete_runs(self.store, [str(r) for r in run_ids])
 
     # ---------------------------------------------------------------- runs
 
+    @public()
     def thread_lock(
         self,
-        thread_id: str,
+        thread_id: ThreadId,
         *,
-        ttl: float = lease.DEFAULT_TTL,
-        wait: float | None = None,
-        context: lease.LambdaContext | None = None,
-        heartbeat: bool = True,
+        ttl: Seconds = lease.DEFAULT_TTL,
+        wait: MaybeSeconds = None,
+        context: LambdaContext = None,
+        heartbeat: Boolean = True,
     ) -> AbstractContextManager[lease.ThreadLease]:
         """Hold the thread's lease for the block, so runs on it go one at a time.
 
@@ -404,14 +421,15 @@ class Operations:
         tid = thread_id_of(thread_id)
         return lease.thread_lock(self.store, tid, ttl, wait, context=context, heartbeat=heartbeat)
 
+    @public()
     def athread_lock(
         self,
-        thread_id: str,
+        thread_id: ThreadId,
         *,
-        ttl: float = lease.DEFAULT_TTL,
-        wait: float | None = None,
-        context: lease.LambdaContext | None = None,
-        heartbeat: bool = True,
+        ttl: Seconds = lease.DEFAULT_TTL,
+        wait: MaybeSeconds = None,
+        context: LambdaContext = None,
+        heartbeat: Boolean = True,
     ) -> AbstractAsyncContextManager[lease.ThreadLease]:
         """`thread_lock` for `async with`; waiting does not block the event loop."""
         tid = thread_id_of(thread_id)
@@ -419,13 +437,15 @@ class Operations:
 
     # ---------------------------------------------------------- inspection
 
-    def threads(self, metadata: Mapping[str, Any] | None = None) -> inspect.ThreadsReport:
+    @public("ops.threads")
+    def threads(self, metadata: MaybeDict = None) -> inspect.ThreadsReport:
         """Every thread with checkpoints (a scan of the table); with `metadata`, those whose
         latest checkpoint holds each pair, through the catalog on a declared field."""
         self.parts.deployment.verify(write=False)
         return inspect.threads(self.store, metadata)
 
-    def history(self, thread_id: str, ns: str | None = None) -> list[inspect.HistoryItem]:
+    @public("ops.history")
+    def history(self, thread_id: ThreadId, ns: MaybeText = None) -> list[inspect.HistoryItem]:
         """A thread's checkpoints newest first (`ns`: one namespace, else all), decoded,
         with their sizes."""
         entries = self._entries(thread_id)
@@ -439,17 +459,20 @@ class Operations:
         with guarded(self.parts.deployment):
             return inspect.history(self.store, entries)
 
-    def checkpoint_ids(self, thread_id: str, ns: str) -> list[str]:
+    @public("ops.checkpoint_ids")
+    def checkpoint_ids(self, thread_id: ThreadId, ns: Text) -> list[str]:
         """The ids of a thread's checkpoints in one namespace, newest first."""
         return [e.checkpoint_id for e in self._entries(thread_id) if e.ns == ns]
 
-    def checkpoints(self, thread_id: str) -> list[tuple[str, str]]:
+    @public()
+    def checkpoints(self, thread_id: ThreadId) -> list[tuple[str, str]]:
         """(namespace, checkpoint id) of every checkpoint of a thread, newest first in
         each namespace."""
         return [(e.ns, e.checkpoint_id) for e in self._entries(thread_id)]
 
+    @public("ops.stats")
     def stats(
-        self, thread_id: str | None = None, progress: inspect.Progress | None = None
+        self, thread_id: MaybeThreadId = None, progress: Function = None
     ) -> inspect.StatsReport:
         """Sizes, compression and reuse by channel, of one thread or the whole store."""
         if thread_id is not None:
@@ -459,8 +482,9 @@ class Operations:
         with guarded(self.parts.deployment):
             return inspect.stats(self.store, thread_id, progress or inspect.no_progress)
 
+    @public("ops.verify")
     def verify(
-        self, thread_id: str | None = None, progress: inspect.Progress | None = None
+        self, thread_id: MaybeThreadId = None, progress: Function = None
     ) -> inspect.VerifyReport:
         """Open and authenticate every item and object of one thread or the whole store
         (its Store and node cache too). When nothing opens, the keys are checked against
@@ -481,36 +505,6 @@ class Operations:
         return report
 
 
-# A span and figures for each (`telemetry.py`); `thread_lock`'s requests count in the
-# caller's operation.
-telemetry.instrument(
-    Operations,
-    {
-        name: f"ops.{name}"
-        for name in (
-            "check",
-            "rotate_key",
-            "plan_reencrypt",
-            "reencrypt",
-            "plan_garbage_collection",
-            "plan_expiry",
-            "expire_idle_threads",
-            "plan_delete",
-            "plan_copy",
-            "plan_prune",
-            "plan_import",
-            "import_threads",
-            "plan_delete_runs",
-            "threads",
-            "history",
-            "checkpoint_ids",
-            "stats",
-            "verify",
-        )
-    },
-)
-# Every argument checked before the operation runs (`arguments.py`).
-arguments.checked(Operations, arguments.OPERATIONS)
 for _plan, _name in (
     (GcPlan, "gc"),
     (ExpiryPlan, "expiry"),

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo import arguments
+from langgraph.checkpoint.s3dynamo.arguments import Function
+from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.deployment import guarded
@@ -82,7 +83,8 @@ class CatalogOperations:
         self.parts = parts
         self.store = parts.store
 
-    def plan_build(self, progress: Progress | None = None) -> CatalogPlan:
+    @public()
+    def plan_build(self, progress: Function = None) -> CatalogPlan:
         """What building the catalog files (one Scan; nothing written): every thread
         under its declared values; `.execute()` writes it. `progress(done, total)`: the
         threads read, total None while the Scan still finds them."""
@@ -95,7 +97,3 @@ class CatalogOperations:
         declared field is complete; returns the executed plan. Run it once after
         declaring a field on a deployment that has threads (module docstring)."""
         return self.plan_build().execute()
-
-
-# Every argument checked before the method runs (`arguments.py`): none is taken today.
-arguments.checked(CatalogOperations, arguments.CATALOG_OPERATIONS)

@@ -22,8 +22,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo import arguments, telemetry
+from langgraph.checkpoint.s3dynamo import telemetry
+from langgraph.checkpoint.s3dynamo.arguments import Boolean, Labels, MemorySpace, Span, Text
 from langgraph.checkpoint.s3dynamo.blobs import collect
+from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, S3DynamoError
@@ -66,15 +68,18 @@ class MemoryOperations:
         """The expired items of each space (nothing changes); `.execute()` removes them."""
         return plan_memory_expiry(self.parts)
 
-    def expire(self, *, dry_run: bool = False) -> MemoryExpiry:
+    @public()
+    def expire(self, *, dry_run: Boolean = False) -> MemoryExpiry:
         """Remove every expired Store item and cache entry now (`dry_run`: count them)."""
         return expire_memory(self.parts, dry_run=dry_run)
 
-    def expire_space(self, space: Space) -> tuple[int, int]:
+    @public()
+    def expire_space(self, space: MemorySpace) -> tuple[int, int]:
         """The sweep of one space: (items deleted, namespaces dropped)."""
         return expire(space)
 
-    def collect_garbage(self, grace: timedelta) -> dict[str, int]:
+    @public()
+    def collect_garbage(self, grace: Span) -> dict[str, int]:
         """Delete objects no item references, older than `grace`, per space."""
         return collect_memory_garbage(self.parts, grace)
 
@@ -82,14 +87,16 @@ class MemoryOperations:
         """Re-seal what is not under the active key, per space."""
         return reencrypt_memory(self.parts)
 
-    def mark_ancestors(self, space: Space) -> int:
+    @public()
+    def mark_ancestors(self, space: MemorySpace) -> int:
         """The descendants marks entries of older builds lack (`S3DynamoStore.setup`)."""
         return mark_ancestors(space)
 
     def live_leaves(self) -> collect.LiveLeaves:
         return live_leaves(self.parts)
 
-    def expired_at(self, namespace: tuple[str, ...], key: str) -> datetime | None:
+    @public()
+    def expired_at(self, namespace: Labels, key: Text) -> datetime | None:
         """When a Store item expired, if it is still stored (not yet swept) but no read
         returns it any more; None for an item that is live or not stored. One GetItem,
         consistent."""
@@ -99,10 +106,6 @@ class MemoryOperations:
         if expires_ms is None or expires_ms > space.now_ms():
             return None
         return datetime.fromtimestamp(expires_ms / 1000, tz=timezone.utc)
-
-
-# Every argument checked before the operation runs (`arguments.py`).
-arguments.checked(MemoryOperations, arguments.MEMORY_OPERATIONS)
 
 
 def spaces(parts: Components) -> dict[str, Space]:

@@ -28,7 +28,10 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.layout import thread_of
+from langgraph.checkpoint.s3dynamo.ops.threads import check_strategy
+from langgraph.checkpoint.s3dynamo.settings import Settings, duration
 from langgraph.checkpoint.s3dynamo.store import (
+    EVERY_DEPLOYMENT,
     WHOLE,
     Keep,
     SeenThread,
@@ -169,6 +172,39 @@ class ExpiryPlan:
                 self.objects_deleted += removed.objects
         if keep.latest:
             self.store.forget()
+
+
+def terms(
+    settings: Settings,
+    older_than: str | float | timedelta | None,
+    strategy: str | None,
+    keep_last: int | None,
+    scope: str | None,
+) -> tuple[timedelta, str, int, bool]:
+    """(time to live, strategy, keep_last, every deployment) of a sweep asked for with
+    these, the settings filling in what is not given; what cannot be swept is refused."""
+    ttl = duration(older_than, "older_than") if older_than is not None else settings.retention
+    if ttl is None:
+        raise InvalidConfigError(
+            "expiring idle threads needs a time to live and none is set; pass "
+            "older_than (such as '30d') or set retention / S3DYNAMO_RETENTION"
+        )
+    chosen = strategy or settings.retention_strategy
+    if chosen not in STRATEGIES:
+        raise InvalidConfigError(f"retention strategy {chosen!r} is not one of {STRATEGIES}")
+    # The setting's N goes with keep_latest; a sweep asked for "delete" keeps nothing.
+    kept = keep_last
+    if kept is None:
+        kept = settings.retention_keep_last if chosen == "keep_latest" else 1
+    check_strategy(chosen, kept)
+    every = scope == EVERY_DEPLOYMENT
+    if every and chosen != "delete":
+        raise InvalidConfigError(
+            f"retention strategy {chosen!r} opens each thread's latest checkpoint, "
+            "which needs that tenant's keys: sweep every tenant (scope='*') with "
+            "strategy 'delete', or each tenant with its prefix and keys"
+        )
+    return ttl, chosen, kept, every
 
 
 def plan_expiry(
