@@ -14,12 +14,14 @@ Clients the saver builds come from one botocore session per process
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.aws_names import bucket_problem, region_of, table_problem
@@ -37,6 +39,8 @@ from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
 from langgraph.checkpoint.s3dynamo.store import StorePolicy, ThreadStore
 from langgraph.checkpoint.s3dynamo.table import Table, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -332,3 +336,42 @@ def _where(settings: Settings) -> str:
     """The deployment, as messages name it."""
     where = f"table {settings.table!r}" if settings.table else "the index"
     return f"{where}, prefix {settings.prefix!r}" if settings.prefix else where
+
+
+def inner_serde(serde: SerializerProtocol, sealer: Sealer) -> SerializerProtocol:
+    """What the codec serializes with: a saver's `serde`, read on every call, so a copy
+    (`with_allowlist`) or an assigned serializer is honoured. With an `EncryptedSerializer`,
+    its inner serializer: the sealer calls the cipher itself, after compressing, so the
+    cipher must stay the one the saver was built with."""
+    cipher = serde.cipher if isinstance(serde, EncryptedSerializer) else None
+    built = sealer.serde_cipher
+    if cipher is not built:
+        expected = "no cipher" if built is None else "its EncryptedSerializer's cipher"
+        got = "no cipher" if cipher is None else "a cipher of its own"
+        raise InvalidConfigError(
+            f"serde: the saver was built with {expected}, and its serde was replaced by "
+            f"a {type(serde).__name__} with {got}; the cipher is fixed at construction: "
+            "wrap the new serializer in the cipher the saver was built with "
+            "(EncryptedSerializer(cipher, serializer)), or build a new saver"
+        )
+    return serde.serde if isinstance(serde, EncryptedSerializer) else serde
+
+
+def set_up(parts: Components) -> None:
+    """`setup()`: the table, then the bucket, once their names and the bucket's region
+    are checked, then the deployment record. A table made for a bucket that was already
+    there is most often a mistyped table name, which would start an empty conversation
+    beside the deployment's: said as a warning, naming both."""
+    parts.clients.refuse_names()  # before any request
+    parts.deployment.refuse_elsewhere()
+    table_made, bucket_made = parts.store.create_if_missing()
+    if table_made and not bucket_made:
+        log.warning(
+            "setup() created %s for %s, which was already there: if that is not the "
+            "deployment's table name (a typo in S3DYNAMO_TABLE, table=?), this is a second, "
+            "empty deployment and its threads start from nothing; fix the name and delete "
+            "the new table",
+            parts.store.index_resource(),
+            parts.deployment.objects_resource(),
+        )
+    parts.deployment.verify(write=True)

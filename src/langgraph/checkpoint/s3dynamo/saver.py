@@ -51,13 +51,12 @@ from langgraph.checkpoint.s3dynamo.arguments import (
     ThreadIds,
     Whole,
     Writes,
-    came,
 )
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.keywords import checked_keywords
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
@@ -89,58 +88,6 @@ if TYPE_CHECKING:  # imported when first used: a handler's requests never need i
 log = logging.getLogger(__name__)
 
 _R = TypeVar("_R")
-
-
-def _serializer(saver: S3DynamoSaver) -> SerializerProtocol:
-    """What the codec serializes with: the saver's `serde`, read on every call, so a copy
-    (`with_allowlist`) or an assigned serializer is honoured. With an `EncryptedSerializer`,
-    its inner serializer: the sealer calls the cipher itself, after compressing, so the
-    cipher must stay the one the saver was built with."""
-    serde = saver.serde
-    cipher = serde.cipher if isinstance(serde, EncryptedSerializer) else None
-    built = saver.parts.sealer.serde_cipher
-    if cipher is not built:
-        expected = "no cipher" if built is None else "its EncryptedSerializer's cipher"
-        got = "no cipher" if cipher is None else "a cipher of its own"
-        raise InvalidConfigError(
-            f"serde: the saver was built with {expected}, and its serde was replaced by "
-            f"a {type(serde).__name__} with {got}; the cipher is fixed at construction: "
-            "wrap the new serializer in the cipher the saver was built with "
-            "(EncryptedSerializer(cipher, serializer)), or build a new saver"
-        )
-    return serde.serde if isinstance(serde, EncryptedSerializer) else serde
-
-
-def _create_if_missing(parts: compose.Components) -> None:
-    """The table, then the bucket, as `setup()` makes them, once their names and the
-    bucket's region are checked. A table made for a bucket that was already there is most
-    often a mistyped table name, which would start an empty conversation beside the
-    deployment's: said as a warning, naming both."""
-    parts.clients.refuse_names()  # before any request
-    parts.deployment.refuse_elsewhere()
-    table_made, bucket_made = parts.store.create_if_missing()
-    if table_made and not bucket_made:
-        log.warning(
-            "setup() created %s for %s, which was already there: if that is not the "
-            "deployment's table name (a typo in S3DYNAMO_TABLE, table=?), this is a second, "
-            "empty deployment and its threads start from nothing; fix the name and delete "
-            "the new table",
-            parts.store.index_resource(),
-            parts.deployment.objects_resource(),
-        )
-
-
-def _alone(settings: object, given: Mapping[str, Any]) -> Settings:
-    """`settings=` given: every keyword setting must be left at its default."""
-    defaults = inspect.unwrap(S3DynamoSaver.__init__).__kwdefaults__ or {}
-    changed = sorted(k for k, v in given.items() if v is not defaults[k] and v != defaults[k])
-    if changed:
-        raise InvalidConfigError(
-            f"pass settings=... or keyword settings, not both (got {changed} beside settings)"
-        )
-    if not isinstance(settings, Settings):
-        raise ArgumentTypeError(f"settings must be a Settings, got {came(settings)}")
-    return settings
 
 
 def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[str, Any]], int]:
@@ -277,13 +224,19 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         # The keyword settings as given, checked by `Settings` (`settings.py`).
         given = {name: value for name, value in locals().items() if name in SETTING_ARGUMENTS}
         super().__init__(serde=compose.checked_serde(serde))
-        self.settings = Settings.of(**given) if settings is None else _alone(settings, given)
+        defaults = inspect.unwrap(S3DynamoSaver.__init__).__kwdefaults__ or {}
+        self.settings = (
+            Settings.of(**given) if settings is None else Settings.alone(settings, given, defaults)
+        )
         injected = compose.Injected(
             dynamodb_client, s3_client, kms_client, index, object_store, key_service
         )
         cipher = self.serde.cipher if isinstance(self.serde, EncryptedSerializer) else None
         self.parts = compose.build(
-            self.settings, injected, serde=lambda: _serializer(self), serde_cipher=cipher
+            self.settings,
+            injected,
+            serde=lambda: compose.inner_serde(self.serde, self.parts.sealer),
+            serde_cipher=cipher,
         )
         self.store = self.parts.store
         self._origin: S3DynamoSaver | None = None  # the saver a copy was made from
@@ -294,7 +247,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         clients, caches, keys, the deployment check, run detection, leases and `ops`."""
         clone = type(self).__new__(type(self))
         vars(clone).update(vars(self), _origin=self._origin or self)
-        clone.parts = compose.with_serde(self.parts, lambda: _serializer(clone))
+        clone.parts = compose.with_serde(
+            self.parts, lambda: compose.inner_serde(clone.serde, clone.parts.sealer)
+        )
         clone.store = clone.parts.store
         return clone
 
@@ -329,8 +284,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Create the table and bucket if missing (idempotent; never under a name AWS would
         refuse, nor where the bucket does not live), then the KMS keyring (with `kms_key_id`)
         and the deployment record. For development and tests; production uses `terraform/`."""
-        _create_if_missing(self.parts)
-        self.parts.deployment.verify(write=True)
+        compose.set_up(self.parts)
 
     # ------------------------------------------------------------ the contract
 

@@ -447,6 +447,18 @@ class Settings:
                 "print(secrets.token_hex(16))'"
             )
 
+    @staticmethod
+    def alone(settings: object, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Settings:
+        """`settings=` given: every keyword setting (`given`) must be left at its default."""
+        changed = sorted(k for k, v in given.items() if v is not defaults[k] and v != defaults[k])
+        if changed:
+            raise InvalidConfigError(
+                f"pass settings=... or keyword settings, not both (got {changed} beside settings)"
+            )
+        if not isinstance(settings, Settings):
+            raise ArgumentTypeError(f"settings must be a Settings, got {came(settings)}")
+        return settings
+
     @classmethod
     def of(cls, **options: Any) -> Settings:
         """Settings from `S3DynamoSaver`'s keyword arguments (`FIELD_FORMS` says what each
