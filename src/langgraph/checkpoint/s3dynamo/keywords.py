@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError
+from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 
 
 def refuse_unknown(where: str, given: Iterable[str], takes: Mapping[str, Collection[str]]) -> None:
@@ -65,3 +65,12 @@ def checked_keywords(cls: type, from_env: Collection[str]) -> None:
     functools.update_wrapper(checked_from_env, build)
     setattr(cls, "__init__", checked_init)  # noqa: B010 (mypy: no assigning a method)
     setattr(cls, "from_env", classmethod(checked_from_env))  # noqa: B010
+
+
+def alone(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+    """`settings=` given: every keyword setting (`given`) must be left at its default."""
+    changed = sorted(k for k, v in given.items() if v is not defaults[k] and v != defaults[k])
+    if changed:
+        raise InvalidConfigError(
+            f"pass settings=... or keyword settings, not both (got {changed} beside settings)"
+        )

@@ -58,7 +58,7 @@ from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
-from langgraph.checkpoint.s3dynamo.keywords import checked_keywords
+from langgraph.checkpoint.s3dynamo.keywords import alone, checked_keywords
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.runnable_config import (
     before_id_of,
@@ -224,10 +224,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         # The keyword settings as given, checked by `Settings` (`settings.py`).
         given = {name: value for name, value in locals().items() if name in SETTING_ARGUMENTS}
         super().__init__(serde=compose.checked_serde(serde))
-        defaults = inspect.unwrap(S3DynamoSaver.__init__).__kwdefaults__ or {}
-        self.settings = (
-            Settings.of(**given) if settings is None else Settings.alone(settings, given, defaults)
-        )
+        if settings is not None:
+            alone(given, inspect.unwrap(S3DynamoSaver.__init__).__kwdefaults__ or {})
+        self.settings = Settings.of(**given) if settings is None else Settings.check(settings)
         injected = compose.Injected(
             dynamodb_client, s3_client, kms_client, index, object_store, key_service
         )

@@ -87,11 +87,27 @@ RETENTION_STRATEGIES = ("delete", "keep_latest")
 # zstd's highest compression level.
 MAX_COMPRESSION_LEVEL = 22
 # Every variable `Settings.from_env` reads (the module docstring says what each sets).
-VARIABLES = tuple(
-    f"S3DYNAMO_{name}"
-    for name in "TABLE BUCKET PREFIX REGION ENDPOINT_URL INLINE_MAX DELTA_MAX OBJECT_CACHE_BYTES "
-    "MAX_ATTEMPTS DETECT_CONCURRENT_RUNS CATALOG_FIELDS ASYNC_WORKERS RETENTION "
-    "RETENTION_STRATEGY RETENTION_KEEP_LAST TTL KMS_KEY_ID KEYS SECRET PLAINTEXT".split()
+VARIABLES = (
+    "S3DYNAMO_TABLE",
+    "S3DYNAMO_BUCKET",
+    "S3DYNAMO_PREFIX",
+    "S3DYNAMO_REGION",
+    "S3DYNAMO_ENDPOINT_URL",
+    "S3DYNAMO_INLINE_MAX",
+    "S3DYNAMO_DELTA_MAX",
+    "S3DYNAMO_OBJECT_CACHE_BYTES",
+    "S3DYNAMO_MAX_ATTEMPTS",
+    "S3DYNAMO_DETECT_CONCURRENT_RUNS",
+    "S3DYNAMO_CATALOG_FIELDS",
+    "S3DYNAMO_ASYNC_WORKERS",
+    "S3DYNAMO_RETENTION",
+    "S3DYNAMO_RETENTION_STRATEGY",
+    "S3DYNAMO_RETENTION_KEEP_LAST",
+    "S3DYNAMO_TTL",
+    "S3DYNAMO_KMS_KEY_ID",
+    "S3DYNAMO_KEYS",
+    "S3DYNAMO_SECRET",
+    "S3DYNAMO_PLAINTEXT",
 )
 # LangGraph Platform's names in langgraph.json's `checkpointer.ttl`, and ours beside them
 # (`keep_last`: how many checkpoints of each namespace `keep_latest` keeps).
@@ -432,13 +448,7 @@ class Settings:
             )
 
     @staticmethod
-    def alone(settings: object, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> Settings:
-        """`settings=` given: every keyword setting (`given`) must be left at its default."""
-        changed = sorted(k for k, v in given.items() if v is not defaults[k] and v != defaults[k])
-        if changed:
-            raise InvalidConfigError(
-                f"pass settings=... or keyword settings, not both (got {changed} beside settings)"
-            )
+    def check(settings: object) -> Settings:
         if not isinstance(settings, Settings):
             raise ArgumentTypeError(f"settings must be a Settings, got {came(settings)}")
         return settings

@@ -92,6 +92,7 @@ from langgraph.checkpoint.s3dynamo.store.placing import Placer
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.walker import (
     STORE_KEYS,
+    StoredValues,
     Walker,
 )
 
@@ -199,86 +200,40 @@ class Committer:
         before_write: Callable[[], None] | None,
     ) -> Steps[str]:
         cid = checkpoint["id"]
-        values: dict[str, Any] = checkpoint.get("channel_values", {})
-        versions = {**checkpoint.get("channel_versions", {}), **new_versions}
-        body: dict[str, Any] = {k: v for k, v in checkpoint.items() if k not in INTERNAL_KEYS}
-        body["parent"] = parent_id
+        at = CheckpointAt(tid, ns, cid)
         # Known before anything is sent: LangGraph may send a task's writes to the
         # checkpoint while its put is on the way.
         self.handoff.committing(tid, ns, cid)
         # Serialize and seal everything before the first request: bad input writes nothing.
-        at = CheckpointAt(tid, ns, cid)
-        what = at.what
-        with serializing(f"{what}: the metadata", metadata, NONE_OF_IT):
+        with serializing(f"{at.what}: the metadata", metadata, NONE_OF_IT):
             sealed_metadata = self.codec.seal_metadata(at, metadata)
-
-        stored, uploads = yield from self.placer.place(
-            at, parent_id, values, versions, new_versions
-        )
-        bases = {ch: v.base for ch, v in stored.items() if v.base is not None}
-        if bases:
-            body["bases"] = bases
-        shared = {ch: v.owner for ch, v in stored.items() if v.owner is not None}
-        if shared:
-            body["shared"] = shared
-
-        # Sealed with the body, so an inline value or object reference removed from the
-        # record is detected instead of silently dropping the channel.
-        body["stored"] = sorted(stored)
-        pk = self.namer.thread(tid)
-        sk = checkpoint_sk(self.namer.namespace(tid, ns), cid)
-        run_id = metadata.get("run_id")
-        record = CheckpointRecord(
-            pk=pk,
-            sk=sk,
-            body=self.codec.seal_body(at, body),
-            metadata=sealed_metadata,
-            thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
-            run_key=self.namer.run(str(run_id)) if run_id else None,
-            objects=frozenset(
-                [v.leaf for v in stored.values() if v.leaf is not None]
-                + [
-                    self.walker.value_leaf(ValueAt(owner or tid, ns, ch, base), owner)
-                    for ch, base in bases.items()
-                    for owner in (shared.get(ch),)
-                ]
-            ),
-            inline={
-                self.namer.channel(tid, ns, ch): v.blob
-                for ch, v in stored.items()
-                if v.blob is not None
-            },
-            written_at=self.now(),
-        )
+        versions = {**checkpoint.get("channel_versions", {}), **new_versions}
+        values = checkpoint.get("channel_values", {})
+        placing = self.placer.place(at, parent_id, values, versions, new_versions)
+        stored, uploads = yield from placing
+        record = self._record(at, parent_id, checkpoint, stored, sealed_metadata)
+        record.run_key = self.namer.run(str(metadata["run_id"])) if metadata.get("run_id") else None
         self.refuse_oversized(tid, ns, cid, record, metadata)
         filed = self.catalog.entries_for(tid, ns, parent_id, metadata)
         run_key = self.handoff.run_key(tid, ns)
-        head = (
-            HeadMove(
-                head_key(pk, run_key[2]),
-                cid,
-                parent_id,
-                runs.continues_latest(run_key, parent_id),
-            )
-            if self.detect_concurrent_runs
-            else None
-        )
-        lease = holding(self.handoff.store_id, pk)
+        head = None
+        if self.detect_concurrent_runs:
+            expect = runs.continues_latest(run_key, parent_id)
+            head = HeadMove(head_key(record.pk, run_key[2]), cid, parent_id, expect)
+        lease = holding(self.handoff.store_id, record.pk)
         if before_write is not None:
             before_write()
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
-
         held = lease.stamp() if lease is not None else None
         # The commit deletes the intent in its own transaction; a plain PutItem commit
         # (detection off: a store without transactions may be in use) leaves that to
         # the engine, right after it. Catalog entries go in the transaction, or in one
         # batch before the plain write.
         transaction = head is not None or lease is not None
+        written_at = record.written_at or self.now()
         plan = WritePlan(
-            pk,
-            writes=commit_checkpoint(
-                record, head, held, record.written_at or self.now(), filed if transaction else ()
-            ),
+            record.pk,
+            writes=commit_checkpoint(record, head, held, written_at, filed if transaction else ()),
             uploads=uploads,
             batched=() if transaction else catalog_items(filed),
             closes_intent=transaction,
@@ -287,7 +242,7 @@ class Committer:
         try:
             yield plan
         except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
-            exc.refusing(what, parent_id, runs.committed_by(run_key))
+            exc.refusing(at.what, parent_id, runs.committed_by(run_key))
             if isinstance(exc, ThreadDeletedError):
                 # The writes this store made since the delete are its records' only trace:
                 # nothing of the run stays (docs/RELIABILITY.md, "Deletes stay deleted").
@@ -300,6 +255,51 @@ class Committer:
         self.catalog.written(tid, filed)
         runs.committed(run_key, cid)
         return cid
+
+    def _record(
+        self,
+        at: CheckpointAt,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        stored: StoredValues,
+        sealed_metadata: bytes,
+    ) -> CheckpointRecord:
+        """The checkpoint's record: its body (LangGraph's keys, the parent, and where each
+        value is and whose it is), sealed with its metadata and thread reference."""
+        tid, ns = at.tid, at.ns
+        body: dict[str, Any] = {k: v for k, v in checkpoint.items() if k not in INTERNAL_KEYS}
+        body["parent"] = parent_id
+        bases = {ch: v.base for ch, v in stored.items() if v.base is not None}
+        if bases:
+            body["bases"] = bases
+        shared = {ch: v.owner for ch, v in stored.items() if v.owner is not None}
+        if shared:
+            body["shared"] = shared
+        # Sealed with the body, so an inline value or object reference removed from the
+        # record is detected instead of silently dropping the channel.
+        body["stored"] = sorted(stored)
+        pk = self.namer.thread(tid)
+        sk = checkpoint_sk(self.namer.namespace(tid, ns), at.checkpoint_id)
+        base_leaves = [
+            self.walker.value_leaf(ValueAt(shared.get(ch) or tid, ns, ch, base), shared.get(ch))
+            for ch, base in bases.items()
+        ]
+        return CheckpointRecord(
+            pk=pk,
+            sk=sk,
+            body=self.codec.seal_body(at, body),
+            metadata=sealed_metadata,
+            thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
+            objects=frozenset(
+                [v.leaf for v in stored.values() if v.leaf is not None] + base_leaves
+            ),
+            inline={
+                self.namer.channel(tid, ns, ch): v.blob
+                for ch, v in stored.items()
+                if v.blob is not None
+            },
+            written_at=self.now(),
+        )
 
     def refuse_oversized(
         self, tid: str, ns: str, cid: str, record: CheckpointRecord, metadata: Mapping[str, Any]
