@@ -72,105 +72,125 @@ def delta_channel_history(
 ) -> Mapping[str, DeltaChannelHistory]:
     if not channels:
         return {}
-    finder, walker, decoder, engine = parts
-    namer, codec = walker.namer, walker.codec
-    records: dict[str, CheckpointRecord] = {}
-    writes: dict[str, list[WritesRecord]] = {}
-    pages: Iterator[Record] | None = None
+    walk = _Walk(parts, tid, ns)
+    if cid is None:
+        if not walk.load(None):
+            return {ch: {"writes": []} for ch in channels}
+        cid = max(walk.records)
+    top = walk.skeleton(cid)
+    if top is None:
+        return {ch: {"writes": []} for ch in channels}
+    return walk.history(top.parent, channels)
 
-    def load(wanted: str | None) -> bool:
+
+class _Walk:
+    """One walk up a namespace's parent chain (module docstring)."""
+
+    def __init__(self, parts: Parts, tid: str, ns: str) -> None:
+        self.parts, self.tid, self.ns = parts, tid, ns
+        self.records: dict[str, CheckpointRecord] = {}
+        self.writes: dict[str, list[WritesRecord]] = {}
+        self.pages: Iterator[Record] | None = None
+
+    def load(self, wanted: str | None) -> bool:
         """Read pages until checkpoint `wanted` (None: the newest one) has been seen;
         descending order means all its writes have been seen too. One query per walk,
         from the first checkpoint not kept downwards (parents are older than their
         children); a walk that finds kept skeletons down to its seed reads nothing."""
-        nonlocal pages
-        if pages is None:
-            pages = engine.stream(finder.namespace_records(tid, ns, upper_id=wanted))
-        for rec in pages:
+        if self.pages is None:
+            records = self.parts.finder.namespace_records(self.tid, self.ns, upper_id=wanted)
+            self.pages = self.parts.engine.stream(records)
+        for rec in self.pages:
             if isinstance(rec, WritesRecord):
-                writes.setdefault(rec.checkpoint_id, []).append(rec)
+                self.writes.setdefault(rec.checkpoint_id, []).append(rec)
                 continue
-            records[rec.checkpoint_id] = rec
+            self.records[rec.checkpoint_id] = rec
             if wanted is None or rec.checkpoint_id == wanted:
                 return True
             if rec.checkpoint_id < wanted:
                 return False
-        return wanted in records
+        return wanted in self.records
 
-    def skeleton(at: str) -> Skeleton | None:
+    def skeleton(self, at: str) -> Skeleton | None:
         """The opened checkpoint `at`, kept or read; kept only as an ancestor, whose
         writes are all in (see `Skeleton`)."""
-        kept = decoder.skeleton(tid, ns, at)
+        kept = self.parts.decoder.skeleton(self.tid, self.ns, at)
         if kept is not None:
             return kept
-        if at not in records and not load(at):
+        if at not in self.records and not self.load(at):
             return None
-        return decoder.skeleton_of(walker.walk(Entry(tid, ns, records[at], writes.get(at, []))))
+        entry = Entry(self.tid, self.ns, self.records[at], self.writes.get(at, []))
+        return self.parts.decoder.skeleton_of(self.parts.walker.walk(entry))
 
-    if cid is None:
-        if not load(None):
-            return {ch: {"writes": []} for ch in channels}
-        cid = max(records)
-    top = skeleton(cid)
-    if top is None:
-        return {ch: {"writes": []} for ch in channels}
-    tag_of = {namer.channel(tid, ns, ch): ch for ch in channels}
-    remaining = set(channels)
-    collected: dict[str, list[_Write]] = {ch: [] for ch in channels}
-    seeds: dict[str, _Seed] = {}
-    bundles: list[_Bundle] = []
-    cursor = top.parent
-    while cursor is not None and remaining:
-        link = skeleton(cursor)
-        if link is None:
-            break
-        decoder.keep_skeleton(tid, ns, cursor, link)
-        # Writes at an ancestor produced its child, so the seed ancestor's own writes count.
-        for kw in link.writes:
-            if kw.channel is None:
-                channel = tag_of.get(kw.tag or "")
+    def history(
+        self, cursor: str | None, channels: Sequence[str]
+    ) -> dict[str, DeltaChannelHistory]:
+        """Each channel's writes from the ancestor holding its nearest value (its seed)
+        down to `cursor`'s child, and the seed."""
+        tag_of = {self.parts.walker.namer.channel(self.tid, self.ns, ch): ch for ch in channels}
+        remaining = set(channels)
+        collected: dict[str, list[_Write]] = {ch: [] for ch in channels}
+        seeds: dict[str, _Seed] = {}
+        bundles: list[_Bundle] = []
+        while cursor is not None and remaining:
+            link = self.skeleton(cursor)
+            if link is None:
+                break
+            self.parts.decoder.keep_skeleton(self.tid, self.ns, cursor, link)
+            # Writes at an ancestor produced its child: the seed ancestor's own writes count.
+            for kw in link.writes:
+                channel = tag_of.get(kw.tag or "") if kw.channel is None else kw.channel
                 if channel in remaining:
-                    collected[channel].append(_Write(kw.order, cursor, None, kw.key, kw.owner))
-            elif kw.channel in remaining:
-                collected[kw.channel].append(_Write(kw.order, cursor, kw.typed, None))
-        for kb in link.bundles:
-            bundles.append(
+                    found = _Write(kw.order, cursor, kw.typed, kw.key, kw.owner)
+                    collected[channel].append(found)
+            bundles += [
                 _Bundle(cursor, kb.task_id, kb.task_path, kb.key, frozenset(remaining), kb.owner)
+                for kb in link.bundles
+            ]
+            for value in link.values:
+                if value.channel in remaining:
+                    seeds[value.channel] = _Seed(cursor, value)
+                    remaining.discard(value.channel)
+            cursor = link.parent
+        fetched = self._fetch(collected, seeds, bundles)
+        return {ch: self._opened(ch, collected[ch], seeds.get(ch), fetched) for ch in channels}
+
+    def _fetch(
+        self, collected: dict[str, list[_Write]], seeds: dict[str, _Seed], bundles: list[_Bundle]
+    ) -> Mapping[str, bytes]:
+        """The objects seeds and writes need, in one wave; bundled writes unpacked."""
+        tid, ns = self.tid, self.ns
+        needed = {k: describe(tid, ns, s.at) for s in seeds.values() for k in s.value.object_keys()}
+        for found in collected.values():
+            needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
+        needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
+        fetched = self.parts.engine.objects.fetch(needed) if needed else {}
+        walker = self.parts.walker
+        for b in bundles:
+            bundled = walker.bundle_writes(
+                CheckpointAt(tid, ns, b.at), b.task_id, b.key, fetched, b.owner
             )
-        for value in link.values:
-            if value.channel in remaining:
-                seeds[value.channel] = _Seed(cursor, value)
-                remaining.discard(value.channel)
-        cursor = link.parent
+            for idx, (channel, data) in bundled.items():
+                if channel in b.channels:
+                    order = writes_sort_key(b.task_path, b.task_id, idx)
+                    collected[channel].append(_Write(order, b.at, data, None))
+        return fetched
 
-    needed = {k: describe(tid, ns, s.at) for s in seeds.values() for k in s.value.object_keys()}
-    for found in collected.values():
-        needed.update({w.source: describe(tid, ns, w.at) for w in found if w.source})
-    needed.update({b.key: describe(tid, ns, b.at) for b in bundles})
-    fetched = engine.objects.fetch(needed) if needed else {}
-    for b in bundles:
-        bundle_at = CheckpointAt(tid, ns, b.at)
-        bundled = walker.bundle_writes(bundle_at, b.task_id, b.key, fetched, b.owner)
-        for idx, (channel, data) in bundled.items():
-            if channel in b.channels:
-                order = writes_sort_key(b.task_path, b.task_id, idx)
-                collected[channel].append(_Write(order, b.at, data, None))
-
-    result: dict[str, DeltaChannelHistory] = {}
-    for channel in channels:
-        # Oldest checkpoint first; within one, the order live execution applied them in.
-        ordered = sorted(collected[channel], key=lambda w: (w.at, w.order))
+    def _opened(
+        self, channel: str, found: list[_Write], seed: _Seed | None, fetched: Mapping[str, bytes]
+    ) -> DeltaChannelHistory:
+        walker, codec = self.parts.walker, self.parts.walker.codec
         pending: list[PendingWrite] = []
-        for (_, task_id, idx), at, typed, source, owner in ordered:
+        # Oldest checkpoint first; within one, the order live execution applied them in.
+        for (_, task_id, idx), at, typed, source, owner in sorted(
+            found, key=lambda w: (w.at, w.order)
+        ):
             if typed is None:
-                blob = fetched[source or ""]
-                where = CheckpointAt(tid, ns, at)
-                _, typed = walker.write_blob_data(where, task_id, idx, blob, owner)
+                where = CheckpointAt(self.tid, self.ns, at)
+                _, typed = walker.write_blob_data(where, task_id, idx, fetched[source or ""], owner)
             pending.append((task_id, channel, codec.load(typed)))
-        entry_out: DeltaChannelHistory = {"writes": pending}
-        if channel in seeds:
-            seed = seeds[channel]
-            opened = walker.value_data(CheckpointAt(tid, ns, seed.at), seed.value, fetched)
-            entry_out["seed"] = codec.load(opened)
-        result[channel] = entry_out
-    return result
+        out: DeltaChannelHistory = {"writes": pending}
+        if seed is not None:
+            seeded = CheckpointAt(self.tid, self.ns, seed.at)
+            out["seed"] = codec.load(walker.value_data(seeded, seed.value, fetched))
+        return out
