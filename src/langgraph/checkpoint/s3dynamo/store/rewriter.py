@@ -92,91 +92,107 @@ class Rewriter:
     def _share_one(
         self, src: str, dst: str, e: Entry, blobs: Blobs, channels: set[str]
     ) -> list[tuple[Record, Record]]:
-        walker, codec = self.walker, self.walker.codec
-        namer = walker.namer
-        ns, rec, cid, what = e.ns, e.record, e.checkpoint_id, e.what
+        codec, namer = self.walker.codec, self.walker.namer
+        ns, rec, cid = e.ns, e.record, e.checkpoint_id
         old_at, new_at = CheckpointAt(src, ns, cid), CheckpointAt(dst, ns, cid)
-        src_name, pk = namer.thread(src), namer.thread(dst)
-        ns_name = namer.namespace(dst, ns)
-        sk = checkpoint_sk(ns_name, cid)
-
-        def shared(leaf: str) -> str:
-            return leaf if split_shared(leaf) is not None else shared_leaf(src_name, leaf)
-
-        body: dict[str, Any] = dict(blobs.body)
-        owners: dict[str, str] = {}
-        inline: dict[str, bytes] = {}
-        leaves: set[str] = set()
-        for channel, v in blobs.stored.items():
-            owner = v.owner or src
-            owners[channel] = owner
-            if v.blob is not None:
-                inline[namer.channel(dst, ns, channel)] = v.blob
-            else:
-                leaves.add(shared(v.leaf or ""))
-            if v.base is not None:
-                base = walker.value_leaf(ValueAt(owner, ns, channel, v.base), owner)
-                leaves.add(base)
-        body.pop("shared", None)
+        pk, sk = namer.thread(dst), checkpoint_sk(namer.namespace(dst, ns), cid)
+        body: dict[str, Any] = {k: v for k, v in blobs.body.items() if k != "shared"}
+        inline, leaves, owners = self._values(src, dst, ns, blobs)
         if owners:
             body["shared"] = owners
-        shared_writes: dict[str, str] = {}
-        out: list[tuple[Record, Record]] = []
-        by_record: dict[str, WritesRecord] = {}
-        for old_w in e.writes:
-            task_id, _ = blobs.tasks[old_w.sk]
-            wsk = writes_sk(ns_name, cid, namer.task(new_at, task_id))
-            # Every field carried (one a later release adds too), as its writes are below.
-            by_record[old_w.sk] = new_w = replace(
-                old_w,
-                pk=pk,
-                sk=wsk,
-                task_ref=codec.reseal(
-                    old_w.task_ref, ref_id(old_w.pk, old_w.sk), ref_id(pk, wsk), what
-                ),
-                writes={},
-                bundle=None,
-                written_at=self.now(),
-            )
-            out.append((old_w, new_w))
-        tag_of = {namer.channel(src, ns, ch): ch for ch in channels}
-        for w in blobs.writes:
-            new_w, task_id, idx = by_record[w.record.sk], w.task_id, w.idx
-            if w.blob is not None:
-                new_w.writes[idx] = codec.reseal(
-                    w.blob,
-                    write_id(old_at.write(task_id, idx)),
-                    write_id(new_at.write(task_id, idx)),
-                    what,
-                )
-                continue
-            leaf, _ = split_write_ref(str(w.record.writes[idx]))
-            # Every record tags a write object for its own thread: `src` here.
-            target = tag_of.get(w.tag or "")
-            if target is None:
-                # A channel no checkpoint body names: the write itself says which.
-                fetched = walker.objects.fetch({w.key or "": what})
-                target, _ = walker.write_data(e, w, fetched)
-            new_leaf = shared(leaf)
-            shared_writes[new_leaf] = w.owner or src
-            new_w.writes[idx] = write_ref(new_leaf, namer.channel(dst, ns, target))
-        for b in blobs.bundles:
-            new_w = by_record[b.record.sk]
-            new_w.bundle = shared(b.record.bundle or "")
-            shared_writes[new_w.bundle] = b.owner or src
+        writes = self._writes(src, dst, e, blobs, channels)
         body.pop("shared_writes", None)
-        if shared_writes:
-            body["shared_writes"] = shared_writes
+        if writes.owners:
+            body["shared_writes"] = writes.owners
         new_rec = replace(
             rec,
             pk=pk,
             sk=sk,
             body=codec.seal_body(new_at, body),
-            metadata=codec.reseal(rec.metadata, metadata_id(old_at), metadata_id(new_at), what),
+            metadata=codec.reseal(rec.metadata, metadata_id(old_at), metadata_id(new_at), e.what),
             thread_ref=codec.seal_ref(pk, sk, dst, ns),
             objects=frozenset(leaves),
             inline=inline,
             # A copy is new activity on its target.
             written_at=self.now(),
         )
-        return [(rec, new_rec), *out]
+        return [(rec, new_rec), *writes.records]
+
+    def _values(
+        self, src: str, dst: str, ns: str, blobs: Blobs
+    ) -> tuple[dict[str, bytes], set[str], dict[str, str]]:
+        """The copy's inline values (as they are), the objects it names (whole keys of
+        the source's), and each channel's owner."""
+        namer, src_name = self.walker.namer, self.walker.namer.thread(src)
+        inline: dict[str, bytes] = {}
+        leaves: set[str] = set()
+        owners: dict[str, str] = {}
+        for channel, v in blobs.stored.items():
+            owner = owners[channel] = v.owner or src
+            if v.blob is not None:
+                inline[namer.channel(dst, ns, channel)] = v.blob
+            else:
+                leaves.add(_shared(src_name, v.leaf or ""))
+            if v.base is not None:
+                leaves.add(self.walker.value_leaf(ValueAt(owner, ns, channel, v.base), owner))
+        return inline, leaves, owners
+
+    def _writes(
+        self, src: str, dst: str, e: Entry, blobs: Blobs, channels: set[str]
+    ) -> _SharedWrites:
+        """The copy's writes records: references re-bound to it, inline writes sealed
+        for it, write objects and bundles shared (a whole key of the source's each)."""
+        walker, codec, namer = self.walker, self.walker.codec, self.walker.namer
+        ns, cid, what, src_name = e.ns, e.checkpoint_id, e.what, namer.thread(src)
+        old_at, new_at = CheckpointAt(src, ns, cid), CheckpointAt(dst, ns, cid)
+        pk, ns_name = namer.thread(dst), namer.namespace(dst, ns)
+        out = _SharedWrites()
+        by_record: dict[str, WritesRecord] = {}
+        for old_w in e.writes:
+            task_id, _ = blobs.tasks[old_w.sk]
+            wsk = writes_sk(ns_name, cid, namer.task(new_at, task_id))
+            ref = codec.reseal(old_w.task_ref, ref_id(old_w.pk, old_w.sk), ref_id(pk, wsk), what)
+            # Every field carried (one a later release adds too), as its writes are below.
+            by_record[old_w.sk] = new_w = replace(
+                old_w, pk=pk, sk=wsk, task_ref=ref, writes={}, bundle=None, written_at=self.now()
+            )
+            out.records.append((old_w, new_w))
+        tag_of = {namer.channel(src, ns, ch): ch for ch in channels}
+        for w in blobs.writes:
+            new_w, task_id, idx = by_record[w.record.sk], w.task_id, w.idx
+            if w.blob is not None:
+                old, new = (
+                    write_id(old_at.write(task_id, idx)),
+                    write_id(new_at.write(task_id, idx)),
+                )
+                new_w.writes[idx] = codec.reseal(w.blob, old, new, what)
+                continue
+            leaf, _ = split_write_ref(str(w.record.writes[idx]))
+            # Every record tags a write object for its own thread: `src` here.
+            target = tag_of.get(w.tag or "")
+            if target is None:
+                # A channel no checkpoint body names: the write itself says which.
+                target, _ = walker.write_data(e, w, walker.objects.fetch({w.key or "": what}))
+            new_leaf = _shared(src_name, leaf)
+            out.owners[new_leaf] = w.owner or src
+            new_w.writes[idx] = write_ref(new_leaf, namer.channel(dst, ns, target))
+        for b in blobs.bundles:
+            new_w = by_record[b.record.sk]
+            new_w.bundle = _shared(src_name, b.record.bundle or "")
+            out.owners[new_w.bundle] = b.owner or src
+        return out
+
+
+@dataclass
+class _SharedWrites:
+    """A copy's writes records (as read, as written) and the owner of each leaf they
+    share."""
+
+    records: list[tuple[Record, Record]] = field(default_factory=list)
+    owners: dict[str, str] = field(default_factory=dict)
+
+
+def _shared(src_name: str, leaf: str) -> str:
+    """How a copy names an object of its source: its whole key (a leaf the source shares
+    already is one)."""
+    return leaf if split_shared(leaf) is not None else shared_leaf(src_name, leaf)
