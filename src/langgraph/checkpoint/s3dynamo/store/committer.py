@@ -341,39 +341,8 @@ class Committer:
     ) -> Steps[None]:
         """Store a task's pending writes: large ones in one wave, then one merge."""
         at = CheckpointAt(tid, ns, cid)
-        pk = self.namer.thread(tid)
-        sk = writes_sk(self.namer.namespace(tid, ns), cid, self.namer.task(at, task_id))
-        record = WritesRecord(
-            pk=pk,
-            sk=sk,
-            task_ref=self.codec.seal_ref(pk, sk, task_id, task_path),
-            written_at=self.now(),
-        )
-        indexed = [
-            (WRITES_IDX_MAP.get(channel, position), channel, value)
-            for position, (channel, value) in enumerate(writes)
-        ]
-        channels = {idx: channel for idx, channel, _ in indexed}
-        sealed = []
-        for idx, channel, value in indexed:
-            subject = f"{at.what}: the write of task {task_id!r} to channel {channel!r}"
-            with serializing(subject, value):
-                sealed.append((idx, self.codec.seal_write(at.write(task_id, idx), channel, value)))
-        uploads: list[tuple[str, bytes]] = []
-        regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
-        if needs_bundle(len(regular)):
-            leaf = self.namer.write(at.write(task_id, len(regular)), uuid.uuid4().hex)
-            uploads.append((self.walker.object_key(tid, leaf), pack_bundle(regular)))
-            record.bundle = leaf
-            sealed = [(i, b) for i, b in sealed if i in LAST_WINS]
-        budget = self.engine.budget()
-        for idx, blob in sealed:
-            if budget.take(blob):
-                record.writes[idx] = blob
-            else:
-                leaf = self.namer.write(at.write(task_id, idx), uuid.uuid4().hex)
-                uploads.append((self.walker.object_key(tid, leaf), blob))
-                record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
+        record, uploads = self._writes_record(at, task_id, task_path, writes)
+        pk, sk = record.pk, record.sk
         lease = holding(self.handoff.store_id, pk)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
 
@@ -403,5 +372,42 @@ class Committer:
             self.handoff.refuse_if_dead(tid, ns, cid, made, writes_of)
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
+
+    def _writes_record(
+        self, at: CheckpointAt, task_id: str, task_path: str, writes: Sequence[tuple[str, Any]]
+    ) -> tuple[WritesRecord, list[tuple[str, bytes]]]:
+        """A task's writes record and the objects it references: each write sealed (bad
+        input writes nothing), the regular ones in a bundle object when one update could
+        not carry them, each inline while the budget lasts, else an object of its own."""
+        tid, ns = at.tid, at.ns
+        pk = self.namer.thread(tid)
+        sk = writes_sk(
+            self.namer.namespace(tid, ns), at.checkpoint_id, self.namer.task(at, task_id)
+        )
+        ref = self.codec.seal_ref(pk, sk, task_id, task_path)
+        record = WritesRecord(pk=pk, sk=sk, task_ref=ref, written_at=self.now())
+        indexed = [(WRITES_IDX_MAP.get(ch, pos), ch, v) for pos, (ch, v) in enumerate(writes)]
+        channels = {idx: channel for idx, channel, _ in indexed}
+        sealed = []
+        for idx, channel, value in indexed:
+            subject = f"{at.what}: the write of task {task_id!r} to channel {channel!r}"
+            with serializing(subject, value):
+                sealed.append((idx, self.codec.seal_write(at.write(task_id, idx), channel, value)))
+        uploads: list[tuple[str, bytes]] = []
+        regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
+        if needs_bundle(len(regular)):
+            leaf = self.namer.write(at.write(task_id, len(regular)), uuid.uuid4().hex)
+            uploads.append((self.walker.object_key(tid, leaf), pack_bundle(regular)))
+            record.bundle = leaf
+            sealed = [(i, b) for i, b in sealed if i in LAST_WINS]
+        budget = self.engine.budget()
+        for idx, blob in sealed:
+            if budget.take(blob):
+                record.writes[idx] = blob
+            else:
+                leaf = self.namer.write(at.write(task_id, idx), uuid.uuid4().hex)
+                uploads.append((self.walker.object_key(tid, leaf), blob))
+                record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
+        return record, uploads
 
     # ------------------------------------------------------ where values live
