@@ -343,10 +343,30 @@ class Sealer:
                 f"{len(blob)} bytes starting {blob[:4]!r}; the object was altered or "
                 "written by something else"
             )
-        flags, kid_len = blob[1], blob[2]
+        flags = blob[1]
         if flags & ~(FLAG_ZSTD | FLAG_KEYRING | FLAG_SERDE_CIPHER | FLAG_DELTA):
             raise IntegrityError(f"{what}: unknown envelope flags {flags:#04x}")
-        pos = 3 + kid_len
+        type_raw, data = self._payload(blob, identity, what)
+        typ = type_raw.decode()
+        if flags & FLAG_SERDE_CIPHER:
+            typ, data = self._unwrap(typ, data, flags, identity, what)
+        elif (
+            self.serde_cipher is not None
+            and not flags & FLAG_KEYRING
+            and not self.allow_plaintext_read
+        ):
+            raise PlaintextRefusedError(
+                f"{what}: stored unencrypted while the serde encrypts; pass "
+                "allow_plaintext_read=True to read it during a migration"
+            )
+        data = self._inflated(data, flags, dictionary, what)
+        telemetry.opened(len(blob), len(data))
+        return typ, data
+
+    def _payload(self, blob: bytes, identity: bytes, what: str) -> tuple[bytes, bytes]:
+        """The type and data after the header: decrypted and authenticated under the
+        keyring key the header names, or, unsealed, as they are (where allowed)."""
+        flags, pos = blob[1], 3 + blob[2]
         keyring = self.keyring
         if flags & FLAG_KEYRING:
             key_id = blob[3:pos].decode("ascii", "replace")
@@ -358,66 +378,64 @@ class Sealer:
                 )
             if len(blob) < pos + NONCE_SIZE + TAG_SIZE:
                 raise IntegrityError(f"{what}: envelope is truncated ({len(blob)} bytes)")
-            type_raw, data = self._decrypt(blob, pos, keyring, key_id, identity, what)
-        else:
-            if keyring is not None and not self.allow_plaintext_read:
-                raise PlaintextRefusedError(
-                    f"{what}: stored without keyring encryption while encryption is on; "
-                    "pass allow_plaintext_read=True to read it during a migration"
-                )
-            if len(blob) <= pos or len(blob) < pos + 1 + blob[pos]:
-                raise IntegrityError(f"{what}: envelope payload is truncated")
-            type_end = pos + 1 + blob[pos]
-            type_raw, data = blob[pos + 1 : type_end], blob[type_end:]
-        typ = type_raw.decode()
-        if flags & FLAG_SERDE_CIPHER:
-            if self.serde_cipher is None:
-                raise IntegrityError(
-                    f"{what}: encrypted by a serializer cipher ({typ!r}) but the saver's "
-                    "serde has none; configure the same EncryptedSerializer to read it"
-                )
-            typ, _, cipher_name = typ.rpartition("+")
-            try:
-                data = self.serde_cipher.decrypt(cipher_name, data)
-            except Exception as exc:
-                raise IntegrityError(f"{what}: the serializer cipher refused it: {exc}") from exc
-            bound, data = data[:BINDING_SIZE], data[BINDING_SIZE:]
-            packing = flags & (FLAG_ZSTD | FLAG_DELTA)
-            if not hmac.compare_digest(bound, _binding(typ, packing, identity)):
-                raise IntegrityError(
-                    f"{what}: the blob belongs to another thread, checkpoint, channel or "
-                    "version (identity check failed)"
-                )
-        elif (
-            self.serde_cipher is not None
-            and not flags & FLAG_KEYRING
-            and not self.allow_plaintext_read
-        ):
+            return self._decrypt(blob, pos, keyring, key_id, identity, what)
+        if keyring is not None and not self.allow_plaintext_read:
             raise PlaintextRefusedError(
-                f"{what}: stored unencrypted while the serde encrypts; pass "
-                "allow_plaintext_read=True to read it during a migration"
+                f"{what}: stored without keyring encryption while encryption is on; "
+                "pass allow_plaintext_read=True to read it during a migration"
             )
+        if len(blob) <= pos or len(blob) < pos + 1 + blob[pos]:
+            raise IntegrityError(f"{what}: envelope payload is truncated")
+        type_end = pos + 1 + blob[pos]
+        return blob[pos + 1 : type_end], blob[type_end:]
+
+    def _unwrap(
+        self, typ: str, data: bytes, flags: int, identity: bytes, what: str
+    ) -> tuple[str, bytes]:
+        """What the serializer's cipher sealed, decrypted and checked against the
+        identity it was bound to."""
+        if self.serde_cipher is None:
+            raise IntegrityError(
+                f"{what}: encrypted by a serializer cipher ({typ!r}) but the saver's "
+                "serde has none; configure the same EncryptedSerializer to read it"
+            )
+        typ, _, cipher_name = typ.rpartition("+")
+        try:
+            data = self.serde_cipher.decrypt(cipher_name, data)
+        except Exception as exc:
+            raise IntegrityError(f"{what}: the serializer cipher refused it: {exc}") from exc
+        bound, data = data[:BINDING_SIZE], data[BINDING_SIZE:]
+        if not hmac.compare_digest(
+            bound, _binding(typ, flags & (FLAG_ZSTD | FLAG_DELTA), identity)
+        ):
+            raise IntegrityError(
+                f"{what}: the blob belongs to another thread, checkpoint, channel or "
+                "version (identity check failed)"
+            )
+        return typ, data
+
+    def _inflated(self, data: bytes, flags: int, dictionary: bytes | None, what: str) -> bytes:
+        """Decompressed, a delta against its `dictionary`; as it is when stored raw."""
         if flags & FLAG_DELTA:
             if dictionary is None:
                 raise IntegrityError(
                     f"{what}: stored as a delta, but the version it was made against was "
                     "not supplied"
                 )
-            _check_inflated_size(data, what)
-            try:
-                with self._decompressors.lend(dictionary) as decompressor:
-                    data = decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
-            except zstandard.ZstdError as exc:
-                raise IntegrityError(f"{what}: delta does not apply: {exc}") from exc
+            used, broken = dictionary, "delta does not apply"
         elif flags & FLAG_ZSTD:
-            _check_inflated_size(data, what)
-            try:
-                with self._decompressors.lend(NO_DICTIONARY) as decompressor:
-                    data = decompressor.decompress(data, max_output_size=MAX_DECOMPRESSED_SIZE)
-            except zstandard.ZstdError as exc:
-                raise IntegrityError(f"{what}: compressed data is corrupt: {exc}") from exc
-        telemetry.opened(len(blob), len(data))
-        return typ, data
+            used, broken = NO_DICTIONARY, "compressed data is corrupt"
+        else:
+            return data
+        _check_inflated_size(data, what)
+        try:
+            with self._decompressors.lend(used) as decompressor:
+                inflated: bytes = decompressor.decompress(
+                    data, max_output_size=MAX_DECOMPRESSED_SIZE
+                )
+                return inflated
+        except zstandard.ZstdError as exc:
+            raise IntegrityError(f"{what}: {broken}: {exc}") from exc
 
     def _decrypt(
         self, blob: bytes, pos: int, keyring: Keyring, key_id: str, identity: bytes, what: str
