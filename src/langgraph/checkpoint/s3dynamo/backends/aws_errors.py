@@ -105,47 +105,57 @@ def attempts(exc: ClientError) -> str:
 def translate(exc: Exception, resource: str) -> Exception:
     """The s3dynamo error for a botocore failure on `resource` (raise it `from exc`)."""
     if isinstance(exc, ClientError):
-        code = error_code(exc)
-        op = getattr(exc, "operation_name", "request")
-        message = exc.response.get("Error", {}).get("Message", "")
-        status = http_status(exc)
-        if code in MISSING_CODES:
-            return StoreMissingError(f"{resource} does not exist ({code}); {SETUP_HINT}", resource)
-        if code in KMS_KEY_CODES and resource.startswith("KMS key "):
-            return StorageConfigError(
-                f"{op} on {resource}: KMS refused the key ({code}: {message}), a configuration "
-                "error that retrying does not fix. Expected an enabled symmetric encryption "
-                "key, by id, ARN, alias name or alias ARN, in this region: fix "
-                "S3DYNAMO_KMS_KEY_ID (kms_key_id=) or AWS_REGION"
-            )
-        if code == "InvalidBucketName":
-            return StorageConfigError(
-                f"{op} on {resource}: S3 refused the bucket name ({code}: {message}), a "
-                f"configuration error that retrying does not fix. Expected a valid name: "
-                f"{BUCKET_RULES}; fix S3DYNAMO_BUCKET (bucket=)"
-            )
-        if code in DENIED_CODES or (str(status) == "403" and code not in UNKNOWN_CREDENTIALS_CODES):
-            return StorageConfigError(
-                f"access denied: {op} on {resource} ({code}: {message}); {POLICY_HINT}"
-            )
-        if code in UNKNOWN_CREDENTIALS_CODES:
-            return StorageConfigError(
-                f"credentials refused: {op} on {resource} ({code}: {message}); the access "
-                "key is unknown or expired there: check AWS_PROFILE / AWS_ACCESS_KEY_ID, and "
-                "that the endpoint is the service you meant"
-            )
-        if status == 500 and code in ("", "500") and message:
-            # AWS answers its own internal errors with a code (InternalError,
-            # InternalServerError) and those may pass, as may a HEAD's bodiless 500; a body
-            # that is no AWS error document, after botocore's retries, is an endpoint that
-            # does not serve this service in this region.
-            return StorageConfigError(
-                f"{op} on {resource}: the endpoint answered HTTP 500 without an AWS error "
-                f"code, {attempts(exc)}: it does not serve this service in this region (a "
-                f"region it does not know, or another service at that URL), a configuration "
-                f"error that retrying does not fix; {ENDPOINT_HINT}"
-            )
-        return StorageError(f"{op} on {resource} failed: {code}: {message}; retry later")
+        return _refused(exc, resource)
+    return _unsent(exc, resource)
+
+
+def _refused(exc: ClientError, resource: str) -> Exception:
+    """The service answered with an error: what its code and status mean here."""
+    code = error_code(exc)
+    op = getattr(exc, "operation_name", "request")
+    message = exc.response.get("Error", {}).get("Message", "")
+    status = http_status(exc)
+    if code in MISSING_CODES:
+        return StoreMissingError(f"{resource} does not exist ({code}); {SETUP_HINT}", resource)
+    if code in KMS_KEY_CODES and resource.startswith("KMS key "):
+        return StorageConfigError(
+            f"{op} on {resource}: KMS refused the key ({code}: {message}), a configuration "
+            "error that retrying does not fix. Expected an enabled symmetric encryption "
+            "key, by id, ARN, alias name or alias ARN, in this region: fix "
+            "S3DYNAMO_KMS_KEY_ID (kms_key_id=) or AWS_REGION"
+        )
+    if code == "InvalidBucketName":
+        return StorageConfigError(
+            f"{op} on {resource}: S3 refused the bucket name ({code}: {message}), a "
+            f"configuration error that retrying does not fix. Expected a valid name: "
+            f"{BUCKET_RULES}; fix S3DYNAMO_BUCKET (bucket=)"
+        )
+    if code in DENIED_CODES or (str(status) == "403" and code not in UNKNOWN_CREDENTIALS_CODES):
+        return StorageConfigError(
+            f"access denied: {op} on {resource} ({code}: {message}); {POLICY_HINT}"
+        )
+    if code in UNKNOWN_CREDENTIALS_CODES:
+        return StorageConfigError(
+            f"credentials refused: {op} on {resource} ({code}: {message}); the access "
+            "key is unknown or expired there: check AWS_PROFILE / AWS_ACCESS_KEY_ID, and "
+            "that the endpoint is the service you meant"
+        )
+    if status == 500 and code in ("", "500") and message:
+        # AWS answers its own internal errors with a code (InternalError,
+        # InternalServerError) and those may pass, as may a HEAD's bodiless 500; a body
+        # that is no AWS error document, after botocore's retries, is an endpoint that
+        # does not serve this service in this region.
+        return StorageConfigError(
+            f"{op} on {resource}: the endpoint answered HTTP 500 without an AWS error "
+            f"code, {attempts(exc)}: it does not serve this service in this region (a "
+            f"region it does not know, or another service at that URL), a configuration "
+            f"error that retrying does not fix; {ENDPOINT_HINT}"
+        )
+    return StorageError(f"{op} on {resource} failed: {code}: {message}; retry later")
+
+
+def _unsent(exc: Exception, resource: str) -> Exception:
+    """No answer came: the request was refused before sending, or never arrived."""
     if isinstance(exc, ParamValidationError):
         return StorageConfigError(
             f"botocore refused a request to {resource} before sending it: {exc}. A setting "
