@@ -290,14 +290,6 @@ def aes_key_text(name: str, value: object) -> str | None:
     )
 
 
-def _duration(name: str, value: object) -> timedelta | None:
-    return None if value is None else duration(value, name)
-
-
-def _keys(name: str, value: object) -> Keyring | None:
-    return None if value is None else keyring_of(value)
-
-
 def catalog_fields(name: str, value: object) -> tuple[str, ...]:
     """The metadata fields the thread catalog files threads by: a list of names, or one
     str of them separated by commas; `langgraph` stands for LangGraph's server's
@@ -331,11 +323,11 @@ FIELD_FORMS: dict[str, Callable[[str, Any], Any]] = {
     "detect_concurrent_runs": boolean,
     "catalog_fields": catalog_fields,
     "async_workers": lambda n, v: whole(n, v, unit="threads", spelled=True),
-    "retention": _duration,
+    "retention": optional(lambda n, v: duration(v, n)),
     "retention_strategy": lambda n, v: text(n, v, what="'delete' or 'keep_latest'"),
     "retention_keep_last": lambda n, v: whole(n, v, unit="checkpoints", spelled=True),
-    "sweep_interval": _duration,
-    "keys": _keys,
+    "sweep_interval": optional(lambda n, v: duration(v, n)),
+    "keys": optional(lambda n, v: keyring_of(v)),
     "secret": secret_bytes,
     "kms_key_id": optional(partial(text, what="a KMS key id, ARN or alias")),
     "plaintext": boolean,
@@ -391,6 +383,11 @@ class Settings:
             raise InvalidConfigError(
                 f"delta_max must be >= 0 bytes (0 stores no deltas), got {self.delta_max}"
             )
+        if self.object_cache_bytes < 0:
+            raise InvalidConfigError(
+                f"object_cache_bytes must be >= 0 (0 turns the cache off), got "
+                f"{self.object_cache_bytes}"
+            )
         if self.max_attempts < 1:
             raise InvalidConfigError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.compression_level > MAX_COMPRESSION_LEVEL:
@@ -399,6 +396,10 @@ class Settings:
                 f"3 is the default, negative levels are faster), got {self.compression_level}"
             )
         check_workers(self.async_workers)
+        self._check_retention()
+        self._check_key_source()
+
+    def _check_retention(self) -> None:
         if self.retention_strategy not in RETENTION_STRATEGIES:
             raise InvalidConfigError(
                 f"retention strategy {self.retention_strategy!r} is not one of "
@@ -413,11 +414,8 @@ class Settings:
                 "set the strategy to keep_latest (S3DYNAMO_RETENTION_STRATEGY, or the ttl's "
                 "strategy)"
             )
-        if self.object_cache_bytes < 0:
-            raise InvalidConfigError(
-                f"object_cache_bytes must be >= 0 (0 turns the cache off), got "
-                f"{self.object_cache_bytes}"
-            )
+
+    def _check_key_source(self) -> None:
         if self.kms_key_id is not None and (self.keys is not None or self.secret):
             raise InvalidConfigError(
                 "kms_key_id and keys/secret were both given: with KMS the data keys and the "
@@ -435,13 +433,10 @@ class Settings:
                 "and partition name is a keyed hash under it, so a short one can be guessed. "
                 f"Make one with: {MAKE_SECRET}, and keep it: it is never rotated"
             )
-        if self.langgraph_aes_key is not None and len(self.langgraph_aes_key.encode()) not in (
-            16,
-            24,
-            32,
-        ):
+        size = len(self.langgraph_aes_key.encode()) if self.langgraph_aes_key is not None else 32
+        if size not in (16, 24, 32):
             raise InvalidConfigError(
-                f"LANGGRAPH_AES_KEY is {len(self.langgraph_aes_key.encode())} bytes; LangGraph "
+                f"LANGGRAPH_AES_KEY is {size} bytes; LangGraph "
                 "requires a raw string of 16, 24 or 32 bytes (it is used as is, not "
                 "base64-decoded); make one with: python -c 'import secrets; "
                 "print(secrets.token_hex(16))'"
