@@ -201,9 +201,7 @@ class Committer:
     ) -> Steps[str]:
         cid = checkpoint["id"]
         at = CheckpointAt(tid, ns, cid)
-        # Known before anything is sent: LangGraph may send a task's writes to the
-        # checkpoint while its put is on the way.
-        self.handoff.committing(tid, ns, cid)
+        self.handoff.committing(tid, ns, cid)  # its writes may come while it is sent
         # Serialize and seal everything before the first request: bad input writes nothing.
         with serializing(f"{at.what}: the metadata", metadata, NONE_OF_IT):
             sealed_metadata = self.codec.seal_metadata(at, metadata)
@@ -216,19 +214,15 @@ class Committer:
         self.refuse_oversized(tid, ns, cid, record, metadata)
         filed = self.catalog.entries_for(tid, ns, parent_id, metadata)
         run_key = self.handoff.run_key(tid, ns)
-        head = None
-        if self.detect_concurrent_runs:
-            expect = runs.continues_latest(run_key, parent_id)
-            head = HeadMove(head_key(record.pk, run_key[2]), cid, parent_id, expect)
+        head = self._head(record, run_key, parent_id)
         lease = holding(self.handoff.store_id, record.pk)
         if before_write is not None:
             before_write()
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
         held = lease.stamp() if lease is not None else None
         # The commit deletes the intent in its own transaction; a plain PutItem commit
-        # (detection off: a store without transactions may be in use) leaves that to
-        # the engine, right after it. Catalog entries go in the transaction, or in one
-        # batch before the plain write.
+        # (detection off: a store without transactions may be in use) leaves that to the
+        # engine. Catalog entries go in the transaction, or in a batch before the write.
         transaction = head is not None or lease is not None
         written_at = record.written_at or self.now()
         plan = WritePlan(
@@ -255,6 +249,15 @@ class Committer:
         self.catalog.written(tid, filed)
         runs.committed(run_key, cid)
         return cid
+
+    def _head(
+        self, record: CheckpointRecord, run_key: Any, parent_id: str | None
+    ) -> HeadMove | None:
+        """How the commit moves its namespace's head (`runs.py`); None without detection."""
+        if not self.detect_concurrent_runs:
+            return None
+        expect = runs.continues_latest(run_key, parent_id)
+        return HeadMove(head_key(record.pk, run_key[2]), record.checkpoint_id, parent_id, expect)
 
     def _record(
         self,
