@@ -192,58 +192,60 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[name] = value
         sandbox.setup()
         print(f"moto server on {url}: table and bucket {sandbox.table}, sealing on\n")
-
         asyncio.run(first_process())
         sys.stdout.flush()
         subprocess.run(
             [sys.executable, "-m", "langgraph.checkpoint.s3dynamo.cli.demo", SECOND], check=True
         )
         asyncio.run(resume_interrupt())
-
-        print("\n== At rest: every DynamoDB item and S3 object, every byte")
-        stored = sandbox.stored_bytes()
-        leaked = 0
-        for needle in (SECRET_TEXT, THREAD.encode()):
-            hits = sum(needle in blob for blob in stored)
-            leaked += hits
-            print(f"  {needle.decode()!r} found in {hits} of {len(stored)} items and objects")
-
-        for args in (
-            ("stats", THREAD),
-            ("history", THREAD),
-            ("show", THREAD),
-            ("diff", THREAD),
-            ("verify",),
-        ):
+        leaked = at_rest(sandbox.stored_bytes())
+        for args in (("stats", THREAD), ("history", THREAD), ("show", THREAD), ("diff", THREAD)):
             run_cli(*args)
-
-        env = sandbox.environment()
-
-        def exports(names: tuple[str, ...]) -> str:
-            return " ".join(f"{k}={shlex.quote(env[k] or '')}" for k in names if env.get(k))
-
-        if keep:
-            print(
-                "\nThe server stays up until Ctrl-C. In another shell, this reaches it (then "
-                "your own table, bucket and keys work there, as in the README's s3dynamo.env):"
-            )
-            print(f"  export {exports(REACH)}")
-            print("and this reads what the demo stored, with its own table, bucket and keys:")
-            print(f"  export {exports(DEMO_DATA)}")
-            print(f"  s3dynamo threads; s3dynamo history {THREAD}; s3dynamo show {THREAD}")
-            sys.stdout.flush()
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                pass
-        else:
-            print(
-                "\nThe moto server stops with the demo. `s3dynamo demo --keep` leaves it "
-                "running to try the commands by hand."
-            )
+        run_cli("verify")
+        afterwards(sandbox.environment(), keep)
     # The demo fails if anything it said is at rest is readable there.
     return 1 if leaked else 0
+
+
+def at_rest(stored: list[bytes]) -> int:
+    """Every stored byte searched for the conversation's text and the thread id: how
+    many items and objects held either (none, sealed)."""
+    print("\n== At rest: every DynamoDB item and S3 object, every byte")
+    leaked = 0
+    for needle in (SECRET_TEXT, THREAD.encode()):
+        hits = sum(needle in blob for blob in stored)
+        leaked += hits
+        print(f"  {needle.decode()!r} found in {hits} of {len(stored)} items and objects")
+    return leaked
+
+
+def afterwards(env: dict[str, str | None], keep: bool) -> None:
+    """With `--keep`, what reaches the server from another shell, then wait for Ctrl-C;
+    else that the server stops with the demo."""
+    if not keep:
+        print(
+            "\nThe moto server stops with the demo. `s3dynamo demo --keep` leaves it "
+            "running to try the commands by hand."
+        )
+        return
+
+    def exports(names: tuple[str, ...]) -> str:
+        return " ".join(f"{k}={shlex.quote(env[k] or '')}" for k in names if env.get(k))
+
+    print(
+        "\nThe server stays up until Ctrl-C. In another shell, this reaches it (then "
+        "your own table, bucket and keys work there, as in the README's s3dynamo.env):"
+    )
+    print(f"  export {exports(REACH)}")
+    print("and this reads what the demo stored, with its own table, bucket and keys:")
+    print(f"  export {exports(DEMO_DATA)}")
+    print(f"  s3dynamo threads; s3dynamo history {THREAD}; s3dynamo show {THREAD}")
+    sys.stdout.flush()
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
 
 
 if __name__ == "__main__":
