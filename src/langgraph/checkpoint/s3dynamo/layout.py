@@ -127,6 +127,12 @@ def parse_sk(sk: str) -> tuple[str, str, str | None]:
     return parts[0], parts[1], parts[2]
 
 
+def is_record_key(sk: str) -> bool:
+    """Whether a sort key in a thread's partition is a checkpoint's or a writes record's
+    (a mark's is not; nor is an item s3dynamo never writes there)."""
+    return sk.count(SEPARATOR) in (1, 2) and not is_mark_key(sk)
+
+
 def is_writes_key(sk: str) -> bool:
     return sk.count(SEPARATOR) == 2
 

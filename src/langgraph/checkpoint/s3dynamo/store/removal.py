@@ -31,6 +31,7 @@ copying, pruning".
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -55,6 +56,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     borrow_sk,
     control_pk,
     is_mark_key,
+    is_record_key,
     is_writes_key,
     mark_sk,
     object_key,
@@ -96,6 +98,8 @@ from langgraph.checkpoint.s3dynamo.store.format import (
 )
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import begins
+
+log = logging.getLogger(__name__)
 
 # Who holds a thread's lease while retention removes it, and for how long: far longer
 # than removing one thread takes, short enough that a sweep killed midway does not hold
@@ -189,12 +193,15 @@ class Remover:
             yield Batch(head_items(name, heads))
         stamps = yield from self._stamps(name)
         records = [s for s in stamps if not is_mark_key(s.key.sk)]
+        if junk := [s.key for s in records if not is_record_key(s.key.sk)]:
+            log.warning("removing thread %s: items s3dynamo never writes there: %s", name, junk)
         if terms is not None and (
             (records and not fenced) or _written_since(records, terms.cutoff)
         ):
             yield Batch(deletes=[head_key(name, ns) for ns in heads] if fenced else ())
             return (yield from _let_go(held, "revived"))
-        if fenced and (headless := {parse_sk(s.key.sk)[0] for s in records} - set(heads)):
+        namespaces = {parse_sk(s.key.sk)[0] for s in records if is_record_key(s.key.sk)}
+        if fenced and (headless := namespaces - set(heads)):
             yield Batch(head_items(name, dict.fromkeys(sorted(headless), tombstone(self.clock()))))
         keys = [s.key for s in records]
         hiding = self.marks(name, keys)
@@ -439,7 +446,7 @@ class Remover:
         checkpoint. A checkpoint committed later has a newer id and stays visible: a
         new history may start on a thread being removed."""
         newest: dict[str, str] = {}
-        for key in records:
+        for key in (k for k in records if is_record_key(k.sk)):
             ns_name, cid, _ = parse_sk(key.sk)
             if cid > newest.get(ns_name, ""):
                 newest[ns_name] = cid
