@@ -748,7 +748,8 @@ def test_removed_inline_value_is_an_error_not_a_missing_channel(clients: Any) ->
 def test_what_the_sizes_of_references_entries_and_index_items_say(
     clients: tuple[Any, Any],
 ) -> None:
-    """A thread's sealed reference and a namespace's directory entry are padded, stored
+    """A thread's sealed reference, its catalog entries and a namespace's directory entry
+    are padded, stored
     uncompressed: their sizes say the thread id's or namespace's length only to a power
     of two (64 bytes at least). A vector log entry's size says the embedding's
     dimensions; an item's stamps and a tombstone have one size each; a node-cache
@@ -757,6 +758,7 @@ def test_what_the_sizes_of_references_entries_and_index_items_say(
     from langgraph.store.base import IndexConfig
 
     from langgraph.cache.s3dynamo import S3DynamoCache
+    from langgraph.checkpoint.s3dynamo.catalog_records import THREAD as CATALOG_THREAD
     from langgraph.store.s3dynamo import S3DynamoStore
     from tests.support import raw
 
@@ -771,6 +773,20 @@ def test_what_the_sizes_of_references_entries_and_index_items_say(
     sizes = {n: ref_size("t" * n) for n in (1, 20, 36, 56, 57, 120, 121)}
     assert sizes[1] == sizes[20] == sizes[36] == sizes[56] == 106  # 64 bytes of JSON
     assert sizes[57] == sizes[120] == 170 and sizes[121] == 298  # 128, then 256
+    # A catalog entry names its thread as a reference does: the same sizes.
+    filing = make_saver(clients, keys={"k1": AES_KEY}, secret=SECRET, catalog_fields=["user_id"])
+    every = filing.parts.namer.catalog("", "")
+
+    def entry_size(tid: str) -> int:
+        config = thread_config(tid, checkpoint_ns="")
+        filing.put(config, empty_checkpoint(), {"user_id": "u"}, {})
+        name = filing.parts.namer.thread(tid)
+        (entry,) = [e for e in raw.catalog_items(filing, every) if e["sk"] == name]
+        return len(entry[CATALOG_THREAD])
+
+    entries = {n: entry_size("e" * n) for n in (1, 7, 33, 56, 60, 61)}
+    assert len({entries[n] for n in (1, 7, 33, 56, 60)}) == 1 and entries[1] == 106
+    assert entries[61] == 170  # 64 bytes of JSON hold an id of up to 60 characters
     store = S3DynamoStore.from_saver(saver)
     entry_sizes = {}
     for namespace in [("a",), ("users", "ada", "memories"), ("n" * 60,), ("n" * 61,)]:

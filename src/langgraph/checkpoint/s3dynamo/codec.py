@@ -214,10 +214,15 @@ class Codec:
         fields: list[str] = json.loads(data.decode("utf-8", "surrogatepass"))
         return fields
 
-    # A catalog entry's thread id: bound to the entry's own keys.
+    # A catalog entry's thread id: bound to the entry's own keys, padded as a reference
+    # is (an entry of an earlier release holds the id as text, unpadded).
     def seal_catalog(self, pk: str, sk: str, tid: str) -> bytes:
-        return self.sealer.seal("text", tid.encode("utf-8", "surrogatepass"), catalog_id(pk, sk))
+        data = json.dumps([tid], ensure_ascii=False).encode("utf-8", "surrogatepass")
+        return self.sealer.seal("json", padded(data), catalog_id(pk, sk), compress=False)
 
     def open_catalog(self, pk: str, sk: str, blob: bytes, what: str) -> str:
-        _, data = self.sealer.open(blob, catalog_id(pk, sk), what)
-        return data.decode("utf-8", "surrogatepass")
+        typ, data = self.sealer.open(blob, catalog_id(pk, sk), what)
+        if typ != "json":
+            return data.decode("utf-8", "surrogatepass")
+        (tid,) = json.loads(data.decode("utf-8", "surrogatepass"))
+        return str(tid)
