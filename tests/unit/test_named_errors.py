@@ -531,3 +531,12 @@ def test_a_prefix_set_by_mistake_on_a_deployment_is_named_not_an_empty_tenant() 
     assert "prefix 'tenat-a/' has no deployment of its own" in message
     assert "fix or unset S3DYNAMO_PREFIX (prefix=)" in message
     assert "a tenant on a shared table needs keys of its own" in message
+
+
+def test_a_refused_writer_carries_langgraphs_stale_write_owner_marker() -> None:
+    """LangGraph issue 8796's proposed marker: a server that learns to recognise stale
+    writers by `is_stale_write_owner_error` recognises ours, a deleted thread's too."""
+    from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, ThreadDeletedError
+
+    for error in (ConcurrentUpdateError("moved"), ThreadDeletedError("deleted")):
+        assert getattr(error, "is_stale_write_owner_error", False) is True

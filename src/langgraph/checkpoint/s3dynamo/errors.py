@@ -216,7 +216,13 @@ class ConcurrentUpdateError(S3DynamoError):
 
     Raised once, by the index adapter, with the `reason` the service gave; the store,
     which knows which write that was, names it (`refusing`) before the error goes on,
-    and the message says both."""
+    and the message says both.
+
+    `is_stale_write_owner_error` is LangGraph's proposed marker (langgraph issue 8796) of
+    an error meaning "this writer no longer owns the thread", so a server that learns to
+    recognise stale writers recognises ours (a `ThreadDeletedError` is one too)."""
+
+    is_stale_write_owner_error = True
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
