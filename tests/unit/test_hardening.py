@@ -31,3 +31,17 @@ def test_an_item_s3dynamo_never_writes_in_a_threads_partition_does_not_block_its
     say(graph, "a new start")  # a new history may start on the id
     messages = graph.get_state({"configurable": {"thread_id": "t"}}).values["messages"]
     assert messages[0].content == "a new start"
+
+
+def test_a_filter_value_no_float_holds_finds_nothing_instead_of_overflowing(
+    backend: Backend,
+) -> None:
+    saver = backend.saver(catalog_fields=["user_id"])
+    graph = chat_graph(saver)
+    graph.invoke(
+        {"messages": [HumanMessage("hi", id="hi")]},
+        {"configurable": {"thread_id": "t", "user_id": 7}},
+    )
+    assert saver.search_threads(metadata={"user_id": 10**400}) == []
+    assert list(saver.list(None, filter={"user_id": 10**400})) == []
+    assert [t.thread_id for t in saver.search_threads(metadata={"user_id": 7})] == ["t"]

@@ -15,7 +15,10 @@ def canonical(value: Any) -> str | None:
     filter compares them; None for a value a token cannot stand for (a dict, matched
     partially; None, which an item without the field matches too; a type JSON has not)."""
     if isinstance(value, bool | int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int no float equals: its own text
+            return f"n:{value}"
         if math.isnan(number):
             return None
         return f"n:{number!r}" if number == value else f"n:{value}"
