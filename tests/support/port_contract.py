@@ -21,8 +21,8 @@ from langgraph.checkpoint.s3dynamo.layout import (
     memory_pk,
     object_key,
 )
-from langgraph.checkpoint.s3dynamo.memory import format
-from langgraph.checkpoint.s3dynamo.memory.reads import Reads
+from langgraph.checkpoint.s3dynamo.memory import format, sealed
+from langgraph.checkpoint.s3dynamo.memory import reads as memory_reads
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     Batch,
     DirectoryEntry,
@@ -49,6 +49,17 @@ def _row(pk: str, sk: str, blob: bytes | None, **fields: Any) -> MemoryRow:
 NS = "A" * 21 + "Q"
 KEYS = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
 K2 = f"k2:{base64.b64encode(bytes(range(32, 64))).decode()}"
+
+
+class Reads:
+    """The memory reads (`memory/reads.py`), each protocol run on `engine` when called."""
+
+    def __init__(self, engine: BlobEngine) -> None:
+        self.engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        protocol = getattr(memory_reads, name)
+        return lambda *args, **kwargs: self.engine.run(protocol(*args, **kwargs))
 
 
 def memory_engine(table: Any, keys: str | None = None) -> BlobEngine:
@@ -85,7 +96,7 @@ class MemoryFormatContract:
         return [None if w.item is None else row_from(w.item) for w in written]
 
     def test_puts_keep_created_and_renew_the_directory(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         self.put(engine, [_row(self.pk, "a", b"1", created_ms=10, updated_ms=10)], self.entry)
         renewed = self.entry._replace(blob=b"ignored", generation="gen-2")
         self.put(engine, [_row(self.pk, "a", b"2", created_ms=20, updated_ms=20)], renewed)
@@ -99,7 +110,7 @@ class MemoryFormatContract:
         assert reads.entry(self.entry.key) is None
 
     def test_the_emptied_mark_holds_on_the_generation(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         engine.write(format.renewal(self.entry))
         stale = self.entry._replace(generation="gen-0")
         assert not engine.apply(format.mark_entry(stale, True)).applied
@@ -113,13 +124,13 @@ class MemoryFormatContract:
         assert not engine.apply(format.mark_entry(self.entry, True)).applied
 
     def test_query_pages_in_key_order(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         self.put(engine, [_row(self.pk, sk, sk.encode()) for sk in ("c", "a", "b")], self.entry)
         assert [r.key.sk for r in reads.items(self.pk)] == ["a", "b", "c"]
         assert [r.key.sk for r in reads.items(self.pk, limit=2)] == ["a", "b"]
 
     def test_descendants_marks_are_seen_by_a_search_only(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         parent, other = memory_pk("", "B" * 21 + "Q", "m"), memory_pk("", "C" * 21 + "Q", "m")
         self.put(engine, [_row(self.pk, "a", b"1")], self.entry, [ItemKey(parent, DESCENDANTS_SK)])
         # Item sort keys are URL-safe base64: from "-" to "z", all before the mark.
@@ -159,7 +170,7 @@ class MemoryFormatContract:
         assert refresh(ItemKey(self.pk, "absent"), 950, 60.0, 100) == (None, False)
 
     def test_expiry_deletes_only_what_is_still_expired(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         rows = [
             _row(self.pk, "old", b"1", expires_ms=100),
             _row(self.pk, "new", b"2", expires_ms=500),
@@ -188,7 +199,7 @@ class MemoryFormatContract:
         assert self.put(engine, [_row(self.pk, "b", b"3")]) == [None]
 
     def test_a_put_keeps_the_creation_stamp_and_drops_the_refresh_stamp(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         first = _row(self.pk, "a", b"1", expires_ms=700, ttl_minutes=1.0, created_ms=5)
         self.put(engine, [first._replace(created_seal=b"c1")], self.entry)
         engine.apply(format.touch(first.key, 900, b"r1"))
@@ -204,7 +215,7 @@ class MemoryFormatContract:
     def test_a_put_past_one_transaction_uploads_each_part_s_objects_with_it(
         self, table: Any
     ) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         rows = [_row(self.pk, f"k{i:03}", None, leaf=f"L{i:03}") for i in range(150)]
         uploads = [(object_key(self.pk, f"L{i:03}"), b"body") for i in range(150)]
         batch = Batch(("n",), self.pk, rows, uploads=uploads)
@@ -222,7 +233,7 @@ class MemoryFormatContract:
         )
 
     def test_liveness_to_the_millisecond_and_the_entry_bound(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         bounded = self.entry._replace(live_until_ms=1_000)
         self.put(engine, [_row(self.pk, "a", b"1", expires_ms=1_000)], bounded)
         assert reads.has_live(self.pk, 999) and not reads.has_live(self.pk, 1_000)
@@ -240,7 +251,7 @@ class MemoryFormatContract:
         assert not reads.has_live(memory_pk("", "B" * 21 + "Q", "m"), 0)
 
     def test_index_items_page_both_ways_and_stay_out_of_item_reads(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         self.put(engine, [_row(self.pk, "a", b"1")], self.entry, [ItemKey(self.pk, DESCENDANTS_SK)])
         tokens = [IndexItem(ItemKey(self.pk, f"~x{n}")) for n in "abcde"]
         log = IndexItem(ItemKey(self.pk, "~v1"), b"log")
@@ -258,7 +269,7 @@ class MemoryFormatContract:
         assert reads.index_items(self.pk, ("~x", "~x~")) == []
 
     def test_a_put_writes_its_search_entries_before_its_items(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         token = IndexItem(ItemKey(self.pk, "~xt"))
         batch = Batch(("n",), self.pk, [_row(self.pk, "a", b"1")])
         (plan,) = format.put(batch, indexes=[token])
@@ -267,7 +278,7 @@ class MemoryFormatContract:
         assert reads.index_items(self.pk, ("~x", "~x~")) == [token]
 
     def test_the_manifest_is_replaced_on_its_generation(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         key = ItemKey(self.pk, MANIFEST_SK)
         first = IndexItem(key, b"m1", "g1", frozenset({"L1"}))
         segment = [(object_key(self.pk, "L1"), b"seg")]
@@ -288,7 +299,7 @@ class MemoryFormatContract:
         assert reads.index_items(self.pk, (MANIFEST_SK, MANIFEST_SK))[0].blob == b"m3"
 
     def test_an_item_gone_leaves_no_token_and_a_tombstone_where_indexed(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         plain = memory_pk("", "B" * 21 + "Q", "m")
         tokens = [ItemKey(self.pk, "~xt#0000000000001#a"), ItemKey(plain, "~xt#0000000000001#b")]
         engine.batch(puts=[index_item(IndexItem(k)) for k in tokens])
@@ -306,7 +317,7 @@ class MemoryFormatContract:
 
     def test_a_reseal_replaces_each_blob_only_while_unchanged(self, table: Any) -> None:
         old, new = memory_engine(table, KEYS), memory_engine(table, f"{K2},{KEYS}")
-        reads, space, ns = Reads(old.ports), "m", ("n",)
+        reads, space, ns = Reads(old), "m", ("n",)
         rows = [
             _row(self.pk, sk, old.sealer.seal("memory", b"v", format.item_aad(space, ns, sk)))
             for sk in ("a", "b")
@@ -314,8 +325,8 @@ class MemoryFormatContract:
         sealed_ns = old.sealer.seal("json", b'["n"]', format.entry_aad(space, NS))
         entry = self.entry._replace(blob=sealed_ns)
         self.put(old, rows, entry)
-        stored = format.Stored(space, ns, self.pk, reads.entry(entry.key), reads.items(self.pk))
-        plan = format.resealed(stored, new.sealer)
+        stored = sealed.Stored(space, ns, self.pk, reads.entry(entry.key), reads.items(self.pk))
+        plan = sealed.resealed(stored, new.sealer)
         assert len(plan.writes) == 3 and plan.each
         # One item written since (under the active key): its re-seal is refused.
         self.put(new, [rows[1]._replace(blob=new.sealer.seal("memory", b"w", b"x"))])
@@ -326,4 +337,4 @@ class MemoryFormatContract:
         blobs += [r.blob or b"" for r in reads.items(self.pk)]
         assert {new.sealer.key_id_of(b) for b in blobs} == {"k2"}
         # Under the key that sealed them, nothing is due.
-        assert format.resealed(stored, old.sealer).writes == []
+        assert sealed.resealed(stored, old.sealer).writes == []

@@ -11,7 +11,6 @@ import pytest
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryKms, MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 from langgraph.checkpoint.s3dynamo.memory import format
-from langgraph.checkpoint.s3dynamo.memory.reads import Reads
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     Batch,
     DirectoryEntry,
@@ -25,7 +24,7 @@ from langgraph.checkpoint.s3dynamo.testing.contract import (
     ObjectStoreTests,
     TableTests,
 )
-from tests.support.port_contract import MemoryFormatContract, _row, memory_engine
+from tests.support.port_contract import MemoryFormatContract, Reads, _row, memory_engine
 
 
 class TestMemoryTable(TableTests):
@@ -62,7 +61,7 @@ class TestMemoryFormat(MemoryFormatContract):
     def test_each_read_and_plan_sends_the_requests_the_budgets_count(self) -> None:
         table = MemoryTable()
         engine = memory_engine(table)
-        reads = Reads(engine.ports)
+        reads = Reads(engine)
 
         def sent(call: Callable[[], object]) -> dict[str, int]:
             before = table.calls.copy()

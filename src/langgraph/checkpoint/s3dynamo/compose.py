@@ -30,7 +30,7 @@ from langgraph.checkpoint.s3dynamo.deployment import Configured, Control, Deploy
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.kms_keyring import KmsKeyring, kms_context
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
-from langgraph.checkpoint.s3dynamo.memory.core import Space
+from langgraph.checkpoint.s3dynamo.memory.core import Indexes, Space
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
@@ -281,10 +281,11 @@ def build(
     )
 
 
-def memory_space(parts: Components, space: str) -> Space:
+def memory_space(parts: Components, space: str, indexes: Indexes | None = None) -> Space:
     """A memory space (the Store's items, the node cache's entries) on a saver's table,
-    bucket, keys, naming secret and prefix: on its blob engine."""
-    return Space(space, engine=parts.engine, namer=parts.namer)
+    bucket, keys, naming secret and prefix: on its blob engine; `indexes`: what its
+    searches go through (the Store's)."""
+    return Space(space, engine=parts.engine, namer=parts.namer, indexes=indexes)
 
 
 def with_serde(parts: Components, serde: Callable[[], SerializerProtocol]) -> Components:

@@ -50,12 +50,13 @@ from langgraph.checkpoint.s3dynamo.errors import (
     VectorDimensionsError,
 )
 from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
-from langgraph.checkpoint.s3dynamo.memory import format
-from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
-from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
-from langgraph.checkpoint.s3dynamo.memory.search import Searcher
-from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
-from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
+from langgraph.checkpoint.s3dynamo.memory.core import (
+    Found,
+    Indexes,
+    Namespace,
+    NewItem,
+    checked_ttl,
+)
 from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.settings import FROM_ENV_ARGUMENTS
@@ -120,7 +121,6 @@ class S3DynamoStore(BaseStore):
         self.saver: S3DynamoSaver = arguments.saver_of(saver, saver_options, S3DynamoSaver)
         parts = self.saver.parts
         self._parts = parts
-        self.space = memory_space(parts, STORE_SPACE)
         self.ttl_config = cast("TTLConfig | None", ttl_config)
         self.index_config: dict[str, Any] | None = index_config
         self.embeddings = None
@@ -133,9 +133,8 @@ class S3DynamoStore(BaseStore):
                 for p in (index_config.get("fields") or ["$"])
             ]
         self._bodies: Lru[tuple[ItemKey, str, int], dict[str, Any]] = Lru(BODIES)
-        self.vectors = VectorIndex(self.space, self._body) if self.embeddings else None
-        self.tokens = FilterTokens(self.space, fields)
-        self.searcher = Searcher(self.space, self._value, self.vectors, self.tokens)
+        indexes = Indexes(fields, self._body, vectors=self.embeddings is not None)
+        self.space = memory_space(parts, STORE_SPACE, indexes)
         self._checked = threading.Event()
 
     @classmethod
@@ -235,8 +234,7 @@ class S3DynamoStore(BaseStore):
         bodies = self._bodies_of(puts, embedded)
         self._check(write=bool(puts))
         with guarded(self._parts.deployment):
-            if self.vectors is not None and embedded:
-                self.vectors.check_puts(embedded)
+            self.space.check_dimensions(embedded)
             results: list[Result] = [None] * len(ops)
             # Reads see the store as it was before this batch's writes, as InMemoryStore's do.
             gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
@@ -254,7 +252,7 @@ class S3DynamoStore(BaseStore):
                     results[i] = self._search(other, vectors)
                 elif isinstance(other, ListNamespacesOp):
                     if listed is None:
-                        listed = self.space.directory.listed(self.space.now_ms)
+                        listed = self.space.list_namespaces()
                     results[i] = _list_namespaces(other, listed)
             self._write(puts, bodies, embedded)
         return results
@@ -296,47 +294,17 @@ class S3DynamoStore(BaseStore):
     ) -> None:
         if not puts:
             return
-        # Puts grouped by namespace: one writer per namespace, namespaces in parallel.
-        writes: dict[Namespace, list[tuple[str, PutOp]]] = defaultdict(list)
+        # Grouped by namespace: one writer per namespace, namespaces in parallel.
+        writes: dict[Namespace, list[NewItem]] = defaultdict(list)
         deletes: dict[Namespace, list[str]] = defaultdict(list)
         for (ns, key), op in puts.items():
             if op.value is None:
                 deletes[ns].append(key)
             else:
-                writes[ns].append((key, op))
-
-        def put(ns: Namespace) -> None:
-            items = writes[ns]
-            batch = self.space.prepare(ns, [(key, bodies[(ns, key)], op.ttl) for key, op in items])
-            before: list[IndexItem] = self.tokens.entries(batch, [op.value for _, op in items])
-            if self.vectors is not None:
-                entry = self.vectors.log_entry(batch, [embedded.get((ns, k), {}) for k, _ in items])
-                before += [entry] if entry is not None else []
-            replaced = self.space.write(batch, before)
-            if self.tokens.fields:
-                # The tokens of values replaced (inline ones: no request to open them).
-                old = [(ns, r) for r in replaced if r is not None and r.blob is not None]
-                opened = [(f, self._value(f)) for f in self.space.open(old)]
-                self.tokens.delete(self.tokens.stale(ns, opened, before))
-
-        def delete(ns: Namespace) -> None:
-            gone = [old for key in deletes[ns] if (old := self.space.delete(ns, key)) is not None]
-            if not gone:
-                return
-            stale: list[ItemKey] = []
-            if self.tokens.fields:
-                # The tokens of values deleted (inline ones: no request to open them).
-                opened = self.space.open([(ns, r) for r in gone if r.blob is not None])
-                stale = self.tokens.stale(ns, [(f, self._value(f)) for f in opened], [])
-            indexed = [self.space.pk(ns)] if self.vectors else []
-            s = self.space
-            left = format.gone(
-                gone, stale, indexed=indexed, at_ms=s.now_ms(), sealer=s.sealer, space=s.space
-            )
-            s.forget(left)
-
-        parallel(put, list(writes))
-        parallel(delete, list(deletes))
+                vectors = embedded.get((ns, key), {})
+                writes[ns].append(NewItem(key, bodies[(ns, key)], op.ttl, op.value, vectors))
+        self.space.put(writes)
+        self.space.delete(deletes)
 
     # ------------------------------------------------------------ reading
 
@@ -368,7 +336,7 @@ class S3DynamoStore(BaseStore):
 
     def _search(self, op: SearchOp, vectors: dict[str, list[float]]) -> list[SearchItem]:
         query = vectors.get(op.query) if op.query else None
-        hits = self.searcher.search(
+        hits = self.space.search(
             tuple(op.namespace_prefix),
             query=query,
             filter=op.filter,

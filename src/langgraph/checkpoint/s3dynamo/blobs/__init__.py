@@ -19,8 +19,10 @@ docs/RELIABILITY.md, "Garbage collection: the upload journal").
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -37,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     DeleteObjects,
     Emit,
     Fetch,
+    Get,
     GetMany,
     ListObjects,
     NameOrphans,
@@ -53,10 +56,15 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 __all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "Steps", "WritePlan"]
 
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 
 # Bytes of decoded objects kept (`BlobEngine.opened`): a 10,000-vector segment of 256
 # dimensions takes about 13 MB decoded.
 OPENED_BYTES = 64 << 20
+
+# What processes keep per table adapter (`BlobEngine.shared`), gone with the adapter.
+_SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -159,7 +167,7 @@ class BlobEngine:
 
     def do(self, step: object) -> Any:
         """One step: one request, or one wave of requests of one kind."""
-        table = self.ports.table if isinstance(step, (Query, Scan, GetMany)) else None
+        table = self.ports.table if isinstance(step, (Query, Scan, Get, GetMany)) else None
         if isinstance(step, Query):
             assert table is not None
             return table.query(
@@ -170,8 +178,12 @@ class BlobEngine:
                 limit=step.limit,
                 cursor=step.cursor,
                 consistent=step.consistent,
+                filter=step.filter,
                 attributes=step.attributes,
             )
+        if isinstance(step, Get):
+            assert table is not None
+            return table.get(step.key, consistent=step.consistent)
         if isinstance(step, Scan):
             assert table is not None
             return table.scan(
@@ -204,6 +216,16 @@ class BlobEngine:
         if isinstance(step, Together):
             return parallel(self.run, step.protocols)
         raise TypeError(f"not a step the blob engine runs: {step!r}")
+
+    def shared(self, key: Hashable, make: Callable[[], _T]) -> _T:
+        """What this process keeps of the table rather than of one engine (what it knows
+        of a memory space: `memory/recent.py`): made on first use, shared by every
+        engine on the same table adapter, and gone with the adapter."""
+        with _SHARED_LOCK:
+            per_table = _SHARED.setdefault(self.ports.table, {})
+            if key not in per_table:
+                per_table[key] = make()
+            return per_table[key]  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------ placing
 
