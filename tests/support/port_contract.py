@@ -14,6 +14,8 @@ import pytest
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     MANIFEST_SK,
@@ -89,7 +91,7 @@ class MemoryFormatContract:
     ) -> list[MemoryRow | None]:
         batch = Batch(("n",), rows[0].key.pk, rows, uploads=list(uploads))
         written = [
-            w for plan in format.put(batch, entry=entry, marks=marks) for w in engine.write(plan)
+            w for plan in format.put(batch, entry=entry, marks=marks) for w in engine.do(plan)
         ]
         if entry is not None:
             return [None] * len(rows)
@@ -105,23 +107,23 @@ class MemoryFormatContract:
         # The namespace's sealed set stays as first written; the generation is the new one.
         assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
         assert reads.entries(self.entry.key.pk) == [self.entry._replace(generation="gen-2")]
-        assert not engine.apply(format.drop_entry(self.entry)).applied  # an older generation
-        assert engine.apply(format.drop_entry(renewed)).applied
+        assert not engine.do(Apply(format.drop_entry(self.entry))).applied  # an older generation
+        assert engine.do(Apply(format.drop_entry(renewed))).applied
         assert reads.entry(self.entry.key) is None
 
     def test_the_emptied_mark_holds_on_the_generation(self, table: Any) -> None:
         engine, reads = memory_engine(table), Reads(memory_engine(table))
-        engine.write(format.renewal(self.entry))
+        engine.do(format.renewal(self.entry))
         stale = self.entry._replace(generation="gen-0")
-        assert not engine.apply(format.mark_entry(stale, True)).applied
-        assert engine.apply(format.mark_entry(self.entry, True)).applied
+        assert not engine.do(Apply(format.mark_entry(stale, True))).applied
+        assert engine.do(Apply(format.mark_entry(self.entry, True))).applied
         assert reads.entry(self.entry.key) == self.entry._replace(emptied=True)
-        assert engine.apply(format.mark_entry(self.entry, False)).applied
+        assert engine.do(Apply(format.mark_entry(self.entry, False))).applied
         # A renewal takes the mark off, and fences off every step begun on the old one.
-        engine.apply(format.mark_entry(self.entry, True))
-        engine.write(format.renewal(self.entry._replace(generation="gen-2")))
+        engine.do(Apply(format.mark_entry(self.entry, True)))
+        engine.do(format.renewal(self.entry._replace(generation="gen-2")))
         assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
-        assert not engine.apply(format.mark_entry(self.entry, True)).applied
+        assert not engine.do(Apply(format.mark_entry(self.entry, True))).applied
 
     def test_query_pages_in_key_order(self, table: Any) -> None:
         engine, reads = memory_engine(table), Reads(memory_engine(table))
@@ -145,7 +147,7 @@ class MemoryFormatContract:
         renewal = format.renewal(
             self.entry._replace(generation="gen-2"), [ItemKey(other, DESCENDANTS_SK)]
         )
-        engine.write(renewal)
+        engine.do(renewal)
         assert reads.items_and_mark(other) == ([], True) and reads.items(other) == []
         assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
 
@@ -156,7 +158,7 @@ class MemoryFormatContract:
 
         def refresh(key: ItemKey, *args: Any) -> tuple[MemoryRow | None, bool]:
             write = format.refresh(key, *args, b"stamp")
-            w = engine.apply(write, returning="new", found_on_refusal=True)
+            w = engine.do(Apply(write, returning="new", found_on_refusal=True))
             return (None if w.item is None else row_from(w.item)), w.applied
 
         row, refreshed = refresh(key, 900, 60.0, 100)
@@ -177,18 +179,18 @@ class MemoryFormatContract:
             _row(self.pk, "never", b"3"),
         ]
         self.put(engine, rows, self.entry)
-        engine.apply(format.touch(ItemKey(self.pk, "old"), 300, b"s"))  # read since: renewed
+        engine.do(Apply(format.touch(ItemKey(self.pk, "old"), 300, b"s")))  # read since: renewed
 
         def delete(sk: str, expired_at_ms: int | None = None) -> MemoryRow | None:
             key = ItemKey(self.pk, sk)
-            old = engine.apply(format.delete_row(key, expired_at_ms), returning="old").item
+            old = engine.do(Apply(format.delete_row(key, expired_at_ms), returning="old")).item
             return None if old is None else row_from(old)
 
         assert delete("old", expired_at_ms=299) is None
         gone = delete("old", expired_at_ms=300)
         assert gone is not None and gone.blob == b"1"
         assert delete("never") is not None and delete("never") is None
-        engine.apply(format.touch(ItemKey(self.pk, "absent"), 1, b"s"))  # nothing, no error
+        engine.do(Apply(format.touch(ItemKey(self.pk, "absent"), 1, b"s")))  # nothing, no error
         assert [r.key.sk for r in reads.items(self.pk)] == ["new"]
 
     def test_a_put_alone_answers_with_what_it_replaced(self, table: Any) -> None:
@@ -202,7 +204,7 @@ class MemoryFormatContract:
         engine, reads = memory_engine(table), Reads(memory_engine(table))
         first = _row(self.pk, "a", b"1", expires_ms=700, ttl_minutes=1.0, created_ms=5)
         self.put(engine, [first._replace(created_seal=b"c1")], self.entry)
-        engine.apply(format.touch(first.key, 900, b"r1"))
+        engine.do(Apply(format.touch(first.key, 900, b"r1")))
         self.put(engine, [_row(self.pk, "a", b"2", created_ms=6, created_seal=b"c2")])
         (row,) = reads.items(self.pk)
         assert (row.blob, row.created_ms, row.created_seal, row.refresh_seal) == (
@@ -225,7 +227,7 @@ class MemoryFormatContract:
         assert [len(p.writes) for p in plans] == [100, 53]
         assert [len(p.uploads) for p in plans] == [98, 52]
         for plan in plans:
-            engine.write(plan)
+            engine.do(plan)
         assert [r.leaf for r in reads.items(self.pk)] == [r.leaf for r in rows]
         assert reads.items_and_mark(marks[0].pk) == ([], True)
         assert sorted(o.key for o in engine.objects.list_owner(self.pk)) == sorted(
@@ -239,14 +241,14 @@ class MemoryFormatContract:
         assert reads.has_live(self.pk, 999) and not reads.has_live(self.pk, 1_000)
         found = reads.entry(self.entry.key, consistent=False)
         assert found is not None and found.live_until_ms == 1_000
-        engine.apply(format.bound(self.entry.key, None))
+        engine.do(Apply(format.bound(self.entry.key, None)))
         assert (found := reads.entry(self.entry.key)) and found.live_until_ms is None
         # A renewal without a bound keeps the one there; one with a bound replaces it.
-        engine.apply(format.bound(self.entry.key, 5))
-        engine.write(format.renewal(self.entry._replace(generation="gen-2")))
+        engine.do(Apply(format.bound(self.entry.key, 5)))
+        engine.do(format.renewal(self.entry._replace(generation="gen-2")))
         assert (found := reads.entry(self.entry.key)) and found.live_until_ms == 5
         absent = ItemKey(self.entry.key.pk, "absent")
-        engine.apply(format.bound(absent, 5))  # nothing, and no error
+        engine.do(Apply(format.bound(absent, 5)))  # nothing, and no error
         assert reads.entry(absent) is None
         assert not reads.has_live(memory_pk("", "B" * 21 + "Q", "m"), 0)
 
@@ -255,7 +257,7 @@ class MemoryFormatContract:
         self.put(engine, [_row(self.pk, "a", b"1")], self.entry, [ItemKey(self.pk, DESCENDANTS_SK)])
         tokens = [IndexItem(ItemKey(self.pk, f"~x{n}")) for n in "abcde"]
         log = IndexItem(ItemKey(self.pk, "~v1"), b"log")
-        engine.batch(puts=[index_item(i) for i in [*tokens, log]])
+        engine.do(BatchStep(puts=[index_item(i) for i in [*tokens, log]]))
         got = reads.index_items(self.pk, ("~x", "~x~"), descending=True, limit=2)
         assert [i.key.sk for i in got] == ["~xe", "~xd"]
         more = reads.index_items(self.pk, ("~x", "~x~"), descending=True, after="~xd")
@@ -265,7 +267,7 @@ class MemoryFormatContract:
         assert [(i.key.sk, i.blob) for i in found] == [("~", None), ("~v1", b"log")]
         assert [r.key.sk for r in reads.items(self.pk)] == ["a"]
         assert reads.items_and_mark(self.pk)[0][0].key.sk == "a"
-        engine.batch(deletes=[t.key for t in tokens])
+        engine.do(BatchStep(deletes=[t.key for t in tokens]))
         assert reads.index_items(self.pk, ("~x", "~x~")) == []
 
     def test_a_put_writes_its_search_entries_before_its_items(self, table: Any) -> None:
@@ -274,7 +276,7 @@ class MemoryFormatContract:
         batch = Batch(("n",), self.pk, [_row(self.pk, "a", b"1")])
         (plan,) = format.put(batch, indexes=[token])
         assert plan.batched == [index_item(token)] and plan.each
-        engine.write(plan)
+        engine.do(plan)
         assert reads.index_items(self.pk, ("~x", "~x~")) == [token]
 
     def test_the_manifest_is_replaced_on_its_generation(self, table: Any) -> None:
@@ -285,7 +287,7 @@ class MemoryFormatContract:
 
         def compact(manifest: IndexItem, expected: str | None, replaced: list[str]) -> bool:
             plan = format.compaction(self.pk, segment, manifest, expected, replaced)
-            return engine.write(plan)[0].applied
+            return engine.do(plan)[0].applied
 
         assert compact(first, None, [])
         assert not compact(IndexItem(key, b"m2", "g2"), None, [])
@@ -294,21 +296,21 @@ class MemoryFormatContract:
         assert reads.index_items(self.pk, (MANIFEST_SK, MANIFEST_SK)) == [
             IndexItem(key, b"m2", "g2", frozenset({"L2"}))
         ]
-        assert engine.apply(format.reseal(key, b"m2", b"m3")).applied
-        assert not engine.apply(format.reseal(key, b"m2", b"m4")).applied
+        assert engine.do(Apply(format.reseal(key, b"m2", b"m3"))).applied
+        assert not engine.do(Apply(format.reseal(key, b"m2", b"m4"))).applied
         assert reads.index_items(self.pk, (MANIFEST_SK, MANIFEST_SK))[0].blob == b"m3"
 
     def test_an_item_gone_leaves_no_token_and_a_tombstone_where_indexed(self, table: Any) -> None:
         engine, reads = memory_engine(table), Reads(memory_engine(table))
         plain = memory_pk("", "B" * 21 + "Q", "m")
         tokens = [ItemKey(self.pk, "~xt#0000000000001#a"), ItemKey(plain, "~xt#0000000000001#b")]
-        engine.batch(puts=[index_item(IndexItem(k)) for k in tokens])
+        engine.do(BatchStep(puts=[index_item(IndexItem(k)) for k in tokens]))
         deleted = [_row(self.pk, "a", None, leaf="La"), _row(plain, "b", b"1")]
         sealer = Sealer(keyring=Keyring.parse(KEYS))
         gone = format.gone(deleted, tokens, indexed={self.pk}, at_ms=7, sealer=sealer)
         assert gone.objects == [object_key(self.pk, "La")]
         for puts, deletes in gone.indexes.values():
-            engine.batch(puts, deletes)
+            engine.do(BatchStep(puts, deletes))
         (tomb,) = reads.index_items(self.pk, (DESCENDANTS_SK, "~z"))
         assert tomb.key == format.tombstones([deleted[0].key], 7, sealer, "m")[0].key
         assert format.tombstone_of(tomb) == ("a", 7)
@@ -330,7 +332,7 @@ class MemoryFormatContract:
         assert len(plan.writes) == 3 and plan.each
         # One item written since (under the active key): its re-seal is refused.
         self.put(new, [rows[1]._replace(blob=new.sealer.seal("memory", b"w", b"x"))])
-        assert [w.applied for w in new.write(plan)] == [True, True, False]
+        assert [w.applied for w in new.do(plan)] == [True, True, False]
         found = [entry.key.sk, *(r.key.sk for r in reads.items(self.pk))]
         assert found == [NS, "a", "b"]
         blobs = [e.blob for e in reads.entries(entry.key.pk)]

@@ -25,6 +25,7 @@ from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.aws_names import bucket_problem, region_of, table_problem
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Configured, Control, Deployment
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
@@ -218,7 +219,8 @@ def build(
     def apply(write: Write) -> Written:
         # The deployment's records are written through the engine, made below; the
         # constructor sends no request, so none is written before it exists.
-        return engine.apply(write)
+        written: Written = engine.do(Apply(write))
+        return written
 
     def control(pk: str) -> Control:
         return Control(lambda: ports.table, apply, pk)

@@ -197,13 +197,13 @@ class BlobEngine:
             assert table is not None
             return table.get_many(step.keys, consistent=step.consistent) if step.keys else []
         if isinstance(step, Batch):
-            return self.batch(step.puts, step.deletes)
+            return self._batch(step.puts, step.deletes)
         if isinstance(step, Apply):
-            return self.apply(
+            return self._apply(
                 step.write, returning=step.returning, found_on_refusal=step.found_on_refusal
             )
         if isinstance(step, WritePlan):
-            return self.write(step)
+            return self._write(step)
         if isinstance(step, ListObjects):
             return self.objects.list_owner(step.owner)
         if isinstance(step, DeleteObjects):
@@ -239,7 +239,7 @@ class BlobEngine:
 
     # ------------------------------------------------------------ writing
 
-    def write(self, plan: WritePlan) -> list[Written]:
+    def _write(self, plan: WritePlan) -> list[Written]:
         """Run a plan: an intent naming what it will orphan (if anything), its upload
         intent (only when it uploads), one wave of uploads and overwrites, the commit,
         then the upload intent's delete (unless the commit carried it). A failure stops
@@ -274,7 +274,7 @@ class BlobEngine:
             table.transact(writes)
         return [Written(True)] * len(plan.writes), closes
 
-    def apply(
+    def _apply(
         self,
         write: Write,
         *,
@@ -286,7 +286,7 @@ class BlobEngine:
         is an answer (`Written.applied`)."""
         return self.ports.table.write(write, returning=returning, found_on_refusal=found_on_refusal)
 
-    def batch(self, puts: Sequence[Item] = (), deletes: Sequence[ItemKey] = ()) -> None:
+    def _batch(self, puts: Sequence[Item] = (), deletes: Sequence[ItemKey] = ()) -> None:
         """Items written whole and deleted, unconditionally, in full batches (records of
         a copy or an import, records and control items deleted behind marks)."""
         if puts or deletes:
