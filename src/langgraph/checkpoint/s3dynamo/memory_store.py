@@ -47,7 +47,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ArgumentTypeError,
     IntegrityError,
     InvalidConfigError,
-    VectorDimensionsError,
 )
 from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
 from langgraph.checkpoint.s3dynamo.memory.core import (
@@ -57,6 +56,7 @@ from langgraph.checkpoint.s3dynamo.memory.core import (
     NewItem,
     checked_ttl,
 )
+from langgraph.checkpoint.s3dynamo.memory.vector_index import Vectors, placed, queried
 from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.settings import FROM_ENV_ARGUMENTS
@@ -67,7 +67,6 @@ STORE_SPACE = "m"
 # value it then returns.
 BODIES = 1024
 
-Vectors = dict[str, list[float]]
 # The keywords the Store takes itself; the rest are the saver's.
 STORE_OWN = {"the Store's": ("index", "ttl", "filter_fields")}
 
@@ -197,10 +196,10 @@ class S3DynamoStore(BaseStore):
         ops = _validated(ops)
         puts = _last_puts(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
-        vectors = _queried(self._embed_queries(queries), self._dims)
+        vectors = queried(self._embed_queries(queries), self._dims)
         texts = self._texts(puts)
         embedded = self.embeddings.embed_documents(list(texts)) if texts and self.embeddings else []
-        return self._run(ops, puts, vectors, _placed(texts, embedded, self._dims))
+        return self._run(ops, puts, vectors, placed(texts, embedded, self._dims))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = _validated(ops)
@@ -214,10 +213,10 @@ class S3DynamoStore(BaseStore):
         embedded = (
             await self.embeddings.aembed_documents(list(texts)) if texts and self.embeddings else []
         )
-        placed = _placed(texts, embedded, self._dims)
-        _queried(vectors, self._dims)
+        found = placed(texts, embedded, self._dims)
+        queried(vectors, self._dims)
         return await executor.run(
-            self._parts.settings.async_workers, self._run, ops, puts, vectors, placed
+            self._parts.settings.async_workers, self._run, ops, puts, vectors, found
         )
 
     # ------------------------------------------------------------ execution
@@ -231,7 +230,7 @@ class S3DynamoStore(BaseStore):
     ) -> list[Result]:
         # Every value serialized before the first request: a value the serializer cannot
         # store is refused naming its item, and nothing of the batch is written.
-        bodies = self._bodies_of(puts, embedded)
+        writes, deletes = self._writes_of(puts, embedded)
         self._check(write=bool(puts))
         with guarded(self._parts.deployment):
             self.space.check_dimensions(embedded)
@@ -254,7 +253,8 @@ class S3DynamoStore(BaseStore):
                     if listed is None:
                         listed = self.space.list_namespaces()
                     results[i] = _list_namespaces(other, listed)
-            self._write(puts, bodies, embedded)
+            self.space.put(writes)
+            self.space.delete(deletes)
         return results
 
     def _check(self, *, write: bool) -> None:
@@ -265,46 +265,30 @@ class S3DynamoStore(BaseStore):
             if write or self._parts.deployment.state == "ok":
                 self._checked.set()
 
-    def _bodies_of(
+    def _writes_of(
         self,
         puts: dict[tuple[Namespace, str], PutOp],
         embedded: dict[tuple[Namespace, str], Vectors],
-    ) -> dict[tuple[Namespace, str], tuple[str, bytes]]:
-        """Each put's payload, serialized: its value and its vectors (kept in the item
-        too, so the index can be rebuilt from items)."""
+    ) -> tuple[dict[Namespace, list[NewItem]], dict[Namespace, list[str]]]:
+        """The items the puts write, by namespace, each payload serialized: its value and
+        its vectors (kept in the item too, so the index can be rebuilt from items); and
+        the keys the puts of None delete, by namespace."""
         serde = self._parts.codec.serde()
-        out = {}
-        for (ns, key), op in puts.items():
-            if op.value is None:
-                continue
-            vecs = embedded.get((ns, key), {})
-            body = {
-                "value": op.value,
-                "vectors": {p: to_payload(encode(v)) for p, v in vecs.items()},
-            }
-            with serializing(f"store item {key!r} in namespace {ns!r}", op.value):
-                out[(ns, key)] = serde.dumps_typed(body)
-        return out
-
-    def _write(
-        self,
-        puts: dict[tuple[Namespace, str], PutOp],
-        bodies: dict[tuple[Namespace, str], tuple[str, bytes]],
-        embedded: dict[tuple[Namespace, str], Vectors],
-    ) -> None:
-        if not puts:
-            return
-        # Grouped by namespace: one writer per namespace, namespaces in parallel.
         writes: dict[Namespace, list[NewItem]] = defaultdict(list)
         deletes: dict[Namespace, list[str]] = defaultdict(list)
         for (ns, key), op in puts.items():
             if op.value is None:
                 deletes[ns].append(key)
-            else:
-                vectors = embedded.get((ns, key), {})
-                writes[ns].append(NewItem(key, bodies[(ns, key)], op.ttl, op.value, vectors))
-        self.space.put(writes)
-        self.space.delete(deletes)
+                continue
+            vectors = embedded.get((ns, key), {})
+            body = {
+                "value": op.value,
+                "vectors": {p: to_payload(encode(v)) for p, v in vectors.items()},
+            }
+            with serializing(f"store item {key!r} in namespace {ns!r}", op.value):
+                typed = serde.dumps_typed(body)
+            writes[ns].append(NewItem(key, typed, op.ttl, op.value, vectors))
+        return writes, deletes
 
     # ------------------------------------------------------------ reading
 
@@ -446,40 +430,6 @@ def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
             f"{name}['sweep_interval_minutes']", ttl["sweep_interval_minutes"], unit="minutes"
         )
     return ttl
-
-
-def _placed(
-    texts: dict[str, list[tuple[Namespace, str, str]]],
-    embedded: list[list[float]],
-    dims: int | None,
-) -> dict[tuple[Namespace, str], Vectors]:
-    """Each put's vectors by path, from one embedding per distinct text (a text two items
-    or paths share is embedded once and goes to each); refused, before anything is
-    written, unless there is one per text of the IndexConfig's `dims`."""
-    if len(texts) != len(embedded):
-        raise InvalidConfigError(
-            f"the embedding function returned {len(embedded)} vectors for {len(texts)} "
-            "distinct texts; expected one per text, in order"
-        )
-    out: dict[tuple[Namespace, str], Vectors] = defaultdict(dict)
-    for places, vector in zip(texts.values(), embedded, strict=True):
-        if dims is not None and len(vector) != dims:
-            ns, key, path = places[0]
-            subject = f"store item {key!r} in namespace {ns!r}, its field {path!r}"
-            raise VectorDimensionsError(subject, len(vector), [dims])
-        for ns, key, path in places:
-            out[(ns, key)][path] = [float(x) for x in vector]
-    return out
-
-
-def _queried(vectors: dict[str, list[float]], dims: int | None) -> dict[str, list[float]]:
-    """The queries' embeddings, refused before any request unless of the IndexConfig's
-    `dims`."""
-    for query, vector in vectors.items():
-        if dims is not None and len(vector) != dims:
-            shown = query if len(query) <= 60 else query[:57] + "..."
-            raise VectorDimensionsError(f"the query {shown!r}", len(vector), [dims])
-    return vectors
 
 
 def _last_puts(ops: Sequence[Op]) -> dict[tuple[Namespace, str], PutOp]:

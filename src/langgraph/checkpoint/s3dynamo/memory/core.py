@@ -46,16 +46,7 @@ from langgraph.checkpoint.s3dynamo.memory.writes import NewItem, Writes
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.table import ItemKey, Written
 
-__all__ = [
-    "Found",
-    "Indexes",
-    "Namespace",
-    "NewItem",
-    "Sealed",
-    "Space",
-    "Stored",
-    "checked_ttl",
-]
+__all__ = ["Found", "Indexes", "Namespace", "NewItem", "Sealed", "Space", "Stored", "checked_ttl"]
 
 _R = TypeVar("_R")
 
@@ -85,8 +76,9 @@ class Space:
         self._names = Names(space, engine.prefix, namer)
         # Stamps items and judges expiry (seconds); tests replace it.
         self.clock: Callable[[], float] = time.time
-        self._directory = Directory(self._names, self._sealer, self._state, self._now)
-        self._items = Items(self._directory, self._sealer, self._state, self._now, engine.budget)
+        now = lambda: self.clock()  # noqa: E731 - read when called: tests replace the clock
+        self._directory = Directory(self._names, self._sealer, self._state, now)
+        self._items = Items(self._directory, self._sealer, self._state, now, engine.budget)
         self._tokens = FilterTokens(self._names, indexes.fields)
         open_body, value_of = indexes.open_body, _value_of(indexes.open_body)
         self._vectors = (
@@ -104,9 +96,6 @@ class Space:
     def _state(self) -> SpaceState:
         # Shared by every Space of this space on the same table adapter in the process.
         return self._engine.shared(("memory", self._names.prefix, self.space), SpaceState)
-
-    def _now(self) -> float:
-        return self.clock()
 
     # ------------------------------------------------------------ names, time
 
@@ -199,26 +188,14 @@ class Space:
         """Renew a namespace's directory entry, with the descendants `marks`."""
         self._run(self._directory.renew(namespace, marks))
 
-    def expired(self, at_ms: int) -> tuple[dict[str, DirectoryEntry], list[MemoryRow]]:
-        """The directory's entries by name, and the items expired at `at_ms`
-        (`Writes.expired`)."""
-        return self._run(self._writes.expired(at_ms))
+    def expire(self, at: float) -> tuple[int, int]:
+        """The expiry sweep at `at` (seconds): (items deleted, namespaces dropped)
+        (`Writes.expire`)."""
+        return self._run(self._writes.expire(at))
 
-    def delete_items(
-        self, keys: Sequence[ItemKey], expired_at_ms: int | None = None
-    ) -> list[MemoryRow]:
-        """Delete items (with `expired_at_ms`, each only while still expired then), in
-        one wave; the items deleted, as they were (`Items.delete`)."""
-        return self._run(self._items.delete(keys, expired_at_ms))
-
-    def swept(self, deleted: Sequence[MemoryRow], at_ms: int) -> None:
-        """Clean what the items the sweep deleted leave (`Writes.swept`)."""
-        self._run(self._writes.swept(deleted, at_ms))
-
-    def settle(self, name: str, entry: DirectoryEntry, now: float) -> int:
-        """Bring the entry of the namespace named `name` in line with it
-        (`Directory.settle`); 1 if it was dropped."""
-        return self._run(self._directory.settle(entry, self._names.pk_of(name), now))
+    def expired(self, at_ms: int) -> list[MemoryRow]:
+        """The items expired at `at_ms`, as the sweep finds them (nothing changes)."""
+        return self._run(self._writes.expired(at_ms))[1]
 
     def expiry(self, namespace: Namespace, key: str) -> int | None:
         """The clear expiry of a stored item, expired or not (ms), read consistently;

@@ -44,7 +44,6 @@ from langgraph.checkpoint.s3dynamo.memory.names import Names
 from langgraph.checkpoint.s3dynamo.memory.recent import SpaceState
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     Batch,
-    DirectoryEntry,
     Found,
     Header,
     MemoryRow,
@@ -239,13 +238,9 @@ class Items:
 
     # ------------------------------------------------------------ reads by namespace
 
-    def namespaces(self) -> Steps[list[tuple[Namespace, DirectoryEntry]]]:
-        """Every namespace in the directory, opened (`Directory.entries`)."""
-        return self.directory.entries()
-
     def below(self, prefix: Namespace) -> Steps[list[Namespace]]:
         """The namespaces strictly below `prefix`, from the directory."""
-        found = yield from self.namespaces()
+        found = yield from self.directory.entries()
         return [ns for ns, _ in found if ns[: len(prefix)] == prefix and len(ns) > len(prefix)]
 
     def rows(self, pk: str) -> Steps[list[MemoryRow]]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from langgraph.store.memory import _compare_values
 
@@ -39,7 +39,6 @@ from langgraph.checkpoint.s3dynamo.records import ItemKey
 # The value of an opened item (its payload deserialized), for filters.
 ValueOf = Callable[[Found], Any]
 Hit = tuple[Found, "float | None"]
-_R = TypeVar("_R")
 
 
 class Candidate(NamedTuple):
@@ -79,10 +78,7 @@ class Searcher:
         self.tokens = tokens
         self.vectors = vectors
         self.value_of = value_of
-        self.run = run
-
-    def _run(self, protocol: Steps[_R]) -> _R:
-        return self.run(protocol)  # type: ignore[no-any-return]
+        self._run = run
 
     def search(
         self,
@@ -247,7 +243,7 @@ class Searcher:
 
     def _token_namespaces(self, prefix: Namespace) -> list[Namespace]:
         if not prefix:
-            return [ns for ns, _ in self._run(self.items.namespaces())]
+            return [ns for ns, _ in self._run(self.items.directory.entries())]
         pk = self.items.names.pk(prefix)
         marked = bool(self._run(reads.index_items(pk, (DESCENDANTS_SK, DESCENDANTS_SK))))
         return [prefix, *self._run(self.items.below(prefix))] if marked else [prefix]

@@ -16,7 +16,8 @@
 - A namespace without a manifest (written before the index existed) is ranked from its
   items; that search builds its index from them.
 - A namespace's vectors keep their dimensions (the manifest names them): a put or query
-  of others is a `VectorDimensionsError` before anything is written or scored.
+  of others is a `VectorDimensionsError` before anything is written or scored, as is an
+  embedding of other dimensions than the IndexConfig's (`placed`, `queried`).
 
 Why a search never misses a committed item and never returns a changed one:
 docs/RELIABILITY.md, "The Store's vector index".
@@ -29,6 +30,7 @@ import itertools
 import json
 import os
 import uuid
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +38,11 @@ from typing import Any
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
 from langgraph.checkpoint.s3dynamo.blobs.steps import Fetch, Steps, each
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, VectorDimensionsError
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    InvalidConfigError,
+    VectorDimensionsError,
+)
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     LOG_MARK,
@@ -76,6 +82,8 @@ RESOLVE_BATCH = 100
 
 # The payload of an item, opened and deserialized by the Store: {"value", "vectors"}.
 OpenBody = Callable[[Found], Mapping[str, Any]]
+# An item's vectors by field path.
+Vectors = dict[str, list[float]]
 
 
 @dataclass
@@ -438,3 +446,40 @@ class VectorIndex:
         for key in folded:
             state.wrote(key, None)
         return True
+
+
+# ------------------------------------------------------------------ embeddings
+
+
+def placed(
+    texts: dict[str, list[tuple[Namespace, str, str]]],
+    embedded: list[list[float]],
+    dims: int | None,
+) -> dict[tuple[Namespace, str], Vectors]:
+    """Each put's vectors by path, from one embedding per distinct text (a text two items
+    or paths share is embedded once and goes to each); refused, before anything is
+    written, unless there is one per text of the IndexConfig's `dims`."""
+    if len(texts) != len(embedded):
+        raise InvalidConfigError(
+            f"the embedding function returned {len(embedded)} vectors for {len(texts)} "
+            "distinct texts; expected one per text, in order"
+        )
+    out: dict[tuple[Namespace, str], Vectors] = defaultdict(dict)
+    for places, vector in zip(texts.values(), embedded, strict=True):
+        if dims is not None and len(vector) != dims:
+            ns, key, path = places[0]
+            subject = f"store item {key!r} in namespace {ns!r}, its field {path!r}"
+            raise VectorDimensionsError(subject, len(vector), [dims])
+        for ns, key, path in places:
+            out[(ns, key)][path] = [float(x) for x in vector]
+    return out
+
+
+def queried(vectors: dict[str, list[float]], dims: int | None) -> dict[str, list[float]]:
+    """The queries' embeddings, refused before any request unless of the IndexConfig's
+    `dims`."""
+    for query, vector in vectors.items():
+        if dims is not None and len(vector) != dims:
+            shown = query if len(query) <= 60 else query[:57] + "..."
+            raise VectorDimensionsError(f"the query {shown!r}", len(vector), [dims])
+    return vectors

@@ -1,7 +1,7 @@
 """A space's writes, each one protocol (`blobs/steps.py`) whose order keeps the Store's
 invariants (docs/RELIABILITY.md, "The Store's namespace directory", "The Store's vector
 index"): the put of the Store and the node cache, the Store's delete, the node cache's
-clear, and what the expiry sweep deletes.
+clear, and the expiry sweep.
 
 A put of one namespace's items: sealed and placed (`Items.prepare`); the search entries
 that must exist before the items (their filter tokens, their vector log entry); then the
@@ -9,7 +9,11 @@ items, behind an upload intent for large values, alone under a lease on the name
 directory entry or with the entry renewed (`Directory.commit`); the objects of values
 replaced named for incremental collection; last, the tokens of replaced values that the
 new ones do not repeat. A delete of one item: its entry read, the item deleted, the entry
-settled (`Directory.settle`); then what the items deleted leave (`format.gone`).
+settled (`Directory.settle`); then what the items deleted leave (`format.gone`). The
+sweep finds expired items with one consistent Query of the directory, then one Query of
+each namespace's partition, in one wave; it opens nothing (a namespace's partition is
+named by its entry), so it needs no keys. Each item is deleted only while still expired;
+then what it leaves, then the entries of namespaces left empty are settled.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
 from langgraph.checkpoint.s3dynamo.blobs.steps import NameOrphans, Steps, each
-from langgraph.checkpoint.s3dynamo.layout import MANIFEST_SK, is_token_of, object_key
+from langgraph.checkpoint.s3dynamo.layout import MANIFEST_SK, is_token_of, memory_scope, object_key
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.items import Items, Typed
 from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
@@ -121,7 +125,7 @@ class Writes:
         """Delete every item of these namespaces (all of the space's when None), the
         namespaces in one wave; how many."""
         if namespaces is None:
-            namespaces = [ns for ns, _ in (yield from self.items.namespaces())]
+            namespaces = [ns for ns, _ in (yield from self.items.directory.entries())]
         cleared = yield from each([self._clear_one(ns) for ns in namespaces])
         return sum(cleared)
 
@@ -138,6 +142,21 @@ class Writes:
 
     # ------------------------------------------------------------ the expiry sweep
 
+    def expire(self, at: float) -> Steps[tuple[int, int]]:
+        """Delete the items expired at `at` (seconds) and what they leave (`swept`), then
+        settle the entries of namespaces left empty, and of those marked emptied whose
+        namespace has items again. (items deleted, namespaces dropped)."""
+        at_ms, directory = round(at * 1000), self.items.directory
+        entries, found = yield from self.expired(at_ms)
+        deleted = yield from self.items.delete([r.key for r in found], at_ms)
+        yield from self._swept(deleted, at_ms)
+        names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
+        names |= {name for name, e in entries.items() if e.emptied}
+        dropped = 0
+        for name in sorted(n for n in names if n in entries):
+            dropped += yield from directory.settle(entries[name], self.items.names.pk_of(name), at)
+        return len(deleted), dropped
+
     def expired(self, at_ms: int) -> Steps[tuple[dict[str, DirectoryEntry], list[MemoryRow]]]:
         """The directory's entries by name (one consistent Query; none opened), and the
         items whose expiry is at or before `at_ms` (one Query of each namespace's
@@ -149,8 +168,8 @@ class Writes:
         rows = yield from each([reads.items(pk) for pk in pks])
         return entries, [r for got in rows for r in got if not self.items.live(r, at_ms)]
 
-    def swept(self, deleted: Sequence[MemoryRow], at_ms: int) -> Steps[None]:
-        """Clean what items the sweep deleted leave: their objects, and in the Store,
+    def _swept(self, deleted: Sequence[MemoryRow], at_ms: int) -> Steps[None]:
+        """Clean what the items the sweep deleted leave: their objects, and in the Store,
         read with one consistent Query of each namespace's indexes in one wave, the
         tokens naming them (an item's key is the last part of each token's sort key)
         and, where the namespace has a vector index, tombstones telling it they are
@@ -162,20 +181,10 @@ class Writes:
         for r in deleted:
             by_pk.setdefault(r.key.pk, set()).add(r.key.sk)
         pks = sorted(by_pk)
-        found = yield from each(
-            [reads.index_items(pk, format.INDEXES, consistent=True) for pk in pks]
-        )
-        tokens = [
-            i.key
-            for pk, got in zip(pks, found, strict=True)
-            for i in got
-            if is_token_of(i.key.sk, by_pk[pk])
-        ]
-        indexed = [
-            pk
-            for pk, got in zip(pks, found, strict=True)
-            if any(i.key.sk == MANIFEST_SK for i in got)
-        ]
+        read = [reads.index_items(pk, format.INDEXES, consistent=True) for pk in pks]
+        found = list(zip(pks, (yield from each(read)), strict=True))
+        tokens = [i.key for pk, got in found for i in got if is_token_of(i.key.sk, by_pk[pk])]
+        indexed = [pk for pk, got in found if any(i.key.sk == MANIFEST_SK for i in got)]
         yield from self.items.forget(self._gone(deleted, tokens, indexed, at_ms))
 
     def _gone(

@@ -113,14 +113,8 @@ def live_leaves(parts: Components) -> collect.LiveLeaves:
 # ------------------------------------------------------------------ statistics
 
 
-@dataclass
-class SpaceStats:
-    namespaces: int = 0
-    items: int = 0
-    expired: int = 0
-    inline_bytes: int = 0
-    objects: int = 0
-    object_bytes: int = 0
+# What `stats` counts per space.
+STATS = ("namespaces", "items", "expired", "inline_bytes", "objects", "object_bytes")
 
 
 @telemetry.operation("memory.stats")
@@ -130,20 +124,11 @@ def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
     namespace with objects."""
     out: dict[str, dict[str, int]] = {}
     for label, space in spaces(parts).items():
-        stats = SpaceStats()
         with guarded(parts.deployment):
-            namespaces = space.namespaces()
-        stats.namespaces = len(namespaces)
-        counted = parallel(
-            functools.partial(_namespace_stats, space, space.now_ms()), [ns for ns, _ in namespaces]
-        )
-        for items, expired, inline, objects, object_bytes in counted:
-            stats.items += items
-            stats.expired += expired
-            stats.inline_bytes += inline
-            stats.objects += objects
-            stats.object_bytes += object_bytes
-        out[label] = asdict(stats)
+            namespaces = [ns for ns, _ in space.namespaces()]
+        counted = parallel(functools.partial(_namespace_stats, space, space.now_ms()), namespaces)
+        totals = [sum(column) for column in zip(*counted, strict=True)] if counted else [0] * 5
+        out[label] = dict(zip(STATS, [len(namespaces), *totals], strict=True))
     return out
 
 
@@ -166,23 +151,9 @@ def _namespace_stats(
 def expire(space: Space, now: float | None = None) -> tuple[int, int]:
     """Delete the expired items and their objects, and settle the directory entries of
     namespaces left empty; in the Store, the deleted items' filter tokens go, and the
-    vector index learns they are gone (`Space.swept`). (items deleted, namespaces
+    vector index learns they are gone (`memory/writes.py`). (items deleted, namespaces
     dropped)."""
-    at = space.clock() if now is None else now
-    at_ms = round(at * 1000)
-    entries, found = space.expired(at_ms)
-    deleted = space.delete_items([r.key for r in found], expired_at_ms=at_ms)
-    space.swept(deleted, at_ms)
-    # Namespaces left empty leave the directory, and entries marked emptied whose
-    # namespace has items again lose the mark.
-    names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
-    names |= {name for name, e in entries.items() if e.emptied}
-    dropped = 0
-    for name in sorted(names):
-        entry = entries.get(name)
-        if entry is not None:
-            dropped += space.settle(name, entry, at)
-    return len(deleted), dropped
+    return space.expire(space.clock() if now is None else now)
 
 
 @dataclass
@@ -216,10 +187,7 @@ def plan_memory_expiry(parts: Components) -> MemoryExpiryPlan:
     """Count the expired items of each space (the sweep's reads, no change)."""
     return MemoryExpiryPlan(
         parts,
-        {
-            label: len(space.expired(int(space.clock()))[1])
-            for label, space in spaces(parts).items()
-        },
+        {label: len(space.expired(int(space.clock()))) for label, space in spaces(parts).items()},
     )
 
 
@@ -232,7 +200,7 @@ def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
     result = MemoryExpiry(dry_run)
     for label, space in spaces(parts).items():
         if dry_run:
-            found = len(space.expired(space.now_ms())[1])
+            found = len(space.expired(space.now_ms()))
             result.items[label], result.namespaces_dropped[label] = found, 0
         else:
             result.items[label], result.namespaces_dropped[label] = expire(space)
