@@ -99,7 +99,7 @@ class IndexItem(NamedTuple):
 
 @dataclass
 class Batch:
-    """Items of one namespace sealed and placed for a put (`core.Space.prepare`): the rows,
+    """Items of one namespace sealed and placed for a put (`items.Items.prepare`): the rows,
     the objects they reference (object key, sealed body), and each item's key and version,
     which the search indexes name; `at_ms` stamps them."""
 
