@@ -5,14 +5,10 @@ descendants marks that directory entries of older builds lack. Each reads the sp
 directories, then each namespace's partition: never the rest of the table
 (docs/OPERATIONS.md, "Long-term memory").
 
-The expiry sweep finds expired items with one consistent Query of a space's directory,
-then one Query of each namespace's partition, in one wave; it opens nothing (a
-namespace's partition is named by its entry), so it needs no keys. Each item is deleted
-only while still expired; then what it leaves (`memory.format.gone`), then the entries of
-namespaces left empty are settled (docs/RELIABILITY.md, "The Store's namespace
-directory"). Each reads and writes through a space's methods (`memory.core.Space`),
-which run the memory parts' protocols on the blob engine; verification, statistics and
-re-encryption fold over the one list of a namespace's sealed blobs (`memory/sealed.py`).
+Each reads and writes through a space's methods (`memory.core.Space`), which run the
+memory parts' protocols on the blob engine (the expiry sweep's: `memory/writes.py`);
+verification, statistics and re-encryption fold over the one list of a namespace's
+sealed blobs (`memory/sealed.py`).
 """
 
 from __future__ import annotations
