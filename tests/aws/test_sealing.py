@@ -791,7 +791,7 @@ def test_what_the_sizes_of_references_entries_and_index_items_say(
     entry_sizes = {}
     for namespace in [("a",), ("users", "ada", "memories"), ("n" * 60,), ("n" * 61,)]:
         store.put(namespace, "k", {"v": 1})
-        key = store.space.directory.key(namespace)
+        key = store.space._names.entry_key(namespace)
         entry_sizes[len(repr(namespace))] = len(raw.table(saver).get(key)["n"])  # type: ignore[index]
     assert sorted(set(entry_sizes.values())) == [106, 170]
 

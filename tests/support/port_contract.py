@@ -14,6 +14,8 @@ import pytest
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     MANIFEST_SK,
@@ -21,8 +23,8 @@ from langgraph.checkpoint.s3dynamo.layout import (
     memory_pk,
     object_key,
 )
-from langgraph.checkpoint.s3dynamo.memory import format
-from langgraph.checkpoint.s3dynamo.memory.reads import Reads
+from langgraph.checkpoint.s3dynamo.memory import format, sealed
+from langgraph.checkpoint.s3dynamo.memory import reads as memory_reads
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     Batch,
     DirectoryEntry,
@@ -49,6 +51,17 @@ def _row(pk: str, sk: str, blob: bytes | None, **fields: Any) -> MemoryRow:
 NS = "A" * 21 + "Q"
 KEYS = f"k1:{base64.b64encode(bytes(range(32))).decode()}"
 K2 = f"k2:{base64.b64encode(bytes(range(32, 64))).decode()}"
+
+
+class Reads:
+    """The memory reads (`memory/reads.py`), each protocol run on `engine` when called."""
+
+    def __init__(self, engine: BlobEngine) -> None:
+        self.engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        protocol = getattr(memory_reads, name)
+        return lambda *args, **kwargs: self.engine.run(protocol(*args, **kwargs))
 
 
 def memory_engine(table: Any, keys: str | None = None) -> BlobEngine:
@@ -78,14 +91,14 @@ class MemoryFormatContract:
     ) -> list[MemoryRow | None]:
         batch = Batch(("n",), rows[0].key.pk, rows, uploads=list(uploads))
         written = [
-            w for plan in format.put(batch, entry=entry, marks=marks) for w in engine.write(plan)
+            w for plan in format.put(batch, entry=entry, marks=marks) for w in engine.do(plan)
         ]
         if entry is not None:
             return [None] * len(rows)
         return [None if w.item is None else row_from(w.item) for w in written]
 
     def test_puts_keep_created_and_renew_the_directory(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         self.put(engine, [_row(self.pk, "a", b"1", created_ms=10, updated_ms=10)], self.entry)
         renewed = self.entry._replace(blob=b"ignored", generation="gen-2")
         self.put(engine, [_row(self.pk, "a", b"2", created_ms=20, updated_ms=20)], renewed)
@@ -94,32 +107,32 @@ class MemoryFormatContract:
         # The namespace's sealed set stays as first written; the generation is the new one.
         assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
         assert reads.entries(self.entry.key.pk) == [self.entry._replace(generation="gen-2")]
-        assert not engine.apply(format.drop_entry(self.entry)).applied  # an older generation
-        assert engine.apply(format.drop_entry(renewed)).applied
+        assert not engine.do(Apply(format.drop_entry(self.entry))).applied  # an older generation
+        assert engine.do(Apply(format.drop_entry(renewed))).applied
         assert reads.entry(self.entry.key) is None
 
     def test_the_emptied_mark_holds_on_the_generation(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
-        engine.write(format.renewal(self.entry))
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
+        engine.do(format.renewal(self.entry))
         stale = self.entry._replace(generation="gen-0")
-        assert not engine.apply(format.mark_entry(stale, True)).applied
-        assert engine.apply(format.mark_entry(self.entry, True)).applied
+        assert not engine.do(Apply(format.mark_entry(stale, True))).applied
+        assert engine.do(Apply(format.mark_entry(self.entry, True))).applied
         assert reads.entry(self.entry.key) == self.entry._replace(emptied=True)
-        assert engine.apply(format.mark_entry(self.entry, False)).applied
+        assert engine.do(Apply(format.mark_entry(self.entry, False))).applied
         # A renewal takes the mark off, and fences off every step begun on the old one.
-        engine.apply(format.mark_entry(self.entry, True))
-        engine.write(format.renewal(self.entry._replace(generation="gen-2")))
+        engine.do(Apply(format.mark_entry(self.entry, True)))
+        engine.do(format.renewal(self.entry._replace(generation="gen-2")))
         assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
-        assert not engine.apply(format.mark_entry(self.entry, True)).applied
+        assert not engine.do(Apply(format.mark_entry(self.entry, True))).applied
 
     def test_query_pages_in_key_order(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         self.put(engine, [_row(self.pk, sk, sk.encode()) for sk in ("c", "a", "b")], self.entry)
         assert [r.key.sk for r in reads.items(self.pk)] == ["a", "b", "c"]
         assert [r.key.sk for r in reads.items(self.pk, limit=2)] == ["a", "b"]
 
     def test_descendants_marks_are_seen_by_a_search_only(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         parent, other = memory_pk("", "B" * 21 + "Q", "m"), memory_pk("", "C" * 21 + "Q", "m")
         self.put(engine, [_row(self.pk, "a", b"1")], self.entry, [ItemKey(parent, DESCENDANTS_SK)])
         # Item sort keys are URL-safe base64: from "-" to "z", all before the mark.
@@ -134,7 +147,7 @@ class MemoryFormatContract:
         renewal = format.renewal(
             self.entry._replace(generation="gen-2"), [ItemKey(other, DESCENDANTS_SK)]
         )
-        engine.write(renewal)
+        engine.do(renewal)
         assert reads.items_and_mark(other) == ([], True) and reads.items(other) == []
         assert reads.entry(self.entry.key) == self.entry._replace(generation="gen-2")
 
@@ -145,7 +158,7 @@ class MemoryFormatContract:
 
         def refresh(key: ItemKey, *args: Any) -> tuple[MemoryRow | None, bool]:
             write = format.refresh(key, *args, b"stamp")
-            w = engine.apply(write, returning="new", found_on_refusal=True)
+            w = engine.do(Apply(write, returning="new", found_on_refusal=True))
             return (None if w.item is None else row_from(w.item)), w.applied
 
         row, refreshed = refresh(key, 900, 60.0, 100)
@@ -159,25 +172,25 @@ class MemoryFormatContract:
         assert refresh(ItemKey(self.pk, "absent"), 950, 60.0, 100) == (None, False)
 
     def test_expiry_deletes_only_what_is_still_expired(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         rows = [
             _row(self.pk, "old", b"1", expires_ms=100),
             _row(self.pk, "new", b"2", expires_ms=500),
             _row(self.pk, "never", b"3"),
         ]
         self.put(engine, rows, self.entry)
-        engine.apply(format.touch(ItemKey(self.pk, "old"), 300, b"s"))  # read since: renewed
+        engine.do(Apply(format.touch(ItemKey(self.pk, "old"), 300, b"s")))  # read since: renewed
 
         def delete(sk: str, expired_at_ms: int | None = None) -> MemoryRow | None:
             key = ItemKey(self.pk, sk)
-            old = engine.apply(format.delete_row(key, expired_at_ms), returning="old").item
+            old = engine.do(Apply(format.delete_row(key, expired_at_ms), returning="old")).item
             return None if old is None else row_from(old)
 
         assert delete("old", expired_at_ms=299) is None
         gone = delete("old", expired_at_ms=300)
         assert gone is not None and gone.blob == b"1"
         assert delete("never") is not None and delete("never") is None
-        engine.apply(format.touch(ItemKey(self.pk, "absent"), 1, b"s"))  # nothing, no error
+        engine.do(Apply(format.touch(ItemKey(self.pk, "absent"), 1, b"s")))  # nothing, no error
         assert [r.key.sk for r in reads.items(self.pk)] == ["new"]
 
     def test_a_put_alone_answers_with_what_it_replaced(self, table: Any) -> None:
@@ -188,10 +201,10 @@ class MemoryFormatContract:
         assert self.put(engine, [_row(self.pk, "b", b"3")]) == [None]
 
     def test_a_put_keeps_the_creation_stamp_and_drops_the_refresh_stamp(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         first = _row(self.pk, "a", b"1", expires_ms=700, ttl_minutes=1.0, created_ms=5)
         self.put(engine, [first._replace(created_seal=b"c1")], self.entry)
-        engine.apply(format.touch(first.key, 900, b"r1"))
+        engine.do(Apply(format.touch(first.key, 900, b"r1")))
         self.put(engine, [_row(self.pk, "a", b"2", created_ms=6, created_seal=b"c2")])
         (row,) = reads.items(self.pk)
         assert (row.blob, row.created_ms, row.created_seal, row.refresh_seal) == (
@@ -204,7 +217,7 @@ class MemoryFormatContract:
     def test_a_put_past_one_transaction_uploads_each_part_s_objects_with_it(
         self, table: Any
     ) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         rows = [_row(self.pk, f"k{i:03}", None, leaf=f"L{i:03}") for i in range(150)]
         uploads = [(object_key(self.pk, f"L{i:03}"), b"body") for i in range(150)]
         batch = Batch(("n",), self.pk, rows, uploads=uploads)
@@ -214,7 +227,7 @@ class MemoryFormatContract:
         assert [len(p.writes) for p in plans] == [100, 53]
         assert [len(p.uploads) for p in plans] == [98, 52]
         for plan in plans:
-            engine.write(plan)
+            engine.do(plan)
         assert [r.leaf for r in reads.items(self.pk)] == [r.leaf for r in rows]
         assert reads.items_and_mark(marks[0].pk) == ([], True)
         assert sorted(o.key for o in engine.objects.list_owner(self.pk)) == sorted(
@@ -222,29 +235,29 @@ class MemoryFormatContract:
         )
 
     def test_liveness_to_the_millisecond_and_the_entry_bound(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         bounded = self.entry._replace(live_until_ms=1_000)
         self.put(engine, [_row(self.pk, "a", b"1", expires_ms=1_000)], bounded)
         assert reads.has_live(self.pk, 999) and not reads.has_live(self.pk, 1_000)
         found = reads.entry(self.entry.key, consistent=False)
         assert found is not None and found.live_until_ms == 1_000
-        engine.apply(format.bound(self.entry.key, None))
+        engine.do(Apply(format.bound(self.entry.key, None)))
         assert (found := reads.entry(self.entry.key)) and found.live_until_ms is None
         # A renewal without a bound keeps the one there; one with a bound replaces it.
-        engine.apply(format.bound(self.entry.key, 5))
-        engine.write(format.renewal(self.entry._replace(generation="gen-2")))
+        engine.do(Apply(format.bound(self.entry.key, 5)))
+        engine.do(format.renewal(self.entry._replace(generation="gen-2")))
         assert (found := reads.entry(self.entry.key)) and found.live_until_ms == 5
         absent = ItemKey(self.entry.key.pk, "absent")
-        engine.apply(format.bound(absent, 5))  # nothing, and no error
+        engine.do(Apply(format.bound(absent, 5)))  # nothing, and no error
         assert reads.entry(absent) is None
         assert not reads.has_live(memory_pk("", "B" * 21 + "Q", "m"), 0)
 
     def test_index_items_page_both_ways_and_stay_out_of_item_reads(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         self.put(engine, [_row(self.pk, "a", b"1")], self.entry, [ItemKey(self.pk, DESCENDANTS_SK)])
         tokens = [IndexItem(ItemKey(self.pk, f"~x{n}")) for n in "abcde"]
         log = IndexItem(ItemKey(self.pk, "~v1"), b"log")
-        engine.batch(puts=[index_item(i) for i in [*tokens, log]])
+        engine.do(BatchStep(puts=[index_item(i) for i in [*tokens, log]]))
         got = reads.index_items(self.pk, ("~x", "~x~"), descending=True, limit=2)
         assert [i.key.sk for i in got] == ["~xe", "~xd"]
         more = reads.index_items(self.pk, ("~x", "~x~"), descending=True, after="~xd")
@@ -254,27 +267,27 @@ class MemoryFormatContract:
         assert [(i.key.sk, i.blob) for i in found] == [("~", None), ("~v1", b"log")]
         assert [r.key.sk for r in reads.items(self.pk)] == ["a"]
         assert reads.items_and_mark(self.pk)[0][0].key.sk == "a"
-        engine.batch(deletes=[t.key for t in tokens])
+        engine.do(BatchStep(deletes=[t.key for t in tokens]))
         assert reads.index_items(self.pk, ("~x", "~x~")) == []
 
     def test_a_put_writes_its_search_entries_before_its_items(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         token = IndexItem(ItemKey(self.pk, "~xt"))
         batch = Batch(("n",), self.pk, [_row(self.pk, "a", b"1")])
         (plan,) = format.put(batch, indexes=[token])
         assert plan.batched == [index_item(token)] and plan.each
-        engine.write(plan)
+        engine.do(plan)
         assert reads.index_items(self.pk, ("~x", "~x~")) == [token]
 
     def test_the_manifest_is_replaced_on_its_generation(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         key = ItemKey(self.pk, MANIFEST_SK)
         first = IndexItem(key, b"m1", "g1", frozenset({"L1"}))
         segment = [(object_key(self.pk, "L1"), b"seg")]
 
         def compact(manifest: IndexItem, expected: str | None, replaced: list[str]) -> bool:
             plan = format.compaction(self.pk, segment, manifest, expected, replaced)
-            return engine.write(plan)[0].applied
+            return engine.do(plan)[0].applied
 
         assert compact(first, None, [])
         assert not compact(IndexItem(key, b"m2", "g2"), None, [])
@@ -283,21 +296,21 @@ class MemoryFormatContract:
         assert reads.index_items(self.pk, (MANIFEST_SK, MANIFEST_SK)) == [
             IndexItem(key, b"m2", "g2", frozenset({"L2"}))
         ]
-        assert engine.apply(format.reseal(key, b"m2", b"m3")).applied
-        assert not engine.apply(format.reseal(key, b"m2", b"m4")).applied
+        assert engine.do(Apply(format.reseal(key, b"m2", b"m3"))).applied
+        assert not engine.do(Apply(format.reseal(key, b"m2", b"m4"))).applied
         assert reads.index_items(self.pk, (MANIFEST_SK, MANIFEST_SK))[0].blob == b"m3"
 
     def test_an_item_gone_leaves_no_token_and_a_tombstone_where_indexed(self, table: Any) -> None:
-        engine, reads = memory_engine(table), Reads(memory_engine(table).ports)
+        engine, reads = memory_engine(table), Reads(memory_engine(table))
         plain = memory_pk("", "B" * 21 + "Q", "m")
         tokens = [ItemKey(self.pk, "~xt#0000000000001#a"), ItemKey(plain, "~xt#0000000000001#b")]
-        engine.batch(puts=[index_item(IndexItem(k)) for k in tokens])
+        engine.do(BatchStep(puts=[index_item(IndexItem(k)) for k in tokens]))
         deleted = [_row(self.pk, "a", None, leaf="La"), _row(plain, "b", b"1")]
         sealer = Sealer(keyring=Keyring.parse(KEYS))
         gone = format.gone(deleted, tokens, indexed={self.pk}, at_ms=7, sealer=sealer)
         assert gone.objects == [object_key(self.pk, "La")]
         for puts, deletes in gone.indexes.values():
-            engine.batch(puts, deletes)
+            engine.do(BatchStep(puts, deletes))
         (tomb,) = reads.index_items(self.pk, (DESCENDANTS_SK, "~z"))
         assert tomb.key == format.tombstones([deleted[0].key], 7, sealer, "m")[0].key
         assert format.tombstone_of(tomb) == ("a", 7)
@@ -306,7 +319,7 @@ class MemoryFormatContract:
 
     def test_a_reseal_replaces_each_blob_only_while_unchanged(self, table: Any) -> None:
         old, new = memory_engine(table, KEYS), memory_engine(table, f"{K2},{KEYS}")
-        reads, space, ns = Reads(old.ports), "m", ("n",)
+        reads, space, ns = Reads(old), "m", ("n",)
         rows = [
             _row(self.pk, sk, old.sealer.seal("memory", b"v", format.item_aad(space, ns, sk)))
             for sk in ("a", "b")
@@ -314,16 +327,16 @@ class MemoryFormatContract:
         sealed_ns = old.sealer.seal("json", b'["n"]', format.entry_aad(space, NS))
         entry = self.entry._replace(blob=sealed_ns)
         self.put(old, rows, entry)
-        stored = format.Stored(space, ns, self.pk, reads.entry(entry.key), reads.items(self.pk))
-        plan = format.resealed(stored, new.sealer)
+        stored = sealed.Stored(space, ns, self.pk, reads.entry(entry.key), reads.items(self.pk))
+        plan = sealed.resealed(stored, new.sealer)
         assert len(plan.writes) == 3 and plan.each
         # One item written since (under the active key): its re-seal is refused.
         self.put(new, [rows[1]._replace(blob=new.sealer.seal("memory", b"w", b"x"))])
-        assert [w.applied for w in new.write(plan)] == [True, True, False]
+        assert [w.applied for w in new.do(plan)] == [True, True, False]
         found = [entry.key.sk, *(r.key.sk for r in reads.items(self.pk))]
         assert found == [NS, "a", "b"]
         blobs = [e.blob for e in reads.entries(entry.key.pk)]
         blobs += [r.blob or b"" for r in reads.items(self.pk)]
         assert {new.sealer.key_id_of(b) for b in blobs} == {"k2"}
         # Under the key that sealed them, nothing is due.
-        assert format.resealed(stored, old.sealer).writes == []
+        assert sealed.resealed(stored, old.sealer).writes == []

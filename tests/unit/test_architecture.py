@@ -469,8 +469,8 @@ def test_memory_maintenance_lives_in_ops() -> None:
 
 
 # What the Store's and the cache's contracts and their maintenance may not touch: the
-# table and the ports under it. They read through the memory parts (`Space.reads`) and
-# write what the memory format builds through the blob engine.
+# table and the ports under it. They call a memory space's methods (`memory.core.Space`),
+# which run the memory parts' protocols on the blob engine.
 MEMORY_ABOVE_THE_TABLE = ("ops.memory", "memory_store", "memory_cache")
 
 

@@ -40,7 +40,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
 from langgraph.checkpoint.s3dynamo.memory import vector_index, vectors
-from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX
+from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, item_aad
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
 from langgraph.checkpoint.s3dynamo.memory.rows import ENTRY_EMPTIED, ROW_BLOB, MemoryRow, row_item
 from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
@@ -687,7 +687,7 @@ def test_items_of_the_earlier_format_read(parts: tuple[MemoryIndex, MemoryObject
     ik = space.item_key(NS, "old")
     body = serde.dumps_typed({"value": {"text": "cat"}, "vectors": {"text": [1.0, 0.0]}})
     payload = json.dumps([list(NS), "old", body[0]]).encode() + b"\n" + body[1]
-    blob = space.sealer.seal("memory", payload, space.aad(NS, ik.sk))
+    blob = store.saver.parts.sealer.seal("memory", payload, item_aad("m", NS, ik.sk))
     index.load([row_item(MemoryRow(ik, blob, None, None, None, 1000, 1000))])
     item = store.get(NS, "old")
     assert item is not None and item.value == {"text": "cat"}
@@ -717,7 +717,7 @@ def test_items_written_before_times_were_sealed_read_their_clear_times(
     ik = space.item_key(NS, "old")
     body = serde.dumps_typed({"value": {"v": 0}, "vectors": {}})
     payload = json.dumps(["old", body[0], "v0"]).encode() + b"\n" + body[1]
-    blob = space.sealer.seal("memory", payload, space.aad(NS, ik.sk))
+    blob = store.saver.parts.sealer.seal("memory", payload, item_aad("m", NS, ik.sk))
     now = space.now_ms()
     index.load([row_item(MemoryRow(ik, blob, None, now + 60_000, 1.0, 1000, 2000))])
     item = store.get(NS, "old", refresh_ttl=False)

@@ -10,8 +10,9 @@ import pytest
 
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryKms, MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
 from langgraph.checkpoint.s3dynamo.memory import format
-from langgraph.checkpoint.s3dynamo.memory.reads import Reads
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     Batch,
     DirectoryEntry,
@@ -25,7 +26,7 @@ from langgraph.checkpoint.s3dynamo.testing.contract import (
     ObjectStoreTests,
     TableTests,
 )
-from tests.support.port_contract import MemoryFormatContract, _row, memory_engine
+from tests.support.port_contract import MemoryFormatContract, Reads, _row, memory_engine
 
 
 class TestMemoryTable(TableTests):
@@ -62,7 +63,7 @@ class TestMemoryFormat(MemoryFormatContract):
     def test_each_read_and_plan_sends_the_requests_the_budgets_count(self) -> None:
         table = MemoryTable()
         engine = memory_engine(table)
-        reads = Reads(engine.ports)
+        reads = Reads(engine)
 
         def sent(call: Callable[[], object]) -> dict[str, int]:
             before = table.calls.copy()
@@ -71,7 +72,7 @@ class TestMemoryFormat(MemoryFormatContract):
 
         def put(rows: list[MemoryRow], entry: DirectoryEntry | None = None) -> None:
             for plan in format.put(Batch(("n",), self.pk, rows), entry=entry):
-                engine.write(plan)
+                engine.do(plan)
 
         rows = [_row(self.pk, f"k{i:03}", b"v", expires_ms=i) for i in range(60)]
         assert sent(lambda: put(rows, self.entry)) == {"TransactWriteItems": 1}
@@ -81,12 +82,12 @@ class TestMemoryFormat(MemoryFormatContract):
         # The first live item is on the third page of 25.
         assert sent(lambda: reads.has_live(self.pk, 55)) == {"Query": 3}
         refresh = format.refresh(rows[0].key, 9, 1.0, 0, b"stamp")
-        assert sent(lambda: engine.apply(refresh, returning="new")) == {"UpdateItem": 1}
+        assert sent(lambda: engine.do(Apply(refresh, returning="new"))) == {"UpdateItem": 1}
         assert sent(lambda: reads.entry(self.entry.key)) == {"GetItem": 1}
-        assert sent(lambda: engine.write(format.renewal(self.entry))) == {"UpdateItem": 1}
+        assert sent(lambda: engine.do(format.renewal(self.entry))) == {"UpdateItem": 1}
         tokens = [index_item(IndexItem(ItemKey(self.pk, f"~x{i:02}"))) for i in range(30)]
-        assert sent(lambda: engine.batch(puts=tokens)) == {"BatchWriteItem": 2}
-        assert sent(lambda: engine.batch()) == {}
+        assert sent(lambda: engine.do(BatchStep(puts=tokens))) == {"BatchWriteItem": 2}
+        assert sent(lambda: engine.do(BatchStep())) == {}
         delete = format.delete_row(rows[0].key, expired_at_ms=0)
-        assert sent(lambda: engine.apply(delete)) == {"DeleteItem": 1}
+        assert sent(lambda: engine.do(Apply(delete))) == {"DeleteItem": 1}
         assert sent(lambda: reads.index_items(self.pk, ("~x", "~y"), limit=5)) == {"Query": 1}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -100,10 +101,16 @@ def test_a_store_checks_a_namespace_once_then_knows_it() -> None:
     # Another store of the same deployment wrote 16 dimensions there meanwhile (as one of
     # an earlier release could): this store's own puts go on, a search names the mix.
     wide = S3DynamoStore.from_saver(make(index), index=WIDE)
-    wide.vectors.known_dims[wide.space.pk(NS)] = 16
+    assert wide.space._vectors is not None
+    wide.space._vectors.known_dims[wide.space.pk(NS)] = 16
     wide.put(NS, "c", {"text": "jazz"})
     with pytest.raises(VectorDimensionsError, match="holds have 8 and 16"):
         store.search(NS, query="tea")
+
+
+def _unchecked(self: VectorIndex, embedded: object) -> Iterator[None]:
+    """A put's dimensions left unchecked (as before puts were checked): no step."""
+    yield from ()
 
 
 @pytest.mark.parametrize("indexed", [False, True], ids=["items only", "indexed"])
@@ -118,7 +125,7 @@ def test_a_namespace_of_mixed_dimensions_is_named_by_every_search(
     narrow.batch([PutOp(NS, key, value) for key, value in memories(4)])
     if indexed:
         narrow.search(NS, query="tea")
-    monkeypatch.setattr(VectorIndex, "check_puts", lambda self, embedded: None)
+    monkeypatch.setattr(VectorIndex, "check_puts", _unchecked)
     wide = S3DynamoStore.from_saver(make(index, objects), index=WIDE)
     wide.put(NS, "wide", {"text": "tea"})
     monkeypatch.undo()

@@ -235,7 +235,7 @@ def test_what_the_clear_copies_can_still_do(backend: Backend) -> None:
     assert store.get(ADA, "live") is None and store.search(ADA) == []
     assert store.sweep_ttl() == 1
     clock.now += 61
-    entry = store.space.directory.key(BOB)
+    entry = store.space._names.entry_key(BOB)
     raw.set_attributes(store.saver, entry, x=2**62)
     fresh = store_on(backend, {"refresh_on_read": False}, clock)
     assert fresh.list_namespaces() == [BOB]

@@ -27,12 +27,13 @@ from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.aws_names import bucket_problem, region_of, table_problem
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Configured, Control, Deployment
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.kms_keyring import KmsKeyring, kms_context
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk
-from langgraph.checkpoint.s3dynamo.memory.core import Space
+from langgraph.checkpoint.s3dynamo.memory.core import Indexes, Space
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
@@ -222,7 +223,8 @@ def build(
     def apply(write: Write) -> Written:
         # The deployment's records are written through the engine, made below; the
         # constructor sends no request, so none is written before it exists.
-        return engine.apply(write)
+        written: Written = engine.do(Apply(write))
+        return written
 
     def control(pk: str) -> Control:
         return Control(lambda: ports.table, apply, pk)
@@ -285,10 +287,11 @@ def build(
     )
 
 
-def memory_space(parts: Components, space: str) -> Space:
+def memory_space(parts: Components, space: str, indexes: Indexes | None = None) -> Space:
     """A memory space (the Store's items, the node cache's entries) on a saver's table,
-    bucket, keys, naming secret and prefix: on its blob engine."""
-    return Space(space, engine=parts.engine, namer=parts.namer)
+    bucket, keys, naming secret and prefix: on its blob engine; `indexes`: what its
+    searches go through (the Store's)."""
+    return Space(space, engine=parts.engine, namer=parts.namer, indexes=indexes)
 
 
 def with_serde(parts: Components, serde: Callable[[], SerializerProtocol]) -> Components:

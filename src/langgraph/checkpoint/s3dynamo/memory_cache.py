@@ -20,9 +20,8 @@ from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import checked_serde, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
-from langgraph.checkpoint.s3dynamo.memory.core import checked_ttl
+from langgraph.checkpoint.s3dynamo.memory.core import NewItem, checked_ttl
 from langgraph.checkpoint.s3dynamo.settings import FROM_ENV_ARGUMENTS
-from langgraph.checkpoint.s3dynamo.waves import parallel
 
 CACHE_SPACE = "c"
 
@@ -102,17 +101,17 @@ class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):
             return
         # Grouped by namespace: one writer per namespace, namespaces in parallel; every
         # value serialized first, so one the serializer cannot store writes nothing.
-        writes: dict[Namespace, list[tuple[str, tuple[str, bytes], float | None]]] = {}
+        writes: dict[Namespace, list[NewItem]] = {}
         for (ns, key), (value, ttl) in pairs.items():
             where = f"cache entry {key!r} in namespace {tuple(ns)!r}"
             seconds = checked_ttl(ttl, "seconds", where)
             with serializing(where, value):
                 typed = self.serde.dumps_typed(value)
             minutes = None if seconds is None else seconds / 60
-            writes.setdefault(tuple(ns), []).append((key, typed, minutes))
+            writes.setdefault(tuple(ns), []).append(NewItem(key, typed, minutes))
         self._check(write=True)
         with guarded(self._parts.deployment):
-            parallel(lambda nw: self.space.put_many(*nw), list(writes.items()))
+            self.space.put(writes)
 
     @public("cache.clear")
     def clear(self, namespaces: LabelsList = None) -> None:

@@ -48,15 +48,16 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ArgumentTypeError,
     IntegrityError,
     InvalidConfigError,
-    VectorDimensionsError,
 )
 from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
-from langgraph.checkpoint.s3dynamo.memory import format
-from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, checked_ttl
-from langgraph.checkpoint.s3dynamo.memory.rows import IndexItem
-from langgraph.checkpoint.s3dynamo.memory.search import Searcher
-from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
-from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
+from langgraph.checkpoint.s3dynamo.memory.core import (
+    Found,
+    Indexes,
+    Namespace,
+    NewItem,
+    checked_ttl,
+)
+from langgraph.checkpoint.s3dynamo.memory.vector_index import Vectors, placed, queried
 from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
 from langgraph.checkpoint.s3dynamo.memory_boundary import CheckedStore
 from langgraph.checkpoint.s3dynamo.records import ItemKey
@@ -68,7 +69,6 @@ STORE_SPACE = "m"
 # value it then returns.
 BODIES = 1024
 
-Vectors = dict[str, list[float]]
 # The keywords the Store takes itself; the rest are the saver's.
 STORE_OWN = {"the Store's": ("index", "ttl", "filter_fields")}
 
@@ -122,7 +122,6 @@ class S3DynamoStore(CheckedStore):
         self.saver: S3DynamoSaver = arguments.saver_of(saver, saver_options, S3DynamoSaver)
         parts = self.saver.parts
         self._parts = parts
-        self.space = memory_space(parts, STORE_SPACE)
         self.ttl_config = cast("TTLConfig | None", ttl_config)
         self.index_config: dict[str, Any] | None = index_config
         self.embeddings = None
@@ -135,9 +134,8 @@ class S3DynamoStore(CheckedStore):
                 for p in (index_config.get("fields") or ["$"])
             ]
         self._bodies: Lru[tuple[ItemKey, str, int], dict[str, Any]] = Lru(BODIES)
-        self.vectors = VectorIndex(self.space, self._body) if self.embeddings else None
-        self.tokens = FilterTokens(self.space, fields)
-        self.searcher = Searcher(self.space, self._value, self.vectors, self.tokens)
+        indexes = Indexes(fields, self._body, vectors=self.embeddings is not None)
+        self.space = memory_space(parts, STORE_SPACE, indexes)
         self._checked = threading.Event()
 
     @classmethod
@@ -203,10 +201,10 @@ class S3DynamoStore(CheckedStore):
         ops = _validated(ops)
         puts = _last_puts(ops)
         queries = {op.query for op in ops if isinstance(op, SearchOp) and op.query}
-        vectors = _queried(self._embed_queries(queries), self._dims)
+        vectors = queried(self._embed_queries(queries), self._dims)
         texts = self._texts(puts)
         embedded = self.embeddings.embed_documents(list(texts)) if texts and self.embeddings else []
-        return self._run(ops, puts, vectors, _placed(texts, embedded, self._dims))
+        return self._run(ops, puts, vectors, placed(texts, embedded, self._dims))
 
     @public()
     async def abatch(self, ops: StoreOps) -> list[Result]:
@@ -221,10 +219,10 @@ class S3DynamoStore(CheckedStore):
         embedded = (
             await self.embeddings.aembed_documents(list(texts)) if texts and self.embeddings else []
         )
-        placed = _placed(texts, embedded, self._dims)
-        _queried(vectors, self._dims)
+        found = placed(texts, embedded, self._dims)
+        queried(vectors, self._dims)
         return await executor.run(
-            self._parts.settings.async_workers, self._run, ops, puts, vectors, placed
+            self._parts.settings.async_workers, self._run, ops, puts, vectors, found
         )
 
     # ------------------------------------------------------------ execution
@@ -239,11 +237,10 @@ class S3DynamoStore(CheckedStore):
     ) -> list[Result]:
         # Every value serialized before the first request: a value the serializer cannot
         # store is refused naming its item, and nothing of the batch is written.
-        bodies = self._bodies_of(puts, embedded)
+        writes, deletes = self._writes_of(puts, embedded)
         self._check(write=bool(puts))
         with guarded(self._parts.deployment):
-            if self.vectors is not None and embedded:
-                self.vectors.check_puts(embedded)
+            self.space.check_dimensions(embedded)
             results: list[Result] = [None] * len(ops)
             # Reads see the store as it was before this batch's writes, as InMemoryStore's do.
             gets = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
@@ -261,9 +258,10 @@ class S3DynamoStore(CheckedStore):
                     results[i] = self._search(other, vectors)
                 elif isinstance(other, ListNamespacesOp):
                     if listed is None:
-                        listed = self.space.directory.listed(self.space.now_ms)
+                        listed = self.space.list_namespaces()
                     results[i] = _list_namespaces(other, listed)
-            self._write(puts, bodies, embedded)
+            self.space.put(writes)
+            self.space.delete(deletes)
         return results
 
     def _check(self, *, write: bool) -> None:
@@ -274,76 +272,30 @@ class S3DynamoStore(CheckedStore):
             if write or self._parts.deployment.state == "ok":
                 self._checked.set()
 
-    def _bodies_of(
+    def _writes_of(
         self,
         puts: dict[tuple[Namespace, str], PutOp],
         embedded: dict[tuple[Namespace, str], Vectors],
-    ) -> dict[tuple[Namespace, str], tuple[str, bytes]]:
-        """Each put's payload, serialized: its value and its vectors (kept in the item
-        too, so the index can be rebuilt from items)."""
+    ) -> tuple[dict[Namespace, list[NewItem]], dict[Namespace, list[str]]]:
+        """The items the puts write, by namespace, each payload serialized: its value and
+        its vectors (kept in the item too, so the index can be rebuilt from items); and
+        the keys the puts of None delete, by namespace."""
         serde = self._parts.codec.serde()
-        out = {}
-        for (ns, key), op in puts.items():
-            if op.value is None:
-                continue
-            vecs = embedded.get((ns, key), {})
-            body = {
-                "value": op.value,
-                "vectors": {p: to_payload(encode(v)) for p, v in vecs.items()},
-            }
-            with serializing(f"store item {key!r} in namespace {ns!r}", op.value):
-                out[(ns, key)] = serde.dumps_typed(body)
-        return out
-
-    def _write(
-        self,
-        puts: dict[tuple[Namespace, str], PutOp],
-        bodies: dict[tuple[Namespace, str], tuple[str, bytes]],
-        embedded: dict[tuple[Namespace, str], Vectors],
-    ) -> None:
-        if not puts:
-            return
-        # Puts grouped by namespace: one writer per namespace, namespaces in parallel.
-        writes: dict[Namespace, list[tuple[str, PutOp]]] = defaultdict(list)
+        writes: dict[Namespace, list[NewItem]] = defaultdict(list)
         deletes: dict[Namespace, list[str]] = defaultdict(list)
         for (ns, key), op in puts.items():
             if op.value is None:
                 deletes[ns].append(key)
-            else:
-                writes[ns].append((key, op))
-
-        def put(ns: Namespace) -> None:
-            items = writes[ns]
-            batch = self.space.prepare(ns, [(key, bodies[(ns, key)], op.ttl) for key, op in items])
-            before: list[IndexItem] = self.tokens.entries(batch, [op.value for _, op in items])
-            if self.vectors is not None:
-                entry = self.vectors.log_entry(batch, [embedded.get((ns, k), {}) for k, _ in items])
-                before += [entry] if entry is not None else []
-            replaced = self.space.write(batch, before)
-            if self.tokens.fields:
-                # The tokens of values replaced (inline ones: no request to open them).
-                old = [(ns, r) for r in replaced if r is not None and r.blob is not None]
-                opened = [(f, self._value(f)) for f in self.space.open(old)]
-                self.tokens.delete(self.tokens.stale(ns, opened, before))
-
-        def delete(ns: Namespace) -> None:
-            gone = [old for key in deletes[ns] if (old := self.space.delete(ns, key)) is not None]
-            if not gone:
-                return
-            stale: list[ItemKey] = []
-            if self.tokens.fields:
-                # The tokens of values deleted (inline ones: no request to open them).
-                opened = self.space.open([(ns, r) for r in gone if r.blob is not None])
-                stale = self.tokens.stale(ns, [(f, self._value(f)) for f in opened], [])
-            indexed = [self.space.pk(ns)] if self.vectors else []
-            s = self.space
-            left = format.gone(
-                gone, stale, indexed=indexed, at_ms=s.now_ms(), sealer=s.sealer, space=s.space
-            )
-            s.forget(left)
-
-        parallel(put, list(writes))
-        parallel(delete, list(deletes))
+                continue
+            vectors = embedded.get((ns, key), {})
+            body = {
+                "value": op.value,
+                "vectors": {p: to_payload(encode(v)) for p, v in vectors.items()},
+            }
+            with serializing(f"store item {key!r} in namespace {ns!r}", op.value):
+                typed = serde.dumps_typed(body)
+            writes[ns].append(NewItem(key, typed, op.ttl, op.value, vectors))
+        return writes, deletes
 
     # ------------------------------------------------------------ reading
 
@@ -375,7 +327,7 @@ class S3DynamoStore(CheckedStore):
 
     def _search(self, op: SearchOp, vectors: dict[str, list[float]]) -> list[SearchItem]:
         query = vectors.get(op.query) if op.query else None
-        hits = self.searcher.search(
+        hits = self.space.search(
             tuple(op.namespace_prefix),
             query=query,
             filter=op.filter,
@@ -475,40 +427,6 @@ def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
             f"{name}['sweep_interval_minutes']", ttl["sweep_interval_minutes"], unit="minutes"
         )
     return ttl
-
-
-def _placed(
-    texts: dict[str, list[tuple[Namespace, str, str]]],
-    embedded: list[list[float]],
-    dims: int | None,
-) -> dict[tuple[Namespace, str], Vectors]:
-    """Each put's vectors by path, from one embedding per distinct text (a text two items
-    or paths share is embedded once and goes to each); refused, before anything is
-    written, unless there is one per text of the IndexConfig's `dims`."""
-    if len(texts) != len(embedded):
-        raise InvalidConfigError(
-            f"the embedding function returned {len(embedded)} vectors for {len(texts)} "
-            "distinct texts; expected one per text, in order"
-        )
-    out: dict[tuple[Namespace, str], Vectors] = defaultdict(dict)
-    for places, vector in zip(texts.values(), embedded, strict=True):
-        if dims is not None and len(vector) != dims:
-            ns, key, path = places[0]
-            subject = f"store item {key!r} in namespace {ns!r}, its field {path!r}"
-            raise VectorDimensionsError(subject, len(vector), [dims])
-        for ns, key, path in places:
-            out[(ns, key)][path] = [float(x) for x in vector]
-    return out
-
-
-def _queried(vectors: dict[str, list[float]], dims: int | None) -> dict[str, list[float]]:
-    """The queries' embeddings, refused before any request unless of the IndexConfig's
-    `dims`."""
-    for query, vector in vectors.items():
-        if dims is not None and len(vector) != dims:
-            shown = query if len(query) <= 60 else query[:57] + "..."
-            raise VectorDimensionsError(f"the query {shown!r}", len(vector), [dims])
-    return vectors
 
 
 def _last_puts(ops: Sequence[Op]) -> dict[tuple[Namespace, str], PutOp]:

@@ -19,8 +19,10 @@ docs/RELIABILITY.md, "Garbage collection: the upload journal").
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -37,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     DeleteObjects,
     Emit,
     Fetch,
+    Get,
     GetMany,
     ListObjects,
     NameOrphans,
@@ -53,10 +56,15 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 __all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "Steps", "WritePlan"]
 
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 
 # Bytes of decoded objects kept (`BlobEngine.opened`): a 10,000-vector segment of 256
 # dimensions takes about 13 MB decoded.
 OPENED_BYTES = 64 << 20
+
+# What processes keep per table adapter (`BlobEngine.shared`), gone with the adapter.
+_SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
+_SHARED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -159,7 +167,7 @@ class BlobEngine:
 
     def do(self, step: object) -> Any:
         """One step: one request, or one wave of requests of one kind."""
-        table = self.ports.table if isinstance(step, (Query, Scan, GetMany)) else None
+        table = self.ports.table if isinstance(step, (Query, Scan, Get, GetMany)) else None
         if isinstance(step, Query):
             assert table is not None
             return table.query(
@@ -170,8 +178,12 @@ class BlobEngine:
                 limit=step.limit,
                 cursor=step.cursor,
                 consistent=step.consistent,
+                filter=step.filter,
                 attributes=step.attributes,
             )
+        if isinstance(step, Get):
+            assert table is not None
+            return table.get(step.key, consistent=step.consistent)
         if isinstance(step, Scan):
             assert table is not None
             return table.scan(
@@ -185,13 +197,13 @@ class BlobEngine:
             assert table is not None
             return table.get_many(step.keys, consistent=step.consistent) if step.keys else []
         if isinstance(step, Batch):
-            return self.batch(step.puts, step.deletes)
+            return self._batch(step.puts, step.deletes)
         if isinstance(step, Apply):
-            return self.apply(
+            return self._apply(
                 step.write, returning=step.returning, found_on_refusal=step.found_on_refusal
             )
         if isinstance(step, WritePlan):
-            return self.write(step)
+            return self._write(step)
         if isinstance(step, ListObjects):
             return self.objects.list_owner(step.owner)
         if isinstance(step, DeleteObjects):
@@ -205,6 +217,16 @@ class BlobEngine:
             return parallel(self.run, step.protocols)
         raise TypeError(f"not a step the blob engine runs: {step!r}")
 
+    def shared(self, key: Hashable, make: Callable[[], _T]) -> _T:
+        """What this process keeps of the table rather than of one engine (what it knows
+        of a memory space: `memory/recent.py`): made on first use, shared by every
+        engine on the same table adapter, and gone with the adapter."""
+        with _SHARED_LOCK:
+            per_table = _SHARED.setdefault(self.ports.table, {})
+            if key not in per_table:
+                per_table[key] = make()
+            return per_table[key]  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------ placing
 
     def item_size(self, item: Item) -> int:
@@ -217,7 +239,7 @@ class BlobEngine:
 
     # ------------------------------------------------------------ writing
 
-    def write(self, plan: WritePlan) -> list[Written]:
+    def _write(self, plan: WritePlan) -> list[Written]:
         """Run a plan: an intent naming what it will orphan (if anything), its upload
         intent (only when it uploads), one wave of uploads and overwrites, the commit,
         then the upload intent's delete (unless the commit carried it). A failure stops
@@ -252,7 +274,7 @@ class BlobEngine:
             table.transact(writes)
         return [Written(True)] * len(plan.writes), closes
 
-    def apply(
+    def _apply(
         self,
         write: Write,
         *,
@@ -264,7 +286,7 @@ class BlobEngine:
         is an answer (`Written.applied`)."""
         return self.ports.table.write(write, returning=returning, found_on_refusal=found_on_refusal)
 
-    def batch(self, puts: Sequence[Item] = (), deletes: Sequence[ItemKey] = ()) -> None:
+    def _batch(self, puts: Sequence[Item] = (), deletes: Sequence[ItemKey] = ()) -> None:
         """Items written whole and deleted, unconditionally, in full batches (records of
         a copy or an import, records and control items deleted behind marks)."""
         if puts or deletes:

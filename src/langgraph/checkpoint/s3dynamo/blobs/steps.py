@@ -37,6 +37,16 @@ class Query:
     cursor: Item | None = None
     consistent: bool = False
     attributes: Sequence[str] | None = None
+    # Kept of what `limit` read, by the table (a page may come back empty with a cursor).
+    filter: When | None = None
+
+
+@dataclass(frozen=True)
+class Get:
+    """One item by key, or None (one GetItem)."""
+
+    key: ItemKey
+    consistent: bool = True
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,12 @@ def keys_of(partition: str, **query: Any) -> Steps[list[ItemKey]]:
     """Keys of every item of a Query (nothing else read)."""
     items = yield from every_item(partition, attributes=(), **query)
     return [key_of(i) for i in items]
+
+
+def one(step: object) -> Steps[Any]:
+    """A protocol of one step, answering what the step answers (one request of a wave
+    that `each` sends)."""
+    return (yield step)
 
 
 def each(protocols: Sequence[Steps[_R]]) -> Steps[list[_R]]:

@@ -26,15 +26,13 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
 
-from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, padded
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Steps, each
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK, directory_pk
-from langgraph.checkpoint.s3dynamo.memory import format
+from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, ns_text
-from langgraph.checkpoint.s3dynamo.memory.reads import Reads
+from langgraph.checkpoint.s3dynamo.memory.names import Names
 from langgraph.checkpoint.s3dynamo.memory.recent import (
     DROP_MARGIN_SECONDS,
     LEASE_SECONDS,
@@ -50,32 +48,11 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     Namespace,
     row_from,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import ItemKey
-from langgraph.checkpoint.s3dynamo.waves import parallel
-
-
-class Space(Protocol):
-    """What the directory needs of its memory space (`memory.core.Space`)."""
-
-    space: str
-    prefix: str
-    namer: Namer
-    sealer: Sealer
-    engine: BlobEngine
-    reads: Reads
-    clock: Callable[[], float]
-
-    @property
-    def state(self) -> SpaceState: ...
-    def pk(self, namespace: Namespace) -> str: ...
-
+from langgraph.checkpoint.s3dynamo.table import Written
 
 # Payload type tag of a sealed namespace tuple (directory entries).
 NAMESPACE_TYPE = "json"
-# Spaces searched by namespace prefix, whose ancestors' partitions carry descendants
-# marks: the Store; the node cache reads exact namespaces only.
-PREFIX_SEARCHED = frozenset({"m"})
 # A lease taken from an entry read (not renewed) by this process ends this much earlier
 # than the renewal's: the read may be a replica's, a little behind.
 READ_LEASE_SLACK = 30
@@ -86,112 +63,108 @@ def expiry_of(row: MemoryRow) -> int:
 
 
 class Directory:
-    """The directory of one space (module docstring)."""
+    """The directory of one space (module docstring). Each read and write is a protocol
+    (`blobs/steps.py`); `state` is what this process knows of the space, `clock` its
+    time in seconds."""
 
-    def __init__(self, space: Space) -> None:
-        self.space = space
+    def __init__(
+        self,
+        names: Names,
+        sealer: Sealer,
+        state: Callable[[], SpaceState],
+        clock: Callable[[], float],
+    ) -> None:
+        self.names = names
+        self.sealer = sealer
+        self.state = state
+        self.clock = clock
 
     def key(self, namespace: Namespace) -> ItemKey:
-        s = self.space
-        name = s.namer.memory_namespace(s.space, namespace)
-        return ItemKey(directory_pk(s.prefix, s.space), name)
+        return self.names.entry_key(namespace)
 
     def aad(self, sk: str) -> bytes:
-        return format.entry_aad(self.space.space, sk)
+        return format.entry_aad(self.names.space, sk)
 
     # ------------------------------------------------------------ marks
-
-    def ancestor_marks(self, namespace: Namespace) -> list[ItemKey]:
-        """The descendants marks a namespace's entry needs: one in the partition of
-        each of its ancestors (none in the node cache)."""
-        if self.space.space not in PREFIX_SEARCHED:
-            return []
-        return [
-            ItemKey(self.space.pk(namespace[:i]), DESCENDANTS_SK) for i in range(1, len(namespace))
-        ]
 
     def unwritten_marks(self, namespace: Namespace) -> list[ItemKey]:
         # Refused before anything is written: the marks go in one transaction with the
         # entry and at least one item.
-        marks = self.ancestor_marks(namespace)
+        marks = self.names.ancestor_marks(namespace)
         if len(marks) > MEMORY_PUT_MAX - 1:
             raise ValueError(
                 f"namespace of {len(namespace)} levels: at most {MEMORY_PUT_MAX} levels are "
                 "supported (a put marks each level above it in one transaction); use a "
                 "shallower namespace"
             )
-        unmarked = set(self.space.state.unmarked(k.pk for k in marks))
+        unmarked = set(self.state().unmarked(k.pk for k in marks))
         return [k for k in marks if k.pk in unmarked]
 
     def marks_exist(self, namespaces: Iterable[Namespace]) -> None:
         # A namespace with an item has a directory entry, and an entry is written with its
         # ancestors' marks, which nothing removes: this process need not write them again.
-        self.space.state.marked(k.pk for ns in set(namespaces) for k in self.ancestor_marks(ns))
+        marks = (k.pk for ns in set(namespaces) for k in self.names.ancestor_marks(ns))
+        self.state().marked(marks)
 
     # ------------------------------------------------------------ writing items
 
     def commit(
         self, batch: Batch, indexes: Sequence[IndexItem], marks: list[ItemKey], now: float
-    ) -> list[MemoryRow | None]:
+    ) -> Steps[list[MemoryRow | None]]:
         """Write a namespace's items (after `indexes`, the search entries they need): alone
         while this process holds a lease on its entry (taking one from a read of the
         entry when it holds none and the entry was renewed lately), else with the entry
         renewed, in one transaction per `MEMORY_PUT_MAX` items (`format.put`); one put of
         the process at a time reads or renews an entry, the others wait for its lease.
         The items replaced, where known."""
-        s, ek = self.space, self.key(batch.namespace)
-        state = s.state
+        ek, state = self.key(batch.namespace), self.state()
         lease_end = state.lease_end(ek.sk)
         if now >= lease_end:
             with state.renewing(ek.sk):
                 lease_end = state.lease_end(ek.sk)  # another put may have renewed it
                 if now >= lease_end:
-                    lease_end = self._lease_from_read(batch.namespace, ek, now)
+                    lease_end = yield from self._lease_from_read(batch.namespace, ek, now)
                 if now >= lease_end:
                     entry = self._entry(batch.namespace, ek, batch.rows)
                     for plan in format.put(batch, entry=entry, marks=marks, indexes=indexes):
-                        s.engine.write(plan)
+                        yield plan
                     self._renewed(entry, marks)
                     return [None] * len(batch.rows)
         (plan,) = format.put(batch, indexes=indexes)
-        replaced = [None if w.item is None else row_from(w.item) for w in s.engine.write(plan)]
-        if s.clock() >= lease_end:
+        written: list[Written] = yield plan
+        replaced = [None if w.item is None else row_from(w.item) for w in written]
+        if self.clock() >= lease_end:
             # The lease ran out while the items were written: they may have landed
             # after it, so the entry is renewed as if there had been none.
-            self.renew(batch.namespace, marks)
-        self._shortened(ek, batch.rows, replaced)
+            yield from self.renew(batch.namespace, marks)
+        if any(
+            old is not None and expiry_of(new) < expiry_of(old)
+            for new, old in zip(batch.rows, replaced, strict=True)
+        ):
+            # An item that now expires sooner than it did may have been what the entry's
+            # liveness bound stood on: the bound becomes unknown (a listing checks it).
+            yield Apply(format.bound(ek, None))
         return replaced
 
-    def _lease_from_read(self, namespace: Namespace, ek: ItemKey, now: float) -> float:
+    def _lease_from_read(self, namespace: Namespace, ek: ItemKey, now: float) -> Steps[float]:
         """A process's first put into a namespace it has not renewed: one eventually
         consistent read of the entry. Renewed lately and not emptied, it gives a lease
         (a read's ends `READ_LEASE_SLACK` early) and its ancestors' marks exist."""
-        entry = self.space.reads.entry(ek, consistent=False)
+        entry = yield from reads.entry(ek, consistent=False)
         if entry is None or entry.emptied:
             return 0.0
         end = entry.renewed + LEASE_SECONDS - READ_LEASE_SLACK
         if now >= end:
             return 0.0
-        self.space.state.lease(ek.sk, end)
+        self.state().lease(ek.sk, end)
         self.marks_exist([namespace])
         return end
 
-    def _shortened(
-        self, ek: ItemKey, rows: Sequence[MemoryRow], replaced: Sequence[MemoryRow | None]
-    ) -> None:
-        # An item that now expires sooner than it did may have been what the entry's
-        # liveness bound stood on: the bound becomes unknown (a listing checks it).
-        if any(
-            old is not None and expiry_of(new) < expiry_of(old)
-            for new, old in zip(rows, replaced, strict=True)
-        ):
-            self.space.engine.apply(format.bound(ek, None))
-
-    def renew(self, namespace: Namespace, marks: Sequence[ItemKey] = ()) -> None:
+    def renew(self, namespace: Namespace, marks: Sequence[ItemKey] = ()) -> Steps[None]:
         """Renew a namespace's directory entry alone (its liveness bound left as it is),
         with the descendants `marks` in the same request."""
         entry = self._entry(namespace, self.key(namespace), None)
-        self.space.engine.write(format.renewal(entry, marks))
+        yield format.renewal(entry, marks)
         self._renewed(entry, marks)
 
     def _entry(
@@ -199,14 +172,13 @@ class Directory:
     ) -> DirectoryEntry:
         # A new generation, renewed now; its liveness bound is the latest expiry of the
         # items written with it (none without).
-        s = self.space
         text = padded(ns_text(namespace).encode())  # its size: the length to a power of two
-        sealed_ns = s.sealer.seal(NAMESPACE_TYPE, text, self.aad(ek.sk), compress=False)
+        sealed_ns = self.sealer.seal(NAMESPACE_TYPE, text, self.aad(ek.sk), compress=False)
         bound = max((expiry_of(r) for r in rows), default=None) if rows else None
-        return DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(s.clock()), False, bound)
+        return DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(self.clock()), False, bound)
 
     def _renewed(self, entry: DirectoryEntry, marks: Sequence[ItemKey]) -> None:
-        state = self.space.state
+        state = self.state()
         state.marked(k.pk for k in marks)
         state.saw(entry)
         state.wrote(entry.key, fingerprint(entry))
@@ -219,48 +191,46 @@ class Directory:
         pk: str,
         now: float | None = None,
         deleted: MemoryRow | None = None,
-    ) -> int:
+    ) -> Steps[int]:
         """Bring an entry in line with its namespace: marked emptied if it has no live
         item, dropped if it has no item at all and no lease on it can still be running,
         unmarked if it has live ones (whose bound is made unknown when `deleted`, the item
         just deleted, may have been what it stood on). Each step is conditional on the
         generation read before the checks, so a renewal since wins. 1 if dropped."""
-        s = self.space
-        state = s.state
+        state = self.state()
         # The time is read before the checks: a drop needs a check made after every lease
         # on the entry ended.
-        now = s.clock() if now is None else now
-        if s.reads.has_live(pk, int(now * 1000)):
-            if entry.emptied and s.engine.apply(format.mark_entry(entry, False)).applied:
+        now = self.clock() if now is None else now
+        if (yield from reads.has_live(pk, int(now * 1000))):
+            if entry.emptied and (yield Apply(format.mark_entry(entry, False))).applied:
                 state.wrote(entry.key, fingerprint(entry._replace(emptied=False)))
             bound = entry.live_until_ms
             if deleted is not None and bound is not None and expiry_of(deleted) >= bound:
-                s.engine.apply(format.bound(entry.key, None))
+                yield Apply(format.bound(entry.key, None))
             return 0
         state.forget(entry.key.sk)
-        empty = not s.reads.items(pk, limit=1, consistent=True)
+        empty = not (yield from reads.items(pk, limit=1, consistent=True))
         if empty and now > entry.renewed + LEASE_SECONDS + DROP_MARGIN_SECONDS:
-            if s.engine.apply(format.drop_entry(entry)).applied:
+            if (yield Apply(format.drop_entry(entry))).applied:
                 state.wrote(entry.key, None)
                 return 1
-        elif not entry.emptied and s.engine.apply(format.mark_entry(entry, True)).applied:
+        elif not entry.emptied and (yield Apply(format.mark_entry(entry, True))).applied:
             state.wrote(entry.key, fingerprint(entry._replace(emptied=True)))
         return 0
 
     # ------------------------------------------------------------ reading
 
-    def entries(self) -> list[tuple[Namespace, DirectoryEntry]]:
+    def entries(self) -> Steps[list[tuple[Namespace, DirectoryEntry]]]:
         """Every namespace in the directory, opened (one Query, paged, eventually
         consistent; again consistently if it misses this process's own changes)."""
-        s = self.space
-        pk = directory_pk(s.prefix, s.space)
-        found = s.reads.entries(pk)
-        if s.state.stale(found, s.state.written_in(pk)):
-            found = s.reads.entries(pk, consistent=True)
+        pk, state = self.names.directory, self.state()
+        found = yield from reads.entries(pk)
+        if state.stale(found, state.written_in(pk)):
+            found = yield from reads.entries(pk, consistent=True)
         out = []
         for entry in found:
             namespace = self.namespace_of(entry)
-            s.state.saw(entry)
+            state.saw(entry)
             out.append((namespace, entry))
         self.marks_exist(ns for ns, _ in out)
         return out
@@ -268,21 +238,21 @@ class Directory:
     def namespace_of(self, entry: DirectoryEntry) -> Namespace:
         """The namespace an entry names, opened; one altered or moved to another entry is
         an `IntegrityError`."""
-        s = self.space
-        what = f"{'store' if s.space == 'm' else 'cache'} directory entry {entry.key.sk!r}"
-        _typ, data = s.sealer.open(entry.blob, self.aad(entry.key.sk), what)
+        space = self.names.space
+        what = f"{'store' if space == 'm' else 'cache'} directory entry {entry.key.sk!r}"
+        _typ, data = self.sealer.open(entry.blob, self.aad(entry.key.sk), what)
         namespace = tuple(json.loads(data))
-        if s.namer.memory_namespace(s.space, namespace) != entry.key.sk:
+        if self.names.namer.memory_namespace(space, namespace) != entry.key.sk:
             raise IntegrityError(f"{what}: it names another namespace; it was moved")
         return namespace
 
-    def listed(self, now_ms: Callable[[], int]) -> list[Namespace]:
+    def listed(self, now_ms: Callable[[], int]) -> Steps[list[Namespace]]:
         """The namespaces that have a live item: those whose entry's bound lies ahead,
         and, checked with one Query each in one wave, the rest (bound passed or unknown,
         or emptied by a delete)."""
-        found = self.entries()
+        found = yield from self.entries()
         at = now_ms()
         sure = [ns for ns, e in found if not e.emptied and (e.live_until_ms or 0) > at]
         doubt = [ns for ns, e in found if e.emptied or (e.live_until_ms or 0) <= at]
-        live = parallel(lambda ns: self.space.reads.has_live(self.space.pk(ns), at), doubt)
+        live = yield from each([reads.has_live(self.names.pk(ns), at) for ns in doubt])
         return sure + [ns for ns, ok in zip(doubt, live, strict=True) if ok]

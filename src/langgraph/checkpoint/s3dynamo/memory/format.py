@@ -3,19 +3,19 @@ removes, and which state of the item it holds on; the conditions its reads filte
 what each sealed blob is bound to; and the plans the blob engine writes whole
 (`blobs.WritePlan`): a put, with or without its namespace's directory entry, a renewal,
 a compaction of a vector log, what an item's deletion leaves to clean (its objects, its
-filter tokens, tombstones in its namespace's vector log: `gone`), and a re-seal under the
-active key (`resealed`).
+filter tokens, tombstones in its namespace's vector log: `gone`), and a blob re-sealed
+under the active key (`reseal`; which blobs: `sealed.py`).
 
 Pure: each function takes what was read and returns what to write, in the table's
 vocabulary (`table.py`); the items are `rows.py`'s, their keys `layout.py`'s. The memory
-parts (`core.py`, `directory.py`, `vector_index.py`, `tokens.py`) and maintenance
-(`ops/memory.py`) hand what these return to the engine. Why the directory's steps are
+parts' protocols (`items.py`, `writes.py`, `directory.py`, `vector_index.py`, `tokens.py`)
+yield what these return to the engine. Why the directory's steps are
 conditional on the generation: docs/RELIABILITY.md, "The Store's namespace directory"."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     ITEM_SK_RANGE,
     MANIFEST_SK,
     SEARCH_SK_RANGE,
+    TOKEN_MARK,
     is_log_sk,
     log_sk,
     log_time,
@@ -39,7 +40,6 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     ENTRY_LIVE,
     ENTRY_NS,
     ENTRY_RENEWED,
-    INDEX_BLOB,
     INDEX_GENERATION,
     ROW_BLOB,
     ROW_CREATED,
@@ -69,7 +69,6 @@ from langgraph.checkpoint.s3dynamo.table import (
     Update,
     Value,
     When,
-    Write,
     both,
     either,
     eq,
@@ -91,6 +90,9 @@ ITEMS = Between(SORT_KEY, *ITEM_SK_RANGE)
 ITEMS_AND_MARK = Between(SORT_KEY, *SEARCH_SK_RANGE)
 # Items a liveness check reads a page: most are live, so one page usually answers.
 LIVE_PAGE = 25
+# A Store namespace's search indexes an item's deletion may leave entries in: its vector
+# manifest and log, and its filter tokens (whose ranges end below U+FFFF).
+INDEXES = (MANIFEST_SK, TOKEN_MARK + "\uffff")
 
 
 def within(bounds: tuple[str, str]) -> When:
@@ -462,77 +464,3 @@ def reseal(key: ItemKey, old: bytes, new: bytes, attribute: str | None = None) -
         scope = memory_scope(key.pk)
         attribute = ENTRY_NS if scope is not None and scope[2] is None else ROW_BLOB
     return Update(key, set={attribute: new}, when=eq(attribute, old))
-
-
-@dataclass
-class Stored:
-    """What a re-seal read of one namespace of `space` (partition `pk`): its directory
-    entry, its items, its vector index's manifest and log (`index`), and the bodies of
-    objects (items' large values, segments) by object key."""
-
-    space: str
-    namespace: Namespace
-    pk: str
-    entry: DirectoryEntry | None = None
-    rows: Sequence[MemoryRow] = ()
-    index: Sequence[IndexItem] = ()
-    objects: Mapping[str, bytes] = field(default_factory=dict)
-
-
-def resealed(stored: Stored, sealer: Sealer) -> Plan:
-    """Every blob of `stored` not sealed under the active key, sealed again under it, bound
-    to what it was: objects overwritten in place (same name, same value), blobs of items
-    replaced each while unchanged (`reseal`), each write one request."""
-    active = sealer.keyring.active if sealer.keyring else None
-    writes: list[Write] = []
-    overwrites: list[tuple[str, bytes]] = []
-    for at, attribute, blob, aad, what in sealed_blobs(stored):
-        if sealer.key_id_of(blob) == active:
-            continue
-        typ, data = sealer.open(blob, aad, what)
-        new = sealer.seal(typ, data, aad, compress=sealer.compressed(blob))
-        if isinstance(at, str):
-            overwrites.append((at, new))
-        else:
-            writes.append(reseal(at, blob, new, attribute))
-    return WritePlan(stored.pk, overwrites=overwrites, writes=writes, each=True)
-
-
-# Where a sealed blob is (an item's key, or an object's), its attribute (None for an
-# object), the blob, what it is bound to, and what it is, as errors name it.
-Located = tuple[ItemKey | str, str | None, bytes, bytes, str]
-
-
-def sealed_blobs(stored: Stored) -> Iterator[Located]:
-    """Each sealed blob of `stored`, and what it is bound to: what re-encryption re-seals
-    and verification opens."""
-    space, ns, pk = stored.space, stored.namespace, stored.pk
-    if stored.entry is not None:
-        entry = stored.entry
-        label = f"directory entry of {ns!r}"
-        yield entry.key, ENTRY_NS, entry.blob, entry_aad(space, entry.key.sk), label
-    for row in stored.rows:
-        aad = item_aad(space, ns, row.key.sk)
-        if row.blob is not None:
-            yield row.key, ROW_BLOB, row.blob, aad, f"item {row.key.sk!r} of {ns!r}"
-        elif row.leaf and (key := object_key(pk, row.leaf)) in stored.objects:
-            yield key, None, stored.objects[key], aad, f"item of {ns!r}"
-        for attribute, blob, what in (
-            (ROW_CREATED_SEAL, row.created_seal, "created"),
-            (ROW_REFRESH_SEAL, row.refresh_seal, "refreshed"),
-        ):
-            if blob is not None:
-                label = f"{what} stamp of {row.key.sk!r} in {ns!r}"
-                yield row.key, attribute, blob, stamp_aad(space, ns, row.key.sk, what), label
-    for item in stored.index:
-        what = "manifest" if item.key.sk == MANIFEST_SK else "log"
-        if item.blob is not None and tombstone_of(item) is not None:
-            label = f"vector log tombstone {item.key.sk!r} of namespace {ns!r}"
-            yield item.key, INDEX_BLOB, item.blob, tombstone_aad(space, *item.key), label
-        elif item.blob is not None:
-            label = f"vector {what} {item.key.sk!r} of namespace {ns!r}"
-            yield item.key, INDEX_BLOB, item.blob, vector_aad(space, ns, what, item.key.sk), label
-        for leaf in sorted(item.leaves):
-            if (key := object_key(pk, leaf)) in stored.objects:
-                label = f"vector segment {leaf!r} of namespace {ns!r}"
-                yield key, None, stored.objects[key], vector_aad(space, ns, "segment", leaf), label

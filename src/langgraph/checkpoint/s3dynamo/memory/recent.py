@@ -1,10 +1,10 @@
 """What this process knows about one memory space, shared by every `Space` on the same
-table adapter: leases on namespaces' directory entries (a put into a namespace it holds
-a lease on writes the item alone), the descendants marks it wrote or knows exist (never
-deleted, so written at most once per process), the expiries of items it read or wrote (a
-refresh it knows to be due is one request), and its own recent writes (an eventually
-consistent read that misses one is read again consistently, so a process reads its own
-writes).
+table adapter (`BlobEngine.shared`): leases on namespaces' directory entries (a put into
+a namespace it holds a lease on writes the item alone), the descendants marks it wrote or
+knows exist (never deleted, so written at most once per process), the expiries of items
+it read or wrote (a refresh it knows to be due is one request), and its own recent
+writes (an eventually consistent read that misses one is read again consistently, so a
+process reads its own writes).
 The safety argument is in docs/RELIABILITY.md ("The Store's namespace directory").
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -162,16 +161,3 @@ class SpaceState:
         """The keys of a partition this process wrote (recently)."""
         with self._lock:
             return list(self._by_pk.get(pk, ()))
-
-
-_STATES: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], SpaceState]] = (
-    weakref.WeakKeyDictionary()
-)
-_STATES_LOCK = threading.Lock()
-
-
-def space_state(table: Any, prefix: str, space: str) -> SpaceState:
-    """The state of a space on this table adapter; it goes with the adapter."""
-    with _STATES_LOCK:
-        per_table = _STATES.setdefault(table, {})
-        return per_table.setdefault((prefix, space), SpaceState())

@@ -2,7 +2,8 @@
 it (`table.py`): a Store item or node-cache entry (`MemoryRow`) and what its sealed
 payload says besides its value (`Header`), an entry of a space's namespace directory
 (`DirectoryEntry`), and an item of a Store namespace's search indexes (`IndexItem`); and
-the items of one put, sealed and placed (`Batch`). Pure: no I/O.
+the items of one put, sealed and placed (`Batch`), and an item read back and opened
+(`Found`). Pure: no I/O.
 Where each lives is `layout.py`'s business; the writes and their conditions are
 `format.py`'s. Attributes: docs/ARCHITECTURE.md, "Long-term memory", and docs/FORMAT.md,
 which also says what the earlier layouts stored."""
@@ -98,7 +99,7 @@ class IndexItem(NamedTuple):
 
 @dataclass
 class Batch:
-    """Items of one namespace sealed and placed for a put (`core.Space.prepare`): the rows,
+    """Items of one namespace sealed and placed for a put (`items.Items.prepare`): the rows,
     the objects they reference (object key, sealed body), and each item's key and version,
     which the search indexes name; `at_ms` stamps them."""
 
@@ -109,6 +110,27 @@ class Batch:
     versions: list[str] = field(default_factory=list)
     uploads: list[tuple[str, bytes]] = field(default_factory=list)
     at_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Found:
+    """An item read back and opened; `version` is "" for an item of the first layouts.
+    Its times are what a reader honours: sealed (its payload's header and stamps), or,
+    for an item whose payload predates sealed times, the clear copies (docs/FORMAT.md)."""
+
+    namespace: Namespace
+    key: str
+    typed: tuple[str, bytes]
+    row: MemoryRow
+    version: str = ""
+    created_ms: int = 0
+    updated_ms: int = 0
+    expires_ms: int | None = None
+    ttl_minutes: float | None = None
+
+    def live(self, now_ms: int) -> bool:
+        """Not expired at `now_ms`, by its sealed expiry."""
+        return self.expires_ms is None or self.expires_ms > now_ms
 
 
 # ------------------------------------------------------------------ as items

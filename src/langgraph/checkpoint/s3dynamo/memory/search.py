@@ -13,6 +13,9 @@ items those are, and from what the namespaces hold only where none can.
 
 Namespaces below a prefix are searched too: its partition's descendants mark (read with
 the index in the same Query) sends the search to the directory.
+
+A search runs the protocols of the space's parts one after the other (`run`): which to
+read next depends on what the last one found, down to each page of a value's tokens.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ from typing import Any, NamedTuple
 
 from langgraph.store.memory import _compare_values
 
+from langgraph.checkpoint.s3dynamo.blobs.steps import Steps, each
 from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
-from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, Space
+from langgraph.checkpoint.s3dynamo.memory import reads
+from langgraph.checkpoint.s3dynamo.memory.items import Items
+from langgraph.checkpoint.s3dynamo.memory.rows import Found, Namespace
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens, at_path
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex, View
 from langgraph.checkpoint.s3dynamo.memory.vectors import unit
 from langgraph.checkpoint.s3dynamo.records import ItemKey
-from langgraph.checkpoint.s3dynamo.waves import parallel
 
 # The value of an opened item (its payload deserialized), for filters.
 ValueOf = Callable[[Found], Any]
@@ -63,15 +68,17 @@ class Searcher:
 
     def __init__(
         self,
-        space: Space,
-        value_of: ValueOf,
-        vectors: VectorIndex | None,
+        items: Items,
         tokens: FilterTokens,
+        vectors: VectorIndex | None,
+        value_of: ValueOf,
+        run: Callable[[Steps[Any]], Any],
     ) -> None:
-        self.space = space
-        self.value_of = value_of
-        self.vectors = vectors
+        self.items = items
         self.tokens = tokens
+        self.vectors = vectors
+        self.value_of = value_of
+        self._run = run
 
     def search(
         self,
@@ -87,7 +94,8 @@ class Searcher:
         use = self.tokens.usable(filter) if filter else None
         if use is not None:
             return self._by_token(prefix, use, filter, offset, limit)
-        kept = [f for f in self.space.scan(prefix) if matches(self.value_of(f), filter)]
+        scanned = self._run(self.items.scan(prefix))
+        kept = [f for f in scanned if matches(self.value_of(f), filter)]
         return [(f, None) for f in newest_first(kept)[offset : offset + limit]]
 
     # ------------------------------------------------------------ by query
@@ -106,11 +114,11 @@ class Searcher:
         scanned: list[Found] = []
         for view in views:
             if view.manifest is None:
-                found = self.space.scan_namespace(view.namespace)
+                found = self._run(self.items.scan_namespace(view.namespace))
                 scanned += found
                 self.vectors.check_query(view, query, found)
                 if found:
-                    self.vectors.build(view.namespace, found, view)
+                    self._run(self.vectors.build(view.namespace, found, view))
                 streams.append(self._exact(view.namespace, found, query))
             else:
                 self.vectors.check_query(view, query, ())
@@ -120,14 +128,16 @@ class Searcher:
         if len(hits) < offset + limit:
             hits += self._unscored(views, scanned, hits, filter, offset + limit - len(hits))
         for view in views:
-            self.vectors.compact_if_due(view)
+            self._run(self.vectors.compact_if_due(view))
         return hits[offset : offset + limit]
 
     def _views(self, prefix: Namespace) -> list[View]:
         assert self.vectors is not None
-        views = [self.vectors.view(prefix)] if prefix else []
+        vectors = self.vectors
+        views = [self._run(vectors.view(prefix))] if prefix else []
         if not prefix or views[0].marked:
-            views += parallel(self.vectors.view, self.space.below(prefix))
+            below = self._run(self.items.below(prefix))
+            views += self._run(each([vectors.view(ns) for ns in below]))
         return views
 
     def _exact(
@@ -154,9 +164,8 @@ class Searcher:
     ) -> list[Hit]:
         assert self.vectors is not None
         indexed = [v.namespace for v in views if v.manifest is not None]
-        pool = scanned + [
-            f for batch in parallel(self.space.scan_namespace, indexed) for f in batch
-        ]
+        read = self._run(each([self.items.scan_namespace(ns) for ns in indexed]))
+        pool = scanned + [f for batch in read for f in batch]
         taken = {(f.namespace, f.key) for f, _ in hits}
         rest = [
             f
@@ -188,11 +197,9 @@ class Searcher:
                 if c.found is None and (c.namespace, c.key) not in read
             }
             if need:
-                read.update(
-                    self.space.read(
-                        [(ns, ItemKey(self.space.pk(ns), key)) for ns, key in sorted(need)]
-                    )
-                )
+                pk = self.items.names.pk
+                keys = [(ns, ItemKey(pk(ns), key)) for ns, key in sorted(need)]
+                read.update(self._run(self.items.read(keys)))
             for c in batch:
                 f = c.found or read.get((c.namespace, c.key))
                 if f is None or (c.version is not None and f.version != c.version):
@@ -223,11 +230,11 @@ class Searcher:
         wanted = offset + limit
         streams: list[Iterator[Candidate]] = []
         for ns in namespaces:
-            if self.tokens.complete(ns, field):
+            if self._run(self.tokens.complete(ns, field)):
                 streams.append(self._tokens(ns, field, text, wanted))
             else:
-                found = self.space.scan_namespace(ns)
-                self.tokens.backfill(ns, field, [(f, self.value_of(f)) for f in found])
+                found = self._run(self.items.scan_namespace(ns))
+                self._run(self.tokens.backfill(ns, field, [(f, self.value_of(f)) for f in found]))
                 kept = [f for f in newest_first(found) if matches(self.value_of(f), filter)]
                 streams.append(Candidate(-f.updated_ms, ns, f.row.key.sk, None, f) for f in kept)
         hits = self._verify(heapq.merge(*streams), filter, wanted)
@@ -236,16 +243,16 @@ class Searcher:
 
     def _token_namespaces(self, prefix: Namespace) -> list[Namespace]:
         if not prefix:
-            return [ns for ns, _ in self.space.namespaces()]
-        pk = self.space.pk(prefix)
-        marked = bool(self.space.reads.index_items(pk, (DESCENDANTS_SK, DESCENDANTS_SK)))
-        return [prefix, *self.space.below(prefix)] if marked else [prefix]
+            return [ns for ns, _ in self._run(self.items.directory.entries())]
+        pk = self.items.names.pk(prefix)
+        marked = bool(self._run(reads.index_items(pk, (DESCENDANTS_SK, DESCENDANTS_SK))))
+        return [prefix, *self._run(self.items.below(prefix))] if marked else [prefix]
 
     def _tokens(self, ns: Namespace, field: str, text: str, wanted: int) -> Iterator[Candidate]:
         after: str | None = None
         count = wanted + 2
         while True:
-            page = self.tokens.newest(ns, field, text, count, after)
+            page = self._run(self.tokens.newest(ns, field, text, count, after))
             for at_ms, key, sk in page:
                 yield Candidate(-at_ms, ns, key, None, written=at_ms)
                 after = sk

@@ -25,10 +25,13 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
+from langgraph.checkpoint.s3dynamo.blobs.steps import Steps
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.layout import TOKEN_MARK, token_item_key, token_prefix, token_sk
-from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, Space
-from langgraph.checkpoint.s3dynamo.memory.rows import Batch, IndexItem, index_item
+from langgraph.checkpoint.s3dynamo.memory import reads
+from langgraph.checkpoint.s3dynamo.memory.names import Names
+from langgraph.checkpoint.s3dynamo.memory.rows import Batch, Found, IndexItem, Namespace, index_item
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 
 # A token's range ends below this (after `#`, the 13-digit ms, `#`, the key).
@@ -59,20 +62,21 @@ NOT_EQUALITY = object()
 
 
 class FilterTokens:
-    """The filter tokens of one space's namespaces, for the fields it declares."""
+    """The filter tokens of one space's namespaces, for the fields it declares; each read
+    and write a protocol (`blobs/steps.py`)."""
 
-    def __init__(self, space: Space, fields: Sequence[str]) -> None:
-        self.space = space
+    def __init__(self, names: Names, fields: Sequence[str]) -> None:
+        self.names = names
         self.fields = list(dict.fromkeys(fields))
         # (partition, field token) known to be complete: it never becomes incomplete.
         self._complete: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
     def _token(self, namespace: Namespace, field: str, text: str) -> str:
-        return self.space.namer.memory_token(self.space.space, namespace, field, text)
+        return self.names.namer.memory_token(self.names.space, namespace, field, text)
 
     def _field(self, namespace: Namespace, field: str) -> str:
-        return self.space.namer.memory_token(self.space.space, namespace, field, "")
+        return self.names.namer.memory_token(self.names.space, namespace, field, "")
 
     # ------------------------------------------------------------ writing
 
@@ -121,15 +125,15 @@ class FilterTokens:
                     return field, text
         return None
 
-    def complete(self, namespace: Namespace, field: str) -> bool:
+    def complete(self, namespace: Namespace, field: str) -> Steps[bool]:
         """Whether every item of the namespace has its tokens of `field` (one Query the
         first time this process asks; known from then on)."""
-        pk, ftoken = self.space.pk(namespace), self._field(namespace, field)
+        pk, ftoken = self.names.pk(namespace), self._field(namespace, field)
         with self._lock:
             if (pk, ftoken) in self._complete:
                 return True
         sk = _complete_sk(ftoken)
-        found = self.space.reads.index_items(pk, (sk, sk), consistent=True)
+        found = yield from reads.index_items(pk, (sk, sk), consistent=True)
         if found:
             with self._lock:
                 self._complete.add((pk, ftoken))
@@ -137,30 +141,29 @@ class FilterTokens:
 
     def backfill(
         self, namespace: Namespace, field: str, found: Sequence[tuple[Found, Any]]
-    ) -> None:
+    ) -> Steps[None]:
         """Write the tokens of `field` of every item (opened, its value) a read of the whole
         namespace found, then the item saying the field's tokens are complete."""
-        pk, ftoken = self.space.pk(namespace), self._field(namespace, field)
-        only = FilterTokens(self.space, [field])
+        pk, ftoken = self.names.pk(namespace), self._field(namespace, field)
+        only = FilterTokens(self.names, [field])
         puts = [
             IndexItem(k)
             for f, value in found
             for k in only.keys_of(namespace, pk, f.row.key.sk, f.updated_ms, value)
         ]
-        engine = self.space.engine
-        engine.batch(puts=[index_item(i) for i in puts])
-        engine.batch(puts=[index_item(IndexItem(ItemKey(pk, _complete_sk(ftoken))))])
+        yield BatchStep(puts=[index_item(i) for i in puts])
+        yield BatchStep(puts=[index_item(IndexItem(ItemKey(pk, _complete_sk(ftoken))))])
         with self._lock:
             self._complete.add((pk, ftoken))
 
     def newest(
         self, namespace: Namespace, field: str, text: str, count: int, after: str | None
-    ) -> list[tuple[int, str, str]]:
+    ) -> Steps[list[tuple[int, str, str]]]:
         """Up to `count` tokens of one value, newest first, strictly older than the token
         `after`: (write time, item sort key, token sort key)."""
         prefix = token_prefix(self._token(namespace, field, text))
-        found = self.space.reads.index_items(
-            self.space.pk(namespace),
+        found = yield from reads.index_items(
+            self.names.pk(namespace),
             (prefix, prefix + TOP),
             descending=True,
             limit=count,
@@ -168,8 +171,10 @@ class FilterTokens:
         )
         return [(*token_item_key(i.key.sk), i.key.sk) for i in found]
 
-    def delete(self, keys: Sequence[ItemKey]) -> None:
-        self.space.engine.batch(deletes=keys)
+    @staticmethod
+    def delete(keys: Sequence[ItemKey]) -> BatchStep:
+        """The step deleting tokens (in full batches; none: no request)."""
+        return BatchStep(deletes=keys)
 
 
 def _complete_sk(field_token: str) -> str:

@@ -16,7 +16,8 @@
 - A namespace without a manifest (written before the index existed) is ranked from its
   items; that search builds its index from them.
 - A namespace's vectors keep their dimensions (the manifest names them): a put or query
-  of others is a `VectorDimensionsError` before anything is written or scored.
+  of others is a `VectorDimensionsError` before anything is written or scored, as is an
+  embedding of other dimensions than the IndexConfig's (`placed`, `queried`).
 
 Why a search never misses a committed item and never returns a changed one:
 docs/RELIABILITY.md, "The Store's vector index".
@@ -29,11 +30,19 @@ import itertools
 import json
 import os
 import uuid
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, VectorDimensionsError
+from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
+from langgraph.checkpoint.s3dynamo.blobs.steps import Fetch, Steps, each
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    InvalidConfigError,
+    VectorDimensionsError,
+)
 from langgraph.checkpoint.s3dynamo.layout import (
     DESCENDANTS_SK,
     LOG_MARK,
@@ -43,10 +52,10 @@ from langgraph.checkpoint.s3dynamo.layout import (
     log_sk,
     object_key,
 )
-from langgraph.checkpoint.s3dynamo.memory import format
-from langgraph.checkpoint.s3dynamo.memory.core import Found, Namespace, Space
+from langgraph.checkpoint.s3dynamo.memory import format, reads
+from langgraph.checkpoint.s3dynamo.memory.items import Items
 from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
-from langgraph.checkpoint.s3dynamo.memory.rows import Batch, IndexItem
+from langgraph.checkpoint.s3dynamo.memory.rows import Batch, Found, IndexItem, Namespace
 from langgraph.checkpoint.s3dynamo.memory.vectors import (
     Marker,
     Pack,
@@ -57,7 +66,7 @@ from langgraph.checkpoint.s3dynamo.memory.vectors import (
     rows_of,
 )
 from langgraph.checkpoint.s3dynamo.records import ItemKey
-from langgraph.checkpoint.s3dynamo.waves import parallel
+from langgraph.checkpoint.s3dynamo.table import Written
 
 # Log bytes a search reads before it compacts them into a segment: 24 KiB keep the
 # manifest and log Query within 3.5 read units (eventually consistent, 4 KB a half unit).
@@ -73,6 +82,8 @@ RESOLVE_BATCH = 100
 
 # The payload of an item, opened and deserialized by the Store: {"value", "vectors"}.
 OpenBody = Callable[[Found], Mapping[str, Any]]
+# An item's vectors by field path.
+Vectors = dict[str, list[float]]
 
 
 @dataclass
@@ -101,10 +112,17 @@ class View:
 
 
 class VectorIndex:
-    """The vector indexes of one space's namespaces (module docstring)."""
+    """The vector indexes of one space's namespaces (module docstring), each read and
+    write a protocol (`blobs/steps.py`): its `items`, the engine's decoded segments
+    (`opened`) and the Store's opener of payloads."""
 
-    def __init__(self, space: Space, open_body: OpenBody) -> None:
-        self.space = space
+    def __init__(
+        self, items: Items, opened: Lru[str, tuple[object, int]], open_body: OpenBody
+    ) -> None:
+        self.items = items
+        self.names = items.names
+        self.sealer = items.sealer
+        self.opened = opened
         self.open_body = open_body
         # The dimensions of each namespace's vectors (by partition) this store checked or
         # wrote: its later puts there read nothing to check them.
@@ -113,14 +131,14 @@ class VectorIndex:
     # ------------------------------------------------------------ sealing
 
     def _aad(self, namespace: Namespace, what: str, name: str) -> bytes:
-        return format.vector_aad(self.space.space, namespace, what, name)
+        return format.vector_aad(self.names.space, namespace, what, name)
 
     def _seal(self, namespace: Namespace, what: str, name: str, payload: bytes) -> bytes:
-        return self.space.sealer.seal(SEGMENT_TYPE, payload, self._aad(namespace, what, name))
+        return self.sealer.seal(SEGMENT_TYPE, payload, self._aad(namespace, what, name))
 
     def _open(self, namespace: Namespace, what: str, name: str, blob: bytes) -> bytes:
         label = f"vector {what} {name!r} of namespace {namespace!r}"
-        _typ, data = self.space.sealer.open(blob, self._aad(namespace, what, name), label)
+        _typ, data = self.sealer.open(blob, self._aad(namespace, what, name), label)
         return data
 
     # ------------------------------------------------------------ writing
@@ -142,24 +160,23 @@ class VectorIndex:
     def _log_item(self, namespace: Namespace, pk: str, at_ms: int, payload: bytes) -> IndexItem:
         sk = log_sk(at_ms, os.urandom(4).hex())
         item = IndexItem(ItemKey(pk, sk), self._seal(namespace, "log", sk, payload))
-        self.space.state.wrote(item.key, fingerprint(item))
+        self.items.state().wrote(item.key, fingerprint(item))
         return item
 
     # ------------------------------------------------------------ reading
 
-    def view(self, namespace: Namespace, *, segments: bool = True) -> View:
+    def view(self, namespace: Namespace, *, segments: bool = True) -> Steps[View]:
         """The manifest and the log of one namespace, and whether namespaces lie below it
         (one Query, eventually consistent; again consistently if it misses what this
         process wrote, or a mark it knows of), and its segments (a GET for each this
         process has not opened yet, in one wave) unless told not to."""
-        s = self.space
-        pk = s.pk(namespace)
-        items = s.reads.index_items(pk, VECTOR_SK_RANGE)
-        mine = [k for k in s.state.written_in(pk) if k.sk.startswith((MANIFEST_SK, LOG_MARK))]
-        if s.state.stale(items, mine) or (
-            s.state.has_marked(pk) and not any(i.key.sk == DESCENDANTS_SK for i in items)
+        pk, state = self.names.pk(namespace), self.items.state()
+        items = yield from reads.index_items(pk, VECTOR_SK_RANGE)
+        mine = [k for k in state.written_in(pk) if k.sk.startswith((MANIFEST_SK, LOG_MARK))]
+        if state.stale(items, mine) or (
+            state.has_marked(pk) and not any(i.key.sk == DESCENDANTS_SK for i in items)
         ):
-            items = s.reads.index_items(pk, VECTOR_SK_RANGE, consistent=True)
+            items = yield from reads.index_items(pk, VECTOR_SK_RANGE, consistent=True)
         manifest = next((i for i in items if i.key.sk == MANIFEST_SK), None)
         marked = any(i.key.sk == DESCENDANTS_SK for i in items)
         view = View(namespace, pk, manifest, marked)
@@ -169,7 +186,7 @@ class VectorIndex:
                 continue
             if (tomb := format.tombstone_of(item)) is not None:
                 view.tombstones.append(item)
-                if format.verified_tombstone(item, s.sealer, s.space):
+                if format.verified_tombstone(item, self.sealer, self.names.space):
                     tombs.append(Marker(tomb[0], "", tomb[1]))
                 else:
                     view.unverified.add(tomb[0])
@@ -182,7 +199,7 @@ class VectorIndex:
             view.log.append((IndexItem(ItemKey(pk, "")), Pack(pack([], tombs), "tombstones")))
         if manifest is not None and segments:
             leaves = [leaf for leaf, _ in self.listing(namespace, manifest)[0]]
-            view.segments = self._segments(namespace, pk, leaves)
+            view.segments = yield from self._segments(namespace, pk, leaves)
         return view
 
     def listing(
@@ -203,7 +220,9 @@ class VectorIndex:
 
     # ------------------------------------------------------------ dimensions
 
-    def check_puts(self, embedded: Mapping[tuple[Namespace, str], Mapping[str, Any]]) -> None:
+    def check_puts(
+        self, embedded: Mapping[tuple[Namespace, str], Mapping[str, Any]]
+    ) -> Steps[None]:
         """Refuse, before anything is written, puts whose vectors have other dimensions
         than those their namespace's index holds (written under another IndexConfig): a
         namespace this store has not checked or written is read once (`stored_dims`)."""
@@ -212,27 +231,29 @@ class VectorIndex:
             for vector in vectors.values():
                 first.setdefault(ns, (key, len(vector)))
         known = self.known_dims
-        unknown = [ns for ns, (_, d) in first.items() if known.get(self.space.pk(ns)) != d]
-        for ns, stored in zip(unknown, parallel(self.stored_dims, unknown), strict=True):
+        unknown = [ns for ns, (_, d) in first.items() if known.get(self.names.pk(ns)) != d]
+        found = yield from each([self.stored_dims(ns) for ns in unknown])
+        for ns, stored in zip(unknown, found, strict=True):
             key, dims = first[ns]
             if stored - {dims}:
                 subject = f"store item {key!r} in namespace {ns!r}"
                 raise VectorDimensionsError(subject, dims, stored, ns)
         for ns, (_, dims) in first.items():
-            known[self.space.pk(ns)] = dims
+            known[self.names.pk(ns)] = dims
 
-    def stored_dims(self, namespace: Namespace) -> set[int]:
+    def stored_dims(self, namespace: Namespace) -> Steps[set[int]]:
         """The dimensions of the vectors a namespace's index holds: its log's and its
         manifest's (one Query, as a search's); under a manifest of an earlier release,
         which names none, those of its smallest segment (a GET unless this process has
         opened it)."""
-        view = self.view(namespace, segments=False)
+        view = yield from self.view(namespace, segments=False)
         dims = {p.dims for _, p in view.log if len(p)}
         if view.manifest is not None:
             segments, listed = self.listing(namespace, view.manifest)
             if listed is None and (filled := [s for s in segments if s[1]]):
                 leaf = min(filled, key=lambda s: s[1])[0]
-                listed = {p.dims for _, p in self._segments(namespace, view.pk, [leaf])}
+                opened = yield from self._segments(namespace, view.pk, [leaf])
+                listed = {p.dims for _, p in opened}
             dims |= listed or set()
         return dims
 
@@ -244,17 +265,18 @@ class VectorIndex:
         if stored - {len(query)}:
             raise VectorDimensionsError("search by query", len(query), stored, view.namespace)
 
-    def _segments(self, namespace: Namespace, pk: str, leaves: list[str]) -> list[tuple[str, Pack]]:
-        engine = self.space.engine
+    def _segments(
+        self, namespace: Namespace, pk: str, leaves: list[str]
+    ) -> Steps[list[tuple[str, Pack]]]:
         keys = [object_key(pk, leaf) for leaf in leaves]
-        opened = {k: hit[0] for k in keys if (hit := engine.opened.get(k)) is not None}
+        opened = {k: hit[0] for k in keys if (hit := self.opened.get(k)) is not None}
         missing = [k for k in keys if k not in opened]
-        bodies = engine.objects.fetch({k: f"vector segment of {namespace!r}" for k in missing})
+        bodies = yield Fetch({k: f"vector segment of {namespace!r}" for k in missing})
         for leaf, key in zip(leaves, keys, strict=True):
             if key in bodies:
                 data = self._open(namespace, "segment", leaf, bodies[key])
                 segment = Pack(data, f"vector segment of {namespace!r}")
-                engine.opened.put(key, (segment, segment.weight))
+                self.opened.put(key, (segment, segment.weight))
                 opened[key] = segment
         return [(leaf, opened[key]) for leaf, key in zip(leaves, keys, strict=True)]  # type: ignore[misc]
 
@@ -292,18 +314,20 @@ class VectorIndex:
 
     # ------------------------------------------------------------ maintenance
 
-    def build(self, namespace: Namespace, found: Sequence[Found], view: View) -> bool:
+    def build(self, namespace: Namespace, found: Sequence[Found], view: View) -> Steps[bool]:
         """Build a namespace's first segment from its items (all of them, read by the
         caller), replacing what the log held when `view` was read. False if another
         process built it first (nothing changed)."""
         rows = [r for f in found for r in self._item_rows(f)]
-        return self._commit(view, rows, [], replaced=[])
+        return (yield from self._commit(view, rows, [], replaced=[]))
 
-    def compact_if_due(self, view: View) -> bool:
+    def compact_if_due(self, view: View) -> Steps[bool]:
         """Compact the log a search read when it holds more than `LOG_MAX` bytes."""
-        return view.manifest is not None and view.log_bytes > LOG_MAX and self.compact(view)
+        if view.manifest is None or view.log_bytes <= LOG_MAX:
+            return False
+        return (yield from self.compact(view))
 
-    def compact(self, view: View) -> bool:
+    def compact(self, view: View) -> Steps[bool]:
         """Fold the log into a segment (module docstring); False if another process
         changed the manifest first (nothing of this one is referenced).
 
@@ -340,7 +364,7 @@ class VectorIndex:
                 doubtful.append(key)
             else:
                 rows += alive
-        markers += self._resolve(view, doubtful, rows)
+        markers += yield from self._resolve(view, doubtful, rows)
         # The newest segments absorb into the new one while they are not much larger.
         merged: list[tuple[str, Pack]] = []
         for leaf, older in reversed(view.segments):
@@ -356,19 +380,19 @@ class VectorIndex:
             markers += [m for m in older.markers if m.key not in taken]
         if len(merged) == len(view.segments):
             markers = []  # nothing older left for a marker to stand over
-        return self._commit(view, rows, markers, replaced=[leaf for leaf, _ in merged])
+        return (yield from self._commit(view, rows, markers, replaced=[leaf for leaf, _ in merged]))
 
-    def _resolve(self, view: View, keys: list[str], rows: list[Row]) -> list[Marker]:
+    def _resolve(self, view: View, keys: list[str], rows: list[Row]) -> Steps[list[Marker]]:
         """The rows of the items at `keys` as they are now (added to `rows`), read
         consistently; a marker for each one gone or expired."""
-        s, namespace = self.space, view.namespace
+        items, namespace = self.items, view.namespace
         batches = [keys[i : i + RESOLVE_BATCH] for i in range(0, len(keys), RESOLVE_BATCH)]
-        read = parallel(
-            lambda batch: s.reads.items_at([ItemKey(view.pk, k) for k in batch], consistent=True),
-            batches,
+        read = yield from each(
+            [reads.items_at([ItemKey(view.pk, k) for k in b], consistent=True) for b in batches]
         )
-        now = s.now_ms()
-        found = s.open([(namespace, r) for got in read for r in got if s.live(r, now)])
+        now = items.now_ms()
+        live = [(namespace, r) for got in read for r in got if items.live(r, now)]
+        found = yield from items.open(live)
         rows += [r for f in found for r in self._item_rows(f)]
         return [Marker(k, "", now) for k in sorted(set(keys) - {f.row.key.sk for f in found})]
 
@@ -382,15 +406,15 @@ class VectorIndex:
 
     def _commit(
         self, view: View, rows: list[Row], markers: list[Marker], replaced: list[str]
-    ) -> bool:
-        s, namespace = self.space, view.namespace
+    ) -> Steps[bool]:
+        names, namespace = self.names, view.namespace
         kept = [leaf for leaf, _ in view.segments if leaf not in replaced]
         segments: list[tuple[str, int]] = [
             (leaf, len(p)) for leaf, p in view.segments if leaf in kept
         ]
         uploads: list[tuple[str, bytes]] = []
         if rows or markers:
-            leaf = s.namer.memory_segment(s.space, namespace, uuid.uuid4().hex)
+            leaf = names.namer.memory_segment(names.space, namespace, uuid.uuid4().hex)
             uploads.append(
                 (
                     object_key(view.pk, leaf),
@@ -410,13 +434,52 @@ class VectorIndex:
         )
         expected = view.manifest.generation if view.manifest is not None else None
         plan = format.compaction(view.pk, uploads, manifest, expected, replaced)
-        if not s.engine.write(plan)[0].applied:
+        written: list[Written] = yield plan
+        if not written[0].applied:
             return False
-        s.state.wrote(manifest.key, fingerprint(manifest))
+        state = self.items.state()
+        state.wrote(manifest.key, fingerprint(manifest))
         folded = [item.key for item, _ in view.log if item.key.sk] + [
             item.key for item in view.tombstones
         ]
-        s.engine.batch(deletes=folded)
+        yield BatchStep(deletes=folded)
         for key in folded:
-            s.state.wrote(key, None)
+            state.wrote(key, None)
         return True
+
+
+# ------------------------------------------------------------------ embeddings
+
+
+def placed(
+    texts: dict[str, list[tuple[Namespace, str, str]]],
+    embedded: list[list[float]],
+    dims: int | None,
+) -> dict[tuple[Namespace, str], Vectors]:
+    """Each put's vectors by path, from one embedding per distinct text (a text two items
+    or paths share is embedded once and goes to each); refused, before anything is
+    written, unless there is one per text of the IndexConfig's `dims`."""
+    if len(texts) != len(embedded):
+        raise InvalidConfigError(
+            f"the embedding function returned {len(embedded)} vectors for {len(texts)} "
+            "distinct texts; expected one per text, in order"
+        )
+    out: dict[tuple[Namespace, str], Vectors] = defaultdict(dict)
+    for places, vector in zip(texts.values(), embedded, strict=True):
+        if dims is not None and len(vector) != dims:
+            ns, key, path = places[0]
+            subject = f"store item {key!r} in namespace {ns!r}, its field {path!r}"
+            raise VectorDimensionsError(subject, len(vector), [dims])
+        for ns, key, path in places:
+            out[(ns, key)][path] = [float(x) for x in vector]
+    return out
+
+
+def queried(vectors: dict[str, list[float]], dims: int | None) -> dict[str, list[float]]:
+    """The queries' embeddings, refused before any request unless of the IndexConfig's
+    `dims`."""
+    for query, vector in vectors.items():
+        if dims is not None and len(vector) != dims:
+            shown = query if len(query) <= 60 else query[:57] + "..."
+            raise VectorDimensionsError(f"the query {shown!r}", len(vector), [dims])
+    return vectors

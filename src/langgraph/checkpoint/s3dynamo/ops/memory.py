@@ -5,13 +5,10 @@ descendants marks that directory entries of older builds lack. Each reads the sp
 directories, then each namespace's partition: never the rest of the table
 (docs/OPERATIONS.md, "Long-term memory").
 
-The expiry sweep finds expired items with one consistent Query of a space's directory,
-then one Query of each namespace's partition, in one wave; it opens nothing (a
-namespace's partition is named by its entry), so it needs no keys. Each item is deleted
-only while still expired; then what it leaves (`memory.format.gone`), then the entries of
-namespaces left empty are settled (docs/RELIABILITY.md, "The Store's namespace
-directory"). What each writes is the memory format's (`memory/format.py`), read through
-the spaces (`Space.reads`) and written through the blob engine.
+Each reads and writes through a space's methods (`memory.core.Space`), which run the
+memory parts' protocols on the blob engine (the expiry sweep's: `memory/writes.py`);
+verification, statistics and re-encryption fold over the one list of a namespace's
+sealed blobs (`memory/sealed.py`).
 """
 
 from __future__ import annotations
@@ -28,28 +25,15 @@ from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError, S3DynamoError
-from langgraph.checkpoint.s3dynamo.layout import (
-    MANIFEST_SK,
-    TOKEN_MARK,
-    VECTOR_SK_RANGE,
-    directory_pk,
-    is_token_of,
-    memory_pk,
-    memory_scope,
-    object_key,
-)
+from langgraph.checkpoint.s3dynamo.errors import S3DynamoError
+from langgraph.checkpoint.s3dynamo.layout import memory_scope
 from langgraph.checkpoint.s3dynamo.memory import format
-from langgraph.checkpoint.s3dynamo.memory.core import Space
-from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, MemoryRow
-from langgraph.checkpoint.s3dynamo.memory.tokens import TOP
+from langgraph.checkpoint.s3dynamo.memory.core import Space, Stored
 from langgraph.checkpoint.s3dynamo.ops.inspect import VerifyReport, item_label, problem_kind
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 SPACES = {"store": "m", "cache": "c"}
-# The spaces whose namespaces have search indexes (filter tokens, vectors): the Store's.
-INDEXED = frozenset({"m"})
 
 
 class MemoryOperations:
@@ -101,8 +85,7 @@ class MemoryOperations:
         returns it any more; None for an item that is live or not stored. One GetItem,
         consistent."""
         space = memory_space(self.parts, SPACES["store"])
-        rows = space.reads.items_at([space.item_key(namespace, key)], consistent=True)
-        expires_ms = rows[0].expires_ms if rows else None
+        expires_ms = space.expiry(namespace, key)
         if expires_ms is None or expires_ms > space.now_ms():
             return None
         return datetime.fromtimestamp(expires_ms / 1000, tz=timezone.utc)
@@ -129,14 +112,8 @@ def live_leaves(parts: Components) -> collect.LiveLeaves:
 # ------------------------------------------------------------------ statistics
 
 
-@dataclass
-class SpaceStats:
-    namespaces: int = 0
-    items: int = 0
-    expired: int = 0
-    inline_bytes: int = 0
-    objects: int = 0
-    object_bytes: int = 0
+# What `stats` counts per space.
+STATS = ("namespaces", "items", "expired", "inline_bytes", "objects", "object_bytes")
 
 
 @telemetry.operation("memory.stats")
@@ -146,20 +123,11 @@ def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
     namespace with objects."""
     out: dict[str, dict[str, int]] = {}
     for label, space in spaces(parts).items():
-        stats = SpaceStats()
         with guarded(parts.deployment):
-            namespaces = space.namespaces()
-        stats.namespaces = len(namespaces)
-        counted = parallel(
-            functools.partial(_namespace_stats, space, space.now_ms()), [ns for ns, _ in namespaces]
-        )
-        for items, expired, inline, objects, object_bytes in counted:
-            stats.items += items
-            stats.expired += expired
-            stats.inline_bytes += inline
-            stats.objects += objects
-            stats.object_bytes += object_bytes
-        out[label] = asdict(stats)
+            namespaces = [ns for ns, _ in space.namespaces()]
+        counted = parallel(functools.partial(_namespace_stats, space, space.now_ms()), namespaces)
+        totals = [sum(column) for column in zip(*counted, strict=True)] if counted else [0] * 5
+        out[label] = dict(zip(STATS, [len(namespaces), *totals], strict=True))
     return out
 
 
@@ -167,76 +135,24 @@ def _namespace_stats(
     space: Space, now_ms: int, namespace: tuple[str, ...]
 ) -> tuple[int, int, int, int, int]:
     """(items, expired items, inline bytes, objects, object bytes) of one namespace: its
-    items' large values and its vector segments among the objects."""
-    pk = space.pk(namespace)
-    rows = space.reads.items(pk)
-    leaves = {object_key(pk, leaf) for leaf in space.live_leaves(pk) or ()}
-    listed = space.engine.objects.list_owner(pk) if leaves else []
-    sizes = [o.size for o in listed if o.key in leaves]
-    expired = sum(1 for r in rows if not space.live(r, now_ms))
-    return len(rows), expired, sum(len(r.blob or b"") for r in rows), len(sizes), sum(sizes)
+    items' large values and its vector segments among the objects. The statistics fold
+    over its sealed blobs: each item's payload, inline or an object."""
+    rows, sizes = space.usage(namespace)
+    stored = Stored(space.space, namespace, space.pk(namespace), rows=rows)
+    inline = [s.blob or b"" for s in space.sealed(stored) if s.kind == "item" and s.attribute]
+    expired = sum(1 for r in rows if r.expires_ms is not None and r.expires_ms <= now_ms)
+    return len(rows), expired, sum(map(len, inline)), len(sizes), sum(sizes.values())
 
 
 # ------------------------------------------------------------------ expiry
 
 
-def expired(space: Space, at_ms: int) -> tuple[dict[str, DirectoryEntry], list[MemoryRow]]:
-    """The directory's entries by name, and the items whose expiry is at or before
-    `at_ms`."""
-    pk = directory_pk(space.prefix, space.space)
-    entries = {e.key.sk: e for e in space.reads.entries(pk, consistent=True)}
-    pks = [memory_pk(space.prefix, name, space.space) for name in sorted(entries)]
-    rows = [r for found in parallel(space.reads.items, pks) for r in found]
-    return entries, [r for r in rows if not space.live(r, at_ms)]
-
-
 def expire(space: Space, now: float | None = None) -> tuple[int, int]:
     """Delete the expired items and their objects, and settle the directory entries of
     namespaces left empty; in the Store, the deleted items' filter tokens go, and the
-    vector index learns they are gone (tombstones, sealed under the active key: nothing
-    is opened). (items deleted, namespaces dropped)."""
-    at = space.clock() if now is None else now
-    at_ms = round(at * 1000)
-    entries, found = expired(space, at_ms)
-    deleted = space.delete_items([r.key for r in found], expired_at_ms=at_ms)
-    space.forget(_gone(space, deleted, at_ms))
-    # Namespaces left empty leave the directory, and entries marked emptied whose
-    # namespace has items again lose the mark.
-    names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
-    names |= {name for name, e in entries.items() if e.emptied}
-    dropped = 0
-    for name in sorted(names):
-        entry = entries.get(name)
-        if entry is not None:
-            dropped += space.directory.settle(entry, memory_pk(space.prefix, name, space.space), at)
-    return len(deleted), dropped
-
-
-def _gone(space: Space, deleted: list[MemoryRow], at_ms: int) -> format.Gone:
-    """What the items deleted leave: their objects, and in the Store, read with one
-    consistent Query of each namespace's indexes in one wave, the tokens naming them (an
-    item's key is the last part of each token's sort key) and, where the namespace has a
-    vector index, tombstones telling it they are gone."""
-    if space.space not in INDEXED or not deleted:
-        return format.gone(deleted)
-    by_pk: dict[str, set[str]] = {}
-    for r in deleted:
-        by_pk.setdefault(r.key.pk, set()).add(r.key.sk)
-    bounds = (MANIFEST_SK, TOKEN_MARK + TOP)
-    pks = sorted(by_pk)
-    found = parallel(lambda pk: space.reads.index_items(pk, bounds, consistent=True), pks)
-    tokens = [
-        i.key
-        for pk, f in zip(pks, found, strict=True)
-        for i in f
-        if is_token_of(i.key.sk, by_pk[pk])
-    ]
-    indexed = {
-        pk for pk, f in zip(pks, found, strict=True) if any(i.key.sk == MANIFEST_SK for i in f)
-    }
-    return format.gone(
-        deleted, tokens, indexed=indexed, at_ms=at_ms, sealer=space.sealer, space=space.space
-    )
+    vector index learns they are gone (`memory/writes.py`). (items deleted, namespaces
+    dropped)."""
+    return space.expire(space.clock() if now is None else now)
 
 
 @dataclass
@@ -270,10 +186,7 @@ def plan_memory_expiry(parts: Components) -> MemoryExpiryPlan:
     """Count the expired items of each space (the sweep's reads, no change)."""
     return MemoryExpiryPlan(
         parts,
-        {
-            label: len(expired(space, int(space.clock()))[1])
-            for label, space in spaces(parts).items()
-        },
+        {label: len(space.expired(int(space.clock()))) for label, space in spaces(parts).items()},
     )
 
 
@@ -286,7 +199,7 @@ def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
     result = MemoryExpiry(dry_run)
     for label, space in spaces(parts).items():
         if dry_run:
-            found = len(expired(space, space.now_ms())[1])
+            found = len(space.expired(space.now_ms()))
             result.items[label], result.namespaces_dropped[label] = found, 0
         else:
             result.items[label], result.namespaces_dropped[label] = expire(space)
@@ -314,7 +227,7 @@ def collect_memory_garbage(parts: Components, grace: timedelta) -> dict[str, int
 
 
 def _collect_namespace(space: Space, cutoff: datetime, pk: str) -> int:
-    return space.engine.collector.sweep(pk, space.live_leaves, cutoff)
+    return space.sweep_objects(pk, cutoff)
 
 
 # ------------------------------------------------------------------ re-encryption
@@ -333,38 +246,8 @@ def reencrypt_memory(parts: Components) -> dict[str, int]:
     for label, space in spaces(parts).items():
         with guarded(parts.deployment):
             namespaces = space.namespaces()
-        resealed = parallel(functools.partial(_reseal_namespace, space), namespaces)
-        out[label] = sum(resealed)
+        out[label] = sum(parallel(space.reseal, namespaces))
     return out
-
-
-def _reseal_namespace(space: Space, found: tuple[tuple[str, ...], DirectoryEntry]) -> int:
-    """Re-seal what one namespace holds (`memory.format.resealed`): its directory entry,
-    its items and their objects (read consistently; a rotation must see what is stored,
-    not what this process cached before), and in the Store its vector index's manifest,
-    log entries and segments."""
-    namespace, entry = found
-    pk = space.pk(namespace)
-    rows = space.reads.items(pk, consistent=True)
-    needed = {
-        object_key(pk, r.leaf): f"item of {namespace!r}" for r in rows if r.blob is None and r.leaf
-    }
-    index = (
-        space.reads.index_items(pk, VECTOR_SK_RANGE, consistent=True)
-        if space.space in INDEXED
-        else []
-    )
-    # Every segment the manifest names, whatever sealed the manifest: a compaction after
-    # a rotation seals a new one under the active key beside older segments.
-    for item in index:
-        needed.update(
-            {object_key(pk, leaf): f"vector segment of {namespace!r}" for leaf in item.leaves}
-        )
-    bodies = space.engine.objects.fetch(needed, cached=False)
-    stored = format.Stored(space.space, namespace, pk, entry, rows, index, bodies)
-    plan = format.resealed(stored, space.sealer)
-    written = space.engine.write(plan)
-    return len(plan.overwrites) + sum(w.applied for w in written)
 
 
 # ------------------------------------------------------------------ descendants marks
@@ -377,9 +260,9 @@ def mark_ancestors(space: Space) -> int:
     pending: set[ItemKey] = set()
     renewed = 0
     for namespace, _ in space.namespaces():
-        marks = [k for k in space.directory.ancestor_marks(namespace) if k not in pending]
+        marks = [k for k in space.ancestor_marks(namespace) if k not in pending]
         if marks:
-            space.directory.renew(namespace, marks)
+            space.renew(namespace, marks)
             pending.update(marks)
             renewed += 1
     return renewed
@@ -404,13 +287,14 @@ def verify_memory(parts: Components, objects: Mapping[str, int], report: VerifyR
         counts = {"namespaces": 0, "items": 0, "index items": 0, "objects": 0}
         counts.update(blobs=0, opened=0)
         report.memory[label] = counts
-        entries = space.reads.entries(directory_pk(space.prefix, space.space), consistent=True)
+        entries = space.entries()
         counts["namespaces"] = len(entries)
         for entry in entries:
             where, key = f"{label} directory", item_label(entry.key)
-            namespace = _opened(counts, report, where, key, space.directory.namespace_of, entry)
+            namespace = _opened(counts, report, where, key, space.namespace_of, entry)
             if namespace is not None:
-                _verify_namespace(space, label, namespace, (listed, live), counts, report)
+                stored = space.stored((namespace, None), format.INDEXES, listed)
+                _verify_namespace(space, label, stored, (listed, live), counts, report)
     for key, size in sorted(listed.items()):
         if key not in live:
             report.problem(
@@ -426,47 +310,43 @@ def verify_memory(parts: Components, objects: Mapping[str, int], report: VerifyR
 def _verify_namespace(
     space: Space,
     label: str,
-    namespace: tuple[str, ...],
+    stored: Stored,
     objects: tuple[dict[str, int], set[str]],
     counts: Counts,
     report: VerifyReport,
 ) -> None:
+    """The verification fold over one namespace's sealed blobs: each opened as a read
+    opens it (an item's stamps with its payload, counted apart); an object referenced
+    and not in the bucket reported (its item left unopened)."""
     listed, live = objects
-    pk = space.pk(namespace)
-    rows = space.reads.items(pk, consistent=True)
-    index = (
-        space.reads.index_items(pk, (MANIFEST_SK, TOKEN_MARK + TOP), consistent=True)
-        if space.space in INDEXED
-        else []
-    )
-    counts["items"] += len(rows)
-    counts["index items"] += len(index)
-    what = f"{label} namespace {namespace!r}"
-    needed = {object_key(pk, r.leaf): what for r in rows if r.blob is None and r.leaf}
-    needed.update({object_key(pk, leaf): what for item in index for leaf in item.leaves})
+    what = f"{label} namespace {stored.namespace!r}"
+    counts["items"] += len(stored.rows)
+    counts["index items"] += len(stored.index)
+    counts["objects"] += len(stored.objects)
+    blobs = space.sealed(stored)
+    needed = sorted({s.at for s in blobs if isinstance(s.at, str)})
     live.update(needed)
-    for key in sorted(k for k in needed if k not in listed):
+    for key in (k for k in needed if k not in listed):
         report.problem("missing", "object", key, None, f"{what}: referenced, but not in the bucket")
-    bodies = _fetched(space, {k: w for k, w in needed.items() if k in listed})
-    counts["objects"] += len(bodies)
-    for row in rows:
-        if row.blob is None and object_key(pk, row.leaf or "") not in bodies:
+    opened: dict[ItemKey, bool] = {}
+    for s in blobs:
+        if s.blob is None:
             continue  # its object, missing, is a problem already
-        blob = row.blob if row.blob is not None else bodies[object_key(pk, row.leaf or "")]
-        # Its payload, bound to its name, and its stamps: opened as a read opens them.
-        whole = row._replace(blob=blob, leaf=None)
-        stamps = (row.created_seal is not None) + (row.refresh_seal is not None)
-        counts["blobs"] += stamps
-        where, key = f"{label} item", item_label(row.key)
-        if _opened(counts, report, where, key, space.open, [(namespace, whole)]):
-            counts["opened"] += stamps
-    stored = format.Stored(space.space, namespace, pk, index=index, objects=bodies)
-    for at, _attribute, blob, aad, name in format.sealed_blobs(stored):
-        if isinstance(at, ItemKey):
-            where, key = f"{label} vector index", item_label(at)
+        if s.kind == "stamp" and s.row is not None:
+            # Opened with its item's payload, as a read opens it.
+            if s.row.key in opened:
+                counts["blobs"] += 1
+                counts["opened"] += opened[s.row.key]
+            continue
+        if s.kind == "item" and s.row is not None:
+            where, key = f"{label} item", item_label(s.row.key)
+        elif isinstance(s.at, ItemKey):
+            where, key = f"{label} vector index", item_label(s.at)
         else:
-            where, key = "object", at
-        _opened(counts, report, where, key, space.sealer.open, blob, aad, name)
+            where, key = "object", s.at
+        ok = _opened(counts, report, where, key, space.open, stored.namespace, s)
+        if s.kind == "item" and s.row is not None:
+            opened[s.row.key] = ok is not None
 
 
 def _opened(counts: Counts, report: VerifyReport, where: str, key: str, fn: Any, *args: Any) -> Any:
@@ -480,18 +360,3 @@ def _opened(counts: Counts, report: VerifyReport, where: str, key: str, fn: Any,
         return None
     counts["opened"] += 1
     return result if result is not None else True
-
-
-def _fetched(space: Space, needed: dict[str, str]) -> dict[str, bytes]:
-    """Object bodies from the bucket (not a cache); one deleted since the listing is left
-    out (its item, unopened, is not counted)."""
-    try:
-        return space.engine.objects.fetch(needed, cached=False)
-    except ObjectNotFoundError:
-        out: dict[str, bytes] = {}
-        for key, what in needed.items():
-            try:
-                out.update(space.engine.objects.fetch({key: what}, cached=False))
-            except ObjectNotFoundError:
-                continue
-        return out

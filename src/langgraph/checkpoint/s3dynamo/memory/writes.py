@@ -1,0 +1,205 @@
+"""A space's writes, each one protocol (`blobs/steps.py`) whose order keeps the Store's
+invariants (docs/RELIABILITY.md, "The Store's namespace directory", "The Store's vector
+index"): the put of the Store and the node cache, the Store's delete, the node cache's
+clear, and the expiry sweep.
+
+A put of one namespace's items: sealed and placed (`Items.prepare`); the search entries
+that must exist before the items (their filter tokens, their vector log entry); then the
+items, behind an upload intent for large values, alone under a lease on the namespace's
+directory entry or with the entry renewed (`Directory.commit`); the objects of values
+replaced named for incremental collection; last, the tokens of replaced values that the
+new ones do not repeat. A delete of one item: its entry read, the item deleted, the entry
+settled (`Directory.settle`); then what the items deleted leave (`format.gone`). The
+sweep finds expired items with one consistent Query of the directory, then one Query of
+each namespace's partition, in one wave; it opens nothing (a namespace's partition is
+named by its entry), so it needs no keys. Each item is deleted only while still expired;
+then what it leaves, then the entries of namespaces left empty are settled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
+from langgraph.checkpoint.s3dynamo.blobs.steps import NameOrphans, Steps, each
+from langgraph.checkpoint.s3dynamo.layout import MANIFEST_SK, is_token_of, memory_scope, object_key
+from langgraph.checkpoint.s3dynamo.memory import format, reads
+from langgraph.checkpoint.s3dynamo.memory.items import Items, Typed
+from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
+from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, Found, MemoryRow, Namespace
+from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
+from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
+from langgraph.checkpoint.s3dynamo.records import ItemKey
+
+
+class NewItem(NamedTuple):
+    """An item a put writes: its key, its payload serialized, its TTL in minutes, and
+    for the Store's search indexes its value and its vectors by field path."""
+
+    key: str
+    typed: Typed
+    ttl_minutes: float | None
+    value: Any = None
+    vectors: Mapping[str, Sequence[float]] = {}
+
+
+class Writes:
+    """The writes of one space (module docstring), over its `items`, its filter `tokens`
+    and its vector index (None: it has none); `value_of` is an opened item's value."""
+
+    def __init__(
+        self,
+        items: Items,
+        tokens: FilterTokens,
+        vectors: VectorIndex | None,
+        value_of: Callable[[Found], Any],
+    ) -> None:
+        self.items = items
+        self.tokens = tokens
+        self.vectors = vectors
+        self.value_of = value_of
+
+    def put(self, namespace: Namespace, new: Sequence[NewItem]) -> Steps[None]:
+        """Write items of one namespace (module docstring)."""
+        items, tokens = self.items, self.tokens
+        batch = items.prepare(namespace, [(n.key, n.typed, n.ttl_minutes) for n in new])
+        before = tokens.entries(batch, [n.value for n in new])
+        if self.vectors is not None:
+            entry = self.vectors.log_entry(batch, [n.vectors for n in new])
+            before += [entry] if entry is not None else []
+        # Refused before anything is written: a namespace too deep for one transaction.
+        marks = items.directory.unwritten_marks(namespace)
+        replaced = yield from items.directory.commit(batch, before, marks, items.clock())
+        state = items.state()
+        for row in batch.rows:
+            state.wrote(row.key, fingerprint(row))
+        state.knew(
+            (r.key, r.expires_ms, r.ttl_minutes, v)
+            for r, v in zip(batch.rows, batch.versions, strict=True)
+        )
+        orphans = [
+            object_key(old.key.pk, old.leaf)
+            for old, row in zip(replaced, batch.rows, strict=True)
+            if old is not None and old.leaf and old.leaf != row.leaf
+        ]
+        if orphans:
+            yield NameOrphans(batch.pk, orphans)
+        if tokens.fields:
+            # The tokens of values replaced (inline ones: no request to open them).
+            old = [(namespace, r) for r in replaced if r is not None and r.blob is not None]
+            opened = yield from items.open(old)
+            stale = tokens.stale(namespace, [(f, self.value_of(f)) for f in opened], before)
+            yield BatchStep(deletes=stale)
+
+    def delete(self, namespace: Namespace, keys: Sequence[str]) -> Steps[None]:
+        """Delete items of one namespace, one after the other (module docstring), then
+        what they leave: their objects, their filter tokens, and where the namespace has
+        a vector index, tombstones telling it they are gone."""
+        items = self.items
+        gone: list[MemoryRow] = []
+        for key in keys:
+            gone += yield from self._delete_one(namespace, key)
+        if not gone:
+            return
+        stale: list[ItemKey] = []
+        if self.tokens.fields:
+            # The tokens of values deleted (inline ones: no request to open them).
+            opened = yield from items.open([(namespace, r) for r in gone if r.blob is not None])
+            stale = self.tokens.stale(namespace, [(f, self.value_of(f)) for f in opened], [])
+        indexed = [items.names.pk(namespace)] if self.vectors else []
+        yield from items.forget(self._gone(gone, stale, indexed, items.now_ms()))
+
+    def _delete_one(self, namespace: Namespace, key: str) -> Steps[list[MemoryRow]]:
+        """Delete one item; mark its namespace's directory entry emptied, or drop it, if
+        the namespace is left without live items. The item as it was, if there was one."""
+        items, directory = self.items, self.items.directory
+        entry = yield from reads.entry(directory.key(namespace))
+        gone = yield from items.delete([items.names.item_key(namespace, key)])
+        if entry is not None:
+            pk = items.names.pk(namespace)
+            yield from directory.settle(entry, pk, deleted=gone[0] if gone else None)
+        return gone
+
+    def clear(self, namespaces: Sequence[Namespace] | None) -> Steps[int]:
+        """Delete every item of these namespaces (all of the space's when None), the
+        namespaces in one wave; how many."""
+        if namespaces is None:
+            namespaces = [ns for ns, _ in (yield from self.items.directory.entries())]
+        cleared = yield from each([self._clear_one(ns) for ns in namespaces])
+        return sum(cleared)
+
+    def _clear_one(self, namespace: Namespace) -> Steps[int]:
+        items, directory = self.items, self.items.directory
+        entry = yield from reads.entry(directory.key(namespace))
+        pk = items.names.pk(namespace)
+        rows = yield from reads.items(pk, consistent=True)
+        gone = yield from items.delete([r.key for r in rows])
+        yield from items.forget(format.gone(gone))
+        if entry is not None:
+            yield from directory.settle(entry, pk)
+        return len(gone)
+
+    # ------------------------------------------------------------ the expiry sweep
+
+    def expire(self, at: float) -> Steps[tuple[int, int]]:
+        """Delete the items expired at `at` (seconds) and what they leave (`swept`), then
+        settle the entries of namespaces left empty, and of those marked emptied whose
+        namespace has items again. (items deleted, namespaces dropped)."""
+        at_ms, directory = round(at * 1000), self.items.directory
+        entries, found = yield from self.expired(at_ms)
+        deleted = yield from self.items.delete([r.key for r in found], at_ms)
+        yield from self._swept(deleted, at_ms)
+        names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
+        names |= {name for name, e in entries.items() if e.emptied}
+        dropped = 0
+        for name in sorted(n for n in names if n in entries):
+            dropped += yield from directory.settle(entries[name], self.items.names.pk_of(name), at)
+        return len(deleted), dropped
+
+    def expired(self, at_ms: int) -> Steps[tuple[dict[str, DirectoryEntry], list[MemoryRow]]]:
+        """The directory's entries by name (one consistent Query; none opened), and the
+        items whose expiry is at or before `at_ms` (one Query of each namespace's
+        partition, in one wave)."""
+        names = self.items.names
+        found = yield from reads.entries(names.directory, consistent=True)
+        entries = {e.key.sk: e for e in found}
+        pks = [names.pk_of(name) for name in sorted(entries)]
+        rows = yield from each([reads.items(pk) for pk in pks])
+        return entries, [r for got in rows for r in got if not self.items.live(r, at_ms)]
+
+    def _swept(self, deleted: Sequence[MemoryRow], at_ms: int) -> Steps[None]:
+        """Clean what the items the sweep deleted leave: their objects, and in the Store,
+        read with one consistent Query of each namespace's indexes in one wave, the
+        tokens naming them (an item's key is the last part of each token's sort key)
+        and, where the namespace has a vector index, tombstones telling it they are
+        gone (sealed under the active key: nothing is opened)."""
+        if not self.items.names.searched or not deleted:
+            yield from self.items.forget(format.gone(deleted))
+            return
+        by_pk: dict[str, set[str]] = {}
+        for r in deleted:
+            by_pk.setdefault(r.key.pk, set()).add(r.key.sk)
+        pks = sorted(by_pk)
+        read = [reads.index_items(pk, format.INDEXES, consistent=True) for pk in pks]
+        found = list(zip(pks, (yield from each(read)), strict=True))
+        tokens = [i.key for pk, got in found for i in got if is_token_of(i.key.sk, by_pk[pk])]
+        indexed = [pk for pk, got in found if any(i.key.sk == MANIFEST_SK for i in got)]
+        yield from self.items.forget(self._gone(deleted, tokens, indexed, at_ms))
+
+    def _gone(
+        self,
+        deleted: Sequence[MemoryRow],
+        tokens: Sequence[ItemKey],
+        indexed: Sequence[str],
+        at_ms: int,
+    ) -> format.Gone:
+        items = self.items
+        return format.gone(
+            deleted,
+            tokens,
+            indexed=indexed,
+            at_ms=at_ms,
+            sealer=items.sealer,
+            space=items.names.space,
+        )
