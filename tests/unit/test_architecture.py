@@ -1,9 +1,10 @@
 """The layers hold: no import cycle in the package, no module reaching into another's
 underscore names, botocore known only to the AWS adapters, the command line never
-reaching past the library to an adapter, the thread store used through its facade only,
-every exception in `errors.py` and raised once, retries by one policy, identities passed
-as values, long-term memory's contracts and maintenance above the table, no class or
-module grown past a size a reader can hold, and module docstrings short."""
+reaching past the library to an adapter, the stores (threads and memory) used through
+their methods only, every exception in `errors.py` and raised once, retries by one policy,
+identities passed as values, long-term memory's contracts and maintenance above the
+table, no class or module grown past a size a reader can hold, and module docstrings
+short."""
 
 from __future__ import annotations
 
@@ -159,34 +160,43 @@ def test_the_command_line_never_imports_an_adapter() -> None:
                 assert not mod.startswith(f"{PACKAGE}.backends"), f"{name} imports {mod}"
 
 
-# What the thread store keeps to itself: the ports its parts read (writes go through the
-# engine) and what a read hands the next write. Its parts (`finder`, `walker`, `decoder`,
-# `committer`, `deleter`, `rewriter`, `scope`) are its interface, named by what they do.
-STORE_PRIVATE = {"ports", "carry", "bases"}
+# The stores are their sides' APIs (docs/ARCHITECTURE.md): what they hold for their
+# protocols (finder, committer, catalog, engine, directory, ...) is private, so code
+# outside reaches them only through methods; these are the plain values they show.
+STORE_VALUES = {
+    ("store", "ThreadStore"): {"prefix"},
+    ("memory.core", "Space"): {"space", "clock"},
+}
 
 
-def _names_a_store(node: ast.expr) -> bool:
-    """`store`, `thread_store`, `self.store`, `parts.store`, `self._store` ..."""
-    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
-    return name.lstrip("_") in ("store", "thread_store")
-
-
-def test_nothing_outside_the_thread_store_reaches_its_private_state() -> None:
+def test_the_stores_parts_are_private() -> None:
+    """No reach-throughs into a store's parts: the thread store and a memory space hold
+    every part under an underscore name (which no other module may touch, by
+    `test_no_cross_module_underscore_access`), and no code outside `store/` imports a
+    `store.` module."""
+    modules = _modules()
     found = []
-    for name, tree in _modules().items():
+    for (module, cls), values in STORE_VALUES.items():
+        (node,) = [
+            n for n in ast.walk(modules[module]) if isinstance(n, ast.ClassDef) and n.name == cls
+        ]
+        for target in ast.walk(node):
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.ctx, ast.Store)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and not target.attr.startswith("_")
+                and target.attr not in values
+            ):
+                found.append(f"{cls}.{target.attr} (line {target.lineno}) is public")
+    for name, tree in modules.items():
         if name == "store" or name.startswith("store."):
             continue
         for mod, _ in _imports(tree):
             if mod.startswith(f"{PACKAGE}.store."):
                 found.append(f"{name} imports {mod} (import from {PACKAGE}.store)")
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and node.attr in STORE_PRIVATE
-                and _names_a_store(node.value)
-            ):
-                found.append(f"{name}.py line {node.lineno}: .{node.attr} of the thread store")
-    assert found == [], "use the thread store's parts: " + "; ".join(found)
+    assert found == [], "use the stores' methods: " + "; ".join(found)
 
 
 MAX_CONSTRUCTOR_PARAMETERS = 6
