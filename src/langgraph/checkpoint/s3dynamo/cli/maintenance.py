@@ -21,13 +21,13 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     json_option,
     open_saver,
     out,
-    plan_then,
     progress,
     scope_option,
     store_options,
     yes_option,
 )
-from langgraph.checkpoint.s3dynamo.ops import GcPlan, IncrementalGcPlan
+from langgraph.checkpoint.s3dynamo.cli.plans import show_plan
+from langgraph.checkpoint.s3dynamo.ops import Plan
 from langgraph.checkpoint.s3dynamo.settings import duration
 
 
@@ -65,48 +65,14 @@ def gc(
     writes records (of checkpoints never committed) too."""
     span = duration(grace, "--grace", bare="seconds", zero=True)
     saver = open_saver(**settings)
-    incremental = not full and not thread_ids
     with progress("planning"):
-        if incremental:
-            gc_plan: GcPlan | IncrementalGcPlan = saver.ops.plan_incremental_garbage_collection(
-                grace=span
-            )
+        if not full and not thread_ids:
+            plan = saver.ops.plan_incremental_garbage_collection(grace=span)
         else:
-            gc_plan = saver.ops.plan_garbage_collection(
+            plan = saver.ops.plan_garbage_collection(
                 list(thread_ids) or None, grace=span, scope=scope
             )
-    plan = gc_plan.to_dict()
-    older = f"older than {render.span(span)}"
-    lines = [
-        f"{render.plural(plan['objects'], 'unreferenced object')} {older} "
-        f"({render.human_bytes(plan['bytes'])}) in {render.plural(plan['threads'], 'thread')}",
-    ]
-    if incremental:
-        lines.append(
-            f"named by {render.plural(plan['intents'], 'upload intent')} {older} "
-            "(`s3dynamo gc --full` lists the whole bucket prefix instead)"
-        )
-    elif plan["unindexed"]:
-        lines.append(
-            f"{plan['unindexed']} objects of threads with no item here are left alone "
-            "(name the thread, or `s3dynamo delete THREAD`)"
-        )
-    leftovers = plan.get("leftover_writes", 0)
-    if leftovers:
-        lines.append(
-            f"{render.plural(leftovers, 'leftover writes record')} {older}, of checkpoints "
-            "never committed (or of a delete that stopped)"
-        )
-
-    def act() -> dict[str, int]:
-        with progress("deleting"):
-            done = {"deleted": gc_plan.execute()}
-        if leftovers:
-            done["writes_deleted"] = getattr(gc_plan, "writes_deleted", 0)
-        return done
-
-    work = plan["objects"] > 0 or leftovers > 0 or (incremental and plan["intents"] > 0)
-    return plan_then(as_json, yes, plan, lines, act, work=work)
+    return show_plan(plan, as_json, yes)
 
 
 @cli.command()
@@ -163,40 +129,10 @@ def expire(
             "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
         )
     with progress("scanning"):
-        found = saver.ops.plan_expiry(
+        plan = saver.ops.plan_expiry(
             ttl, strategy=strategy, keep_last=keep_last, scope=scope, full=full
         )
-    plan = found.to_dict()
-    idle = f"{render.plural(plan['idle_threads'], 'thread')} idle for over {render.span(found.ttl)}"
-    if found.strategy == "keep_latest":
-        kept = (
-            "its latest checkpoints"
-            if found.keep_last == 1
-            else f"the {found.keep_last} newest checkpoints of each namespace"
-        )
-        lines = [
-            f"{idle} with history to drop (each keeps {kept}); "
-            f"{plan['kept_threads']} idle with nothing to drop; {plan['active_threads']} active"
-        ]
-    else:
-        lines = [
-            f"{idle} ({render.plural(plan['records'], 'record')}, and their objects); "
-            f"{plan['active_threads']} active",
-        ]
-    if plan["leftovers"]:
-        lines.append(f"{plan['leftovers']} removals left unfinished by an earlier run")
-    if plan["undated_threads"]:
-        lines.append(
-            f"{plan['undated_threads']} threads have no stamp or time-based checkpoint id "
-            "and are kept"
-        )
-
-    def act() -> dict[str, int]:
-        with progress("removing"):
-            return found.execute().result()
-
-    work = plan["idle_threads"] + plan["leftovers"]
-    return plan_then(as_json, yes, plan, lines, act, work=work > 0)
+    return show_plan(plan, as_json, yes)
 
 
 @cli.command()
@@ -230,19 +166,7 @@ def prune(
     with --keep-last N, and what DeltaChannel needs to rebuild them) or whole threads
     (delete)."""
     saver = open_saver(**settings)
-    pruning = saver.ops.plan_prune(list(thread_ids), strategy, keep_last)
-    plan = pruning.to_dict()
-    lines = [
-        f"{t['thread_id']}: {t['checkpoints']} checkpoints, keep {t['kept']}, remove {t['removed']}"
-        for t in plan["threads"]
-    ]
-    work = any(t["removed"] for t in plan["threads"])
-
-    def said(result: dict[str, int]) -> str:
-        removed = render.plural(result["removed_checkpoints"], "checkpoint")
-        return f"done: removed {removed} of {render.plural(len(plan['threads']), 'thread')}"
-
-    return plan_then(as_json, yes, plan, lines, pruning.execute, work=work, said=said)
+    return show_plan(saver.ops.plan_prune(list(thread_ids), strategy, keep_last), as_json, yes)
 
 
 @cli.command()
@@ -252,20 +176,7 @@ def prune(
 @store_options
 def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
     """Delete a thread: every checkpoint, write and object, all namespaces."""
-    saver = open_saver(**settings)
-    deleting = saver.ops.plan_delete(thread_id)
-    plan = deleting.to_dict()
-    lines = [
-        f"delete thread {thread_id}: {render.plural(plan['checkpoints'], 'checkpoint')}, "
-        f"{render.plural(plan['items'], 'item')}, {render.plural(plan['objects'], 'object')} "
-        f"({render.human_bytes(plan['object_bytes'])})"
-    ]
-
-    def said(result: dict[str, int]) -> str:
-        counts = (render.plural(result[f"{k}s"], k) for k in ("checkpoint", "item", "object"))
-        return f"done: deleted thread {thread_id}: {', '.join(counts)}"
-
-    return plan_then(as_json, yes, plan, lines, deleting.execute, said=said)
+    return show_plan(open_saver(**settings).ops.plan_delete(thread_id), as_json, yes)
 
 
 @cli.command()
@@ -287,29 +198,8 @@ def copy(
     """Copy a thread to a new thread id: its index items are written again, its objects
     shared (no object is written). A target with checkpoints of its own, or the source
     itself, is refused before the plan (exit 2)."""
-    saver = open_saver(**settings)
-    copying = saver.ops.plan_copy(source, target, keep_last=keep_last)
-    plan = copying.to_dict()
-    lines = [
-        f"copy {source} -> {target}: {render.plural(plan['checkpoints'], 'checkpoint')}; "
-        f"writes {render.plural(plan['items'], 'item')}, shares "
-        f"{render.plural(plan['objects'], 'object')} (no object is written)"
-    ]
-    if plan["target_checkpoints"]:
-        lines.append(
-            f"the target already has {plan['target_checkpoints']} checkpoints, all from an "
-            "earlier copy of the source: --yes completes that copy if it is unfinished"
-        )
-
-    def act() -> dict[str, int]:
-        return {"copied_checkpoints": copying.execute()}
-
-    def said(result: dict[str, int]) -> str:
-        copied = render.plural(result["copied_checkpoints"], "checkpoint")
-        whole = " (it held the whole copy already)" if not result["copied_checkpoints"] else ""
-        return f"done: copied {copied} to {target}{whole}"
-
-    return plan_then(as_json, yes, plan, lines, act, said=said)
+    plan = open_saver(**settings).ops.plan_copy(source, target, keep_last=keep_last)
+    return show_plan(plan, as_json, yes)
 
 
 @cli.command()
@@ -323,21 +213,8 @@ def reencrypt(
 ) -> int:
     """Re-seal every blob not sealed under the active key (the first of S3DYNAMO_KEYS),
     so an old key can leave the keyring. Default: every thread."""
-    saver = open_saver(**settings)
-    resealing = saver.ops.plan_reencrypt(list(thread_ids) or None, scope=scope)
-    plan = resealing.to_dict()
-    counts = ", ".join(f"{k}: {n}" for k, n in plan["item_blobs"].items()) or "none"
-    lines = [
-        f"active key {plan['active_key']}; {render.plural(len(plan['threads']), 'thread')}",
-        f"blobs in items by key: {counts}; {plan['stale_item_blobs']} to re-seal "
-        "(objects are checked as it runs)",
-    ]
-
-    def act() -> dict[str, int]:
-        with progress("re-sealing threads") as tick:
-            return {"resealed": int(resealing.execute(tick))}
-
-    return plan_then(as_json, yes, plan, lines, act, work=bool(plan["threads"]))
+    plan = open_saver(**settings).ops.plan_reencrypt(list(thread_ids) or None, scope=scope)
+    return show_plan(plan, as_json, yes)
 
 
 @cli.command("rotate-key")
@@ -355,16 +232,12 @@ def rotate_key(as_json: bool, yes: bool, **settings: Any) -> int:
             "`s3dynamo reencrypt --yes`, then drop the old key"
         )
     keyring = saver.parts.sealer.keyring
-    plan = {
+    counts = {
         "active_key": keyring.active if keyring else None,
         "kms_key_id": saver.settings.kms_key_id,
     }
-    lines = [
-        f"active data key {plan['active_key']} (KMS key {plan['kms_key_id']}); a new one "
-        "from KMS becomes active, the old ones stay readable",
-        "then: s3dynamo reencrypt --yes",
-    ]
-    return plan_then(as_json, yes, plan, lines, lambda: {"active_key": saver.ops.rotate_key()})
+    plan = Plan("rotate_key", counts, lambda: {"active_key": saver.ops.rotate_key()})
+    return show_plan(plan, as_json, yes)
 
 
 @cli.command()
@@ -418,20 +291,9 @@ def import_threads(
     region = settings.get("region") or saver.settings.region
     with sources.open_source(source, region) as src:
         with progress("reading the source"):
-            importing = saver.ops.plan_import(src, list(thread_ids) or None)
-        plan = importing.to_dict()
-        lines = [
-            f"{render.plural(len(plan['threads']), 'thread')} in {source}: "
-            f"{render.plural(plan['checkpoints_to_copy'], 'checkpoint')} to copy"
-        ]
-        lines += [f"left alone: {t.conflict}" for t in importing.conflicts]
-
-        def act() -> dict[str, Any]:
-            with progress("importing threads") as tick:
-                return importing.execute(tick).result()
-
-        code = plan_then(as_json, yes, plan, lines, act, work=plan["checkpoints_to_copy"] > 0)
-    return PROBLEMS if importing.conflicts else code
+            plan = saver.ops.plan_import(src, list(thread_ids) or None)
+        code = show_plan(plan, as_json, yes, source=source)
+    return PROBLEMS if plan.conflicts else code
 
 
 @cli.group()
@@ -449,25 +311,5 @@ def catalog_build(as_json: bool, yes: bool, **settings: Any) -> int:
     a deployment that already has threads."""
     saver = open_saver(**settings)
     with progress("reading every thread") as tick:
-        building = saver.ops.catalog.plan_build(tick)
-    plan = building.to_dict()
-    lines = [
-        f"catalog of {', '.join(plan['fields'])}: file "
-        f"{render.plural(plan['threads'], 'thread')} "
-        f"({plan['entries']} entries)"
-    ]
-    if plan["skipped_threads"]:
-        lines.append(
-            f"{render.plural(plan['skipped_threads'], 'thread')} do not open with these keys "
-            "and are left out"
-        )
-
-    def build() -> dict[str, Any]:
-        return building.execute().to_dict()
-
-    def said(result: dict[str, Any]) -> str:
-        filed = render.plural(result["threads"], "thread")
-        entries = "1 entry" if result["entries"] == 1 else f"{result['entries']} entries"
-        return f"done: filed {filed} ({entries})"
-
-    return plan_then(as_json, yes, plan, lines, build, said=said)
+        plan = saver.ops.catalog.plan_build(tick)
+    return show_plan(plan, as_json, yes)

@@ -44,6 +44,7 @@ from langgraph.checkpoint.s3dynamo.memory.core import Space
 from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, MemoryRow
 from langgraph.checkpoint.s3dynamo.memory.tokens import TOP
 from langgraph.checkpoint.s3dynamo.ops.inspect import VerifyReport, item_label, problem_kind
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
@@ -64,7 +65,7 @@ class MemoryOperations:
         in objects."""
         return memory_stats(self.parts)
 
-    def plan_expiry(self) -> MemoryExpiryPlan:
+    def plan_expiry(self) -> Plan:
         """The expired items of each space (nothing changes); `.execute()` removes them."""
         return plan_memory_expiry(self.parts)
 
@@ -251,30 +252,12 @@ class MemoryExpiry:
         return asdict(self)
 
 
-@dataclass
-class MemoryExpiryPlan:
-    """The expired Store items and cache entries found, per space (nothing changed yet);
+def plan_memory_expiry(parts: Components) -> Plan:
+    """The expired items of each space, found as the sweep finds them (no change);
     `execute()` removes them, each only while it is still expired."""
-
-    parts: Components
-    found: dict[str, int]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"items": dict(self.found)}
-
-    def execute(self) -> MemoryExpiry:
-        return expire_memory(self.parts)
-
-
-def plan_memory_expiry(parts: Components) -> MemoryExpiryPlan:
-    """Count the expired items of each space (the sweep's reads, no change)."""
-    return MemoryExpiryPlan(
-        parts,
-        {
-            label: len(expired(space, int(space.clock()))[1])
-            for label, space in spaces(parts).items()
-        },
-    )
+    found = expire_memory(parts, dry_run=True)
+    work = sum(found.items.values()) > 0
+    return Plan("memory_expiry", found.to_dict(), lambda: expire_memory(parts).to_dict(), work)
 
 
 @telemetry.operation("memory.expire")
