@@ -72,7 +72,8 @@ def plan_copy(store: ThreadStore, src: str, dst: str, keep_last: int | None = No
         "objects": len(store.referenced(entries)),
         "target_checkpoints": len(store.entries(dst)),
     }
-    return Plan("copy", counts, lambda: {"copied_checkpoints": store.copy(src, dst, keep_last)})
+    copied = "copied_checkpoints"
+    return Plan("copy", counts, lambda: {copied: store.copy(src, dst, keep_last)}, gives=copied)
 
 
 def copy_one(
