@@ -1,6 +1,6 @@
 """The commands that change the store (gc, expire, prune, delete, copy, reencrypt,
-rotate-key, catalog build), each showing the plan `saver.ops` makes and executing it
-only with `--yes`; and doctor and demo."""
+rotate-key, catalog build), each making the plan (`saver.ops`) that `cli/plans.py` shows
+and executes only with `--yes`; and doctor and demo."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     store_options,
     yes_option,
 )
-from langgraph.checkpoint.s3dynamo.cli.plans import show_plan
+from langgraph.checkpoint.s3dynamo.cli.plans import plan_command, show_plan
 from langgraph.checkpoint.s3dynamo.ops import Plan
 from langgraph.checkpoint.s3dynamo.settings import duration
 
@@ -47,18 +47,10 @@ from langgraph.checkpoint.s3dynamo.settings import duration
     "finds, instead of only what the upload journal names",
 )
 @scope_option
-@json_option
-@yes_option
-@store_options
+@plan_command
 def gc(
-    thread_ids: tuple[str, ...],
-    grace: str,
-    full: bool,
-    scope: str | None,
-    as_json: bool,
-    yes: bool,
-    **settings: Any,
-) -> int:
+    thread_ids: tuple[str, ...], grace: str, full: bool, scope: str | None, **settings: Any
+) -> Plan:
     """Delete objects no item references, older than the grace period. By default only
     what crashed or refused writes left (named by their upload intents: no listing of the
     bucket); --full, or naming threads, lists their objects instead, and deletes leftover
@@ -72,7 +64,7 @@ def gc(
             plan = saver.ops.plan_garbage_collection(
                 list(thread_ids) or None, grace=span, scope=scope
             )
-    return show_plan(plan, as_json, yes)
+    return plan
 
 
 @cli.command()
@@ -106,19 +98,15 @@ def gc(
     help="find idle threads with a Scan of the whole table instead of the idle index (a "
     "repair; the first sweep does it anyway, and indexes the threads it finds)",
 )
-@json_option
-@yes_option
-@store_options
+@plan_command
 def expire(
     older_than: str | None,
     strategy: str | None,
     keep_last: int | None,
     scope: str | None,
     full: bool,
-    as_json: bool,
-    yes: bool,
     **settings: Any,
-) -> int:
+) -> Plan:
     """Expire every thread idle for longer than the time to live: remove it whole
     (records and objects) or keep only its latest checkpoints (the N newest of each
     namespace with --keep-last N); finish what an earlier run left midway."""
@@ -129,10 +117,9 @@ def expire(
             "expire needs a time to live: pass --older-than 30d or set S3DYNAMO_RETENTION"
         )
     with progress("scanning"):
-        plan = saver.ops.plan_expiry(
+        return saver.ops.plan_expiry(
             ttl, strategy=strategy, keep_last=keep_last, scope=scope, full=full
         )
-    return show_plan(plan, as_json, yes)
 
 
 @cli.command()
@@ -151,32 +138,20 @@ def expire(
     metavar="N",
     help="with keep_latest: the checkpoints each namespace keeps, newest first",
 )
-@json_option
-@yes_option
-@store_options
-def prune(
-    thread_ids: tuple[str, ...],
-    strategy: str,
-    keep_last: int,
-    as_json: bool,
-    yes: bool,
-    **settings: Any,
-) -> int:
+@plan_command
+def prune(thread_ids: tuple[str, ...], strategy: str, keep_last: int, **settings: Any) -> Plan:
     """Drop old checkpoints (keep_latest keeps each namespace's latest, or its N newest
     with --keep-last N, and what DeltaChannel needs to rebuild them) or whole threads
     (delete)."""
-    saver = open_saver(**settings)
-    return show_plan(saver.ops.plan_prune(list(thread_ids), strategy, keep_last), as_json, yes)
+    return open_saver(**settings).ops.plan_prune(list(thread_ids), strategy, keep_last)
 
 
 @cli.command()
 @click.argument("thread_id")
-@json_option
-@yes_option
-@store_options
-def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
+@plan_command
+def delete(thread_id: str, **settings: Any) -> Plan:
     """Delete a thread: every checkpoint, write and object, all namespaces."""
-    return show_plan(open_saver(**settings).ops.plan_delete(thread_id), as_json, yes)
+    return open_saver(**settings).ops.plan_delete(thread_id)
 
 
 @cli.command()
@@ -189,39 +164,27 @@ def delete(thread_id: str, as_json: bool, yes: bool, **settings: Any) -> int:
     help="Copy only each namespace's N newest checkpoints (and what they need), read "
     "newest first: the cost does not grow with the source's history.",
 )
-@json_option
-@yes_option
-@store_options
-def copy(
-    source: str, target: str, keep_last: int | None, as_json: bool, yes: bool, **settings: Any
-) -> int:
+@plan_command
+def copy(source: str, target: str, keep_last: int | None, **settings: Any) -> Plan:
     """Copy a thread to a new thread id: its index items are written again, its objects
     shared (no object is written). A target with checkpoints of its own, or the source
     itself, is refused before the plan (exit 2)."""
-    plan = open_saver(**settings).ops.plan_copy(source, target, keep_last=keep_last)
-    return show_plan(plan, as_json, yes)
+    return open_saver(**settings).ops.plan_copy(source, target, keep_last=keep_last)
 
 
 @cli.command()
 @click.argument("thread_ids", nargs=-1)
 @scope_option
-@json_option
-@yes_option
-@store_options
-def reencrypt(
-    thread_ids: tuple[str, ...], scope: str | None, as_json: bool, yes: bool, **settings: Any
-) -> int:
+@plan_command
+def reencrypt(thread_ids: tuple[str, ...], scope: str | None, **settings: Any) -> Plan:
     """Re-seal every blob not sealed under the active key (the first of S3DYNAMO_KEYS),
     so an old key can leave the keyring. Default: every thread."""
-    plan = open_saver(**settings).ops.plan_reencrypt(list(thread_ids) or None, scope=scope)
-    return show_plan(plan, as_json, yes)
+    return open_saver(**settings).ops.plan_reencrypt(list(thread_ids) or None, scope=scope)
 
 
 @cli.command("rotate-key")
-@json_option
-@yes_option
-@store_options
-def rotate_key(as_json: bool, yes: bool, **settings: Any) -> int:
+@plan_command
+def rotate_key(**settings: Any) -> Plan:
     """Add a new KMS data key and make it active (with S3DYNAMO_KMS_KEY_ID); run
     `reencrypt --yes` afterwards to move old blobs to it."""
     saver = open_saver(**settings)
@@ -236,8 +199,7 @@ def rotate_key(as_json: bool, yes: bool, **settings: Any) -> int:
         "active_key": keyring.active if keyring else None,
         "kms_key_id": saver.settings.kms_key_id,
     }
-    plan = Plan("rotate_key", counts, lambda: {"active_key": saver.ops.rotate_key()})
-    return show_plan(plan, as_json, yes)
+    return Plan("rotate_key", counts, lambda: {"active_key": saver.ops.rotate_key()})
 
 
 @cli.command()
@@ -302,14 +264,11 @@ def catalog() -> None:
 
 
 @catalog.command(name="build")
-@json_option
-@yes_option
-@store_options
-def catalog_build(as_json: bool, yes: bool, **settings: Any) -> int:
+@plan_command
+def catalog_build(**settings: Any) -> Plan:
     """File every thread the deployment holds in the thread catalog (one Scan), then record
     that the catalog of each declared field is complete: once, after declaring a field on
     a deployment that already has threads."""
     saver = open_saver(**settings)
     with progress("reading every thread") as tick:
-        plan = saver.ops.catalog.plan_build(tick)
-    return show_plan(plan, as_json, yes)
+        return saver.ops.catalog.plan_build(tick)

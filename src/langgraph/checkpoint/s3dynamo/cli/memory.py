@@ -25,7 +25,7 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     store_options,
     yes_option,
 )
-from langgraph.checkpoint.s3dynamo.cli.plans import show_plan
+from langgraph.checkpoint.s3dynamo.cli.plans import plan_command, show_plan
 from langgraph.checkpoint.s3dynamo.ops import Plan
 
 FILTER_EXAMPLE = {"kind": "note"}
@@ -239,14 +239,11 @@ def stats_lines(data: dict[str, dict[str, int]]) -> list[str]:
 
 
 @memory.command(name="expire")
-@json_option
-@yes_option
-@store_options
-def expire_memory(as_json: bool, yes: bool, **settings: Any) -> int:
+@plan_command
+def expire_memory(**settings: Any) -> Plan:
     """Remove expired Store items and cache entries (per space: a Query of the directory,
     then one of each namespace). An expired item is never read back whether or not this
     runs."""
     saver = open_saver(**settings)
     with progress("scanning"):
-        plan = saver.ops.memory.plan_expiry()
-    return show_plan(plan, as_json, yes)
+        return saver.ops.memory.plan_expiry()

@@ -6,6 +6,7 @@ nothing to do runs nothing, `--yes` or not; `--json` prints `{"plan", "executed"
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -13,7 +14,15 @@ from typing import Any
 
 from rich.markup import escape
 
-from langgraph.checkpoint.s3dynamo.cli.common import OK, emit_json, out, progress
+from langgraph.checkpoint.s3dynamo.cli.common import (
+    OK,
+    emit_json,
+    json_option,
+    out,
+    progress,
+    store_options,
+    yes_option,
+)
 from langgraph.checkpoint.s3dynamo.cli.render import human_bytes, outcome, plural, span
 from langgraph.checkpoint.s3dynamo.ops import Plan
 
@@ -214,3 +223,14 @@ def show_plan(plan: Plan, as_json: bool, yes: bool, **about: Any) -> int:
             "nothing changed; run again with --yes to do it" if plan.work else "nothing to do"
         )
     return OK
+
+
+def plan_command(fn: Callable[..., Plan]) -> Callable[..., int]:
+    """A command that makes a plan: with --json, --yes and the store options, and the
+    plan it returns shown (and carried out on --yes) by `show_plan`."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, as_json: bool, yes: bool, **kwargs: Any) -> int:
+        return show_plan(fn(*args, **kwargs), as_json, yes)
+
+    return json_option(yes_option(store_options(command)))
