@@ -3,11 +3,14 @@ page tokens."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Interrupt, Send
 
-from langgraph.checkpoint.s3dynamo.cli import render
+from langgraph.checkpoint.s3dynamo.cli import plans, render
 
 
 def test_jsonable_turns_messages_bytes_and_sets_into_json() -> None:
@@ -208,3 +211,22 @@ def test_a_progress_bar_counts_without_a_question_mark_while_the_total_is_unknow
     assert column.render(bar.tasks[0]).plain == "12"
     bar.update(task, completed=5, total=12)
     assert column.render(bar.tasks[0]).plain == "5/12"
+
+
+def test_every_plan_reads_from_the_one_table() -> None:
+    """Every plan `saver.ops` or a command makes (`Plan("name", ...)`) has its lines in
+    `cli/plans.py`'s table, by name; `delete_runs` is the saver's `delete_for_runs`, no
+    command's."""
+    root = Path(render.__file__).resolve().parents[1]
+    names = {
+        node.args[0].value
+        for path in root.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "Plan"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+    assert "gc" in names and "memory_delete" in names
+    assert names - set(plans.SHOWN) == {"delete_runs"}
+    assert set(plans.SHOWN) <= names

@@ -6,13 +6,12 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
@@ -25,7 +24,6 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-import langgraph.checkpoint.s3dynamo.cli.render as render
 from langgraph.checkpoint.s3dynamo import InvalidConfigError, S3DynamoSaver, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -189,31 +187,3 @@ def progress(label: str) -> Iterator[Callable[[int, int | None], None]]:
 
 def short(checkpoint_id: str | None) -> str:
     return checkpoint_id[-SHORT_ID:] if checkpoint_id else "-"
-
-
-def plan_then(
-    as_json: bool,
-    yes: bool,
-    plan: Mapping[str, Any],
-    lines: Sequence[str],
-    act: Callable[[], Any],
-    *,
-    work: bool = True,
-    said: Callable[[Any], str] = render.outcome,
-) -> int:
-    """Show a plan; with --yes, carry it out and report (`said`: the line for what it
-    did). With no `work` to do, say so and change nothing, --yes or not."""
-    run = yes and work
-    result = act() if run else None
-    if as_json:
-        emit_json({"plan": plan, "executed": run, "result": result})
-        return OK
-    for line in lines:
-        out.print(escape(line))
-    if run:
-        out.print(escape(said(result)), soft_wrap=True)
-    elif not work:
-        out.print("nothing to do")
-    else:
-        out.print("nothing changed; run again with --yes to do it")
-    return OK

@@ -21,11 +21,12 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     json_option,
     open_saver,
     out,
-    plan_then,
     progress,
     store_options,
     yes_option,
 )
+from langgraph.checkpoint.s3dynamo.cli.plans import plan_command, show_plan
+from langgraph.checkpoint.s3dynamo.ops import Plan
 
 FILTER_EXAMPLE = {"kind": "note"}
 
@@ -205,18 +206,9 @@ def delete_item(namespace: str, key: str, as_json: bool, yes: bool, **settings: 
     store = _store(**settings)
     ns = _namespace(namespace)
     exists = store.get(ns, key, refresh_ttl=False) is not None
-    plan = {"namespace": list(ns), "key": key, "exists": exists}
-    what = f"item {key!r} of {namespace!r}"
-    lines = [f"delete {what}" if exists else "no such item"]
-    return plan_then(
-        as_json,
-        yes,
-        plan,
-        lines,
-        lambda: store.delete(ns, key),
-        work=exists,
-        said=lambda _: f"done: deleted 1 item ({what})",
-    )
+    counts = {"namespace": list(ns), "key": key, "exists": exists}
+    plan = Plan("memory_delete", counts, lambda: store.delete(ns, key), exists)
+    return show_plan(plan, as_json, yes, what=f"item {key!r} of {namespace!r}")
 
 
 @memory.command(name="stats")
@@ -247,34 +239,11 @@ def stats_lines(data: dict[str, dict[str, int]]) -> list[str]:
 
 
 @memory.command(name="expire")
-@json_option
-@yes_option
-@store_options
-def expire_memory(as_json: bool, yes: bool, **settings: Any) -> int:
+@plan_command
+def expire_memory(**settings: Any) -> Plan:
     """Remove expired Store items and cache entries (per space: a Query of the directory,
     then one of each namespace). An expired item is never read back whether or not this
     runs."""
     saver = open_saver(**settings)
     with progress("scanning"):
-        found = saver.ops.memory.expire(dry_run=True)
-    plan = found.to_dict()
-    lines = [render.plural(n, f"expired {label} item") for label, n in found.items.items()]
-    return plan_then(
-        as_json,
-        yes,
-        plan,
-        lines,
-        lambda: saver.ops.memory.expire().to_dict(),
-        work=sum(found.items.values()) > 0,
-        said=_expired,
-    )
-
-
-def _expired(result: dict[str, Any]) -> str:
-    """What an expiry sweep removed, per space, as a sentence."""
-    items, dropped = result["items"], result["namespaces_dropped"]
-    return "removed " + "; ".join(
-        f"{render.plural(items.get(label, 0), f'expired {label} item')} "
-        f"({render.plural(dropped.get(label, 0), 'namespace')} left empty, dropped)"
-        for label in items
-    )
+        return saver.ops.memory.plan_expiry()

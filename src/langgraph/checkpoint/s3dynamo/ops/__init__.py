@@ -3,10 +3,12 @@ rotating keys, maintenance (garbage collection, retention, delete, copy, prune,
 re-encryption), the thread lease, and inspection (threads, history, stats, verify).
 
 Every operation that changes stored data is planned first: `plan_*` reads what it would
-touch and changes nothing; the plan's `execute()` does it (the command line shows the
-plan and executes it on `--yes`). Inspections return reports. Each plan and report has
+touch and changes nothing, and returns the one plan value (`ops/plan.py`: its name, its
+counts, how to run it); the plan's `execute()` does it (the command line shows the plan
+and executes it on `--yes`). Inspections return reports. Each plan and report has
 `to_dict()`, the shape the command line prints with `--json`.
 
+    plan.py       the plan value every `plan_*` returns
     gc.py         garbage collection: plan, then execute (proof in docs/RELIABILITY.md)
     retention.py  expiring idle threads: the sweep and its guarantees
     sweep.py      finding idle threads through the idle index, after the sweep's cursor
@@ -31,7 +33,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager, cont
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from langgraph.checkpoint.s3dynamo import lease, telemetry
+from langgraph.checkpoint.s3dynamo import lease
 from langgraph.checkpoint.s3dynamo.arguments import (
     Boolean,
     Deadline,
@@ -76,10 +78,8 @@ from langgraph.checkpoint.s3dynamo.ops import (
     threads,
 )
 from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
-from langgraph.checkpoint.s3dynamo.ops.gc import GcPlan, IncrementalGcPlan
-from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptPlan, ReencryptResult
-from langgraph.checkpoint.s3dynamo.ops.retention import ExpiryPlan
-from langgraph.checkpoint.s3dynamo.ops.threads import CopyPlan
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan
+from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptResult
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped, ThreadStore
 
@@ -88,10 +88,8 @@ if TYPE_CHECKING:  # imported when first used: the Store's maintenance
 
 __all__ = [
     "CheckReport",
-    "ExpiryPlan",
-    "GcPlan",
-    "IncrementalGcPlan",
     "Operations",
+    "Plan",
     "ReencryptResult",
     "guarded",
 ]
@@ -187,9 +185,7 @@ class Operations:
         return checks.rotate_key(self.parts)
 
     @public("ops.plan_reencrypt")
-    def plan_reencrypt(
-        self, thread_ids: MaybeThreadIds = None, *, scope: MaybeText = None
-    ) -> ReencryptPlan:
+    def plan_reencrypt(self, thread_ids: MaybeThreadIds = None, *, scope: MaybeText = None) -> Plan:
         """Which keys the blobs are sealed under now; `.execute()` re-seals every blob not
         sealed under the active key, so an old key can leave the keyring. Over the whole
         table, `scope` names this saver's prefix (needed without one on a table that
@@ -207,9 +203,9 @@ class Operations:
             with guarded(self.parts.deployment):
                 return reencrypt.plan_reencrypt(self.store, tids)
         with guarded(self.parts.deployment), table_wide(self.store, "reencrypt", scope):
-            plan = reencrypt.plan_reencrypt(self.store, None)
-        plan.memory = lambda: sum(self.memory.reencrypt().values())
-        return plan
+            return reencrypt.plan_reencrypt(
+                self.store, None, lambda: sum(self.memory.reencrypt().values())
+            )
 
     @public("ops.reencrypt")
     def reencrypt(
@@ -218,7 +214,8 @@ class Operations:
         """Re-seal every blob of these threads (default: all) not sealed under the active
         key. Returns how many it re-sealed (an int), with `.skipped`: over the whole
         table, threads that do not open with these keys are skipped and listed there."""
-        result = self.plan_reencrypt(thread_ids, scope=scope).execute()
+        plan = self.plan_reencrypt(thread_ids, scope=scope)
+        result = ReencryptResult(plan.execute().result()["resealed"], plan.skipped)
         self.last_skipped = result.skipped
         log.info("reencrypt: %d blobs re-sealed, %d threads skipped", result, len(result.skipped))
         return result
@@ -232,7 +229,7 @@ class Operations:
         *,
         grace: Span = gc.DEFAULT_GRACE,
         scope: MaybeText = None,
-    ) -> GcPlan:
+    ) -> Plan:
         """Find objects no index item references, older than `grace` (a dry run); call
         `.execute()` on the plan to delete them (see `ops/gc.py`). Over the whole bucket,
         `scope` names this saver's prefix (needed without one on a table that holds
@@ -243,13 +240,13 @@ class Operations:
         else:
             with table_wide(self.store, "garbage collection", scope):
                 plan = gc.plan_gc(self.store, None, grace=grace)
-        log.info("garbage collection plan: %d objects, %d bytes", plan.objects, plan.bytes)
+        log.info("garbage collection plan: %s", plan.counts)
         return plan
 
     @public()
     def plan_incremental_garbage_collection(
         self, *, grace: Span = gc.DEFAULT_GRACE, now: Moment = None
-    ) -> IncrementalGcPlan:
+    ) -> Plan:
         """Find what crashed or refused puts left: objects named by upload intents older
         than `grace` that no index item references (a dry run; `.execute()` deletes them
         and the intents). Costs one Query per journal shard plus a few requests per
@@ -262,12 +259,7 @@ class Operations:
             return memory(owner) if is_memory_pk(owner) else self.store.live_leaves(owner)
 
         plan = gc.plan_incremental_gc(self.store, live_of, grace=grace, now=now)
-        log.info(
-            "incremental garbage collection plan: %d intents, %d objects, %d bytes",
-            len(plan.intents),
-            plan.objects,
-            plan.bytes,
-        )
+        log.info("incremental garbage collection plan: %s", plan.counts)
         return plan
 
     @public("ops.plan_expiry")
@@ -280,7 +272,7 @@ class Operations:
         deadline: Deadline = None,
         scope: MaybeText = None,
         full: Boolean = False,
-    ) -> ExpiryPlan:
+    ) -> Plan:
         """Every thread idle for longer than `older_than` (default: the `retention`
         setting), found in the idle index after the sweep's cursor (`ops/sweep.py`), or,
         with `full` or no cursor yet, with one Scan; `.execute()` removes them whole (strategy
@@ -316,7 +308,7 @@ class Operations:
         deadline: Deadline = None,
         scope: MaybeText = None,
         full: Boolean = False,
-    ) -> ExpiryPlan:
+    ) -> Plan:
         """Expire every thread idle for longer than `older_than`: remove it whole, or keep
         only its latest checkpoints (`strategy`, default the `retention_strategy`
         setting; the `keep_last` newest of each namespace, default the
@@ -337,18 +329,16 @@ class Operations:
         return plan
 
     @public("ops.plan_delete")
-    def plan_delete(self, thread_id: ThreadId) -> threads.DeletePlan:
+    def plan_delete(self, thread_id: ThreadId) -> Plan:
         """What deleting a thread removes; `.execute()` deletes it."""
         tid = thread_id_of(thread_id)
         plan = threads.plan_delete(self.store, tid)
-        if not plan.items and not plan.objects:
+        if not plan.counts["items"] and not plan.counts["objects"]:
             self._entries(tid)  # names a wrong secret, else the unknown thread
         return plan
 
     @public("ops.plan_copy")
-    def plan_copy(
-        self, source: ThreadId, target: ThreadId, *, keep_last: MaybeN = None
-    ) -> CopyPlan:
+    def plan_copy(self, source: ThreadId, target: ThreadId, *, keep_last: MaybeN = None) -> Plan:
         """What copying writes (`keep_last`: as copy_thread), or its refusal; `.execute()`."""
         self._entries(source)  # a source with no checkpoints is named as such first
         return threads.plan_copy(self.store, thread_id_of(source), thread_id_of(target), keep_last)
@@ -356,7 +346,7 @@ class Operations:
     @public("ops.plan_prune")
     def plan_prune(
         self, thread_ids: ThreadIds, strategy: Text = "keep_latest", keep_last: Whole = 1
-    ) -> threads.PrunePlan:
+    ) -> Plan:
         """What pruning keeps and removes per thread (with `keep_latest`, the `keep_last`
         newest checkpoints of each namespace); `.execute()` prunes."""
         threads.check_strategy(strategy, keep_last)
@@ -367,24 +357,24 @@ class Operations:
             return threads.plan_prune(self.store, tids, strategy, keep_last)
 
     @public("ops.plan_import")
-    def plan_import(self, source: Source, thread_ids: MaybeThreadIds = None) -> migrate.ImportPlan:
+    def plan_import(self, source: Source, thread_ids: MaybeThreadIds = None) -> Plan:
         """What importing from another LangGraph checkpointer copies (default: every thread
         its `list(None)` shows); `.execute()` copies them (`ops/migrate.py`)."""
         return migrate.plan_import(self.store, self.parts.deployment, source, thread_ids)
 
     @public("ops.import_threads")
-    def import_threads(
-        self, source: Source, thread_ids: MaybeThreadIds = None
-    ) -> migrate.ImportPlan:
+    def import_threads(self, source: Source, thread_ids: MaybeThreadIds = None) -> Plan:
         """Copy threads, whole histories with every namespace and pending write, from any
         LangGraph checkpointer (`InMemorySaver`, `SqliteSaver`, `PostgresSaver`, AWS's
         `DynamoDBSaver`, ...). Resumable: a repeat copies what is missing and duplicates
         nothing; a thread that has other checkpoints here is reported in `.conflicts`,
         never overwritten. Returns the executed plan (`.result()`: what was copied)."""
-        return self.plan_import(source, thread_ids).execute()
+        plan = self.plan_import(source, thread_ids)
+        plan.execute()
+        return plan
 
     @public("ops.plan_delete_runs")
-    def plan_delete_runs(self, run_ids: RunIds) -> threads.DeleteRunsPlan:
+    def plan_delete_runs(self, run_ids: RunIds) -> Plan:
         """The checkpoints these runs created, found through the run index; `.execute()`
         deletes them with their writes."""
         return threads.plan_delete_runs(self.store, [str(r) for r in run_ids])
@@ -503,16 +493,3 @@ class Operations:
         if report.nothing_opened:
             self.parts.deployment.verify(write=False)
         return report
-
-
-for _plan, _name in (
-    (GcPlan, "gc"),
-    (ExpiryPlan, "expiry"),
-    (ReencryptPlan, "reencrypt"),
-    (threads.DeletePlan, "delete"),
-    (threads.CopyPlan, "copy"),
-    (threads.PrunePlan, "prune"),
-    (threads.DeleteRunsPlan, "delete_runs"),
-    (migrate.ImportPlan, "import"),
-):
-    telemetry.instrument(_plan, {"execute": f"ops.{_name}.execute"})

@@ -3,7 +3,7 @@ a deployment already holds (written before a field was declared, or by a process
 declared none).
 
 `plan_build` reads every checkpoint record once (one Scan, through `store/scope.py`) and
-opens each one's metadata; `CatalogPlan.execute` files every thread under the declared
+opens each one's metadata; its plan's `execute()` files every thread under the declared
 values its checkpoints hold and under the deployment's token (full batches: an entry and
 its back-reference each; a thread filed already gets the same items again), then records,
 beside the deployment record, that the catalog of each declared field is complete. An
@@ -16,64 +16,42 @@ skipped and reported. The catalog: `store/catalog.py`, docs/OPERATIONS.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.arguments import Function
 from langgraph.checkpoint.s3dynamo.boundary import public
-from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
 log = logging.getLogger(__name__)
 
-# Called with the threads done so far and their total, None while the Scan still finds
-# threads: the command line's progress bar.
-Progress = Callable[[int, int | None], None]
 
-
-def no_progress(done: int, total: int | None) -> None:
-    return None
-
-
-@dataclass
-class CatalogPlan:
-    """What building the catalog writes: the entries of every thread (`execute()`
-    writes them, then the completeness records)."""
-
-    store: ThreadStore
-    threads: int
-    entries: list[CatalogEntry] = field(repr=False)
-    skipped: list[Skipped] = field(default_factory=list)
-    executed: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fields": list(self.store.catalog_fields),
-            "threads": self.threads,
-            "entries": len(self.entries),
-            "skipped_threads": len(self.skipped),
-            "executed": self.executed,
-        }
-
-    def execute(self) -> CatalogPlan:
-        self.store.file(self.entries)
-        self.store.mark_catalog_complete()
-        self.executed = True
-        warn_skipped("catalog build", self.skipped)
-        log.info("catalog build: %d threads, %d entries", self.threads, len(self.entries))
-        return self
-
-
-def plan_build(store: ThreadStore, progress: Progress = no_progress) -> CatalogPlan:
+def plan_build(store: ThreadStore, progress: Progress = no_progress) -> Plan:
     """Every thread's entries, from one Scan of the deployment's records (nothing is
     written). `progress` hears of the threads the Scan has found so far (no total yet),
-    then of those whose metadata is open, out of all of them."""
+    then of those whose metadata is open, out of all of them. `execute()` files them,
+    then records the catalog complete."""
     skipped: list[Skipped] = []
     threads, entries = store.catalog_entries(skipped, progress)
-    return CatalogPlan(store, threads, entries, skipped)
+    counts = {
+        "fields": list(store.catalog_fields),
+        "threads": threads,
+        "entries": len(entries),
+        "skipped_threads": len(skipped),
+        "executed": False,
+    }
+
+    def run() -> dict[str, Any]:
+        store.file(entries)
+        store.mark_catalog_complete()
+        warn_skipped("catalog build", skipped)
+        log.info("catalog build: %d threads, %d entries", threads, len(entries))
+        return {**counts, "executed": True}
+
+    return Plan("catalog", counts, run, state=SimpleNamespace(entries=entries, skipped=skipped))
 
 
 class CatalogOperations:
@@ -84,7 +62,7 @@ class CatalogOperations:
         self.store = parts.store
 
     @public()
-    def plan_build(self, progress: Function = None) -> CatalogPlan:
+    def plan_build(self, progress: Function = None) -> Plan:
         """What building the catalog files (one Scan; nothing written): every thread
         under its declared values; `.execute()` writes it. `progress(done, total)`: the
         threads read, total None while the Scan still finds them."""
@@ -92,8 +70,10 @@ class CatalogOperations:
             self.parts.deployment.verify(write=False)
             return plan_build(self.store, progress or no_progress)
 
-    def build(self) -> CatalogPlan:
+    def build(self) -> Plan:
         """File every thread the deployment holds, then record that the catalog of each
         declared field is complete; returns the executed plan. Run it once after
         declaring a field on a deployment that has threads (module docstring)."""
-        return self.plan_build().execute()
+        plan = self.plan_build()
+        plan.execute()
+        return plan

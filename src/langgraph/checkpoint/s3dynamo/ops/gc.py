@@ -4,9 +4,9 @@
 Objects become unreferenced when a writer crashes between its uploads and its index
 write, when a special write is replaced, or when `delete_for_runs` removes checkpoints.
 `plan_gc` lists a thread's objects and marks every leaf its records reference; those
-not referenced and older than the grace period are candidates. `GcPlan.execute` lists
-them again, marks again, and deletes each one with a conditional delete that holds only
-while the object is unchanged since that second listing.
+not referenced and older than the grace period are candidates. The plan's `execute()`
+lists them again, marks again, and deletes each one with a conditional delete that holds
+only while the object is unchanged since that second listing.
 
 The full collection also deletes leftover writes records: those older than the grace
 whose checkpoint record is not in the table (LangGraph sends a task's writes before its
@@ -38,6 +38,7 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.layout import object_scope, owner_prefix, split_object_key
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
@@ -45,11 +46,25 @@ from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipp
 DEFAULT_GRACE = timedelta(hours=1)
 
 
-class _Candidates:
-    """What both plans count: unreferenced objects by thread partition, and their sizes."""
+@dataclass
+class Candidates:
+    """What a collection found (a plan's `state`): unreferenced objects by owner and
+    their sizes; the full one's leftover writes records and what it leaves alone, the
+    incremental one's upload intents."""
 
-    candidates: dict[str, list[str]]
-    sizes: dict[str, int]
+    candidates: dict[str, list[str]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    intents: list[UploadIntent] = field(default_factory=list)
+    # Keys under the prefix that this deployment did not write (never touched).
+    foreign: int = 0
+    # Keys of threads with no record in this index (left to `delete_thread`).
+    unindexed: int = 0
+    # Threads whose records this saver cannot open (other keys): never collected.
+    skipped: list[Skipped] = field(default_factory=list)
+    # Leftover writes records older than the grace, by thread partition; and how many
+    # the run deleted.
+    leftovers: dict[str, list[ItemKey]] = field(default_factory=dict)
+    writes_deleted: int = 0
 
     @property
     def objects(self) -> int:
@@ -60,50 +75,17 @@ class _Candidates:
         return sum(self.sizes.values())
 
 
-@dataclass
-class GcPlan(_Candidates):
-    """Unreferenced objects found by `plan_gc`, grouped by thread partition."""
-
-    store: ThreadStore
-    grace: timedelta = DEFAULT_GRACE
-    candidates: dict[str, list[str]] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)
-    # Keys under the prefix that this deployment did not write (never touched).
-    foreign: int = 0
-    # Keys of threads with no record in this index (left to `delete_thread`).
-    unindexed: int = 0
-    # Threads whose records this saver cannot open (other keys): never collected.
-    skipped: list[Skipped] = field(default_factory=list)
-    # Leftover writes records older than the grace, by thread partition; and how many
-    # `execute` deleted.
-    leftovers: dict[str, list[ItemKey]] = field(default_factory=dict)
-    writes_deleted: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": "full",
-            "threads": len(self.candidates),
-            "objects": self.objects,
-            "bytes": self.bytes,
-            "grace_seconds": int(self.grace.total_seconds()),
-            "foreign": self.foreign,
-            "unindexed": self.unindexed,
-            "leftover_writes": sum(len(keys) for keys in self.leftovers.values()),
-        }
-
-    def execute(self, *, now: datetime | None = None) -> int:
-        """Delete the leftover writes records still leftovers (`writes_deleted` counts
-        them), then the candidates still old and unreferenced, each only if unchanged
-        since it was read or listed again here; returns how many objects were deleted."""
-        cutoff = (now or datetime.now(timezone.utc)) - self.grace
-        collector = self.store.collector()
-        before_s = int(cutoff.timestamp())
-        for name, keys in self.leftovers.items():
-            self.writes_deleted += self.store.clear_leftovers(name, set(keys), before_s)
-        return sum(
-            collector.sweep(name, self.store.live_leaves, cutoff, set(keys))
-            for name, keys in self.candidates.items()
-        )
+def _plan(found: Candidates, grace: timedelta, counts: dict[str, Any], run: Any) -> Plan:
+    """The plan "gc" of what was found; `execute()` returns the objects deleted."""
+    counts = {
+        **counts,
+        "threads": len(found.candidates),
+        "objects": found.objects,
+        "bytes": found.bytes,
+        "grace_seconds": int(grace.total_seconds()),
+    }
+    work = found.objects > 0 or bool(found.leftovers) or bool(found.intents)
+    return Plan("gc", counts, run, work, found, gives="deleted")
 
 
 def plan_gc(
@@ -112,11 +94,13 @@ def plan_gc(
     *,
     grace: timedelta = DEFAULT_GRACE,
     now: datetime | None = None,
-) -> GcPlan:
+) -> Plan:
     """Find unreferenced objects of these threads (default: every thread of this
-    deployment in the bucket). Nothing is deleted: this is the dry run."""
+    deployment in the bucket). Nothing is deleted: this is the dry run. `execute()`
+    deletes the leftover writes records still leftovers, then the candidates still old
+    and unreferenced, each only if unchanged since it was read or listed again there."""
     cutoff = (now or datetime.now(timezone.utc)) - grace
-    plan = GcPlan(store, grace)
+    found = Candidates()
     by_thread: dict[str, list[ObjectInfo]] = {}
     if thread_ids is None:
         listed: Iterable[ObjectInfo] = store.deployment_objects()
@@ -127,7 +111,7 @@ def plan_gc(
     for obj in listed:
         parts = split_object_key(store.prefix, obj.key)
         if parts is None:
-            plan.foreign += 1
+            found.foreign += 1
             store.note_scope(object_scope(obj.key))
             continue
         by_thread.setdefault(parts[0], []).append(obj)
@@ -136,68 +120,44 @@ def plan_gc(
     for thread_name, objs in by_thread.items():
         if not objs:
             continue
-        before = len(plan.skipped)
-        live = store.live_leaves(thread_name, plan.skipped if thread_ids is None else None)
-        if len(plan.skipped) > before:
+        before = len(found.skipped)
+        live = store.live_leaves(thread_name, found.skipped if thread_ids is None else None)
+        if len(found.skipped) > before:
             continue
         if live is None:
             if need_records:
-                plan.unindexed += len(objs)
+                found.unindexed += len(objs)
                 continue
             live = set()
         prefix = owner_prefix(thread_name)
         for obj in objs:
             if obj.key[len(prefix) :] not in live and obj.modified < cutoff:
-                plan.candidates.setdefault(thread_name, []).append(obj.key)
-                plan.sizes[obj.key] = obj.size
-    warn_skipped("garbage collection", plan.skipped)
+                found.candidates.setdefault(thread_name, []).append(obj.key)
+                found.sizes[obj.key] = obj.size
+    warn_skipped("garbage collection", found.skipped)
     named = None if thread_ids is None else list(by_thread)
     for key in store.leftover_writes(named, int(cutoff.timestamp())):
-        plan.leftovers.setdefault(key.pk, []).append(key)
-    return plan
+        found.leftovers.setdefault(key.pk, []).append(key)
+
+    def run(*, now: datetime | None = None) -> dict[str, int]:
+        cutoff = (now or datetime.now(timezone.utc)) - grace
+        collector = store.collector()
+        before_s = int(cutoff.timestamp())
+        for name, keys in found.leftovers.items():
+            found.writes_deleted += store.clear_leftovers(name, set(keys), before_s)
+        deleted = sum(
+            collector.sweep(name, store.live_leaves, cutoff, set(keys))
+            for name, keys in found.candidates.items()
+        )
+        wrote = {"writes_deleted": found.writes_deleted} if found.leftovers else {}
+        return {"deleted": deleted, **wrote}
+
+    leftovers = sum(len(keys) for keys in found.leftovers.values())
+    counts = {"mode": "full", "foreign": found.foreign, "unindexed": found.unindexed}
+    return _plan(found, grace, {**counts, "leftover_writes": leftovers}, run)
 
 
 # ------------------------------------------------------------------ incremental
-
-
-@dataclass
-class IncrementalGcPlan(_Candidates):
-    """Upload intents older than the grace (`plan_incremental_gc`) and the objects they
-    name that nothing referenced when planned, by owner."""
-
-    store: ThreadStore
-    live_of: collect.LiveLeaves
-    grace: timedelta = DEFAULT_GRACE
-    intents: list[UploadIntent] = field(default_factory=list)
-    candidates: dict[str, list[str]] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": "incremental",
-            "intents": len(self.intents),
-            "threads": len(self.candidates),
-            "objects": self.objects,
-            "bytes": self.bytes,
-            "grace_seconds": int(self.grace.total_seconds()),
-        }
-
-    def execute(self, *, now: datetime | None = None) -> int:
-        """For each owner the intents name (a thread, a Store or cache namespace): list
-        again (a HEAD per key), mark again, delete each old unreferenced key only if
-        unchanged since that HEAD; then delete every intent whose keys are all settled
-        (gone, deleted, or referenced). An intent naming a key that is young again or
-        changed stays for the next run. Returns how many objects were deleted."""
-        cutoff = (now or datetime.now(timezone.utc)) - self.grace
-        collector = self.store.collector()
-        deleted = 0
-        settled: list[ItemKey] = []
-        for owner, intents in collect.by_owner(self.intents).items():
-            gone, done = collector.settle(owner, intents, self.live_of, cutoff)
-            deleted += gone
-            settled += [i.key for i in done]
-        collector.close(settled)
-        return deleted
 
 
 def plan_incremental_gc(
@@ -206,22 +166,37 @@ def plan_incremental_gc(
     *,
     grace: timedelta = DEFAULT_GRACE,
     now: datetime | None = None,
-) -> IncrementalGcPlan:
+) -> Plan:
     """Objects named by upload intents older than `grace` that nothing references and
     that are older than `grace` themselves. `live_of` gives the leaves an owner's items
     reference, threads' and memory namespaces' alike (`saver.ops` passes both; default:
-    threads only). Reads the journal's shards, then
-    per owner a HEAD per named key and one consistent read of its items; never lists
-    the bucket. Nothing is deleted: this is the dry run."""
-    at = now or datetime.now(timezone.utc)
-    cutoff = at - grace
+    threads only). Reads the journal's shards, then per owner a HEAD per named key and
+    one consistent read of its items; never lists the bucket. Nothing is deleted: this
+    is the dry run. `execute()`, for each owner the intents name: lists again (a HEAD
+    per key), marks again, deletes each old unreferenced key only if unchanged since
+    that HEAD; then deletes every intent whose keys are all settled (gone, deleted, or
+    referenced). An intent naming a key that is young again or changed stays for the
+    next run."""
+    cutoff = (now or datetime.now(timezone.utc)) - grace
     collector = store.collector()
-    intents = collector.expired(int(cutoff.timestamp() * 1000))
-    live_of = live_of or store.live_leaves
-    plan = IncrementalGcPlan(store, live_of, grace, intents)
-    for owner, group in collect.by_owner(intents).items():
-        _, _, doomed = collector.examine(owner, group, live_of, cutoff)
+    live = live_of or store.live_leaves
+    found = Candidates(intents=collector.expired(int(cutoff.timestamp() * 1000)))
+    for owner, group in collect.by_owner(found.intents).items():
+        _, _, doomed = collector.examine(owner, group, live, cutoff)
         if doomed:
-            plan.candidates[owner] = [o.key for o in doomed]
-            plan.sizes.update({o.key: o.size for o in doomed})
-    return plan
+            found.candidates[owner] = [o.key for o in doomed]
+            found.sizes.update({o.key: o.size for o in doomed})
+
+    def run(*, now: datetime | None = None) -> dict[str, int]:
+        cutoff = (now or datetime.now(timezone.utc)) - grace
+        collector = store.collector()
+        deleted = 0
+        settled: list[ItemKey] = []
+        for owner, intents in collect.by_owner(found.intents).items():
+            gone, done = collector.settle(owner, intents, live, cutoff)
+            deleted += gone
+            settled += [i.key for i in done]
+        collector.close(settled)
+        return {"deleted": deleted}
+
+    return _plan(found, grace, {"mode": "incremental", "intents": len(found.intents)}, run)

@@ -30,6 +30,7 @@ from langgraph.checkpoint.s3dynamo.layout import memory_scope
 from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Space, Stored
 from langgraph.checkpoint.s3dynamo.ops.inspect import VerifyReport, item_label, problem_kind
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
@@ -48,7 +49,7 @@ class MemoryOperations:
         in objects."""
         return memory_stats(self.parts)
 
-    def plan_expiry(self) -> MemoryExpiryPlan:
+    def plan_expiry(self) -> Plan:
         """The expired items of each space (nothing changes); `.execute()` removes them."""
         return plan_memory_expiry(self.parts)
 
@@ -167,27 +168,12 @@ class MemoryExpiry:
         return asdict(self)
 
 
-@dataclass
-class MemoryExpiryPlan:
-    """The expired Store items and cache entries found, per space (nothing changed yet);
+def plan_memory_expiry(parts: Components) -> Plan:
+    """The expired items of each space, found as the sweep finds them (no change);
     `execute()` removes them, each only while it is still expired."""
-
-    parts: Components
-    found: dict[str, int]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"items": dict(self.found)}
-
-    def execute(self) -> MemoryExpiry:
-        return expire_memory(self.parts)
-
-
-def plan_memory_expiry(parts: Components) -> MemoryExpiryPlan:
-    """Count the expired items of each space (the sweep's reads, no change)."""
-    return MemoryExpiryPlan(
-        parts,
-        {label: len(space.expired(int(space.clock()))) for label, space in spaces(parts).items()},
-    )
+    found = expire_memory(parts, dry_run=True)
+    work = sum(found.items.values()) > 0
+    return Plan("memory_expiry", found.to_dict(), lambda: expire_memory(parts).to_dict(), work)
 
 
 @telemetry.operation("memory.expire")

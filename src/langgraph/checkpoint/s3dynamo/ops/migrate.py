@@ -28,8 +28,9 @@ is: an import never overwrites.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from langgraph.checkpoint.base import (
@@ -42,10 +43,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.s3dynamo.deployment import Deployment
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
 from langgraph.checkpoint.s3dynamo.runnable_config import checkpoint_id_of, thread_id_of
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
-
-Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -61,62 +61,17 @@ class ThreadImport:
     copied: int = 0
     writes_copied: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
-
-
-@dataclass
-class ImportPlan:
-    """What importing these threads copies (`execute()` does it)."""
-
-    store: ThreadStore
-    deployment: Deployment
-    source: BaseCheckpointSaver[Any]
-    threads: list[ThreadImport] = field(default_factory=list)
-    executed: bool = False
-
-    @property
-    def conflicts(self) -> list[ThreadImport]:
-        return [t for t in self.threads if t.conflict]
-
-    def to_dict(self) -> dict[str, Any]:
-        todo = [t for t in self.threads if not t.conflict]
-        return {
-            "threads": [t.to_dict() for t in self.threads],
-            "checkpoints_to_copy": sum(t.checkpoints - t.already_here for t in todo),
-            "conflicts": len(self.conflicts),
-        }
-
-    def result(self) -> dict[str, Any]:
-        return {
-            "threads_copied": sum(1 for t in self.threads if t.copied),
-            "checkpoints_copied": sum(t.copied for t in self.threads),
-            "writes_copied": sum(t.writes_copied for t in self.threads),
-            "conflicts": [t.thread_id for t in self.conflicts],
-        }
-
-    def execute(self, progress: Progress | None = None) -> ImportPlan:
-        """Copy every thread of the plan but the conflicting ones (module docstring)."""
-        todo = [t for t in self.threads if not t.conflict]
-        if progress:
-            progress(0, len(todo))
-        for done, thread in enumerate(todo, 1):
-            import_thread(self.store, self.deployment, self.source, thread)
-            if progress:
-                progress(done, len(todo))
-        self.executed = True
-        return self
-
 
 def plan_import(
     store: ThreadStore,
     deployment: Deployment,
     source: BaseCheckpointSaver[Any],
     thread_ids: Sequence[str] | None = None,
-) -> ImportPlan:
+) -> Plan:
     """Read what the source holds of these threads (default: every thread its
-    `list(None)` shows) and what is here already; nothing is written."""
-    plan = ImportPlan(store, deployment, source)
+    `list(None)` shows) and what is here already (`.threads`, `.conflicts`); nothing is
+    written. `execute(progress)` copies every thread but the conflicting ones."""
+    rows: list[ThreadImport] = []
     tids = (
         list(dict.fromkeys(map(thread_id_of, thread_ids))) if thread_ids else source_threads(source)
     )
@@ -138,8 +93,29 @@ def plan_import(
                 f"canonical form, as LangGraph makes them, such as {odd[0][:60]!r}: a config "
                 "naming one would be refused here, so the thread is left in the source"
             )
-        plan.threads.append(ThreadImport(tid, len(tuples), len(here & theirs), conflict))
-    return plan
+        rows.append(ThreadImport(tid, len(tuples), len(here & theirs), conflict))
+    todo = [t for t in rows if not t.conflict]
+
+    def run(progress: Progress = no_progress) -> dict[str, Any]:
+        progress(0, len(todo))
+        for done, thread in enumerate(todo, 1):
+            import_thread(store, deployment, source, thread)
+            progress(done, len(todo))
+        return {
+            "threads_copied": sum(1 for t in rows if t.copied),
+            "checkpoints_copied": sum(t.copied for t in rows),
+            "writes_copied": sum(t.writes_copied for t in rows),
+            "conflicts": [t.thread_id for t in rows if t.conflict],
+        }
+
+    to_copy = sum(t.checkpoints - t.already_here for t in todo)
+    counts = {
+        "threads": [dict(vars(t)) for t in rows],
+        "checkpoints_to_copy": to_copy,
+        "conflicts": len(rows) - len(todo),
+    }
+    found = SimpleNamespace(threads=rows, conflicts=[t for t in rows if t.conflict])
+    return Plan("import", counts, run, to_copy > 0, found)
 
 
 def _is_checkpoint_id(value: str) -> bool:

@@ -9,14 +9,12 @@ keyring holds both); a repeat re-seals what is left and then finds nothing to do
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from types import SimpleNamespace
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
 from langgraph.checkpoint.s3dynamo.records import Record
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
-
-Progress = Callable[[int, int], None]
 
 
 class ReencryptResult(int):
@@ -31,60 +29,42 @@ class ReencryptResult(int):
         return out
 
 
-@dataclass
-class ReencryptPlan:
+def plan_reencrypt(
+    store: ThreadStore, thread_ids: Sequence[str] | None, memory: Callable[[], int] | None = None
+) -> Plan:
     """Which keys the blobs kept in records are sealed under now (objects are checked,
-    and re-sealed, when it runs), and the threads it will go through."""
-
-    store: ThreadStore
-    thread_ids: list[str]
-    active_key: str | None
-    item_blobs: dict[str, int]
-    table_wide: bool
-    skipped: list[Skipped] = field(default_factory=list)
-    # Over the whole table: re-seals the Store's items and the node cache's entries
-    # (`ops/memory.py`) after the threads; how many it re-sealed.
-    memory: Callable[[], int] | None = None
-
-    @property
-    def stale_item_blobs(self) -> int:
-        return sum(n for k, n in self.item_blobs.items() if k != self.active_key)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "active_key": self.active_key,
-            "threads": self.thread_ids,
-            "item_blobs": dict(sorted(self.item_blobs.items())),
-            "stale_item_blobs": self.stale_item_blobs,
-        }
-
-    def execute(self, progress: Progress | None = None) -> ReencryptResult:
-        total, skipped = 0, list(self.skipped)
-        if progress:
-            progress(0, len(self.thread_ids))
-        for done, tid in enumerate(self.thread_ids, 1):
-            total += reencrypt_thread(self.store, tid, skipped if self.table_wide else None)
-            if progress:
-                progress(done, len(self.thread_ids))
-        if self.memory is not None:
-            total += self.memory()
-        warn_skipped("reencrypt", skipped)
-        self.store.forget()
-        return ReencryptResult(total, skipped)
-
-
-def plan_reencrypt(store: ThreadStore, thread_ids: Sequence[str] | None) -> ReencryptPlan:
-    """Count the record blobs by key id; over the whole table (`thread_ids` None), the
-    threads that do not open with these keys are skipped and listed in the plan."""
-    skipped: list[Skipped] = []
+    and re-sealed, when it runs), and the threads it will go through; over the whole
+    table (`thread_ids` None), the threads that do not open with these keys are skipped
+    and listed (`.skipped`). `execute(progress)` re-seals each thread's stale blobs,
+    then runs `memory` (the Store's and the node cache's re-sealing: how many)."""
+    found = SimpleNamespace(skipped=[])
     if thread_ids is None:
         records: list[Record] = store.records()
-        tids = sorted({e.tid for e in store.group(records, skipped)})
+        tids = sorted({e.tid for e in store.group(records, found.skipped)})
     else:
         tids = list(thread_ids)
         records = [r for tid in tids for r in store.records(tid)]
     by_key = store.key_ids(records)
-    return ReencryptPlan(store, tids, store.active_key(), by_key, thread_ids is None, skipped)
+    active = store.active_key()
+
+    def run(progress: Progress = no_progress) -> dict[str, int]:
+        total = 0
+        progress(0, len(tids))
+        for done, tid in enumerate(tids, 1):
+            total += reencrypt_thread(store, tid, found.skipped if thread_ids is None else None)
+            progress(done, len(tids))
+        total += memory() if memory is not None else 0
+        warn_skipped("reencrypt", found.skipped)
+        store.forget()
+        return {"resealed": total}
+
+    counts = {
+        "active_key": active,
+        "threads": tids,
+        "item_blobs": dict(sorted(by_key.items())),
+        "stale_item_blobs": sum(n for k, n in by_key.items() if k != active),
+    }
+    return Plan("reencrypt", counts, run, bool(tids), found)
 
 
 def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None) -> int:

@@ -5,11 +5,12 @@ with the `keep_latest` strategy, pruned down to their latest checkpoints (the
 A thread's activity is the newest `written_at` stamp among its records (a record written
 before stamps existed is dated by its checkpoint id, a UUIDv6 or v1; a thread none of
 whose records can be dated is kept and counted `undated`). `plan_expiry` is the dry run:
-one parallel Scan reading each item's key, stamp and head, opening nothing sealed.
-`ExpiryPlan.execute` removes each idle thread under its lease with the thread store's one
-removal protocol (`store/removal.py`): tombstones on its heads, a consistent read again (a
-commit meanwhile revives the thread), delete marks, the records, the objects written
-before the cutoff (each only while unchanged), then the marks and the lease.
+one parallel Scan reading each item's key, stamp and head, opening nothing sealed. Its
+plan's `execute()` (`Sweep.run`) removes each idle thread under its lease with the thread
+store's one removal protocol (`store/removal.py`): tombstones on its heads, a consistent
+read again (a commit meanwhile revives the thread), delete marks, the records, the
+objects written before the cutoff (each only while unchanged), then the marks and the
+lease.
 `keep_latest` sets a marker instead of tombstones and prunes as `prune` does.
 
 The steps one by one, why an interrupted sweep is completed by the next one, why an
@@ -28,6 +29,7 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.layout import thread_of
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ops.threads import check_strategy
 from langgraph.checkpoint.s3dynamo.settings import Settings, duration
 from langgraph.checkpoint.s3dynamo.store import (
@@ -55,9 +57,10 @@ SCAN_SEGMENTS = 16
 
 
 @dataclass
-class ExpiryPlan:
-    """What a sweep found (the dry run) and, once executed, what it removed. Threads are
-    named by their keyed hash (the partition key), never by id."""
+class Sweep:
+    """What a sweep found (the dry run; the state of its plan, `planned`) and, once run,
+    what it removed. Threads are named by their keyed hash (the partition key), never by
+    id."""
 
     store: ThreadStore
     ttl: timedelta
@@ -79,7 +82,7 @@ class ExpiryPlan:
     records: int = 0
     # False when the Scan met the deadline first: then nothing was judged or removed.
     scanned_all: bool = True
-    # Filled by `execute`.
+    # Filled by `run`.
     removed: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
@@ -88,18 +91,17 @@ class ExpiryPlan:
     unfinished: list[str] = field(default_factory=list)
     records_deleted: int = 0
     objects_deleted: int = 0
-    executed: bool = False
     seen: dict[str, SeenThread] = field(default_factory=dict, repr=False)
     # The sweep's cursor (`ops/sweep.py`): journals the threads before removing them and
     # moves on once they are done. None: a plan that keeps no cursor.
     cursor: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def execute(self, *, deadline: float | None = None) -> ExpiryPlan:
+    def run(self, *, deadline: float | None = None) -> dict[str, int]:
         """Remove the idle threads and finish the leftovers (docs/RELIABILITY.md,
-        "Retention"). With a `deadline` (a `time.monotonic()` value), no thread is
-        started after it; those not started are listed in `unfinished`, for the next
-        sweep."""
+        "Retention"); what it did. With a `deadline` (a `time.monotonic()` value), no
+        thread is started after it; those not started are listed in `unfinished`, for
+        the next sweep."""
         work = [*self.idle, *self.leftovers]
         for start in range(0, len(work), PARALLEL_THREADS):
             if deadline is not None and time.monotonic() > deadline:
@@ -108,40 +110,10 @@ class ExpiryPlan:
             if self.cursor is not None:
                 self.cursor.journal(work, start, self.revived)
             parallel(self._one, work[start : start + PARALLEL_THREADS])
-        self.executed = True
         if self.cursor is not None:
             self.cursor.finish(self)
         warn_skipped("retention", self.skipped)
-        log.info(
-            "retention: removed %d threads, pruned %d (%d records, %d objects); %d busy, "
-            "%d revived, %d left for the next sweep",
-            len(self.removed),
-            len(self.pruned),
-            self.records_deleted,
-            self.objects_deleted,
-            len(self.busy),
-            len(self.revived),
-            len(self.unfinished),
-        )
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        """The plan as the command line's `--json` shows it."""
-        return {
-            "ttl_seconds": int(self.ttl.total_seconds()),
-            "strategy": self.strategy,
-            "keep_last": self.keep_last,
-            "idle_threads": len(self.idle),
-            "kept_threads": self.kept,
-            "records": self.records,
-            "leftovers": len(self.leftovers),
-            "active_threads": self.active,
-            "undated_threads": self.undated,
-        }
-
-    def result(self) -> dict[str, Any]:
-        """What an executed sweep did, as the command line's `--json` shows it."""
-        return {
+        done = {
             "removed_threads": len(self.removed),
             "pruned_threads": len(self.pruned),
             "skipped_threads": len(self.skipped),
@@ -150,6 +122,8 @@ class ExpiryPlan:
             "busy_threads": len(self.busy),
             "revived_threads": len(self.revived),
         }
+        log.info("retention: %s; %d left for the next sweep", done, len(self.unfinished))
+        return done
 
     def _one(self, name: str) -> None:
         """Remove or prune one thread under its lease (`store/removal.py`)."""
@@ -207,7 +181,28 @@ def terms(
     return ttl, chosen, kept, every
 
 
-def plan_expiry(
+def planned(sweep: Sweep) -> Plan:
+    """The plan "expiry" of a sweep: its counts; `execute(deadline=...)` runs it."""
+    counts = {
+        "ttl_seconds": int(sweep.ttl.total_seconds()),
+        "strategy": sweep.strategy,
+        "keep_last": sweep.keep_last,
+        "idle_threads": len(sweep.idle),
+        "kept_threads": sweep.kept,
+        "records": sweep.records,
+        "leftovers": len(sweep.leftovers),
+        "active_threads": sweep.active,
+        "undated_threads": sweep.undated,
+    }
+    return Plan("expiry", counts, sweep.run, bool(sweep.idle or sweep.leftovers), sweep)
+
+
+def plan_expiry(store: ThreadStore, ttl: timedelta, **terms: Any) -> Plan:
+    """The plan of `scan`."""
+    return planned(scan(store, ttl, **terms))
+
+
+def scan(
     store: ThreadStore,
     ttl: timedelta,
     *,
@@ -216,7 +211,7 @@ def plan_expiry(
     segments: int = SCAN_SEGMENTS,
     deadline: float | None = None,
     every: bool = False,
-) -> ExpiryPlan:
+) -> Sweep:
     """Find idle threads and leftovers with one Scan in `segments` parallel segments;
     nothing is changed (dry run). Idle is measured against the store's clock
     (`ThreadStore.clock`). With a `deadline` (a `time.monotonic()` value) the Scan stops
@@ -225,7 +220,7 @@ def plan_expiry(
     otherwise this deployment's only (`store/scope.py`)."""
     if segments < 1:
         raise InvalidConfigError(f"retention scan segments must be at least 1, got {segments}")
-    plan = ExpiryPlan(
+    plan = Sweep(
         store, ttl, int(store.clock() - ttl.total_seconds()), strategy, keep_last=keep_last
     )
     lock = threading.Lock()
@@ -255,7 +250,7 @@ def plan_expiry(
     return plan
 
 
-def judge(plan: ExpiryPlan) -> None:
+def judge(plan: Sweep) -> None:
     """Sort the threads the plan has seen into idle, leftovers, kept, active, undated."""
     strategy = plan.strategy
     for name, seen in plan.seen.items():

@@ -6,11 +6,11 @@ record) to the index key `<day>#<shard>` of its write (`layout.idle_key`). A swe
 its cursor (the last day it swept fully, and the threads an interrupted sweep left),
 Queries the index partitions of every day after the cursor up to the cutoff's day (every
 shard), reads each thread found (and each left) consistently, judges it exactly as the
-Scan does (`retention.judge`), and removes or prunes it with `ExpiryPlan.execute`. Before
+Scan does (`retention.judge`), and removes or prunes it with `Sweep.run`. Before
 each group of removals it journals their names in the cursor record; once done it moves
 an active thread's index key up to its newest write where no item carries it yet, then
 moves the cursor on. Without a cursor (a first sweep, an upgraded table) or with `full`,
-it plans with the Scan (`retention.plan_expiry`), which also indexes the active threads
+it plans with the Scan (`retention.scan`), which also indexes the active threads
 it finds without a key (the backfill).
 
 Why an idle thread is always found, why an interrupted sweep is finished by the next one,
@@ -35,12 +35,14 @@ from langgraph.checkpoint.s3dynamo.layout import (
     thread_of,
     tombstone_time,
 )
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ops.retention import (
     PARALLEL_THREADS,
     SCAN_SEGMENTS,
-    ExpiryPlan,
+    Sweep,
     judge,
-    plan_expiry,
+    planned,
+    scan,
 )
 from langgraph.checkpoint.s3dynamo.records import ControlRecord, ItemKey, head_key
 from langgraph.checkpoint.s3dynamo.store import SeenThread, ThreadStore
@@ -96,7 +98,7 @@ class SweepCursor:
                 "run one sweep at a time (the scheduled job's concurrency is 1)"
             )
 
-    def finish(self, plan: ExpiryPlan) -> None:
+    def finish(self, plan: Sweep) -> None:
         """After the removals: move active threads' index keys up, then the cursor."""
         if not plan.scanned_all:
             return
@@ -140,7 +142,7 @@ def plan_sweep(
     every: bool = False,
     full: bool = False,
     segments: int = SCAN_SEGMENTS,
-) -> ExpiryPlan:
+) -> Plan:
     """Find idle threads and leftovers from the idle index after the cursor, or with the
     Scan (`full`, or no cursor yet); nothing is changed until `execute` (dry run)."""
     name = CURSOR + ("*" if every else "")
@@ -156,7 +158,7 @@ def plan_sweep(
         idle_day(min(cutoff, int(now) - SETTLE)) - 1,
     )
     if full or cursor.day is None:
-        plan = plan_expiry(
+        plan = scan(
             store,
             ttl,
             strategy=strategy,
@@ -166,14 +168,14 @@ def plan_sweep(
             every=every,
         )
     else:
-        plan = ExpiryPlan(store, ttl, cutoff, strategy, keep_last=keep_last)
+        plan = Sweep(store, ttl, cutoff, strategy, keep_last=keep_last)
         pending = record.fields.get("pending", "") if record is not None else ""
         names = set(str(pending).split())
         for day in range(cursor.day + 1, idle_day(cutoff) + 1):
             if deadline is not None and time.monotonic() > deadline:
                 plan.scanned_all = False
                 log.warning("retention: the index Queries reached the deadline; nothing judged")
-                return plan
+                return planned(plan)
             for shard in range(IDLE_SHARDS):
                 for page in store.idle_items(idle_partition(day, shard), every=every):
                     names.update(thread_of(k.pk) for k in page)
@@ -192,4 +194,4 @@ def plan_sweep(
     cursor.moves = [
         m for n, seen in plan.seen.items() if (m := _move(store, n, seen, plan.cutoff)) is not None
     ]
-    return plan
+    return planned(plan)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo import arguments
 from langgraph.checkpoint.s3dynamo.deployment import Deployment, guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ThreadNotFoundError
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan
+from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
 from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.settings import keep_last_count
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
@@ -31,94 +33,47 @@ PRUNE_STRATEGY_NAMES = {"delete_all": "delete"}
 # ------------------------------------------------------------------------- delete
 
 
-@dataclass
-class DeletePlan:
-    """What deleting a thread removes (counted when planned; execution reads again)."""
-
-    store: ThreadStore
-    thread_id: str
-    checkpoints: int
-    items: int
-    objects: int
-    object_bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "thread_id": self.thread_id,
-            "checkpoints": self.checkpoints,
-            "items": self.items,
-            "objects": self.objects,
-            "object_bytes": self.object_bytes,
-        }
-
-    def execute(self) -> dict[str, int]:
-        """Delete; what it deleted (read again, so what was written since counts too)."""
-        deleted = self.store.delete_thread(self.thread_id)
-        return {
-            "checkpoints": deleted.checkpoints,
-            "items": deleted.records,
-            "objects": deleted.objects,
-        }
-
-
-def plan_delete(store: ThreadStore, tid: str) -> DeletePlan:
+def plan_delete(store: ThreadStore, tid: str) -> Plan:
+    """What deleting a thread removes (counted when planned); `execute()` deletes it and
+    tells what it deleted (read again, so what was written since counts too)."""
     records = store.records(tid)
     objects = store.objects_of(store.name_of(tid))
-    return DeletePlan(
-        store,
-        tid,
-        checkpoints=sum(1 for r in records if isinstance(r, CheckpointRecord)),
-        items=len(records),
-        objects=len(objects),
-        object_bytes=sum(o.size for o in objects),
-    )
+
+    def run() -> dict[str, int]:
+        done = store.delete_thread(tid)
+        return dict(checkpoints=done.checkpoints, items=done.records, objects=done.objects)
+
+    counts = {
+        "thread_id": tid,
+        "checkpoints": sum(1 for r in records if isinstance(r, CheckpointRecord)),
+        "items": len(records),
+        "objects": len(objects),
+        "object_bytes": sum(o.size for o in objects),
+    }
+    return Plan("delete", counts, run)
 
 
 # --------------------------------------------------------------------------- copy
 
 
-@dataclass
-class CopyPlan:
-    store: ThreadStore
-    source: str
-    target: str
-    checkpoints: int
-    items: int
-    objects: int
-    target_checkpoints: int
-    keep_last: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "target": self.target,
-            "keep_last": self.keep_last,
-            "checkpoints": self.checkpoints,
-            "items": self.items,
-            "objects": self.objects,
-            "target_checkpoints": self.target_checkpoints,
-        }
-
-    def execute(self) -> int:
-        """Copy; how many checkpoints it wrote (0: the target held the whole copy)."""
-        return self.store.copy(self.source, self.target, self.keep_last)
-
-
-def plan_copy(store: ThreadStore, src: str, dst: str, keep_last: int | None = None) -> CopyPlan:
+def plan_copy(store: ThreadStore, src: str, dst: str, keep_last: int | None = None) -> Plan:
     """What copying `src` to `dst` writes; a target `copy_thread` would refuse (the source
-    itself, or a thread with checkpoints of its own) is refused here, before any plan."""
+    itself, or a thread with checkpoints of its own) is refused here, before any plan.
+    `execute()` copies, and tells how many checkpoints it wrote (0: the target held the
+    whole copy)."""
     entries = store.entries(src) if keep_last is None else store.newest(src, keep_last)
     store.check_copy(src, dst, entries)
-    return CopyPlan(
-        store,
-        src,
-        dst,
-        checkpoints=len(entries),
-        items=len(entries) + sum(len(e.writes) for e in entries),
-        objects=len(store.referenced(entries)),
-        target_checkpoints=len(store.entries(dst)),
-        keep_last=keep_last,
-    )
+    counts = {
+        "source": src,
+        "target": dst,
+        "keep_last": keep_last,
+        "checkpoints": len(entries),
+        "items": len(entries) + sum(len(e.writes) for e in entries),
+        "objects": len(store.referenced(entries)),
+        "target_checkpoints": len(store.entries(dst)),
+    }
+    copied = "copied_checkpoints"
+    return Plan("copy", counts, lambda: {copied: store.copy(src, dst, keep_last)}, gives=copied)
 
 
 def copy_one(
@@ -142,41 +97,6 @@ def copy_one(
 
 
 # -------------------------------------------------------------------------- prune
-
-
-@dataclass
-class PrunedThread:
-    thread_id: str
-    checkpoints: int
-    kept: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "thread_id": self.thread_id,
-            "checkpoints": self.checkpoints,
-            "kept": self.kept,
-            "removed": self.checkpoints - self.kept,
-        }
-
-
-@dataclass
-class PrunePlan:
-    store: ThreadStore
-    strategy: str
-    threads: list[PrunedThread] = field(default_factory=list)
-    keep_last: int = 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "strategy": self.strategy,
-            "keep_last": self.keep_last,
-            "threads": [t.to_dict() for t in self.threads],
-        }
-
-    def execute(self) -> dict[str, int]:
-        """Prune; how many checkpoints it removed (read again, not the plan's count)."""
-        tids = [t.thread_id for t in self.threads]
-        return {"removed_checkpoints": prune(self.store, tids, self.strategy, self.keep_last)[1]}
 
 
 def check_strategy(strategy: str, keep_last: int = 1) -> str:
@@ -206,16 +126,23 @@ def check_strategy(strategy: str, keep_last: int = 1) -> str:
 
 def plan_prune(
     store: ThreadStore, thread_ids: Sequence[str], strategy: str, keep_last: int = 1
-) -> PrunePlan:
+) -> Plan:
+    """What pruning keeps and removes per thread; `execute()` prunes, and tells how many
+    checkpoints it removed (read again, not the plan's count)."""
     strategy = check_strategy(strategy, keep_last)
-    plan = PrunePlan(store, strategy, keep_last=keep_last)
+    rows: list[dict[str, Any]] = []
     for tid in thread_ids:
         entries = store.entries(tid)
-        kept = 0
+        n, kept = len(entries), 0
         if strategy == "keep_latest":
             kept = sum(len(chain) for chain in store.kept(entries, keep_last).values())
-        plan.threads.append(PrunedThread(tid, len(entries), kept))
-    return plan
+        rows.append(dict(thread_id=tid, checkpoints=n, kept=kept, removed=n - kept))
+
+    def run() -> dict[str, int]:
+        return {"removed_checkpoints": prune(store, thread_ids, strategy, keep_last)[1]}
+
+    counts = {"strategy": strategy, "keep_last": keep_last, "threads": rows}
+    return Plan("prune", counts, run, any(r["removed"] for r in rows))
 
 
 def prune_some(
@@ -254,22 +181,12 @@ def prune(
 # ------------------------------------------------------------------- delete runs
 
 
-@dataclass
-class DeleteRunsPlan:
+def plan_delete_runs(store: ThreadStore, run_ids: Sequence[str]) -> Plan:
     """The checkpoints (with their writes) that runs created, found through the run
-    index without a scan; objects they alone referenced are left to garbage collection,
-    named by an upload intent so the incremental one finds them (`store/removal.py`)."""
-
-    store: ThreadStore
-    run_ids: list[str]
-    checkpoints: list[ItemKey]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"runs": len(self.run_ids), "checkpoints": len(self.checkpoints)}
-
-    def execute(self) -> None:
-        self.store.remove_checkpoints(self.checkpoints)
-
-
-def plan_delete_runs(store: ThreadStore, run_ids: Sequence[str]) -> DeleteRunsPlan:
-    return DeleteRunsPlan(store, [str(r) for r in run_ids], store.run_checkpoints(run_ids))
+    index without a scan (`.checkpoints`); `execute()` deletes them. Objects they alone
+    referenced are left to garbage collection, named by an upload intent so the
+    incremental one finds them (`store/removal.py`)."""
+    found = SimpleNamespace(run_ids=list(run_ids), checkpoints=store.run_checkpoints(run_ids))
+    counts = {"runs": len(run_ids), "checkpoints": len(found.checkpoints)}
+    run = partial(store.remove_checkpoints, found.checkpoints)
+    return Plan("delete_runs", counts, run, state=found)
