@@ -406,7 +406,7 @@ def test_leftover_writes_are_counted_not_a_problem_and_gc_full_removes_them(moto
             **latest.config["configurable"],
             "checkpoint_id": "1f0d0000-0000-6000-8000-000000000000",
         }
-        saver.store.committer.clock = lambda: time.time() - 7200  # two hours ago
+        saver.store.clock = lambda: time.time() - 7200  # two hours ago
         saver.put_writes({"configurable": never}, [("messages", [])], "a-task")
     report, text, young = run_all(
         (env, ("verify", "--json")), (env, ("verify",)), (env, ("gc", "--full", "--json"))

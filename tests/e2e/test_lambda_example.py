@@ -849,7 +849,7 @@ def test_policies_grant_exactly_what_the_code_requests(
     m1 = saver.get_tuple({"configurable": {"thread_id": "m1"}})
     assert m1 is not None
     leftover = {"configurable": {**m1.config["configurable"], "checkpoint_id": str(uuid.uuid4())}}
-    saver.store.committer.clock = lambda: time.time() - 1
+    saver.store.clock = lambda: time.time() - 1
     saver.put_writes(leftover, [("messages", [])], "task")
     rotated = S3DynamoSaver.from_env()
     assert rotated.ops.rotate_key() == "kms-2"
