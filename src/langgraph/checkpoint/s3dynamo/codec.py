@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity, padded
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, SealingKey, identity, padded
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     S3DynamoError,
@@ -109,11 +109,17 @@ class Codec:
         """The serializer in use now."""
         return self._serde()
 
+    def under(self, key: SealingKey | None) -> Codec:
+        """This codec sealing new blobs under `key` (a data subject's: `subjects.py`)."""
+        return self if key == self.sealer.key else Codec(self.sealer.under(key), self._serde)
+
     def reseal(self, blob: bytes, old: bytes, new: bytes, what: str) -> bytes:
         """Open a blob under one identity and seal it under another (or the same one,
-        with the active key): for copying threads and rotating keys."""
+        with the active key): for copying threads and rotating keys. A subject's blob
+        stays under its subject's key (`Sealer.for_blob`)."""
         typ, data = self.sealer.open(blob, old, what)
-        return self.sealer.seal(typ, data, new, compress=self.sealer.compressed(blob))
+        sealer = self.sealer.for_blob(blob)
+        return sealer.seal(typ, data, new, compress=sealer.compressed(blob))
 
     def _dump(self, obj: Any, ident: bytes) -> bytes:
         typ, data = self._serde().dumps_typed(obj)
@@ -170,7 +176,7 @@ class Codec:
     ) -> bytes:
         """`reseal` for a delta: open against its base, seal again against the same base."""
         typ, data = self.sealer.open(blob, old, what, dictionary=base[1])
-        return self.sealer.seal(typ, data, new, dictionary=base[1])
+        return self.sealer.for_blob(blob).seal(typ, data, new, dictionary=base[1])
 
     # Pending writes: one per (thread, ns, checkpoint, task, idx); the channel is sealed too.
     def seal_write(self, at: WriteAt, channel: str, obj: Any) -> bytes:

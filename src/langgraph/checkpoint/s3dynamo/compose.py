@@ -38,6 +38,7 @@ from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
 from langgraph.checkpoint.s3dynamo.store import StorePolicy, ThreadStore
+from langgraph.checkpoint.s3dynamo.subjects import Subjects
 from langgraph.checkpoint.s3dynamo.table import Table, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
@@ -55,6 +56,7 @@ class Injected:
     index: Table | None = None
     object_store: ObjectStore | None = None
     key_service: KeyService | None = None
+    key_index: Table | None = None
 
     def __post_init__(self) -> None:
         for service in ("dynamodb", "s3", "kms"):
@@ -69,6 +71,10 @@ PORTS = {
     "index": (
         ("query", "write", "transact", "batch"),
         "a table port (ports.Table), such as backends.memory_table.MemoryTable()",
+    ),
+    "key_index": (
+        ("query", "write", "transact", "batch"),
+        "a table port (ports.Table) for data subjects' keys, such as MemoryTable()",
     ),
     "object_store": (
         ("put_new", "get", "list", "delete"),
@@ -119,6 +125,7 @@ class Clients:
         self.s3: Any = injected.s3_client
         self.kms: Any = injected.kms_client
         self.table: Table | None = None
+        self.key_table: Table | None = None
         # Whether the table and the bucket are the saver's own, named by its settings.
         self.named = (injected.index is None, injected.object_store is None)
 
@@ -165,6 +172,16 @@ class Clients:
             self.table = DynamoTable(self.dynamodb, self.settings.table)
         return self.table
 
+    def dynamodb_key_table(self) -> Table:
+        """The key table's adapter (`subjects.py`), on the same client as the data's."""
+        if self.key_table is None:
+            from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
+
+            if self.dynamodb is None:
+                self.dynamodb = self.build("dynamodb")
+            self.key_table = DynamoTable(self.dynamodb, self.settings.key_table_name)
+        return self.key_table
+
     def s3_objects(self) -> ObjectStore:
         from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
 
@@ -195,6 +212,7 @@ class Components:
     # The blob engine the thread store is built on, shared by the Store and the node
     # cache (`memory.core.Space`).
     engine: BlobEngine
+    subjects: Subjects
 
 
 def build(
@@ -243,6 +261,7 @@ def build(
         serde_cipher=serde_cipher,
         compression_level=settings.compression_level,
         allow_plaintext_read=settings.allow_plaintext_read,
+        subject_keys=lambda kid, what: subjects.key_bytes(kid, what),
     )
     namer = Namer(kms.secret if kms else source.secret, settings.prefix)
     codec = Codec(sealer, serde)
@@ -267,6 +286,7 @@ def build(
         prefix=settings.prefix,
         policy=BlobPolicy(settings.inline_max, settings.object_cache_bytes),
     )
+    subjects = _subjects(settings, source, injected, clients, engine, namer)
     store = ThreadStore(
         engine=engine,
         namer=namer,
@@ -276,6 +296,7 @@ def build(
             detect_concurrent_runs=settings.detect_concurrent_runs,
             catalog_fields=settings.catalog_fields,
         ),
+        subjects=subjects,
     )
     store.gate_formats(deployment.require_format)
     # The catalog's completeness is recorded beside the deployment record; a deployment
@@ -283,8 +304,66 @@ def build(
     store.attach(own)
     deployment.created = store.mark_catalog_complete
     return Components(
-        settings, source, clients, sealer, namer, codec, own, kms, deployment, store, engine
+        settings,
+        source,
+        clients,
+        sealer,
+        namer,
+        codec,
+        own,
+        kms,
+        deployment,
+        store,
+        engine,
+        subjects,
     )
+
+
+def _subjects(
+    settings: Settings,
+    source: KeySource,
+    injected: Injected,
+    clients: Clients,
+    engine: BlobEngine,
+    namer: Namer,
+) -> Subjects:
+    """The deployment's data subjects (`subjects.py`): their keys live in the key table,
+    whose engine is built here (its port on first use), sealed under the keyring."""
+    keys = None
+    if settings.subjects:
+        if source.kind not in ("keys", "kms", "langgraph_aes_key"):
+            raise InvalidConfigError(
+                "data subjects (subject_field, subject_label) need the deployment's own "
+                f"keys, which wrap each subject's key; the key source is {source.describe()}: "
+                "set S3DYNAMO_KEYS with S3DYNAMO_SECRET, or S3DYNAMO_KMS_KEY_ID"
+            )
+        if not settings.key_table_name and injected.key_index is None:
+            raise InvalidConfigError(
+                "data subjects need a key table: set S3DYNAMO_KEY_TABLE (key_table=), or "
+                "pass key_index= with an injected index"
+            )
+        key_index = injected.key_index
+        keys = BlobEngine(
+            ports=LazyPorts(
+                table=(lambda: key_index) if key_index is not None else clients.dynamodb_key_table,
+                objects=_no_objects,
+            ),
+            sealer=engine.sealer,
+            prefix=settings.prefix,
+            policy=BlobPolicy(0, 0),
+        )
+    return Subjects(
+        field=settings.subject_field,
+        label=settings.subject_label,
+        namer=namer,
+        keyring=lambda: engine.sealer.keyring,
+        data=engine,
+        keys=keys,
+    )
+
+
+def _no_objects() -> ObjectStore:
+    raise InvalidConfigError("the key table holds items only: nothing of it is an object")
 
 
 def memory_space(parts: Components, space: str, indexes: Indexes | None = None) -> Space:
@@ -368,6 +447,7 @@ def set_up(parts: Components) -> None:
     parts.clients.refuse_names()  # before any request
     parts.deployment.refuse_elsewhere()
     table_made, bucket_made = parts.store.create_if_missing()
+    parts.subjects.create_if_missing()
     if table_made and not bucket_made:
         log.warning(
             "setup() created %s for %s, which was already there: if that is not the "

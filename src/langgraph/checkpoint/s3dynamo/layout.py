@@ -572,3 +572,48 @@ def catalog_record(field_token: str) -> str:
     """Name, in the deployment's partition, of the record saying a field's catalog is
     complete."""
     return CATALOG_RECORD + field_token
+
+
+# ------------------------------------------------------------- data subjects
+#
+# Whose data a thread or a Store namespace is (`subjects.py`, docs/SECURITY.md "Erasing a
+# data subject"). In the index:
+#
+#   pk = <prefix><token>~s!   sk = subject          the subject's fence: the id of its key,
+#                                                   and whether an erasure began or ended
+#   pk = <prefix><token>~s!   sk = ns#<partition>   a Store namespace of the subject (the
+#                                                   name of its partition), for its erasure
+#
+# `<token>` is the catalog's token of the subject field's value. In the key table, a table
+# of its own whose backups are kept apart from the data's:
+#
+#   pk = <prefix><key id>     sk = key              the key, wrapped by the deployment's
+#                                                   keyring; erased: the time, no key
+#   pk = <prefix>~erasures    sk = <ms>#<key id>    an erasure record (no personal data)
+SUBJECT_MARK = "~s"
+SUBJECT_SK = "subject"
+SUBJECT_NAMESPACE = "ns#"
+KEY_SK = "key"
+ERASURES = "~erasures"
+
+
+def subject_pk(prefix: str, token: str) -> str:
+    """Partition of a data subject's fence and Store namespaces."""
+    return f"{prefix}{token}{SUBJECT_MARK}{CONTROL_SUFFIX}"
+
+
+def subject_namespace_sk(partition: str) -> str:
+    return SUBJECT_NAMESPACE + partition
+
+
+def subject_key_pk(prefix: str, key_id: str) -> str:
+    """Partition, in the key table, of one subject key."""
+    return prefix + key_id
+
+
+def erasures_pk(prefix: str) -> str:
+    return prefix + ERASURES
+
+
+def erasure_sk(at_ms: int, key_id: str) -> str:
+    return f"{at_ms:013d}{SEPARATOR}{key_id}"

@@ -134,6 +134,10 @@ class Namer:
         field alone (`value` "") names the field's catalog; neither, every thread."""
         return _b64(self._digest("catalog", field, value)[:16])
 
+    def subject(self, value: str) -> str:
+        """A data subject's token (`subjects.py`): 128 bits of the value's canonical text."""
+        return _b64(self._digest("subject", value)[:16])
+
     def memory_namespace(self, space: str, namespace: tuple[str, ...]) -> str:
         """A Store (or node cache) namespace's partition name: 128 bits."""
         return _b64(self._digest("memory-ns", space, *namespace)[:16])

@@ -153,6 +153,12 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
         catalog_fields: Metadata fields that find threads without a Scan (`search_threads`):
             a list or "user_id,graph_id"; "langgraph" is user_id, assistant_id and graph_id.
+        subject_field: The metadata field naming whose data a thread is (a data subject,
+            such as "user_id"): its data is sealed under a key of the subject's own,
+            which `erase_subject` destroys (`subjects.py`). A catalog field too.
+        subject_label: The position in a Store namespace naming its data subject (1 in
+            `("users", uid, "memories")`).
+        key_table: The table subjects' keys live in (default: `<table>-keys`).
         async_workers: Threads of the process's pool for async methods (default 64 or
             `S3DYNAMO_ASYNC_WORKERS`; `executor.py`, docs/OPERATIONS.md).
         retention: Idle time after which `ops.expire_idle_threads()` removes a thread
@@ -168,9 +174,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             its encryption. A copy made by `with_allowlist` uses its own (`__copy__`).
         dynamodb_client, s3_client, kms_client: boto3 or botocore clients to use instead
             of the ones the saver builds on first use (one botocore session per process).
-        index, object_store, key_service: Other implementations of the ports (`ports.py`):
-            a table (e.g. `backends.memory_table.MemoryTable()`), a bucket, a key service,
-            instead of `table`/`bucket`.
+        index, object_store, key_service, key_index: Other implementations of the ports
+            (`ports.py`): a table (e.g. `backends.memory_table.MemoryTable()`), a bucket, a
+            key service, a table for subjects' keys, instead of `table`/`bucket`.
         settings: A `Settings` instead of the keyword settings above.
 
     Concurrent runs: one that continues the latest checkpoint after another committed
@@ -206,6 +212,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         detect_concurrent_runs: bool = True,
         catalog_fields: str | Sequence[str] = (),
+        subject_field: str | None = None,
+        subject_label: int | None = None,
+        key_table: str = "",
         async_workers: int | None = None,
         retention: str | float | timedelta | None = None,
         retention_strategy: str = "delete",
@@ -219,6 +228,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         index: Table | None = None,
         object_store: ObjectStore | None = None,
         key_service: KeyService | None = None,
+        key_index: Table | None = None,
         settings: Settings | None = None,
     ) -> None:
         # The keyword settings as given, checked by `Settings` (`settings.py`).
@@ -228,7 +238,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             alone(given, inspect.unwrap(S3DynamoSaver.__init__).__kwdefaults__ or {})
         self.settings = Settings.of(**given) if settings is None else Settings.check(settings)
         injected = compose.Injected(
-            dynamodb_client, s3_client, kms_client, index, object_store, key_service
+            dynamodb_client, s3_client, kms_client, index, object_store, key_service, key_index
         )
         cipher = self.serde.cipher if isinstance(self.serde, EncryptedSerializer) else None
         self.parts = compose.build(
@@ -327,7 +337,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
             what = f"{at.what}: the writes of task {task_id!r}"
             refuse_copied_metadata(config, what, _sealed_size(self, at))
-            self.store.commit_writes(at, task_id, task_path, writes)
+            self.store.commit_writes(at, task_id, task_path, writes, config.get("configurable"))
 
     @public()
     def get_tuple(self, config: Config) -> CheckpointTuple | None:

@@ -12,6 +12,9 @@ Environment variables, with the argument each sets:
     S3DYNAMO_OBJECT_CACHE_BYTES, S3DYNAMO_MAX_ATTEMPTS      object_cache_bytes, max_attempts
     S3DYNAMO_DETECT_CONCURRENT_RUNS (yes or no)            detect_concurrent_runs
     S3DYNAMO_CATALOG_FIELDS (user_id,graph_id or langgraph) catalog_fields
+    S3DYNAMO_SUBJECT_FIELD (user_id: whose a thread is)    subject_field
+    S3DYNAMO_SUBJECT_LABEL (1: whose a Store namespace is)  subject_label
+    S3DYNAMO_KEY_TABLE (else <table>-keys)                 key_table
     S3DYNAMO_ASYNC_WORKERS (read even without from_env)    async_workers
     S3DYNAMO_RETENTION (30d, 12h, 90m, 3600s, or days)     retention
     S3DYNAMO_RETENTION_STRATEGY (delete or keep_latest)    retention_strategy
@@ -99,6 +102,9 @@ VARIABLES = (
     "S3DYNAMO_MAX_ATTEMPTS",
     "S3DYNAMO_DETECT_CONCURRENT_RUNS",
     "S3DYNAMO_CATALOG_FIELDS",
+    "S3DYNAMO_SUBJECT_FIELD",
+    "S3DYNAMO_SUBJECT_LABEL",
+    "S3DYNAMO_KEY_TABLE",
     "S3DYNAMO_ASYNC_WORKERS",
     "S3DYNAMO_RETENTION",
     "S3DYNAMO_RETENTION_STRATEGY",
@@ -322,6 +328,9 @@ FIELD_FORMS: dict[str, Callable[[str, Any], Any]] = {
     "max_attempts": lambda n, v: whole(n, v, unit="attempts", spelled=True),
     "detect_concurrent_runs": boolean,
     "catalog_fields": catalog_fields,
+    "subject_field": optional(partial(text, what="a metadata field name, such as 'user_id'")),
+    "subject_label": optional(lambda n, v: whole(n, v, unit="positions", spelled=True)),
+    "key_table": lambda n, v: text(n, v, what="the key table's name"),
     "async_workers": lambda n, v: whole(n, v, unit="threads", spelled=True),
     "retention": optional(lambda n, v: duration(v, n)),
     "retention_strategy": lambda n, v: text(n, v, what="'delete' or 'keep_latest'"),
@@ -356,6 +365,11 @@ class Settings:
     # Metadata fields the thread catalog files threads by (`store/catalog.py`): none, no
     # catalog.
     catalog_fields: tuple[str, ...] = ()
+    # Whose data a thread is (a metadata field) and a Store namespace is (a position in
+    # it), and the table their keys live in (`subjects.py`): none, no subjects.
+    subject_field: str | None = None
+    subject_label: int | None = None
+    key_table: str = ""
     # Worker threads of the process-wide pool async calls run in (`executor.py`).
     async_workers: int = field(default_factory=workers_from_env)
     retention: timedelta | None = None
@@ -398,6 +412,7 @@ class Settings:
         check_workers(self.async_workers)
         self._check_retention()
         self._check_key_source()
+        self._check_subjects()
 
     def _check_retention(self) -> None:
         if self.retention_strategy not in RETENTION_STRATEGIES:
@@ -441,6 +456,37 @@ class Settings:
                 "base64-decoded); make one with: python -c 'import secrets; "
                 "print(secrets.token_hex(16))'"
             )
+
+    def _check_subjects(self) -> None:
+        """Subjects need commits in transactions (each checks the subject's fence), and
+        their thread catalog, so that an erasure finds their threads: the subject field
+        is a catalog field too."""
+        if not self.subjects:
+            return
+        if self.subject_field == "":
+            raise InvalidConfigError(
+                "subject_field (S3DYNAMO_SUBJECT_FIELD) is empty: name the metadata field "
+                "whose value says whose data a thread is, such as 'user_id'"
+            )
+        if not self.detect_concurrent_runs:
+            raise InvalidConfigError(
+                "data subjects (subject_field, subject_label) need detect_concurrent_runs: "
+                "every commit of a subject's data checks its fence in one transaction, "
+                "which is what an erasure stops; turn S3DYNAMO_DETECT_CONCURRENT_RUNS on"
+            )
+        if self.subject_field and self.subject_field not in self.catalog_fields:
+            fields = catalog_fields("catalog_fields", [*self.catalog_fields, self.subject_field])
+            object.__setattr__(self, "catalog_fields", fields)
+
+    @property
+    def subjects(self) -> bool:
+        """Whether data subjects are declared."""
+        return self.subject_field is not None or self.subject_label is not None
+
+    @property
+    def key_table_name(self) -> str:
+        """The key table (`subjects.py`): as named, else the data table's name + `-keys`."""
+        return self.key_table or (f"{self.table}-keys" if self.table else "")
 
     @staticmethod
     def check(settings: object) -> Settings:
@@ -496,6 +542,13 @@ class Settings:
             options["detect_concurrent_runs"] = yes_no("S3DYNAMO_DETECT_CONCURRENT_RUNS", raw)
         if raw := env.get("S3DYNAMO_CATALOG_FIELDS"):
             options["catalog_fields"] = catalog_fields("S3DYNAMO_CATALOG_FIELDS", raw)
+        for name, setting in (
+            ("S3DYNAMO_SUBJECT_FIELD", "subject_field"),
+            ("S3DYNAMO_SUBJECT_LABEL", "subject_label"),
+            ("S3DYNAMO_KEY_TABLE", "key_table"),
+        ):
+            if raw := env.get(name, "").strip():
+                options[setting] = FIELD_FORMS[setting](name, raw)
         if env.get("S3DYNAMO_ASYNC_WORKERS"):
             options["async_workers"] = workers_from_env(env)
         if raw := env.get("S3DYNAMO_REGION"):
@@ -589,5 +642,6 @@ PARTS = (
     "index",
     "object_store",
     "key_service",
+    "key_index",
 )
 FROM_ENV_ARGUMENTS = SETTING_ARGUMENTS | set(PARTS)

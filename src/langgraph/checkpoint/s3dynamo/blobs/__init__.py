@@ -309,10 +309,17 @@ class BlobEngine:
         for name in ("table", "objects"):
             getattr(self.ports, name)
 
+    def create_table_if_missing(self) -> bool:
+        """Create the table alone if missing (an engine without objects: the key table's)."""
+        return self.ports.table.create_if_missing()
+
     def resources(self) -> tuple[str, str]:
         """What the table and the object store are, as reports name them."""
-        table = str(getattr(self.ports.table, "resource", "index"))
-        return table, str(getattr(self.ports.objects, "resource", "object store"))
+        return self.table_resource(), str(getattr(self.ports.objects, "resource", "object store"))
+
+    def table_resource(self) -> str:
+        """What the table is, as reports name it."""
+        return str(getattr(self.ports.table, "resource", "index"))
 
     def probe_objects(self) -> None:
         """List the deployment's objects once (`check`)."""

@@ -24,6 +24,10 @@ Associated data is the frame header plus the blob's identity (thread, namespace,
 and version for values; ..., task and index for writes; ..., checkpoint for metadata), so
 a blob copied to another key, thread or checkpoint fails to open.
 
+A data subject's blobs (`subjects.py`) are sealed under a key of the subject's own, whose
+id begins `s:` (no keyring id holds a colon): `Sealer.under` seals with it, and `open`
+asks `subject_keys` for it, which raises `SubjectErasedError` once an erasure destroyed it.
+
 Nonces never repeat under one key: each message is sealed under its own key,
 HMAC-SHA-256(key, label | nonce) with a fresh random 128-bit nonce, so a repeat needs two
 equal 128-bit nonces (about 2^64 messages per key before that is even likely), and the
@@ -32,6 +36,7 @@ AES-GCM nonce under that one-time key cannot repeat at all."""
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import hmac
 import io
@@ -41,7 +46,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import zstandard
@@ -91,6 +96,9 @@ NO_DICTIONARY = b""
 
 Context = TypeVar("Context")
 
+
+# A data subject's key id begins so (`subjects.py`); a keyring's ids hold no colon.
+SUBJECT_KEY_MARK = "s:"
 
 # How a user makes a sealing key, as messages say it.
 MAKE_KEY = "python -c 'import os,base64;print(base64.b64encode(os.urandom(32)).decode())'"
@@ -184,6 +192,15 @@ class Keyring:
         }
 
 
+@dataclass(frozen=True)
+class SealingKey:
+    """A key that seals new blobs in place of the keyring's active one: a data subject's
+    (`kid` begins with `SUBJECT_KEY_MARK`)."""
+
+    kid: str
+    key: bytes = field(repr=False)
+
+
 class Sealer:
     """Turns serializer output into envelopes and back, bound to an identity."""
 
@@ -194,6 +211,7 @@ class Sealer:
         serde_cipher: CipherProtocol | None = None,
         compression_level: int = 3,
         allow_plaintext_read: bool = False,
+        subject_keys: Callable[[str, str], bytes] | None = None,
     ) -> None:
         # A callable keyring (data keys unwrapped by KMS) is asked on every use; it caches
         # what it unwrapped and follows rotations.
@@ -203,6 +221,37 @@ class Sealer:
         self.compression_level = compression_level
         self._compressors = ContextLender(self._new_compressor)
         self._decompressors = ContextLender(_new_decompressor)
+        # A subject's key by its id, for `what` (errors name it); None: no subjects.
+        self.subject_keys = subject_keys
+        # What seals new blobs instead of the active key (`under`): a subject's key.
+        self.key: SealingKey | None = None
+
+    def under(self, key: SealingKey | None) -> Sealer:
+        """This sealer sealing new blobs under `key` (a subject's; None: the keyring's
+        active key), sharing everything else."""
+        if key == self.key:
+            return self
+        view = copy.copy(self)
+        view.key = key
+        return view
+
+    @property
+    def sealing_id(self) -> str | None:
+        """The key id new blobs are sealed under (None: not sealed)."""
+        if self.key is not None:
+            return self.key.kid
+        keyring = self.keyring
+        return None if keyring is None else keyring.active
+
+    def for_blob(self, blob: bytes) -> Sealer:
+        """What seals a blob again (a copy, a rotation): its subject's key where it has
+        one, which stays the subject's; else this sealer's own key."""
+        kid = self.key_id_of(blob)
+        if kid is None or not kid.startswith(SUBJECT_KEY_MARK) or self.subject_keys is None:
+            return self
+        if self.key is not None and self.key.kid == kid:
+            return self
+        return self.under(SealingKey(kid, self.subject_keys(kid, "a blob sealed again")))
 
     @property
     def keyring(self) -> Keyring | None:
@@ -287,24 +336,29 @@ class Sealer:
 
             return self._frame_pieces(FLAG_ZSTD, typ, packed(), identity)
 
-    def _header(self, flags: int) -> tuple[Keyring | None, bytes]:
-        """The keyring sealing a new envelope, if any, and the envelope's header."""
-        keyring = self.keyring
-        if keyring is None:
-            return None, bytes([FORMAT_V1, flags, 0])
-        kid = keyring.active.encode()
-        return keyring, bytes([FORMAT_V1, flags | FLAG_KEYRING, len(kid)]) + kid
+    def _header(self, flags: int) -> tuple[bytes | None, bytes]:
+        """The key sealing a new envelope, if any (a subject's, else the keyring's active
+        one), and the envelope's header, which names it."""
+        if self.key is not None:
+            kid, key = self.key.kid, self.key.key
+        else:
+            keyring = self.keyring
+            if keyring is None:
+                return None, bytes([FORMAT_V1, flags, 0])
+            kid, key = keyring.active, keyring.keys[keyring.active]
+        raw = kid.encode()
+        return key, bytes([FORMAT_V1, flags | FLAG_KEYRING, len(raw)]) + raw
 
     def _frame(self, flags: int, typ: str, data: bytes, identity: bytes) -> bytes:
         """The envelope of the payload `len(type) | type | data`, encrypted under the
         active key when there is a keyring."""
-        keyring, header = self._header(flags)
+        key, header = self._header(flags)
         type_raw = typ.encode()
         payload = bytes([len(type_raw)]) + type_raw + data
-        if keyring is None:
+        if key is None:
             return header + payload
         nonce = os.urandom(NONCE_SIZE)
-        aead = AESGCM(self._message_key(keyring, keyring.active, nonce))
+        aead = AESGCM(_message_key(key, nonce))
         return header + nonce + aead.encrypt(nonce[:12], payload, header + identity)
 
     def _frame_pieces(
@@ -315,15 +369,15 @@ class Sealer:
         `BytesIO.getvalue` hands over the buffer it grew without copying it. The same
         bytes as `_frame`'s; only for large data, as the streaming cipher costs a few
         microseconds more to set up than one-shot `AESGCM`."""
-        keyring, header = self._header(flags)
+        key, header = self._header(flags)
         envelope = io.BytesIO()
         envelope.write(header)
         encryptor: AEADEncryptionContext | None = None
-        if keyring is not None:
+        if key is not None:
             nonce = os.urandom(NONCE_SIZE)
             envelope.write(nonce)
-            key = self._message_key(keyring, keyring.active, nonce)
-            encryptor = Cipher(algorithms.AES(key), modes.GCM(nonce[:12])).encryptor()
+            message_key = _message_key(key, nonce)
+            encryptor = Cipher(algorithms.AES(message_key), modes.GCM(nonce[:12])).encryptor()
             encryptor.authenticate_additional_data(header + identity)
         type_raw = typ.encode()
         for piece in itertools.chain([bytes([len(type_raw)]) + type_raw], pieces):
@@ -367,19 +421,12 @@ class Sealer:
         """The type and data after the header: decrypted and authenticated under the
         keyring key the header names, or, unsealed, as they are (where allowed)."""
         flags, pos = blob[1], 3 + blob[2]
-        keyring = self.keyring
         if flags & FLAG_KEYRING:
-            key_id = blob[3:pos].decode("ascii", "replace")
-            if keyring is None or key_id not in keyring.keys:
-                held = sorted(keyring.keys) if keyring else []
-                raise KeyNotFoundError(
-                    f"{what}: sealed under key id {key_id!r}, which the keyring does not "
-                    f"hold (it holds {held}); add that key to the keyring to read it"
-                )
+            key = self._opening_key(blob[3:pos].decode("ascii", "replace"), what)
             if len(blob) < pos + NONCE_SIZE + TAG_SIZE:
                 raise IntegrityError(f"{what}: envelope is truncated ({len(blob)} bytes)")
-            return self._decrypt(blob, pos, keyring, key_id, identity, what)
-        if keyring is not None and not self.allow_plaintext_read:
+            return self._decrypt(blob, pos, key, identity, what)
+        if self.keyring is not None and not self.allow_plaintext_read:
             raise PlaintextRefusedError(
                 f"{what}: stored without keyring encryption while encryption is on; "
                 "pass allow_plaintext_read=True to read it during a migration"
@@ -388,6 +435,19 @@ class Sealer:
             raise IntegrityError(f"{what}: envelope payload is truncated")
         type_end = pos + 1 + blob[pos]
         return blob[pos + 1 : type_end], blob[type_end:]
+
+    def _opening_key(self, key_id: str, what: str) -> bytes:
+        """The key a blob names: the keyring's, or a data subject's."""
+        keyring = self.keyring
+        if keyring is not None and key_id in keyring.keys:
+            return keyring.keys[key_id]
+        if key_id.startswith(SUBJECT_KEY_MARK) and self.subject_keys is not None:
+            return self.subject_keys(key_id, what)
+        held = sorted(keyring.keys) if keyring else []
+        raise KeyNotFoundError(
+            f"{what}: sealed under key id {key_id!r}, which the keyring does not "
+            f"hold (it holds {held}); add that key to the keyring to read it"
+        )
 
     def _unwrap(
         self, typ: str, data: bytes, flags: int, identity: bytes, what: str
@@ -438,13 +498,13 @@ class Sealer:
             raise IntegrityError(f"{what}: {broken}: {exc}") from exc
 
     def _decrypt(
-        self, blob: bytes, pos: int, keyring: Keyring, key_id: str, identity: bytes, what: str
+        self, blob: bytes, pos: int, key: bytes, identity: bytes, what: str
     ) -> tuple[bytes, bytes]:
         """Authenticate and decrypt the payload after the header (`pos` bytes): its type
         and its data. The sealed part is read through a view, not sliced: a slice would
         copy it whole."""
         nonce = blob[pos : pos + NONCE_SIZE]
-        key = self._message_key(keyring, key_id, nonce)
+        key = _message_key(key, nonce)
         sealed = memoryview(blob)[pos + NONCE_SIZE :]
         associated = blob[:pos] + identity
         try:
@@ -480,9 +540,9 @@ class Sealer:
             level=self.compression_level, dict_data=_raw_dictionary(dictionary)
         )
 
-    @staticmethod
-    def _message_key(keyring: Keyring, key_id: str, nonce: bytes) -> bytes:
-        return hmac.new(keyring.keys[key_id], MESSAGE_KEY_LABEL + nonce, "sha256").digest()
+
+def _message_key(key: bytes, nonce: bytes) -> bytes:
+    return hmac.new(key, MESSAGE_KEY_LABEL + nonce, "sha256").digest()
 
 
 def _decrypt_in_parts(

@@ -40,7 +40,11 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, each
 from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items
 from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Control
-from langgraph.checkpoint.s3dynamo.errors import StorageError
+from langgraph.checkpoint.s3dynamo.errors import (
+    StorageError,
+    SubjectKeyChangedError,
+    ThreadDeletedError,
+)
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import (
@@ -53,7 +57,7 @@ from langgraph.checkpoint.s3dynamo.records import (
 from langgraph.checkpoint.s3dynamo.store import history
 from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, id_time, stamp_time
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog, Catalogued
-from langgraph.checkpoint.s3dynamo.store.committer import Committer
+from langgraph.checkpoint.s3dynamo.store.committer import Committer, Sealing
 from langgraph.checkpoint.s3dynamo.store.copying import Copier
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
@@ -87,6 +91,7 @@ from langgraph.checkpoint.s3dynamo.store.search import (
 )
 from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValues, Walker
+from langgraph.checkpoint.s3dynamo.subjects import SubjectKey, Subjects, sealing_key
 from langgraph.checkpoint.s3dynamo.table import Write
 
 __all__ = [
@@ -140,9 +145,16 @@ class ThreadStore(Upkeep):
     on first use, so constructing one makes no request."""
 
     def __init__(
-        self, *, engine: BlobEngine, namer: Namer, codec: Codec, policy: StorePolicy
+        self,
+        *,
+        engine: BlobEngine,
+        namer: Namer,
+        codec: Codec,
+        policy: StorePolicy,
+        subjects: Subjects | None = None,
     ) -> None:
         self._engine = engine
+        self._subjects = subjects
         self._namer = namer
         self._codec = codec
         self.prefix = engine.prefix
@@ -257,6 +269,8 @@ class ThreadStore(Upkeep):
         values for the catalog (the read-to-write hand-off)."""
         found = next(self._decoder.decode([entry], remember=True))
         self._catalog.seen(entry.tid, found.metadata)
+        kid = self._codec.sealer.key_id_of(entry.record.metadata)
+        self._handoff.keep_subject_key(entry.tid, kid if Subjects.is_subject_key(kid) else None)
         return found
 
     def tuples(
@@ -312,22 +326,100 @@ class ThreadStore(Upkeep):
         new_versions: Mapping[str, Any],
         before_write: Callable[[], None] | None = None,
     ) -> str:
-        """Store a checkpoint (`committer.py`); its id."""
-        return self._run(
-            self._committer.commit_checkpoint(
-                at.tid, at.ns, parent_id, checkpoint, metadata, new_versions, before_write
-            )
-        )
+        """Store a checkpoint (`committer.py`), sealed under its data subject's key when
+        it has one (`_sealing`); its id. A commit that finds the subject's key changed
+        since it sealed (`SubjectKeyChangedError`) seals again and commits once more."""
+        for attempt in range(2):
+            key, sealing = self._sealing(at.tid, metadata=metadata)
+            try:
+                cid = self._run(
+                    self._committer.commit_checkpoint(
+                        at.tid,
+                        at.ns,
+                        parent_id,
+                        checkpoint,
+                        metadata,
+                        new_versions,
+                        before_write,
+                        sealing,
+                    )
+                )
+            except SubjectKeyChangedError:
+                self._key_changed(at.tid, key, attempt)
+                continue
+            self._sealed(at.tid, key)
+            return cid
+        raise AssertionError("unreachable")
 
     def commit_writes(
-        self, at: CheckpointAt, task_id: str, task_path: str, writes: Sequence[tuple[str, Any]]
+        self,
+        at: CheckpointAt,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, Any]],
+        configurable: Mapping[str, Any] | None = None,
     ) -> None:
-        """Store a task's pending writes (`committer.py`)."""
-        self._run(
-            self._committer.commit_writes(
-                at.tid, at.ns, at.checkpoint_id, task_id, task_path, writes
-            )
-        )
+        """Store a task's pending writes (`committer.py`), sealed under the key the
+        checkpoint's thread is known under here, else under the data subject `subject`
+        (`config["configurable"]`: `subjects.py`)."""
+        for attempt in range(2):
+            key, sealing = self._sealing(at.tid, configurable=configurable)
+            try:
+                self._run(
+                    self._committer.commit_writes(
+                        at.tid, at.ns, at.checkpoint_id, task_id, task_path, writes, sealing
+                    )
+                )
+            except SubjectKeyChangedError:
+                self._key_changed(at.tid, key, attempt)
+                continue
+            self._sealed(at.tid, key)
+            return
+
+    def _sealing(
+        self,
+        tid: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        configurable: Mapping[str, Any] | None = None,
+    ) -> tuple[SubjectKey | None, Sealing | None]:
+        """Which key a write of thread `tid` seals under (`subjects.py`): the subject its
+        checkpoint's metadata names; else the key the thread was read or written under
+        here; else the subject `configurable` names (a task's writes); else none of a
+        subject (the deployment's keys)."""
+        subjects = self._subjects
+        if subjects is None or not subjects.declared:
+            return None, None
+        subject = subjects.of_metadata(metadata)
+        key: SubjectKey | None = None
+        if subject is None and (kid := self._handoff.subject_key(tid)) is not None:
+            key = subjects.key_of(kid)
+            if key is None:
+                raise ThreadDeletedError(
+                    f"thread {tid!r}: its data subject was erased after this run loaded it"
+                )
+            fence = subjects.check(key)
+        else:
+            subject = subject or subjects.of_metadata(configurable)
+            if subject is None:
+                return None, None
+            key, fence = subjects.for_writing(subject)
+        return key, Sealing(self._codec.under(sealing_key(key)), fence)
+
+    def _sealed(self, tid: str, key: SubjectKey | None) -> None:
+        """After a commit sealed under `key`: the subject's key in force, and the thread's
+        as known here."""
+        if key is not None and self._subjects is not None:
+            self._subjects.committed(key)
+            self._handoff.keep_subject_key(tid, key.kid)
+
+    def _key_changed(self, tid: str, key: SubjectKey | None, attempt: int) -> None:
+        """A commit found its subject's key changed: forget it, to seal again (once)."""
+        assert self._subjects is not None and key is not None
+        self._subjects.forget(key.token)
+        self._handoff.keep_subject_key(tid, None)
+        if attempt:
+            raise
 
     def metadata_size(self, at: CheckpointAt, metadata: Mapping[str, Any]) -> int:
         """How large a checkpoint's metadata is sealed."""

@@ -113,23 +113,28 @@ class Catalog:
 
     # ------------------------------------------------------------ writing
 
-    def entries(self, tid: str, tokens: Iterable[str]) -> list[CatalogEntry]:
-        """The entries filing thread `tid` under these tokens, its id sealed for each."""
+    def entries(
+        self, tid: str, tokens: Iterable[str], codec: Codec | None = None
+    ) -> list[CatalogEntry]:
+        """The entries filing thread `tid` under these tokens, its id sealed for each (by
+        `codec`: under the thread's key, `subjects.py`; else the deployment's)."""
         name = self.namer.thread(tid)
+        codec = codec or self.codec
         out = []
         for token in sorted(set(tokens)):
             key = entry_key(name, token)
-            out.append(CatalogEntry(key, self.codec.seal_catalog(key.pk, key.sk, tid)))
+            out.append(CatalogEntry(key, codec.seal_catalog(key.pk, key.sk, tid)))
         return out
 
     def entries_of(
-        self, tid: str, metadata: Iterable[Mapping[str, Any] | None]
+        self, tid: str, metadata: Iterable[Mapping[str, Any] | None], codec: Codec | None = None
     ) -> list[CatalogEntry]:
         """Every entry filing thread `tid` under the declared values of these checkpoints'
         metadata (a copy's, an import's); none without a declared field."""
         if not self.enabled:
             return []
-        return self.entries(tid, frozenset().union(*(self.tokens(md) for md in metadata)))
+        tokens = frozenset().union(*(self.tokens(md) for md in metadata))
+        return self.entries(tid, tokens, codec)
 
     def entries_of_all(
         self,
@@ -150,7 +155,12 @@ class Catalog:
         return len(metadata), [e for tid, md in metadata.items() for e in self.entries_of(tid, md)]
 
     def entries_for(
-        self, tid: str, ns: str, parent_id: str | None, metadata: Mapping[str, Any]
+        self,
+        tid: str,
+        ns: str,
+        parent_id: str | None,
+        metadata: Mapping[str, Any],
+        codec: Codec | None = None,
     ) -> list[CatalogEntry]:
         """What a put of this metadata writes in its commit: every entry for a thread's
         first checkpoint, else those this process does not know the thread has."""
@@ -159,7 +169,7 @@ class Catalog:
         tokens = self.tokens(metadata)
         if ns or parent_id is not None:
             tokens -= self.handoff.tokens(tid)
-        return self.entries(tid, tokens)
+        return self.entries(tid, tokens, codec)
 
     def written(self, tid: str, entries: Sequence[CatalogEntry]) -> None:
         """A commit wrote these entries of thread `tid`."""

@@ -35,7 +35,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
 
@@ -59,6 +59,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     ItemTooLargeError,
     StorageError,
+    SubjectKeyChangedError,
     ThreadDeletedError,
 )
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, checkpoint_time
@@ -95,6 +96,7 @@ from langgraph.checkpoint.s3dynamo.store.walker import (
     StoredValues,
     Walker,
 )
+from langgraph.checkpoint.s3dynamo.table import Write
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,15 @@ log = logging.getLogger(__name__)
 LAST_WINS = frozenset(WRITES_IDX_MAP.values())
 # What the store adds to a checkpoint's body; never taken from the caller's checkpoint.
 INTERNAL_KEYS = STORE_KEYS | {"channel_values"}
+
+
+class Sealing(NamedTuple):
+    """How a commit seals: `codec` under the thread's key (`subjects.py`; the store's own
+    codec, under the deployment's), and `subject`, the subject's fence its transaction
+    carries (checked, or made with the subject's first key)."""
+
+    codec: Codec
+    subject: Write | None = None
 
 
 class Committer:
@@ -166,6 +177,7 @@ class Committer:
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, Any],
         before_write: Callable[[], None] | None = None,
+        sealing: Sealing | None = None,
     ) -> Steps[str]:
         """Store a checkpoint: new large values in one wave, then its record. Returns
         the checkpoint id. `before_write` runs after everything is sealed, before the
@@ -177,11 +189,20 @@ class Committer:
         try:
             return (
                 yield from self._commit_checkpoint(
-                    tid, ns, parent_id, checkpoint, metadata, new_versions, before_write
+                    tid,
+                    ns,
+                    parent_id,
+                    checkpoint,
+                    metadata,
+                    new_versions,
+                    before_write,
+                    sealing or Sealing(self.codec),
                 )
             )
         except (ConcurrentUpdateError, InvalidConfigError, DeploymentMismatchError) as exc:
-            if not isinstance(exc, ThreadDeletedError):  # which took back the namespace's
+            # A deleted thread took back the namespace's writes; a changed subject key is
+            # sealed again and sent once more (`ThreadStore.commit`).
+            if not isinstance(exc, (ThreadDeletedError, SubjectKeyChangedError)):
                 writes = self.handoff.refused(tid, ns, checkpoint["id"], exc)
                 try:
                     yield Batch(deletes=writes)
@@ -198,21 +219,23 @@ class Committer:
         metadata: CheckpointMetadata,
         new_versions: Mapping[str, Any],
         before_write: Callable[[], None] | None,
+        sealing: Sealing,
     ) -> Steps[str]:
         cid = checkpoint["id"]
+        codec = sealing.codec
         at = CheckpointAt(tid, ns, cid)
         self.handoff.committing(tid, ns, cid)  # its writes may come while it is sent
         # Serialize and seal everything before the first request: bad input writes nothing.
         with serializing(f"{at.what}: the metadata", metadata, NONE_OF_IT):
-            sealed_metadata = self.codec.seal_metadata(at, metadata)
+            sealed_metadata = codec.seal_metadata(at, metadata)
         versions = {**checkpoint.get("channel_versions", {}), **new_versions}
         values = checkpoint.get("channel_values", {})
-        placing = self.placer.place(at, parent_id, values, versions, new_versions)
+        placing = self.placer.place(at, parent_id, values, versions, new_versions, codec)
         stored, uploads = yield from placing
-        record = self._record(at, parent_id, checkpoint, stored, sealed_metadata)
+        record = self._record(at, parent_id, checkpoint, stored, sealed_metadata, codec)
         record.run_key = self.namer.run(str(metadata["run_id"])) if metadata.get("run_id") else None
         self.refuse_oversized(tid, ns, cid, record, metadata)
-        filed = self.catalog.entries_for(tid, ns, parent_id, metadata)
+        filed = self.catalog.entries_for(tid, ns, parent_id, metadata, codec)
         run_key = self.handoff.run_key(tid, ns)
         head = self._head(record, run_key, parent_id)
         lease = holding(self.handoff.store_id, record.pk)
@@ -223,11 +246,12 @@ class Committer:
         # The commit deletes the intent in its own transaction; a plain PutItem commit
         # (detection off: a store without transactions may be in use) leaves that to the
         # engine. Catalog entries go in the transaction, or in a batch before the write.
-        transaction = head is not None or lease is not None
+        transaction = head is not None or lease is not None or sealing.subject is not None
         written_at = record.written_at or self.now()
+        filing = filed if transaction else ()
         plan = WritePlan(
             record.pk,
-            writes=commit_checkpoint(record, head, held, written_at, filed if transaction else ()),
+            writes=commit_checkpoint(record, head, held, written_at, filing, sealing.subject),
             uploads=uploads,
             batched=() if transaction else catalog_items(filed),
             closes_intent=transaction,
@@ -266,6 +290,7 @@ class Committer:
         checkpoint: Checkpoint,
         stored: StoredValues,
         sealed_metadata: bytes,
+        codec: Codec,
     ) -> CheckpointRecord:
         """The checkpoint's record: its body (LangGraph's keys, the parent, and where each
         value is and whose it is), sealed with its metadata and thread reference."""
@@ -290,9 +315,9 @@ class Committer:
         return CheckpointRecord(
             pk=pk,
             sk=sk,
-            body=self.codec.seal_body(at, body),
+            body=codec.seal_body(at, body),
             metadata=sealed_metadata,
-            thread_ref=self.codec.seal_ref(pk, sk, tid, ns),
+            thread_ref=codec.seal_ref(pk, sk, tid, ns),
             objects=frozenset(
                 [v.leaf for v in stored.values() if v.leaf is not None] + base_leaves
             ),
@@ -341,10 +366,12 @@ class Committer:
         task_id: str,
         task_path: str,
         writes: Sequence[tuple[str, Any]],
+        sealing: Sealing | None = None,
     ) -> Steps[None]:
         """Store a task's pending writes: large ones in one wave, then one merge."""
         at = CheckpointAt(tid, ns, cid)
-        record, uploads = self._writes_record(at, task_id, task_path, writes)
+        sealing = sealing or Sealing(self.codec)
+        record, uploads = self._writes_record(at, task_id, task_path, writes, sealing.codec)
         pk, sk = record.pk, record.sk
         lease = holding(self.handoff.store_id, pk)
         log.debug("commit writes: %d inline, %d objects", len(record.writes), len(uploads))
@@ -360,7 +387,7 @@ class Committer:
             guard = DeletedSince(head_key(pk, parse_sk(sk)[0]), checkpoint_time(cid))
         plan = WritePlan(
             pk,
-            writes=commit_writes(record, LAST_WINS, held, guard),
+            writes=commit_writes(record, LAST_WINS, held, guard, sealing.subject),
             uploads=uploads,
             closes_intent=self.detect_concurrent_runs or lease is not None,
             at_ms=self._stamp_ms(),
@@ -377,7 +404,12 @@ class Committer:
             lease.extended(held.expires_ms)
 
     def _writes_record(
-        self, at: CheckpointAt, task_id: str, task_path: str, writes: Sequence[tuple[str, Any]]
+        self,
+        at: CheckpointAt,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, Any]],
+        codec: Codec,
     ) -> tuple[WritesRecord, list[tuple[str, bytes]]]:
         """A task's writes record and the objects it references: each write sealed (bad
         input writes nothing), the regular ones in a bundle object when one update could
@@ -387,7 +419,7 @@ class Committer:
         sk = writes_sk(
             self.namer.namespace(tid, ns), at.checkpoint_id, self.namer.task(at, task_id)
         )
-        ref = self.codec.seal_ref(pk, sk, task_id, task_path)
+        ref = codec.seal_ref(pk, sk, task_id, task_path)
         record = WritesRecord(pk=pk, sk=sk, task_ref=ref, written_at=self.now())
         indexed = [(WRITES_IDX_MAP.get(ch, pos), ch, v) for pos, (ch, v) in enumerate(writes)]
         channels = {idx: channel for idx, channel, _ in indexed}
@@ -395,7 +427,7 @@ class Committer:
         for idx, channel, value in indexed:
             subject = f"{at.what}: the write of task {task_id!r} to channel {channel!r}"
             with serializing(subject, value):
-                sealed.append((idx, self.codec.seal_write(at.write(task_id, idx), channel, value)))
+                sealed.append((idx, codec.seal_write(at.write(task_id, idx), channel, value)))
         uploads: list[tuple[str, bytes]] = []
         regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
         if needs_bundle(len(regular)):

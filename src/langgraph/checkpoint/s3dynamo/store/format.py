@@ -80,21 +80,26 @@ def commit_checkpoint(
     fence: Fence | None,
     now: int,
     catalog: Sequence[CatalogEntry] = (),
-) -> list[Put | Update | Delete]:
+    subject: Write | None = None,
+) -> list[Write]:
     """The writes of one checkpoint's commit (module docstring); `now` dates the idle
     index key, which goes on the head, or on the record when there is none. `catalog`:
     entries (with their back-references) the commit writes too, in a transaction only.
-    The engine adds the upload intent's delete."""
+    The engine adds the upload intent's delete. `subject`: the data subject's fence, checked
+    (or made, with its first key) after the head, so a deleted thread's refusal is what a
+    commit of both says (`subject_records.fence_check`)."""
     idle = idle_key(record.pk, record.written_at or now)
     item = record_item(record)
     if head is None:
         item[IDLE_KEY] = idle
-    writes: list[Put | Update | Delete] = [Put(item), *catalog_puts(catalog)]
+    writes: list[Write] = [Put(item), *catalog_puts(catalog)]
     # The fence before the head: a lease taken over is what a refused head then means.
     if fence is not None:
         writes.append(fenced(fence))
     if head is not None:
         writes.append(move_head(head, idle))
+    if subject is not None:
+        writes.append(subject)
     return writes
 
 
@@ -129,6 +134,7 @@ def commit_writes(
     last_wins: frozenset[int],
     fence: Fence | None,
     guard: DeletedSince | None = None,
+    subject: Write | None = None,
 ) -> list[Write]:
     """A task's writes added to its record in one update: the first write of a regular
     index wins (kept where present), one in `last_wins` takes the new value."""
@@ -145,6 +151,8 @@ def commit_writes(
         writes.append(fenced(fence))
     if guard is not None:
         writes.append(not_deleted(guard))
+    if subject is not None:
+        writes.append(subject)
     return writes
 
 

@@ -9,7 +9,9 @@ then commits its child (`put`); two things pass between them, kept here and nowh
   if nothing else moved the namespace meanwhile;
 - the catalog tokens (declared metadata values) a thread is known to have entries
   under, from what was read or written of it: a put writes only the others
-  (`store/catalog.py`).
+  (`store/catalog.py`);
+- the data subject's key a thread's blobs were read or written under (`subjects.py`):
+  its task's writes are sealed under it.
 
 The decoder fills it when a read is remembered, the committer reads it and fills it
 after each commit, and `ThreadStore.forget` clears it after anything rewrote records.
@@ -66,6 +68,7 @@ class Handoff:
         # there again. Both outlive `clear`: they are what runs did, not cached records.
         self.gone: dict[tuple[str, str], float] = {}
         self.catalogued: Lru[str, frozenset[str]] = Lru(CATALOGUED_CACHE_SIZE)
+        self.subject_keys: Lru[str, str] = Lru(CATALOGUED_CACHE_SIZE)
 
     def keep(self, tid: str, ns: str, cid: str, stored: StoredValues) -> None:
         """Where checkpoint `cid`'s values are stored, for a put whose parent it is."""
@@ -150,6 +153,16 @@ class Handoff:
         if not tokens <= self.tokens(tid):
             self.catalogued.put(tid, self.tokens(tid) | tokens)
 
+    def subject_key(self, tid: str) -> str | None:
+        """The id of the subject key thread `tid` was last read or written under."""
+        return self.subject_keys.get(tid)
+
+    def keep_subject_key(self, tid: str, kid: str | None) -> None:
+        if kid is None:
+            self.subject_keys.discard([tid])
+        else:
+            self.subject_keys.put(tid, kid)
+
     def run_key(self, tid: str, ns: str) -> runs.Key:
         return (self.store_id, self.namer.thread(tid), self.namer.namespace(tid, ns))
 
@@ -167,3 +180,4 @@ class Handoff:
     def clear(self) -> None:
         self.carry.clear()
         self.catalogued.clear()
+        self.subject_keys.clear()

@@ -20,8 +20,15 @@ from typing import Any, NamedTuple
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.placement import MAX_DELTA_BASE
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import Steps
-from langgraph.checkpoint.s3dynamo.codec import NONE_OF_IT, delta_id, serializing, value_id
+from langgraph.checkpoint.s3dynamo.codec import (
+    NONE_OF_IT,
+    Codec,
+    delta_id,
+    serializing,
+    value_id,
+)
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
@@ -66,8 +73,10 @@ class Placer:
         values: Mapping[str, Any],
         versions: Mapping[str, Any],
         new_versions: Mapping[str, Any],
+        codec: Codec,
     ) -> Steps[tuple[StoredValues, list[tuple[str, bytes]]]]:
-        """Where each value of the checkpoint goes, and the objects to upload."""
+        """Where each value of the checkpoint goes, and the objects to upload, sealed by
+        `codec` (under the thread's key: `subjects.py`)."""
         tid, ns, what = at.tid, at.ns, at.what
         carried = yield from self._parent_values(tid, ns, parent_id, versions, new_versions)
         budget = self.engine.budget()
@@ -77,9 +86,9 @@ class Placer:
             version = str(raw_version)
             old = carried.get(channel)
             if channel not in new_versions and old is not None and old.version == version:
-                if old.blob is not None and self._stale(old.blob):
-                    # Carried forward from before a rotation: seal it under the active key.
-                    old = self._reseal_carried(tid, ns, channel, old, what)
+                if old.blob is not None and _stale(codec.sealer, old.blob):
+                    # Carried forward from before a rotation: seal it under this commit's key.
+                    old = self._reseal_carried(tid, ns, channel, old, what, codec)
                 if (old.blob is not None and budget.take(old.blob, carried=True)) or (
                     old.leaf is not None
                 ):
@@ -88,7 +97,7 @@ class Placer:
             if channel in values:
                 value_at = ValueAt(tid, ns, channel, version)
                 with serializing(f"{what}: channel {channel!r}", values[channel], NONE_OF_IT):
-                    fresh.append(self._seal_fresh(value_at, values[channel], old))
+                    fresh.append(self._seal_fresh(value_at, values[channel], old, codec))
         uploads: list[tuple[str, bytes]] = []
         # Smallest first, so the inline budget keeps as many values out of S3 as it can.
         for f in sorted(fresh, key=lambda f: len(f.sealed)):
@@ -99,7 +108,7 @@ class Placer:
             value_at = ValueAt(tid, ns, f.channel, f.version)
             if f.base is not None:
                 # The delta did not fit after all: a full version, which later deltas use.
-                full = self.walker.codec.seal_value_typed(value_at, f.typed)
+                full = codec.seal_value_typed(value_at, f.typed)
             leaf = self.walker.namer.value(value_at)
             uploads.append((self.walker.object_key(tid, leaf), full))
             stored[f.channel] = StoredValue(f.version, None, leaf)
@@ -128,22 +137,20 @@ class Placer:
             return {}
         return self.walker.stored_values(entry, self.walker.open_body(entry))
 
-    def _stale(self, blob: bytes) -> bool:
-        keyring = self.walker.codec.sealer.keyring
-        return keyring is not None and self.walker.codec.sealer.key_id_of(blob) != keyring.active
-
-    def _seal_fresh(self, at: ValueAt, value: Any, previous: StoredValue | None) -> Fresh:
+    def _seal_fresh(
+        self, at: ValueAt, value: Any, previous: StoredValue | None, codec: Codec
+    ) -> Fresh:
         """Seal a changed value: as a delta against the channel's last full version when
         this process holds that version and the delta is at most `delta_max` (and fits
         inline), else whole."""
-        typed = self.walker.codec.dump(value)
+        typed = codec.dump(value)
         base = self._delta_base(at.tid, at.ns, at.channel, previous)
         if base is not None:
             base_version, base_data = base
-            delta = self.walker.codec.seal_value_delta(at, typed, base_version, base_data)
+            delta = codec.seal_value_delta(at, typed, base_version, base_data)
             if delta is not None and len(delta) <= min(self.engine.inline_max, self.delta_max):
                 return Fresh(at.channel, at.version, delta, typed, base_version)
-        sealed = self.walker.codec.seal_value_typed(at, typed)
+        sealed = codec.seal_value_typed(at, typed)
         return Fresh(at.channel, at.version, sealed, typed, None)
 
     def _delta_base(
@@ -176,9 +183,9 @@ class Placer:
         return version, data
 
     def _reseal_carried(
-        self, tid: str, ns: str, channel: str, old: StoredValue, what: str
+        self, tid: str, ns: str, channel: str, old: StoredValue, what: str, codec: Codec
     ) -> StoredValue:
-        """A carried inline value sealed again under the active key, as re-encryption
+        """A carried inline value sealed again under this commit's key, as re-encryption
         seals it (`sealed.resealed`); a delta whose base this process does not hold, or
         one a copy shares (its base is another thread's), stays as it is: it still
         opens under its key, and re-encryption moves it later."""
@@ -194,4 +201,11 @@ class Placer:
             bases[what] = base[1]
             carried.base = Sealed("value", "object", what, None, None, b"")
             carried.ident = delta_id(at, old.base)
-        return old._replace(blob=resealed(self.walker.codec.sealer, carried, bases))
+        return old._replace(blob=resealed(codec.sealer, carried, bases))
+
+
+def _stale(sealer: Sealer, blob: bytes) -> bool:
+    """Sealed under another key than a commit's (`sealer`): from before a rotation, or
+    before the thread's data subject had a key (`subjects.py`)."""
+    sealing = sealer.sealing_id
+    return sealing is not None and sealer.key_id_of(blob) != sealing

@@ -1,0 +1,278 @@
+"""A data subject's items, in plain typed values: its fence and its Store namespaces in the
+index, its key and its erasure records in the key table. No I/O; where each lives is
+`layout.py`'s ("data subjects"), what writes them `subjects.py`'s.
+
+The fence names the subject's key and its state: active (its data is sealed under the
+key), erasing (an erasure began: no write of the subject commits) or erased (the key is
+destroyed; the next write makes a new one). Every commit of a subject's data checks the
+fence in its own transaction (`fence_check`), so nothing lands under a key once its
+erasure began. A key item holds the key wrapped (AES-GCM) under a key derived from the
+deployment keyring's key `by`, bound to the prefix and the key id; an erased one holds the
+time instead. What each item reveals: docs/SECURITY.md, "Erasing a data subject".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, Keyring
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    SubjectKeyChangedError,
+    ThreadDeletedError,
+)
+from langgraph.checkpoint.s3dynamo.layout import (
+    KEY_SK,
+    SUBJECT_NAMESPACE,
+    SUBJECT_SK,
+    erasure_sk,
+    erasures_pk,
+    subject_key_pk,
+    subject_namespace_sk,
+    subject_pk,
+)
+from langgraph.checkpoint.s3dynamo.table import (
+    Check,
+    Item,
+    ItemKey,
+    Put,
+    Update,
+    Value,
+    both,
+    eq,
+    key_of,
+    keyed,
+    missing,
+)
+
+WRAP_LABEL = b"s3dynamo/v1/subject-key-wrap"
+WRAP_AAD = b"s3dynamo/v1/subject-key"
+KEY_SIZE = 32
+NONCE_SIZE = 12
+
+# The fence's attributes: the key id, the state, when an erasure began.
+KID = "k"
+STATE = "st"
+SINCE = "at"
+ACTIVE, ERASING, ERASED = "active", "erasing", "erased"
+# A key item's: the key wrapped, the keyring key that wraps it, the subject's token, when
+# made, when erased.
+WRAPPED, BY, TOKEN, MADE = "w", "by", "t", "made"
+# An erasure record's.
+COUNTS = "n"
+
+
+class Fence(NamedTuple):
+    """A subject's fence as read: its key id (None once erased) and state."""
+
+    token: str
+    kid: str | None
+    state: str
+    since_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class SubjectKey:
+    """A subject's key, unwrapped: what seals its data, and the fence its commits check."""
+
+    token: str
+    kid: str
+    key: bytes = field(repr=False)
+
+
+def new_key_id() -> str:
+    return SUBJECT_KEY_MARK + os.urandom(16).hex()
+
+
+def fence_key(prefix: str, token: str) -> ItemKey:
+    return ItemKey(subject_pk(prefix, token), SUBJECT_SK)
+
+
+def namespace_link(prefix: str, token: str, partition: str) -> Item:
+    """The item naming one of the subject's Store namespaces (by its partition)."""
+    return keyed(ItemKey(subject_pk(prefix, token), subject_namespace_sk(partition)))
+
+
+def linked_partition(item: Mapping[str, Value]) -> str | None:
+    sk = key_of(item).sk
+    return sk[len(SUBJECT_NAMESPACE) :] if sk.startswith(SUBJECT_NAMESPACE) else None
+
+
+def fence_from(token: str, item: Mapping[str, Value] | None) -> Fence | None:
+    if item is None:
+        return None
+    kid, state, since = item.get(KID), item.get(STATE), item.get(SINCE)
+    if state not in (ACTIVE, ERASING, ERASED) or (kid is not None and not isinstance(kid, str)):
+        raise IntegrityError(
+            f"the fence of data subject {token!r} holds {dict(item)!r}; it was altered or "
+            "written by something else"
+        )
+    return Fence(token, kid, str(state), int(since) if isinstance(since, (int, float)) else None)
+
+
+def fence_refusal(found: Item | None) -> Exception:
+    """What a refused fence means: an erasure began (the run's data is being erased), or
+    the key changed (the write is sealed again under the one in force)."""
+    if found is not None and found.get(STATE) == ERASING:
+        return ThreadDeletedError(
+            "an erasure of the data subject whose data this is began after this run loaded "
+            "it: nothing more of the subject is written"
+        )
+    return SubjectKeyChangedError(
+        "the data subject's key changed while this write was sealed (its first key was "
+        "made by another process, or an erasure ended); seal it again under the key in force"
+    )
+
+
+def fence_check(prefix: str, key: SubjectKey) -> Check:
+    """What a commit of the subject's data checks in its transaction: its fence still
+    names this key, active."""
+    return Check(
+        fence_key(prefix, key.token),
+        both(eq(KID, key.kid), eq(STATE, ACTIVE)),
+        refusal=fence_refusal,
+    )
+
+
+def fence_made(prefix: str, key: SubjectKey, replacing: Fence | None) -> Put:
+    """The fence of a subject's first key (none there), or of its next one (the one read
+    erased, or naming a key that an erasure destroyed): in the commit that first seals
+    under the key, so two first writers cannot both win."""
+    item = keyed(fence_key(prefix, key.token), **{KID: key.kid, STATE: ACTIVE})
+    when = missing() if replacing is None else eq(STATE, ERASED)
+    if replacing is not None and replacing.kid is not None:
+        when = eq(KID, replacing.kid)
+    return Put(item, when=when, refusal=fence_refusal)
+
+
+def fence_erasing(prefix: str, fence: Fence, at_ms: int) -> Update:
+    """An erasure's first write: the subject's writes are refused from here on."""
+    when = missing(KID) if fence.kid is None else eq(KID, fence.kid)
+    return Update(
+        fence_key(prefix, fence.token), set={STATE: ERASING, SINCE: at_ms}, keep={}, when=when
+    )
+
+
+def fence_erased(prefix: str, fence: Fence) -> Put:
+    """An erasure's last write: the key is gone, the subject's next write makes a new one."""
+    return Put(keyed(fence_key(prefix, fence.token), **{STATE: ERASED}))
+
+
+# ------------------------------------------------------------------ the key table
+
+
+def _wrapping_key(keyring: Keyring, by: str) -> bytes:
+    return hmac.new(keyring.keys[by], WRAP_LABEL, hashlib.sha256).digest()
+
+
+def _aad(prefix: str, kid: str) -> bytes:
+    return WRAP_AAD + b"|" + prefix.encode() + b"|" + kid.encode()
+
+
+def key_item(prefix: str, key: SubjectKey, keyring: Keyring, made_ms: int) -> Put:
+    """A new key, wrapped under the keyring's active key; written only where no key of
+    that id is (ids are random: one there is another writer's, never replaced)."""
+    nonce = os.urandom(NONCE_SIZE)
+    wrapped = nonce + AESGCM(_wrapping_key(keyring, keyring.active)).encrypt(
+        nonce, key.key, _aad(prefix, key.kid)
+    )
+    attributes: dict[str, Value] = {
+        WRAPPED: wrapped,
+        BY: keyring.active,
+        TOKEN: key.token,
+        MADE: made_ms,
+    }
+    return Put(keyed(ItemKey(subject_key_pk(prefix, key.kid), KEY_SK), **attributes), missing())
+
+
+def key_address(prefix: str, kid: str) -> ItemKey:
+    return ItemKey(subject_key_pk(prefix, kid), KEY_SK)
+
+
+class KeyState(NamedTuple):
+    """A key item as read: the key (None once erased), its subject's token, when erased."""
+
+    token: str
+    key: bytes | None
+    erased_ms: int | None
+
+
+def key_from(prefix: str, kid: str, item: Mapping[str, Value], keyring: Keyring | None) -> KeyState:
+    """A key item opened; one altered, or wrapped by a key the keyring no longer holds, is
+    an `IntegrityError` naming it."""
+    token = item.get(TOKEN)
+    erased = item.get(SINCE)
+    if isinstance(erased, (int, float)):
+        return KeyState(str(token or ""), None, int(erased))
+    wrapped, by = item.get(WRAPPED), item.get(BY)
+    if not isinstance(wrapped, bytes) or not isinstance(by, str) or not isinstance(token, str):
+        raise IntegrityError(
+            f"subject key {kid!r}: its item in the key table holds no wrapped key; it was "
+            "altered or written by something else"
+        )
+    if keyring is None or by not in keyring.keys:
+        held = sorted(keyring.keys) if keyring else []
+        raise IntegrityError(
+            f"subject key {kid!r} is wrapped under keyring key {by!r}, which the keyring "
+            f"does not hold (it holds {held}); keep that key in the keyring while subject "
+            "keys it wraps exist (s3dynamo reencrypt wraps them again under the active one)"
+        )
+    try:
+        key = AESGCM(_wrapping_key(keyring, by)).decrypt(
+            wrapped[:NONCE_SIZE], wrapped[NONCE_SIZE:], _aad(prefix, kid)
+        )
+    except InvalidTag:
+        raise IntegrityError(
+            f"subject key {kid!r}: its wrapped key did not open under keyring key {by!r}; "
+            "the item was altered, moved, or the keyring key under that id was replaced"
+        ) from None
+    return KeyState(token, key, None)
+
+
+def key_erased(prefix: str, kid: str, token: str, at_ms: int) -> Put:
+    """The key destroyed: its item keeps the subject's token and the time, no key."""
+    attributes: dict[str, Value] = {TOKEN: token, SINCE: at_ms}
+    return Put(keyed(key_address(prefix, kid), **attributes))
+
+
+def erasure_record(
+    prefix: str, token: str, kid: str | None, began_ms: int, counts: Mapping[str, int]
+) -> Item:
+    """What an auditor reads of an erasure: the subject's keyed hash (the catalog's token,
+    which only the deployment's naming secret makes from a subject), what went, when, the
+    key destroyed. Named by when the erasure began, so a repeat writes the same item."""
+    attributes: dict[str, Value] = {TOKEN: token, SINCE: began_ms, COUNTS: dict(counts)}
+    if kid is not None:
+        attributes[KID] = kid
+    return keyed(ItemKey(erasures_pk(prefix), erasure_sk(began_ms, kid or "-")), **attributes)
+
+
+class Erasure(NamedTuple):
+    """An erasure record as read."""
+
+    token: str
+    kid: str | None
+    began_ms: int
+    counts: dict[str, int]
+
+
+def erasure_from(item: Mapping[str, Value]) -> Erasure:
+    counts = item.get(COUNTS)
+    kid = item.get(KID)
+    began = item.get(SINCE)
+    return Erasure(
+        str(item.get(TOKEN, "")),
+        kid if isinstance(kid, str) else None,
+        int(began) if isinstance(began, (int, float)) else 0,
+        {str(k): int(v) for k, v in counts.items() if isinstance(v, (int, float))}
+        if isinstance(counts, Mapping)
+        else {},
+    )

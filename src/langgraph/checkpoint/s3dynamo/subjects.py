@@ -1,0 +1,327 @@
+"""Data subjects: whose data a thread or a Store namespace is, and the key each subject's
+data is sealed under, so that destroying the key erases the data everywhere it was copied,
+backups included (crypto-erasure; docs/SECURITY.md, "Erasing a data subject").
+
+A deployment names its subjects by a metadata field of its checkpoints (`subject_field`,
+such as `user_id`, which LangGraph copies from `config["configurable"]`) and by a
+position in its Store namespaces (`subject_label`: 1 in `("users", uid, "memories")`).
+A subject's key is made on its first write: random, wrapped by the deployment's keyring
+(`subject_records.key_item`), kept in the key table, a table of its own whose backups are
+not the data's; its fence, in the index, names it. A process keeps the keys it used or
+read, as it keeps the keyring: a write costs no request more once the subject's key is
+known, and the first write of a subject in a process costs two (its fence, its key).
+
+Which key seals a blob is decided here and nowhere else: a checkpoint's, by its metadata
+(else by the thread's key as this process knows it); a task's writes, by the checkpoint's
+key as this process knows it, else by `config["configurable"]`; a Store item's, by its
+namespace. Everything else keeps the deployment's keys.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, Keyring, SealingKey
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Get, every_item
+from langgraph.checkpoint.s3dynamo.equality import canonical
+from langgraph.checkpoint.s3dynamo.errors import (
+    InvalidConfigError,
+    KeyNotFoundError,
+    SubjectErasedError,
+    ThreadDeletedError,
+)
+from langgraph.checkpoint.s3dynamo.layout import erasures_pk, subject_pk
+from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.subject_records import (
+    ACTIVE,
+    ERASING,
+    KEY_SIZE,
+    Erasure,
+    Fence,
+    SubjectKey,
+    erasure_from,
+    erasure_record,
+    fence_check,
+    fence_erased,
+    fence_erasing,
+    fence_from,
+    fence_key,
+    fence_made,
+    key_address,
+    key_erased,
+    key_from,
+    key_item,
+    linked_partition,
+    namespace_link,
+    new_key_id,
+)
+from langgraph.checkpoint.s3dynamo.table import Put, Write
+
+__all__ = ["SubjectKey", "Subjects", "sealing_key"]
+
+
+def sealing_key(key: SubjectKey | None) -> SealingKey | None:
+    """What seals a subject's blobs: its key under its id."""
+    return None if key is None else SealingKey(key.kid, key.key)
+
+
+class Subjects:
+    """A deployment's data subjects and their keys (module docstring). `data` runs the
+    fence's requests on the index, `keys` the key table's."""
+
+    def __init__(
+        self,
+        *,
+        field: str | None,
+        label: int | None,
+        namer: Namer,
+        keyring: Callable[[], Keyring | None],
+        data: BlobEngine,
+        keys: BlobEngine | None,
+    ) -> None:
+        self.field = field
+        self.label = label
+        self._namer = namer
+        self._keyring = keyring
+        self._data = data
+        self._keys = keys
+        self.prefix = data.prefix
+        self._lock = threading.Lock()
+        # The key in force per subject token, and every key known per id (None: erased,
+        # with when): what this process used or read.
+        self._current: dict[str, SubjectKey] = {}
+        self._known: dict[str, SubjectKey | int] = {}
+
+    @property
+    def declared(self) -> bool:
+        return self.field is not None or self.label is not None
+
+    # ------------------------------------------------------------ whose data
+
+    def token(self, subject: Any) -> str:
+        return self._namer.subject(self.text(subject))
+
+    @staticmethod
+    def text(subject: Any) -> str:
+        """A subject's canonical text (`equality.canonical`): a string or a number."""
+        text = canonical(subject) if isinstance(subject, (str, int)) else None
+        if text is None or isinstance(subject, bool) or subject == "":
+            raise InvalidConfigError(
+                f"a data subject is a non-empty string or an integer (a user id); got "
+                f"{subject!r} ({type(subject).__name__})"
+            )
+        return text
+
+    def of_metadata(self, metadata: Mapping[str, Any] | None) -> str | None:
+        """The subject a checkpoint's metadata names, if the deployment declares a field
+        and the metadata holds a string or integer there."""
+        if self.field is None or not isinstance(metadata, Mapping):
+            return None
+        value = metadata.get(self.field)
+        if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+            return None
+        return self.text(value)
+
+    def of_namespace(self, namespace: tuple[str, ...]) -> str | None:
+        """The subject a Store namespace names at the declared position, if it is that
+        deep."""
+        if self.label is None or len(namespace) <= self.label or not namespace[self.label]:
+            return None
+        return self.text(namespace[self.label])
+
+    # ------------------------------------------------------------ keys in force
+
+    def for_writing(self, text: str) -> tuple[SubjectKey, Write]:
+        """The key a write of the subject seals under, and what its commit carries: the
+        fence checked, or, for the subject's first key (or its first after an erasure),
+        the fence made. The first time in a process: the fence read, and the key read
+        or made (one request each)."""
+        token = self._namer.subject(text)
+        with self._lock:
+            known = self._current.get(token)
+        if known is not None:
+            return known, fence_check(self.prefix, known)
+        fence = fence_from(token, self._data.do(Get(fence_key(self.prefix, token))))
+        if fence is not None and fence.state == ERASING:
+            raise ThreadDeletedError(
+                "an erasure of this data subject began and has not ended: nothing of the "
+                "subject is written until it does (run erase_subject again to finish one "
+                "that was interrupted)"
+            )
+        if fence is not None and fence.state == ACTIVE and fence.kid is not None:
+            key = self._known_key(fence.kid, "the subject's key")
+            if key is not None:
+                with self._lock:
+                    self._current[token] = key
+                return key, fence_check(self.prefix, key)
+        key = self._make(token)
+        return key, fence_made(self.prefix, key, fence)
+
+    def _make(self, token: str) -> SubjectKey:
+        """A new key, wrapped and stored in the key table before anything is sealed under
+        it (one request)."""
+        keyring = self._require_keyring()
+        key = SubjectKey(token, new_key_id(), os.urandom(KEY_SIZE))
+        self._key_table().do(Apply(key_item(self.prefix, key, keyring, self._now_ms())))
+        with self._lock:
+            self._known[key.kid] = key
+        return key
+
+    def check(self, key: SubjectKey) -> Write:
+        """The fence a commit sealed under `key` checks."""
+        return fence_check(self.prefix, key)
+
+    def committed(self, key: SubjectKey) -> None:
+        """A commit carrying the key's fence went through: it is the subject's key."""
+        with self._lock:
+            self._current[key.token] = key
+
+    def forget(self, token: str | None = None) -> None:
+        """Drop what this process knows of a subject's key in force (all with None): a
+        commit found it changed."""
+        with self._lock:
+            if token is None:
+                self._current.clear()
+            else:
+                self._current.pop(token, None)
+
+    # ------------------------------------------------------------ keys by id
+
+    def key_bytes(self, kid: str, what: str) -> bytes:
+        """The key a blob names (the sealer's resolver); one erased is
+        `SubjectErasedError`, one the key table does not hold `KeyNotFoundError`."""
+        key = self._known_key(kid, what)
+        if key is None:
+            erased = self._known.get(kid)
+            raise SubjectErasedError(
+                f"{what}: belongs to a data subject erased at {_when(erased)}: its key "
+                f"({kid}) was destroyed, so it can never be read again"
+            )
+        return key.key
+
+    def key_of(self, kid: str) -> SubjectKey | None:
+        """The subject key of this id (None: erased)."""
+        return self._known_key(kid, f"subject key {kid}")
+
+    def _known_key(self, kid: str, what: str) -> SubjectKey | None:
+        with self._lock:
+            known = self._known.get(kid)
+        if isinstance(known, SubjectKey):
+            return known
+        if known is not None:
+            return None
+        item = self._key_table().do(Get(key_address(self.prefix, kid)))
+        if item is None:
+            raise KeyNotFoundError(
+                f"{what}: sealed under data subject key {kid!r}, which the key table "
+                f"({self._key_table().table_resource()}) does not hold: the key table is not "
+                "this deployment's (S3DYNAMO_KEY_TABLE), or it was lost; restore it from "
+                "its backup"
+            )
+        state = key_from(self.prefix, kid, item, self._keyring())
+        found: SubjectKey | int
+        if state.key is None:
+            found = state.erased_ms or 0
+        else:
+            found = SubjectKey(state.token, kid, state.key)
+        with self._lock:
+            self._known[kid] = found
+        return found if isinstance(found, SubjectKey) else None
+
+    @staticmethod
+    def is_subject_key(kid: str | None) -> bool:
+        return kid is not None and kid.startswith(SUBJECT_KEY_MARK)
+
+    # ------------------------------------------------------------ erasing
+
+    def fence(self, text: str) -> Fence | None:
+        """A subject's fence as it is now (one strongly consistent read)."""
+        token = self._namer.subject(text)
+        return fence_from(token, self._data.do(Get(fence_key(self.prefix, token))))
+
+    def begin_erasure(self, text: str, fence: Fence | None) -> Fence:
+        """Fence the subject (one request): no commit of its data lands from here on.
+        A fence already erasing is kept, with when that erasure began."""
+        token = self._namer.subject(text)
+        if fence is not None and fence.state == ERASING:
+            return fence
+        at = self._now_ms()
+        if fence is None:
+            fence = Fence(token, None, ERASING)
+        self._data.do(Apply(fence_erasing(self.prefix, fence, at)))
+        self.forget(token)
+        return Fence(token, fence.kid, ERASING, at)
+
+    def destroy(self, fence: Fence) -> None:
+        """Destroy the subject's key (one request): nothing sealed under it opens again."""
+        if fence.kid is None:
+            return
+        at = fence.since_ms or self._now_ms()
+        self._key_table().do(Apply(key_erased(self.prefix, fence.kid, fence.token, at)))
+        with self._lock:
+            self._known[fence.kid] = at
+
+    def end_erasure(self, fence: Fence, counts: Mapping[str, int]) -> None:
+        """Record the erasure for an auditor, then open the fence to a new key (two
+        requests)."""
+        began = fence.since_ms or self._now_ms()
+        record = erasure_record(self.prefix, fence.token, fence.kid, began, counts)
+        self._key_table().do(Apply(Put(record)))
+        self._data.do(Apply(fence_erased(self.prefix, fence)))
+        self.forget(fence.token)
+
+    def erasures(self) -> list[Erasure]:
+        """Every erasure recorded, oldest first (one Query, paged)."""
+        items = self._key_table().run(every_item(erasures_pk(self.prefix), consistent=True))
+        return [erasure_from(i) for i in items]
+
+    # ------------------------------------------------------------ Store namespaces
+
+    def namespace_link(self, text: str, partition: str) -> dict[str, Any]:
+        """The item naming a Store namespace (by its partition) as the subject's."""
+        return namespace_link(self.prefix, self._namer.subject(text), partition)
+
+    def namespaces(self, text: str) -> list[str]:
+        """The partitions of the subject's Store namespaces (one Query, paged)."""
+        pk = subject_pk(self.prefix, self._namer.subject(text))
+        items = self._data.run(every_item(pk, consistent=True))
+        return [p for i in items if (p := linked_partition(i)) is not None]
+
+    # ------------------------------------------------------------ parts
+
+    def _now_ms(self) -> int:
+        return int(self._data.clock() * 1000)
+
+    def create_if_missing(self) -> bool:
+        """`setup()`: the key table, where subjects are declared; whether it was made."""
+        return self._keys is not None and self._keys.create_table_if_missing()
+
+    def _key_table(self) -> BlobEngine:
+        if self._keys is None:
+            raise InvalidConfigError(
+                "data subjects need a key table of their own: set S3DYNAMO_KEY_TABLE "
+                "(key_table=), the table Terraform makes beside the data's"
+            )
+        return self._keys
+
+    def _require_keyring(self) -> Keyring:
+        keyring = self._keyring()
+        if keyring is None:
+            raise InvalidConfigError(
+                "data subjects' keys are wrapped by the deployment's keyring: set "
+                "S3DYNAMO_KEYS or S3DYNAMO_KMS_KEY_ID"
+            )
+        return keyring
+
+
+def _when(erased: object) -> str:
+    """When an erasure was, as messages say it."""
+    if not isinstance(erased, int) or erased <= 0:
+        return "an unknown time"
+    at = datetime.datetime.fromtimestamp(erased / 1000, datetime.timezone.utc)
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")

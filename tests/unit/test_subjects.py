@@ -1,0 +1,134 @@
+"""Data subjects (`subjects.py`): every blob of a subject's threads is sealed under a key
+of the subject's own, kept wrapped in the key table, and read back in another process;
+what has no subject keeps the deployment's keys; the request budgets of a warm put and
+of a read stay as they are."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, Sealer
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from tests.support import chats
+from tests.support.memory_index import MemoryIndex
+from tests.support.savers import MemorySaver, memory_saver
+
+SECRET = os.urandom(16)
+KEYS = {"k1": os.urandom(32)}
+
+
+def subject_saver(
+    index: MemoryIndex | None = None,
+    objects: MemoryObjects | None = None,
+    keys: MemoryIndex | None = None,
+    **kwargs: Any,
+) -> tuple[MemorySaver, MemoryIndex]:
+    """A saver whose threads' subject is their `user_id`, on in-memory ports (pass
+    another's to share its storage: another process of the same deployment)."""
+    keys = keys if keys is not None else MemoryIndex()
+    kwargs.setdefault("subject_field", "user_id")
+    saver = memory_saver(index, objects, keys=KEYS, secret=SECRET, key_index=keys, **kwargs)
+    return saver, keys
+
+
+def key_ids(saver: MemorySaver) -> dict[str, set[str | None]]:
+    """Every sealed blob stored (items' bytes, objects), by the key id that sealed it:
+    {key id: {partition or object key}}."""
+    ids: dict[str, set[str | None]] = {}
+    for item in saver.index.items():
+        for name, value in item.items():
+            if isinstance(value, bytes) and value[:1] == b"\x01":
+                ids.setdefault(Sealer().key_id_of(value) or "-", set()).add(
+                    f"{item['pk']} {item['sk']} {name}"
+                )
+            if isinstance(value, dict):
+                for inner in value.values():
+                    if isinstance(inner, bytes) and inner[:1] == b"\x01":
+                        kid = Sealer().key_id_of(inner) or "-"
+                        ids.setdefault(kid, set()).add(f"{item['pk']} {item['sk']} {name}")
+    for key, (body, _) in saver.objects.blobs.items():
+        kid = Sealer().key_id_of(body) or "-"
+        ids.setdefault(kid, set()).add(key)
+    return ids
+
+
+def talk(saver: Any, tid: str, user: str | None, turns: int = 3) -> Any:
+    g = chats.graph(saver)
+    configurable = {"thread_id": tid, **({"user_id": user} if user else {})}
+    for i in range(turns):
+        g.invoke(
+            {"messages": [HumanMessage(chats.prose(i, 60), id=f"h-{i}")]},
+            {"configurable": configurable},
+        )
+    return g
+
+
+def test_a_subjects_threads_are_sealed_under_its_own_key_and_nothing_else_is() -> None:
+    saver, keys = subject_saver(catalog_fields="graph_id")
+    talk(saver, "alice-1", "alice")
+    talk(saver, "bob-1", "bob")
+    talk(saver, "anon-1", None)
+    ids = key_ids(saver)
+    subject_ids = {kid for kid in ids if kid.startswith(SUBJECT_KEY_MARK)}
+    assert len(subject_ids) == 2  # alice's and bob's
+    alice, bob = saver.store.name_of("alice-1"), saver.store.name_of("bob-1")
+    anon = saver.store.name_of("anon-1")
+    for kid in subject_ids:
+        where = " ".join(ids[kid])
+        assert (alice in where) != (bob in where), "one key per subject"
+        assert anon not in where
+    # Everything of anon's thread, and the deployment's records, under the keyring's key.
+    assert any(anon in w for w in ids["k1"])
+    assert not any(alice in w or bob in w for w in ids["k1"])
+    # The key table holds each key wrapped: no stored bytes are the key itself.
+    for item in keys.items():
+        assert all(len(v) != 32 for v in item.values() if isinstance(v, bytes))
+
+
+def test_a_subjects_thread_reads_back_in_another_process() -> None:
+    saver, keys = subject_saver()
+    g = talk(saver, "alice-1", "alice")
+    before = chats.view(g, "alice-1")
+    other, _ = subject_saver(saver.index, saver.objects, keys)
+    assert chats.view(chats.graph(other), "alice-1") == before
+    # The key was read once by that process, then kept.
+    assert keys.calls["GetItem"] == 1
+
+
+def test_a_warm_put_of_a_subject_sends_what_a_put_without_subjects_sends() -> None:
+    plain = memory_saver(keys=KEYS, secret=SECRET, catalog_fields="user_id")
+    talk(plain, "t", "alice", turns=2)
+    plain.index.calls.clear()
+    talk(plain, "t", "alice", turns=1)
+    saver, keys = subject_saver()
+    talk(saver, "t", "alice", turns=2)
+    saver.index.calls.clear()
+    keys.calls.clear()
+    talk(saver, "t", "alice", turns=1)
+    # As many requests; a task's writes go as a transaction with the subject's fence
+    # where they went as one UpdateItem.
+    assert sum(saver.index.calls.values()) == sum(plain.index.calls.values())
+    assert saver.index.calls["Query"] == plain.index.calls["Query"]
+    assert sum(keys.calls.values()) == 0
+
+
+def test_a_subjects_first_write_in_a_process_costs_its_fence_and_its_key() -> None:
+    saver, keys = subject_saver()
+    talk(saver, "t", "alice", turns=1)
+    # The fence read, the key made (in the key table), the fence made in the first commit.
+    assert keys.calls["PutItem"] == 1
+    other, _ = subject_saver(saver.index, saver.objects, keys)
+    other.index.calls.clear()
+    keys.calls.clear()
+    talk(other, "t2", "alice", turns=1)
+    assert keys.calls["GetItem"] == 1 and keys.calls["PutItem"] == 0
+
+
+def test_subjects_need_the_deployments_own_keys_and_run_detection() -> None:
+    with pytest.raises(InvalidConfigError, match="detect_concurrent_runs"):
+        subject_saver(detect_concurrent_runs=False)
