@@ -25,7 +25,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer, identity
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 
 HERE = Path(__file__).parent
 TURNS = 40

@@ -21,8 +21,8 @@ import workloads
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
-from langgraph.checkpoint.s3dynamo.layout import JOURNAL_MARK
-from langgraph.checkpoint.s3dynamo.records import UploadIntent, intent_from, intent_item
+from langgraph.checkpoint.s3dynamo.format.layout import JOURNAL_MARK
+from langgraph.checkpoint.s3dynamo.format.records import UploadIntent, intent_from, intent_item
 from langgraph.checkpoint.s3dynamo.table import Delete, Put, Write, item_size, keyed
 
 

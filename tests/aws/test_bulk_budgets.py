@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.layout import control_pk, mark_sk, parse_sk
-from langgraph.checkpoint.s3dynamo.records import Mark
+from langgraph.checkpoint.s3dynamo.format.layout import control_pk, mark_sk, parse_sk
+from langgraph.checkpoint.s3dynamo.format.records import Mark
 from tests.support import raw
 from tests.support.graphs import two_step_graph
 from tests.support.savers import RequestCounter, make_saver, memory_saver, thread_config

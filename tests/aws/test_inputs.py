@@ -16,7 +16,10 @@ from langgraph.checkpoint.s3dynamo import (
     S3DynamoSaver,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.runnable_config import MAX_NAMESPACE_BYTES, MAX_THREAD_ID_BYTES
+from langgraph.checkpoint.s3dynamo.config.runnable_config import (
+    MAX_NAMESPACE_BYTES,
+    MAX_THREAD_ID_BYTES,
+)
 from tests.support.savers import RequestCounter, make_saver, thread_config
 
 

@@ -138,7 +138,7 @@ def test_a_second_table_made_earlier_in_the_wrong_region_is_named_by_doctor_and_
     deployment: dict[str, str],
 ) -> None:
     # What setup() did there before it checked: a table of the same name in AWAY.
-    from langgraph.checkpoint.s3dynamo.schema import table_definition
+    from langgraph.checkpoint.s3dynamo.format.schema import table_definition
 
     boto3.client("dynamodb", region_name=AWAY).create_table(
         **table_definition(deployment["S3DYNAMO_TABLE"])

@@ -33,8 +33,8 @@ from langgraph.checkpoint.s3dynamo import (
     PlaintextRefusedError,
     S3DynamoSaver,
 )
-from langgraph.checkpoint.s3dynamo.identities import ValueAt
-from langgraph.checkpoint.s3dynamo.layout import object_key
+from langgraph.checkpoint.s3dynamo.format.layout import object_key
+from langgraph.checkpoint.s3dynamo.keys.identities import ValueAt
 from tests.support.savers import make_saver, thread_config
 from tests.support.scenarios import Runner, ask_graph, chat_graph, snapshot_view, sub_graph
 
@@ -758,7 +758,7 @@ def test_what_the_sizes_of_references_entries_and_index_items_say(
     from langgraph.store.base import IndexConfig
 
     from langgraph.cache.s3dynamo import S3DynamoCache
-    from langgraph.checkpoint.s3dynamo.catalog_records import THREAD as CATALOG_THREAD
+    from langgraph.checkpoint.s3dynamo.format.catalog_records import THREAD as CATALOG_THREAD
     from langgraph.store.s3dynamo import S3DynamoStore
     from tests.support import raw
 

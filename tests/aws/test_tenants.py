@@ -28,7 +28,7 @@ from langgraph.checkpoint.s3dynamo import (
     S3DynamoSaver,
     ScopeNotNamedError,
 )
-from langgraph.checkpoint.s3dynamo.layout import object_scope, scope_of
+from langgraph.checkpoint.s3dynamo.format.layout import object_scope, scope_of
 from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS
 from tests.support.savers import BACKEND, Clients, RequestCounter, make_saver
 from tests.support.scenarios import chat_graph

@@ -28,7 +28,7 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.cli.demo import build_graph
-from langgraph.checkpoint.s3dynamo.layout import is_control_pk, is_deployment_pk
+from langgraph.checkpoint.s3dynamo.format.layout import is_control_pk, is_deployment_pk
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.cli import Result, command_env, environment, one_line_error, run, run_all

@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.s3dynamo import LeaseTimeoutError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo import lease as leases
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import key_attributes
-from langgraph.checkpoint.s3dynamo.records import LEASE_EXPIRES
+from langgraph.checkpoint.s3dynamo.format.records import LEASE_EXPIRES
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, moto_server
 
 TID = "killed-holder"

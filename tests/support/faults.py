@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     BORROW_PREFIX,
     JOURNAL_MARK,
     LOAN_PREFIX,

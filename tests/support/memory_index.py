@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     CATALOG_REF,
     DESCENDANTS_SK,
     HEAD_PREFIX,
@@ -20,15 +20,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     is_mark_key,
     memory_scope,
 )
-from langgraph.checkpoint.s3dynamo.memory.rows import (
-    DirectoryEntry,
-    IndexItem,
-    MemoryRow,
-    entry_from,
-    index_from,
-    row_from,
-)
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     HEAD,
     LEASE_EXPIRES,
     LEASE_OWNER,
@@ -43,6 +35,14 @@ from langgraph.checkpoint.s3dynamo.records import (
     loan_from,
     mark_from,
     record_from,
+)
+from langgraph.checkpoint.s3dynamo.memory.rows import (
+    DirectoryEntry,
+    IndexItem,
+    MemoryRow,
+    entry_from,
+    index_from,
+    row_from,
 )
 from langgraph.checkpoint.s3dynamo.table import Item, key_of
 

@@ -13,16 +13,20 @@ import pytest
 
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     DESCENDANTS_SK,
     MANIFEST_SK,
     directory_pk,
     memory_pk,
     object_key,
 )
+from langgraph.checkpoint.s3dynamo.format.records import (
+    ItemKey,
+)
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.memory import format, sealed
 from langgraph.checkpoint.s3dynamo.memory import reads as memory_reads
 from langgraph.checkpoint.s3dynamo.memory.rows import (
@@ -32,9 +36,6 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     MemoryRow,
     index_item,
     row_from,
-)
-from langgraph.checkpoint.s3dynamo.records import (
-    ItemKey,
 )
 
 PK, HEAD, LEASE = "p", ItemKey("p!", "head#ns"), ItemKey("p!", "lease")

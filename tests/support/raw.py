@@ -7,17 +7,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     TOMBSTONE_MARK,
     catalog_pk,
     control_pk,
     head_namespace,
     loans_prefix,
 )
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     HEAD as HEAD_ATTR,
 )
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     ItemKey,
     Loan,

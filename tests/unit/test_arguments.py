@@ -36,7 +36,7 @@ from langgraph.checkpoint.s3dynamo import (
     StorageError,
     ThreadNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.settings import SETTING_ARGUMENTS
+from langgraph.checkpoint.s3dynamo.config.settings import SETTING_ARGUMENTS
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.backends import Backend
 from tests.support.embeddings import random_embedding

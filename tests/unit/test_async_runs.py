@@ -20,8 +20,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, executor
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from langgraph.checkpoint.s3dynamo.config.settings import Settings
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 from tests.support.memory_index import MemoryIndex
 

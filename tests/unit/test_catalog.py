@@ -30,7 +30,12 @@ from langgraph.checkpoint.s3dynamo import (
     ThreadSummary,
 )
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.layout import CATALOG_REF, catalog_pk, control_pk, is_catalog_pk
+from langgraph.checkpoint.s3dynamo.format.layout import (
+    CATALOG_REF,
+    catalog_pk,
+    control_pk,
+    is_catalog_pk,
+)
 from langgraph.checkpoint.s3dynamo.table import key_of
 from tests.support import raw
 from tests.support.backends import Backend

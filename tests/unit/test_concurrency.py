@@ -20,8 +20,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.s3dynamo import ItemTooLargeError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
+from langgraph.checkpoint.s3dynamo.format.records import Fence, HeadMove
 from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc
-from langgraph.checkpoint.s3dynamo.records import Fence, HeadMove
 from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, moto_server
 from tests.support import concurrent_runs as runs

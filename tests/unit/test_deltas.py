@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.records import record_item
+from langgraph.checkpoint.s3dynamo.format.records import record_item
 from langgraph.checkpoint.s3dynamo.table import item_size
 from tests.support.chats import WORDS, _config, chat, graph, view
 from tests.support.savers import MemorySaver, delta_values, memory_saver
@@ -163,8 +163,8 @@ def test_full_history_of_a_delta_channel_thread_opens_each_write_once(
     decompresses each stored write once (`Codec.write_data`), though the listing returns
     it as a pending write and every snapshot's walk passes it, and deserializes only the
     writes returned, each walk and each tuple into new objects."""
-    from langgraph.checkpoint.s3dynamo.codec import Codec
-    from langgraph.checkpoint.s3dynamo.identities import WriteAt
+    from langgraph.checkpoint.s3dynamo.keys.codec import Codec
+    from langgraph.checkpoint.s3dynamo.keys.identities import WriteAt
     from tests.support.graphs import converse, delta_graph
 
     saver = memory_saver(secret=SECRET)

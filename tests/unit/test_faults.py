@@ -26,7 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ThreadDeletedError
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.layout import is_catalog_pk, owner_prefix
+from langgraph.checkpoint.s3dynamo.format.layout import is_catalog_pk, owner_prefix
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import (

@@ -13,12 +13,12 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import DeploymentMismatchError
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     DEPLOYMENT_RECORD,
     STORAGE_FORMAT,
     deployment_pk,
 )
-from langgraph.checkpoint.s3dynamo.records import LOAN_LEAVES, ControlRecord, control_item
+from langgraph.checkpoint.s3dynamo.format.records import LOAN_LEAVES, ControlRecord, control_item
 from langgraph.checkpoint.s3dynamo.table import Update
 from tests.support.memory_index import MemoryIndex
 from tests.support.savers import memory_saver

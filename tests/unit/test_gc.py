@@ -24,18 +24,18 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ScopeNotNamedError
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.identities import ValueAt
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     JOURNAL_SHARDS,
     journal_pk,
     mark_sk,
     object_key,
     scope_of,
 )
-from langgraph.checkpoint.s3dynamo.layout import split_object_key as split_key
+from langgraph.checkpoint.s3dynamo.format.layout import split_object_key as split_key
+from langgraph.checkpoint.s3dynamo.format.records import Mark, referenced_leaves
+from langgraph.checkpoint.s3dynamo.keys.identities import ValueAt
 from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc, plan_incremental_gc
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import Mark, referenced_leaves
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable

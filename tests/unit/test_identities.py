@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer
-from langgraph.checkpoint.s3dynamo.codec import (
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.keys.codec import (
     Codec,
     body_id,
     delta_id,
@@ -16,9 +17,9 @@ from langgraph.checkpoint.s3dynamo.codec import (
     value_id,
     write_id,
 )
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
-from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 
 CHECKPOINT = CheckpointAt("t", "ns", "1f0-cid")
 VALUE = ValueAt("t", "ns", "messages", "00000002.5")

@@ -26,8 +26,8 @@ from langgraph.checkpoint.s3dynamo import (
     Settings,
 )
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryKms, MemoryObjects
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, ItemKey, record_item
+from langgraph.checkpoint.s3dynamo.format.layout import deployment_pk
+from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord, ItemKey, record_item
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.memory_index import MemoryIndex

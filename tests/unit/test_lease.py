@@ -25,7 +25,7 @@ from langgraph.checkpoint.s3dynamo import (
 )
 from langgraph.checkpoint.s3dynamo import lease as leases
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.layout import LEASE_SK
+from langgraph.checkpoint.s3dynamo.format.layout import LEASE_SK
 from tests.support.concurrent_runs import CONFIG, TID, human_ids, slow_chat_graph
 from tests.support.memory_index import MemoryIndex
 from tests.support.savers import memory_saver

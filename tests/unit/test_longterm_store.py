@@ -38,13 +38,13 @@ from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
 )
-from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
+from langgraph.checkpoint.s3dynamo.format.layout import DESCENDANTS_SK
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import vector_index, vectors
 from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, item_aad
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
 from langgraph.checkpoint.s3dynamo.memory.rows import ENTRY_EMPTIED, ROW_BLOB, MemoryRow, row_item
 from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.table import Update, Write, Written
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support import raw
@@ -403,7 +403,7 @@ def test_cache_ttl_clear_and_sealing(parts: tuple[MemoryIndex, MemoryObjects]) -
 
 
 def test_memory_partitions_are_no_thread_s() -> None:
-    from langgraph.checkpoint.s3dynamo.layout import (
+    from langgraph.checkpoint.s3dynamo.format.layout import (
         directory_pk,
         is_control_pk,
         memory_pk,

@@ -32,11 +32,11 @@ from langgraph.checkpoint.s3dynamo import (
     StorageError,
     ValueNotSerializableError,
 )
-from langgraph.checkpoint.s3dynamo.aws_names import table_problem
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk
+from langgraph.checkpoint.s3dynamo.config.aws_names import table_problem
+from langgraph.checkpoint.s3dynamo.format.layout import deployment_pk
 from tests.support.backends import Backend
 from tests.support.memory_index import MemoryIndex
 from tests.support.savers import MemorySaver, make_saver, thread_config

@@ -21,7 +21,6 @@ from langgraph.checkpoint.s3dynamo.blobs.sealing import (
     MESSAGE_KEY_LABEL,
     NO_DICTIONARY,
     ContextLender,
-    Keyring,
     Sealer,
     identity,
 )
@@ -30,8 +29,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     KeyNotFoundError,
     PlaintextRefusedError,
 )
-from langgraph.checkpoint.s3dynamo.identities import ValueAt
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     checkpoint_sk,
     owner_sk,
     parse_sk,
@@ -39,8 +37,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     write_ref,
     writes_sk,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     WritesRecord,
     pack_bundle,
@@ -49,6 +46,9 @@ from langgraph.checkpoint.s3dynamo.records import (
     referenced_leaves,
     unpack_bundle,
 )
+from langgraph.checkpoint.s3dynamo.keys.identities import ValueAt
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store import format as thread_format
 from langgraph.checkpoint.s3dynamo.table import Update, eq
 
@@ -305,8 +305,8 @@ def test_bundle_threshold() -> None:
 def test_base64_langgraph_aes_key_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     import base64
 
+    from langgraph.checkpoint.s3dynamo.config.settings import Settings
     from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-    from langgraph.checkpoint.s3dynamo.settings import Settings
 
     monkeypatch.setenv("LANGGRAPH_AES_KEY", base64.b64encode(os.urandom(32)).decode())
     with pytest.raises(InvalidConfigError, match=r"44 bytes.*raw string.*not base64-decoded"):

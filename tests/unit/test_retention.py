@@ -24,21 +24,21 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.config.settings import Settings, duration, langgraph_json_ttl
 from langgraph.checkpoint.s3dynamo.errors import (
     ArgumentTypeError,
     ConcurrentUpdateError,
     InvalidConfigError,
     StorageConfigError,
 )
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     IDLE_SHARDS,
     control_pk,
     is_control_pk,
     owner_prefix,
 )
+from langgraph.checkpoint.s3dynamo.format.schema import IDLE_INDEX, table_definition
 from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, plan_expiry
-from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, table_definition
-from langgraph.checkpoint.s3dynamo.settings import Settings, duration, langgraph_json_ttl
 from langgraph.checkpoint.s3dynamo.store import id_time
 from tests.support import raw
 from tests.support.backends import Backend

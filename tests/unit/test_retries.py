@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from langgraph.checkpoint.s3dynamo import backoff
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError
-from langgraph.checkpoint.s3dynamo.records import HeadMove
+from langgraph.checkpoint.s3dynamo.format.records import HeadMove
 from langgraph.checkpoint.s3dynamo.store.format import commit_checkpoint
 from tests.support.raw import HEAD
 from tests.support.raw import checkpoint_record as _cp

@@ -19,9 +19,9 @@ from langgraph.checkpoint.s3dynamo import (
     StorageConfigError,
     StorageError,
 )
-from langgraph.checkpoint.s3dynamo.arguments import NO_WORDS, YES_WORDS, yes_no
 from langgraph.checkpoint.s3dynamo.backends import aws_clients
-from langgraph.checkpoint.s3dynamo.settings import duration
+from langgraph.checkpoint.s3dynamo.config.arguments import NO_WORDS, YES_WORDS, yes_no
+from langgraph.checkpoint.s3dynamo.config.settings import duration
 from tests.support.savers import thread_config
 
 KEY = base64.b64encode(os.urandom(32)).decode()

@@ -23,14 +23,14 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     ObjectNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     borrow_sk,
     control_pk,
     loan_sk,
     shared_leaf,
     split_write_ref,
 )
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
+from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord, WritesRecord
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.scenarios import ask_graph, chat_graph, snapshot_view

@@ -29,9 +29,9 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StoreMissingError,
     ValueNotSerializableError,
 )
-from langgraph.checkpoint.s3dynamo.layout import LOG_MARK, MANIFEST_SK, TOKEN_MARK, log_sk
+from langgraph.checkpoint.s3dynamo.format.layout import LOG_MARK, MANIFEST_SK, TOKEN_MARK, log_sk
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import vector_index
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support import raw
 from tests.support.backends import Backend

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, LeaseLostError
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     deployment_pk,
     intents_before,
     journal_pk_of,
     mark_sk,
 )
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     ControlRecord,
     Fence,
@@ -37,7 +37,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     stamp_from,
     upload_intent,
 )
-from langgraph.checkpoint.s3dynamo.schema import RUN_INDEX
+from langgraph.checkpoint.s3dynamo.format.schema import RUN_INDEX
 from langgraph.checkpoint.s3dynamo.store import format as thread_format
 from langgraph.checkpoint.s3dynamo.table import (
     Delete,

@@ -12,8 +12,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import IntegrityError, ThreadExistsError
-from langgraph.checkpoint.s3dynamo.layout import object_key
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, WritesRecord
+from langgraph.checkpoint.s3dynamo.format.layout import object_key
+from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord, WritesRecord
 from tests.support.savers import MemorySaver, memory_saver
 from tests.support.scenarios import SCENARIOS, Runner, chat_graph
 

@@ -15,7 +15,7 @@ silent until the application configures logging.
 import logging
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
+from langgraph.checkpoint.s3dynamo.config.settings import Settings, langgraph_json_ttl
 from langgraph.checkpoint.s3dynamo.errors import (
     ArgumentTypeError,
     CatalogNotBuiltError,
@@ -39,14 +39,16 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StorageConfigError,
     StorageError,
     StoreMissingError,
+    SubjectErasedError,
+    SubjectKeyChangedError,
     ThreadDeletedError,
     ThreadExistsError,
     ThreadNotFoundError,
     ValueNotSerializableError,
     VectorDimensionsError,
 )
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.store import ThreadSummary
 
 # Imported on first use, so a handler's import pays for neither (see `__getattr__`).
@@ -99,6 +101,8 @@ __all__ = [
     "StorageConfigError",
     "StorageError",
     "StoreMissingError",
+    "SubjectErasedError",
+    "SubjectKeyChangedError",
     "ThreadDeletedError",
     "ThreadExistsError",
     "ThreadNotFoundError",
@@ -106,4 +110,5 @@ __all__ = [
     "ValueNotSerializableError",
     "VectorDimensionsError",
     "__version__",
+    "langgraph_json_ttl",
 ]

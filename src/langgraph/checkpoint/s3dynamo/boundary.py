@@ -13,7 +13,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Annotated, Any, TypeVar, get_origin
 
 from langgraph.checkpoint.s3dynamo import executor, telemetry
-from langgraph.checkpoint.s3dynamo.arguments import Check
+from langgraph.checkpoint.s3dynamo.config.arguments import Check
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _R = TypeVar("_R")

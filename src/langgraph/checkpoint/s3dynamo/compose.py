@@ -23,22 +23,23 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import arguments
-from langgraph.checkpoint.s3dynamo.aws_names import bucket_problem, region_of, table_problem
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply
-from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.config import arguments
+from langgraph.checkpoint.s3dynamo.config.aws_names import bucket_problem, region_of, table_problem
+from langgraph.checkpoint.s3dynamo.config.settings import Settings
 from langgraph.checkpoint.s3dynamo.deployment import Configured, Control, Deployment
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
-from langgraph.checkpoint.s3dynamo.kms_keyring import KmsKeyring, kms_context
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk
+from langgraph.checkpoint.s3dynamo.format.layout import deployment_pk
+from langgraph.checkpoint.s3dynamo.keys.codec import Codec
+from langgraph.checkpoint.s3dynamo.keys.keyring import KeySource
+from langgraph.checkpoint.s3dynamo.keys.kms_keyring import KmsKeyring, kms_context
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
+from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects
 from langgraph.checkpoint.s3dynamo.memory.core import Indexes, Space
-from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
-from langgraph.checkpoint.s3dynamo.settings import KeySource, Settings
 from langgraph.checkpoint.s3dynamo.store import StorePolicy, ThreadStore
-from langgraph.checkpoint.s3dynamo.subjects import Subjects
 from langgraph.checkpoint.s3dynamo.table import Table, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 

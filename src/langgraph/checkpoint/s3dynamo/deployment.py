@@ -29,16 +29,16 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StorageError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     DEPLOYMENT_RECORD,
     DEPLOYMENT_SUFFIX,
     STORAGE_FORMAT,
     prefix_of,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.format.records import ControlRecord, control_from, put_control
+from langgraph.checkpoint.s3dynamo.format.schema import PARTITION_KEY
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectStore
-from langgraph.checkpoint.s3dynamo.records import ControlRecord, control_from, put_control
-from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
 from langgraph.checkpoint.s3dynamo.table import (
     ItemKey,
     Table,

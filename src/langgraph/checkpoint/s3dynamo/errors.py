@@ -1,34 +1,33 @@
-"""Errors: each says what was expected, what came, the fix (botocore's: backends/aws_errors.py).
-
-S3DynamoError
-├── InvalidConfigError (ValueError)     bad config, thread id, namespace, setting or argument
-│   ├── ArgumentTypeError (TypeError)   an argument of another type than its method takes
-│   ├── ItemTooLargeError               a checkpoint would not fit one index item
-│   ├── RegionNotSetError               no AWS region for a client the saver builds
-│   ├── CredentialsNotFoundError        no AWS credentials found
-│   ├── ScopeNotNamedError              a table-wide sweep, no prefix, on a tenants' table
-│   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
-│   ├── VectorDimensionsError           an embedding's dims not the IndexConfig's or namespace's
-│   └── StorageConfigError              S3, DynamoDB or KMS refused a bucket, key, region...
-├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
-│   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
-├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
-├── CatalogNotBuiltError                a declared field's thread catalog is not built yet
-├── SubjectErasedError (LookupError)    what was asked for is an erased data subject's
-├── StorageError                        another S3 or DynamoDB failure that may pass: retry
-│   └── EndpointUnreachableError        the service's endpoint did not answer
-├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
-├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
-├── CheckFailedError                    `ops.check()` found problems (`.report`)
-├── ConcurrentUpdateError               another run moved the thread on: retry the run
-│   ├── ThreadDeletedError              the thread was deleted since this run loaded it
-│   ├── SubjectKeyChangedError          a subject's key changed while a write was sealed
-│   ├── LeaseTimeoutError               thread_lock not acquired within its wait
-│   └── LeaseLostError                  the lease was taken over: this holder's write refused
-└── IntegrityError                      a stored blob did not open: tampered, moved, truncated
-    ├── ObjectNotFoundError             the index references an object that is gone
-    ├── KeyNotFoundError                sealed under a key id missing from the keyring
-    └── PlaintextRefusedError           unsealed data read while encryption is on"""
+"""Errors: each says what was expected, what came, and the fix; botocore's are translated
+once (`backends/aws_errors.py`), with `from`. The tree:
+    S3DynamoError
+    ├── InvalidConfigError (ValueError)     bad config, thread id, namespace, setting or argument
+    │   ├── ArgumentTypeError (TypeError)   an argument of another type than its method takes
+    │   ├── ItemTooLargeError               a checkpoint would not fit one index item
+    │   ├── RegionNotSetError               no AWS region for a client the saver builds
+    │   ├── CredentialsNotFoundError        no AWS credentials found
+    │   ├── ScopeNotNamedError              a table-wide sweep, no prefix, on a tenants' table
+    │   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
+    │   ├── VectorDimensionsError           an embedding's dims not the IndexConfig's or namespace's
+    │   └── StorageConfigError              S3, DynamoDB or KMS refused a bucket, key, region...
+    ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
+    │   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
+    ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
+    ├── CatalogNotBuiltError                a declared field's thread catalog is not built yet
+    ├── SubjectErasedError (LookupError)    what was asked for is an erased data subject's
+    ├── StorageError                        another S3 or DynamoDB failure that may pass: retry
+    │   └── EndpointUnreachableError        the service's endpoint did not answer
+    ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
+    ├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
+    ├── CheckFailedError                    `ops.check()` found problems (`.report`)
+    ├── ConcurrentUpdateError               another run moved the thread on: retry the run
+    │   ├── ThreadDeletedError              the thread was deleted since this run loaded it
+    │   ├── LeaseTimeoutError               thread_lock not acquired within its wait
+    │   └── LeaseLostError                  the lease was taken over: this holder's write refused
+    └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
+        ├── ObjectNotFoundError             the index references an object that is gone
+        ├── KeyNotFoundError                sealed under a key id missing from the keyring
+        └── PlaintextRefusedError           unsealed data read while encryption is on"""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from langgraph.checkpoint.s3dynamo.arguments import whole
+from langgraph.checkpoint.s3dynamo.config.arguments import whole
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 
 R = TypeVar("R")

@@ -40,7 +40,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     LeaseLostError,
     LeaseTimeoutError,
 )
-from langgraph.checkpoint.s3dynamo.records import ItemKey, Lease
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey, Lease
 from langgraph.checkpoint.s3dynamo.store import Holding, ThreadStore, hold, holding, release
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from langgraph.store.base import NOT_PROVIDED, BaseStore, Item, SearchItem
 
-from langgraph.checkpoint.s3dynamo.arguments import (
+from langgraph.checkpoint.s3dynamo.boundary import public
+from langgraph.checkpoint.s3dynamo.config.arguments import (
     Count,
     Depth,
     IndexFields,
@@ -20,7 +21,6 @@ from langgraph.checkpoint.s3dynamo.arguments import (
     StoreTtl,
     Text,
 )
-from langgraph.checkpoint.s3dynamo.boundary import public
 
 
 class CheckedStore(BaseStore):

@@ -13,15 +13,15 @@ from typing import Annotated, Any, Generic
 from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.s3dynamo import arguments
-from langgraph.checkpoint.s3dynamo.arguments import LabelsList, cache_keys, cache_pairs
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
-from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import checked_serde, memory_space
+from langgraph.checkpoint.s3dynamo.config import arguments
+from langgraph.checkpoint.s3dynamo.config.arguments import LabelsList, cache_keys, cache_pairs
+from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown, taken
+from langgraph.checkpoint.s3dynamo.config.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
+from langgraph.checkpoint.s3dynamo.keys.codec import serializing
 from langgraph.checkpoint.s3dynamo.memory.core import NewItem, checked_ttl
-from langgraph.checkpoint.s3dynamo.settings import FROM_ENV_ARGUMENTS
 
 CACHE_SPACE = "c"
 

@@ -37,19 +37,22 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import _does_match
 
-from langgraph.checkpoint.s3dynamo import arguments, executor, telemetry
-from langgraph.checkpoint.s3dynamo.arguments import StoreOps
+from langgraph.checkpoint.s3dynamo import executor, telemetry
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
-from langgraph.checkpoint.s3dynamo.codec import serializing
 from langgraph.checkpoint.s3dynamo.compose import memory_space
+from langgraph.checkpoint.s3dynamo.config import arguments
+from langgraph.checkpoint.s3dynamo.config.arguments import StoreOps
+from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown, taken
+from langgraph.checkpoint.s3dynamo.config.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import (
     ArgumentTypeError,
     IntegrityError,
     InvalidConfigError,
 )
-from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown, taken
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
+from langgraph.checkpoint.s3dynamo.keys.codec import serializing
 from langgraph.checkpoint.s3dynamo.memory.core import (
     Found,
     Indexes,
@@ -60,8 +63,6 @@ from langgraph.checkpoint.s3dynamo.memory.core import (
 from langgraph.checkpoint.s3dynamo.memory.vector_index import Vectors, placed, queried
 from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
 from langgraph.checkpoint.s3dynamo.memory_boundary import CheckedStore
-from langgraph.checkpoint.s3dynamo.records import ItemKey
-from langgraph.checkpoint.s3dynamo.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 STORE_SPACE = "m"

@@ -34,8 +34,11 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import arguments, compose, executor, runs, telemetry
-from langgraph.checkpoint.s3dynamo.arguments import (
+from langgraph.checkpoint.s3dynamo import compose, executor, runs, telemetry
+from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
+from langgraph.checkpoint.s3dynamo.boundary import public, twin
+from langgraph.checkpoint.s3dynamo.config import arguments
+from langgraph.checkpoint.s3dynamo.config.arguments import (
     AsRead,
     Channels,
     Config,
@@ -52,22 +55,15 @@ from langgraph.checkpoint.s3dynamo.arguments import (
     Whole,
     Writes,
 )
-from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
-from langgraph.checkpoint.s3dynamo.boundary import public, twin
-from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
-from langgraph.checkpoint.s3dynamo.keywords import alone, checked_keywords
-from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
-from langgraph.checkpoint.s3dynamo.runnable_config import (
+from langgraph.checkpoint.s3dynamo.config.keywords import alone, checked_keywords
+from langgraph.checkpoint.s3dynamo.config.runnable_config import (
     before_id_of,
     checkpoint_id_of,
     refuse_copied_metadata,
     target,
     thread_id_of,
 )
-from langgraph.checkpoint.s3dynamo.settings import (
+from langgraph.checkpoint.s3dynamo.config.settings import (
     DEFAULT_CACHE_BYTES,
     DEFAULT_MAX_ATTEMPTS,
     FROM_ENV_ARGUMENTS,
@@ -75,6 +71,11 @@ from langgraph.checkpoint.s3dynamo.settings import (
     SETTING_ARGUMENTS,
     Settings,
 )
+from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
+from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.table import Table
 from langgraph.checkpoint.s3dynamo.waves import parallel

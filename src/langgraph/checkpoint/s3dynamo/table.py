@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, Protocol, TypeAlias
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError
-from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY, SORT_KEY
+from langgraph.checkpoint.s3dynamo.format.schema import PARTITION_KEY, SORT_KEY
 
 Scalar: TypeAlias = str | bytes | int | float
 Value: TypeAlias = Scalar | frozenset[str] | Mapping[str, "Value"]

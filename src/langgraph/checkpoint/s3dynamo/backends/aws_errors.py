@@ -22,7 +22,7 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
-from langgraph.checkpoint.s3dynamo.aws_names import BUCKET_RULES
+from langgraph.checkpoint.s3dynamo.config.aws_names import BUCKET_RULES
 from langgraph.checkpoint.s3dynamo.errors import (
     CredentialsNotFoundError,
     EndpointUnreachableError,

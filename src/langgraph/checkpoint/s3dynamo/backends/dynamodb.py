@@ -30,7 +30,7 @@ from langgraph.checkpoint.s3dynamo.backoff import (
     tries,
 )
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError, StorageError
-from langgraph.checkpoint.s3dynamo.schema import (
+from langgraph.checkpoint.s3dynamo.format.schema import (
     INDEX_KEYS,
     PARTITION_KEY,
     SORT_KEY,

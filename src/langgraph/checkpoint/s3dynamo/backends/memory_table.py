@@ -17,7 +17,7 @@ from typing import Literal
 
 from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.errors import StorageError, StoreMissingError
-from langgraph.checkpoint.s3dynamo.schema import INDEX_KEYS, PARTITION_KEY, SORT_KEY
+from langgraph.checkpoint.s3dynamo.format.schema import INDEX_KEYS, PARTITION_KEY, SORT_KEY
 from langgraph.checkpoint.s3dynamo.table import (
     BATCH_GET_MAX,
     BATCH_WRITE_MAX,

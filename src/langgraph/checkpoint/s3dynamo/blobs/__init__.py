@@ -48,8 +48,8 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Steps,
     Together,
 )
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.table import Delete, Item, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import parallel
 

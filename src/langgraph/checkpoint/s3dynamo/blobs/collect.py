@@ -19,9 +19,9 @@ from datetime import datetime
 
 from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
-from langgraph.checkpoint.s3dynamo.layout import owner_prefix
+from langgraph.checkpoint.s3dynamo.format.layout import owner_prefix
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey, UploadIntent
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
 
 # The leaves an owner's items reference now, read consistently; None: it has no item.
 LiveLeaves = Callable[[str], "set[str] | None"]

@@ -13,20 +13,20 @@ import os
 from collections.abc import Sequence
 
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     JOURNAL_SHARDS,
     intents_before,
     journal_pk,
     owner_prefix,
 )
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     ItemKey,
     UploadIntent,
     intent_from,
     intent_item,
     upload_intent,
 )
-from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.table import Put, every_item, lt
 from langgraph.checkpoint.s3dynamo.waves import parallel
 

@@ -19,7 +19,7 @@ from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
-from langgraph.checkpoint.s3dynamo.layout import object_key, owner_prefix
+from langgraph.checkpoint.s3dynamo.format.layout import object_key, owner_prefix
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo, ObjectStore
 from langgraph.checkpoint.s3dynamo.waves import parallel
 

@@ -16,17 +16,12 @@ Compression applies to `data` and is kept only where it shrinks it (for data ove
 before any encryption, including LangGraph's own `EncryptedSerializer`, whose cipher we
 call on the compressed bytes instead of letting it encrypt incompressible-to-be data.
 
-A delta opens only with the data of the version it was made against, which the caller
-supplies (the codec binds the pair in the identity); envelopes without 0x08 are unchanged,
-so data written before deltas existed opens as it did.
-
-Associated data is the frame header plus the blob's identity (thread, namespace, channel
-and version for values; ..., task and index for writes; ..., checkpoint for metadata), so
-a blob copied to another key, thread or checkpoint fails to open.
-
-A data subject's blobs (`subjects.py`) are sealed under a key of the subject's own, whose
-id begins `s:` (no keyring id holds a colon): `Sealer.under` seals with it, and `open`
-asks `subject_keys` for it, which raises `SubjectErasedError` once an erasure destroyed it.
+A delta opens only with the data of the version it was made against (the codec binds the
+pair in the identity). Associated data is the frame header plus the blob's identity
+(thread, namespace, channel and version for values; ..., task and index for writes; ...,
+checkpoint for metadata), so a blob copied to another key, thread or checkpoint fails to
+open. A data subject's key (`keys/subjects.py`) has an id beginning `s:`, which no keyring
+id does: `Sealer.under` seals with it, `open` asks `subject_keys` for it.
 
 Nonces never repeat under one key: each message is sealed under its own key,
 HMAC-SHA-256(key, label | nonce) with a fresh random 128-bit nonce, so a repeat needs two
@@ -35,7 +30,6 @@ AES-GCM nonce under that one-time key cannot repeat at all."""
 
 from __future__ import annotations
 
-import base64
 import copy
 import hashlib
 import hmac
@@ -44,7 +38,7 @@ import itertools
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -63,10 +57,10 @@ from langgraph.checkpoint.serde.base import CipherProtocol
 from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
-    InvalidConfigError,
     KeyNotFoundError,
     PlaintextRefusedError,
 )
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 
 FORMAT_V1 = 1
 FLAG_ZSTD = 0x01
@@ -77,7 +71,6 @@ NONCE_SIZE = 16
 TAG_SIZE = 16
 MESSAGE_KEY_LABEL = b"s3dynamo/v1/message-key"
 SERDE_BINDING_LABEL = b"s3dynamo/v1/serde-binding"
-KEY_CHECK_LABEL = b"s3dynamo/v1/key-check"
 BINDING_SIZE = 32
 # Below this, zstd's frame header costs more than it can save.
 MIN_COMPRESS_SIZE = 64
@@ -100,9 +93,6 @@ Context = TypeVar("Context")
 # A data subject's key id begins so (`subjects.py`); a keyring's ids hold no colon.
 SUBJECT_KEY_MARK = "s:"
 
-# How a user makes a sealing key, as messages say it.
-MAKE_KEY = "python -c 'import os,base64;print(base64.b64encode(os.urandom(32)).decode())'"
-
 
 # What a length-hiding blob is padded to: at least this, then the next power of two.
 PAD_MIN = 64
@@ -114,82 +104,6 @@ def padded(text: bytes) -> bytes:
     says the text's length to within a factor of two, and nothing below `PAD_MIN`."""
     size = max(PAD_MIN, 1 << (len(text) - 1).bit_length())
     return text + b" " * (size - len(text))
-
-
-def keyring_problem(keys: Mapping[str, bytes], active: str) -> str | None:
-    """What is wrong with a keyring of `keys` whose `active` one seals, if anything."""
-    if not keys:
-        return "keyring is empty: pass at least one 32-byte key"
-    for key_id, key in keys.items():
-        if not key_id or len(key_id.encode()) > 64 or not key_id.isascii():
-            return f"key id {key_id!r} must be 1 to 64 ASCII characters"
-        if len(key) != 32:
-            return (
-                f"key {key_id!r} is {len(key)} bytes; AES-256 needs exactly 32 "
-                f"(make one with: {MAKE_KEY})"
-            )
-    if active not in keys:
-        return f"active key {active!r} is not in the keyring (ids: {sorted(keys)})"
-    return None
-
-
-@dataclass(frozen=True)
-class Keyring:
-    """Sealing keys by id; `active` seals new blobs, every key opens old ones.
-
-    Rotating is adding a key and making it active; `S3DynamoSaver.reencrypt` then
-    rewrites old blobs so the old key can be dropped.
-    """
-
-    keys: Mapping[str, bytes]
-    active: str
-
-    def __post_init__(self) -> None:
-        if problem := keyring_problem(self.keys, self.active):
-            raise InvalidConfigError(problem)
-
-    @classmethod
-    def parse(cls, spec: str, source: str = "") -> Keyring:
-        """Read `id:base64key[,id:base64key...]`; the first entry is the active key.
-        `source` names where the text came from, at the start of every message."""
-        at = f"{source}: " if source else ""
-        keys: dict[str, bytes] = {}
-        for entry in filter(None, (e.strip() for e in spec.split(","))):
-            key_id, sep, b64 = entry.partition(":")
-            key_id = key_id.strip()
-            if not sep or not key_id:
-                raise InvalidConfigError(
-                    f"{at}keyring entry {entry[:12]!r}... has no id: expected 'id:base64key'"
-                )
-            if key_id in keys:
-                raise InvalidConfigError(
-                    f"{at}key id {key_id!r} appears twice: expected each id once, since a "
-                    "blob names the id of the key that sealed it. When rotating, give the new "
-                    f"key an id of its own, first, and keep the old one: 'k2:<new>,{key_id}:<old>'"
-                )
-            try:
-                keys[key_id] = base64.b64decode(b64.strip(), validate=True)
-            except ValueError as exc:
-                raise InvalidConfigError(
-                    f"{at}keyring entry {key_id!r}: key is not valid base64; expected 32 "
-                    f"random bytes in base64 after the id: make one with: {MAKE_KEY}"
-                ) from exc
-        if not keys:
-            raise InvalidConfigError(f"{at}keyring spec is empty: expected 'id:base64key,...'")
-        active = next(iter(keys))
-        if problem := keyring_problem(keys, active):
-            raise InvalidConfigError(f"{at}{problem}")
-        return cls(keys=keys, active=active)
-
-    def fingerprints(self) -> dict[str, str]:
-        """Key id -> a public check value of the key (an HMAC of a constant under it):
-        two keys under one id differ exactly when their check values do."""
-        return {
-            key_id: base64.urlsafe_b64encode(
-                hmac.new(key, KEY_CHECK_LABEL, hashlib.sha256).digest()[:9]
-            ).decode()
-            for key_id, key in self.keys.items()
-        }
 
 
 @dataclass(frozen=True)

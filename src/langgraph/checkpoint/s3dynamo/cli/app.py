@@ -36,8 +36,8 @@ from langgraph.checkpoint.s3dynamo import (
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.arguments import yes_no
 from langgraph.checkpoint.s3dynamo.cli.common import OK, PROBLEMS, USAGE, cli, err
+from langgraph.checkpoint.s3dynamo.config.arguments import yes_no
 
 __all__ = ["cli", "explain", "main", "run"]
 

@@ -27,8 +27,8 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     yes_option,
 )
 from langgraph.checkpoint.s3dynamo.cli.plans import plan_command, show_plan
+from langgraph.checkpoint.s3dynamo.config.settings import duration
 from langgraph.checkpoint.s3dynamo.ops import Plan
-from langgraph.checkpoint.s3dynamo.settings import duration
 
 
 @cli.command()

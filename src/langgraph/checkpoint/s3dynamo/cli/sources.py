@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.s3dynamo import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.aws_names import region_of
+from langgraph.checkpoint.s3dynamo.config.aws_names import region_of
 
 EXPECTED = "expected sqlite:PATH, postgres://..., or dynamodb:TABLE[?offload_bucket=NAME]"
 

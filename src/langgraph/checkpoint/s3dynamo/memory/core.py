@@ -31,7 +31,8 @@ from typing import Any, TypeVar, cast
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
 from langgraph.checkpoint.s3dynamo.blobs.steps import ListObjects, each
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.layout import VECTOR_SK_RANGE, object_key
+from langgraph.checkpoint.s3dynamo.format.layout import VECTOR_SK_RANGE, object_key
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.memory import reads, sealed
 from langgraph.checkpoint.s3dynamo.memory.directory import Directory
 from langgraph.checkpoint.s3dynamo.memory.items import Items
@@ -43,7 +44,6 @@ from langgraph.checkpoint.s3dynamo.memory.search import Hit, Searcher
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import OpenBody, VectorIndex
 from langgraph.checkpoint.s3dynamo.memory.writes import NewItem, Writes
-from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.table import ItemKey, Written
 
 __all__ = ["Found", "Indexes", "Namespace", "NewItem", "Sealed", "Space", "Stored", "checked_ttl"]

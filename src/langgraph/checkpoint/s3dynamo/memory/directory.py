@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, padded
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Steps, each
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, ns_text
 from langgraph.checkpoint.s3dynamo.memory.names import Names
@@ -48,7 +49,6 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     Namespace,
     row_from,
 )
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.table import Written
 
 # Payload type tag of a sealed namespace tuple (directory entries).

@@ -22,7 +22,7 @@ from typing import Any
 from langgraph.checkpoint.s3dynamo.blobs import WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     DESCENDANTS_SK,
     ITEM_SK_RANGE,
     MANIFEST_SK,
@@ -34,6 +34,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     memory_scope,
     object_key,
 )
+from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     ENTRY_EMPTIED,
     ENTRY_GENERATION,
@@ -59,7 +60,6 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     index_item,
     row_item,
 )
-from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.table import (
     Between,
     Delete,

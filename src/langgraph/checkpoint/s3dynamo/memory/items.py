@@ -37,7 +37,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Batch as BatchStep,
 )
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK, MANIFEST_SK, object_key
+from langgraph.checkpoint.s3dynamo.format.layout import DESCENDANTS_SK, MANIFEST_SK, object_key
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.directory import Directory
 from langgraph.checkpoint.s3dynamo.memory.names import Names

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK, directory_pk, memory_pk
+from langgraph.checkpoint.s3dynamo.format.layout import DESCENDANTS_SK, directory_pk, memory_pk
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.rows import Namespace
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 
 # Spaces searched by namespace prefix, whose ancestors' partitions carry descendants
 # marks, and whose namespaces have search indexes (filter tokens, vectors): the Store;

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, IndexItem, MemoryRow
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 
 # How long after an entry's renewal a writer may put into its namespace without the
 # entry, and how much longer a delete waits before it removes an empty namespace's

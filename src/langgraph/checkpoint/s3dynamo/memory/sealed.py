@@ -22,7 +22,7 @@ from langgraph.checkpoint.s3dynamo.blobs import WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import Fetch, Steps
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
-from langgraph.checkpoint.s3dynamo.layout import MANIFEST_SK, object_key
+from langgraph.checkpoint.s3dynamo.format.layout import MANIFEST_SK, object_key
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.names import Names
 from langgraph.checkpoint.s3dynamo.memory.rows import (

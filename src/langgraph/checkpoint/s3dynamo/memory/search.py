@@ -27,14 +27,14 @@ from typing import Any, NamedTuple
 from langgraph.store.memory import _compare_values
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import Steps, each
-from langgraph.checkpoint.s3dynamo.layout import DESCENDANTS_SK
+from langgraph.checkpoint.s3dynamo.format.layout import DESCENDANTS_SK
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import reads
 from langgraph.checkpoint.s3dynamo.memory.items import Items
 from langgraph.checkpoint.s3dynamo.memory.rows import Found, Namespace
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens, at_path
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex, View
 from langgraph.checkpoint.s3dynamo.memory.vectors import unit
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 
 # The value of an opened item (its payload deserialized), for filters.
 ValueOf = Callable[[Found], Any]

@@ -28,11 +28,16 @@ from typing import Any
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
 from langgraph.checkpoint.s3dynamo.blobs.steps import Steps
 from langgraph.checkpoint.s3dynamo.equality import canonical
-from langgraph.checkpoint.s3dynamo.layout import TOKEN_MARK, token_item_key, token_prefix, token_sk
+from langgraph.checkpoint.s3dynamo.format.layout import (
+    TOKEN_MARK,
+    token_item_key,
+    token_prefix,
+    token_sk,
+)
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import reads
 from langgraph.checkpoint.s3dynamo.memory.names import Names
 from langgraph.checkpoint.s3dynamo.memory.rows import Batch, Found, IndexItem, Namespace, index_item
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 
 # A token's range ends below this (after `#`, the 13-digit ms, `#`, the key).
 TOP = "\uffff"

@@ -43,7 +43,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     VectorDimensionsError,
 )
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     DESCENDANTS_SK,
     LOG_MARK,
     MANIFEST_SK,
@@ -52,6 +52,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     log_sk,
     object_key,
 )
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.items import Items
 from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
@@ -65,7 +66,6 @@ from langgraph.checkpoint.s3dynamo.memory.vectors import (
     pack,
     rows_of,
 )
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.table import Written
 
 # Log bytes a search reads before it compacts them into a segment: 24 KiB keep the

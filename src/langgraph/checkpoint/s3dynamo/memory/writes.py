@@ -23,14 +23,19 @@ from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
 from langgraph.checkpoint.s3dynamo.blobs.steps import NameOrphans, Steps, each
-from langgraph.checkpoint.s3dynamo.layout import MANIFEST_SK, is_token_of, memory_scope, object_key
+from langgraph.checkpoint.s3dynamo.format.layout import (
+    MANIFEST_SK,
+    is_token_of,
+    memory_scope,
+    object_key,
+)
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.items import Items, Typed
 from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
 from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, Found, MemoryRow, Namespace
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 
 
 class NewItem(NamedTuple):

@@ -34,7 +34,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from langgraph.checkpoint.s3dynamo import lease
-from langgraph.checkpoint.s3dynamo.arguments import (
+from langgraph.checkpoint.s3dynamo.boundary import public
+from langgraph.checkpoint.s3dynamo.compose import Components
+from langgraph.checkpoint.s3dynamo.config.arguments import (
     Boolean,
     Deadline,
     Duration,
@@ -57,15 +59,14 @@ from langgraph.checkpoint.s3dynamo.arguments import (
     ThreadIds,
     Whole,
 )
-from langgraph.checkpoint.s3dynamo.boundary import public
-from langgraph.checkpoint.s3dynamo.compose import Components
+from langgraph.checkpoint.s3dynamo.config.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     ScopeNotNamedError,
     ThreadNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.layout import is_memory_pk
+from langgraph.checkpoint.s3dynamo.format.layout import is_memory_pk
 from langgraph.checkpoint.s3dynamo.ops import catalog as catalogs
 from langgraph.checkpoint.s3dynamo.ops import check as checks
 from langgraph.checkpoint.s3dynamo.ops import (
@@ -80,7 +81,6 @@ from langgraph.checkpoint.s3dynamo.ops import (
 from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptResult
-from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped, ThreadStore
 
 if TYPE_CHECKING:  # imported when first used: the Store's maintenance

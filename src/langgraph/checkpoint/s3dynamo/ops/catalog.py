@@ -19,9 +19,9 @@ import logging
 from types import SimpleNamespace
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.arguments import Function
 from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.compose import Components
+from langgraph.checkpoint.s3dynamo.config.arguments import Function
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped

@@ -37,10 +37,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import collect
-from langgraph.checkpoint.s3dynamo.layout import object_scope, owner_prefix, split_object_key
+from langgraph.checkpoint.s3dynamo.format.layout import object_scope, owner_prefix, split_object_key
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey, UploadIntent
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import ItemKey, UploadIntent
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
 DEFAULT_GRACE = timedelta(hours=1)

@@ -18,22 +18,22 @@ from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
-from langgraph.checkpoint.s3dynamo.codec import unpack_channel
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     KeyNotFoundError,
     ObjectNotFoundError,
     PlaintextRefusedError,
 )
-from langgraph.checkpoint.s3dynamo.layout import owner_prefix, split_object_key
-from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.layout import owner_prefix, split_object_key
+from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     ItemKey,
     Record,
     referenced_leaves,
     shared_leaves,
 )
+from langgraph.checkpoint.s3dynamo.keys.codec import unpack_channel
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.store import Entry, Sealed, SealedThread, ThreadStore
 
 Progress = Callable[[int, int], None]

@@ -20,18 +20,18 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo import telemetry
-from langgraph.checkpoint.s3dynamo.arguments import Boolean, Labels, MemorySpace, Span, Text
 from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
+from langgraph.checkpoint.s3dynamo.config.arguments import Boolean, Labels, MemorySpace, Span, Text
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import S3DynamoError
-from langgraph.checkpoint.s3dynamo.layout import memory_scope
+from langgraph.checkpoint.s3dynamo.format.layout import memory_scope
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Space, Stored
 from langgraph.checkpoint.s3dynamo.ops.inspect import VerifyReport, item_label, problem_kind
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
-from langgraph.checkpoint.s3dynamo.records import ItemKey
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
 SPACES = {"store": "m", "cache": "c"}

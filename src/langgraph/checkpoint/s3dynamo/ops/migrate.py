@@ -40,11 +40,11 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
+from langgraph.checkpoint.s3dynamo.config.runnable_config import checkpoint_id_of, thread_id_of
 from langgraph.checkpoint.s3dynamo.deployment import Deployment
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
-from langgraph.checkpoint.s3dynamo.runnable_config import checkpoint_id_of, thread_id_of
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
 
 

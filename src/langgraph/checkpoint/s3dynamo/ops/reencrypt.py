@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.format.records import Record
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
-from langgraph.checkpoint.s3dynamo.records import Record
 from langgraph.checkpoint.s3dynamo.store import Skipped, ThreadStore, warn_skipped
 
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.config.settings import Settings, duration
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-from langgraph.checkpoint.s3dynamo.layout import thread_of
+from langgraph.checkpoint.s3dynamo.format.layout import thread_of
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ops.threads import check_strategy
-from langgraph.checkpoint.s3dynamo.settings import Settings, duration
 from langgraph.checkpoint.s3dynamo.store import (
     EVERY_DEPLOYMENT,
     WHOLE,

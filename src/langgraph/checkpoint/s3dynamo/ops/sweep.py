@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     IDLE_SHARDS,
     control_pk,
     idle_day,
@@ -35,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     thread_of,
     tombstone_time,
 )
+from langgraph.checkpoint.s3dynamo.format.records import ControlRecord, ItemKey, head_key
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ops.retention import (
     PARALLEL_THREADS,
@@ -44,7 +45,6 @@ from langgraph.checkpoint.s3dynamo.ops.retention import (
     planned,
     scan,
 )
-from langgraph.checkpoint.s3dynamo.records import ControlRecord, ItemKey, head_key
 from langgraph.checkpoint.s3dynamo.store import SeenThread, ThreadStore
 from langgraph.checkpoint.s3dynamo.waves import parallel
 

@@ -14,13 +14,13 @@ from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo import arguments
+from langgraph.checkpoint.s3dynamo.config import arguments
+from langgraph.checkpoint.s3dynamo.config.runnable_config import thread_id_of
+from langgraph.checkpoint.s3dynamo.config.settings import keep_last_count
 from langgraph.checkpoint.s3dynamo.deployment import Deployment, guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ThreadNotFoundError
+from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord
-from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
-from langgraph.checkpoint.s3dynamo.settings import keep_last_count
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
 
 log = logging.getLogger(__name__)

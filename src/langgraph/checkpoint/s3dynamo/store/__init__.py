@@ -29,40 +29,32 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory
 
-from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
-from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps, WritePlan
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, each
-from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items
-from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Control
-from langgraph.checkpoint.s3dynamo.errors import (
-    StorageError,
-    SubjectKeyChangedError,
-    ThreadDeletedError,
-)
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.errors import SubjectKeyChangedError
+from langgraph.checkpoint.s3dynamo.format.catalog_records import CatalogEntry, entry_items
+from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     ItemKey,
-    Record,
     Veil,
-    held_blobs,
 )
+from langgraph.checkpoint.s3dynamo.keys.codec import Codec
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
+from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects, sealing_key
 from langgraph.checkpoint.s3dynamo.store import history
 from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, id_time, stamp_time
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.committer import Committer, Sealing
-from langgraph.checkpoint.s3dynamo.store.copying import Copier
+from langgraph.checkpoint.s3dynamo.store.copying import Copier, Present
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
-from langgraph.checkpoint.s3dynamo.store.format import catalog_resealed, replace_if_unchanged
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.removal import (
@@ -80,8 +72,6 @@ from langgraph.checkpoint.s3dynamo.store.sealed import (
     Lister,
     Sealed,
     SealedThread,
-    open_sealed,
-    reseal,
 )
 from langgraph.checkpoint.s3dynamo.store.search import (
     Before,
@@ -91,7 +81,6 @@ from langgraph.checkpoint.s3dynamo.store.search import (
 )
 from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValues, Walker
-from langgraph.checkpoint.s3dynamo.subjects import SubjectKey, Subjects, sealing_key
 from langgraph.checkpoint.s3dynamo.table import Write
 
 __all__ = [
@@ -127,17 +116,7 @@ __all__ = [
 ]
 
 _Part = TypeVar("_Part")
-
-
-@dataclass(frozen=True)
-class Present:
-    """What a thread holds as an import finds it: its checkpoints (namespace, id),
-    whether readers see any record of it, and the copy marks an interrupted import left."""
-
-    tid: str
-    checkpoints: set[tuple[str, str]]
-    shown: bool
-    copying: frozenset[ItemKey]
+_R = TypeVar("_R")
 
 
 class ThreadStore(Upkeep):
@@ -326,30 +305,15 @@ class ThreadStore(Upkeep):
         new_versions: Mapping[str, Any],
         before_write: Callable[[], None] | None = None,
     ) -> str:
-        """Store a checkpoint (`committer.py`), sealed under its data subject's key when
-        it has one (`_sealing`); its id. A commit that finds the subject's key changed
-        since it sealed (`SubjectKeyChangedError`) seals again and commits once more."""
-        for attempt in range(2):
-            key, sealing = self._sealing(at.tid, metadata=metadata)
-            try:
-                cid = self._run(
-                    self._committer.commit_checkpoint(
-                        at.tid,
-                        at.ns,
-                        parent_id,
-                        checkpoint,
-                        metadata,
-                        new_versions,
-                        before_write,
-                        sealing,
-                    )
-                )
-            except SubjectKeyChangedError:
-                self._key_changed(at.tid, key, attempt)
-                continue
-            self._sealed(at.tid, key)
-            return cid
-        raise AssertionError("unreachable")
+        """Store a checkpoint (`committer.py`), sealed under the key of its data subject,
+        if it has one (`_under_subject`); its id."""
+        return self._under_subject(
+            at.tid,
+            lambda sealing: self._committer.commit_checkpoint(
+                at.tid, at.ns, parent_id, checkpoint, metadata, new_versions, before_write, sealing
+            ),
+            metadata=metadata,
+        )
 
     def commit_writes(
         self,
@@ -359,67 +323,48 @@ class ThreadStore(Upkeep):
         writes: Sequence[tuple[str, Any]],
         configurable: Mapping[str, Any] | None = None,
     ) -> None:
-        """Store a task's pending writes (`committer.py`), sealed under the key the
-        checkpoint's thread is known under here, else under the data subject `subject`
-        (`config["configurable"]`: `subjects.py`)."""
-        for attempt in range(2):
-            key, sealing = self._sealing(at.tid, configurable=configurable)
-            try:
-                self._run(
-                    self._committer.commit_writes(
-                        at.tid, at.ns, at.checkpoint_id, task_id, task_path, writes, sealing
-                    )
-                )
-            except SubjectKeyChangedError:
-                self._key_changed(at.tid, key, attempt)
-                continue
-            self._sealed(at.tid, key)
-            return
+        """Store a task's pending writes (`committer.py`), sealed under the key of the
+        thread's data subject (`Subjects.for_thread`)."""
+        self._under_subject(
+            at.tid,
+            lambda sealing: self._committer.commit_writes(
+                at.tid, at.ns, at.checkpoint_id, task_id, task_path, writes, sealing
+            ),
+            configurable=configurable,
+        )
 
-    def _sealing(
+    def _under_subject(
         self,
         tid: str,
+        commit: Callable[[Sealing | None], Steps[_R]],
         *,
         metadata: Mapping[str, Any] | None = None,
         configurable: Mapping[str, Any] | None = None,
-    ) -> tuple[SubjectKey | None, Sealing | None]:
-        """Which key a write of thread `tid` seals under (`subjects.py`): the subject its
-        checkpoint's metadata names; else the key the thread was read or written under
-        here; else the subject `configurable` names (a task's writes); else none of a
-        subject (the deployment's keys)."""
+    ) -> _R:
+        """Run a commit sealed under the key of thread `tid`'s data subject, if it has one
+        (`Subjects.for_thread`: the one rule); found changed since it sealed
+        (`SubjectKeyChangedError`), sealed again and run once more."""
         subjects = self._subjects
         if subjects is None or not subjects.declared:
-            return None, None
-        subject = subjects.of_metadata(metadata)
-        key: SubjectKey | None = None
-        if subject is None and (kid := self._handoff.subject_key(tid)) is not None:
-            key = subjects.key_of(kid)
-            if key is None:
-                raise ThreadDeletedError(
-                    f"thread {tid!r}: its data subject was erased after this run loaded it"
-                )
-            fence = subjects.check(key)
-        else:
-            subject = subject or subjects.of_metadata(configurable)
-            if subject is None:
-                return None, None
-            key, fence = subjects.for_writing(subject)
-        return key, Sealing(self._codec.under(sealing_key(key)), fence)
-
-    def _sealed(self, tid: str, key: SubjectKey | None) -> None:
-        """After a commit sealed under `key`: the subject's key in force, and the thread's
-        as known here."""
-        if key is not None and self._subjects is not None:
-            self._subjects.committed(key)
-            self._handoff.keep_subject_key(tid, key.kid)
-
-    def _key_changed(self, tid: str, key: SubjectKey | None, attempt: int) -> None:
-        """A commit found its subject's key changed: forget it, to seal again (once)."""
-        assert self._subjects is not None and key is not None
-        self._subjects.forget(key.token)
-        self._handoff.keep_subject_key(tid, None)
-        if attempt:
-            raise
+            return self._run(commit(None))
+        for attempt in range(2):
+            known = self._handoff.subject_key(tid)
+            key, fence = subjects.for_thread(tid, known, metadata, configurable)
+            sealing = None if key is None else Sealing(self._codec.under(sealing_key(key)), fence)
+            try:
+                done = self._run(commit(sealing))
+            except SubjectKeyChangedError:
+                assert key is not None
+                subjects.forget(key.token)
+                self._handoff.keep_subject_key(tid, None)
+                if attempt:
+                    raise
+                continue
+            if key is not None:
+                subjects.committed(key)
+                self._handoff.keep_subject_key(tid, key.kid)
+            return done
+        raise AssertionError("unreachable")
 
     def metadata_size(self, at: CheckpointAt, metadata: Mapping[str, Any]) -> int:
         """How large a checkpoint's metadata is sealed."""
@@ -548,82 +493,11 @@ class ThreadStore(Upkeep):
 
     # ---------------------------------------------------------------- records
 
-    def records(self, tid: str | None = None) -> list[Record]:
-        """Every record of a thread, hidden or not; of the deployment (a Scan) without."""
-        if tid is None:
-            return self._run(self._scope.records())
-        return self._run(self._finder.items(self._namer.thread(tid)))[0]
-
-    def group(self, records: Iterable[Record], skipped: list[Skipped] | None = None) -> list[Entry]:
-        """Checkpoint records with their writes (`Finder.group`)."""
-        return self._finder.group(records, skipped=skipped)
-
-    def pair(self, records: Iterable[Record]) -> Grouped:
-        """Every record accounted for (`Finder.pair`)."""
-        return self._finder.pair(records)
-
-    def referenced(self, entries: Sequence[Entry]) -> dict[str, str]:
-        """Object key -> the checkpoint that references it (no blob opened)."""
-        return self._finder.referenced_keys(entries)
-
-    def key_ids(self, records: Iterable[Record]) -> dict[str, int]:
-        """How many blobs these records hold, by the key id they are sealed under."""
-        by_key: dict[str, int] = {}
-        for r in records:
-            for b in held_blobs(r):
-                kid = self._codec.sealer.key_id_of(b) or "(none)"
-                by_key[kid] = by_key.get(kid, 0) + 1
-        return by_key
-
-    def sealed(self, tid: str | None, entries: Sequence[Entry]) -> SealedThread:
-        """Every sealed blob of these checkpoints of one thread (`sealed.py`), and, with
-        `tid`, of its catalog entries: what verify and stats fold over."""
-        return self._run(self._lister.thread(entries, tid))
-
-    def reseal(self, tid: str) -> int:
-        """Seal again under the active key every blob of a thread an older key sealed
-        (`sealed.py`): objects overwritten in place (same name, same value), records
-        replaced only while unchanged since read (a thread a writer changed meanwhile
-        is read again), then its catalog entries, each while it exists. How many."""
-        active = self.active_key()
-        sealer = self._codec.sealer
-
-        def stale(s: Sealed) -> bool:
-            return s.blob is not None and sealer.key_id_of(s.blob) != active
-
-        for _ in tries(CONFLICT_ATTEMPTS):
-            thread = self.sealed(tid, self.entries(tid))
-            records, objects, entries, count = reseal(sealer, thread, stale)
-            updates = [u for old, new in records if (u := replace_if_unchanged(old, new))]
-            plan = WritePlan(self._namer.thread(tid), overwrites=objects, writes=updates, each=True)
-            if all(w.applied for w in self._engine.do(plan)):
-                self._run(each([_one(catalog_resealed(e)) for e in entries]))
-                return count
-        raise StorageError(
-            f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
-            f"for {CONFLICT_ATTEMPTS} attempts; run it again when the thread is quieter"
-        )
-
-    def open(self, s: Sealed, bases: dict[str, tuple[str, bytes]]) -> tuple[str, bytes]:
-        """One sealed blob opened (`sealed.open_sealed`)."""
-        return open_sealed(self._codec.sealer, s, bases)
-
-    def opened(self, entry: Entry) -> tuple[Any, dict[str, Any]]:
-        """A checkpoint's metadata and body, opened."""
-        return self._walker.open_metadata(entry) or {}, self._walker.open_body(entry)
-
     def catalog_answers(self, metadata: Mapping[str, Any] | None) -> bool:
         """Whether the catalog answers a search by this filter (it asks a value of a
         declared field whose catalog is complete)."""
         usable = self._catalog.usable(metadata)
         return usable is not None and self._catalog.complete(usable[0])
-
-    def active_key(self) -> str | None:
-        keyring = self._codec.sealer.keyring
-        return keyring.active if keyring else None
-
-    def key_id_of(self, blob: bytes) -> str | None:
-        return self._codec.sealer.key_id_of(blob)
 
 
 def _one(write: Write) -> Steps[None]:

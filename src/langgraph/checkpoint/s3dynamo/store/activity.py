@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from langgraph.checkpoint.s3dynamo.identities import checkpoint_time
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     LEASE_SK,
     PRUNING_HEAD,
     borrow_lender,
@@ -31,7 +30,8 @@ from langgraph.checkpoint.s3dynamo.layout import (
     parse_sk,
     tombstone_time,
 )
-from langgraph.checkpoint.s3dynamo.records import ItemKey, Stamp
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey, Stamp
+from langgraph.checkpoint.s3dynamo.keys.identities import checkpoint_time
 from langgraph.checkpoint.s3dynamo.store.format import set_idle
 from langgraph.checkpoint.s3dynamo.table import Update
 

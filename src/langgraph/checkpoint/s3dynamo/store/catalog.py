@@ -29,15 +29,6 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Steps,
     every_item,
 )
-from langgraph.checkpoint.s3dynamo.catalog_records import (
-    CatalogEntry,
-    complete_record,
-    declared_fields,
-    declared_values,
-    entry_from,
-    entry_key,
-)
-from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.deployment import Control
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -45,12 +36,21 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
 )
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.catalog_records import (
+    CatalogEntry,
+    complete_record,
+    declared_fields,
+    declared_values,
+    entry_from,
+    entry_key,
+)
+from langgraph.checkpoint.s3dynamo.format.layout import (
     DEPLOYMENT_RECORD,
     catalog_pk,
     catalog_record,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer
+from langgraph.checkpoint.s3dynamo.keys.codec import Codec
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 
 # The field of the deployment's own entries: every thread (no declared field is "").

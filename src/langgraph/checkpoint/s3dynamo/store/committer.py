@@ -48,11 +48,7 @@ from langgraph.checkpoint.s3dynamo.blobs.placement import (
 )
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Steps
-from langgraph.checkpoint.s3dynamo.codec import (
-    NONE_OF_IT,
-    Codec,
-    serializing,
-)
+from langgraph.checkpoint.s3dynamo.config.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
@@ -62,15 +58,13 @@ from langgraph.checkpoint.s3dynamo.errors import (
     SubjectKeyChangedError,
     ThreadDeletedError,
 )
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, checkpoint_time
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     checkpoint_sk,
     parse_sk,
     write_ref,
     writes_sk,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     HeadMove,
     WritesRecord,
@@ -78,7 +72,13 @@ from langgraph.checkpoint.s3dynamo.records import (
     pack_bundle,
     record_item,
 )
-from langgraph.checkpoint.s3dynamo.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.keys.codec import (
+    NONE_OF_IT,
+    Codec,
+    serializing,
+)
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt, checkpoint_time
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
 from langgraph.checkpoint.s3dynamo.store.fences import holding
 from langgraph.checkpoint.s3dynamo.store.finder import Finder

@@ -25,25 +25,25 @@ objects" and "Deleting, copying, pruning".
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Emit, GetMany, Steps
-from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     ThreadExistsError,
     ThreadNotFoundError,
 )
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.catalog_records import CatalogEntry
+from langgraph.checkpoint.s3dynamo.format.layout import (
     MARK_OPERATIONS,
     SHARING_FORMAT,
     TOP,
     mark_sk,
     tombstone_time,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     ItemKey,
     Mark,
@@ -55,6 +55,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     mark_item,
     shared_leaves,
 )
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, newest_first
 from langgraph.checkpoint.s3dynamo.store.format import (
@@ -71,6 +72,17 @@ from langgraph.checkpoint.s3dynamo.table import TRANSACT_MAX, Write, key_of
 # Items a copy of the newest checkpoints reads of a namespace per Query: a checkpoint's
 # record and its writes records are a few items, so a few pages serve most copies.
 NEWEST_PAGE = 50
+
+
+@dataclass(frozen=True)
+class Present:
+    """What a thread holds as an import finds it: its checkpoints (namespace, id),
+    whether readers see any record of it, and the copy marks an interrupted import left."""
+
+    tid: str
+    checkpoints: set[tuple[str, str]]
+    shown: bool
+    copying: frozenset[ItemKey]
 
 
 class Copier:

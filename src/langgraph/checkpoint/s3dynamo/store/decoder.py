@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, PendingWrite, writes_sort_key
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
+from langgraph.checkpoint.s3dynamo.config.runnable_config import make_config
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists
-from langgraph.checkpoint.s3dynamo.runnable_config import make_config
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.walker import STORE_KEYS, Blobs, Typed, ValueBlob, Walker

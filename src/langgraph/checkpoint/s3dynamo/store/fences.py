@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 
-from langgraph.checkpoint.s3dynamo.records import Fence, ItemKey
+from langgraph.checkpoint.s3dynamo.format.records import Fence, ItemKey
 
 
 class Holding:

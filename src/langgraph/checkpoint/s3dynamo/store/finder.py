@@ -34,9 +34,9 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     keys_of,
     mapped,
 )
-from langgraph.checkpoint.s3dynamo.codec import Codec
+from langgraph.checkpoint.s3dynamo.config.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     HEAD_PREFIX,
     borrow_sk,
     checkpoint_sk,
@@ -52,8 +52,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     parse_sk,
     split_shared,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     HEAD,
     CheckpointRecord,
     ItemKey,
@@ -70,8 +69,9 @@ from langgraph.checkpoint.s3dynamo.records import (
     record_from,
     referenced_leaves,
 )
-from langgraph.checkpoint.s3dynamo.runnable_config import describe
-from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.keys.codec import Codec
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
 from langgraph.checkpoint.s3dynamo.table import Between, Item, begins, key_of
 

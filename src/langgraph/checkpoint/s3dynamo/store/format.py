@@ -17,13 +17,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items, entry_of_ref
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     LeaseLostError,
     ThreadDeletedError,
 )
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.catalog_records import (
+    CatalogEntry,
+    entry_items,
+    entry_of_ref,
+)
+from langgraph.checkpoint.s3dynamo.format.layout import (
     TOMBSTONE_MARK,
     borrow_sk,
     control_pk,
@@ -31,7 +35,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     tombstone,
     tombstone_time,
 )
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     BODY,
     BUNDLE,
     HEAD,

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.errors import ThreadDeletedError
-from langgraph.checkpoint.s3dynamo.identities import checkpoint_time
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import ItemKey
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
+from langgraph.checkpoint.s3dynamo.keys.identities import checkpoint_time
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValues
 
 # Checkpoints whose stored values are kept for the next put on them.

@@ -25,9 +25,9 @@ from typing import NamedTuple
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite, writes_sort_key
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
-from langgraph.checkpoint.s3dynamo.records import CheckpointRecord, Record, WritesRecord
-from langgraph.checkpoint.s3dynamo.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.config.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord, Record, WritesRecord
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder
 from langgraph.checkpoint.s3dynamo.store.walker import ValueBlob, Walker

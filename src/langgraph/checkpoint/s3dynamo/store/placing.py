@@ -22,15 +22,15 @@ from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.placement import MAX_DELTA_BASE
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import Steps
-from langgraph.checkpoint.s3dynamo.codec import (
+from langgraph.checkpoint.s3dynamo.config.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.keys.codec import (
     NONE_OF_IT,
     Codec,
     delta_id,
     serializing,
     value_id,
 )
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
-from langgraph.checkpoint.s3dynamo.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.sealed import Sealed, resealed

@@ -50,7 +50,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     keys_of,
 )
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     CATALOG_REF,
     PRUNING_HEAD,
     borrow_sk,
@@ -66,8 +66,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     tombstone,
     tombstone_time,
 )
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     STAMP_ATTRIBUTES,
     CheckpointRecord,
     ItemKey,
@@ -84,7 +83,8 @@ from langgraph.checkpoint.s3dynamo.records import (
     shared_leaves,
     stamp_from,
 )
-from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, index_write, stamp_time
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, leftover_writes
 from langgraph.checkpoint.s3dynamo.store.format import (

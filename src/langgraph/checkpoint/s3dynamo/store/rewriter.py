@@ -16,13 +16,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 
-from langgraph.checkpoint.s3dynamo.codec import (
-    metadata_id,
-    ref_id,
-    write_id,
-)
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     checkpoint_sk,
     shared_leaf,
     split_shared,
@@ -30,10 +24,16 @@ from langgraph.checkpoint.s3dynamo.layout import (
     write_ref,
     writes_sk,
 )
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     Record,
     WritesRecord,
 )
+from langgraph.checkpoint.s3dynamo.keys.codec import (
+    metadata_id,
+    ref_id,
+    write_id,
+)
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder
 from langgraph.checkpoint.s3dynamo.store.walker import Blobs, Walker
 

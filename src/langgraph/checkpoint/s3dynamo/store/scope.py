@@ -14,13 +14,13 @@ import threading
 from collections import Counter
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import Emit, Scan, Steps, scan_items
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     is_control_pk,
     is_deployment_pk,
     is_memory_pk,
     scope_of,
 )
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.records import (
     STAMP_ATTRIBUTES,
     Record,
     Stamp,
@@ -28,7 +28,7 @@ from langgraph.checkpoint.s3dynamo.records import (
     record_from,
     stamp_from,
 )
-from langgraph.checkpoint.s3dynamo.schema import PARTITION_KEY
+from langgraph.checkpoint.s3dynamo.format.schema import PARTITION_KEY
 from langgraph.checkpoint.s3dynamo.table import Item, When, begins
 
 # The scope of a sweep over every deployment of the table (retention's delete strategy,

@@ -23,8 +23,22 @@ from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import Fetch, GetMany, Steps, keys_of
-from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_from, entry_of_ref
-from langgraph.checkpoint.s3dynamo.codec import (
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, ObjectNotFoundError
+from langgraph.checkpoint.s3dynamo.format.catalog_records import (
+    CatalogEntry,
+    entry_from,
+    entry_of_ref,
+)
+from langgraph.checkpoint.s3dynamo.format.layout import CATALOG_REF, control_pk
+from langgraph.checkpoint.s3dynamo.format.records import (
+    CheckpointRecord,
+    ItemKey,
+    Record,
+    WritesRecord,
+    pack_bundle,
+)
+from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.keys.codec import (
     body_id,
     catalog_id,
     delta_id,
@@ -33,17 +47,7 @@ from langgraph.checkpoint.s3dynamo.codec import (
     value_id,
     write_id,
 )
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, ObjectNotFoundError
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
-from langgraph.checkpoint.s3dynamo.layout import CATALOG_REF, control_pk
-from langgraph.checkpoint.s3dynamo.records import (
-    CheckpointRecord,
-    ItemKey,
-    Record,
-    WritesRecord,
-    pack_bundle,
-)
-from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt, WriteAt
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import begins

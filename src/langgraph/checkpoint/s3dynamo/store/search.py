@@ -25,10 +25,10 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import Steps, each
-from langgraph.checkpoint.s3dynamo.identities import checkpoint_time
-from langgraph.checkpoint.s3dynamo.layout import SEPARATOR, tombstone_time
-from langgraph.checkpoint.s3dynamo.records import head_key
-from langgraph.checkpoint.s3dynamo.runnable_config import make_config
+from langgraph.checkpoint.s3dynamo.config.runnable_config import make_config
+from langgraph.checkpoint.s3dynamo.format.layout import SEPARATOR, tombstone_time
+from langgraph.checkpoint.s3dynamo.format.records import head_key
+from langgraph.checkpoint.s3dynamo.keys.identities import checkpoint_time
 from langgraph.checkpoint.s3dynamo.store.catalog import EVERY_THREAD, Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, newest_first
 from langgraph.checkpoint.s3dynamo.store.walker import Walker

@@ -1,16 +1,19 @@
 """The maintenance half of the thread store's API: setting up and probing the storage,
 scans of the deployment, objects by owner, the marks of garbage collection, the upload
-journal, and control items (leases, heads, the sweep's cursor, the idle index), whose
-keys are built here only. `ThreadStore` inherits it; garbage collection, retention,
-`check` and leases call these methods, never the engine or the ports.
+journal, control items (leases, heads, the sweep's cursor, the idle index), whose keys
+are built here only, and records as stored with their sealed blobs, opened or sealed
+again (what verify, stats and re-encryption fold over: `sealed.py`). `ThreadStore`
+inherits it; garbage collection, retention, `check` and leases call these methods, never
+the engine or the ports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
-from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
+from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
 from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Apply,
@@ -20,6 +23,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Steps,
     each,
     every_item,
+    one,
 )
 from langgraph.checkpoint.s3dynamo.errors import (
     LeaseLostError,
@@ -27,10 +31,8 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StorageError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk, object_key, scope_of
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.records import (
+from langgraph.checkpoint.s3dynamo.format.layout import deployment_pk, object_key, scope_of
+from langgraph.checkpoint.s3dynamo.format.records import (
     STAMP_ATTRIBUTES,
     ControlRecord,
     ItemKey,
@@ -40,22 +42,47 @@ from langgraph.checkpoint.s3dynamo.records import (
     Record,
     Stamp,
     control_from,
+    held_blobs,
     lease_key,
     put_control,
     record_item,
     stamp_from,
 )
-from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, PARTITION_KEY, RUN_INDEX, SORT_KEY
-from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped, leftover_writes
+from langgraph.checkpoint.s3dynamo.format.schema import (
+    IDLE_INDEX,
+    PARTITION_KEY,
+    RUN_INDEX,
+    SORT_KEY,
+)
+from langgraph.checkpoint.s3dynamo.keys.codec import Codec
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
+from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.store.finder import (
+    Entry,
+    Finder,
+    Grouped,
+    Skipped,
+    leftover_writes,
+)
 from langgraph.checkpoint.s3dynamo.store.format import (
+    catalog_resealed,
     head_items,
     lease_expiry,
     lease_taken,
+    replace_if_unchanged,
     set_idle,
     take_lease,
 )
 from langgraph.checkpoint.s3dynamo.store.removal import Remover
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
+from langgraph.checkpoint.s3dynamo.store.sealed import (
+    Lister,
+    Sealed,
+    SealedThread,
+    open_sealed,
+    reseal,
+)
+from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import Item, begins, key_of
 
 _R = TypeVar("_R")
@@ -69,6 +96,9 @@ class Upkeep:
     _scope: Scope
     _finder: Finder
     _remover: Remover
+    _codec: Codec
+    _walker: Walker
+    _lister: Lister
     prefix: str
 
     def _run(self, protocol: Steps[_R]) -> _R:
@@ -258,3 +288,76 @@ class Upkeep:
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
         self._engine.do(Batch(head_items(thread_name, heads)))
+
+    # ------------------------------------------------------------ records, sealed
+
+    def records(self, tid: str | None = None) -> list[Record]:
+        """Every record of a thread, hidden or not; of the deployment (a Scan) without."""
+        if tid is None:
+            return self._run(self._scope.records())
+        return self._run(self._finder.items(self._namer.thread(tid)))[0]
+
+    def group(self, records: Iterable[Record], skipped: list[Skipped] | None = None) -> list[Entry]:
+        """Checkpoint records with their writes (`Finder.group`)."""
+        return self._finder.group(records, skipped=skipped)
+
+    def pair(self, records: Iterable[Record]) -> Grouped:
+        """Every record accounted for (`Finder.pair`)."""
+        return self._finder.pair(records)
+
+    def referenced(self, entries: Sequence[Entry]) -> dict[str, str]:
+        """Object key -> the checkpoint that references it (no blob opened)."""
+        return self._finder.referenced_keys(entries)
+
+    def key_ids(self, records: Iterable[Record]) -> dict[str, int]:
+        """How many blobs these records hold, by the key id they are sealed under."""
+        by_key: dict[str, int] = {}
+        for r in records:
+            for b in held_blobs(r):
+                kid = self._codec.sealer.key_id_of(b) or "(none)"
+                by_key[kid] = by_key.get(kid, 0) + 1
+        return by_key
+
+    def sealed(self, tid: str | None, entries: Sequence[Entry]) -> SealedThread:
+        """Every sealed blob of these checkpoints of one thread (`sealed.py`), and, with
+        `tid`, of its catalog entries: what verify and stats fold over."""
+        return self._run(self._lister.thread(entries, tid))
+
+    def reseal(self, tid: str) -> int:
+        """Seal again under the active key every blob of a thread an older key sealed
+        (`sealed.py`): objects overwritten in place (same name, same value), records
+        replaced only while unchanged since read (a thread a writer changed meanwhile
+        is read again), then its catalog entries, each while it exists. How many."""
+        active = self.active_key()
+        sealer = self._codec.sealer
+
+        def stale(s: Sealed) -> bool:
+            return s.blob is not None and sealer.key_id_of(s.blob) != active
+
+        for _ in tries(CONFLICT_ATTEMPTS):
+            thread = self.sealed(tid, self._run(self._finder.thread_entries(tid)))
+            records, objects, entries, count = reseal(sealer, thread, stale)
+            updates = [u for old, new in records if (u := replace_if_unchanged(old, new))]
+            plan = WritePlan(self._namer.thread(tid), overwrites=objects, writes=updates, each=True)
+            if all(w.applied for w in self._engine.do(plan)):
+                self._run(each([one(Apply(catalog_resealed(e))) for e in entries]))
+                return count
+        raise StorageError(
+            f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
+            f"for {CONFLICT_ATTEMPTS} attempts; run it again when the thread is quieter"
+        )
+
+    def open(self, s: Sealed, bases: dict[str, tuple[str, bytes]]) -> tuple[str, bytes]:
+        """One sealed blob opened (`sealed.open_sealed`)."""
+        return open_sealed(self._codec.sealer, s, bases)
+
+    def opened(self, entry: Entry) -> tuple[Any, dict[str, Any]]:
+        """A checkpoint's metadata and body, opened."""
+        return self._walker.open_metadata(entry) or {}, self._walker.open_body(entry)
+
+    def active_key(self) -> str | None:
+        keyring = self._codec.sealer.keyring
+        return keyring.active if keyring else None
+
+    def key_id_of(self, blob: bytes) -> str | None:
+        return self._codec.sealer.key_id_of(blob)

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
-from langgraph.checkpoint.s3dynamo.codec import Codec
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
-from langgraph.checkpoint.s3dynamo.layout import shared_leaf, split_shared, split_write_ref
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.records import WritesRecord, unpack_bundle
+from langgraph.checkpoint.s3dynamo.format.layout import shared_leaf, split_shared, split_write_ref
+from langgraph.checkpoint.s3dynamo.format.records import WritesRecord, unpack_bundle
+from langgraph.checkpoint.s3dynamo.keys.codec import Codec
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt, WriteAt
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
 
 # What the store keeps in a checkpoint's sealed body beside LangGraph's own keys: where

@@ -30,7 +30,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StorageError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, RUN_INDEX
+from langgraph.checkpoint.s3dynamo.format.schema import IDLE_INDEX, RUN_INDEX
 from langgraph.checkpoint.s3dynamo.table import (
     Between,
     Check,

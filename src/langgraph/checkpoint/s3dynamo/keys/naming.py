@@ -17,7 +17,7 @@ import hmac
 import threading
 from collections.abc import Callable
 
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt, WriteAt
 
 NAMING_LABEL = b"s3dynamo/v1/naming"
 UNKEYED_LABEL = b"s3dynamo/v1/unkeyed/"

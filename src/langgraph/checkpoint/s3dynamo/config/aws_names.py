@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from langgraph.checkpoint.s3dynamo.arguments import text
+from langgraph.checkpoint.s3dynamo.config.arguments import text
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 
 # What botocore accepts as a region (a DNS label, not only digits), which AWS's own

@@ -1,8 +1,5 @@
 """Every setting of a saver, validated in one place: `Settings`, from arguments or from
-the environment (`Settings.from_env`). Pure: no client is built and no request is sent
-here (`compose.py` builds the parts from a `Settings`).
-
-Environment variables, with the argument each sets:
+the environment (`Settings.from_env`); no client is built, no request sent. Variables:
 
     S3DYNAMO_TABLE, S3DYNAMO_BUCKET, S3DYNAMO_PREFIX       table, bucket, prefix
     S3DYNAMO_REGION (else AWS_REGION, AWS_DEFAULT_REGION,  region
@@ -35,8 +32,6 @@ argument's text is read as its variable's. Anything else is refused by name.
 from __future__ import annotations
 
 import difflib
-import hashlib
-import hmac
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -45,7 +40,8 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from langgraph.checkpoint.s3dynamo.arguments import (
+from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
+from langgraph.checkpoint.s3dynamo.config.arguments import (
     boolean,
     came,
     field_names,
@@ -55,14 +51,22 @@ from langgraph.checkpoint.s3dynamo.arguments import (
     whole,
     yes_no,
 )
-from langgraph.checkpoint.s3dynamo.aws_names import AN_AWS_REGION, region_name
-from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
-from langgraph.checkpoint.s3dynamo.catalog_records import MAX_FIELDS as MAX_CATALOG_FIELDS
-from langgraph.checkpoint.s3dynamo.catalog_records import declared_fields
+from langgraph.checkpoint.s3dynamo.config.aws_names import AN_AWS_REGION, region_name
+from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_env
-from langgraph.checkpoint.s3dynamo.keywords import refuse_unknown
+from langgraph.checkpoint.s3dynamo.format.catalog_records import MAX_FIELDS as MAX_CATALOG_FIELDS
+from langgraph.checkpoint.s3dynamo.format.catalog_records import declared_fields
+from langgraph.checkpoint.s3dynamo.keys.keyring import (
+    MAKE_SECRET,
+    MIN_SECRET_BYTES,
+    Keyring,
+    KeySource,
+    aes_key_text,
+    key_source,
+    keyring_of,
+    secret_bytes,
+)
 
 # Objects this process wrote or read lately, kept in memory (see blobs/objects.py).
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
@@ -71,21 +75,6 @@ DEFAULT_MAX_ATTEMPTS = 5
 # A duration's units (`duration`); a bare number is days (seconds for `gc --grace`).
 DURATION_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
-NO_KEY_HINT = (
-    "configure a key source: S3DYNAMO_KMS_KEY_ID=<KMS key id, ARN or alias> (kms_key_id=...), "
-    "or S3DYNAMO_KEYS=id:base64key with S3DYNAMO_SECRET (keys=..., secret=...), or "
-    "LANGGRAPH_AES_KEY; make a key with: python -c 'import os,base64;"
-    "print(base64.b64encode(os.urandom(32)).decode())'. To store checkpoints unencrypted, "
-    "say so: S3DYNAMO_PLAINTEXT=1 (plaintext=True)"
-)
-LANGGRAPH_KEY_LABEL = b"s3dynamo/v1/langgraph-aes-key"
-# The naming secret keys every name's HMAC: at least 128 bits, as for an AES-128 key.
-MIN_SECRET_BYTES = 16
-MAKE_SECRET = "python -c 'import secrets;print(secrets.token_urlsafe(32))'"
-KEYS_FORMS = (
-    "expected keys as 'id:base64key[,id:base64key...]' (S3DYNAMO_KEYS' form), a mapping "
-    "of key id to 32 raw bytes, or a Keyring"
-)
 RETENTION_STRATEGIES = ("delete", "keep_latest")
 # zstd's highest compression level.
 MAX_COMPRESSION_LEVEL = 22
@@ -118,29 +107,6 @@ VARIABLES = (
 # LangGraph Platform's names in langgraph.json's `checkpointer.ttl`, and ours beside them
 # (`keep_last`: how many checkpoints of each namespace `keep_latest` keeps).
 PLATFORM_TTL_KEYS = ("strategy", "default_ttl", "sweep_interval_minutes", "keep_last")
-
-
-@dataclass(frozen=True)
-class KeySource:
-    """Where the sealing keys and the naming secret come from: exactly one of a keyring
-    with a secret, KMS, `LANGGRAPH_AES_KEY`, LangGraph's `EncryptedSerializer`, or
-    plaintext chosen explicitly."""
-
-    kind: str  # "keys" | "kms" | "langgraph_aes_key" | "serializer" | "plaintext"
-    keyring: Keyring | None = None
-    secret: bytes | None = None
-    kms_key_id: str | None = None
-
-    def describe(self) -> str:
-        return {
-            "keys": "keys/S3DYNAMO_KEYS",
-            "kms": f"KMS key {self.kms_key_id or 'of the key service'}",
-            "langgraph_aes_key": "LANGGRAPH_AES_KEY"
-            + (" and secret/S3DYNAMO_SECRET" if self.secret else ""),
-            "serializer": "EncryptedSerializer"
-            + (" and secret/S3DYNAMO_SECRET" if self.secret else ""),
-            "plaintext": "plaintext" + (" and secret/S3DYNAMO_SECRET" if self.secret else ""),
-        }[self.kind]
 
 
 def keep_last_count(value: object, name: str = "keep_last") -> int:
@@ -232,32 +198,6 @@ def langgraph_json_ttl(path: str = "langgraph.json") -> dict[str, Any]:
     return dict(ttl)
 
 
-def keyring_of(keys: Any, active: str | None = None) -> Keyring:
-    """A `Keyring` from the `keys` argument: a `Keyring`, a mapping of key id to 32 raw
-    bytes, or the text S3DYNAMO_KEYS holds (parsed as the environment variable is); the
-    first key is active unless `active` names another."""
-    if isinstance(keys, (bytes, bytearray)):
-        keys = bytes(keys).decode("ascii", "replace")
-    if isinstance(keys, str):
-        keyring = Keyring.parse(keys, source="keys (S3DYNAMO_KEYS' form)")
-    elif isinstance(keys, Keyring):
-        keyring = keys
-    elif isinstance(keys, Mapping):
-        for key_id, key in keys.items():
-            if not isinstance(key_id, str) or not isinstance(key, (bytes, bytearray)):
-                raise InvalidConfigError(
-                    f"keys[{key_id!r}] is {type(key).__name__}; a mapping must hold raw 32-byte "
-                    f"keys (bytes) by text id, e.g. {{'k1': base64.b64decode(...)}}. Base64 "
-                    "text goes in the string form instead: keys='k1:<base64>'"
-                )
-        keyring = Keyring(keys={k: bytes(v) for k, v in keys.items()}, active=next(iter(keys), ""))
-    else:
-        raise ArgumentTypeError(f"keys is {type(keys).__name__}; {KEYS_FORMS}")
-    if active is not None and active != keyring.active:
-        keyring = Keyring(keys=keyring.keys, active=active)
-    return keyring
-
-
 def refuse_misspelled(env: Mapping[str, str]) -> None:
     """An S3DYNAMO_ variable close to one `from_env` reads, but not it (S3DYNAMO_BUKET):
     its value would be ignored without a word, so it is an error that names the one meant.
@@ -271,29 +211,6 @@ def refuse_misspelled(env: Mapping[str, str]) -> None:
                     f"would be ignored; did you mean {near[0]}? Rename it (the README's "
                     "Configuration lists every variable)"
                 )
-
-
-def secret_bytes(name: str, value: object) -> bytes | None:
-    """The naming secret as bytes (text: its UTF-8 bytes), byte for byte: unlike a key of
-    S3DYNAMO_KEYS, spaces or quotes around it are kept, since every name of a deployment
-    written with them derives from them (a mismatch names them: `naming.secret_slip`). A
-    secret of another type is named by its type only: a message never shows a secret."""
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, (str, bytearray)):
-        return value.encode() if isinstance(value, str) else bytes(value)
-    raise ArgumentTypeError(
-        f"{name} must be text or bytes, at least {MIN_SECRET_BYTES} bytes, got a value of "
-        f"type {type(value).__name__}; make one with: {MAKE_SECRET}"
-    )
-
-
-def aes_key_text(name: str, value: object) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise ArgumentTypeError(
-        f"{name} must be text (LANGGRAPH_AES_KEY's), got a value of type {type(value).__name__}"
-    )
 
 
 def catalog_fields(name: str, value: object) -> tuple[str, ...]:
@@ -586,37 +503,8 @@ class Settings:
     def key_source(
         self, *, serializer_cipher: bool = False, key_service: bool = False
     ) -> KeySource:
-        """The one key source these settings name, or `InvalidConfigError` if there is none
-        (and plaintext was not chosen) or more than one. `serializer_cipher`: the saver's
-        serializer is LangGraph's `EncryptedSerializer`; `key_service`: a key service was
-        injected in place of KMS."""
-        if key_service and (self.keys is not None or self.secret):
-            raise InvalidConfigError(
-                "a key service and keys/secret were both given: with a key service the data "
-                "keys and the naming secret come from the keyring it wraps in the table; "
-                "pass one or the other"
-            )
-        if self.kms_key_id is not None or key_service:
-            source = KeySource("kms", kms_key_id=self.kms_key_id)
-        elif self.keys is not None:
-            source = KeySource("keys", self.keys, self.secret)
-        elif self.langgraph_aes_key is not None:
-            raw = self.langgraph_aes_key.encode()
-            derived = hmac.new(raw, LANGGRAPH_KEY_LABEL, hashlib.sha256).digest()
-            keyring = Keyring(keys={"lg": derived}, active="lg")
-            source = KeySource("langgraph_aes_key", keyring, self.secret or raw)
-        elif serializer_cipher:
-            source = KeySource("serializer", secret=self.secret)
-        else:
-            source = KeySource("plaintext", secret=self.secret)
-        if self.plaintext and source.kind != "plaintext":
-            raise InvalidConfigError(
-                f"plaintext=True (S3DYNAMO_PLAINTEXT) but a key source is configured "
-                f"({source.describe()}): drop one"
-            )
-        if source.kind == "plaintext" and not self.plaintext:
-            raise InvalidConfigError(f"no sealing key is configured; {NO_KEY_HINT}")
-        return source
+        """The one key source these settings name (`keys/keyring.key_source`)."""
+        return key_source(self, serializer_cipher=serializer_cipher, key_service=key_service)
 
     def require_storage(self, *, index: bool, objects: bool) -> None:
         """Table and bucket must be named unless their ports are injected."""

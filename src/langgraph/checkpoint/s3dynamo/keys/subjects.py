@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
-from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, Keyring, SealingKey
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, SealingKey
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Get, every_item
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -35,9 +35,8 @@ from langgraph.checkpoint.s3dynamo.errors import (
     SubjectErasedError,
     ThreadDeletedError,
 )
-from langgraph.checkpoint.s3dynamo.layout import erasures_pk, subject_pk
-from langgraph.checkpoint.s3dynamo.naming import Namer
-from langgraph.checkpoint.s3dynamo.subject_records import (
+from langgraph.checkpoint.s3dynamo.format.layout import subject_pk
+from langgraph.checkpoint.s3dynamo.format.subject_records import (
     ACTIVE,
     ERASING,
     KEY_SIZE,
@@ -46,6 +45,7 @@ from langgraph.checkpoint.s3dynamo.subject_records import (
     SubjectKey,
     erasure_from,
     erasure_record,
+    erasures_pk,
     fence_check,
     fence_erased,
     fence_erasing,
@@ -60,6 +60,8 @@ from langgraph.checkpoint.s3dynamo.subject_records import (
     namespace_link,
     new_key_id,
 )
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
+from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.table import Put, Write
 
 __all__ = ["SubjectKey", "Subjects", "sealing_key"]
@@ -161,6 +163,31 @@ class Subjects:
                 return key, fence_check(self.prefix, key)
         key = self._make(token)
         return key, fence_made(self.prefix, key, fence)
+
+    def for_thread(
+        self,
+        tid: str,
+        known: str | None,
+        metadata: Mapping[str, Any] | None,
+        configurable: Mapping[str, Any] | None,
+    ) -> tuple[SubjectKey | None, Write | None]:
+        """The key a write of thread `tid` seals under, and the fence its commit carries:
+        the subject its checkpoint's metadata names; else the key the thread was read or
+        written under in this process (`known`); else the subject a task's
+        `configurable` names; else none (the deployment's keys)."""
+        subject = self.of_metadata(metadata)
+        if subject is None and known is not None:
+            key = self.key_of(known)
+            if key is None:
+                raise ThreadDeletedError(
+                    f"thread {tid!r}: its data subject was erased after this run loaded it; "
+                    "nothing of the subject is written under its old key"
+                )
+            return key, self.check(key)
+        subject = subject or self.of_metadata(configurable)
+        if subject is None:
+            return None, None
+        return self.for_writing(subject)
 
     def _make(self, token: str) -> SubjectKey:
         """A new key, wrapped and stored in the key table before anything is sealed under

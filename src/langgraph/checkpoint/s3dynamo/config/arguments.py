@@ -36,8 +36,8 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from langgraph.checkpoint.s3dynamo.config.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
-from langgraph.checkpoint.s3dynamo.runnable_config import thread_id_of
 
 # What a yes/no setting or argument accepts as text, in any case (`yes_no`).
 YES_WORDS = ("1", "true", "yes", "on")

@@ -576,25 +576,16 @@ def catalog_record(field_token: str) -> str:
 
 # ------------------------------------------------------------- data subjects
 #
-# Whose data a thread or a Store namespace is (`subjects.py`, docs/SECURITY.md "Erasing a
-# data subject"). In the index:
+#   pk = <prefix><token>~s!   sk = subject          a data subject's fence: its key's id,
+#                                                   whether an erasure began or ended
+#   pk = <prefix><token>~s!   sk = ns#<partition>   one of its Store namespaces
 #
-#   pk = <prefix><token>~s!   sk = subject          the subject's fence: the id of its key,
-#                                                   and whether an erasure began or ended
-#   pk = <prefix><token>~s!   sk = ns#<partition>   a Store namespace of the subject (the
-#                                                   name of its partition), for its erasure
-#
-# `<token>` is the catalog's token of the subject field's value. In the key table, a table
-# of its own whose backups are kept apart from the data's:
-#
-#   pk = <prefix><key id>     sk = key              the key, wrapped by the deployment's
-#                                                   keyring; erased: the time, no key
-#   pk = <prefix>~erasures    sk = <ms>#<key id>    an erasure record (no personal data)
+# `<token>` is the subject's keyed hash (`Namer.subject`); `~s!` keeps these partitions
+# from every thread and memory Scan, as `~t!` does the catalog's. The key table's items:
+# `format/subject_records.py`.
 SUBJECT_MARK = "~s"
 SUBJECT_SK = "subject"
 SUBJECT_NAMESPACE = "ns#"
-KEY_SK = "key"
-ERASURES = "~erasures"
 
 
 def subject_pk(prefix: str, token: str) -> str:
@@ -604,16 +595,3 @@ def subject_pk(prefix: str, token: str) -> str:
 
 def subject_namespace_sk(partition: str) -> str:
     return SUBJECT_NAMESPACE + partition
-
-
-def subject_key_pk(prefix: str, key_id: str) -> str:
-    """Partition, in the key table, of one subject key."""
-    return prefix + key_id
-
-
-def erasures_pk(prefix: str) -> str:
-    return prefix + ERASURES
-
-
-def erasure_sk(at_ms: int, key_id: str) -> str:
-    return f"{at_ms:013d}{SEPARATOR}{key_id}"

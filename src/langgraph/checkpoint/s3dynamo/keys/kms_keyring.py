@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring
 from langgraph.checkpoint.s3dynamo.deployment import Control
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     KeyringMissingError,
     StorageError,
 )
-from langgraph.checkpoint.s3dynamo.layout import DEPLOYMENT_RECORD, KEYRING_RECORD
+from langgraph.checkpoint.s3dynamo.format.layout import DEPLOYMENT_RECORD, KEYRING_RECORD
+from langgraph.checkpoint.s3dynamo.format.records import ControlRecord
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.ports import KeyService
-from langgraph.checkpoint.s3dynamo.records import ControlRecord
 
 WRAP_LABEL = b"s3dynamo/v1/kms/wrap"
 DATA_KEY_LABEL = b"s3dynamo/v1/kms/data-key"

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     NAME_LENGTH,
     catalog_pk,
     catalog_record,
@@ -27,7 +27,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     control_pk,
     thread_of,
 )
-from langgraph.checkpoint.s3dynamo.records import ControlRecord
+from langgraph.checkpoint.s3dynamo.format.records import ControlRecord
 from langgraph.checkpoint.s3dynamo.table import Item, ItemKey, Value, key_of, keyed
 
 # The fields LangGraph's server adds to every checkpoint's metadata, which the word

@@ -23,22 +23,20 @@ from typing import NamedTuple
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, Keyring
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     SubjectKeyChangedError,
     ThreadDeletedError,
 )
-from langgraph.checkpoint.s3dynamo.layout import (
-    KEY_SK,
+from langgraph.checkpoint.s3dynamo.format.layout import (
+    SEPARATOR,
     SUBJECT_NAMESPACE,
     SUBJECT_SK,
-    erasure_sk,
-    erasures_pk,
-    subject_key_pk,
     subject_namespace_sk,
     subject_pk,
 )
+from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.table import (
     Check,
     Item,
@@ -52,6 +50,14 @@ from langgraph.checkpoint.s3dynamo.table import (
     keyed,
     missing,
 )
+
+# The key table (a table of its own, whose backups are not the data's):
+#
+#   pk = <prefix><key id>     sk = key              a key, wrapped by the deployment's
+#                                                   keyring; erased: the time, no key
+#   pk = <prefix>~erasures    sk = <ms>#<key id>    an erasure record (no personal data)
+KEY_SK = "key"
+ERASURES = "~erasures"
 
 WRAP_LABEL = b"s3dynamo/v1/subject-key-wrap"
 WRAP_AAD = b"s3dynamo/v1/subject-key"
@@ -190,11 +196,15 @@ def key_item(prefix: str, key: SubjectKey, keyring: Keyring, made_ms: int) -> Pu
         TOKEN: key.token,
         MADE: made_ms,
     }
-    return Put(keyed(ItemKey(subject_key_pk(prefix, key.kid), KEY_SK), **attributes), missing())
+    return Put(keyed(key_address(prefix, key.kid), **attributes), missing())
 
 
 def key_address(prefix: str, kid: str) -> ItemKey:
-    return ItemKey(subject_key_pk(prefix, kid), KEY_SK)
+    return ItemKey(prefix + kid, KEY_SK)
+
+
+def erasures_pk(prefix: str) -> str:
+    return prefix + ERASURES
 
 
 class KeyState(NamedTuple):
@@ -252,7 +262,8 @@ def erasure_record(
     attributes: dict[str, Value] = {TOKEN: token, SINCE: began_ms, COUNTS: dict(counts)}
     if kid is not None:
         attributes[KID] = kid
-    return keyed(ItemKey(erasures_pk(prefix), erasure_sk(began_ms, kid or "-")), **attributes)
+    sk = f"{began_ms:013d}{SEPARATOR}{kid or '-'}"
+    return keyed(ItemKey(erasures_pk(prefix), sk), **attributes)
 
 
 class Erasure(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import NamedTuple
 
-from langgraph.checkpoint.s3dynamo.runnable_config import describe
+from langgraph.checkpoint.s3dynamo.config.runnable_config import describe
 
 # 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch.
 _UUID_EPOCH = 0x01B21DD213814000

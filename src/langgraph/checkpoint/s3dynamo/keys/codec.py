@@ -21,7 +21,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     S3DynamoError,
     ValueNotSerializableError,
 )
-from langgraph.checkpoint.s3dynamo.identities import CheckpointAt, ValueAt, WriteAt
+from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt, WriteAt
 
 # What a refused checkpoint leaves: nothing of it, and (durability "async") the writes
 # LangGraph sent for the step after it, which no put will ever commit.

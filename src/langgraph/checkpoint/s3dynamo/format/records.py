@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.layout import (
+from langgraph.checkpoint.s3dynamo.format.layout import (
     LEASE_SK,
     control_pk,
     head_sk,
@@ -40,7 +40,7 @@ from langgraph.checkpoint.s3dynamo.layout import (
     split_shared,
     split_write_ref,
 )
-from langgraph.checkpoint.s3dynamo.schema import SORT_KEY
+from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.table import Item, Put, Value, eq, key_of, keyed, missing
 from langgraph.checkpoint.s3dynamo.table import ItemKey as ItemKey
 
