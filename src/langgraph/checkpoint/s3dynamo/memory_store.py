@@ -38,7 +38,7 @@ from langgraph.store.base import (
 from langgraph.store.memory import _does_match
 
 from langgraph.checkpoint.s3dynamo import arguments, executor, telemetry
-from langgraph.checkpoint.s3dynamo.arguments import StoreOps
+from langgraph.checkpoint.s3dynamo.arguments import Prefix, StoreOps
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.codec import serializing
@@ -187,11 +187,27 @@ class S3DynamoStore(CheckedStore):
         either way."""
         return int(self.saver.ops.memory.expire_space(self.space)[0])
 
+    @public("store.delete_namespace")
+    def delete_namespace(self, prefix: Prefix) -> int:
+        """Remove every item of the namespace `prefix` and of every namespace below it
+        (what LangGraph's `BaseStore` has no call for: a user's memories purged), with
+        their objects, search tokens, vector indexes and directory entries, so that no
+        `get`, `search` or `list_namespaces` shows anything of them; the number of items
+        removed (expired ones not yet swept included). Costs what the prefix holds: one
+        Query of each namespace, one of the directory when namespaces lie below it, one
+        DeleteItem per item. An empty prefix is refused; a put that lands during the
+        delete is either removed with the rest or kept whole (docs/RELIABILITY.md,
+        "Deleting a namespace of the Store")."""
+        self._check(write=True)
+        with guarded(self._parts.deployment):
+            return self.space.delete_namespace(prefix)
+
     def async_workers(self) -> int:
         """Threads of the process's pool the async methods run in (`executor.py`)."""
         return int(self._parts.settings.async_workers)
 
     asweep_ttl = twin(sweep_ttl)
+    adelete_namespace = twin(delete_namespace)
     asetup = twin(setup)
 
     # ------------------------------------------------------------ the contract

@@ -20,7 +20,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo import telemetry
-from langgraph.checkpoint.s3dynamo.arguments import Boolean, Labels, MemorySpace, Span, Text
+from langgraph.checkpoint.s3dynamo.arguments import (
+    Boolean,
+    Labels,
+    MemorySpace,
+    Prefix,
+    Span,
+    Text,
+)
 from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
@@ -80,6 +87,16 @@ class MemoryOperations:
         return live_leaves(self.parts)
 
     @public()
+    def plan_namespace_delete(self, prefix: Prefix) -> NamespaceDeletePlan:
+        """What `S3DynamoStore.delete_namespace(prefix)` removes (nothing changes):
+        each Store namespace at or below `prefix` that holds anything, with its items;
+        `.execute()` deletes them."""
+        self.parts.deployment.verify(write=False)
+        space = memory_space(self.parts, SPACES["store"])
+        with guarded(self.parts.deployment):
+            return NamespaceDeletePlan(self.parts, prefix, space.under(prefix))
+
+    @public()
     def expired_at(self, namespace: Labels, key: Text) -> datetime | None:
         """When a Store item expired, if it is still stored (not yet swept) but no read
         returns it any more; None for an item that is live or not stored. One GetItem,
@@ -107,6 +124,29 @@ def live_leaves(parts: Components) -> collect.LiveLeaves:
         return space.live_leaves(owner) if space is not None else None
 
     return live
+
+
+@dataclass
+class NamespaceDeletePlan:
+    """The Store namespaces at and below `prefix` that hold anything, with the items
+    each stores (counted when planned); `execute()` reads them again and deletes, so
+    what was written since goes too."""
+
+    parts: Components
+    prefix: tuple[str, ...]
+    found: dict[tuple[str, ...], int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prefix": list(self.prefix),
+            "namespaces": [{"namespace": list(ns), "items": n} for ns, n in self.found.items()],
+            "items": sum(self.found.values()),
+        }
+
+    def execute(self) -> int:
+        """Delete (`Space.delete_namespace`); the number of items deleted."""
+        with guarded(self.parts.deployment):
+            return memory_space(self.parts, SPACES["store"]).delete_namespace(self.prefix)
 
 
 # ------------------------------------------------------------------ statistics
