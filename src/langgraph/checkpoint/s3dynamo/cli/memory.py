@@ -1,7 +1,8 @@
 """`s3dynamo memory ...`: the Store's long-term memory (namespaces, items, search,
-delete, expiry) and the node cache's share, read with the writers' keys. A namespace is
-written with `/` between its labels (`users/42/memories`); a `/` or `\\` inside a label
-is written `\\/` or `\\\\`, so a label holding one is never taken for two."""
+delete, namespace delete, expiry) and the node cache's share, read with the writers'
+keys. A namespace is written with `/` between its labels (`users/42/memories`); a `/` or
+`\\` inside a label is written `\\/` or `\\\\`, so a label holding one is never taken
+for two."""
 
 from __future__ import annotations
 
@@ -216,6 +217,50 @@ def delete_item(namespace: str, key: str, as_json: bool, yes: bool, **settings: 
         lambda: store.delete(ns, key),
         work=exists,
         said=lambda _: f"done: deleted 1 item ({what})",
+    )
+
+
+@memory.command(name="delete-namespace")
+@click.argument("prefixes", nargs=-1, required=True, metavar="PREFIX...")
+@json_option
+@yes_option
+@store_options
+def delete_namespace(prefixes: tuple[str, ...], as_json: bool, yes: bool, **settings: Any) -> int:
+    """Delete every item of each PREFIX (a/b) and of every namespace below it, with their
+    objects and search indexes: a user's memories purged."""
+    wanted = [_namespace(text) for text in prefixes]
+    for text, ns in zip(prefixes, wanted, strict=True):
+        if not ns:
+            raise click.BadParameter(
+                f"expected a namespace such as users/42, got {text!r}, which would be the "
+                "whole Store; `s3dynamo memory namespaces --max-depth 1` lists the top-level "
+                "namespaces, to delete one by one",
+                param_hint="PREFIX",
+            )
+    saver = open_saver(**settings)
+    with progress("reading"):
+        plans = [saver.ops.memory.plan_namespace_delete(ns) for ns in wanted]
+    found = dict(sorted((ns, n) for p in plans for ns, n in p.found.items()))
+    items = sum(found.values())
+    plan = {
+        "prefixes": [list(ns) for ns in wanted],
+        "namespaces": [{"namespace": list(ns), "items": n} for ns, n in found.items()],
+        "items": items,
+    }
+    lines = [f"{_written(ns)}  {render.plural(n, 'item')}" for ns, n in found.items()]
+    lines.append(
+        f"delete {render.plural(items, 'item')} in {render.plural(len(found), 'namespace')}"
+    )
+    return plan_then(
+        as_json,
+        yes,
+        plan,
+        lines,
+        lambda: {"items": sum(p.execute() for p in plans)},
+        work=bool(found),
+        said=lambda done: (
+            f"done: deleted {render.plural(done['items'], 'item')} under {', '.join(prefixes)}"
+        ),
     )
 
 

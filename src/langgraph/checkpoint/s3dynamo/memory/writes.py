@@ -170,8 +170,8 @@ class Writes:
         """What the namespaces at and below `prefix` hold, read consistently: the prefix's
         partition (one Query, paged); if it holds the descendants mark, the directory (one
         Query), else the prefix's entry (one GetItem); then the partition of each
-        namespace below it (one Query each, in one wave). Namespaces holding nothing and
-        without an entry are left out."""
+        namespace below it (one Query each, in one wave). Left out: namespaces holding
+        nothing whose entry, if any, is marked emptied (the expiry sweep drops it)."""
         names, directory = self.items.names, self.items.directory
         rows, marked, indexes = yield from reads.partition(names.pk(prefix), consistent=True)
         below: list[tuple[Namespace, DirectoryEntry]] = []
@@ -185,7 +185,7 @@ class Writes:
         read = yield from each([reads.partition(names.pk(ns), consistent=True) for ns, _ in below])
         held = [Held(prefix, entry, rows, indexes)]
         held += [Held(ns, e, r, i) for (ns, e), (r, _, i) in zip(below, read, strict=True)]
-        return [h for h in held if h.entry is not None or h.rows or h.indexes]
+        return [h for h in held if h.rows or h.indexes or (h.entry and not h.entry.emptied)]
 
     def delete_namespace(self, prefix: Namespace) -> Steps[int]:
         """Delete every item of the namespaces at and below `prefix` and what search and
