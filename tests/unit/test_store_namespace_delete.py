@@ -267,6 +267,20 @@ def test_requests_grow_with_the_items_of_the_prefix_not_with_the_table(n: int, k
     assert saver.objects.calls == ({} if kind == "small" else {"delete": 1})
 
 
+def test_an_entry_renewed_lately_is_marked_emptied_not_dropped() -> None:
+    saver = memory_saver()
+    store = S3DynamoStore.from_saver(saver)
+    clock = filled(store, 10, "small")
+    clock.now -= LEASE_SECONDS + DROP_MARGIN_SECONDS  # back to the puts' time
+    saver.index.calls.clear()
+    assert store.delete_namespace(PREFIX) == 10
+    # A lease on the entry may still run: the entry is marked emptied (one UpdateItem),
+    # which the expiry sweep drops later; nothing lists the namespace meanwhile.
+    assert saver.index.calls == {"Query": 3, "GetItem": 1, "DeleteItem": 10, "UpdateItem": 1}
+    assert sorted(e.emptied for e in saver.index.directory_entries()) == [False] * 50 + [True]
+    assert PREFIX not in store.list_namespaces(limit=100)
+
+
 @pytest.mark.parametrize("below", [1, 3])
 def test_requests_of_a_prefix_with_namespaces_below(below: int) -> None:
     saver = memory_saver()
