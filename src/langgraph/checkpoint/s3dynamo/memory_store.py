@@ -194,10 +194,10 @@ class S3DynamoStore(CheckedStore):
         their objects, search tokens, vector indexes and directory entries, so that no
         `get`, `search` or `list_namespaces` shows anything of them; the number of items
         removed (expired ones not yet swept included). Costs what the prefix holds: one
-        Query of each namespace, one of the directory when namespaces lie below it, one
-        DeleteItem per item. An empty prefix is refused; a put that lands during the
-        delete is either removed with the rest or kept whole (docs/RELIABILITY.md,
-        "Deleting a namespace of the Store")."""
+        DeleteItem per item, a few requests per namespace, and a Query of the directory
+        when namespaces lie below it (docs/ARCHITECTURE.md, "Request budgets"). An empty
+        prefix is refused; a put that lands during the delete is either removed with the
+        rest or kept whole (docs/RELIABILITY.md, "Deleting a namespace of the Store")."""
         self._check(write=True)
         with guarded(self._parts.deployment):
             return self.space.delete_namespace(prefix)

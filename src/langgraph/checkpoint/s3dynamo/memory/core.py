@@ -5,7 +5,8 @@ Each part writes its reads and writes as protocols (`blobs/steps.py`), which the
 runs on its blob engine:
 
     items.py         the items: sealed and placed, read by key or namespace, opened
-    writes.py        the put, the Store's delete, the cache's clear, the sweep's deletes
+    writes.py        the put, the Store's deletes (of items, of a namespace prefix),
+                     the cache's clear, the sweep's deletes
     directory.py     the namespace directory, its leases and descendants marks
     tokens.py        the Store's filter tokens
     vector_index.py  the Store's vector indexes

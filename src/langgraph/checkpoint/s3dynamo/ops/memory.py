@@ -1,8 +1,9 @@
 """Long-term memory's maintenance, beside the threads', as `saver.ops.memory`
 (`MemoryOperations`): the expiry sweep of the Store's items and the node cache's entries,
-collection of objects no item references, re-encryption, statistics, and the
-descendants marks that directory entries of older builds lack. Each reads the spaces'
-directories, then each namespace's partition: never the rest of the table
+collection of objects no item references, re-encryption, statistics, the plan of a
+Store namespace's delete, and the descendants marks that directory entries of older
+builds lack. Each reads a space's directory (the plan: only where the prefix's partition
+says namespaces lie below it), then namespaces' partitions: never the rest of the table
 (docs/OPERATIONS.md, "Long-term memory").
 
 Each reads and writes through a space's methods (`memory.core.Space`), which run the
