@@ -91,3 +91,42 @@ def test_a_wrong_secret_is_named(sandbox: Sandbox) -> None:
         S3DynamoStore.from_saver(sandbox.saver()).put(("a",), "k", {"v": 1})
     wrong = run({**env, "S3DYNAMO_SECRET": "x" * 44}, "memory", "namespaces")
     assert wrong.code == 2 and "does not match the deployment" in wrong.err
+
+
+def test_memory_delete_namespace_shows_the_plan_then_deletes_with_yes(sandbox: Sandbox) -> None:
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        store = S3DynamoStore.from_saver(sandbox.saver())
+        store.put(("users", "42", "memories"), "m1", {"text": "likes tea"})
+        store.put(("users", "42", "memories"), "m2", {"text": "lives in Oslo"})
+        store.put(("users", "42", "docs"), "big", {"text": os.urandom(20_000).hex()})
+        store.put(("users", "420"), "m4", {"text": "another user"})
+        store.put(("users", "7", "memories"), "m3", {"text": "another user"})
+    everything = run(env, "memory", "namespaces", "--json").json()
+
+    plan = run(env, "memory", "delete-namespace", "users/42", "--json")
+    assert plan.code == 0, plan.err
+    assert plan.json()["executed"] is False and plan.json()["plan"]["items"] == 3
+    assert {tuple(n["namespace"]): n["items"] for n in plan.json()["plan"]["namespaces"]} == {
+        ("users", "42", "memories"): 2,
+        ("users", "42", "docs"): 1,
+    }
+    shown = run(env, "memory", "delete-namespace", "users/42").out
+    assert "users/42/memories  2 items" in shown and "users/42/docs  1 item" in shown
+    assert "delete 3 items in 2 namespaces" in shown and "run again with --yes" in shown
+    assert run(env, "memory", "namespaces", "--json").json() == everything  # nothing changed
+
+    done = run(env, "memory", "delete-namespace", "users/42", "--yes")
+    assert done.code == 0 and done.out.splitlines()[-1] == "done: deleted 3 items under users/42"
+    assert run(env, "memory", "namespaces", "--json").json() == [
+        ["users", "420"],
+        ["users", "7", "memories"],
+    ]
+    assert run(env, "memory", "search", "users/42", "--json").json() == []
+    assert "nothing to do" in run(env, "memory", "delete-namespace", "users/42", "--yes").out
+
+    # The whole Store is no prefix: refused before anything is read.
+    for whole in ("/", ""):
+        refused = run(env, "memory", "delete-namespace", whole, "--yes")
+        assert refused.code == 2 and "whole Store" in refused.err
+    assert len(run(env, "memory", "namespaces", "--json").json()) == 2

@@ -127,6 +127,7 @@ MEMORY_OPERATIONS: dict[str, Callable[[World], dict[str, Any]]] = {
     "collect_garbage": lambda w: {"grace": timedelta(hours=1)},
     "mark_ancestors": lambda w: {"space": w.store.space},
     "expired_at": lambda w: {"namespace": NS, "key": "k"},
+    "plan_namespace_delete": lambda w: {"prefix": NS},
 }
 STORE: dict[str, Callable[[World], dict[str, Any]]] = {
     "get": lambda w: {"namespace": NS, "key": "k", "refresh_ttl": None},
@@ -148,6 +149,7 @@ STORE: dict[str, Callable[[World], dict[str, Any]]] = {
         "offset": 0,
     },
     "batch": lambda w: {"ops": [GetOp(NS, "k")]},
+    "delete_namespace": lambda w: {"prefix": NS},
 }
 CACHE: dict[str, Callable[[World], dict[str, Any]]] = {
     "get": lambda w: {"keys": [(("node",), "k")]},
@@ -184,6 +186,8 @@ LISTS = {
     ("ops", "plan_delete_runs", "run_ids"),
     ("store", "put", "index"),
     ("store", "batch", "ops"),
+    ("store", "delete_namespace", "prefix"),
+    ("ops.memory", "plan_namespace_delete", "prefix"),
     ("cache", "get", "keys"),
     ("cache", "clear", "namespaces"),
 }

@@ -42,7 +42,7 @@ from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.compose import memory_space
 from langgraph.checkpoint.s3dynamo.config import arguments
-from langgraph.checkpoint.s3dynamo.config.arguments import StoreOps
+from langgraph.checkpoint.s3dynamo.config.arguments import Prefix, StoreOps
 from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown, taken
 from langgraph.checkpoint.s3dynamo.config.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.deployment import guarded
@@ -188,11 +188,27 @@ class S3DynamoStore(CheckedStore):
         either way."""
         return int(self.saver.ops.memory.expire_space(self.space)[0])
 
+    @public("store.delete_namespace")
+    def delete_namespace(self, prefix: Prefix) -> int:
+        """Remove every item of the namespace `prefix` and of every namespace below it
+        (what LangGraph's `BaseStore` has no call for: a user's memories purged), with
+        their objects, search tokens, vector indexes and directory entries, so that no
+        `get`, `search` or `list_namespaces` shows anything of them; the number of items
+        removed (expired ones not yet swept included). Costs what the prefix holds: one
+        DeleteItem per item, a few requests per namespace, and a Query of the directory
+        when namespaces lie below it (docs/ARCHITECTURE.md, "Request budgets"). An empty
+        prefix is refused; a put that lands during the delete is either removed with the
+        rest or kept whole (docs/RELIABILITY.md, "Deleting a namespace of the Store")."""
+        self._check(write=True)
+        with guarded(self._parts.deployment):
+            return self.space.delete_namespace(prefix)
+
     def async_workers(self) -> int:
         """Threads of the process's pool the async methods run in (`executor.py`)."""
         return int(self._parts.settings.async_workers)
 
     asweep_ttl = twin(sweep_ttl)
+    adelete_namespace = twin(delete_namespace)
     asetup = twin(setup)
 
     # ------------------------------------------------------------ the contract

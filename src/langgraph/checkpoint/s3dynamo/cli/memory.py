@@ -1,7 +1,8 @@
 """`s3dynamo memory ...`: the Store's long-term memory (namespaces, items, search,
-delete, expiry) and the node cache's share, read with the writers' keys. A namespace is
-written with `/` between its labels (`users/42/memories`); a `/` or `\\` inside a label
-is written `\\/` or `\\\\`, so a label holding one is never taken for two."""
+delete, namespace delete, expiry) and the node cache's share, read with the writers'
+keys. A namespace is written with `/` between its labels (`users/42/memories`); a `/` or
+`\\` inside a label is written `\\/` or `\\\\`, so a label holding one is never taken
+for two."""
 
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
 )
 from langgraph.checkpoint.s3dynamo.cli.plans import plan_command, show_plan
 from langgraph.checkpoint.s3dynamo.ops import Plan
+from langgraph.checkpoint.s3dynamo.ops.memory import namespaces_found
 
 FILTER_EXAMPLE = {"kind": "note"}
 
 
 def _namespace(text: str) -> tuple[str, ...]:
-    """A namespace as written on the command line (`_written`): labels between `/`,
+    """A namespace as written on the command line (`render.written`): labels between `/`,
     where `\\` makes the next character part of the label."""
     labels, label, escaped = [], "", False
     for ch in text:
@@ -45,12 +47,6 @@ def _namespace(text: str) -> tuple[str, ...]:
             label = ""
     labels.append(label + ("\\" if escaped else ""))
     return tuple(part for part in labels if part)
-
-
-def _written(namespace: tuple[str, ...]) -> str:
-    """A namespace as the command line writes it: `/` between labels, and a `/` or `\\`
-    inside a label escaped with `\\`, so that `_namespace` reads it back."""
-    return "/".join(label.replace("\\", "\\\\").replace("/", "\\/") for label in namespace)
 
 
 def _store(**settings: Any) -> Any:
@@ -118,7 +114,7 @@ def namespaces(
         emit_json([list(ns) for ns in found])
         return OK
     for ns in found:
-        out.print(escape(_written(ns)))
+        out.print(escape(render.written(ns)))
     return OK
 
 
@@ -190,7 +186,7 @@ def search(
         return OK
     for item in found:
         value = json.dumps(item.value, ensure_ascii=False, default=repr)
-        where = _written(tuple(item.namespace))
+        where = render.written(tuple(item.namespace))
         out.print(escape(f"{where}  {item.key}  {render.shorten(value, 80)}"))
     return OK
 
@@ -209,6 +205,36 @@ def delete_item(namespace: str, key: str, as_json: bool, yes: bool, **settings: 
     counts = {"namespace": list(ns), "key": key, "exists": exists}
     plan = Plan("memory_delete", counts, lambda: store.delete(ns, key), exists)
     return show_plan(plan, as_json, yes, what=f"item {key!r} of {namespace!r}")
+
+
+@memory.command(name="delete-namespace")
+@click.argument("prefixes", nargs=-1, required=True, metavar="PREFIX...")
+@json_option
+@yes_option
+@store_options
+def delete_namespace(prefixes: tuple[str, ...], as_json: bool, yes: bool, **settings: Any) -> int:
+    """Delete every item of each PREFIX (a/b) and of every namespace below it, with their
+    objects and search indexes: a user's memories purged."""
+    wanted = [_namespace(text) for text in prefixes]
+    for text, ns in zip(prefixes, wanted, strict=True):
+        if not ns:
+            raise click.BadParameter(
+                f"expected a namespace such as users/42, got {text!r}, which would be the "
+                "whole Store; `s3dynamo memory namespaces --max-depth 1` lists the top-level "
+                "namespaces, to delete one by one",
+                param_hint="PREFIX",
+            )
+    saver = open_saver(**settings)
+    with progress("reading"):
+        plans = [saver.ops.memory.plan_namespace_delete(ns) for ns in wanted]
+    found = {tuple(n["namespace"]): n["items"] for p in plans for n in p.counts["namespaces"]}
+    plan = Plan(
+        "namespace_delete",
+        namespaces_found(wanted, found),
+        lambda: {"items": sum(p.execute() for p in plans)},
+        bool(found),
+    )
+    return show_plan(plan, as_json, yes, prefixes=", ".join(prefixes))
 
 
 @memory.command(name="stats")

@@ -23,7 +23,7 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     store_options,
     yes_option,
 )
-from langgraph.checkpoint.s3dynamo.cli.render import human_bytes, outcome, plural, span
+from langgraph.checkpoint.s3dynamo.cli.render import human_bytes, outcome, plural, span, written
 from langgraph.checkpoint.s3dynamo.ops import Plan
 
 Data = Mapping[str, Any]
@@ -194,6 +194,14 @@ SHOWN = {
     "memory_delete": Shown(
         lambda p: [f"delete {p['what']}" if p["exists"] else "no such item"],
         lambda p, r: f"done: deleted 1 item ({p['what']})",
+    ),
+    "namespace_delete": Shown(
+        lambda p: [
+            *(f"{written(n['namespace'])}  {plural(n['items'], 'item')}" for n in p["namespaces"]),
+            f"delete {plural(p['items'], 'item')} in {plural(len(p['namespaces']), 'namespace')}",
+        ],
+        lambda p, r: f"done: deleted {plural(r['items'], 'item')} under {p['prefixes']}",
+        doing="deleting",
     ),
     "memory_expiry": Shown(
         lambda p: [plural(n, f"expired {label} item") for label, n in p["items"].items()],

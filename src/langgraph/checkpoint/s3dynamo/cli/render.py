@@ -471,3 +471,9 @@ def after_token(rows: Sequence[Mapping[str, Any]], token: str | None) -> list[Ma
         return list(rows)
     mark = _order(*parse_page_token(token))
     return [r for r in rows if thread_order(r) > mark]
+
+
+def written(namespace: Sequence[str]) -> str:
+    """A namespace as the command line writes it: `/` between labels, and a `/` or `\\`
+    inside a label escaped with `\\`, so that `cli/memory._namespace` reads it back."""
+    return "/".join(label.replace("\\", "\\\\").replace("/", "\\/") for label in namespace)

@@ -223,6 +223,19 @@ def namespace(name: str, value: object) -> tuple[str, ...]:
     return value
 
 
+def namespace_prefix(name: str, value: object) -> tuple[str, ...]:
+    """A namespace prefix a delete takes (`namespace`), never the empty one, which would
+    be every namespace of the Store."""
+    prefix = namespace(name, value)
+    if not prefix:
+        raise InvalidNamespaceError(
+            f"{name} is empty, which would delete the whole Store; pass a prefix such as "
+            "('users', 'ada'). To empty the Store, delete each top-level namespace: for ns "
+            "in store.list_namespaces(max_depth=1, limit=10_000): store.delete_namespace(ns)"
+        )
+    return prefix
+
+
 def mapping(name: str, value: object, *, what: str = "a dict") -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ArgumentTypeError(f"{name} must be {what}, got {came(value)}")
@@ -472,6 +485,7 @@ MemorySpace = Annotated[
 ]
 Labels = Annotated[tuple[str, ...], namespace]
 MaybeLabels = Annotated[tuple[str, ...] | None, optional(namespace)]
+Prefix = Annotated[tuple[str, ...], namespace_prefix]
 LabelsList = Annotated[Sequence[tuple[str, ...]] | None, optional(namespaces)]
 Depth = Annotated[int | None, optional(functools.partial(whole, minimum=1))]
 IndexFields = Annotated[Literal[False] | list[str] | None, index_fields]

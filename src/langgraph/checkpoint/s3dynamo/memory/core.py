@@ -5,7 +5,8 @@ Each part writes its reads and writes as protocols (`blobs/steps.py`), which the
 runs on its blob engine:
 
     items.py         the items: sealed and placed, read by key or namespace, opened
-    writes.py        the put, the Store's delete, the cache's clear, the sweep's deletes
+    writes.py        the put, the Store's deletes (of items, of a namespace prefix),
+                     the cache's clear, the sweep's deletes
     directory.py     the namespace directory, its leases and descendants marks
     tokens.py        the Store's filter tokens
     vector_index.py  the Store's vector indexes
@@ -139,6 +140,18 @@ class Space:
     def clear(self, namespaces: Iterable[Namespace] | None) -> int:
         """Delete every item of these namespaces (all of the space's when None)."""
         return self._run(self._writes.clear(None if namespaces is None else list(namespaces)))
+
+    def under(self, prefix: Namespace) -> dict[Namespace, int]:
+        """What `delete_namespace(prefix)` would remove, read as it reads it (nothing
+        changes): each namespace at or below `prefix` that holds anything, with how many
+        items it stores (expired ones not yet swept included) (`Writes.under`)."""
+        return {h.namespace: len(h.rows) for h in self._run(self._writes.under(prefix))}
+
+    def delete_namespace(self, prefix: Namespace) -> int:
+        """Delete every item of the namespace `prefix` and of every namespace below it,
+        with their objects, search indexes and directory entries; how many items
+        (`Writes.delete_namespace`)."""
+        return self._run(self._writes.delete_namespace(prefix))
 
     def list_namespaces(self) -> list[Namespace]:
         """The namespaces that have a live item (`Directory.listed`)."""

@@ -220,12 +220,13 @@ class Directory:
 
     # ------------------------------------------------------------ reading
 
-    def entries(self) -> Steps[list[tuple[Namespace, DirectoryEntry]]]:
+    def entries(self, consistent: bool = False) -> Steps[list[tuple[Namespace, DirectoryEntry]]]:
         """Every namespace in the directory, opened (one Query, paged, eventually
-        consistent; again consistently if it misses this process's own changes)."""
+        consistent unless `consistent`; again consistently if it misses this process's
+        own changes)."""
         pk, state = self.names.directory, self.state()
-        found = yield from reads.entries(pk)
-        if state.stale(found, state.written_in(pk)):
+        found = yield from reads.entries(pk, consistent=consistent)
+        if not consistent and state.stale(found, state.written_in(pk)):
             found = yield from reads.entries(pk, consistent=True)
         out = []
         for entry in found:

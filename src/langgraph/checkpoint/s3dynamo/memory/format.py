@@ -3,8 +3,9 @@ removes, and which state of the item it holds on; the conditions its reads filte
 what each sealed blob is bound to; and the plans the blob engine writes whole
 (`blobs.WritePlan`): a put, with or without its namespace's directory entry, a renewal,
 a compaction of a vector log, what an item's deletion leaves to clean (its objects, its
-filter tokens, tombstones in its namespace's vector log: `gone`), and a blob re-sealed
-under the active key (`reseal`; which blobs: `sealed.py`).
+filter tokens, tombstones in its namespace's vector log: `gone`; of a namespace's
+delete, its search indexes too: `dropped`), and a blob re-sealed under the active key
+(`reseal`; which blobs: `sealed.py`).
 
 Pure: each function takes what was read and returns what to write, in the table's
 vocabulary (`table.py`); the items are `rows.py`'s, their keys `layout.py`'s. The memory
@@ -33,6 +34,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     log_time,
     memory_scope,
     object_key,
+    token_item_key,
 )
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.memory.rows import (
@@ -108,6 +110,11 @@ def start_after(pk: str, sk: str) -> Item:
 
 def is_descendants_mark(item: Item) -> bool:
     return item[SORT_KEY] == DESCENDANTS_SK
+
+
+def is_item(item: Item) -> bool:
+    """A Store item or cache entry (not the descendants mark, nor a search index item)."""
+    return ITEM_SK_RANGE[0] <= str(item[SORT_KEY]) <= ITEM_SK_RANGE[1]
 
 
 def live(now_ms: int) -> When:
@@ -450,6 +457,43 @@ def gone(
     for key in tokens:
         out.indexes.setdefault(key.pk, ([], []))[1].append(key)
     return out
+
+
+def dropped(
+    pk: str,
+    read: Sequence[MemoryRow],
+    deleted: Sequence[MemoryRow],
+    indexes: Sequence[IndexItem],
+    settled_ms: int,
+) -> Gone:
+    """What a namespace's delete (`Writes.delete_namespace`) removes once its items are
+    deleted, of what it read (`read`, its items; `indexes`, its search index items) and
+    what the deletes answered (`deleted`, the items as they were): its search indexes,
+    then the objects of those items and the segments the manifest named.
+
+    The indexes: the vector manifest (the namespace becomes one never searched by query,
+    which a search ranks from its items), the vector log, every completeness item, and a
+    filter token if it names a version read or deleted, or was written before
+    `settled_ms` (when any put that wrote it has landed: its item was read). A younger
+    token naming an item not read may be a put's whose item lands after the delete: it
+    stays (a token carries its item's key and write time, `layout.token_sk`)."""
+    versions = {(r.key.sk, r.updated_ms) for r in [*read, *deleted]}
+    objects = {object_key(r.key.pk, r.leaf) for r in [*read, *deleted] if r.leaf}
+    segments = [leaf for i in indexes if i.key.sk == MANIFEST_SK for leaf in i.leaves]
+    objects |= {object_key(pk, leaf) for leaf in segments}
+    keys = [i.key for i in indexes if _dropped(i.key.sk, versions, settled_ms)]
+    return Gone(sorted(objects), {pk: ([], keys)} if keys else {})
+
+
+def _dropped(sk: str, versions: Collection[tuple[str, int]], settled_ms: int) -> bool:
+    if sk == MANIFEST_SK or is_log_sk(sk):
+        return True
+    if not sk.startswith(TOKEN_MARK):
+        return False
+    if sk.endswith("!"):
+        return True  # a field's completeness item
+    at_ms, key = token_item_key(sk)
+    return (key, at_ms) in versions or at_ms < settled_ms
 
 
 # ------------------------------------------------------------------ re-sealing

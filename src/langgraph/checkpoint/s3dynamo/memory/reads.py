@@ -48,6 +48,20 @@ def items_and_mark(pk: str, *, consistent: bool = False) -> Steps[tuple[list[Mem
     return rows, len(rows) < len(found)
 
 
+def partition(
+    pk: str, *, consistent: bool = False
+) -> Steps[tuple[list[MemoryRow], bool, list[IndexItem]]]:
+    """Everything a namespace's partition holds, in one Query (paged): its items, whether
+    it holds the descendants mark, and its search index items."""
+    found = yield from every_item(pk, consistent=consistent)
+    rows = [row_from(i) for i in found if format.is_item(i)]
+    marked = any(format.is_descendants_mark(i) for i in found)
+    indexes = [
+        index_from(i) for i in found if not format.is_item(i) and not format.is_descendants_mark(i)
+    ]
+    return rows, marked, indexes
+
+
 def has_live(pk: str, now_ms: int) -> Steps[bool]:
     """Whether a namespace's partition holds an item unexpired at `now_ms`, read
     consistently, a page at a time until one is found."""

@@ -1,7 +1,7 @@
 """A space's writes, each one protocol (`blobs/steps.py`) whose order keeps the Store's
 invariants (docs/RELIABILITY.md, "The Store's namespace directory", "The Store's vector
-index"): the put of the Store and the node cache, the Store's delete, the node cache's
-clear, and the expiry sweep.
+index"): the put of the Store and the node cache, the Store's delete and namespace
+delete, the node cache's clear, and the expiry sweep.
 
 A put of one namespace's items: sealed and placed (`Items.prepare`); the search entries
 that must exist before the items (their filter tokens, their vector log entry); then the
@@ -13,7 +13,11 @@ settled (`Directory.settle`); then what the items deleted leave (`format.gone`).
 sweep finds expired items with one consistent Query of the directory, then one Query of
 each namespace's partition, in one wave; it opens nothing (a namespace's partition is
 named by its entry), so it needs no keys. Each item is deleted only while still expired;
-then what it leaves, then the entries of namespaces left empty are settled.
+then what it leaves, then the entries of namespaces left empty are settled. A namespace
+delete reads each namespace at and below its prefix consistently (the descendants mark
+sends it to the directory), then, per namespace: the objects it references named for
+collection, its items deleted, their objects and its search indexes, its entry settled
+(docs/RELIABILITY.md, "Deleting a namespace of the Store").
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
-from langgraph.checkpoint.s3dynamo.blobs.steps import NameOrphans, Steps, each
+from langgraph.checkpoint.s3dynamo.blobs.steps import DeleteObjects, NameOrphans, Steps, each
 from langgraph.checkpoint.s3dynamo.format.layout import (
     MANIFEST_SK,
     is_token_of,
@@ -32,8 +36,18 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.items import Items, Typed
-from langgraph.checkpoint.s3dynamo.memory.recent import fingerprint
-from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, Found, MemoryRow, Namespace
+from langgraph.checkpoint.s3dynamo.memory.recent import (
+    DROP_MARGIN_SECONDS,
+    LEASE_SECONDS,
+    fingerprint,
+)
+from langgraph.checkpoint.s3dynamo.memory.rows import (
+    DirectoryEntry,
+    Found,
+    IndexItem,
+    MemoryRow,
+    Namespace,
+)
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
 
@@ -47,6 +61,16 @@ class NewItem(NamedTuple):
     ttl_minutes: float | None
     value: Any = None
     vectors: Mapping[str, Sequence[float]] = {}
+
+
+class Held(NamedTuple):
+    """What a namespace held when a delete of it read it (consistently): its directory
+    entry (None: it has none), its items, and its search index items."""
+
+    namespace: Namespace
+    entry: DirectoryEntry | None
+    rows: list[MemoryRow]
+    indexes: list[IndexItem]
 
 
 class Writes:
@@ -143,6 +167,60 @@ class Writes:
         yield from items.forget(format.gone(gone))
         if entry is not None:
             yield from directory.settle(entry, pk)
+        return len(gone)
+
+    # ------------------------------------------------------------ a namespace's delete
+
+    def under(self, prefix: Namespace) -> Steps[list[Held]]:
+        """What the namespaces at and below `prefix` hold, read consistently: the prefix's
+        partition (one Query, paged); if it holds the descendants mark, the directory (one
+        Query), else the prefix's entry (one GetItem); then the partition of each
+        namespace below it (one Query each, in one wave). Left out: namespaces holding
+        nothing whose entry, if any, is marked emptied (the expiry sweep drops it)."""
+        names, directory = self.items.names, self.items.directory
+        rows, marked, indexes = yield from reads.partition(names.pk(prefix), consistent=True)
+        below: list[tuple[Namespace, DirectoryEntry]] = []
+        if marked:
+            found = yield from directory.entries(consistent=True)
+            entry = next((e for ns, e in found if ns == prefix), None)
+            depth = len(prefix)
+            below = [(ns, e) for ns, e in found if len(ns) > depth and ns[:depth] == prefix]
+        else:
+            entry = yield from reads.entry(directory.key(prefix))
+        read = yield from each([reads.partition(names.pk(ns), consistent=True) for ns, _ in below])
+        held = [Held(prefix, entry, rows, indexes)]
+        held += [Held(ns, e, r, i) for (ns, e), (r, _, i) in zip(below, read, strict=True)]
+        return [h for h in held if h.rows or h.indexes or (h.entry and not h.entry.emptied)]
+
+    def delete_namespace(self, prefix: Namespace) -> Steps[int]:
+        """Delete every item of the namespaces at and below `prefix` and what search and
+        listing find of them (`under`, then `_drop` each, in one wave); how many items."""
+        held = yield from self.under(prefix)
+        return sum((yield from each([self._drop(h) for h in held])))
+
+    def _drop(self, held: Held) -> Steps[int]:
+        """One namespace: the objects it references named for incremental collection
+        (one intent, before anything changes); its items deleted (one request each, in
+        one wave); then its search indexes, in full batches, and only then their objects
+        (`format.dropped`); last, its directory entry settled (`Directory.settle`)."""
+        items, pk = self.items, self.items.names.pk(held.namespace)
+        named = [object_key(pk, r.leaf) for r in held.rows if r.leaf]
+        named += [object_key(pk, leaf) for i in held.indexes for leaf in sorted(i.leaves)]
+        if named:
+            yield NameOrphans(pk, named)
+        gone = yield from items.delete([r.key for r in held.rows])
+        settled = items.now_ms() - (LEASE_SECONDS + DROP_MARGIN_SECONDS) * 1000
+        dropped = format.dropped(pk, held.rows, gone, held.indexes, settled)
+        indexes = dropped.indexes.get(pk, ([], []))[1]
+        yield BatchStep(deletes=indexes)
+        state = items.state()
+        for key in indexes:
+            state.wrote(key, None)
+        yield DeleteObjects(dropped.objects)
+        if self.vectors is not None:
+            self.vectors.known_dims.pop(pk, None)
+        if held.entry is not None:
+            yield from items.directory.settle(held.entry, pk)
         return len(gone)
 
     # ------------------------------------------------------------ the expiry sweep

@@ -1,8 +1,9 @@
 """Long-term memory's maintenance, beside the threads', as `saver.ops.memory`
 (`MemoryOperations`): the expiry sweep of the Store's items and the node cache's entries,
-collection of objects no item references, re-encryption, statistics, and the
-descendants marks that directory entries of older builds lack. Each reads the spaces'
-directories, then each namespace's partition: never the rest of the table
+collection of objects no item references, re-encryption, statistics, the plan of a
+Store namespace's delete, and the descendants marks that directory entries of older
+builds lack. Each reads a space's directory (the plan: only where the prefix's partition
+says namespaces lie below it), then namespaces' partitions: never the rest of the table
 (docs/OPERATIONS.md, "Long-term memory").
 
 Each reads and writes through a space's methods (`memory.core.Space`), which run the
@@ -23,7 +24,14 @@ from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
-from langgraph.checkpoint.s3dynamo.config.arguments import Boolean, Labels, MemorySpace, Span, Text
+from langgraph.checkpoint.s3dynamo.config.arguments import (
+    Boolean,
+    Labels,
+    MemorySpace,
+    Prefix,
+    Span,
+    Text,
+)
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import S3DynamoError
 from langgraph.checkpoint.s3dynamo.format.layout import memory_scope
@@ -81,6 +89,25 @@ class MemoryOperations:
         return live_leaves(self.parts)
 
     @public()
+    def plan_namespace_delete(self, prefix: Prefix) -> Plan:
+        """What `S3DynamoStore.delete_namespace(prefix)` removes (nothing changes):
+        each Store namespace at or below `prefix` that holds anything, with its items
+        (counted now); `.execute()` reads them again and deletes, so what was written
+        since goes too, and returns the items deleted."""
+        self.parts.deployment.verify(write=False)
+        space = memory_space(self.parts, SPACES["store"])
+        with guarded(self.parts.deployment):
+            found = space.under(prefix)
+
+        def run() -> dict[str, int]:
+            with guarded(self.parts.deployment):
+                return {"items": space.delete_namespace(prefix)}
+
+        return Plan(
+            "namespace_delete", namespaces_found([prefix], found), run, bool(found), gives="items"
+        )
+
+    @public()
     def expired_at(self, namespace: Labels, key: Text) -> datetime | None:
         """When a Store item expired, if it is still stored (not yet swept) but no read
         returns it any more; None for an item that is live or not stored. One GetItem,
@@ -90,6 +117,17 @@ class MemoryOperations:
         if expires_ms is None or expires_ms > space.now_ms():
             return None
         return datetime.fromtimestamp(expires_ms / 1000, tz=timezone.utc)
+
+
+def namespaces_found(
+    prefixes: list[tuple[str, ...]], found: dict[tuple[str, ...], int]
+) -> dict[str, Any]:
+    """A namespace delete's counts: the prefixes, each namespace found with its items."""
+    return {
+        "prefixes": [list(p) for p in prefixes],
+        "namespaces": [{"namespace": list(ns), "items": n} for ns, n in sorted(found.items())],
+        "items": sum(found.values()),
+    }
 
 
 def spaces(parts: Components) -> dict[str, Space]:
