@@ -132,3 +132,31 @@ def test_a_subjects_first_write_in_a_process_costs_its_fence_and_its_key() -> No
 def test_subjects_need_the_deployments_own_keys_and_run_detection() -> None:
     with pytest.raises(InvalidConfigError, match="detect_concurrent_runs"):
         subject_saver(detect_concurrent_runs=False)
+
+
+def test_a_subjects_store_namespaces_are_sealed_under_the_key_of_its_threads() -> None:
+    from langgraph.store.s3dynamo import S3DynamoStore
+
+    saver, keys = subject_saver(subject_label=1)
+    talk(saver, "alice-1", "alice", turns=1)
+    store = S3DynamoStore.from_saver(saver, filter_fields=["kind"])
+    store.put(("users", "alice", "memories"), "m1", {"kind": "pref", "text": "tea"})
+    store.put(("users", "bob", "memories"), "m1", {"kind": "pref", "text": "coffee"})
+    store.put(("global",), "rules", {"text": "be kind"})
+    ids = key_ids(saver)
+    subject_ids = sorted(kid for kid in ids if kid.startswith(SUBJECT_KEY_MARK))
+    assert len(subject_ids) == 2  # alice's (her thread and her memories), and bob's
+    alice_ns = store.space.pk(("users", "alice", "memories"))
+    bob_ns = store.space.pk(("users", "bob", "memories"))
+    global_ns = store.space.pk(("global",))
+    alice_kid = next(k for k in subject_ids if any(alice_ns in w for w in ids[k]))
+    assert any(saver.store.name_of("alice-1") in w for w in ids[alice_kid])
+    assert not any(bob_ns in w for w in ids[alice_kid])
+    assert any(global_ns in w for w in ids["k1"])
+    # Another process reads each back, by key, and finds them by a filter and a listing.
+    other, _ = subject_saver(saver.index, saver.objects, keys, subject_label=1)
+    again = S3DynamoStore.from_saver(other, filter_fields=["kind"])
+    assert again.get(("users", "alice", "memories"), "m1").value["text"] == "tea"
+    found = again.search(("users",), filter={"kind": "pref"})
+    assert sorted(i.value["text"] for i in found) == ["coffee", "tea"]
+    assert ("users", "alice", "memories") in again.list_namespaces(prefix=("users",))

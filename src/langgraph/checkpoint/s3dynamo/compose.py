@@ -31,7 +31,7 @@ from langgraph.checkpoint.s3dynamo.config.aws_names import bucket_problem, regio
 from langgraph.checkpoint.s3dynamo.config.settings import Settings
 from langgraph.checkpoint.s3dynamo.deployment import Configured, Control, Deployment
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
-from langgraph.checkpoint.s3dynamo.format.layout import deployment_pk
+from langgraph.checkpoint.s3dynamo.format.layout import STORE_SPACE, deployment_pk
 from langgraph.checkpoint.s3dynamo.keys.codec import Codec
 from langgraph.checkpoint.s3dynamo.keys.keyring import KeySource
 from langgraph.checkpoint.s3dynamo.keys.kms_keyring import KmsKeyring, kms_context
@@ -371,7 +371,8 @@ def memory_space(parts: Components, space: str, indexes: Indexes | None = None) 
     """A memory space (the Store's items, the node cache's entries) on a saver's table,
     bucket, keys, naming secret and prefix: on its blob engine; `indexes`: what its
     searches go through (the Store's)."""
-    return Space(space, engine=parts.engine, namer=parts.namer, indexes=indexes)
+    subjects = parts.subjects if space == STORE_SPACE else None
+    return Space(space, engine=parts.engine, namer=parts.namer, indexes=indexes, subjects=subjects)
 
 
 def with_serde(parts: Components, serde: Callable[[], SerializerProtocol]) -> Components:

@@ -20,10 +20,9 @@ from langgraph.checkpoint.s3dynamo.config.arguments import LabelsList, cache_key
 from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown, taken
 from langgraph.checkpoint.s3dynamo.config.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.deployment import guarded
+from langgraph.checkpoint.s3dynamo.format.layout import CACHE_SPACE
 from langgraph.checkpoint.s3dynamo.keys.codec import serializing
 from langgraph.checkpoint.s3dynamo.memory.core import NewItem, checked_ttl
-
-CACHE_SPACE = "c"
 
 
 class S3DynamoCache(BaseCache[ValueT], Generic[ValueT]):

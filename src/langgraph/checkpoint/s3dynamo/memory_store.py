@@ -51,6 +51,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     InvalidConfigError,
 )
+from langgraph.checkpoint.s3dynamo.format.layout import STORE_SPACE
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.keys.codec import serializing
 from langgraph.checkpoint.s3dynamo.memory.core import (
@@ -65,7 +66,6 @@ from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
 from langgraph.checkpoint.s3dynamo.memory_boundary import CheckedStore
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
-STORE_SPACE = "m"
 # Opened item bodies kept, by (item, version): a search checks a filter on the same
 # value it then returns.
 BODIES = 1024

@@ -106,6 +106,11 @@ def padded(text: bytes) -> bytes:
     return text + b" " * (size - len(text))
 
 
+def is_subject_key(kid: str | None) -> bool:
+    """Whether a key id is a data subject's (`keys/subjects.py`)."""
+    return kid is not None and kid.startswith(SUBJECT_KEY_MARK)
+
+
 @dataclass(frozen=True)
 class SealingKey:
     """A key that seals new blobs in place of the keyring's active one: a data subject's
@@ -149,6 +154,15 @@ class Sealer:
         view.key = key
         return view
 
+    def stale(self, blob: bytes | None) -> bool:
+        """Whether re-sealing moves a blob: sealed under another key than this sealer
+        seals with. Re-sealed under the keyring's active key (a rotation), a subject's
+        blob never is: it stays under its subject's key, which the rotation leaves."""
+        if blob is None:
+            return False
+        kid = self.key_id_of(blob)
+        return kid != self.sealing_id and (self.key is not None or not is_subject_key(kid))
+
     @property
     def sealing_id(self) -> str | None:
         """The key id new blobs are sealed under (None: not sealed)."""
@@ -161,7 +175,7 @@ class Sealer:
         """What seals a blob again (a copy, a rotation): its subject's key where it has
         one, which stays the subject's; else this sealer's own key."""
         kid = self.key_id_of(blob)
-        if kid is None or not kid.startswith(SUBJECT_KEY_MARK) or self.subject_keys is None:
+        if kid is None or not is_subject_key(kid) or self.subject_keys is None:
             return self
         if self.key is not None and self.key.kid == kid:
             return self

@@ -421,6 +421,7 @@ def split_write_ref(ref: str) -> tuple[str, str | None]:
 # `split_object_key` refuses.
 
 MEMORY_SPACES = ("m", "c")
+STORE_SPACE, CACHE_SPACE = MEMORY_SPACES
 MEMORY_MARK = "~"
 DIRECTORY_MARK = "~dir"
 # Sort key of a namespace partition's descendants mark: `~` sorts after every item's

@@ -45,6 +45,7 @@ from langgraph.checkpoint.s3dynamo.table import (
     Update,
     Value,
     both,
+    either,
     eq,
     key_of,
     keyed,
@@ -150,13 +151,14 @@ def fence_check(prefix: str, key: SubjectKey) -> Check:
 
 def fence_made(prefix: str, key: SubjectKey, replacing: Fence | None) -> Put:
     """The fence of a subject's first key (none there), or of its next one (the one read
-    erased, or naming a key that an erasure destroyed): in the commit that first seals
-    under the key, so two first writers cannot both win."""
+    erased, or naming a key that an erasure destroyed), in every commit sealed under the
+    key until one of them lands: two writers with two new keys cannot both win, and the
+    commits of one writer's new key all can."""
     item = keyed(fence_key(prefix, key.token), **{KID: key.kid, STATE: ACTIVE})
     when = missing() if replacing is None else eq(STATE, ERASED)
     if replacing is not None and replacing.kid is not None:
         when = eq(KID, replacing.kid)
-    return Put(item, when=when, refusal=fence_refusal)
+    return Put(item, when=either(when, eq(KID, key.kid)), refusal=fence_refusal)
 
 
 def fence_erasing(prefix: str, fence: Fence, at_ms: int) -> Update:

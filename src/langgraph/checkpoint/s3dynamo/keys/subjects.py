@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
-from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, SealingKey
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Get, every_item
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -98,6 +98,9 @@ class Subjects:
         # with when): what this process used or read.
         self._current: dict[str, SubjectKey] = {}
         self._known: dict[str, SubjectKey | int] = {}
+        # Keys made and not yet committed, with the fence they make: writers of this
+        # process share one, and a key that lost to another process's is destroyed.
+        self._pending: dict[str, tuple[SubjectKey, Write]] = {}
 
     @property
     def declared(self) -> bool:
@@ -145,9 +148,11 @@ class Subjects:
         or made (one request each)."""
         token = self._namer.subject(text)
         with self._lock:
-            known = self._current.get(token)
+            known, pending = self._current.get(token), self._pending.get(token)
         if known is not None:
             return known, fence_check(self.prefix, known)
+        if pending is not None:
+            return pending
         fence = fence_from(token, self._data.do(Get(fence_key(self.prefix, token))))
         if fence is not None and fence.state == ERASING:
             raise ThreadDeletedError(
@@ -162,7 +167,10 @@ class Subjects:
                     self._current[token] = key
                 return key, fence_check(self.prefix, key)
         key = self._make(token)
-        return key, fence_made(self.prefix, key, fence)
+        made = key, fence_made(self.prefix, key, fence)
+        with self._lock:
+            self._pending.setdefault(token, made)
+            return self._pending[token]
 
     def for_thread(
         self,
@@ -207,15 +215,36 @@ class Subjects:
         """A commit carrying the key's fence went through: it is the subject's key."""
         with self._lock:
             self._current[key.token] = key
+            if self._pending.get(key.token, (None,))[0] == key:
+                del self._pending[key.token]
 
     def forget(self, token: str | None = None) -> None:
         """Drop what this process knows of a subject's key in force (all with None): a
-        commit found it changed."""
+        commit found it changed. A key it made that never became the subject's is
+        destroyed (one request): whatever a losing commit uploaded under it stays
+        unreadable, as an erasure leaves what it removes."""
         with self._lock:
-            if token is None:
-                self._current.clear()
-            else:
-                self._current.pop(token, None)
+            tokens = list(self._current.keys() | self._pending.keys()) if token is None else [token]
+            lost = [p[0] for t in tokens if (p := self._pending.pop(t, None)) is not None]
+            for t in tokens:
+                self._current.pop(t, None)
+        for key in lost:
+            self._key_table().do(Apply(key_erased(self.prefix, key.kid, key.token, self._now_ms())))
+            with self._lock:
+                self._known[key.kid] = self._now_ms()
+
+    def for_namespace(
+        self, namespace: tuple[str, ...], partition: str
+    ) -> tuple[SubjectKey | None, list[Write]]:
+        """The key a Store namespace's data is sealed under (None: the namespace names no
+        subject), and what a put into it carries: the subject's fence, and the item
+        naming the namespace (by its partition) as the subject's, which its erasure
+        finds."""
+        subject = self.of_namespace(namespace)
+        if subject is None:
+            return None, []
+        key, fence = self.for_writing(subject)
+        return key, [fence, Put(namespace_link(self.prefix, key.token, partition))]
 
     # ------------------------------------------------------------ keys by id
 
@@ -259,10 +288,6 @@ class Subjects:
         with self._lock:
             self._known[kid] = found
         return found if isinstance(found, SubjectKey) else None
-
-    @staticmethod
-    def is_subject_key(kid: str | None) -> bool:
-        return kid is not None and kid.startswith(SUBJECT_KEY_MARK)
 
     # ------------------------------------------------------------ erasing
 
@@ -308,10 +333,6 @@ class Subjects:
         return [erasure_from(i) for i in items]
 
     # ------------------------------------------------------------ Store namespaces
-
-    def namespace_link(self, text: str, partition: str) -> dict[str, Any]:
-        """The item naming a Store namespace (by its partition) as the subject's."""
-        return namespace_link(self.prefix, self._namer.subject(text), partition)
 
     def namespaces(self, text: str) -> list[str]:
         """The partitions of the subject's Store namespaces (one Query, paged)."""

@@ -30,10 +30,12 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import ListObjects, each
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, SubjectKeyChangedError
 from langgraph.checkpoint.s3dynamo.format.layout import VECTOR_SK_RANGE, object_key
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
+from langgraph.checkpoint.s3dynamo.keys.subjects import SubjectKey, Subjects, sealing_key
 from langgraph.checkpoint.s3dynamo.memory import reads, sealed
 from langgraph.checkpoint.s3dynamo.memory.directory import Directory
 from langgraph.checkpoint.s3dynamo.memory.items import Items
@@ -45,7 +47,7 @@ from langgraph.checkpoint.s3dynamo.memory.search import Hit, Searcher
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import OpenBody, VectorIndex
 from langgraph.checkpoint.s3dynamo.memory.writes import NewItem, Writes
-from langgraph.checkpoint.s3dynamo.table import ItemKey, Written
+from langgraph.checkpoint.s3dynamo.table import ItemKey, Write, Written
 
 __all__ = ["Found", "Indexes", "Namespace", "NewItem", "Sealed", "Space", "Stored", "checked_ttl"]
 
@@ -68,18 +70,28 @@ class Space:
     deployment's blob engine (module docstring). Constructing one makes no request."""
 
     def __init__(
-        self, space: str, *, engine: BlobEngine, namer: Namer, indexes: Indexes | None = None
+        self,
+        space: str,
+        *,
+        engine: BlobEngine,
+        namer: Namer,
+        indexes: Indexes | None = None,
+        subjects: Subjects | None = None,
     ) -> None:
         indexes = indexes or Indexes()
         self.space = space
         self._engine = engine
         self._sealer = engine.sealer
+        # Whose data a namespace is (the Store's: `keys/subjects.py`); None: nobody's.
+        self._subjects = subjects if subjects is not None and subjects.declared else None
         self._names = Names(space, engine.prefix, namer)
         # Stamps items and judges expiry (seconds); tests replace it.
         self.clock: Callable[[], float] = time.time
         now = lambda: self.clock()  # noqa: E731 - read when called: tests replace the clock
         self._directory = Directory(self._names, self._sealer, self._state, now)
+        self._directory.sealer_for = self._sealer_for
         self._items = Items(self._directory, self._sealer, self._state, now, engine.budget)
+        self._items.sealer_for = self._sealer_for
         self._tokens = FilterTokens(self._names, indexes.fields)
         open_body, value_of = indexes.open_body, _value_of(indexes.open_body)
         self._vectors = (
@@ -88,6 +100,7 @@ class Space:
             else None
         )
         self._writes = Writes(self._items, self._tokens, self._vectors, value_of)
+        self._writes.subject_writes = self._subject_writes
         self._searcher = Searcher(self._items, self._tokens, self._vectors, value_of, self._run)
 
     def _run(self, protocol: Steps[_R]) -> _R:
@@ -125,8 +138,35 @@ class Space:
 
     def put(self, writes: Mapping[Namespace, Sequence[NewItem]]) -> None:
         """Write items, one protocol per namespace (`Writes.put`), the namespaces in one
-        wave."""
-        self._run(each([self._writes.put(ns, new) for ns, new in writes.items()]))
+        wave. A data subject's are sealed under its key and checked against its fence;
+        found changed since they were sealed (`SubjectKeyChangedError`: an erasure ended,
+        or another process made the subject's first key), sealed again and sent once
+        more."""
+        for attempt in range(2):
+            try:
+                self._run(each([self._writes.put(ns, new) for ns, new in writes.items()]))
+                return
+            except SubjectKeyChangedError:
+                assert self._subjects is not None
+                self._subjects.forget()
+                if attempt:
+                    raise
+
+    def _subject(self, namespace: Namespace) -> tuple[SubjectKey | None, list[Write]]:
+        """The key of the data subject a namespace is of (None: none), and what a put
+        into it carries: the subject's fence, and the item naming the namespace as the
+        subject's (`Subjects.for_namespace`)."""
+        if self._subjects is None:
+            return None, []
+        return self._subjects.for_namespace(namespace, self._names.pk(namespace))
+
+    def _sealer_for(self, namespace: Namespace) -> Sealer:
+        """What seals a namespace's items, vectors and name: its subject's key, if any."""
+        key, _ = self._subject(namespace)
+        return self._sealer.under(sealing_key(key))
+
+    def _subject_writes(self, namespace: Namespace) -> list[Write]:
+        return self._subject(namespace)[1]
 
     def put_many(self, namespace: Namespace, new: Sequence[NewItem]) -> None:
         """Write items of one namespace (`put`)."""

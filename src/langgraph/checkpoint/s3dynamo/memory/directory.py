@@ -49,7 +49,7 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     Namespace,
     row_from,
 )
-from langgraph.checkpoint.s3dynamo.table import Written
+from langgraph.checkpoint.s3dynamo.table import Write, Written
 
 # Payload type tag of a sealed namespace tuple (directory entries).
 NAMESPACE_TYPE = "json"
@@ -78,6 +78,8 @@ class Directory:
         self.sealer = sealer
         self.state = state
         self.clock = clock
+        # What seals a namespace's name: its data subject's key (`Space`), else `sealer`.
+        self.sealer_for: Callable[[Namespace], Sealer] = lambda _namespace: sealer
 
     def key(self, namespace: Namespace) -> ItemKey:
         return self.names.entry_key(namespace)
@@ -109,14 +111,21 @@ class Directory:
     # ------------------------------------------------------------ writing items
 
     def commit(
-        self, batch: Batch, indexes: Sequence[IndexItem], marks: list[ItemKey], now: float
+        self,
+        batch: Batch,
+        indexes: Sequence[IndexItem],
+        marks: list[ItemKey],
+        now: float,
+        subject: Sequence[Write] = (),
     ) -> Steps[list[MemoryRow | None]]:
         """Write a namespace's items (after `indexes`, the search entries they need): alone
         while this process holds a lease on its entry (taking one from a read of the
         entry when it holds none and the entry was renewed lately), else with the entry
         renewed, in one transaction per `MEMORY_PUT_MAX` items (`format.put`); one put of
         the process at a time reads or renews an entry, the others wait for its lease.
-        The items replaced, where known."""
+        The items replaced, where known. A data subject's items (`subject`: its fence and
+        the item naming the namespace its own) go in transactions that check the fence,
+        with or without the entry; they do not say what they replaced."""
         ek, state = self.key(batch.namespace), self.state()
         lease_end = state.lease_end(ek.sk)
         if now >= lease_end:
@@ -126,13 +135,21 @@ class Directory:
                     lease_end = yield from self._lease_from_read(batch.namespace, ek, now)
                 if now >= lease_end:
                     entry = self._entry(batch.namespace, ek, batch.rows)
-                    for plan in format.put(batch, entry=entry, marks=marks, indexes=indexes):
+                    puts = format.put(
+                        batch, entry=entry, marks=marks, indexes=indexes, also=subject
+                    )
+                    for plan in puts:
                         yield plan
                     self._renewed(entry, marks)
                     return [None] * len(batch.rows)
-        (plan,) = format.put(batch, indexes=indexes)
-        written: list[Written] = yield plan
-        replaced = [None if w.item is None else row_from(w.item) for w in written]
+        replaced: list[MemoryRow | None] = [None] * len(batch.rows)
+        if subject:
+            for plan in format.put(batch, indexes=indexes, also=subject):
+                yield plan
+        else:
+            (plan,) = format.put(batch, indexes=indexes)
+            written: list[Written] = yield plan
+            replaced = [None if w.item is None else row_from(w.item) for w in written]
         if self.clock() >= lease_end:
             # The lease ran out while the items were written: they may have landed
             # after it, so the entry is renewed as if there had been none.
@@ -173,7 +190,8 @@ class Directory:
         # A new generation, renewed now; its liveness bound is the latest expiry of the
         # items written with it (none without).
         text = padded(ns_text(namespace).encode())  # its size: the length to a power of two
-        sealed_ns = self.sealer.seal(NAMESPACE_TYPE, text, self.aad(ek.sk), compress=False)
+        sealer = self.sealer_for(namespace)
+        sealed_ns = sealer.seal(NAMESPACE_TYPE, text, self.aad(ek.sk), compress=False)
         bound = max((expiry_of(r) for r in rows), default=None) if rows else None
         return DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(self.clock()), False, bound)
 

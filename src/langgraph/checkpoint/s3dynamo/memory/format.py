@@ -71,6 +71,7 @@ from langgraph.checkpoint.s3dynamo.table import (
     Update,
     Value,
     When,
+    Write,
     both,
     either,
     eq,
@@ -312,6 +313,7 @@ def put(
     entry: DirectoryEntry | None = None,
     marks: Sequence[ItemKey] = (),
     indexes: Sequence[IndexItem] = (),
+    also: Sequence[Write] = (),
 ) -> list[Plan]:
     """The plans of a put of one namespace's items, each item whole (`put_row`), after
     `indexes` (the search entries that must exist before the items do).
@@ -320,9 +322,11 @@ def put(
     answering with the item it replaced. With it: the items with the entry renewed
     (`renew`) and the descendants `marks`, one transaction per `MEMORY_PUT_MAX` items (the
     first carries the marks, and `indexes`); each plan uploads the objects its own items
-    reference, so none is left unnamed by a crash between them."""
+    reference, so none is left unnamed by a crash between them. `also` goes in every
+    transaction (a data subject's fence, checked, and the item naming the namespace its
+    own): with it, the items go in transactions even without `entry`."""
     search = [index_item(i) for i in indexes]
-    if entry is None:
+    if entry is None and not also:
         return [
             WritePlan(
                 batch.pk,
@@ -337,7 +341,7 @@ def put(
     plans: list[Plan] = []
     start = 0
     while start < len(batch.rows):
-        end = start + MEMORY_PUT_MAX - len(marks)
+        end = start + MEMORY_PUT_MAX - len(marks) - len(also)
         rows = batch.rows[start:end]
         referenced = {object_key(r.key.pk, r.leaf) for r in rows if r.leaf}
         plans.append(
@@ -346,7 +350,12 @@ def put(
                 uploads=[u for u in batch.uploads if u[0] in referenced],
                 at_ms=batch.at_ms,
                 batched=search,
-                writes=[*map(put_row, rows), renew(entry), *map(descendants_mark, marks)],
+                writes=[
+                    *map(put_row, rows),
+                    *([renew(entry)] if entry is not None else []),
+                    *map(descendants_mark, marks),
+                    *also,
+                ],
             )
         )
         start, marks, search = end, (), []

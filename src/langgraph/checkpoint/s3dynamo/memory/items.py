@@ -76,6 +76,8 @@ class Items:
         self.directory = directory
         self.names: Names = directory.names
         self.sealer = sealer
+        # What seals a namespace's data: its data subject's key (`Space`), else `sealer`.
+        self.sealer_for: Callable[[Namespace], Sealer] = lambda _namespace: sealer
         self.state = state
         self.clock = clock
         self.budget = budget
@@ -97,6 +99,7 @@ class Items:
         object); nothing is written."""
         now_ms, names = self.now_ms(), self.names
         batch = Batch(namespace, names.pk(namespace), at_ms=now_ms)
+        sealer = self.sealer_for(namespace)
         for key, typed, ttl_minutes in items:
             ik = names.item_key(namespace, key)
             version = os.urandom(6).hex()
@@ -105,7 +108,7 @@ class Items:
             # and the times a reader honours.
             header = Header(key, typed[0], version, now_ms, expires, ttl_minutes)
             raw = payload(header, typed[1])
-            blob: bytes | None = self.sealer.seal("memory", raw, names.aad(namespace, ik.sk))
+            blob: bytes | None = sealer.seal("memory", raw, names.aad(namespace, ik.sk))
             leaf = None
             # One blob an item: the item's own inline room (`blobs/placement.py`).
             if not self.budget().take(blob or b""):

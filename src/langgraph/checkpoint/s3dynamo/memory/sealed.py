@@ -160,15 +160,15 @@ def _present(needed: Mapping[str, str]) -> Steps[dict[str, bytes]]:
 
 
 def resealed(stored: Stored, sealer: Sealer) -> WritePlan:
-    """The re-sealing fold: every blob of `stored` not sealed under the active key, sealed
-    again under it, bound to what it was: objects overwritten in place (same name, same
-    value), blobs of items replaced each while unchanged (`format.reseal`), each write
-    one request."""
-    active = sealer.keyring.active if sealer.keyring else None
+    """The re-sealing fold: every blob of `stored` that `sealer` would move
+    (`Sealer.stale`: under another key than it seals with, a subject's left where it
+    is by a rotation), sealed again by it, bound to what it was: objects overwritten in
+    place (same name, same value), blobs of items replaced each while unchanged
+    (`format.reseal`), each write one request."""
     writes: list[Write] = []
     overwrites: list[tuple[str, bytes]] = []
     for s in sealed(stored):
-        if s.blob is None or sealer.key_id_of(s.blob) == active:
+        if s.blob is None or not sealer.stale(s.blob):
             continue
         typ, data = sealer.open(s.blob, s.aad, s.what)
         new = sealer.seal(typ, data, s.aad, compress=sealer.compressed(s.blob))

@@ -134,7 +134,8 @@ class VectorIndex:
         return format.vector_aad(self.names.space, namespace, what, name)
 
     def _seal(self, namespace: Namespace, what: str, name: str, payload: bytes) -> bytes:
-        return self.sealer.seal(SEGMENT_TYPE, payload, self._aad(namespace, what, name))
+        sealer = self.items.sealer_for(namespace)
+        return sealer.seal(SEGMENT_TYPE, payload, self._aad(namespace, what, name))
 
     def _open(self, namespace: Namespace, what: str, name: str, blob: bytes) -> bytes:
         label = f"vector {what} {name!r} of namespace {namespace!r}"

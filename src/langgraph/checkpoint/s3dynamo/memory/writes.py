@@ -50,6 +50,7 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
 )
 from langgraph.checkpoint.s3dynamo.memory.tokens import FilterTokens
 from langgraph.checkpoint.s3dynamo.memory.vector_index import VectorIndex
+from langgraph.checkpoint.s3dynamo.table import Write
 
 
 class NewItem(NamedTuple):
@@ -88,6 +89,9 @@ class Writes:
         self.tokens = tokens
         self.vectors = vectors
         self.value_of = value_of
+        # What a put into a namespace carries in its commit: its data subject's fence
+        # and the item naming it the subject's (`Space`); none without a subject.
+        self.subject_writes: Callable[[Namespace], list[Write]] = lambda _namespace: []
 
     def put(self, namespace: Namespace, new: Sequence[NewItem]) -> Steps[None]:
         """Write items of one namespace (module docstring)."""
@@ -99,7 +103,8 @@ class Writes:
             before += [entry] if entry is not None else []
         # Refused before anything is written: a namespace too deep for one transaction.
         marks = items.directory.unwritten_marks(namespace)
-        replaced = yield from items.directory.commit(batch, before, marks, items.clock())
+        subject = self.subject_writes(namespace)
+        replaced = yield from items.directory.commit(batch, before, marks, items.clock(), subject)
         state = items.state()
         for row in batch.rows:
             state.wrote(row.key, fingerprint(row))

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
+from langgraph.checkpoint.s3dynamo.blobs.sealing import is_subject_key
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, each
 from langgraph.checkpoint.s3dynamo.deployment import Control
 from langgraph.checkpoint.s3dynamo.errors import SubjectKeyChangedError
@@ -249,7 +250,7 @@ class ThreadStore(Upkeep):
         found = next(self._decoder.decode([entry], remember=True))
         self._catalog.seen(entry.tid, found.metadata)
         kid = self._codec.sealer.key_id_of(entry.record.metadata)
-        self._handoff.keep_subject_key(entry.tid, kid if Subjects.is_subject_key(kid) else None)
+        self._handoff.keep_subject_key(entry.tid, kid if is_subject_key(kid) else None)
         return found
 
     def tuples(

@@ -328,11 +328,10 @@ class Upkeep:
         (`sealed.py`): objects overwritten in place (same name, same value), records
         replaced only while unchanged since read (a thread a writer changed meanwhile
         is read again), then its catalog entries, each while it exists. How many."""
-        active = self.active_key()
         sealer = self._codec.sealer
 
         def stale(s: Sealed) -> bool:
-            return s.blob is not None and sealer.key_id_of(s.blob) != active
+            return sealer.stale(s.blob)
 
         for _ in tries(CONFLICT_ATTEMPTS):
             thread = self.sealed(tid, self._run(self._finder.thread_entries(tid)))
