@@ -5,67 +5,13 @@ of a read stay as they are."""
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 import pytest
-from langchain_core.messages import HumanMessage
 
-from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, Sealer
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from tests.support import chats
-from tests.support.memory_index import MemoryIndex
-from tests.support.savers import MemorySaver, memory_saver
-
-SECRET = os.urandom(16)
-KEYS = {"k1": os.urandom(32)}
-
-
-def subject_saver(
-    index: MemoryIndex | None = None,
-    objects: MemoryObjects | None = None,
-    keys: MemoryIndex | None = None,
-    **kwargs: Any,
-) -> tuple[MemorySaver, MemoryIndex]:
-    """A saver whose threads' subject is their `user_id`, on in-memory ports (pass
-    another's to share its storage: another process of the same deployment)."""
-    keys = keys if keys is not None else MemoryIndex()
-    kwargs.setdefault("subject_field", "user_id")
-    saver = memory_saver(index, objects, keys=KEYS, secret=SECRET, key_index=keys, **kwargs)
-    return saver, keys
-
-
-def key_ids(saver: MemorySaver) -> dict[str, set[str | None]]:
-    """Every sealed blob stored (items' bytes, objects), by the key id that sealed it:
-    {key id: {partition or object key}}."""
-    ids: dict[str, set[str | None]] = {}
-    for item in saver.index.items():
-        for name, value in item.items():
-            if isinstance(value, bytes) and value[:1] == b"\x01":
-                ids.setdefault(Sealer().key_id_of(value) or "-", set()).add(
-                    f"{item['pk']} {item['sk']} {name}"
-                )
-            if isinstance(value, dict):
-                for inner in value.values():
-                    if isinstance(inner, bytes) and inner[:1] == b"\x01":
-                        kid = Sealer().key_id_of(inner) or "-"
-                        ids.setdefault(kid, set()).add(f"{item['pk']} {item['sk']} {name}")
-    for key, (body, _) in saver.objects.blobs.items():
-        kid = Sealer().key_id_of(body) or "-"
-        ids.setdefault(kid, set()).add(key)
-    return ids
-
-
-def talk(saver: Any, tid: str, user: str | None, turns: int = 3) -> Any:
-    g = chats.graph(saver)
-    configurable = {"thread_id": tid, **({"user_id": user} if user else {})}
-    for i in range(turns):
-        g.invoke(
-            {"messages": [HumanMessage(chats.prose(i, 60), id=f"h-{i}")]},
-            {"configurable": configurable},
-        )
-    return g
+from tests.support.savers import memory_saver
+from tests.support.subjects import KEYS, SECRET, key_ids, subject_saver, talk
 
 
 def test_a_subjects_threads_are_sealed_under_its_own_key_and_nothing_else_is() -> None:

@@ -49,6 +49,7 @@ from langgraph.checkpoint.s3dynamo.config.arguments import (
     MaybeWhole,
     Position,
     RunIds,
+    Subject,
     Text,
     ThreadId,
     ThreadIds,
@@ -517,13 +518,29 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         limit: MaybeWhole = None,
     ) -> AsyncIterator[CheckpointTuple]:
         _listed(self, config)
-        iterator = self.list(config, filter=filter, before=before, limit=limit)
-        done = object()
-        while True:
-            item = await self._in_worker(next, iterator, done)
-            if item is done:
-                return
+        async for item in self._pulled(
+            self.list(config, filter=filter, before=before, limit=limit)
+        ):
             yield item
+
+    async def _pulled(self, iterator: Iterator[_R]) -> AsyncIterator[_R]:
+        """An iterator's items, each taken in the process's async pool."""
+        done: Any = object()
+        while (item := await self._in_worker(next, iterator, done)) is not done:
+            yield item
+
+    # --------------------------------------------------------------- data subjects
+
+    @public("erase_subject")
+    def erase_subject(self, subject: Subject) -> dict[str, Any]:
+        """Erase a data subject for good, backups included (`ops/subjects.py`); what went.
+        Repeat it to finish one that was interrupted."""
+        return self.ops.subjects.erase(subject)
+
+    @public("export_subject")
+    def export_subject(self, subject: Subject) -> Iterator[dict[str, Any]]:
+        """A data subject's checkpoints and Store items, a record at a time."""
+        return self.ops.subjects.export(subject)
 
     aput = twin(put)
     aput_writes = twin(put_writes)
@@ -533,6 +550,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     acopy_thread = twin(copy_thread)
     aprune = twin(prune)
     aget_delta_channel_history = twin(get_delta_channel_history)
+    aerase_subject = twin(erase_subject)
 
 
 # A keyword the constructor or `from_env` does not take names the one meant.

@@ -106,6 +106,14 @@ def padded(text: bytes) -> bytes:
     return text + b" " * (size - len(text))
 
 
+def key_id(blob: bytes) -> str | None:
+    """The id of the key a blob is sealed under (its header names it), or None if it is
+    not sealed."""
+    if len(blob) < 3 or not blob[1] & FLAG_KEYRING:
+        return None
+    return blob[3 : 3 + blob[2]].decode("ascii", "replace")
+
+
 def is_subject_key(kid: str | None) -> bool:
     """Whether a key id is a data subject's (`keys/subjects.py`)."""
     return kid is not None and kid.startswith(SUBJECT_KEY_MARK)
@@ -453,9 +461,7 @@ class Sealer:
 
     def key_id_of(self, blob: bytes) -> str | None:
         """The keyring key id a blob is sealed under, or None if not keyring-sealed."""
-        if len(blob) < 3 or not blob[1] & FLAG_KEYRING:
-            return None
-        return blob[3 : 3 + blob[2]].decode("ascii", "replace")
+        return key_id(blob)
 
     @staticmethod
     def compressed(blob: bytes) -> bool:

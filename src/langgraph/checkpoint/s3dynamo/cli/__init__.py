@@ -9,9 +9,10 @@ the `cli` extra, so the Lambda path never imports them::
     s3dynamo --help
 
 Modules: `app.py` (the entry point and error handling), `common.py` (the group, the
-store options, opening a saver), `reading.py` and `maintenance.py` (the commands),
-`views.py` (the `--json` shapes, from `saver.ops` reports), `render.py` (pure
-formatting: values, diffs, sizes, costs, page tokens), `demo.py` (`s3dynamo demo`).
+store options, opening a saver), `reading.py`, `maintenance.py`, `memory.py` and
+`subjects.py` (the commands), `plans.py` (how every plan is shown), `views.py` (the
+`--json` shapes, from `saver.ops` reports), `render.py` (pure formatting: values, diffs,
+sizes, costs, page tokens), `demo.py` (`s3dynamo demo`).
 """
 
 from __future__ import annotations

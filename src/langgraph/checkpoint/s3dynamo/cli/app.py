@@ -21,7 +21,8 @@ from rich.markup import escape
 # The commands register themselves on the group when imported.
 import langgraph.checkpoint.s3dynamo.cli.maintenance
 import langgraph.checkpoint.s3dynamo.cli.memory
-import langgraph.checkpoint.s3dynamo.cli.reading  # noqa: F401
+import langgraph.checkpoint.s3dynamo.cli.reading
+import langgraph.checkpoint.s3dynamo.cli.subjects  # noqa: F401
 from langgraph.checkpoint.s3dynamo import (
     CredentialsNotFoundError,
     DeploymentMismatchError,

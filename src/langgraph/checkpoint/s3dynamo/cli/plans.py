@@ -195,6 +195,20 @@ SHOWN = {
         lambda p: [f"delete {p['what']}" if p["exists"] else "no such item"],
         lambda p, r: f"done: deleted 1 item ({p['what']})",
     ),
+    "erasure": Shown(
+        lambda p: [
+            f"subject {p['subject']} ({p['state']}; key {p['key'] or 'none'}): "
+            f"{plural(p['threads'], 'thread')}, {plural(p['namespaces'], 'Store namespace')}",
+            "its key is destroyed first: nothing of it opens again, backups included",
+        ],
+        lambda p, r: (
+            f"done: erased subject {r['subject']}: {plural(r['threads'], 'thread')} "
+            f"({plural(r['checkpoints'], 'checkpoint')}), {plural(r['items'], 'Store item')} "
+            f"in {plural(r['namespaces'], 'namespace')}; recorded (s3dynamo erasures)"
+        ),
+        doing="erasing",
+        ticks=True,
+    ),
     "namespace_delete": Shown(
         lambda p: [
             *(f"{written(n['namespace'])}  {plural(n['items'], 'item')}" for n in p["namespaces"]),

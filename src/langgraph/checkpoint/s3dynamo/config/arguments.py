@@ -440,6 +440,17 @@ def namespaces(name: str, value: object) -> list[tuple[str, ...]]:
     return [namespace(f"{name}[{i}]", ns) for i, ns in enumerate(values)]
 
 
+def subject(name: str, value: object) -> str | int:
+    """A data subject as a deployment names it: a non-empty string or an integer (its
+    user id, as in a thread's metadata or a Store namespace)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        raise ArgumentTypeError(
+            f"{name} must be a data subject, a non-empty string or an integer such as a "
+            f"user id, got {came(value)}"
+        )
+    return value
+
+
 # ------------------------------------------------------------- the vocabulary as types
 
 # What a public method's parameter takes, as its type hint: the type, and the check that
@@ -466,6 +477,7 @@ MaybeThreadId = Annotated[str | None, optional(thread_id)]
 ThreadIds = Annotated[Sequence[str], thread_ids]
 MaybeThreadIds = Annotated[Sequence[str] | None, optional(thread_ids)]
 RunIds = Annotated[Sequence[str], run_ids]
+Subject = Annotated[str | int, subject]
 Config = Annotated[RunnableConfig, config]
 MaybeConfig = Annotated[RunnableConfig | None, config]
 Writes = Annotated[Sequence[tuple[str, Any]], writes]

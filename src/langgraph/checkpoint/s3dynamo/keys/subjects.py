@@ -22,12 +22,12 @@ from __future__ import annotations
 import datetime
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
 from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
-from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Get, every_item
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, Get, every_item
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
@@ -62,7 +62,7 @@ from langgraph.checkpoint.s3dynamo.format.subject_records import (
 )
 from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
-from langgraph.checkpoint.s3dynamo.table import Put, Write
+from langgraph.checkpoint.s3dynamo.table import Put, Write, key_of
 
 __all__ = ["SubjectKey", "Subjects", "sealing_key"]
 
@@ -113,14 +113,23 @@ class Subjects:
 
     @staticmethod
     def text(subject: Any) -> str:
-        """A subject's canonical text (`equality.canonical`): a string or a number."""
-        text = canonical(subject) if isinstance(subject, (str, int)) else None
-        if text is None or isinstance(subject, bool) or subject == "":
+        """A subject as its text: a non-empty string, or an integer's digits (user 42 in
+        a thread's metadata and "42" in a Store namespace are one subject)."""
+        if isinstance(subject, bool) or not isinstance(subject, (str, int)) or subject == "":
             raise InvalidConfigError(
                 f"a data subject is a non-empty string or an integer (a user id); got "
                 f"{subject!r} ({type(subject).__name__})"
             )
-        return text
+        return str(subject)
+
+    @staticmethod
+    def catalog_values(text: str) -> list[str]:
+        """The catalog's texts (`equality.canonical`) of the metadata values that name
+        this subject: the string, and the integer where it is one's digits."""
+        values = [canonical(text)]
+        if text.lstrip("-").isdigit():
+            values.append(canonical(int(text)))
+        return [v for v in values if v is not None]
 
     def of_metadata(self, metadata: Mapping[str, Any] | None) -> str | None:
         """The subject a checkpoint's metadata names, if the deployment declares a field
@@ -235,16 +244,18 @@ class Subjects:
 
     def for_namespace(
         self, namespace: tuple[str, ...], partition: str
-    ) -> tuple[SubjectKey | None, list[Write]]:
+    ) -> tuple[SubjectKey | None, list[Write], bool]:
         """The key a Store namespace's data is sealed under (None: the namespace names no
-        subject), and what a put into it carries: the subject's fence, and the item
-        naming the namespace (by its partition) as the subject's, which its erasure
-        finds."""
+        subject), what a put into it carries: the subject's fence, and the item naming
+        the namespace (by its partition) as the subject's, which its erasure finds; and
+        whether the key is new (the put's commit then renews the namespace's entry,
+        whose name an erasure left sealed under the key it destroyed)."""
         subject = self.of_namespace(namespace)
         if subject is None:
-            return None, []
+            return None, [], False
         key, fence = self.for_writing(subject)
-        return key, [fence, Put(namespace_link(self.prefix, key.token, partition))]
+        link = Put(namespace_link(self.prefix, key.token, partition))
+        return key, [fence, link], isinstance(fence, Put)
 
     # ------------------------------------------------------------ keys by id
 
@@ -339,6 +350,13 @@ class Subjects:
         pk = subject_pk(self.prefix, self._namer.subject(text))
         items = self._data.run(every_item(pk, consistent=True))
         return [p for i in items if (p := linked_partition(i)) is not None]
+
+    def unlink(self, text: str, partitions: Sequence[str]) -> None:
+        """Forget these Store namespaces as the subject's (full batches)."""
+        token = self._namer.subject(text)
+        links = [key_of(namespace_link(self.prefix, token, p)) for p in partitions]
+        if links:
+            self._data.do(Batch(deletes=links))
 
     # ------------------------------------------------------------ parts
 

@@ -33,7 +33,7 @@ from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
 from langgraph.checkpoint.s3dynamo.blobs.steps import ListObjects, each
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, SubjectKeyChangedError
-from langgraph.checkpoint.s3dynamo.format.layout import VECTOR_SK_RANGE, object_key
+from langgraph.checkpoint.s3dynamo.format.layout import VECTOR_SK_RANGE, memory_scope, object_key
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.keys.subjects import SubjectKey, Subjects, sealing_key
 from langgraph.checkpoint.s3dynamo.memory import reads, sealed
@@ -149,24 +149,30 @@ class Space:
             except SubjectKeyChangedError:
                 assert self._subjects is not None
                 self._subjects.forget()
+                for namespace in writes:  # their entries are renewed with the new key
+                    self._state().forget(self._names.entry_key(namespace).sk)
                 if attempt:
                     raise
 
-    def _subject(self, namespace: Namespace) -> tuple[SubjectKey | None, list[Write]]:
-        """The key of the data subject a namespace is of (None: none), and what a put
-        into it carries: the subject's fence, and the item naming the namespace as the
-        subject's (`Subjects.for_namespace`)."""
+    def _subject(self, namespace: Namespace) -> tuple[SubjectKey | None, list[Write], bool]:
+        """The key of the data subject a namespace is of (None: none), what a put into it
+        carries (`Subjects.for_namespace`), and whether the key is new."""
         if self._subjects is None:
-            return None, []
+            return None, [], False
         return self._subjects.for_namespace(namespace, self._names.pk(namespace))
 
     def _sealer_for(self, namespace: Namespace) -> Sealer:
         """What seals a namespace's items, vectors and name: its subject's key, if any."""
-        key, _ = self._subject(namespace)
+        key, _, _ = self._subject(namespace)
         return self._sealer.under(sealing_key(key))
 
     def _subject_writes(self, namespace: Namespace) -> list[Write]:
-        return self._subject(namespace)[1]
+        """What a put into a namespace carries; under a new key, with its entry renewed
+        (its lease forgotten here), so that its name is sealed under the key in force."""
+        _, writes, fresh = self._subject(namespace)
+        if fresh:
+            self._state().forget(self._names.entry_key(namespace).sk)
+        return writes
 
     def put_many(self, namespace: Namespace, new: Sequence[NewItem]) -> None:
         """Write items of one namespace (`put`)."""
@@ -176,6 +182,23 @@ class Space:
         """Delete items by key, one protocol per namespace (`Writes.delete`), the
         namespaces in one wave."""
         self._run(each([self._writes.delete(ns, keys) for ns, keys in deletes.items()]))
+
+    def namespaces_of(self, pks: Sequence[str]) -> list[Namespace]:
+        """The namespaces of these partitions that are in the directory, each entry read
+        (one GetItem each, in one wave) and opened."""
+        names = [scope[2] for pk in pks if (scope := memory_scope(pk)) and scope[2]]
+        keys = [ItemKey(self._names.directory, name) for name in names]
+        entries = self._run(each([reads.entry(k) for k in keys]))
+        return [self._directory.namespace_of(e) for e in entries if e is not None]
+
+    def items_of(self, namespace: Namespace) -> list[Found]:
+        """Every live item of one namespace, opened (`Items.scan_namespace`)."""
+        return self._run(self._items.scan_namespace(namespace))
+
+    def drop_partitions(self, pks: Sequence[str]) -> int:
+        """Delete everything of the namespaces of these partitions, opening nothing
+        (`Writes.drop_partitions`: an erasure's); how many items."""
+        return self._run(self._writes.drop_partitions(pks))
 
     def clear(self, namespaces: Iterable[Namespace] | None) -> int:
         """Delete every item of these namespaces (all of the space's when None)."""

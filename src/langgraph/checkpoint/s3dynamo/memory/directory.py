@@ -27,9 +27,9 @@ import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, padded
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, key_id, padded
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Steps, each
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, SubjectErasedError
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, ns_text
@@ -127,12 +127,15 @@ class Directory:
         the item naming the namespace its own) go in transactions that check the fence,
         with or without the entry; they do not say what they replaced."""
         ek, state = self.key(batch.namespace), self.state()
-        lease_end = state.lease_end(ek.sk)
+        # A data subject's puts hold a lease only on an entry named under their key.
+        kid = self.sealer_for(batch.namespace).key
+        named = None if kid is None else kid.kid
+        lease_end = state.lease_end(ek.sk, named)
         if now >= lease_end:
             with state.renewing(ek.sk):
-                lease_end = state.lease_end(ek.sk)  # another put may have renewed it
+                lease_end = state.lease_end(ek.sk, named)  # another put may have renewed it
                 if now >= lease_end:
-                    lease_end = yield from self._lease_from_read(batch.namespace, ek, now)
+                    lease_end = yield from self._lease_from_read(batch.namespace, ek, now, named)
                 if now >= lease_end:
                     entry = self._entry(batch.namespace, ek, batch.rows)
                     puts = format.put(
@@ -163,17 +166,22 @@ class Directory:
             yield Apply(format.bound(ek, None))
         return replaced
 
-    def _lease_from_read(self, namespace: Namespace, ek: ItemKey, now: float) -> Steps[float]:
+    def _lease_from_read(
+        self, namespace: Namespace, ek: ItemKey, now: float, named: str | None
+    ) -> Steps[float]:
         """A process's first put into a namespace it has not renewed: one eventually
-        consistent read of the entry. Renewed lately and not emptied, it gives a lease
-        (a read's ends `READ_LEASE_SLACK` early) and its ancestors' marks exist."""
+        consistent read of the entry. Renewed lately and not emptied (and, with `named`,
+        its name sealed under that key), it gives a lease (a read's ends
+        `READ_LEASE_SLACK` early) and its ancestors' marks exist."""
         entry = yield from reads.entry(ek, consistent=False)
         if entry is None or entry.emptied:
+            return 0.0
+        if named is not None and key_id(entry.blob) != named:
             return 0.0
         end = entry.renewed + LEASE_SECONDS - READ_LEASE_SLACK
         if now >= end:
             return 0.0
-        self.state().lease(ek.sk, end)
+        self.state().lease(entry, end)
         self.marks_exist([namespace])
         return end
 
@@ -248,7 +256,10 @@ class Directory:
             found = yield from reads.entries(pk, consistent=True)
         out = []
         for entry in found:
-            namespace = self.namespace_of(entry)
+            try:
+                namespace = self.namespace_of(entry)
+            except SubjectErasedError:
+                continue  # an erased subject's, whose erasure took its items: none to list
             state.saw(entry)
             out.append((namespace, entry))
         self.marks_exist(ns for ns, _ in out)

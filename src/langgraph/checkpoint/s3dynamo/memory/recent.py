@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from langgraph.checkpoint.s3dynamo.blobs.sealing import key_id
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory.rows import DirectoryEntry, IndexItem, MemoryRow
 
@@ -52,6 +53,9 @@ class SpaceState:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._leases: dict[str, float] = {}
+        # The key each leased entry's name is sealed under: a lease holds for puts
+        # sealed under that key only (a data subject's key changes after an erasure).
+        self._named: dict[str, str | None] = {}
         self._renewals = [threading.Lock() for _ in range(RENEWAL_LOCKS)]
         self._recent: OrderedDict[ItemKey, Fingerprint] = OrderedDict()
         self._by_pk: dict[str, set[ItemKey]] = {}
@@ -60,8 +64,12 @@ class SpaceState:
 
     # ------------------------------------------------------------ leases
 
-    def lease_end(self, ns_name: str) -> float:
+    def lease_end(self, ns_name: str, kid: str | None = None) -> float:
+        """Until when this process holds a lease on an entry; with `kid`, none unless
+        the entry's name is sealed under that key."""
         with self._lock:
+            if kid is not None and self._named.get(ns_name) != kid:
+                return 0.0
             return self._leases.get(ns_name, 0.0)
 
     def saw(self, entry: DirectoryEntry) -> None:
@@ -69,16 +77,18 @@ class SpaceState:
         none if a delete found the namespace empty (the next put renews the entry)."""
         name = entry.key.sk
         with self._lock:
+            self._named[name] = key_id(entry.blob)
             if entry.emptied:
                 self._leases.pop(name, None)
             else:
                 end = entry.renewed + LEASE_SECONDS
                 self._leases[name] = max(end, self._leases.get(name, 0.0))
 
-    def lease(self, ns_name: str, end: float) -> None:
+    def lease(self, entry: DirectoryEntry, end: float) -> None:
         """A lease until `end` (seconds), taken from an entry this process read."""
         with self._lock:
-            self._leases[ns_name] = max(end, self._leases.get(ns_name, 0.0))
+            self._named[entry.key.sk] = key_id(entry.blob)
+            self._leases[entry.key.sk] = max(end, self._leases.get(entry.key.sk, 0.0))
 
     def renewing(self, ns_name: str) -> threading.Lock:
         """Held while a put without a lease reads or renews a namespace's entry: puts of

@@ -72,6 +72,8 @@ class Held(NamedTuple):
     entry: DirectoryEntry | None
     rows: list[MemoryRow]
     indexes: list[IndexItem]
+    # The namespace's partition, where its namespace is not known (an erasure's).
+    pk: str = ""
 
 
 class Writes:
@@ -208,7 +210,7 @@ class Writes:
         (one intent, before anything changes); its items deleted (one request each, in
         one wave); then its search indexes, in full batches, and only then their objects
         (`format.dropped`); last, its directory entry settled (`Directory.settle`)."""
-        items, pk = self.items, self.items.names.pk(held.namespace)
+        items, pk = self.items, held.pk or self.items.names.pk(held.namespace)
         named = [object_key(pk, r.leaf) for r in held.rows if r.leaf]
         named += [object_key(pk, leaf) for i in held.indexes for leaf in sorted(i.leaves)]
         if named:
@@ -227,6 +229,31 @@ class Writes:
         if held.entry is not None:
             yield from items.directory.settle(held.entry, pk)
         return len(gone)
+
+    def drop_partitions(self, pks: Sequence[str]) -> Steps[int]:
+        """Delete everything of these namespaces, known by their partitions only (an
+        erasure's: nothing of them opens), each as a namespace delete drops it (`_drop`),
+        then their directory entries: a data subject's put renews its namespace's entry
+        whenever the entry's name is sealed under another key than the put's (no lease
+        covers it: `SpaceState.lease_end`), so none is left without one. How many
+        items."""
+        names = self.items.names
+        held = []
+        for pk in pks:
+            scope = memory_scope(pk)
+            if scope is None or scope[1] != names.space or scope[2] is None:
+                continue
+            rows, _, indexes = yield from reads.partition(pk, consistent=True)
+            held.append(Held((), None, rows, indexes, pk))
+        gone = yield from each([self._drop(h) for h in held])
+        named = [scope[2] for h in held if (scope := memory_scope(h.pk)) and scope[2]]
+        entries = [ItemKey(names.directory, name) for name in named]
+        yield BatchStep(deletes=entries)
+        state = self.items.state()
+        for key in entries:
+            state.wrote(key, None)
+            state.forget(key.sk)
+        return sum(gone)
 
     # ------------------------------------------------------------ the expiry sweep
 

@@ -85,6 +85,7 @@ from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped
 
 if TYPE_CHECKING:  # imported when first used: the Store's maintenance
     from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
+    from langgraph.checkpoint.s3dynamo.ops.subjects import SubjectOperations
 
 __all__ = [
     "CheckReport",
@@ -146,6 +147,13 @@ class Operations:
         from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
 
         return MemoryOperations(self.parts)
+
+    @cached_property
+    def subjects(self) -> SubjectOperations:
+        """Data subjects: erasing one, erasure records, exports (`ops/subjects.py`)."""
+        from langgraph.checkpoint.s3dynamo.ops.subjects import SubjectOperations
+
+        return SubjectOperations(self.parts)
 
     @cached_property
     def catalog(self) -> catalogs.CatalogOperations:

@@ -389,6 +389,22 @@ class ThreadStore(Upkeep):
         """Retention's removal of the thread named `name` as stored, under its lease."""
         return self._run(self._remover.remove(name, keep, terms=terms))
 
+    def threads_of(self, field: str, values: Sequence[str]) -> list[str]:
+        """The names (as stored) of every thread filed under these values (canonical
+        texts) of a declared field, none opened (one Query of each value's catalog
+        partition): what an erasure removes, even once the entries no longer open."""
+        self._catalog.require_complete(field)
+        listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
+        return sorted({e.thread_name for found in self._run(each(listed)) for e in found})
+
+    def subject_threads(self, field: str, values: Sequence[str]) -> list[str]:
+        """The ids of every thread filed under these values of a declared field, each
+        entry opened (`threads_of`, whose ids an export needs)."""
+        self._catalog.require_complete(field)
+        listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
+        found = {e for entries in self._run(each(listed)) for e in entries}
+        return sorted({self._catalog.opened(e).tid for e in found})
+
     def remove_checkpoints(self, checkpoints: Sequence[ItemKey]) -> int:
         """Remove these checkpoints (keys of checkpoint records, of any threads) with
         their writes, each thread's in one removal, the threads at once; how many

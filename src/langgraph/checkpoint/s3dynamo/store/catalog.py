@@ -35,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     CatalogNotBuiltError,
     IntegrityError,
     InvalidConfigError,
+    SubjectErasedError,
 )
 from langgraph.checkpoint.s3dynamo.format.catalog_records import (
     CatalogEntry,
@@ -201,6 +202,21 @@ class Catalog:
                 "entry was moved, or written with another naming secret"
             )
         return Catalogued(tid, entry.thread_name)
+
+    def opened_all(self, entries: Sequence[CatalogEntry]) -> list[Catalogued]:
+        """The threads these entries name, leaving out those of a data subject an
+        erasure made unreadable (a backup restored after it), unless that is all there
+        is: then `SubjectErasedError`, never an empty answer for the subject's own."""
+        out: list[Catalogued] = []
+        erased: SubjectErasedError | None = None
+        for entry in entries:
+            try:
+                out.append(self.opened(entry))
+            except SubjectErasedError as exc:
+                erased = exc
+        if erased is not None and not out:
+            raise erased
+        return out
 
     def threads(self, field: str, value: Any) -> Steps[list[Catalogued]]:
         """Every thread that has had `value` in the declared field `field`, in no set

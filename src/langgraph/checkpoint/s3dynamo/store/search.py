@@ -112,7 +112,7 @@ class ThreadSearch:
         field, token = self.catalog.usable(wanted) or (EVERY_THREAD, None)
         self.catalog.require_complete(field)
         token = token or self.catalog.token(EVERY_THREAD)
-        threads = [self.catalog.opened(e) for e in (yield from self.catalog.listed(token))]
+        threads = self.catalog.opened_all((yield from self.catalog.listed(token)))
         after = cursor_of(before)
         order = [p for p in (yield from self.placed(threads)) if after is None or p.key < after]
         found: list[ThreadSummary] = []
@@ -179,6 +179,6 @@ class ThreadSearch:
         usable = self.catalog.usable(filter)
         if usable is None or not self.catalog.complete(usable[0]):
             return (yield from self.finder.all_entries(before_id, skipped=skipped))
-        threads = [self.catalog.opened(e) for e in (yield from self.catalog.listed(usable[1]))]
+        threads = self.catalog.opened_all((yield from self.catalog.listed(usable[1])))
         found = yield from each([self.finder.thread_entries(t.tid, before_id) for t in threads])
         return newest_first([e for entries in found for e in entries], before_id)

@@ -9,7 +9,7 @@ the engine or the ports.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
@@ -73,7 +73,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     set_idle,
     take_lease,
 )
-from langgraph.checkpoint.s3dynamo.store.removal import Remover
+from langgraph.checkpoint.s3dynamo.store.removal import WHOLE, Removed, Remover
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
 from langgraph.checkpoint.s3dynamo.store.sealed import (
     Lister,
@@ -100,6 +100,8 @@ class Upkeep:
     _walker: Walker
     _lister: Lister
     prefix: str
+    # The store's: drop what is cached about stored records.
+    forget: Callable[[], None]
 
     def _run(self, protocol: Steps[_R]) -> _R:
         """Run a protocol of the store's parts on the engine."""
@@ -288,6 +290,13 @@ class Upkeep:
 
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
         self._engine.do(Batch(head_items(thread_name, heads)))
+
+    def remove_threads(self, names: Sequence[str]) -> list[Removed]:
+        """Remove these threads whole, by their names as stored (`removal.py`: nothing
+        opened), in one wave; what each removal found and removed."""
+        removed = self._run(each([self._remover.remove(name, WHOLE) for name in names]))
+        self.forget()
+        return removed
 
     # ------------------------------------------------------------ records, sealed
 

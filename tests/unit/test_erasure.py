@@ -1,0 +1,142 @@
+"""Erasing a data subject (`saver.erase_subject`, `ops/subjects.py`): its key destroyed,
+then its threads, catalog entries and Store namespaces removed, an erasure record kept;
+a copy of the storage taken before and restored after gives back none of it, and every
+other subject whole; a run that loaded the subject before writes nothing; the subject
+starts afresh under a new key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import create_checkpoint
+
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
+from langgraph.checkpoint.s3dynamo.errors import (
+    InvalidConfigError,
+    SubjectErasedError,
+    ThreadDeletedError,
+)
+from tests.support import chats
+from tests.support.subjects import another, key_ids, talk, world
+
+
+def history(saver: Any, tid: str) -> list[Any]:
+    return chats.view(chats.graph(saver), tid)
+
+
+def notes(store: Any, user: str) -> list[str]:
+    return sorted(i.value["text"] for i in store.search(("users", user)))
+
+
+def test_an_erasure_removes_the_subjects_data_and_nothing_else() -> None:
+    saver, keys, store = world()
+    bob_before = history(saver, "bob-1"), notes(store, "bob")
+    done = saver.erase_subject("alice")
+    assert done["threads"] == 2 and done["namespaces"] == 2 and done["items"] == 2
+    assert done["key"].startswith(SUBJECT_KEY_MARK)
+    # Nothing of alice is stored: no thread, no catalog entry, no namespace, no key.
+    other, other_store = another(saver, keys)
+    for tid in ("alice-1", "alice-2"):
+        assert other.get_tuple({"configurable": {"thread_id": tid}}) is None
+    assert other.search_threads(metadata={"user_id": "alice"}) == []
+    assert notes(other_store, "alice") == []
+    assert ("users", "alice", "notes-1") not in other_store.list_namespaces(prefix=("users",))
+    assert done["key"] not in key_ids(saver)
+    assert all("alice" not in str(item) for item in keys.items())
+    # bob reads back whole.
+    assert (history(other, "bob-1"), notes(other_store, "bob")) == bob_before
+
+
+def test_a_backup_restored_after_an_erasure_gives_back_none_of_the_subject() -> None:
+    saver, keys, store = world()
+    backup = saver.index.clone(), saver.objects.clone()
+    bob_before = history(saver, "bob-2"), notes(store, "bob")
+    saver.erase_subject("alice")
+    # The table and the bucket as they were; the key table as it is.
+    restored, restored_store = another(saver, keys, *backup)
+    with pytest.raises(SubjectErasedError, match="erased"):
+        restored.get_tuple({"configurable": {"thread_id": "alice-1"}})
+    with pytest.raises(SubjectErasedError):
+        history(restored, "alice-2")
+    with pytest.raises(SubjectErasedError):
+        restored_store.get(("users", "alice", "notes-1"), "m")
+    with pytest.raises(SubjectErasedError):
+        restored_store.search(("users", "alice", "notes-2"))
+    assert (history(restored, "bob-2"), notes(restored_store, "bob")) == bob_before
+    # What lists every subject lists everyone but alice.
+    assert {t.thread_id for t in restored.search_threads()} >= {"bob-1", "bob-2"}
+    with pytest.raises(SubjectErasedError):
+        restored.search_threads(metadata={"user_id": "alice"})
+    listed = restored_store.list_namespaces(prefix=("users",))
+    assert ("users", "bob", "notes-1") in listed and ("users", "alice", "notes-1") not in listed
+
+
+def test_a_run_that_loaded_the_subject_before_its_erasure_writes_nothing() -> None:
+    saver, keys, _ = world()
+    config = {"configurable": {"thread_id": "alice-1", "user_id": "alice"}}
+    g = chats.graph(saver)
+    g.get_state(config)  # what a run does first: loads the thread
+    loaded = saver.get_tuple(config)
+    other, _ = another(saver, keys)
+    other.erase_subject("alice")
+    before = len(saver.index.items())
+    child = create_checkpoint(loaded.checkpoint, None, 9)
+    with pytest.raises(ThreadDeletedError) as refused:
+        saver.put(loaded.config, child, {"user_id": "alice", "step": 9}, {})
+    assert refused.value.is_stale_write_owner_error
+    assert len(saver.index.items()) == before
+
+
+def test_after_an_erasure_the_subject_starts_afresh_under_a_new_key() -> None:
+    saver, keys, store = world()
+    first = saver.erase_subject("alice")["key"]
+    # The same process, whose key of alice was the one destroyed, and another.
+    talk(saver, "alice-3", "alice", turns=1)
+    store.put(("users", "alice", "notes-1"), "m", {"kind": "pref", "text": "new"})
+    other, other_store = another(saver, keys)
+    assert len(history(other, "alice-3")) == 3
+    assert notes(other_store, "alice") == ["new"]
+    kids = {k for k in key_ids(saver) if k.startswith(SUBJECT_KEY_MARK)}
+    assert first not in kids and len(kids) == 2  # alice's new key, and bob's
+
+
+def test_an_erasure_is_recorded_without_personal_data() -> None:
+    saver, keys, _ = world()
+    done = saver.erase_subject("alice")
+    (record,) = saver.ops.subjects.erasures()
+    assert record["subject"] == saver.ops.subjects.token("alice") != "alice"
+    assert record["key"] == done["key"]
+    assert record["counts"]["threads"] == 2 and record["counts"]["items"] == 2
+    assert record["began"].endswith("+00:00")
+    assert "alice" not in str(record)
+
+
+def test_erasing_a_subject_with_nothing_does_nothing_and_a_repeat_finds_it_done() -> None:
+    saver, _, _ = world()
+    plan = saver.ops.subjects.plan_erasure("carol")
+    assert not plan.work and plan.counts["threads"] == 0
+    saver.erase_subject("alice")
+    assert not saver.ops.subjects.plan_erasure("alice").work
+
+
+def test_a_subject_is_refused_before_anything_is_read() -> None:
+    saver, _, _ = world()
+    saver.index.calls.clear()
+    for bad in ("", None, 4.5, True, ["alice"]):
+        with pytest.raises(InvalidConfigError, match="subject"):
+            saver.erase_subject(bad)  # type: ignore[arg-type]
+    assert sum(saver.index.calls.values()) == 0
+
+
+def test_user_42_is_one_subject_in_metadata_and_in_a_namespace() -> None:
+    saver, keys, store = world()
+    g = chats.graph(saver)
+    g.invoke(
+        {"messages": [HumanMessage("hi", id="h")]},
+        {"configurable": {"thread_id": "t42", "user_id": 42}},
+    )
+    store.put(("users", "42", "notes"), "m", {"kind": "pref", "text": "x"})
+    done = saver.erase_subject(42)
+    assert done["threads"] == 1 and done["items"] == 1
