@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import create_checkpoint
 
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
@@ -19,7 +20,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadDeletedError,
 )
 from tests.support import chats
-from tests.support.subjects import another, key_ids, talk, world
+from tests.support.subjects import KEYS, SECRET, another, key_ids, talk, world
 
 
 def history(saver: Any, tid: str) -> list[Any]:
@@ -103,7 +104,7 @@ def test_after_an_erasure_the_subject_starts_afresh_under_a_new_key() -> None:
 
 
 def test_an_erasure_is_recorded_without_personal_data() -> None:
-    saver, keys, _ = world()
+    saver, _, _ = world()
     done = saver.erase_subject("alice")
     (record,) = saver.ops.subjects.erasures()
     assert record["subject"] == saver.ops.subjects.token("alice") != "alice"
@@ -131,7 +132,7 @@ def test_a_subject_is_refused_before_anything_is_read() -> None:
 
 
 def test_user_42_is_one_subject_in_metadata_and_in_a_namespace() -> None:
-    saver, keys, store = world()
+    saver, _, store = world()
     g = chats.graph(saver)
     g.invoke(
         {"messages": [HumanMessage("hi", id="h")]},
@@ -140,3 +141,73 @@ def test_user_42_is_one_subject_in_metadata_and_in_a_namespace() -> None:
     store.put(("users", "42", "notes"), "m", {"kind": "pref", "text": "x"})
     done = saver.erase_subject(42)
     assert done["threads"] == 1 and done["items"] == 1
+
+
+# ------------------------------------------------------------------ a crash at each request
+
+
+def erased_or_untouched(saver: Any, keys: Any, before: dict[str, Any]) -> str:
+    """What a clean process reads of alice after a crash: all of it, as it was
+    ("untouched"), or none of it, each read either empty or `SubjectErasedError`
+    ("erased": her key is gone). bob reads back whole either way."""
+    other, store = another(saver, keys)
+    assert (history(other, "bob-1"), notes(store, "bob")) == before["bob"]
+    (key,) = [i for i in keys.items() if i["pk"] == before["key"]]
+    key_gone = "w" not in key  # the wrapped key is gone: destroyed
+    for tid in ("alice-1", "alice-2"):
+        try:
+            seen = history(other, tid)
+        except SubjectErasedError:
+            assert key_gone
+            continue
+        assert seen == (before[tid] if not key_gone else [])
+    try:
+        assert notes(store, "alice") == ([] if key_gone else before["alice"])
+    except SubjectErasedError:
+        assert key_gone
+    return "erased" if key_gone else "untouched"
+
+
+def test_an_erasure_crashed_at_any_request_leaves_the_subject_erased_or_untouched() -> None:
+    from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
+
+    def fresh() -> tuple[Any, Any, dict[str, Any]]:
+        saver, keys, store = world()
+        before = {t: history(saver, t) for t in ("alice-1", "alice-2")}
+        before["alice"] = notes(store, "alice")
+        before["bob"] = (history(saver, "bob-1"), notes(store, "bob"))
+        before["key"] = saver.ops.subjects.plan_erasure("alice").counts["key"]
+        return saver, keys, before
+
+    def eraser(saver: Any, keys: Any, faults: Faults) -> Any:
+        """A process of the deployment whose requests fail at `faults`' request."""
+        return S3DynamoSaver(
+            index=FaultyTable(saver.index, faults),
+            object_store=FaultyObjects(saver.objects, faults),
+            key_index=FaultyTable(keys, faults),
+            keys=KEYS,
+            secret=SECRET,
+            subject_field="user_id",
+            subject_label=1,
+        )
+
+    saver, keys, _ = fresh()
+    counting = Faults()
+    eraser(saver, keys, counting).erase_subject("alice")
+    total, modes = counting.count, counting.modes
+    assert total >= 10
+    seen = set()
+    for at in range(1, total + 1):
+        for mode in modes[at - 1]:
+            saver, keys, before = fresh()
+            faults = Faults(at, mode)
+            with pytest.raises(Crash):
+                eraser(saver, keys, faults).erase_subject("alice")
+            seen.add(erased_or_untouched(saver, keys, before))
+            # A repeat finishes it: nothing of alice, one record, and she may start anew.
+            other, _ = another(saver, keys)
+            other.erase_subject("alice")
+            assert erased_or_untouched(saver, keys, before) == "erased"
+            assert [e["counts"]["threads"] for e in other.ops.subjects.erasures()] == [2]
+            talk(other, "alice-9", "alice", turns=1)
+    assert seen == {"erased", "untouched"}

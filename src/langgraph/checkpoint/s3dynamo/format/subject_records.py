@@ -18,7 +18,7 @@ import hmac
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -84,6 +84,8 @@ class Fence(NamedTuple):
     kid: str | None
     state: str
     since_ms: int | None = None
+    # What an erasure under way found (threads, Store namespaces), noted once.
+    found: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,24 @@ def fence_from(token: str, item: Mapping[str, Value] | None) -> Fence | None:
             f"the fence of data subject {token!r} holds {dict(item)!r}; it was altered or "
             "written by something else"
         )
-    return Fence(token, kid, str(state), int(since) if isinstance(since, (int, float)) else None)
+    counts = item.get(COUNTS)
+    return Fence(
+        token,
+        kid,
+        str(state),
+        int(since) if isinstance(since, (int, float)) else None,
+        _counts(counts) if isinstance(counts, Mapping) else None,
+    )
+
+
+def fence_found(prefix: str, fence: Fence, counts: Mapping[str, int]) -> Update:
+    """What an erasure found when it began, noted on the fence by its first run only, so
+    that its record says it whichever run finishes."""
+    return Update(fence_key(prefix, fence.token), set={COUNTS: dict(counts)}, when=missing(COUNTS))
+
+
+def _counts(found: Mapping[str, Any]) -> dict[str, int]:
+    return {str(k): int(v) for k, v in found.items() if isinstance(v, (int, float))}
 
 
 def fence_refusal(found: Item | None) -> Exception:
@@ -169,7 +188,7 @@ def fence_erasing(prefix: str, fence: Fence, at_ms: int) -> Update:
     )
 
 
-def fence_erased(prefix: str, fence: Fence) -> Put:
+def fence_erased(prefix: str, fence: Fence) -> Put:  # its noted counts go with it
     """An erasure's last write: the key is gone, the subject's next write makes a new one."""
     return Put(keyed(fence_key(prefix, fence.token), **{STATE: ERASED}))
 
@@ -285,7 +304,5 @@ def erasure_from(item: Mapping[str, Value]) -> Erasure:
         str(item.get(TOKEN, "")),
         kid if isinstance(kid, str) else None,
         int(began) if isinstance(began, (int, float)) else 0,
-        {str(k): int(v) for k, v in counts.items() if isinstance(v, (int, float))}
-        if isinstance(counts, Mapping)
-        else {},
+        _counts(counts) if isinstance(counts, Mapping) else {},
     )

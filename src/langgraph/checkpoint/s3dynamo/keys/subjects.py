@@ -49,6 +49,7 @@ from langgraph.checkpoint.s3dynamo.format.subject_records import (
     fence_check,
     fence_erased,
     fence_erasing,
+    fence_found,
     fence_from,
     fence_key,
     fence_made,
@@ -65,6 +66,10 @@ from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.table import Put, Write, key_of
 
 __all__ = ["SubjectKey", "Subjects", "sealing_key"]
+
+# Locks a process's first writers of a subject take while one finds its key (striped:
+# a few subjects share one).
+FINDING_LOCKS = 16
 
 
 def sealing_key(key: SubjectKey | None) -> SealingKey | None:
@@ -101,6 +106,7 @@ class Subjects:
         # Keys made and not yet committed, with the fence they make: writers of this
         # process share one, and a key that lost to another process's is destroyed.
         self._pending: dict[str, tuple[SubjectKey, Write]] = {}
+        self._finding = [threading.Lock() for _ in range(FINDING_LOCKS)]
 
     @property
     def declared(self) -> bool:
@@ -157,6 +163,15 @@ class Subjects:
         or made (one request each)."""
         token = self._namer.subject(text)
         with self._lock:
+            known = self._current.get(token)
+        if known is not None:
+            return known, fence_check(self.prefix, known)
+        # One writer of the process reads (or makes) it; the others wait for that one.
+        with self._finding[hash(token) % len(self._finding)]:
+            return self._found(token)
+
+    def _found(self, token: str) -> tuple[SubjectKey, Write]:
+        with self._lock:
             known, pending = self._current.get(token), self._pending.get(token)
         if known is not None:
             return known, fence_check(self.prefix, known)
@@ -178,8 +193,8 @@ class Subjects:
         key = self._make(token)
         made = key, fence_made(self.prefix, key, fence)
         with self._lock:
-            self._pending.setdefault(token, made)
-            return self._pending[token]
+            self._pending[token] = made
+        return made
 
     def for_thread(
         self,
@@ -320,6 +335,18 @@ class Subjects:
         self.forget(token)
         return Fence(token, fence.kid, ERASING, at)
 
+    def note_found(self, fence: Fence, counts: Mapping[str, int]) -> Fence:
+        """Note on the fence what the erasure found (its first run: one request); what
+        the fence notes."""
+        if fence.found is not None:
+            return fence
+        if self._data.do(Apply(fence_found(self.prefix, fence, counts))).applied:
+            return fence._replace(found=dict(counts))
+        return self.fence_of(fence.token) or fence
+
+    def fence_of(self, token: str) -> Fence | None:
+        return fence_from(token, self._data.do(Get(fence_key(self.prefix, token))))
+
     def destroy(self, fence: Fence) -> None:
         """Destroy the subject's key (one request): nothing sealed under it opens again."""
         if fence.kid is None:
@@ -333,6 +360,7 @@ class Subjects:
         """Record the erasure for an auditor, then open the fence to a new key (two
         requests)."""
         began = fence.since_ms or self._now_ms()
+        counts = {**counts, **(fence.found or {})}
         record = erasure_record(self.prefix, fence.token, fence.kid, began, counts)
         self._key_table().do(Apply(Put(record)))
         self._data.do(Apply(fence_erased(self.prefix, fence)))

@@ -148,8 +148,9 @@ class Space:
                 return
             except SubjectKeyChangedError:
                 assert self._subjects is not None
-                self._subjects.forget()
                 for namespace in writes:  # their entries are renewed with the new key
+                    if (subject := self._subjects.of_namespace(namespace)) is not None:
+                        self._subjects.forget(self._subjects.token(subject))
                     self._state().forget(self._names.entry_key(namespace).sk)
                 if attempt:
                     raise

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 # Threads removed in one wave of an erasure (each its own removal protocol).
 ERASE_WAVE = 25
+# What an erasure that found nothing removed.
+NOTHING = ("threads", "checkpoints", "records", "objects", "namespaces", "items")
 
 
 class SubjectOperations:
@@ -90,6 +92,8 @@ class SubjectOperations:
         fence = subjects.begin_erasure(text, subjects.fence(text))
         threads = self._threads(text)
         partitions = subjects.namespaces(text) if subjects.label is not None else []
+        found = {"threads": len(threads), "namespaces": len(partitions)}
+        fence = subjects.note_found(fence, found)
         subjects.destroy(fence)
         counts = {"threads": 0, "checkpoints": 0, "records": 0, "objects": 0}
         progress(0, len(threads))
@@ -111,6 +115,8 @@ class SubjectOperations:
     def erase(self, subject: Any) -> dict[str, Any]:
         """Erase a data subject (module docstring); what went."""
         plan = self.plan_erasure(subject)
+        if not plan.work:  # erased already, and nothing written since: nothing to record
+            return {**plan.counts, **dict.fromkeys(NOTHING, 0)}
         plan.execute()
         result: dict[str, Any] = plan.result()
         return result
@@ -119,7 +125,9 @@ class SubjectOperations:
     def erasures(self) -> list[dict[str, Any]]:
         """Every erasure recorded, oldest first: the subject's keyed hash (which only this
         deployment's naming secret makes from a subject: `token`), when it began, the key
-        destroyed, what went. No personal data."""
+        destroyed, and what went: the threads and Store namespaces it found when it began,
+        the checkpoints, records, objects and items its last run removed. No personal
+        data."""
         return [
             {
                 "subject": e.token,
