@@ -1,6 +1,6 @@
 # Infrastructure for langgraph-checkpoint-s3dynamo.
 #
-# The table layout below must match src/langgraph/checkpoint/s3dynamo/schema.py exactly;
+# The table layout below must match src/langgraph/checkpoint/s3dynamo/format/schema.py exactly;
 # tests/e2e/test_terraform.py parses this file and fails if the two disagree.
 
 locals {

@@ -43,7 +43,7 @@ from tests.support.terraform import (
     terraform_version,
 )
 
-SCHEMA_PY = ROOT / "src" / "langgraph" / "checkpoint" / "s3dynamo" / "schema.py"
+SCHEMA_PY = ROOT / "src" / "langgraph" / "checkpoint" / "s3dynamo" / "format" / "schema.py"
 
 
 def test_extractor_skips_braces_in_strings_and_comments() -> None:
