@@ -12,6 +12,10 @@ locals {
     var.retention_strategy == "keep_latest"
     || try(var.checkpointer_ttl.strategy, null) == "keep_latest"
   )
+  # Whether data subjects are declared, as the saver decides it (Settings.subjects): the
+  # key table exists only then.
+  subjects       = var.subject_field != null || var.subject_label != null
+  key_table_name = coalesce(var.key_table_name, "${var.table_name}-keys")
 }
 
 # --------------------------------------------------------------------------------------
@@ -74,6 +78,56 @@ resource "aws_dynamodb_table" "this" {
   deletion_protection_enabled = var.deletion_protection
 
   tags = var.tags
+}
+
+# --------------------------------------------------------------------------------------
+# DynamoDB: the key table, with data subjects only (keys/subjects.py). Each subject's key,
+# wrapped by the deployment's keyring, and the erasure records; a table of its own, so
+# that the data table's backups hold no subject key: an erasure destroys the key here,
+# and a restored backup of the data table stays unreadable for that subject. The library
+# reads it with GetItem and Query and writes it with PutItem: no index, no stream, no TTL.
+# --------------------------------------------------------------------------------------
+
+resource "aws_dynamodb_table" "keys" {
+  count = local.subjects ? 1 : 0
+
+  name         = local.key_table_name
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "pk"
+  range_key    = "sk"
+
+  attribute {
+    name = "pk"
+    type = "S"
+  }
+
+  attribute {
+    name = "sk"
+    type = "S"
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.table_kms_key_arn
+  }
+
+  # Always on: losing this table loses every subject's data. The window is short because
+  # an erased key stays in this table's own backups until they age out.
+  point_in_time_recovery {
+    enabled                 = true
+    recovery_period_in_days = var.key_table_recovery_days
+  }
+
+  deletion_protection_enabled = var.key_table_deletion_protection
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.key_table_name) <= 255
+      error_message = "The key table's name, \"${local.key_table_name}\", is longer than DynamoDB's 255 characters: set key_table_name."
+    }
+  }
 }
 
 # --------------------------------------------------------------------------------------
@@ -262,6 +316,8 @@ data "aws_iam_policy_document" "saver" {
     resources = [local.object_arn_pattern]
   }
 
+
+
   # The saver's own keys (S3DYNAMO_KMS_KEY_ID): one Decrypt per cold start unwraps the
   # keyring kept in the table. Creating and rotating it is maintenance.
   dynamic "statement" {
@@ -448,6 +504,7 @@ data "aws_iam_policy_document" "memory" {
 # unwraps the keyring once. Granted only when a strategy asks for keep_latest.
 data "aws_iam_policy_document" "retention_keep_latest" {
   source_policy_documents = [data.aws_iam_policy_document.retention.json]
+
 
   dynamic "statement" {
     for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]
