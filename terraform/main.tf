@@ -239,6 +239,11 @@ resource "aws_s3_bucket_policy" "this" {
 #   memory       the agent's long-term memory at run time: S3DynamoStore and S3DynamoCache
 #                (items, namespace directory, large values as objects), beside the saver's.
 #
+# With data subjects (subject_field, subject_label) the saver also reads and checks their
+# fences in the table and reads and makes their keys in the key table; maintenance and
+# keep_latest retention read those keys (tests/e2e/test_lambda_example.py records these
+# too). The other policies open nothing sealed under a subject's key.
+#
 # None grants Create*/Delete* on the table or bucket: the saver's setup() is for
 # development and must not run in production.
 # --------------------------------------------------------------------------------------
@@ -316,7 +321,30 @@ data "aws_iam_policy_document" "saver" {
     resources = [local.object_arn_pattern]
   }
 
+  # Data subjects: a commit of a subject's data checks the subject's fence (an item of
+  # the table) in its transaction, and a process reads the fence before its first write
+  # of the subject.
+  dynamic "statement" {
+    for_each = local.subjects ? [aws_dynamodb_table.this.arn] : []
+    content {
+      sid       = "SubjectFences"
+      effect    = "Allow"
+      actions   = ["dynamodb:ConditionCheckItem", "dynamodb:GetItem"]
+      resources = [statement.value]
+    }
+  }
 
+  # A subject's first write makes its key (a PutItem, only where none is); opening what
+  # is sealed under it reads the key once per process.
+  dynamic "statement" {
+    for_each = aws_dynamodb_table.keys[*].arn
+    content {
+      sid       = "SubjectKeys"
+      effect    = "Allow"
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem"]
+      resources = [statement.value]
+    }
+  }
 
   # The saver's own keys (S3DYNAMO_KMS_KEY_ID): one Decrypt per cold start unwraps the
   # keyring kept in the table. Creating and rotating it is maintenance.
@@ -380,6 +408,17 @@ data "aws_iam_policy_document" "maintenance" {
     resources = [local.object_arn_pattern]
   }
 
+  # Data subjects: copy_thread and reencrypt() open what is sealed under a subject's key,
+  # read once per process from the key table.
+  dynamic "statement" {
+    for_each = aws_dynamodb_table.keys[*].arn
+    content {
+      sid       = "SubjectKeys"
+      effect    = "Allow"
+      actions   = ["dynamodb:GetItem"]
+      resources = [statement.value]
+    }
+  }
 
   # The saver's own keys: rotate_key() (and the first use, which creates the keyring)
   # asks KMS for a data key; reencrypt() unwraps the keyring.
@@ -505,6 +544,17 @@ data "aws_iam_policy_document" "memory" {
 data "aws_iam_policy_document" "retention_keep_latest" {
   source_policy_documents = [data.aws_iam_policy_document.retention.json]
 
+  # Data subjects: the metadata of a subject's checkpoint is sealed under the subject's
+  # key, read once per process from the key table.
+  dynamic "statement" {
+    for_each = aws_dynamodb_table.keys[*].arn
+    content {
+      sid       = "SubjectKeys"
+      effect    = "Allow"
+      actions   = ["dynamodb:GetItem"]
+      resources = [statement.value]
+    }
+  }
 
   dynamic "statement" {
     for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]

@@ -1,7 +1,9 @@
 # The key table: none without data subjects; with them, a table of pk/sk strings, on
 # demand, deletion-protected, point-in-time recovery on with its own short window, the data
-# table's KMS key; the environment names it. Applied to a mocked provider: no
-# credentials and no network.
+# table's KMS key; the environment names it, and the policies grant on it what subjects
+# need. Applied to a mocked provider: no credentials and no network. Which actions the
+# code sends is checked against moto (tests/e2e/test_lambda_example.py); here, that the
+# module wires them to the right table only when subjects are declared.
 
 mock_provider "aws" {
   mock_data "aws_iam_policy_document" {
@@ -30,6 +32,17 @@ run "no_subjects_no_key_table" {
   assert {
     condition     = length([for name in keys(output.environment) : name if startswith(name, "S3DYNAMO_SUBJECT") || name == "S3DYNAMO_KEY_TABLE"]) == 0
     error_message = "without subjects the environment must not name subjects or a key table"
+  }
+
+  assert {
+    condition = length([
+      for document in [
+        data.aws_iam_policy_document.saver,
+        data.aws_iam_policy_document.maintenance,
+        data.aws_iam_policy_document.retention_keep_latest,
+      ] : document if anytrue([for s in document.statement : startswith(coalesce(s.sid, "-"), "Subject")])
+    ]) == 0
+    error_message = "without subjects no policy may carry a Subject* statement"
   }
 }
 
@@ -91,6 +104,46 @@ run "subject_field_makes_the_key_table" {
       && !contains(keys(output.environment), "S3DYNAMO_SUBJECT_LABEL")
     )
     error_message = "the environment must declare the subject field and name the key table"
+  }
+
+  # The saver: its fences in the data table, its keys in the key table; nothing else on it.
+  assert {
+    condition = {
+      for s in data.aws_iam_policy_document.saver.statement : s.sid => { actions = s.actions, resources = s.resources }
+      if startswith(coalesce(s.sid, "-"), "Subject")
+      } == {
+      SubjectFences = {
+        actions   = toset(["dynamodb:ConditionCheckItem", "dynamodb:GetItem"])
+        resources = toset([aws_dynamodb_table.this.arn])
+      }
+      SubjectKeys = {
+        actions   = toset(["dynamodb:GetItem", "dynamodb:PutItem"])
+        resources = toset([aws_dynamodb_table.keys[0].arn])
+      }
+    }
+    error_message = "the saver policy must grant ConditionCheckItem and GetItem on the data table, GetItem and PutItem on the key table"
+  }
+
+  assert {
+    condition = alltrue([
+      for document in [
+        data.aws_iam_policy_document.maintenance,
+        data.aws_iam_policy_document.retention_keep_latest,
+      ] :
+      [for s in document.statement : { actions = s.actions, resources = s.resources } if s.sid == "SubjectKeys"]
+      == [{ actions = toset(["dynamodb:GetItem"]), resources = toset([aws_dynamodb_table.keys[0].arn]) }]
+    ])
+    error_message = "the maintenance and keep_latest retention policies must grant GetItem on the key table alone"
+  }
+
+  assert {
+    condition = alltrue([
+      for document in [
+        data.aws_iam_policy_document.retention,
+        data.aws_iam_policy_document.memory,
+      ] : !anytrue([for s in document.statement : contains(s.resources, aws_dynamodb_table.keys[0].arn)])
+    ])
+    error_message = "the retention (delete) and memory policies open nothing under a subject's key"
   }
 }
 
