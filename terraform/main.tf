@@ -1,6 +1,6 @@
 # Infrastructure for langgraph-checkpoint-s3dynamo.
 #
-# The table layout below must match src/langgraph/checkpoint/s3dynamo/schema.py exactly;
+# The table layout below must match src/langgraph/checkpoint/s3dynamo/format/schema.py exactly;
 # tests/e2e/test_terraform.py parses this file and fails if the two disagree.
 
 locals {
@@ -12,6 +12,10 @@ locals {
     var.retention_strategy == "keep_latest"
     || try(var.checkpointer_ttl.strategy, null) == "keep_latest"
   )
+  # Whether data subjects are declared, as the saver decides it (Settings.subjects): the
+  # key table exists only then.
+  subjects       = var.subject_field != null || var.subject_label != null
+  key_table_name = coalesce(var.key_table_name, "${var.table_name}-keys")
 }
 
 # --------------------------------------------------------------------------------------
@@ -74,6 +78,56 @@ resource "aws_dynamodb_table" "this" {
   deletion_protection_enabled = var.deletion_protection
 
   tags = var.tags
+}
+
+# --------------------------------------------------------------------------------------
+# DynamoDB: the key table, with data subjects only (keys/subjects.py). Each subject's key,
+# wrapped by the deployment's keyring, and the erasure records; a table of its own, so
+# that the data table's backups hold no subject key: an erasure destroys the key here,
+# and a restored backup of the data table stays unreadable for that subject. The library
+# reads it with GetItem and Query and writes it with PutItem: no index, no stream, no TTL.
+# --------------------------------------------------------------------------------------
+
+resource "aws_dynamodb_table" "keys" {
+  count = local.subjects ? 1 : 0
+
+  name         = local.key_table_name
+  billing_mode = "PAY_PER_REQUEST"
+  hash_key     = "pk"
+  range_key    = "sk"
+
+  attribute {
+    name = "pk"
+    type = "S"
+  }
+
+  attribute {
+    name = "sk"
+    type = "S"
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.table_kms_key_arn
+  }
+
+  # Always on: losing this table loses every subject's data. The window is short because
+  # an erased key stays in this table's own backups until they age out.
+  point_in_time_recovery {
+    enabled                 = true
+    recovery_period_in_days = var.key_table_recovery_days
+  }
+
+  deletion_protection_enabled = var.key_table_deletion_protection
+
+  tags = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.key_table_name) <= 255
+      error_message = "The key table's name, \"${local.key_table_name}\", is longer than DynamoDB's 255 characters: set key_table_name."
+    }
+  }
 }
 
 # --------------------------------------------------------------------------------------
@@ -185,6 +239,11 @@ resource "aws_s3_bucket_policy" "this" {
 #   memory       the agent's long-term memory at run time: S3DynamoStore and S3DynamoCache
 #                (items, namespace directory, large values as objects), beside the saver's.
 #
+# With data subjects (subject_field, subject_label) the saver also reads and checks their
+# fences in the table and reads and makes their keys in the key table; maintenance and
+# keep_latest retention read those keys (tests/e2e/test_lambda_example.py records these
+# too). The other policies open nothing sealed under a subject's key.
+#
 # None grants Create*/Delete* on the table or bucket: the saver's setup() is for
 # development and must not run in production.
 # --------------------------------------------------------------------------------------
@@ -262,6 +321,31 @@ data "aws_iam_policy_document" "saver" {
     resources = [local.object_arn_pattern]
   }
 
+  # Data subjects: a commit of a subject's data checks the subject's fence (an item of
+  # the table) in its transaction, and a process reads the fence before its first write
+  # of the subject.
+  dynamic "statement" {
+    for_each = local.subjects ? [aws_dynamodb_table.this.arn] : []
+    content {
+      sid       = "SubjectFences"
+      effect    = "Allow"
+      actions   = ["dynamodb:ConditionCheckItem", "dynamodb:GetItem"]
+      resources = [statement.value]
+    }
+  }
+
+  # A subject's first write makes its key (a PutItem, only where none is); opening what
+  # is sealed under it reads the key once per process.
+  dynamic "statement" {
+    for_each = aws_dynamodb_table.keys[*].arn
+    content {
+      sid       = "SubjectKeys"
+      effect    = "Allow"
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem"]
+      resources = [statement.value]
+    }
+  }
+
   # The saver's own keys (S3DYNAMO_KMS_KEY_ID): one Decrypt per cold start unwraps the
   # keyring kept in the table. Creating and rotating it is maintenance.
   dynamic "statement" {
@@ -324,6 +408,17 @@ data "aws_iam_policy_document" "maintenance" {
     resources = [local.object_arn_pattern]
   }
 
+  # Data subjects: copy_thread and reencrypt() open what is sealed under a subject's key,
+  # read once per process from the key table.
+  dynamic "statement" {
+    for_each = aws_dynamodb_table.keys[*].arn
+    content {
+      sid       = "SubjectKeys"
+      effect    = "Allow"
+      actions   = ["dynamodb:GetItem"]
+      resources = [statement.value]
+    }
+  }
 
   # The saver's own keys: rotate_key() (and the first use, which creates the keyring)
   # asks KMS for a data key; reencrypt() unwraps the keyring.
@@ -448,6 +543,18 @@ data "aws_iam_policy_document" "memory" {
 # unwraps the keyring once. Granted only when a strategy asks for keep_latest.
 data "aws_iam_policy_document" "retention_keep_latest" {
   source_policy_documents = [data.aws_iam_policy_document.retention.json]
+
+  # Data subjects: the metadata of a subject's checkpoint is sealed under the subject's
+  # key, read once per process from the key table.
+  dynamic "statement" {
+    for_each = aws_dynamodb_table.keys[*].arn
+    content {
+      sid       = "SubjectKeys"
+      effect    = "Allow"
+      actions   = ["dynamodb:GetItem"]
+      resources = [statement.value]
+    }
+  }
 
   dynamic "statement" {
     for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]

@@ -8,6 +8,16 @@ output "table_arn" {
   value       = aws_dynamodb_table.this.arn
 }
 
+output "key_table_name" {
+  description = "Name of the DynamoDB key table (data subjects' keys); null without subject_field or subject_label."
+  value       = try(aws_dynamodb_table.keys[0].name, null)
+}
+
+output "key_table_arn" {
+  description = "ARN of the DynamoDB key table; null without subject_field or subject_label."
+  value       = try(aws_dynamodb_table.keys[0].arn, null)
+}
+
 output "bucket_name" {
   description = "Name of the S3 bucket holding channel values."
   value       = aws_s3_bucket.this.id
@@ -54,6 +64,11 @@ output "environment" {
       S3DYNAMO_PREFIX = var.key_prefix
     },
     var.sealing_kms_key_arn == null ? {} : { S3DYNAMO_KMS_KEY_ID = var.sealing_kms_key_arn },
+    # Data subjects: their declaration, and the key table by name (also when it is the
+    # saver's default, "<table>-keys").
+    var.subject_field == null ? {} : { S3DYNAMO_SUBJECT_FIELD = var.subject_field },
+    var.subject_label == null ? {} : { S3DYNAMO_SUBJECT_LABEL = tostring(var.subject_label) },
+    local.subjects ? { S3DYNAMO_KEY_TABLE = aws_dynamodb_table.keys[0].name } : {},
     var.retention == null ? {} : { S3DYNAMO_RETENTION = var.retention },
     # Only when it differs from the saver's default ("delete"), so an environment set up
     # with `retention` alone stays as it was.

@@ -107,6 +107,77 @@ variable "table_kms_key_arn" {
   }
 }
 
+variable "subject_field" {
+  description = <<-EOT
+    The metadata field naming whose data a thread is, a data subject such as "user_id"
+    (S3DYNAMO_SUBJECT_FIELD): each subject's data is sealed under a key of its own, kept in the
+    key table. Setting it or subject_label creates the key table and grants the policies what
+    subjects need. Null (the default): no subjects, no key table.
+  EOT
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.subject_field == null || try(length(trimspace(var.subject_field)) > 0, false)
+    error_message = "subject_field must name a metadata field, such as \"user_id\", or be null."
+  }
+}
+
+variable "subject_label" {
+  description = <<-EOT
+    The position in a Store namespace naming its data subject (S3DYNAMO_SUBJECT_LABEL): 1 in
+    ("users", uid, "memories"). Like subject_field, it creates the key table. Null: none.
+  EOT
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.subject_label == null || try(var.subject_label >= 0 && floor(var.subject_label) == var.subject_label, false)
+    error_message = "subject_label must be a whole number, 0 or more (a position in the namespace), or null."
+  }
+}
+
+variable "key_table_name" {
+  description = <<-EOT
+    Name of the key table (S3DYNAMO_KEY_TABLE), made only with subject_field or subject_label.
+    When null, "<table_name>-keys", the saver's own default.
+  EOT
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.key_table_name == null || can(regex("^[A-Za-z0-9_.-]{3,255}$", var.key_table_name))
+    error_message = "key_table_name must be 3-255 characters of A-Z, a-z, 0-9, '_', '-' or '.'."
+  }
+}
+
+variable "key_table_recovery_days" {
+  description = <<-EOT
+    The key table's point-in-time recovery window, in days (1 to 35; recovery itself is always
+    on). An erased subject's key stays restorable from this table's backups for this long, so
+    keep it short.
+  EOT
+  type        = number
+  default     = 7
+  nullable    = false
+
+  validation {
+    condition     = var.key_table_recovery_days >= 1 && var.key_table_recovery_days <= 35 && floor(var.key_table_recovery_days) == var.key_table_recovery_days
+    error_message = "key_table_recovery_days must be a whole number of days from 1 to 35 (DynamoDB's range)."
+  }
+}
+
+variable "key_table_deletion_protection" {
+  description = <<-EOT
+    DynamoDB deletion protection on the key table, apart from the data table's
+    (deletion_protection), so that turning that one off does not expose the keys. Losing the key
+    table loses every subject's data. Disable it before destroying.
+  EOT
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
 variable "policy_name" {
   description = "Name of the IAM policy for the saver. When null a unique name starting with \"s3dynamo-\" is generated."
   type        = string

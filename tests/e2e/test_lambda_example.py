@@ -10,7 +10,8 @@
 - The IAM policies in terraform/main.tf are checked against the requests the code makes:
   every request the handler's conversation and the maintenance operations send is
   recorded, mapped to its IAM action and resource, and each policy must grant exactly
-  that set, no more and no less.
+  that set, no more and no less; with data subjects declared, what each job requests
+  beyond that must be exactly what the policy's subject statements add.
 
 moto server runs in its own process (`python -m moto.server`), started and stopped here.
 """
@@ -671,6 +672,16 @@ RESOURCE_EXPRESSIONS = {
     "aws_s3_bucket.this.arn": "bucket",
 }
 
+# How main.tf names the resource of each `dynamic "statement"` (its for_each), and whether
+# the statement is there only with data subjects. The bucket's own KMS key is left out: S3
+# uses it on the saver's behalf, the saver requests nothing of it.
+DYNAMIC_RESOURCES = {
+    "var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]": ("sealing key", False),
+    "local.subjects ? [aws_dynamodb_table.this.arn] : []": ("table", True),
+    "aws_dynamodb_table.keys[*].arn": ("key table", True),
+}
+NOT_REQUESTED = {"var.kms_key_arn == null ? [] : [var.kms_key_arn]"}
+
 Grant = tuple[str, str]  # (IAM action, resource kind)
 
 
@@ -700,8 +711,15 @@ class Recorder:
             tables += list(params.get("RequestItems", {}))
             for item in params.get("TransactItems", []):
                 tables += [op["TableName"] for op in item.values()]
-            assert tables and set(tables) == {self.env["S3DYNAMO_TABLE"]}, params
-            resource = f"index/{params['IndexName']}" if "IndexName" in params else "table"
+            # The data table, or (with data subjects) the key table, never both at once.
+            kinds = {self.env["S3DYNAMO_TABLE"]: "table"}
+            if "S3DYNAMO_KEY_TABLE" in self.env:
+                kinds[self.env["S3DYNAMO_KEY_TABLE"]] = "key table"
+            assert tables and len(set(tables)) == 1 and tables[0] in kinds, params
+            resource = kinds[tables[0]]
+            if "IndexName" in params:
+                assert resource == "table", params
+                resource = f"index/{params['IndexName']}"
         else:
             assert params["Bucket"] == self.env["S3DYNAMO_BUCKET"], params
             if operation in ("s3.ListObjects", "s3.ListObjectsV2", "s3.HeadBucket"):
@@ -745,11 +763,13 @@ def _actions(operation: str, params: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted({TRANSACTION_ACTIONS[kind] for i in params["TransactItems"] for kind in i}))
 
 
-def policy_grants(document: str) -> set[Grant]:
+def policy_grants(document: str, subjects: bool = False) -> set[Grant]:
     """(action, resource kind) pairs of the Allow statements of a policy document in
-    main.tf. `dynamic "statement"` blocks (the optional KMS key for SSE-KMS, used by S3
-    on the saver's behalf, not requested by it) are not matched by `statement {`, except
-    the one over `var.sealing_kms_key_arn`: the saver's own KMS requests."""
+    main.tf, as a deployment without data subjects gets them (with `subjects`, as one
+    declaring them does). `dynamic "statement"` blocks are read by their for_each
+    (DYNAMIC_RESOURCES): the saver's own KMS key and, with subjects, their fences and key
+    table; the bucket's KMS key (used by S3 on the saver's behalf, not requested by it) is
+    left out."""
     [body] = blocks(
         strip_comments(MAIN_TF.read_text(encoding="utf-8")),
         rf'data\s+"aws_iam_policy_document"\s+"{document}"',
@@ -770,13 +790,22 @@ def policy_grants(document: str) -> set[Grant]:
     for source in _list(body, "source_policy_documents") if shared_in else []:
         shared = re.fullmatch(r"data\.aws_iam_policy_document\.(\w+)\.json", source)
         assert shared, f"{document}: unknown source document {source}"
-        grants |= policy_grants(shared.group(1))
+        grants |= policy_grants(shared.group(1), subjects)
     for dynamic in blocks(body, r'dynamic\s+"statement"'):
-        if "var.sealing_kms_key_arn" not in dynamic:
+        for_each = re.search(r"^\s*for_each\s*=\s*(.*?)\s*$", dynamic, re.MULTILINE)
+        assert for_each, dynamic
+        if for_each.group(1) in NOT_REQUESTED:
+            continue
+        assert for_each.group(1) in DYNAMIC_RESOURCES, (
+            f"{document}: unknown dynamic statement over {for_each.group(1)}; add it to "
+            "DYNAMIC_RESOURCES"
+        )
+        resource, with_subjects = DYNAMIC_RESOURCES[for_each.group(1)]
+        if with_subjects and not subjects:
             continue
         [content] = blocks(dynamic, "content")
         assert _list(content, "resources") == ["statement.value"], content
-        grants |= {(a.strip('"'), "sealing key") for a in _list(content, "actions")}
+        grants |= {(a.strip('"'), resource) for a in _list(content, "actions")}
     return grants
 
 
@@ -794,6 +823,8 @@ def test_policy_parser_reads_main_tf() -> None:
     grants = policy_grants("saver")
     assert ("dynamodb:Query", "table") in grants and ("s3:GetObject", "objects") in grants
     assert ("s3:ListBucket", "bucket") in grants  # from the shared object_listing document
+    assert not {g for g in grants if g[1] == "key table"}
+    assert ("dynamodb:GetItem", "key table") in policy_grants("saver", subjects=True)
 
 
 def test_policies_grant_exactly_what_the_code_requests(
@@ -976,6 +1007,109 @@ def test_policies_grant_exactly_what_the_code_requests(
         ("kms:GenerateDataKey", "sealing key"),
     }
     assert ("kms:Decrypt", "sealing key") in runtime
+
+
+def test_subject_statements_grant_exactly_what_subjects_add(
+    function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With data subjects declared, as the module's `subject_field` and `subject_label`
+    set the environment: what each job requests beyond the policy a deployment without
+    subjects gets is exactly what the module's subject statements add to it (the fences
+    in the data table, the key table), and everything it requests is granted."""
+    env = {
+        **function_env,
+        "S3DYNAMO_SUBJECT_FIELD": "user_id",
+        "S3DYNAMO_SUBJECT_LABEL": "1",
+        "S3DYNAMO_KEY_TABLE": f"{function_env['S3DYNAMO_TABLE']}-subject-keys",
+    }
+    for name in ("S3DYNAMO_SUBJECT_FIELD", "S3DYNAMO_SUBJECT_LABEL", "S3DYNAMO_KEY_TABLE"):
+        monkeypatch.setenv(name, env[name])
+    inspection_saver().setup()  # the key table (Terraform's, in AWS)
+    recorder = Recorder(env)
+    monkeypatch.setattr(aws_clients, "_session", None)
+    aws_clients.session().register("before-parameter-build.*.*", recorder)
+
+    def turn(tid: str, text: str, run_id: str | None = None) -> None:
+        """One turn of alice's thread `tid` in a new container."""
+        config: dict[str, Any] = {"configurable": {"thread_id": tid, "user_id": "alice"}}
+        if run_id:
+            config["run_id"] = run_id
+        load_app().get_graph().invoke({"messages": [HumanMessage(text)]}, config)
+
+    # Runtime: alice's first write (her fence read, her key made, the commit checking the
+    # fence), a turn and the history in other containers (her key read), the delete; with
+    # values inline and in S3.
+    monkeypatch.setenv("S3DYNAMO_OBJECT_CACHE_BYTES", "0")
+    for inline_max in ("8192", "0"):
+        monkeypatch.setenv("S3DYNAMO_INLINE_MAX", inline_max)
+        tid = f"alice-{inline_max}"
+        turn(tid, "hello")
+        turn(tid, "thanks")
+        history = load_app().handler({"action": "history", "thread_id": tid}, None)
+        assert history["ok"] and len(history["checkpoints"]) > 2, history
+        assert load_app().handler({"action": "delete", "thread_id": tid}, None)["deleted"]
+    runtime = recorder.take()
+    assert ("dynamodb:PutItem", "key table") in runtime  # the subjects were in play
+    monkeypatch.delenv("S3DYNAMO_OBJECT_CACHE_BYTES")
+
+    # Maintenance, over alice's threads.
+    run_id = str(uuid.uuid4())
+    turn("m1", "hello")
+    turn("m2", "hello", run_id)
+    recorder.take()
+    saver = S3DynamoSaver.from_env()
+    assert len(list(saver.list(None))) > 0
+    saver.copy_thread("m1", "m3")
+    saver.prune(["m3"], strategy="keep_latest")
+    saver.delete_for_runs([run_id])
+    rotated = S3DynamoSaver.from_env()
+    assert rotated.ops.rotate_key() == "kms-2"
+    assert rotated.ops.reencrypt() > 0
+    rotated.ops.plan_garbage_collection(grace=timedelta(0)).execute()
+    rotated.delete_thread("m1")
+    maintenance = recorder.take()
+
+    # Long-term memory, in a namespace whose position 1 names alice.
+    store = S3DynamoStore.from_env()
+    store.put(("users", "alice", "memories"), "small", {"text": "likes tea"})
+    store.put(("users", "alice", "memories"), "large", {"text": os.urandom(20_000).hex()})
+    assert S3DynamoStore.from_env().get(("users", "alice", "memories"), "large") is not None
+    memory = recorder.take()
+
+    # Retention of alice's idle threads: keep_latest (which opens their latest
+    # checkpoints' metadata), then delete.
+    monkeypatch.setenv("S3DYNAMO_INLINE_MAX", "0")
+    for text in ("hello", "thanks", "bye"):
+        turn("r1", text)
+    time.sleep(4.1)  # stamps are whole seconds: idle for over 2 s
+    monkeypatch.setenv("S3DYNAMO_RETENTION", "2s")
+    monkeypatch.setenv("S3DYNAMO_RETENTION_STRATEGY", "keep_latest")
+    recorder.take()
+    swept = load_app().expire({}, None)
+    keep_latest = recorder.take()
+    assert swept["pruned_threads"] >= 1, swept
+    monkeypatch.delenv("S3DYNAMO_RETENTION_STRATEGY")
+    swept = load_app().expire({}, None)
+    retention = recorder.take()
+    assert swept["removed_threads"] >= 1, swept
+
+    for document, requested in (
+        ("saver", runtime),
+        ("maintenance", maintenance),
+        ("memory", memory),
+        ("retention", retention),
+        ("retention_keep_latest", keep_latest | retention),
+    ):
+        without, granted = policy_grants(document), policy_grants(document, subjects=True)
+        assert requested <= granted, (
+            f"terraform/main.tf {document} policy with data subjects: used but not granted "
+            f"{sorted(requested - granted)}"
+        )
+        assert requested - without == granted - without, (
+            f"terraform/main.tf {document} policy: its subject statements grant "
+            f"{sorted(granted - without)}; subjects add to its requests "
+            f"{sorted(requested - without)}"
+        )
 
 
 # --------------------------------------------------------------------------------------

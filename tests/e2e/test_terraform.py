@@ -3,7 +3,8 @@ Terraform code must pass the real toolchain: `terraform fmt`, `terraform validat
 module and on the example root configuration, `terraform test` (the files in
 tests/e2e/terraform_tests/, planned against a mocked AWS provider: SnapStart and the
 architecture in the example,
-checkpointer_ttl and retention in the module and the example), and checkov (each skipped,
+checkpointer_ttl and retention in the module and the example, the key table of data
+subjects in the module), and checkov (each skipped,
 with the reason, where the tool is not installed).
 
 The schema tests need no terraform binary, provider or HCL library: a small extractor reads only the
@@ -43,7 +44,7 @@ from tests.support.terraform import (
     terraform_version,
 )
 
-SCHEMA_PY = ROOT / "src" / "langgraph" / "checkpoint" / "s3dynamo" / "schema.py"
+SCHEMA_PY = ROOT / "src" / "langgraph" / "checkpoint" / "s3dynamo" / "format" / "schema.py"
 
 
 def test_extractor_skips_braces_in_strings_and_comments() -> None:
@@ -91,9 +92,21 @@ def main_tf() -> str:
 
 @pytest.fixture(scope="module")
 def table(main_tf: str) -> str:
-    found = blocks(main_tf, r'resource\s+"aws_dynamodb_table"\s+"\w+"')
-    assert len(found) == 1, f"terraform/main.tf declares {len(found)} aws_dynamodb_table, not 1"
+    found = blocks(main_tf, r'resource\s+"aws_dynamodb_table"\s+"this"')
+    assert len(found) == 1, f"terraform/main.tf declares {len(found)} data tables, not 1"
     return found[0]
+
+
+@pytest.fixture(scope="module")
+def key_table(main_tf: str) -> str:
+    found = blocks(main_tf, r'resource\s+"aws_dynamodb_table"\s+"keys"')
+    assert len(found) == 1, f"terraform/main.tf declares {len(found)} key tables, not 1"
+    return found[0]
+
+
+def test_only_the_data_table_and_the_key_table(main_tf: str) -> None:
+    names = re.findall(r'^[ \t]*resource\s+"aws_dynamodb_table"\s+"(\w+)"', main_tf, re.MULTILINE)
+    assert sorted(names) == ["keys", "this"], names
 
 
 def agree(what: str, in_schema: object, in_terraform: object) -> None:
@@ -167,6 +180,48 @@ def test_policy_grants_each_index(schema: dict[str, Any], main_tf: str) -> None:
             f"schema.py has index {name!r} but terraform/main.tf's IAM policy grants nothing "
             f'on "<table arn>/index/{name}"'
         )
+
+
+# --------------------------------------------------------------------------------------
+# The key table (data subjects' keys): the data table's primary key, nothing else
+# --------------------------------------------------------------------------------------
+
+
+def test_key_table_has_the_data_tables_primary_key_and_no_index(
+    schema: dict[str, Any], key_table: str
+) -> None:
+    # The saver addresses it as it does the data table (pk, sk strings); it queries no index.
+    tf = assignments(key_table)
+    agree(
+        "key table (hash, range) keys",
+        hash_and_range(schema["KeySchema"]),
+        (tf.get("hash_key"), tf.get("range_key")),
+    )
+    keys = {key["AttributeName"] for key in schema["KeySchema"]}
+    agree(
+        "key table attribute definitions {name: type}",
+        {
+            a["AttributeName"]: a["AttributeType"]
+            for a in schema["AttributeDefinitions"]
+            if a["AttributeName"] in keys
+        },
+        {a.get("name"): a.get("type") for a in map(assignments, blocks(key_table, "attribute"))},
+    )
+    assert not blocks(key_table, "global_secondary_index"), "the key table needs no index"
+    agree("key table billing modes", schema["BillingMode"], tf.get("billing_mode"))
+
+
+def test_key_table_is_made_with_subjects_only_and_kept(key_table: str) -> None:
+    tf = assignments(key_table)
+    assert tf.get("count") == "local.subjects ? 1 : 0", tf.get("count")
+    assert tf.get("deletion_protection_enabled") == "var.key_table_deletion_protection"
+    [recovery] = [assignments(b) for b in blocks(key_table, "point_in_time_recovery")]
+    assert recovery == {
+        "enabled": "true",
+        "recovery_period_in_days": "var.key_table_recovery_days",
+    }, recovery
+    [encryption] = [assignments(b) for b in blocks(key_table, "server_side_encryption")]
+    assert encryption == {"enabled": "true", "kms_key_arn": "var.table_kms_key_arn"}, encryption
 
 
 # --------------------------------------------------------------------------------------

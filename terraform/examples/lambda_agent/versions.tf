@@ -4,8 +4,9 @@ terraform {
 
   required_providers {
     aws = {
-      source  = "hashicorp/aws"
-      version = ">= 5.0"
+      source = "hashicorp/aws"
+      # 5.98: point_in_time_recovery's recovery_period_in_days (the key table's window).
+      version = ">= 5.98"
     }
   }
 }
