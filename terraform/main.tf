@@ -240,9 +240,10 @@ resource "aws_s3_bucket_policy" "this" {
 #                (items, namespace directory, large values as objects), beside the saver's.
 #
 # With data subjects (subject_field, subject_label) the saver also reads and checks their
-# fences in the table and reads and makes their keys in the key table; maintenance and
-# keep_latest retention read those keys (tests/e2e/test_lambda_example.py records these
-# too). The other policies open nothing sealed under a subject's key.
+# fences in the table and reads and makes their keys in the key table; maintenance reads
+# them too, and erases a subject (its fence read, its key destroyed, its erasure
+# recorded and listed); keep_latest retention reads the keys, and the Store writes as the
+# saver does (tests/e2e/test_lambda_example.py records these too).
 #
 # None grants Create*/Delete* on the table or bucket: the saver's setup() is for
 # development and must not run in production.
@@ -409,13 +410,25 @@ data "aws_iam_policy_document" "maintenance" {
   }
 
   # Data subjects: copy_thread and reencrypt() open what is sealed under a subject's key,
-  # read once per process from the key table.
+  # read once per process from the key table. An erasure (erase-subject) reads the
+  # subject's fence and destroys its key; its record goes in the key table, whose
+  # records `s3dynamo erasures` lists.
+  dynamic "statement" {
+    for_each = local.subjects ? [aws_dynamodb_table.this.arn] : []
+    content {
+      sid       = "SubjectFences"
+      effect    = "Allow"
+      actions   = ["dynamodb:GetItem"]
+      resources = [statement.value]
+    }
+  }
+
   dynamic "statement" {
     for_each = aws_dynamodb_table.keys[*].arn
     content {
       sid       = "SubjectKeys"
       effect    = "Allow"
-      actions   = ["dynamodb:GetItem"]
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
       resources = [statement.value]
     }
   }
@@ -518,6 +531,29 @@ data "aws_iam_policy_document" "memory" {
     effect    = "Allow"
     actions   = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
     resources = [local.object_arn_pattern]
+  }
+
+  # Data subjects (subject_label): a put into a subject's namespace checks the subject's
+  # fence in its transaction and makes the subject's key on its first write; reads of
+  # what is sealed under a subject's key read the key once per process.
+  dynamic "statement" {
+    for_each = local.subjects ? [aws_dynamodb_table.this.arn] : []
+    content {
+      sid       = "SubjectFences"
+      effect    = "Allow"
+      actions   = ["dynamodb:ConditionCheckItem"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = aws_dynamodb_table.keys[*].arn
+    content {
+      sid       = "SubjectKeys"
+      effect    = "Allow"
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem"]
+      resources = [statement.value]
+    }
   }
 
   dynamic "statement" {

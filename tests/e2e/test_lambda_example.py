@@ -1074,7 +1074,18 @@ def test_subject_statements_grant_exactly_what_subjects_add(
     store.put(("users", "alice", "memories"), "small", {"text": "likes tea"})
     store.put(("users", "alice", "memories"), "large", {"text": os.urandom(20_000).hex()})
     assert S3DynamoStore.from_env().get(("users", "alice", "memories"), "large") is not None
+    store.put(("users", "bob", "memories"), "small", {"text": "likes coffee"})  # his key made
     memory = recorder.take()
+
+    # alice's export and erasure, and the records an auditor reads (maintenance's), in a
+    # deployment whose subject field was declared after its first threads: its catalog
+    # is built first, as the error of an erasure before it says.
+    eraser = S3DynamoSaver.from_env()
+    eraser.ops.catalog.build()
+    assert any(r["type"] == "store_item" for r in eraser.export_subject("alice"))
+    assert eraser.erase_subject("alice")["threads"] >= 2
+    assert len(eraser.ops.subjects.erasures()) == 1
+    maintenance |= recorder.take()
 
     # Retention of alice's idle threads: keep_latest (which opens their latest
     # checkpoints' metadata), then delete.

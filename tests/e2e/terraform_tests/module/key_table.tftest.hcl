@@ -40,6 +40,7 @@ run "no_subjects_no_key_table" {
         data.aws_iam_policy_document.saver,
         data.aws_iam_policy_document.maintenance,
         data.aws_iam_policy_document.retention_keep_latest,
+        data.aws_iam_policy_document.memory,
       ] : document if anytrue([for s in document.statement : startswith(coalesce(s.sid, "-"), "Subject")])
     ]) == 0
     error_message = "without subjects no policy may carry a Subject* statement"
@@ -124,26 +125,54 @@ run "subject_field_makes_the_key_table" {
     error_message = "the saver policy must grant ConditionCheckItem and GetItem on the data table, GetItem and PutItem on the key table"
   }
 
+  # Maintenance: the fences read and the keys read, destroyed and recorded (erasures);
+  # keep_latest retention reads the keys.
   assert {
-    condition = alltrue([
-      for document in [
-        data.aws_iam_policy_document.maintenance,
-        data.aws_iam_policy_document.retention_keep_latest,
-      ] :
-      [for s in document.statement : { actions = s.actions, resources = s.resources } if s.sid == "SubjectKeys"]
-      == [{ actions = toset(["dynamodb:GetItem"]), resources = toset([aws_dynamodb_table.keys[0].arn]) }]
-    ])
-    error_message = "the maintenance and keep_latest retention policies must grant GetItem on the key table alone"
+    condition = {
+      for s in data.aws_iam_policy_document.maintenance.statement : s.sid => { actions = s.actions, resources = s.resources }
+      if startswith(coalesce(s.sid, "-"), "Subject")
+      } == {
+      SubjectFences = {
+        actions   = toset(["dynamodb:GetItem"])
+        resources = toset([aws_dynamodb_table.this.arn])
+      }
+      SubjectKeys = {
+        actions   = toset(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"])
+        resources = toset([aws_dynamodb_table.keys[0].arn])
+      }
+    }
+    error_message = "the maintenance policy must grant GetItem on the data table, GetItem, PutItem and Query on the key table"
   }
 
   assert {
-    condition = alltrue([
-      for document in [
-        data.aws_iam_policy_document.retention,
-        data.aws_iam_policy_document.memory,
-      ] : !anytrue([for s in document.statement : contains(s.resources, aws_dynamodb_table.keys[0].arn)])
-    ])
-    error_message = "the retention (delete) and memory policies open nothing under a subject's key"
+    condition = (
+      [for s in data.aws_iam_policy_document.retention_keep_latest.statement : { actions = s.actions, resources = s.resources } if s.sid == "SubjectKeys"]
+      == [{ actions = toset(["dynamodb:GetItem"]), resources = toset([aws_dynamodb_table.keys[0].arn]) }]
+    )
+    error_message = "the keep_latest retention policy must grant GetItem on the key table alone"
+  }
+
+  # The Store: its puts check the fences and make keys, its reads read the keys.
+  assert {
+    condition = {
+      for s in data.aws_iam_policy_document.memory.statement : s.sid => { actions = s.actions, resources = s.resources }
+      if startswith(coalesce(s.sid, "-"), "Subject")
+      } == {
+      SubjectFences = {
+        actions   = toset(["dynamodb:ConditionCheckItem"])
+        resources = toset([aws_dynamodb_table.this.arn])
+      }
+      SubjectKeys = {
+        actions   = toset(["dynamodb:GetItem", "dynamodb:PutItem"])
+        resources = toset([aws_dynamodb_table.keys[0].arn])
+      }
+    }
+    error_message = "the memory policy must grant ConditionCheckItem on the data table, GetItem and PutItem on the key table"
+  }
+
+  assert {
+    condition     = !anytrue([for s in data.aws_iam_policy_document.retention.statement : contains(s.resources, aws_dynamodb_table.keys[0].arn)])
+    error_message = "the retention (delete) policy opens nothing under a subject's key"
   }
 }
 
