@@ -72,6 +72,11 @@ def test_a_backup_restored_after_an_erasure_gives_back_none_of_the_subject() -> 
         restored.search_threads(metadata={"user_id": "alice"})
     listed = restored_store.list_namespaces(prefix=("users",))
     assert ("users", "bob", "notes-1") in listed and ("users", "alice", "notes-1") not in listed
+    # Her fence, restored, names the destroyed key: her next write makes a new one.
+    talk(restored, "alice-3", "alice", turns=1)
+    restored_store.put(("users", "alice", "notes-3"), "m", {"kind": "pref", "text": "again"})
+    assert len(history(restored, "alice-3")) == 3
+    assert notes(restored_store, "alice") == ["again"]
 
 
 def test_a_run_that_loaded_the_subject_before_its_erasure_writes_nothing() -> None:

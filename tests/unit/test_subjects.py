@@ -106,3 +106,32 @@ def test_a_subjects_store_namespaces_are_sealed_under_the_key_of_its_threads() -
     found = again.search(("users",), filter={"kind": "pref"})
     assert sorted(i.value["text"] for i in found) == ["coffee", "tea"]
     assert ("users", "alice", "memories") in again.list_namespaces(prefix=("users",))
+
+
+def test_a_rotation_wraps_subjects_keys_again_so_the_old_key_can_go() -> None:
+    import os as _os
+
+    saver, keys = subject_saver()
+    talk(saver, "alice-1", "alice", turns=2)
+    before = chats.view(chats.graph(saver), "alice-1")
+    new = _os.urandom(32)
+    rotated = memory_saver(
+        saver.index,
+        saver.objects,
+        keys={"k2": new, **KEYS},
+        secret=SECRET,
+        key_index=keys,
+        subject_field="user_id",
+    )
+    assert rotated.ops.reencrypt() >= 0
+    assert {i["by"] for i in keys.items() if "by" in i} == {"k2"}
+    # The old key gone from the keyring, alice reads back whole.
+    alone = memory_saver(
+        saver.index,
+        saver.objects,
+        keys={"k2": new},
+        secret=SECRET,
+        key_index=keys,
+        subject_field="user_id",
+    )
+    assert chats.view(chats.graph(alone), "alice-1") == before

@@ -220,6 +220,20 @@ def key_item(prefix: str, key: SubjectKey, keyring: Keyring, made_ms: int) -> Pu
     return Put(keyed(key_address(prefix, key.kid), **attributes), missing())
 
 
+def key_rewrapped(prefix: str, kid: str, item: Mapping[str, Value], keyring: Keyring) -> Put | None:
+    """A key item wrapped again under the keyring's active key (a rotation), replacing
+    it only while unchanged; None for one wrapped under it already, or erased."""
+    wrapped, made = item.get(WRAPPED), item.get(MADE)
+    if item.get(BY) == keyring.active or not isinstance(wrapped, bytes):
+        return None
+    state = key_from(prefix, kid, item, keyring)
+    if state.key is None:
+        return None
+    made_ms = int(made) if isinstance(made, (int, float)) else 0
+    fresh = key_item(prefix, SubjectKey(state.token, kid, state.key), keyring, made_ms)
+    return Put(fresh.item, when=eq(WRAPPED, wrapped))
+
+
 def key_address(prefix: str, kid: str) -> ItemKey:
     return ItemKey(prefix + kid, KEY_SK)
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
-from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
-from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, Get, every_item
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, SealingKey
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, Get, every_item, scan_items
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
@@ -57,6 +57,7 @@ from langgraph.checkpoint.s3dynamo.format.subject_records import (
     key_erased,
     key_from,
     key_item,
+    key_rewrapped,
     linked_partition,
     namespace_link,
     new_key_id,
@@ -314,6 +315,27 @@ class Subjects:
         with self._lock:
             self._known[kid] = found
         return found if isinstance(found, SubjectKey) else None
+
+    def rewrap(self) -> int:
+        """Wrap every subject key of this deployment again under the keyring's active
+        key (a rotation's last step, so the old key can leave the keyring): one Scan of
+        the key table, one conditional write per key; how many. A key a writer changed
+        meanwhile (none does: keys are made once) is left for the next run."""
+        if self._keys is None:
+            return 0
+        keyring = self._require_keyring()
+        done = 0
+        for page in self._keys.run(scan_items()):
+            for item in page:
+                kid = str(item.get("pk", ""))[len(self.prefix) :]
+                if not str(item.get("pk", "")).startswith(self.prefix) or not kid.startswith(
+                    SUBJECT_KEY_MARK
+                ):
+                    continue
+                write = key_rewrapped(self.prefix, kid, item, keyring)
+                if write is not None and self._keys.do(Apply(write)).applied:
+                    done += 1
+        return done
 
     # ------------------------------------------------------------ erasing
 

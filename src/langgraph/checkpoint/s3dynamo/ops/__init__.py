@@ -212,7 +212,10 @@ class Operations:
                 return reencrypt.plan_reencrypt(self.store, tids)
         with guarded(self.parts.deployment), table_wide(self.store, "reencrypt", scope):
             return reencrypt.plan_reencrypt(
-                self.store, None, lambda: sum(self.memory.reencrypt().values())
+                self.store,
+                None,
+                lambda: sum(self.memory.reencrypt().values()),
+                self.parts.subjects.rewrap,
             )
 
     @public("ops.reencrypt")

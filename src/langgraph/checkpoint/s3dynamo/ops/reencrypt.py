@@ -30,13 +30,17 @@ class ReencryptResult(int):
 
 
 def plan_reencrypt(
-    store: ThreadStore, thread_ids: Sequence[str] | None, memory: Callable[[], int] | None = None
+    store: ThreadStore,
+    thread_ids: Sequence[str] | None,
+    memory: Callable[[], int] | None = None,
+    subject_keys: Callable[[], int] | None = None,
 ) -> Plan:
     """Which keys the blobs kept in records are sealed under now (objects are checked,
     and re-sealed, when it runs), and the threads it will go through; over the whole
     table (`thread_ids` None), the threads that do not open with these keys are skipped
     and listed (`.skipped`). `execute(progress)` re-seals each thread's stale blobs,
-    then runs `memory` (the Store's and the node cache's re-sealing: how many)."""
+    then runs `memory` (the Store's and the node cache's re-sealing: how many) and
+    `subject_keys` (data subjects' keys wrapped again under the active key: how many)."""
     found = SimpleNamespace(skipped=[])
     if thread_ids is None:
         records: list[Record] = store.records()
@@ -54,9 +58,10 @@ def plan_reencrypt(
             total += reencrypt_thread(store, tid, found.skipped if thread_ids is None else None)
             progress(done, len(tids))
         total += memory() if memory is not None else 0
+        rewrapped = subject_keys() if subject_keys is not None else 0
         warn_skipped("reencrypt", found.skipped)
         store.forget()
-        return {"resealed": total}
+        return {"resealed": total, "subject_keys": rewrapped}
 
     counts = {
         "active_key": active,
