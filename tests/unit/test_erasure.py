@@ -77,6 +77,11 @@ def test_a_backup_restored_after_an_erasure_gives_back_none_of_the_subject() -> 
     restored_store.put(("users", "alice", "notes-3"), "m", {"kind": "pref", "text": "again"})
     assert len(history(restored, "alice-3")) == 3
     assert notes(restored_store, "alice") == ["again"]
+    # Erased again after the restore: what the backup brought back goes too.
+    restored.erase_subject("alice")
+    for tid in ("alice-1", "alice-2", "alice-3"):
+        assert restored.get_tuple({"configurable": {"thread_id": tid}}) is None
+    assert notes(restored_store, "alice") == []
 
 
 def test_a_run_that_loaded_the_subject_before_its_erasure_writes_nothing() -> None:
