@@ -410,9 +410,10 @@ data "aws_iam_policy_document" "maintenance" {
   }
 
   # Data subjects: copy_thread and reencrypt() open what is sealed under a subject's key,
-  # read once per process from the key table. An erasure (erase-subject) reads the
-  # subject's fence and destroys its key; its record goes in the key table, whose
-  # records `s3dynamo erasures` lists.
+  # read once per process from the key table, and reencrypt() wraps every key again
+  # under the active keyring key (a Scan of the key table). An erasure (erase-subject)
+  # reads the subject's fence and destroys its key; its record goes in the key table,
+  # whose records `s3dynamo erasures` lists.
   dynamic "statement" {
     for_each = local.subjects ? [aws_dynamodb_table.this.arn] : []
     content {
@@ -428,7 +429,7 @@ data "aws_iam_policy_document" "maintenance" {
     content {
       sid       = "SubjectKeys"
       effect    = "Allow"
-      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan"]
       resources = [statement.value]
     }
   }

@@ -137,11 +137,11 @@ run "subject_field_makes_the_key_table" {
         resources = toset([aws_dynamodb_table.this.arn])
       }
       SubjectKeys = {
-        actions   = toset(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"])
+        actions   = toset(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan"])
         resources = toset([aws_dynamodb_table.keys[0].arn])
       }
     }
-    error_message = "the maintenance policy must grant GetItem on the data table, GetItem, PutItem and Query on the key table"
+    error_message = "the maintenance policy must grant GetItem on the data table, GetItem, PutItem, Query and Scan on the key table"
   }
 
   assert {
