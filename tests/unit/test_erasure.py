@@ -20,7 +20,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadDeletedError,
 )
 from tests.support import chats
-from tests.support.subjects import KEYS, SECRET, another, key_ids, talk, world
+from tests.support.subjects import KEYS, SECRET, another, key_ids, subject_saver, talk, world
 
 
 def history(saver: Any, tid: str) -> list[Any]:
@@ -221,3 +221,36 @@ def test_an_erasure_crashed_at_any_request_leaves_the_subject_erased_or_untouche
             assert [e["counts"]["threads"] for e in other.ops.subjects.erasures()] == [2]
             talk(other, "alice-9", "alice", turns=1)
     assert seen == {"erased", "untouched"}
+
+
+def test_data_written_before_subjects_is_sealed_under_their_keys_by_a_build() -> None:
+    from langgraph.store.s3dynamo import S3DynamoStore
+    from tests.support.savers import memory_saver
+
+    plain = memory_saver(keys=KEYS, secret=SECRET)
+    talk(plain, "alice-1", "alice", turns=2)
+    talk(plain, "anon-1", None, turns=1)
+    S3DynamoStore.from_saver(plain).put(("users", "alice", "notes"), "m", {"text": "tea"})
+    saver, keys = subject_saver(plain.index, plain.objects, subject_label=1)
+    store = S3DynamoStore.from_saver(saver)
+    before = history(saver, "alice-1")
+    saver.ops.catalog.build()
+    plan = saver.ops.subjects.plan_build()
+    assert plan.counts == {"subjects": 1, "threads": 1, "namespaces": 1, "skipped_threads": 0}
+    assert plan.execute().result()["resealed"] > 0
+    alice = saver.store.name_of("alice-1")
+    alice_ns = store.space.pk(("users", "alice", "notes"))
+    under_k1 = " ".join(key_ids(saver)["k1"])
+    assert alice not in under_k1 and alice_ns not in under_k1
+    assert saver.store.name_of("anon-1") in under_k1  # no subject: the keyring's
+    assert history(saver, "alice-1") == before
+    # Erased, from a backup taken after the build as from the table.
+    backup = saver.index.clone(), saver.objects.clone()
+    assert saver.erase_subject("alice")["threads"] == 1
+    restored, restored_store = another(saver, keys, *backup)
+    with pytest.raises(SubjectErasedError):
+        history(restored, "alice-1")
+    with pytest.raises(SubjectErasedError):
+        restored_store.get(("users", "alice", "notes"), "m")
+    # A second build finds nothing more to seal.
+    assert saver.ops.subjects.plan_build().execute().result()["resealed"] == 0

@@ -209,6 +209,19 @@ SHOWN = {
         doing="erasing",
         ticks=True,
     ),
+    "subjects_build": Shown(
+        lambda p: [
+            f"{plural(p['threads'], 'thread')} and {plural(p['namespaces'], 'Store namespace')} "
+            f"of {plural(p['subjects'], 'subject')} to seal under their subjects' keys",
+            *(
+                [f"{plural(p['skipped_threads'], 'thread')} skipped: other keys"]
+                if p["skipped_threads"]
+                else []
+            ),
+        ],
+        lambda p, r: f"done: {plural(r['resealed'], 'blob')} sealed again under subjects' keys",
+        doing="sealing",
+    ),
     "namespace_delete": Shown(
         lambda p: [
             *(f"{written(n['namespace'])}  {plural(n['items'], 'item')}" for n in p["namespaces"]),

@@ -39,6 +39,22 @@ def erase_subject(subject: str, **settings: Any) -> Plan:
         return saver.ops.subjects.plan_erasure(subject)
 
 
+@cli.group()
+def subjects() -> None:
+    """Data subjects (S3DYNAMO_SUBJECT_FIELD, S3DYNAMO_SUBJECT_LABEL): whose data is whose."""
+
+
+@subjects.command(name="build")
+@plan_command
+def subjects_build(**settings: Any) -> Plan:
+    """Seal the data written before subjects were declared under each subject's key (one
+    Scan, then each thread and Store namespace of a subject sealed again), so that an
+    erasure covers it: once, after declaring subjects on a deployment that has data."""
+    saver = open_saver(**settings)
+    with progress("reading every thread") as tick:
+        return saver.ops.subjects.plan_build(tick)
+
+
 @cli.command("export-subject")
 @click.argument("subject")
 @click.option(

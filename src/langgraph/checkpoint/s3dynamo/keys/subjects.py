@@ -33,6 +33,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     KeyNotFoundError,
     SubjectErasedError,
+    SubjectKeyChangedError,
     ThreadDeletedError,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import subject_pk
@@ -221,6 +222,28 @@ class Subjects:
         if subject is None:
             return None, None
         return self.for_writing(subject)
+
+    def established(self, text: str) -> SubjectKey:
+        """The subject's key, its fence written if it had none (one request more): what
+        data sealed before the subject had a key is sealed again under (a build)."""
+        for attempt in range(2):
+            key, fence = self.for_writing(text)
+            if not isinstance(fence, Put):
+                return key
+            try:
+                self._data.do(Apply(fence))
+            except SubjectKeyChangedError:  # another writer's key won: use it
+                self.forget(key.token)
+                if attempt:
+                    raise
+                continue
+            self.committed(key)
+            return key
+        raise AssertionError("unreachable")
+
+    def link(self, text: str, partition: str) -> None:
+        """Name a Store namespace (by its partition) as the subject's (one request)."""
+        self._data.do(Apply(Put(namespace_link(self.prefix, self._namer.subject(text), partition))))
 
     def _make(self, token: str) -> SubjectKey:
         """A new key, wrapped and stored in the key table before anything is sealed under

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, SealingKey
 from langgraph.checkpoint.s3dynamo.blobs.steps import ListObjects, each
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, SubjectKeyChangedError
 from langgraph.checkpoint.s3dynamo.format.layout import VECTOR_SK_RANGE, memory_scope, object_key
@@ -326,12 +326,12 @@ class Space:
             return self._run(self._items.open([(namespace, whole)]))[0]
         return self._sealer.open(s.blob, s.aad, s.what)
 
-    def reseal(self, found: tuple[Namespace, DirectoryEntry]) -> int:
-        """Seal again under the active key what one namespace holds (`sealed.resealed`):
-        its directory entry, its items, their stamps and objects, and in the Store its
-        vector index. How many blobs."""
+    def reseal(self, found: tuple[Namespace, DirectoryEntry], key: SealingKey | None = None) -> int:
+        """Seal again under the active key (with `key`, under that key: a data subject's)
+        what one namespace holds (`sealed.resealed`): its directory entry, its items,
+        their stamps and objects, and in the Store its vector index. How many blobs."""
         stored = self.stored(found, VECTOR_SK_RANGE)
-        plan = sealed.resealed(stored, self._sealer)
+        plan = sealed.resealed(stored, self._sealer.under(key))
         written: list[Written] = self._engine.do(plan)
         return len(plan.overwrites) + sum(w.applied for w in written)
 

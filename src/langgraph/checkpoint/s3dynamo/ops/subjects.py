@@ -29,8 +29,9 @@ from langgraph.checkpoint.s3dynamo.config.arguments import Function, Subject
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.format.layout import STORE_SPACE
-from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects
+from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects, sealing_key
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
+from langgraph.checkpoint.s3dynamo.store import Skipped, warn_skipped
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,58 @@ class SubjectOperations:
         plan.execute()
         result: dict[str, Any] = plan.result()
         return result
+
+    @public("ops.subjects.plan_build")
+    def plan_build(self, progress: Function = None) -> Plan:
+        """What sealing under its subject's key the data written before (data sealed
+        under the deployment's keys: before subjects were declared, or by a process
+        that declared none) re-seals, read with one Scan of the records and one Query of
+        the Store's directory; nothing changed. `.execute()` makes each subject's key
+        where it has none, seals each of its threads again under it (as `reencrypt`
+        does, `ThreadStore.reseal`) and each of its Store namespaces (names them the
+        subject's too), so that an erasure covers them. Run it once after declaring
+        subjects on a deployment that has data."""
+        subjects, store = self.subjects, self.parts.store
+        if not subjects.declared:
+            self._text("")
+        self.parts.deployment.verify(write=False)
+        skipped: list[Skipped] = []
+        tell = progress or no_progress
+        with guarded(self.parts.deployment):
+            threads = {
+                tid: text
+                for tid, metadata in store.newest_metadata(skipped).items()
+                if (text := subjects.of_metadata(metadata)) is not None
+            }
+            space = memory_space(self.parts, STORE_SPACE)
+            found = [f for f in space.namespaces() if subjects.of_namespace(f[0]) is not None]
+        named = {subjects.of_namespace(ns) for ns, _ in found}
+        counts = {
+            "subjects": len(set(threads.values()) | {n for n in named if n is not None}),
+            "threads": len(threads),
+            "namespaces": len(found),
+            "skipped_threads": len(skipped),
+        }
+
+        def run() -> dict[str, int]:
+            resealed, total = 0, len(threads) + len(found)
+            with guarded(self.parts.deployment):
+                for done, (tid, text) in enumerate(sorted(threads.items())):
+                    tell(done, total)
+                    key = subjects.established(text)
+                    resealed += store.reseal(tid, sealing_key(key))
+                for done, (namespace, entry) in enumerate(found, start=len(threads)):
+                    tell(done, total)
+                    named = subjects.of_namespace(namespace) or ""
+                    key = subjects.established(named)
+                    subjects.link(named, space.pk(namespace))
+                    resealed += space.reseal((namespace, entry), sealing_key(key))
+            tell(total, total)
+            warn_skipped("subjects build", skipped)
+            store.forget()
+            return {**counts, "resealed": resealed}
+
+        return Plan("subjects_build", counts, run, bool(threads or found))
 
     @public("ops.subjects.erasures")
     def erasures(self) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
 from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Apply,
     Batch,
@@ -332,12 +333,13 @@ class Upkeep:
         `tid`, of its catalog entries: what verify and stats fold over."""
         return self._run(self._lister.thread(entries, tid))
 
-    def reseal(self, tid: str) -> int:
-        """Seal again under the active key every blob of a thread an older key sealed
-        (`sealed.py`): objects overwritten in place (same name, same value), records
-        replaced only while unchanged since read (a thread a writer changed meanwhile
-        is read again), then its catalog entries, each while it exists. How many."""
-        sealer = self._codec.sealer
+    def reseal(self, tid: str, key: SealingKey | None = None) -> int:
+        """Seal again under the active key (with `key`, under that key: a data subject's)
+        every blob of a thread another key sealed (`sealed.py`): objects overwritten in
+        place (same name, same value), records replaced only while unchanged since read
+        (a thread a writer changed meanwhile is read again), then its catalog entries,
+        each while it exists. How many."""
+        sealer = self._codec.sealer.under(key)
 
         def stale(s: Sealed) -> bool:
             return sealer.stale(s.blob)
@@ -354,6 +356,15 @@ class Upkeep:
             f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
             f"for {CONFLICT_ATTEMPTS} attempts; run it again when the thread is quieter"
         )
+
+    def newest_metadata(self, skipped: list[Skipped]) -> dict[str, Mapping[str, Any]]:
+        """Each thread's newest checkpoint's metadata, opened, from one Scan of the
+        deployment's records (threads that do not open are listed in `skipped`)."""
+        newest: dict[str, Entry] = {}
+        for e in self._finder.group(self._run(self._scope.records()), skipped=skipped):
+            if e.tid not in newest or e.checkpoint_id > newest[e.tid].checkpoint_id:
+                newest[e.tid] = e
+        return {tid: self._walker.open_metadata(e) or {} for tid, e in sorted(newest.items())}
 
     def open(self, s: Sealed, bases: dict[str, tuple[str, bytes]]) -> tuple[str, bytes]:
         """One sealed blob opened (`sealed.open_sealed`)."""
