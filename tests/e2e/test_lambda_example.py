@@ -1079,9 +1079,10 @@ def test_subject_statements_grant_exactly_what_subjects_add(
 
     # alice's export and erasure, and the records an auditor reads (maintenance's), in a
     # deployment whose subject field was declared after its first threads: its catalog
-    # is built first, as the error of an erasure before it says.
+    # is built first, as the error of an erasure before it says, and its data sealed.
     eraser = S3DynamoSaver.from_env()
     eraser.ops.catalog.build()
+    eraser.ops.subjects.plan_build().execute()
     assert any(r["type"] == "store_item" for r in eraser.export_subject("alice"))
     assert eraser.erase_subject("alice")["threads"] >= 2
     assert len(eraser.ops.subjects.erasures()) == 1
