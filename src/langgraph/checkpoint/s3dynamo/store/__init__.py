@@ -134,7 +134,8 @@ class ThreadStore(Upkeep):
         subjects: Subjects | None = None,
     ) -> None:
         self._engine = engine
-        self._subjects = subjects
+        # Whose data a thread is (`keys/subjects.py`); None: nobody's.
+        self._subjects = subjects if subjects is not None and subjects.declared else None
         self._namer = namer
         self._codec = codec
         self.prefix = engine.prefix
@@ -346,7 +347,7 @@ class ThreadStore(Upkeep):
         (`Subjects.for_thread`: the one rule); found changed since it sealed
         (`SubjectKeyChangedError`), sealed again and run once more."""
         subjects = self._subjects
-        if subjects is None or not subjects.declared:
+        if subjects is None:
             return self._run(commit(None))
         for attempt in range(2):
             known = self._handoff.subject_key(tid)
