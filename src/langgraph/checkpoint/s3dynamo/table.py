@@ -4,7 +4,7 @@ vocabulary of conditions and updates every stored format is written in.
 An item is a plain dict of attribute name to value: `str`, `bytes`, `int` or `float` (a
 number), a `frozenset` of `str` (a string set, never empty), or a dict of such values (a
 map). Every item holds its keys, `pk` and `sk`. The formats (`records.py`, `memory/rows.py`)
-build and parse items; the adapters (`backends/dynamodb.py`, `backends/memory.py`) only
+build and parse items; the adapters (`backends/dynamodb.py`, `backends/memory_table.py`) only
 store them, so a new kind of item touches no adapter.
 
 A write is a `Put`, an `Update` or a `Delete`, each with an optional condition (`When`)

@@ -1,7 +1,8 @@
 """The blob engine: every byte string that threads, the Store and the node cache keep
 is sealed, placed, uploaded, cached, read back and collected here, once.
 
-    sealing.py     envelopes: compress, then encrypt, then frame (`Sealer`, `Keyring`)
+    steps.py       the steps a protocol yields and the engine runs (`BlobEngine.run`)
+    sealing.py     envelopes: compress, then encrypt, then frame (`Sealer`)
     placement.py   inline in its index item, or an object of its own (`InlineBudget`)
     objects.py     object reads and writes in parallel waves, through one cache
     cache.py       the one cache type (least recently used)

@@ -12,7 +12,8 @@ Modules: `app.py` (the entry point and error handling), `common.py` (the group, 
 store options, opening a saver), `reading.py`, `maintenance.py`, `memory.py` and
 `subjects.py` (the commands), `plans.py` (how every plan is shown), `views.py` (the
 `--json` shapes, from `saver.ops` reports), `render.py` (pure formatting: values, diffs,
-sizes, costs, page tokens), `demo.py` (`s3dynamo demo`).
+sizes, costs, page tokens), `demo.py` (`s3dynamo demo`), `sources.py` (the checkpointers
+`s3dynamo import --from` reads).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The stored format, in plain typed values and pure functions (no I/O):
 
-    layout.py           the grammar of every partition, sort key and object key
-    memory_layout.py    the same for the Store's and the node cache's partitions
+    layout.py           the grammar of every partition, sort key and object key:
+                        threads', the Store's and the node cache's, data subjects'
     schema.py           the table's keys and indexes
     records.py          a thread's records and control items, as items
     catalog_records.py  the thread catalog's items

@@ -11,8 +11,8 @@ A writes record holds every write of one task at one checkpoint: each sealed inl
 a reference to an object (`<leaf>.<channel tag>`), and optionally one bundle object with
 a task's regular writes when there are more than one update may carry.
 
-How these become DynamoDB items is the DynamoDB adapter's business
-(`backends/dynamodb.py`); the in-memory index keeps them as they are.
+How each becomes a table item, and back, is here too (`record_item`, `record_from`); the
+adapters only store items.
 """
 
 from __future__ import annotations

@@ -9,12 +9,13 @@ runs on its blob engine:
                      the cache's clear, the sweep's deletes
     directory.py     the namespace directory, its leases and descendants marks
     tokens.py        the Store's filter tokens
-    vector_index.py  the Store's vector indexes
+    vector_index.py  the Store's vector indexes; vectors.py: their int8 vectors
     search.py        how the Store answers a search
     sealed.py        the one enumeration of a namespace's sealed blobs
     reads.py         what memory reads of the table
     format.py        what it writes, and what each sealed blob is bound to
     rows.py          its items as plain values; recent.py: what a process knows of them
+    names.py         where a space's items live: partitions and keys
 
 Layout: `layout.memory_pk`; format and costs: docs/FORMAT.md and docs/ARCHITECTURE.md
 ("Long-term memory").

@@ -18,6 +18,8 @@ and executes it on `--yes`). Inspections return reports. Each plan and report ha
     inspect.py    threads, history, stats and verify reports
     catalog.py    building the thread catalog (`saver.ops.catalog`)
     check.py      the up-front check and KMS key rotation
+    migrate.py    importing threads from another LangGraph checkpointer
+    subjects.py   data subjects: erasure, its records, export (`saver.ops.subjects`)
 
 The deployment check guards every read here as on the saver's own path: an empty
 result, or a blob that does not open, is first checked against the deployment record,

@@ -9,6 +9,8 @@ which runs every protocol the parts write as steps (`blobs/steps.py`):
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
     history.py    get_delta_channel_history from one namespace query
     committer.py  the commit of a checkpoint or a task's writes
+    placing.py    where a checkpoint's values go: carried, delta, inline or object
+    format.py     every write of a thread's items, with its condition (pure)
     removal.py    the one removal protocol: delete, prune, delete runs, retention
     copying.py    the one copy protocol: copy_thread and imports, behind copy marks
     rewriter.py   a copy's records, sharing its source's blobs
@@ -22,7 +24,7 @@ which runs every protocol the parts write as steps (`blobs/steps.py`):
     policy.py     the settings the parts take, as one value
     upkeep.py     the maintenance half of the API: leases, heads, the idle index
 
-The storage layout is in `layout.py`; the commit protocol in `committer.py`.
+The storage layout is in `format/layout.py`; the commit protocol in `committer.py`.
 """
 
 from __future__ import annotations
