@@ -37,7 +37,7 @@ import time
 import zlib
 
 # The storage format this grammar, the envelope (`blobs/sealing.py`) and the records
-# (`backends/dynamodb_items.py`) make up, the newest this release reads and writes;
+# (`format/records.py`) make up, the newest this release reads and writes;
 # recorded in the deployment record, whose absence of the field means 1 (docs/FORMAT.md).
 # Format 2 adds copies that share their source's objects; a deployment stays format 1,
 # which every release since 0.2.0 reads, until its first such copy.
