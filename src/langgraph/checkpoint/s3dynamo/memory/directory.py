@@ -123,9 +123,10 @@ class Directory:
         entry when it holds none and the entry was renewed lately), else with the entry
         renewed, in one transaction per `MEMORY_PUT_MAX` items (`format.put`); one put of
         the process at a time reads or renews an entry, the others wait for its lease.
-        The items replaced, where known. A data subject's items (`subject`: its fence and
-        the item naming the namespace its own) go in transactions that check the fence,
-        with or without the entry; they do not say what they replaced."""
+        The items replaced, where known. A data subject's items (`subject`: its fence, and
+        the item naming the namespace its own, written with each renewal) go in
+        transactions that check the fence, with or without the entry; they do not say
+        what they replaced."""
         ek, state = self.key(batch.namespace), self.state()
         # A data subject's puts hold a lease only on an entry named under their key.
         kid = self.sealer_for(batch.namespace).key
@@ -147,7 +148,9 @@ class Directory:
                     return [None] * len(batch.rows)
         replaced: list[MemoryRow | None] = [None] * len(batch.rows)
         if subject:
-            for plan in format.put(batch, indexes=indexes, also=subject):
+            # The fence alone: the item naming the namespace the subject's went with the
+            # renewal this lease comes from (a lease holds under the subject's key only).
+            for plan in format.put(batch, indexes=indexes, also=subject[:1]):
                 yield plan
         else:
             (plan,) = format.put(batch, indexes=indexes)
