@@ -468,18 +468,21 @@ def _reading(rows: dict[int, dict[str, Any]]) -> list[str]:
     terms = {t[0]: t for t in _fits(rows, "erase")}
     if "requests" in terms:
         _, a, b, c = terms["requests"]
-        wru = [big["subjects"][s]["erase"]["wru"][0] for s in big["subjects"]]
-        lightest = min((m["erase"] for m in big["subjects"].values()), key=_total)
+        lightest_shape = min(big["subjects"], key=lambda s: _total(big["subjects"][s]["erase"]))
+        lightest = big["subjects"][lightest_shape]["erase"]
         text[-1] += (
             f" What grows is the subject: {_num(b)} requests a thread (each thread goes by "
-            f"`delete_thread`'s removal protocol, with its own batches and its own listing of "
-            f"the bucket, even with nothing there) and {_num(c)} a Store item (one DeleteItem "
-            f"each), on a fixed {_num(a)} (the fence read, set, noted and left erased; the "
-            "catalog and the links listed by the plan, then again after the fence; the key "
-            f"destroyed and the record kept). At on-demand list prices that is "
-            f"${_dollars(last) * 1000:,.2f} per 1,000 erasures of {heaviest}, "
-            f"${_dollars(lightest) * 1000:,.3f} "
-            f"of the smallest; write units {min(wru):,g} to {max(wru):,g} on the index."
+            "`delete_thread`'s removal protocol: its two reads, six batches of a few items "
+            "each (tombstone, mark, record, mark again, catalog entries, their "
+            "back-references) and a listing of the bucket, even with nothing there) and "
+            f"{_num(c)} a Store item (a DeleteItem each), on a fixed {_num(a)} (the fence read "
+            "by the plan and again, set, noted and left erased; the catalog and the links "
+            "listed by the plan and again after the fence; the namespace read, its directory "
+            "entry and link removed; the key destroyed and the record kept). At on-demand "
+            f"list prices (`billing.py`) an erasure of {heaviest} costs "
+            f"${_dollars(last) * 1000:,.2f} per 1,000, ${_dollars(last, 'objects') * 1000:,.2f} "
+            f"of it the bucket's {sum(last['requests']['objects'].values()):,} listings; one "
+            f"of {lightest_shape} ${_dollars(lightest) * 1000:,.3f} per 1,000."
         )
     eterms = {t[0]: t for t in _fits(rows, "export")}
     if "requests" in eterms:
@@ -521,9 +524,12 @@ def _reading(rows: dict[int, dict[str, Any]]) -> list[str]:
     return text
 
 
-def _dollars(m: dict[str, Any]) -> float:
-    """What one call's requests cost at on-demand list prices (`billing.py`)."""
-    dollars = sum(m["rru"]) * DYNAMODB_RRU + sum(m["wru"]) * DYNAMODB_WRU
+def _dollars(m: dict[str, Any], only: str | None = None) -> float:
+    """What one call's requests cost at on-demand list prices (`billing.py`); with
+    `only="objects"`, the bucket's share."""
+    dollars = 0.0
+    if only is None:
+        dollars += sum(m["rru"]) * DYNAMODB_RRU + sum(m["wru"]) * DYNAMODB_WRU
     for kind, n in m["requests"]["objects"].items():
         if kind in ("put", "list"):
             dollars += n * S3_PUT_CLASS
