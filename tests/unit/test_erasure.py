@@ -162,7 +162,7 @@ def erased_or_untouched(saver: Any, keys: Any, before: dict[str, Any]) -> str:
     ("erased": her key is gone). bob reads back whole either way."""
     other, store = another(saver, keys)
     assert (history(other, "bob-1"), notes(store, "bob")) == before["bob"]
-    (key,) = [i for i in keys.items() if i["pk"] == before["key"]]
+    (key,) = [i for i in keys.items() if i["sk"] == before["key"]]
     key_gone = "w" not in key  # the wrapped key is gone: destroyed
     for tid in ("alice-1", "alice-2"):
         try:
@@ -254,3 +254,15 @@ def test_data_written_before_subjects_is_sealed_under_their_keys_by_a_build() ->
         restored_store.get(("users", "alice", "notes"), "m")
     # A second build finds nothing more to seal.
     assert saver.ops.subjects.plan_build().execute().result()["resealed"] == 0
+
+
+def test_a_key_a_writer_made_and_never_used_goes_with_the_subject() -> None:
+    saver, keys, _ = world()
+    # A process makes carol's first key and dies before its commit (what it uploaded
+    # under the key would be garbage collection's, and still sealed under it).
+    made, _ = saver.parts.subjects.for_writing("carol")
+    assert [i["sk"] for i in keys.items() if "w" in i and i["sk"] == made.kid]
+    plan = saver.ops.subjects.plan_erasure("carol")
+    assert plan.work and plan.counts["keys"] == 1 and plan.counts["threads"] == 0
+    saver.erase_subject("carol")
+    assert not [i for i in keys.items() if i["sk"] == made.kid and "w" in i]

@@ -54,11 +54,16 @@ from langgraph.checkpoint.s3dynamo.table import (
 
 # The key table (a table of its own, whose backups are not the data's):
 #
-#   pk = <prefix><key id>     sk = key              a key, wrapped by the deployment's
-#                                                   keyring; erased: the time, no key
+#   pk = <prefix><token>      sk = <key id>         a key of the subject <token> names,
+#                                                   wrapped by the deployment's keyring;
+#                                                   erased: the time, no key
 #   pk = <prefix>~erasures    sk = <ms>#<key id>    an erasure record (no personal data)
-KEY_SK = "key"
+#
+# A key id is `s:<token>.<24 hex digits>`: its subject's partition is read from it (a
+# blob names only its key's id), and every key a subject ever had, one a writer made and
+# never used included, is one Query away for its erasure.
 ERASURES = "~erasures"
+TOKEN_LENGTH = 22
 
 WRAP_LABEL = b"s3dynamo/v1/subject-key-wrap"
 WRAP_AAD = b"s3dynamo/v1/subject-key"
@@ -97,8 +102,16 @@ class SubjectKey:
     key: bytes = field(repr=False)
 
 
-def new_key_id() -> str:
-    return SUBJECT_KEY_MARK + os.urandom(16).hex()
+def new_key_id(token: str) -> str:
+    return f"{SUBJECT_KEY_MARK}{token}.{os.urandom(12).hex()}"
+
+
+def key_token(kid: str) -> str | None:
+    """The token of the subject a key id belongs to; None for an id no key has."""
+    token, dot, rest = kid[len(SUBJECT_KEY_MARK) :].partition(".")
+    if not kid.startswith(SUBJECT_KEY_MARK) or not dot or len(token) != TOKEN_LENGTH or not rest:
+        return None
+    return token
 
 
 def fence_key(prefix: str, token: str) -> ItemKey:
@@ -235,7 +248,13 @@ def key_rewrapped(prefix: str, kid: str, item: Mapping[str, Value], keyring: Key
 
 
 def key_address(prefix: str, kid: str) -> ItemKey:
-    return ItemKey(prefix + kid, KEY_SK)
+    """Where a key lives: its subject's partition, by its id (`key_token`)."""
+    return ItemKey(keys_pk(prefix, key_token(kid) or "-"), kid)
+
+
+def keys_pk(prefix: str, token: str) -> str:
+    """The partition, in the key table, of every key of one subject."""
+    return prefix + token
 
 
 def erasures_pk(prefix: str) -> str:

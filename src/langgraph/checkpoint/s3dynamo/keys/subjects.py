@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
-from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK, SealingKey
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, Get, every_item, scan_items
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -59,6 +59,8 @@ from langgraph.checkpoint.s3dynamo.format.subject_records import (
     key_from,
     key_item,
     key_rewrapped,
+    key_token,
+    keys_pk,
     linked_partition,
     namespace_link,
     new_key_id,
@@ -249,7 +251,7 @@ class Subjects:
         """A new key, wrapped and stored in the key table before anything is sealed under
         it (one request)."""
         keyring = self._require_keyring()
-        key = SubjectKey(token, new_key_id(), os.urandom(KEY_SIZE))
+        key = SubjectKey(token, new_key_id(token), os.urandom(KEY_SIZE))
         self._key_table().do(Apply(key_item(self.prefix, key, keyring, self._now_ms())))
         with self._lock:
             self._known[key.kid] = key
@@ -350,10 +352,8 @@ class Subjects:
         done = 0
         for page in self._keys.run(scan_items()):
             for item in page:
-                kid = str(item.get("pk", ""))[len(self.prefix) :]
-                if not str(item.get("pk", "")).startswith(self.prefix) or not kid.startswith(
-                    SUBJECT_KEY_MARK
-                ):
+                kid = str(item.get("sk", ""))
+                if not str(item.get("pk", "")).startswith(self.prefix) or key_token(kid) is None:
                     continue
                 write = key_rewrapped(self.prefix, kid, item, keyring)
                 if write is not None and self._keys.do(Apply(write)).applied:
@@ -392,14 +392,23 @@ class Subjects:
     def fence_of(self, token: str) -> Fence | None:
         return fence_from(token, self._data.do(Get(fence_key(self.prefix, token))))
 
-    def destroy(self, fence: Fence) -> None:
-        """Destroy the subject's key (one request): nothing sealed under it opens again."""
-        if fence.kid is None:
-            return
+    def live_keys(self, token: str) -> list[str]:
+        """The ids of the subject's keys not destroyed (one Query of its keys' partition):
+        the key in force, and any a writer made and never used."""
+        items = self._key_table().run(every_item(keys_pk(self.prefix, token), consistent=True))
+        return sorted(str(i["sk"]) for i in items if "w" in i)
+
+    def destroy(self, fence: Fence) -> int:
+        """Destroy every key the subject has (one Query of its keys' partition, then one
+        request a key: the key in force, and any a writer made and never used): nothing
+        sealed under them opens again. How many."""
         at = fence.since_ms or self._now_ms()
-        self._key_table().do(Apply(key_erased(self.prefix, fence.kid, fence.token, at)))
-        with self._lock:
-            self._known[fence.kid] = at
+        kids = set(self.live_keys(fence.token)) | ({fence.kid} if fence.kid else set())
+        for kid in sorted(kids):
+            self._key_table().do(Apply(key_erased(self.prefix, kid, fence.token, at)))
+            with self._lock:
+                self._known[kid] = at
+        return len(kids)
 
     def end_erasure(self, fence: Fence, counts: Mapping[str, int]) -> None:
         """Record the erasure for an auditor, then open the fence to a new key (two

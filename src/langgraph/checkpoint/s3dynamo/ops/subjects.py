@@ -64,18 +64,23 @@ class SubjectOperations:
         docstring); its result counts what went."""
         text = self._text(subject)
         self.parts.deployment.verify(write=False)
+        token = self.subjects.token(text)
         with guarded(self.parts.deployment):
             fence = self.subjects.fence(text)
             threads = self._threads(text)
             namespaces = self.subjects.namespaces(text) if self.subjects.label is not None else []
+            keys = self.subjects.live_keys(token)
         counts = {
-            "subject": self.subjects.token(text),
+            "subject": token,
             "state": fence.state if fence else "none",
             "key": fence.kid if fence else None,
+            "keys": len(keys),
             "threads": len(threads),
             "namespaces": len(namespaces),
         }
-        work = bool(threads or namespaces) or (fence is not None and fence.state != "erased")
+        work = bool(threads or namespaces or keys) or (
+            fence is not None and fence.state != "erased"
+        )
 
         def run(progress: Progress = no_progress) -> dict[str, Any]:
             with guarded(self.parts.deployment):
