@@ -201,8 +201,8 @@ class Clients:
 @dataclass
 class Components:
     settings: Settings
-    source: KeySource
     clients: Clients
+    source: KeySource
     sealer: Sealer
     namer: Namer
     codec: Codec
@@ -249,6 +249,49 @@ def build(
         return Control(lambda: ports.table, apply, pk)
 
     own = control(deployment_pk(settings.prefix))
+    kms, sealer, namer = _keys(
+        settings,
+        source,
+        (own, injected, clients),
+        serde_cipher,
+        lambda kid, what: subjects.key_bytes(kid, what),
+    )
+    codec = Codec(sealer, serde)
+    # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if any.
+    bucket = settings.bucket if objects is None else str(getattr(objects, "name", "") or "")
+    deployment = Deployment(
+        own,
+        namer,
+        sealer,
+        Configured(source=source.describe(), where=_where(settings), bucket=bucket),
+        root=control(deployment_pk("")) if settings.prefix else None,
+        objects=lambda: ports.objects,
+    )
+    # One blob engine per saver: its thread store, Store and node cache seal, place,
+    # upload, cache and journal through it.
+    engine = BlobEngine(
+        ports=ports,
+        sealer=sealer,
+        prefix=settings.prefix,
+        policy=BlobPolicy(settings.inline_max, settings.object_cache_bytes),
+    )
+    subjects = _subjects(settings, source, injected, clients, engine, namer)
+    store = _thread_store(settings, engine, codec, subjects, (deployment, own, namer))
+    keys = (source, sealer, namer, codec, own, kms)
+    return Components(settings, clients, *keys, deployment, store, engine, subjects)
+
+
+def _keys(
+    settings: Settings,
+    source: KeySource,
+    where: tuple[Control, Injected, Clients],
+    serde_cipher: Any,
+    subject_keys: Callable[[str, str], bytes],
+) -> tuple[KmsKeyring | None, Sealer, Namer]:
+    """The deployment's keys: KMS's keyring (kept in the deployment's partition `own`)
+    or the keys given, the sealer over them (a subject's keys by `subject_keys`), and
+    the namer over the naming secret."""
+    own, injected, clients = where
     kms = None
     if source.kind == "kms":
         service = injected.key_service
@@ -262,32 +305,22 @@ def build(
         serde_cipher=serde_cipher,
         compression_level=settings.compression_level,
         allow_plaintext_read=settings.allow_plaintext_read,
-        subject_keys=lambda kid, what: subjects.key_bytes(kid, what),
+        subject_keys=subject_keys,
     )
-    namer = Namer(kms.secret if kms else source.secret, settings.prefix)
-    codec = Codec(sealer, serde)
-    deployment = Deployment(
-        own,
-        namer,
-        sealer,
-        Configured(
-            source=source.describe(),
-            where=_where(settings),
-            # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if any.
-            bucket=settings.bucket if objects is None else str(getattr(objects, "name", "") or ""),
-        ),
-        root=control(deployment_pk("")) if settings.prefix else None,
-        objects=lambda: ports.objects,
-    )
-    # One blob engine per saver: its thread store, Store and node cache seal, place,
-    # upload, cache and journal through it.
-    engine = BlobEngine(
-        ports=ports,
-        sealer=sealer,
-        prefix=settings.prefix,
-        policy=BlobPolicy(settings.inline_max, settings.object_cache_bytes),
-    )
-    subjects = _subjects(settings, source, injected, clients, engine, namer)
+    return kms, sealer, Namer(kms.secret if kms else source.secret, settings.prefix)
+
+
+def _thread_store(
+    settings: Settings,
+    engine: BlobEngine,
+    codec: Codec,
+    subjects: Subjects,
+    checked: tuple[Deployment, Control, Namer],
+) -> ThreadStore:
+    """The thread store on the engine, gated by the deployment's storage format, its
+    catalog's completeness recorded beside the deployment record (a deployment created
+    with fields declared has every thread filed from its first)."""
+    deployment, own, namer = checked
     store = ThreadStore(
         engine=engine,
         namer=namer,
@@ -300,24 +333,9 @@ def build(
         subjects=subjects,
     )
     store.gate_formats(deployment.require_format)
-    # The catalog's completeness is recorded beside the deployment record; a deployment
-    # created with the fields declared has every thread filed from its first.
     store.attach(own)
     deployment.created = store.mark_catalog_complete
-    return Components(
-        settings,
-        source,
-        clients,
-        sealer,
-        namer,
-        codec,
-        own,
-        kms,
-        deployment,
-        store,
-        engine,
-        subjects,
-    )
+    return store
 
 
 def _subjects(
