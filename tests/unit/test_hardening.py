@@ -6,15 +6,40 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base.id import uuid6
 
+from langgraph.checkpoint.s3dynamo import ForgedTombstoneError, S3DynamoSaver, ThreadDeletedError
+from langgraph.checkpoint.s3dynamo.layout import is_writes_key
+from langgraph.checkpoint.s3dynamo.records import HEAD, head_key
+from langgraph.checkpoint.s3dynamo.table import ItemKey, Update
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.scenarios import chat_graph
 
+# dynalite serves no TransactWriteItems: savers there run without conflict detection,
+# which writes no heads, so no tombstone holds their threads.
+NEEDS_DETECTION = pytest.mark.unsupported_on("real", reason="no transactions on dynalite")
+CONFIG: Any = {"configurable": {"thread_id": "t"}}
+
 
 def say(graph: Any, text: str, tid: str = "t") -> None:
     graph.invoke({"messages": [HumanMessage(text, id=text)]}, {"configurable": {"thread_id": tid}})
+
+
+def humans(saver: S3DynamoSaver, tid: str = "t") -> list[str]:
+    state = chat_graph(saver).get_state({"configurable": {"thread_id": tid}})
+    return [str(m.content) for m in state.values.get("messages", []) if m.type == "human"]
+
+
+def root_head(saver: S3DynamoSaver, tid: str = "t") -> ItemKey:
+    return head_key(saver.store.name_of(tid), saver.store.name_of(tid, ""))
+
+
+def writes_records(saver: S3DynamoSaver, tid: str = "t") -> list[str]:
+    items = raw.partition(saver, saver.store.name_of(tid))
+    return [i["sk"] for i in items if is_writes_key(i["sk"])]
 
 
 def test_an_item_s3dynamo_never_writes_in_a_threads_partition_does_not_block_its_delete(
@@ -45,3 +70,111 @@ def test_a_filter_value_no_float_holds_finds_nothing_instead_of_overflowing(
     assert saver.search_threads(metadata={"user_id": 10**400}) == []
     assert list(saver.list(None, filter={"user_id": 10**400})) == []
     assert [t.thread_id for t in saver.search_threads(metadata={"user_id": 7})] == ["t"]
+
+
+@NEEDS_DETECTION
+def test_a_forged_tombstone_stops_no_run_and_takes_no_writes_back(backend: Backend) -> None:
+    """A head's clear `h` set to a tombstone's text without its seal (the attack), or to a
+    genuine tombstone of another thread's head: each new run goes on as if nothing was
+    there (the head is put back to the latest checkpoint, the commit sent again), and the
+    process that wrote the thread keeps every writes record of its live checkpoints."""
+    saver = backend.saver()
+    graph = chat_graph(saver)
+    say(graph, "first")
+    kept = writes_records(saver)
+    assert kept
+    raw.set_attributes(saver, root_head(saver), h="~9999999999.999")  # a "delete" to come
+    say(graph, "second")  # the process that wrote the thread
+    assert humans(saver) == ["first", "second"]
+    assert set(kept) <= set(writes_records(saver))
+    say(graph, "x", tid="other")
+    backend.saver().delete_thread("other")  # its head: a genuine tombstone, of "other"
+    genuine = raw.table(saver).get(root_head(saver, "other"))[HEAD]
+    raw.set_attributes(saver, root_head(saver), h=genuine)
+    say(chat_graph(backend.saver()), "third")  # another process
+    assert humans(saver) == ["first", "second", "third"]
+    latest = saver.get_tuple(CONFIG)
+    assert latest is not None
+    assert (
+        raw.table(saver).get(root_head(saver))[HEAD]
+        == latest.config["configurable"]["checkpoint_id"]
+    )
+
+
+@NEEDS_DETECTION
+def test_a_tombstone_forged_again_each_time_is_named_and_writes_nothing(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table writer who forges the tombstone again each time it is put back: the put is
+    sent a bounded number of times, then `ForgedTombstoneError` says so; nothing of it is
+    written and the thread reads as before."""
+    saver = backend.saver()
+    say(chat_graph(saver), "first")
+    head, forged = root_head(saver), "~forged"
+    raw.set_attributes(saver, head, h=forged)
+    table = raw.table(saver)
+    write = table.write
+
+    def forging(w: Any, **kw: Any) -> Any:
+        done = write(w, **kw)
+        if isinstance(w, Update) and w.key == head and w.set.get(HEAD) != forged:
+            raw.set_attributes(saver, head, h=forged)  # the forger, right after
+        return done
+
+    monkeypatch.setattr(table, "write", forging)
+    before = raw.partition(saver, saver.store.name_of("t"))
+    loaded = saver.get_tuple(CONFIG)
+    assert loaded is not None
+    checkpoint = dict(loaded.checkpoint, id=str(uuid6(clock_seq=9)))
+    with pytest.raises(ForgedTombstoneError) as caught:
+        saver.put(loaded.config, checkpoint, {"step": 9}, {})  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "not written" in message and "'~forged'" in message and "5 times" in message
+    assert "someone without the keys is forging deletes" in message
+    assert raw.partition(saver, saver.store.name_of("t")) == before
+    assert humans(saver) == ["first"]
+
+
+@NEEDS_DETECTION
+def test_an_earlier_releases_tombstone_still_holds_a_deleted_thread(backend: Backend) -> None:
+    """A tombstone without a seal (what an earlier release wrote) counts as forged, which
+    is safe: it is put back only over a namespace that still shows a checkpoint, and a
+    finished delete leaves none, so a run that loaded the thread before the delete is
+    refused as before."""
+    saver = backend.saver()
+    say(chat_graph(saver), "first")
+    stale = backend.saver()
+    loaded = stale.get_tuple(CONFIG)
+    assert loaded is not None
+    saver.delete_thread("t")
+    raw.set_attributes(saver, root_head(saver), h="~1700000000.000")  # as 0.x wrote it
+    checkpoint = dict(loaded.checkpoint, id=str(uuid6(clock_seq=9)))
+    with pytest.raises(ThreadDeletedError):
+        stale.put(loaded.config, checkpoint, {"step": 9}, {})  # type: ignore[arg-type]
+    assert saver.get_tuple(CONFIG) is None
+    say(chat_graph(saver), "afresh")  # a new history starts on it
+    assert humans(saver) == ["afresh"]
+
+
+@NEEDS_DETECTION
+def test_a_deleted_tombstone_lets_a_run_in_flight_write_back(backend: Backend) -> None:
+    """What the MAC does not cover (docs/SECURITY.md, "Tombstones"): a genuine tombstone
+    deleted while a run that loaded the thread before its delete is in flight lets that
+    run's next commit through, and the thread comes back from it, without its catalog
+    entries (the delete removed them; the run's process knows the thread filed)."""
+    saver = backend.saver(catalog_fields=["user_id"])
+    chat_graph(saver).invoke(
+        {"messages": [HumanMessage("first", id="first")]},
+        {"configurable": {"thread_id": "t", "user_id": 7}},
+    )
+    stale = backend.saver(catalog_fields=["user_id"])
+    loaded = stale.get_tuple(CONFIG)
+    assert loaded is not None
+    saver.delete_thread("t")
+    raw.table(saver).batch(deletes=[root_head(saver)])  # the attack
+    checkpoint = dict(loaded.checkpoint, id=str(uuid6(clock_seq=9)))
+    stale.put(loaded.config, checkpoint, {"step": 9, "user_id": 7}, {})  # type: ignore[arg-type]
+    back = saver.get_tuple(CONFIG)
+    assert back is not None and back.checkpoint["id"] == checkpoint["id"]
+    assert [c.checkpoint["id"] for c in saver.list(CONFIG)] == [checkpoint["id"]]
+    assert saver.search_threads(metadata={"user_id": 7}) == []

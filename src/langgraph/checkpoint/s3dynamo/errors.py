@@ -1,6 +1,5 @@
 """Errors raised by s3dynamo: each names what was expected, what came, and how to fix
-it; botocore errors are translated in one place (`backends/aws_errors.py`), with `from`.
-
+it; botocore errors are translated in one place (`backends/aws_errors.py`), with `from`:
     S3DynamoError
     ├── InvalidConfigError (ValueError)     bad config, thread id, namespace, setting or argument
     │   ├── ArgumentTypeError (TypeError)   an argument of another type than its method takes
@@ -25,6 +24,7 @@ it; botocore errors are translated in one place (`backends/aws_errors.py`), with
     │   ├── LeaseTimeoutError               thread_lock not acquired within its wait
     │   └── LeaseLostError                  the lease was taken over: this holder's write refused
     └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
+        ├── ForgedTombstoneError            a forged delete of a thread kept coming back
         ├── ObjectNotFoundError             the index references an object that is gone
         ├── KeyNotFoundError                sealed under a key id missing from the keyring
         └── PlaintextRefusedError           unsealed data read while encryption is on"""
@@ -267,7 +267,12 @@ class ThreadDeletedError(ConcurrentUpdateError):
     """The thread (namespace) was deleted after this run loaded it: a delete, retention or
     an erasure left its head a tombstone, and a run that loaded it before cannot write it
     back. Nothing of this write is visible. To keep talking to the user, start the thread
-    afresh: a run that loads it now finds it empty and starts a new history."""
+    afresh: a run that loads it now finds it empty and starts a new history. `tombstone`
+    is the head as the refused write found it (the store checks its seal)."""
+
+    def __init__(self, reason: str, tombstone: str | None = None) -> None:
+        super().__init__(reason)
+        self.tombstone = tombstone
 
     def __str__(self) -> str:
         if self.write is None:
@@ -300,6 +305,28 @@ class LeaseLostError(ConcurrentUpdateError):
 
 class IntegrityError(S3DynamoError):
     """A stored blob failed to open: it was altered, moved to another identity, or cut short."""
+
+
+class ForgedTombstoneError(IntegrityError):
+    """A write was refused by a tombstone on its namespace's head that no delete of this
+    deployment set (no seal, or a wrong one) over checkpoints that are still there; each
+    time the store put the head back, it was forged again. Nothing of this write is
+    visible and the thread's checkpoints are intact. Someone who can write the table and
+    holds no key is at it: find them (docs/SECURITY.md, "Tombstones"), then run again."""
+
+    def __init__(self, write: str, head: str, attempts: int) -> None:
+        super().__init__(write, head, attempts)
+        self.write, self.head, self.attempts = write, head, attempts
+
+    def __str__(self) -> str:
+        return (
+            f"{self.write}: not written: its namespace's head was a tombstone without a valid "
+            f"seal ({self.head!r}) over checkpoints that are still there, set again each of "
+            f"{self.attempts} times the head was put back: someone without the keys is "
+            "forging deletes of this thread in the table. Its checkpoints are intact "
+            '(get_state reads them); stop that writer (docs/SECURITY.md, "Tombstones"), '
+            "then run again"
+        )
 
 
 class ObjectNotFoundError(IntegrityError):

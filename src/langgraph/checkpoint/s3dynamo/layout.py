@@ -68,8 +68,12 @@ BORROW_PREFIX = "borrow#"
 PRUNING_HEAD = "~pruning"
 # A head set to `~<seconds>` marks a namespace whose thread retention is removing (or
 # removed then): a commit that expects a parent is refused, a new thread may start.
-# Checkpoint ids never begin with "~".
+# Checkpoint ids never begin with "~". After the time, TOMBSTONE_SEAL and a MAC under the
+# naming key over the head's keys and that time (`Namer.tombstone`): a table writer
+# without the keys cannot make one (docs/SECURITY.md, "Tombstones"); an earlier
+# release's has none.
 TOMBSTONE_MARK = "~"
+TOMBSTONE_SEAL = "#"
 
 # A mark's sort key: `<ns>#` + MARK + the operation that set it (records.Mark).
 MARK = TOP
@@ -200,12 +204,24 @@ def tombstone(at: float) -> str:
     return f"{TOMBSTONE_MARK}{at:.3f}"
 
 
+def sealed_tombstone(time_text: str, mac: str) -> str:
+    """A tombstone's time text (`tombstone`) and its MAC: it still sorts as its time."""
+    return f"{time_text}{TOMBSTONE_SEAL}{mac}"
+
+
+def tombstone_parts(head: str) -> tuple[str, str | None]:
+    """(time text, MAC or None: an earlier release's, or forged) of a tombstone head."""
+    text, seal, mac = head.partition(TOMBSTONE_SEAL)
+    return text, (mac if seal else None)
+
+
 def tombstone_time(head: str | None) -> int | None:
-    """When a tombstone head was set; None for a head naming a checkpoint (or none)."""
+    """When a tombstone head was set (0 for one whose time is no number); None for a head
+    naming a checkpoint (or none)."""
     if head is None or not head.startswith(TOMBSTONE_MARK):
         return None
     try:
-        return int(float(head[len(TOMBSTONE_MARK) :]))
+        return int(float(tombstone_parts(head)[0][len(TOMBSTONE_MARK) :]))
     except ValueError:
         return 0
 

@@ -31,6 +31,7 @@ the lease's expiry out, so a holder that keeps writing keeps its lease.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -40,6 +41,7 @@ from typing import Any
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
 
 from langgraph.checkpoint.s3dynamo import runs
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.blobs.placement import (
@@ -47,7 +49,7 @@ from langgraph.checkpoint.s3dynamo.blobs.placement import (
     needs_bundle,
 )
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Steps
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, Steps
 from langgraph.checkpoint.s3dynamo.codec import (
     NONE_OF_IT,
     Codec,
@@ -56,6 +58,7 @@ from langgraph.checkpoint.s3dynamo.codec import (
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
+    ForgedTombstoneError,
     InvalidConfigError,
     ItemTooLargeError,
     StorageError,
@@ -72,6 +75,7 @@ from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.records import (
     CheckpointRecord,
     HeadMove,
+    ItemKey,
     WritesRecord,
     head_key,
     pack_bundle,
@@ -86,6 +90,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     catalog_items,
     commit_checkpoint,
     commit_writes,
+    unforge,
 )
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.placing import Placer
@@ -180,7 +185,12 @@ class Committer:
                     tid, ns, parent_id, checkpoint, metadata, new_versions, before_write
                 )
             )
-        except (ConcurrentUpdateError, InvalidConfigError, DeploymentMismatchError) as exc:
+        except (
+            ConcurrentUpdateError,
+            InvalidConfigError,
+            DeploymentMismatchError,
+            ForgedTombstoneError,
+        ) as exc:
             if not isinstance(exc, ThreadDeletedError):  # which took back the namespace's
                 writes = self.handoff.refused(tid, ns, checkpoint["id"], exc)
                 try:
@@ -233,15 +243,21 @@ class Committer:
             closes_intent=transaction,
             at_ms=self._stamp_ms(),
         )
-        try:
-            yield plan
-        except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
-            exc.refusing(at.what, parent_id, runs.committed_by(run_key))
-            if isinstance(exc, ThreadDeletedError):
-                # The writes this store made since the delete are its records' only trace:
-                # nothing of the run stays (docs/RELIABILITY.md, "Deletes stay deleted").
-                yield Batch(deletes=self.handoff.deleted(tid, ns))
-            raise
+        for attempt in tries(CONFLICT_ATTEMPTS):
+            try:
+                yield plan
+                break
+            except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
+                if head is not None and (yield from self._unforged(at, head.key, exc, attempt)):
+                    plan = dataclasses.replace(plan, uploads=())  # uploaded: sent again alone
+                    continue
+                exc.refusing(at.what, parent_id, runs.committed_by(run_key))
+                if isinstance(exc, ThreadDeletedError):
+                    # The writes this store made since the delete are its records' only
+                    # trace: nothing of the run stays (docs/RELIABILITY.md, "Deletes stay
+                    # deleted").
+                    yield Batch(deletes=self.handoff.deleted(tid, ns))
+                raise
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
         self.handoff.keep(tid, ns, cid, stored)
@@ -249,6 +265,30 @@ class Committer:
         self.catalog.written(tid, filed)
         runs.committed(run_key, cid)
         return cid
+
+    def _unforged(
+        self, at: CheckpointAt, head: ItemKey, refused: ConcurrentUpdateError, attempt: int
+    ) -> Steps[bool]:
+        """Whether a commit refused by a tombstone on the namespace's `head` is to be sent
+        again: the tombstone is forged (`Namer.genuine_tombstone`: no seal, or another
+        one) over a namespace that still shows a checkpoint, whose id (authenticated by
+        its sealed reference) the head is set back to, while it holds that forged text.
+        A genuine tombstone is a delete; so is one over a namespace that shows nothing,
+        as a finished delete leaves it (an earlier release's tombstone has no seal): the
+        refusal stands. Forged again after `CONFLICT_ATTEMPTS` tries:
+        `ForgedTombstoneError`. docs/SECURITY.md, "Tombstones"."""
+        forged = refused.tombstone if isinstance(refused, ThreadDeletedError) else None
+        if forged is None or self.namer.genuine_tombstone(head.pk, head.sk, forged):
+            return False
+        latest = yield from self.finder.read_latest(at.tid, at.ns)
+        if latest is None:
+            return False
+        self.finder.open_thread_ref(latest.record)  # a record made without keys: raised
+        if attempt >= CONFLICT_ATTEMPTS:
+            raise ForgedTombstoneError(at.what, forged, attempt)
+        log.warning("%s: a forged tombstone on its head (%r) put back", at.what, forged)
+        yield Apply(unforge(head, forged, latest.checkpoint_id))
+        return True
 
     def _head(
         self, record: CheckpointRecord, run_key: Any, parent_id: str | None
@@ -365,11 +405,16 @@ class Committer:
             closes_intent=self.detect_concurrent_runs or lease is not None,
             at_ms=self._stamp_ms(),
         )
-        try:
-            yield plan
-        except ConcurrentUpdateError as exc:  # a lease lost, or the thread deleted
-            exc.refusing(writes_of)
-            raise
+        for attempt in tries(CONFLICT_ATTEMPTS):
+            try:
+                yield plan
+                break
+            except ConcurrentUpdateError as exc:  # a lease lost, or the thread deleted
+                if guard is not None and (yield from self._unforged(at, guard.head, exc, attempt)):
+                    plan = dataclasses.replace(plan, uploads=())
+                    continue
+                exc.refusing(writes_of)
+                raise
         if self.handoff.is_dead(tid, ns, cid, made):  # found deleted while it was sent
             yield Batch(deletes=[record.key])
             self.handoff.refuse_if_dead(tid, ns, cid, made, writes_of)

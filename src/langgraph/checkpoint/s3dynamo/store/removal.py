@@ -63,7 +63,6 @@ from langgraph.checkpoint.s3dynamo.layout import (
     owner_prefix,
     owner_sk,
     parse_sk,
-    tombstone,
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
@@ -189,7 +188,7 @@ class Remover:
         fenced = terms is None or seen.records > 0
         heads = dict(seen.heads)
         if fenced:
-            heads = dict.fromkeys(sorted(seen.namespaces | set(heads)), tombstone(self.clock()))
+            heads = self._tombstones(name, seen.namespaces | set(heads))
             yield Batch(head_items(name, heads))
         stamps = yield from self._stamps(name)
         records = [s for s in stamps if not is_mark_key(s.key.sk)]
@@ -202,7 +201,7 @@ class Remover:
             return (yield from _let_go(held, "revived"))
         namespaces = {parse_sk(s.key.sk)[0] for s in records if is_record_key(s.key.sk)}
         if fenced and (headless := namespaces - set(heads)):
-            yield Batch(head_items(name, dict.fromkeys(sorted(headless), tombstone(self.clock()))))
+            yield Batch(head_items(name, self._tombstones(name, headless)))
         keys = [s.key for s in records]
         hiding = self.marks(name, keys)
         yield from hide(hiding)
@@ -218,6 +217,12 @@ class Remover:
         yield Batch(deletes=[*(head_key(name, ns) for ns in old), *_key(held), *refs])
         checkpoints = sum(1 for k in keys if not is_writes_key(k.sk))
         return Removed("removed", len(keys), len(keys), checkpoints, deleted)
+
+    def _tombstones(self, name: str, namespaces: Iterable[str]) -> dict[str, str]:
+        """A sealed tombstone for each of these namespaces' heads, set now
+        (`Namer.tombstone`: a table writer cannot make one)."""
+        at = self.clock()
+        return {ns: self.namer.tombstone(*head_key(name, ns), at) for ns in sorted(set(namespaces))}
 
     def _control(self, name: str) -> Steps[SeenThread]:
         """What the thread's control partition holds (heads, borrowings, catalog

@@ -137,6 +137,8 @@ class ThreadSearch:
         unknown: list[Placed] = []
         for key, thread in keys.items():
             head = heads.get(key)
+            # Any tombstone, a forged one too, is read past: the thread's latest record
+            # places it, and a thread with none left is left out.
             if head is None or tombstone_time(head) is not None:
                 unknown.append(Placed("", thread.name, thread.tid))
             else:
