@@ -11,9 +11,10 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.s3dynamo import ForgedTombstoneError, S3DynamoSaver, ThreadDeletedError
+from langgraph.checkpoint.s3dynamo.catalog_records import ref_key
 from langgraph.checkpoint.s3dynamo.layout import is_writes_key
 from langgraph.checkpoint.s3dynamo.records import HEAD, head_key
-from langgraph.checkpoint.s3dynamo.table import ItemKey, Update
+from langgraph.checkpoint.s3dynamo.table import ItemKey, Update, key_of
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.scenarios import chat_graph
@@ -26,6 +27,25 @@ CONFIG: Any = {"configurable": {"thread_id": "t"}}
 
 def say(graph: Any, text: str, tid: str = "t") -> None:
     graph.invoke({"messages": [HumanMessage(text, id=text)]}, {"configurable": {"thread_id": tid}})
+
+
+def chat(saver: S3DynamoSaver, tid: str, user: str) -> None:
+    chat_graph(saver).invoke(
+        {"messages": [HumanMessage("hi", id="hi")]},
+        {"configurable": {"thread_id": tid, "user_id": user}},
+    )
+
+
+def problems(report: Any) -> dict[tuple[str, str | None], set[str]]:
+    """(kind, thread id) -> the items `verify` names with it."""
+    out: dict[tuple[str, str | None], set[str]] = {}
+    for p in report.problems:
+        out.setdefault((p["kind"], p["thread_id"]), set()).add(p["key"])
+    return out
+
+
+def label(key: Any) -> str:
+    return f"{key[0]} {key[1]}"
 
 
 def humans(saver: S3DynamoSaver, tid: str = "t") -> list[str]:
@@ -178,3 +198,62 @@ def test_a_deleted_tombstone_lets_a_run_in_flight_write_back(backend: Backend) -
     assert back is not None and back.checkpoint["id"] == checkpoint["id"]
     assert [c.checkpoint["id"] for c in saver.list(CONFIG)] == [checkpoint["id"]]
     assert saver.search_threads(metadata={"user_id": 7}) == []
+    assert set(problems(saver.ops.verify())) == {("unfiled thread", "t")}
+
+
+@NEEDS_DETECTION
+def test_verify_names_swapped_forged_and_orphaned_catalog_entries_and_tombstones(
+    backend: Backend,
+) -> None:
+    """Each thing a table writer (or a delete that stopped) can leave in the catalog and on
+    the heads, which `verify` names by kind, item and thread, table-wide and, for what one
+    thread's partitions show, for that thread."""
+    saver = backend.saver(catalog_fields=["user_id"])
+    for tid, user in (("a", "ada"), ("b", "bob"), ("c", "cy"), ("d", "dee"), ("e", "eve")):
+        chat(saver, tid, user)
+    assert saver.ops.verify().ok
+    namer, table = saver.parts.namer, raw.table(saver)
+    ada, bob, cy = (namer.catalog("user_id", f"s:{u}") for u in ("ada", "bob", "cy"))
+    [a_entry], [b_entry] = raw.catalog_items(saver, ada), raw.catalog_items(saver, bob)
+    [c_entry] = raw.catalog_items(saver, cy)
+    # Swapped: a's entry given b's sealed id. Forged: a keys-only entry for "ghost".
+    table.batch([{**a_entry, "c": b_entry["c"]}])
+    ghost = {"pk": a_entry["pk"], "sk": namer.thread("ghost")}
+    table.batch([ghost])
+    # Orphaned: c deleted, its entry put back; b's back-reference gone; e's entry gone.
+    saver.delete_thread("c")
+    table.batch([c_entry])
+    table.batch(deletes=[ref_key(namer.thread("b"), bob)])
+    eve = namer.catalog("user_id", "s:eve")
+    [e_entry] = raw.catalog_items(saver, eve)
+    table.batch(deletes=[key_of(e_entry)])
+    # A forged tombstone over d's records.
+    raw.set_attributes(saver, root_head(saver, "d"), h="~forged")
+    found = problems(saver.ops.verify())
+    assert found == {
+        ("tampered", None): {label(key_of(a_entry)), label(key_of(ghost))},
+        ("orphaned catalog entry", "c"): {label(key_of(c_entry))},
+        ("orphaned catalog entry", "b"): {label(key_of(b_entry))},
+        ("dangling back-reference", "e"): {label(ref_key(namer.thread("e"), eve))},
+        ("forged tombstone", "d"): {label(root_head(saver, "d"))},
+    }, found
+    # One thread's verify reads its own partitions: what they show of it.
+    assert set(problems(saver.ops.verify("e"))) == {("dangling back-reference", "e")}
+    assert set(problems(saver.ops.verify("d"))) == {("forged tombstone", "d")}
+
+
+@NEEDS_DETECTION
+def test_verify_names_a_delete_that_stopped_before_its_records_went(backend: Backend) -> None:
+    """A genuine tombstone over checkpoints made before it: the delete stopped midway (or
+    its records were put back), and new runs of the thread are refused as deleted."""
+    saver = backend.saver()
+    say(chat_graph(saver), "first")
+    name = saver.store.name_of("t")
+    records = raw.partition(saver, name)
+    saver.delete_thread("t")
+    raw.put_items(saver, records)
+    report = saver.ops.verify()
+    assert [(p["kind"], p["thread_id"]) for p in report.problems] == [("unfinished delete", "t")]
+    assert "delete the thread again" in report.problems[0]["detail"]
+    saver.delete_thread("t")
+    assert saver.ops.verify().ok

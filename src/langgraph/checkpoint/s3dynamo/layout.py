@@ -569,6 +569,13 @@ def is_catalog_pk(pk: str) -> bool:
     return pk.endswith(CATALOG_MARK + CONTROL_SUFFIX)
 
 
+def catalog_scope(pk: str) -> str | None:
+    """The prefix of the deployment a catalog partition belongs to; None for another."""
+    head = pk[: -len(CATALOG_MARK + CONTROL_SUFFIX)]
+    ours = is_catalog_pk(pk) and len(head) >= NAME_LENGTH and NAME.fullmatch(head[-22:])
+    return head[:-NAME_LENGTH] if ours else None
+
+
 def catalog_token(pk: str) -> str:
     """The token a catalog entry partition is named by."""
     return pk[: -len(CATALOG_MARK + CONTROL_SUFFIX)][-NAME_LENGTH:]

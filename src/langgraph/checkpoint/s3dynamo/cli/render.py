@@ -378,6 +378,14 @@ VERIFY_FIXES = {
     "unreferenced": "unreferenced: no reader uses it; `s3dynamo gc --full` removes it once "
     "older than the grace period (a younger one may be a write under way)",
     "unbacked loan": "unbacked loan: no copy wrote it and it keeps nothing; delete the item",
+    "orphaned catalog entry": "orphaned catalog entry: a search passes over it; delete the item",
+    "dangling back-reference": "dangling back-reference: a search by its value misses the "
+    "thread; `s3dynamo catalog build` files it again",
+    "unfiled thread": "unfiled thread: search_threads misses it; `s3dynamo catalog build` files it",
+    "forged tombstone": "forged tombstone: no delete set it and the next run puts it back; "
+    'check who can write the table (docs/SECURITY.md, "Tombstones")',
+    "unfinished delete": "unfinished delete: new runs of the thread are refused as deleted; "
+    "`s3dynamo delete` it again",
 }
 
 

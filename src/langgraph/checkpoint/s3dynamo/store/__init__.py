@@ -13,6 +13,7 @@ which runs every protocol the parts write as steps (`blobs/steps.py`):
     copying.py    the one copy protocol: copy_thread and imports, behind copy marks
     rewriter.py   a copy's records, sharing its source's blobs
     sealed.py     the one enumeration of a thread's sealed blobs: verify, stats, reseal
+    audit.py      what verify checks beyond blobs: the catalog, and tombstones
     catalog.py    the thread catalog: threads filed by declared metadata values
     search.py     threads through the catalog, newest activity first
     activity.py   what a thread's stamps say of its activity (retention, the idle index)
@@ -52,6 +53,7 @@ from langgraph.checkpoint.s3dynamo.records import (
 )
 from langgraph.checkpoint.s3dynamo.store import history
 from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, id_time, stamp_time
+from langgraph.checkpoint.s3dynamo.store.audit import Audit, Finding
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.committer import Committer
 from langgraph.checkpoint.s3dynamo.store.copying import Copier
@@ -94,10 +96,12 @@ __all__ = [
     "LEASE_OWNER",
     "LEASE_TTL",
     "WHOLE",
+    "Audit",
     "Before",
     "Catalogued",
     "CheckpointAt",
     "Entry",
+    "Finding",
     "Grouped",
     "Holding",
     "Keep",
@@ -455,12 +459,6 @@ class ThreadStore(Upkeep):
         self._engine.do(Batch(puts=entry_items(entries)))
 
     # ---------------------------------------------------------------- records
-
-    def records(self, tid: str | None = None) -> list[Record]:
-        """Every record of a thread, hidden or not; of the deployment (a Scan) without."""
-        if tid is None:
-            return self._run(self._scope.records())
-        return self._run(self._finder.items(self._namer.thread(tid)))[0]
 
     def group(self, records: Iterable[Record], skipped: list[Skipped] | None = None) -> list[Entry]:
         """Checkpoint records with their writes (`Finder.group`)."""

@@ -1,8 +1,9 @@
 """The maintenance half of the thread store's API: setting up and probing the storage,
-scans of the deployment, objects by owner, the marks of garbage collection, the upload
-journal, and control items (leases, heads, the sweep's cursor, the idle index), whose
-keys are built here only. `ThreadStore` inherits it; garbage collection, retention,
-`check` and leases call these methods, never the engine or the ports.
+scans of the deployment and what `verify` checks beyond blobs (`audit.py`), objects by
+owner, the marks of garbage collection, the upload journal, and control items (leases,
+heads, the sweep's cursor, the idle index), whose keys are built here only.
+`ThreadStore` inherits it; garbage collection, retention, `check` and leases call these
+methods, never the engine or the ports.
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StorageError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.layout import deployment_pk, object_key, scope_of
+from langgraph.checkpoint.s3dynamo.layout import (
+    deployment_pk,
+    is_catalog_pk,
+    object_key,
+    scope_of,
+)
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.records import (
@@ -46,7 +52,9 @@ from langgraph.checkpoint.s3dynamo.records import (
     stamp_from,
 )
 from langgraph.checkpoint.s3dynamo.schema import IDLE_INDEX, PARTITION_KEY, RUN_INDEX, SORT_KEY
-from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped, leftover_writes
+from langgraph.checkpoint.s3dynamo.store.audit import Audit, Auditor
+from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
+from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, leftover_writes
 from langgraph.checkpoint.s3dynamo.store.format import (
     head_items,
     lease_expiry,
@@ -69,11 +77,40 @@ class Upkeep:
     _scope: Scope
     _finder: Finder
     _remover: Remover
+    _catalog: Catalog
     prefix: str
 
     def _run(self, protocol: Steps[_R]) -> _R:
         """Run a protocol of the store's parts on the engine."""
         return self._engine.run(protocol)
+
+    # ------------------------------------------------------------ scans, audit
+
+    def records(self, tid: str | None = None, control: list[Item] | None = None) -> list[Record]:
+        """Every record of a thread, hidden or not; of the deployment (a Scan) without,
+        the control and catalog items it read added to `control` if given."""
+        if tid is None:
+            return self._run(self._scope.records(control))
+        return self._run(self._finder.items(self._namer.thread(tid)))[0]
+
+    def audit(
+        self,
+        tid: str | None,
+        records: Sequence[Record],
+        entries: Sequence[Entry],
+        control: Sequence[Item] = (),
+    ) -> Audit:
+        """What `verify` checks beyond blobs (`audit.py`): the catalog and the tombstones
+        of one thread (read here: one Query, one BatchGetItem), or of the deployment,
+        from the `control` items and `records` its Scan read; `entries`, the
+        checkpoints that opened."""
+        auditor = Auditor(self._catalog, self._namer)
+        if tid is not None:
+            return self._run(auditor.thread(tid, records))
+        threads = {e.record.pk: e.tid for e in entries}
+        catalog = [i for i in control if is_catalog_pk(str(i["pk"]))]
+        own = [i for i in control if not is_catalog_pk(str(i["pk"]))]
+        return auditor.check(own, catalog, records, threads, whole=True)
 
     # ------------------------------------------------------------ the storage
 
