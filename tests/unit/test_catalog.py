@@ -308,9 +308,11 @@ def test_a_catalog_declared_after_threads_exist_is_built_once(backend: Backend) 
         "threads": 3,
         "entries": 12,  # each thread: every thread's, user_id's, assistant_id's, graph_id's
         "skipped_threads": 0,
+        "skipped": [],
         "executed": False,
+        "complete": False,
     }
-    plan.execute()
+    assert plan.execute().complete
     assert ids(saver.search_threads(metadata={"user_id": "ada"})) == ["t3", "t1"]
     assert ids(saver.search_threads()) == ["t3", "t2", "t1"]
     # Another process sees the catalog built.

@@ -4,15 +4,21 @@ thread catalog" and "Deletes stay deleted")."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.s3dynamo import ForgedTombstoneError, S3DynamoSaver, ThreadDeletedError
+from langgraph.checkpoint.s3dynamo import (
+    CatalogNotBuiltError,
+    ForgedTombstoneError,
+    S3DynamoSaver,
+    ThreadDeletedError,
+)
 from langgraph.checkpoint.s3dynamo.catalog_records import ref_key
-from langgraph.checkpoint.s3dynamo.layout import is_writes_key
+from langgraph.checkpoint.s3dynamo.layout import deployment_pk, is_writes_key
 from langgraph.checkpoint.s3dynamo.records import HEAD, head_key
 from langgraph.checkpoint.s3dynamo.table import ItemKey, Update, key_of
 from tests.support import raw
@@ -257,3 +263,54 @@ def test_verify_names_a_delete_that_stopped_before_its_records_went(backend: Bac
     assert "delete the thread again" in report.problems[0]["detail"]
     saver.delete_thread("t")
     assert saver.ops.verify().ok
+
+
+def test_a_build_that_could_not_file_a_thread_says_which_and_why_and_is_not_complete(
+    backend: Backend,
+) -> None:
+    """A thread sealed under a key the builder does not hold ("other keys") and one whose
+    record was altered ("tampered") are named, as `verify` tells them, and the catalog is
+    not recorded complete: a search by the field stays `CatalogNotBuiltError` rather than
+    answering without them."""
+    plain = backend.saver()  # threads written before the field was declared
+    for tid, user in (("a", "ada"), ("b", "bob")):
+        chat(plain, tid, user)
+    newer = os.urandom(32)
+    chat(backend.saver(keys={"k2": newer, **backend.keys}), "k", "kim")  # sealed under k2
+    name = plain.store.name_of("b")
+    [record] = [i for i in raw.partition(plain, name) if i["sk"].count("#") == 1][-1:]
+    raw.set_attributes(plain, key_of(record), t=bytes(record["t"])[:-1] + b"x")
+    saver = backend.saver(setup=False, catalog_fields=["user_id"])
+    plan = saver.ops.catalog.plan_build()
+    skipped = {(s["partition"], s["kind"]) for s in plan.to_dict()["skipped"]}
+    assert skipped == {(name, "tampered"), (saver.store.name_of("k"), "other keys")}
+    assert plan.execute().to_dict()["complete"] is False
+    with pytest.raises(CatalogNotBuiltError):
+        saver.search_threads(metadata={"user_id": "ada"})
+    # With the keys and the altered thread deleted, a build files everything: complete.
+    full = backend.saver(
+        setup=False, catalog_fields=["user_id"], keys={**backend.keys, "k2": newer}
+    )
+    full.delete_thread("b")
+    assert full.ops.catalog.build().to_dict()["complete"] is True
+    assert [t.thread_id for t in full.search_threads(metadata={"user_id": "ada"})] == ["a"]
+
+
+def test_a_deployment_with_threads_and_no_record_is_not_taken_for_a_complete_catalog(
+    backend: Backend,
+) -> None:
+    """Its deployment record deleted (or never there for what an earlier process wrote),
+    a deployment with threads does not read as a complete catalog, for a search nor for
+    the next writer that records itself: `CatalogNotBuiltError` until a build."""
+    plain = backend.saver()
+    chat(plain, "a", "ada")
+    raw.table(plain).batch(deletes=[ItemKey(deployment_pk(""), "deployment")])
+    saver = backend.saver(setup=False, catalog_fields=["user_id"])
+    with pytest.raises(CatalogNotBuiltError, match="not complete"):
+        saver.search_threads(metadata={"user_id": "ada"})
+    chat(saver, "b", "ada")  # records the deployment again: its old threads unfiled
+    with pytest.raises(CatalogNotBuiltError):
+        backend.saver(setup=False, catalog_fields=["user_id"]).search_threads()
+    saver.ops.catalog.build()
+    found = saver.search_threads(metadata={"user_id": "ada"})
+    assert sorted(t.thread_id for t in found) == ["a", "b"]

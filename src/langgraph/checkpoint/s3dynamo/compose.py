@@ -277,9 +277,9 @@ def build(
     )
     store.gate_formats(deployment.require_format)
     # The catalog's completeness is recorded beside the deployment record; a deployment
-    # created with the fields declared has every thread filed from its first.
+    # created with the fields declared, and no data, has every thread filed from its first.
     store.attach(own)
-    deployment.created = store.mark_catalog_complete
+    deployment.created = store.catalog_created
     return Components(
         settings, source, clients, sealer, namer, codec, own, kms, deployment, store, engine
     )

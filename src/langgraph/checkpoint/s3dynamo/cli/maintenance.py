@@ -456,10 +456,16 @@ def catalog_build(as_json: bool, yes: bool, **settings: Any) -> int:
         f"{render.plural(plan['threads'], 'thread')} "
         f"({plan['entries']} entries)"
     ]
-    if plan["skipped_threads"]:
+    for s in plan["skipped"]:
         lines.append(
-            f"{render.plural(plan['skipped_threads'], 'thread')} do not open with these keys "
-            "and are left out"
+            f"not filed: thread {s['partition']} (key id {s['key_id']}): {s['kind']}: {s['reason']}"
+        )
+    if plan["skipped"]:
+        lines.append(
+            "with a thread not filed, the catalog is not recorded complete: searches by a "
+            "declared field stay refused (CatalogNotBuiltError); `s3dynamo verify` tells "
+            "each; restore or delete it (tampered), or build with its keys (other keys), "
+            "then build again"
         )
 
     def build() -> dict[str, Any]:
@@ -468,6 +474,9 @@ def catalog_build(as_json: bool, yes: bool, **settings: Any) -> int:
     def said(result: dict[str, Any]) -> str:
         filed = render.plural(result["threads"], "thread")
         entries = "1 entry" if result["entries"] == 1 else f"{result['entries']} entries"
-        return f"done: filed {filed} ({entries})"
+        if result["complete"]:
+            return f"done: filed {filed} ({entries}); the catalog is complete"
+        unfiled = render.plural(result["skipped_threads"], "thread")
+        return f"done: filed {filed} ({entries}); not complete: {unfiled} not filed"
 
     return plan_then(as_json, yes, plan, lines, build, said=said)

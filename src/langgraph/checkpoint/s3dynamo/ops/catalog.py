@@ -9,8 +9,10 @@ its back-reference each; a thread filed already gets the same items again), then
 beside the deployment record, that the catalog of each declared field is complete. An
 interrupted build records nothing, and a repeat files every thread again: until then a
 search by the field raises `CatalogNotBuiltError` and `list(None, filter=...)` scans, as
-before the field was declared. A thread whose records do not open with these keys is
-skipped and reported. The catalog: `store/catalog.py`, docs/OPERATIONS.md.
+before the field was declared. A thread whose records do not open is skipped and named
+with why ("other keys" or "tampered", as `verify` tells them), and the catalog is then
+not recorded complete (`Catalog.mark_complete`). The catalog: `store/catalog.py`,
+docs/OPERATIONS.md.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class CatalogPlan:
     entries: list[CatalogEntry] = field(repr=False)
     skipped: list[Skipped] = field(default_factory=list)
     executed: bool = False
+    # Whether execute() recorded the catalog complete: only with every thread filed.
+    complete: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,12 +59,17 @@ class CatalogPlan:
             "threads": self.threads,
             "entries": len(self.entries),
             "skipped_threads": len(self.skipped),
+            "skipped": [
+                {"partition": s.partition, "key_id": s.key_id, "kind": s.kind, "reason": s.reason}
+                for s in self.skipped
+            ],
             "executed": self.executed,
+            "complete": self.complete,
         }
 
     def execute(self) -> CatalogPlan:
         self.store.file(self.entries)
-        self.store.mark_catalog_complete()
+        self.complete = self.store.mark_catalog_complete(self.skipped)
         self.executed = True
         warn_skipped("catalog build", self.skipped)
         log.info("catalog build: %d threads, %d entries", self.threads, len(self.entries))

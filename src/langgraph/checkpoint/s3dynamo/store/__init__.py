@@ -436,9 +436,14 @@ class ThreadStore(Upkeep):
         """The deployment's own partition, where the catalog's completeness is kept."""
         self._catalog.control = control
 
-    def mark_catalog_complete(self) -> None:
-        """Record that every thread is filed under every declared field."""
-        self._catalog.mark_complete()
+    def mark_catalog_complete(self, unfiled: Sequence[Skipped] = ()) -> bool:
+        """Record that every thread is filed under every declared field, unless some
+        (`unfiled`) were not (`Catalog.mark_complete`); whether it was recorded."""
+        return self._catalog.mark_complete(unfiled)
+
+    def catalog_created(self) -> None:
+        """The deployment record was just made (`Catalog.created`)."""
+        self._catalog.created()
 
     def catalog_entries(
         self, skipped: list[Skipped], progress: Callable[[int, int | None], None]

@@ -84,6 +84,8 @@ class Catalog:
         # The deployment's own partition, where completeness is recorded (set by the
         # composition root; a store built without one takes every catalog as complete).
         self.control: Control | None = None
+        # Whether the deployment holds data, once a deployment without a record asked.
+        self._holds_data = False
 
     @property
     def enabled(self) -> bool:
@@ -216,17 +218,27 @@ class Catalog:
     def complete(self, field: str) -> bool:
         """Whether every thread has its entries under `field`'s values (`EVERY_THREAD`:
         under the deployment's token): the deployment's partition says so, or holds no
-        deployment record yet (nothing was written). Read once per process; read again
-        while it says no, so a catalog built meanwhile is seen."""
+        deployment record while the deployment holds no data either (nothing was written
+        yet: `empty`). Read once per process; read again while it says no, so a catalog
+        built meanwhile is seen. A deployment with data and no record (it was deleted)
+        is not complete: nothing says its threads were filed."""
         control = self.control
         if control is None:
             return True
         name = catalog_record(self.token(field))
         for records in (control.records, control.refresh):
             found = records()
-            if DEPLOYMENT_RECORD not in found or name in found:
+            if name in found:
                 return True
-        return False
+        return DEPLOYMENT_RECORD not in found and self.empty()
+
+    def empty(self) -> bool:
+        """Whether the deployment holds no data outside its own partition (a Scan, keys
+        only, until it finds an item; asked where no deployment record is, and kept once
+        it finds some)."""
+        if not self._holds_data:
+            self._holds_data = self.control is not None and self.control.data() is not None
+        return not self._holds_data
 
     def require_fields(self) -> None:
         """`InvalidConfigError` for a saver that declares no field (and keeps no catalog)."""
@@ -251,10 +263,20 @@ class Catalog:
                 "table), with every process writing threads declaring the same fields"
             )
 
-    def mark_complete(self) -> None:
+    def mark_complete(self, unfiled: Sequence[Any] = ()) -> bool:
         """Record that every thread has its entries under every declared field and the
-        deployment's token (after the deployment was created, or the catalog built)."""
-        if self.control is None or not self.enabled:
-            return
+        deployment's token (the catalog was built), unless some thread could not be
+        filed (`unfiled`: the threads a build skipped): then nothing is recorded, and a
+        search by a declared field stays `CatalogNotBuiltError`. Whether it was."""
+        if self.control is None or not self.enabled or unfiled:
+            return False
         for field in (EVERY_THREAD, *self.fields):
             self.control.put(complete_record(self.token(field)), None)
+        return True
+
+    def created(self) -> None:
+        """The deployment record was just made by this process: its threads are filed
+        from the first, so the catalog is complete, unless the deployment holds data
+        already (its record was lost: those threads may have no entries)."""
+        if self.enabled and self.empty():
+            self.mark_complete()

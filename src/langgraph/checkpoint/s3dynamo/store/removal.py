@@ -285,7 +285,7 @@ class Remover:
             refs = [r.thread_ref for r in records if isinstance(r, CheckpointRecord)]
             key_id = self.finder.sealer.key_id_of(refs[0]) if refs else None
             removed = yield from _let_go(held, "skipped")
-            removed.skipped = Skipped(name, key_id, str(exc))
+            removed.skipped = Skipped.of(name, key_id, exc)
             return removed
         kept_sks = {
             e.record.sk for chain in self.kept_chains(entries, keep_last).values() for e in chain
