@@ -13,16 +13,20 @@ from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.s3dynamo import (
     CatalogNotBuiltError,
+    DeploymentMismatchError,
     ForgedTombstoneError,
+    InvalidConfigError,
     S3DynamoSaver,
     ThreadDeletedError,
 )
 from langgraph.checkpoint.s3dynamo.catalog_records import ref_key
 from langgraph.checkpoint.s3dynamo.layout import deployment_pk, is_writes_key
 from langgraph.checkpoint.s3dynamo.records import HEAD, head_key
+from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.table import ItemKey, Update, key_of
 from tests.support import raw
 from tests.support.backends import Backend
+from tests.support.cli import one_line_error, run
 from tests.support.scenarios import chat_graph
 
 # dynalite serves no TransactWriteItems: savers there run without conflict detection,
@@ -314,3 +318,61 @@ def test_a_deployment_with_threads_and_no_record_is_not_taken_for_a_complete_cat
     saver.ops.catalog.build()
     found = saver.search_threads(metadata={"user_id": "ada"})
     assert sorted(t.thread_id for t in found) == ["a", "b"]
+
+
+def test_a_process_without_declared_fields_files_its_threads_under_the_deployments(
+    backend: Backend,
+) -> None:
+    """The fields are the deployment's: `setup()` of a saver declaring them records them
+    (sealed) in the deployment record, and a process that declares none (a worker
+    started without S3DYNAMO_CATALOG_FIELDS) files its threads under them, so a search
+    finds every user's thread, whichever process wrote it."""
+    saver = backend.saver(catalog_fields=["user_id"])
+    chat(saver, "a", "ada")
+    careless = backend.saver(setup=False)  # declares nothing
+    chat(careless, "b", "ada")
+    assert careless.store.catalog_fields == ("user_id",)
+    found = saver.search_threads(metadata={"user_id": "ada"})
+    assert sorted(t.thread_id for t in found) == ["a", "b"]
+    record = next(i for i in raw.partition(saver, deployment_pk("")) if i["sk"] == "deployment")
+    assert b"user_id" not in bytes(record["catalog"])  # sealed: the names are not shown
+
+
+def test_a_process_declaring_other_fields_is_refused_before_it_writes(
+    backend: Backend,
+) -> None:
+    saver = backend.saver(catalog_fields=["user_id"])
+    chat(saver, "a", "ada")
+    other = backend.saver(setup=False, catalog_fields=["graph_id"])
+    before = backend.contents()
+    with pytest.raises(DeploymentMismatchError) as refused:
+        chat(other, "b", "bob")
+    message = str(refused.value)
+    assert "declares catalog fields ['graph_id']" in message
+    assert "files its threads under ['user_id']" in message
+    assert "S3DYNAMO_CATALOG_FIELDS=user_id" in message and "Nothing was read or written" in message
+    assert backend.contents() == before
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("LangGraph", "did you mean 'langgraph'"),
+        ("User_ID", "did you mean 'user_id'"),
+        ('["user_id"]', "cannot be a metadata field name"),
+        (",", "got an empty one"),
+        ("user_id,,graph_id", "got an empty one"),
+    ],
+)
+def test_a_catalog_field_that_cannot_be_a_metadata_key_is_refused_by_name(
+    value: str, named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The argument, the variable and the command line refuse it, before any request."""
+    with pytest.raises(InvalidConfigError, match=named):
+        Settings(plaintext=True, catalog_fields=value)
+    monkeypatch.setenv("S3DYNAMO_CATALOG_FIELDS", value)
+    with pytest.raises(InvalidConfigError, match=r"S3DYNAMO_CATALOG_FIELDS.*" + named):
+        Settings.from_env(table="t", bucket="b", plaintext=True)
+    env = {"S3DYNAMO_TABLE": "t", "S3DYNAMO_BUCKET": "b", "S3DYNAMO_CATALOG_FIELDS": value}
+    said = run({**env, "S3DYNAMO_PLAINTEXT": "1", "AWS_REGION": "us-east-1"}, "threads")
+    assert said.code == 2 and named in one_line_error(said)

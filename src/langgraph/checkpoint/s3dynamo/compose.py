@@ -253,6 +253,7 @@ def build(
             where=_where(settings),
             # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if any.
             bucket=settings.bucket if objects is None else str(getattr(objects, "name", "") or ""),
+            catalog=settings.catalog_fields,
         ),
         root=control(deployment_pk("")) if settings.prefix else None,
         objects=lambda: ports.objects,
@@ -278,7 +279,7 @@ def build(
     store.gate_formats(deployment.require_format)
     # The catalog's completeness is recorded beside the deployment record; a deployment
     # created with the fields declared, and no data, has every thread filed from its first.
-    store.attach(own)
+    store.attach(own, deployment)
     deployment.created = store.catalog_created
     return Components(
         settings, source, clients, sealer, namer, codec, own, kms, deployment, store, engine
@@ -375,3 +376,5 @@ def set_up(parts: Components) -> None:
             parts.deployment.objects_resource(),
         )
     parts.deployment.verify(write=True)
+    # The fields the catalog files threads by, recorded for every process to file under.
+    parts.deployment.record_catalog(parts.settings.catalog_fields)

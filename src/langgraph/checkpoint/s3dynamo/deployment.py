@@ -6,8 +6,9 @@ and which one Query reads whole (`Control`), holds its deployment record and, wi
 its keyring (`kms_keyring.py`: where the keys come from).
 
 `Deployment`: the record of what the deployment was written with (fingerprints of the
-naming key and of each sealing key, the sealing mode, the bucket; no key bytes), read
-once per process and compared before anything is written. Bootstrap, rotation and races:
+naming key and of each sealing key, the sealing mode, the bucket, and, sealed, the
+metadata fields its thread catalog files threads by; no key bytes), read once per
+process and compared before anything is written. Bootstrap, rotation and races:
 docs/SECURITY.md, "The keyring and deployment records".
 """
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer, identity, padded
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
@@ -122,6 +123,10 @@ class Control:
 # ------------------------------------------------------------------ deployment record
 
 
+# The deployment record's field holding the declared catalog fields, sealed.
+CATALOG = "catalog"
+
+
 @dataclass
 class DeploymentView:
     """What a deployment was written with, or what a saver would write with."""
@@ -134,6 +139,8 @@ class DeploymentView:
     format: int = 1
     # The object store's name (an S3 bucket); "" where unknown or not yet recorded.
     bucket: str = ""
+    # The declared catalog fields, sealed (`Deployment.catalog_fields`); b"": none recorded.
+    catalog: bytes = b""
 
     @classmethod
     def of(cls, record: ControlRecord) -> DeploymentView:
@@ -146,6 +153,7 @@ class DeploymentView:
             str(f.get("by", "")),
             int(str(f.get("format", "1"))),  # records from before the field: format 1
             str(f.get("bucket", "")),  # records from before the field name none
+            f[CATALOG] if isinstance(f.get(CATALOG), bytes) else b"",  # type: ignore[arg-type]
         )
 
     def fields(self) -> dict[str, str | bytes]:
@@ -158,6 +166,8 @@ class DeploymentView:
         }
         if self.bucket:
             fields["bucket"] = self.bucket
+        if self.catalog:
+            fields[CATALOG] = self.catalog
         return fields
 
     def parts(self) -> list[str]:
@@ -174,8 +184,10 @@ class DeploymentView:
         differs (a key under the same id differs in its check value only, which the
         problem names)."""
         differing = [part for part in self.parts() if part not in theirs.parts()]
-        if not differing:
+        if not differing and any(theirs.keys.get(k, v) != v for k, v in self.keys.items()):
             return "this saver's differs in the keys' check values only"
+        if not differing:
+            return "this saver's keys and bucket are the deployment's"
         return f"this saver: {', '.join(differing)}"
 
 
@@ -192,14 +204,28 @@ def bucket_problem(theirs: str, mine: str) -> str | None:
     )
 
 
+def catalog_problem(declared: tuple[str, ...], recorded: tuple[str, ...]) -> str | None:
+    """What is wrong when a saver declares other catalog fields than the deployment's."""
+    if not declared or set(declared) == set(recorded):
+        return None
+    return (
+        f"this saver declares catalog fields {list(declared)} and the deployment files its "
+        f"threads under {list(recorded)}, so a thread written here would be missing from "
+        f"its catalog: declare the same (S3DYNAMO_CATALOG_FIELDS={','.join(recorded)}, "
+        "catalog_fields=), or none, to file under the deployment's"
+    )
+
+
 class Configured(NamedTuple):
     """What a saver is configured with, as its deployment record is checked against it
     and its errors name it: where its keys come from (`source`), where its index lives
-    (`where`), and the bucket its objects go to ("" if it has no name to compare)."""
+    (`where`), the bucket its objects go to ("" if it has no name to compare), and the
+    catalog fields it declares."""
 
     source: str
     where: str
     bucket: str = ""
+    catalog: tuple[str, ...] = ()
 
 
 class Deployment:
@@ -222,7 +248,9 @@ class Deployment:
         self._control = control
         self._namer = namer
         self._sealer = sealer
-        self._source, self._where, self._bucket = configured
+        self._source, self._where, self._bucket, self._declared = configured
+        # The recorded catalog fields as last opened: (the sealed blob, the fields).
+        self._opened: tuple[bytes, tuple[str, ...]] | None = None
         # The object store, asked where its bucket lives (`region_problem`).
         self._objects = objects
         self._lock = threading.Lock()
@@ -271,6 +299,8 @@ class Deployment:
             if not write:
                 self.state = "read"
                 return True
+            if self._declared:  # the deployment is made with the fields this saver declares
+                mine = replace(mine, catalog=self._seal_catalog(self._declared))
             if self._control.put(ControlRecord(DEPLOYMENT_RECORD, mine.fields()), None):
                 self.state = "ok"
                 self.created()
@@ -307,26 +337,86 @@ class Deployment:
         it (docs/FORMAT.md): one conditional write, once a deployment; none after."""
         if self._format >= needed:
             return
+        self._replace(lambda view: None if view.format >= needed else replace(view, format=needed))
+        self._format = needed
+
+    def _replace(self, change: Callable[[DeploymentView], DeploymentView | None]) -> None:
+        """The deployment record (written first if there is none) replaced by what
+        `change` makes of it, on condition of its version (read again and changed again
+        when another writer replaced it first); `change` None: nothing to write."""
         self.verify(write=True)
         with self._lock:
             for _ in tries(CONFLICT_ATTEMPTS):
                 record = self._control.records().get(DEPLOYMENT_RECORD)
                 assert record is not None  # verify(write=True) wrote one if none was there
-                view = DeploymentView.of(record)
-                if view.format >= needed:
-                    self._format = view.format
+                new = change(DeploymentView.of(record))
+                if new is None:
                     return
-                fields = replace(view, format=needed).fields()
+                fields = new.fields()
                 if self._control.put(
                     ControlRecord(DEPLOYMENT_RECORD, fields, record.version + 1), record.version
                 ):
-                    self._format = needed
                     return
                 self._control.refresh()
         raise StorageError(  # pragma: no cover - needs five concurrent updates
             f"the deployment record in {self._where} kept changing under concurrent "
             f"writers ({CONFLICT_ATTEMPTS} attempts); retry later"
         )
+
+    # ------------------------------------------------------------ catalog fields
+
+    def catalog_fields(self, declared: tuple[str, ...]) -> tuple[str, ...]:
+        """The metadata fields the thread catalog files threads by: those recorded in the
+        deployment record (by `setup()` or `catalog build` of a saver declaring them, or
+        by the saver that made the record), else `declared`. Read with the record, which a
+        process's first read brings in its own wave (else one Query, once). A saver that
+        declares other fields than the recorded ones is refused, before it writes."""
+        record = self._control.records().get(DEPLOYMENT_RECORD)
+        recorded = self._recorded_catalog(DeploymentView.of(record)) if record else None
+        if recorded is None:
+            return declared
+        if problem := catalog_problem(declared, recorded):
+            raise DeploymentMismatchError(
+                f"this saver does not match the deployment in {self._where}: {problem}. "
+                "Nothing was written."
+            )
+        return declared or recorded
+
+    def record_catalog(self, fields: tuple[str, ...]) -> None:
+        """Record the catalog fields this saver declares in the deployment record (sealed),
+        where it records none: `setup()` and `catalog build` do. Other fields recorded:
+        `DeploymentMismatchError` (`catalog_fields`)."""
+        if not fields:
+            return
+        self.verify(write=True)
+        self.catalog_fields(fields)
+        sealed = self._seal_catalog(fields)
+        self._replace(lambda view: None if view.catalog else replace(view, catalog=sealed))
+
+    def _recorded_catalog(self, view: DeploymentView) -> tuple[str, ...] | None:
+        """The catalog fields a deployment record holds, opened; None where it has none."""
+        blob = view.catalog
+        if not blob:
+            return None
+        if self._opened is None or self._opened[0] != blob:
+            what = f"the catalog fields of the deployment record in {self._where}"
+            _, data = self._catalog_sealer().open(blob, self._catalog_id(), what)
+            self._opened = (blob, tuple(str(f) for f in json.loads(data)))
+        return self._opened[1]
+
+    def _catalog_sealer(self) -> Sealer:
+        """Sealing under a key derived from the naming key (`Namer.sealing_key`), which
+        every process of the deployment holds whatever sealing keys it has; without a
+        secret, none (as names are then unkeyed)."""
+        key = self._namer.sealing_key(CATALOG)
+        return Sealer(keyring=Keyring({"n": key}, "n") if key is not None else None)
+
+    def _catalog_id(self) -> bytes:
+        return identity("deployment", self._control.pk, CATALOG)
+
+    def _seal_catalog(self, fields: tuple[str, ...]) -> bytes:
+        data = padded(json.dumps(list(fields)).encode())
+        return self._catalog_sealer().seal("json", data, self._catalog_id(), compress=False)
 
     def region_problem(self) -> str | None:
         """What is wrong when the bucket lives in another region than this saver's
@@ -416,6 +506,9 @@ class Deployment:
             )
         if wrong_bucket := bucket_problem(theirs.bucket, mine.bucket):
             problems.append(wrong_bucket)
+        recorded = self._recorded_catalog(theirs) if self._declared else None
+        if recorded is not None and (other := catalog_problem(self._declared, recorded)):
+            problems.append(other)
         if theirs.naming != mine.naming:
             slip = self._namer.slip(theirs.naming)
             problems.append(

@@ -135,6 +135,13 @@ class Namer:
         field alone (`value` "") names the field's catalog; neither, every thread."""
         return _b64(self._digest("catalog", field, value)[:16])
 
+    def sealing_key(self, purpose: str) -> bytes | None:
+        """A 32-byte key, derived from the naming key for one `purpose`, that seals what
+        the deployment keeps about itself (its declared catalog fields): the naming key is
+        never rotated, so every process of the deployment holds it, whatever sealing keys
+        it has; None without a secret (unkeyed names)."""
+        return self._compute("key", (purpose,)) if self.keyed else None
+
     def tombstone(self, pk: str, sk: str, at: float) -> str:
         """The tombstone a delete sets on the head at (pk, sk) at time `at`: its time
         text (`layout.tombstone`, so tombstones sort as their times) and a MAC (96 bits)

@@ -40,7 +40,7 @@ from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, each
 from langgraph.checkpoint.s3dynamo.catalog_records import CatalogEntry, entry_items
 from langgraph.checkpoint.s3dynamo.codec import Codec
-from langgraph.checkpoint.s3dynamo.deployment import Control
+from langgraph.checkpoint.s3dynamo.deployment import Control, Deployment
 from langgraph.checkpoint.s3dynamo.errors import StorageError
 from langgraph.checkpoint.s3dynamo.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.naming import Namer
@@ -167,7 +167,7 @@ class ThreadStore(Upkeep):
             policy=policy,
         )
         self._remover = Remover(self._finder, self._walker, namer, lambda: self.clock())
-        self._remover.catalog_enabled = self._catalog.enabled
+        self._remover.catalog_enabled = lambda: self._catalog.enabled
         self._rewriter = Rewriter(self._walker, self._finder, self.now)
         self._lister = Lister(self._finder, self._walker)
         self._copier = Copier(
@@ -432,9 +432,11 @@ class ThreadStore(Upkeep):
         """The metadata fields the thread catalog files threads by."""
         return tuple(self._catalog.fields)
 
-    def attach(self, control: Control) -> None:
-        """The deployment's own partition, where the catalog's completeness is kept."""
+    def attach(self, control: Control, deployment: Deployment) -> None:
+        """The deployment's own partition, where the catalog's completeness is kept, and
+        its record, which holds the fields the catalog files threads by."""
         self._catalog.control = control
+        self._catalog.deployment = deployment
 
     def mark_catalog_complete(self, unfiled: Sequence[Skipped] = ()) -> bool:
         """Record that every thread is filed under every declared field, unless some

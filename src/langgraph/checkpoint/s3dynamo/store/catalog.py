@@ -38,7 +38,7 @@ from langgraph.checkpoint.s3dynamo.catalog_records import (
     entry_key,
 )
 from langgraph.checkpoint.s3dynamo.codec import Codec
-from langgraph.checkpoint.s3dynamo.deployment import Control
+from langgraph.checkpoint.s3dynamo.deployment import Control, Deployment
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import (
     CatalogNotBuiltError,
@@ -80,12 +80,23 @@ class Catalog:
         self.namer = namer
         self.codec = codec
         self.handoff = handoff
-        self.fields = declared_fields(fields)
-        # The deployment's own partition, where completeness is recorded (set by the
-        # composition root; a store built without one takes every catalog as complete).
+        self.declared = declared_fields(fields)
+        # The deployment's own partition, where completeness is recorded, and its record,
+        # which holds the fields (set by the composition root; a store built without them
+        # takes its declared fields, and every catalog as complete).
         self.control: Control | None = None
+        self.deployment: Deployment | None = None
         # Whether the deployment holds data, once a deployment without a record asked.
         self._holds_data = False
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields threads are filed by: the deployment's, recorded in its record, else
+        those declared; declared others are `DeploymentMismatchError`
+        (`Deployment.catalog_fields`)."""
+        if self.deployment is None:
+            return self.declared
+        return self.deployment.catalog_fields(self.declared)
 
     @property
     def enabled(self) -> bool:
@@ -241,10 +252,12 @@ class Catalog:
         return not self._holds_data
 
     def require_fields(self) -> None:
-        """`InvalidConfigError` for a saver that declares no field (and keeps no catalog)."""
+        """`InvalidConfigError` for a saver that declares no field, in a deployment that
+        records none (it keeps no catalog)."""
         if not self.enabled:
             raise InvalidConfigError(
-                "this saver declares no catalog field, so it keeps no thread catalog: set "
+                "this saver declares no catalog field, and the deployment records none, so "
+                "it keeps no thread catalog: set "
                 "catalog_fields (S3DYNAMO_CATALOG_FIELDS), such as 'langgraph' for "
                 "LangGraph's server's user_id, assistant_id and graph_id, then build it "
                 "once for the threads written before (s3dynamo catalog build)"
@@ -268,15 +281,24 @@ class Catalog:
         deployment's token (the catalog was built), unless some thread could not be
         filed (`unfiled`: the threads a build skipped): then nothing is recorded, and a
         search by a declared field stays `CatalogNotBuiltError`. Whether it was."""
-        if self.control is None or not self.enabled or unfiled:
+        if self.control is None or not self.enabled:
             return False
-        for field in (EVERY_THREAD, *self.fields):
-            self.control.put(complete_record(self.token(field)), None)
+        if self.deployment is not None:  # the fields it files under, for every process
+            self.deployment.record_catalog(self.fields)
+        if unfiled:
+            return False
+        self._completed()
         return True
 
     def created(self) -> None:
-        """The deployment record was just made by this process: its threads are filed
-        from the first, so the catalog is complete, unless the deployment holds data
-        already (its record was lost: those threads may have no entries)."""
-        if self.enabled and self.empty():
-            self.mark_complete()
+        """The deployment record was just made by this process (with its declared fields):
+        its threads are filed from the first, so the catalog is complete, unless the
+        deployment holds data already (its record was lost: those threads may have no
+        entries)."""
+        if self.control is not None and self.enabled and self.empty():
+            self._completed()
+
+    def _completed(self) -> None:
+        assert self.control is not None
+        for field in (EVERY_THREAD, *self.fields):
+            self.control.put(complete_record(self.token(field)), None)

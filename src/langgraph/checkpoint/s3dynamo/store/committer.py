@@ -222,12 +222,13 @@ class Committer:
         record = self._record(at, parent_id, checkpoint, stored, sealed_metadata)
         record.run_key = self.namer.run(str(metadata["run_id"])) if metadata.get("run_id") else None
         self.refuse_oversized(tid, ns, cid, record, metadata)
-        filed = self.catalog.entries_for(tid, ns, parent_id, metadata)
         run_key = self.handoff.run_key(tid, ns)
         head = self._head(record, run_key, parent_id)
         lease = holding(self.handoff.store_id, record.pk)
         if before_write is not None:
             before_write()
+        # After the deployment check: the fields it files under are the deployment's.
+        filed = self.catalog.entries_for(tid, ns, parent_id, metadata)
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
         held = lease.stamp() if lease is not None else None
         # The commit deletes the intent in its own transaction; a plain PutItem commit

@@ -32,7 +32,7 @@ copying, pruning".
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -156,7 +156,8 @@ class Remover:
         self.namer = namer
         # Called for the time (`ThreadStore.clock`, which tests replace).
         self.clock = clock
-        self.catalog_enabled = False
+        # Whether the thread catalog is kept (asked when a removal empties a thread).
+        self.catalog_enabled: Callable[[], bool] = lambda: False
 
     def now(self) -> int:
         return int(self.clock())
@@ -431,7 +432,7 @@ class Remover:
         yield from hide(hiding)
         yield from delete_records(doomed)
         yield from unhide({m.key for m in hiding})
-        if self.catalog_enabled and not (yield from self.finder.has_records(name)):
+        if self.catalog_enabled() and not (yield from self.finder.has_records(name)):
             yield from drop_catalog(name)
         return len(doomed)
 
