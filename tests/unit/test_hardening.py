@@ -16,6 +16,7 @@ from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
     ForgedTombstoneError,
     InvalidConfigError,
+    InvalidCursorError,
     S3DynamoSaver,
     ThreadDeletedError,
 )
@@ -376,3 +377,99 @@ def test_a_catalog_field_that_cannot_be_a_metadata_key_is_refused_by_name(
     env = {"S3DYNAMO_TABLE": "t", "S3DYNAMO_BUCKET": "b", "S3DYNAMO_CATALOG_FIELDS": value}
     said = run({**env, "S3DYNAMO_PLAINTEXT": "1", "AWS_REGION": "us-east-1"}, "threads")
     assert said.code == 2 and named in one_line_error(said)
+
+
+def ids(found: Any) -> list[str]:
+    return [t.thread_id for t in found]
+
+
+def pages(saver: S3DynamoSaver, limit: int, **search: Any) -> list[list[str]]:
+    """Every page of a search, following each page's last cursor."""
+    out: list[list[str]] = []
+    page = saver.search_threads(limit=limit, **search)
+    while page:
+        out.append(ids(page))
+        page = saver.search_threads(limit=limit, before=page[-1].cursor, **search)
+    return out
+
+
+@NEEDS_DETECTION
+def test_a_forged_head_moves_no_thread_ahead_of_honest_ones_and_drops_none(
+    backend: Backend,
+) -> None:
+    """A thread's place is its latest checkpoint, authenticated, or its head where that
+    is older: a head forged to a newer id than the thread has does not bring it ahead
+    (the next threads are read instead), one forged to an older id places it there, and
+    every thread is on exactly one page."""
+    saver = backend.saver(catalog_fields=["user_id"])
+    made = {}
+    for i in range(6):
+        chat(saver, f"t{i}", "ada")
+        made[f"t{i}"] = raw.table(saver).get(root_head(saver, f"t{i}"))[HEAD]
+    honest = pages(saver, 2, metadata={"user_id": "ada"})
+    assert honest == [["t5", "t4"], ["t3", "t2"], ["t1", "t0"]]
+    future = str(uuid6(clock_seq=1)).replace(str(uuid6(clock_seq=1))[:8], "ffffffff", 1)
+    raw.set_attributes(saver, root_head(saver, "t0"), h=future)  # the oldest, "newest"
+    raw.set_attributes(saver, root_head(saver, "t4"), h=made["t1"])  # pushed down to t1
+    name = saver.store.name_of
+    tied = sorted(["t4", "t1"], key=name, reverse=True)  # one place: by name, as ties are
+    expected = ["t5", "t3", "t2", *tied, "t0"]
+    assert [i for p in pages(saver, 2, metadata={"user_id": "ada"}) for i in p] == expected
+    assert [i for p in pages(saver, 1) for i in p] == expected  # every thread's list too
+    assert ids(saver.search_threads(metadata={"user_id": "ada"}, limit=10)) == expected
+
+
+@NEEDS_DETECTION
+def test_a_cursor_is_opaque_bounded_and_refused_unless_a_search_returned_it(
+    backend: Backend,
+) -> None:
+    """A head's clear text is copied nowhere: a cursor is sealed, of bounded size, names
+    no stored name; `before` that no search of this filter returned is
+    `InvalidCursorError`, before any request."""
+    saver = backend.saver(catalog_fields=["user_id"])
+    for i in range(3):
+        chat(saver, f"t{i}", "ada")
+    markup = "<script>alert(1)</script>" * 12_000  # 300 KB of markup in a head
+    raw.set_attributes(saver, root_head(saver, "t1"), h=markup)
+    found = saver.search_threads(metadata={"user_id": "ada"})
+    assert ids(found) == ["t2", "t1", "t0"]  # t1 placed by its record
+    for t in found:
+        assert len(t.cursor) < 300 and "<" not in t.cursor
+        assert saver.store.name_of(t.thread_id) not in t.cursor
+    first = found[0].cursor
+    bob = saver.search_threads(metadata={"user_id": "bob"})
+    assert bob == []
+    altered = first[:10] + ("A" if first[10] != "A" else "B") + first[11:]
+    old_style = f"{found[0].checkpoint_id}#{saver.store.name_of('t2')}"
+    backend.reset()
+    for before, said in (
+        ("garbage", "made up, altered"),
+        ("", "no base64url text"),
+        (altered, "made up, altered"),
+        (old_style, "no base64url text"),
+        (markup, "no base64url text"),
+        ("x" * 70_000, "no base64url text of at most 64 KB"),
+    ):
+        with pytest.raises(InvalidCursorError, match=said) as refused:
+            saver.search_threads(metadata={"user_id": "ada"}, before=before)
+        assert "Search again without before" in str(refused.value)
+        assert len(str(refused.value)) < 600
+    with pytest.raises(InvalidCursorError, match="another filter"):  # another search's
+        saver.search_threads(metadata={"user_id": "bob"}, before=first)
+    assert backend.calls() == {}
+    assert ids(saver.search_threads(metadata={"user_id": "ada"}, before=first)) == ["t1", "t0"]
+
+
+def test_a_thread_written_between_two_pages_is_on_neither(backend: Backend) -> None:
+    """Paging is keyset over a moving order (docs/ARCHITECTURE.md, "The thread
+    catalog"): a thread written after the first page moves to the top, so the next page
+    starts below where the first ended and does not show it."""
+    saver = backend.saver(catalog_fields=["user_id"])
+    for i in range(4):
+        chat(saver, f"t{i}", "ada")
+    first = saver.search_threads(metadata={"user_id": "ada"}, limit=2)
+    assert ids(first) == ["t3", "t2"]
+    chat(saver, "t0", "ada")  # written between the pages
+    rest = saver.search_threads(metadata={"user_id": "ada"}, limit=2, before=first[-1])
+    assert ids(rest) == ["t1"]
+    assert ids(saver.search_threads(metadata={"user_id": "ada"}))[0] == "t0"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Keyring, Sealer, identity, padded
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity, own_sealer, padded
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
@@ -408,8 +408,7 @@ class Deployment:
         """Sealing under a key derived from the naming key (`Namer.sealing_key`), which
         every process of the deployment holds whatever sealing keys it has; without a
         secret, none (as names are then unkeyed)."""
-        key = self._namer.sealing_key(CATALOG)
-        return Sealer(keyring=Keyring({"n": key}, "n") if key is not None else None)
+        return own_sealer(self._namer.sealing_key(CATALOG))
 
     def _catalog_id(self) -> bytes:
         return identity("deployment", self._control.pk, CATALOG)
