@@ -25,6 +25,7 @@ from langgraph.checkpoint.s3dynamo.layout import deployment_pk, is_writes_key
 from langgraph.checkpoint.s3dynamo.records import HEAD, head_key
 from langgraph.checkpoint.s3dynamo.settings import Settings
 from langgraph.checkpoint.s3dynamo.table import ItemKey, Update, key_of
+from langgraph.checkpoint.s3dynamo.testing import Sandbox
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.cli import one_line_error, run
@@ -473,3 +474,33 @@ def test_a_thread_written_between_two_pages_is_on_neither(backend: Backend) -> N
     rest = saver.search_threads(metadata={"user_id": "ada"}, limit=2, before=first[-1])
     assert ids(rest) == ["t1"]
     assert ids(saver.search_threads(metadata={"user_id": "ada"}))[0] == "t0"
+
+
+def test_the_command_line_finds_a_number_as_json_and_refuses_a_key_given_twice(
+    aws: None,
+) -> None:
+    """`threads --filter KEY=VALUE` compares text: a user id stored as the number 42 is
+    found with `--filter '{"user_id": 42}'`, the rule `memory search --filter` has too;
+    a key given twice, in either form, is refused by name, before any request."""
+    sandbox = Sandbox()
+    saver = sandbox.saver(catalog_fields=["user_id"])
+    for tid, user in (("number", 42), ("text", "42")):
+        chat_graph(saver).invoke(
+            {"messages": [HumanMessage("hi", id="hi")]},
+            {"configurable": {"thread_id": tid, "user_id": user}},
+        )
+    env = sandbox.environment()
+
+    def found(*filters: str) -> list[str]:
+        given = [arg for f in filters for arg in ("--filter", f)]
+        said = run(env, "threads", *given, "--json")
+        assert said.code == 0, said.err
+        return [row["thread_id"] for row in said.json()["threads"]]
+
+    assert found('{"user_id": 42}') == ["number"]
+    assert found("user_id=42") == ["text"]
+    for command in (("threads",), ("memory", "search", "users")):
+        for twice in (("user_id=1", "user_id=2"), ("user_id=1", '{"user_id": 1}')):
+            said = run(env, *command, "--filter", twice[0], "--filter", twice[1])
+            assert said.code == 2, said.err
+            assert "'user_id' is given twice" in " ".join(said.err.split())
