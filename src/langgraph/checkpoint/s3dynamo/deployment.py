@@ -34,7 +34,11 @@ from langgraph.checkpoint.s3dynamo.layout import (
     DEPLOYMENT_RECORD,
     DEPLOYMENT_SUFFIX,
     STORAGE_FORMAT,
+    is_control_pk,
+    is_record_key,
+    is_writes_key,
     prefix_of,
+    scope_of,
 )
 from langgraph.checkpoint.s3dynamo.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectStore
@@ -70,6 +74,12 @@ def guarded(deployment: Deployment) -> Iterator[None]:
         raise
 
 
+def is_checkpoint_key(key: ItemKey) -> bool:
+    """Whether an item's keys are a checkpoint record's (a thread's partition, not its
+    control items; no writes record nor mark)."""
+    return not is_control_pk(key.pk) and is_record_key(key.sk) and not is_writes_key(key.sk)
+
+
 class Control:
     """A deployment's own partition (`layout.deployment_pk`), read with one request on
     first need and cached."""
@@ -99,17 +109,21 @@ class Control:
             self._records = None
             return self.records()
 
-    def data(self) -> ItemKey | None:
-        """An item of this deployment outside its own partition, if there is one: a
-        Scan (keys only) of this prefix's partitions, page after page until one is
-        found. Asked once in a deployment's life, before its KMS keyring is made."""
+    def data(self, *, checkpoints: bool = False) -> ItemKey | None:
+        """An item of this deployment outside its own partition, if there is one (with
+        `checkpoints`, a checkpoint record: a thread's, which no write of a process that
+        is making the deployment record can have made yet): a Scan (keys only) of this
+        prefix's partitions, page after page until one is found. Asked once in a
+        deployment's life, before its KMS keyring is made, or its record."""
         prefix = self.pk[: -len(DEPLOYMENT_SUFFIX)]
         kept = begins(PARTITION_KEY, prefix) if prefix else None
         for items in scan_pages(self._table(), filter=kept, attributes=()):
             for item in items:
-                pk = str(item[PARTITION_KEY])
-                if pk != self.pk and prefix_of(pk) == prefix:
-                    return key_of(item)
+                key = key_of(item)
+                if key.pk == self.pk or prefix_of(key.pk) != prefix:
+                    continue
+                if not checkpoints or (scope_of(key.pk) == prefix and is_checkpoint_key(key)):
+                    return key
         return None
 
     def put(self, record: ControlRecord, expected_version: int | None) -> bool:
@@ -372,7 +386,7 @@ class Deployment:
         process's first read brings in its own wave (else one Query, once). A saver that
         declares other fields than the recorded ones is refused, before it writes."""
         record = self._control.records().get(DEPLOYMENT_RECORD)
-        recorded = self._recorded_catalog(DeploymentView.of(record)) if record else None
+        recorded = self._recorded_catalog(record.fields.get(CATALOG) if record else None)
         if recorded is None:
             return declared
         if problem := catalog_problem(declared, recorded):
@@ -393,10 +407,10 @@ class Deployment:
         sealed = self._seal_catalog(fields)
         self._replace(lambda view: None if view.catalog else replace(view, catalog=sealed))
 
-    def _recorded_catalog(self, view: DeploymentView) -> tuple[str, ...] | None:
-        """The catalog fields a deployment record holds, opened; None where it has none."""
-        blob = view.catalog
-        if not blob:
+    def _recorded_catalog(self, blob: object) -> tuple[str, ...] | None:
+        """The catalog fields a deployment record holds (its `catalog` field), opened
+        once; None where it has none."""
+        if not isinstance(blob, bytes) or not blob:
             return None
         if self._opened is None or self._opened[0] != blob:
             what = f"the catalog fields of the deployment record in {self._where}"
@@ -505,7 +519,7 @@ class Deployment:
             )
         if wrong_bucket := bucket_problem(theirs.bucket, mine.bucket):
             problems.append(wrong_bucket)
-        recorded = self._recorded_catalog(theirs) if self._declared else None
+        recorded = self._recorded_catalog(theirs.catalog) if self._declared else None
         if recorded is not None and (other := catalog_problem(self._declared, recorded)):
             problems.append(other)
         if theirs.naming != mine.naming:

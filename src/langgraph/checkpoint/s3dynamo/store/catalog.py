@@ -244,11 +244,13 @@ class Catalog:
         return DEPLOYMENT_RECORD not in found and self.empty()
 
     def empty(self) -> bool:
-        """Whether the deployment holds no data outside its own partition (a Scan, keys
-        only, until it finds an item; asked where no deployment record is, and kept once
-        it finds some)."""
+        """Whether the deployment holds no checkpoint (a Scan, keys only, until it finds
+        a checkpoint record; asked where no deployment record is, and kept once it finds
+        one). A process making the record has written none yet: its first checkpoint
+        waits for the record; its writes records, sent beside, are no threads."""
         if not self._holds_data:
-            self._holds_data = self.control is not None and self.control.data() is not None
+            found = self.control.data(checkpoints=True) if self.control is not None else None
+            self._holds_data = found is not None
         return not self._holds_data
 
     def require_fields(self) -> None:
