@@ -16,7 +16,8 @@ counted by DynamoDB's names, exactly, and read units computed from the items eac
 returns, as DynamoDB bills them (a Query or Scan page summed and rounded up to 4 KB, each
 item of a BatchGetItem on its own; half for an eventually consistent read). It is sealed
 (keys and a naming secret) and declares `catalog_fields="langgraph"`; the Scan rows come
-from the same deployment read by a saver that declares nothing.
+from the same deployment read by a saver whose catalog is left out (one that declares
+nothing files and searches under the deployment's fields), as every earlier release.
 
 DynamoDBSaver (langgraph-checkpoint-aws) runs on moto in process. Its `list(None, ...)`
 raises ValueError ("Runnable config must contain thread_id"): it keeps no index by
@@ -111,6 +112,9 @@ def s3dynamo(sizes: list[int]) -> dict[int, dict[str, Any]]:
         index=table, object_store=objects, keys=keys, secret=secret, catalog_fields="langgraph"
     )
     scan = S3DynamoSaver(index=table, object_store=objects, keys=keys, secret=secret)
+    # A saver that declares no field files under the deployment's recorded fields; the
+    # Scan every release before the catalog sent is measured with its catalog left out.
+    scan.store._catalog.deployment = None
     saver.setup()
     user = {"user_id": "user-0"}  # threads 0 to 9
     written = 0

@@ -630,7 +630,9 @@ def test_threads_by_a_declared_field_come_from_the_catalog(moto: None) -> None:
     assert plan["plan"]["threads"] == 4 and plan["plan"]["fields"] == ["user_id"]
     built = run(env, "catalog", "build", "--yes")
     assert built.code == 0, built.err
-    assert built.out.splitlines()[-1] == "done: filed 4 threads (8 entries)"
+    assert (
+        built.out.splitlines()[-1] == "done: filed 4 threads (8 entries); the catalog is complete"
+    )
 
     found = run(env, "threads", "--filter", "user_id=ada", "--json")
     assert found.code == 0, found.err

@@ -263,7 +263,12 @@ def build(
         own,
         namer,
         sealer,
-        Configured(source=source.describe(), where=_where(settings), bucket=bucket),
+        Configured(
+            source=source.describe(),
+            where=_where(settings),
+            bucket=bucket,
+            catalog=settings.catalog_fields,
+        ),
         root=control(deployment_pk("")) if settings.prefix else None,
         objects=lambda: ports.objects,
     )
@@ -319,7 +324,7 @@ def _thread_store(
 ) -> ThreadStore:
     """The thread store on the engine, gated by the deployment's storage format, its
     catalog's completeness recorded beside the deployment record (a deployment created
-    with fields declared has every thread filed from its first)."""
+    with the fields declared, and no data, has every thread filed from its first)."""
     deployment, own, namer = checked
     store = ThreadStore(
         engine=engine,
@@ -333,8 +338,8 @@ def _thread_store(
         subjects=subjects,
     )
     store.gate_formats(deployment.require_format)
-    store.attach(own)
-    deployment.created = store.mark_catalog_complete
+    store.attach(own, deployment)
+    deployment.created = store.catalog_created
     return store
 
 
@@ -478,3 +483,5 @@ def set_up(parts: Components) -> None:
             parts.deployment.objects_resource(),
         )
     parts.deployment.verify(write=True)
+    # The fields the catalog files threads by, recorded for every process to file under.
+    parts.deployment.record_catalog(parts.settings.catalog_fields)

@@ -6,8 +6,9 @@ and which one Query reads whole (`Control`), holds its deployment record and, wi
 its keyring (`kms_keyring.py`: where the keys come from).
 
 `Deployment`: the record of what the deployment was written with (fingerprints of the
-naming key and of each sealing key, the sealing mode, the bucket; no key bytes), read
-once per process and compared before anything is written. Bootstrap, rotation and races:
+naming key and of each sealing key, the sealing mode, the bucket, and, sealed, the
+metadata fields its thread catalog files threads by; no key bytes), read once per
+process and compared before anything is written. Bootstrap, rotation and races:
 docs/SECURITY.md, "The keyring and deployment records".
 """
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
-from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity, own_sealer, padded
 from langgraph.checkpoint.s3dynamo.errors import (
     DeploymentMismatchError,
     IntegrityError,
@@ -33,7 +34,11 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     DEPLOYMENT_RECORD,
     DEPLOYMENT_SUFFIX,
     STORAGE_FORMAT,
+    is_control_pk,
+    is_record_key,
+    is_writes_key,
     prefix_of,
+    scope_of,
 )
 from langgraph.checkpoint.s3dynamo.format.records import ControlRecord, control_from, put_control
 from langgraph.checkpoint.s3dynamo.format.schema import PARTITION_KEY
@@ -69,6 +74,12 @@ def guarded(deployment: Deployment) -> Iterator[None]:
         raise
 
 
+def is_checkpoint_key(key: ItemKey) -> bool:
+    """Whether an item's keys are a checkpoint record's (a thread's partition, not its
+    control items; no writes record nor mark)."""
+    return not is_control_pk(key.pk) and is_record_key(key.sk) and not is_writes_key(key.sk)
+
+
 class Control:
     """A deployment's own partition (`layout.deployment_pk`), read with one request on
     first need and cached."""
@@ -98,17 +109,21 @@ class Control:
             self._records = None
             return self.records()
 
-    def data(self) -> ItemKey | None:
-        """An item of this deployment outside its own partition, if there is one: a
-        Scan (keys only) of this prefix's partitions, page after page until one is
-        found. Asked once in a deployment's life, before its KMS keyring is made."""
+    def data(self, *, checkpoints: bool = False) -> ItemKey | None:
+        """An item of this deployment outside its own partition, if there is one (with
+        `checkpoints`, a checkpoint record: a thread's, which no write of a process that
+        is making the deployment record can have made yet): a Scan (keys only) of this
+        prefix's partitions, page after page until one is found. Asked once in a
+        deployment's life, before its KMS keyring is made, or its record."""
         prefix = self.pk[: -len(DEPLOYMENT_SUFFIX)]
         kept = begins(PARTITION_KEY, prefix) if prefix else None
         for items in scan_pages(self._table(), filter=kept, attributes=()):
             for item in items:
-                pk = str(item[PARTITION_KEY])
-                if pk != self.pk and prefix_of(pk) == prefix:
-                    return key_of(item)
+                key = key_of(item)
+                if key.pk == self.pk or prefix_of(key.pk) != prefix:
+                    continue
+                if not checkpoints or (scope_of(key.pk) == prefix and is_checkpoint_key(key)):
+                    return key
         return None
 
     def put(self, record: ControlRecord, expected_version: int | None) -> bool:
@@ -120,6 +135,10 @@ class Control:
 
 
 # ------------------------------------------------------------------ deployment record
+
+
+# The deployment record's field holding the declared catalog fields, sealed.
+CATALOG = "catalog"
 
 
 @dataclass
@@ -134,6 +153,8 @@ class DeploymentView:
     format: int = 1
     # The object store's name (an S3 bucket); "" where unknown or not yet recorded.
     bucket: str = ""
+    # The declared catalog fields, sealed (`Deployment.catalog_fields`); b"": none recorded.
+    catalog: bytes = b""
 
     @classmethod
     def of(cls, record: ControlRecord) -> DeploymentView:
@@ -146,6 +167,7 @@ class DeploymentView:
             str(f.get("by", "")),
             int(str(f.get("format", "1"))),  # records from before the field: format 1
             str(f.get("bucket", "")),  # records from before the field name none
+            f[CATALOG] if isinstance(f.get(CATALOG), bytes) else b"",  # type: ignore[arg-type]
         )
 
     def fields(self) -> dict[str, str | bytes]:
@@ -158,6 +180,8 @@ class DeploymentView:
         }
         if self.bucket:
             fields["bucket"] = self.bucket
+        if self.catalog:
+            fields[CATALOG] = self.catalog
         return fields
 
     def parts(self) -> list[str]:
@@ -174,8 +198,10 @@ class DeploymentView:
         differs (a key under the same id differs in its check value only, which the
         problem names)."""
         differing = [part for part in self.parts() if part not in theirs.parts()]
-        if not differing:
+        if not differing and any(theirs.keys.get(k, v) != v for k, v in self.keys.items()):
             return "this saver's differs in the keys' check values only"
+        if not differing:
+            return "this saver's keys and bucket are the deployment's"
         return f"this saver: {', '.join(differing)}"
 
 
@@ -192,14 +218,28 @@ def bucket_problem(theirs: str, mine: str) -> str | None:
     )
 
 
+def catalog_problem(declared: tuple[str, ...], recorded: tuple[str, ...]) -> str | None:
+    """What is wrong when a saver declares other catalog fields than the deployment's."""
+    if not declared or set(declared) == set(recorded):
+        return None
+    return (
+        f"this saver declares catalog fields {list(declared)} and the deployment files its "
+        f"threads under {list(recorded)}, so a thread written here would be missing from "
+        f"its catalog: declare the same (S3DYNAMO_CATALOG_FIELDS={','.join(recorded)}, "
+        "catalog_fields=), or none, to file under the deployment's"
+    )
+
+
 class Configured(NamedTuple):
     """What a saver is configured with, as its deployment record is checked against it
     and its errors name it: where its keys come from (`source`), where its index lives
-    (`where`), and the bucket its objects go to ("" if it has no name to compare)."""
+    (`where`), the bucket its objects go to ("" if it has no name to compare), and the
+    catalog fields it declares."""
 
     source: str
     where: str
     bucket: str = ""
+    catalog: tuple[str, ...] = ()
 
 
 class Deployment:
@@ -222,7 +262,9 @@ class Deployment:
         self._control = control
         self._namer = namer
         self._sealer = sealer
-        self._source, self._where, self._bucket = configured
+        self._source, self._where, self._bucket, self._declared = configured
+        # The recorded catalog fields as last opened: (the sealed blob, the fields).
+        self._opened: tuple[bytes, tuple[str, ...]] | None = None
         # The object store, asked where its bucket lives (`region_problem`).
         self._objects = objects
         self._lock = threading.Lock()
@@ -271,6 +313,8 @@ class Deployment:
             if not write:
                 self.state = "read"
                 return True
+            if self._declared:  # the deployment is made with the fields this saver declares
+                mine = replace(mine, catalog=self._seal_catalog(self._declared))
             if self._control.put(ControlRecord(DEPLOYMENT_RECORD, mine.fields()), None):
                 self.state = "ok"
                 self.created()
@@ -307,26 +351,85 @@ class Deployment:
         it (docs/FORMAT.md): one conditional write, once a deployment; none after."""
         if self._format >= needed:
             return
+        self._replace(lambda view: None if view.format >= needed else replace(view, format=needed))
+        self._format = needed
+
+    def _replace(self, change: Callable[[DeploymentView], DeploymentView | None]) -> None:
+        """The deployment record (written first if there is none) replaced by what
+        `change` makes of it, on condition of its version (read again and changed again
+        when another writer replaced it first); `change` None: nothing to write."""
         self.verify(write=True)
         with self._lock:
             for _ in tries(CONFLICT_ATTEMPTS):
                 record = self._control.records().get(DEPLOYMENT_RECORD)
                 assert record is not None  # verify(write=True) wrote one if none was there
-                view = DeploymentView.of(record)
-                if view.format >= needed:
-                    self._format = view.format
+                new = change(DeploymentView.of(record))
+                if new is None:
                     return
-                fields = replace(view, format=needed).fields()
+                fields = new.fields()
                 if self._control.put(
                     ControlRecord(DEPLOYMENT_RECORD, fields, record.version + 1), record.version
                 ):
-                    self._format = needed
                     return
                 self._control.refresh()
         raise StorageError(  # pragma: no cover - needs five concurrent updates
             f"the deployment record in {self._where} kept changing under concurrent "
             f"writers ({CONFLICT_ATTEMPTS} attempts); retry later"
         )
+
+    # ------------------------------------------------------------ catalog fields
+
+    def catalog_fields(self, declared: tuple[str, ...]) -> tuple[str, ...]:
+        """The metadata fields the thread catalog files threads by: those recorded in the
+        deployment record (by `setup()` or `catalog build` of a saver declaring them, or
+        by the saver that made the record), else `declared`. Read with the record, which a
+        process's first read brings in its own wave (else one Query, once). A saver that
+        declares other fields than the recorded ones is refused, before it writes."""
+        record = self._control.records().get(DEPLOYMENT_RECORD)
+        recorded = self._recorded_catalog(record.fields.get(CATALOG) if record else None)
+        if recorded is None:
+            return declared
+        if problem := catalog_problem(declared, recorded):
+            raise DeploymentMismatchError(
+                f"this saver does not match the deployment in {self._where}: {problem}. "
+                "Nothing was written."
+            )
+        return declared or recorded
+
+    def record_catalog(self, fields: tuple[str, ...]) -> None:
+        """Record the catalog fields this saver declares in the deployment record (sealed),
+        where it records none: `setup()` and `catalog build` do. Other fields recorded:
+        `DeploymentMismatchError` (`catalog_fields`)."""
+        if not fields:
+            return
+        self.verify(write=True)
+        self.catalog_fields(fields)
+        sealed = self._seal_catalog(fields)
+        self._replace(lambda view: None if view.catalog else replace(view, catalog=sealed))
+
+    def _recorded_catalog(self, blob: object) -> tuple[str, ...] | None:
+        """The catalog fields a deployment record holds (its `catalog` field), opened
+        once; None where it has none."""
+        if not isinstance(blob, bytes) or not blob:
+            return None
+        if self._opened is None or self._opened[0] != blob:
+            what = f"the catalog fields of the deployment record in {self._where}"
+            _, data = self._catalog_sealer().open(blob, self._catalog_id(), what)
+            self._opened = (blob, tuple(str(f) for f in json.loads(data)))
+        return self._opened[1]
+
+    def _catalog_sealer(self) -> Sealer:
+        """Sealing under a key derived from the naming key (`Namer.sealing_key`), which
+        every process of the deployment holds whatever sealing keys it has; without a
+        secret, none (as names are then unkeyed)."""
+        return own_sealer(self._namer.sealing_key(CATALOG))
+
+    def _catalog_id(self) -> bytes:
+        return identity("deployment", self._control.pk, CATALOG)
+
+    def _seal_catalog(self, fields: tuple[str, ...]) -> bytes:
+        data = padded(json.dumps(list(fields)).encode())
+        return self._catalog_sealer().seal("json", data, self._catalog_id(), compress=False)
 
     def region_problem(self) -> str | None:
         """What is wrong when the bucket lives in another region than this saver's
@@ -416,6 +519,9 @@ class Deployment:
             )
         if wrong_bucket := bucket_problem(theirs.bucket, mine.bucket):
             problems.append(wrong_bucket)
+        recorded = self._recorded_catalog(theirs.catalog) if self._declared else None
+        if recorded is not None and (other := catalog_problem(self._declared, recorded)):
+            problems.append(other)
         if theirs.naming != mine.naming:
             slip = self._namer.slip(theirs.naming)
             problems.append(

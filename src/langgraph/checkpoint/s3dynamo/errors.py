@@ -1,33 +1,33 @@
-"""Errors: each says what was expected, what came, and the fix; botocore's are translated
-once (`backends/aws_errors.py`), with `from`. The tree:
-    S3DynamoError
-    ├── InvalidConfigError (ValueError)     bad config, thread id, namespace, setting or argument
-    │   ├── ArgumentTypeError (TypeError)   an argument of another type than its method takes
-    │   ├── ItemTooLargeError               a checkpoint would not fit one index item
-    │   ├── RegionNotSetError               no AWS region for a client the saver builds
-    │   ├── CredentialsNotFoundError        no AWS credentials found
-    │   ├── ScopeNotNamedError              a table-wide sweep, no prefix, on a tenants' table
-    │   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
-    │   ├── VectorDimensionsError           an embedding's dims not the IndexConfig's or namespace's
-    │   └── StorageConfigError              S3, DynamoDB or KMS refused a bucket, key, region...
-    ├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
-    │   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
-    ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
-    ├── CatalogNotBuiltError                a declared field's thread catalog is not built yet
-    ├── SubjectErasedError (LookupError)    what was asked for is an erased data subject's
-    ├── StorageError                        another S3 or DynamoDB failure that may pass: retry
-    │   └── EndpointUnreachableError        the service's endpoint did not answer
-    ├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
-    ├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
-    ├── CheckFailedError                    `ops.check()` found problems (`.report`)
-    ├── ConcurrentUpdateError               another run moved the thread on: retry the run
-    │   ├── ThreadDeletedError              the thread was deleted since this run loaded it
-    │   ├── LeaseTimeoutError               thread_lock not acquired within its wait
-    │   └── LeaseLostError                  the lease was taken over: this holder's write refused
-    └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
-        ├── ObjectNotFoundError             the index references an object that is gone
-        ├── KeyNotFoundError                sealed under a key id missing from the keyring
-        └── PlaintextRefusedError           unsealed data read while encryption is on"""
+"""Errors raised by s3dynamo, each naming what was expected, what came and the fix:
+S3DynamoError
+├── InvalidConfigError (ValueError)     bad config, thread id, namespace, setting or argument
+│   ├── ArgumentTypeError (TypeError)   an argument of another type than its method takes
+│   ├── ItemTooLargeError               a checkpoint would not fit one index item
+│   ├── RegionNotSetError, CredentialsNotFoundError   no AWS region; no AWS credentials
+│   ├── ScopeNotNamedError              a table-wide sweep, no prefix, on a tenants' table
+│   ├── InvalidCursorError              a search_threads cursor no search returned
+│   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
+│   ├── VectorDimensionsError           an embedding's dims not the IndexConfig's or namespace's
+│   └── StorageConfigError              S3, DynamoDB or KMS refused a bucket, key, region...
+├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
+│   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
+├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
+├── CatalogNotBuiltError                a declared field's thread catalog is not built yet
+├── SubjectErasedError (LookupError)    what was asked for is an erased data subject's
+├── StorageError                        another S3 or DynamoDB failure that may pass: retry
+│   └── EndpointUnreachableError        the service's endpoint did not answer
+├── ThreadExistsError (ValueError)      copy_thread onto a thread that has checkpoints
+├── ThreadNotFoundError (LookupError)   an operation named a thread with nothing stored
+├── CheckFailedError                    `ops.check()` found problems (`.report`)
+├── ConcurrentUpdateError               another run moved the thread on: retry the run
+│   ├── ThreadDeletedError              the thread was deleted since this run loaded it
+│   ├── LeaseTimeoutError               thread_lock not acquired within its wait
+│   └── LeaseLostError                  the lease was taken over: this holder's write refused
+└── IntegrityError                      a stored blob did not open: tampered, moved, truncated
+    ├── ForgedTombstoneError            a forged delete of a thread kept coming back
+    ├── ObjectNotFoundError             the index references an object that is gone
+    ├── KeyNotFoundError                sealed under a key id missing from the keyring
+    └── PlaintextRefusedError           unsealed data read while encryption is on"""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ from collections.abc import Iterable
 
 
 class S3DynamoError(Exception):
-    """Base class of every error this package raises."""
+    """Base class of every error this package raises. botocore errors are translated in
+    one place (`backends/aws_errors.py`), with `from`."""
 
 
 class InvalidConfigError(S3DynamoError, ValueError):
@@ -92,6 +93,13 @@ class StoreMissingError(S3DynamoError):
     def __init__(self, message: str, resource: str = "") -> None:
         super().__init__(message)
         self.resource = resource
+
+
+class InvalidCursorError(InvalidConfigError):
+    """`search_threads(before=...)` was given what no search of this deployment returned
+    for this filter: a cursor is opaque and sealed (it carries where the next page starts),
+    so a made-up, cut or altered one, one of an earlier release, or one of a search by
+    another filter is refused, before any request. Start again without `before`."""
 
 
 class CatalogNotBuiltError(S3DynamoError):
@@ -273,7 +281,12 @@ class ThreadDeletedError(ConcurrentUpdateError):
     """The thread (namespace) was deleted after this run loaded it: a delete, retention or
     an erasure left its head a tombstone, and a run that loaded it before cannot write it
     back. Nothing of this write is visible. To keep talking to the user, start the thread
-    afresh: a run that loads it now finds it empty and starts a new history."""
+    afresh: a run that loads it now finds it empty and starts a new history. `tombstone`
+    is the head as the refused write found it (the store checks its seal)."""
+
+    def __init__(self, reason: str, tombstone: str | None = None) -> None:
+        super().__init__(reason)
+        self.tombstone = tombstone
 
     def __str__(self) -> str:
         if self.write is None:
@@ -313,6 +326,28 @@ class LeaseLostError(ConcurrentUpdateError):
 
 class IntegrityError(S3DynamoError):
     """A stored blob failed to open: it was altered, moved to another identity, or cut short."""
+
+
+class ForgedTombstoneError(IntegrityError):
+    """A write was refused by a tombstone on its namespace's head that no delete of this
+    deployment set (no seal, or a wrong one) over checkpoints that are still there; each
+    time the store put the head back, it was forged again. Nothing of this write is
+    visible and the thread's checkpoints are intact. Someone who can write the table and
+    holds no key is at it: find them (docs/SECURITY.md, "Tombstones"), then run again."""
+
+    def __init__(self, write: str, head: str, attempts: int) -> None:
+        super().__init__(write, head, attempts)
+        self.write, self.head, self.attempts = write, head, attempts
+
+    def __str__(self) -> str:
+        return (
+            f"{self.write}: not written: its namespace's head was a tombstone without a valid "
+            f"seal ({self.head!r}) over checkpoints that are still there, set again each of "
+            f"{self.attempts} times the head was put back: someone without the keys is "
+            "forging deletes of this thread in the table. Its checkpoints are intact "
+            '(get_state reads them); stop that writer (docs/SECURITY.md, "Tombstones"), '
+            "then run again"
+        )
 
 
 class ObjectNotFoundError(IntegrityError):

@@ -417,8 +417,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def search_threads(
         self, *, metadata: MaybeDict = None, limit: Count = 10, before: Position = None
     ) -> ThreadSummaries:
-        """Threads whose latest checkpoint has each pair of `metadata`, newest activity first,
-        after `before` (a result or its cursor); a declared field costs its threads only."""
+        """Threads whose latest checkpoint has each pair of `metadata`, newest activity first
+        (by their latest checkpoint, authenticated), after `before`: a result or its
+        opaque `cursor` (anything else is `InvalidCursorError`). Pages are keyset over a
+        moving order: a thread written between two pages moves to the top and is on
+        neither. A declared field costs its threads only (`store/search.py`)."""
         with guarded(self.parts.deployment):
             self.parts.deployment.verify(write=False)  # another secret finds nothing
             return self.store.search(metadata, limit, before)

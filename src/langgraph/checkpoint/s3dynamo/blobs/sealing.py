@@ -128,6 +128,13 @@ class SealingKey:
     key: bytes = field(repr=False)
 
 
+def own_sealer(key: bytes | None) -> Sealer:
+    """A sealer under one key of a deployment's own (derived from its naming key:
+    `Namer.sealing_key`), for what it keeps or hands out about itself (its catalog
+    fields, a search's cursor); without one (no secret), blobs go unsealed."""
+    return Sealer(keyring=Keyring({"n": key}, "n") if key is not None else None)
+
+
 class Sealer:
     """Turns serializer output into envelopes and back, bound to an identity."""
 

@@ -56,33 +56,13 @@ def _store(**settings: Any) -> Any:
 
 
 def _filter(given: tuple[str, ...]) -> dict[str, Any] | None:
-    """--filter, repeatable, every one applying: KEY=VALUE (VALUE as text, as `threads
-    --filter` takes it), or a JSON object of field values, as LangGraph's
-    `search(filter=...)` takes it (for values of other types: `{"n": 3}`)."""
-    found: dict[str, Any] = {}
-    pairs = []
-    for text in given:
-        if not text.lstrip().startswith("{"):
-            pairs.append(text)
-            continue
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = None
-        if not isinstance(value, dict):
-            raise click.BadParameter(
-                f"expected a JSON object of field values, got {text!r}; for example "
-                f"--filter '{json.dumps(FILTER_EXAMPLE)}', or --filter kind=note",
-                param_hint="--filter",
-            )
-        found.update(value)
+    """--filter, repeatable, every one applying, as `threads --filter` takes it
+    (`render.metadata_filter`): KEY=VALUE (VALUE as text), or a JSON object of field
+    values, as LangGraph's `search(filter=...)` takes it (other types: `{"n": 3}`)."""
     try:
-        found.update(render.metadata_filter(pairs, example="kind=note"))
+        found = render.metadata_filter(given, "kind=note", json.dumps(FILTER_EXAMPLE))
     except ValueError as exc:
-        raise click.BadParameter(
-            f"{exc}; or a JSON object of field values: --filter '{json.dumps(FILTER_EXAMPLE)}'",
-            param_hint="--filter",
-        ) from None
+        raise click.BadParameter(str(exc), param_hint="--filter") from None
     return found or None
 
 

@@ -130,16 +130,27 @@ def _catalog(p: Data) -> list[str]:
         f"catalog of {', '.join(p['fields'])}: file {plural(p['threads'], 'thread')} "
         f"({p['entries']} entries)"
     ]
-    if p["skipped_threads"]:
+    for s in p["skipped"]:
         lines.append(
-            f"{plural(p['skipped_threads'], 'thread')} do not open with these keys and are left out"
+            f"not filed: thread {s['partition']} (key id {s['key_id']}): {s['kind']}: {s['reason']}"
+        )
+    if p["skipped"]:
+        lines.append(
+            "with a thread not filed, the catalog is not recorded complete: searches by a "
+            "declared field stay refused (CatalogNotBuiltError); `s3dynamo verify` tells "
+            "each; restore or delete it (tampered), or build with its keys (other keys), "
+            "then build again"
         )
     return lines
 
 
 def _filed(p: Data, result: Any) -> str:
+    filed = plural(result["threads"], "thread")
     entries = "1 entry" if result["entries"] == 1 else f"{result['entries']} entries"
-    return f"done: filed {plural(result['threads'], 'thread')} ({entries})"
+    if result["complete"]:
+        return f"done: filed {filed} ({entries}); the catalog is complete"
+    unfiled = plural(result["skipped_threads"], "thread")
+    return f"done: filed {filed} ({entries}); not complete: {unfiled} not filed"
 
 
 def _expired(p: Data, result: Any) -> str:

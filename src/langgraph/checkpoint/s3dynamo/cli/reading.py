@@ -57,8 +57,9 @@ NS_HELP = (
     "filters",
     multiple=True,
     metavar="KEY=VALUE",
-    help="only threads whose latest checkpoint's metadata has KEY equal to the text VALUE "
-    "(repeatable); on a declared catalog field, from the thread catalog",
+    help="only threads whose latest checkpoint's metadata has KEY equal to the text VALUE, "
+    "or, for a value of another type, each pair of a JSON object ('{\"user_id\": 42}'); "
+    "repeatable, a key once; on a declared catalog field, from the thread catalog",
 )
 @json_option
 @store_options

@@ -378,6 +378,14 @@ VERIFY_FIXES = {
     "unreferenced": "unreferenced: no reader uses it; `s3dynamo gc --full` removes it once "
     "older than the grace period (a younger one may be a write under way)",
     "unbacked loan": "unbacked loan: no copy wrote it and it keeps nothing; delete the item",
+    "orphaned catalog entry": "orphaned catalog entry: a search passes over it; delete the item",
+    "dangling back-reference": "dangling back-reference: a search by its value misses the "
+    "thread; `s3dynamo catalog build` files it again",
+    "unfiled thread": "unfiled thread: search_threads misses it; `s3dynamo catalog build` files it",
+    "forged tombstone": "forged tombstone: no delete set it and the next run puts it back; "
+    'check who can write the table (docs/SECURITY.md, "Tombstones")',
+    "unfinished delete": "unfinished delete: new runs of the thread are refused as deleted; "
+    "`s3dynamo delete` it again",
 }
 
 
@@ -439,15 +447,40 @@ def parse_page_token(token: str) -> tuple[str, str]:
     return last, tid
 
 
-def metadata_filter(pairs: Sequence[str], example: str = "user_id=ada") -> dict[str, str]:
-    """`--filter KEY=VALUE` options as a metadata filter (each value text); ValueError
-    naming one without `=`."""
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise ValueError(f"expected KEY=VALUE, such as {example}, got {pair!r}")
-        out[key] = value
+def metadata_filter(
+    given: Sequence[str], example: str = "user_id=ada", json_example: str = '{"user_id": 42}'
+) -> dict[str, Any]:
+    """`--filter` options as one filter, every one applying, by one rule for `threads`
+    and `memory search`: KEY=VALUE (the value is text), or a JSON object of keys and
+    values, for a value of another type (`{"user_id": 42}`). ValueError naming an option
+    that is neither, or a key given twice (a field has one value)."""
+    out: dict[str, Any] = {}
+    for text in given:
+        if text.lstrip().startswith("{"):
+            try:
+                found = json.loads(text)
+            except ValueError:
+                found = None
+            if not isinstance(found, dict):
+                raise ValueError(
+                    f"expected a JSON object of field values, got {text!r}; for example "
+                    f"--filter '{json_example}', or --filter {example}"
+                )
+        else:
+            key, eq, value = text.partition("=")
+            if not eq or not key:
+                raise ValueError(
+                    f"expected KEY=VALUE, such as {example}, got {text!r}; or a JSON object "
+                    f"of field values, for a value that is no text: --filter '{json_example}'"
+                )
+            found = {key: value}
+        for key, value in found.items():
+            if key in out:
+                raise ValueError(
+                    f"{key!r} is given twice (as {out[key]!r} and as {value!r}); a field has "
+                    "one value: give it once"
+                )
+            out[key] = value
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import re
 import reprlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -169,15 +170,35 @@ def texts(name: str, value: object, *, each: str) -> list[str]:
     return [text(f"{name}[{i}]", v) for i, v in enumerate(values)]
 
 
+# A metadata key as LangGraph and its users write them (`user_id`, `x-tenant`, `org.id`).
+FIELD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
+
+
 def field_names(name: str, value: object, *, each: str = "metadata fields") -> tuple[str, ...]:
-    """Names of fields: a list of non-empty str, or one str of them separated by commas
-    (as a variable spells them: "user_id,graph_id"; an empty one declares none)."""
-    if isinstance(value, str):
-        value = [part.strip() for part in value.split(",") if part.strip()]
+    """Names of fields: a list of names, or one str of them separated by commas (as a
+    variable spells them: "user_id,graph_id"; an empty or blank one declares none). Each
+    a metadata key: letters, digits, `_`, `-`, `.` and `:`, so an empty name (`a,,b`, `,`)
+    or what is no name (`["user_id"]`, `user id`) is refused, named."""
+    spelled = value if isinstance(value, str) else None
+    if spelled is not None:
+        value = [part.strip() for part in spelled.split(",")] if spelled.strip() else []
     names = texts(name, value, each=each)
     for i, one in enumerate(names):
+        where = f"{name} ({spelled!r})" if spelled is not None else f"{name}[{i}]"
         if not one:
-            raise InvalidConfigError(f"{name}[{i}] must be a field name, got an empty str")
+            raise InvalidConfigError(
+                f"{where} must be a field name, got an empty "
+                + ("one (a comma with no name before or after it): write user_id,graph_id"
+                   if spelled is not None else "str")
+            )  # fmt: skip
+        if not FIELD_NAME.fullmatch(one):
+            raise InvalidConfigError(
+                f"{where}: {one!r} cannot be a metadata field name: expected a key of a "
+                "checkpoint's metadata, of letters, digits, '_', '-', '.' and ':', such as "
+                "user_id"
+                + (", the names separated by commas (user_id,graph_id), not JSON"
+                   if spelled is not None else "")
+            )  # fmt: skip
     return tuple(names)
 
 

@@ -56,7 +56,10 @@ from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_env
 from langgraph.checkpoint.s3dynamo.format.catalog_records import MAX_FIELDS as MAX_CATALOG_FIELDS
-from langgraph.checkpoint.s3dynamo.format.catalog_records import declared_fields
+from langgraph.checkpoint.s3dynamo.format.catalog_records import (
+    declared_fields,
+    refuse_misspelled_fields,
+)
 from langgraph.checkpoint.s3dynamo.keys.keyring import (
     MAKE_SECRET,
     MIN_SECRET_BYTES,
@@ -217,7 +220,9 @@ def catalog_fields(name: str, value: object) -> tuple[str, ...]:
     """The metadata fields the thread catalog files threads by: a list of names, or one
     str of them separated by commas; `langgraph` stands for LangGraph's server's
     user_id, assistant_id and graph_id."""
-    fields = declared_fields(field_names(name, value, each="metadata field names"))
+    names = field_names(name, value, each="metadata field names")
+    refuse_misspelled_fields(name, names)
+    fields = declared_fields(names)
     if len(fields) > MAX_CATALOG_FIELDS:
         raise InvalidConfigError(
             f"{name} declares {len(fields)} fields, at most {MAX_CATALOG_FIELDS} are "

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.equality import canonical
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.format.layout import (
     NAME_LENGTH,
     catalog_pk,
@@ -113,6 +113,25 @@ def declared_fields(fields: Iterable[str]) -> tuple[str, ...]:
     for field in fields:
         out += LANGGRAPH_FIELDS if field == LANGGRAPH_WORD else (field,)
     return tuple(dict.fromkeys(out))
+
+
+def refuse_misspelled_fields(name: str, fields: Iterable[str]) -> None:
+    """`InvalidConfigError` for a field that is `langgraph`, or one of LangGraph's
+    server's fields, spelled in another case or with `-` for `_` (`LangGraph`,
+    `User_ID`): metadata keys are case-sensitive, so it would file under a key no
+    checkpoint has. Did you mean names the one meant."""
+    for one in fields:
+        for known in (LANGGRAPH_WORD, *LANGGRAPH_FIELDS):
+            if one != known and one.lower().replace("-", "_") == known:
+                what = (
+                    "the word for LangGraph's server's user_id, assistant_id and graph_id"
+                    if known == LANGGRAPH_WORD
+                    else "the metadata key LangGraph's server writes"
+                )
+                raise InvalidConfigError(
+                    f"{name}: got {one!r}; did you mean {known!r} ({what})? Metadata keys are "
+                    f"case-sensitive: {one!r} would file threads under a key no checkpoint has"
+                )
 
 
 def declared_values(metadata: Mapping[str, Any] | None, fields: Iterable[str]) -> dict[str, str]:

@@ -21,7 +21,6 @@ so a Query over a thread's partition never meets its control items, and no threa
 partition is a deployment's. Checkpoint ids are time-ordered: a descending Query over
 `<ns>#` meets the namespace's marks first (`\uffff` sorts above every checkpoint id),
 then the newest checkpoint, right after its own writes records.
-
 Scans keep what `scope_of` maps to the prefix (not the journal nor the catalog, read by key).
 
 Objects (one bucket): `<thread>/<leaf>`, so `<prefix><name>/<leaf>`: a leaf is the keyed
@@ -68,8 +67,12 @@ BORROW_PREFIX = "borrow#"
 PRUNING_HEAD = "~pruning"
 # A head set to `~<seconds>` marks a namespace whose thread retention is removing (or
 # removed then): a commit that expects a parent is refused, a new thread may start.
-# Checkpoint ids never begin with "~".
+# Checkpoint ids never begin with "~". After the time, TOMBSTONE_SEAL and a MAC under the
+# naming key over the head's keys and that time (`Namer.tombstone`): a table writer
+# without the keys cannot make one (docs/SECURITY.md, "Tombstones"); an earlier
+# release's has none.
 TOMBSTONE_MARK = "~"
+TOMBSTONE_SEAL = "#"
 
 # A mark's sort key: `<ns>#` + MARK + the operation that set it (records.Mark).
 MARK = TOP
@@ -200,12 +203,24 @@ def tombstone(at: float) -> str:
     return f"{TOMBSTONE_MARK}{at:.3f}"
 
 
+def sealed_tombstone(time_text: str, mac: str) -> str:
+    """A tombstone's time text (`tombstone`) and its MAC: it still sorts as its time."""
+    return f"{time_text}{TOMBSTONE_SEAL}{mac}"
+
+
+def tombstone_parts(head: str) -> tuple[str, str | None]:
+    """(time text, MAC or None: an earlier release's, or forged) of a tombstone head."""
+    text, seal, mac = head.partition(TOMBSTONE_SEAL)
+    return text, (mac if seal else None)
+
+
 def tombstone_time(head: str | None) -> int | None:
-    """When a tombstone head was set; None for a head naming a checkpoint (or none)."""
+    """When a tombstone head was set (0 for one whose time is no number); None for a head
+    naming a checkpoint (or none)."""
     if head is None or not head.startswith(TOMBSTONE_MARK):
         return None
     try:
-        return int(float(head[len(TOMBSTONE_MARK) :]))
+        return int(float(tombstone_parts(head)[0][len(TOMBSTONE_MARK) :]))
     except ValueError:
         return 0
 
@@ -554,6 +569,13 @@ def is_catalog_pk(pk: str) -> bool:
     return pk.endswith(CATALOG_MARK + CONTROL_SUFFIX)
 
 
+def catalog_scope(pk: str) -> str | None:
+    """The prefix of the deployment a catalog partition belongs to; None for another."""
+    head = pk[: -len(CATALOG_MARK + CONTROL_SUFFIX)]
+    ours = is_catalog_pk(pk) and len(head) >= NAME_LENGTH and NAME.fullmatch(head[-22:])
+    return head[:-NAME_LENGTH] if ours else None
+
+
 def catalog_token(pk: str) -> str:
     """The token a catalog entry partition is named by."""
     return pk[: -len(CATALOG_MARK + CONTROL_SUFFIX)][-NAME_LENGTH:]
@@ -575,24 +597,4 @@ def catalog_record(field_token: str) -> str:
     return CATALOG_RECORD + field_token
 
 
-# ------------------------------------------------------------- data subjects
-#
-#   pk = <prefix><token>~s!   sk = subject          a data subject's fence: its key's id,
-#                                                   whether an erasure began or ended
-#   pk = <prefix><token>~s!   sk = ns#<partition>   one of its Store namespaces
-#
-# `<token>` is the subject's keyed hash (`Namer.subject`); `~s!` keeps these partitions
-# from every thread and memory Scan, as `~t!` does the catalog's. The key table's items:
-# `format/subject_records.py`.
-SUBJECT_MARK = "~s"
-SUBJECT_SK = "subject"
-SUBJECT_NAMESPACE = "ns#"
-
-
-def subject_pk(prefix: str, token: str) -> str:
-    """Partition of a data subject's fence and Store namespaces."""
-    return f"{prefix}{token}{SUBJECT_MARK}{CONTROL_SUFFIX}"
-
-
-def subject_namespace_sk(partition: str) -> str:
-    return SUBJECT_NAMESPACE + partition
+# A data subject's partitions (`~s!`) and the key table's: `format/subject_records.py`.

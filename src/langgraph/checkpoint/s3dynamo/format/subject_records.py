@@ -1,6 +1,6 @@
 """A data subject's items, in plain typed values: its fence and its Store namespaces in the
-index, its key and its erasure records in the key table. No I/O; where each lives is
-`layout.py`'s ("data subjects"), what writes them `subjects.py`'s.
+index, its key and its erasure records in the key table. No I/O; where each lives is said
+here (its grammar, beside `format/layout.py`'s), what writes them `keys/subjects.py`'s.
 
 The fence names the subject's key and its state: active (its data is sealed under the
 key), erasing (an erasure began: no write of the subject commits) or erased (the key is
@@ -29,13 +29,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     SubjectKeyChangedError,
     ThreadDeletedError,
 )
-from langgraph.checkpoint.s3dynamo.format.layout import (
-    SEPARATOR,
-    SUBJECT_NAMESPACE,
-    SUBJECT_SK,
-    subject_namespace_sk,
-    subject_pk,
-)
+from langgraph.checkpoint.s3dynamo.format.layout import CONTROL_SUFFIX, SEPARATOR
 from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.table import (
     Check,
@@ -51,6 +45,18 @@ from langgraph.checkpoint.s3dynamo.table import (
     keyed,
     missing,
 )
+
+# In the index:
+#
+#   pk = <prefix><token>~s!   sk = subject          a data subject's fence: its key's id,
+#                                                   whether an erasure began or ended
+#   pk = <prefix><token>~s!   sk = ns#<partition>   one of its Store namespaces
+#
+# `<token>` is the subject's keyed hash (`Namer.subject`); `~s!` keeps these partitions
+# from every thread and memory Scan, as `~t!` does the catalog's (`format/layout.py`).
+SUBJECT_MARK = "~s"
+SUBJECT_SK = "subject"
+SUBJECT_NAMESPACE = "ns#"
 
 # The key table (a table of its own, whose backups are not the data's):
 #
@@ -100,6 +106,15 @@ class SubjectKey:
     token: str
     kid: str
     key: bytes = field(repr=False)
+
+
+def subject_pk(prefix: str, token: str) -> str:
+    """Partition of a data subject's fence and Store namespaces."""
+    return f"{prefix}{token}{SUBJECT_MARK}{CONTROL_SUFFIX}"
+
+
+def subject_namespace_sk(partition: str) -> str:
+    return SUBJECT_NAMESPACE + partition
 
 
 def new_key_id(token: str) -> str:

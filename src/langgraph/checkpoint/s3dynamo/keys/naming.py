@@ -17,6 +17,7 @@ import hmac
 import threading
 from collections.abc import Callable
 
+from langgraph.checkpoint.s3dynamo.format.layout import sealed_tombstone, tombstone, tombstone_parts
 from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt, WriteAt
 
 NAMING_LABEL = b"s3dynamo/v1/naming"
@@ -137,6 +138,33 @@ class Namer:
     def subject(self, value: str) -> str:
         """A data subject's token (`subjects.py`): 128 bits of the value's canonical text."""
         return _b64(self._digest("subject", value)[:16])
+
+    def sealing_key(self, purpose: str) -> bytes | None:
+        """A 32-byte key, derived from the naming key for one `purpose`, that seals what
+        the deployment keeps about itself (its declared catalog fields): the naming key is
+        never rotated, so every process of the deployment holds it, whatever sealing keys
+        it has; None without a secret (unkeyed names)."""
+        return self._compute("key", (purpose,)) if self.keyed else None
+
+    def tombstone(self, pk: str, sk: str, at: float) -> str:
+        """The tombstone a delete sets on the head at (pk, sk) at time `at`: its time
+        text (`layout.tombstone`, so tombstones sort as their times) and a MAC (96 bits)
+        under the naming key over the head's keys and that text, so one made without the
+        key, or moved to another head, is told apart (`genuine_tombstone`)."""
+        text = tombstone(at)
+        return sealed_tombstone(text, self._tombstone_mac(pk, sk, text))
+
+    def genuine_tombstone(self, pk: str, sk: str, head: str | None) -> bool:
+        """Whether a head is a tombstone a delete of this deployment set there; False for
+        a checkpoint id, and for a tombstone without its MAC (an earlier release's, or
+        forged) or with another one."""
+        if head is None or tombstone_parts(head)[1] is None:
+            return False
+        text, mac = tombstone_parts(head)
+        return hmac.compare_digest(str(mac), self._tombstone_mac(pk, sk, text))
+
+    def _tombstone_mac(self, pk: str, sk: str, text: str) -> str:
+        return _b64(self._digest("tombstone", pk, sk, text)[:12])
 
     def memory_namespace(self, space: str, namespace: tuple[str, ...]) -> str:
         """A Store (or node cache) namespace's partition name: 128 bits."""

@@ -36,7 +36,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
     SubjectKeyChangedError,
     ThreadDeletedError,
 )
-from langgraph.checkpoint.s3dynamo.format.layout import subject_pk
 from langgraph.checkpoint.s3dynamo.format.subject_records import (
     ACTIVE,
     ERASING,
@@ -64,6 +63,7 @@ from langgraph.checkpoint.s3dynamo.format.subject_records import (
     linked_partition,
     namespace_link,
     new_key_id,
+    subject_pk,
 )
 from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer

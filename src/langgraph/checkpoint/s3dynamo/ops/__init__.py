@@ -84,6 +84,7 @@ from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptResult
 from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped, ThreadStore
+from langgraph.checkpoint.s3dynamo.table import Item
 
 if TYPE_CHECKING:  # imported when first used: the Store's maintenance
     from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
@@ -495,10 +496,11 @@ class Operations:
         tid = None if thread_id is None else thread_id_of(thread_id)
         if tid is None:
             self.parts.deployment.verify(write=False)
-        scoped = inspect.scope(self.store, tid)
+        control: list[Item] = []  # what the Scan read of control and catalog items
+        scoped = inspect.scope(self.store, tid, control)
         if tid is not None and not scoped[0] and not scoped[1]:
             self._entries(tid)
-        report = inspect.verify(self.store, tid, progress or inspect.no_progress, scoped)
+        report = inspect.verify(self.store, tid, progress or inspect.no_progress, scoped, control)
         if tid is None:  # the deployment's keys were checked first
             from langgraph.checkpoint.s3dynamo.ops.memory import verify_memory
 

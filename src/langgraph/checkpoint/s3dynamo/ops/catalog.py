@@ -9,8 +9,10 @@ its back-reference each; a thread filed already gets the same items again), then
 beside the deployment record, that the catalog of each declared field is complete. An
 interrupted build records nothing, and a repeat files every thread again: until then a
 search by the field raises `CatalogNotBuiltError` and `list(None, filter=...)` scans, as
-before the field was declared. A thread whose records do not open with these keys is
-skipped and reported. The catalog: `store/catalog.py`, docs/OPERATIONS.md.
+before the field was declared. A thread whose records do not open is skipped and named
+with why ("other keys" or "tampered", as `verify` tells them), and the catalog is then
+not recorded complete (`Catalog.mark_complete`). The catalog: `store/catalog.py`,
+docs/OPERATIONS.md.
 """
 
 from __future__ import annotations
@@ -41,15 +43,21 @@ def plan_build(store: ThreadStore, progress: Progress = no_progress) -> Plan:
         "threads": threads,
         "entries": len(entries),
         "skipped_threads": len(skipped),
+        "skipped": [
+            {"partition": s.partition, "key_id": s.key_id, "kind": s.kind, "reason": s.reason}
+            for s in skipped
+        ],
         "executed": False,
+        "complete": False,
     }
 
     def run() -> dict[str, Any]:
         store.file(entries)
-        store.mark_catalog_complete()
+        # Recorded complete only with every thread filed (`Catalog.mark_complete`).
+        complete = store.mark_catalog_complete(skipped)
         warn_skipped("catalog build", skipped)
         log.info("catalog build: %d threads, %d entries", threads, len(entries))
-        return {**counts, "executed": True}
+        return {**counts, "executed": True, "complete": complete}
 
     return Plan("catalog", counts, run, state=SimpleNamespace(entries=entries, skipped=skipped))
 

@@ -35,6 +35,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
 from langgraph.checkpoint.s3dynamo.keys.codec import unpack_channel
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.store import Entry, Sealed, SealedThread, ThreadStore
+from langgraph.checkpoint.s3dynamo.table import Item
 
 Progress = Callable[[int, int], None]
 
@@ -235,11 +236,14 @@ def _ratio(numerator: float, denominator: float) -> float | None:
     return round(numerator / denominator, 3) if denominator else None
 
 
-def scope(store: ThreadStore, thread_id: str | None) -> tuple[list[Record], list[ObjectInfo]]:
+def scope(
+    store: ThreadStore, thread_id: str | None, control: list[Item] | None = None
+) -> tuple[list[Record], list[ObjectInfo]]:
     """The records and objects of one thread (with those it shares of other threads, as
-    a copy), or of the whole deployment."""
+    a copy), or of the whole deployment (its control and catalog items into `control`,
+    if given: the same Scan read them)."""
     if thread_id is None:
-        return store.records(), list(store.deployment_objects())
+        return store.records(None, control), list(store.deployment_objects())
     records, objects = store.records(thread_id), store.objects_of(store.name_of(thread_id))
     for lender, leaves in sorted(shared_leaves(records).items()):
         prefix = owner_prefix(lender)
@@ -399,11 +403,17 @@ def verify(
     thread_id: str | None,
     progress: Progress = no_progress,
     scoped: tuple[list[Record], list[ObjectInfo]] | None = None,
+    control: list[Item] | None = None,
 ) -> VerifyReport:
     """Open and authenticate every item and object in scope (one thread, or every thread
-    of the deployment; `scoped`: its records and objects, if read already): what is
-    missing, unreferenced, altered or sealed under a key this saver does not hold."""
-    records, objects = scoped or scope(store, thread_id)
+    of the deployment; `scoped`: its records and objects, if read already, with the
+    control and catalog items its Scan read in `control`): what is missing, unreferenced,
+    altered or sealed under a key this saver does not hold, and what the catalog and the
+    tombstones do not agree with (`store/audit.py`)."""
+    if scoped is None:
+        control = []
+        scoped = scope(store, thread_id, control)
+    records, objects = scoped
     listed = {o.key: o for o in objects if split_object_key(store.prefix, o.key)}
     report = VerifyReport(thread_id)
     report.checked.update(items=len(records), objects=len(listed))
@@ -426,9 +436,15 @@ def verify(
         live.setdefault(r.pk, set()).update(referenced_leaves(r))
     for lender, leaves in shared_leaves(records).items():
         live.setdefault(lender, set()).update(leaves)
-    for done, (tid, entries) in enumerate(by_thread.items(), 1):
-        _verify_thread(store, store.sealed(tid, entries), report)
+    for done, entries in enumerate(by_thread.values(), 1):
+        _verify_thread(store, store.sealed(None, entries), report)
         progress(done, len(by_thread))
+    audit = store.audit(thread_id, records, grouped.entries, control or ())
+    report.checked["blobs"] += audit.entries
+    report.checked["opened"] += audit.opened
+    for f in audit.findings:
+        kind = problem_kind(f.error) if f.error is not None else f.kind
+        report.problem(kind, "item", f.key, None, f.detail, tid=f.tid)
     scope_pk = store.name_of(thread_id) if thread_id is not None else None
     now = datetime.now(timezone.utc)
     loans_read: set[str] = set()

@@ -81,5 +81,5 @@ def reencrypt_thread(store: ThreadStore, tid: str, skipped: list[Skipped] | None
     except IntegrityError as exc:
         if skipped is None:
             raise
-        skipped.append(Skipped(store.name_of(tid), None, str(exc)))
+        skipped.append(Skipped.of(store.name_of(tid), None, exc))
         return 0

@@ -127,6 +127,7 @@ def _move(
         return None
     if seen.indexed is not None and seen.indexed >= idle_day(seen.newest):
         return None
+    # A forged tombstone is passed over as a real one: the key then goes on the record.
     live = sorted(ns for ns, head in seen.heads.items() if tombstone_time(head) is None)
     key = head_key(name, live[0]) if live else seen.newest_key
     return key, idle_key(name, seen.newest)

@@ -15,6 +15,7 @@ which runs every protocol the parts write as steps (`blobs/steps.py`):
     copying.py    the one copy protocol: copy_thread and imports, behind copy marks
     rewriter.py   a copy's records, sharing its source's blobs
     sealed.py     the one enumeration of a thread's sealed blobs: verify, stats, reseal
+    audit.py      what verify checks beyond blobs: the catalog, and tombstones
     catalog.py    the thread catalog: threads filed by declared metadata values
     search.py     threads through the catalog, newest activity first
     activity.py   what a thread's stamps say of its activity (retention, the idle index)
@@ -38,7 +39,7 @@ from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
 from langgraph.checkpoint.s3dynamo.blobs.sealing import is_subject_key
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, each
-from langgraph.checkpoint.s3dynamo.deployment import Control
+from langgraph.checkpoint.s3dynamo.deployment import Control, Deployment
 from langgraph.checkpoint.s3dynamo.errors import SubjectKeyChangedError
 from langgraph.checkpoint.s3dynamo.format.catalog_records import CatalogEntry, entry_items
 from langgraph.checkpoint.s3dynamo.format.records import (
@@ -52,6 +53,7 @@ from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects, sealing_key
 from langgraph.checkpoint.s3dynamo.store import history
 from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, id_time, stamp_time
+from langgraph.checkpoint.s3dynamo.store.audit import Audit, Finding
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.committer import Committer, Sealing
 from langgraph.checkpoint.s3dynamo.store.copying import Copier, Present
@@ -91,10 +93,12 @@ __all__ = [
     "LEASE_OWNER",
     "LEASE_TTL",
     "WHOLE",
+    "Audit",
     "Before",
     "Catalogued",
     "CheckpointAt",
     "Entry",
+    "Finding",
     "Grouped",
     "Holding",
     "Keep",
@@ -158,7 +162,7 @@ class ThreadStore(Upkeep):
             policy=policy,
         )
         self._remover = Remover(self._finder, self._walker, namer, lambda: self.clock())
-        self._remover.catalog_enabled = self._catalog.enabled
+        self._remover.catalog_enabled = lambda: self._catalog.enabled
         self._rewriter = Rewriter(self._walker, self._finder, self.now)
         self._lister = Lister(self._finder, self._walker)
         self._copier = Copier(
@@ -392,22 +396,6 @@ class ThreadStore(Upkeep):
         """Retention's removal of the thread named `name` as stored, under its lease."""
         return self._run(self._remover.remove(name, keep, terms=terms))
 
-    def threads_of(self, field: str, values: Sequence[str]) -> list[str]:
-        """The names (as stored) of every thread filed under these values (canonical
-        texts) of a declared field, none opened (one Query of each value's catalog
-        partition): what an erasure removes, even once the entries no longer open."""
-        self._catalog.require_complete(field)
-        listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
-        return sorted({e.thread_name for found in self._run(each(listed)) for e in found})
-
-    def subject_threads(self, field: str, values: Sequence[str]) -> list[str]:
-        """The ids of every thread filed under these values of a declared field, each
-        entry opened (`threads_of`, whose ids an export needs)."""
-        self._catalog.require_complete(field)
-        listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
-        found = {e for entries in self._run(each(listed)) for e in entries}
-        return sorted({self._catalog.opened(e).tid for e in found})
-
     def remove_checkpoints(self, checkpoints: Sequence[ItemKey]) -> int:
         """Remove these checkpoints (keys of checkpoint records, of any threads) with
         their writes, each thread's in one removal, the threads at once; how many
@@ -485,13 +473,20 @@ class ThreadStore(Upkeep):
         """The metadata fields the thread catalog files threads by."""
         return tuple(self._catalog.fields)
 
-    def attach(self, control: Control) -> None:
-        """The deployment's own partition, where the catalog's completeness is kept."""
+    def attach(self, control: Control, deployment: Deployment) -> None:
+        """The deployment's own partition, where the catalog's completeness is kept, and
+        its record, which holds the fields the catalog files threads by."""
         self._catalog.control = control
+        self._catalog.deployment = deployment
 
-    def mark_catalog_complete(self) -> None:
-        """Record that every thread is filed under every declared field."""
-        self._catalog.mark_complete()
+    def mark_catalog_complete(self, unfiled: Sequence[Skipped] = ()) -> bool:
+        """Record that every thread is filed under every declared field, unless some
+        (`unfiled`) were not (`Catalog.mark_complete`); whether it was recorded."""
+        return self._catalog.mark_complete(unfiled)
+
+    def catalog_created(self) -> None:
+        """The deployment record was just made (`Catalog.created`)."""
+        self._catalog.created()
 
     def catalog_entries(
         self, skipped: list[Skipped], progress: Callable[[int, int | None], None]

@@ -115,7 +115,9 @@ class SeenThread:
     def unfinished(self, cutoff: int) -> bool:
         """For a thread without records: whether a removal is left to finish (a lease
         it took, a mark, a live head, a tombstone old enough to go), rather than only
-        the tombstones of a removal just finished."""
+        the tombstones of a removal just finished). Any tombstone counts, a forged one
+        (no seal) too: on a thread without records it is removed as a finished removal's
+        is, and it never decides what happens to records, which their stamps judge."""
         return (
             self.lease
             or bool(self.marks)

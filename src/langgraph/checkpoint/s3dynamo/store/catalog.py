@@ -29,7 +29,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Steps,
     every_item,
 )
-from langgraph.checkpoint.s3dynamo.deployment import Control
+from langgraph.checkpoint.s3dynamo.deployment import Control, Deployment
 from langgraph.checkpoint.s3dynamo.equality import canonical
 from langgraph.checkpoint.s3dynamo.errors import (
     CatalogNotBuiltError,
@@ -81,10 +81,23 @@ class Catalog:
         self.namer = namer
         self.codec = codec
         self.handoff = handoff
-        self.fields = declared_fields(fields)
-        # The deployment's own partition, where completeness is recorded (set by the
-        # composition root; a store built without one takes every catalog as complete).
+        self.declared = declared_fields(fields)
+        # The deployment's own partition, where completeness is recorded, and its record,
+        # which holds the fields (set by the composition root; a store built without them
+        # takes its declared fields, and every catalog as complete).
         self.control: Control | None = None
+        self.deployment: Deployment | None = None
+        # Whether the deployment holds data, once a deployment without a record asked.
+        self._holds_data = False
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields threads are filed by: the deployment's, recorded in its record, else
+        those declared; declared others are `DeploymentMismatchError`
+        (`Deployment.catalog_fields`)."""
+        if self.deployment is None:
+            return self.declared
+        return self.deployment.catalog_fields(self.declared)
 
     @property
     def enabled(self) -> bool:
@@ -242,23 +255,37 @@ class Catalog:
     def complete(self, field: str) -> bool:
         """Whether every thread has its entries under `field`'s values (`EVERY_THREAD`:
         under the deployment's token): the deployment's partition says so, or holds no
-        deployment record yet (nothing was written). Read once per process; read again
-        while it says no, so a catalog built meanwhile is seen."""
+        deployment record while the deployment holds no data either (nothing was written
+        yet: `empty`). Read once per process; read again while it says no, so a catalog
+        built meanwhile is seen. A deployment with data and no record (it was deleted)
+        is not complete: nothing says its threads were filed."""
         control = self.control
         if control is None:
             return True
         name = catalog_record(self.token(field))
         for records in (control.records, control.refresh):
             found = records()
-            if DEPLOYMENT_RECORD not in found or name in found:
+            if name in found:
                 return True
-        return False
+        return DEPLOYMENT_RECORD not in found and self.empty()
+
+    def empty(self) -> bool:
+        """Whether the deployment holds no checkpoint (a Scan, keys only, until it finds
+        a checkpoint record; asked where no deployment record is, and kept once it finds
+        one). A process making the record has written none yet: its first checkpoint
+        waits for the record; its writes records, sent beside, are no threads."""
+        if not self._holds_data:
+            found = self.control.data(checkpoints=True) if self.control is not None else None
+            self._holds_data = found is not None
+        return not self._holds_data
 
     def require_fields(self) -> None:
-        """`InvalidConfigError` for a saver that declares no field (and keeps no catalog)."""
+        """`InvalidConfigError` for a saver that declares no field, in a deployment that
+        records none (it keeps no catalog)."""
         if not self.enabled:
             raise InvalidConfigError(
-                "this saver declares no catalog field, so it keeps no thread catalog: set "
+                "this saver declares no catalog field, and the deployment records none, so "
+                "it keeps no thread catalog: set "
                 "catalog_fields (S3DYNAMO_CATALOG_FIELDS), such as 'langgraph' for "
                 "LangGraph's server's user_id, assistant_id and graph_id, then build it "
                 "once for the threads written before (s3dynamo catalog build)"
@@ -277,10 +304,29 @@ class Catalog:
                 "table), with every process writing threads declaring the same fields"
             )
 
-    def mark_complete(self) -> None:
+    def mark_complete(self, unfiled: Sequence[Any] = ()) -> bool:
         """Record that every thread has its entries under every declared field and the
-        deployment's token (after the deployment was created, or the catalog built)."""
+        deployment's token (the catalog was built), unless some thread could not be
+        filed (`unfiled`: the threads a build skipped): then nothing is recorded, and a
+        search by a declared field stays `CatalogNotBuiltError`. Whether it was."""
         if self.control is None or not self.enabled:
-            return
+            return False
+        if self.deployment is not None:  # the fields it files under, for every process
+            self.deployment.record_catalog(self.fields)
+        if unfiled:
+            return False
+        self._completed()
+        return True
+
+    def created(self) -> None:
+        """The deployment record was just made by this process (with its declared fields):
+        its threads are filed from the first, so the catalog is complete, unless the
+        deployment holds data already (its record was lost: those threads may have no
+        entries)."""
+        if self.control is not None and self.enabled and self.empty():
+            self._completed()
+
+    def _completed(self) -> None:
+        assert self.control is not None
         for field in (EVERY_THREAD, *self.fields):
             self.control.put(complete_record(self.token(field)), None)

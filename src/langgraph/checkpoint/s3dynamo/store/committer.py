@@ -31,6 +31,7 @@ the lease's expiry out, so a holder that keeps writing keeps its lease.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
@@ -40,6 +41,7 @@ from typing import Any, NamedTuple
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
 
 from langgraph.checkpoint.s3dynamo import runs
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.blobs.placement import (
@@ -47,11 +49,12 @@ from langgraph.checkpoint.s3dynamo.blobs.placement import (
     needs_bundle,
 )
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Steps
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, Steps
 from langgraph.checkpoint.s3dynamo.config.runnable_config import describe
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     DeploymentMismatchError,
+    ForgedTombstoneError,
     InvalidConfigError,
     ItemTooLargeError,
     StorageError,
@@ -67,6 +70,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
 from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     HeadMove,
+    ItemKey,
     WritesRecord,
     head_key,
     pack_bundle,
@@ -87,6 +91,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     catalog_items,
     commit_checkpoint,
     commit_writes,
+    unforge,
 )
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.placing import Placer
@@ -199,7 +204,12 @@ class Committer:
                     sealing or Sealing(self.codec),
                 )
             )
-        except (ConcurrentUpdateError, InvalidConfigError, DeploymentMismatchError) as exc:
+        except (
+            ConcurrentUpdateError,
+            InvalidConfigError,
+            DeploymentMismatchError,
+            ForgedTombstoneError,
+        ) as exc:
             # A deleted thread took back the namespace's writes; a changed subject key is
             # sealed again and sent once more (`ThreadStore.commit`).
             if not isinstance(exc, (ThreadDeletedError, SubjectKeyChangedError)):
@@ -235,12 +245,13 @@ class Committer:
         record = self._record(at, parent_id, checkpoint, stored, sealed_metadata, codec)
         record.run_key = self.namer.run(str(metadata["run_id"])) if metadata.get("run_id") else None
         self.refuse_oversized(tid, ns, cid, record, metadata)
-        filed = self.catalog.entries_for(tid, ns, parent_id, metadata, codec)
         run_key = self.handoff.run_key(tid, ns)
         head = self._head(record, run_key, parent_id)
         lease = holding(self.handoff.store_id, record.pk)
         if before_write is not None:
             before_write()
+        # After the deployment check: the fields it files under are the deployment's.
+        filed = self.catalog.entries_for(tid, ns, parent_id, metadata, codec)
         log.debug("commit checkpoint: %d inline, %d objects", len(record.inline), len(uploads))
         held = lease.stamp() if lease is not None else None
         # The commit deletes the intent in its own transaction; a plain PutItem commit
@@ -257,15 +268,21 @@ class Committer:
             closes_intent=transaction,
             at_ms=self._stamp_ms(),
         )
-        try:
-            yield plan
-        except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
-            exc.refusing(at.what, parent_id, runs.committed_by(run_key))
-            if isinstance(exc, ThreadDeletedError):
-                # The writes this store made since the delete are its records' only trace:
-                # nothing of the run stays (docs/RELIABILITY.md, "Deletes stay deleted").
-                yield Batch(deletes=self.handoff.deleted(tid, ns))
-            raise
+        for attempt in tries(CONFLICT_ATTEMPTS):
+            try:
+                yield plan
+                break
+            except ConcurrentUpdateError as exc:  # LeaseLostError too: each says it in full
+                if head is not None and (yield from self._unforged(at, head.key, exc, attempt)):
+                    plan = dataclasses.replace(plan, uploads=())  # uploaded: sent again alone
+                    continue
+                exc.refusing(at.what, parent_id, runs.committed_by(run_key))
+                if isinstance(exc, ThreadDeletedError):
+                    # The writes this store made since the delete are its records' only
+                    # trace: nothing of the run stays (docs/RELIABILITY.md, "Deletes stay
+                    # deleted").
+                    yield Batch(deletes=self.handoff.deleted(tid, ns))
+                raise
         if lease is not None and held is not None and held.expires_ms is not None:
             lease.extended(held.expires_ms)
         self.handoff.keep(tid, ns, cid, stored)
@@ -273,6 +290,30 @@ class Committer:
         self.catalog.written(tid, filed)
         runs.committed(run_key, cid)
         return cid
+
+    def _unforged(
+        self, at: CheckpointAt, head: ItemKey, refused: ConcurrentUpdateError, attempt: int
+    ) -> Steps[bool]:
+        """Whether a commit refused by a tombstone on the namespace's `head` is to be sent
+        again: the tombstone is forged (`Namer.genuine_tombstone`: no seal, or another
+        one) over a namespace that still shows a checkpoint, whose id (authenticated by
+        its sealed reference) the head is set back to, while it holds that forged text.
+        A genuine tombstone is a delete; so is one over a namespace that shows nothing,
+        as a finished delete leaves it (an earlier release's tombstone has no seal): the
+        refusal stands. Forged again after `CONFLICT_ATTEMPTS` tries:
+        `ForgedTombstoneError`. docs/SECURITY.md, "Tombstones"."""
+        forged = refused.tombstone if isinstance(refused, ThreadDeletedError) else None
+        if forged is None or self.namer.genuine_tombstone(head.pk, head.sk, forged):
+            return False
+        latest = yield from self.finder.read_latest(at.tid, at.ns)
+        if latest is None:
+            return False
+        self.finder.open_thread_ref(latest.record)  # a record made without keys: raised
+        if attempt >= CONFLICT_ATTEMPTS:
+            raise ForgedTombstoneError(at.what, forged, attempt)
+        log.warning("%s: a forged tombstone on its head (%r) put back", at.what, forged)
+        yield Apply(unforge(head, forged, latest.checkpoint_id))
+        return True
 
     def _head(
         self, record: CheckpointRecord, run_key: Any, parent_id: str | None
@@ -392,11 +433,16 @@ class Committer:
             closes_intent=self.detect_concurrent_runs or lease is not None,
             at_ms=self._stamp_ms(),
         )
-        try:
-            yield plan
-        except ConcurrentUpdateError as exc:  # a lease lost, or the thread deleted
-            exc.refusing(writes_of)
-            raise
+        for attempt in tries(CONFLICT_ATTEMPTS):
+            try:
+                yield plan
+                break
+            except ConcurrentUpdateError as exc:  # a lease lost, or the thread deleted
+                if guard is not None and (yield from self._unforged(at, guard.head, exc, attempt)):
+                    plan = dataclasses.replace(plan, uploads=())
+                    continue
+                exc.refusing(writes_of)
+                raise
         if self.handoff.is_dead(tid, ns, cid, made):  # found deleted while it was sent
             yield Batch(deletes=[record.key])
             self.handoff.refuse_if_dead(tid, ns, cid, made, writes_of)

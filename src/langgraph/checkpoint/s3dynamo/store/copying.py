@@ -41,7 +41,6 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     SHARING_FORMAT,
     TOP,
     mark_sk,
-    tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
@@ -49,6 +48,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     Mark,
     Record,
     Veil,
+    head_key,
     is_mark,
     loan_parts,
     mark_from,
@@ -166,8 +166,16 @@ class Copier:
         """Each namespace's `keep_last` newest checkpoints that no mark hides, with the
         ancestors DeltaChannel reconstruction of them needs: the namespaces from the
         thread's heads, each read newest first only as far as that."""
-        heads = yield from self.finder.thread_heads(self.namer.thread(tid))
-        live = sorted(ns for ns, head in heads.items() if tombstone_time(head) is None)
+        name = self.namer.thread(tid)
+        heads = yield from self.finder.thread_heads(name)
+        # A namespace is read unless a delete of this deployment left its head a
+        # tombstone: one forged (or an earlier release's) is read, and copied if it
+        # shows checkpoints, so a forged delete hides nothing from a copy.
+        live = sorted(
+            ns
+            for ns, head in heads.items()
+            if not self.namer.genuine_tombstone(*head_key(name, ns), head)
+        )
         if not live:  # no heads (detection off): read the thread whole
             entries = yield from self.finder.thread_entries(tid)
             chains = self.remover.kept_chains(entries, keep_last)
@@ -287,7 +295,9 @@ class Copier:
         namespace name); then remove those marks and the `earlier` ones an interrupted
         run left, the root namespace's last. With `reopen_only` (an import may add to a
         thread whose heads are live), only heads a delete left a tombstone are set,
-        read after the marks."""
+        read after the marks: a forged one (no seal, or an earlier release's) is left
+        for the namespace's next commit, which sets it back to the namespace's latest
+        checkpoint (`Committer._unforged`), where the import's may not be the latest."""
         name = self.namer.thread(tid)
         at = self.now()
         hiding = [Mark(name, mark_sk(ns, "copy"), upto=TOP, at=at) for ns in sorted(ns_names)]
@@ -295,7 +305,14 @@ class Copier:
         if reopen_only:
             yield from hide(hiding)
             found = yield from self.finder.thread_heads(name)
-            marks, latest = [], {ns: c for ns, c in latest.items() if tombstone_time(found.get(ns))}
+            marks, latest = (
+                [],
+                {
+                    ns: c
+                    for ns, c in latest.items()
+                    if self.namer.genuine_tombstone(*head_key(name, ns), found.get(ns))
+                },
+            )
         if marks or latest:
             yield Batch(puts=[*marks, *head_items(name, latest)])
         yield from write

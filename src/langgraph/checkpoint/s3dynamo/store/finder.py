@@ -35,7 +35,11 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     mapped,
 )
 from langgraph.checkpoint.s3dynamo.config.runnable_config import describe
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    KeyNotFoundError,
+    PlaintextRefusedError,
+)
 from langgraph.checkpoint.s3dynamo.format.layout import (
     HEAD_PREFIX,
     borrow_sk,
@@ -105,11 +109,19 @@ class Entry:
 @dataclass(frozen=True)
 class Skipped:
     """A thread a table-wide operation could not open, named as stored (its partition
-    key) with the key id its records are sealed under, never by thread id."""
+    key) with the key id its records are sealed under, never by thread id, and why, as
+    `verify` tells it (`kind`): "other keys" (sealed under a key not given here) or
+    "tampered" (altered, moved, or named under another naming secret)."""
 
     partition: str
     key_id: str | None
     reason: str
+    kind: str = "tampered"
+
+    @classmethod
+    def of(cls, partition: str, key_id: str | None, error: Exception) -> Skipped:
+        unopened = isinstance(error, (KeyNotFoundError, PlaintextRefusedError))
+        return cls(partition, key_id, str(error), "other keys" if unopened else "tampered")
 
 
 @dataclass
@@ -154,14 +166,21 @@ def warn_skipped(operation: str, skipped: Sequence[Skipped]) -> None:
     """One warning per skipped thread, then a summary (logger `langgraph.checkpoint.s3dynamo`)."""
     for s in skipped:
         log.warning(
-            "%s: skipped thread %s (key id %s): %s", operation, s.partition, s.key_id, s.reason
+            "%s: skipped thread %s (key id %s), %s: %s",
+            operation,
+            s.partition,
+            s.key_id,
+            s.kind,
+            s.reason,
         )
     if skipped:
         ids = sorted({str(s.key_id) for s in skipped})
+        kinds = sorted({s.kind for s in skipped})
         log.warning(
-            "%s: skipped %d thread(s) this saver cannot open (key ids %s); the rest was done",
+            "%s: skipped %d thread(s) that do not open (%s; key ids %s); the rest was done",
             operation,
             len(skipped),
+            " or ".join(kinds),
             ", ".join(ids),
         )
 
@@ -330,7 +349,7 @@ class Finder:
         bad = {rec.pk for rec, _ in grouped.unopened}
         for rec, exc in grouped.unopened:
             if skipped is not None and not any(s.partition == rec.pk for s in skipped):
-                skipped.append(Skipped(rec.pk, self.sealer.key_id_of(rec.thread_ref), str(exc)))
+                skipped.append(Skipped.of(rec.pk, self.sealer.key_id_of(rec.thread_ref), exc))
         entries = [e for e in grouped.entries if e.record.pk not in bad]
         if known_tid is not None:
             for e in entries:
@@ -523,7 +542,7 @@ class Finder:
                         self.open_thread_ref(rec)
                     except IntegrityError as exc:
                         key_id = self.sealer.key_id_of(rec.thread_ref)
-                        skipped.append(Skipped(rec.pk, key_id, str(exc)))
+                        skipped.append(Skipped.of(rec.pk, key_id, exc))
             if page.cursor is None:
                 return live if found else None
             cursor = page.cursor

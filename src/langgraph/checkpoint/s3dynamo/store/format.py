@@ -179,7 +179,7 @@ def move_head(head: HeadMove, idle: str) -> Update:
         if not isinstance(now, str):  # a table that does not say what it found
             return ConcurrentUpdateError("the namespace's head moved")
         if now.startswith(TOMBSTONE_MARK):
-            return ThreadDeletedError(f"its head is a tombstone, {now}")
+            return ThreadDeletedError(f"its head is a tombstone, {now}", tombstone=now)
         return ConcurrentUpdateError(f"the head names {now}, not {head.parent}")
 
     return Update(head.key, set={HEAD: head.to, IDLE_KEY: idle}, when=when, refusal=moved)
@@ -210,9 +210,18 @@ def not_deleted(guard: DeletedSince) -> Check:
         when = either(missing(HEAD), lt(HEAD, tombstone(guard.made)))
 
     def deleted(found: Item | None) -> ConcurrentUpdateError:
-        return ThreadDeletedError(f"its head is a tombstone, {(found or {}).get(HEAD)!s}")
+        now = (found or {}).get(HEAD)
+        tomb = now if isinstance(now, str) else None
+        return ThreadDeletedError(f"its head is a tombstone, {now!s}", tombstone=tomb)
 
     return Check(guard.head, when, refusal=deleted)
+
+
+def unforge(key: ItemKey, forged: str, latest: str) -> Update:
+    """A head holding a forged tombstone (`Namer.genuine_tombstone` says no) set back to
+    the id of its namespace's latest checkpoint, only while it still holds that forged
+    text: a delete that set a real one meanwhile is kept."""
+    return Update(key, set={HEAD: latest}, when=eq(HEAD, forged))
 
 
 def fenced(fence: Fence) -> Update:

@@ -32,7 +32,7 @@ copying, pruning".
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -63,7 +63,6 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     owner_prefix,
     owner_sk,
     parse_sk,
-    tombstone,
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
@@ -157,7 +156,8 @@ class Remover:
         self.namer = namer
         # Called for the time (`ThreadStore.clock`, which tests replace).
         self.clock = clock
-        self.catalog_enabled = False
+        # Whether the thread catalog is kept (asked when a removal empties a thread).
+        self.catalog_enabled: Callable[[], bool] = lambda: False
 
     def now(self) -> int:
         return int(self.clock())
@@ -189,7 +189,7 @@ class Remover:
         fenced = terms is None or seen.records > 0
         heads = dict(seen.heads)
         if fenced:
-            heads = dict.fromkeys(sorted(seen.namespaces | set(heads)), tombstone(self.clock()))
+            heads = self._tombstones(name, seen.namespaces | set(heads))
             yield Batch(head_items(name, heads))
         stamps = yield from self._stamps(name)
         records = [s for s in stamps if not is_mark_key(s.key.sk)]
@@ -202,7 +202,7 @@ class Remover:
             return (yield from _let_go(held, "revived"))
         namespaces = {parse_sk(s.key.sk)[0] for s in records if is_record_key(s.key.sk)}
         if fenced and (headless := namespaces - set(heads)):
-            yield Batch(head_items(name, dict.fromkeys(sorted(headless), tombstone(self.clock()))))
+            yield Batch(head_items(name, self._tombstones(name, headless)))
         keys = [s.key for s in records]
         hiding = self.marks(name, keys)
         yield from hide(hiding)
@@ -218,6 +218,12 @@ class Remover:
         yield Batch(deletes=[*(head_key(name, ns) for ns in old), *_key(held), *refs])
         checkpoints = sum(1 for k in keys if not is_writes_key(k.sk))
         return Removed("removed", len(keys), len(keys), checkpoints, deleted)
+
+    def _tombstones(self, name: str, namespaces: Iterable[str]) -> dict[str, str]:
+        """A sealed tombstone for each of these namespaces' heads, set now
+        (`Namer.tombstone`: a table writer cannot make one)."""
+        at = self.clock()
+        return {ns: self.namer.tombstone(*head_key(name, ns), at) for ns in sorted(set(namespaces))}
 
     def _control(self, name: str) -> Steps[SeenThread]:
         """What the thread's control partition holds (heads, borrowings, catalog
@@ -280,7 +286,7 @@ class Remover:
             refs = [r.thread_ref for r in records if isinstance(r, CheckpointRecord)]
             key_id = self.finder.sealer.key_id_of(refs[0]) if refs else None
             removed = yield from _let_go(held, "skipped")
-            removed.skipped = Skipped(name, key_id, str(exc))
+            removed.skipped = Skipped.of(name, key_id, exc)
             return removed
         kept_sks = {
             e.record.sk for chain in self.kept_chains(entries, keep_last).values() for e in chain
@@ -426,7 +432,7 @@ class Remover:
         yield from hide(hiding)
         yield from delete_records(doomed)
         yield from unhide({m.key for m in hiding})
-        if self.catalog_enabled and not (yield from self.finder.has_records(name)):
+        if self.catalog_enabled() and not (yield from self.finder.has_records(name)):
             yield from drop_catalog(name)
         return len(doomed)
 

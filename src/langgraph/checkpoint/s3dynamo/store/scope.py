@@ -15,6 +15,7 @@ from collections import Counter
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import Emit, Scan, Steps, scan_items
 from langgraph.checkpoint.s3dynamo.format.layout import (
+    catalog_scope,
     is_control_pk,
     is_deployment_pk,
     is_memory_pk,
@@ -58,8 +59,10 @@ class Scope:
         self.note(scope)
         return False
 
-    def records(self) -> Steps[list[Record]]:
-        """Every record of this deployment's threads (a Scan)."""
+    def records(self, control: list[Item] | None = None) -> Steps[list[Record]]:
+        """Every record of this deployment's threads (a Scan); with `control`, the items
+        of its threads' control partitions and of its catalog's partitions the same Scan
+        read are added to it (what `verify` checks them against: `store/audit.py`)."""
         kept = begins(PARTITION_KEY, self.prefix) if self.prefix else None
         out: list[Record] = []
         for items in (yield from scan_items(filter=kept)):
@@ -68,6 +71,9 @@ class Scope:
                 # and marks are no records.
                 pk = str(item[PARTITION_KEY])
                 if is_control_pk(pk) or is_deployment_pk(pk) or is_memory_pk(pk):
+                    ours = self.prefix in (scope_of(pk), catalog_scope(pk))
+                    if control is not None and ours and not is_deployment_pk(pk):
+                        control.append(item)
                     continue
                 if not is_mark(item) and self._keep(pk):
                     out.append(record_from(item))

@@ -1,10 +1,10 @@
 """The maintenance half of the thread store's API: setting up and probing the storage,
-scans of the deployment, objects by owner, the marks of garbage collection, the upload
-journal, control items (leases, heads, the sweep's cursor, the idle index), whose keys
-are built here only, and records as stored with their sealed blobs, opened or sealed
-again (what verify, stats and re-encryption fold over: `sealed.py`). `ThreadStore`
-inherits it; garbage collection, retention, `check` and leases call these methods, never
-the engine or the ports.
+scans of the deployment and what `verify` checks beyond blobs (`audit.py`), objects by
+owner, the marks of garbage collection, the upload journal, control items (leases,
+heads, the sweep's cursor, the idle index), whose keys are built here only, and records
+as stored with their sealed blobs, opened or sealed again (what verify, stats and
+re-encryption fold over: `sealed.py`). `ThreadStore` inherits it; garbage collection,
+retention, `check` and leases call these methods, never the engine or the ports.
 """
 
 from __future__ import annotations
@@ -32,7 +32,12 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StorageError,
     StoreMissingError,
 )
-from langgraph.checkpoint.s3dynamo.format.layout import deployment_pk, object_key, scope_of
+from langgraph.checkpoint.s3dynamo.format.layout import (
+    deployment_pk,
+    is_catalog_pk,
+    object_key,
+    scope_of,
+)
 from langgraph.checkpoint.s3dynamo.format.records import (
     STAMP_ATTRIBUTES,
     ControlRecord,
@@ -58,6 +63,8 @@ from langgraph.checkpoint.s3dynamo.format.schema import (
 from langgraph.checkpoint.s3dynamo.keys.codec import Codec
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.store.audit import Audit, Auditor
+from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
 from langgraph.checkpoint.s3dynamo.store.finder import (
     Entry,
     Finder,
@@ -100,6 +107,7 @@ class Upkeep:
     _codec: Codec
     _walker: Walker
     _lister: Lister
+    _catalog: Catalog
     prefix: str
     # The store's: drop what is cached about stored records.
     forget: Callable[[], None]
@@ -107,6 +115,34 @@ class Upkeep:
     def _run(self, protocol: Steps[_R]) -> _R:
         """Run a protocol of the store's parts on the engine."""
         return self._engine.run(protocol)
+
+    # ------------------------------------------------------------ scans, audit
+
+    def records(self, tid: str | None = None, control: list[Item] | None = None) -> list[Record]:
+        """Every record of a thread, hidden or not; of the deployment (a Scan) without,
+        the control and catalog items it read added to `control` if given."""
+        if tid is None:
+            return self._run(self._scope.records(control))
+        return self._run(self._finder.items(self._namer.thread(tid)))[0]
+
+    def audit(
+        self,
+        tid: str | None,
+        records: Sequence[Record],
+        entries: Sequence[Entry],
+        control: Sequence[Item] = (),
+    ) -> Audit:
+        """What `verify` checks beyond blobs (`audit.py`): the catalog and the tombstones
+        of one thread (read here: one Query, one BatchGetItem), or of the deployment,
+        from the `control` items and `records` its Scan read; `entries`, the
+        checkpoints that opened."""
+        auditor = Auditor(self._catalog, self._namer)
+        if tid is not None:
+            return self._run(auditor.thread(tid, records))
+        threads = {e.record.pk: e.tid for e in entries}
+        catalog = [i for i in control if is_catalog_pk(str(i["pk"]))]
+        own = [i for i in control if not is_catalog_pk(str(i["pk"]))]
+        return auditor.check(own, catalog, records, threads, whole=True)
 
     # ------------------------------------------------------------ the storage
 
@@ -292,6 +328,22 @@ class Upkeep:
     def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
         self._engine.do(Batch(head_items(thread_name, heads)))
 
+    def threads_of(self, field: str, values: Sequence[str]) -> list[str]:
+        """The names (as stored) of every thread filed under these values (canonical
+        texts) of a declared field, none opened (one Query of each value's catalog
+        partition): what an erasure removes, even once the entries no longer open."""
+        self._catalog.require_complete(field)
+        listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
+        return sorted({e.thread_name for found in self._run(each(listed)) for e in found})
+
+    def subject_threads(self, field: str, values: Sequence[str]) -> list[str]:
+        """The ids of every thread filed under these values of a declared field, each
+        entry opened (`threads_of`, whose ids an export needs)."""
+        self._catalog.require_complete(field)
+        listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
+        found = {e for entries in self._run(each(listed)) for e in entries}
+        return sorted({self._catalog.opened(e).tid for e in found})
+
     def remove_threads(self, names: Sequence[str]) -> list[Removed]:
         """Remove these threads whole, by their names as stored (`removal.py`: nothing
         opened), in one wave; what each removal found and removed."""
@@ -300,12 +352,6 @@ class Upkeep:
         return removed
 
     # ------------------------------------------------------------ records, sealed
-
-    def records(self, tid: str | None = None) -> list[Record]:
-        """Every record of a thread, hidden or not; of the deployment (a Scan) without."""
-        if tid is None:
-            return self._run(self._scope.records())
-        return self._run(self._finder.items(self._namer.thread(tid)))[0]
 
     def group(self, records: Iterable[Record], skipped: list[Skipped] | None = None) -> list[Entry]:
         """Checkpoint records with their writes (`Finder.group`)."""
