@@ -496,6 +496,23 @@ data "aws_iam_policy_document" "retention" {
     resources = [local.object_arn_pattern]
   }
 
+  # A removal's tombstones are sealed under the naming key, which a KMS deployment's
+  # keyring holds: one Decrypt unwraps it (keep_latest also opens checkpoints' metadata).
+  dynamic "statement" {
+    for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]
+    content {
+      sid       = "SealingKey"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt"]
+      resources = [statement.value]
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:EncryptionContext:s3dynamo:table"
+        values   = [var.table_name]
+      }
+    }
+  }
 }
 
 # Long-term memory (S3DynamoStore, S3DynamoCache) at run time, for an agent that uses them
@@ -593,21 +610,6 @@ data "aws_iam_policy_document" "retention_keep_latest" {
     }
   }
 
-  dynamic "statement" {
-    for_each = var.sealing_kms_key_arn == null ? [] : [var.sealing_kms_key_arn]
-    content {
-      sid       = "SealingKey"
-      effect    = "Allow"
-      actions   = ["kms:Decrypt"]
-      resources = [statement.value]
-
-      condition {
-        test     = "StringEquals"
-        variable = "kms:EncryptionContext:s3dynamo:table"
-        values   = [var.table_name]
-      }
-    }
-  }
 }
 
 resource "aws_iam_policy" "saver" {
