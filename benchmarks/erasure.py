@@ -518,8 +518,8 @@ def _reading(rows: dict[int, dict[str, Any]]) -> list[str]:
             f" A Store put of a subject's namespace is {_kinds(on[c], 'index')} where "
             f"without subjects it is {_kinds(off[c], 'index')}: {sum(on[c]['wru']):g} write "
             f"units against {sum(off[c]['wru']):g}, warm or cold, since it carries the "
-            "subject's fence and writes the item linking the namespace to the subject "
-            "each time."
+            "subject's fence in a transaction (the item naming the namespace the subject's "
+            "goes with the directory entry's renewals only)."
         )
     return text
 
