@@ -1,7 +1,8 @@
 """`saver.prime()` as an AWS Lambda init phase uses it, in fresh interpreters against moto
 server on 127.0.0.1: after priming, the first request (a `get_tuple` that reads an object
 from S3, then a `put`) imports no module and builds no client; and priming itself sends
-no request (it succeeds with the endpoint pointing at a closed port)."""
+no request (it succeeds with the endpoint pointing at a closed port). And what a
+checkpointer-only cold start loads of this package, fixed by name."""
 
 from __future__ import annotations
 
@@ -44,6 +45,90 @@ print(json.dumps({
     "clients": made,
 }))
 """
+
+
+# A Lambda handler with a checkpointer only: the saver from the environment, a one-node
+# graph, one invoke on a new thread.
+COLD = r"""
+import json, sys
+from typing import Annotated
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+class State(TypedDict):
+    messages: Annotated[list, add_messages]
+
+graph = StateGraph(State).add_node("reply", lambda s: {"messages": [("ai", "ok")]})
+graph = graph.add_edge(START, "reply").compile(checkpointer=S3DynamoSaver.from_env())
+graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "cold"}})
+package = "langgraph.checkpoint.s3dynamo"
+print(json.dumps(sorted(m[len(package) + 1:] for m in sys.modules if m.startswith(package + "."))))
+"""
+
+# What that cold start loads, and no more: the Store's and the cache's side (`memory`),
+# maintenance (`ops`), removal, copying, searching, auditing, garbage collection, the
+# KMS keyring and data subjects load when used. A module added here is a cost every
+# Lambda cold start pays: add one only when the first request needs it.
+COLD_START_MODULES = [
+    "backends",
+    "backends.aws_clients",
+    "backends.aws_errors",
+    "backends.dynamodb",
+    "backoff",
+    "blobs",
+    "blobs.cache",
+    "blobs.journal",
+    "blobs.lazy_ports",
+    "blobs.objects",
+    "blobs.placement",
+    "blobs.sealing",
+    "blobs.steps",
+    "boundary",
+    "compose",
+    "config",
+    "config.arguments",
+    "config.aws_names",
+    "config.keywords",
+    "config.runnable_config",
+    "config.settings",
+    "deployment",
+    "equality",
+    "errors",
+    "executor",
+    "format",
+    "format.catalog_records",
+    "format.layout",
+    "format.records",
+    "format.schema",
+    "keys",
+    "keys.codec",
+    "keys.identities",
+    "keys.keyring",
+    "keys.naming",
+    "list_reuse",
+    "ports",
+    "runs",
+    "saver",
+    "store",
+    "store.catalog",
+    "store.committer",
+    "store.decoder",
+    "store.fences",
+    "store.finder",
+    "store.format",
+    "store.handoff",
+    "store.placing",
+    "store.policy",
+    "store.scope",
+    "store.sealed",
+    "store.upkeep",
+    "store.walker",
+    "table",
+    "telemetry",
+    "waves",
+]
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +179,14 @@ def test_priming_sends_no_request() -> None:
         closed = f"http://127.0.0.1:{s.getsockname()[1]}"
     sandbox = Sandbox(endpoint_url=closed)  # nothing listens there
     assert _child(_env(sandbox), "prime-only") == {"primed": True}
+
+
+def test_a_checkpointer_only_cold_start_loads_these_modules_and_no_more(server: str) -> None:
+    sandbox = Sandbox(endpoint_url=server)
+    sandbox.saver().setup()
+    done = subprocess.run(
+        [sys.executable, "-c", COLD], env=_env(sandbox), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded == COLD_START_MODULES

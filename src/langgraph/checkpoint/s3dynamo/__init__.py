@@ -13,7 +13,7 @@ silent until the application configures logging.
 """
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.s3dynamo.config.settings import Settings, langgraph_json_ttl
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -51,13 +51,19 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.saver import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.store import ThreadSummary
 
 # Imported on first use, so a handler's import pays for neither (see `__getattr__`).
 _LAZY = {"CheckReport", "Operations", "ReencryptResult"}
 
+if TYPE_CHECKING:
+    from langgraph.checkpoint.s3dynamo.store import ThreadSummary
+
 
 def __getattr__(name: str) -> Any:
+    if name == "ThreadSummary":  # what search_threads returns: loaded with the first search
+        from langgraph.checkpoint.s3dynamo.store import ThreadSummary
+
+        return ThreadSummary
     if name in _LAZY:
         from langgraph.checkpoint.s3dynamo import ops
 

@@ -18,7 +18,7 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -34,14 +34,16 @@ from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfi
 from langgraph.checkpoint.s3dynamo.format.layout import STORE_SPACE, deployment_pk
 from langgraph.checkpoint.s3dynamo.keys.codec import Codec
 from langgraph.checkpoint.s3dynamo.keys.keyring import KeySource
-from langgraph.checkpoint.s3dynamo.keys.kms_keyring import KmsKeyring, kms_context
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
-from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects
-from langgraph.checkpoint.s3dynamo.memory.core import Indexes, Space
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
 from langgraph.checkpoint.s3dynamo.store import StorePolicy, ThreadStore
 from langgraph.checkpoint.s3dynamo.table import Table, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
+
+if TYPE_CHECKING:  # each loads when used: a saver whose first request needs none of them
+    from langgraph.checkpoint.s3dynamo.keys.kms_keyring import KmsKeyring  # keys from KMS
+    from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects  # subjects declared
+    from langgraph.checkpoint.s3dynamo.memory.core import Indexes, Space  # Store, cache
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +215,12 @@ class Components:
     # The blob engine the thread store is built on, shared by the Store and the node
     # cache (`memory.core.Space`).
     engine: BlobEngine
-    subjects: Subjects
+    # The deployment's data subjects, built on first use (at once where declared).
+    made_subjects: Callable[[], Subjects]
+
+    @property
+    def subjects(self) -> Subjects:
+        return self.made_subjects()
 
 
 def build(
@@ -254,7 +261,7 @@ def build(
         source,
         (own, injected, clients),
         serde_cipher,
-        lambda kid, what: subjects.key_bytes(kid, what),
+        lambda kid, what: subjects().key_bytes(kid, what),
     )
     codec = Codec(sealer, serde)
     # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if any.
@@ -280,8 +287,15 @@ def build(
         prefix=settings.prefix,
         policy=BlobPolicy(settings.inline_max, settings.object_cache_bytes),
     )
-    subjects = _subjects(settings, source, injected, clients, engine, namer)
-    store = _thread_store(settings, engine, codec, subjects, (deployment, own, namer))
+    made: list[Subjects] = []
+
+    def subjects() -> Subjects:
+        if not made:
+            made.append(_subjects(settings, source, injected, clients, engine, namer))
+        return made[0]
+
+    declared = subjects() if settings.subjects else None  # a wrong declaration is refused now
+    store = _thread_store(settings, engine, codec, declared, (deployment, own, namer))
     keys = (source, sealer, namer, codec, own, kms)
     return Components(settings, clients, *keys, deployment, store, engine, subjects)
 
@@ -299,6 +313,8 @@ def _keys(
     own, injected, clients = where
     kms = None
     if source.kind == "kms":
+        from langgraph.checkpoint.s3dynamo.keys.kms_keyring import KmsKeyring, kms_context
+
         service = injected.key_service
         kms = KmsKeyring(
             own,
@@ -319,7 +335,7 @@ def _thread_store(
     settings: Settings,
     engine: BlobEngine,
     codec: Codec,
-    subjects: Subjects,
+    subjects: Subjects | None,
     checked: tuple[Deployment, Control, Namer],
 ) -> ThreadStore:
     """The thread store on the engine, gated by the deployment's storage format, its
@@ -353,6 +369,8 @@ def _subjects(
 ) -> Subjects:
     """The deployment's data subjects (`subjects.py`): their keys live in the key table,
     whose engine is built here (its port on first use), sealed under the keyring."""
+    from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects
+
     keys = None
     if settings.subjects:
         if source.kind not in ("keys", "kms", "langgraph_aes_key"):
@@ -394,6 +412,8 @@ def memory_space(parts: Components, space: str, indexes: Indexes | None = None) 
     """A memory space (the Store's items, the node cache's entries) on a saver's table,
     bucket, keys, naming secret and prefix: on its blob engine; `indexes`: what its
     searches go through (the Store's)."""
+    from langgraph.checkpoint.s3dynamo.memory.core import Space
+
     subjects = parts.subjects if space == STORE_SPACE else None
     return Space(space, engine=parts.engine, namer=parts.namer, indexes=indexes, subjects=subjects)
 

@@ -25,10 +25,10 @@ import time
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
-from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
 from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
@@ -53,6 +53,9 @@ from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.table import Delete, Item, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import parallel
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
 
 __all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "Steps", "WritePlan"]
 
@@ -125,9 +128,15 @@ class BlobEngine:
             OPENED_BYTES, weigh=lambda entry: entry[1], largest=OPENED_BYTES // 2
         )
         self.journal = Journal(ports)
-        self.collector = Collector(self.objects, self.journal, prefix)
         # Stamps intents of plans that bring no time of their own; tests replace it.
         self.clock: Callable[[], float] = time.time
+
+    @cached_property
+    def collector(self) -> Collector:
+        """Garbage collection of this engine's objects: loaded when maintenance runs it."""
+        from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
+
+        return Collector(self.objects, self.journal, self.prefix)
 
     # ------------------------------------------------------------ protocols
 

@@ -32,61 +32,74 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
 from langgraph.checkpoint.s3dynamo.blobs.sealing import is_subject_key
-from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Batch, each
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, each
 from langgraph.checkpoint.s3dynamo.deployment import Control, Deployment
 from langgraph.checkpoint.s3dynamo.errors import SubjectKeyChangedError
-from langgraph.checkpoint.s3dynamo.format.catalog_records import CatalogEntry, entry_items
 from langgraph.checkpoint.s3dynamo.format.records import (
-    CheckpointRecord,
     ItemKey,
     Veil,
 )
 from langgraph.checkpoint.s3dynamo.keys.codec import Codec
 from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
-from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects, sealing_key
-from langgraph.checkpoint.s3dynamo.store import history
-from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, id_time, stamp_time
-from langgraph.checkpoint.s3dynamo.store.audit import Audit, Finding
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog, Catalogued
 from langgraph.checkpoint.s3dynamo.store.committer import Committer, Sealing
-from langgraph.checkpoint.s3dynamo.store.copying import Copier, Present
 from langgraph.checkpoint.s3dynamo.store.decoder import Decoder, Skeleton
 from langgraph.checkpoint.s3dynamo.store.fences import Holding, hold, holding, release
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Grouped, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
-from langgraph.checkpoint.s3dynamo.store.removal import (
-    LEASE_OWNER,
-    LEASE_TTL,
-    WHOLE,
-    Keep,
-    Removed,
-    Remover,
-    Terms,
-)
-from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
 from langgraph.checkpoint.s3dynamo.store.scope import EVERY_DEPLOYMENT, Scope
-from langgraph.checkpoint.s3dynamo.store.sealed import (
-    Lister,
-    Sealed,
-    SealedThread,
-)
-from langgraph.checkpoint.s3dynamo.store.search import (
-    Before,
-    ThreadSearch,
-    ThreadSummaries,
-    ThreadSummary,
-)
 from langgraph.checkpoint.s3dynamo.store.upkeep import Upkeep
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValues, Walker
 from langgraph.checkpoint.s3dynamo.table import Write
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.s3dynamo.keys.subjects import Subjects
+    from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, id_time, stamp_time
+    from langgraph.checkpoint.s3dynamo.store.audit import Audit, Finding
+    from langgraph.checkpoint.s3dynamo.store.copying import Copier, Present
+    from langgraph.checkpoint.s3dynamo.store.removal import (
+        LEASE_OWNER,
+        LEASE_TTL,
+        WHOLE,
+        Keep,
+        Removed,
+        Terms,
+    )
+    from langgraph.checkpoint.s3dynamo.store.sealed import Sealed, SealedThread
+    from langgraph.checkpoint.s3dynamo.store.search import (
+        Before,
+        ThreadSearch,
+        ThreadSummaries,
+        ThreadSummary,
+    )
+
+# The parts a checkpoint's commit and read never use load when first used (a Lambda cold
+# start pays for what its first request needs): the name, and the module that holds it.
+_LATER = {
+    **dict.fromkeys(("SeenThread", "id_time", "stamp_time"), "activity"),
+    **dict.fromkeys(("Audit", "Finding"), "audit"),
+    **dict.fromkeys(("LEASE_OWNER", "LEASE_TTL", "WHOLE", "Keep", "Removed", "Terms"), "removal"),
+    **dict.fromkeys(("Sealed", "SealedThread"), "sealed"),
+    **dict.fromkeys(("Before", "ThreadSummaries", "ThreadSummary"), "search"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LATER:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LATER[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "EVERY_DEPLOYMENT",
@@ -152,7 +165,6 @@ class ThreadStore(Upkeep):
         self._handoff = Handoff(namer, id(self))
         self._decoder = Decoder(self._walker, self._handoff)
         self._catalog = Catalog(self.prefix, namer, codec, self._handoff, policy.catalog_fields)
-        self._threads = ThreadSearch(self._catalog, self._finder, self._walker)
         self._committer = Committer(
             engine=engine,
             finder=self._finder,
@@ -161,18 +173,33 @@ class ThreadStore(Upkeep):
             catalog=self._catalog,
             policy=policy,
         )
-        self._remover = Remover(self._finder, self._walker, namer, lambda: self.clock())
-        self._remover.catalog_enabled = lambda: self._catalog.enabled
-        self._rewriter = Rewriter(self._walker, self._finder, self.now)
-        self._lister = Lister(self._finder, self._walker)
-        self._copier = Copier(
+        self._format_gate: Callable[[int], None] = lambda _format: None
+
+    # The parts only copying and searching use (removal's and enumeration's: `Upkeep`):
+    # built, and their modules imported, on first use.
+
+    @cached_property
+    def _copier(self) -> Copier:
+        from langgraph.checkpoint.s3dynamo.store.copying import Copier
+        from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
+
+        rewriter = Rewriter(self._walker, self._finder, self.now)
+        copier = Copier(
             finder=self._finder,
-            namer=namer,
-            rewriter=self._rewriter,
+            namer=self._namer,
+            rewriter=rewriter,
+            now=self.now,
             catalog=self._catalog,
             remover=self._remover,
-            now=self.now,
         )
+        copier.format_gate = lambda format: self._format_gate(format)
+        return copier
+
+    @cached_property
+    def _threads(self) -> ThreadSearch:
+        from langgraph.checkpoint.s3dynamo.store.search import ThreadSearch
+
+        return ThreadSearch(self._catalog, self._finder, self._walker)
 
     def with_codec(self, codec: Codec) -> ThreadStore:
         """This store serializing through another codec (a saver's copy with its own
@@ -183,15 +210,12 @@ class ThreadStore(Upkeep):
         finder = _rebound(self._finder, codec=codec)
         walker = _rebound(self._walker, codec=codec)
         catalog = _rebound(self._catalog, codec=codec)
-        remover = _rebound(self._remover, finder=finder, walker=walker)
-        rewriter = _rebound(self._rewriter, walker=walker, finder=finder)
         vars(clone).update(
             _codec=codec,
             _finder=finder,
             _walker=walker,
             _decoder=_rebound(self._decoder, walker=walker),
             _catalog=catalog,
-            _threads=_rebound(self._threads, catalog=catalog, finder=finder, walker=walker),
             _committer=_rebound(
                 self._committer,
                 finder=finder,
@@ -199,13 +223,9 @@ class ThreadStore(Upkeep):
                 catalog=catalog,
                 placer=_rebound(self._committer.placer, finder=finder, walker=walker),
             ),
-            _remover=remover,
-            _rewriter=rewriter,
-            _lister=_rebound(self._lister, walker=walker, finder=finder),
-            _copier=_rebound(
-                self._copier, finder=finder, rewriter=rewriter, catalog=catalog, remover=remover
-            ),
         )
+        for lazy in ("_remover", "_lister", "_copier", "_threads"):
+            vars(clone).pop(lazy, None)  # built again, from the clone's parts, when used
         return clone
 
     # ---------------------------------------------------------------- names, time
@@ -234,7 +254,7 @@ class ThreadStore(Upkeep):
     def gate_formats(self, gate: Callable[[int], None]) -> None:
         """Called with a storage format before the first write only it describes (the
         saver records it in the deployment record: `Deployment.require_format`)."""
-        self._copier.format_gate = gate
+        self._format_gate = gate
 
     def forget(self) -> None:
         """Drop what is cached about stored records (after anything rewrote them)."""
@@ -299,6 +319,8 @@ class ThreadStore(Upkeep):
         self, tid: str, ns: str, cid: str | None, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """`get_delta_channel_history` from one namespace query (`history.py`)."""
+        from langgraph.checkpoint.s3dynamo.store import history
+
         parts = history.Parts(self._finder, self._walker, self._decoder, self._engine)
         return history.delta_channel_history(parts, tid, ns, cid, channels)
 
@@ -355,6 +377,8 @@ class ThreadStore(Upkeep):
         subjects = self._subjects
         if subjects is None:
             return self._run(commit(None))
+        from langgraph.checkpoint.s3dynamo.keys.subjects import sealing_key
+
         for attempt in range(2):
             known = self._handoff.subject_key(tid)
             key, fence = subjects.for_thread(tid, known, metadata, configurable)
@@ -382,6 +406,8 @@ class ThreadStore(Upkeep):
 
     def delete_thread(self, tid: str) -> Removed:
         """Delete a thread whole (`removal.py`); what it found and removed."""
+        from langgraph.checkpoint.s3dynamo.store.removal import WHOLE
+
         removed = self._run(self._remover.remove(self._namer.thread(tid), WHOLE, tid=tid))
         self.forget()
         return removed
@@ -389,6 +415,8 @@ class ThreadStore(Upkeep):
     def prune(self, tid: str, keep_last: int) -> Removed:
         """Keep each namespace's `keep_last` newest checkpoints and what they need
         (`removal.py`); what it found and removed."""
+        from langgraph.checkpoint.s3dynamo.store.removal import Keep
+
         keep = Keep(latest=keep_last)
         return self._run(self._remover.remove(self._namer.thread(tid), keep, tid=tid))
 
@@ -400,6 +428,8 @@ class ThreadStore(Upkeep):
         """Remove these checkpoints (keys of checkpoint records, of any threads) with
         their writes, each thread's in one removal, the threads at once; how many
         records went."""
+        from langgraph.checkpoint.s3dynamo.store.removal import Keep
+
         by_thread: dict[str, set[ItemKey]] = {}
         for key in checkpoints:
             by_thread.setdefault(key.pk, set()).add(key)
@@ -434,6 +464,8 @@ class ThreadStore(Upkeep):
 
     def present(self, tid: str) -> Present:
         """What an import finds of a thread here (one read of its partition)."""
+        from langgraph.checkpoint.s3dynamo.store.copying import Present
+
         records, marks = self._run(self._finder.items(self._namer.thread(tid)))
         veil = Veil(marks)
         return Present(
@@ -487,24 +519,6 @@ class ThreadStore(Upkeep):
     def catalog_created(self) -> None:
         """The deployment record was just made (`Catalog.created`)."""
         self._catalog.created()
-
-    def catalog_entries(
-        self, skipped: list[Skipped], progress: Callable[[int, int | None], None]
-    ) -> tuple[int, list[CatalogEntry]]:
-        """Every thread's catalog entries, from one Scan of the deployment's records
-        (threads that do not open are listed in `skipped`): (threads, entries).
-        `progress` hears of the threads found (no total yet), then of those read."""
-        self._catalog.require_fields()
-        records = [r for r in self.records() if isinstance(r, CheckpointRecord)]
-        threads = sorted({r.pk for r in records})
-        for done, _ in enumerate(threads, 1):
-            progress(done, None)
-        found = self._finder.group(records, skipped=skipped)
-        return self._catalog.entries_of_all(found, self._walker.open_metadata, progress)
-
-    def file(self, entries: Sequence[CatalogEntry]) -> None:
-        """Write catalog entries and their back-references, in full batches."""
-        self._engine.do(Batch(puts=entry_items(entries)))
 
     # ---------------------------------------------------------------- records
 

@@ -1,5 +1,5 @@
 """The maintenance half of the thread store's API: setting up and probing the storage,
-scans of the deployment and what `verify` checks beyond blobs (`audit.py`), objects by
+the catalog's build, scans of the deployment and what `verify` checks beyond blobs (`audit.py`), objects by
 owner, the marks of garbage collection, the upload journal, control items (leases,
 heads, the sweep's cursor, the idle index), whose keys are built here only, and records
 as stored with their sealed blobs, opened or sealed again (what verify, stats and
@@ -10,11 +10,11 @@ retention, `check` and leases call these methods, never the engine or the ports.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
-from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
 from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
 from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Apply,
@@ -32,6 +32,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     StorageError,
     StoreMissingError,
 )
+from langgraph.checkpoint.s3dynamo.format.catalog_records import CatalogEntry, entry_items
 from langgraph.checkpoint.s3dynamo.format.layout import (
     deployment_pk,
     is_catalog_pk,
@@ -40,6 +41,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
     STAMP_ATTRIBUTES,
+    CheckpointRecord,
     ControlRecord,
     ItemKey,
     Lease,
@@ -63,7 +65,6 @@ from langgraph.checkpoint.s3dynamo.format.schema import (
 from langgraph.checkpoint.s3dynamo.keys.codec import Codec
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.store.audit import Audit, Auditor
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
 from langgraph.checkpoint.s3dynamo.store.finder import (
     Entry,
@@ -81,7 +82,6 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     set_idle,
     take_lease,
 )
-from langgraph.checkpoint.s3dynamo.store.removal import WHOLE, Removed, Remover
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
 from langgraph.checkpoint.s3dynamo.store.sealed import (
     Lister,
@@ -93,6 +93,11 @@ from langgraph.checkpoint.s3dynamo.store.sealed import (
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import Item, begins, key_of
 
+if TYPE_CHECKING:  # maintenance's own parts load when maintenance runs
+    from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
+    from langgraph.checkpoint.s3dynamo.store.audit import Audit
+    from langgraph.checkpoint.s3dynamo.store.removal import Removed, Remover
+
 _R = TypeVar("_R")
 
 
@@ -103,18 +108,52 @@ class Upkeep:
     _namer: Namer
     _scope: Scope
     _finder: Finder
-    _remover: Remover
     _codec: Codec
     _walker: Walker
-    _lister: Lister
     _catalog: Catalog
     prefix: str
-    # The store's: drop what is cached about stored records.
+    # The store's: drop what is cached about stored records; what stamps records.
     forget: Callable[[], None]
+    clock: Callable[[], float]
+
+    # The removal protocol and the enumeration of sealed blobs: built, and their modules
+    # imported, on first use (a Lambda's first request needs neither).
+
+    @cached_property
+    def _remover(self) -> Remover:
+        from langgraph.checkpoint.s3dynamo.store.removal import Remover
+
+        remover = Remover(self._finder, self._walker, self._namer, lambda: self.clock())
+        remover.catalog_enabled = lambda: self._catalog.enabled
+        return remover
+
+    @cached_property
+    def _lister(self) -> Lister:
+        return Lister(self._finder, self._walker)
 
     def _run(self, protocol: Steps[_R]) -> _R:
         """Run a protocol of the store's parts on the engine."""
         return self._engine.run(protocol)
+
+    # ------------------------------------------------------------ the catalog's build
+
+    def catalog_entries(
+        self, skipped: list[Skipped], progress: Callable[[int, int | None], None]
+    ) -> tuple[int, list[CatalogEntry]]:
+        """Every thread's catalog entries, from one Scan of the deployment's records
+        (threads that do not open are listed in `skipped`): (threads, entries).
+        `progress` hears of the threads found (no total yet), then of those read."""
+        self._catalog.require_fields()
+        records = [r for r in self.records() if isinstance(r, CheckpointRecord)]
+        threads = sorted({r.pk for r in records})
+        for done, _ in enumerate(threads, 1):
+            progress(done, None)
+        found = self._finder.group(records, skipped=skipped)
+        return self._catalog.entries_of_all(found, self._walker.open_metadata, progress)
+
+    def file(self, entries: Sequence[CatalogEntry]) -> None:
+        """Write catalog entries and their back-references, in full batches."""
+        self._engine.do(Batch(puts=entry_items(entries)))
 
     # ------------------------------------------------------------ scans, audit
 
@@ -136,6 +175,8 @@ class Upkeep:
         of one thread (read here: one Query, one BatchGetItem), or of the deployment,
         from the `control` items and `records` its Scan read; `entries`, the
         checkpoints that opened."""
+        from langgraph.checkpoint.s3dynamo.store.audit import Auditor
+
         auditor = Auditor(self._catalog, self._namer)
         if tid is not None:
             return self._run(auditor.thread(tid, records))
@@ -347,6 +388,8 @@ class Upkeep:
     def remove_threads(self, names: Sequence[str]) -> list[Removed]:
         """Remove these threads whole, by their names as stored (`removal.py`: nothing
         opened), in one wave; what each removal found and removed."""
+        from langgraph.checkpoint.s3dynamo.store.removal import WHOLE
+
         removed = self._run(each([self._remover.remove(name, WHOLE) for name in names]))
         self.forget()
         return removed
