@@ -73,6 +73,7 @@ import time
 
 STARTED = time.time()  # first statement: the end of interpreter start-up
 
+import base64  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -101,6 +102,7 @@ PACKAGE_DEPENDENCIES = (
     "cryptography.hazmat.primitives.ciphers.aead",
 )
 TABLE = "cold"
+REQUEST_MS = 10  # the model's cost of one request: a round trip to DynamoDB in-region
 # Fixed per benchmark, as a deployment's keys are: every child opens the same deployment.
 SEALING_KEY = b"cold-start benchmark sealing key"  # 32 bytes: AES-256
 NAMING_SECRET = b"cold-start benchmark naming secret"
@@ -113,9 +115,9 @@ MOTO_SERVE = Path(__file__).parents[1] / "src/langgraph/checkpoint/s3dynamo/moto
 # --- the child: one Lambda cold start ------------------------------------------------
 
 
-def child(saver: str, spawned: float) -> dict[str, float]:
+def child(saver: str, spawned: float) -> dict[str, Any]:
     marks = {"spawned": spawned, "main": STARTED}
-    timers: dict[str, float] = {"clients": 0.0, "requests": 0.0, "request_count": 0}
+    timers: dict[str, Any] = {"clients": 0.0, "requests": 0.0, "request_count": 0, "ops": []}
 
     from typing import Annotated
 
@@ -125,6 +127,7 @@ def child(saver: str, spawned: float) -> dict[str, float]:
     from typing_extensions import TypedDict
 
     marks["langgraph"] = time.time()
+    cpu_from = time.process_time()  # this process's CPU, every thread, from here on
     if saver != "InMemorySaver":
         _time_botocore(timers)  # imports nothing: patches botocore when it is imported
     if saver == FLOOR:  # the least a saver on botocore pays: its import and one client
@@ -143,10 +146,8 @@ def child(saver: str, spawned: float) -> dict[str, float]:
     marks["imported"] = time.time()
 
     if saver == "s3dynamo":
-        # Sealed, as production runs it.
-        checkpointer: Any = S3DynamoSaver(
-            table=TABLE, bucket=BUCKET, keys={"k1": SEALING_KEY}, secret=NAMING_SECRET
-        )
+        # Sealed, from the environment, as the README has it (`_child_env`).
+        checkpointer: Any = S3DynamoSaver.from_env()
     elif saver == "DynamoDBSaver":
         checkpointer = DynamoDBSaver(
             table_name=LGAWS_TABLE,
@@ -178,7 +179,9 @@ def child(saver: str, spawned: float) -> dict[str, float]:
     reply = graph.invoke({"messages": [HumanMessage("hello")]}, thread)
     assert reply["messages"][-1].content == "answer to: hello"
     marks["replied"] = time.time()
+    saver_cpu = time.process_time() - cpu_from
     return {
+        "saver_cpu": saver_cpu,
         "total": marks["replied"] - marks["spawned"],
         "interpreter": marks["main"] - marks["spawned"],
         "imports": marks["imported"] - marks["main"],
@@ -216,7 +219,7 @@ def package_import_child() -> dict[str, Any]:
     }
 
 
-def _time_botocore(timers: dict[str, float]) -> None:
+def _time_botocore(timers: dict[str, Any]) -> None:
     """Sum the wall time of the AWS SDK's import, of client creation and of API calls.
 
     Nothing is imported here: a finder on `sys.meta_path` times each outermost import of
@@ -240,6 +243,8 @@ def _time_botocore(timers: dict[str, float]) -> None:
                 timers[key] += elapsed
                 if key == "requests":
                     timers["request_count"] += 1
+                    service = args[0].meta.service_model.service_name
+                    timers["ops"].append(f"{service}.{args[1]}")
                 else:  # each client apart: `client dynamodb`, `client s3`
                     service = kwargs.get("service_name") or args[1]
                     timers[f"client {service}"] = timers.get(f"client {service}", 0) + elapsed
@@ -332,6 +337,11 @@ def _child_env(url: str) -> dict[str, str]:
         AWS_ENDPOINT_URL=url,  # every AWS client in the child goes to moto server
         LANGSMITH_TRACING="false",
         LANGCHAIN_TRACING_V2="false",
+        # s3dynamo's settings, read by `S3DynamoSaver.from_env()` (the other kinds ignore them)
+        S3DYNAMO_TABLE=TABLE,
+        S3DYNAMO_BUCKET=BUCKET,
+        S3DYNAMO_KEYS="k1:" + base64.b64encode(SEALING_KEY).decode(),
+        S3DYNAMO_SECRET=NAMING_SECRET.decode(),
     )
     return env
 
@@ -401,15 +411,18 @@ def measure(runs: int) -> dict[str, Any]:
     medians = {  # a key missing from a run (a client it did not build) counts as 0
         saver: {
             k: 1000 * statistics.median(s.get(k, 0) for s in runs_)
-            for k in dict.fromkeys(k for s in runs_ for k in s)
+            for k in dict.fromkeys(k for s in runs_ for k in s if k != "ops")
         }
         for saver, runs_ in samples.items()
     }
+    # The requests each saver sent, in order, from its first measured run (the same in all).
+    requests = {saver: runs_[0].get("ops", []) for saver, runs_ in samples.items()}
     for figures in medians.values():
         figures["request_count"] /= 1000  # a count, not seconds
     return {
         "runs": runs,
         "medians": medians,
+        "requests_sent": requests,
         "imports": imports,
         "floor": _floor(samples, medians),
         "package_import": {
@@ -444,9 +457,19 @@ def _floor(samples: dict[str, list[dict[str, Any]]], medians: dict) -> dict[str,
             }
         )
     ratios = [r["ratio"] for r in rounds if r["ratio"] is not None]
+    # The model: CPU beyond the floor child's, plus REQUEST_MS a request (a round trip
+    # within a region), so moto's own speed is out of the figure.
+    cpu = {saver: medians[saver]["saver_cpu"] for saver in SAVERS}
+    modelled = {
+        saver: cpu[saver] - cpu[FLOOR] + REQUEST_MS * medians[saver]["request_count"]
+        for saver in AWS_SAVERS
+    }
     return {
         "floor": part[FLOOR] - part["InMemorySaver"],
+        "floor_cpu": cpu[FLOOR] - cpu["InMemorySaver"],
         "beyond": beyond,
+        "modelled": modelled,
+        "modelled_ratio": _ratio(modelled["s3dynamo"], modelled["DynamoDBSaver"]),
         "ratio_of_medians": _ratio(beyond["s3dynamo"], beyond["DynamoDBSaver"]),
         "median_of_round_ratios": statistics.median(ratios) if ratios else None,
         "round_ratio_range": [min(ratios), max(ratios)] if ratios else None,
@@ -490,7 +513,7 @@ def summary(result: dict[str, Any]) -> list[str]:
     base = medians["InMemorySaver"]["saver_part"]
     out = [f"median of {result['runs']} fresh processes per child, round robin (ms):"]
     for saver, m in medians.items():
-        parts = [f"imports {m['imports']:.0f}"]
+        parts = [f"imports {m['imports']:.0f}", f"CPU {m['saver_cpu']:.0f}"]
         if "sdk_import" in m:
             parts.append(f"SDK import {m['sdk_import']:.0f}")
             parts.append(f"clients {m['clients']:.0f}")
@@ -520,7 +543,14 @@ def floor_lines(result: dict[str, Any]) -> list[str]:
             f"the {len(floor['rounds'])} per-round ratios, range "
             + " to ".join(_fmt(x) for x in floor["round_ratio_range"] or [None, None])
             + ")",
+            f"beyond the floor, modelled (median child CPU - the floor child's, + {REQUEST_MS} "
+            f"ms a request): s3dynamo {floor['modelled']['s3dynamo']:.0f} ms, DynamoDBSaver "
+            f"{floor['modelled']['DynamoDBSaver']:.0f} ms, ratio {_fmt(floor['modelled_ratio'])}"
+            " (target: at most 0.5)",
         ]
+    for saver, ops in result.get("requests_sent", {}).items():
+        if ops:
+            out.append(f"{saver} sent {len(ops)} requests: {', '.join(ops)}")
     package = result.get("package_import")
     if package:
         sdk = [m for m in ("botocore", "boto3") if package[f"{m}_imported"]]
@@ -562,12 +592,31 @@ import json, sys, time
 main = time.time()
 task, runtime, event = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 sys.path[:0] = [task, runtime]
+import importlib.abc, importlib.machinery
+sent = []
+class CountRequests(importlib.abc.MetaPathFinder):  # wraps each API call once botocore loads
+    def find_spec(self, name, path, target=None):
+        if name != "botocore.client":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        load = spec.loader.exec_module
+        def exec_module(module):
+            load(module)
+            call = module.BaseClient._make_api_call
+            def counted(client, operation, params):
+                sent.append(operation)
+                return call(client, operation, params)
+            module.BaseClient._make_api_call = counted
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, CountRequests())
 import app
-init = time.time()
+init, init_cpu = time.time(), time.process_time()
 reply = app.handler(event, None)
-replied = time.time()
+replied, cpu = time.time(), time.process_time()
 assert reply["ok"], reply
-print(json.dumps({"main": main, "init": init, "replied": replied}))
+print(json.dumps({"main": main, "init": init, "replied": replied, "init_cpu": init_cpu,
+                  "cpu": cpu, "requests": len(sent), "ops": sent}))
 """
 
 
@@ -645,6 +694,7 @@ def _read_only_copy(source: Path, target: Path, bytecode: bool) -> Path:
 
 
 def _run_artefact(python312: str, task: Path, runtime: Path, env: dict, event: dict) -> dict:
+    """One cold start of an unzipped task: its times (s), its CPU, the requests it sent."""
     spawned = time.time()
     done = subprocess.run(
         [
@@ -670,6 +720,11 @@ def _run_artefact(python312: str, task: Path, runtime: Path, env: dict, event: d
         "interpreter": marks["main"] - spawned,
         "init": marks["init"] - marks["main"],
         "first_invocation": marks["replied"] - marks["init"],
+        # The process's CPU from its start (interpreter start-up included), every thread.
+        "cpu": marks["cpu"],
+        "init_cpu": marks["init_cpu"],
+        "requests": marks["requests"] / 1000,  # a count: the medians scale by 1000
+        "ops": marks["ops"],
     }
 
 
@@ -785,13 +840,14 @@ def measure_package(runs: int) -> dict[str, Any]:
                 for row in tasks:
                     samples[row].append(run(row, n))
     medians = {
-        row: {k: 1000 * statistics.median(s[k] for s in rows) for k in rows[0]}
+        row: {k: 1000 * statistics.median(s[k] for s in rows) for k in rows[0] if k != "ops"}
         for row, rows in samples.items()
     }
     return {
         "runs": runs,
         "python": version,
         "medians": medians,
+        "requests_sent": {row: rows[0]["ops"] for row, rows in samples.items()},
         "sizes": {kind: b["sizes"] for kind, b in built.items()},
     }
 
@@ -805,8 +861,12 @@ def package_summary(result: dict[str, Any]) -> list[str]:
     for row, m in result["medians"].items():
         out.append(
             f"{row}: total {m['total']:.0f} (interpreter {m['interpreter']:.0f}, init "
-            f"{m['init']:.0f}, first invocation {m['first_invocation']:.0f})"
+            f"{m['init']:.0f}, first invocation {m['first_invocation']:.0f}); CPU {m['cpu']:.0f} "
+            f"(init {m['init_cpu']:.0f}); {m['requests']:.0f} requests; modelled (CPU + "
+            f"{REQUEST_MS} ms a request) {m['cpu'] + REQUEST_MS * m['requests']:.0f}"
         )
+    for row, ops in result.get("requests_sent", {}).items():
+        out.append(f"{row} sent: {', '.join(ops)}")
     for kind, lines in result["sizes"].items():
         out += [f"{kind}: {line}" for line in lines if line.startswith(("zipped", "unzipped"))]
     return out
