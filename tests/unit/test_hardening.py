@@ -476,13 +476,17 @@ def test_a_thread_written_between_two_pages_is_on_neither(backend: Backend) -> N
     assert ids(saver.search_threads(metadata={"user_id": "ada"}))[0] == "t0"
 
 
+@NEEDS_DETECTION
 def test_the_command_line_finds_a_number_as_json_and_refuses_a_key_given_twice(
     aws: None,
 ) -> None:
     """`threads --filter KEY=VALUE` compares text: a user id stored as the number 42 is
     found with `--filter '{"user_id": 42}'`, the rule `memory search --filter` has too;
     a key given twice, in either form, is refused by name, before any request."""
-    sandbox = Sandbox()
+    sandbox = Sandbox(  # the tier's endpoints: moto in process, or servers on loopback
+        dynamodb_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_DYNAMODB"),
+        s3_endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3"),
+    )
     saver = sandbox.saver(catalog_fields=["user_id"])
     for tid, user in (("number", 42), ("text", "42")):
         chat_graph(saver).invoke(

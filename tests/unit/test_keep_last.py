@@ -248,6 +248,9 @@ def test_a_copy_of_the_newest_n_keeps_each_namespaces_own(saver: S3DynamoSaver) 
     assert graph.get_state(config("c")).values["items"][-1] == "inner-b:yes"
 
 
+@pytest.mark.unsupported_on(
+    "real", reason="counts a copy's borrowing and loans as one transaction; dynalite has none"
+)
 def test_a_copy_of_the_newest_n_costs_the_same_whatever_the_history(backend: Backend) -> None:
     sent = []
     for turns in (4, 40):

@@ -193,6 +193,7 @@ class ThreadStore(Upkeep):
             remover=self._remover,
         )
         copier.format_gate = lambda format: self._format_gate(format)
+        copier.transactions = self._committer.detect_concurrent_runs
         return copier
 
     @cached_property

@@ -106,6 +106,8 @@ class Copier:
         self.now = now
         # Called before the first write that shares objects (the deployment's format).
         self.format_gate: Callable[[int], None] = lambda _format: None
+        # Whether the table takes transactions (concurrent-run detection is on).
+        self.transactions = True
 
     def copy(self, src: str, dst: str, keep_last: int | None = None) -> Steps[int]:
         """Copy `src` (what its readers see; with `keep_last`, each namespace's newest)
@@ -269,14 +271,23 @@ class Copier:
 
     def _loan(self, borrower: str, lenders: Mapping[str, set[str]]) -> Steps[None]:
         """The borrowings and the loans, in one transaction (a larger one in several,
-        borrowings first: a deletion of the borrower finds the loans through them)."""
+        borrowings first: a deletion of the borrower finds the loans through them).
+        Without transactions (concurrent-run detection off, for a store that has none):
+        each borrowing, then the loans at once."""
         self.format_gate(SHARING_FORMAT)
-        writes: list[Write] = [borrowing(borrower, lender) for lender in sorted(lenders)]
-        writes += [
+        borrowings: list[Write] = [borrowing(borrower, lender) for lender in sorted(lenders)]
+        loans: list[Write] = [
             lend(key, part)
             for lender in sorted(lenders)
             for key, part in loan_parts(lender, borrower, lenders[lender])
         ]
+        if not self.transactions:
+            for write in borrowings:
+                yield WritePlan(borrower, writes=[write])
+            if loans:
+                yield WritePlan(borrower, writes=loans, each=True)
+            return
+        writes = borrowings + loans
         for start in range(0, len(writes), TRANSACT_MAX):
             yield WritePlan(borrower, writes=writes[start : start + TRANSACT_MAX])
 

@@ -1,10 +1,11 @@
 """The maintenance half of the thread store's API: setting up and probing the storage,
-the catalog's build, scans of the deployment and what `verify` checks beyond blobs (`audit.py`), objects by
-owner, the marks of garbage collection, the upload journal, control items (leases,
-heads, the sweep's cursor, the idle index), whose keys are built here only, and records
-as stored with their sealed blobs, opened or sealed again (what verify, stats and
-re-encryption fold over: `sealed.py`). `ThreadStore` inherits it; garbage collection,
-retention, `check` and leases call these methods, never the engine or the ports.
+the catalog's build, scans of the deployment and what `verify` checks beyond blobs
+(`audit.py`), objects by owner, the marks of garbage collection, the upload journal,
+control items (leases, heads, the sweep's cursor, the idle index), whose keys are built
+here only, and records as stored with their sealed blobs, opened or sealed again (what
+verify, stats and re-encryption fold over: `sealed.py`). `ThreadStore` inherits it;
+garbage collection, retention, `check` and leases call these methods, never the engine
+or the ports.
 """
 
 from __future__ import annotations
