@@ -138,9 +138,10 @@ test-langgraph: $(LANGGRAPH_STAMP)
 	.venv-langgraph/bin/python scripts/langgraph_suite/run.py
 	.venv-langgraph/bin/python scripts/langgraph_suite/run.py --strict
 
-# LangGraph's SQLite store tests with S3DynamoStore swapped in (scripts/store_contract/).
+# LangGraph's SQLite and Postgres store tests with S3DynamoStore swapped in
+# (scripts/store_contract/); two workers, for the Postgres tests' TTL waits.
 test-store-contract: $(STAMP)
-	$(PY) scripts/store_contract/run.py
+	$(PY) scripts/store_contract/run.py -n 2
 
 # Every suite that judges this package by LangGraph's measure: its conformance suite and
 # the delta-channel scenarios of its main branch, the LangGraph server (`langgraph dev`),

@@ -39,8 +39,10 @@ def _saver(stack: ExitStack) -> S3DynamoSaver:
     )
 
 
-def _store(stack: ExitStack, index: Any = None, ttl: Any = None) -> S3DynamoStore:
-    if index:
+def _store(
+    stack: ExitStack, index: Any = None, ttl: Any = None, *, sqlite_fields: bool = True
+) -> S3DynamoStore:
+    if index and sqlite_fields:
         # SQLite's IndexConfig has `text_fields` where LangGraph's has `fields`.
         index = {**index, "fields": index.get("text_fields")}
     store = S3DynamoStore.from_saver(_saver(stack), index=index, ttl=ttl)

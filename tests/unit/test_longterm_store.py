@@ -190,6 +190,19 @@ def test_overwrite_keeps_created_at(backend: Backend) -> None:
     assert second.updated_at >= first.updated_at
 
 
+def test_an_update_within_the_same_millisecond_still_reads_as_later(backend: Backend) -> None:
+    # Times are kept to the millisecond: LangGraph's Postgres store tests put twice at
+    # once and expect the second `updated_at` to be later, as a user comparing them would.
+    store = store_of(backend)
+    store.space.clock = lambda: 1_800_000_000.0  # every put in one millisecond
+    store.put(("a",), "k", {"v": 1})
+    first = store.get(("a",), "k")
+    store.put(("a",), "k", {"v": 2})
+    second = store.get(("a",), "k")
+    assert first is not None and second is not None
+    assert second.updated_at > first.updated_at and second.created_at == first.created_at
+
+
 def test_nothing_readable_at_rest(parts: tuple[MemoryIndex, MemoryObjects]) -> None:
     store = S3DynamoStore.from_saver(make(*parts))
     store.put(("tenant-secret-ns", "alice"), "secret-key-name", {"pw": "hunter2-value"})

@@ -97,8 +97,10 @@ class Items:
     ) -> Batch:
         """Seal and place items of one namespace (a value past the inline rule becomes an
         object); nothing is written."""
-        now_ms, names = self.now_ms(), self.names
-        batch = Batch(namespace, names.pk(namespace), at_ms=now_ms)
+        names = self.names
+        pk = names.pk(namespace)
+        now_ms = self.state().stamp(pk, self.now_ms())
+        batch = Batch(namespace, pk, at_ms=now_ms)
         sealer = self.sealer_for(namespace)
         for key, typed, ttl_minutes in items:
             ik = names.item_key(namespace, key)

@@ -61,6 +61,18 @@ class SpaceState:
         self._by_pk: dict[str, set[ItemKey]] = {}
         self._marked: OrderedDict[str, None] = OrderedDict()
         self._expiry: OrderedDict[ItemKey, Known] = OrderedDict()
+        self._stamps: OrderedDict[str, int] = OrderedDict()
+
+    def stamp(self, pk: str, now_ms: int) -> int:
+        """The time a write to partition `pk` is stamped with: `now_ms`, or a millisecond
+        past this process's last stamp there, so that an update made within the
+        millisecond of the put before it still reads as later (`updated_at`)."""
+        with self._lock:
+            stamp = max(now_ms, self._stamps.pop(pk, 0) + 1)
+            self._stamps[pk] = stamp
+            if len(self._stamps) > RECENT_MAX:
+                self._stamps.popitem(last=False)
+            return stamp
 
     # ------------------------------------------------------------ leases
 
