@@ -37,7 +37,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import collect
-from langgraph.checkpoint.s3dynamo.format.layout import object_scope, owner_prefix, split_object_key
+from langgraph.checkpoint.s3dynamo.format.layout import object_scope, owner_prefix
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey, UploadIntent
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
@@ -109,7 +109,7 @@ def plan_gc(
         by_thread = {name: [] for name in names}
         listed = (o for name in names for o in store.objects_of(name))
     for obj in listed:
-        parts = split_object_key(store.prefix, obj.key)
+        parts = store.object_owner(obj.key)
         if parts is None:
             found.foreign += 1
             store.note_scope(object_scope(obj.key))

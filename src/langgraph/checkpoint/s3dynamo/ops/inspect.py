@@ -24,7 +24,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     PlaintextRefusedError,
 )
-from langgraph.checkpoint.s3dynamo.format.layout import owner_prefix, split_object_key
+from langgraph.checkpoint.s3dynamo.format.layout import owner_prefix
 from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
     ItemKey,
@@ -256,7 +256,7 @@ def stats(
 ) -> StatsReport:
     """Sizes, compression and reuse, by channel, of one thread or the whole deployment."""
     records, listed = scope(store, thread_id)
-    objects = [o for o in listed if split_object_key(store.prefix, o.key)]
+    objects = [o for o in listed if store.object_owner(o.key)]
     entries = store.pair(records).entries
     by_thread = _by_thread(entries)
     channels: dict[str, ChannelStats] = {}
@@ -414,7 +414,7 @@ def verify(
         control = []
         scoped = scope(store, thread_id, control)
     records, objects = scoped
-    listed = {o.key: o for o in objects if split_object_key(store.prefix, o.key)}
+    listed = {o.key: o for o in objects if store.object_owner(o.key)}
     report = VerifyReport(thread_id)
     report.checked.update(items=len(records), objects=len(listed))
     grouped = store.pair(records)
@@ -449,7 +449,7 @@ def verify(
     now = datetime.now(timezone.utc)
     loans_read: set[str] = set()
     for key, info in sorted(listed.items()):
-        parts = split_object_key(store.prefix, key)
+        parts = store.object_owner(key)
         assert parts is not None
         thread_name, leaf = parts
         if scope_pk is not None and thread_name != scope_pk:
@@ -472,7 +472,7 @@ def verify(
             )
     # Loans only keep objects: those of a thread with objects, that no borrowing backs
     # (written by someone else: they keep nothing, docs/SECURITY.md).
-    lenders = {parts[0] for key in listed if (parts := split_object_key(store.prefix, key))}
+    lenders = {parts[0] for key in listed if (parts := store.object_owner(key))}
     for lender in sorted(lenders):
         if scope_pk is not None and lender != scope_pk:
             continue

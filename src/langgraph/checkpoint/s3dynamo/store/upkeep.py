@@ -39,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     is_catalog_pk,
     object_key,
     scope_of,
+    split_object_key,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
     STAMP_ATTRIBUTES,
@@ -291,6 +292,11 @@ class Upkeep:
         return self._engine.item_size(record_item(record))
 
     # ------------------------------------------------------------ objects
+
+    def object_owner(self, key: str) -> tuple[str, str] | None:
+        """(thread name, leaf) of an object key this deployment could have written, else
+        None (another deployment's, or not an object of a thread)."""
+        return split_object_key(self.prefix, key)
 
     def deployment_objects(self) -> Iterator[ObjectInfo]:
         """Every object of this deployment."""
