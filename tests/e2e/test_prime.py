@@ -122,7 +122,6 @@ COLD_START_MODULES = [
     "store.placing",
     "store.policy",
     "store.scope",
-    "store.sealed",
     "store.upkeep",
     "store.walker",
     "table",

@@ -33,7 +33,6 @@ from langgraph.checkpoint.s3dynamo.keys.codec import (
 from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt, ValueAt
 from langgraph.checkpoint.s3dynamo.store.finder import Finder
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
-from langgraph.checkpoint.s3dynamo.store.sealed import Sealed, resealed
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValue, StoredValues, Typed, Walker
 
 # Opened delta bases kept (see `_delta_base`), each of at most 1 MiB.
@@ -191,6 +190,9 @@ class Placer:
         opens under its key, and re-encryption moves it later."""
         if old.blob is None or (old.base is not None and old.owner is not None):
             return old
+        # Only a commit after a key rotation or a subject's first key comes here.
+        from langgraph.checkpoint.s3dynamo.store.sealed import Sealed, resealed
+
         at = ValueAt(old.owner or tid, ns, channel, old.version)
         carried = Sealed("value", "item", what, None, old.blob, value_id(at))
         bases: dict[str, Typed] = {}

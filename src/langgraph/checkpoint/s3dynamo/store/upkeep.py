@@ -85,13 +85,6 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     take_lease,
 )
 from langgraph.checkpoint.s3dynamo.store.scope import Scope
-from langgraph.checkpoint.s3dynamo.store.sealed import (
-    Lister,
-    Sealed,
-    SealedThread,
-    open_sealed,
-    reseal,
-)
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import Item, begins, key_of
 
@@ -99,6 +92,7 @@ if TYPE_CHECKING:  # maintenance's own parts load when maintenance runs
     from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
     from langgraph.checkpoint.s3dynamo.store.audit import Audit
     from langgraph.checkpoint.s3dynamo.store.removal import Removed, Remover
+    from langgraph.checkpoint.s3dynamo.store.sealed import Lister, Sealed, SealedThread
 
 _R = TypeVar("_R")
 
@@ -131,6 +125,8 @@ class Upkeep:
 
     @cached_property
     def _lister(self) -> Lister:
+        from langgraph.checkpoint.s3dynamo.store.sealed import Lister
+
         return Lister(self._finder, self._walker)
 
     def _run(self, protocol: Steps[_R]) -> _R:
@@ -435,6 +431,8 @@ class Upkeep:
         place (same name, same value), records replaced only while unchanged since read
         (a thread a writer changed meanwhile is read again), then its catalog entries,
         each while it exists. How many."""
+        from langgraph.checkpoint.s3dynamo.store.sealed import reseal
+
         sealer = self._codec.sealer.under(key)
 
         def stale(s: Sealed) -> bool:
@@ -464,6 +462,8 @@ class Upkeep:
 
     def open(self, s: Sealed, bases: dict[str, tuple[str, bytes]]) -> tuple[str, bytes]:
         """One sealed blob opened (`sealed.open_sealed`)."""
+        from langgraph.checkpoint.s3dynamo.store.sealed import open_sealed
+
         return open_sealed(self._codec.sealer, s, bases)
 
     def opened(self, entry: Entry) -> tuple[Any, dict[str, Any]]:
