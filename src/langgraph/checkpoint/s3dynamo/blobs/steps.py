@@ -18,6 +18,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.table import Item, ItemKey, When, Write, key_of
 
@@ -159,6 +160,22 @@ def keys_of(partition: str, **query: Any) -> Steps[list[ItemKey]]:
     """Keys of every item of a Query (nothing else read)."""
     items = yield from every_item(partition, attributes=(), **query)
     return [key_of(i) for i in items]
+
+
+def present(needed: Mapping[str, str]) -> Steps[dict[str, bytes]]:
+    """Objects as stored (not what this process kept), in one wave; if one is gone
+    meanwhile, one by one, leaving it out."""
+    try:
+        found: dict[str, bytes] = yield Fetch(needed, cached=False)
+        return found
+    except ObjectNotFoundError:
+        out: dict[str, bytes] = {}
+        for key, what in needed.items():
+            try:
+                out.update((yield Fetch({key: what}, cached=False)))
+            except ObjectNotFoundError:
+                continue
+        return out
 
 
 def one(step: object) -> Steps[Any]:

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 from langgraph.checkpoint.s3dynamo.blobs import WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.blobs.steps import Fetch, Steps
-from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
+from langgraph.checkpoint.s3dynamo.blobs.steps import Fetch, Steps, present
 from langgraph.checkpoint.s3dynamo.format.layout import MANIFEST_SK, object_key
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.names import Names
@@ -140,23 +139,8 @@ def read(
     if listed is None:
         bodies = yield Fetch(needed, cached=False)
     else:
-        bodies = yield from _present({k: w for k, w in needed.items() if k in listed})
+        bodies = yield from present({k: w for k, w in needed.items() if k in listed})
     return Stored(names.space, namespace, pk, entry, rows, index, bodies)
-
-
-def _present(needed: Mapping[str, str]) -> Steps[dict[str, bytes]]:
-    """Objects in one wave; if one is gone meanwhile, one by one, leaving it out."""
-    try:
-        found: dict[str, bytes] = yield Fetch(needed, cached=False)
-        return found
-    except ObjectNotFoundError:
-        out: dict[str, bytes] = {}
-        for key, what in needed.items():
-            try:
-                out.update((yield Fetch({key: what}, cached=False)))
-            except ObjectNotFoundError:
-                continue
-        return out
 
 
 def resealed(stored: Stored, sealer: Sealer) -> WritePlan:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
-from langgraph.checkpoint.s3dynamo.blobs.steps import Fetch, GetMany, Steps, keys_of
+from langgraph.checkpoint.s3dynamo.blobs.steps import GetMany, Steps, keys_of, present
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError, ObjectNotFoundError
 from langgraph.checkpoint.s3dynamo.format.catalog_records import (
     CatalogEntry,
@@ -134,27 +134,13 @@ class Lister:
     def thread(self, entries: Sequence[Entry], tid: str | None) -> Steps[SealedThread]:
         """The sealed blobs of these checkpoints of one thread, and, with `tid`, of its
         catalog entries."""
-        fetched = yield from self._fetch(self.finder.referenced_keys(entries))
+        fetched = yield from present(self.finder.referenced_keys(entries))
         out = SealedThread()
         for e in entries:
             self._entry(e, fetched, out)
         if tid is not None:
             out.blobs += yield from self._catalog(tid)
         return out
-
-    def _fetch(self, needed: Mapping[str, str]) -> Steps[dict[str, bytes]]:
-        """Objects in one wave; if one is gone meanwhile, one by one, leaving it out."""
-        try:
-            found: dict[str, bytes] = yield Fetch(needed, cached=False)
-            return found
-        except ObjectNotFoundError:
-            out: dict[str, bytes] = {}
-            for key, what in needed.items():
-                try:
-                    out.update((yield Fetch({key: what}, cached=False)))
-                except ObjectNotFoundError:
-                    continue
-            return out
 
     def _entry(self, e: Entry, fetched: Mapping[str, bytes], out: SealedThread) -> None:
         rec, at = e.record, CheckpointAt(e.tid, e.ns, e.checkpoint_id)
