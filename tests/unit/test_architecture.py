@@ -3,8 +3,8 @@ underscore names, botocore known only to the AWS adapters, the command line neve
 reaching past the library to an adapter, the stores (threads and memory) used through
 their methods only, every exception in `errors.py` and raised once, retries by one policy,
 identities passed as values, long-term memory's contracts and maintenance above the
-table, no class or module grown past a size a reader can hold, and module docstrings
-short."""
+table, no function, class or module grown past a size a reader can hold, and module
+docstrings short."""
 
 from __future__ import annotations
 
@@ -151,6 +151,22 @@ def test_no_class_or_module_is_too_large_to_read() -> None:
             if isinstance(node, ast.ClassDef):
                 size = (node.end_lineno or node.lineno) - node.lineno + 1 - len(declared)
                 assert size <= MAX_CLASS_LINES, f"{name}.{node.name}: {size} lines"
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def test_no_function_is_too_long_to_read() -> None:
+    """A function, from its `def` to its last line (docstring and comments included),
+    fits on a screen: a longer one is split into its steps."""
+    found = []
+    for name, tree in _modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                if size > MAX_FUNCTION_LINES:
+                    found.append(f"{name or '__init__'}.{node.name}: {size} lines")
+    assert found == [], f"functions over {MAX_FUNCTION_LINES} lines: " + ", ".join(found)
 
 
 def test_the_command_line_never_imports_an_adapter() -> None:

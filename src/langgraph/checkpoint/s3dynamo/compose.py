@@ -240,11 +240,7 @@ def build(
         serializer_cipher=serde_cipher is not None, key_service=injected.key_service is not None
     )
     clients = Clients(settings, injected)
-    table = injected.index
-    ports = LazyPorts(
-        table=(lambda: table) if table is not None else clients.dynamodb_table,
-        objects=(lambda: objects) if (objects := injected.object_store) else clients.s3_objects,
-    )
+    ports = _ports(injected, clients)
 
     def apply(write: Write) -> Written:
         # The deployment's records are written through the engine, made below; the
@@ -264,21 +260,7 @@ def build(
         lambda kid, what: subjects().key_bytes(kid, what),
     )
     codec = Codec(sealer, serde)
-    # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if any.
-    bucket = settings.bucket if objects is None else str(getattr(objects, "name", "") or "")
-    deployment = Deployment(
-        own,
-        namer,
-        sealer,
-        Configured(
-            source=source.describe(),
-            where=_where(settings),
-            bucket=bucket,
-            catalog=settings.catalog_fields,
-        ),
-        root=control(deployment_pk("")) if settings.prefix else None,
-        objects=lambda: ports.objects,
-    )
+    deployment = _deployment(settings, source, injected, (own, namer, sealer), control, ports)
     # One blob engine per saver: its thread store, Store and node cache seal, place,
     # upload, cache and journal through it.
     engine = BlobEngine(
@@ -298,6 +280,46 @@ def build(
     store = _thread_store(settings, engine, codec, declared, (deployment, own, namer))
     keys = (source, sealer, namer, codec, own, kms)
     return Components(settings, clients, *keys, deployment, store, engine, subjects)
+
+
+def _ports(injected: Injected, clients: Clients) -> LazyPorts:
+    """The table and the object store: the ones injected, else the AWS adapters, built
+    on first use."""
+    table, objects = injected.index, injected.object_store
+    return LazyPorts(
+        table=(lambda: table) if table is not None else clients.dynamodb_table,
+        objects=(lambda: objects) if objects else clients.s3_objects,
+    )
+
+
+def _deployment(
+    settings: Settings,
+    source: KeySource,
+    injected: Injected,
+    keys: tuple[Control, Namer, Sealer],
+    control: Callable[[str], Control],
+    ports: LazyPorts,
+) -> Deployment:
+    """The deployment check over its record in the deployment's partition `own` (and,
+    under a prefix, the root deployment's, by `control`), with what the settings
+    configure and the bucket as messages name it."""
+    own, namer, sealer = keys
+    objects = injected.object_store
+    # An injected store's own name (`S3Objects`, `MemoryObjects(name=...)`), if any.
+    bucket = settings.bucket if objects is None else str(getattr(objects, "name", "") or "")
+    return Deployment(
+        own,
+        namer,
+        sealer,
+        Configured(
+            source=source.describe(),
+            where=_where(settings),
+            bucket=bucket,
+            catalog=settings.catalog_fields,
+        ),
+        root=control(deployment_pk("")) if settings.prefix else None,
+        objects=lambda: ports.objects,
+    )
 
 
 def _keys(

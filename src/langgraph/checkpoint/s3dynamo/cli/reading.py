@@ -299,6 +299,20 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
     if as_json:
         emit_json(data)
         return OK
+    _print_totals(thread_id, data)
+    out.print(_channels_table(data["channels"]))
+    if "memory" in data:
+        from langgraph.checkpoint.s3dynamo.cli.memory import stats_lines
+
+        for line in stats_lines(data["memory"]):
+            out.print(escape(line))
+    _print_cost(data["cost"])
+    return OK
+
+
+def _print_totals(thread_id: str | None, data: dict[str, Any]) -> None:
+    """What `stats` read, in all: threads and checkpoints, DynamoDB's items, S3's
+    objects, and the values' sizes with their compression and reuse."""
     hb = render.human_bytes
     scope = f"thread {thread_id}" if thread_id else "whole store"
     out.print(
@@ -319,6 +333,12 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
         f"          compression x{data['compression_ratio'] or '-'}, "
         f"reuse x{data['reuse_ratio'] or '-'} (bytes referenced / bytes stored)"
     )
+
+
+def _channels_table(channels: list[dict[str, Any]]) -> Table:
+    """A row a channel: its values and references, inline and in objects, and their
+    sealed and serialized bytes."""
+    hb = render.human_bytes
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for col, justify in (
         ("channel", "left"),
@@ -330,7 +350,7 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
         ("serialized", "right"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for c in data["channels"]:
+    for c in channels:
         table.add_row(
             escape(c["channel"]),
             str(c["values"]),
@@ -340,13 +360,12 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
             hb(c["stored_bytes"]),
             hb(c["logical_bytes"]),
         )
-    out.print(table)
-    cost = data["cost"]
-    if "memory" in data:
-        from langgraph.checkpoint.s3dynamo.cli.memory import stats_lines
+    return table
 
-        for line in stats_lines(data["memory"]):
-            out.print(escape(line))
+
+def _print_cost(cost: dict[str, Any]) -> None:
+    """The monthly storage cost, by service (and long-term memory's share, when
+    counted), and the prices it is reckoned at."""
     out.print(
         f"monthly storage cost {render.usd(cost['total_monthly'])}: "
         f"DynamoDB {render.usd(cost['dynamodb_monthly'])}, S3 {render.usd(cost['s3_monthly'])}"
@@ -361,7 +380,6 @@ def stats(thread_id: str | None, as_json: bool, **settings: Any) -> int:
         f"${cost['dynamodb_gb_month']}/GB-month + {cost['dynamodb_item_overhead_bytes']} B "
         f"per item, S3 ${cost['s3_gb_month']}/GB-month)"
     )
-    return OK
 
 
 def _with_memory(cost: dict[str, Any], memory: dict[str, dict[str, int]]) -> dict[str, Any]:

@@ -101,39 +101,8 @@ def plan_gc(
     and unreferenced, each only if unchanged since it was read or listed again there."""
     cutoff = (now or datetime.now(timezone.utc)) - grace
     found = Candidates()
-    by_thread: dict[str, list[ObjectInfo]] = {}
-    if thread_ids is None:
-        listed: Iterable[ObjectInfo] = store.deployment_objects()
-    else:
-        names = [store.name_of(str(tid)) for tid in thread_ids]
-        by_thread = {name: [] for name in names}
-        listed = (o for name in names for o in store.objects_of(name))
-    for obj in listed:
-        parts = store.object_owner(obj.key)
-        if parts is None:
-            found.foreign += 1
-            store.note_scope(object_scope(obj.key))
-            continue
-        by_thread.setdefault(parts[0], []).append(obj)
-    # At the bucket root, a thread name with no record here may be another deployment's.
-    need_records = thread_ids is None and not store.prefix
-    for thread_name, objs in by_thread.items():
-        if not objs:
-            continue
-        before = len(found.skipped)
-        live = store.live_leaves(thread_name, found.skipped if thread_ids is None else None)
-        if len(found.skipped) > before:
-            continue
-        if live is None:
-            if need_records:
-                found.unindexed += len(objs)
-                continue
-            live = set()
-        prefix = owner_prefix(thread_name)
-        for obj in objs:
-            if obj.key[len(prefix) :] not in live and obj.modified < cutoff:
-                found.candidates.setdefault(thread_name, []).append(obj.key)
-                found.sizes[obj.key] = obj.size
+    by_thread = _objects_by_thread(store, thread_ids, found)
+    _mark(store, by_thread, cutoff, found, every_thread=thread_ids is None)
     warn_skipped("garbage collection", found.skipped)
     named = None if thread_ids is None else list(by_thread)
     for key in store.leftover_writes(named, int(cutoff.timestamp())):
@@ -155,6 +124,62 @@ def plan_gc(
     leftovers = sum(len(keys) for keys in found.leftovers.values())
     counts = {"mode": "full", "foreign": found.foreign, "unindexed": found.unindexed}
     return _plan(found, grace, {**counts, "leftover_writes": leftovers}, run)
+
+
+def _objects_by_thread(
+    store: ThreadStore, thread_ids: Iterable[str] | None, found: Candidates
+) -> dict[str, list[ObjectInfo]]:
+    """The objects listed, by the thread that owns them: every thread's of this
+    deployment, or those of the threads named (each named one present, even without
+    objects). A key of no shape this deployment writes is counted as foreign."""
+    by_thread: dict[str, list[ObjectInfo]] = {}
+    if thread_ids is None:
+        listed: Iterable[ObjectInfo] = store.deployment_objects()
+    else:
+        names = [store.name_of(str(tid)) for tid in thread_ids]
+        by_thread = {name: [] for name in names}
+        listed = (o for name in names for o in store.objects_of(name))
+    for obj in listed:
+        parts = store.object_owner(obj.key)
+        if parts is None:
+            found.foreign += 1
+            store.note_scope(object_scope(obj.key))
+            continue
+        by_thread.setdefault(parts[0], []).append(obj)
+    return by_thread
+
+
+def _mark(
+    store: ThreadStore,
+    by_thread: dict[str, list[ObjectInfo]],
+    cutoff: datetime,
+    found: Candidates,
+    *,
+    every_thread: bool,
+) -> None:
+    """Mark each thread's live leaves and take as candidates its objects that none
+    references and that are older than `cutoff`. With `every_thread` (none named), a
+    thread this saver cannot open is skipped, and, at the bucket root, one with no
+    record here is left alone (counted as unindexed)."""
+    # At the bucket root, a thread name with no record here may be another deployment's.
+    need_records = every_thread and not store.prefix
+    for thread_name, objs in by_thread.items():
+        if not objs:
+            continue
+        before = len(found.skipped)
+        live = store.live_leaves(thread_name, found.skipped if every_thread else None)
+        if len(found.skipped) > before:
+            continue
+        if live is None:
+            if need_records:
+                found.unindexed += len(objs)
+                continue
+            live = set()
+        prefix = owner_prefix(thread_name)
+        for obj in objs:
+            if obj.key[len(prefix) :] not in live and obj.modified < cutoff:
+                found.candidates.setdefault(thread_name, []).append(obj.key)
+                found.sizes[obj.key] = obj.size
 
 
 # ------------------------------------------------------------------ incremental

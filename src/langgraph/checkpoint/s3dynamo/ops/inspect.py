@@ -34,7 +34,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
 )
 from langgraph.checkpoint.s3dynamo.keys.codec import unpack_channel
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.store import Entry, Sealed, SealedThread, ThreadStore
+from langgraph.checkpoint.s3dynamo.store import Entry, Grouped, Sealed, SealedThread, ThreadStore
 from langgraph.checkpoint.s3dynamo.table import Item
 
 Progress = Callable[[int, int], None]
@@ -418,6 +418,23 @@ def verify(
     report = VerifyReport(thread_id)
     report.checked.update(items=len(records), objects=len(listed))
     grouped = store.pair(records)
+    _verify_records(report, grouped)
+    by_thread = _by_thread(grouped.entries)
+    progress(0, len(by_thread))
+    live = _live_leaves(records)
+    for done, entries in enumerate(by_thread.values(), 1):
+        _verify_thread(store, store.sealed(None, entries), report)
+        progress(done, len(by_thread))
+    _verify_catalog(store, report, records, grouped.entries, control or ())
+    scope_pk = store.name_of(thread_id) if thread_id is not None else None
+    _unreferenced_objects(store, report, listed, live, scope_pk)
+    _unbacked_loans(store, report, listed, scope_pk)
+    return report
+
+
+def _verify_records(report: VerifyReport, grouped: Grouped) -> None:
+    """What pairing the records found: a problem for each record that did not open; the
+    leftover writes records, and the thread references `pair` opened, counted."""
     for rec, exc in grouped.unopened:
         report.checked["blobs"] += 1
         report.problem(
@@ -429,23 +446,45 @@ def verify(
     report.leftover_writes = len(grouped.orphan_writes)
     report.checked["blobs"] += len(grouped.entries)  # the thread references, opened by `pair`
     report.checked["opened"] += len(grouped.entries)
-    by_thread = _by_thread(grouped.entries)
-    progress(0, len(by_thread))
+
+
+def _live_leaves(records: Sequence[Record]) -> dict[str, set[str]]:
+    """The object leaves the records reference, by the thread that owns them (a copy's
+    shared leaves under their lender)."""
     live: dict[str, set[str]] = {}
     for r in records:
         live.setdefault(r.pk, set()).update(referenced_leaves(r))
     for lender, leaves in shared_leaves(records).items():
         live.setdefault(lender, set()).update(leaves)
-    for done, entries in enumerate(by_thread.values(), 1):
-        _verify_thread(store, store.sealed(None, entries), report)
-        progress(done, len(by_thread))
-    audit = store.audit(thread_id, records, grouped.entries, control or ())
+    return live
+
+
+def _verify_catalog(
+    store: ThreadStore,
+    report: VerifyReport,
+    records: Sequence[Record],
+    entries: Sequence[Entry],
+    control: Sequence[Item],
+) -> None:
+    """The catalog's and the tombstones' checks (`store/audit.py`), counted and reported
+    as the blobs' are."""
+    audit = store.audit(report.thread_id, records, entries, control)
     report.checked["blobs"] += audit.entries
     report.checked["opened"] += audit.opened
     for f in audit.findings:
         kind = problem_kind(f.error) if f.error is not None else f.kind
         report.problem(kind, "item", f.key, None, f.detail, tid=f.tid)
-    scope_pk = store.name_of(thread_id) if thread_id is not None else None
+
+
+def _unreferenced_objects(
+    store: ThreadStore,
+    report: VerifyReport,
+    listed: Mapping[str, ObjectInfo],
+    live: dict[str, set[str]],
+    scope_pk: str | None,
+) -> None:
+    """Each listed object of the threads in scope that no record references (nor a loan
+    of its thread to a copy outside what was read): a problem."""
     now = datetime.now(timezone.utc)
     loans_read: set[str] = set()
     for key, info in sorted(listed.items()):
@@ -468,8 +507,17 @@ def verify(
                 f"{info.size} bytes, {age} s old, referenced by no item "
                 "(`s3dynamo gc` removes it after the grace period if a crashed write left "
                 "it, `s3dynamo gc --full` in any case)",
-                tid=thread_id,
+                tid=report.thread_id,
             )
+
+
+def _unbacked_loans(
+    store: ThreadStore,
+    report: VerifyReport,
+    listed: Mapping[str, ObjectInfo],
+    scope_pk: str | None,
+) -> None:
+    """Each loan of a thread in scope that no borrowing backs: a problem."""
     # Loans only keep objects: those of a thread with objects, that no borrowing backs
     # (written by someone else: they keep nothing, docs/SECURITY.md).
     lenders = {parts[0] for key in listed if (parts := store.object_owner(key))}
@@ -485,9 +533,8 @@ def verify(
                 f"a loan of {len(loan.leaves)} object(s) to thread {loan.borrower!r}, which "
                 "holds no borrowing of them: no copy wrote it, and no deletion or collection "
                 "keeps what it names; delete the item",
-                tid=thread_id,
+                tid=report.thread_id,
             )
-    return report
 
 
 def _verify_thread(store: ThreadStore, thread: SealedThread, report: VerifyReport) -> None:

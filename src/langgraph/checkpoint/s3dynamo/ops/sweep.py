@@ -171,28 +171,47 @@ def plan_sweep(
     else:
         plan = Sweep(store, ttl, cutoff, strategy, keep_last=keep_last)
         pending = record.fields.get("pending", "") if record is not None else ""
-        names = set(str(pending).split())
-        for day in range(cursor.day + 1, idle_day(cutoff) + 1):
-            if deadline is not None and time.monotonic() > deadline:
-                plan.scanned_all = False
-                log.warning("retention: the index Queries reached the deadline; nothing judged")
-                return planned(plan)
-            for shard in range(IDLE_SHARDS):
-                for page in store.idle_items(idle_partition(day, shard), every=every):
-                    names.update(thread_of(k.pk) for k in page)
-
-        def read(thread: str) -> SeenThread:
-            seen = SeenThread()
-            for pk in (thread, control_pk(thread)):
-                for stamp in store.partition_stamps(pk):
-                    seen.see(stamp)
-            return seen
-
-        found = sorted(names)
-        plan.seen = dict(zip(found, parallel(read, found), strict=True))
+        days = range(cursor.day + 1, idle_day(cutoff) + 1)
+        indexed = _indexed_threads(store, days, deadline=deadline, every=every)
+        if indexed is None:
+            plan.scanned_all = False
+            log.warning("retention: the index Queries reached the deadline; nothing judged")
+            return planned(plan)
+        # With the threads the cursor's journal names (left by an interrupted sweep).
+        plan.seen = _read_threads(store, set(str(pending).split()) | indexed)
         judge(plan)
     plan.cursor = cursor
     cursor.moves = [
         m for n, seen in plan.seen.items() if (m := _move(store, n, seen, plan.cutoff)) is not None
     ]
     return planned(plan)
+
+
+def _indexed_threads(
+    store: ThreadStore, days: range, *, deadline: float | None, every: bool
+) -> set[str] | None:
+    """The threads the idle index files under these days (every shard of each); None if
+    the deadline came before they were all read."""
+    names: set[str] = set()
+    for day in days:
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        for shard in range(IDLE_SHARDS):
+            for page in store.idle_items(idle_partition(day, shard), every=every):
+                names.update(thread_of(k.pk) for k in page)
+    return names
+
+
+def _read_threads(store: ThreadStore, names: set[str]) -> dict[str, SeenThread]:
+    """Each thread found, as `judge` sees it: the stamps of its partition and of its
+    control partition, read consistently (threads in parallel)."""
+
+    def read(thread: str) -> SeenThread:
+        seen = SeenThread()
+        for pk in (thread, control_pk(thread)):
+            for stamp in store.partition_stamps(pk):
+                seen.see(stamp)
+        return seen
+
+    found = sorted(names)
+    return dict(zip(found, parallel(read, found), strict=True))

@@ -235,16 +235,8 @@ class Committer:
         codec = sealing.codec
         at = CheckpointAt(tid, ns, cid)
         self.handoff.committing(tid, ns, cid)  # its writes may come while it is sent
-        # Serialize and seal everything before the first request: bad input writes nothing.
-        with serializing(f"{at.what}: the metadata", metadata, NONE_OF_IT):
-            sealed_metadata = codec.seal_metadata(at, metadata)
-        versions = {**checkpoint.get("channel_versions", {}), **new_versions}
-        values = checkpoint.get("channel_values", {})
-        placing = self.placer.place(at, parent_id, values, versions, new_versions, codec)
-        stored, uploads = yield from placing
-        record = self._record(at, parent_id, checkpoint, stored, sealed_metadata, codec)
-        record.run_key = self.namer.run(str(metadata["run_id"])) if metadata.get("run_id") else None
-        self.refuse_oversized(tid, ns, cid, record, metadata)
+        sealed = self._sealed(at, parent_id, checkpoint, metadata, new_versions, codec)
+        record, stored, uploads = yield from sealed
         run_key = self.handoff.run_key(tid, ns)
         head = self._head(record, run_key, parent_id)
         lease = holding(self.handoff.store_id, record.pk)
@@ -268,6 +260,51 @@ class Committer:
             closes_intent=transaction,
             at_ms=self._stamp_ms(),
         )
+        yield from self._send(at, plan, head, parent_id, run_key)
+        if lease is not None and held is not None and held.expires_ms is not None:
+            lease.extended(held.expires_ms)
+        self.handoff.keep(tid, ns, cid, stored)
+        self.handoff.committed(tid, ns, cid)
+        self.catalog.written(tid, filed)
+        runs.committed(run_key, cid)
+        return cid
+
+    def _sealed(
+        self,
+        at: CheckpointAt,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: Mapping[str, Any],
+        codec: Codec,
+    ) -> Steps[tuple[CheckpointRecord, StoredValues, list[tuple[str, bytes]]]]:
+        """The checkpoint's record, where each of its values is, and the objects to
+        upload: everything serialized and sealed, and the record's size checked, before
+        the first write (placing may read what the parent stored, if not cached)."""
+        # Serialize and seal everything before the first request: bad input writes nothing.
+        with serializing(f"{at.what}: the metadata", metadata, NONE_OF_IT):
+            sealed_metadata = codec.seal_metadata(at, metadata)
+        versions = {**checkpoint.get("channel_versions", {}), **new_versions}
+        values = checkpoint.get("channel_values", {})
+        placing = self.placer.place(at, parent_id, values, versions, new_versions, codec)
+        stored, uploads = yield from placing
+        record = self._record(at, parent_id, checkpoint, stored, sealed_metadata, codec)
+        record.run_key = self.namer.run(str(metadata["run_id"])) if metadata.get("run_id") else None
+        self.refuse_oversized(at.tid, at.ns, at.checkpoint_id, record, metadata)
+        return record, stored, uploads
+
+    def _send(
+        self,
+        at: CheckpointAt,
+        plan: WritePlan,
+        head: HeadMove | None,
+        parent_id: str | None,
+        run_key: runs.Key,
+    ) -> Steps[None]:
+        """Send the commit's plan: refused by a forged tombstone on the head, which
+        `_unforged` puts back, it is sent again without its uploads (they are there);
+        any other refusal is raised, saying what it refused and what the run committed
+        before it (`runs.committed_by`)."""
         for attempt in tries(CONFLICT_ATTEMPTS):
             try:
                 yield plan
@@ -281,15 +318,8 @@ class Committer:
                     # The writes this store made since the delete are its records' only
                     # trace: nothing of the run stays (docs/RELIABILITY.md, "Deletes stay
                     # deleted").
-                    yield Batch(deletes=self.handoff.deleted(tid, ns))
+                    yield Batch(deletes=self.handoff.deleted(at.tid, at.ns))
                 raise
-        if lease is not None and held is not None and held.expires_ms is not None:
-            lease.extended(held.expires_ms)
-        self.handoff.keep(tid, ns, cid, stored)
-        self.handoff.committed(tid, ns, cid)
-        self.catalog.written(tid, filed)
-        runs.committed(run_key, cid)
-        return cid
 
     def _unforged(
         self, at: CheckpointAt, head: ItemKey, refused: ConcurrentUpdateError, attempt: int
