@@ -227,10 +227,6 @@ class Check:
 Write: TypeAlias = Put | Update | Delete | Check
 
 
-def write_key(write: Write) -> ItemKey:
-    return write.key
-
-
 def applied(write: Write, item: Item | None) -> Item | None:
     """The item `write` leaves where `item` was (None: none), its condition aside: what
     every adapter must store."""

@@ -166,18 +166,6 @@ class Codec:
         ident = delta_id(at, base_version)
         return self.sealer.open(blob, ident, what, dictionary=base[1])
 
-    def reseal_delta(
-        self,
-        blob: bytes,
-        old: bytes,
-        new: bytes,
-        base: tuple[str, bytes],
-        what: str,
-    ) -> bytes:
-        """`reseal` for a delta: open against its base, seal again against the same base."""
-        typ, data = self.sealer.open(blob, old, what, dictionary=base[1])
-        return self.sealer.for_blob(blob).seal(typ, data, new, dictionary=base[1])
-
     # Pending writes: one per (thread, ns, checkpoint, task, idx); the channel is sealed too.
     def seal_write(self, at: WriteAt, channel: str, obj: Any) -> bytes:
         typ, data = self._serde().dumps_typed(obj)

@@ -187,18 +187,6 @@ def row_from(item: Mapping[str, Value]) -> MemoryRow:
         ) from exc
 
 
-def entry_item(entry: DirectoryEntry) -> Item:
-    """The item a directory entry is stored as."""
-    item = keyed(entry.key)
-    item[ENTRY_NS], item[ENTRY_GENERATION] = entry.blob, entry.generation
-    item[ENTRY_RENEWED] = entry.renewed
-    if entry.emptied:
-        item[ENTRY_EMPTIED] = 1
-    if entry.live_until_ms is not None:
-        item[ENTRY_LIVE] = entry.live_until_ms
-    return item
-
-
 def entry_from(item: Mapping[str, Value]) -> DirectoryEntry:
     """A directory entry; one without its sealed namespace or generation is an
     `IntegrityError`."""

@@ -248,10 +248,6 @@ class ThreadStore(Upkeep):
         with `ns`, its namespace's."""
         return self._namer.thread(tid) if ns is None else self._namer.namespace(tid, ns)
 
-    def run_name(self, run_id: str) -> str:
-        """A run's key in the run index."""
-        return self._namer.run(run_id)
-
     def gate_formats(self, gate: Callable[[int], None]) -> None:
         """Called with a storage format before the first write only it describes (the
         saver records it in the deployment record: `Deployment.require_format`)."""

@@ -77,7 +77,6 @@ from langgraph.checkpoint.s3dynamo.store.finder import (
 )
 from langgraph.checkpoint.s3dynamo.store.format import (
     catalog_resealed,
-    head_items,
     lease_expiry,
     lease_taken,
     replace_if_unchanged,
@@ -368,9 +367,6 @@ class Upkeep:
 
     def release_lease(self, lease: Lease) -> None:
         self._engine.do(Apply(lease_expiry(lease, 0)))
-
-    def put_heads(self, thread_name: str, heads: Mapping[str, str]) -> None:
-        self._engine.do(Batch(head_items(thread_name, heads)))
 
     def threads_of(self, field: str, values: Sequence[str]) -> list[str]:
         """The names (as stored) of every thread filed under these values (canonical

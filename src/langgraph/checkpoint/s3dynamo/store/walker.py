@@ -94,13 +94,6 @@ class ValueBlob(NamedTuple):
         """The objects it opens from: its own, or a delta's base."""
         return [k for k in (self.key, self.base[1] if self.base else None) if k is not None]
 
-    def base_value(self) -> ValueBlob | None:
-        """A delta's base as a full value to open on its own; None if this is no delta."""
-        if self.base is None:
-            return None
-        version, key = self.base
-        return ValueBlob(self.channel, version, None, key, None, self.owner)
-
 
 class WriteBlob(NamedTuple):
     """A pending write to open: `blob` inline, or the object `key` (with the channel's
