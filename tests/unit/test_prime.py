@@ -1,5 +1,6 @@
 """`saver.prime()` for an init phase, on each backend (`backend`: the in-memory twins,
-and the AWS adapters): the ports are built and no request is sent. Where AWS Lambda
+and the AWS adapters): the ports are built and no request is sent (in an on-demand
+Lambda's init, the object store's waits for the first object). Where AWS Lambda
 SnapStart's runtime hooks exist, Python's `random` is reseeded after each restore,
 registered once per process; channel versions never come from `random`'s state, so
 clones restored from one snapshot cannot draw the same one. (That the first request
@@ -8,6 +9,7 @@ against moto server in `tests/e2e/test_prime.py`.)"""
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import types
@@ -30,6 +32,39 @@ def test_prime_builds_every_port_and_sends_nothing(backend: Backend) -> None:
     # Primed on a deployment that exists, the first read is an ordinary one.
     backend.saver()
     assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
+
+
+@pytest.mark.parametrize(
+    ("initialization", "objects_built"),
+    [("on-demand", False), ("snap-start", True), ("provisioned-concurrency", True)],
+)
+def test_an_on_demand_lambda_init_leaves_the_object_store_to_its_first_use(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, initialization: str, objects_built: bool
+) -> None:
+    """The first request of an on-demand Lambda waits for its init: S3's client, the
+    costliest to build, is built there only where init is off the request's path."""
+    monkeypatch.setenv("AWS_LAMBDA_INITIALIZATION_TYPE", initialization)
+    saver = backend.saver(setup=False)
+    ports = saver.parts.engine.ports
+    saver.prime()
+    assert ports.built("table") and ports.built("objects") is objects_built
+    assert backend.calls() == {}
+    backend.saver()
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    doc = os.urandom(200_000).hex()  # larger than the table keeps, even compressed
+    checkpoint = {
+        "v": 4,
+        "id": "1f000000-0000-6000-8000-000000000001",
+        "ts": "2026-12-01T00:00:00+00:00",
+        "channel_values": {"doc": doc},
+        "channel_versions": {"doc": saver.get_next_version(None, None)},
+        "versions_seen": {},
+        "updated_channels": ["doc"],
+    }
+    saver.put(config, checkpoint, {"step": 0}, checkpoint["channel_versions"])
+    assert ports.built("objects")  # built when the first object was written
+    found = saver.get_tuple(config)
+    assert found is not None and found.checkpoint["channel_values"]["doc"] == doc
 
 
 def test_after_a_snapstart_restore_random_is_reseeded_once_registered(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -458,7 +459,12 @@ _after_restore: list[bool] = []
 def prime(parts: Components) -> None:
     """Build every port and client the first request may need, sending no request
     (`S3DynamoSaver.prime`), and, once per process, register SnapStart's after-restore
-    hook where the runtime has it.
+    hook where the runtime has it. In an on-demand Lambda's init, which the first
+    request waits for, S3's client is left to the first object read or written: most
+    first requests keep their values in the table, and S3's is the costliest client to
+    build (its service model; `benchmarks/cold_start.py --package`). Under SnapStart or
+    provisioned concurrency, and outside Lambda, init is off the request's path: all is
+    built.
 
     What must not be shared by clones restored from one snapshot: envelope nonces, write
     leaves and lease owners are drawn from `os.urandom` when used, and channel versions
@@ -466,7 +472,8 @@ def prime(parts: Components) -> None:
     retry jitter draw from, is reseeded after each restore. No connection is opened and
     nothing is read before the first request. Credentials are the SDK's: botocore
     resolves them when it builds a client and refreshes expiring ones itself."""
-    parts.store.prime()
+    on_demand = os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "on-demand"
+    parts.store.prime(objects=not on_demand)
     if parts.kms is not None:
         parts.kms.prime()
     if not _after_restore:

@@ -283,11 +283,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         return Operations(self.parts)
 
     def prime(self) -> None:
-        """Get ready for the first request without sending one: import and build what it
-        needs (the DynamoDB and S3 clients, KMS's with `kms_key_id`, and the adapters
-        over them). Call it in an init phase: module scope of an AWS Lambda handler, or
-        before a SnapStart snapshot. Where SnapStart's runtime hooks exist, it registers
-        what must differ between clones restored from one snapshot (`compose.prime`)."""
+        """Get ready for the first request without sending one: build the clients it
+        needs (DynamoDB's, S3's but in an on-demand Lambda's init, KMS's with a KMS key)
+        and their adapters. Call it in an init phase: a Lambda handler's module scope,
+        or before a SnapStart snapshot. Where SnapStart's runtime hooks exist, it
+        registers what must differ between clones restored from one snapshot."""
         compose.prime(self.parts)
 
     @public("setup")

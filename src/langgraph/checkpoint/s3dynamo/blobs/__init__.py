@@ -314,9 +314,10 @@ class BlobEngine:
         """Create the table and the bucket if missing; whether each was made."""
         return self.ports.table.create_if_missing(), self.ports.objects.create_if_missing()
 
-    def prime(self) -> None:
-        """Build both ports now, still without a request."""
-        for name in ("table", "objects"):
+    def prime(self, objects: bool = True) -> None:
+        """Build the table's port now (and, with `objects`, the object store's), still
+        without a request."""
+        for name in ("table", "objects") if objects else ("table",):
             getattr(self.ports, name)
 
     def create_table_if_missing(self) -> bool:

@@ -189,9 +189,10 @@ class Upkeep:
         each was made."""
         return self._engine.create_if_missing()
 
-    def prime(self) -> None:
-        """Build every port now (an init phase), still without a request."""
-        self._engine.prime()
+    def prime(self, objects: bool = True) -> None:
+        """Build the ports now (an init phase; the object store's only with `objects`),
+        still without a request."""
+        self._engine.prime(objects)
 
     def index_resource(self) -> str:
         """What the index is, as `check` names it."""
