@@ -62,7 +62,12 @@ each is unzipped into a read-only copy, with and without its bytecode, and a fre
 `python3.12 -I -S -B` per sample, with only that copy and boto3 (installed for 3.12 and
 compiled, as the runtime's copy) on its path, runs the init phase (`import app`) and a
 first invocation against moto server. Times: interpreter (spawn to its first line),
-init, first invocation, total.
+init, first invocation, total. A floor row runs the s3dynamo handler's zip with
+InMemorySaver, botocore's import and one DynamoDB client instead (`COLD_FLOOR=1`); each
+handler zip beyond it is its total minus the floor's, and modelled its CPU minus the
+floor's plus 10 ms a request. The children run as an on-demand function's
+(`AWS_LAMBDA_INITIALIZATION_TYPE=on-demand`); the s3dynamo handler's zip also runs with
+keys from the environment instead of KMS (the checkout's deployment).
 
 The unmeasured first round also writes any missing bytecode caches (the children may
 write them even if `PYTHONDONTWRITEBYTECODE` is set here), so no measured child compiles
@@ -581,6 +586,12 @@ APP_ZIP, S3DYNAMO_ZIP, LGAWS_ZIP = "app.py zip", "s3dynamo handler zip", "Dynamo
 # `make lambda-package EXTRAS=vectors`: the same agent with numpy in the zip.
 APP_VECTORS_ZIP = "app.py zip with [vectors]"
 UNPRIMED = f"{S3DYNAMO_ZIP}, bytecode, prime() not called"
+# The s3dynamo handler zip run with COLD_FLOOR=1: botocore's import, one DynamoDB client,
+# InMemorySaver; each handler zip's figures beyond it are what its saver adds.
+ZIP_FLOOR = f"{FLOOR}: the handler with InMemorySaver, bytecode"
+# The same zip with sealing keys and a naming secret from the environment, as the
+# checkout's children run, instead of KMS: no KMS client, no Decrypt.
+ENV_KEYS = f"{S3DYNAMO_ZIP}, bytecode, keys from the environment"
 # What the DynamoDBSaver zip carries instead of this package (and langgraph, for the graph).
 LGAWS_REQUIREMENTS = "langgraph-checkpoint-aws langgraph>=1.2"
 
@@ -785,6 +796,8 @@ def measure_package(runs: int) -> dict[str, Any]:
         # The same zip as the row above it, with the saver left unprimed until the first
         # request: what prime() at module scope moves from the first invocation to init.
         tasks[UNPRIMED] = tasks[f"{S3DYNAMO_ZIP}, bytecode"]
+        tasks[ZIP_FLOOR] = tasks[f"{S3DYNAMO_ZIP}, bytecode"]
+        tasks[ENV_KEYS] = tasks[f"{S3DYNAMO_ZIP}, bytecode"]
         samples: dict[str, list[dict[str, float]]] = {row: [] for row in tasks}
         with moto_server() as url:
             session = boto3.session.Session(
@@ -803,13 +816,7 @@ def measure_package(runs: int) -> dict[str, Any]:
                 s3_client=session.client("s3", endpoint_url=url),
                 kms_client=kms,
             ).setup()
-            sys.path.insert(0, str(Path(__file__).parent))
-            from savers import create_dynamodb_saver_resources
-
-            endpoint = SimpleNamespace(
-                client=lambda service: session.client(service, endpoint_url=url)
-            )
-            create_dynamodb_saver_resources(LGAWS_TABLE, LGAWS_BUCKET, endpoint)
+            _create_resources(url)  # the checkout's deployment (keys), and DynamoDBSaver's
             env = {  # what the function's environment would hold, pointed at moto server
                 "PATH": os.environ.get("PATH", ""),
                 "AWS_ACCESS_KEY_ID": "testing",
@@ -823,6 +830,9 @@ def measure_package(runs: int) -> dict[str, Any]:
                 "LGAWS_TABLE": LGAWS_TABLE,
                 "LGAWS_BUCKET": LGAWS_BUCKET,
                 "LANGSMITH_TRACING": "false",
+                # As the runtime sets it for a function without SnapStart or provisioned
+                # concurrency: init on the first request's path.
+                "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
             }
 
             def event(row: str, n: int) -> dict[str, Any]:
@@ -831,7 +841,19 @@ def measure_package(runs: int) -> dict[str, Any]:
                 return {"thread_id": f"cold-{n}-{time.time_ns()}", "message": "hello"}
 
             def run(row: str, n: int) -> dict[str, float]:
-                row_env = {**env, "COLD_PRIME": "0" if row == UNPRIMED else "1"}
+                row_env = {
+                    **env,
+                    "COLD_PRIME": "0" if row == UNPRIMED else "1",
+                    "COLD_FLOOR": "1" if row == ZIP_FLOOR else "0",
+                }
+                if row == ENV_KEYS:
+                    del row_env["S3DYNAMO_KMS_KEY_ID"]
+                    row_env.update(
+                        S3DYNAMO_TABLE=TABLE,
+                        S3DYNAMO_BUCKET=BUCKET,
+                        S3DYNAMO_KEYS="k1:" + base64.b64encode(SEALING_KEY).decode(),
+                        S3DYNAMO_SECRET=NAMING_SECRET.decode(),
+                    )
                 return _run_artefact(python312, tasks[row], runtime, row_env, event(row, n))
 
             for row in tasks:  # unmeasured: warms the OS file cache
@@ -847,8 +869,36 @@ def measure_package(runs: int) -> dict[str, Any]:
         "runs": runs,
         "python": version,
         "medians": medians,
+        "beyond_floor": _zips_beyond_floor(medians),
         "requests_sent": {row: rows[0]["ops"] for row, rows in samples.items()},
         "sizes": {kind: b["sizes"] for kind, b in built.items()},
+    }
+
+
+def _zips_beyond_floor(medians: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Each handler zip (with bytecode; s3dynamo's primed and not) beyond the floor row:
+    wall time and the model (CPU beyond the floor's, + REQUEST_MS a request), and primed
+    s3dynamo's over DynamoDBSaver's."""
+    floor = medians[ZIP_FLOOR]
+    beyond = {}
+    rows = {
+        "s3dynamo": f"{S3DYNAMO_ZIP}, bytecode",
+        "DynamoDBSaver": f"{LGAWS_ZIP}, bytecode",
+        "s3dynamo, prime() not called": UNPRIMED,
+        "s3dynamo, keys from the environment": ENV_KEYS,
+    }
+    for saver, row in rows.items():
+        m = medians[row]
+        beyond[saver] = {
+            "total": m["total"] - floor["total"],
+            "modelled": m["cpu"] - floor["cpu"] + REQUEST_MS * m["requests"],
+        }
+    return {
+        **beyond,
+        "ratio": _ratio(beyond["s3dynamo"]["total"], beyond["DynamoDBSaver"]["total"]),
+        "modelled_ratio": _ratio(
+            beyond["s3dynamo"]["modelled"], beyond["DynamoDBSaver"]["modelled"]
+        ),
     }
 
 
@@ -865,6 +915,18 @@ def package_summary(result: dict[str, Any]) -> list[str]:
             f"(init {m['init_cpu']:.0f}); {m['requests']:.0f} requests; modelled (CPU + "
             f"{REQUEST_MS} ms a request) {m['cpu'] + REQUEST_MS * m['requests']:.0f}"
         )
+    beyond = result["beyond_floor"]
+    ours, theirs = beyond["s3dynamo"], beyond["DynamoDBSaver"]
+    unprimed = beyond["s3dynamo, prime() not called"]
+    env_keys = beyond["s3dynamo, keys from the environment"]
+    out.append(
+        f"beyond the floor row (handler zips with bytecode): s3dynamo {ours['total']:.0f} ms, "
+        f"DynamoDBSaver {theirs['total']:.0f} ms of wall time (ratio {_fmt(beyond['ratio'])}); "
+        f"modelled s3dynamo {ours['modelled']:.0f} ms, DynamoDBSaver {theirs['modelled']:.0f} "
+        f"ms (ratio {_fmt(beyond['modelled_ratio'])}); s3dynamo with prime() not called "
+        f"{unprimed['total']:.0f} ms, modelled {unprimed['modelled']:.0f} ms; with keys from "
+        f"the environment {env_keys['total']:.0f} ms, modelled {env_keys['modelled']:.0f} ms"
+    )
     for row, ops in result.get("requests_sent", {}).items():
         out.append(f"{row} sent: {', '.join(ops)}")
     for kind, lines in result["sizes"].items():

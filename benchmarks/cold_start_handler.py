@@ -2,8 +2,9 @@
 
 Packaged as `app.py` by scripts/lambda_package.sh, with s3dynamo (primed at module scope,
 as the example is, unless COLD_PRIME=0) or with AWS's DynamoDBSaver and its S3 offload,
-whichever the package carries. At module scope, the init phase: the saver and
-cold_start.py's two-node `add_messages` graph. Each invocation:
+whichever the package carries; with COLD_FLOOR=1, the botocore floor instead (botocore's
+import and one DynamoDB client, InMemorySaver keeping the state). At module scope, the
+init phase: the saver and cold_start.py's two-node `add_messages` graph. Each invocation:
 `{"thread_id": ..., "message": ...}` -> the graph's last reply.
 """
 
@@ -18,10 +19,18 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-if importlib.util.find_spec("langgraph.checkpoint.s3dynamo") is not None:
+if os.environ.get("COLD_FLOOR") == "1":
+    # The floor row: the least a saver on botocore pays (its import and one DynamoDB
+    # client, no request), with LangGraph's InMemorySaver keeping the state.
+    import botocore.session
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    _client = botocore.session.get_session().create_client("dynamodb")
+    _saver: Any = InMemorySaver()
+elif importlib.util.find_spec("langgraph.checkpoint.s3dynamo") is not None:
     from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 
-    _saver: Any = S3DynamoSaver.from_env()
+    _saver = S3DynamoSaver.from_env()
     # COLD_PRIME=0 leaves it to the first request (a row of cold_start.py --package).
     if os.environ.get("COLD_PRIME", "1") == "1":
         _saver.prime()
