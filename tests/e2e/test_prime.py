@@ -69,8 +69,9 @@ print(json.dumps(sorted(m[len(package) + 1:] for m in sys.modules if m.startswit
 
 # What that cold start loads, and no more: the Store's and the cache's side (`memory`),
 # maintenance (`ops`), removal, copying, searching, auditing, garbage collection, the
-# sealed-blob enumeration, the KMS keyring and data subjects load when used. A module added here is a cost every
-# Lambda cold start pays: add one only when the first request needs it.
+# sealed-blob enumeration, the KMS keyring and data subjects load when used. A module
+# added here is a cost every Lambda cold start pays: add one only when the first request
+# needs it.
 COLD_START_MODULES = [
     "backends",
     "backends.aws_clients",
