@@ -194,9 +194,8 @@ def rotate_key(**settings: Any) -> Plan:
             "rotation is a setting: put the new key first, keep the old one, run "
             "`s3dynamo reencrypt --yes`, then drop the old key"
         )
-    keyring = saver.parts.sealer.keyring
     counts = {
-        "active_key": keyring.active if keyring else None,
+        "active_key": saver.store.active_key(),
         "kms_key_id": saver.settings.kms_key_id,
     }
     return Plan("rotate_key", counts, lambda: {"active_key": saver.ops.rotate_key()})

@@ -201,7 +201,7 @@ class Operations:
         sealed under the active key, so an old key can leave the keyring. Over the whole
         table, `scope` names this saver's prefix (needed without one on a table that
         holds tenants: `_table_wide`)."""
-        if self.parts.sealer.keyring is None:
+        if self.parts.store.active_key() is None:
             raise InvalidConfigError(
                 "reencrypt needs sealing keys: set S3DYNAMO_KEYS=new:base64,old:base64 (the "
                 "first is the active key) and S3DYNAMO_SECRET, or S3DYNAMO_KMS_KEY_ID"
