@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar, cast
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity, own_sealer, padded
@@ -53,6 +53,9 @@ from langgraph.checkpoint.s3dynamo.table import (
     key_of,
     scan_pages,
 )
+from langgraph.checkpoint.s3dynamo.waves import parallel
+
+_T = TypeVar("_T")
 
 
 @contextmanager
@@ -476,6 +479,22 @@ class Deployment:
                 f"setup() refused: {problem}. Creating the table here would start a second, "
                 "empty deployment beside the one the bucket belongs to; nothing was created"
             )
+
+    def checked_read(self, read: Callable[[], _T | None]) -> _T | None:
+        """A read checked against the deployment record, which comes in the same wave if
+        this process has not read it yet (so a new thread, which must be checked against
+        it, costs no second round trip): another bucket than the recorded one is refused
+        before any object is read, and a read that finds nothing checks the keys (other
+        keys or another naming secret find nothing, and must say so)."""
+        if self._control.loaded:
+            found = read()
+        else:
+            steps: list[Callable[[], object]] = [read, self._control.records]
+            found = cast("_T | None", parallel(lambda step: step(), steps)[0])
+        self.check_bucket()
+        if found is None:
+            self.verify(write=False)
+        return found
 
     def check_bucket(self) -> None:
         """Refuse a saver on another bucket than the recorded one, from the record already

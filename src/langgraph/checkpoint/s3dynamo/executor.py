@@ -37,7 +37,7 @@ import functools
 import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -141,6 +141,13 @@ async def run(size: int, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> 
         else:
             # Its awaiting task was cancelled while the call runs: admitted until it ends.
             work.add_done_callback(lambda _: _release_from_any_thread(loop, gate))
+
+
+async def pulled(size: int, iterator: Iterator[R]) -> AsyncIterator[R]:
+    """An iterator's items, each taken in a worker of the pool of `size` (`run`)."""
+    done: Any = object()
+    while (item := await run(size, next, iterator, done)) is not done:
+        yield item
 
 
 def _release_from_any_thread(loop: asyncio.AbstractEventLoop, gate: asyncio.Semaphore) -> None:

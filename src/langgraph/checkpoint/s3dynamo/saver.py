@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import timedelta
-from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -34,7 +34,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import compose, executor, runs, telemetry
+from langgraph.checkpoint.s3dynamo import compose, executor, telemetry
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.config import arguments
@@ -59,10 +59,12 @@ from langgraph.checkpoint.s3dynamo.config.arguments import (
 from langgraph.checkpoint.s3dynamo.config.keywords import alone, checked_keywords
 from langgraph.checkpoint.s3dynamo.config.runnable_config import (
     before_id_of,
-    checkpoint_id_of,
+    make_config,
+    put_target,
     refuse_copied_metadata,
     target,
     thread_id_of,
+    writes_target,
 )
 from langgraph.checkpoint.s3dynamo.config.settings import (
     DEFAULT_CACHE_BYTES,
@@ -73,13 +75,10 @@ from langgraph.checkpoint.s3dynamo.config.settings import (
     Settings,
 )
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
 from langgraph.checkpoint.s3dynamo.ports import KeyService, ObjectStore
-from langgraph.checkpoint.s3dynamo.store import Entry, Skipped, warn_skipped
 from langgraph.checkpoint.s3dynamo.table import Table
-from langgraph.checkpoint.s3dynamo.waves import parallel
 
 if TYPE_CHECKING:  # imported when first used: a handler's requests never need it
     from langgraph.checkpoint.s3dynamo.ops import Operations
@@ -88,32 +87,6 @@ if TYPE_CHECKING:  # imported when first used: a handler's requests never need i
 # Maintenance is logged at INFO with threads named by their keyed hash (as stored), never
 # by id: a thread id is often a user id, and logs leave the sealed store.
 log = logging.getLogger(__name__)
-
-_R = TypeVar("_R")
-
-
-def _sealed_size(saver: S3DynamoSaver, at: CheckpointAt) -> Callable[[Mapping[str, Any]], int]:
-    """How large a checkpoint's metadata is sealed, for `refuse_copied_metadata`: `put`
-    and `put_writes` refuse the same config the same way."""
-    return lambda metadata: saver.store.metadata_size(at, metadata)
-
-
-def _loaded(
-    saver: S3DynamoSaver, tid: str, ns: str, cid: str | None, found: CheckpointTuple | None
-) -> None:
-    """Tell run detection what this run continues: the latest it got, or nothing."""
-    latest = None if cid else (found.checkpoint["id"] if found else runs.EMPTY)
-    saver.store.loaded(tid, ns, latest, found.checkpoint["id"] if found else None)
-
-
-def _listed(saver: S3DynamoSaver, config: RunnableConfig | None) -> None:
-    """A listing loads by position: what it shows is not continued as the latest (how a
-    replaying parent loads its subgraphs' earlier state)."""
-    tid, ns, _ = target(config, namespace_optional=True) if config is not None else ("", "", 0)
-    if ns is None:
-        saver.store.loaded_thread(tid)
-    elif config is not None:
-        saver.store.loaded(tid, ns, None)
 
 
 class S3DynamoSaver(BaseCheckpointSaver[str]):
@@ -308,37 +281,27 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         new_versions: Annotated[ChannelVersions, arguments.mapping],
     ) -> RunnableConfig:
         """Store a checkpoint: new large values to S3 in one wave, then one request."""
-        tid, ns, parent_id = target(config)
-        at = CheckpointAt(tid, ns, checkpoint_id_of(checkpoint.get("id"), "checkpoint['id']"))
-        if at.checkpoint_id == parent_id:  # every walk up a thread's history must end
-            raise InvalidConfigError(
-                f"{at.what}: the config names this checkpoint as its own parent; put a new "
-                "checkpoint (a new id) with the config of the one it follows, as put() returned it"
-            )
-        refuse_copied_metadata(config, at.what, _sealed_size(self, at))
+        tid, ns, cid, parent_id = put_target(config, checkpoint.get("id"))
+        at = CheckpointAt(tid, ns, cid)
+        refuse_copied_metadata(config, at.what, partial(self.store.metadata_size, at))
         shaped = get_checkpoint_metadata(config, metadata)
         # A new thread checks (or records) the deployment first, once its values are
         # serialized: a value that cannot be stored writes nothing, not even the record.
         first = (lambda: self.parts.deployment.verify(write=True)) if parent_id is None else None
         with guarded(self.parts.deployment):  # a missing table: in another region?
             cid = self.store.commit(at, parent_id, checkpoint, shaped, new_versions, first)
-        return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
+        return make_config(tid, ns, cid)
 
     @public("put_writes")
     def put_writes(
         self, config: Config, writes: Writes, task_id: Text, task_path: Text = ""
     ) -> None:
         """Store a task's pending writes: large ones to S3, then one UpdateItem."""
-        tid, ns, cid = target(config)
-        if cid is None:
-            raise InvalidConfigError(
-                "put_writes needs the checkpoint the writes belong to: expected "
-                "config['configurable']['checkpoint_id'] (the config put() returned), got none"
-            )
+        tid, ns, cid = writes_target(config)
         if writes:
             at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
             what = f"{at.what}: the writes of task {task_id!r}"
-            refuse_copied_metadata(config, what, _sealed_size(self, at))
+            refuse_copied_metadata(config, what, partial(self.store.metadata_size, at))
             self.store.commit_writes(at, task_id, task_path, writes, config.get("configurable"))
 
     @public()
@@ -347,30 +310,14 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         one Query, then one parallel wave of S3 GETs."""
         tid, ns, cid = target(config)
         found = self._read_tuple(tid, ns, cid)
-        _loaded(self, tid, ns, cid, found)
+        self.store.got(tid, ns, cid, found)
         return found
 
     @telemetry.operation("get_tuple")
     def _read_tuple(self, tid: str, ns: str, cid: str | None) -> CheckpointTuple | None:
-        def read() -> Entry | None:
-            return self.store.read(tid, ns, cid)
-
         with guarded(self.parts.deployment):
-            if self.parts.control.loaded:
-                entry = read()
-            else:
-                # A process's first read: the deployment record in the same wave, so a
-                # new thread, which must be checked against it, costs no second round trip.
-                steps: list[Callable[[], Any]] = [read, self.parts.control.records]
-                entry = parallel(lambda step: step(), steps)[0]
-            # The record is in hand (read in that wave, or before): another bucket is
-            # named before any object read, at no request. Keys are checked when a blob
-            # does not open (`guarded`), so the error names the blob too.
-            self.parts.deployment.check_bucket()
-            if entry is None:
-                self.parts.deployment.verify(write=False)
-                return None
-            return self.store.decode(entry)
+            entry = self.parts.deployment.checked_read(partial(self.store.read, tid, ns, cid))
+            return None if entry is None else self.store.decode(entry)
 
     @public("list")
     def list(
@@ -385,26 +332,17 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         one, every namespace of the thread; with `config=None`, every thread (a table
         scan: an admin operation; threads that do not open with these keys are skipped
         and listed in `saver.ops.last_skipped`)."""
-        _listed(self, config)
+        self._listed(config)
         if limit is not None and limit <= 0:
             return
         before_id = before_id_of(before)
         with guarded(self.parts.deployment):
-            entries: Iterable[Entry]
-            if config is None:
-                skipped: list[Skipped] = []  # the thread catalog's, else a Scan
-                entries = self.store.listing(filter, before_id, skipped)
-                self.ops.last_skipped = skipped
-                warn_skipped("list(None)", skipped)
-            else:
+            if config is not None:
                 tid, ns, cid = target(config, namespace_optional=True)
-                if cid is not None:
-                    one = self.store.read(tid, ns or "", cid)
-                    entries = [one] if one and (before_id is None or cid < before_id) else []
-                elif ns is None:
-                    entries = self.store.entries(tid, before_id)
-                else:
-                    entries = self.store.namespace_entries(tid, ns, before_id)
+                entries = self.store.checkpoints(tid, ns, cid, before_id)
+            else:  # through the thread catalog, else a Scan
+                self.ops.last_skipped = []  # threads that do not open with these keys
+                entries = self.store.listing(filter, before_id, self.ops.last_skipped)
             found = False
             for item in self.store.tuples(entries, filter, limit):
                 found = True
@@ -412,6 +350,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         if not found and not filter and before_id is None:
             # Nothing at all: other keys or another naming secret find nothing, and say so.
             self.parts.deployment.verify(write=False)
+
+    def _listed(self, config: RunnableConfig | None) -> None:
+        if config is not None:  # a load by position, for run detection (`runs.py`)
+            tid, ns, _ = target(config, namespace_optional=True)
+            self.store.listed(tid, ns)
 
     @public("search_threads")
     def search_threads(
@@ -491,8 +434,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     def get_next_version(self, current: AsRead, channel: AsRead) -> str:
         """A version unique per write, so two branches of a fork never share one: a
         counter plus a random suffix, as LangGraph's savers do (their int/str accepted)."""
-        counter = arguments.version_counter(current)
-        return f"{counter + 1:032}.{compose.UNIQUE.random():016}"
+        return f"{arguments.version_counter(current) + 1:032}.{compose.UNIQUE.random():016}"
 
     # --------------------------------------------------------------------- async
 
@@ -500,15 +442,11 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Threads of the process's pool the async methods run in (`executor.py`)."""
         return self.settings.async_workers
 
-    async def _in_worker(self, fn: Callable[..., _R], /, *args: Any, **kwargs: Any) -> _R:
-        """The sync core in the process's async pool (`executor.py`), in this context."""
-        return await executor.run(self.settings.async_workers, fn, *args, **kwargs)
-
     @public()
     async def aget_tuple(self, config: Config) -> CheckpointTuple | None:
         tid, ns, cid = target(config)
-        found = await self._in_worker(self._read_tuple, tid, ns, cid)
-        _loaded(self, tid, ns, cid, found)
+        found = await executor.run(self.settings.async_workers, self._read_tuple, tid, ns, cid)
+        self.store.got(tid, ns, cid, found)
         return found
 
     @public()
@@ -520,16 +458,9 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         before: MaybeConfig = None,
         limit: MaybeWhole = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        _listed(self, config)
-        async for item in self._pulled(
-            self.list(config, filter=filter, before=before, limit=limit)
-        ):
-            yield item
-
-    async def _pulled(self, iterator: Iterator[_R]) -> AsyncIterator[_R]:
-        """An iterator's items, each taken in the process's async pool."""
-        done: Any = object()
-        while (item := await self._in_worker(next, iterator, done)) is not done:
+        self._listed(config)
+        listed = self.list(config, filter=filter, before=before, limit=limit)
+        async for item in executor.pulled(self.settings.async_workers, listed):
             yield item
 
     # --------------------------------------------------------------- data subjects

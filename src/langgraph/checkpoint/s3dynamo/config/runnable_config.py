@@ -117,6 +117,31 @@ def target(config: RunnableConfig, namespace_optional: bool = False) -> tuple[st
     return tid, ns, checkpoint_id_of(cid) if cid else None
 
 
+def put_target(config: RunnableConfig, checkpoint_id: Any) -> tuple[str, str, str, str | None]:
+    """A put's (thread id, namespace, checkpoint id, parent id), validated: a checkpoint
+    is never its own parent, so every walk up a thread's history ends."""
+    tid, ns, parent_id = target(config)
+    cid = checkpoint_id_of(checkpoint_id, "checkpoint['id']")
+    if cid == parent_id:
+        raise InvalidConfigError(
+            f"{describe(tid, ns, cid)}: the config names this checkpoint as its own parent; "
+            "put a new checkpoint (a new id) with the config of the one it follows, as put() "
+            "returned it"
+        )
+    return tid, ns, cid, parent_id
+
+
+def writes_target(config: RunnableConfig) -> tuple[str, str, str]:
+    """The (thread id, namespace, checkpoint id) pending writes belong to, validated."""
+    tid, ns, cid = target(config)
+    if cid is None:
+        raise InvalidConfigError(
+            "put_writes needs the checkpoint the writes belong to: expected "
+            "config['configurable']['checkpoint_id'] (the config put() returned), got none"
+        )
+    return tid, ns, cid
+
+
 def make_config(tid: str, ns: str, cid: str) -> RunnableConfig:
     return {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}
 

@@ -287,15 +287,28 @@ class ThreadStore(Upkeep):
         """Every checkpoint of a thread no mark hides, every namespace, newest first."""
         return self._run(self._finder.thread_entries(tid, before_id))
 
-    def namespace_entries(self, tid: str, ns: str, before_id: str | None) -> Iterator[Entry]:
-        """A namespace's checkpoints newest first, read page by page as they are taken."""
+    def checkpoints(
+        self, tid: str, ns: str | None, cid: str | None, before_id: str | None
+    ) -> Iterable[Entry]:
+        """`list(config)`'s checkpoints before `before_id`: the one `cid` names, else the
+        namespace's, read page by page as they are taken (every namespace's with `ns`
+        None), newest first."""
+        if cid is not None:
+            one = self.read(tid, ns or "", cid)
+            return [one] if one and (before_id is None or cid < before_id) else []
+        if ns is None:
+            return self.entries(tid, before_id)
         return self._engine.stream(self._finder.namespace_entries(tid, ns, before_id))
 
     def listing(
         self, filter: Mapping[str, Any] | None, before_id: str | None, skipped: list[Skipped]
     ) -> list[Entry]:
-        """`list(None, filter=...)`'s checkpoints: through the catalog, else a Scan."""
-        return self._run(self._threads.listing(filter, before_id, skipped))
+        """`list(None, filter=...)`'s checkpoints: through the catalog, else a Scan.
+        Threads that do not open with these keys are skipped, into `skipped`, with a
+        warning."""
+        found = self._run(self._threads.listing(filter, before_id, skipped))
+        warn_skipped("list(None)", skipped)
+        return found
 
     def search(
         self, metadata: Mapping[str, Any] | None, limit: int, before: Before
@@ -303,14 +316,15 @@ class ThreadStore(Upkeep):
         """`search_threads` (`search.py`)."""
         return self._run(self._threads.search(metadata, limit, before))
 
-    def loaded(self, tid: str, ns: str, latest: str | None, found: str | None = None) -> None:
-        """A run read namespace `ns` of `tid`: it continues `latest` (concurrent-run
-        detection, `handoff.py`), having found checkpoint `found`."""
-        self._handoff.loaded(tid, ns, latest, found)
+    def got(self, tid: str, ns: str, asked: str | None, found: CheckpointTuple | None) -> None:
+        """A run read namespace `ns` of `tid` asking for `asked` (None: the latest), and
+        got `found` (run detection, `handoff.py`)."""
+        self._handoff.got(tid, ns, asked, found.checkpoint["id"] if found else None)
 
-    def loaded_thread(self, tid: str) -> None:
-        """A run listed the whole thread: what it shows is continued by position only."""
-        self._handoff.loaded_thread(tid)
+    def listed(self, tid: str, ns: str | None) -> None:
+        """A run listed a namespace of `tid` (every one with `ns` None): a load by
+        position (run detection, `handoff.py`)."""
+        self._handoff.listed(tid, ns)
 
     def delta_history(
         self, tid: str, ns: str, cid: str | None, channels: Sequence[str]

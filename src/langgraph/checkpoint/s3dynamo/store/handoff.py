@@ -166,16 +166,21 @@ class Handoff:
     def run_key(self, tid: str, ns: str) -> runs.Key:
         return (self.store_id, self.namer.thread(tid), self.namer.namespace(tid, ns))
 
-    def loaded(self, tid: str, ns: str, latest_id: str | None, found: str | None = None) -> None:
-        """This context's run loaded the namespace (`runs.loaded`), and checkpoint `found`
-        if it got one."""
-        runs.loaded(self.run_key(tid, ns), latest_id)
+    def got(self, tid: str, ns: str, asked: str | None, found: str | None) -> None:
+        """This context's run read the namespace asking for checkpoint `asked` (None: the
+        latest) and got checkpoint `found` (or nothing): it continues the latest it got
+        (`runs.loaded`; `EMPTY` for an empty namespace), a load by id nothing."""
+        runs.loaded(self.run_key(tid, ns), None if asked else (found or runs.EMPTY))
         if found is not None:
             self._made(tid, ns, found).loaded = True
 
-    def loaded_thread(self, tid: str) -> None:
-        """This context's run listed every namespace of the thread."""
-        runs.loaded_thread(self.store_id, self.namer.thread(tid))
+    def listed(self, tid: str, ns: str | None) -> None:
+        """This context's run listed the namespace (every one with `ns` None): a load by
+        position, which continues nothing."""
+        if ns is None:
+            runs.loaded_thread(self.store_id, self.namer.thread(tid))
+        else:
+            runs.loaded(self.run_key(tid, ns), None)
 
     def clear(self) -> None:
         self.carry.clear()
