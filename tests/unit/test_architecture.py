@@ -368,10 +368,10 @@ def code_lines(source: str) -> int:
 
 def test_the_saver_is_a_thin_facade() -> None:
     """LangGraph's methods, their async twins and one accessor for operations: at most
-    350 lines of code, docstrings, comments and the constructor's typed keywords aside."""
-    source = (ROOT / "saver.py").read_text()
-    lines = code_lines(source) - len(_parameter_lines("saver", ast.parse(source)))
-    assert lines <= 350, f"saver.py has {lines} lines of code"
+    300 lines of code (the constructor's typed keywords included), docstrings and
+    comments aside; what a method does beyond checking and delegating is its store's."""
+    lines = code_lines((ROOT / "saver.py").read_text())
+    assert lines <= 300, f"saver.py has {lines} lines of code"
 
 
 def test_no_test_tier_imports_another_tiers_test_module() -> None:
