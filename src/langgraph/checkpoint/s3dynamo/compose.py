@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, BlobPolicy, LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
@@ -492,25 +491,6 @@ def _where(settings: Settings) -> str:
     """The deployment, as messages name it."""
     where = f"table {settings.table!r}" if settings.table else "the index"
     return f"{where}, prefix {settings.prefix!r}" if settings.prefix else where
-
-
-def inner_serde(serde: SerializerProtocol, sealer: Sealer) -> SerializerProtocol:
-    """What the codec serializes with: a saver's `serde`, read on every call, so a copy
-    (`with_allowlist`) or an assigned serializer is honoured. With an `EncryptedSerializer`,
-    its inner serializer: the sealer calls the cipher itself, after compressing, so the
-    cipher must stay the one the saver was built with."""
-    cipher = serde.cipher if isinstance(serde, EncryptedSerializer) else None
-    built = sealer.serde_cipher
-    if cipher is not built:
-        expected = "no cipher" if built is None else "its EncryptedSerializer's cipher"
-        got = "no cipher" if cipher is None else "a cipher of its own"
-        raise InvalidConfigError(
-            f"serde: the saver was built with {expected}, and its serde was replaced by "
-            f"a {type(serde).__name__} with {got}; the cipher is fixed at construction: "
-            "wrap the new serializer in the cipher the saver was built with "
-            "(EncryptedSerializer(cipher, serializer)), or build a new saver"
-        )
-    return serde.serde if isinstance(serde, EncryptedSerializer) else serde
 
 
 def set_up(parts: Components) -> None:

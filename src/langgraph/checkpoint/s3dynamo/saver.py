@@ -219,7 +219,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         self.parts = compose.build(
             self.settings,
             injected,
-            serde=lambda: compose.inner_serde(self.serde, self.parts.sealer),
+            serde=lambda: self.serde,
             serde_cipher=cipher,
         )
         self.store = self.parts.store
@@ -231,9 +231,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         clients, caches, keys, the deployment check, run detection, leases and `ops`."""
         clone = type(self).__new__(type(self))
         vars(clone).update(vars(self), _origin=self._origin or self)
-        clone.parts = compose.with_serde(
-            self.parts, lambda: compose.inner_serde(clone.serde, clone.parts.sealer)
-        )
+        clone.parts = compose.with_serde(self.parts, lambda: clone.serde)
         clone.store = clone.parts.store
         return clone
 
@@ -283,7 +281,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         """Store a checkpoint: new large values to S3 in one wave, then one request."""
         tid, ns, cid, parent_id = put_target(config, checkpoint.get("id"))
         at = CheckpointAt(tid, ns, cid)
-        refuse_copied_metadata(config, at.what, partial(self.store.metadata_size, at))
+        refuse_copied_metadata(config, at, self.store.metadata_size)
         shaped = get_checkpoint_metadata(config, metadata)
         # A new thread checks (or records) the deployment first, once its values are
         # serialized: a value that cannot be stored writes nothing, not even the record.
@@ -300,8 +298,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         tid, ns, cid = writes_target(config)
         if writes:
             at = CheckpointAt(tid, ns, cid)  # refused as its checkpoint's put would be
-            what = f"{at.what}: the writes of task {task_id!r}"
-            refuse_copied_metadata(config, what, partial(self.store.metadata_size, at))
+            refuse_copied_metadata(config, at, self.store.metadata_size, task_id)
             self.store.commit_writes(at, task_id, task_path, writes, config.get("configurable"))
 
     @public()

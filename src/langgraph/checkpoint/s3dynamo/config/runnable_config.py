@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import get_checkpoint_metadata
@@ -32,6 +32,8 @@ UUID_EXAMPLE = "1f0c2a8e-5b3d-6e2a-8001-3c5d7e9f1a2b"
 # config the same way, so a task's writes are refused with the checkpoint they belong
 # to: LangGraph stores them while that checkpoint's put is still running.
 COPIED_METADATA_MAX = 256 * 1024
+
+_At = TypeVar("_At", bound=tuple[str, str, str])  # a checkpoint's identity
 
 
 def thread_id_of(value: Any, name: str = "thread_id") -> str:
@@ -160,17 +162,22 @@ def _size_bound(copied: Mapping[str, Any]) -> int:
 
 
 def refuse_copied_metadata(
-    config: RunnableConfig, what: str, sealed_size: Callable[[Mapping[str, Any]], int]
+    config: RunnableConfig,
+    at: _At,
+    sealed_size: Callable[[_At, Mapping[str, Any]], int],
+    task_id: str | None = None,
 ) -> None:
-    """Raise `ItemTooLargeError` if what LangGraph copies from `config` into a checkpoint's
-    metadata would take more than `COPIED_METADATA_MAX` sealed (`sealed_size` seals it;
-    asked only when a cheap bound does not settle it). `what`: the write refused."""
+    """Raise `ItemTooLargeError` if what LangGraph copies from `config` into the metadata
+    of checkpoint `at` (thread id, namespace, checkpoint id) would take more than
+    `COPIED_METADATA_MAX` sealed (`sealed_size` seals it; asked only when a cheap bound
+    does not settle it). With `task_id`, the write refused is that task's writes."""
     copied = get_checkpoint_metadata(config, {})
     if _size_bound(copied) <= COPIED_METADATA_MAX:
         return
-    size = sealed_size(copied)
+    size = sealed_size(at, copied)
     if size <= COPIED_METADATA_MAX:
         return
+    what = describe(*at) + ("" if task_id is None else f": the writes of task {task_id!r}")
     sizes = {str(k): len(repr(v)) for k, v in copied.items()}
     key = max(sizes, key=lambda k: sizes[k])
     raise ItemTooLargeError(

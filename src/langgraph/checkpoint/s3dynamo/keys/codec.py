@@ -14,10 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, SealingKey, identity, padded
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
+    InvalidConfigError,
     S3DynamoError,
     ValueNotSerializableError,
 )
@@ -106,8 +108,23 @@ class Codec:
         self._serde = serde
 
     def serde(self) -> SerializerProtocol:
-        """The serializer in use now."""
-        return self._serde()
+        """The serializer in use now: the saver's `serde`, asked on every call, so a copy
+        (`with_allowlist`) or an assigned serializer is honoured. With an
+        `EncryptedSerializer`, its inner serializer: the sealer calls the cipher itself,
+        after compressing, so the cipher must stay the one the saver was built with."""
+        serde = self._serde()
+        cipher = serde.cipher if isinstance(serde, EncryptedSerializer) else None
+        built = self.sealer.serde_cipher
+        if cipher is not built:
+            expected = "no cipher" if built is None else "its EncryptedSerializer's cipher"
+            got = "no cipher" if cipher is None else "a cipher of its own"
+            raise InvalidConfigError(
+                f"serde: the saver was built with {expected}, and its serde was replaced by "
+                f"a {type(serde).__name__} with {got}; the cipher is fixed at construction: "
+                "wrap the new serializer in the cipher the saver was built with "
+                "(EncryptedSerializer(cipher, serializer)), or build a new saver"
+            )
+        return serde.serde if isinstance(serde, EncryptedSerializer) else serde
 
     def under(self, key: SealingKey | None) -> Codec:
         """This codec sealing new blobs under `key` (a data subject's: `subjects.py`)."""
@@ -122,12 +139,12 @@ class Codec:
         return sealer.seal(typ, data, new, compress=sealer.compressed(blob))
 
     def _dump(self, obj: Any, ident: bytes) -> bytes:
-        typ, data = self._serde().dumps_typed(obj)
+        typ, data = self.serde().dumps_typed(obj)
         return self.sealer.seal(typ, data, ident)
 
     def _load(self, blob: bytes, ident: bytes, what: str) -> Any:
         typ, data = self.sealer.open(blob, ident, what)
-        return self._serde().loads_typed((typ, data))
+        return self.serde().loads_typed((typ, data))
 
     # Channel values: one per (thread, ns, channel, version).
     def seal_value(self, at: ValueAt, obj: Any) -> bytes:
@@ -139,7 +156,7 @@ class Codec:
 
     def dump(self, obj: Any) -> tuple[str, bytes]:
         """Serialize once; `seal_value_typed` and `seal_value_delta` take the result."""
-        typed: tuple[str, bytes] = self._serde().dumps_typed(obj)
+        typed: tuple[str, bytes] = self.serde().dumps_typed(obj)
         return typed
 
     def seal_value_typed(self, at: ValueAt, typed: tuple[str, bytes]) -> bytes:
@@ -168,7 +185,7 @@ class Codec:
 
     # Pending writes: one per (thread, ns, checkpoint, task, idx); the channel is sealed too.
     def seal_write(self, at: WriteAt, channel: str, obj: Any) -> bytes:
-        typ, data = self._serde().dumps_typed(obj)
+        typ, data = self.serde().dumps_typed(obj)
         # The channel goes in as a prefix: joined here, a huge value would be copied.
         return self.sealer.seal(typ, data, write_id(at), prefix=_channel_prefix(channel))
 
@@ -180,7 +197,7 @@ class Codec:
 
     def load(self, typed: tuple[str, bytes]) -> Any:
         """Deserialize what `write_data` or `value_data` opened: a new object each call."""
-        return self._serde().loads_typed(typed)
+        return self.serde().loads_typed(typed)
 
     # Checkpoint body and metadata: bound to (thread, ns, checkpoint).
     def seal_body(self, at: CheckpointAt, body: dict[str, Any]) -> bytes:
