@@ -47,18 +47,15 @@ def keyed(key: ItemKey, **attributes: Value) -> Item:
 # ------------------------------------------------------------------ conditions
 
 
-@dataclass(frozen=True)
-class Exists:
+class Exists(NamedTuple):
     attribute: str
 
 
-@dataclass(frozen=True)
-class Missing:
+class Missing(NamedTuple):
     attribute: str
 
 
-@dataclass(frozen=True)
-class Compare:
+class Compare(NamedTuple):
     """`attribute <op> value`; false where the attribute is absent."""
 
     attribute: str
@@ -66,8 +63,7 @@ class Compare:
     value: Scalar
 
 
-@dataclass(frozen=True)
-class Between:
+class Between(NamedTuple):
     """`low <= attribute <= high`."""
 
     attribute: str
@@ -75,19 +71,16 @@ class Between:
     high: Scalar
 
 
-@dataclass(frozen=True)
-class BeginsWith:
+class BeginsWith(NamedTuple):
     attribute: str
     prefix: str
 
 
-@dataclass(frozen=True)
-class All:
+class All(NamedTuple):
     parts: tuple[When, ...]
 
 
-@dataclass(frozen=True)
-class AnyOf:
+class AnyOf(NamedTuple):
     parts: tuple[When, ...]
 
 
@@ -178,8 +171,7 @@ def _comparable(value: object, other: Scalar) -> bool:
 Refusal: TypeAlias = Exception | Callable[["Item | None"], Exception]
 
 
-@dataclass(frozen=True)
-class Put:
+class Put(NamedTuple):
     """Write a whole item, replacing any of its key."""
 
     item: Item
@@ -207,15 +199,13 @@ class Update:
     refusal: Refusal | None = None
 
 
-@dataclass(frozen=True)
-class Delete:
+class Delete(NamedTuple):
     key: ItemKey
     when: When | None = None
     refusal: Refusal | None = None
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """No change: a transaction holds only while `when` holds for the item (a write
     elsewhere that must not land once, say, its thread is deleted)."""
 

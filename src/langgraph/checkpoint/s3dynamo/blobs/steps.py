@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, NamedTuple, TypeAlias, TypeVar
 
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
@@ -42,16 +42,14 @@ class Query:
     filter: When | None = None
 
 
-@dataclass(frozen=True)
-class Get:
+class Get(NamedTuple):
     """One item by key, or None (one GetItem)."""
 
     key: ItemKey
     consistent: bool = True
 
 
-@dataclass(frozen=True)
-class Scan:
+class Scan(NamedTuple):
     """One page of one segment of a Scan."""
 
     segment: int = 0
@@ -61,24 +59,21 @@ class Scan:
     attributes: Sequence[str] | None = None
 
 
-@dataclass(frozen=True)
-class GetMany:
+class GetMany(NamedTuple):
     """The items found among `keys` (one BatchGetItem per 100)."""
 
     keys: Sequence[ItemKey]
     consistent: bool = False
 
 
-@dataclass(frozen=True)
-class Batch:
+class Batch(NamedTuple):
     """Items written whole and deleted, unconditionally, in full batches."""
 
     puts: Sequence[Item] = ()
     deletes: Sequence[ItemKey] = ()
 
 
-@dataclass(frozen=True)
-class Apply:
+class Apply(NamedTuple):
     """One write that references no new object: a `Written`, or its refusal raised."""
 
     write: Write
@@ -86,15 +81,13 @@ class Apply:
     found_on_refusal: bool = False
 
 
-@dataclass(frozen=True)
-class ListObjects:
+class ListObjects(NamedTuple):
     """Every object of one owner (a thread's name, a memory partition)."""
 
     owner: str
 
 
-@dataclass(frozen=True)
-class DeleteObjects:
+class DeleteObjects(NamedTuple):
     """Objects deleted (a wave of DeleteObjects); with `unchanged`, each only while it
     still carries the tag it was listed with, answering the keys deleted."""
 
@@ -102,31 +95,27 @@ class DeleteObjects:
     unchanged: Sequence[ObjectInfo] = ()
 
 
-@dataclass(frozen=True)
-class Fetch:
+class Fetch(NamedTuple):
     """Object bodies by key (`needed`: key -> what needs it), one parallel wave."""
 
     needed: Mapping[str, str]
     cached: bool = True
 
 
-@dataclass(frozen=True)
-class NameOrphans:
+class NameOrphans(NamedTuple):
     """An upload intent naming objects of `owner` a change leaves unreferenced."""
 
     owner: str
     keys: Sequence[str]
 
 
-@dataclass(frozen=True)
-class Together:
+class Together(NamedTuple):
     """Protocols run at once on the wave pool; the answer is their results, in order."""
 
     protocols: Sequence[Steps[Any]]
 
 
-@dataclass(frozen=True)
-class Emit:
+class Emit(NamedTuple):
     """A value handed out to the caller of `BlobEngine.stream`; answers None."""
 
     value: Any
