@@ -45,6 +45,9 @@ def keyed(key: ItemKey, **attributes: Value) -> Item:
 
 
 # ------------------------------------------------------------------ conditions
+# Conditions and writes are named tuples, cheap to create at import (a dataclass's
+# methods are compiled class by class): two of different kinds with the same fields
+# compare equal, so tell kinds apart with isinstance, never with ==.
 
 
 class Exists(NamedTuple):

@@ -25,6 +25,9 @@ from langgraph.checkpoint.s3dynamo.table import Item, ItemKey, When, Write, key_
 _R = TypeVar("_R")
 Steps: TypeAlias = Generator[Any, Any, _R]
 
+# Steps are named tuples, as the table's conditions and writes are (`table.py`): the
+# engine tells them apart with isinstance.
+
 
 @dataclass(frozen=True)
 class Query:
