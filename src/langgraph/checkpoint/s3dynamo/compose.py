@@ -222,6 +222,11 @@ class Components:
     def subjects(self) -> Subjects:
         return self.made_subjects()
 
+    def serde(self) -> SerializerProtocol:
+        """The serializer values go through now, the Store's and the cache's too
+        (`Codec.serde`: the saver's, checked against the cipher it was built with)."""
+        return self.codec.serde()
+
 
 def build(
     settings: Settings,

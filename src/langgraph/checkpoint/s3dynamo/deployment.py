@@ -480,6 +480,11 @@ class Deployment:
                 "empty deployment beside the one the bucket belongs to; nothing was created"
             )
 
+    def refresh(self) -> None:
+        """Read the deployment's own partition again (one Query): `ops.check` sees the
+        table answer this way."""
+        self._control.refresh()
+
     def checked_read(self, read: Callable[[], _T | None]) -> _T | None:
         """A read checked against the deployment record, which comes in the same wave if
         this process has not read it yet (so a new thread, which must be checked against

@@ -297,7 +297,7 @@ class S3DynamoStore(CheckedStore):
         """The items the puts write, by namespace, each payload serialized: its value and
         its vectors (kept in the item too, so the index can be rebuilt from items); and
         the keys the puts of None delete, by namespace."""
-        serde = self._parts.codec.serde()
+        serde = self._parts.serde()
         writes: dict[Namespace, list[NewItem]] = defaultdict(list)
         deletes: dict[Namespace, list[str]] = defaultdict(list)
         for (ns, key), op in puts.items():
@@ -321,7 +321,7 @@ class S3DynamoStore(CheckedStore):
         cached = self._bodies.get(key)
         if cached is not None:
             return cached
-        body = self._parts.codec.serde().loads_typed(found.typed)
+        body = self._parts.serde().loads_typed(found.typed)
         if not isinstance(body, dict) or "value" not in body:
             raise IntegrityError(
                 f"store item {found.key!r} in {found.namespace!r}: expected a value, got "

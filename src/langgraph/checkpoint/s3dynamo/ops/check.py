@@ -60,7 +60,7 @@ def check(parts: Components, *, raise_on_problem: bool = True) -> CheckReport:
 
 def _check_table(parts: Components) -> str:
     with guarded(parts.deployment):  # missing: is the bucket in another region?
-        parts.control.refresh()
+        parts.deployment.refresh()
     return f"{parts.store.index_resource()} answers"
 
 

@@ -217,7 +217,7 @@ class SubjectOperations:
             tell(done, total)
             yield from _checkpoints(self.parts, tid)
         space = memory_space(self.parts, STORE_SPACE)
-        serde = self.parts.codec.serde()
+        serde = self.parts.serde()
         for done, namespace in enumerate(space.namespaces_of(partitions), start=len(tids)):
             tell(done, total)
             for found in space.items_of(namespace):
