@@ -113,6 +113,25 @@ def _writer_and_reader(
     return writer, lambda: make_saver(clients, keys=key, secret="a secret turned on later")
 
 
+@pytest.mark.parametrize("source", ["keys", "langgraph_aes_key"])
+def test_no_repr_shows_a_key_or_the_secret(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Settings and savers end up in logs, and in error reports that record locals.
+    key, secret, aes_key = os.urandom(32), b"n" * 32, "a" * 32
+    if source == "keys":
+        saver = memory_saver(keys={"k1": key}, secret=secret)
+    else:
+        monkeypatch.setenv("LANGGRAPH_AES_KEY", aes_key)
+        saver = memory_saver(keys=None, secret=None)
+    shown = " ".join(
+        repr(value)
+        for value in (saver.settings, saver.settings.key_source(), saver.parts, saver.settings.keys)
+    )
+    for hidden in (key, secret, aes_key.encode()):
+        assert repr(hidden)[2:-1] not in shown and base64.b64encode(hidden).decode() not in shown
+    if source == "keys":
+        assert "Keyring(ids=['k1'], active='k1')" in shown
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_wrong_keys_raise_and_write_nothing(
     case: str,

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
@@ -71,8 +71,7 @@ _SHARED: weakref.WeakKeyDictionary[Any, dict[Hashable, Any]] = weakref.WeakKeyDi
 _SHARED_LOCK = threading.Lock()
 
 
-@dataclass(frozen=True)
-class BlobPolicy:
+class BlobPolicy(NamedTuple):
     """`inline_max`: the largest sealed blob kept in its index item rather than an
     object; `cache_bytes`: the object bodies this process keeps (0: none)."""
 

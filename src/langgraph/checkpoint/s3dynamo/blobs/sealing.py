@@ -40,8 +40,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import zstandard
 from cryptography.exceptions import InvalidTag
@@ -119,13 +118,15 @@ def is_subject_key(kid: str | None) -> bool:
     return kid is not None and kid.startswith(SUBJECT_KEY_MARK)
 
 
-@dataclass(frozen=True)
-class SealingKey:
+class SealingKey(NamedTuple):
     """A key that seals new blobs in place of the keyring's active one: a data subject's
-    (`kid` begins with `SUBJECT_KEY_MARK`)."""
+    (`kid` begins with `SUBJECT_KEY_MARK`). Its repr names the id only."""
 
     kid: str
-    key: bytes = field(repr=False)
+    key: bytes
+
+    def __repr__(self) -> str:
+        return f"SealingKey({self.kid!r})"
 
 
 def own_sealer(key: bytes | None) -> Sealer:

@@ -299,8 +299,8 @@ class Settings:
     # How many checkpoints of each namespace the keep_latest strategy keeps.
     retention_keep_last: int = 1
     sweep_interval: timedelta | None = None
-    keys: Keyring | None = None
-    secret: bytes | None = None
+    keys: Keyring | None = None  # its repr names ids only
+    secret: bytes | None = field(default=None, repr=False)
     kms_key_id: str | None = None
     plaintext: bool = False
     allow_plaintext_read: bool = False

@@ -10,8 +10,7 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 
@@ -52,20 +51,30 @@ def keyring_problem(keys: Mapping[str, bytes], active: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
 class Keyring:
     """Sealing keys by id; `active` seals new blobs, every key opens old ones.
 
     Rotating is adding a key and making it active; `S3DynamoSaver.reencrypt` then
-    rewrites old blobs so the old key can be dropped.
+    rewrites old blobs so the old key can be dropped. Its repr names the ids, never a
+    key: settings and savers end up in logs and error reports.
     """
 
-    keys: Mapping[str, bytes]
-    active: str
+    __slots__ = ("active", "keys")
 
-    def __post_init__(self) -> None:
-        if problem := keyring_problem(self.keys, self.active):
+    def __init__(self, keys: Mapping[str, bytes], active: str) -> None:
+        if problem := keyring_problem(keys, active):
             raise InvalidConfigError(problem)
+        self.keys, self.active = keys, active
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Keyring):
+            return NotImplemented
+        return (self.keys, self.active) == (other.keys, other.active)
+
+    __hash__ = None  # type: ignore[assignment]  # its keys are a mapping
+
+    def __repr__(self) -> str:
+        return f"Keyring(ids={list(self.keys)}, active={self.active!r})"
 
     @classmethod
     def parse(cls, spec: str, source: str = "") -> Keyring:
@@ -111,16 +120,18 @@ class Keyring:
         }
 
 
-@dataclass(frozen=True)
-class KeySource:
+class KeySource(NamedTuple):
     """Where the sealing keys and the naming secret come from: exactly one of a keyring
     with a secret, KMS, `LANGGRAPH_AES_KEY`, LangGraph's `EncryptedSerializer`, or
-    plaintext chosen explicitly."""
+    plaintext chosen explicitly. Its repr never shows the secret."""
 
     kind: str  # "keys" | "kms" | "langgraph_aes_key" | "serializer" | "plaintext"
     keyring: Keyring | None = None
     secret: bytes | None = None
     kms_key_id: str | None = None
+
+    def __repr__(self) -> str:
+        return f"KeySource({self.describe()}, keyring={self.keyring!r})"
 
     def describe(self) -> str:
         return {

@@ -5,11 +5,10 @@ for them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class StorePolicy:
+class StorePolicy(NamedTuple):
     """`delta_max`: the largest delta stored instead of a whole value;
     `detect_concurrent_runs`: whether a put continuing the latest it loaded commits only
     if the namespace did not move meanwhile; `catalog_fields`: the metadata fields the
