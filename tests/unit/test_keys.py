@@ -26,8 +26,10 @@ from langgraph.checkpoint.s3dynamo import (
     Settings,
 )
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryKms, MemoryObjects
+from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
 from langgraph.checkpoint.s3dynamo.format.layout import deployment_pk
 from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord, ItemKey, record_item
+from langgraph.checkpoint.s3dynamo.format.subject_records import KeyState
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.memory_index import MemoryIndex
@@ -124,7 +126,14 @@ def test_no_repr_shows_a_key_or_the_secret(source: str, monkeypatch: pytest.Monk
         saver = memory_saver(keys=None, secret=None)
     shown = " ".join(
         repr(value)
-        for value in (saver.settings, saver.settings.key_source(), saver.parts, saver.settings.keys)
+        for value in (
+            saver.settings,
+            saver.settings.key_source(),
+            saver.parts,
+            saver.settings.keys,
+            SealingKey("s:subject", key),  # a data subject's key, as sealing takes it
+            KeyState("token", key, None),  # and as its key item is read
+        )
     )
     for hidden in (key, secret, aes_key.encode()):
         assert repr(hidden)[2:-1] not in shown and base64.b64encode(hidden).decode() not in shown

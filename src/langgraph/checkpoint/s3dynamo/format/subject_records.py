@@ -283,6 +283,9 @@ class KeyState(NamedTuple):
     key: bytes | None
     erased_ms: int | None
 
+    def __repr__(self) -> str:  # never the key
+        return f"KeyState(token={self.token!r}, erased_ms={self.erased_ms!r})"
+
 
 def key_from(prefix: str, kid: str, item: Mapping[str, Value], keyring: Keyring | None) -> KeyState:
     """A key item opened; one altered, or wrapped by a key the keyring no longer holds, is

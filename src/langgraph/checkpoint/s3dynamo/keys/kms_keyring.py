@@ -17,7 +17,7 @@ import json
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -53,7 +53,7 @@ def kms_context(table: str, prefix: str = "") -> dict[str, str]:
 @dataclass
 class _Unwrapped:
     keyring: Keyring
-    secret: bytes
+    secret: bytes = field(repr=False)
     version: int
 
 
