@@ -110,7 +110,6 @@ COLD_START_MODULES = [
     "keys.naming",
     "list_reuse",
     "ports",
-    "runs",
     "saver",
     "store",
     "store.catalog",

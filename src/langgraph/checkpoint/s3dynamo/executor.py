@@ -22,10 +22,11 @@ that sent the request: it holds one worker of many, so other runs go on unless e
 worker is backing off, which means AWS is throttling the whole process.
 
 The caller's `contextvars` context is copied into the worker (as `asyncio.to_thread`
-does): what a run holds (`runs.py`, the lease's fence) reaches the storage call. Between
-calls the workers are idle and hold no connection, safe in a frozen Lambda sandbox for
-the reasons `waves.py` gives. An event loop hands a pool at most `ADMITTED_PER_WORKER`
-calls per worker at once, and the rest wait in the loop (issue 42: `run` says why).
+does): what a run holds (the run record in `store/handoff.py`, the lease's fence)
+reaches the storage call. Between calls the workers are idle and hold no connection,
+safe in a frozen Lambda sandbox for the reasons `waves.py` gives. An event loop hands a
+pool at most `ADMITTED_PER_WORKER` calls per worker at once, and the rest wait in the
+loop (issue 42: `run` says why).
 """
 
 from __future__ import annotations

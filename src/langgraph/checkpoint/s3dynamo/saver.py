@@ -8,8 +8,8 @@ It validates what LangGraph hands it (`runnable_config.py`) and delegates: setti
 Sync and async share one core. The async methods run the sync code in a worker thread
 of the process's async pool (`executor.py`, not the loop's default executor): the work
 is blocking botocore I/O either way, and one code path means one set of request budgets
-and one set of bugs. What a run continues (`runs.py`) is recorded in the caller's
-context, not in the worker's copy of it.
+and one set of bugs. What a run continues (the run record, `store/handoff.py`) is
+recorded in the caller's context, not in the worker's copy of it.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         max_attempts: Attempts per AWS request (first try included) for the clients the
             saver builds, with botocore's `standard` retry mode.
         detect_concurrent_runs: Hold each put of a run that continues the latest checkpoint
-            to the namespace's head (one TransactWriteItems per put; see `runs.py`). False
+            to the namespace's head (one TransactWriteItems per put; see `store/handoff.py`). False
             writes a plain PutItem, for DynamoDB-compatible stores without transactions.
         catalog_fields: Metadata fields that find threads without a Scan (`search_threads`):
             a list or "user_id,graph_id"; "langgraph" is user_id, assistant_id and graph_id.
@@ -349,7 +349,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
             self.parts.deployment.verify(write=False)
 
     def _listed(self, config: RunnableConfig | None) -> None:
-        if config is not None:  # a load by position, for run detection (`runs.py`)
+        if config is not None:  # a load by position, for run detection (`store/handoff.py`)
             tid, ns, _ = target(config, namespace_optional=True)
             self.store.listed(tid, ns)
 

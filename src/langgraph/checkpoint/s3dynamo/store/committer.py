@@ -21,12 +21,12 @@ shows all or nothing; a put refused for good takes its checkpoint's back.
 
 Concurrent runs. The record is written in one transaction with the namespace's head (the
 id of its newest checkpoint, a control item). A put that continues what its run holds as
-the namespace's latest (`runs.py`) commits only if the head still names that parent,
-else it raises `ConcurrentUpdateError` and writes nothing; any other put (a fork, a
-replay, direct API use) moves the head without condition. Under `thread_lock` every
-commit also carries the lease's fencing token (`fences.py`) and is refused
-(`LeaseLostError`) once another holder took it over; accepted, the same request pushes
-the lease's expiry out, so a holder that keeps writing keeps its lease.
+the namespace's latest (the run record, `store/handoff.py`) commits only if the head
+still names that parent, else it raises `ConcurrentUpdateError` and writes nothing; any
+other put (a fork, a replay, direct API use) moves the head without condition. Under
+`thread_lock` every commit also carries the lease's fencing token (`fences.py`) and is
+refused (`LeaseLostError`) once another holder took it over; accepted, the same request
+pushes the lease's expiry out, so a holder that keeps writing keeps its lease.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from typing import Any, NamedTuple
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, CheckpointMetadata
 
-from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
@@ -93,7 +92,13 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     commit_writes,
     unforge,
 )
-from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
+from langgraph.checkpoint.s3dynamo.store.handoff import (
+    Handoff,
+    RunKey,
+    committed_by,
+    continues_latest,
+    run_committed,
+)
 from langgraph.checkpoint.s3dynamo.store.placing import Placer
 from langgraph.checkpoint.s3dynamo.store.policy import StorePolicy
 from langgraph.checkpoint.s3dynamo.store.walker import (
@@ -266,7 +271,7 @@ class Committer:
         self.handoff.keep(tid, ns, cid, stored)
         self.handoff.committed(tid, ns, cid)
         self.catalog.written(tid, filed)
-        runs.committed(run_key, cid)
+        run_committed(run_key, cid)
         return cid
 
     def _sealed(
@@ -299,12 +304,12 @@ class Committer:
         plan: WritePlan,
         head: HeadMove | None,
         parent_id: str | None,
-        run_key: runs.Key,
+        run_key: RunKey,
     ) -> Steps[None]:
         """Send the commit's plan: refused by a forged tombstone on the head, which
         `_unforged` puts back, it is sent again without its uploads (they are there);
         any other refusal is raised, saying what it refused and what the run committed
-        before it (`runs.committed_by`)."""
+        before it (`handoff.committed_by`)."""
         for attempt in tries(CONFLICT_ATTEMPTS):
             try:
                 yield plan
@@ -313,7 +318,7 @@ class Committer:
                 if head is not None and (yield from self._unforged(at, head.key, exc, attempt)):
                     plan = dataclasses.replace(plan, uploads=())  # uploaded: sent again alone
                     continue
-                exc.refusing(at.what, parent_id, runs.committed_by(run_key))
+                exc.refusing(at.what, parent_id, committed_by(run_key))
                 if isinstance(exc, ThreadDeletedError):
                     # The writes this store made since the delete are its records' only
                     # trace: nothing of the run stays (docs/RELIABILITY.md, "Deletes stay
@@ -348,10 +353,10 @@ class Committer:
     def _head(
         self, record: CheckpointRecord, run_key: Any, parent_id: str | None
     ) -> HeadMove | None:
-        """How the commit moves its namespace's head (`runs.py`); None without detection."""
+        """How the commit moves its namespace's head (the run record); None without detection."""
         if not self.detect_concurrent_runs:
             return None
-        expect = runs.continues_latest(run_key, parent_id)
+        expect = continues_latest(run_key, parent_id)
         return HeadMove(head_key(record.pk, run_key[2]), record.checkpoint_id, parent_id, expect)
 
     def _record(

@@ -4,8 +4,9 @@ the error a refused one means. Pure: it builds `table.py`'s writes from records
 docs/FORMAT.md, "Index items"; why each condition: docs/RELIABILITY.md.
 
 A checkpoint commits in one transaction: its record, its namespace's head moved (on
-condition, for a run continuing the latest it loaded: `runs.py`), under a lease the
-lease's fencing check (which renews it), and the upload intent's delete. With none of
+condition, for a run continuing the latest it loaded: the run record,
+`store/handoff.py`), under a lease the lease's fencing check (which renews it), and the
+upload intent's delete. With none of
 those, the record alone is one plain write, which a table without transactions serves.
 A thread's first checkpoint, and a put of a declared value its process does not know
 the thread has, add the thread's catalog entries (`catalog_records.py`) to that

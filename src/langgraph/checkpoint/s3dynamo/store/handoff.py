@@ -1,12 +1,12 @@
 """What the read path hands the write path. A run reads a checkpoint (`get_tuple`) and
-then commits its child (`put`); two things pass between them, kept here and nowhere else:
+then commits its child (`put`); what passes between them is kept here and nowhere else:
 
 - where the values of checkpoints read or written lately are stored (inline, an object,
   a delta of one): the child points at its parent's unchanged values instead of
   uploading them again, and learns which objects can serve as delta bases;
-- the run key under which concurrent-run detection (`runs.py`) records what a run
-  loaded and what it committed, so a put continuing the latest it loaded commits only
-  if nothing else moved the namespace meanwhile;
+- the run record of concurrent-run detection (below): what a run loaded and what it
+  committed, so a put continuing the latest it loaded commits only if nothing else
+  moved the namespace meanwhile;
 - the catalog tokens (declared metadata values) a thread is known to have entries
   under, from what was read or written of it: a put writes only the others
   (`store/catalog.py`);
@@ -15,20 +15,97 @@ then commits its child (`put`); two things pass between them, kept here and nowh
 
 The decoder fills it when a read is remembered, the committer reads it and fills it
 after each commit, and `ThreadStore.forget` clears it after anything rewrote records.
+
+The run record (below) says which checkpoint a run continues as a namespace's latest,
+per execution context: a put on it is held to the namespace's head. Which loads
+continue the latest, and why a single writer is never refused: docs/RELIABILITY.md,
+"The run record in full".
 """
 
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from langgraph.checkpoint.s3dynamo import runs
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.errors import ThreadDeletedError
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.keys.identities import checkpoint_time
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.walker import StoredValues
+
+# The run record. A put is held (its transaction applies only if the namespace's head
+# still names its parent) exactly when its run continues that parent as the latest:
+# the run loaded the namespace with `get_tuple` and no checkpoint id and got it (or found
+# the namespace empty, for a parent of None), or the run committed it last there. A load
+# by id (a replay, a fork, a subgraph through `checkpoint_map`) or by position (`list`)
+# continues nothing and clears the namespace's entry; any other put moves the head
+# without condition. Kept per execution context (`contextvars`): a put sees what its
+# own run loaded, nothing another run did.
+
+# A namespace found empty by a "latest" load: its first put has no parent.
+EMPTY = ""
+# Namespaces one context remembers; forgetting one only makes a put unheld.
+LIMIT = 256
+
+RunKey = tuple[int, str, str]  # (store id, thread name, namespace name)
+# What a run continues in a namespace: the checkpoint it holds as the latest, and those
+# it committed there since it loaded it, oldest first (what a refusal says is visible).
+Continued = tuple[str, tuple[str, ...]]
+
+_CONTINUED: ContextVar[dict[RunKey, Continued] | None] = ContextVar(
+    "s3dynamo_continued", default=None
+)
+
+
+def loaded(key: RunKey, latest_id: str | None) -> None:
+    """A load of the namespace by this context's run: `latest_id` is the checkpoint it
+    got as the latest (`EMPTY` for an empty namespace), or None for a load by id or by
+    position, which does not continue the latest."""
+    record = dict(_CONTINUED.get() or {})
+    record.pop(key, None)
+    if latest_id is not None:
+        record[key] = (latest_id, ())
+        while len(record) > LIMIT:
+            del record[next(iter(record))]
+    _CONTINUED.set(record)
+
+
+def loaded_thread(store: int, thread_name: str) -> None:
+    """A load of every namespace of a thread by position (``list`` without a namespace)."""
+    old = _CONTINUED.get()
+    if old and any(k[0] == store and k[1] == thread_name for k in old):
+        _CONTINUED.set({k: v for k, v in old.items() if k[:2] != (store, thread_name)})
+
+
+def continues_latest(key: RunKey, parent_id: str | None) -> bool:
+    """Whether a put on `parent_id` continues what this run holds as the namespace's
+    latest: such a put is held to the head."""
+    record = _CONTINUED.get()
+    held = record.get(key) if record is not None else None
+    return held is not None and held[0] == (parent_id or EMPTY)
+
+
+def committed_by(key: RunKey) -> tuple[str, ...]:
+    """The checkpoints this context's run committed in the namespace since it loaded
+    it, oldest first: what of a refused run is visible."""
+    record = _CONTINUED.get()
+    held = record.get(key) if record is not None else None
+    return held[1] if held is not None else ()
+
+
+def run_committed(key: RunKey, checkpoint_id: str) -> None:
+    """The run committed `checkpoint_id`: its next put there continues it. In place, so
+    the run's other copies of this context see it; nothing if this context never loaded
+    (direct use of `put` alone holds nothing)."""
+    record = _CONTINUED.get()
+    if record is not None:
+        earlier = record.pop(key, ("", ()))[1]
+        record[key] = (checkpoint_id, (*earlier, checkpoint_id))
+        while len(record) > LIMIT:
+            del record[next(iter(record))]
+
 
 # Checkpoints whose stored values are kept for the next put on them.
 CARRY_CACHE_SIZE = 256
@@ -163,14 +240,14 @@ class Handoff:
         else:
             self.subject_keys.put(tid, kid)
 
-    def run_key(self, tid: str, ns: str) -> runs.Key:
+    def run_key(self, tid: str, ns: str) -> RunKey:
         return (self.store_id, self.namer.thread(tid), self.namer.namespace(tid, ns))
 
     def got(self, tid: str, ns: str, asked: str | None, found: str | None) -> None:
         """This context's run read the namespace asking for checkpoint `asked` (None: the
         latest) and got checkpoint `found` (or nothing): it continues the latest it got
-        (`runs.loaded`; `EMPTY` for an empty namespace), a load by id nothing."""
-        runs.loaded(self.run_key(tid, ns), None if asked else (found or runs.EMPTY))
+        (`loaded`; `EMPTY` for an empty namespace), a load by id nothing."""
+        loaded(self.run_key(tid, ns), None if asked else (found or EMPTY))
         if found is not None:
             self._made(tid, ns, found).loaded = True
 
@@ -178,9 +255,9 @@ class Handoff:
         """This context's run listed the namespace (every one with `ns` None): a load by
         position, which continues nothing."""
         if ns is None:
-            runs.loaded_thread(self.store_id, self.namer.thread(tid))
+            loaded_thread(self.store_id, self.namer.thread(tid))
         else:
-            runs.loaded(self.run_key(tid, ns), None)
+            loaded(self.run_key(tid, ns), None)
 
     def clear(self) -> None:
         self.carry.clear()
