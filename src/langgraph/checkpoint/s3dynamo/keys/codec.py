@@ -35,18 +35,21 @@ NONE_OF_IT = (
 
 
 @contextmanager
-def serializing(subject: str, value: Any, nothing: str = "nothing was written") -> Iterator[None]:
+def serializing(
+    subject: str | Callable[[], str], value: Any, nothing: str = "nothing was written"
+) -> Iterator[None]:
     """Turn the serializer's bare error for `value` (msgpack's "Type is not msgpack
     serializable: function", a pickling error) into one that names what held it: a
-    checkpoint's channel, a write, a Store item; `nothing` says what was left."""
+    checkpoint's channel, a write, a Store item (`subject`, or a function making its text
+    only then); `nothing` says what was left."""
     try:
         yield
     except (TypeError, ValueError, OverflowError) as exc:
         if isinstance(exc, S3DynamoError):
             raise
-        kind = type(value)
+        kind, holder = type(value), subject if isinstance(subject, str) else subject()
         raise ValueNotSerializableError(
-            f"{subject} holds a {kind.__module__}.{kind.__qualname__} the serializer cannot "
+            f"{holder} holds a {kind.__module__}.{kind.__qualname__} the serializer cannot "
             f"store ({exc}); {nothing}. Expected data LangGraph's serializer "
             "stores (primitives, lists, dicts, dataclasses, pydantic models, messages): keep "
             "functions, locks, clients and open files out of it (make them where they are "

@@ -287,7 +287,7 @@ class Committer:
         upload: everything serialized and sealed, and the record's size checked, before
         the first write (placing may read what the parent stored, if not cached)."""
         # Serialize and seal everything before the first request: bad input writes nothing.
-        with serializing(f"{at.what}: the metadata", metadata, NONE_OF_IT):
+        with serializing(lambda: f"{at.what}: the metadata", metadata, NONE_OF_IT):
             sealed_metadata = codec.seal_metadata(at, metadata)
         versions = {**checkpoint.get("channel_versions", {}), **new_versions}
         values = checkpoint.get("channel_values", {})

@@ -14,7 +14,7 @@ carried forward shared; one sealed under an older key is sealed again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine
@@ -76,7 +76,7 @@ class Placer:
     ) -> Steps[tuple[StoredValues, list[tuple[str, bytes]]]]:
         """Where each value of the checkpoint goes, and the objects to upload, sealed by
         `codec` (under the thread's key: `subjects.py`)."""
-        tid, ns, what = at.tid, at.ns, at.what
+        tid, ns = at.tid, at.ns
         carried = yield from self._parent_values(tid, ns, parent_id, versions, new_versions)
         budget = self.engine.budget()
         stored: StoredValues = {}
@@ -87,7 +87,7 @@ class Placer:
             if channel not in new_versions and old is not None and old.version == version:
                 if old.blob is not None and _stale(codec.sealer, old.blob):
                     # Carried forward from before a rotation: seal it under this commit's key.
-                    old = self._reseal_carried(tid, ns, channel, old, what, codec)
+                    old = self._reseal_carried(tid, ns, channel, old, at.what, codec)
                 if (old.blob is not None and budget.take(old.blob, carried=True)) or (
                     old.leaf is not None
                 ):
@@ -95,7 +95,7 @@ class Placer:
                     continue
             if channel in values:
                 value_at = ValueAt(tid, ns, channel, version)
-                with serializing(f"{what}: channel {channel!r}", values[channel], NONE_OF_IT):
+                with serializing(_holder(at, channel), values[channel], NONE_OF_IT):
                     fresh.append(self._seal_fresh(value_at, values[channel], old, codec))
         uploads: list[tuple[str, bytes]] = []
         # Smallest first, so the inline budget keeps as many values out of S3 as it can.
@@ -211,3 +211,8 @@ def _stale(sealer: Sealer, blob: bytes) -> bool:
     before the thread's data subject had a key (`subjects.py`)."""
     sealing = sealer.sealing_id
     return sealing is not None and sealer.key_id_of(blob) != sealing
+
+
+def _holder(at: CheckpointAt, channel: str) -> Callable[[], str]:
+    """What an error names as holding a channel's value, made only if one is raised."""
+    return lambda: f"{at.what}: channel {channel!r}"
