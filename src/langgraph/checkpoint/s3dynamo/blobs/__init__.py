@@ -257,8 +257,9 @@ class BlobEngine:
         at_ms = plan.at_ms if plan.at_ms is not None else int(self.clock() * 1000)
         if plan.orphans:
             self.name_orphans(plan.owner, plan.orphans, at_ms)
-        intent = self.journal.open(plan.owner, [key for key, _ in plan.uploads], at_ms)
+        intent = None
         if plan.uploads:
+            intent = self.journal.open(plan.owner, [key for key, _ in plan.uploads], at_ms)
             self.objects.upload(plan.uploads)
         if plan.overwrites:
             self.objects.overwrite(plan.overwrites)
