@@ -17,8 +17,8 @@ of one kind (batches of 25 or 100): request budgets are counted at this boundary
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, Protocol, TypeAlias
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 from langgraph.checkpoint.s3dynamo.errors import ConcurrentUpdateError
 from langgraph.checkpoint.s3dynamo.format.schema import PARTITION_KEY, SORT_KEY
@@ -186,18 +186,21 @@ class Put(NamedTuple):
         return key_of(self.item)
 
 
-@dataclass(frozen=True)
-class Update:
+# The default of an Update's mappings: one shared, so read-only.
+NO_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({})
+
+
+class Update(NamedTuple):
     """Change some attributes of an item (made if absent): `set` them, `keep` each value
     only where the attribute is absent, `remove` attributes, `add` to a number (from 0)
     or to a string set, `take` members out of a string set (an emptied set is gone)."""
 
     key: ItemKey
-    set: Mapping[str, Value] = field(default_factory=dict)
-    keep: Mapping[str, Value] = field(default_factory=dict)
+    set: Mapping[str, Value] = NO_ATTRIBUTES
+    keep: Mapping[str, Value] = NO_ATTRIBUTES
     remove: tuple[str, ...] = ()
-    add: Mapping[str, int | frozenset[str]] = field(default_factory=dict)
-    take: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    add: Mapping[str, int | frozenset[str]] = NO_ATTRIBUTES
+    take: Mapping[str, frozenset[str]] = NO_ATTRIBUTES
     when: When | None = None
     refusal: Refusal | None = None
 

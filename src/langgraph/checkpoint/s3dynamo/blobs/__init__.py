@@ -182,7 +182,7 @@ class BlobEngine:
             return table.query(
                 step.partition,
                 where=step.where,
-                index=step.index,
+                index=step.index_name,
                 descending=step.descending,
                 limit=step.limit,
                 cursor=step.cursor,

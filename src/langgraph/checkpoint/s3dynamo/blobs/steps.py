@@ -15,7 +15,6 @@ budgets are counted at this boundary as at the ports'.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeAlias, TypeVar
 
 from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
@@ -29,13 +28,13 @@ Steps: TypeAlias = Generator[Any, Any, _R]
 # engine tells them apart with isinstance.
 
 
-@dataclass(frozen=True)
-class Query:
-    """One page of a partition (or of an index's), as `Table.query` reads it."""
+class Query(NamedTuple):
+    """One page of a partition (or of an index's: `index_name`), as `Table.query` reads
+    it."""
 
     partition: str
     where: When | None = None
-    index: str | None = None
+    index_name: str | None = None
     descending: bool = False
     limit: int | None = None
     cursor: Item | None = None

@@ -147,14 +147,14 @@ class WritesRecord:
 Record = CheckpointRecord | WritesRecord
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):
     """What an operation in progress hides of a namespace's records from readers (a
     delete, a copy or import at its target, a prune): the checkpoints with an id up to
     `upto` (inclusive) except those in `keep`, and those in `ids`, each with its writes.
     It sorts above every checkpoint of its namespace (`layout.mark_sk`), so the reader's
     descending Query meets it first; written before the operation's first change and
-    removed after its last (docs/RELIABILITY.md)."""
+    removed after its last (docs/RELIABILITY.md). A named tuple, as `Stamp` is: kinds
+    are told apart with `isinstance`, never by comparing."""
 
     pk: str
     sk: str

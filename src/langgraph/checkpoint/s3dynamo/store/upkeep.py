@@ -237,7 +237,7 @@ class Upkeep:
         while True:
             try:
                 page = self._engine.do(
-                    Query(partition, where=where, index=IDLE_INDEX, cursor=cursor)
+                    Query(partition, where=where, index_name=IDLE_INDEX, cursor=cursor)
                 )
             except (StorageError, StoreMissingError) as exc:
                 # DynamoDB: ValidationException naming the index; moto: ResourceNotFound.
@@ -280,7 +280,7 @@ class Upkeep:
     def run_checkpoints(self, run_ids: Sequence[str]) -> list[ItemKey]:
         """Checkpoints these runs created, through the run index."""
         names = [self._namer.run(str(r)) for r in dict.fromkeys(run_ids)]
-        found = self._run(each([every_item(n, index=RUN_INDEX) for n in names]))
+        found = self._run(each([every_item(n, index_name=RUN_INDEX) for n in names]))
         return [key_of(i) for items in found for i in items]
 
     def item_size(self, record: Record) -> int:
