@@ -103,7 +103,7 @@ def test_keys_in_the_environment_form_are_the_keys_the_environment_gives(
     [
         (
             "k1",
-            r"keys \(S3DYNAMO_KEYS' form\): keyring entry 'k1'\.\.\. has no id: "
+            r"keys \(S3DYNAMO_KEYS' form\): keyring entry 'k1' has no id: "
             "expected 'id:base64key'",
         ),
         (

@@ -82,12 +82,15 @@ class Keyring:
         `source` names where the text came from, at the start of every message."""
         at = f"{source}: " if source else ""
         keys: dict[str, bytes] = {}
-        for entry in filter(None, (e.strip() for e in spec.split(","))):
+        entries = [e.strip() for e in spec.split(",") if e.strip()]
+        for n, entry in enumerate(entries, 1):
             key_id, sep, b64 = entry.partition(":")
             key_id = key_id.strip()
             if not sep or not key_id:
+                # An entry long enough to hold a key is not shown: messages reach logs.
+                shown = repr(entry) if len(entry) < 16 else f"{n} ({len(entry)} characters)"
                 raise InvalidConfigError(
-                    f"{at}keyring entry {entry[:12]!r}... has no id: expected 'id:base64key'"
+                    f"{at}keyring entry {shown} has no id: expected 'id:base64key'"
                 )
             if key_id in keys:
                 raise InvalidConfigError(
