@@ -188,6 +188,7 @@ def test_one_key_id_given_two_keys_is_refused_naming_the_id() -> None:
             from_env(S3DYNAMO_KEYS=spec, S3DYNAMO_SECRET=SEALED["S3DYNAMO_SECRET"])
         assert KEY[:6] not in str(raised.value)
         assert "keyring entry 1 (" in str(raised.value)
+        assert "Put an id before it, 'k1:<the key>'" in str(raised.value)
 
 
 @pytest.mark.parametrize(

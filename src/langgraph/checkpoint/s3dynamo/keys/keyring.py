@@ -88,9 +88,13 @@ class Keyring:
             key_id = key_id.strip()
             if not sep or not key_id:
                 # An entry long enough to hold a key is not shown: messages reach logs.
-                shown = repr(entry) if len(entry) < 16 else f"{n} ({len(entry)} characters)"
+                if len(entry) < 16:
+                    shown, hint = repr(entry), ""
+                else:
+                    shown = f"{n} ({len(entry)} characters)"
+                    hint = ": a key alone? Put an id before it, 'k1:<the key>'"
                 raise InvalidConfigError(
-                    f"{at}keyring entry {shown} has no id: expected 'id:base64key'"
+                    f"{at}keyring entry {shown} has no id: expected 'id:base64key'{hint}"
                 )
             if key_id in keys:
                 raise InvalidConfigError(
