@@ -13,13 +13,12 @@ Clients the saver builds come from one botocore session per process
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -200,8 +199,7 @@ class Clients:
         return KmsKeys(self.kms, self.settings.kms_key_id or "")
 
 
-@dataclass
-class Components:
+class Components(NamedTuple):
     settings: Settings
     clients: Clients
     source: KeySource
@@ -451,7 +449,7 @@ def with_serde(parts: Components, serde: Callable[[], SerializerProtocol]) -> Co
     hold the codec. Settings, clients, ports, keys, the deployment check and every cache
     stay the original's; nothing is built that sends a request."""
     codec = Codec(parts.sealer, serde)
-    return dataclasses.replace(parts, codec=codec, store=parts.store.with_codec(codec))
+    return parts._replace(codec=codec, store=parts.store.with_codec(codec))
 
 
 # Random numbers that must differ between processes: drawn from the OS each time, so no

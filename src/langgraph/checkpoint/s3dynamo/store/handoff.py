@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.errors import ThreadDeletedError
@@ -113,19 +112,20 @@ CARRY_CACHE_SIZE = 256
 CATALOGUED_CACHE_SIZE = 4096
 
 
-@dataclass
 class Made:
     """A checkpoint this store loaded or wrote to lately: whether a run loaded it,
     whether this store committed it (or is committing it), the writes records it wrote
     for it, whether a commit found its namespace deleted since, and the error its own
-    put was refused with for good (`refused`)."""
+    put was refused with for good (`refused`). One is made per checkpoint a put or a
+    read meets: a class with slots, smaller than a dataclass's instance and with no
+    methods to compile at import."""
 
-    loaded: bool = False
-    ours: bool = False
-    committed: bool = False
-    writes: list[ItemKey] = field(default_factory=list)
-    dead: bool = False
-    refused: Exception | None = None
+    __slots__ = ("committed", "dead", "loaded", "ours", "refused", "writes")
+
+    def __init__(self) -> None:
+        self.loaded = self.ours = self.committed = self.dead = False
+        self.writes: list[ItemKey] = []
+        self.refused: Exception | None = None
 
 
 class Handoff:

@@ -28,7 +28,6 @@ skeletons), as a `CheckpointAt`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
@@ -120,8 +119,7 @@ class BundleBlob(NamedTuple):
     owner: str | None = None
 
 
-@dataclass
-class Blobs:
+class Blobs(NamedTuple):
     """Everything sealed that one checkpoint holds or references."""
 
     entry: Entry
