@@ -82,7 +82,7 @@ class Keyring:
         `source` names where the text came from, at the start of every message."""
         at = f"{source}: " if source else ""
         keys: dict[str, bytes] = {}
-        entries = [e.strip() for e in spec.split(",") if e.strip()]
+        entries = filter(None, (e.strip() for e in spec.split(",")))
         for n, entry in enumerate(entries, 1):
             key_id, sep, b64 = entry.partition(":")
             key_id = key_id.strip()
