@@ -11,7 +11,7 @@ import pytest
 
 from langgraph.checkpoint.s3dynamo import RegionNotSetError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends import aws_clients
-from langgraph.checkpoint.s3dynamo.executor import DEFAULT_ASYNC_WORKERS
+from langgraph.checkpoint.s3dynamo.config.settings import DEFAULT_ASYNC_WORKERS
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 
 

@@ -20,7 +20,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver, executor
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.config.settings import Settings
+from langgraph.checkpoint.s3dynamo.config.settings import DEFAULT_ASYNC_WORKERS, Settings
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
 from tests.support.memory_index import MemoryIndex
@@ -164,7 +164,7 @@ def test_the_async_methods_never_use_the_loops_default_executor() -> None:
 def test_the_pool_size_is_a_setting_and_an_environment_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Settings().async_workers == executor.DEFAULT_ASYNC_WORKERS
+    assert Settings().async_workers == DEFAULT_ASYNC_WORKERS
     monkeypatch.setenv("S3DYNAMO_ASYNC_WORKERS", "12")
     assert Settings().async_workers == 12
     assert Settings(async_workers=3).async_workers == 3

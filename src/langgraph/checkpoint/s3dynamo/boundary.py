@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Annotated, Any, TypeVar, get_origin
 
-from langgraph.checkpoint.s3dynamo import executor, telemetry
+from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.config.arguments import Check
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -62,6 +62,8 @@ def twin(method: Callable[..., _R]) -> Callable[..., Coroutine[Any, Any, _R]]:
 
     @functools.wraps(method)
     async def run(self: Any, *args: Any, **kwargs: Any) -> _R:
+        from langgraph.checkpoint.s3dynamo import executor  # a sync caller never needs it
+
         return await executor.run(self.async_workers(), method, self, *args, **kwargs)
 
     run.__name__ = run.__qualname__ = f"a{method.__name__}"

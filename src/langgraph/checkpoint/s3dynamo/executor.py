@@ -4,9 +4,9 @@ The async methods run the sync core in a worker thread (`saver.py` says why). No
 event loop's default executor: its min(32, cpus + 4) threads (6 on 2 cores) are shared
 with everything else the application sends there, and capped a server's concurrent runs
 at 6 requests in flight while the clients held 32 connections (issue 31). Every saver of
-the process (and whatever else is built on the same storage) shares one pool of
-`DEFAULT_ASYNC_WORKERS` threads; a saver given another `async_workers` shares the pool of
-that size. Threads start only when a call finds none idle, so an unused size costs nothing.
+the process (and what shares its storage) shares a pool of `DEFAULT_ASYNC_WORKERS` threads
+(`config/settings.py`), or of the size it is given; threads start when a call finds none
+idle. A process that makes no async call never loads this module.
 
 Why not native async clients (aiobotocore): a second I/O path beside the sync one, a heavy
 dependency, and the measurement (benchmarks/async_scaling.md) shows the pool reaching the
@@ -38,18 +38,11 @@ import functools
 import os
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from langgraph.checkpoint.s3dynamo.config.arguments import whole
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
-
 R = TypeVar("R")
-
-ENV = "S3DYNAMO_ASYNC_WORKERS"
-# Chosen by benchmarks/async_scaling.py (issue 31): see docs/OPERATIONS.md.
-DEFAULT_ASYNC_WORKERS = 64
 
 # Calls of one event loop handed to a pool at once, per worker (module docstring).
 ADMITTED_PER_WORKER = 2
@@ -60,24 +53,6 @@ _lock = threading.Lock()
 _gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore]] = (
     weakref.WeakKeyDictionary()
 )
-
-
-def workers_from_env(env: Mapping[str, str] | None = None) -> int:
-    """The pool size `S3DYNAMO_ASYNC_WORKERS` asks for, else the default."""
-    raw = (os.environ if env is None else env).get(ENV, "").strip()
-    if not raw:
-        return DEFAULT_ASYNC_WORKERS
-    size = whole(ENV, raw, unit="threads", spelled=True)  # as the argument's text is
-    check_workers(size, ENV)
-    return size
-
-
-def check_workers(size: int, name: str = "async_workers") -> None:
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InvalidConfigError(
-            f"{name} must be a whole number of threads, at least 1, got {size!r}; the "
-            f"default is {DEFAULT_ASYNC_WORKERS}"
-        )
 
 
 def pool(size: int) -> ThreadPoolExecutor:

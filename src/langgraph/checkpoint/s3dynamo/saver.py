@@ -34,7 +34,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langgraph.checkpoint.s3dynamo import compose, executor, telemetry
+from langgraph.checkpoint.s3dynamo import compose, telemetry
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.config import arguments
@@ -441,6 +441,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
 
     @public()
     async def aget_tuple(self, config: Config) -> CheckpointTuple | None:
+        from langgraph.checkpoint.s3dynamo import executor  # a sync caller never needs it
+
         tid, ns, cid = target(config)
         found = await executor.run(self.settings.async_workers, self._read_tuple, tid, ns, cid)
         self.store.got(tid, ns, cid, found)
@@ -455,6 +457,8 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         before: MaybeConfig = None,
         limit: MaybeWhole = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        from langgraph.checkpoint.s3dynamo import executor
+
         self._listed(config)
         listed = self.list(config, filter=filter, before=before, limit=limit)
         async for item in executor.pulled(self.settings.async_workers, listed):

@@ -29,7 +29,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
-from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
 from langgraph.checkpoint.s3dynamo.blobs.lazy_ports import LazyPorts
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
 from langgraph.checkpoint.s3dynamo.blobs.placement import InlineBudget
@@ -56,6 +55,7 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
+    from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
 
 __all__ = ["BlobEngine", "BlobPolicy", "LazyPorts", "Steps", "WritePlan"]
 
@@ -126,9 +126,15 @@ class BlobEngine:
         self.opened: Lru[str, tuple[object, int]] = Lru(
             OPENED_BYTES, weigh=lambda entry: entry[1], largest=OPENED_BYTES // 2
         )
-        self.journal = Journal(ports)
         # Stamps intents of plans that bring no time of their own; tests replace it.
         self.clock: Callable[[], float] = time.time
+
+    @cached_property
+    def journal(self) -> Journal:
+        """The upload journal: loaded by the first write that uploads an object."""
+        from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
+
+        return Journal(self.ports)
 
     @cached_property
     def collector(self) -> Collector:

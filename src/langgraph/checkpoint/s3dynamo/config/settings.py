@@ -54,7 +54,6 @@ from langgraph.checkpoint.s3dynamo.config.arguments import (
 from langgraph.checkpoint.s3dynamo.config.aws_names import AN_AWS_REGION, region_name
 from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
-from langgraph.checkpoint.s3dynamo.executor import check_workers, workers_from_env
 from langgraph.checkpoint.s3dynamo.format.catalog_records import MAX_FIELDS as MAX_CATALOG_FIELDS
 from langgraph.checkpoint.s3dynamo.format.catalog_records import (
     declared_fields,
@@ -70,6 +69,10 @@ from langgraph.checkpoint.s3dynamo.keys.keyring import (
     keyring_of,
     secret_bytes,
 )
+
+# Worker threads of the process-wide pool async calls run in (`executor.py`), chosen by
+# benchmarks/async_scaling.py (issue 31): see docs/OPERATIONS.md.
+DEFAULT_ASYNC_WORKERS = 64
 
 # Objects this process wrote or read lately, kept in memory (see blobs/objects.py).
 DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
@@ -214,6 +217,25 @@ def refuse_misspelled(env: Mapping[str, str]) -> None:
                     f"would be ignored; did you mean {near[0]}? Rename it (the README's "
                     "Configuration lists every variable)"
                 )
+
+
+def workers_from_env(env: Mapping[str, str] | None = None) -> int:
+    """The pool size `S3DYNAMO_ASYNC_WORKERS` asks for, else the default."""
+    name = "S3DYNAMO_ASYNC_WORKERS"
+    raw = (os.environ if env is None else env).get(name, "").strip()
+    if not raw:
+        return DEFAULT_ASYNC_WORKERS
+    size = whole(name, raw, unit="threads", spelled=True)  # as the argument's text is
+    check_workers(size, name)
+    return size
+
+
+def check_workers(size: int, name: str = "async_workers") -> None:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidConfigError(
+            f"{name} must be a whole number of threads, at least 1, got {size!r}; the "
+            f"default is {DEFAULT_ASYNC_WORKERS}"
+        )
 
 
 def catalog_fields(name: str, value: object) -> tuple[str, ...]:

@@ -9,17 +9,19 @@ walks of `get_delta_channel_history`, which then read nothing again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointTuple, PendingWrite, writes_sort_key
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.config.runnable_config import make_config
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists
 from langgraph.checkpoint.s3dynamo.store.finder import Entry
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
 from langgraph.checkpoint.s3dynamo.store.walker import STORE_KEYS, Blobs, Typed, ValueBlob, Walker
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists
 
 # Checkpoints whose values are fetched in one S3 wave while listing.
 LIST_PAGE = 32
@@ -82,6 +84,8 @@ class Decoder:
         remaining = limit
         page: list[Entry] = []
         parents: set[tuple[str, str, str]] = set()
+        from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists  # listings only
+
         lists = GrowingLists(self.walker.codec.serde)
         for entry in entries:
             if filter:
