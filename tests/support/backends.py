@@ -5,13 +5,16 @@ that takes the `backend` fixture (tests/conftest.py) runs once on each."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
+from langgraph.checkpoint.s3dynamo.format.schema import PARTITION_KEY, SORT_KEY
 from tests.support.memory_index import MemoryIndex
 from tests.support.savers import Clients, RequestCounter, make_saver
 from tests.support.unchanged import Contents, aws_contents, memory_contents, unobserved
@@ -45,12 +48,13 @@ class Backend:
         calls: Callable[[], Counter[str]],
         reset: Callable[[], None],
         contents: Callable[[], Contents],
+        watch: Callable[[Watch | None], None],
     ) -> None:
         self.name, self.bucket = name, bucket
         self.keys = {"k1": os.urandom(32)}
         self.secret = os.urandom(16)
         self._make, self._calls, self._reset = make, calls, reset
-        self._contents = contents
+        self._contents, self._watch = contents, watch
 
     def saver(self, *, setup: bool = True, **kwargs: Any) -> S3DynamoSaver:
         """A saver on this storage with this deployment's keys and secret (override
@@ -81,8 +85,53 @@ class Backend:
         (`tests/support/unchanged.py`, which compares two of them)."""
         return self._contents()
 
+    @contextlib.contextmanager
+    def before_request(
+        self, when: Callable[[list[ItemKey]], bool], act: Callable[[], object]
+    ) -> Iterator[None]:
+        """Run `act` once, inside the block, before the first table request for which
+        `when` holds, given the keys the request writes (none for a read): a race put at
+        a point of a protocol that its requests show. Requests `act` sends are not seen."""
+        fired = False
+
+        def see(keys: list[ItemKey]) -> None:
+            nonlocal fired
+            if not fired and when(keys):
+                fired = True
+                act()
+
+        self._watch(see)
+        try:
+            yield
+        finally:
+            self._watch(None)
+        assert fired, "no request of the block matched"
+
     def __repr__(self) -> str:
         return f"<{self.name} backend>"
+
+
+# Called before each table request with the keys it writes (none for a read).
+Watch = Callable[[list[ItemKey]], None]
+
+# The operations that write, and where each request names its items or their keys.
+_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+
+
+def _written(operation: str, params: dict[str, Any]) -> list[ItemKey]:
+    """The keys a DynamoDB request (as its caller's parameters) writes."""
+    if operation not in _WRITES:
+        return []
+    if operation == "TransactWriteItems":
+        found = [next(iter(t.values())) for t in params["TransactItems"]]
+    elif operation == "BatchWriteItem":
+        found = [
+            next(iter(r.values())) for requests in params["RequestItems"].values() for r in requests
+        ]
+    else:
+        found = [params]
+    items = [f.get("Item") or f["Key"] for f in found]
+    return [ItemKey(i[PARTITION_KEY]["S"], i[SORT_KEY]["S"]) for i in items]
 
 
 def memory_backend() -> Backend:
@@ -110,8 +159,13 @@ def memory_backend() -> Backend:
         for store in stores.values():
             store.calls.clear()
 
+    def watch(see: Watch | None) -> None:
+        index.watch = see
+
     objects(bucket)
-    return Backend("memory", bucket, make, calls, reset, lambda: memory_contents(index, stores))
+    return Backend(
+        "memory", bucket, make, calls, reset, lambda: memory_contents(index, stores), watch
+    )
 
 
 def aws_backend(clients: Clients) -> Backend:
@@ -130,6 +184,17 @@ def aws_backend(clients: Clients) -> Backend:
             lookers.extend(unobserved(c) for c in clients)
         return aws_contents(*lookers, clients.table, clients.bucket)
 
+    watching: list[Watch] = []
+
+    def before(params: dict[str, Any], model: Any, **_: Any) -> None:
+        for see in watching:
+            see(_written(model.name, params))
+
+    clients[0].meta.events.register("before-parameter-build.dynamodb", before)
+
+    def watch(see: Watch | None) -> None:
+        watching[:] = [see] if see else []
+
     return Backend(
-        "aws", clients.bucket, make, lambda: Counter(counter.calls), counter.reset, contents
+        "aws", clients.bucket, make, lambda: Counter(counter.calls), counter.reset, contents, watch
     )

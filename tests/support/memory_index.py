@@ -1,10 +1,13 @@
 """The in-memory table with views of what it holds, for tests that inspect raw storage:
 records, marks, heads, leases, intents, loans, the thread catalog, the deployment's records
-and the Store's items, each parsed by its format (no request counted)."""
+and the Store's items, each parsed by its format (no request counted); and a watch that
+sees each request before it is applied (`Backend.before_request`)."""
 
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 from langgraph.checkpoint.s3dynamo.format.layout import (
@@ -44,12 +47,47 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     index_from,
     row_from,
 )
-from langgraph.checkpoint.s3dynamo.table import Item, key_of
+from langgraph.checkpoint.s3dynamo.table import Item, Page, Write, Written, key_of
 
 
 class MemoryIndex(MemoryTable):
     """The in-memory table, with views of what is stored for tests that inspect raw
-    storage (no request counted)."""
+    storage (no request counted). `watch`, when set, is called before each request with
+    the keys it writes (none for a read)."""
+
+    watch: Callable[[builtins.list[ItemKey]], None] | None = None
+
+    def _seen(self, keys: builtins.list[ItemKey]) -> None:
+        if self.watch is not None:
+            self.watch(keys)
+
+    def get(self, key: ItemKey, *, consistent: bool = True) -> Item | None:
+        self._seen([])
+        return super().get(key, consistent=consistent)
+
+    def get_many(self, keys: Sequence[ItemKey], *, consistent: bool = False) -> builtins.list[Item]:
+        self._seen([])
+        return super().get_many(keys, consistent=consistent)
+
+    def query(self, partition: str, **query: Any) -> Page:
+        self._seen([])
+        return super().query(partition, **query)
+
+    def scan(self, **scan: Any) -> Page:
+        self._seen([])
+        return super().scan(**scan)
+
+    def write(self, write: Write, **options: Any) -> Written:
+        self._seen([write.key])
+        return super().write(write, **options)
+
+    def transact(self, writes: Sequence[Write]) -> None:
+        self._seen([w.key for w in writes])
+        super().transact(writes)
+
+    def batch(self, puts: Sequence[Item] = (), deletes: Sequence[ItemKey] = ()) -> None:
+        self._seen([key_of(i) for i in puts] + builtins.list(deletes))
+        super().batch(puts, deletes)
 
     def clone(self) -> MemoryIndex:
         """An independent copy of everything stored (tests fork a store this way)."""

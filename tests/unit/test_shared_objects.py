@@ -24,13 +24,15 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import (
+    BORROW_PREFIX,
+    LOAN_PREFIX,
     borrow_sk,
     control_pk,
     loan_sk,
     shared_leaf,
     split_write_ref,
 )
-from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord, WritesRecord
+from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord, ItemKey, WritesRecord
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.scenarios import ask_graph, chat_graph, snapshot_view
@@ -253,39 +255,45 @@ def test_reencryption_of_a_copy_and_of_its_source(backend: Backend) -> None:
     assert history(chat_graph(backend.saver(keys=new, active_key="k2")), "dst") == copied
 
 
-def test_a_copy_racing_a_delete_of_its_source_loses_nothing(saver: S3DynamoSaver) -> None:
+def lends(keys: list[ItemKey]) -> bool:
+    """A request that writes a copy's borrowings or loans."""
+    return any(k.sk.startswith((BORROW_PREFIX, LOAN_PREFIX)) for k in keys)
+
+
+def test_a_copy_racing_a_delete_of_its_source_loses_nothing(backend: Backend) -> None:
+    saver = backend.saver()
     graph = source(saver)
-    copier = saver.store._copier
-    loan = copier._loan
-
-    def delete_first(borrower: str, lenders: Any) -> Any:
-        saver.delete_thread("src")  # read by the copy before, deleted before the loans
-        yield from loan(borrower, lenders)
-
-    copier._loan = delete_first  # type: ignore[method-assign]
-    with pytest.raises(ConcurrentUpdateError, match="deleted or hidden meanwhile"):
+    # Read by the copy before, deleted before its loans are written.
+    with (
+        backend.before_request(lends, lambda: saver.delete_thread("src")),
+        pytest.raises(ConcurrentUpdateError, match="deleted or hidden meanwhile"),
+    ):
         saver.copy_thread("src", "dst")
-    copier._loan = loan  # type: ignore[method-assign]
     assert history(graph, "dst") == [] and history(graph, "src") == []
     assert objects(saver) == {} and loans(saver, "src") == []
 
 
-def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(
-    saver: S3DynamoSaver,
-) -> None:
+def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(backend: Backend) -> None:
+    saver = backend.saver()
     graph = source(saver)
     before = history(graph, "src")
-    copier = saver.store._copier
-    original = copier._loan
+    lent: list[bool] = []
 
-    def then_delete(borrower: str, lenders: Any) -> Any:
-        yield from original(borrower, lenders)
-        # The loans stand: a delete now keeps every object they name.
+    def after_the_loans(keys: list[ItemKey]) -> bool:
+        if lends(keys):
+            lent.append(True)
+            return False
+        return bool(lent)
+
+    def delete() -> None:
         saver.delete_thread("src")
+        # The loans stand: a delete now keeps every object they name.
         assert objects(saver)
 
-    copier._loan = then_delete  # type: ignore[method-assign]
-    with pytest.raises(ConcurrentUpdateError):
+    with (
+        backend.before_request(after_the_loans, delete),
+        pytest.raises(ConcurrentUpdateError),
+    ):
         saver.copy_thread("src", "dst")
     assert before
     assert history(graph, "dst") == [] and history(graph, "src") == []
