@@ -407,7 +407,6 @@ PUT_PATH = {
     "store/format.py",
     "store/handoff.py",
     "store/placing.py",
-    "store/upkeep.py",
     "table.py",
     "telemetry.py",
 }

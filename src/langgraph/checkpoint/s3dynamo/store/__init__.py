@@ -264,8 +264,8 @@ class ThreadStore(Upkeep):
     def read(self, tid: str, ns: str, cid: str | None = None) -> Entry | None:
         """A namespace's latest checkpoint, or the one `cid` names: one Query."""
         if cid:
-            return self._run(self._finder.read_checkpoint(tid, ns, cid))
-        return self._run(self._finder.read_latest(tid, ns))
+            return self._engine.run(self._finder.read_checkpoint(tid, ns, cid))
+        return self._engine.run(self._finder.read_latest(tid, ns))
 
     def decode(self, entry: Entry) -> CheckpointTuple:
         """One checkpoint decoded for a run that continues from it: its stored values
@@ -285,7 +285,7 @@ class ThreadStore(Upkeep):
 
     def entries(self, tid: str, before_id: str | None = None) -> list[Entry]:
         """Every checkpoint of a thread no mark hides, every namespace, newest first."""
-        return self._run(self._finder.thread_entries(tid, before_id))
+        return self._engine.run(self._finder.thread_entries(tid, before_id))
 
     def checkpoints(
         self, tid: str, ns: str | None, cid: str | None, before_id: str | None
@@ -306,7 +306,7 @@ class ThreadStore(Upkeep):
         """`list(None, filter=...)`'s checkpoints: through the catalog, else a Scan.
         Threads that do not open with these keys are skipped, into `skipped`, with a
         warning."""
-        found = self._run(self._threads.listing(filter, before_id, skipped))
+        found = self._engine.run(self._threads.listing(filter, before_id, skipped))
         warn_skipped("list(None)", skipped)
         return found
 
@@ -314,7 +314,7 @@ class ThreadStore(Upkeep):
         self, metadata: Mapping[str, Any] | None, limit: int, before: Before
     ) -> ThreadSummaries:
         """`search_threads` (`search.py`)."""
-        return self._run(self._threads.search(metadata, limit, before))
+        return self._engine.run(self._threads.search(metadata, limit, before))
 
     def got(self, tid: str, ns: str, asked: str | None, found: CheckpointTuple | None) -> None:
         """A run read namespace `ns` of `tid` asking for `asked` (None: the latest), and
@@ -387,7 +387,7 @@ class ThreadStore(Upkeep):
         (`SubjectKeyChangedError`), sealed again and run once more."""
         subjects = self._subjects
         if subjects is None:
-            return self._run(commit(None))
+            return self._engine.run(commit(None))
         from langgraph.checkpoint.s3dynamo.keys.subjects import sealing_key
 
         for attempt in range(2):
@@ -395,7 +395,7 @@ class ThreadStore(Upkeep):
             key, fence = subjects.for_thread(tid, known, metadata, configurable)
             sealing = None if key is None else Sealing(self._codec.under(sealing_key(key)), fence)
             try:
-                done = self._run(commit(sealing))
+                done = self._engine.run(commit(sealing))
             except SubjectKeyChangedError:
                 assert key is not None
                 subjects.forget(key.token)
@@ -419,7 +419,7 @@ class ThreadStore(Upkeep):
         """Delete a thread whole (`removal.py`); what it found and removed."""
         from langgraph.checkpoint.s3dynamo.store.removal import WHOLE
 
-        removed = self._run(self._remover.remove(self._namer.thread(tid), WHOLE, tid=tid))
+        removed = self._engine.run(self._remover.remove(self._namer.thread(tid), WHOLE, tid=tid))
         self.forget()
         return removed
 
@@ -429,11 +429,11 @@ class ThreadStore(Upkeep):
         from langgraph.checkpoint.s3dynamo.store.removal import Keep
 
         keep = Keep(latest=keep_last)
-        return self._run(self._remover.remove(self._namer.thread(tid), keep, tid=tid))
+        return self._engine.run(self._remover.remove(self._namer.thread(tid), keep, tid=tid))
 
     def expire(self, name: str, keep: Keep, terms: Terms) -> Removed:
         """Retention's removal of the thread named `name` as stored, under its lease."""
-        return self._run(self._remover.remove(name, keep, terms=terms))
+        return self._engine.run(self._remover.remove(name, keep, terms=terms))
 
     def remove_checkpoints(self, checkpoints: Sequence[ItemKey]) -> int:
         """Remove these checkpoints (keys of checkpoint records, of any threads) with
@@ -448,7 +448,7 @@ class ThreadStore(Upkeep):
             self._remover.remove(name, Keep(only=frozenset(keys)))
             for name, keys in sorted(by_thread.items())
         ]
-        found = self._run(each(removals))
+        found = self._engine.run(each(removals))
         self.forget()
         return sum(r.records for r in found)
 
@@ -460,24 +460,24 @@ class ThreadStore(Upkeep):
 
     def copy(self, src: str, dst: str, keep_last: int | None = None) -> int:
         """Copy a thread (`copying.py`); how many checkpoints it wrote."""
-        written = self._run(self._copier.copy(src, dst, keep_last))
+        written = self._engine.run(self._copier.copy(src, dst, keep_last))
         self.forget()
         return written
 
     def check_copy(self, src: str, dst: str, entries: Sequence[Entry]) -> None:
         """Refuse, before any plan, what a copy of these checkpoints of `src` to `dst`
         would refuse: the source itself, a target with checkpoints of its own."""
-        self._run(self._copier.check_target(src, dst, entries))
+        self._engine.run(self._copier.check_target(src, dst, entries))
 
     def newest(self, tid: str, keep_last: int) -> list[Entry]:
         """What a copy with `keep_last` copies of a thread, newest first."""
-        return self._run(self._copier.newest(tid, keep_last))
+        return self._engine.run(self._copier.newest(tid, keep_last))
 
     def present(self, tid: str) -> Present:
         """What an import finds of a thread here (one read of its partition)."""
         from langgraph.checkpoint.s3dynamo.store.copying import Present
 
-        records, marks = self._run(self._finder.items(self._namer.thread(tid)))
+        records, marks = self._engine.run(self._finder.items(self._namer.thread(tid)))
         veil = Veil(marks)
         return Present(
             tid,
@@ -505,7 +505,7 @@ class ThreadStore(Upkeep):
             yield from ()
 
         latest = self._copier.latest(tid, checkpoints)
-        self._run(
+        self._engine.run(
             self._copier.hidden(tid, hidden, here.copying, writing(), latest, reopen_only=True)
         )
 

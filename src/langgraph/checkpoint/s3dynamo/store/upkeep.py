@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
@@ -22,7 +22,6 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Batch,
     NameOrphans,
     Query,
-    Steps,
     each,
     every_item,
     one,
@@ -93,8 +92,6 @@ if TYPE_CHECKING:  # maintenance's own parts load when maintenance runs
     from langgraph.checkpoint.s3dynamo.store.removal import Removed, Remover
     from langgraph.checkpoint.s3dynamo.store.sealed import Lister, Sealed, SealedThread
 
-_R = TypeVar("_R")
-
 
 class Upkeep:
     """Maintenance methods over the parts a `ThreadStore` builds (module docstring)."""
@@ -128,10 +125,6 @@ class Upkeep:
 
         return Lister(self._finder, self._walker)
 
-    def _run(self, protocol: Steps[_R]) -> _R:
-        """Run a protocol of the store's parts on the engine."""
-        return self._engine.run(protocol)
-
     # ------------------------------------------------------------ the catalog's build
 
     def catalog_entries(
@@ -158,8 +151,8 @@ class Upkeep:
         """Every record of a thread, hidden or not; of the deployment (a Scan) without,
         the control and catalog items it read added to `control` if given."""
         if tid is None:
-            return self._run(self._scope.records(control))
-        return self._run(self._finder.items(self._namer.thread(tid)))[0]
+            return self._engine.run(self._scope.records(control))
+        return self._engine.run(self._finder.items(self._namer.thread(tid)))[0]
 
     def audit(
         self,
@@ -176,7 +169,7 @@ class Upkeep:
 
         auditor = Auditor(self._catalog, self._namer)
         if tid is not None:
-            return self._run(auditor.thread(tid, records))
+            return self._engine.run(auditor.thread(tid, records))
         threads = {e.record.pk: e.tid for e in entries}
         catalog = [i for i in control if is_catalog_pk(str(i["pk"]))]
         own = [i for i in control if not is_catalog_pk(str(i["pk"]))]
@@ -225,7 +218,9 @@ class Upkeep:
 
     def partition_stamps(self, thread_name: str) -> list[Stamp]:
         """Key and write time of every item of a thread, read consistently."""
-        items = self._run(every_item(thread_name, consistent=True, attributes=STAMP_ATTRIBUTES))
+        items = self._engine.run(
+            every_item(thread_name, consistent=True, attributes=STAMP_ATTRIBUTES)
+        )
         return [stamp_from(i) for i in items]
 
     def idle_items(self, partition: str, every: bool = False) -> Iterator[list[ItemKey]]:
@@ -280,7 +275,7 @@ class Upkeep:
     def run_checkpoints(self, run_ids: Sequence[str]) -> list[ItemKey]:
         """Checkpoints these runs created, through the run index."""
         names = [self._namer.run(str(r)) for r in dict.fromkeys(run_ids)]
-        found = self._run(each([every_item(n, index_name=RUN_INDEX) for n in names]))
+        found = self._engine.run(each([every_item(n, index_name=RUN_INDEX) for n in names]))
         return [key_of(i) for items in found for i in items]
 
     def item_size(self, record: Record) -> int:
@@ -311,24 +306,24 @@ class Upkeep:
     ) -> set[str] | None:
         """The mark of garbage collection: every leaf of a thread's objects its records
         reference or a loan lends (`Finder.live_leaves`); None without either."""
-        return self._run(self._finder.live_leaves(thread_name, skipped))
+        return self._engine.run(self._finder.live_leaves(thread_name, skipped))
 
     def lent_leaves(self, thread_name: str) -> set[str]:
         """Leaves of a thread's objects its (backed) loans name."""
-        return self._run(self._finder.lent_leaves(thread_name))
+        return self._engine.run(self._finder.lent_leaves(thread_name))
 
     def unbacked_loans(self, thread_name: str) -> list[Loan]:
         """A thread's loans that no borrowing backs (written by someone else)."""
-        return self._run(self._finder.unbacked_loans(thread_name))
+        return self._engine.run(self._finder.unbacked_loans(thread_name))
 
     def leftover_writes(self, names: Sequence[str] | None, before_s: int) -> list[ItemKey]:
         """Writes records written before `before_s` whose checkpoint record is not there,
         outside namespaces under a mark (`finder.leftover_writes`): of these threads (by
         name; one Query each), or of the deployment (a keys-and-stamps Scan)."""
         if names is None:
-            stamped: list[Record | Stamp | Mark] = [*self._run(self._scope.thread_stamps())]
+            stamped: list[Record | Stamp | Mark] = [*self._engine.run(self._scope.thread_stamps())]
         else:
-            found = self._run(each([self._finder.items(n) for n in names]))
+            found = self._engine.run(each([self._finder.items(n) for n in names]))
             stamped = [one for records, marks in found for one in (*records, *marks)]
         return leftover_writes(stamped, before_s)
 
@@ -336,7 +331,7 @@ class Upkeep:
         """Delete those of `planned` still leftover writes records of a thread, each only
         while unchanged, after an intent naming their objects (`Remover.leftovers`); how
         many."""
-        return self._run(self._remover.leftovers(thread_name, planned, before_s))
+        return self._engine.run(self._remover.leftovers(thread_name, planned, before_s))
 
     def collector(self) -> Collector:
         """The engine's garbage collection of this deployment's objects."""
@@ -375,14 +370,14 @@ class Upkeep:
         partition): what an erasure removes, even once the entries no longer open."""
         self._catalog.require_complete(field)
         listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
-        return sorted({e.thread_name for found in self._run(each(listed)) for e in found})
+        return sorted({e.thread_name for found in self._engine.run(each(listed)) for e in found})
 
     def subject_threads(self, field: str, values: Sequence[str]) -> list[str]:
         """The ids of every thread filed under these values of a declared field, each
         entry opened (`threads_of`, whose ids an export needs)."""
         self._catalog.require_complete(field)
         listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
-        found = {e for entries in self._run(each(listed)) for e in entries}
+        found = {e for entries in self._engine.run(each(listed)) for e in entries}
         return sorted({self._catalog.opened(e).tid for e in found})
 
     def remove_threads(self, names: Sequence[str]) -> list[Removed]:
@@ -390,7 +385,7 @@ class Upkeep:
         opened), in one wave; what each removal found and removed."""
         from langgraph.checkpoint.s3dynamo.store.removal import WHOLE
 
-        removed = self._run(each([self._remover.remove(name, WHOLE) for name in names]))
+        removed = self._engine.run(each([self._remover.remove(name, WHOLE) for name in names]))
         self.forget()
         return removed
 
@@ -420,7 +415,7 @@ class Upkeep:
     def sealed(self, tid: str | None, entries: Sequence[Entry]) -> SealedThread:
         """Every sealed blob of these checkpoints of one thread (`sealed.py`), and, with
         `tid`, of its catalog entries: what verify and stats fold over."""
-        return self._run(self._lister.thread(entries, tid))
+        return self._engine.run(self._lister.thread(entries, tid))
 
     def reseal(self, tid: str, key: SealingKey | None = None) -> int:
         """Seal again under the active key (with `key`, under that key: a data subject's)
@@ -436,12 +431,12 @@ class Upkeep:
             return sealer.stale(s.blob)
 
         for _ in tries(CONFLICT_ATTEMPTS):
-            thread = self.sealed(tid, self._run(self._finder.thread_entries(tid)))
+            thread = self.sealed(tid, self._engine.run(self._finder.thread_entries(tid)))
             records, objects, entries, count = reseal(sealer, thread, stale)
             updates = [u for old, new in records if (u := replace_if_unchanged(old, new))]
             plan = WritePlan(self._namer.thread(tid), overwrites=objects, writes=updates, each=True)
             if all(w.applied for w in self._engine.do(plan)):
-                self._run(each([one(Apply(catalog_resealed(e))) for e in entries]))
+                self._engine.run(each([one(Apply(catalog_resealed(e))) for e in entries]))
                 return count
         raise StorageError(
             f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
@@ -452,7 +447,7 @@ class Upkeep:
         """Each thread's newest checkpoint's metadata, opened, from one Scan of the
         deployment's records (threads that do not open are listed in `skipped`)."""
         newest: dict[str, Entry] = {}
-        for e in self._finder.group(self._run(self._scope.records()), skipped=skipped):
+        for e in self._finder.group(self._engine.run(self._scope.records()), skipped=skipped):
             if e.tid not in newest or e.checkpoint_id > newest[e.tid].checkpoint_id:
                 newest[e.tid] = e
         return {tid: self._walker.open_metadata(e) or {} for tid, e in sorted(newest.items())}
