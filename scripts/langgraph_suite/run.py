@@ -99,7 +99,23 @@ TEN_MS_ORDER = (
     "30 ms of CPU in a worker thread failed the same way, 8 of 80 beside the busy loops "
     "(none without the burn)"
 )
+GC_PAUSE = (
+    "the test expects the node's first chunk within 0.1 s of the stream's start, which "
+    "includes the saver's read of the thread and its first put to moto in process. Called "
+    "40 times in one process (scripts/langgraph_suite/repeat.py test_pregel_async "
+    "test_stream_buffering_single_node '[]' --runs 40, 2 cores, 2026-12-05): alone 40 of 40 "
+    "passed (longest 0.237 s); beside two busy loops 39 of 40 in each of two series "
+    "(longest 0.506 s), both times run 5, where a full garbage collection of the process's "
+    "heap (moto, botocore and LangGraph in one process; 164 to 321 ms each beside the "
+    "loops, seen with gc.callbacks) fell before the node's first write; with the collector "
+    "off beside the loops 40 of 40 (longest 0.243 s); with --saver memory beside them 40 "
+    "of 40 (longest 0.209 s)"
+)
 TIMING_BOUND = {
+    "tests.test_pregel_async::test_stream_buffering_single_node[s3dynamo]": (
+        "AssertionError",
+        GC_PAUSE,
+    ),
     "tests.test_pregel::test_stream_subgraphs_during_execution[s3dynamo]": (
         "AssertionError",
         PARALLEL_SLEEP,
