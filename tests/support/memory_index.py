@@ -52,8 +52,8 @@ from langgraph.checkpoint.s3dynamo.table import Item, Page, Write, Written, key_
 
 class MemoryIndex(MemoryTable):
     """The in-memory table, with views of what is stored for tests that inspect raw
-    storage (no request counted). `watch`, when set, is called before each request with
-    the keys it writes (none for a read)."""
+    storage (no request counted). `watch`, when set, is called before each call of the
+    table port with the keys it writes (none for a read; a batch's, all of them)."""
 
     watch: Callable[[builtins.list[ItemKey]], None] | None = None
 

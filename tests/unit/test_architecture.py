@@ -381,9 +381,9 @@ def test_the_saver_is_a_thin_facade() -> None:
     assert lines <= 300, f"saver.py has {lines} lines of code"
 
 
-# The package files a warm put (a run's second checkpoint, a value large enough to be a
-# delta of its parent's) enters, the in-memory table's aside: each is a file a reader of
-# the write path follows. Issue 60 aims at 20; one more here is a question for review.
+# The package files a warm put (a run's second checkpoint, one channel changed) enters,
+# the in-memory table's aside: each is a file a reader of the write path follows. Issue
+# 60 aims at 20; one more here is a question for review.
 PUT_PATH = {
     "backoff.py",
     "blobs/__init__.py",

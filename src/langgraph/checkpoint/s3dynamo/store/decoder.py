@@ -81,11 +81,11 @@ class Decoder:
     ) -> Iterator[CheckpointTuple]:
         """Decode entries page by page: metadata first (filtering costs no object
         request), then one wave per page for the survivors' values."""
+        from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists  # listings only
+
         remaining = limit
         page: list[Entry] = []
         parents: set[tuple[str, str, str]] = set()
-        from langgraph.checkpoint.s3dynamo.list_reuse import GrowingLists  # listings only
-
         lists = GrowingLists(self.walker.codec.serde)
         for entry in entries:
             if filter:
