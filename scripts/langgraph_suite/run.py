@@ -105,11 +105,10 @@ GC_PAUSE = (
     "40 times in one process (scripts/langgraph_suite/repeat.py test_pregel_async "
     "test_stream_buffering_single_node '[]' --runs 40, 2 cores, 2026-12-05): alone 40 of 40 "
     "passed (longest 0.237 s); beside two busy loops 39 of 40 in each of two series "
-    "(longest 0.506 s), both times run 5, where a full garbage collection of the process's "
-    "heap (moto, botocore and LangGraph in one process; 164 to 321 ms each beside the "
-    "loops, seen with gc.callbacks) fell before the node's first write; with the collector "
-    "off beside the loops 40 of 40 (longest 0.243 s); with --saver memory beside them 40 "
-    "of 40 (longest 0.209 s)"
+    "(longest 0.506 s), both times run 5; there the process collects its whole heap (moto, "
+    "botocore and LangGraph in one process) about once a second, 164 to 321 ms each (seen "
+    "with gc.callbacks); with the collector off beside the loops 40 of 40 (longest "
+    "0.243 s); with --saver memory beside them 40 of 40 (longest 0.209 s)"
 )
 TIMING_BOUND = {
     "tests.test_pregel_async::test_stream_buffering_single_node[s3dynamo]": (
