@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import pytest
 from langchain_core.agents import AgentAction
 from langgraph._internal import _serde as graph_serde
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, create_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde import _msgpack, jsonplus
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -245,7 +245,8 @@ def test_a_listing_reports_every_blocked_item_it_returns(events: list[SerdeEvent
 
 @pytest.mark.usefixtures("strict")
 def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist() -> None:
-    saver = memory_saver(inline_max=0)  # every value in S3: reads go through the cache
+    keys, secret = {"k1": os.urandom(32)}, os.urandom(16)
+    saver = memory_saver(inline_max=0, keys=keys, secret=secret)  # every value in S3
     run(saver)
     clone = saver.with_allowlist([(HERE, "Point")])
     assert isinstance(clone, S3DynamoSaver) and clone is not saver
@@ -253,9 +254,6 @@ def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist() 
     assert all(getattr(clone.parts, n) is getattr(saver.parts, n) for n in shared)
     assert clone.parts.engine.ports is saver.parts.engine.ports
     assert clone.parts.engine.objects is saver.parts.engine.objects
-    assert clone.store._handoff is saver.store._handoff
-    assert clone.store._decoder.skeletons is saver.store._decoder.skeletons
-    assert clone.store._committer.placer.bases is saver.store._committer.placer.bases
     assert clone.ops is saver.ops  # a lease taken through either fences both's writes
     assert saver.serde is BaseCheckpointSaver.serde  # the origin keeps its serializer
 
@@ -274,6 +272,17 @@ def test_a_copy_shares_ports_caches_and_keys_and_reads_with_its_own_allowlist() 
     assert again is not None and found is not None
     assert again.checkpoint["channel_values"]["point"] == {"x": 3, "y": 7}
     assert found.checkpoint["channel_values"]["point"] == Point(3, 7)
+
+    # A put through the copy of a checkpoint the origin wrote sends what a put through
+    # the origin would: what the origin's write handed on is shared, so the parent's
+    # record is not read again, as a saver of another process must.
+    made = saver.put(found.config, create_checkpoint(found.checkpoint, None, 9), {}, {})
+    saver.index.calls.clear()
+    put = clone.put(made, create_checkpoint(found.checkpoint, None, 10), {}, {})
+    assert dict(saver.index.calls) == {"TransactWriteItems": 1}
+    stranger = memory_saver(saver.index, saver.objects, inline_max=0, keys=keys, secret=secret)
+    stranger.put(put, create_checkpoint(found.checkpoint, None, 11), {}, {})
+    assert dict(saver.index.calls) == {"Query": 1, "TransactWriteItems": 1}
 
 
 def test_default_mode_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
