@@ -11,6 +11,7 @@ import asyncio
 import base64
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -292,7 +293,13 @@ def test_a_cache_call_refused_before_writing_leaves_table_and_bucket_unchanged(
 
 def test_a_ttl_of_zero_expires_at_once_as_in_langgraph_s_stores(backend: Backend) -> None:
     r = ready(backend)
+    # Writes within one millisecond: each is stamped a millisecond past the one before
+    # (so `updated_at` orders them), ahead of the clock; a TTL counts from the clock.
+    now = time.time()
+    r.store.space.clock = r.cache.space.clock = lambda: now
+    r.store.put(NS, "before", {"v": 0})
     r.store.put(NS, "brief", {"v": 1}, ttl=0)
     assert r.store.get(NS, "brief") is None
+    r.cache.set({(("node",), "before"): (0, 60)})
     r.cache.set({(("node",), "brief"): (1, 0)})
     assert r.cache.get([(("node",), "brief")]) == {}

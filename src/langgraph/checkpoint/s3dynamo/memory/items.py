@@ -99,13 +99,16 @@ class Items:
         object); nothing is written."""
         names = self.names
         pk = names.pk(namespace)
-        now_ms = self.state().stamp(pk, self.now_ms())
+        clock_ms = self.now_ms()
+        now_ms = self.state().stamp(pk, clock_ms)
         batch = Batch(namespace, pk, at_ms=now_ms)
         sealer = self.sealer_for(namespace)
         for key, typed, ttl_minutes in items:
             ik = names.item_key(namespace, key)
             version = os.urandom(6).hex()
-            expires = None if ttl_minutes is None else now_ms + round(ttl_minutes * 60_000)
+            # By the clock, not the stamp: a stamp a millisecond past the last one here
+            # would keep an item with a TTL of 0 readable for that millisecond.
+            expires = None if ttl_minutes is None else clock_ms + round(ttl_minutes * 60_000)
             # The namespace is bound by the associated data; the payload names the key,
             # and the times a reader honours.
             header = Header(key, typed[0], version, now_ms, expires, ttl_minutes)
