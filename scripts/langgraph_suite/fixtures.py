@@ -7,6 +7,14 @@ from langgraph.cache.s3dynamo import S3DynamoCache as _S3DynamoCache
 from langgraph.checkpoint.s3dynamo.testing import moto_saver as _s3dynamo_moto_saver
 from langgraph.store.s3dynamo import S3DynamoStore as _S3DynamoStore
 
+# moto loads its service modules at a process's first request, and some of them draw from
+# `uuid.uuid4` as they load. Under a test that fixes `uuid.uuid4` to make its ids
+# repeatable (`deterministic_uuids`), a first request made inside the test would shift
+# them; one made here, as the conftest loads, leaves every test a process that has used
+# moto before. (The saver itself never draws from `uuid.uuid4`.)
+with _s3dynamo_moto_saver() as _saver:
+    _saver.setup()
+
 
 @pytest.fixture(scope="function", params=["s3dynamo"])
 def sync_checkpointer(request):

@@ -5,14 +5,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import RegionNotSetError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from langgraph.checkpoint.s3dynamo.config.settings import DEFAULT_ASYNC_WORKERS
 from langgraph.checkpoint.s3dynamo.waves import WAVE_WORKERS
+from langgraph.store.s3dynamo import S3DynamoStore
+from tests.support.savers import make_saver
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -109,3 +113,27 @@ def test_no_region_says_which_variable_to_set(monkeypatch: pytest.MonkeyPatch) -
     saver = S3DynamoSaver(table="t", bucket="b", plaintext=True)
     with pytest.raises(RegionNotSetError, match="set AWS_REGION"):
         saver.parts.engine.ports.table  # noqa: B018 - building the client is what is checked
+
+
+def test_no_request_and_no_name_draws_from_uuid4(
+    clients: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that fixes `uuid.uuid4` to make its ids repeatable (LangGraph's own do) gets
+    the same ids with this saver as without it: botocore's invocation ids and transaction
+    tokens, and the saver's random names (a write kept as an object, a Store namespace's
+    directory entry, a lock's owner), are drawn from `os.urandom`."""
+    saver = make_saver(clients, keys={"k1": os.urandom(32)}, secret=os.urandom(16), inline_max=0)
+    saver.setup()
+
+    def drawn() -> None:
+        raise AssertionError("uuid.uuid4 was drawn from")
+
+    monkeypatch.setattr(uuid, "uuid4", drawn)
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    config = saver.put(config, empty_checkpoint(), {"step": -1}, {})
+    saver.put_writes(config, [("messages", "x" * 5_000)], "task-1")
+    with saver.ops.thread_lock("t"):
+        assert saver.get_tuple(config).pending_writes[0][2] == "x" * 5_000  # type: ignore[union-attr]
+    store = S3DynamoStore.from_saver(saver)
+    store.put(("users", "ada"), "k", {"v": 1})
+    assert store.get(("users", "ada"), "k").value == {"v": 1}  # type: ignore[union-attr]

@@ -122,6 +122,54 @@ def test_user_project_runs_its_tests_on_the_fixtures(tmp_path: Path) -> None:
     assert f"{expected} passed" in proc.stdout, proc.stdout
 
 
+# A test that fixes uuid.uuid4 for repeatable ids, run alone in its process: the
+# saver's fixture asked for first makes moto's first request, which draws from it.
+USER_IDS_TEST = """
+import uuid
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from agent import build_agent
+
+@pytest.fixture
+def fixed_ids(monkeypatch):
+    ids = (uuid.UUID(f"00000000-0000-4000-8000-{i:012}") for i in range(10000))
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(ids))
+
+def message_ids(saver):
+    graph = build_agent().compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"messages": [("user", "hi")]}, config)
+    out = graph.invoke({"messages": [("user", "again")]}, config)
+    return [m.id for m in out["messages"]]
+
+def test_ids_as_in_memory(s3dynamo_saver, fixed_ids, monkeypatch):
+    ours = message_ids(s3dynamo_saver)
+    fixed_ids_again = (uuid.UUID(f"00000000-0000-4000-8000-{i:012}") for i in range(10000))
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(fixed_ids_again))
+    assert ours == message_ids(InMemorySaver()) == [
+        f"00000000-0000-4000-8000-{i:012}" for i in range(4)
+    ]
+"""
+
+
+def test_a_users_fixed_uuid4_ids_are_the_same_as_with_langgraphs_saver(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(USER_AGENT)
+    (tmp_path / "conftest.py").write_text(USER_CONFTEST)
+    (tmp_path / "test_ids.py").write_text(USER_IDS_TEST)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_ids.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout, proc.stdout
+
+
 # ----------------------------------------------------------------- the fixtures
 
 

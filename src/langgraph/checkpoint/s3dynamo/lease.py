@@ -26,9 +26,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Protocol
@@ -196,7 +196,7 @@ class _Plan:
     def __init__(
         self, ttl: float, wait: float, context: LambdaContext | None, clock: Clock
     ) -> None:
-        self.clock, self.owner = clock, uuid.uuid4().hex
+        self.clock, self.owner = clock, os.urandom(16).hex()
         self.ttl_ms = max(1, int(ttl * 1000))
         self.until_ms: int | None = None
         self.bounded = False

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -142,13 +143,28 @@ THROTTLE_CODES = frozenset(
 
 def observe(client: Any) -> None:
     """Count `client`'s requests, retries and throttles into the running operation's
-    figures (`telemetry.py`). Once per client, whoever built it; a hook does nothing
-    while nothing counts."""
+    figures (`telemetry.py`; a hook does nothing while nothing counts), and draw its
+    request ids without `uuid.uuid4` (`_own_ids`). Once per client, whoever built it."""
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is None:  # a stand-in without botocore's events (a test's fake)
         return
+    events.register("provide-client-params.*.*", _own_ids, unique_id="s3dynamo-request-ids")
     events.register("before-call.*.*", _called, unique_id="s3dynamo-telemetry-call")
     events.register("needs-retry.*.*", _attempted, unique_id="s3dynamo-telemetry-attempt")
+
+
+def _own_ids(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+    """Draw a request's invocation id and idempotency tokens (a transaction's
+    `ClientRequestToken`) as botocore would, from `os.urandom`, before botocore draws them
+    from `uuid.uuid4()`: a test that fixes `uuid.uuid4` to get repeatable message ids
+    (LangGraph's own do) then gets the same ids with this saver as without it."""
+    context.setdefault("retries", {}).setdefault("invocation-id", str(_random_uuid()))
+    for name in model.idempotent_members:
+        params.setdefault(name, str(_random_uuid()))
+
+
+def _random_uuid() -> uuid.UUID:
+    return uuid.UUID(bytes=os.urandom(16), version=4)
 
 
 def _called(event_name: str, **_: Any) -> None:

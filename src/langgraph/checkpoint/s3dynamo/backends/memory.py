@@ -14,7 +14,6 @@ import json
 import os
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
@@ -67,7 +66,7 @@ class MemoryObjects:
 
     def _store(self, key: str, body: bytes) -> None:
         self.blobs[key] = (bytes(body), datetime.fromtimestamp(self.clock(), timezone.utc))
-        self.tags[key] = uuid.uuid4().hex
+        self.tags[key] = os.urandom(16).hex()
 
     def get(self, key: str) -> bytes:
         with self._lock:

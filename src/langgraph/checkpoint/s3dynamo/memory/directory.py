@@ -24,7 +24,7 @@ docs/RELIABILITY.md, "Descendants marks").
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Callable, Iterable, Sequence
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, key_id, padded
@@ -204,7 +204,7 @@ class Directory:
         sealer = self.sealer_for(namespace)
         sealed_ns = sealer.seal(NAMESPACE_TYPE, text, self.aad(ek.sk), compress=False)
         bound = max((expiry_of(r) for r in rows), default=None) if rows else None
-        return DirectoryEntry(ek, sealed_ns, uuid.uuid4().hex[:12], int(self.clock()), False, bound)
+        return DirectoryEntry(ek, sealed_ns, os.urandom(6).hex(), int(self.clock()), False, bound)
 
     def _renewed(self, entry: DirectoryEntry, marks: Sequence[ItemKey]) -> None:
         state = self.state()

@@ -29,7 +29,6 @@ import heapq
 import itertools
 import json
 import os
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -415,7 +414,7 @@ class VectorIndex:
         ]
         uploads: list[tuple[str, bytes]] = []
         if rows or markers:
-            leaf = names.namer.memory_segment(names.space, namespace, uuid.uuid4().hex)
+            leaf = names.namer.memory_segment(names.space, namespace, os.urandom(16).hex())
             uploads.append(
                 (
                     object_key(view.pk, leaf),
@@ -430,7 +429,7 @@ class VectorIndex:
         manifest = IndexItem(
             ItemKey(view.pk, MANIFEST_SK),
             self._seal(namespace, "manifest", MANIFEST_SK, body),
-            uuid.uuid4().hex[:12],
+            os.urandom(6).hex(),
             frozenset(leaf for leaf, _ in segments),
         )
         expected = view.manifest.generation if view.manifest is not None else None

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -512,7 +512,7 @@ class Committer:
         uploads: list[tuple[str, bytes]] = []
         regular = {idx: blob for idx, blob in sealed if idx not in LAST_WINS}
         if needs_bundle(len(regular)):
-            leaf = self.namer.write(at.write(task_id, len(regular)), uuid.uuid4().hex)
+            leaf = self.namer.write(at.write(task_id, len(regular)), os.urandom(16).hex())
             uploads.append((self.walker.object_key(tid, leaf), pack_bundle(regular)))
             record.bundle = leaf
             sealed = [(i, b) for i, b in sealed if i in LAST_WINS]
@@ -521,7 +521,7 @@ class Committer:
             if budget.take(blob):
                 record.writes[idx] = blob
             else:
-                leaf = self.namer.write(at.write(task_id, idx), uuid.uuid4().hex)
+                leaf = self.namer.write(at.write(task_id, idx), os.urandom(16).hex())
                 uploads.append((self.walker.object_key(tid, leaf), blob))
                 record.writes[idx] = write_ref(leaf, self.namer.channel(tid, ns, channels[idx]))
         return record, uploads

@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -147,7 +146,7 @@ class Sandbox:
         s3_endpoint_url: Likewise for S3 (e.g. another local object store).
     """
 
-    table: str = field(default_factory=lambda: f"s3dynamo-test-{uuid.uuid4().hex[:16]}")
+    table: str = field(default_factory=lambda: f"s3dynamo-test-{os.urandom(8).hex()}")
     bucket: str = ""
     keys: Keyring = field(
         default_factory=lambda: Keyring(keys={KEY_ID: os.urandom(32)}, active=KEY_ID)
