@@ -131,10 +131,13 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from agent import build_agent
 
-@pytest.fixture
-def fixed_ids(monkeypatch):
+def fix_ids(monkeypatch):
     ids = (uuid.UUID(f"00000000-0000-4000-8000-{i:012}") for i in range(10000))
     monkeypatch.setattr(uuid, "uuid4", lambda: next(ids))
+
+@pytest.fixture
+def fixed_ids(monkeypatch):
+    fix_ids(monkeypatch)
 
 def message_ids(saver):
     graph = build_agent().compile(checkpointer=saver)
@@ -145,8 +148,7 @@ def message_ids(saver):
 
 def test_ids_as_in_memory(s3dynamo_saver, fixed_ids, monkeypatch):
     ours = message_ids(s3dynamo_saver)
-    fixed_ids_again = (uuid.UUID(f"00000000-0000-4000-8000-{i:012}") for i in range(10000))
-    monkeypatch.setattr(uuid, "uuid4", lambda: next(fixed_ids_again))
+    fix_ids(monkeypatch)  # the same ids again, for LangGraph's own saver
     assert ours == message_ids(InMemorySaver()) == [
         f"00000000-0000-4000-8000-{i:012}" for i in range(4)
     ]
