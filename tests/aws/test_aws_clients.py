@@ -115,6 +115,7 @@ def test_no_region_says_which_variable_to_set(monkeypatch: pytest.MonkeyPatch) -
         saver.parts.engine.ports.table  # noqa: B018 - building the client is what is checked
 
 
+@pytest.mark.unsupported_on("real", reason="dynalite has no transactions")
 def test_no_request_and_no_name_draws_from_uuid4(
     clients: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
