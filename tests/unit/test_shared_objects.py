@@ -301,6 +301,24 @@ def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(backend: 
     assert objects(saver) == {} and loans(saver, "src") == []
 
 
+def test_a_copy_and_its_source_deleted_at_once_leave_no_object(backend: Backend) -> None:
+    """The copy's deletion reads its source's records (which still name what it shares)
+    and, before it ends its loan, the source is deleted whole: the last of the two lets
+    go of every shared object, as retention removing both in parallel needs."""
+    saver = backend.saver()
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    assert loans(saver, "src")
+
+    def ends_the_loan(keys: list[ItemKey]) -> bool:
+        return any(k.sk.startswith(LOAN_PREFIX) for k in keys)
+
+    with backend.before_request(ends_the_loan, lambda: saver.delete_thread("src")):
+        saver.delete_thread("dst")
+    assert history(graph, "dst") == [] and history(graph, "src") == []
+    assert objects(saver) == {} and loans(saver, "src") == []
+
+
 def _records(saver: S3DynamoSaver, tid: str) -> list[Any]:
     return saver.store.records(tid)
 

@@ -57,6 +57,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     split_shared,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
+    BORROW_ENDING,
     HEAD,
     CheckpointRecord,
     ItemKey,
@@ -456,16 +457,21 @@ class Finder:
         loans = [loan_from(i) for i in items]
         return (yield from self.backed(lender, loans)) if backed else loans
 
-    def backed(self, lender: str, loans: Sequence[Loan]) -> Steps[list[Loan]]:
+    def backed(
+        self, lender: str, loans: Sequence[Loan], *, ending: bool = False
+    ) -> Steps[list[Loan]]:
         """The loans whose borrower holds its borrowing of `lender`, read strongly
         consistent after them (one BatchGetItem for every borrower). A copy writes its
         borrowing before its loans and deletes it after them, so a loan without one was
         written by someone else (who can write the table) and keeps nothing: its objects
-        are collected as if it were not there (docs/SECURITY.md)."""
+        are collected as if it were not there (docs/SECURITY.md). A borrowing that says
+        it is ending (its borrower's records are going) keeps nothing either, unless
+        `ending`."""
         if not loans:
             return []
         keys = sorted({ItemKey(control_pk(loan.borrower), borrow_sk(lender)) for loan in loans})
-        held = {key_of(i).pk for i in (yield GetMany(keys, consistent=True))}
+        found = yield GetMany(keys, consistent=True)
+        held = {key_of(i).pk for i in found if ending or BORROW_ENDING not in i}
         return [loan for loan in loans if control_pk(loan.borrower) in held]
 
     def _unveiled(self, pk: str, **bounds: Any) -> Steps[None]:
@@ -515,7 +521,7 @@ class Finder:
         """A thread's loans that no borrowing backs: written by someone else, they keep
         nothing (`backed`)."""
         loans = yield from self.loans(thread_name)
-        kept = set((yield from self.backed(thread_name, loans)))
+        kept = set((yield from self.backed(thread_name, loans, ending=True)))
         return [loan for loan in loans if loan not in kept]
 
     def lent_leaves(self, thread_name: str) -> Steps[set[str]]:

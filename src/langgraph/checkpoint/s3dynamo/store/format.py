@@ -38,6 +38,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
     BODY,
+    BORROW_ENDING,
     BUNDLE,
     HEAD,
     IDLE_KEY,
@@ -341,3 +342,9 @@ def unlend(key: ItemKey, leaves: Sequence[str]) -> Update:
 def borrowing(borrower: str, lender: str) -> Put:
     """That `borrower` shares objects of `lender`: its deletion then ends the loan."""
     return Put(keyed(ItemKey(control_pk(borrower), borrow_sk(lender))))
+
+
+def ending_borrowing(borrower: str, lender: str) -> Item:
+    """The borrowing again, saying that the borrower's records are going: from then on
+    its loan keeps nothing of the lender's (docs/RELIABILITY.md, "Copies share objects")."""
+    return keyed(ItemKey(control_pk(borrower), borrow_sk(lender)), **{BORROW_ENDING: 1})

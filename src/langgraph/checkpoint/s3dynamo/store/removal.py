@@ -89,6 +89,7 @@ from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, l
 from langgraph.checkpoint.s3dynamo.store.format import (
     catalog_deletes,
     delete_if_unchanged,
+    ending_borrowing,
     head_items,
     lease_expiry,
     lease_taken,
@@ -96,7 +97,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     unlend,
 )
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
-from langgraph.checkpoint.s3dynamo.table import begins
+from langgraph.checkpoint.s3dynamo.table import Item, begins
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +206,12 @@ class Remover:
             yield Batch(head_items(name, self._tombstones(name, headless)))
         keys = [s.key for s in records]
         hiding = self.marks(name, keys)
-        yield from hide(hiding)
+        # With the marks, each borrowing says it is ending, before its lender is read: a
+        # lender removed at the same time then keeps nothing for this thread, or has
+        # gone before that read, which then deletes what it shared (docs/RELIABILITY.md,
+        # "Copies share objects").
+        ending = [ending_borrowing(name, lender) for lender in sorted(seen.borrowed)]
+        yield from hide(hiding, ending)
         yield from delete_records(keys)
         deleted = yield from self._objects(name, terms)
         for lender in sorted(seen.borrowed):
@@ -512,10 +518,11 @@ class Remover:
 # ------------------------------------------------------ steps several protocols take
 
 
-def hide(marks: Sequence[Mark]) -> Steps[None]:
-    """Write marks (one batch per 25); nothing a mark hides is changed before."""
-    if marks:
-        yield Batch(puts=[mark_item(m) for m in marks])
+def hide(marks: Sequence[Mark], also: Sequence[Item] = ()) -> Steps[None]:
+    """Write marks (one batch per 25), with `also` in the same batch; nothing a mark
+    hides is changed before."""
+    if marks or also:
+        yield Batch(puts=[*(mark_item(m) for m in marks), *also])
 
 
 def unhide(keys: Collection[ItemKey], last: str | None = None) -> Steps[None]:
