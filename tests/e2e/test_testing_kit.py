@@ -110,16 +110,21 @@ def test_user_project_runs_its_tests_on_the_fixtures(tmp_path: Path) -> None:
     )
     env.pop("AWS_ACCESS_KEY_ID", None)
     env.pop("AWS_SECRET_ACCESS_KEY", None)
+    assert f"{expected} passed" in _users_pytest(tmp_path, env)
+
+
+def _users_pytest(folder: Path, env: dict[str, str], *args: str) -> str:
+    """The user's pytest run in `folder`, which must pass: what it printed."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=tmp_path,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=folder,
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"{expected} passed" in proc.stdout, proc.stdout
+    return proc.stdout
 
 
 # A test that fixes uuid.uuid4 for repeatable ids, run alone in its process: the
@@ -160,16 +165,7 @@ def test_a_users_fixed_uuid4_ids_are_the_same_as_with_langgraphs_saver(tmp_path:
     (tmp_path / "conftest.py").write_text(USER_CONFTEST)
     (tmp_path / "test_ids.py").write_text(USER_IDS_TEST)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_ids.py"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "1 passed" in proc.stdout, proc.stdout
+    assert "1 passed" in _users_pytest(tmp_path, env, "test_ids.py")
 
 
 # ----------------------------------------------------------------- the fixtures
