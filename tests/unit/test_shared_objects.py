@@ -319,6 +319,31 @@ def test_a_copy_and_its_source_deleted_at_once_leave_no_object(backend: Backend)
     assert objects(saver) == {} and loans(saver, "src") == []
 
 
+@pytest.mark.parametrize("keep_last", [1, 2])
+def test_a_pruned_copy_and_its_source_deleted_at_once_leave_no_object_unnamed(
+    backend: Backend, keep_last: int
+) -> None:
+    """The copy's prune reads its source's records (which still name what the pruned
+    checkpoints shared) and, before it gives those objects up, the source is deleted
+    whole: what the copy keeps stays and reads back, and no object is left that no
+    record and no loan names (keep_last 1 lets go of every shared object, 2 of some)."""
+    saver = backend.saver()
+    graph = source(saver, turns=3)
+    saver.copy_thread("src", "dst")
+    say(graph, "dst", "the copy's own turn")
+    kept = history(graph, "dst")[:keep_last]
+
+    def gives_up_objects(keys: list[ItemKey]) -> bool:
+        return any(k.sk.startswith(LOAN_PREFIX) for k in keys)
+
+    with backend.before_request(gives_up_objects, lambda: saver.delete_thread("src")):
+        saver.prune(["dst"], keep_last=keep_last)
+    assert history(graph, "src") == []
+    assert history(graph, "dst") == kept
+    report = saver.ops.verify()
+    assert report.problems == [] and report.checked["objects"] > 0
+
+
 def _records(saver: S3DynamoSaver, tid: str) -> list[Any]:
     return saver.store.records(tid)
 

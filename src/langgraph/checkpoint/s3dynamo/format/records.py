@@ -360,8 +360,9 @@ MARK_UPTO, MARK_KEEP, MARK_IDS, MARK_AT = "mu", "mk", "mi", "ma"
 LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
 # The leaves of a lender's objects a borrower shares.
 LOAN_LEAVES = "ll"
-# On a borrowing: the borrower's records are going (`store/removal.py`, `Remover._whole`).
-BORROW_ENDING = "end"
+# On a borrowing: the borrower's records are going (`store/removal.py`, `Remover._whole`),
+# or those that name these leaves of the lender's objects (`Remover._history`).
+BORROW_ENDING, BORROW_ENDING_LEAVES = "end", "el"
 
 
 def write_attr(idx: int) -> str:

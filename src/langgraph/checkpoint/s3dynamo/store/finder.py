@@ -58,6 +58,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
     BORROW_ENDING,
+    BORROW_ENDING_LEAVES,
     HEAD,
     CheckpointRecord,
     ItemKey,
@@ -465,14 +466,20 @@ class Finder:
         borrowing before its loans and deletes it after them, so a loan without one was
         written by someone else (who can write the table) and keeps nothing: its objects
         are collected as if it were not there (docs/SECURITY.md). A borrowing that says
-        it is ending (its borrower's records are going) keeps nothing either, unless
-        `ending`."""
+        it is ending (its borrower's records are going) keeps nothing either, and one
+        that names leaves going keeps the rest of its loan, unless `ending`."""
         if not loans:
             return []
         keys = sorted({ItemKey(control_pk(loan.borrower), borrow_sk(lender)) for loan in loans})
         found = yield GetMany(keys, consistent=True)
-        held = {key_of(i).pk for i in found if ending or BORROW_ENDING not in i}
-        return [loan for loan in loans if control_pk(loan.borrower) in held]
+        held = {key_of(i).pk: i for i in found if ending or BORROW_ENDING not in i}
+        backed = []
+        for loan in loans:
+            if (borrowing := held.get(control_pk(loan.borrower))) is None:
+                continue
+            going = () if ending else borrowing.get(BORROW_ENDING_LEAVES, ())
+            backed.append(loan._replace(leaves=loan.leaves - going) if going else loan)
+        return backed
 
     def _unveiled(self, pk: str, **bounds: Any) -> Steps[None]:
         """A namespace's records, newest first, that no mark met on the way hides (a

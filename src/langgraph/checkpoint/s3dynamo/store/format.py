@@ -15,7 +15,7 @@ transaction; beside a plain write they go in one batch before it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -39,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
 from langgraph.checkpoint.s3dynamo.format.records import (
     BODY,
     BORROW_ENDING,
+    BORROW_ENDING_LEAVES,
     BUNDLE,
     HEAD,
     IDLE_KEY,
@@ -46,6 +47,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     LEASE_OWNER,
     LEASE_TOKEN,
     LOAN_LEAVES,
+    LOAN_PART_LEAVES,
     REF,
     WRITTEN_AT,
     CheckpointRecord,
@@ -344,7 +346,14 @@ def borrowing(borrower: str, lender: str) -> Put:
     return Put(keyed(ItemKey(control_pk(borrower), borrow_sk(lender))))
 
 
-def ending_borrowing(borrower: str, lender: str) -> Item:
-    """The borrowing again, saying that the borrower's records are going: from then on
-    its loan keeps nothing of the lender's (docs/RELIABILITY.md, "Copies share objects")."""
-    return keyed(ItemKey(control_pk(borrower), borrow_sk(lender)), **{BORROW_ENDING: 1})
+def ending_borrowing(borrower: str, lender: str, leaves: Collection[str] = ()) -> Item:
+    """The borrowing again, saying that the borrower's records are going, or with
+    `leaves`, those that name these leaves: from then on its loan keeps nothing of the
+    lender's, or not these (docs/RELIABILITY.md, "Copies share objects"). Of many leaves,
+    the first `LOAN_PART_LEAVES` are named, as a loan's item holds them; the rest stay
+    kept, for garbage collection."""
+    key = ItemKey(control_pk(borrower), borrow_sk(lender))
+    if not leaves:
+        return keyed(key, **{BORROW_ENDING: 1})
+    going = frozenset(sorted(leaves)[:LOAN_PART_LEAVES])
+    return keyed(key, **{BORROW_ENDING_LEAVES: going})

@@ -303,7 +303,16 @@ class Remover:
             name, [r.key for r in doomed], keep=[r.key for r in kept if r.sk in kept_sks]
         )
         yield from hide(hiding)
-        yield from delete_records([r.key for r in doomed])
+        # Once the marks hide them, each borrowing names the leaves no kept record
+        # shares, before the lender is read: a lender removed at the same time then
+        # keeps none of them for this thread (as `_whole`'s ending borrowings).
+        after = shared_leaves(kept)
+        ending = [
+            ending_borrowing(name, lender, going)
+            for lender, leaves in sorted(shared_leaves(records).items())
+            if (going := leaves - after.get(lender, set()))
+        ]
+        yield from delete_records([r.key for r in doomed], also=ending)
         deleted = yield from self._pruned_objects(name, doomed, kept, terms)
         yield from self.release_unshared(name, records, kept)
         left = {m.key for m in marks if m.operation == "prune"}  # an interrupted prune's
@@ -535,17 +544,18 @@ def unhide(keys: Collection[ItemKey], last: str | None = None) -> Steps[None]:
             yield Batch(deletes=sorted(batch))
 
 
-def delete_records(keys: Iterable[ItemKey]) -> Steps[None]:
+def delete_records(keys: Iterable[ItemKey], also: Sequence[Item] = ()) -> Steps[None]:
     """Delete records in full batches sent in parallel: the checkpoint records, then
-    the writes records, so a checkpoint read by id is found whole or not at all.
-    Callers hide the records with a mark first."""
+    the writes records, so a checkpoint read by id is found whole or not at all; `also`
+    written with the first. Callers hide the records with a mark first."""
     keys = list(keys)
     for batch in (
         [k for k in keys if not is_writes_key(k.sk)],
         [k for k in keys if is_writes_key(k.sk)],
     ):
-        if batch:
-            yield Batch(deletes=batch)
+        if batch or also:
+            yield Batch(also, deletes=batch)
+            also = ()
 
 
 def uncatalog(control: Iterable[ItemKey]) -> Steps[list[ItemKey]]:
