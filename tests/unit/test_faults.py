@@ -14,7 +14,7 @@ import contextlib
 import itertools
 import os
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from functools import cache
 from typing import Any
 
@@ -24,9 +24,20 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.s3dynamo import S3DynamoSaver, ThreadDeletedError
+from langgraph.checkpoint.s3dynamo import (
+    ConcurrentUpdateError,
+    S3DynamoSaver,
+    ThreadDeletedError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
-from langgraph.checkpoint.s3dynamo.format.layout import is_catalog_pk, owner_prefix
+from langgraph.checkpoint.s3dynamo.format.layout import (
+    control_pk,
+    is_catalog_pk,
+    loan_borrower,
+    owner_prefix,
+)
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import (
@@ -187,9 +198,9 @@ def active_key(op: str) -> str:
     return "k2" if op.removeprefix(CATALOG) in ("reencrypt", "shared: reencrypt copy") else "k1"
 
 
-def views(kind: str, index: MemoryIndex, objects: MemoryObjects) -> dict[str, History]:
+def views(kind: str, index: MemoryIndex, objects: MemoryObjects, *more: str) -> dict[str, History]:
     graph = graph_of(kind, saver_on(index, objects))
-    return {tid: read_history(graph, tid) for tid in ("t", "copy")}
+    return {tid: read_history(graph, tid) for tid in ("t", "copy", *more)}
 
 
 # What each thread may show after a fault in a "shared: ..." operation: as it was, or
@@ -409,6 +420,126 @@ OPS = [
 @pytest.mark.parametrize("kind", ["chat", "delta"])
 def test_a_fault_at_any_request_leaves_a_named_state(kind: str, op: str) -> None:
     assert inject(kind, op, ("before", "after", "partial")) > 0
+
+
+# -------------------- races: another operation, run whole before each request in turn
+
+
+class Race(Faults):
+    """Counts requests as `Faults` does, failing none, and runs `act` once, just before
+    request `at`: another process's operation, whole, at that point of this one."""
+
+    def __init__(self, at: int, act: Any) -> None:
+        super().__init__()
+        self.race_at, self.act = at, act
+
+    def request(self, apply: Any, partial: Any = None, **how: Any) -> Any:
+        with self._lock:
+            hit = not self.fired and self.count + 1 == self.race_at
+            self.fired |= hit
+        if hit:
+            self.act()
+        return super().request(apply, partial, **how)
+
+
+# What a thread and its copy race: removals of either, another copy of the source,
+# collection, re-encryption, retention. delete_for_runs deletes no object (collection
+# does: `verify` would name what it leaves), so it is not among them.
+RACING = [
+    "delete copy",
+    "prune copy",
+    "delete source",
+    "prune source",
+    "copy source",
+    "reencrypt copy",
+    "gc",
+    "expire",
+]
+
+
+def race(kind: str, first: str, second: str) -> int:
+    """`first`, with `second` run whole before each of its requests in turn (after the
+    same read as the one before it is the case already tried), both ten days after the
+    threads were written (what they write is fresh to retention). Each time: every
+    checkpoint a reader is shown meanwhile reads whole and is one the thread held; once
+    both are repeated, `verify` finds nothing missing, altered or left over, and a
+    thread that is gone borrows nothing."""
+    index0, objects0 = base(kind, "shared: race")
+    olds = views(kind, index0, objects0)
+    olds["copy2"] = olds["t"]  # what "copy source" copies there
+    later = time.time() + timedelta(days=10).total_seconds()
+
+    def saver(table: Any, objects: Any) -> S3DynamoSaver:
+        made = saver_on(table, objects, "k2")
+        made.store.clock = lambda: later
+        return made
+
+    def stores() -> tuple[MemoryIndex, MemoryObjects]:
+        index, objects = index0.clone(), objects0.clone()
+        objects.clock = lambda: later
+        return index, objects
+
+    counting = Faults()
+    index, objects = stores()
+    run_racing(first, saver(FaultyTable(index, counting), FaultyObjects(objects, counting)))
+    kinds = ["start", *counting.kinds]
+    for at in range(1, counting.count + 1):
+        if kinds[at] == "read" == kinds[at - 1]:
+            continue
+        index, objects = stores()
+        act = Race(
+            at, lambda index=index, objects=objects: run_racing(second, saver(index, objects))
+        )
+        where = f"{kind}: {second!r} before request {at}/{counting.count} of {first!r}"
+        try:
+            run_racing(first, saver(FaultyTable(index, act), FaultyObjects(objects, act)))
+            assert act.fired
+            seen = views(kind, index, objects, "copy2")
+            for tid, history in seen.items():
+                assert all(checkpoint in olds[tid] for checkpoint in history), tid
+            for op in (first, second):
+                run_racing(op, saver(index, objects))
+            clean = saver(index, objects)
+            # What an upload left that a change refused names its intent: the journal's
+            # collection takes it after its grace.
+            done = datetime.fromtimestamp(later, timezone.utc) + timedelta(days=2)
+            journal = clean.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=done)
+            journal.execute(now=done)
+            report = clean.ops.verify()
+            assert report.problems == [] and report.leftover_writes == 0, report.problems
+            for tid in ("t", "copy", "copy2"):
+                name = clean.parts.namer.thread(tid)
+                if not any(r.pk == name for r in index.records()):
+                    assert not any(k.pk == control_pk(name) for k in index.borrowings), tid
+                    assert not any(loan_borrower(k.sk) == name for k in index.loan_items), tid
+        except Exception as exc:
+            raise AssertionError(f"{where}: {exc}") from exc
+    return counting.count
+
+
+def run_racing(op: str, saver: S3DynamoSaver) -> None:
+    """`run_shared`, a copy of the source to "copy2", or a retention sweep an hour after
+    the saver's clock. What each may refuse, as it says: re-encrypting or copying a
+    thread the other operation deleted (as any unknown thread); a copy whose source
+    changed under it (nothing of it shown), or a repeat onto a copy of what the source no
+    longer holds; a retention sweep while another runs."""
+    refused = (ThreadNotFoundError, ConcurrentUpdateError, ThreadExistsError)
+    with contextlib.suppress(*refused if op in ("copy source", "expire") else refused[:1]):
+        if op == "copy source":
+            saver.copy_thread("t", "copy2")
+        elif op == "expire":
+            swept = saver.store.clock() + timedelta(hours=1).total_seconds()
+            saver.store.clock = lambda: swept
+            saver.ops.expire_idle_threads("1d")
+        else:
+            run_shared(op, saver)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("second", RACING)
+@pytest.mark.parametrize("first", RACING)
+def test_two_operations_on_a_thread_and_its_copy_race_safely(first: str, second: str) -> None:
+    assert race("chat", first, second) > 0
 
 
 # -------------------- through the AWS adapters: a botocore hook fails request N

@@ -38,9 +38,9 @@ def _interrupt_records(monkeypatch: pytest.MonkeyPatch) -> None:
     """The next record deletion applies half of its keys, then the process dies."""
     real = removal.delete_records
 
-    def half(keys: Any, also: Any = ()) -> Any:
+    def half(keys: Any) -> Any:
         keys = list(keys)
-        yield from real(keys[::2], also)
+        yield from real(keys[::2])
         raise Interrupted
 
     monkeypatch.setattr(removal, "delete_records", half)

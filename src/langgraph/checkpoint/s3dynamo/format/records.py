@@ -212,9 +212,9 @@ class Veil:
 
 
 class Stamp(NamedTuple):
-    """What retention reads of one item: its key, when it was written (records; None if
-    unstamped or not a record), for a namespace's head the id (or tombstone) it names,
-    and its idle-index key."""
+    """What retention reads of one item: its key, when it was written (a record's stamp,
+    a mark's time; None if unstamped or neither), for a namespace's head the id (or
+    tombstone) it names, and its idle-index key."""
 
     key: ItemKey
     written_at: int | None = None
@@ -481,7 +481,8 @@ def loan_from(item: Mapping[str, Value]) -> Loan:
 
 
 def stamp_from(item: Mapping[str, Value]) -> Stamp:
-    written_at, head, idle = item.get(WRITTEN_AT), item.get(HEAD), item.get(IDLE_KEY)
+    written_at = item.get(WRITTEN_AT, item.get(MARK_AT))
+    head, idle = item.get(HEAD), item.get(IDLE_KEY)
     return Stamp(
         key_of(item),
         None if written_at is None else int(written_at),  # type: ignore[arg-type]
@@ -492,7 +493,7 @@ def stamp_from(item: Mapping[str, Value]) -> Stamp:
 
 # What retention reads of an item (`Stamp`): a small reply, though a Scan or Query is
 # billed by the size of the whole items it reads.
-STAMP_ATTRIBUTES = (WRITTEN_AT, HEAD, IDLE_KEY)
+STAMP_ATTRIBUTES = (WRITTEN_AT, MARK_AT, HEAD, IDLE_KEY)
 
 
 # An upload intent: the owner (a thread or a memory partition) and the leaves it names.

@@ -254,7 +254,11 @@ def judge(plan: Sweep) -> None:
     """Sort the threads the plan has seen into idle, leftovers, kept, active, undated."""
     strategy = plan.strategy
     for name, seen in plan.seen.items():
-        if seen.records == 0:
+        if seen.copying is not None and seen.copying >= plan.cutoff:
+            # A copy or import is writing it now: what a removal would end (its loans,
+            # its objects) is what the records it is about to show need.
+            plan.active += 1
+        elif seen.records == 0:
             if seen.unfinished(plan.cutoff):
                 plan.leftovers.append(name)
         elif seen.newest is None:

@@ -69,6 +69,8 @@ class SeenThread:
     # operations whose marks the thread holds (an operation of several requests left
     # unfinished, or running now)
     marks: set[str] = field(default_factory=set)
+    # When its newest copy mark was set: a copy or import writes its records behind it.
+    copying: int | None = None
     # The latest day its items carry in the idle index, and where its newest write is.
     indexed: int | None = None
     newest_key: ItemKey | None = None
@@ -78,7 +80,10 @@ class SeenThread:
         if stamp.idle is not None:
             self.indexed = max(self.indexed or 0, day_of_idle_key(stamp.idle))
         if is_mark_key(sk):
-            self.marks.add(mark_operation(sk))
+            operation = mark_operation(sk)
+            self.marks.add(operation)
+            if operation == "copy" and stamp.written_at is not None:
+                self.copying = max(self.copying or 0, stamp.written_at)
             return
         if is_control_pk(stamp.key.pk):
             ns_name = head_namespace(sk)

@@ -337,8 +337,9 @@ def lend(key: ItemKey, leaves: Sequence[str]) -> Update:
 
 
 def unlend(key: ItemKey, leaves: Sequence[str]) -> Update:
-    """Leaves taken out of one part of a loan."""
-    return Update(key, take={LOAN_LEAVES: frozenset(leaves)})
+    """Leaves taken out of one part of a loan; a loan its borrower's removal deleted
+    meanwhile stays deleted (an update would make it again, lending nothing)."""
+    return Update(key, take={LOAN_LEAVES: frozenset(leaves)}, when=exists())
 
 
 def borrowing(borrower: str, lender: str) -> Put:
@@ -346,14 +347,17 @@ def borrowing(borrower: str, lender: str) -> Put:
     return Put(keyed(ItemKey(control_pk(borrower), borrow_sk(lender))))
 
 
-def ending_borrowing(borrower: str, lender: str, leaves: Collection[str] = ()) -> Item:
-    """The borrowing again, saying that the borrower's records are going, or with
-    `leaves`, those that name these leaves: from then on its loan keeps nothing of the
-    lender's, or not these (docs/RELIABILITY.md, "Copies share objects"). Of many leaves,
-    the first `LOAN_PART_LEAVES` are named, as a loan's item holds them; the rest stay
-    kept, for garbage collection."""
-    key = ItemKey(control_pk(borrower), borrow_sk(lender))
-    if not leaves:
-        return keyed(key, **{BORROW_ENDING: 1})
+def ending_borrowing(borrower: str, lender: str) -> Item:
+    """The borrowing again, saying that the borrower's records are going: from then on
+    its loan keeps nothing of the lender's (docs/RELIABILITY.md, "Copies share objects")."""
+    return keyed(ItemKey(control_pk(borrower), borrow_sk(lender)), **{BORROW_ENDING: 1})
+
+
+def letting_go(borrower: str, lender: str, leaves: Collection[str]) -> Update:
+    """The borrowing, where it still stands, naming the leaves the borrower's pruned
+    records shared: from then on its loan keeps the rest only. Of many, the first
+    `LOAN_PART_LEAVES` are named, as a loan's item holds them; the rest stay kept, for
+    garbage collection."""
     going = frozenset(sorted(leaves)[:LOAN_PART_LEAVES])
-    return keyed(key, **{BORROW_ENDING_LEAVES: going})
+    key = ItemKey(control_pk(borrower), borrow_sk(lender))
+    return Update(key, set={BORROW_ENDING_LEAVES: going}, when=exists())

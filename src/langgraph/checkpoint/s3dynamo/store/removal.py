@@ -17,11 +17,11 @@ order:
    thread (the fence is undone, the lease let go).
 4. A mark over each namespace hiding what goes (one batch): readers see the removal
    whole from here. The records in full batches: checkpoint records, then writes.
-5. Objects no record references and no loan lends (under terms, only those written
-   before the cutoff, each only while unchanged); removing runs names them in an intent
-   for garbage collection instead, before any record goes.
-6. What the thread shared of other threads' objects, as a copy: each loan ends, or keeps
-   only what the remaining records share; the objects nothing else keeps go.
+5. Objects no record references and no loan lends (under terms, those written before
+   the cutoff or named by the records removed, each only while unchanged); removing runs
+   names them in an intent for garbage collection instead, before any record goes.
+6. What a copy shared of other threads' objects: each loan ends, or keeps only what the
+   remaining records share (the borrowing names what goes); what nothing keeps goes.
 7. The marks, an interrupted removal's too; a whole thread's catalog entries, then their
    back-references; under terms, the lease (and tombstones older than the cutoff).
 
@@ -93,6 +93,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     head_items,
     lease_expiry,
     lease_taken,
+    letting_go,
     take_lease,
     unlend,
 )
@@ -192,7 +193,7 @@ class Remover:
         if fenced:
             heads = self._tombstones(name, seen.namespaces | set(heads))
             yield Batch(head_items(name, heads))
-        stamps = yield from self._stamps(name)
+        stamps, named = yield from self._stamps(name, whole=terms is not None)
         records = [s for s in stamps if not is_mark_key(s.key.sk)]
         if junk := [s.key for s in records if not is_record_key(s.key.sk)]:
             log.warning("removing thread %s: items s3dynamo never writes there: %s", name, junk)
@@ -213,7 +214,7 @@ class Remover:
         ending = [ending_borrowing(name, lender) for lender in sorted(seen.borrowed)]
         yield from hide(hiding, ending)
         yield from delete_records(keys)
-        deleted = yield from self._objects(name, terms)
+        deleted = yield from self._objects(name, terms, named)
         for lender in sorted(seen.borrowed):
             deleted += yield from self.release(name, lender, set())
         left = {s.key for s in stamps if is_mark_key(s.key.sk)}  # an interrupted removal's
@@ -221,7 +222,9 @@ class Remover:
         refs = yield from uncatalog(seen.catalogued)
         cutoff = terms.cutoff if terms else None
         old = [ns for ns, head in heads.items() if cutoff and (tombstone_time(head) or 0) <= cutoff]
-        yield Batch(deletes=[*(head_key(name, ns) for ns in old), *_key(held), *refs])
+        yield Batch(
+            deletes=[*(head_key(name, ns) for ns in old), *([held.key] if held else []), *refs]
+        )
         checkpoints = sum(1 for k in keys if not is_writes_key(k.sk))
         return Removed("removed", len(keys), len(keys), checkpoints, deleted)
 
@@ -242,15 +245,19 @@ class Remover:
             seen.see(stamp_from(item))
         return seen
 
-    def _stamps(self, name: str) -> Steps[list[Stamp]]:
-        """Key and write time of every item of a thread, read strongly consistent."""
-        items = yield from every_item(name, consistent=True, attributes=STAMP_ATTRIBUTES)
-        return [stamp_from(i) for i in items]
+    def _stamps(self, name: str, whole: bool = False) -> Steps[tuple[list[Stamp], set[str]]]:
+        """Key and write time of every item of a thread, read strongly consistent; with
+        `whole`, read whole (billed the same), the leaves of its objects its records name."""
+        attributes = None if whole else STAMP_ATTRIBUTES
+        items = yield from every_item(name, consistent=True, attributes=attributes)
+        records = [i for i in items if whole and is_record_key(str(i[SORT_KEY]))]
+        return [stamp_from(i) for i in items], {leaf for i in records for leaf in _own_leaves(i)}
 
-    def _objects(self, name: str, terms: Terms | None) -> Steps[int]:
+    def _objects(self, name: str, terms: Terms | None, named: Collection[str] = ()) -> Steps[int]:
         """The thread's objects no record references and no loan lends; under terms,
-        those written before the cutoff, each only while unchanged (what is newer
-        belongs to a history started since)."""
+        those written before the cutoff or `named` by the records removed (a key rotation
+        rewrites objects in place), each only while unchanged (what else is newer belongs
+        to a history started since)."""
         listed = yield ListObjects(name)
         prefix = owner_prefix(name)
         if terms is None:
@@ -261,7 +268,7 @@ class Remover:
             yield DeleteObjects(doomed)
             return len(doomed)
         cutoff = datetime.fromtimestamp(terms.cutoff, timezone.utc)
-        old = [o for o in listed if o.modified < cutoff]
+        old = [o for o in listed if o.modified < cutoff or o.key[len(prefix) :] in named]
         if old:
             lent = yield from self.finder.lent_leaves(name)
             old = [o for o in old if o.key[len(prefix) :] not in lent]
@@ -303,22 +310,13 @@ class Remover:
             name, [r.key for r in doomed], keep=[r.key for r in kept if r.sk in kept_sks]
         )
         yield from hide(hiding)
-        # Once the marks hide them, each borrowing names the leaves no kept record
-        # shares, before the lender is read: a lender removed at the same time then
-        # keeps none of them for this thread (as `_whole`'s ending borrowings).
-        after = shared_leaves(kept)
-        ending = [
-            ending_borrowing(name, lender, going)
-            for lender, leaves in sorted(shared_leaves(records).items())
-            if (going := leaves - after.get(lender, set()))
-        ]
-        yield from delete_records([r.key for r in doomed], also=ending)
+        yield from delete_records([r.key for r in doomed])
         deleted = yield from self._pruned_objects(name, doomed, kept, terms)
         yield from self.release_unshared(name, records, kept)
         left = {m.key for m in marks if m.operation == "prune"}  # an interrupted prune's
         yield from unhide({*(m.key for m in hiding), *left})
         if terms is not None:
-            yield Batch(deletes=[marker, *_key(held)])
+            yield Batch(deletes=[marker, *([held.key] if held else [])])
         checkpoints = sum(1 for r in doomed if isinstance(r, CheckpointRecord))
         return Removed("removed", len(records), len(doomed), checkpoints, deleted)
 
@@ -326,18 +324,20 @@ class Remover:
         self, name: str, doomed: Sequence[Record], kept: Sequence[Record], terms: Terms | None
     ) -> Steps[int]:
         """What only the removed records referenced (read after the marks: a copy lending
-        them now has seen them, or is seen here); under terms, the thread's objects
-        written before the cutoff that nothing references or lends any more."""
+        them now has seen them, or is seen here); under terms, with the thread's objects
+        written before the cutoff, each only while unchanged, of those that nothing
+        references or lends any more (`_objects`)."""
+        orphaned = {leaf for r in doomed for leaf in referenced_leaves(r)}
+        orphaned -= {leaf for r in kept for leaf in referenced_leaves(r)}
         if terms is None:
-            orphaned = {leaf for r in doomed for leaf in referenced_leaves(r)}
-            orphaned -= {leaf for r in kept for leaf in referenced_leaves(r)}
             if orphaned:
                 orphaned -= yield from self.finder.lent_leaves(name)
             yield DeleteObjects([object_key(name, leaf) for leaf in sorted(orphaned)])
             return len(orphaned)
         cutoff = datetime.fromtimestamp(terms.cutoff, timezone.utc)
         prefix = owner_prefix(name)
-        old = [o for o in (yield ListObjects(name)) if o.modified < cutoff]
+        listed = yield ListObjects(name)
+        old = [o for o in listed if o.modified < cutoff or o.key[len(prefix) :] in orphaned]
         live = ((yield from self.finder.live_leaves(name)) or set()) if old else set()
         deleted = yield DeleteObjects(
             unchanged=[o for o in old if o.key[len(prefix) :] not in live]
@@ -435,7 +435,8 @@ class Remover:
         # later commit there to it. Without a head the next commit is not held.
         yield Batch(deletes=[head_key(name, ns) for ns in sorted(touched)])
         doomed = [r.key for r in records]
-        if write := index_write(name, (yield from self._stamps(name)), set(doomed)):
+        stamps, _ = yield from self._stamps(name)
+        if write := index_write(name, stamps, set(doomed)):
             yield Apply(write)
         if not doomed:
             return 0
@@ -514,12 +515,15 @@ class Remover:
     def release_unshared(
         self, name: str, records: Sequence[Record], kept: Sequence[Record]
     ) -> Steps[int]:
-        """After a copy lost some of its records (`records` as they were, `kept` what is
-        left): its loans from each lender its records named keep only what `kept` names
-        (a thread that is no copy shares nothing: no request)."""
+        """After a copy's marks hid some records (`records` as they were, `kept` the rest):
+        its loans from each lender keep only what `kept` names (no copy: no request), its
+        borrowing naming the leaves going first, so that a lender removed at the same time
+        keeps none of them (as `_whole`'s ending borrowings do all)."""
         after = shared_leaves(kept)
         deleted = 0
-        for lender in sorted(shared_leaves(records)):
+        for lender, leaves in sorted(shared_leaves(records).items()):
+            if going := leaves - after.get(lender, set()):
+                yield Apply(letting_go(name, lender, going))
             deleted += yield from self.release(name, lender, after.get(lender, set()))
         return deleted
 
@@ -544,18 +548,17 @@ def unhide(keys: Collection[ItemKey], last: str | None = None) -> Steps[None]:
             yield Batch(deletes=sorted(batch))
 
 
-def delete_records(keys: Iterable[ItemKey], also: Sequence[Item] = ()) -> Steps[None]:
+def delete_records(keys: Iterable[ItemKey]) -> Steps[None]:
     """Delete records in full batches sent in parallel: the checkpoint records, then
-    the writes records, so a checkpoint read by id is found whole or not at all; `also`
-    written with the first. Callers hide the records with a mark first."""
+    the writes records, so a checkpoint read by id is found whole or not at all.
+    Callers hide the records with a mark first."""
     keys = list(keys)
     for batch in (
         [k for k in keys if not is_writes_key(k.sk)],
         [k for k in keys if is_writes_key(k.sk)],
     ):
-        if batch or also:
-            yield Batch(also, deletes=batch)
-            also = ()
+        if batch:
+            yield Batch(deletes=batch)
 
 
 def uncatalog(control: Iterable[ItemKey]) -> Steps[list[ItemKey]]:
@@ -577,6 +580,14 @@ def drop_catalog(thread_name: str) -> Steps[None]:
         yield Batch(deletes=refs)
 
 
+def _own_leaves(item: Item) -> set[str]:
+    """Leaves of its thread's objects a record item names (none if it does not parse)."""
+    try:
+        return referenced_leaves(record_from(item))
+    except IntegrityError:
+        return set()
+
+
 def _written_since(stamps: Iterable[Stamp], cutoff: int) -> bool:
     return any(t >= cutoff for t in (stamp_time(s) for s in stamps) if t is not None)
 
@@ -586,7 +597,3 @@ def _let_go(held: Lease | None, outcome: str) -> Steps[Removed]:
     if held is not None:
         yield Apply(lease_expiry(held, 0))
     return Removed(outcome)
-
-
-def _key(held: Lease | None) -> list[ItemKey]:
-    return [held.key] if held is not None else []

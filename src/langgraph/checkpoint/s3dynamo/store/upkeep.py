@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, WritePlan
-from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
+from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, SealingKey
 from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Apply,
     Batch,
@@ -28,6 +28,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
 )
 from langgraph.checkpoint.s3dynamo.errors import (
     LeaseLostError,
+    ObjectNotFoundError,
     StorageConfigError,
     StorageError,
     StoreMissingError,
@@ -423,25 +424,49 @@ class Upkeep:
         place (same name, same value), records replaced only while unchanged since read
         (a thread a writer changed meanwhile is read again), then its catalog entries,
         each while it exists. How many."""
-        from langgraph.checkpoint.s3dynamo.store.sealed import reseal
-
         sealer = self._codec.sealer.under(key)
-
-        def stale(s: Sealed) -> bool:
-            return sealer.stale(s.blob)
-
+        read: frozenset[ItemKey] | None = None
         for _ in tries(CONFLICT_ATTEMPTS):
-            thread = self.sealed(tid, self._engine.run(self._finder.thread_entries(tid)))
-            records, objects, entries, count = reseal(sealer, thread, stale)
-            updates = [u for old, new in records if (u := replace_if_unchanged(old, new))]
-            plan = WritePlan(self._namer.thread(tid), overwrites=objects, writes=updates, each=True)
-            if all(w.applied for w in self._engine.do(plan)):
-                self._engine.run(each([one(Apply(catalog_resealed(e))) for e in entries]))
+            entries = self._engine.run(self._finder.thread_entries(tid))
+            try:
+                count = self._reseal_once(tid, sealer, entries)
+            except ObjectNotFoundError:
+                # A removal of the thread deletes its records, then their objects: read
+                # again. The same records naming a missing object is that object's loss.
+                keys = frozenset(e.record.key for e in entries)
+                if keys == read:
+                    raise
+                read = keys
+                continue
+            if count is not None:
                 return count
         raise StorageError(
             f"reencrypt of thread {tid!r}: records kept changing under concurrent writes "
             f"for {CONFLICT_ATTEMPTS} attempts; run it again when the thread is quieter"
         )
+
+    def _reseal_once(self, tid: str, sealer: Sealer, entries: Sequence[Entry]) -> int | None:
+        """One attempt of `reseal` over these checkpoints: how many blobs, or None where
+        a record changed since it was read."""
+        from langgraph.checkpoint.s3dynamo.store.sealed import reseal
+
+        thread = self.sealed(tid, entries)
+        records, objects, catalog, count = reseal(sealer, thread, lambda s: sealer.stale(s.blob))
+        updates = [u for old, new in records if (u := replace_if_unchanged(old, new))]
+        # A removal racing the rewrite may delete an object before it is written again:
+        # an intent per owner (a copy's shared objects are its lender's) has collection
+        # check each once the rewrite is done.
+        name = self._namer.thread(tid)
+        owners: dict[str, list[str]] = {}
+        for key, _ in objects:
+            owners.setdefault((self.object_owner(key) or (name,))[0], []).append(key)
+        own = owners.pop(name, [])
+        self._engine.run(each([one(NameOrphans(o, k)) for o, k in sorted(owners.items())]))
+        plan = WritePlan(name, overwrites=objects, writes=updates, each=True, orphans=own)
+        if not all(w.applied for w in self._engine.do(plan)):
+            return None
+        self._engine.run(each([one(Apply(catalog_resealed(e))) for e in catalog]))
+        return count
 
     def newest_metadata(self, skipped: list[Skipped]) -> dict[str, Mapping[str, Any]]:
         """Each thread's newest checkpoint's metadata, opened, from one Scan of the
