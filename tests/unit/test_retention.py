@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import uuid
 from collections import Counter
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -377,6 +378,37 @@ def test_keep_latest_keeps_the_conversation_and_drops_its_history(saver: MemoryS
     # The idle index does not even read it again; the full Scan counts it kept.
     full = saver.ops.expire_idle_threads(TTL, strategy="keep_latest", dry_run=True, full=True)
     assert saver.parts.namer.thread("asked") not in full.idle and full.kept >= 1
+
+
+@pytest.mark.parametrize("strategy", ["delete", "keep_latest"])
+def test_a_thread_re_encrypted_before_it_expires_leaves_no_object_behind(strategy: str) -> None:
+    """Re-encryption rewrites a thread's objects in place, so they are newer than the
+    cutoff when the thread expires: retention deletes what the records it removes named
+    whatever its age, as it does for a thread never re-encrypted."""
+    keys, secret = {"k1": os.urandom(32), "k2": os.urandom(32)}, os.urandom(16)
+    saver = memory_saver(inline_max=0, keys=keys, active_key="k1", secret=secret)
+    at(saver, -40)
+    graph = chat(saver, "t", turns=4)
+    rotated = memory_saver(
+        saver.index, saver.objects, inline_max=0, keys=keys, active_key="k2", secret=secret
+    )
+    at(rotated, -20)
+    assert rotated.ops.reencrypt(["t"]) > 0
+    # Incremental collection closes the re-encryption's intents (stamped by the clock of
+    # the process): every object is named.
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    journal = rotated.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=later)
+    assert journal.counts["intents"] > 0 and journal.execute(now=later) == 0
+    latest = history(graph, "t")[0]
+
+    at(rotated, 0)
+    plan = rotated.ops.expire_idle_threads(TTL, strategy=strategy)
+    assert len(plan.removed if strategy == "delete" else plan.pruned) == 1
+    assert rotated.ops.verify().problems == []
+    if strategy == "delete":
+        assert stored(rotated, "t")[:2] == (0, 0)
+    else:
+        assert history(chat_graph(rotated), "t") == [latest]
 
 
 def test_keep_last_n_keeps_each_idle_thread_s_newest_n(backend: Backend) -> None:
