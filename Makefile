@@ -20,7 +20,7 @@ CHECKOV_STAMP := .venv-checkov/.installed
 LANGGRAPH_STAMP := .venv-langgraph/.installed$(FLAVOUR)
 SERVER_STAMP := .venv-server/.installed$(FLAVOUR)
 
-.PHONY: demo dist test test-aws lint lint-workflows test-e2e test-integration test-langgraph test-store-contract test-upstream bench clean lambda-package lambda-figures checkov
+.PHONY: demo dist test test-sweeps test-aws lint lint-workflows test-e2e test-integration test-langgraph test-store-contract test-upstream bench clean lambda-package lambda-figures checkov
 
 # The test environments install under PINS, tests/constraints.txt (none with LATEST=1,
 # above): the versions of what decides a verdict (linters, moto, the AWS SDK, LangGraph),
@@ -92,7 +92,13 @@ lint-workflows: $(STAMP)
 # of the AWS tier (`make test-aws`), the end-to-end tier and the integration tiers run
 # in CI (.ci/run).
 test: $(STAMP) lint
-	$(PY) -m pytest -q -n 2 tests/unit tests/aws -m "not aws or smoke"
+	$(PY) -m pytest -q -n 2 tests/unit tests/aws -m "(not aws or smoke) and not slow"
+
+# The long runs on the in-memory ports that `make test` leaves out to stay within three
+# minutes: a fault at every request of every multi-request operation, two operations on
+# a thread and its copy racing at each request, a 200-turn chat.
+test-sweeps: $(STAMP)
+	$(PY) -m pytest -q -n 2 tests/unit -m slow
 
 # Everything marked `aws` that `make test` leaves out, on moto in process.
 test-aws: $(STAMP)

@@ -9,6 +9,7 @@ docstrings short, and a put crossing the files it crosses today, no more."""
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import sys
@@ -35,7 +36,10 @@ AWS_ADAPTERS = {
 }
 
 
+@functools.cache
 def _modules() -> dict[str, ast.Module]:
+    """Every module of the package, parsed once for all the tests here (which only read
+    the trees)."""
     out = {}
     for path in sorted(ROOT.rglob("*.py")):
         name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
