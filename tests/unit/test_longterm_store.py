@@ -20,7 +20,7 @@ import json
 import os
 import struct
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -774,6 +774,35 @@ def test_reencrypt_reseals_store_items_cache_entries_and_directories(
     assert cache.get([(("node",), "k")]) == {(("node",), "k"): {"r": 1}}
     # A second run finds nothing left to re-seal.
     assert rotated.saver.ops.reencrypt() == 0
+
+
+def test_an_item_deleted_while_its_namespace_is_re_sealed_leaves_no_object(
+    parts: tuple[MemoryIndex, MemoryObjects], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-sealing overwrites an item's object in place; another process deleting the
+    item after the re-seal read it would see it written again, named by nothing. The
+    re-seal's intent has incremental collection delete it."""
+    from langgraph.checkpoint.s3dynamo.memory import sealed
+
+    index, objects = parts
+    old = store_on(index, objects)
+    old.setup()
+    old.put(NS, "large", {"v": os.urandom(60_000).hex()})
+    assert len(list(objects.list(""))) == 1
+    real = sealed.resealed
+
+    def deleted_meanwhile(stored: Any, sealer: Any) -> Any:
+        plan = real(stored, sealer)
+        old.delete(NS, "large")
+        return plan
+
+    monkeypatch.setattr(sealed, "resealed", deleted_meanwhile)
+    rotated = store_on(index, objects, keys=f"{K2},{KEYS}")
+    rotated.saver.ops.reencrypt()
+    assert rotated.get(NS, "large") is None
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    journal = rotated.saver.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=later)
+    assert journal.execute(now=later) == 1 and list(objects.list("")) == []
 
 
 def test_a_store_transaction_that_keeps_conflicting_names_store_items() -> None:

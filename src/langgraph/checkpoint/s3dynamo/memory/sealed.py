@@ -147,7 +147,9 @@ def resealed(stored: Stored, sealer: Sealer) -> WritePlan:
     """The re-sealing fold: every blob of `stored` that `sealer` would move
     (`Sealer.stale`: under another key than it seals with, a subject's left where it
     is by a rotation), sealed again by it, bound to what it was: objects overwritten in
-    place (same name, same value), blobs of items replaced each while unchanged
+    place (same name, same value) after an intent names them (a delete that removed one
+    meanwhile would otherwise see it written again, named by nothing: incremental
+    collection checks each), blobs of items replaced each while unchanged
     (`format.reseal`), each write one request."""
     writes: list[Write] = []
     overwrites: list[tuple[str, bytes]] = []
@@ -160,4 +162,5 @@ def resealed(stored: Stored, sealer: Sealer) -> WritePlan:
             overwrites.append((s.at, new))
         else:
             writes.append(format.reseal(s.at, s.blob, new, s.attribute))
-    return WritePlan(stored.pk, overwrites=overwrites, writes=writes, each=True)
+    rewritten = [key for key, _ in overwrites]
+    return WritePlan(stored.pk, overwrites=overwrites, writes=writes, each=True, orphans=rewritten)
