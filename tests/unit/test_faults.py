@@ -540,8 +540,11 @@ def run_racing(op: str, saver: S3DynamoSaver) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("second", RACING)
 @pytest.mark.parametrize("first", RACING)
-def test_two_operations_on_a_thread_and_its_copy_race_safely(first: str, second: str) -> None:
-    assert race("chat", first, second) > 0
+@pytest.mark.parametrize("kind", ["chat", "delta"])
+def test_two_operations_on_a_thread_and_its_copy_race_safely(
+    kind: str, first: str, second: str
+) -> None:
+    assert race(kind, first, second) > 0
 
 
 # -------------------- through the AWS adapters: a botocore hook fails request N
