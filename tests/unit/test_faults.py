@@ -442,14 +442,15 @@ class Race(Faults):
         return super().request(apply, partial, **how)
 
 
-# What a thread and its copy race: removals of either, another copy of the source,
-# collection, re-encryption, retention. delete_for_runs deletes no object (collection
-# does: `verify` would name what it leaves), so it is not among them.
+# What a thread and its copy race: removals of either (delete_for_runs leaves what its
+# checkpoints held to incremental collection, which the race runs), another copy of the
+# source, collection, re-encryption, retention.
 RACING = [
     "delete copy",
     "prune copy",
     "delete source",
     "prune source",
+    "delete_for_runs",
     "copy source",
     "reencrypt copy",
     "gc",
