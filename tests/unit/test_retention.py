@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
 import time
+import tracemalloc
 import uuid
 from collections import Counter
 from dataclasses import replace
@@ -41,6 +43,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
 from langgraph.checkpoint.s3dynamo.format.schema import IDLE_INDEX, table_definition
 from langgraph.checkpoint.s3dynamo.ops.retention import SCAN_SEGMENTS, plan_expiry
 from langgraph.checkpoint.s3dynamo.store import id_time
+from langgraph.checkpoint.s3dynamo.table import item_size
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.graphs import delta_graph
@@ -409,6 +412,44 @@ def test_a_thread_re_encrypted_before_it_expires_leaves_no_object_behind(strateg
         assert stored(rotated, "t")[:2] == (0, 0)
     else:
         assert history(chat_graph(rotated), "t") == [latest]
+
+
+def test_removing_a_long_idle_thread_holds_a_page_of_its_records_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Retention reads an expiring thread's records whole (to delete what they name), a
+    page at a time: a sweep in a Lambda function of little memory removes a thread of
+    any length. Here 400 records of 26 KB (their values inline), 10 MB in all."""
+    saver = memory_saver(inline_max=60_000)
+    at(saver, -40)
+    config: dict[str, Any] = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    for step in range(400):
+        checkpoint = create_checkpoint(checkpoint, None, step)
+        checkpoint["channel_values"] = {"doc": os.urandom(25_000).hex()}
+        checkpoint["channel_versions"] = {"doc": step + 1}
+        config = saver.put(config, checkpoint, {"source": "loop", "step": step}, {"doc": step + 1})
+    name = saver.parts.namer.thread("long")
+    stored_bytes = sum(item_size(i) for i in saver.index.items() if i["pk"] == name)
+    # As a client parsing a response does, each page comes as objects of its own (the
+    # in-memory table hands out the bytes it keeps).
+    query = type(saver.index).query
+
+    def parsed(table: Any, partition: str, **options: Any) -> Any:
+        page = query(table, partition, **options)
+        return page._replace(items=pickle.loads(pickle.dumps(page.items)))
+
+    monkeypatch.setattr(type(saver.index), "query", parsed)
+    at(saver, 0)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        plan = saver.ops.expire_idle_threads(TTL)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    assert len(plan.removed) == 1 and stored(saver, "long")[:2] == (0, 0)
+    assert stored_bytes > 10_000_000 and peak < stored_bytes / 2, (peak, stored_bytes)
 
 
 def test_keep_last_n_keeps_each_idle_thread_s_newest_n(backend: Backend) -> None:

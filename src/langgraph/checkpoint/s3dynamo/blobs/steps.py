@@ -22,6 +22,7 @@ from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.table import Item, ItemKey, When, Write, key_of
 
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 Steps: TypeAlias = Generator[Any, Any, _R]
 
 # Steps are named tuples, as the table's conditions and writes are (`table.py`): the
@@ -125,11 +126,17 @@ class Emit(NamedTuple):
 
 def every_item(partition: str, **query: Any) -> Steps[list[Item]]:
     """Every item of a Query, page after page."""
-    out: list[Item] = []
+    return (yield from each_item(partition, lambda item: item, **query))
+
+
+def each_item(partition: str, each: Callable[[Item], _T], **query: Any) -> Steps[list[_T]]:
+    """What `each` makes of every item of a Query, page after page: of the items
+    themselves, one page at a time is held."""
+    out: list[_T] = []
     cursor: Item | None = None
     while True:
         page = yield Query(partition, cursor=cursor, **query)
-        out += page.items
+        out += map(each, page.items)
         if page.cursor is None:
             return out
         cursor = page.cursor
@@ -149,8 +156,7 @@ def scan_items(**scan: Any) -> Steps[list[list[Item]]]:
 
 def keys_of(partition: str, **query: Any) -> Steps[list[ItemKey]]:
     """Keys of every item of a Query (nothing else read)."""
-    items = yield from every_item(partition, attributes=(), **query)
-    return [key_of(i) for i in items]
+    return (yield from each_item(partition, key_of, attributes=(), **query))
 
 
 def present(needed: Mapping[str, str]) -> Steps[dict[str, bytes]]:

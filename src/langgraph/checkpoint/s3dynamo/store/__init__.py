@@ -186,11 +186,11 @@ class ThreadStore(Upkeep):
         rewriter = Rewriter(self._walker, self._finder, self.now)
         copier = Copier(
             finder=self._finder,
-            namer=self._namer,
             rewriter=rewriter,
             now=self.now,
             catalog=self._catalog,
             remover=self._remover,
+            walker=self._walker,
         )
         copier.format_gate = lambda format: self._format_gate(format)
         copier.transactions = self._committer.detect_concurrent_runs
@@ -454,7 +454,7 @@ class ThreadStore(Upkeep):
 
     def kept(self, entries: Sequence[Entry], keep_last: int) -> dict[str, list[Entry]]:
         """What a prune keeping `keep_last` keeps of these entries, by namespace."""
-        return self._remover.kept_chains(entries, keep_last)
+        return self._walker.kept_chains(entries, keep_last)
 
     # ---------------------------------------------------------------- copying
 

@@ -55,7 +55,6 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     mark_item,
     shared_leaves,
 )
-from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, newest_first
 from langgraph.checkpoint.s3dynamo.store.format import (
@@ -67,6 +66,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
 )
 from langgraph.checkpoint.s3dynamo.store.removal import Remover, hide, unhide
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
+from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import TRANSACT_MAX, Write, key_of
 
 # Items a copy of the newest checkpoints reads of a namespace per Query: a checkpoint's
@@ -92,14 +92,15 @@ class Copier:
         self,
         *,
         finder: Finder,
-        namer: Namer,
         rewriter: Rewriter,
         catalog: Catalog,
         remover: Remover,
+        walker: Walker,
         now: Callable[[], int],
     ) -> None:
         self.finder = finder
-        self.namer = namer
+        self.walker = walker
+        self.namer = walker.namer
         self.rewriter = rewriter
         self.catalog = catalog
         self.remover = remover
@@ -180,7 +181,7 @@ class Copier:
         )
         if not live:  # no heads (detection off): read the thread whole
             entries = yield from self.finder.thread_entries(tid)
-            chains = self.remover.kept_chains(entries, keep_last)
+            chains = self.walker.kept_chains(entries, keep_last)
             return newest_first([e for chain in chains.values() for e in chain], None)
         out: list[Entry] = []
         for ns_name in live:
@@ -206,11 +207,11 @@ class Copier:
             entry: Entry = step.value
             read[entry.checkpoint_id] = entry
             if len(read) >= keep_last and (wanted is None or entry.checkpoint_id <= wanted):
-                wanted = self.remover.missing_ancestor(read, keep_last)
+                wanted = self.walker.missing_ancestor(read, keep_last)
                 if wanted is None:
                     entries.close()
                     break
-        chains = self.remover.kept_chains(list(read.values()), keep_last)
+        chains = self.walker.kept_chains(list(read.values()), keep_last)
         return [e for chain in chains.values() for e in chain]
 
     def latest(self, tid: str, checkpoints: Iterable[tuple[str, str]]) -> dict[str, str]:

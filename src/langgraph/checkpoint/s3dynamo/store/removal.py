@@ -46,6 +46,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     NameOrphans,
     Steps,
     each,
+    each_item,
     every_item,
     keys_of,
 )
@@ -85,7 +86,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, index_write, stamp_time
-from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, Skipped, leftover_writes
+from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped, leftover_writes
 from langgraph.checkpoint.s3dynamo.store.format import (
     catalog_deletes,
     delete_if_unchanged,
@@ -160,9 +161,6 @@ class Remover:
         self.clock = clock
         # Whether the thread catalog is kept (asked when a removal empties a thread).
         self.catalog_enabled: Callable[[], bool] = lambda: False
-
-    def now(self) -> int:
-        return int(self.clock())
 
     def remove(
         self, name: str, keep: Keep = WHOLE, *, terms: Terms | None = None, tid: str | None = None
@@ -247,11 +245,15 @@ class Remover:
 
     def _stamps(self, name: str, whole: bool = False) -> Steps[tuple[list[Stamp], set[str]]]:
         """Key and write time of every item of a thread, read strongly consistent; with
-        `whole`, read whole (billed the same), the leaves of its objects its records name."""
+        `whole`, read whole (billed the same, a page held at a time), the leaves of its
+        objects its records name."""
+
+        def read(item: Item) -> tuple[Stamp, set[str]]:
+            return stamp_from(item), _own_leaves(item) if whole else set()
+
         attributes = None if whole else STAMP_ATTRIBUTES
-        items = yield from every_item(name, consistent=True, attributes=attributes)
-        records = [i for i in items if whole and is_record_key(str(i[SORT_KEY]))]
-        return [stamp_from(i) for i in items], {leaf for i in records for leaf in _own_leaves(i)}
+        read_items = yield from each_item(name, read, consistent=True, attributes=attributes)
+        return [s for s, _ in read_items], {leaf for _, leaves in read_items for leaf in leaves}
 
     def _objects(self, name: str, terms: Terms | None, named: Collection[str] = ()) -> Steps[int]:
         """The thread's objects no record references and no loan lends; under terms,
@@ -282,7 +284,7 @@ class Remover:
     ) -> Steps[Removed]:
         marker = head_key(name, PRUNING_HEAD)
         if terms is not None:
-            yield Batch(head_items(name, {PRUNING_HEAD: str(self.now())}))
+            yield Batch(head_items(name, {PRUNING_HEAD: str(int(self.clock()))}))
         # Under terms, one consistent read serves both the revival check and the work.
         records, marks = yield from self.finder.items(name, consistent=terms is not None)
         if terms is not None:
@@ -301,9 +303,8 @@ class Remover:
             removed = yield from _let_go(held, "skipped")
             removed.skipped = Skipped.of(name, key_id, exc)
             return removed
-        kept_sks = {
-            e.record.sk for chain in self.kept_chains(entries, keep_last).values() for e in chain
-        }
+        chains = self.walker.kept_chains(entries, keep_last)
+        kept_sks = {e.record.sk for chain in chains.values() for e in chain}
         kept = [r for r in records if owner_sk(r.sk) in kept_sks]
         doomed = [r for r in records if owner_sk(r.sk) not in kept_sks]
         hiding = self.marks(
@@ -343,48 +344,6 @@ class Remover:
             unchanged=[o for o in old if o.key[len(prefix) :] not in live]
         )
         return len(deleted)
-
-    def kept_chains(self, entries: Sequence[Entry], keep_last: int = 1) -> dict[str, list[Entry]]:
-        """Namespace -> what a prune keeps there: its `keep_last` newest checkpoints and
-        the ancestors DeltaChannel reconstruction of each needs (oldest first)."""
-        by_ns: dict[str, dict[str, Entry]] = {}
-        for e in entries:
-            by_ns.setdefault(e.ns, {})[e.checkpoint_id] = e
-        kept: dict[str, list[Entry]] = {}
-        for ns, chain in by_ns.items():
-            newest = sorted(chain, reverse=True)[:keep_last]
-            needed = {
-                e.checkpoint_id: e for cid in newest for e in self._needed(chain[cid], chain)[0]
-            }
-            kept[ns] = [needed[cid] for cid in sorted(needed)]
-        return kept
-
-    def missing_ancestor(self, chain: dict[str, Entry], keep_last: int) -> str | None:
-        """For checkpoints of one namespace read newest first: the id of an ancestor the
-        `keep_last` newest need (DeltaChannel reconstruction) that was not read yet, or
-        None when they are complete."""
-        newest = sorted(chain, reverse=True)[:keep_last]
-        missing = [m for cid in newest if (m := self._needed(chain[cid], chain)[1]) is not None]
-        return max(missing) if missing else None
-
-    def _needed(self, latest: Entry, chain: dict[str, Entry]) -> tuple[list[Entry], str | None]:
-        """The checkpoint plus its ancestors back to the nearest stored value of every
-        DeltaChannel (the channels named in `counters_since_delta_snapshot`), and the id
-        of the next one needed that `chain` lacks (None: none)."""
-        metadata: dict[str, Any] = self.walker.open_metadata(latest) or {}
-        remaining = set(metadata.get("counters_since_delta_snapshot") or {})
-        needed = [latest]
-        cursor: Entry | None = latest
-        while cursor is not None and remaining:
-            body = self.walker.open_body(cursor)
-            remaining -= set(self.walker.stored_values(cursor, body))
-            parent = body.get("parent")
-            cursor = chain.get(parent) if parent and remaining else None
-            if cursor is not None:
-                needed.append(cursor)
-            elif parent and remaining:
-                return needed, str(parent)
-        return needed, None
 
     # ------------------------------------------------------------- leftover writes
 
@@ -440,7 +399,7 @@ class Remover:
             yield Apply(write)
         if not doomed:
             return 0
-        at = self.now()
+        at = int(self.clock())
         hiding = [
             Mark(name, mark_sk(ns, "runs"), ids=frozenset(ids), at=at)
             for ns, ids in sorted(touched.items())
@@ -476,7 +435,7 @@ class Remover:
         for key in keep:
             ns_name, cid, _ = parse_sk(key.sk)
             kept.setdefault(ns_name, set()).add(cid)
-        at = self.now()
+        at = int(self.clock())
         operation = "prune" if kept else "delete"
         return [
             Mark(
@@ -581,7 +540,10 @@ def drop_catalog(thread_name: str) -> Steps[None]:
 
 
 def _own_leaves(item: Item) -> set[str]:
-    """Leaves of its thread's objects a record item names (none if it does not parse)."""
+    """Leaves of its thread's objects a record item names (none from another item, or
+    one that does not parse)."""
+    if not is_record_key(str(item[SORT_KEY])):
+        return set()
     try:
         return referenced_leaves(record_from(item))
     except IntegrityError:

@@ -22,12 +22,14 @@ object lives under its owner's key prefix, named by its whole key in the record.
 reference); opening a value or a write is the caller's step, with `value_data`,
 `write_data`, `bundle_blobs` and `bundle_writes`, once the objects are fetched. These
 take the checkpoint as an `Entry` or, for what was walked before (history's kept
-skeletons), as a `CheckpointAt`.
+skeletons), as a `CheckpointAt`. `kept_chains` walks back along parents: which ancestors
+DeltaChannel needs to read the newest checkpoints back, what a prune and a copy of the
+latest keep.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
@@ -327,3 +329,47 @@ class Walker:
             idx: self.write_blob_data(entry, task_id, idx, blob, owner)
             for idx, blob in self.bundle_blobs(entry, key, fetched).items()
         }
+
+    # ------------------------------------------ what DeltaChannel reads back
+
+    def kept_chains(self, entries: Sequence[Entry], keep_last: int = 1) -> dict[str, list[Entry]]:
+        """Namespace -> what a prune keeps there: its `keep_last` newest checkpoints and
+        the ancestors DeltaChannel reconstruction of each needs (oldest first)."""
+        by_ns: dict[str, dict[str, Entry]] = {}
+        for e in entries:
+            by_ns.setdefault(e.ns, {})[e.checkpoint_id] = e
+        kept: dict[str, list[Entry]] = {}
+        for ns, chain in by_ns.items():
+            newest = sorted(chain, reverse=True)[:keep_last]
+            needed = {
+                e.checkpoint_id: e for cid in newest for e in self._needed(chain[cid], chain)[0]
+            }
+            kept[ns] = [needed[cid] for cid in sorted(needed)]
+        return kept
+
+    def missing_ancestor(self, chain: dict[str, Entry], keep_last: int) -> str | None:
+        """For checkpoints of one namespace read newest first: the id of an ancestor the
+        `keep_last` newest need (DeltaChannel reconstruction) that was not read yet, or
+        None when they are complete."""
+        newest = sorted(chain, reverse=True)[:keep_last]
+        missing = [m for cid in newest if (m := self._needed(chain[cid], chain)[1]) is not None]
+        return max(missing) if missing else None
+
+    def _needed(self, latest: Entry, chain: dict[str, Entry]) -> tuple[list[Entry], str | None]:
+        """The checkpoint plus its ancestors back to the nearest stored value of every
+        DeltaChannel (the channels named in `counters_since_delta_snapshot`), and the id
+        of the next one needed that `chain` lacks (None: none)."""
+        metadata: dict[str, Any] = self.open_metadata(latest) or {}
+        remaining = set(metadata.get("counters_since_delta_snapshot") or {})
+        needed = [latest]
+        cursor: Entry | None = latest
+        while cursor is not None and remaining:
+            body = self.open_body(cursor)
+            remaining -= set(self.stored_values(cursor, body))
+            parent = body.get("parent")
+            cursor = chain.get(parent) if parent and remaining else None
+            if cursor is not None:
+                needed.append(cursor)
+            elif parent and remaining:
+                return needed, str(parent)
+        return needed, None
