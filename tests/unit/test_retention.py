@@ -414,12 +414,14 @@ def test_a_thread_re_encrypted_before_it_expires_leaves_no_object_behind(strateg
         assert history(chat_graph(rotated), "t") == [latest]
 
 
+@pytest.mark.parametrize("strategy", ["delete", "keep_latest"])
 def test_removing_a_long_idle_thread_holds_a_page_of_its_records_at_a_time(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, strategy: str
 ) -> None:
-    """Retention reads an expiring thread's records whole (to delete what they name), a
-    page at a time: a sweep in a Lambda function of little memory removes a thread of
-    any length. Here 400 records of 26 KB (their values inline), 10 MB in all."""
+    """Retention reads an expiring thread's records a page at a time: whole, to delete
+    what they name; to prune, without the bytes of their values. A sweep in a Lambda
+    function of little memory removes or prunes a thread of any length. Here 400
+    records of 26 KB (their values inline), 10 MB in all."""
     saver = memory_saver(inline_max=60_000)
     at(saver, -40)
     config: dict[str, Any] = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
@@ -444,11 +446,12 @@ def test_removing_a_long_idle_thread_holds_a_page_of_its_records_at_a_time(
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
-        plan = saver.ops.expire_idle_threads(TTL)
+        plan = saver.ops.expire_idle_threads(TTL, strategy=strategy)
         peak = tracemalloc.get_traced_memory()[1] - start
     finally:
         tracemalloc.stop()
-    assert len(plan.removed) == 1 and stored(saver, "long")[:2] == (0, 0)
+    gone = plan.removed if strategy == "delete" else plan.pruned
+    assert gone == [name] and stored(saver, "long")[0] == (0 if strategy == "delete" else 1)
     assert stored_bytes > 10_000_000 and peak < stored_bytes / 2, (peak, stored_bytes)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer
@@ -303,10 +303,17 @@ class Finder:
         yield from mapped(self._unveiled(pk, descending=True, limit=page, **bounds), entries)
 
     def items(
-        self, thread_name: str, *, consistent: bool = False, prefix: str | None = None
+        self,
+        thread_name: str,
+        *,
+        consistent: bool = False,
+        prefix: str | None = None,
+        slim: bool = False,
     ) -> Steps[tuple[list[Record], list[Mark]]]:
         """Every record and every mark of a thread named as stored (under a sort-key
-        prefix, if given)."""
+        prefix, if given); `slim`, the records without the bytes of their inline values
+        and writes (names and references kept), so that what a prune holds of a long
+        thread is a page and the rest of each record."""
         records: list[Record] = []
         marks: list[Mark] = []
         cursor: Item | None = None
@@ -314,7 +321,7 @@ class Finder:
             page = yield from self.page(
                 thread_name, prefix=prefix, cursor=cursor, consistent=consistent
             )
-            records += page.records
+            records += map(_slim, page.records) if slim else page.records
             marks += page.marks
             if page.cursor is None:
                 return records, marks
@@ -570,3 +577,11 @@ class Finder:
                 for leaf in named_leaves(rec):
                     keys[leaf if split_shared(leaf) else object_key(rec.pk, leaf)] = e.what
         return keys
+
+
+def _slim(record: Record) -> Record:
+    """The record without the bytes of its inline values and writes."""
+    if isinstance(record, CheckpointRecord):
+        return replace(record, inline=dict.fromkeys(record.inline, b""))
+    writes = {i: w if isinstance(w, str) else b"" for i, w in record.writes.items()}
+    return replace(record, writes=writes)

@@ -286,7 +286,7 @@ class Remover:
         if terms is not None:
             yield Batch(head_items(name, {PRUNING_HEAD: str(int(self.clock()))}))
         # Under terms, one consistent read serves both the revival check and the work.
-        records, marks = yield from self.finder.items(name, consistent=terms is not None)
+        records, marks = yield from self.finder.items(name, consistent=terms is not None, slim=True)
         if terms is not None:
             stamps = [Stamp(r.key, r.written_at) for r in records]
             if _written_since(stamps, terms.cutoff):
