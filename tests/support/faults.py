@@ -79,6 +79,23 @@ class Faults:
         raise Crash(f"injected fault at request {self.at} ({self.mode})")
 
 
+class Race(Faults):
+    """Counts requests as `Faults` does, failing none, and runs `act` once, just before
+    request `at`: another process's operation, whole, at that point of this one."""
+
+    def __init__(self, at: int, act: Any) -> None:
+        super().__init__()
+        self.race_at, self.act = at, act
+
+    def request(self, apply: Any, partial: Any = None, **how: Any) -> Any:
+        with self._lock:
+            hit = not self.fired and self.count + 1 == self.race_at
+            self.fired |= hit
+        if hit:
+            self.act()
+        return super().request(apply, partial, **how)
+
+
 class FaultyTable:
     """The table port with faults injected: each request counted, and told apart by what
     it writes (an upload intent, a loan or borrowing, or a thread's records and control

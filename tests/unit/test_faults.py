@@ -46,6 +46,7 @@ from tests.support.faults import (
     FaultyObjects,
     FaultyTable,
     History,
+    Race,
     read_history,
 )
 from tests.support.graphs import delta_graph
@@ -423,23 +424,6 @@ def test_a_fault_at_any_request_leaves_a_named_state(kind: str, op: str) -> None
 
 
 # -------------------- races: another operation, run whole before each request in turn
-
-
-class Race(Faults):
-    """Counts requests as `Faults` does, failing none, and runs `act` once, just before
-    request `at`: another process's operation, whole, at that point of this one."""
-
-    def __init__(self, at: int, act: Any) -> None:
-        super().__init__()
-        self.race_at, self.act = at, act
-
-    def request(self, apply: Any, partial: Any = None, **how: Any) -> Any:
-        with self._lock:
-            hit = not self.fired and self.count + 1 == self.race_at
-            self.fired |= hit
-        if hit:
-            self.act()
-        return super().request(apply, partial, **how)
 
 
 # What a thread and its copy race: removals of either (delete_for_runs leaves what its

@@ -30,10 +30,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS, tries
 from langgraph.checkpoint.s3dynamo.blobs import BlobEngine, Steps
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, SealingKey
 from langgraph.checkpoint.s3dynamo.blobs.steps import ListObjects, each
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, SubjectKeyChangedError
+from langgraph.checkpoint.s3dynamo.errors import (
+    InvalidConfigError,
+    ObjectNotFoundError,
+    StorageError,
+    SubjectKeyChangedError,
+)
 from langgraph.checkpoint.s3dynamo.format.layout import VECTOR_SK_RANGE, memory_scope, object_key
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.keys.subjects import SubjectKey, Subjects, sealing_key
@@ -331,10 +337,24 @@ class Space:
         """Seal again under the active key (with `key`, under that key: a data subject's)
         what one namespace holds (`sealed.resealed`): its directory entry, its items,
         their stamps and objects, and in the Store its vector index. How many blobs."""
-        stored = self.stored(found, VECTOR_SK_RANGE)
-        plan = sealed.resealed(stored, self._sealer.under(key))
-        written: list[Written] = self._engine.do(plan)
-        return len(plan.overwrites) + sum(w.applied for w in written)
+        missing: set[str] = set()
+        for _ in tries(CONFLICT_ATTEMPTS):
+            try:
+                stored = self.stored(found, VECTOR_SK_RANGE)
+            except ObjectNotFoundError as exc:
+                # A delete or expiry removes an item, then its object: read again. The
+                # same object named and missing twice is that object's loss.
+                if exc.key in missing:
+                    raise
+                missing.add(exc.key)
+                continue
+            plan = sealed.resealed(stored, self._sealer.under(key))
+            written: list[Written] = self._engine.do(plan)
+            return len(plan.overwrites) + sum(w.applied for w in written)
+        raise StorageError(
+            f"reencrypt of namespace {found[0]!r}: its items kept changing under concurrent "
+            f"deletes for {CONFLICT_ATTEMPTS} attempts; run it again when it is quieter"
+        )
 
 
 def checked_ttl(ttl: object, unit: str, where: str) -> float | None:
