@@ -12,6 +12,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.s3dynamo import IntegrityError, ThreadExistsError
+from langgraph.checkpoint.s3dynamo.errors import ObjectNotFoundError
 from langgraph.checkpoint.s3dynamo.format.layout import object_key
 from langgraph.checkpoint.s3dynamo.format.records import CheckpointRecord, WritesRecord
 from tests.support.savers import MemorySaver, memory_saver
@@ -125,6 +126,34 @@ def test_reencrypt_moves_everything_to_the_active_key() -> None:
     only_new = memory_saver(**ports, keys={"new": new_key}, secret=secret)
     got = only_new.get_tuple(_config())
     assert got is not None and got.checkpoint["channel_values"]["small"] == "s"
+
+
+def test_a_thread_deleted_while_it_is_re_encrypted_is_no_loss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A removal deletes a thread's records, then its objects: a re-encryption that read
+    the records before finds objects gone, reads the thread again and finds it gone. An
+    object deleted outside s3dynamo, named by the same records twice, is reported."""
+    old_key, new_key, secret = os.urandom(32), os.urandom(32), b"naming secret, 16+ bytes"
+    saver = memory_saver(keys={"old": old_key}, secret=secret)
+    _put(saver, {"big": os.urandom(3 * saver.settings.inline_max)})
+    ports = {"index": saver.index, "objects": saver.objects}
+    rotated = memory_saver(**ports, keys={"new": new_key, "old": old_key}, secret=secret)
+    upkeep = type(rotated.store)
+    real = upkeep.sealed
+
+    def deleted_meanwhile(store: Any, tid: Any, entries: Any) -> Any:
+        monkeypatch.setattr(upkeep, "sealed", real)
+        saver.delete_thread("t")
+        return real(store, tid, entries)
+
+    monkeypatch.setattr(upkeep, "sealed", deleted_meanwhile)
+    assert rotated.ops.reencrypt(["t"]) == 0
+    assert rotated.get_tuple(_config()) is None and not saver.objects.blobs
+    _put(saver, {"big": os.urandom(3 * saver.settings.inline_max)})
+    saver.objects.blobs.clear()
+    with pytest.raises(ObjectNotFoundError):
+        rotated.ops.reencrypt(["t"])
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
