@@ -648,14 +648,16 @@ def above_dynamodb_store(results: dict[str, Any], scaling: list[dict[str, Any]])
         "",
         f"- **First put of a new namespace**: {new_ns:+.1f} units. The namespace's directory "
         "entry is written in the put's transaction (TransactWriteItems bills twice per "
-        "item) after one read of the entry. The directory is what makes `list_namespaces` "
+        "item) after one consistent read of the entry and the item (what the put "
+        "replaces, which a transaction does not return). The directory is what makes "
+        "`list_namespaces` "
         f"{units(ours, 'list_namespaces'):.1f} units here against DynamoDBStore's "
         f"{units(theirs, 'list_namespaces'):.1f} (its Scan of the table grows with every "
         f"item stored): one listing saves {listing:.1f} units, the extra of "
         f"{listing / new_ns:.1f} new namespaces.",
         f"- **A process's first put into an existing namespace**: {first_in:+.1f} units, once "
-        "per process and namespace: the directory entry's eventually consistent read, "
-        "whose lease lets every later put of that process there be one UpdateItem.",
+        "per process and namespace: the consistent read of the directory entry and the "
+        "item, whose lease lets every later put of that process there be one UpdateItem.",
         f"- **Put with a declared filter field**: {token:+.1f} units, the field's token "
         "(keyed hash of the value, no plaintext). With it a search by that field reads "
         f"{declared:.1f} units at {scaling[0]['items']:,} items and {declared_last:.1f} at "

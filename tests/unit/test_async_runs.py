@@ -316,9 +316,9 @@ def test_gathered_first_calls_of_a_store_send_one_deployment_check() -> None:
 
     index.calls.clear()
     asyncio.run(puts(fresh()))
-    # Per namespace, the read of its directory entry, then one transaction: its first
-    # item and the entry.
-    assert dict(index.calls) == {"Query": 1, "GetItem": 300, "TransactWriteItems": 300}
+    # Per namespace, the read of its directory entry and its item, then one transaction:
+    # its first item and the entry.
+    assert dict(index.calls) == {"Query": 1, "BatchGetItem": 300, "TransactWriteItems": 300}
     index.calls.clear()
     found = asyncio.run(gets(fresh()))
     assert [item.value["i"] for item in found] == list(range(300))
@@ -349,7 +349,7 @@ def test_gathered_first_puts_into_a_namespace_renew_its_entry_once() -> None:
     asyncio.run(puts())
     # One read of each entry, one transaction renewing it with its first item, then one
     # UpdateItem for each other item.
-    assert index.calls == {"GetItem": 4, "TransactWriteItems": 4, "UpdateItem": 296}
+    assert index.calls == {"BatchGetItem": 4, "TransactWriteItems": 4, "UpdateItem": 296}
     entries = index.directory_entries()
     assert len(entries) == len({e.key for e in entries}) == 4
     assert len(store.search(("n",), limit=1000)) == 300

@@ -665,6 +665,42 @@ def test_a_lease_that_runs_out_during_a_put_renews_the_entry(
     assert index.directory_entries()[0].generation != generation
 
 
+def test_a_put_that_renews_the_entry_names_what_it_replaced(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    """A put whose lease on the entry ran out renews it in a transaction, which returns no
+    old item: the read before it tells what the put replaces, so a replaced object goes
+    with incremental collection and a replaced inline value's filter token with the put
+    (an object's is left, as on every put: a search checks the values it finds)."""
+    from langgraph.checkpoint.s3dynamo.format.layout import TOKEN_MARK
+
+    index, objects = parts
+    clock = Clock()
+    saver = S3DynamoSaver(index=index, object_store=objects, keys=KEYS, secret=SECRET)
+    store = S3DynamoStore.from_saver(saver, filter_fields=["kind"])
+    store.space.clock = clock
+
+    def tokens() -> set[str]:
+        return {i.key.sk for i in index.index_items() if i.key.sk.startswith(TOKEN_MARK)}
+
+    store.put(NS, "large", {"kind": "large", "v": os.urandom(20_000).hex()})
+    assert len(list(objects.list(""))) == 1  # the large value's object
+    before = tokens()
+    store.put(NS, "small", {"kind": "old"})
+    (small_token,) = tokens() - before
+    clock.now += 2 * 86400  # two days later: the lease on the entry ran out long ago
+    renewals = index.calls["TransactWriteItems"]
+    store.batch([PutOp(NS, "large", {"kind": "shrunk"}), PutOp(NS, "small", {"kind": "new"})])
+    assert index.calls["TransactWriteItems"] == renewals + 1
+    assert small_token not in tokens()
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    journal = saver.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=later)
+    assert journal.execute(now=later) == 1 and list(objects.list("")) == []
+    assert [i.key for i in store.search(NS, filter={"kind": "new"})] == ["small"]
+    assert store.search(NS, filter={"kind": "old"}) == []
+    assert saver.ops.verify().problems == []
+
+
 def test_eventually_consistent_reads_show_this_process_its_writes(
     parts: tuple[MemoryIndex, MemoryObjects],
 ) -> None:
@@ -889,18 +925,19 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
     saver.setup()
     counter.reset()
     store = S3DynamoStore.from_saver(saver)
-    # A new namespace: a read of its directory entry (absent), then one transaction of the
-    # item and the entry (the deployment check is done by setup()).
+    # A new namespace: one consistent read of its directory entry (absent) and of the
+    # item (what the put replaces), then one transaction of the item and the entry (the
+    # deployment check is done by setup()).
     store.put(("users", "a"), "k", {"v": 1})
-    assert counter.calls == {"dynamodb.GetItem": 1, "dynamodb.TransactWriteItems": 1}
+    assert counter.calls == {"dynamodb.BatchGetItem": 1, "dynamodb.TransactWriteItems": 1}
     counter.reset()
-    # Another process's first put into it: the entry read (renewed lately: a lease), then
-    # the item alone, 1 write unit as later puts.
+    # Another process's first put into it: the entry read with the item (renewed lately:
+    # a lease), then the item alone, 1 write unit as later puts.
     other = S3DynamoStore.from_saver(make_saver(clients))
     other.put(("users", "a"), "k2", {"v": 2})
     assert counter.calls == {
         "dynamodb.Query": 1,  # the other saver's once-a-process deployment check
-        "dynamodb.GetItem": 1,
+        "dynamodb.BatchGetItem": 1,
         "dynamodb.UpdateItem": 1,
     }
     store.delete(("users", "a"), "k2")
@@ -929,9 +966,10 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
     }
     counter.reset()
     # A batch writes each namespace's items together: 99 items and the directory entry
-    # a transaction, so parallel puts into one namespace never contend for its entry.
+    # a transaction, so parallel puts into one namespace never contend for its entry; the
+    # read before them asks for the entry and the 150 items, 100 keys a BatchGetItem.
     store.batch([PutOp(("users", "b"), f"k{i}", {"i": i}) for i in range(150)])
-    assert counter.calls == {"dynamodb.GetItem": 1, "dynamodb.TransactWriteItems": 2}
+    assert counter.calls == {"dynamodb.BatchGetItem": 2, "dynamodb.TransactWriteItems": 2}
     assert len(store.search(("users", "b"), limit=200)) == 150
 
 
@@ -1119,7 +1157,7 @@ def test_put_is_one_update_and_reads_are_eventually_consistent(
     counter.reset()
     store = S3DynamoStore.from_saver(saver)
     store.put(NS, "a", {"v": 1})
-    assert counter.calls == {"dynamodb.GetItem": 1, "dynamodb.TransactWriteItems": 1}
+    assert counter.calls == {"dynamodb.BatchGetItem": 1, "dynamodb.TransactWriteItems": 1}
     counter.reset()
     store.put(NS, "b", {"v": 2})
     assert counter.calls == {"dynamodb.UpdateItem": 1}

@@ -54,7 +54,7 @@ from langgraph.checkpoint.s3dynamo.table import Write, Written
 # Payload type tag of a sealed namespace tuple (directory entries).
 NAMESPACE_TYPE = "json"
 # A lease taken from an entry read (not renewed) by this process ends this much earlier
-# than the renewal's: the read may be a replica's, a little behind.
+# than the renewal's: the renewal's time is another process's clock.
 READ_LEASE_SLACK = 30
 
 
@@ -123,20 +123,22 @@ class Directory:
         entry when it holds none and the entry was renewed lately), else with the entry
         renewed, in one transaction per `MEMORY_PUT_MAX` items (`format.put`); one put of
         the process at a time reads or renews an entry, the others wait for its lease.
-        The items replaced, where known. A data subject's items (`subject`: its fence, and
-        the item naming the namespace its own, written with each renewal) go in
-        transactions that check the fence, with or without the entry; they do not say
-        what they replaced."""
+        The items replaced, where known: a transaction returns no old item, so a renewal
+        tells what the read before it found. A data subject's items (`subject`: its
+        fence, and the item naming the namespace its own, written with each renewal) go
+        in transactions that check the fence, with or without the entry; under a lease
+        they do not say what they replaced."""
         ek, state = self.key(batch.namespace), self.state()
         # A data subject's puts hold a lease only on an entry named under their key.
         kid = self.sealer_for(batch.namespace).key
         named = None if kid is None else kid.kid
         lease_end = state.lease_end(ek.sk, named)
+        found: dict[ItemKey, MemoryRow] = {}
         if now >= lease_end:
             with state.renewing(ek.sk):
                 lease_end = state.lease_end(ek.sk, named)  # another put may have renewed it
                 if now >= lease_end:
-                    lease_end = yield from self._lease_from_read(batch.namespace, ek, now, named)
+                    lease_end, found = yield from self._lease_from_read(batch, ek, now, named)
                 if now >= lease_end:
                     entry = self._entry(batch.namespace, ek, batch.rows)
                     puts = format.put(
@@ -145,7 +147,7 @@ class Directory:
                     for plan in puts:
                         yield plan
                     self._renewed(entry, marks)
-                    return [None] * len(batch.rows)
+                    return [found.get(row.key) for row in batch.rows]
         replaced: list[MemoryRow | None] = [None] * len(batch.rows)
         if subject:
             # The fence alone: the item naming the namespace the subject's went with the
@@ -170,23 +172,24 @@ class Directory:
         return replaced
 
     def _lease_from_read(
-        self, namespace: Namespace, ek: ItemKey, now: float, named: str | None
-    ) -> Steps[float]:
-        """A process's first put into a namespace it has not renewed: one eventually
-        consistent read of the entry. Renewed lately and not emptied (and, with `named`,
-        its name sealed under that key), it gives a lease (a read's ends
-        `READ_LEASE_SLACK` early) and its ancestors' marks exist."""
-        entry = yield from reads.entry(ek, consistent=False)
+        self, batch: Batch, ek: ItemKey, now: float, named: str | None
+    ) -> Steps[tuple[float, dict[ItemKey, MemoryRow]]]:
+        """A process's first put into a namespace it has not renewed: one consistent read
+        of the entry and of the items the put replaces (what a renewal replaces, which its
+        transaction does not return). Renewed lately and not emptied (and, with `named`,
+        its name sealed under that key), the entry gives a lease (a read's ends
+        `READ_LEASE_SLACK` early) and its ancestors' marks exist; 0 when it gives none."""
+        entry, found = yield from reads.entry_and_items(ek, [r.key for r in batch.rows])
         if entry is None or entry.emptied:
-            return 0.0
+            return 0.0, found
         if named is not None and key_id(entry.blob) != named:
-            return 0.0
+            return 0.0, found
         end = entry.renewed + LEASE_SECONDS - READ_LEASE_SLACK
         if now >= end:
-            return 0.0
+            return 0.0, found
         self.state().lease(entry, end)
-        self.marks_exist([namespace])
-        return end
+        self.marks_exist([batch.namespace])
+        return end, found
 
     def renew(self, namespace: Namespace, marks: Sequence[ItemKey] = ()) -> Steps[None]:
         """Renew a namespace's directory entry alone (its liveness bound left as it is),

@@ -21,7 +21,7 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     index_from,
     row_from,
 )
-from langgraph.checkpoint.s3dynamo.table import Item, ItemKey
+from langgraph.checkpoint.s3dynamo.table import Item, ItemKey, key_of
 
 
 def items_at(keys: Sequence[ItemKey], *, consistent: bool = False) -> Steps[list[MemoryRow]]:
@@ -115,6 +115,16 @@ def entry(key: ItemKey, *, consistent: bool = True) -> Steps[DirectoryEntry | No
     """One directory entry, or None: one GetItem."""
     item: Item | None = yield Get(key, consistent=consistent)
     return None if item is None else entry_from(item)
+
+
+def entry_and_items(
+    key: ItemKey, items: Sequence[ItemKey]
+) -> Steps[tuple[DirectoryEntry | None, dict[ItemKey, MemoryRow]]]:
+    """One directory entry (or None) and those of `items` found, read consistently: one
+    BatchGetItem per 100 keys, in one wave."""
+    found: list[Item] = yield GetMany([key, *items], consistent=True)
+    entry = next((entry_from(i) for i in found if key_of(i) == key), None)
+    return entry, {r.key: r for r in (row_from(i) for i in found if key_of(i) != key)}
 
 
 def entries(pk: str, *, consistent: bool = False) -> Steps[list[DirectoryEntry]]:
