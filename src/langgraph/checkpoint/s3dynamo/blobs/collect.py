@@ -19,9 +19,11 @@ from datetime import datetime
 
 from langgraph.checkpoint.s3dynamo.blobs.journal import Journal
 from langgraph.checkpoint.s3dynamo.blobs.objects import ObjectIO
-from langgraph.checkpoint.s3dynamo.format.layout import owner_prefix
-from langgraph.checkpoint.s3dynamo.format.records import ItemKey, UploadIntent
+from langgraph.checkpoint.s3dynamo.format.layout import journal_scope, owner_prefix
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey, UploadIntent, intent_from
+from langgraph.checkpoint.s3dynamo.format.schema import PARTITION_KEY
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
+from langgraph.checkpoint.s3dynamo.table import Item
 
 # The leaves an owner's items reference now, read consistently; None: it has no item.
 LiveLeaves = Callable[[str], "set[str] | None"]
@@ -69,6 +71,17 @@ class Collector:
     def expired(self, before_ms: int) -> list[UploadIntent]:
         """The deployment's intents written before `before_ms` (one Query per shard)."""
         return self._journal.expired(self._prefix, before_ms)
+
+    def named(self, owner: str | None, read: Iterable[Item] = ()) -> set[str]:
+        """The object keys upload intents name, whatever their age: those of `owner` (one
+        Query of its journal shard), else those of every intent among items `read` (by a
+        Scan of the deployment)."""
+        if owner is not None:
+            intents = self._journal.of(owner)
+        else:
+            journal = [i for i in read if journal_scope(str(i[PARTITION_KEY])) is not None]
+            intents = [intent_from(i) for i in journal]
+        return {key for intent in intents for key in intent.object_keys}
 
     def close(self, intents: Sequence[ItemKey]) -> None:
         """Delete settled intents."""

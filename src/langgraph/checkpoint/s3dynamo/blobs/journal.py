@@ -17,6 +17,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     JOURNAL_SHARDS,
     intents_before,
     journal_pk,
+    journal_pk_of,
     owner_prefix,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
@@ -52,6 +53,11 @@ class Journal:
         request per 25)."""
         if intents:
             self._ports.table.batch(deletes=intents)
+
+    def of(self, owner: str) -> list[UploadIntent]:
+        """Every intent of one owner: one Query of its shard (more past 1 MB)."""
+        found = every_item(self._ports.table, journal_pk_of(owner), consistent=True)
+        return [i for i in map(intent_from, found) if i.owner == owner]
 
     def expired(self, prefix: str, before_ms: int) -> list[UploadIntent]:
         """Every intent of the deployment written before `before_ms`: one Query per

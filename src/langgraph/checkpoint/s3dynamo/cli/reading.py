@@ -421,6 +421,12 @@ def verify(thread_id: str | None, as_json: bool, **settings: Any) -> int:
                 "committed, or of a delete that stopped): no reader sees them, no problem; "
                 "`s3dynamo gc --full` removes them after the grace"
             )
+        if awaiting := data["awaiting_collection"]:
+            out.print(
+                f"{render.plural(awaiting, 'unreferenced object')} named by upload intents "
+                "(of writes under way, replaced values, crashes): no problem; `s3dynamo gc` "
+                "removes them after the grace"
+            )
         for space, m in data.get("memory", {}).items():
             out.print(
                 f"{space}: {render.plural(m['namespaces'], 'namespace')}, "

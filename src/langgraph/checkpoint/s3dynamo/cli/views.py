@@ -209,7 +209,7 @@ def verify(
     saver: S3DynamoSaver, thread_id: str | None, progress: Progress = no_progress
 ) -> dict[str, Any]:
     """{"thread_id", "ok", "checked": {"items", "objects", "blobs", "opened"},
-    "leftover_writes", "memory":
+    "leftover_writes", "awaiting_collection", "memory":
     {"store" | "cache": {"namespaces", "items", "index items", "objects", "blobs",
     "opened"}} (the whole store only), "problems": [{"kind": "missing" | "unreferenced" |
     "tampered" | "unopenable" | "unbacked loan", "where": "item" | "object" | "store item" |

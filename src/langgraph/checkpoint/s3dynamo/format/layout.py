@@ -350,15 +350,13 @@ def object_scope(key: str) -> str | None:
 
 # ------------------------------------------------------------ upload journal
 #
-# Before a put (or put_writes) uploads objects it writes an intent naming them, in one of
-# JOURNAL_SHARDS partitions `<prefix>~uploads#<shard>!` chosen by the thread's name; its
-# commit deletes the intent in the same request. What is left names exactly what a crash
-# (or a refused commit) can have orphaned: incremental garbage collection reads it
-# (`ops/gc.py`, docs/RELIABILITY.md). The sort key is the intent's time in milliseconds
-# (13 digits) and a nonce, so "older than the grace" is one key range. The `~` keeps
-# `scope_of` and `memory_scope` from mapping these partitions to a thread or a memory
-# space; the final `!` makes the Scans of thread records skip them as control items.
-# 32 shards: docs/SCALE.md, "The upload journal".
+# An intent names objects a write is about to upload (its commit deletes it) or a change
+# leaves unreferenced, in one of JOURNAL_SHARDS partitions `<prefix>~uploads#<shard>!`
+# chosen by the owner's name; incremental garbage collection reads them (`ops/gc.py`,
+# docs/RELIABILITY.md). The sort key is the intent's time in milliseconds (13 digits)
+# and a nonce, so "older than the grace" is one key range. The `~` keeps `scope_of` and
+# `memory_scope` from mapping these partitions to a thread or a memory space; the final
+# `!` makes the Scans of thread records skip them. 32 shards: docs/SCALE.md.
 JOURNAL_SHARDS = 32
 JOURNAL_MARK = "~uploads#"
 
@@ -378,10 +376,12 @@ def prefix_of(pk: str) -> str | None:
     """The prefix of the deployment that writes partition `pk`, whatever it holds (a
     thread's records or control items, the deployment's records, a memory partition, a
     shard of its upload journal); None for a partition no deployment writes."""
-    if (scope := scope_of(pk)) is not None:
-        return scope
-    if (memory := memory_scope(pk)) is not None:
-        return memory[0]
+    scopes = (scope_of(pk), (memory_scope(pk) or (None,))[0], journal_scope(pk))
+    return next((scope for scope in scopes if scope is not None), None)
+
+
+def journal_scope(pk: str) -> str | None:
+    """The prefix of the deployment a shard of whose upload journal is `pk`, else None."""
     head, mark, shard = pk.rpartition(JOURNAL_MARK)
     if mark and len(shard) == 3 and shard[:2].isdigit() and shard[2] == CONTROL_SUFFIX:
         return head

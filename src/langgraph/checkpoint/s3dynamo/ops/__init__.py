@@ -504,7 +504,8 @@ class Operations:
         if tid is None:  # the deployment's keys were checked first
             from langgraph.checkpoint.s3dynamo.ops.memory import verify_memory
 
-            verify_memory(self.parts, {o.key: o.size for o in scoped[1]}, report)
+            named = self.store.collector().named(None, control)
+            verify_memory(self.parts, {o.key: o.size for o in scoped[1]}, report, named)
         if report.nothing_opened:
             self.parts.deployment.verify(write=False)
         return report

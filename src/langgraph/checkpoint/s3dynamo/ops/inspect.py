@@ -344,6 +344,10 @@ class VerifyReport:
     problems: list[dict[str, Any]] = field(default_factory=list)
     # Writes records whose checkpoint record is not there (`verify`): counted, no problem.
     leftover_writes: int = 0
+    # Unreferenced objects an upload intent names: incremental collection takes them
+    # after its grace (what a write in flight, a replacement or a crash leaves). Counted,
+    # no problem.
+    awaiting_collection: int = 0
     # Long-term memory, per space ("store", "cache"), counted apart from the threads:
     # namespaces, items, index items, objects, sealed blobs and those that opened.
     memory: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -393,6 +397,7 @@ class VerifyReport:
             "ok": self.ok,
             "checked": dict(self.checked),
             "leftover_writes": self.leftover_writes,
+            "awaiting_collection": self.awaiting_collection,
             "memory": {space: dict(counts) for space, counts in self.memory.items()},
             "problems": list(self.problems),
         }
@@ -427,7 +432,8 @@ def verify(
         progress(done, len(by_thread))
     _verify_catalog(store, report, records, grouped.entries, control or ())
     scope_pk = store.name_of(thread_id) if thread_id is not None else None
-    _unreferenced_objects(store, report, listed, live, scope_pk)
+    named = store.collector().named(scope_pk, control or ())
+    _unreferenced_objects(store, report, listed, (live, named), scope_pk)
     _unbacked_loans(store, report, listed, scope_pk)
     return report
 
@@ -480,11 +486,13 @@ def _unreferenced_objects(
     store: ThreadStore,
     report: VerifyReport,
     listed: Mapping[str, ObjectInfo],
-    live: dict[str, set[str]],
+    referenced: tuple[dict[str, set[str]], set[str]],
     scope_pk: str | None,
 ) -> None:
     """Each listed object of the threads in scope that no record references (nor a loan
-    of its thread to a copy outside what was read): a problem."""
+    of its thread to a copy outside what was read): a problem, unless an upload intent
+    names it (`named`): then counted as awaiting collection."""
+    live, named = referenced
     now = datetime.now(timezone.utc)
     loans_read: set[str] = set()
     for key, info in sorted(listed.items()):
@@ -497,16 +505,19 @@ def _unreferenced_objects(
             # Lent to a copy outside what was read: the loans say (read once a thread).
             loans_read.add(thread_name)
             live.setdefault(thread_name, set()).update(store.lent_leaves(thread_name))
-        if leaf not in live.get(thread_name, set()):
+        if leaf in live.get(thread_name, set()):
+            continue
+        if key in named:
+            report.awaiting_collection += 1
+        else:
             age = int((now - info.modified).total_seconds())
             report.problem(
                 "unreferenced",
                 "object",
                 key,
                 None,
-                f"{info.size} bytes, {age} s old, referenced by no item "
-                "(`s3dynamo gc` removes it after the grace period if a crashed write left "
-                "it, `s3dynamo gc --full` in any case)",
+                f"{info.size} bytes, {age} s old, referenced by no item and named by no "
+                "upload intent (`s3dynamo gc --full` removes it once older than the grace)",
                 tid=report.thread_id,
             )
 

@@ -297,14 +297,17 @@ def mark_ancestors(space: Space) -> int:
 Counts = dict[str, int]
 
 
-def verify_memory(parts: Components, objects: Mapping[str, int], report: VerifyReport) -> None:
+def verify_memory(
+    parts: Components, objects: Mapping[str, int], report: VerifyReport, named: set[str]
+) -> None:
     """Open and authenticate every sealed blob of the Store and the node cache: each
     directory entry, each item (its payload, whose key must hash to the item's name, and
     its stamps) and its object, and in the Store each namespace's vector manifest, log
     entries, tombstones and segments; counted per space in `report.memory`. Objects of
     theirs that nothing references, or that are referenced and gone, are problems as a
-    thread's are. One directory Query per space, then per namespace one consistent Query
-    of its items and one of its indexes, and one wave of object GETs (uncached)."""
+    thread's are (one an upload intent names, in `named`, is awaiting collection). One
+    directory Query per space, then per namespace one consistent Query of its items and
+    one of its indexes, and one wave of object GETs (uncached)."""
     listed = {k: size for k, size in objects.items() if memory_scope(k.rpartition("/")[0])}
     live: set[str] = set()
     for label, space in spaces(parts).items():
@@ -320,14 +323,19 @@ def verify_memory(parts: Components, objects: Mapping[str, int], report: VerifyR
                 stored = space.stored((namespace, None), format.INDEXES, listed)
                 _verify_namespace(space, label, stored, (listed, live), counts, report)
     for key, size in sorted(listed.items()):
-        if key not in live:
+        if key in live:
+            continue
+        if key in named:
+            report.awaiting_collection += 1
+        else:
             report.problem(
                 "unreferenced",
                 "object",
                 key,
                 None,
                 f"{size} bytes, referenced by no Store item, cache entry or vector "
-                "manifest (`s3dynamo memory gc` removes it after the grace period)",
+                "manifest, named by no upload intent (`saver.ops.memory.collect_garbage("
+                "grace)` removes it once older than the grace)",
             )
 
 

@@ -19,6 +19,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     is_control_pk,
     is_deployment_pk,
     is_memory_pk,
+    journal_scope,
     scope_of,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
@@ -61,8 +62,9 @@ class Scope:
 
     def records(self, control: list[Item] | None = None) -> Steps[list[Record]]:
         """Every record of this deployment's threads (a Scan); with `control`, the items
-        of its threads' control partitions and of its catalog's partitions the same Scan
-        read are added to it (what `verify` checks them against: `store/audit.py`)."""
+        of its threads' control partitions, of its catalog's partitions and of its upload
+        journal the same Scan read are added to it (what `verify` checks them against:
+        `store/audit.py`, and what intents name)."""
         kept = begins(PARTITION_KEY, self.prefix) if self.prefix else None
         out: list[Record] = []
         for items in (yield from scan_items(filter=kept)):
@@ -71,7 +73,7 @@ class Scope:
                 # and marks are no records.
                 pk = str(item[PARTITION_KEY])
                 if is_control_pk(pk) or is_deployment_pk(pk) or is_memory_pk(pk):
-                    ours = self.prefix in (scope_of(pk), catalog_scope(pk))
+                    ours = self.prefix in (scope_of(pk), catalog_scope(pk), journal_scope(pk))
                     if control is not None and ours and not is_deployment_pk(pk):
                         control.append(item)
                     continue
