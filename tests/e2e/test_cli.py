@@ -354,7 +354,8 @@ def test_verify_catches_tampered_missing_and_orphaned(moto: None) -> None:
     assert r.code == 1, r.err
     report = r.json()
     # docs/CLI.md's shape, key for key.
-    keys = {"thread_id", "ok", "checked", "leftover_writes", "memory", "problems", "hint"}
+    keys = {"thread_id", "ok", "checked", "leftover_writes", "awaiting_collection"}
+    keys |= {"memory", "problems", "hint"}
     assert set(report) == keys
     assert report["hint"].startswith("missing: reading its checkpoint raises ObjectNotFoundError")
     assert "tampered: the stored bytes were altered" in report["hint"]
