@@ -543,7 +543,8 @@ def test_the_blob_engine_is_under_both_stores() -> None:
 
 
 # Long-term memory's maintenance: in ops/memory.py, beside the threads' (ops/gc.py,
-# ops/retention.py, ops/reencrypt.py, ops/inspect.py), never in memory/.
+# ops/retention.py, ops/reencrypt.py, ops/inspect.py, ops/verification.py), never in
+# memory/.
 MEMORY_MAINTENANCE = {
     "expire_memory",
     "collect_memory_garbage",

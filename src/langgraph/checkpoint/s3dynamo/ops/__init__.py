@@ -8,18 +8,19 @@ counts, how to run it); the plan's `execute()` does it (the command line shows t
 and executes it on `--yes`). Inspections return reports. Each plan and report has
 `to_dict()`, the shape the command line prints with `--json`.
 
-    plan.py       the plan value every `plan_*` returns
-    gc.py         garbage collection: plan, then execute (proof in docs/RELIABILITY.md)
-    retention.py  expiring idle threads: the sweep and its guarantees
-    sweep.py      finding idle threads through the idle index, after the sweep's cursor
-    threads.py    delete, copy, prune and delete-runs plans
-    reencrypt.py  re-sealing under the active key
-    memory.py     the Store's and the node cache's maintenance (`saver.ops.memory`)
-    inspect.py    threads, history, stats and verify reports
-    catalog.py    building the thread catalog (`saver.ops.catalog`)
-    check.py      the up-front check and KMS key rotation
-    migrate.py    importing threads from another LangGraph checkpointer
-    subjects.py   data subjects: erasure, its records, export (`saver.ops.subjects`)
+    plan.py          the plan value every `plan_*` returns
+    gc.py            garbage collection: plan, then execute (proof in docs/RELIABILITY.md)
+    retention.py     expiring idle threads: the sweep and its guarantees
+    sweep.py         finding idle threads through the idle index, after the sweep's cursor
+    threads.py       delete, copy, prune and delete-runs plans
+    reencrypt.py     re-sealing under the active key
+    memory.py        the Store's and the node cache's maintenance (`saver.ops.memory`)
+    inspect.py       threads, history and stats reports
+    verification.py  verify: every sealed blob opened, threads' and memory's alike
+    catalog.py       building the thread catalog (`saver.ops.catalog`)
+    check.py         the up-front check and KMS key rotation
+    migrate.py       importing threads from another LangGraph checkpointer
+    subjects.py      data subjects: erasure, its records, export (`saver.ops.subjects`)
 
 The deployment check guards every read here as on the saver's own path: an empty
 result, or a blob that does not open, is first checked against the deployment record,
@@ -89,6 +90,7 @@ from langgraph.checkpoint.s3dynamo.table import Item
 if TYPE_CHECKING:  # imported when first used: the Store's maintenance
     from langgraph.checkpoint.s3dynamo.ops.memory import MemoryOperations
     from langgraph.checkpoint.s3dynamo.ops.subjects import SubjectOperations
+    from langgraph.checkpoint.s3dynamo.ops.verification import VerifyReport
 
 __all__ = [
     "CheckReport",
@@ -487,12 +489,12 @@ class Operations:
             return inspect.stats(self.store, thread_id, progress or inspect.no_progress)
 
     @public("ops.verify")
-    def verify(
-        self, thread_id: MaybeThreadId = None, progress: Function = None
-    ) -> inspect.VerifyReport:
+    def verify(self, thread_id: MaybeThreadId = None, progress: Function = None) -> VerifyReport:
         """Open and authenticate every item and object of one thread or the whole store
         (its Store and node cache too). When nothing opens, the keys are checked against
         the deployment first: a wrong key or secret raises `DeploymentMismatchError`."""
+        from langgraph.checkpoint.s3dynamo.ops import verification
+
         tid = None if thread_id is None else thread_id_of(thread_id)
         if tid is None:
             self.parts.deployment.verify(write=False)
@@ -500,12 +502,12 @@ class Operations:
         scoped = inspect.scope(self.store, tid, control)
         if tid is not None and not scoped[0] and not scoped[1]:
             self._entries(tid)
-        report = inspect.verify(self.store, tid, progress or inspect.no_progress, scoped, control)
+        progress = progress or inspect.no_progress
+        report = verification.verify(self.store, tid, progress, scoped, control)
         if tid is None:  # the deployment's keys were checked first
-            from langgraph.checkpoint.s3dynamo.ops.memory import verify_memory
-
             named = self.store.collector().named(None, control)
-            verify_memory(self.parts, {o.key: o.size for o in scoped[1]}, report, named)
+            listed = {o.key: o.size for o in scoped[1]}
+            verification.verify_memory(self.parts, listed, report, named)
         if report.nothing_opened:
             self.parts.deployment.verify(write=False)
         return report

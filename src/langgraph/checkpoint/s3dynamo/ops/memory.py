@@ -8,14 +8,13 @@ says namespaces lie below it), then namespaces' partitions: never the rest of th
 
 Each reads and writes through a space's methods (`memory.core.Space`), which run the
 memory parts' protocols on the blob engine (the expiry sweep's: `memory/writes.py`);
-verification, statistics and re-encryption fold over the one list of a namespace's
-sealed blobs (`memory/sealed.py`).
+statistics and re-encryption, like verification (`ops/verification.py`), fold over the
+one list of a namespace's sealed blobs (`memory/sealed.py`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -33,12 +32,9 @@ from langgraph.checkpoint.s3dynamo.config.arguments import (
     Text,
 )
 from langgraph.checkpoint.s3dynamo.deployment import guarded
-from langgraph.checkpoint.s3dynamo.errors import S3DynamoError
 from langgraph.checkpoint.s3dynamo.format.layout import memory_scope
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
-from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.core import Space, Stored
-from langgraph.checkpoint.s3dynamo.ops.inspect import VerifyReport, item_label, problem_kind
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan
 from langgraph.checkpoint.s3dynamo.waves import parallel
 
@@ -290,105 +286,3 @@ def mark_ancestors(space: Space) -> int:
             pending.update(marks)
             renewed += 1
     return renewed
-
-
-# ------------------------------------------------------------------ verification
-
-Counts = dict[str, int]
-
-
-def verify_memory(
-    parts: Components, objects: Mapping[str, int], report: VerifyReport, named: set[str]
-) -> None:
-    """Open and authenticate every sealed blob of the Store and the node cache: each
-    directory entry, each item (its payload, whose key must hash to the item's name, and
-    its stamps) and its object, and in the Store each namespace's vector manifest, log
-    entries, tombstones and segments; counted per space in `report.memory`. Objects of
-    theirs that nothing references, or that are referenced and gone, are problems as a
-    thread's are (one an upload intent names, in `named`, is awaiting collection). One
-    directory Query per space, then per namespace one consistent Query of its items and
-    one of its indexes, and one wave of object GETs (uncached)."""
-    listed = {k: size for k, size in objects.items() if memory_scope(k.rpartition("/")[0])}
-    live: set[str] = set()
-    for label, space in spaces(parts).items():
-        counts = {"namespaces": 0, "items": 0, "index items": 0, "objects": 0}
-        counts.update(blobs=0, opened=0)
-        report.memory[label] = counts
-        entries = space.entries()
-        counts["namespaces"] = len(entries)
-        for entry in entries:
-            where, key = f"{label} directory", item_label(entry.key)
-            namespace = _opened(counts, report, where, key, space.namespace_of, entry)
-            if namespace is not None:
-                stored = space.stored((namespace, None), format.INDEXES, listed)
-                _verify_namespace(space, label, stored, (listed, live), counts, report)
-    for key, size in sorted(listed.items()):
-        if key in live:
-            continue
-        if key in named:
-            report.awaiting_collection += 1
-        else:
-            report.problem(
-                "unreferenced",
-                "object",
-                key,
-                None,
-                f"{size} bytes, referenced by no Store item, cache entry or vector "
-                "manifest, named by no upload intent (`saver.ops.memory.collect_garbage("
-                "grace)` removes it once older than the grace)",
-            )
-
-
-def _verify_namespace(
-    space: Space,
-    label: str,
-    stored: Stored,
-    objects: tuple[dict[str, int], set[str]],
-    counts: Counts,
-    report: VerifyReport,
-) -> None:
-    """The verification fold over one namespace's sealed blobs: each opened as a read
-    opens it (an item's stamps with its payload, counted apart); an object referenced
-    and not in the bucket reported (its item left unopened)."""
-    listed, live = objects
-    what = f"{label} namespace {stored.namespace!r}"
-    counts["items"] += len(stored.rows)
-    counts["index items"] += len(stored.index)
-    counts["objects"] += len(stored.objects)
-    blobs = space.sealed(stored)
-    needed = sorted({s.at for s in blobs if isinstance(s.at, str)})
-    live.update(needed)
-    for key in (k for k in needed if k not in listed):
-        report.problem("missing", "object", key, None, f"{what}: referenced, but not in the bucket")
-    opened: dict[ItemKey, bool] = {}
-    for s in blobs:
-        if s.blob is None:
-            continue  # its object, missing, is a problem already
-        if s.kind == "stamp" and s.row is not None:
-            # Opened with its item's payload, as a read opens it.
-            if s.row.key in opened:
-                counts["blobs"] += 1
-                counts["opened"] += opened[s.row.key]
-            continue
-        if s.kind == "item" and s.row is not None:
-            where, key = f"{label} item", item_label(s.row.key)
-        elif isinstance(s.at, ItemKey):
-            where, key = f"{label} vector index", item_label(s.at)
-        else:
-            where, key = "object", s.at
-        ok = _opened(counts, report, where, key, space.open, stored.namespace, s)
-        if s.kind == "item" and s.row is not None:
-            opened[s.row.key] = ok is not None
-
-
-def _opened(counts: Counts, report: VerifyReport, where: str, key: str, fn: Any, *args: Any) -> Any:
-    """fn(*args), counted as a sealed blob; None (and a problem recorded at `key`) if it
-    raises."""
-    counts["blobs"] += 1
-    try:
-        result = fn(*args)
-    except S3DynamoError as exc:
-        report.problem(problem_kind(exc), where, key, None, f"{type(exc).__name__}: {exc}")
-        return None
-    counts["opened"] += 1
-    return result if result is not None else True
