@@ -3,9 +3,9 @@ the second runs whole, as another process would, before each request of the firs
 turn. The operations: puts that replace an item's object, shrink it inline, add an item
 and refresh one with a TTL; deleting an item and a namespace prefix; re-sealing under a
 new key; the expiry sweep; garbage collection. Each time, every item a reader is shown
-opens and holds a value it was given; once both are repeated and collected (the
-incremental collection, then the full one of the Store), `verify` finds nothing missing,
-altered or left over. In `make test-sweeps`."""
+opens and holds a value it was given; once both are repeated and the incremental
+collection has run (the only one the shipped Lambda example schedules), `verify` finds
+nothing missing, altered or left over. In `make test-sweeps`."""
 
 from __future__ import annotations
 
