@@ -1,7 +1,8 @@
 """The in-memory table with views of what it holds, for tests that inspect raw storage:
 records, marks, heads, leases, intents, loans, the thread catalog, the deployment's records
-and the Store's items, each parsed by its format (no request counted); and a watch that
-sees each request before it is applied (`Backend.before_request`)."""
+and the Store's items, each parsed by its format (no request counted); a watch that sees
+each request before it is applied (`Backend.before_request`); and another process on the
+same items (`Process`)."""
 
 from __future__ import annotations
 
@@ -181,3 +182,34 @@ def _kind(item: Item) -> str:
             return "lease"
         return "loan" if sk.startswith(LOAN_PREFIX) else "borrowing"
     return "mark" if is_mark_key(sk) else "record"
+
+
+class Process:
+    """Another process on the same storage: its own table adapter object, hence its own
+    leases and memory of its writes, over the same items. `before(match, action)` runs
+    `action` once, before the first write (alone or in a transaction) that `match`
+    accepts."""
+
+    def __init__(self, inner: MemoryIndex) -> None:
+        self.table = inner
+        self._hooks: list[tuple[Callable[[Write], bool], Callable[[], None]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.table, name)
+
+    def before(self, match: Callable[[Write], bool], action: Callable[[], None]) -> None:
+        self._hooks.append((match, action))
+
+    def _fire(self, writes: Sequence[Write]) -> None:
+        for hook in list(self._hooks):
+            if any(hook[0](w) for w in writes):
+                self._hooks.remove(hook)
+                hook[1]()
+
+    def write(self, write: Write, **options: Any) -> Written:
+        self._fire([write])
+        return self.table.write(write, **options)
+
+    def transact(self, writes: Sequence[Write]) -> None:
+        self._fire(writes)
+        self.table.transact(writes)

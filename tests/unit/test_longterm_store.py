@@ -45,12 +45,12 @@ from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, item_aad
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
 from langgraph.checkpoint.s3dynamo.memory.rows import ENTRY_EMPTIED, ROW_BLOB, MemoryRow, row_item
 from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
-from langgraph.checkpoint.s3dynamo.table import Update, Write, Written
+from langgraph.checkpoint.s3dynamo.table import Update, Write
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import Crash, CrashingPort, is_request
-from tests.support.memory_index import MemoryIndex
+from tests.support.memory_index import MemoryIndex, Process
 from tests.support.savers import Clients, RequestCounter, make_saver
 
 # The first put into a namespace is one TransactWriteItems (the item and its namespace's
@@ -509,37 +509,6 @@ def test_thread_maintenance_passes_memory_items_by(backend: Backend) -> None:
 
 
 # ------------------------------------------------------------ the namespace directory
-
-
-class Process:
-    """Another process on the same storage: its own table adapter object, hence its own
-    leases and memory of its writes, over the same items. `before(match, action)` runs
-    `action` once, before the first write (alone or in a transaction) that `match`
-    accepts."""
-
-    def __init__(self, inner: MemoryIndex) -> None:
-        self.table = inner
-        self._hooks: list[tuple[Callable[[Write], bool], Callable[[], None]]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.table, name)
-
-    def before(self, match: Callable[[Write], bool], action: Callable[[], None]) -> None:
-        self._hooks.append((match, action))
-
-    def _fire(self, writes: Sequence[Write]) -> None:
-        for hook in list(self._hooks):
-            if any(hook[0](w) for w in writes):
-                self._hooks.remove(hook)
-                hook[1]()
-
-    def write(self, write: Write, **options: Any) -> Written:
-        self._fire([write])
-        return self.table.write(write, **options)
-
-    def transact(self, writes: Sequence[Write]) -> None:
-        self._fire(writes)
-        self.table.transact(writes)
 
 
 def sets(attribute: str) -> Callable[[Write], bool]:

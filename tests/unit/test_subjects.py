@@ -5,11 +5,14 @@ of a read stay as they are."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from tests.support import chats
+from tests.support.memory_index import Process
 from tests.support.savers import memory_saver
 from tests.support.subjects import KEYS, SECRET, key_ids, subject_saver, talk
 
@@ -106,6 +109,31 @@ def test_a_subjects_store_namespaces_are_sealed_under_the_key_of_its_threads() -
     found = again.search(("users",), filter={"kind": "pref"})
     assert sorted(i.value["text"] for i in found) == ["coffee", "tea"]
     assert ("users", "alice", "memories") in again.list_namespaces(prefix=("users",))
+
+
+def test_a_subjects_first_store_put_in_a_process_names_the_object_it_replaced() -> None:
+    """A process's first put into a subject's namespace that another renewed lately takes
+    its lease from one read of the entry and the items, then writes in a transaction that
+    checks the fence and returns nothing: what the read found is what the put replaced, so
+    the replaced object goes with incremental collection, not only the full one."""
+    from datetime import datetime, timedelta, timezone
+
+    from langgraph.store.s3dynamo import S3DynamoStore
+
+    saver, keys = subject_saver(subject_label=1)
+    ns = ("users", "alice", "memories")
+    S3DynamoStore.from_saver(saver).put(ns, "m1", {"text": os.urandom(20_000).hex()})
+    assert len(saver.objects.blobs) == 1
+    other, _ = subject_saver(Process(saver.index), saver.objects, keys, subject_label=1)
+    store = S3DynamoStore.from_saver(other)
+    reads = other.index.calls["BatchGetItem"]
+    store.put(ns, "m1", {"text": "short now"})
+    assert other.index.calls["BatchGetItem"] == reads + 1  # the entry and the item
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    collection = other.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=later)
+    assert collection.execute(now=later) == 1 and saver.objects.blobs == {}
+    assert store.get(ns, "m1").value == {"text": "short now"}
+    assert other.ops.verify().problems == []
 
 
 def test_a_rotation_wraps_subjects_keys_again_so_the_old_key_can_go() -> None:

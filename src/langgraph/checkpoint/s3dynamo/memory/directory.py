@@ -127,7 +127,7 @@ class Directory:
         tells what the read before it found. A data subject's items (`subject`: its
         fence, and the item naming the namespace its own, written with each renewal) go
         in transactions that check the fence, with or without the entry; under a lease
-        they do not say what they replaced."""
+        they say what they replaced only when the put took the lease from its read."""
         ek, state = self.key(batch.namespace), self.state()
         # A data subject's puts hold a lease only on an entry named under their key.
         kid = self.sealer_for(batch.namespace).key
@@ -154,6 +154,8 @@ class Directory:
             # renewal this lease comes from (a lease holds under the subject's key only).
             for plan in format.put(batch, indexes=indexes, also=subject[:1]):
                 yield plan
+            # A transaction returns no old item: what this put's read found, if it read.
+            replaced = [found.get(row.key) for row in batch.rows]
         else:
             (plan,) = format.put(batch, indexes=indexes)
             written: list[Written] = yield plan
