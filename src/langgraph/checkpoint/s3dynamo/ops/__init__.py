@@ -503,9 +503,10 @@ class Operations:
         if tid is not None and not scoped[0] and not scoped[1]:
             self._entries(tid)
         progress = progress or inspect.no_progress
-        report = verification.verify(self.store, tid, progress, scoped, control)
-        if tid is None:  # the deployment's keys were checked first
-            named = self.store.collector().named(None, control)
+        # What upload intents name, of the whole deployment: read from the Scan's items.
+        named = None if tid is not None else self.store.collector().named(None, control)
+        report = verification.verify(self.store, tid, progress, scoped, control, named)
+        if named is not None:  # the whole deployment: its keys were checked first
             listed = {o.key: o.size for o in scoped[1]}
             verification.verify_memory(self.parts, listed, report, named)
         if report.nothing_opened:

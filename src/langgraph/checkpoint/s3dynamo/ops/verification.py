@@ -129,12 +129,14 @@ def verify(
     progress: Progress = no_progress,
     scoped: tuple[list[Record], list[ObjectInfo]] | None = None,
     control: list[Item] | None = None,
+    named: set[str] | None = None,
 ) -> VerifyReport:
     """Open and authenticate every item and object in scope (one thread, or every thread
     of the deployment; `scoped`: its records and objects, if read already, with the
-    control and catalog items its Scan read in `control`): what is missing, unreferenced,
-    altered or sealed under a key this saver does not hold, and what the catalog and the
-    tombstones do not agree with (`store/audit.py`)."""
+    control and catalog items its Scan read in `control`; `named`: the object keys upload
+    intents name, if known): what is missing, unreferenced, altered or sealed under a key
+    this saver does not hold, and what the catalog and the tombstones do not agree with
+    (`store/audit.py`)."""
     if scoped is None:
         control = []
         scoped = scope(store, thread_id, control)
@@ -152,7 +154,8 @@ def verify(
         progress(done, len(by_thread))
     _verify_catalog(store, report, records, grouped.entries, control or ())
     scope_pk = store.name_of(thread_id) if thread_id is not None else None
-    named = store.collector().named(scope_pk, control or ())
+    if named is None:
+        named = store.collector().named(scope_pk, control or ())
     _unreferenced_objects(store, report, listed, (live, named), scope_pk)
     _unbacked_loans(store, report, listed, scope_pk)
     return report
