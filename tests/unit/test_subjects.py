@@ -5,13 +5,16 @@ of a read stay as they are."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
+from langgraph.store.base import PutOp
 
 from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
 from tests.support import chats
+from tests.support.faults import Crash, CrashingPort, is_request
 from tests.support.memory_index import Process
 from tests.support.savers import memory_saver
 from tests.support.subjects import KEYS, SECRET, key_ids, subject_saver, talk
@@ -78,6 +81,22 @@ def test_a_subjects_first_write_in_a_process_costs_its_fence_and_its_key() -> No
     assert keys.calls["GetItem"] == 1 and keys.calls["PutItem"] == 0
 
 
+def test_a_subjects_key_made_by_a_store_put_is_its_key_once_the_put_lands() -> None:
+    """A Store put that makes a subject's first key makes its fence in its commit; once
+    it lands, the process's next puts into the subject's namespaces check the fence and
+    write under the lease that put took (one transaction each), as after a thread's."""
+    from langgraph.store.s3dynamo import S3DynamoStore
+
+    saver, keys = subject_saver(subject_label=1)
+    store = S3DynamoStore.from_saver(saver)
+    store.put(("users", "alice", "memories"), "m1", {"text": "tea"})
+    assert keys.calls["PutItem"] == 1  # the key made
+    saver.index.calls.clear()
+    store.put(("users", "alice", "memories"), "m2", {"text": "toast"})
+    store.put(("users", "alice", "memories"), "m1", {"text": "coffee"})
+    assert saver.index.calls == {"TransactWriteItems": 2}
+
+
 def test_subjects_need_the_deployments_own_keys_and_run_detection() -> None:
     with pytest.raises(InvalidConfigError, match="detect_concurrent_runs"):
         subject_saver(detect_concurrent_runs=False)
@@ -111,29 +130,90 @@ def test_a_subjects_store_namespaces_are_sealed_under_the_key_of_its_threads() -
     assert ("users", "alice", "memories") in again.list_namespaces(prefix=("users",))
 
 
-def test_a_subjects_first_store_put_in_a_process_names_the_object_it_replaced() -> None:
-    """A process's first put into a subject's namespace that another renewed lately takes
-    its lease from one read of the entry and the items, then writes in a transaction that
-    checks the fence and returns nothing: what the read found is what the put replaced, so
-    the replaced object goes with incremental collection, not only the full one."""
+def test_a_subjects_store_puts_name_every_object_they_replace() -> None:
+    """A subject's put writes in a transaction that checks the subject's fence, and a
+    transaction returns no old item. So each item goes only while it holds the object
+    last seen there (none, unless the read a process's first put takes its lease from
+    found one); a refusal hands back the item, and the transaction is sent again
+    expecting it: every replaced object goes with incremental collection, whichever
+    process wrote it, and a put that replaces none costs one transaction."""
     from datetime import datetime, timedelta, timezone
 
     from langgraph.store.s3dynamo import S3DynamoStore
 
+    def large() -> dict[str, str]:
+        return {"text": os.urandom(20_000).hex()}
+
     saver, keys = subject_saver(subject_label=1)
     ns = ("users", "alice", "memories")
-    S3DynamoStore.from_saver(saver).put(ns, "m1", {"text": os.urandom(20_000).hex()})
-    assert len(saver.objects.blobs) == 1
+    first = S3DynamoStore.from_saver(saver)
+    first.put(ns, "m1", large())
     other, _ = subject_saver(Process(saver.index), saver.objects, keys, subject_label=1)
     store = S3DynamoStore.from_saver(other)
-    reads = other.index.calls["BatchGetItem"]
+    calls = saver.index.calls
+    # The second process's first put: its lease from one read of the entry and the item.
+    reads, sent = calls["BatchGetItem"], calls["TransactWriteItems"]
     store.put(ns, "m1", {"text": "short now"})
-    assert other.index.calls["BatchGetItem"] == reads + 1  # the entry and the item
+    assert (calls["BatchGetItem"], calls["TransactWriteItems"]) == (reads + 1, sent + 1)
+    # Under the lease it holds: a new item, an inline value replaced, one transaction each.
+    sent = calls["TransactWriteItems"]
+    store.put(ns, "m2", {"text": "new"})
+    store.put(ns, "m1", {"text": "shorter"})
+    assert calls["TransactWriteItems"] == sent + 2
+    # An object it wrote, then one the first process wrote meanwhile: refused, sent again.
+    store.put(ns, "m1", large())
+    first.put(ns, "m1", large())
+    sent = calls["TransactWriteItems"]
+    store.batch([PutOp(ns, "m1", {"text": "done"}), PutOp(ns, "m3", large())])
+    assert calls["TransactWriteItems"] == sent + 2
+    assert len(saver.objects.blobs) == 4  # the three replaced, and m3's
     later = datetime.now(timezone.utc) + timedelta(hours=1)
     collection = other.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=later)
-    assert collection.execute(now=later) == 1 and saver.objects.blobs == {}
-    assert store.get(ns, "m1").value == {"text": "short now"}
+    assert collection.execute(now=later) == 3 and len(saver.objects.blobs) == 1
+    assert store.get(ns, "m1").value == {"text": "done"}
     assert other.ops.verify().problems == []
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_a_subjects_put_sent_again_crashed_at_any_request_leaves_old_or_new(after: bool) -> None:
+    """The put above, refused once and sent again, killed before (or after) each of its
+    requests: a reader sees the old value or the new, a repeat of the put completes it,
+    and after the collections nothing but the new value's object is left."""
+    from datetime import datetime, timedelta, timezone
+
+    from langgraph.store.s3dynamo import S3DynamoStore
+
+    ns, new = ("users", "alice", "memories"), {"text": "new " + os.urandom(15_000).hex()}
+    for at in range(1, 40):
+        saver, keys = subject_saver(subject_label=1)
+        counter = [-1_000_000]  # no fault while the crashing process takes its lease
+        crashing, _ = subject_saver(
+            CrashingPort(Process(saver.index), counter, at, after, is_request),
+            CrashingPort(saver.objects, counter, at, after, is_request),
+            keys,
+            subject_label=1,
+        )
+        store = S3DynamoStore.from_saver(crashing)
+        store.put(ns, "m1", {"text": "its own"})
+        old = {"text": os.urandom(20_000).hex()}
+        S3DynamoStore.from_saver(saver).put(ns, "m1", old)  # unknown to the crashing one
+        counter[0] = 0
+        with contextlib.suppress(Crash):
+            store.put(ns, "m1", new)
+        sent, counter[0] = counter[0], -1_000_000
+        reader, _ = subject_saver(Process(saver.index), saver.objects, keys, subject_label=1)
+        assert S3DynamoStore.from_saver(reader).get(ns, "m1").value in (old, new)
+        store.put(ns, "m1", new)
+        assert S3DynamoStore.from_saver(reader).get(ns, "m1").value == new
+        later = datetime.now(timezone.utc) + timedelta(hours=1)
+        saver.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=later).execute(
+            now=later
+        )
+        saver.ops.memory.collect_garbage(grace=timedelta(0))
+        assert saver.ops.verify().problems == [] and len(saver.objects.blobs) == 1
+        if sent < at:
+            break  # the put finished before request `at`: every boundary was tried
+    assert at > 3
 
 
 def test_a_rotation_wraps_subjects_keys_again_so_the_old_key_can_go() -> None:

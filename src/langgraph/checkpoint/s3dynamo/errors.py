@@ -31,7 +31,8 @@ S3DynamoError
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 class S3DynamoError(Exception):
@@ -303,6 +304,21 @@ class SubjectKeyChangedError(ConcurrentUpdateError):
     process made the subject's first key, or an erasure ended and the next write makes a
     new one. The write is sealed again under the key now in force and sent once more;
     this error reaches a caller only when that happens again at once."""
+
+
+class ItemReplacedError(ConcurrentUpdateError):
+    """A data subject's Store put found its item holding another object than it expected:
+    its transaction checks the subject's fence and returns no old item, so this is how it
+    learns the one it replaces (`found`: the item, None if gone). The put is sent again
+    expecting it; this error reaches a caller only when other puts keep replacing the
+    item at the same moment."""
+
+    def __init__(self, key: tuple[str, str], found: Mapping[str, Any] | None) -> None:
+        super().__init__(
+            f"other puts kept replacing the Store item {tuple(key)} at the same moment; "
+            "retry the operation"
+        )
+        self.key, self.found = key, found
 
 
 class LeaseTimeoutError(ConcurrentUpdateError):

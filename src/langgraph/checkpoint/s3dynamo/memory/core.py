@@ -152,6 +152,7 @@ class Space:
         for attempt in range(2):
             try:
                 self._run(each([self._writes.put(ns, new) for ns, new in writes.items()]))
+                self._landed(writes)
                 return
             except SubjectKeyChangedError:
                 assert self._subjects is not None
@@ -161,6 +162,16 @@ class Space:
                     self._state().forget(self._names.entry_key(namespace).sk)
                 if attempt:
                     raise
+
+    def _landed(self, namespaces: Iterable[Namespace]) -> None:
+        """A put's commits went through: a subject key one of them made is the subject's
+        now, so later puts check its fence instead of making it again (and renewing the
+        namespace's entry each time, as a new key needs)."""
+        for namespace in namespaces:
+            key, _, fresh = self._subject(namespace)
+            if key is not None and fresh:
+                assert self._subjects is not None
+                self._subjects.committed(key)
 
     def _subject(self, namespace: Namespace) -> tuple[SubjectKey | None, list[Write], bool]:
         """The key of the data subject a namespace is of (None: none), what a put into it

@@ -23,13 +23,19 @@ docs/RELIABILITY.md, "Descendants marks").
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 
+from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, key_id, padded
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Steps, each
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, SubjectErasedError
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    ItemReplacedError,
+    SubjectErasedError,
+)
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import format, reads
 from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, ns_text
@@ -126,8 +132,7 @@ class Directory:
         The items replaced, where known: a transaction returns no old item, so a renewal
         tells what the read before it found. A data subject's items (`subject`: its
         fence, and the item naming the namespace its own, written with each renewal) go
-        in transactions that check the fence, with or without the entry; under a lease
-        they say what they replaced only when the put took the lease from its read."""
+        in transactions that check the fence, with or without the entry (`_fenced`)."""
         ek, state = self.key(batch.namespace), self.state()
         # A data subject's puts hold a lease only on an entry named under their key.
         kid = self.sealer_for(batch.namespace).key
@@ -152,10 +157,7 @@ class Directory:
         if subject:
             # The fence alone: the item naming the namespace the subject's went with the
             # renewal this lease comes from (a lease holds under the subject's key only).
-            for plan in format.put(batch, indexes=indexes, also=subject[:1]):
-                yield plan
-            # A transaction returns no old item: what this put's read found, if it read.
-            replaced = [found.get(row.key) for row in batch.rows]
+            replaced = yield from self._fenced(batch, indexes, subject[0], found)
         else:
             (plan,) = format.put(batch, indexes=indexes)
             written: list[Written] = yield plan
@@ -172,6 +174,43 @@ class Directory:
             # liveness bound stood on: the bound becomes unknown (a listing checks it).
             yield Apply(format.bound(ek, None))
         return replaced
+
+    def _fenced(
+        self,
+        batch: Batch,
+        indexes: Sequence[IndexItem],
+        fence: Write,
+        found: dict[ItemKey, MemoryRow],
+    ) -> Steps[list[MemoryRow | None]]:
+        """A data subject's items under a lease: transactions that check its fence, which
+        return no old item. So each item goes only while it holds the object last seen
+        there (`found` by the read this lease came from, else none); a refusal hands back
+        the item as it is, and that transaction is sent again expecting it (its uploads
+        and search entries went already; their intent stays for collection to close).
+        Every object replaced is named; an inline value replaced is not known (its filter
+        tokens stay: a search checks what it finds). docs/RELIABILITY.md, "Garbage
+        collection"."""
+        seen = dict(found)
+        expect = {key: row.leaf for key, row in seen.items()}
+        plans = format.put(batch, indexes=indexes, also=[fence], expect=expect)
+        attempts = len(batch.rows) + CONFLICT_ATTEMPTS  # one per item, then conflicts
+        for at, plan in enumerate(plans):
+            for attempt in range(1, attempts + 1):
+                try:
+                    yield plan
+                    break
+                except ItemReplacedError as refused:
+                    if attempt == attempts:
+                        raise
+                    key = ItemKey(*refused.key)
+                    now = None if refused.found is None else row_from(refused.found)
+                    seen.pop(key, None)
+                    if now is not None:
+                        seen[key] = now
+                    expect[key] = None if now is None else now.leaf
+                again = format.put(batch, also=[fence], expect=expect)[at]
+                plan = dataclasses.replace(again, uploads=(), batched=())
+        return [seen.get(row.key) for row in batch.rows]
 
     def _lease_from_read(
         self, batch: Batch, ek: ItemKey, now: float, named: str | None

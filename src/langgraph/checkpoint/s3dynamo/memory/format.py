@@ -16,13 +16,13 @@ conditional on the generation: docs/RELIABILITY.md, "The Store's namespace direc
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import WritePlan
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, identity
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, ItemReplacedError
 from langgraph.checkpoint.s3dynamo.format.layout import (
     DESCENDANTS_SK,
     ITEM_SK_RANGE,
@@ -225,6 +225,13 @@ def put_row(row: MemoryRow) -> Update:
     )
 
 
+def put_expecting(row: MemoryRow, leaf: str | None) -> Update:
+    """`put_row`, only while the item holds the object `leaf` (None: no object); else
+    refused with the item as found (`ItemReplacedError`)."""
+    when = missing(ROW_LEAF) if leaf is None else eq(ROW_LEAF, leaf)
+    return put_row(row)._replace(when=when, refusal=lambda found: ItemReplacedError(row.key, found))
+
+
 def delete_row(key: ItemKey, expired_at_ms: int | None = None) -> Delete:
     """Delete an item; with `expired_at_ms`, only while it is still expired then, so a
     put or a read that pushed its expiry out since keeps it."""
@@ -314,6 +321,7 @@ def put(
     marks: Sequence[ItemKey] = (),
     indexes: Sequence[IndexItem] = (),
     also: Sequence[Write] = (),
+    expect: Mapping[ItemKey, str | None] | None = None,
 ) -> list[Plan]:
     """The plans of a put of one namespace's items, each item whole (`put_row`), after
     `indexes` (the search entries that must exist before the items do).
@@ -324,7 +332,10 @@ def put(
     first carries the marks, and `indexes`); each plan uploads the objects its own items
     reference, so none is left unnamed by a crash between them. `also` goes in every
     transaction (a data subject's fence, checked, and the item naming the namespace its
-    own): with it, the items go in transactions even without `entry`."""
+    own): with it, the items go in transactions even without `entry`. With `expect`, each
+    item is written only while it holds the object `expect` names for it (none where it
+    names nothing): a transaction returns no old item, so this is how it learns one
+    (`put_expecting`)."""
     search = [index_item(i) for i in indexes]
     if entry is None and not also:
         return [
@@ -351,7 +362,10 @@ def put(
                 at_ms=batch.at_ms,
                 batched=search,
                 writes=[
-                    *map(put_row, rows),
+                    *(
+                        put_row(r) if expect is None else put_expecting(r, expect.get(r.key))
+                        for r in rows
+                    ),
                     *([renew(entry)] if entry is not None else []),
                     *map(descendants_mark, marks),
                     *also,
