@@ -136,7 +136,8 @@ def test_a_subjects_store_puts_name_every_object_they_replace() -> None:
     last seen there (none, unless the read a process's first put takes its lease from
     found one); a refusal hands back the item, and the transaction is sent again
     expecting it: every replaced object goes with incremental collection, whichever
-    process wrote it, and a put that replaces none costs one transaction."""
+    process wrote it, and a put that replaces none, or the one its process wrote there
+    last, costs one transaction."""
     from datetime import datetime, timedelta, timezone
 
     from langgraph.store.s3dynamo import S3DynamoStore
@@ -160,16 +161,20 @@ def test_a_subjects_store_puts_name_every_object_they_replace() -> None:
     store.put(ns, "m2", {"text": "new"})
     store.put(ns, "m1", {"text": "shorter"})
     assert calls["TransactWriteItems"] == sent + 2
-    # An object it wrote, then one the first process wrote meanwhile: refused, sent again.
+    # An object it wrote itself, replaced: it expects that one, one transaction.
     store.put(ns, "m1", large())
+    sent = calls["TransactWriteItems"]
+    store.put(ns, "m1", large())
+    assert calls["TransactWriteItems"] == sent + 1
+    # One the first process wrote meanwhile: refused, and sent again expecting it.
     first.put(ns, "m1", large())
     sent = calls["TransactWriteItems"]
     store.batch([PutOp(ns, "m1", {"text": "done"}), PutOp(ns, "m3", large())])
     assert calls["TransactWriteItems"] == sent + 2
-    assert len(saver.objects.blobs) == 4  # the three replaced, and m3's
+    assert len(saver.objects.blobs) == 5  # the four replaced, and m3's
     later = datetime.now(timezone.utc) + timedelta(hours=1)
     collection = other.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=later)
-    assert collection.execute(now=later) == 3 and len(saver.objects.blobs) == 1
+    assert collection.execute(now=later) == 4 and len(saver.objects.blobs) == 1
     assert store.get(ns, "m1").value == {"text": "done"}
     assert other.ops.verify().problems == []
 

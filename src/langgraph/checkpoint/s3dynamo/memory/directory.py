@@ -184,13 +184,15 @@ class Directory:
     ) -> Steps[list[MemoryRow | None]]:
         """A data subject's items under a lease: transactions that check its fence, which
         return no old item. So each item goes only while it holds the object last seen
-        there (`found` by the read this lease came from, else none); a refusal hands back
-        the item as it is, and that transaction is sent again expecting it (its uploads
-        and search entries went already; their intent stays for collection to close).
-        Every object replaced is named; an inline value replaced is not known (its filter
-        tokens stay: a search checks what it finds). docs/RELIABILITY.md, "Garbage
-        collection"."""
-        seen = dict(found)
+        there (`found` by the read this lease came from, else what this process last
+        wrote there, else none); a refusal hands back the item as it is, and that
+        transaction is sent again expecting it (its uploads and search entries went
+        already; their intent stays for collection to close). Every object replaced is
+        named; an inline value replaced is not known (its filter tokens stay: a search
+        checks what it finds). docs/RELIABILITY.md, "Garbage collection"."""
+        state = self.state()
+        seen = {r.key: old for r in batch.rows if (old := state.held(r.key)) is not None}
+        seen.update(found)
         expect = {key: row.leaf for key, row in seen.items()}
         plans = format.put(batch, indexes=indexes, also=[fence], expect=expect)
         attempts = len(batch.rows) + CONFLICT_ATTEMPTS  # one per item, then conflicts

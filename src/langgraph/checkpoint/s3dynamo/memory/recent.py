@@ -4,7 +4,7 @@ a namespace it holds a lease on writes the item alone), the descendants marks it
 knows exist (never deleted, so written at most once per process), the expiries of items
 it read or wrote (a refresh it knows to be due is one request), and its own recent
 writes (an eventually consistent read that misses one is read again consistently, so a
-process reads its own writes).
+process reads its own writes; a data subject's put expects the objects it wrote).
 The safety argument is in docs/RELIABILITY.md ("The Store's namespace directory").
 """
 
@@ -62,6 +62,9 @@ class SpaceState:
         self._marked: OrderedDict[str, None] = OrderedDict()
         self._expiry: OrderedDict[ItemKey, Known] = OrderedDict()
         self._stamps: OrderedDict[str, int] = OrderedDict()
+        # Items this process last wrote holding an object, without their blobs: what a
+        # data subject's put expects to replace (`Directory._fenced`).
+        self._objects: OrderedDict[ItemKey, MemoryRow] = OrderedDict()
 
     def stamp(self, pk: str, now_ms: int) -> int:
         """The time a write to partition `pk` is stamped with: `now_ms`, or a millisecond
@@ -155,6 +158,7 @@ class SpaceState:
         with self._lock:
             if now is None:
                 self._expiry.pop(key, None)
+                self._objects.pop(key, None)
             self._recent[key] = now
             self._recent.move_to_end(key)
             self._by_pk.setdefault(key.pk, set()).add(key)
@@ -165,6 +169,21 @@ class SpaceState:
                     keys.discard(old)
                     if not keys:
                         del self._by_pk[old.pk]
+
+    def holds(self, rows: Iterable[MemoryRow]) -> None:
+        """Items this process just wrote: which object each holds (if any)."""
+        with self._lock:
+            for row in rows:
+                self._objects.pop(row.key, None)
+                if row.leaf:
+                    self._objects[row.key] = row._replace(blob=None)
+            while len(self._objects) > RECENT_MAX:
+                self._objects.popitem(last=False)
+
+    def held(self, key: ItemKey) -> MemoryRow | None:
+        """The item as this process last wrote it, if it held an object then."""
+        with self._lock:
+            return self._objects.get(key)
 
     def stale(
         self, read: Sequence[MemoryRow | DirectoryEntry | IndexItem], keys: Iterable[ItemKey]

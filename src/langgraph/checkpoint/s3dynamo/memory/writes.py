@@ -110,6 +110,7 @@ class Writes:
         state = items.state()
         for row in batch.rows:
             state.wrote(row.key, fingerprint(row))
+        state.holds(batch.rows)
         state.knew(
             (r.key, r.expires_ms, r.ttl_minutes, v)
             for r, v in zip(batch.rows, batch.versions, strict=True)
