@@ -43,7 +43,13 @@ from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import vector_index, vectors
 from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, item_aad
 from langgraph.checkpoint.s3dynamo.memory.recent import DROP_MARGIN_SECONDS, LEASE_SECONDS
-from langgraph.checkpoint.s3dynamo.memory.rows import ENTRY_EMPTIED, ROW_BLOB, MemoryRow, row_item
+from langgraph.checkpoint.s3dynamo.memory.rows import (
+    ENTRY_EMPTIED,
+    ENTRY_RENEWED,
+    ROW_BLOB,
+    MemoryRow,
+    row_item,
+)
 from langgraph.checkpoint.s3dynamo.ops.memory import collect_memory_garbage, expire
 from langgraph.checkpoint.s3dynamo.table import Update, Write
 from langgraph.store.s3dynamo import S3DynamoStore
@@ -668,6 +674,33 @@ def test_a_put_that_renews_the_entry_names_what_it_replaced(
     assert [i.key for i in store.search(NS, filter={"kind": "new"})] == ["small"]
     assert store.search(NS, filter={"kind": "old"}) == []
     assert saver.ops.verify().problems == []
+
+
+def test_a_put_that_renews_the_entry_names_what_another_wrote_after_its_read(
+    parts: tuple[MemoryIndex, MemoryObjects],
+) -> None:
+    """Between a renewing put's read (of the entry and its items) and its transaction,
+    another process replaces the item with a large value: the transaction, expecting
+    the item as read, is refused with the item as it is now and sent again expecting
+    that, so the other's object goes with incremental collection."""
+    index, objects = parts
+    clock = Clock()
+    renewer = store_on(port := Process(index), objects, clock)
+    other = store_on(Process(index), objects, clock)
+    other.put(NS, "k", {"v": "old"})
+    clock.now += 2 * 86400  # two days later: every lease on the entry ran out long ago
+    large = {"v": os.urandom(20_000).hex()}
+    port.before(sets(ENTRY_RENEWED), lambda: other.put(NS, "k", large))
+    sent = index.calls["TransactWriteItems"]
+    renewer.put(NS, "k", {"v": "new"})
+    # The other's renewal, the refused one, and the one sent again.
+    assert index.calls["TransactWriteItems"] == sent + 3
+    assert len(list(objects.list(""))) == 1
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    journal = renewer.saver.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=later)
+    assert journal.execute(now=later) == 1 and list(objects.list("")) == []
+    assert other.get(NS, "k").value == {"v": "new"}
+    assert renewer.saver.ops.verify().problems == []
 
 
 def test_eventually_consistent_reads_show_this_process_its_writes(

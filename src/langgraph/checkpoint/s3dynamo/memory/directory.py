@@ -129,10 +129,11 @@ class Directory:
         entry when it holds none and the entry was renewed lately), else with the entry
         renewed, in one transaction per `MEMORY_PUT_MAX` items (`format.put`); one put of
         the process at a time reads or renews an entry, the others wait for its lease.
-        The items replaced, where known: a transaction returns no old item, so a renewal
-        tells what the read before it found. A data subject's items (`subject`: its
-        fence, and the item naming the namespace its own, written with each renewal) go
-        in transactions that check the fence, with or without the entry (`_fenced`)."""
+        The items replaced: a transaction returns no old item, so its items go only
+        while they hold the objects last seen there (`_expecting`). A data subject's
+        items (`subject`: its fence, and the item naming the namespace its own, written
+        with each renewal) go in transactions that check the fence, with or without the
+        entry."""
         ek, state = self.key(batch.namespace), self.state()
         # A data subject's puts hold a lease only on an entry named under their key.
         kid = self.sealer_for(batch.namespace).key
@@ -146,18 +147,17 @@ class Directory:
                     lease_end, found = yield from self._lease_from_read(batch, ek, now, named)
                 if now >= lease_end:
                     entry = self._entry(batch.namespace, ek, batch.rows)
-                    puts = format.put(
-                        batch, entry=entry, marks=marks, indexes=indexes, also=subject
+                    replaced = yield from self._expecting(  # the read just now saw them all
+                        batch, found, indexes, entry=entry, marks=marks, also=subject
                     )
-                    for plan in puts:
-                        yield plan
                     self._renewed(entry, marks)
-                    return [found.get(row.key) for row in batch.rows]
-        replaced: list[MemoryRow | None] = [None] * len(batch.rows)
+                    return replaced
         if subject:
             # The fence alone: the item naming the namespace the subject's went with the
             # renewal this lease comes from (a lease holds under the subject's key only).
-            replaced = yield from self._fenced(batch, indexes, subject[0], found)
+            held = (state.held(r.key) for r in batch.rows)
+            seen = {old.key: old for old in held if old is not None} | found
+            replaced = yield from self._expecting(batch, seen, indexes, also=subject[:1])
         else:
             (plan,) = format.put(batch, indexes=indexes)
             written: list[Written] = yield plan
@@ -175,28 +175,36 @@ class Directory:
             yield Apply(format.bound(ek, None))
         return replaced
 
-    def _fenced(
+    def _expecting(
         self,
         batch: Batch,
+        seen: dict[ItemKey, MemoryRow],
         indexes: Sequence[IndexItem],
-        fence: Write,
-        found: dict[ItemKey, MemoryRow],
+        *,
+        entry: DirectoryEntry | None = None,
+        marks: Sequence[ItemKey] = (),
+        also: Sequence[Write] = (),
     ) -> Steps[list[MemoryRow | None]]:
-        """A data subject's items under a lease: transactions that check its fence, which
-        return no old item. So each item goes only while it holds the object last seen
-        there (`found` by the read this lease came from, else what this process last
-        wrote there, else none); a refusal hands back the item as it is, and that
-        transaction is sent again expecting it (its uploads and search entries went
-        already; their intent stays for collection to close). Every object replaced is
-        named; an inline value replaced is not known (its filter tokens stay: a search
-        checks what it finds). docs/RELIABILITY.md, "Garbage collection"."""
-        state = self.state()
-        seen = {r.key: old for r in batch.rows if (old := state.held(r.key)) is not None}
-        seen.update(found)
+        """Items written in transactions (`format.put` with `entry`, `marks` and `also`,
+        after the search entries `indexes`), which return no old item: each item goes
+        only while it holds the object last seen there (`seen`: by the read before, or
+        as this process last wrote it; none where unseen). A refusal hands back the item
+        as it is, and that transaction is sent again expecting it (its uploads and
+        `indexes` went already; their intent stays for collection to close). The items
+        replaced: every object is named; an inline value replaced is known only where it
+        was seen (the filter tokens of the others stay: a search checks what it finds).
+        docs/RELIABILITY.md, "Garbage collection"."""
+        seen = dict(seen)
         expect = {key: row.leaf for key, row in seen.items()}
-        plans = format.put(batch, indexes=indexes, also=[fence], expect=expect)
+
+        def plans(search: Sequence[IndexItem]) -> list[format.Plan]:
+            return format.put(
+                batch, entry=entry, marks=marks, indexes=search, also=also, expect=expect
+            )
+
+        first = plans(indexes)
         attempts = len(batch.rows) + CONFLICT_ATTEMPTS  # one per item, then conflicts
-        for at, plan in enumerate(plans):
+        for at, plan in enumerate(first):
             for attempt in range(1, attempts + 1):
                 try:
                     yield plan
@@ -210,8 +218,7 @@ class Directory:
                     if now is not None:
                         seen[key] = now
                     expect[key] = None if now is None else now.leaf
-                again = format.put(batch, also=[fence], expect=expect)[at]
-                plan = dataclasses.replace(again, uploads=(), batched=())
+                plan = dataclasses.replace(plans(())[at], uploads=())
         return [seen.get(row.key) for row in batch.rows]
 
     def _lease_from_read(
