@@ -5,7 +5,9 @@ and refresh one with a TTL; deleting an item and a namespace prefix; re-sealing 
 new key; the expiry sweep; garbage collection. Each time, every item a reader is shown
 opens and holds a value it was given; once both are repeated and the incremental
 collection has run (the only one the shipped Lambda example schedules), `verify` finds
-nothing missing, altered or left over. In `make test-sweeps`."""
+nothing missing, altered or left over. The same, with the namespaces a data subject's
+(whose puts are transactions that check its fence, even under a lease). In
+`make test-sweeps`."""
 
 from __future__ import annotations
 
@@ -69,8 +71,13 @@ OPERATIONS = [
 ]
 
 
-def store_on(table: Any, objects: Any, at: float, keys: str = BOTH) -> S3DynamoStore:
-    saver = S3DynamoSaver(index=table, object_store=objects, keys=keys, secret=SECRET)
+def store_on(
+    table: Any, objects: Any, at: float, keys: str = BOTH, key_table: Any = None
+) -> S3DynamoStore:
+    subjects: dict[str, Any] = {}
+    if key_table is not None:  # the second label names the data subject: "u1"
+        subjects = {"subject_field": "user_id", "subject_label": 1, "key_index": key_table}
+    saver = S3DynamoSaver(index=table, object_store=objects, keys=keys, secret=SECRET, **subjects)
     store = S3DynamoStore.from_saver(
         saver,
         ttl=TTLConfig(refresh_on_read=False),
@@ -80,17 +87,17 @@ def store_on(table: Any, objects: Any, at: float, keys: str = BOTH) -> S3DynamoS
     return store
 
 
-def written() -> tuple[MemoryIndex, MemoryObjects]:
+def written(key_table: MemoryIndex | None) -> tuple[MemoryIndex, MemoryObjects]:
     index, objects = MemoryIndex(), MemoryObjects()
     objects.clock = lambda: BEFORE
-    store = store_on(index, objects, BEFORE, keys=KEYS)
+    store = store_on(index, objects, BEFORE, keys=KEYS, key_table=key_table)
     store.saver.setup()
     store.put(NS, "large", LARGE)
     store.put(NS, "small", SMALL)
     store.put(NS, "brief", BRIEF, ttl=60)
     store.put(NOTES, "note", NOTE)
     # Renewed just now: a process's first put into them writes its item alone.
-    now = store_on(index, objects, NOW, keys=KEYS)
+    now = store_on(index, objects, NOW, keys=KEYS, key_table=key_table)
     now.put(NS, "small", SMALL)
     now.put(NOTES, "small", SMALL)
     return index, objects
@@ -133,28 +140,32 @@ def check_reads(store: S3DynamoStore) -> None:
             assert item.value in GIVEN[(ns, item.key)], (ns, item.key)
 
 
-def race(first: str, second: str) -> int:
-    index0, objects0 = written()
+def race(first: str, second: str, subjects: bool = False) -> int:
+    keys0 = MemoryIndex() if subjects else None
+    index0, objects0 = written(keys0)
 
-    def copies() -> tuple[MemoryIndex, MemoryObjects]:
+    def copies() -> tuple[MemoryIndex, MemoryObjects, MemoryIndex | None]:
         index, objects = index0.clone(), objects0.clone()
         objects.clock = time.time
-        return index, objects
+        return index, objects, None if keys0 is None else keys0.clone()
+
+    def on(table: Any, objects: Any, key_table: MemoryIndex | None) -> S3DynamoStore:
+        return store_on(table, objects, NOW, key_table=key_table)
 
     counting = Faults()
-    index, objects = copies()
-    run(first, store_on(FaultyTable(index, counting), FaultyObjects(objects, counting), NOW))
+    index, objects, keys = copies()
+    run(first, on(FaultyTable(index, counting), FaultyObjects(objects, counting), keys))
     for at in range(1, counting.count + 1):
-        index, objects = copies()
-        act = Race(at, lambda i=index, o=objects: run(second, store_on(i, o, NOW)))
+        index, objects, keys = copies()
+        act = Race(at, lambda i=index, o=objects, k=keys: run(second, on(i, o, k)))
         where = f"{second!r} before request {at}/{counting.count} of {first!r}"
         try:
-            run(first, store_on(FaultyTable(index, act), FaultyObjects(objects, act), NOW))
+            run(first, on(FaultyTable(index, act), FaultyObjects(objects, act), keys))
             assert act.fired
-            check_reads(store_on(index, objects, NOW))
+            check_reads(on(index, objects, keys))
             for op in (first, second):
-                run(op, store_on(index, objects, NOW))
-            clean = store_on(index, objects, NOW)
+                run(op, on(index, objects, keys))
+            clean = on(index, objects, keys)
             check_reads(clean)
             # What an upload left that a change refused names its intent: the journal's
             # collection takes it after its grace.
@@ -176,10 +187,16 @@ def test_two_store_operations_race_safely(first: str, second: str) -> None:
     assert race(first, second) > 0
 
 
+@pytest.mark.parametrize("second", OPERATIONS)
+@pytest.mark.parametrize("first", OPERATIONS)
+def test_two_operations_on_a_data_subjects_namespaces_race_safely(first: str, second: str) -> None:
+    assert race(first, second, subjects=True) > 0
+
+
 def test_the_items_are_written_as_the_race_needs() -> None:
     """The item with a TTL has expired when the operations run; the large values are
     objects, the small ones inline."""
-    index, objects = written()
+    index, objects = written(None)
     store = store_on(index, objects, NOW)
     assert store.get(NS, "brief") is None and store.get(NS, "large") is not None
     assert len(list(objects.list(""))) == 3  # large, brief and note
