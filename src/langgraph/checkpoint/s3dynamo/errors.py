@@ -307,11 +307,12 @@ class SubjectKeyChangedError(ConcurrentUpdateError):
 
 
 class ItemReplacedError(ConcurrentUpdateError):
-    """A data subject's Store put found its item holding another object than it expected:
-    its transaction checks the subject's fence and returns no old item, so this is how it
-    learns the one it replaces (`found`: the item, None if gone). The put is sent again
-    expecting it; this error reaches a caller only when other puts keep replacing the
-    item at the same moment."""
+    """A Store put written in a transaction (one that renews its namespace's directory
+    entry, or a data subject's, which checks the subject's fence) found its item holding
+    another object than it expected: a transaction returns no old item, so this is how
+    it learns the one it replaces (`found`: the item, None if gone). The put is sent
+    again expecting it; this error reaches a caller only when other puts keep replacing
+    the item at the same moment."""
 
     def __init__(self, key: tuple[str, str], found: Mapping[str, Any] | None) -> None:
         super().__init__(

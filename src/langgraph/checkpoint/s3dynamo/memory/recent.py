@@ -63,7 +63,7 @@ class SpaceState:
         self._expiry: OrderedDict[ItemKey, Known] = OrderedDict()
         self._stamps: OrderedDict[str, int] = OrderedDict()
         # Items this process last wrote holding an object, without their blobs: what a
-        # data subject's put expects to replace (`Directory._fenced`).
+        # data subject's put expects to replace (`Directory._expecting`).
         self._objects: OrderedDict[ItemKey, MemoryRow] = OrderedDict()
 
     def stamp(self, pk: str, now_ms: int) -> int:
