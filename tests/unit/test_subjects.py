@@ -133,11 +133,11 @@ def test_a_subjects_store_namespaces_are_sealed_under_the_key_of_its_threads() -
 def test_a_subjects_store_puts_name_every_object_they_replace() -> None:
     """A subject's put writes in a transaction that checks the subject's fence, and a
     transaction returns no old item. So each item goes only while it holds the object
-    last seen there (none, unless the read a process's first put takes its lease from
-    found one); a refusal hands back the item, and the transaction is sent again
-    expecting it: every replaced object goes with incremental collection, whichever
-    process wrote it, and a put that replaces none, or the one its process wrote there
-    last, costs one transaction."""
+    last seen there (what the read a process's first put takes its lease from found,
+    else what the process last wrote there, else none); a refusal hands back the item,
+    and the transaction is sent again expecting it: every replaced object goes with
+    incremental collection, whichever process wrote it, and a put that replaces none,
+    or the one its process wrote there last, costs one transaction."""
     from datetime import datetime, timedelta, timezone
 
     from langgraph.store.s3dynamo import S3DynamoStore
