@@ -480,7 +480,15 @@ def race(kind: str, first: str, second: str) -> int:
         where = f"{kind}: {second!r} before request {at}/{counting.count} of {first!r}"
         try:
             run_racing(first, saver(FaultyTable(index, act), FaultyObjects(objects, act)))
-            assert act.fired
+            if not act.fired and first == "expire":
+                # A sweep removes its threads in parallel, and how many requests it
+                # sends depends on how the two removals interleave: whether the source's
+                # reads the copy's loans (one BatchGetItem) and which of them deletes the
+                # objects no longer lent (44 to 46 here). This one ended before request
+                # `at`: the other operation runs after it.
+                act.act()
+            else:
+                assert act.fired
             seen = views(kind, index, objects, "copy2")
             for tid, history in seen.items():
                 assert all(checkpoint in olds[tid] for checkpoint in history), tid
