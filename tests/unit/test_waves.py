@@ -46,3 +46,37 @@ def test_a_failed_wave_returns_only_after_every_call_ended() -> None:
     with pytest.raises(ValueError):
         waves.parallel(call, [0, 1])
     assert finished == [1]
+
+
+def test_a_failed_wave_raises_its_calls_error_even_when_one_before_it_never_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker can take a call and fail it before another worker begins the call taken
+    before it; that one is then cancelled. The wave raises the failure, never the
+    cancellation (a retention sweep whose second thread's removal failed raised
+    `CancelledError`)."""
+    from concurrent.futures import Future
+
+    class Taken(Future[int]):
+        """A call a worker has taken and not begun: cancelled, it ends when the worker
+        gets to it (`set_running_or_notify_cancel`), at once here."""
+
+        def cancel(self) -> bool:
+            cancelled = super().cancel()
+            if cancelled:
+                self.set_running_or_notify_cancel()
+            return cancelled
+
+    class Pool:
+        """A pool whose first call is taken and not yet begun when the second fails."""
+
+        def submit(self, fn: object, arg: int) -> Future[int]:
+            future: Future[int] = Taken()
+            if arg == 1:
+                future.set_running_or_notify_cancel()
+                future.set_exception(RuntimeError("the second call failed"))
+            return future
+
+    monkeypatch.setattr(waves, "_shared_pool", Pool)
+    with pytest.raises(RuntimeError, match="the second call failed"):
+        waves.parallel(lambda x: x, [0, 1])

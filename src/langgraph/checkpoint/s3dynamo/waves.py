@@ -80,9 +80,15 @@ def parallel(fn: Callable[[T], R], args: Sequence[T]) -> list[R]:
     fn = telemetry.carried(fn)
     futures: list[Future[R]] = [pool.submit(fn, a) for a in args]
     done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-    if any(f.exception() is not None for f in done):
-        # Cancel what has not started, wait for what has: nothing outlives the call.
+    failed = [f for f in futures if f in done and f.exception() is not None]
+    if failed:
+        # Cancel what has not started, wait for what has: nothing outlives the call. The
+        # error raised is the call's own: a call cancelled before it started (one a
+        # worker had taken but not yet begun) is no error of the wave.
         for f in futures:
             f.cancel()
         wait(futures)
+        error = failed[0].exception()
+        assert error is not None
+        raise error
     return [f.result() for f in futures]
