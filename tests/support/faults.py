@@ -58,9 +58,12 @@ class Faults:
         writes: bool = True,
         kind: str = "record",
     ) -> R:
+        # Each request takes its number under the lock, so of requests sent in parallel
+        # exactly one is request `at` (reading the count before taking a number could
+        # let two parallel requests pass it by).
         with self._lock:
             self.count += 1
-            hit = self.count == self.at
+            number = self.count
             self.kinds.append(kind if writes else "read")
             self.modes.append(
                 ("before", "after", "partial")
@@ -69,7 +72,8 @@ class Faults:
                 if writes
                 else ("before",)
             )
-        if not hit:
+        self.before(number)
+        if number != self.at:
             return apply()
         self.fired = True
         if self.mode == "after":
@@ -77,6 +81,9 @@ class Faults:
         elif self.mode == "partial" and partial is not None:
             partial()
         raise Crash(f"injected fault at request {self.at} ({self.mode})")
+
+    def before(self, number: int) -> None:
+        """Called before request `number` is sent."""
 
 
 class Race(Faults):
@@ -87,13 +94,10 @@ class Race(Faults):
         super().__init__()
         self.race_at, self.act = at, act
 
-    def request(self, apply: Any, partial: Any = None, **how: Any) -> Any:
-        with self._lock:
-            hit = not self.fired and self.count + 1 == self.race_at
-            self.fired |= hit
-        if hit:
+    def before(self, number: int) -> None:
+        if number == self.race_at:
+            self.fired = True
             self.act()
-        return super().request(apply, partial, **how)
 
 
 class FaultyTable:
