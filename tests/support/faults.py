@@ -100,6 +100,64 @@ class Race(Faults):
             self.act()
 
 
+class Paused(Faults):
+    """Counts requests as `Faults` does, failing none, and holds request `at` back, not yet
+    sent, until `resume()`: a process stopped halfway through an operation (a frozen
+    Lambda sandbox, a long pause) while another process goes on."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.pause_at = at
+        self.reached, self._go = threading.Event(), threading.Event()
+
+    def before(self, number: int) -> None:
+        if number == self.pause_at:
+            self.reached.set()
+            if not self._go.wait(60):
+                raise AssertionError(f"request {self.pause_at} was never let go")
+
+    def resume(self) -> None:
+        self._go.set()
+
+
+class Halfway:
+    """Another process's operation (`run`, given the requests' counter), started at one
+    point of this one and stopped before its own request `at`; `finish()` lets it go on
+    to its end and raises what it raised."""
+
+    def __init__(self, run: Callable[[Faults], None], at: int) -> None:
+        self.gate = Paused(at)
+        self.error: BaseException | None = None
+
+        def body() -> None:
+            try:
+                run(self.gate)
+            except BaseException as exc:  # re-raised by finish(), in the test's thread
+                self.error = exc
+
+        self.thread = threading.Thread(target=body, daemon=True)
+
+    def start(self) -> None:
+        """Run it until it stops at its request `at`, or ends before it."""
+        self.thread.start()
+        while not self.gate.reached.wait(0.005) and self.thread.is_alive():
+            pass
+
+    @property
+    def stopped(self) -> bool:
+        """Whether it stopped halfway (False: it ended before its request `at`)."""
+        return self.gate.reached.is_set()
+
+    def finish(self) -> None:
+        if not self.thread.is_alive() and self.thread.ident is None:
+            self.thread.start()
+        self.gate.resume()
+        self.thread.join(60)
+        assert not self.thread.is_alive(), "the stopped operation never ended"
+        if self.error is not None:
+            raise self.error
+
+
 class FaultyTable:
     """The table port with faults injected: each request counted, and told apart by what
     it writes (an upload intent, a loan or borrowing, or a thread's records and control

@@ -45,6 +45,7 @@ from tests.support.faults import (
     Faults,
     FaultyObjects,
     FaultyTable,
+    Halfway,
     History,
     Race,
     read_history,
@@ -423,7 +424,7 @@ def test_a_fault_at_any_request_leaves_a_named_state(kind: str, op: str) -> None
     assert inject(kind, op, ("before", "after", "partial")) > 0
 
 
-# -------------------- races: another operation, run whole before each request in turn
+# -------------------- races: another operation, whole or halted, before each request
 
 
 # What a thread and its copy race: removals of either (delete_for_runs leaves what its
@@ -442,13 +443,15 @@ RACING = [
 ]
 
 
-def race(kind: str, first: str, second: str) -> int:
+def race(kind: str, first: str, second: str, halfway: bool = False) -> int:
     """`first`, with `second` run whole before each of its requests in turn (but where
     `inject` skips: after a read, inside a wave of uploads), both ten days after the
-    threads were written (what they write is fresh to retention). Each time: every
-    checkpoint a reader is shown meanwhile reads whole and is one the thread held; once
-    both are repeated, `verify` finds nothing missing, altered or left over, and a
-    thread that is gone borrows nothing."""
+    threads were written (what they write is fresh to retention). With `halfway`,
+    `second` stops before one of its own requests instead (each in turn as `first`'s
+    point moves on), `first` runs to its end, then `second` goes on to its end. Each
+    time: every checkpoint a reader is shown meanwhile reads whole and is one the thread
+    held; once both are repeated, `verify` finds nothing missing, altered or left over,
+    and a thread that is gone borrows nothing."""
     index0, objects0 = base(kind, "shared: race")
     olds = views(kind, index0, objects0)
     olds["copy2"] = olds["t"]  # what "copy source" copies there
@@ -468,27 +471,50 @@ def race(kind: str, first: str, second: str) -> int:
     index, objects = stores()
     run_racing(first, saver(FaultyTable(index, counting), FaultyObjects(objects, counting)))
     kinds = ["start", *counting.kinds, "end"]
+    alone = Faults()  # `second`'s requests, for where `halfway` stops it
+    if halfway:
+        index, objects = stores()
+        run_racing(second, saver(FaultyTable(index, alone), FaultyObjects(objects, alone)))
+    tried = 0
     for at in range(1, counting.count + 1):
         if kinds[at] == "read" == kinds[at - 1]:
             continue
         if kinds[at - 1] == kinds[at] == kinds[at + 1] == "object":
             continue  # inside a wave of uploads, as `inject`: the first and the last
         index, objects = stores()
-        act = Race(
-            at, lambda index=index, objects=objects: run_racing(second, saver(index, objects))
-        )
         where = f"{kind}: {second!r} before request {at}/{counting.count} of {first!r}"
+        if halfway:
+            stop = tried % alone.count + 1
+            other = Halfway(
+                lambda faults, index=index, objects=objects: run_racing(
+                    second, saver(FaultyTable(index, faults), FaultyObjects(objects, faults))
+                ),
+                stop,
+            )
+            act = Race(at, other.start)
+            where = f"{kind}: {second!r} stopped before its request {stop}/{alone.count} " + (
+                f"at request {at}/{counting.count} of {first!r}"
+            )
+        else:
+            act = Race(
+                at, lambda index=index, objects=objects: run_racing(second, saver(index, objects))
+            )
+        tried += 1
         try:
-            run_racing(first, saver(FaultyTable(index, act), FaultyObjects(objects, act)))
-            if not act.fired and first == "expire":
+            try:
+                run_racing(first, saver(FaultyTable(index, act), FaultyObjects(objects, act)))
+            finally:
+                if halfway:  # on to its end; never begun (below): whole
+                    other.finish()
+            if not act.fired:
                 # A sweep removes its threads in parallel, and how many requests it
                 # sends depends on how the two removals interleave: whether the source's
                 # reads the copy's loans (one BatchGetItem) and which of them deletes the
                 # objects no longer lent (44 to 46 here). This one ended before request
                 # `at`: the other operation runs after it.
-                act.act()
-            else:
-                assert act.fired
+                assert first == "expire", "the other operation never ran"
+                if not halfway:
+                    act.act()
             seen = views(kind, index, objects, "copy2")
             for tid, history in seen.items():
                 assert all(checkpoint in olds[tid] for checkpoint in history), tid
@@ -538,6 +564,16 @@ def test_two_operations_on_a_thread_and_its_copy_race_safely(
     kind: str, first: str, second: str
 ) -> None:
     assert race(kind, first, second) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("second", RACING)
+@pytest.mark.parametrize("first", RACING)
+@pytest.mark.parametrize("kind", ["chat", "delta"])
+def test_two_operations_each_stopped_halfway_race_safely(
+    kind: str, first: str, second: str
+) -> None:
+    assert race(kind, first, second, halfway=True) > 0
 
 
 # -------------------- through the AWS adapters: a botocore hook fails request N

@@ -6,8 +6,9 @@ new key; the expiry sweep; garbage collection. Each time, every item a reader is
 opens and holds a value it was given; once both are repeated and the incremental
 collection has run (the only one the shipped Lambda example schedules), `verify` finds
 nothing missing, altered or left over. The same, with the namespaces a data subject's
-(whose puts are transactions that check its fence, even under a lease). In
-`make test-sweeps`."""
+(whose puts are transactions that check its fence, even under a lease); and both ways
+again with the second operation stopped halfway, before one of its own requests, while
+the first runs to its end. In `make test-sweeps`."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support.embeddings import random_embedding
-from tests.support.faults import Faults, FaultyObjects, FaultyTable, Race
+from tests.support.faults import Faults, FaultyObjects, FaultyTable, Halfway, Race
 from tests.support.memory_index import MemoryIndex
 
 pytestmark = pytest.mark.slow
@@ -140,7 +141,12 @@ def check_reads(store: S3DynamoStore) -> None:
             assert item.value in GIVEN[(ns, item.key)], (ns, item.key)
 
 
-def race(first: str, second: str, subjects: bool = False) -> int:
+def race(first: str, second: str, subjects: bool = False, halfway: bool = False) -> int:
+    """`first`, with `second` run whole before each of its requests in turn; with
+    `halfway`, `second` stops before one of its own requests instead (each in turn as
+    `first`'s point moves on), `first` runs to its end, then `second` goes on to its end.
+    Each time: every item read opens and holds a value it was given; once both are
+    repeated and collection has run, `verify` finds nothing wrong."""
     keys0 = MemoryIndex() if subjects else None
     index0, objects0 = written(keys0)
 
@@ -152,15 +158,35 @@ def race(first: str, second: str, subjects: bool = False) -> int:
     def on(table: Any, objects: Any, key_table: MemoryIndex | None) -> S3DynamoStore:
         return store_on(table, objects, NOW, key_table=key_table)
 
-    counting = Faults()
+    counting, alone = Faults(), Faults()
     index, objects, keys = copies()
     run(first, on(FaultyTable(index, counting), FaultyObjects(objects, counting), keys))
+    if halfway:  # `second`'s requests, for where it stops
+        index, objects, keys = copies()
+        run(second, on(FaultyTable(index, alone), FaultyObjects(objects, alone), keys))
     for at in range(1, counting.count + 1):
         index, objects, keys = copies()
-        act = Race(at, lambda i=index, o=objects, k=keys: run(second, on(i, o, k)))
         where = f"{second!r} before request {at}/{counting.count} of {first!r}"
+        if halfway:
+            stop = (at - 1) % alone.count + 1
+            other = Halfway(
+                lambda faults, i=index, o=objects, k=keys: run(
+                    second, on(FaultyTable(i, faults), FaultyObjects(o, faults), k)
+                ),
+                stop,
+            )
+            act = Race(at, other.start)
+            where = f"{second!r} stopped before its request {stop}/{alone.count} " + (
+                f"at request {at}/{counting.count} of {first!r}"
+            )
+        else:
+            act = Race(at, lambda i=index, o=objects, k=keys: run(second, on(i, o, k)))
         try:
-            run(first, on(FaultyTable(index, act), FaultyObjects(objects, act), keys))
+            try:
+                run(first, on(FaultyTable(index, act), FaultyObjects(objects, act), keys))
+            finally:
+                if halfway:
+                    other.finish()
             assert act.fired
             check_reads(on(index, objects, keys))
             for op in (first, second):
@@ -191,6 +217,15 @@ def test_two_store_operations_race_safely(first: str, second: str) -> None:
 @pytest.mark.parametrize("first", OPERATIONS)
 def test_two_operations_on_a_data_subjects_namespaces_race_safely(first: str, second: str) -> None:
     assert race(first, second, subjects=True) > 0
+
+
+@pytest.mark.parametrize("second", OPERATIONS)
+@pytest.mark.parametrize("first", OPERATIONS)
+@pytest.mark.parametrize("subjects", [False, True], ids=["namespaces", "subjects"])
+def test_two_store_operations_each_stopped_halfway_race_safely(
+    subjects: bool, first: str, second: str
+) -> None:
+    assert race(first, second, subjects, halfway=True) > 0
 
 
 def test_the_items_are_written_as_the_race_needs() -> None:
