@@ -738,6 +738,25 @@ def test_the_full_collection_of_named_threads_takes_their_leftovers_only(backend
     assert saver.ops.verify().leftover_writes == 1  # u's
 
 
+@pytest.mark.parametrize("operation", ["runs", "prune", "delete"])
+def test_a_leftover_under_a_removals_mark_is_collected(backend: Backend, operation: str) -> None:
+    """A removal's mark only hides what goes, and one whose process died may stay for
+    good (a `delete_for_runs` whose checkpoint records went: the run index no longer
+    finds them, so no repeat comes back to its writes): the writes records under it are
+    leftovers the full collection takes."""
+    saver = backend.saver()
+    _thread_with_pending_writes(saver, "t")
+    config = _leftover(saver, "t")
+    tid, ns = config["configurable"]["thread_id"], config["configurable"]["checkpoint_ns"]
+    pk, ns_name = saver.parts.namer.thread(tid), saver.parts.namer.namespace(tid, ns)
+    gone = config["configurable"]["checkpoint_id"]
+    raw.put_records(saver, [Mark(pk, mark_sk(ns_name, operation), ids=frozenset({gone}))])
+    plan = plan_gc(saver.store, None, grace=timedelta(hours=1), now=later())
+    assert plan.to_dict()["leftover_writes"] == 1
+    plan.execute(now=later())
+    assert saver.ops.verify().leftover_writes == 0
+
+
 def test_a_leftover_under_a_mark_is_left_to_the_operation_that_set_it(backend: Backend) -> None:
     """An unfinished copy (or import) writes its records in any order behind a mark, so
     a writes record may wait there for its checkpoint record; the repeat writes it."""

@@ -28,6 +28,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     LOAN_PREFIX,
     borrow_sk,
     control_pk,
+    is_record_key,
     loan_sk,
     shared_leaf,
     split_write_ref,
@@ -514,3 +515,37 @@ def test_deleting_a_source_reads_its_loans_borrowings_once(backend: Backend) -> 
     backend.reset()
     saver.delete_thread("dst")
     assert "dynamodb.BatchGetItem" not in backend.calls()
+
+
+class Died(Exception):
+    """The process deleting the copy stopped for good."""
+
+
+def test_a_copys_delete_that_died_before_its_records_went_is_one_unfinished_delete(
+    backend: Backend,
+) -> None:
+    """The copy's deletion set its tombstones and said its borrowing ends, then its
+    process died before the records went; the source is deleted whole meanwhile and, the
+    borrowing ending, takes every shared object with it. The copy reads as deleted;
+    `verify` reports one unfinished delete, not the objects its dead records name as
+    missing, and a repeat of the delete finishes it."""
+    saver = backend.saver()
+    graph = source(saver)
+    saver.copy_thread("src", "dst")
+    dst = saver.store.name_of("dst")
+
+    def removes_records(keys: list[ItemKey]) -> bool:
+        return any(k.pk == dst and is_record_key(k.sk) for k in keys)
+
+    def dies() -> None:
+        raise Died
+
+    with pytest.raises(Died), backend.before_request(removes_records, dies):
+        saver.delete_thread("dst")
+    saver.delete_thread("src")
+    assert history(graph, "dst") == [] and history(graph, "src") == []
+    report = saver.ops.verify()
+    assert [p["kind"] for p in report.problems] == ["unfinished delete"], report.problems
+    assert "gone with the threads they were shared from" in report.problems[0]["detail"]
+    saver.delete_thread("dst")
+    assert saver.ops.verify().problems == [] and objects(saver) == {}

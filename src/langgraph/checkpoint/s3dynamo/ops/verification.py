@@ -8,10 +8,11 @@ values; the command line only renders it (`--json`: its `to_dict()`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.compose import Components
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -39,7 +40,14 @@ from langgraph.checkpoint.s3dynamo.ops.inspect import (
 )
 from langgraph.checkpoint.s3dynamo.ops.memory import spaces
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
-from langgraph.checkpoint.s3dynamo.store import Entry, Grouped, Sealed, SealedThread, ThreadStore
+from langgraph.checkpoint.s3dynamo.store import (
+    Audit,
+    Entry,
+    Grouped,
+    Sealed,
+    SealedThread,
+    ThreadStore,
+)
 from langgraph.checkpoint.s3dynamo.table import Item
 
 # ------------------------------------------------------------------ threads
@@ -149,10 +157,12 @@ def verify(
     by_thread = entries_by_thread(grouped.entries)
     progress(0, len(by_thread))
     live = _live_leaves(records)
+    audit = store.audit(report.thread_id, records, grouped.entries, control or ())
+    gone: Counter[tuple[str, str]] = Counter()  # objects an unfinished delete's records name
     for done, entries in enumerate(by_thread.values(), 1):
-        _verify_thread(store, store.sealed(None, entries), report)
+        _verify_thread(store, store.sealed(None, entries), report, _Deleted(audit.deleted, gone))
         progress(done, len(by_thread))
-    _verify_catalog(store, report, records, grouped.entries, control or ())
+    _verify_catalog(report, audit, gone)
     scope_pk = store.name_of(thread_id) if thread_id is not None else None
     if named is None:
         named = store.collector().named(scope_pk, control or ())
@@ -188,21 +198,40 @@ def _live_leaves(records: Sequence[Record]) -> dict[str, set[str]]:
     return live
 
 
-def _verify_catalog(
-    store: ThreadStore,
-    report: VerifyReport,
-    records: Sequence[Record],
-    entries: Sequence[Entry],
-    control: Sequence[Item],
-) -> None:
+def _verify_catalog(report: VerifyReport, audit: Audit, gone: Counter[tuple[str, str]]) -> None:
     """The catalog's and the tombstones' checks (`store/audit.py`), counted and reported
-    as the blobs' are."""
-    audit = store.audit(report.thread_id, records, entries, control)
+    as the blobs' are; an unfinished delete says how many objects its records name are
+    gone already."""
     report.checked["blobs"] += audit.entries
     report.checked["opened"] += audit.opened
     for f in audit.findings:
         kind = problem_kind(f.error) if f.error is not None else f.kind
-        report.problem(kind, "item", f.key, None, f.detail, tid=f.tid)
+        detail = f.detail
+        if f.covers is not None and gone[f.covers]:
+            detail += (
+                f"; {gone[f.covers]} object(s) those records name are gone already (a "
+                "copy's, gone with the threads they were shared from), which no reader "
+                "misses: the thread is deleted"
+            )
+        report.problem(kind, "item", f.key, None, detail, tid=f.tid)
+
+
+class _Deleted(NamedTuple):
+    """The checkpoints unfinished deletes left (`Audit.deleted`), and a count per
+    namespace of the objects they name that are not in the bucket."""
+
+    checkpoints: Mapping[tuple[str, str], set[str]]
+    gone: Counter[tuple[str, str]]
+
+    def missing(self, s: Sealed) -> bool:
+        """Whether `s`, not in the bucket, is a deleted thread's (then counted here)."""
+        if s.entry is None:
+            return False
+        where = (s.entry.record.pk, s.entry.record.ns_name)
+        if s.entry.checkpoint_id not in self.checkpoints.get(where, ()):
+            return False
+        self.gone[where] += 1
+        return True
 
 
 def _unreferenced_objects(
@@ -271,10 +300,13 @@ def _unbacked_loans(
             )
 
 
-def _verify_thread(store: ThreadStore, thread: SealedThread, report: VerifyReport) -> None:
+def _verify_thread(
+    store: ThreadStore, thread: SealedThread, report: VerifyReport, deleted: _Deleted
+) -> None:
     """The verification fold over one thread's sealed blobs: each opened and
     authenticated (an object however many checkpoints reference it, once), a delta
-    after its base; what is missing, altered or sealed under another key reported."""
+    after its base; what is missing, altered or sealed under another key reported (an
+    object of a deleted thread's records only counted: `_Deleted`)."""
     bases: dict[str, tuple[str, bytes]] = {}
     done: set[str] = set()
     for e, exc in thread.tampered:
@@ -292,7 +324,7 @@ def _verify_thread(store: ThreadStore, thread: SealedThread, report: VerifyRepor
         if base is not None and base.key not in done:
             done.add(base.key)
             if base.blob is None:
-                _missing(report, base.key, s)
+                _missing(report, base.key, s, deleted)
             else:
                 report.attempt("object", base.key, s.entry, store.open, base, bases)
         if base is not None and base.key not in bases:
@@ -303,12 +335,14 @@ def _verify_thread(store: ThreadStore, thread: SealedThread, report: VerifyRepor
                 continue
             done.add(s.key)
         if s.blob is None:
-            _missing(report, s.key, s)
+            _missing(report, s.key, s, deleted)
             continue
         report.attempt(s.where, s.key, s.entry, store.open, s, bases)
 
 
-def _missing(report: VerifyReport, key: str, s: Sealed) -> None:
+def _missing(report: VerifyReport, key: str, s: Sealed, deleted: _Deleted) -> None:
+    if deleted.missing(s):
+        return
     report.problem(
         "missing", "object", key, s.entry, f"{s.what}: referenced, but not in the bucket"
     )

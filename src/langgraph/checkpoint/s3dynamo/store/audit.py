@@ -56,6 +56,8 @@ class Finding:
     tid: str | None
     detail: str
     error: Exception | None = None
+    # An unfinished delete's namespace: (thread name, namespace name).
+    covers: tuple[str, str] | None = None
 
 
 @dataclass
@@ -65,6 +67,10 @@ class Audit:
     findings: list[Finding] = field(default_factory=list)
     entries: int = 0
     opened: int = 0
+    # The checkpoints an unfinished delete left, by (thread name, namespace name): a
+    # deleted thread's, whose objects may be gone already (a copy's shared ones go with
+    # their source once the copy's delete has begun).
+    deleted: dict[tuple[str, str], set[str]] = field(default_factory=dict)
 
 
 def label(key: ItemKey) -> str:
@@ -215,6 +221,7 @@ class Auditor:
         at_ms = float(tombstone_parts(head)[0][len(TOMBSTONE_MARK) :])  # a genuine one's
         older = [c for c in under if (checkpoint_time(c) or 0) < at_ms]
         if older:
+            out.deleted[(name, ns_name)] = set(older)
             out.findings.append(
                 Finding(
                     "unfinished delete",
@@ -223,5 +230,6 @@ class Auditor:
                     f"a delete set this tombstone and stopped before {len(older)} checkpoint "
                     "record(s) made before it went: new runs of the thread are refused as "
                     "deleted; delete the thread again (`s3dynamo delete`) to finish it",
+                    covers=(name, ns_name),
                 )
             )

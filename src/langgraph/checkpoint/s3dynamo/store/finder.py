@@ -49,6 +49,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     is_mark_key,
     is_writes_key,
     loans_prefix,
+    mark_operation,
     namespace_prefix,
     namespace_range,
     object_key,
@@ -141,17 +142,20 @@ def leftover_writes(stamped: Iterable[Record | Stamp | Mark], before_s: int) -> 
     """Of these records (a thread's with its marks, or every thread's keys and write
     times), the writes records written before `before_s` (or unstamped: by an older
     release) whose checkpoint record is not among them, outside any namespace under a
-    mark (an unfinished copy, import or delete, whose repeat settles them): LangGraph's
-    writes for a checkpoint whose put never committed. No reader sees them (`pair` pairs
-    writes with their checkpoint only); garbage collection deletes them
-    (docs/RELIABILITY.md, "Garbage collection: leftover writes records")."""
+    copy's mark (an unfinished copy or import writes its records in any order; a
+    removal's marks only hide what goes, and one whose process died may stay: a
+    `delete_for_runs` no repeat finds once its checkpoint records went): LangGraph's
+    writes for a checkpoint whose put never committed, or a removal's. No reader sees
+    them (`pair` pairs writes with their checkpoint only); garbage collection deletes
+    them (docs/RELIABILITY.md, "Garbage collection: leftover writes records")."""
     records: set[ItemKey] = set()
     marked: set[tuple[str, str]] = set()
     writes: dict[ItemKey, ItemKey] = {}
     for record in stamped:
         key = record.key
         if is_mark_key(key.sk):
-            marked.add((key.pk, parse_sk(key.sk)[0]))
+            if mark_operation(key.sk) == "copy":
+                marked.add((key.pk, parse_sk(key.sk)[0]))
             continue
         records.add(key)
         written_at = getattr(record, "written_at", None)
