@@ -101,13 +101,14 @@ class Race(Faults):
 
 
 class Paused(Faults):
-    """Counts requests as `Faults` does, failing none, and holds request `at` back, not yet
-    sent, until `resume()`: a process stopped halfway through an operation (a frozen
-    Lambda sandbox, a long pause) while another process goes on."""
+    """Counts requests as `Faults` does and holds request `at` back, not yet sent, until
+    `resume()`: a process stopped halfway through an operation (a frozen Lambda sandbox,
+    a long pause) while another process goes on. With `dies`, that request then fails
+    (`Crash`): the process never came back."""
 
-    def __init__(self, at: int) -> None:
+    def __init__(self, at: int, dies: bool = False) -> None:
         super().__init__()
-        self.pause_at = at
+        self.pause_at, self.dies = at, dies
         self.reached, self._go = threading.Event(), threading.Event()
 
     def before(self, number: int) -> None:
@@ -115,6 +116,8 @@ class Paused(Faults):
             self.reached.set()
             if not self._go.wait(60):
                 raise AssertionError(f"request {self.pause_at} was never let go")
+            if self.dies:
+                raise Crash(f"stopped for good before request {self.pause_at}")
 
     def resume(self) -> None:
         self._go.set()
@@ -123,10 +126,10 @@ class Paused(Faults):
 class Halfway:
     """Another process's operation (`run`, given the requests' counter), started at one
     point of this one and stopped before its own request `at`; `finish()` lets it go on
-    to its end and raises what it raised."""
+    to its end (with `dies`, fail there instead) and raises what else it raised."""
 
-    def __init__(self, run: Callable[[Faults], None], at: int) -> None:
-        self.gate = Paused(at)
+    def __init__(self, run: Callable[[Faults], None], at: int, dies: bool = False) -> None:
+        self.gate = Paused(at, dies)
         self.error: BaseException | None = None
 
         def body() -> None:
@@ -154,7 +157,7 @@ class Halfway:
         self.gate.resume()
         self.thread.join(60)
         assert not self.thread.is_alive(), "the stopped operation never ended"
-        if self.error is not None:
+        if self.error is not None and not (self.gate.dies and isinstance(self.error, Crash)):
             raise self.error
 
 

@@ -38,6 +38,8 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     loan_borrower,
     owner_prefix,
 )
+from langgraph.checkpoint.s3dynamo.ops.gc import plan_gc
+from langgraph.checkpoint.s3dynamo.store import LEASE_TTL
 from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.faults import (
@@ -483,17 +485,20 @@ def race(kind: str, first: str, second: str, halfway: bool = False) -> int:
             continue  # inside a wave of uploads, as `inject`: the first and the last
         index, objects = stores()
         where = f"{kind}: {second!r} before request {at}/{counting.count} of {first!r}"
+        dies = False
         if halfway:
-            stop = tried % alone.count + 1
+            stop, dies = tried % alone.count + 1, tried % 2 == 1
             other = Halfway(
                 lambda faults, index=index, objects=objects: run_racing(
                     second, saver(FaultyTable(index, faults), FaultyObjects(objects, faults))
                 ),
                 stop,
+                dies,
             )
             act = Race(at, other.start)
             where = f"{kind}: {second!r} stopped before its request {stop}/{alone.count} " + (
-                f"at request {at}/{counting.count} of {first!r}"
+                f"({'for good' if dies else 'then went on'}) at request {at}/{counting.count} "
+                f"of {first!r}"
             )
         else:
             act = Race(
@@ -520,22 +525,63 @@ def race(kind: str, first: str, second: str, halfway: bool = False) -> int:
                 assert all(checkpoint in olds[tid] for checkpoint in history), tid
             for op in (first, second):
                 run_racing(op, saver(index, objects))
-            clean = saver(index, objects)
-            # What an upload left that a change refused names its intent: the journal's
-            # collection takes it after its grace.
-            done = datetime.fromtimestamp(later, timezone.utc) + timedelta(days=2)
-            journal = clean.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=done)
-            journal.execute(now=done)
-            report = clean.ops.verify()
-            assert report.problems == [] and report.leftover_writes == 0, report.problems
-            for tid in ("t", "copy", "copy2"):
-                name = clean.parts.namer.thread(tid)
-                if not any(r.pk == name for r in index.records()):
-                    assert not any(k.pk == control_pk(name) for k in index.borrowings), tid
-                    assert not any(loan_borrower(k.sk) == name for k in index.loan_items), tid
+            left = left_over(saver(index, objects), index, later)
+            if dies and left:
+                # What a process that died halfway leaves where its repeat cannot finish
+                # it (the other changed the thread under it): garbage, which the tools
+                # named in docs/RELIABILITY.md remove ("A process that never comes back").
+                assert set(left) <= REPAIRED, left
+                DIED_AND_LEFT.append((where, left))
+                repair(saver(index, objects), left, later)
+                left = left_over(saver(index, objects), index, later)
+            assert left == [], left
         except Exception as exc:
             raise AssertionError(f"{where}: {exc}") from exc
     return counting.count
+
+
+def left_over(clean: S3DynamoSaver, index: MemoryIndex, later: float) -> list[str]:
+    """What should not be there once incremental collection has run (an upload a change
+    refused names its intent, which it takes after its grace): `verify`'s problems,
+    leftover writes records, and borrowings or loans of a thread that has no records."""
+    done = datetime.fromtimestamp(later, timezone.utc) + timedelta(days=2)
+    clean.ops.plan_incremental_garbage_collection(grace=timedelta(0), now=done).execute(now=done)
+    report = clean.ops.verify()
+    left = sorted({f"{p['kind']} {p['where']}" for p in report.problems})
+    left += ["leftover writes"] if report.leftover_writes else []
+    for tid in ("t", "copy", "copy2"):
+        name = clean.parts.namer.thread(tid)
+        if not any(r.pk == name for r in index.records()):
+            if any(k.pk == control_pk(name) for k in index.borrowings):
+                left.append(f"borrowing of {tid}")
+            if any(loan_borrower(k.sk) == name for k in index.loan_items):
+                left.append(f"loan to {tid}")
+    return left
+
+
+# What a process that died halfway may leave, and what `repair` runs for it.
+REPAIRED = {
+    "unreferenced object",
+    "leftover writes",
+    "unfinished delete item",
+    *(f"{kind} {tid}" for kind in ("borrowing of", "loan to") for tid in ("copy", "copy2")),
+}
+DIED_AND_LEFT: list[tuple[str, list[str]]] = []
+
+
+def repair(saver: S3DynamoSaver, left: list[str], later: float) -> None:
+    """The next retention sweep, once the dead sweep's lease has run out; the target of a
+    copy that cannot be repeated (its source went) deleted; the full collection (its
+    grace passed for what was written at the savers' time)."""
+    if "unfinished delete item" in left:  # an hour after the sweeps `run_racing` runs
+        swept = saver.store.clock() + (timedelta(hours=1) + LEASE_TTL).total_seconds() + 60
+        saver.store.clock = lambda: swept
+        saver.ops.expire_idle_threads("1d")
+    for tid in ("copy", "copy2"):
+        if f"borrowing of {tid}" in left or f"loan to {tid}" in left:
+            saver.delete_thread(tid)
+    done = datetime.fromtimestamp(later, timezone.utc) + timedelta(days=2)
+    plan_gc(saver.store, None, grace=timedelta(0), now=done).execute(now=done)
 
 
 def run_racing(op: str, saver: S3DynamoSaver) -> None:
