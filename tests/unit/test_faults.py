@@ -509,7 +509,7 @@ def race(kind: str, first: str, second: str, halfway: bool = False) -> int:
             try:
                 run_racing(first, saver(FaultyTable(index, act), FaultyObjects(objects, act)))
             finally:
-                if halfway:  # on to its end; never begun (below): whole
+                if halfway:  # on to its end (or death); never begun (below): begun now
                     other.finish()
             if not act.fired:
                 # A sweep removes its threads in parallel, and how many requests it

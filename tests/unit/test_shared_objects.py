@@ -546,6 +546,6 @@ def test_a_copys_delete_that_died_before_its_records_went_is_one_unfinished_dele
     assert history(graph, "dst") == [] and history(graph, "src") == []
     report = saver.ops.verify()
     assert [p["kind"] for p in report.problems] == ["unfinished delete"], report.problems
-    assert "gone with the threads they were shared from" in report.problems[0]["detail"]
+    assert "5 object(s) those records name are gone already" in report.problems[0]["detail"]
     saver.delete_thread("dst")
     assert saver.ops.verify().problems == [] and objects(saver) == {}

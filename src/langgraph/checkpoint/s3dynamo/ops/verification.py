@@ -209,9 +209,8 @@ def _verify_catalog(report: VerifyReport, audit: Audit, gone: Counter[tuple[str,
         detail = f.detail
         if f.covers is not None and gone[f.covers]:
             detail += (
-                f"; {gone[f.covers]} object(s) those records name are gone already (a "
-                "copy's, gone with the threads they were shared from), which no reader "
-                "misses: the thread is deleted"
+                f"; {gone[f.covers]} object(s) those records name are gone already, which "
+                "no reader misses: the thread is deleted"
             )
         report.problem(kind, "item", f.key, None, detail, tid=f.tid)
 
