@@ -450,10 +450,11 @@ def race(kind: str, first: str, second: str, halfway: bool = False) -> int:
     `inject` skips: after a read, inside a wave of uploads), both ten days after the
     threads were written (what they write is fresh to retention). With `halfway`,
     `second` stops before one of its own requests instead (each in turn as `first`'s
-    point moves on), `first` runs to its end, then `second` goes on to its end. Each
-    time: every checkpoint a reader is shown meanwhile reads whole and is one the thread
-    held; once both are repeated, `verify` finds nothing missing, altered or left over,
-    and a thread that is gone borrows nothing."""
+    point moves on), `first` runs to its end, then `second` goes on to its end or, every
+    other time, dies there. Each time: every checkpoint a reader is shown meanwhile reads
+    whole and is one the thread held; once both are repeated, `verify` finds nothing
+    missing, altered or left over, and a thread that is gone borrows nothing (after a
+    death, once what `repair` runs has removed the garbage its repeat could not)."""
     index0, objects0 = base(kind, "shared: race")
     olds = views(kind, index0, objects0)
     olds["copy2"] = olds["t"]  # what "copy source" copies there
@@ -559,7 +560,8 @@ def left_over(clean: S3DynamoSaver, index: MemoryIndex, later: float) -> list[st
     return left
 
 
-# What a process that died halfway may leave, and what `repair` runs for it.
+# What a process that died halfway may leave, and what `repair` runs for it; each case
+# met is kept in DIED_AND_LEFT, which docs/RELIABILITY.md's counts come from.
 REPAIRED = {
     "unreferenced object",
     "leftover writes",

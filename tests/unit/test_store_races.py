@@ -141,16 +141,18 @@ def check_reads(store: S3DynamoStore) -> None:
             assert item.value in GIVEN[(ns, item.key)], (ns, item.key)
 
 
-# Where a stopped operation that died left an object only the full collection removes.
+# Where a stopped operation that died left an object only the full collection removes
+# (the counts in docs/RELIABILITY.md, "A process that never comes back").
 LEFT_FOR_THE_FULL_COLLECTION: list[str] = []
 
 
 def race(first: str, second: str, subjects: bool = False, halfway: bool = False) -> int:
     """`first`, with `second` run whole before each of its requests in turn; with
     `halfway`, `second` stops before one of its own requests instead (each in turn as
-    `first`'s point moves on), `first` runs to its end, then `second` goes on to its end.
-    Each time: every item read opens and holds a value it was given; once both are
-    repeated and collection has run, `verify` finds nothing wrong."""
+    `first`'s point moves on), `first` runs to its end, then `second` goes on to its end
+    or, every other time, dies there. Each time: every item read opens and holds a value
+    it was given; once both are repeated and collection has run, `verify` finds nothing
+    wrong (after a death, but an object the full memory collection then removes)."""
     keys0 = MemoryIndex() if subjects else None
     index0, objects0 = written(keys0)
 
