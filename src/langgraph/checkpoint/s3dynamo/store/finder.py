@@ -42,13 +42,11 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.format.layout import (
     HEAD_PREFIX,
-    borrow_sk,
     checkpoint_sk,
     control_pk,
     head_namespace,
     is_mark_key,
     is_writes_key,
-    loans_prefix,
     mark_operation,
     namespace_prefix,
     namespace_range,
@@ -58,23 +56,18 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     split_shared,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
-    BORROW_ENDING,
-    BORROW_ENDING_LEAVES,
     HEAD,
     CheckpointRecord,
     ItemKey,
-    Loan,
     Mark,
     Record,
     Stamp,
     Veil,
     WritesRecord,
     is_mark,
-    loan_from,
     mark_from,
     named_leaves,
     record_from,
-    referenced_leaves,
 )
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.keys.codec import Codec
@@ -459,39 +452,6 @@ class Finder:
         found = yield GetMany(keys)
         return {key_of(i): str(i[HEAD]) for i in found if HEAD in i}
 
-    def loans(
-        self, lender: str, borrower: str | None = None, *, backed: bool = False
-    ) -> Steps[list[Loan]]:
-        """A lender's loans (to one borrower, or all), read strongly consistent; with
-        `backed`, only those `backed` keeps."""
-        where = begins(SORT_KEY, loans_prefix(borrower))
-        items = yield from every_item(control_pk(lender), where=where, consistent=True)
-        loans = [loan_from(i) for i in items]
-        return (yield from self.backed(lender, loans)) if backed else loans
-
-    def backed(
-        self, lender: str, loans: Sequence[Loan], *, ending: bool = False
-    ) -> Steps[list[Loan]]:
-        """The loans whose borrower holds its borrowing of `lender`, read strongly
-        consistent after them (one BatchGetItem for every borrower). A copy writes its
-        borrowing before its loans and deletes it after them, so a loan without one was
-        written by someone else (who can write the table) and keeps nothing: its objects
-        are collected as if it were not there (docs/SECURITY.md). A borrowing that says
-        it is ending (its borrower's records are going) keeps nothing either, and one
-        that names leaves going keeps the rest of its loan, unless `ending`."""
-        if not loans:
-            return []
-        keys = sorted({ItemKey(control_pk(loan.borrower), borrow_sk(lender)) for loan in loans})
-        found = yield GetMany(keys, consistent=True)
-        held = {key_of(i).pk: i for i in found if ending or BORROW_ENDING not in i}
-        backed = []
-        for loan in loans:
-            if (borrowing := held.get(control_pk(loan.borrower))) is None:
-                continue
-            going = () if ending else borrowing.get(BORROW_ENDING_LEAVES, ())
-            backed.append(loan._replace(leaves=loan.leaves - going) if going else loan)
-        return backed
-
     def _unveiled(self, pk: str, **bounds: Any) -> Steps[None]:
         """A namespace's records, newest first, that no mark met on the way hides (a
         range that reaches the namespace's top meets its marks first), handed out."""
@@ -510,65 +470,6 @@ class Finder:
                     yield Emit(rec)
             if page.cursor is None:
                 return
-            cursor = page.cursor
-
-    def live_leaves(
-        self,
-        thread_name: str,
-        skipped: list[Skipped] | None = None,
-        *,
-        but: str | None = None,
-    ) -> Steps[set[str] | None]:
-        """Every leaf of a thread's objects that its records reference or a loan lends
-        to a copy (the mark of garbage collection and of every deletion), read strongly
-        consistent, loans after records (and only loans a borrowing backs: `backed`);
-        None if the thread has neither here. `but`: leave out the loan to this borrower
-        (it is ending). With `skipped`, a thread whose first checkpoint record does not
-        open is reported there (the caller leaves it alone)."""
-        live = yield from self.own_leaves(thread_name, skipped)
-        others = [loan for loan in (yield from self.loans(thread_name)) if loan.borrower != but]
-        loans = yield from self.backed(thread_name, others)
-        if live is None and not loans:
-            return None
-        live = live or set()
-        for loan in loans:
-            live |= loan.leaves
-        return live
-
-    def unbacked_loans(self, thread_name: str) -> Steps[list[Loan]]:
-        """A thread's loans that no borrowing backs: written by someone else, they keep
-        nothing (`backed`)."""
-        loans = yield from self.loans(thread_name)
-        kept = set((yield from self.backed(thread_name, loans, ending=True)))
-        return [loan for loan in loans if loan not in kept]
-
-    def lent_leaves(self, thread_name: str) -> Steps[set[str]]:
-        """Leaves of a thread's objects its loans name (those a borrowing backs), read
-        strongly consistent."""
-        loans = yield from self.loans(thread_name, backed=True)
-        return {leaf for loan in loans for leaf in loan.leaves}
-
-    def own_leaves(
-        self, thread_name: str, skipped: list[Skipped] | None = None
-    ) -> Steps[set[str] | None]:
-        """The leaves a thread's records reference (`live_leaves` without loans)."""
-        live: set[str] = set()
-        found = tried = False
-        cursor: Item | None = None
-        while True:
-            page = yield from self.page(thread_name, cursor=cursor, consistent=True)
-            for rec in page.records:
-                found = True
-                live |= referenced_leaves(rec)
-                if skipped is not None and not tried and isinstance(rec, CheckpointRecord):
-                    tried = True
-                    try:
-                        self.open_thread_ref(rec)
-                    except IntegrityError as exc:
-                        key_id = self.sealer.key_id_of(rec.thread_ref)
-                        skipped.append(Skipped.of(rec.pk, key_id, exc))
-            if page.cursor is None:
-                return live if found else None
             cursor = page.cursor
 
     def referenced_keys(self, entries: Sequence[Entry]) -> dict[str, str]:

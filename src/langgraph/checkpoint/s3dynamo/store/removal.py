@@ -98,6 +98,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     take_lease,
     unlend,
 )
+from langgraph.checkpoint.s3dynamo.store.holdings import Holdings
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import Item, begins
 
@@ -155,6 +156,8 @@ class Remover:
 
     def __init__(self, finder: Finder, walker: Walker, namer: Namer, clock: Any) -> None:
         self.finder = finder
+        # What keeps the thread's objects: records' references, loans (the mark).
+        self.holdings = Holdings(finder)
         self.walker = walker
         self.namer = namer
         # Called for the time (`ThreadStore.clock`, which tests replace).
@@ -265,14 +268,14 @@ class Remover:
         if terms is None:
             if not listed:
                 return 0
-            live = (yield from self.finder.live_leaves(name)) or set()
+            live = (yield from self.holdings.live_leaves(name)) or set()
             doomed = [o.key for o in listed if o.key[len(prefix) :] not in live]
             yield DeleteObjects(doomed)
             return len(doomed)
         cutoff = datetime.fromtimestamp(terms.cutoff, timezone.utc)
         old = [o for o in listed if o.modified < cutoff or o.key[len(prefix) :] in named]
         if old:
-            lent = yield from self.finder.lent_leaves(name)
+            lent = yield from self.holdings.lent_leaves(name)
             old = [o for o in old if o.key[len(prefix) :] not in lent]
         deleted = yield DeleteObjects(unchanged=old)
         return len(deleted)
@@ -332,14 +335,14 @@ class Remover:
         orphaned -= {leaf for r in kept for leaf in referenced_leaves(r)}
         if terms is None:
             if orphaned:
-                orphaned -= yield from self.finder.lent_leaves(name)
+                orphaned -= yield from self.holdings.lent_leaves(name)
             yield DeleteObjects([object_key(name, leaf) for leaf in sorted(orphaned)])
             return len(orphaned)
         cutoff = datetime.fromtimestamp(terms.cutoff, timezone.utc)
         prefix = owner_prefix(name)
         listed = yield ListObjects(name)
         old = [o for o in listed if o.modified < cutoff or o.key[len(prefix) :] in orphaned]
-        live = ((yield from self.finder.live_leaves(name)) or set()) if old else set()
+        live = ((yield from self.holdings.live_leaves(name)) or set()) if old else set()
         deleted = yield DeleteObjects(
             unchanged=[o for o in old if o.key[len(prefix) :] not in live]
         )
@@ -455,11 +458,11 @@ class Remover:
         borrower's own records stopped naming them), then the loan gives them up; with
         nothing kept, the loan and the borrowing go too. A repeat finishes it. How many
         objects it deleted."""
-        loans = yield from self.finder.loans(lender, borrower)
+        loans = yield from self.holdings.loans(lender, borrower)
         released = {leaf for loan in loans for leaf in loan.leaves} - set(keep)
         doomed: list[str] = []
         if released:
-            live = (yield from self.finder.live_leaves(lender, but=borrower)) or set()
+            live = (yield from self.holdings.live_leaves(lender, but=borrower)) or set()
             doomed = sorted(object_key(lender, leaf) for leaf in released - live)
             yield DeleteObjects(doomed)
             if keep:

@@ -306,16 +306,16 @@ class Upkeep:
         self, thread_name: str, skipped: list[Skipped] | None = None
     ) -> set[str] | None:
         """The mark of garbage collection: every leaf of a thread's objects its records
-        reference or a loan lends (`Finder.live_leaves`); None without either."""
-        return self._engine.run(self._finder.live_leaves(thread_name, skipped))
+        reference or a loan lends (`Holdings.live_leaves`); None without either."""
+        return self._engine.run(self._remover.holdings.live_leaves(thread_name, skipped))
 
     def lent_leaves(self, thread_name: str) -> set[str]:
         """Leaves of a thread's objects its (backed) loans name."""
-        return self._engine.run(self._finder.lent_leaves(thread_name))
+        return self._engine.run(self._remover.holdings.lent_leaves(thread_name))
 
     def unbacked_loans(self, thread_name: str) -> list[Loan]:
         """A thread's loans that no borrowing backs (written by someone else)."""
-        return self._engine.run(self._finder.unbacked_loans(thread_name))
+        return self._engine.run(self._remover.holdings.unbacked_loans(thread_name))
 
     def leftover_writes(self, names: Sequence[str] | None, before_s: int) -> list[ItemKey]:
         """Writes records written before `before_s` whose checkpoint record is not there,
