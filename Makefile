@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml $(PINS)
 	$(PY) $(INSTALL) -e '.[test]'
 	touch $(STAMP)
 
-# The demo needs the command line, LangGraph, pytest (testing.py imports it) and moto
+# The demo needs the command line, LangGraph, pytest (the testing kit imports it) and moto
 # server for S3 and DynamoDB (Flask): not the test extra (other savers, a PostgreSQL
 # driver, ruff, mypy), nor moto[server], which brings every moto service's dependencies
 # (cfn-lint, sympy, networkx). `make test` adds the rest to the same .venv.

@@ -321,7 +321,7 @@ def test_an_error_is_raised_once() -> None:
 
 # Waits that are no retry: the lease's clock (tests replace it; the pauses of a waiter
 # come from `Backoff`), the testing kit polling a server it started, the demo idling.
-WAITS = {"lease", "testing", "cli.demo"}
+WAITS = {"lease", "testing.environment", "cli.demo"}
 
 
 def test_retries_go_through_the_one_policy() -> None:

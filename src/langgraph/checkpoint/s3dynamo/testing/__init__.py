@@ -33,11 +33,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -46,7 +41,15 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.backoff import tries
+from langgraph.checkpoint.s3dynamo.testing.environment import (
+    REGION,
+    apply_environment,
+    aws_environment,
+    check_loopback,
+    moto_server,
+    patched_environ,
+    serialize_moto,
+)
 
 __all__ = [
     "REGION",
@@ -60,72 +63,10 @@ __all__ = [
     "s3dynamo_server",
     "s3dynamo_server_sandbox",
     "s3dynamo_server_saver",
+    "serialize_moto",
 ]
 
-REGION = "us-east-1"
 KEY_ID = "test"
-
-_LOOPBACK = ("http://127.0.0.1:", "http://localhost:", "http://[::1]:")
-
-# Variables that could send a client anywhere but where the test means, or make it look
-# for real credentials. Every AWS_ENDPOINT_URL* variable is cleared as well.
-_CLEARED = (
-    "AWS_PROFILE",
-    "AWS_DEFAULT_PROFILE",
-    "AWS_SESSION_TOKEN",
-    "AWS_SECURITY_TOKEN",
-    "AWS_ROLE_ARN",
-    "AWS_ROLE_SESSION_NAME",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-    # Would turn encryption on for a saver built without keys.
-    "LANGGRAPH_AES_KEY",
-    "S3DYNAMO_PREFIX",
-    "S3DYNAMO_INLINE_MAX",
-)
-
-
-def aws_environment(endpoint_url: str | None = None) -> dict[str, str | None]:
-    """The environment changes that keep AWS clients on moto (None means unset).
-
-    Args:
-        endpoint_url: A moto server's URL on loopback, exported as every
-            ``AWS_ENDPOINT_URL*`` variable; None (in process) clears them all.
-
-    Returns:
-        Variable names mapped to their test values, or to None for those to unset.
-    """
-    if endpoint_url is not None:
-        _check_loopback(endpoint_url)
-    env: dict[str, str | None] = dict.fromkeys(_CLEARED)
-    env.update({k: None for k in os.environ if k.startswith("AWS_ENDPOINT_URL")})
-    env.update(
-        {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_REGION": REGION,
-            # No profile file can name an endpoint, a role or a credential process.
-            "AWS_CONFIG_FILE": os.devnull,
-            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }
-    )
-    if endpoint_url is None:
-        env["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"] = "true"
-    else:
-        env["AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"] = None
-        for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
-            env[var] = endpoint_url
-        # An HTTP proxy from the environment must not carry requests meant for loopback.
-        no_proxy = ",".join(
-            filter(None, [os.environ.get("NO_PROXY", ""), "127.0.0.1,localhost,::1"])
-        )
-        env["NO_PROXY"] = env["no_proxy"] = no_proxy
-    return env
 
 
 @dataclass
@@ -160,7 +101,7 @@ class Sandbox:
         self.bucket = self.bucket or self.table
         for url in (self.endpoint_url, self.dynamodb_endpoint_url, self.s3_endpoint_url):
             if url is not None:
-                _check_loopback(url)
+                check_loopback(url)
 
     @cached_property
     def dynamodb(self) -> Any:
@@ -289,125 +230,6 @@ def _attribute_bytes(value: Any) -> Iterator[bytes]:
         yield str(value).encode()
 
 
-def _check_loopback(url: str) -> None:
-    if not url.startswith(_LOOPBACK):
-        raise ValueError(f"a test endpoint must be on loopback over http, got {url!r}")
-
-
-@contextlib.contextmanager
-def _patched_environ(changes: Mapping[str, str | None]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in changes}
-    try:
-        for k, v in changes.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        yield
-    finally:
-        for k, old in saved.items():
-            if old is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = old
-
-
-def _apply(monkeypatch: pytest.MonkeyPatch, changes: Mapping[str, str | None]) -> None:
-    for k, v in changes.items():
-        if v is None:
-            monkeypatch.delenv(k, raising=False)
-        else:
-            monkeypatch.setenv(k, v)
-
-
-# ------------------------------------------------------------------ moto server
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _answers(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-@contextlib.contextmanager
-def moto_server(port: int = 0, *, timeout: float = 30.0) -> Iterator[str]:
-    """Run moto server (S3, DynamoDB and the rest of AWS over HTTP) on 127.0.0.1.
-
-    It runs in a subprocess of the current interpreter (moto's server app, from
-    ``moto[server]``, answering one request at a time: see `moto_serve`), with fake
-    credentials, and is stopped when the block ends.
-
-    Args:
-        port: The port to listen on; 0 picks a free one (retried if taken meanwhile).
-        timeout: Seconds to wait for the server to answer.
-
-    Yields:
-        The server's URL, ``http://127.0.0.1:PORT``.
-    """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update({k: v for k, v in aws_environment().items() if v is not None})
-    attempts = 1 if port else 3
-    # A free port may be taken before the server binds it: another port, a few times.
-    for attempt in tries(attempts):
-        chosen = port or _free_port()
-        env["MOTO_PORT"] = str(chosen)
-        with tempfile.TemporaryFile() as log:
-            proc = subprocess.Popen(
-                # moto's own server, one request at a time (see moto_serve.py).
-                [
-                    sys.executable,
-                    "-m",
-                    "langgraph.checkpoint.s3dynamo.moto_serve",
-                    "127.0.0.1",
-                    str(chosen),
-                ],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-            try:
-                deadline = time.monotonic() + timeout
-                while proc.poll() is None and not _answers(chosen):
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"moto server did not answer on port {chosen}")
-                    time.sleep(0.05)
-                if proc.poll() is not None:
-                    log.seek(0)
-                    tail = log.read()[-2000:].decode(errors="replace")
-                    if attempt < attempts:
-                        continue
-                    raise RuntimeError(f"moto server exited ({proc.returncode}):\n{tail}")
-                yield f"http://127.0.0.1:{chosen}"
-                return
-            finally:
-                if proc.poll() is None:
-                    proc.terminate()
-                    try:
-                        proc.wait(10)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait()
-
-
-def serialize_moto() -> None:
-    """Make moto in process answer one request at a time (idempotent). The saver does
-    this itself when it builds its DynamoDB or S3 adapter with moto loaded, so a plain
-    ``with mock_aws():`` test needs no call; see `backends.aws_clients.guard_moto`."""
-    import moto.core.botocore_stubber  # noqa: F401 - loaded, so guard_moto sees it
-
-    from langgraph.checkpoint.s3dynamo.backends.aws_clients import guard_moto
-
-    guard_moto()
-
-
 # --------------------------------------------------------------- without pytest
 
 
@@ -423,7 +245,7 @@ def moto_sandbox(endpoint_url: str | None = None) -> Iterator[Sandbox]:
         The sandbox; its table and bucket do not exist until a saver's ``setup()``.
     """
     sandbox = Sandbox(endpoint_url=endpoint_url)
-    with _patched_environ(sandbox.environment()):
+    with patched_environ(sandbox.environment()):
         if endpoint_url is None:
             from moto import mock_aws
 
@@ -466,7 +288,7 @@ def s3dynamo_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     from moto import mock_aws
 
     sandbox = Sandbox()
-    _apply(monkeypatch, sandbox.environment())
+    apply_environment(monkeypatch, sandbox.environment())
     serialize_moto()
     with mock_aws():
         yield sandbox
@@ -504,7 +326,7 @@ def s3dynamo_server_sandbox(
         The sandbox; every ``AWS_ENDPOINT_URL*`` variable points at the server meanwhile.
     """
     sandbox = Sandbox(endpoint_url=s3dynamo_server)
-    _apply(monkeypatch, sandbox.environment())
+    apply_environment(monkeypatch, sandbox.environment())
     try:
         yield sandbox
     finally:
