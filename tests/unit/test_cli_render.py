@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Interrupt, Send
 
-from langgraph.checkpoint.s3dynamo.cli import plans, render
+from langgraph.checkpoint.s3dynamo.cli import plans, render, views
 
 
 def test_jsonable_turns_messages_bytes_and_sets_into_json() -> None:
@@ -98,13 +98,13 @@ def test_page_tokens_resume_after_the_last_row() -> None:
             {"thread_id": "c", "last_updated": "2026-01-02"},
             {"thread_id": "d", "last_updated": None},
         ],
-        key=render.thread_order,
+        key=views.thread_order,
     )
     assert [r["thread_id"] for r in rows] == ["b", "a", "c", "d"]
-    token = render.page_token("2026-01-02", "a")
-    assert [r["thread_id"] for r in render.after_token(rows, token)] == ["c", "d"]
+    token = views.row_token("2026-01-02", "a")
+    assert [r["thread_id"] for r in views.after_token(rows, token)] == ["c", "d"]
     with pytest.raises(ValueError, match="page-token"):
-        render.parse_page_token("not a token")
+        views.parse_page_token("not a token")
 
 
 def test_sizes_and_summaries() -> None:

@@ -1,5 +1,5 @@
 """Pure formatting for the command line: values as JSON, diffs of two states, what a
-checkpoint will run next, monthly cost, sizes and page tokens.
+checkpoint will run next, monthly cost, sizes, and `--filter` options read.
 
 No I/O and no click or rich here, so all of it is unit-tested on plain values.
 """
@@ -7,7 +7,6 @@ No I/O and no click or rich here, so all of it is unit-tested on plain values.
 from __future__ import annotations
 
 import base64
-import binascii
 import dataclasses
 import datetime as dt
 import json
@@ -426,27 +425,6 @@ def short_time(iso: str | None) -> str:
     return iso.replace("T", " ")[:19]
 
 
-# ----------------------------------------------------------------- paging
-
-
-def page_token(last_updated: str | None, thread_id: str) -> str:
-    """An opaque token naming the last row of a page of `threads`."""
-    raw = json.dumps([last_updated or "", thread_id], ensure_ascii=False).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def parse_page_token(token: str) -> tuple[str, str]:
-    """(last updated, thread id) from `page_token`; ValueError if it is not one."""
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        last, tid = json.loads(raw)
-    except (binascii.Error, ValueError, TypeError) as exc:
-        raise ValueError(f"--page-token {token!r} is not a token this command printed") from exc
-    if not isinstance(last, str) or not isinstance(tid, str):
-        raise ValueError(f"--page-token {token!r} is not a token this command printed")
-    return last, tid
-
-
 def metadata_filter(
     given: Sequence[str], example: str = "user_id=ada", json_example: str = '{"user_id": 42}'
 ) -> dict[str, Any]:
@@ -482,28 +460,6 @@ def metadata_filter(
                 )
             out[key] = value
     return out
-
-
-def thread_order(row: Mapping[str, Any]) -> tuple[bool, str, str]:
-    """Sort key of `threads` rows: most recently updated first (rows without a time
-    last), then by thread id."""
-    return _order(row.get("last_updated") or "", row["thread_id"])
-
-
-def _order(last: str, tid: str) -> tuple[bool, str, str]:
-    return (not last, _invert(last), tid)
-
-
-def _invert(text: str) -> str:
-    return "".join(chr(0x10FFFF - ord(ch)) for ch in text)
-
-
-def after_token(rows: Sequence[Mapping[str, Any]], token: str | None) -> list[Mapping[str, Any]]:
-    """The rows (sorted by `thread_order`) after the row the token names."""
-    if token is None:
-        return list(rows)
-    mark = _order(*parse_page_token(token))
-    return [r for r in rows if thread_order(r) > mark]
 
 
 def written(namespace: Sequence[str]) -> str:

@@ -3,11 +3,15 @@ README.md, "Command line"), from which the text output is drawn too.
 
 Everything comes from the saver: `saver.ops` reports (threads, history, stats, verify)
 and `get_tuple` (show, diff). Nothing here reads the store or opens a blob itself.
+`threads` pages its rows with tokens of its own (`row_token`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+import binascii
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import langgraph.checkpoint.s3dynamo.cli.render as render
@@ -28,16 +32,14 @@ def threads(
     matches it ("checkpoints" and "namespaces" are null when the thread catalog answered:
     it reads no thread whole)."""
     report = saver.ops.threads(metadata or None)
-    rows = sorted((t.to_dict() for t in report.threads), key=render.thread_order)
-    rest = render.after_token(rows, page_token)
+    rows = sorted((t.to_dict() for t in report.threads), key=thread_order)
+    rest = after_token(rows, page_token)
     page = [dict(r) for r in rest[:limit]]
     more = len(rest) > limit
     return {
         "threads": page,
         "next_page_token": (
-            render.page_token(page[-1]["last_updated"], page[-1]["thread_id"])
-            if more and page
-            else None
+            row_token(page[-1]["last_updated"], page[-1]["thread_id"]) if more and page else None
         ),
         "unreadable_records": report.unreadable_records,
     }
@@ -219,3 +221,46 @@ def verify(
     data = saver.ops.verify(thread_id, progress).to_dict()
     data["hint"] = render.verify_hint(data["problems"])
     return data
+
+
+# ----------------------------------------------------------------- paging
+
+
+def row_token(last_updated: str | None, thread_id: str) -> str:
+    """An opaque token naming the last row of a page of `threads`."""
+    raw = json.dumps([last_updated or "", thread_id], ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def parse_page_token(token: str) -> tuple[str, str]:
+    """(last updated, thread id) from `row_token`; ValueError if it is not one."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        last, tid = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise ValueError(f"--page-token {token!r} is not a token this command printed") from exc
+    if not isinstance(last, str) or not isinstance(tid, str):
+        raise ValueError(f"--page-token {token!r} is not a token this command printed")
+    return last, tid
+
+
+def thread_order(row: Mapping[str, Any]) -> tuple[bool, str, str]:
+    """Sort key of `threads` rows: most recently updated first (rows without a time
+    last), then by thread id."""
+    return _order(row.get("last_updated") or "", row["thread_id"])
+
+
+def _order(last: str, tid: str) -> tuple[bool, str, str]:
+    return (not last, _invert(last), tid)
+
+
+def _invert(text: str) -> str:
+    return "".join(chr(0x10FFFF - ord(ch)) for ch in text)
+
+
+def after_token(rows: Sequence[Mapping[str, Any]], token: str | None) -> list[Mapping[str, Any]]:
+    """The rows (sorted by `thread_order`) after the row the token names."""
+    if token is None:
+        return list(rows)
+    mark = _order(*parse_page_token(token))
+    return [r for r in rows if thread_order(r) > mark]
