@@ -11,15 +11,17 @@ from langgraph.store.base import NOT_PROVIDED, BaseStore, Item, SearchItem
 from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.config.arguments import (
     Count,
+    MaybeBoolean,
+    MaybeDict,
+    MaybeText,
+    Text,
+)
+from langgraph.checkpoint.s3dynamo.config.memory_arguments import (
     Depth,
     IndexFields,
     Labels,
-    MaybeBoolean,
-    MaybeDict,
     MaybeLabels,
-    MaybeText,
     StoreTtl,
-    Text,
 )
 
 

@@ -16,8 +16,12 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.compose import checked_serde, memory_space
 from langgraph.checkpoint.s3dynamo.config import arguments
-from langgraph.checkpoint.s3dynamo.config.arguments import LabelsList, cache_keys, cache_pairs
 from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown, taken
+from langgraph.checkpoint.s3dynamo.config.memory_arguments import (
+    LabelsList,
+    cache_keys,
+    cache_pairs,
+)
 from langgraph.checkpoint.s3dynamo.config.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.format.layout import CACHE_SPACE

@@ -41,9 +41,9 @@ from langgraph.checkpoint.s3dynamo import executor, telemetry
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.boundary import public, twin
 from langgraph.checkpoint.s3dynamo.compose import memory_space
-from langgraph.checkpoint.s3dynamo.config import arguments
-from langgraph.checkpoint.s3dynamo.config.arguments import Prefix, StoreOps
+from langgraph.checkpoint.s3dynamo.config import arguments, memory_arguments
 from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown, taken
+from langgraph.checkpoint.s3dynamo.config.memory_arguments import Prefix, StoreOps
 from langgraph.checkpoint.s3dynamo.config.settings import FROM_ENV_ARGUMENTS
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import (
@@ -434,7 +434,7 @@ def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
     form = "a TTLConfig such as {'default_ttl': 60, 'refresh_on_read': True}"
     ttl = dict(arguments.mapping(name, value, what=form))
     if ttl.get("default_ttl") is not None:
-        arguments.store_ttl(f"{name}['default_ttl']", ttl["default_ttl"])
+        memory_arguments.store_ttl(f"{name}['default_ttl']", ttl["default_ttl"])
     if "refresh_on_read" in ttl:
         ttl["refresh_on_read"] = arguments.boolean(
             f"{name}['refresh_on_read']", ttl["refresh_on_read"]

@@ -23,14 +23,8 @@ from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.blobs import collect
 from langgraph.checkpoint.s3dynamo.boundary import public
 from langgraph.checkpoint.s3dynamo.compose import Components, memory_space
-from langgraph.checkpoint.s3dynamo.config.arguments import (
-    Boolean,
-    Labels,
-    MemorySpace,
-    Prefix,
-    Span,
-    Text,
-)
+from langgraph.checkpoint.s3dynamo.config.arguments import Boolean, Span, Text
+from langgraph.checkpoint.s3dynamo.config.memory_arguments import Labels, MemorySpace, Prefix
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.format.layout import memory_scope
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
