@@ -8,7 +8,7 @@ counts, how to run it); the plan's `execute()` does it (the command line shows t
 and executes it on `--yes`). Inspections return reports. Each plan and report has
 `to_dict()`, the shape the command line prints with `--json`.
 
-    plan.py          the plan value every `plan_*` returns
+    plan.py          the plan value every `plan_*` returns; the scope of a table-wide one
     gc.py            garbage collection: plan, then execute (proof in docs/RELIABILITY.md)
     retention.py     expiring idle threads: the sweep and its guarantees
     sweep.py         finding idle threads through the idle index, after the sweep's cursor
@@ -31,8 +31,7 @@ reported as tampering.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -66,7 +65,6 @@ from langgraph.checkpoint.s3dynamo.config.runnable_config import thread_id_of
 from langgraph.checkpoint.s3dynamo.deployment import guarded
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
-    ScopeNotNamedError,
     ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import is_memory_pk
@@ -82,9 +80,9 @@ from langgraph.checkpoint.s3dynamo.ops import (
     threads,
 )
 from langgraph.checkpoint.s3dynamo.ops.check import CheckReport
-from langgraph.checkpoint.s3dynamo.ops.plan import Plan
+from langgraph.checkpoint.s3dynamo.ops.plan import Plan, table_wide
 from langgraph.checkpoint.s3dynamo.ops.reencrypt import ReencryptResult
-from langgraph.checkpoint.s3dynamo.store import EVERY_DEPLOYMENT, Entry, Skipped, ThreadStore
+from langgraph.checkpoint.s3dynamo.store import Entry, Skipped
 from langgraph.checkpoint.s3dynamo.table import Item
 
 if TYPE_CHECKING:  # imported when first used: the Store's maintenance
@@ -101,40 +99,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-@contextmanager
-def table_wide(
-    store: ThreadStore, what: str, scope: str | None, *, every: bool = False
-) -> Iterator[None]:
-    """Around the planning of a table-wide destructive operation. A saver acts on its
-    own prefix's threads only (`store/scope.py`); `scope` names that prefix (or, where
-    `every` allows, "*": every deployment of the table). Without a prefix, on a table
-    that also holds tenants, the scope must be named: a sweep of "the table" would
-    otherwise be taken to cover them. Raised once the plan's reads show it, before
-    anything is written."""
-    prefix = store.prefix
-    allowed = {prefix, EVERY_DEPLOYMENT} if every else {prefix}
-    if scope is not None and scope not in allowed:
-        raise InvalidConfigError(
-            f"{what}: scope {scope!r} is not this saver's; it acts on its own prefix "
-            f"{prefix!r} only"
-            + (" or, with '*', on every deployment" if every else "")
-            + "; use that tenant's prefix and keys"
-        )
-    store.other_deployments(reset=True)
-    yield
-    others = store.other_deployments()
-    if scope is None and not prefix and others:
-        shown = ", ".join(repr(p) for p in others[:5]) + (", ..." if len(others) > 5 else "")
-        raise ScopeNotNamedError(
-            f"{what}: the table or bucket also holds deployments under other prefixes "
-            f"({shown}), "
-            "and a saver without a prefix acts only on the threads written without "
-            "one. Say that is meant with scope='' (command line: --scope ''), or run it "
-            "with each tenant's prefix and keys"
-            + ("; scope='*' expires idle threads of every tenant in one sweep" if every else "")
-        )
 
 
 class Operations:
@@ -202,7 +166,7 @@ class Operations:
         """Which keys the blobs are sealed under now; `.execute()` re-seals every blob not
         sealed under the active key, so an old key can leave the keyring. Over the whole
         table, `scope` names this saver's prefix (needed without one on a table that
-        holds tenants: `_table_wide`)."""
+        holds tenants: `plan.table_wide`)."""
         if self.parts.store.active_key() is None:
             raise InvalidConfigError(
                 "reencrypt needs sealing keys: set S3DYNAMO_KEYS=new:base64,old:base64 (the "
