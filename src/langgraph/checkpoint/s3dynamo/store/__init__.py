@@ -5,7 +5,7 @@ object, waves, the object cache, the upload journal) is the blob engine's (`blob
 which runs every protocol the parts write as steps (`blobs/steps.py`):
 
     finder.py     reading records and grouping them into checkpoints (`Entry`)
-    holdings.py   what keeps a thread's objects: its records' references, its loans
+    holdings.py   what keeps a thread's objects (references, loans); a copy letting go
     walker.py     the one walk over a checkpoint's blobs, and how each opens
     decoder.py    entries into LangGraph's checkpoint tuples; history skeletons
     history.py    get_delta_channel_history from one namespace query

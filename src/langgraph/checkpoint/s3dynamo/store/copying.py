@@ -243,7 +243,7 @@ class Copier:
             return
         kept = shared_leaves((yield from self.finder.items(borrower, consistent=True))[0])
         for lender in sorted(lenders):
-            yield from self.remover.release(borrower, lender, kept.get(lender, set()))
+            yield from self.remover.holdings.release(borrower, lender, kept.get(lender, set()))
         raise ConcurrentUpdateError(
             f"copy_thread of {src!r}: {len(gone)} of the records being copied were deleted "
             "or hidden meanwhile (a delete, prune or delete_for_runs of the source is "

@@ -1,28 +1,44 @@
 """What keeps a thread's objects: the leaves its records reference, and those its loans
 lend to copies that hold a borrowing of them. The mark of garbage collection and of every
-removal (`removal.py`), read strongly consistent, loans after records; a read of
+removal (`removal.py`), read strongly consistent, loans after records; and how a copy
+lets go of what it borrowed (`release`), when its records go or stop sharing. A read of
 checkpoints never needs it, so it loads when first used. Why a referenced object is never
 deleted: docs/RELIABILITY.md, "Garbage collection: why a referenced object is never
 deleted" and "Copies share objects"."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
-from langgraph.checkpoint.s3dynamo.blobs.steps import GetMany, Steps, every_item
+from langgraph.checkpoint.s3dynamo.blobs.steps import (
+    Apply,
+    Batch,
+    DeleteObjects,
+    GetMany,
+    Steps,
+    every_item,
+)
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
-from langgraph.checkpoint.s3dynamo.format.layout import borrow_sk, control_pk, loans_prefix
+from langgraph.checkpoint.s3dynamo.format.layout import (
+    borrow_sk,
+    control_pk,
+    loans_prefix,
+    object_key,
+)
 from langgraph.checkpoint.s3dynamo.format.records import (
     BORROW_ENDING,
     BORROW_ENDING_LEAVES,
     CheckpointRecord,
     ItemKey,
     Loan,
+    Record,
     loan_from,
     referenced_leaves,
+    shared_leaves,
 )
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped
+from langgraph.checkpoint.s3dynamo.store.format import letting_go, unlend
 from langgraph.checkpoint.s3dynamo.table import Item, begins, key_of
 
 
@@ -124,3 +140,43 @@ class Holdings:
             if page.cursor is None:
                 return live if found else None
             cursor = page.cursor
+
+    # ------------------------------------------------------------ letting go
+
+    def release(self, borrower: str, lender: str, keep: Collection[str]) -> Steps[int]:
+        """End what `borrower` shares of `lender`'s objects but the leaves in `keep`
+        (those its remaining records still share): the objects it alone kept go (no
+        record of the lender references them, no other loan lends them: read after the
+        borrower's own records stopped naming them), then the loan gives them up; with
+        nothing kept, the loan and the borrowing go too. A repeat finishes it. How many
+        objects it deleted."""
+        loans = yield from self.loans(lender, borrower)
+        released = {leaf for loan in loans for leaf in loan.leaves} - set(keep)
+        doomed: list[str] = []
+        if released:
+            live = (yield from self.live_leaves(lender, but=borrower)) or set()
+            doomed = sorted(object_key(lender, leaf) for leaf in released - live)
+            yield DeleteObjects(doomed)
+            if keep:
+                for loan in loans:
+                    if taken := sorted(released & loan.leaves):
+                        yield Apply(unlend(loan.key, taken))
+        if not keep:
+            gone = [loan.key for loan in loans]
+            yield Batch(deletes=[*gone, ItemKey(control_pk(borrower), borrow_sk(lender))])
+        return len(doomed)
+
+    def release_unshared(
+        self, name: str, records: Sequence[Record], kept: Sequence[Record]
+    ) -> Steps[int]:
+        """After a copy's marks hid some records (`records` as they were, `kept` the rest):
+        its loans from each lender keep only what `kept` names (no copy: no request), its
+        borrowing naming the leaves going first, so that a lender removed at the same time
+        keeps none of them (as `_whole`'s ending borrowings do all)."""
+        after = shared_leaves(kept)
+        deleted = 0
+        for lender, leaves in sorted(shared_leaves(records).items()):
+            if going := leaves - after.get(lender, set()):
+                yield Apply(letting_go(name, lender, going))
+            deleted += yield from self.release(name, lender, after.get(lender, set()))
+        return deleted

@@ -54,7 +54,6 @@ from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.format.layout import (
     CATALOG_REF,
     PRUNING_HEAD,
-    borrow_sk,
     control_pk,
     is_mark_key,
     is_record_key,
@@ -80,7 +79,6 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     mark_item,
     record_from,
     referenced_leaves,
-    shared_leaves,
     stamp_from,
 )
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
@@ -94,9 +92,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     head_items,
     lease_expiry,
     lease_taken,
-    letting_go,
     take_lease,
-    unlend,
 )
 from langgraph.checkpoint.s3dynamo.store.holdings import Holdings
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
@@ -217,7 +213,7 @@ class Remover:
         yield from delete_records(keys)
         deleted = yield from self._objects(name, terms, named)
         for lender in sorted(seen.borrowed):
-            deleted += yield from self.release(name, lender, set())
+            deleted += yield from self.holdings.release(name, lender, set())
         left = {s.key for s in stamps if is_mark_key(s.key.sk)}  # an interrupted removal's
         yield from unhide({*(m.key for m in hiding), *left})
         refs = yield from uncatalog(seen.catalogued)
@@ -316,7 +312,7 @@ class Remover:
         yield from hide(hiding)
         yield from delete_records([r.key for r in doomed])
         deleted = yield from self._pruned_objects(name, doomed, kept, terms)
-        yield from self.release_unshared(name, records, kept)
+        yield from self.holdings.release_unshared(name, records, kept)
         left = {m.key for m in marks if m.operation == "prune"}  # an interrupted prune's
         yield from unhide({*(m.key for m in hiding), *left})
         if terms is not None:
@@ -450,44 +446,6 @@ class Remover:
             )
             for ns_name, upto in sorted(newest.items())
         ]
-
-    def release(self, borrower: str, lender: str, keep: Collection[str]) -> Steps[int]:
-        """End what `borrower` shares of `lender`'s objects but the leaves in `keep`
-        (those its remaining records still share): the objects it alone kept go (no
-        record of the lender references them, no other loan lends them: read after the
-        borrower's own records stopped naming them), then the loan gives them up; with
-        nothing kept, the loan and the borrowing go too. A repeat finishes it. How many
-        objects it deleted."""
-        loans = yield from self.holdings.loans(lender, borrower)
-        released = {leaf for loan in loans for leaf in loan.leaves} - set(keep)
-        doomed: list[str] = []
-        if released:
-            live = (yield from self.holdings.live_leaves(lender, but=borrower)) or set()
-            doomed = sorted(object_key(lender, leaf) for leaf in released - live)
-            yield DeleteObjects(doomed)
-            if keep:
-                for loan in loans:
-                    if taken := sorted(released & loan.leaves):
-                        yield Apply(unlend(loan.key, taken))
-        if not keep:
-            gone = [loan.key for loan in loans]
-            yield Batch(deletes=[*gone, ItemKey(control_pk(borrower), borrow_sk(lender))])
-        return len(doomed)
-
-    def release_unshared(
-        self, name: str, records: Sequence[Record], kept: Sequence[Record]
-    ) -> Steps[int]:
-        """After a copy's marks hid some records (`records` as they were, `kept` the rest):
-        its loans from each lender keep only what `kept` names (no copy: no request), its
-        borrowing naming the leaves going first, so that a lender removed at the same time
-        keeps none of them (as `_whole`'s ending borrowings do all)."""
-        after = shared_leaves(kept)
-        deleted = 0
-        for lender, leaves in sorted(shared_leaves(records).items()):
-            if going := leaves - after.get(lender, set()):
-                yield Apply(letting_go(name, lender, going))
-            deleted += yield from self.release(name, lender, after.get(lender, set()))
-        return deleted
 
 
 # ------------------------------------------------------ steps several protocols take
