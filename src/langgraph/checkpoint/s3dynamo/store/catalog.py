@@ -8,7 +8,7 @@ entry and its back-reference in the put's own commit (`entries_for`); a thread's
 checkpoint (a root-namespace put with no parent) files all of them again. What a process
 wrote or read of a thread tells it which it has (`handoff.py`). Copies and imports file
 the target; a thread's deletion removes its entries through the back-references, after
-its records (`removal.uncatalog`).
+its records (`uncatalog`).
 
 Reading. `threads(field, value)`: every thread that has had the value, from one Query of
 its partition (paged), each entry opened and checked against its keys (a forged or moved
@@ -26,8 +26,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import (
+    Batch,
     Steps,
     every_item,
+    keys_of,
 )
 from langgraph.checkpoint.s3dynamo.deployment import Control, Deployment
 from langgraph.checkpoint.s3dynamo.equality import canonical
@@ -46,13 +48,19 @@ from langgraph.checkpoint.s3dynamo.format.catalog_records import (
     entry_key,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import (
+    CATALOG_REF,
     DEPLOYMENT_RECORD,
     catalog_pk,
     catalog_record,
+    control_pk,
 )
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
+from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.keys.codec import Codec
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
+from langgraph.checkpoint.s3dynamo.store.format import catalog_deletes
 from langgraph.checkpoint.s3dynamo.store.handoff import Handoff
+from langgraph.checkpoint.s3dynamo.table import begins
 
 # The field of the deployment's own entries: every thread (no declared field is "").
 EVERY_THREAD = ""
@@ -330,3 +338,25 @@ class Catalog:
         assert self.control is not None
         for field in (EVERY_THREAD, *self.fields):
             self.control.put(complete_record(self.token(field)), None)
+
+
+# ------------------------------------------------------------ a thread's removal
+
+
+def uncatalog(control: Iterable[ItemKey]) -> Steps[list[ItemKey]]:
+    """Delete the catalog entries the back-references among these control keys of a
+    thread point at (one batch, only if there are any); the back-references, which the
+    caller deletes after them, so an interrupted removal is found again."""
+    entries, refs = catalog_deletes(control)
+    if entries:
+        yield Batch(deletes=entries)
+    return refs
+
+
+def drop_catalog(thread_name: str) -> Steps[None]:
+    """Remove a thread's catalog entries, then their back-references: what removing it
+    does to the catalog, for an operation that empties it another way."""
+    control = yield from keys_of(control_pk(thread_name), where=begins(SORT_KEY, CATALOG_REF))
+    refs = yield from uncatalog(control)
+    if refs:
+        yield Batch(deletes=refs)

@@ -22,6 +22,7 @@ from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.format.layout import (
     borrow_sk,
     control_pk,
+    is_record_key,
     loans_prefix,
     object_key,
 )
@@ -33,6 +34,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     Loan,
     Record,
     loan_from,
+    record_from,
     referenced_leaves,
     shared_leaves,
 )
@@ -40,6 +42,17 @@ from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped
 from langgraph.checkpoint.s3dynamo.store.format import letting_go, unlend
 from langgraph.checkpoint.s3dynamo.table import Item, begins, key_of
+
+
+def item_leaves(item: Item) -> set[str]:
+    """Leaves of its thread's objects a record item names (none from another item, or
+    one that does not parse)."""
+    if not is_record_key(str(item[SORT_KEY])):
+        return set()
+    try:
+        return referenced_leaves(record_from(item))
+    except IntegrityError:
+        return set()
 
 
 class Holdings:

@@ -48,11 +48,9 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     each,
     each_item,
     every_item,
-    keys_of,
 )
 from langgraph.checkpoint.s3dynamo.errors import IntegrityError
 from langgraph.checkpoint.s3dynamo.format.layout import (
-    CATALOG_REF,
     PRUNING_HEAD,
     control_pk,
     is_mark_key,
@@ -84,9 +82,9 @@ from langgraph.checkpoint.s3dynamo.format.records import (
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.activity import SeenThread, index_write, stamp_time
+from langgraph.checkpoint.s3dynamo.store.catalog import drop_catalog, uncatalog
 from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped, leftover_writes
 from langgraph.checkpoint.s3dynamo.store.format import (
-    catalog_deletes,
     delete_if_unchanged,
     ending_borrowing,
     head_items,
@@ -94,7 +92,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     lease_taken,
     take_lease,
 )
-from langgraph.checkpoint.s3dynamo.store.holdings import Holdings
+from langgraph.checkpoint.s3dynamo.store.holdings import Holdings, item_leaves
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import Item, begins
 
@@ -248,7 +246,7 @@ class Remover:
         objects its records name."""
 
         def read(item: Item) -> tuple[Stamp, set[str]]:
-            return stamp_from(item), _own_leaves(item) if whole else set()
+            return stamp_from(item), item_leaves(item) if whole else set()
 
         attributes = None if whole else STAMP_ATTRIBUTES
         read_items = yield from each_item(name, read, consistent=True, attributes=attributes)
@@ -479,36 +477,6 @@ def delete_records(keys: Iterable[ItemKey]) -> Steps[None]:
     ):
         if batch:
             yield Batch(deletes=batch)
-
-
-def uncatalog(control: Iterable[ItemKey]) -> Steps[list[ItemKey]]:
-    """Delete the catalog entries the back-references among these control keys of a
-    thread point at (one batch, only if there are any); the back-references, which the
-    caller deletes after them, so an interrupted removal is found again."""
-    entries, refs = catalog_deletes(control)
-    if entries:
-        yield Batch(deletes=entries)
-    return refs
-
-
-def drop_catalog(thread_name: str) -> Steps[None]:
-    """Remove a thread's catalog entries, then their back-references: what removing it
-    does to the catalog, for an operation that empties it another way."""
-    control = yield from keys_of(control_pk(thread_name), where=begins(SORT_KEY, CATALOG_REF))
-    refs = yield from uncatalog(control)
-    if refs:
-        yield Batch(deletes=refs)
-
-
-def _own_leaves(item: Item) -> set[str]:
-    """Leaves of its thread's objects a record item names (none from another item, or
-    one that does not parse)."""
-    if not is_record_key(str(item[SORT_KEY])):
-        return set()
-    try:
-        return referenced_leaves(record_from(item))
-    except IntegrityError:
-        return set()
 
 
 def _written_since(stamps: Iterable[Stamp], cutoff: int) -> bool:
