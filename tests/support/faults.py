@@ -128,8 +128,11 @@ class Halfway:
     point of this one and stopped before its own request `at`; `finish()` lets it go on
     to its end (with `dies`, fail there instead) and raises what else it raised."""
 
-    def __init__(self, run: Callable[[Faults], None], at: int, dies: bool = False) -> None:
+    def __init__(
+        self, run: Callable[[Faults], None], at: int, dies: bool = False, of: int = 0
+    ) -> None:
         self.gate = Paused(at, dies)
+        self.of = of  # how many requests the operation sends, run alone
         self.error: BaseException | None = None
 
         def body() -> None:
@@ -139,6 +142,25 @@ class Halfway:
                 self.error = exc
 
         self.thread = threading.Thread(target=body, daemon=True)
+
+    @classmethod
+    def turn(cls, run: Callable[[Faults], None], turn: int, requests: int) -> Halfway:
+        """The `turn`-th (from 0) halted operation of a sweep over the first's requests:
+        its stop moves one request on with each turn, wrapping round its `requests`, and
+        every other one dies there."""
+        return cls(run, turn % requests + 1, turn % 2 == 1, requests)
+
+    @property
+    def dies(self) -> bool:
+        return self.gate.dies
+
+    def race(self, at: int) -> Race:
+        """The race that starts it just before request `at` of the first operation."""
+        return Race(at, self.start)
+
+    def __str__(self) -> str:
+        then = "for good" if self.dies else "then went on"
+        return f"stopped before its request {self.gate.pause_at}/{self.of} ({then})"
 
     def start(self) -> None:
         """Run it until it stops at its request `at`, or ends before it."""

@@ -488,19 +488,15 @@ def race(kind: str, first: str, second: str, halfway: bool = False) -> int:
         where = f"{kind}: {second!r} before request {at}/{counting.count} of {first!r}"
         dies = False
         if halfway:
-            stop, dies = tried % alone.count + 1, tried % 2 == 1
-            other = Halfway(
+            other = Halfway.turn(
                 lambda faults, index=index, objects=objects: run_racing(
                     second, saver(FaultyTable(index, faults), FaultyObjects(objects, faults))
                 ),
-                stop,
-                dies,
+                tried,
+                alone.count,
             )
-            act = Race(at, other.start)
-            where = f"{kind}: {second!r} stopped before its request {stop}/{alone.count} " + (
-                f"({'for good' if dies else 'then went on'}) at request {at}/{counting.count} "
-                f"of {first!r}"
-            )
+            act, dies = other.race(at), other.dies
+            where = f"{kind}: {second!r} {other} at request {at}/{counting.count} of {first!r}"
         else:
             act = Race(
                 at, lambda index=index, objects=objects: run_racing(second, saver(index, objects))

@@ -175,19 +175,15 @@ def race(first: str, second: str, subjects: bool = False, halfway: bool = False)
         where = f"{second!r} before request {at}/{counting.count} of {first!r}"
         dies = False
         if halfway:
-            stop, dies = (at - 1) % alone.count + 1, at % 2 == 0
-            other = Halfway(
+            other = Halfway.turn(
                 lambda faults, i=index, o=objects, k=keys: run(
                     second, on(FaultyTable(i, faults), FaultyObjects(o, faults), k)
                 ),
-                stop,
-                dies,
+                at - 1,
+                alone.count,
             )
-            act = Race(at, other.start)
-            where = f"{second!r} stopped before its request {stop}/{alone.count} " + (
-                f"({'for good' if dies else 'then went on'}) at request {at}/{counting.count} "
-                f"of {first!r}"
-            )
+            act, dies = other.race(at), other.dies
+            where = f"{second!r} {other} at request {at}/{counting.count} of {first!r}"
         else:
             act = Race(at, lambda i=index, o=objects, k=keys: run(second, on(i, o, k)))
         try:
