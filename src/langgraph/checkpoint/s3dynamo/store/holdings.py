@@ -56,8 +56,8 @@ def item_leaves(item: Item) -> set[str]:
 
 
 class Holdings:
-    """The leaves a thread's records and loans hold, read through `finder` (module
-    docstring). Every read is a protocol (`Steps`)."""
+    """The leaves a thread's records and loans hold, read through `finder`, and a copy
+    letting go of them (module docstring). Each method is a protocol (`Steps`)."""
 
     def __init__(self, finder: Finder) -> None:
         self.finder = finder
