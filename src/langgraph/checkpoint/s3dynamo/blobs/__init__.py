@@ -13,9 +13,10 @@ is sealed, placed, uploaded, cached, read back and collected here, once.
 Writers (the thread store's committer and rewriter, a memory space) decide what their
 items hold and hand the engine a `WritePlan`: the objects to upload or re-seal in place,
 then one commit, the index write that makes them referenced. The engine runs every plan
-in the same order (intent, one wave of objects, commit, intent closed), so what a crash
-can orphan is always named in the journal (docs/ARCHITECTURE.md, "The blob engine";
-docs/RELIABILITY.md, "Garbage collection: the upload journal").
+in the same order (intent, one wave of objects, commit, intent closed unless it names
+what the write lets go), so what a crash can orphan is always named in the journal
+(docs/ARCHITECTURE.md, "The blob engine"; docs/RELIABILITY.md, "Garbage collection: the
+upload journal").
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ class WritePlan:
     `owner` is the partition whose items reference the objects (a thread's name, a Store
     or cache namespace's partition); `uploads` are new objects (`If-None-Match`),
     `overwrites` objects re-sealed in place (same name, same value: a key rotation),
-    `orphans` objects the write leaves unreferenced once committed, named in an intent of
-    their own before it, for incremental collection to delete after its grace.
+    `orphans` objects the write leaves unreferenced once committed, named before it in
+    the intent that names its uploads (one of their own without uploads), which stays for
+    incremental collection to delete them after its grace.
 
     `batched` are items written whole, unconditionally, in full batches before the
     commit: a copy's records (then the commit itself), a Store item's search entries
@@ -255,22 +257,23 @@ class BlobEngine:
     # ------------------------------------------------------------ writing
 
     def _write(self, plan: WritePlan) -> list[Written]:
-        """Run a plan: an intent naming what it will orphan (if anything), its upload
-        intent (only when it uploads), one wave of uploads and overwrites, the commit,
-        then the upload intent's delete (unless the commit carried it). A failure stops
+        """Run a plan: one intent naming what it uploads and what it will orphan (when it
+        does either), one wave of uploads and overwrites, the commit, then the upload
+        intent's delete (unless the commit carried it, or the intent names orphans: then
+        it stays for collection, which deletes them after its grace). A failure stops
         there: an intent left names every object the plan may have written that nothing
         references."""
         at_ms = plan.at_ms if plan.at_ms is not None else int(self.clock() * 1000)
-        if plan.orphans:
-            self.name_orphans(plan.owner, plan.orphans, at_ms)
-        intent = None
+        named = [*(key for key, _ in plan.uploads), *plan.orphans]
+        intent = self.journal.open(plan.owner, named, at_ms) if named else None
         if plan.uploads:
-            intent = self.journal.open(plan.owner, [key for key, _ in plan.uploads], at_ms)
             self.objects.upload(plan.uploads)
         if plan.overwrites:
             self.objects.overwrite(plan.overwrites)
         if plan.batched:
             self.ports.table.batch(plan.batched)
+        if plan.orphans:
+            intent = None  # left for collection
         written, closed = self._commit(plan, intent)
         if intent is not None and not closed:
             self.journal.close([intent])

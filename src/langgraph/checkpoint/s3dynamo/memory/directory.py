@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from langgraph.checkpoint.s3dynamo.backoff import CONFLICT_ATTEMPTS
 from langgraph.checkpoint.s3dynamo.blobs.sealing import Sealer, key_id, padded
-from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, Steps, each
+from langgraph.checkpoint.s3dynamo.blobs.steps import Apply, NameOrphans, Steps, each
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     ItemReplacedError,
@@ -152,16 +152,14 @@ class Directory:
                     )
                     self._renewed(entry, marks)
                     return replaced
+        held = (state.held(r.key) for r in batch.rows)
+        seen = {old.key: old for old in held if old is not None} | found
         if subject:
             # The fence alone: the item naming the namespace the subject's went with the
             # renewal this lease comes from (a lease holds under the subject's key only).
-            held = (state.held(r.key) for r in batch.rows)
-            seen = {old.key: old for old in held if old is not None} | found
             replaced = yield from self._expecting(batch, seen, indexes, also=subject[:1])
         else:
-            (plan,) = format.put(batch, indexes=indexes)
-            written: list[Written] = yield plan
-            replaced = [None if w.item is None else row_from(w.item) for w in written]
+            replaced = yield from self._each(batch, seen, indexes)
         if self.clock() >= lease_end:
             # The lease ran out while the items were written: they may have landed
             # after it, so the entry is renewed as if there had been none.
@@ -220,6 +218,23 @@ class Directory:
                     expect[key] = None if now is None else now.leaf
                 plan = dataclasses.replace(plans(())[at], uploads=())
         return [seen.get(row.key) for row in batch.rows]
+
+    def _each(
+        self, batch: Batch, seen: dict[ItemKey, MemoryRow], indexes: Sequence[IndexItem]
+    ) -> Steps[list[MemoryRow | None]]:
+        """Items written alone (`format.put` without `entry`), each answering with the
+        item it replaced. The objects last seen there (`seen`) are named for collection
+        in the put's intent, before the commit; one the answers show that was not seen
+        (another process's), after it (docs/RELIABILITY.md, "Garbage collection")."""
+        (plan,) = format.put(batch, indexes=indexes)
+        expected = format.replaced_objects(batch.rows, {k: r.leaf for k, r in seen.items()})
+        written: list[Written] = yield dataclasses.replace(plan, orphans=expected)
+        replaced = [None if w.item is None else row_from(w.item) for w in written]
+        leaves = {old.key: old.leaf for old in replaced if old is not None}
+        unseen = set(format.replaced_objects(batch.rows, leaves)) - set(expected)
+        if unseen:
+            yield NameOrphans(batch.pk, sorted(unseen))
+        return replaced
 
     def _lease_from_read(
         self, batch: Batch, ek: ItemKey, now: float, named: str | None

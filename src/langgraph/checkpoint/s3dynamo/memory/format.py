@@ -333,9 +333,8 @@ def put(
     reference, so none is left unnamed by a crash between them. `also` goes in every
     transaction (a data subject's fence, checked, and the item naming the namespace its
     own): with it, the items go in transactions even without `entry`. With `expect`, each
-    item is written only while it holds the object `expect` names for it (none where it
-    names nothing): a transaction returns no old item, so this is how it learns one
-    (`put_expecting`)."""
+    item goes only while it holds the object `expect` names (`put_expecting`), which is how
+    a transaction (it returns no old item) learns what it replaces, named before it commits."""
     search = [index_item(i) for i in indexes]
     if entry is None and not also:
         return [
@@ -360,6 +359,7 @@ def put(
                 batch.pk,
                 uploads=[u for u in batch.uploads if u[0] in referenced],
                 at_ms=batch.at_ms,
+                orphans=replaced_objects(rows, expect or {}),
                 batched=search,
                 writes=[
                     *(
@@ -374,6 +374,13 @@ def put(
         )
         start, marks, search = end, (), []
     return plans
+
+
+def replaced_objects(rows: Sequence[MemoryRow], expect: Mapping[ItemKey, str | None]) -> list[str]:
+    """The objects that writing `rows` lets go, where each replaces the leaf `expect`
+    names for it (an item put again with the same object lets go of none)."""
+    old = ((r, expect.get(r.key)) for r in rows)
+    return [object_key(r.key.pk, leaf) for r, leaf in old if leaf and leaf != r.leaf]
 
 
 def renewal(entry: DirectoryEntry, marks: Sequence[ItemKey] = ()) -> Plan:

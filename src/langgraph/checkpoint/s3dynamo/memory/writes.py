@@ -115,13 +115,6 @@ class Writes:
             (r.key, r.expires_ms, r.ttl_minutes, v)
             for r, v in zip(batch.rows, batch.versions, strict=True)
         )
-        orphans = [
-            object_key(old.key.pk, old.leaf)
-            for old, row in zip(replaced, batch.rows, strict=True)
-            if old is not None and old.leaf and old.leaf != row.leaf
-        ]
-        if orphans:
-            yield NameOrphans(batch.pk, orphans)
         if tokens.fields:
             # The tokens of values replaced (inline ones: no request to open them).
             old = [(namespace, r) for r in replaced if r is not None and r.blob is not None]
