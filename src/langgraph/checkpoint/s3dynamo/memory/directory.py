@@ -130,7 +130,8 @@ class Directory:
         renewed, in one transaction per `MEMORY_PUT_MAX` items (`format.put`); one put of
         the process at a time reads or renews an entry, the others wait for its lease.
         The items replaced: a transaction returns no old item, so its items go only
-        while they hold the objects last seen there (`_expecting`). A data subject's
+        while they hold the objects last seen there (`_expecting`); every object replaced
+        is named for collection, before the commit where seen (`_each`). A data subject's
         items (`subject`: its fence, and the item naming the namespace its own, written
         with each renewal) go in transactions that check the fence, with or without the
         entry."""

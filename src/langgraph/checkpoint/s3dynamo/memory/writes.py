@@ -5,19 +5,20 @@ delete, the node cache's clear, and the expiry sweep.
 
 A put of one namespace's items: sealed and placed (`Items.prepare`); the search entries
 that must exist before the items (their filter tokens, their vector log entry); then the
-items, behind an upload intent for large values, alone under a lease on the namespace's
-directory entry or with the entry renewed (`Directory.commit`); the objects of values
-replaced named for incremental collection; last, the tokens of replaced values that the
-new ones do not repeat. A delete of one item: its entry read, the item deleted, the entry
-settled (`Directory.settle`); then what the items deleted leave (`format.gone`). The
-sweep finds expired items with one consistent Query of the directory, then one Query of
-each namespace's partition, in one wave; it opens nothing (a namespace's partition is
-named by its entry), so it needs no keys. Each item is deleted only while still expired;
-then what it leaves, then the entries of namespaces left empty are settled. A namespace
-delete reads each namespace at and below its prefix consistently (the descendants mark
-sends it to the directory), then, per namespace: the objects it references named for
-collection, its items deleted, their objects and its search indexes, its entry settled
-(docs/RELIABILITY.md, "Deleting a namespace of the Store").
+items, alone under a lease on the namespace's directory entry or with the entry renewed
+(`Directory.commit`), behind one intent naming the objects they upload and those of the
+values they replace where last seen (left for incremental collection); last, the tokens
+of replaced values that the new ones do not repeat. A delete of one item: its entry read,
+the item deleted, the entry settled (`Directory.settle`); then what the items deleted
+leave (`format.gone`). The sweep finds expired items with one consistent Query of the
+directory, then one Query of each namespace's partition, in one wave; it opens nothing
+(a namespace's partition is named by its entry), so it needs no keys. Each item is
+deleted only while still expired; then what it leaves, then the entries of namespaces
+left empty are settled. A namespace delete reads each namespace at and below its prefix
+consistently (the descendants mark sends it to the directory), then, per namespace: the
+objects it references named for collection, its items deleted, their objects and its
+search indexes, its entry settled (docs/RELIABILITY.md, "Deleting a namespace of the
+Store").
 """
 
 from __future__ import annotations
