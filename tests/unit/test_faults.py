@@ -528,6 +528,8 @@ def race(kind: str, first: str, second: str, halfway: bool = False) -> int:
                 # it (the other changed the thread under it): garbage, which the tools
                 # named in docs/RELIABILITY.md remove ("A process that never comes back").
                 assert set(left) <= REPAIRED, left
+                # A prune names what its records referenced before they go.
+                assert not (second.startswith("prune") and "unreferenced object" in left)
                 DIED_AND_LEFT.append((where, left))
                 repair(saver(index, objects), left, later)
                 left = left_over(saver(index, objects), index, later)

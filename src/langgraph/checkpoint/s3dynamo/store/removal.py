@@ -17,9 +17,9 @@ order:
    thread (the fence is undone, the lease let go).
 4. A mark over each namespace hiding what goes (one batch): readers see the removal
    whole from here. The records in full batches: checkpoint records, then writes.
-5. Objects no record references and no loan lends (under terms, those written before
-   the cutoff or named by the records removed, each only while unchanged); removing runs
-   names them in an intent for garbage collection instead, before any record goes.
+5. Objects no record references and no loan lends, a prune's named first in an intent
+   that goes with its marks (under terms, those written before the cutoff or named by the
+   records removed, each while unchanged); removing runs names them for collection instead.
 6. What a copy shared of other threads' objects: each loan ends, or keeps only what the
    remaining records share (the borrowing names what goes); what nothing keeps goes.
 7. The marks, an interrupted removal's too; a whole thread's catalog entries, then their
@@ -32,6 +32,7 @@ copying, pruning".
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -64,6 +65,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
+    LOAN_PART_LEAVES,
     STAMP_ATTRIBUTES,
     CheckpointRecord,
     ItemKey,
@@ -71,13 +73,16 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     Mark,
     Record,
     Stamp,
+    UploadIntent,
     head_key,
+    intent_item,
     is_mark,
     lease_key,
     mark_item,
     record_from,
     referenced_leaves,
     stamp_from,
+    upload_intent,
 )
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
@@ -307,26 +312,27 @@ class Remover:
         hiding = self.marks(
             name, [r.key for r in doomed], keep=[r.key for r in kept if r.sk in kept_sks]
         )
-        yield from hide(hiding)
+        orphaned = {leaf for r in doomed for leaf in referenced_leaves(r)}
+        orphaned -= {leaf for r in kept for leaf in referenced_leaves(r)}
+        # Named with the marks, closed with them: a prune that stops between its records
+        # and their objects leaves them to incremental collection, which no repeat could.
+        intents = orphan_intents(name, orphaned, int(self.clock() * 1000))
+        yield from hide(hiding, also=[intent_item(i) for i in intents])
         yield from delete_records([r.key for r in doomed])
-        deleted = yield from self._pruned_objects(name, doomed, kept, terms)
+        deleted = yield from self._pruned_objects(name, orphaned, terms)
         yield from self.holdings.release_unshared(name, records, kept)
         left = {m.key for m in marks if m.operation == "prune"}  # an interrupted prune's
-        yield from unhide({*(m.key for m in hiding), *left})
+        yield from unhide({*(m.key for m in hiding), *left, *(i.key for i in intents)})
         if terms is not None:
             yield Batch(deletes=[marker, *([held.key] if held else [])])
         checkpoints = sum(1 for r in doomed if isinstance(r, CheckpointRecord))
         return Removed("removed", len(records), len(doomed), checkpoints, deleted)
 
-    def _pruned_objects(
-        self, name: str, doomed: Sequence[Record], kept: Sequence[Record], terms: Terms | None
-    ) -> Steps[int]:
-        """What only the removed records referenced (read after the marks: a copy lending
-        them now has seen them, or is seen here); under terms, with the thread's objects
-        written before the cutoff, each only while unchanged, of those that nothing
-        references or lends any more (`_objects`)."""
-        orphaned = {leaf for r in doomed for leaf in referenced_leaves(r)}
-        orphaned -= {leaf for r in kept for leaf in referenced_leaves(r)}
+    def _pruned_objects(self, name: str, orphaned: set[str], terms: Terms | None) -> Steps[int]:
+        """What only the removed records referenced (`orphaned`; the loans read after the
+        marks: a copy lending them now has seen them, or is seen here); under terms, with
+        the thread's objects written before the cutoff, each only while unchanged, of
+        those that nothing references or lends any more (`_objects`)."""
         if terms is None:
             if orphaned:
                 orphaned -= yield from self.holdings.lent_leaves(name)
@@ -464,6 +470,17 @@ def unhide(keys: Collection[ItemKey], last: str | None = None) -> Steps[None]:
     for batch in (first, final):
         if batch:
             yield Batch(deletes=sorted(batch))
+
+
+def orphan_intents(owner: str, leaves: Collection[str], at_ms: int) -> list[UploadIntent]:
+    """Intents naming objects of `owner` a removal is about to leave unreferenced, for
+    incremental collection should it stop before deleting them; as many leaves an intent
+    as a loan holds (half an item's limit)."""
+    ordered = sorted(leaves)
+    return [
+        upload_intent(owner, ordered[at : at + LOAN_PART_LEAVES], at_ms, os.urandom(8).hex())
+        for at in range(0, len(ordered), LOAN_PART_LEAVES)
+    ]
 
 
 def delete_records(keys: Iterable[ItemKey]) -> Steps[None]:
