@@ -65,7 +65,6 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     tombstone_time,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
-    LOAN_PART_LEAVES,
     STAMP_ATTRIBUTES,
     CheckpointRecord,
     ItemKey,
@@ -73,7 +72,6 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     Mark,
     Record,
     Stamp,
-    UploadIntent,
     head_key,
     intent_item,
     is_mark,
@@ -82,7 +80,6 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     record_from,
     referenced_leaves,
     stamp_from,
-    upload_intent,
 )
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
@@ -95,6 +92,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     head_items,
     lease_expiry,
     lease_taken,
+    orphan_intents,
     take_lease,
 )
 from langgraph.checkpoint.s3dynamo.store.holdings import Holdings, item_leaves
@@ -316,7 +314,7 @@ class Remover:
         orphaned -= {leaf for r in kept for leaf in referenced_leaves(r)}
         # Named with the marks, closed with them: a prune that stops between its records
         # and their objects leaves them to incremental collection, which no repeat could.
-        intents = orphan_intents(name, orphaned, int(self.clock() * 1000))
+        intents = orphan_intents(name, orphaned, int(self.clock() * 1000), os.urandom(8).hex())
         yield from hide(hiding, also=[intent_item(i) for i in intents])
         yield from delete_records([r.key for r in doomed])
         deleted = yield from self._pruned_objects(name, orphaned, terms)
@@ -470,17 +468,6 @@ def unhide(keys: Collection[ItemKey], last: str | None = None) -> Steps[None]:
     for batch in (first, final):
         if batch:
             yield Batch(deletes=sorted(batch))
-
-
-def orphan_intents(owner: str, leaves: Collection[str], at_ms: int) -> list[UploadIntent]:
-    """Intents naming objects of `owner` a removal is about to leave unreferenced, for
-    incremental collection should it stop before deleting them; as many leaves an intent
-    as a loan holds (half an item's limit)."""
-    ordered = sorted(leaves)
-    return [
-        upload_intent(owner, ordered[at : at + LOAN_PART_LEAVES], at_ms, os.urandom(8).hex())
-        for at in range(0, len(ordered), LOAN_PART_LEAVES)
-    ]
 
 
 def delete_records(keys: Iterable[ItemKey]) -> Steps[None]:
