@@ -987,6 +987,18 @@ def test_requests_per_operation(clients: Clients, counter: RequestCounter) -> No
         "dynamodb.BatchWriteItem": 1,
     }
     counter.reset()
+    # Deleting it: the entry and the item read together, an intent naming its object
+    # before the delete (a process that stops after the delete leaves the object to
+    # incremental collection), the delete, a look for a live item left, the object's.
+    store.delete(("users", "a"), "big")
+    assert counter.calls == {
+        "dynamodb.BatchGetItem": 1,
+        "dynamodb.PutItem": 1,
+        "dynamodb.DeleteItem": 1,
+        "dynamodb.Query": 1,
+        "s3.DeleteObjects": 1,
+    }
+    counter.reset()
     # A batch writes each namespace's items together: 99 items and the directory entry
     # a transaction, so parallel puts into one namespace never contend for its entry; the
     # read before them asks for the entry and the 150 items, 100 keys a BatchGetItem.
@@ -1069,23 +1081,27 @@ def test_the_expiry_sweep_reads_the_stores_partitions_not_the_table(
             config = {"configurable": {"thread_id": f"t{i}", "checkpoint_ns": ""}}
             saver.put(config, empty_checkpoint(), {}, {})  # type: ignore[arg-type]
         store = S3DynamoStore.from_saver(saver)
-        store.put(("a",), "old", {"v": 1}, ttl=0.01)
+        store.put(("a",), "old", {"v": os.urandom(30000).hex()}, ttl=0.01)  # an object
         store.put(("a",), "kept", {"v": 2})
         store.put(("b", "c"), "old", {"v": 3}, ttl=0.01)
         counter.reset()
         assert expire(store.space, now=store.space.clock() + 60) == (2, 0)
         calls.append(dict(counter.calls))
         assert [i.key for i in store.search(("a",))] == ["kept"]
-    # The directory and each namespace (Query 3), the search indexes of each namespace
-    # an item left, for their tokens (Query 2; none has a vector index to tell), the two
-    # deletes, a look for a live item in each (Query 2) and, in ("b", "c"), for any item
-    # (Query 1), then its emptied mark: whatever the table holds.
+    # The directory and each namespace (Query 3), an intent naming the object of the
+    # item expired in ("a",) before any delete (PutItem 1), the search indexes of each
+    # namespace an item left, for their tokens (Query 2; none has a vector index to
+    # tell), the two deletes and the object's, a look for a live item in each (Query 2)
+    # and, in ("b", "c"), for any item (Query 1), then its emptied mark: whatever the
+    # table holds.
     assert (
         calls[0]
         == calls[1]
         == {
             "dynamodb.Query": 8,
+            "dynamodb.PutItem": 1,
             "dynamodb.DeleteItem": 2,
+            "s3.DeleteObjects": 1,
             "dynamodb.UpdateItem": 1,
         }
     )

@@ -8,17 +8,18 @@ that must exist before the items (their filter tokens, their vector log entry); 
 items, alone under a lease on the namespace's directory entry or with the entry renewed
 (`Directory.commit`), behind one intent naming the objects they upload and those of the
 values they replace where last seen (left for incremental collection); last, the tokens
-of replaced values that the new ones do not repeat. A delete of one item: its entry read,
-the item deleted, the entry settled (`Directory.settle`); then what the items deleted
-leave (`format.gone`). The sweep finds expired items with one consistent Query of the
-directory, then one Query of each namespace's partition, in one wave; it opens nothing
-(a namespace's partition is named by its entry), so it needs no keys. Each item is
-deleted only while still expired; then what it leaves, then the entries of namespaces
-left empty are settled. A namespace delete reads each namespace at and below its prefix
-consistently (the descendants mark sends it to the directory), then, per namespace: the
-objects it references named for collection, its items deleted, their objects and its
-search indexes, its entry settled (docs/RELIABILITY.md, "Deleting a namespace of the
-Store").
+of replaced values that the new ones do not repeat. A delete of one item: its entry and
+the item read, the item's object named for collection, the item deleted, the entry
+settled (`Directory.settle`); then what the items deleted leave (`format.gone`). The
+sweep finds expired items with one consistent Query of the directory, then one Query of
+each namespace's partition, in one wave; it opens nothing (a namespace's partition is
+named by its entry), so it needs no keys. The objects of the items found are named for
+collection, one intent a namespace; each item is then deleted only while still expired;
+then what it leaves, then the entries of namespaces left empty are settled. A namespace
+delete reads each namespace at and below its prefix consistently (the descendants mark
+sends it to the directory), then, per namespace: the objects it references named for
+collection, its items deleted, their objects and its search indexes, its entry settled
+(docs/RELIABILITY.md, "Deleting a namespace of the Store").
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
-from langgraph.checkpoint.s3dynamo.blobs.steps import DeleteObjects, NameOrphans, Steps, each
+from langgraph.checkpoint.s3dynamo.blobs.steps import DeleteObjects, NameOrphans, Steps, each, one
 from langgraph.checkpoint.s3dynamo.format.layout import (
     MANIFEST_SK,
     is_token_of,
@@ -142,14 +143,28 @@ class Writes:
         yield from items.forget(self._gone(gone, stale, indexed, items.now_ms()))
 
     def _delete_one(self, namespace: Namespace, key: str) -> Steps[list[MemoryRow]]:
-        """Delete one item; mark its namespace's directory entry emptied, or drop it, if
-        the namespace is left without live items. The item as it was, if there was one."""
+        """Delete one item, its object named for collection first (read with its entry);
+        mark its namespace's directory entry emptied, or drop it, if the namespace is left
+        without live items. The item as it was, if there was one."""
         items, directory = self.items, self.items.directory
-        entry = yield from reads.entry(directory.key(namespace))
-        gone = yield from items.delete([items.names.item_key(namespace, key)])
+        item_key = items.names.item_key(namespace, key)
+        entry, found = yield from reads.entry_and_items(directory.key(namespace), [item_key])
+        gone = yield from self._delete(list(found.values()), [item_key])
         if entry is not None:
             pk = items.names.pk(namespace)
             yield from directory.settle(entry, pk, deleted=gone[0] if gone else None)
+        return gone
+
+    def _delete(
+        self, read: Sequence[MemoryRow], keys: Sequence[ItemKey], expired_at_ms: int | None = None
+    ) -> Steps[list[MemoryRow]]:
+        """Delete items (`Items.delete`), the objects of those `read` named for collection
+        first, and after, one another process wrote since the read (as a put names what
+        it never saw). The items deleted, as they were."""
+        yield from _name_objects(read)
+        gone = yield from self.items.delete(keys, expired_at_ms)
+        seen = {r.leaf for r in read}
+        yield from _name_objects([r for r in gone if r.leaf not in seen])
         return gone
 
     def clear(self, namespaces: Sequence[Namespace] | None) -> Steps[int]:
@@ -165,7 +180,7 @@ class Writes:
         entry = yield from reads.entry(directory.key(namespace))
         pk = items.names.pk(namespace)
         rows = yield from reads.items(pk, consistent=True)
-        gone = yield from items.delete([r.key for r in rows])
+        gone = yield from self._delete(rows, [r.key for r in rows])
         yield from items.forget(format.gone(gone))
         if entry is not None:
             yield from directory.settle(entry, pk)
@@ -253,12 +268,13 @@ class Writes:
     # ------------------------------------------------------------ the expiry sweep
 
     def expire(self, at: float) -> Steps[tuple[int, int]]:
-        """Delete the items expired at `at` (seconds) and what they leave (`swept`), then
-        settle the entries of namespaces left empty, and of those marked emptied whose
-        namespace has items again. (items deleted, namespaces dropped)."""
+        """Name the objects of the items expired at `at` (seconds) for collection, delete
+        those items and what they leave (`swept`), then settle the entries of namespaces
+        left empty, and of those marked emptied whose namespace has items again. (items
+        deleted, namespaces dropped)."""
         at_ms, directory = round(at * 1000), self.items.directory
         entries, found = yield from self.expired(at_ms)
-        deleted = yield from self.items.delete([r.key for r in found], at_ms)
+        deleted = yield from self._delete(found, [r.key for r in found], at_ms)
         yield from self._swept(deleted, at_ms)
         names = {scope[2] for r in deleted if (scope := memory_scope(r.key.pk)) and scope[2]}
         names |= {name for name, e in entries.items() if e.emptied}
@@ -313,3 +329,15 @@ class Writes:
             sealer=items.sealer,
             space=items.names.space,
         )
+
+
+def _name_objects(rows: Sequence[MemoryRow]) -> Steps[None]:
+    """Name the objects of items about to be deleted for incremental collection, one
+    intent a namespace, in one wave, before the first delete: an operation that stops
+    for good after a delete leaves that object to incremental collection, not to the full
+    one (docs/RELIABILITY.md, "A process that never comes back")."""
+    owners: dict[str, list[str]] = {}
+    for r in rows:
+        if r.leaf:
+            owners.setdefault(r.key.pk, []).append(object_key(r.key.pk, r.leaf))
+    yield from each([one(NameOrphans(pk, keys)) for pk, keys in sorted(owners.items())])
