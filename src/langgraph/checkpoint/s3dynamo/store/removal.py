@@ -332,10 +332,10 @@ class Remover:
         the thread's objects written before the cutoff, each only while unchanged, of
         those that nothing references or lends any more (`_objects`)."""
         if terms is None:
-            if orphaned:
-                orphaned -= yield from self.holdings.lent_leaves(name)
-            yield DeleteObjects([object_key(name, leaf) for leaf in sorted(orphaned)])
-            return len(orphaned)
+            lent = (yield from self.holdings.lent_leaves(name)) if orphaned else set()
+            unlent = sorted(orphaned - lent)
+            yield DeleteObjects([object_key(name, leaf) for leaf in unlent])
+            return len(unlent)
         cutoff = datetime.fromtimestamp(terms.cutoff, timezone.utc)
         prefix = owner_prefix(name)
         listed = yield ListObjects(name)
