@@ -391,6 +391,8 @@ BATCH_WRITE_MAX = 25
 BATCH_GET_MAX = 100
 TRANSACT_MAX = 100
 PAGE_BYTES = 1 << 20
+# An item, its attribute names included (`item_size`).
+ITEM_BYTES = 400 * 1024
 
 
 def item_size(item: Mapping[str, Value]) -> int:

@@ -1,10 +1,10 @@
 """The table port in memory: what DynamoDB does with the same requests, for the unit tier
 and as the template of another backend. It evaluates the port's conditions and updates
-(`table.holds`, `table.applied`), keeps sort-key order and DynamoDB's limits (pages of
-at most 1 MB, 25 items a batch write, 100 keys a batch get, 100 writes a transaction, all
-or nothing), and counts every request under the name DynamoDB gives it, so one budget
-test holds on both. Items are copied in and out: a caller's later change never reaches
-what is stored. Reads are always current: it has no replicas to lag."""
+(`table.holds`, `table.applied`), keeps sort-key order and DynamoDB's limits (items of
+at most 400 KB, pages of at most 1 MB, 25 items a batch write, 100 keys a batch get, 100
+writes a transaction, all or nothing), and counts every request under the name DynamoDB
+gives it, so one budget test holds on both. Items are copied in and out: a caller's
+later change never reaches what is stored. Reads are always current: it has no replicas to lag."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from langgraph.checkpoint.s3dynamo.format.schema import INDEX_KEYS, PARTITION_KE
 from langgraph.checkpoint.s3dynamo.table import (
     BATCH_GET_MAX,
     BATCH_WRITE_MAX,
+    ITEM_BYTES,
     PAGE_BYTES,
     TRANSACT_MAX,
     Check,
@@ -190,6 +191,7 @@ class MemoryTable:
                     raise refused(write, copy.deepcopy(old))
                 return Written(False, copy.deepcopy(old) if found_on_refusal else None)
             new = applied(write, old)
+            _fits(name[type(write).__name__], [new])
             self._store(write.key, new)
             answer = old if returning == "old" else new if returning == "new" else None
             return Written(True, copy.deepcopy(answer))
@@ -209,13 +211,16 @@ class MemoryTable:
                 found = self._find(write.key)
                 if write.when is not None and not holds(write.when, found):
                     raise refused(write, copy.deepcopy(found))
-            for write in writes:
-                self._store(write.key, applied(write, self._find(write.key)))
+            after = [applied(write, self._find(write.key)) for write in writes]
+            _fits("TransactWriteItems", after)
+            for write, new in zip(writes, after, strict=True):
+                self._store(write.key, new)
 
     def batch(self, puts: Sequence[Item] = (), deletes: Sequence[ItemKey] = ()) -> None:
         requests = len(puts) + len(deletes)
         with self._lock:
             self._count("BatchWriteItem", -(-requests // BATCH_WRITE_MAX))
+            _fits("BatchWriteItem", puts)
             for item in puts:
                 self._store(key_of(item), applied(Put(dict(item)), None))
             for key in deletes:
@@ -267,4 +272,15 @@ def _valid(write: Write) -> None:
         raise StorageError(
             f"UpdateItem on the in-memory table failed: ValidationException: two document "
             f"paths overlap ({', '.join(twice)}); change each attribute once per update"
+        )
+
+
+def _fits(operation: str, items: Sequence[Item | None]) -> None:
+    """Refuse, before anything is stored, an item over DynamoDB's 400 KB, as it does."""
+    sizes = [item_size(i) for i in items if i is not None]
+    if sizes and max(sizes) > ITEM_BYTES:
+        raise StorageError(
+            f"{operation} on the in-memory table failed: ValidationException: Item size "
+            f"has exceeded the maximum allowed size ({max(sizes):,} bytes, the limit "
+            f"{ITEM_BYTES:,})"
         )

@@ -185,6 +185,18 @@ class TableTests:
         table.batch(deletes=[*keys, ItemKey(P, "absent")])
         assert table.query(P).items == []
 
+    def test_an_item_over_400_kb_is_refused_and_nothing_is_written(self, table: Table) -> None:
+        big = keyed(ItemKey(P, "big"), v="x" * (400 * 1024))
+        with pytest.raises(StorageError):
+            table.write(Put(big))
+        # DynamoDB refuses the whole batch; moto stores the items before the large one.
+        with pytest.raises(StorageError):
+            table.batch([keyed(ItemKey(P, "small")), big])
+        if self.transactions:
+            with pytest.raises(StorageError):
+                table.transact([Put(keyed(ItemKey(P, "small2"))), Put(big)])
+        assert _sks(table.query(P)) in ([], ["small"])
+
     def test_segments_of_a_scan_hold_every_item_once(self, table: Table) -> None:
         table.batch([keyed(ItemKey(f"p{i}", "s"), v=i) for i in range(12)])
         whole = [i for page in scan_pages(table) for i in page]
