@@ -401,6 +401,20 @@ def test_incremental_collection_takes_what_delete_for_runs_left(backend: Backend
     assert saver.ops.plan_incremental_garbage_collection(grace=timedelta(0)).intents == []
 
 
+def test_naming_more_objects_than_one_item_holds_writes_intents_in_parts() -> None:
+    """20,000 objects named at once (a namespace's delete or an expiry sweep of that
+    many values, a removal's orphans) go in intents of at most 8,000 leaves, each under
+    DynamoDB's 400 KB (which the in-memory table holds to, as DynamoDB does): one intent
+    of them all was refused, and the operation with it."""
+    saver = memory_saver()
+    leaves = [f"{i:022d}" for i in range(20_000)]
+    saver.store.name_orphans(saver.store.name_of("t"), leaves)
+    intents = saver.index.intents.values()
+    assert sorted(len(i.leaves) for i in intents) == [4_000, 8_000, 8_000]
+    assert {leaf for i in intents for leaf in i.leaves} == set(leaves)
+    assert saver.index.calls == {"PutItem": 3}
+
+
 # ------------------------------------------------------------ the upload journal
 
 
