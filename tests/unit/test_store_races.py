@@ -202,8 +202,9 @@ def race(first: str, second: str, subjects: bool = False, halfway: bool = False)
             )
             journal.execute(now=done)
             # Nothing is left that only the full collection finds, even by an operation
-            # that died: each names the objects it lets go before the request that
-            # lets them go (docs/RELIABILITY.md, "A process that never comes back").
+            # that died: each names the objects it read before the request that lets
+            # them go, and one it had not read right after (docs/RELIABILITY.md, "A
+            # process that never comes back").
             report = clean.saver.ops.verify()
             assert report.problems == [], report.problems
         except Exception as exc:
