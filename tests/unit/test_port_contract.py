@@ -12,6 +12,7 @@ from langgraph.checkpoint.s3dynamo.backends.memory import MemoryKms, MemoryObjec
 from langgraph.checkpoint.s3dynamo.backends.memory_table import MemoryTable
 from langgraph.checkpoint.s3dynamo.blobs.steps import Apply
 from langgraph.checkpoint.s3dynamo.blobs.steps import Batch as BatchStep
+from langgraph.checkpoint.s3dynamo.errors import StorageError
 from langgraph.checkpoint.s3dynamo.memory import format
 from langgraph.checkpoint.s3dynamo.memory.rows import (
     Batch,
@@ -20,7 +21,7 @@ from langgraph.checkpoint.s3dynamo.memory.rows import (
     MemoryRow,
     index_item,
 )
-from langgraph.checkpoint.s3dynamo.table import ItemKey
+from langgraph.checkpoint.s3dynamo.table import ItemKey, Put, keyed
 from langgraph.checkpoint.s3dynamo.testing.contract import (
     KeyServiceTests,
     ObjectStoreTests,
@@ -37,6 +38,16 @@ class TestMemoryTable(TableTests):
     @pytest.fixture
     def missing_table(self) -> MemoryTable:
         return MemoryTable(exists=False)
+
+    def test_a_transaction_over_4_mb_is_refused_and_nothing_is_written(
+        self, table: MemoryTable
+    ) -> None:
+        """As DynamoDB refuses it (moto stores it, so the shipped contract cannot ask)."""
+        puts = [Put(keyed(ItemKey("p", f"s{i}"), v="x" * 390_000)) for i in range(11)]
+        with pytest.raises(StorageError, match="exceed 4 MB"):
+            table.transact(puts)
+        assert table.query("p").items == []
+        table.transact(puts[:10])
 
 
 class TestMemoryObjects(ObjectStoreTests):

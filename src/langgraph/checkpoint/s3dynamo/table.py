@@ -391,8 +391,9 @@ BATCH_WRITE_MAX = 25
 BATCH_GET_MAX = 100
 TRANSACT_MAX = 100
 PAGE_BYTES = 1 << 20
-# An item, its attribute names included (`item_size`).
+# An item, its attribute names included (`item_size`); the items of one transaction.
 ITEM_BYTES = 400 * 1024
+TRANSACT_BYTES = 4 << 20
 
 
 def item_size(item: Mapping[str, Value]) -> int:

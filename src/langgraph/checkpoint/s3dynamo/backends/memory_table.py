@@ -2,9 +2,10 @@
 and as the template of another backend. It evaluates the port's conditions and updates
 (`table.holds`, `table.applied`), keeps sort-key order and DynamoDB's limits (items of
 at most 400 KB, pages of at most 1 MB, 25 items a batch write, 100 keys a batch get, 100
-writes a transaction, all or nothing), and counts every request under the name DynamoDB
-gives it, so one budget test holds on both. Items are copied in and out: a caller's
-later change never reaches what is stored. Reads are always current: it has no replicas to lag."""
+writes and 4 MB a transaction, all or nothing), and counts every request under the name
+DynamoDB gives it, so one budget test holds on both. Items are copied in and out: a
+caller's later change never reaches what is stored. Reads are always current: it has no
+replicas to lag."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from langgraph.checkpoint.s3dynamo.table import (
     BATCH_WRITE_MAX,
     ITEM_BYTES,
     PAGE_BYTES,
+    TRANSACT_BYTES,
     TRANSACT_MAX,
     Check,
     Item,
@@ -213,6 +215,12 @@ class MemoryTable:
                     raise refused(write, copy.deepcopy(found))
             after = [applied(write, self._find(write.key)) for write in writes]
             _fits("TransactWriteItems", after)
+            total = sum(item_size(i) for i in after if i is not None)
+            if total > TRANSACT_BYTES:
+                raise StorageError(
+                    "TransactWriteItems on the in-memory table failed: ValidationException: "
+                    f"the items of a transaction exceed 4 MB ({total:,} bytes)"
+                )
             for write, new in zip(writes, after, strict=True):
                 self._store(write.key, new)
 
