@@ -49,7 +49,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
     Steps,
     Together,
 )
-from langgraph.checkpoint.s3dynamo.format.records import LOAN_PART_LEAVES, ItemKey
+from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.ports import ObjectInfo
 from langgraph.checkpoint.s3dynamo.table import Delete, Item, Write, Written
 from langgraph.checkpoint.s3dynamo.waves import parallel
@@ -313,12 +313,10 @@ class BlobEngine:
 
     def name_orphans(self, owner: str, keys: Sequence[str], at_ms: int | None = None) -> None:
         """Write an intent naming objects of `owner` that a change is about to leave (or
-        has left) unreferenced, so incremental collection checks them after its grace: as
-        many leaves an intent as a loan holds (half an item's limit), one after another."""
+        has left) unreferenced, so incremental collection checks them after its grace (in
+        parts past what one item holds: `Journal.name`)."""
         stamp = at_ms if at_ms is not None else int(self.clock() * 1000)
-        ordered = sorted(keys)
-        for start in range(0, len(ordered), LOAN_PART_LEAVES):
-            self.journal.open(owner, ordered[start : start + LOAN_PART_LEAVES], stamp)
+        self.journal.name(owner, keys, stamp)
 
     # ------------------------------------------------------------ the storage
 

@@ -25,6 +25,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     UploadIntent,
     intent_from,
     intent_item,
+    orphan_intents,
     upload_intent,
 )
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
@@ -47,6 +48,14 @@ class Journal:
         intent = upload_intent(owner, [k[start:] for k in keys], at_ms, os.urandom(8).hex())
         self._ports.table.write(Put(intent_item(intent)))
         return intent.key
+
+    def name(self, owner: str, keys: Sequence[str], at_ms: int) -> None:
+        """Write intents naming these object keys of one owner that a change lets go, in
+        parts (`records.orphan_intents`), one request each."""
+        start = len(owner_prefix(owner))
+        leaves = [k[start:] for k in keys]
+        for intent in orphan_intents(owner, leaves, at_ms, os.urandom(8).hex()):
+            self._ports.table.write(Put(intent_item(intent)))
 
     def close(self, intents: Sequence[ItemKey]) -> None:
         """Delete intents after the commits that could not carry their deletes (one

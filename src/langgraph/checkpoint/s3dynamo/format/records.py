@@ -17,7 +17,7 @@ adapters only store items.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -89,6 +89,19 @@ def upload_intent(owner: str, leaves: Iterable[str], at_ms: int, nonce: str) -> 
     """The intent of one write of an owner's objects, in its journal shard."""
     key = ItemKey(journal_pk_of(owner), intent_sk(at_ms, nonce))
     return UploadIntent(key, owner, frozenset(leaves))
+
+
+def orphan_intents(
+    owner: str, leaves: Collection[str], at_ms: int, nonce: str
+) -> list[UploadIntent]:
+    """Intents naming objects of `owner` a change is about to leave unreferenced, for
+    incremental collection should it stop before deleting them; as many leaves an intent
+    as a loan holds (`LOAN_PART_LEAVES`: half an item's limit)."""
+    ordered = sorted(leaves)
+    return [
+        upload_intent(owner, ordered[at : at + LOAN_PART_LEAVES], at_ms, f"{nonce}{part:x}")
+        for part, at in enumerate(range(0, len(ordered), LOAN_PART_LEAVES))
+    ]
 
 
 @dataclass

@@ -57,11 +57,9 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     Lease,
     Mark,
     Record,
-    UploadIntent,
     WritesRecord,
     head_key,
     record_item,
-    upload_intent,
     write_attr,
 )
 from langgraph.checkpoint.s3dynamo.table import (
@@ -111,19 +109,6 @@ def commit_checkpoint(
     if subject is not None:
         writes.append(subject)
     return writes
-
-
-def orphan_intents(
-    owner: str, leaves: Collection[str], at_ms: int, nonce: str
-) -> list[UploadIntent]:
-    """Intents naming objects of `owner` a removal is about to leave unreferenced, for
-    incremental collection should it stop before deleting them; as many leaves an intent
-    as a loan holds (half an item's limit)."""
-    ordered = sorted(leaves)
-    return [
-        upload_intent(owner, ordered[at : at + LOAN_PART_LEAVES], at_ms, f"{nonce}{part:x}")
-        for part, at in enumerate(range(0, len(ordered), LOAN_PART_LEAVES))
-    ]
 
 
 def catalog_puts(entries: Iterable[CatalogEntry]) -> list[Put | Update | Delete]:

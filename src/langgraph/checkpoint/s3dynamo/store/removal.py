@@ -77,6 +77,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     is_mark,
     lease_key,
     mark_item,
+    orphan_intents,
     record_from,
     referenced_leaves,
     stamp_from,
@@ -92,7 +93,6 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     head_items,
     lease_expiry,
     lease_taken,
-    orphan_intents,
     take_lease,
 )
 from langgraph.checkpoint.s3dynamo.store.holdings import Holdings, item_leaves
