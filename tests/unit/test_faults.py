@@ -564,22 +564,22 @@ REPAIRED = {
     "unreferenced object",
     "leftover writes",
     "unfinished delete item",
-    *(f"{kind} {tid}" for kind in ("borrowing of", "loan to") for tid in ("copy", "copy2")),
+    # A retention sweep removing the copy, stopped for good (its next sweep finishes it);
+    # a copy that stopped for good leaves none: its repeat clears what it held.
+    "borrowing of copy",
+    "loan to copy",
 }
 DIED_AND_LEFT: list[tuple[str, list[str]]] = []
 
 
 def repair(saver: S3DynamoSaver, left: list[str], later: float) -> None:
-    """The next retention sweep, once the dead sweep's lease has run out; the target of a
-    copy that cannot be repeated (its source went) deleted; the full collection (its
-    grace passed for what was written at the savers' time)."""
-    if "unfinished delete item" in left:  # an hour after the sweeps `run_racing` runs
+    """The next retention sweep, once the dead sweep's lease has run out; the full
+    collection (its grace passed for what was written at the savers' time)."""
+    if "unfinished delete item" in left or "loan to copy" in left:
+        # An hour after the sweeps `run_racing` runs, past the dead one's lease.
         swept = saver.store.clock() + (timedelta(hours=1) + LEASE_TTL).total_seconds() + 60
         saver.store.clock = lambda: swept
         saver.ops.expire_idle_threads("1d")
-    for tid in ("copy", "copy2"):
-        if f"borrowing of {tid}" in left or f"loan to {tid}" in left:
-            saver.delete_thread(tid)
     done = datetime.fromtimestamp(later, timezone.utc) + timedelta(days=2)
     plan_gc(saver.store, None, grace=timedelta(0), now=done).execute(now=done)
 

@@ -22,6 +22,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     IntegrityError,
     ObjectNotFoundError,
+    ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import (
     BORROW_PREFIX,
@@ -274,7 +275,10 @@ def test_a_copy_racing_a_delete_of_its_source_loses_nothing(backend: Backend) ->
     assert objects(saver) == {} and loans(saver, "src") == []
 
 
-def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(backend: Backend) -> None:
+def test_a_delete_racing_a_copy_of_its_source_ends_what_the_copy_lent(backend: Backend) -> None:
+    """The source is deleted once the copy's loans stand, before the copy shows: the copy
+    has not settled its borrowing, so the delete ends it and takes every object (the
+    copy then never shows)."""
     saver = backend.saver()
     graph = source(saver)
     before = history(graph, "src")
@@ -288,8 +292,7 @@ def test_a_delete_racing_a_copy_of_its_source_keeps_what_the_copy_lent(backend: 
 
     def delete() -> None:
         saver.delete_thread("src")
-        # The loans stand: a delete now keeps every object they name.
-        assert objects(saver)
+        assert objects(saver) == {}
 
     with (
         backend.before_request(after_the_loans, delete),
@@ -423,6 +426,123 @@ def test_a_copy_of_an_interrupted_thread_resumes_after_its_source_is_gone(
     history(graph, "dst")  # every checkpoint of the copy opens
     saver.delete_thread("dst")
     assert objects(saver) == {}
+
+
+class Stopped(Exception):
+    """The process copying stopped for good."""
+
+
+# The request of a copy that settles its borrowing: after the borrowing and the loans
+# (one transaction; without transactions, concurrent-run detection off, one each).
+SETTLES = {True: 2, False: 3}
+DETECTION = [
+    pytest.param(
+        True,
+        id="transactions",
+        marks=pytest.mark.unsupported_on("real", reason="dynalite has no transactions"),
+    ),
+    pytest.param(False, id="no transactions"),
+]
+
+
+@pytest.mark.parametrize("detect", DETECTION)
+@pytest.mark.parametrize("fix", ["copy again", "delete the target"])
+@pytest.mark.parametrize("stop", ["before its records", "before it shows"])
+def test_a_copy_that_stopped_for_good_goes_with_its_deleted_source(
+    backend: Backend, stop: str, fix: str, detect: bool
+) -> None:
+    """A copy lent its source's objects, then its process stopped for good (a Lambda's
+    time ran out) before it showed anything; the source is then deleted. The deletion
+    ends the dead copy's borrowing, so it takes every object of the source with it
+    (before, the loan kept them for as long as the target's hidden records stood);
+    `verify` names the dead copy (not the objects its hidden records name as missing),
+    and a repeat of the copy, or a delete of the target, clears what the target held:
+    nothing of the source is left."""
+    saver = backend.saver(detect_concurrent_runs=detect)
+    graph = source(saver)
+    dst = saver.store.name_of("dst")
+    lending: list[bool] = []
+
+    def stops_here(keys: list[ItemKey]) -> bool:
+        if stop == "before its records":
+            return any(k.pk == dst and is_record_key(k.sk) for k in keys)
+        if lends(keys):  # the loans, then the borrowing settled as the marks go
+            lending.append(True)
+        return len(lending) == SETTLES[detect]
+
+    def stops() -> None:
+        raise Stopped
+
+    with pytest.raises(Stopped), backend.before_request(stops_here, stops):
+        saver.copy_thread("src", "dst")
+    saver.delete_thread("src")
+    assert history(graph, "dst") == [] and history(graph, "src") == []
+    assert objects(saver) == {}
+    report = saver.ops.verify()
+    assert [p["kind"] for p in report.problems] == ["unfinished copy"], report.problems
+    assert "repeat its copy_thread, which clears it" in report.problems[0]["detail"]
+    if fix == "copy again":
+        with pytest.raises(ThreadNotFoundError, match="unfinished copy the target held"):
+            saver.copy_thread("src", "dst")
+    else:
+        saver.delete_thread("dst")
+    assert loans(saver, "src") == [] and saver.store.records("dst") == []
+    assert saver.ops.verify().problems == []
+
+
+def test_a_copy_stopped_between_settling_and_showing_is_cleared_by_its_repeat(
+    backend: Backend,
+) -> None:
+    """Without transactions a copy settles its borrowing, then removes its marks: one
+    stopped for good between the two is settled, so the source's deletion keeps what it
+    lent; the copy's repeat (its source gone) clears the target, and with it those
+    objects."""
+    saver = backend.saver(detect_concurrent_runs=False)
+    graph = source(saver)
+    lending: list[bool] = []
+
+    def shows(keys: list[ItemKey]) -> bool:
+        if lends(keys):
+            lending.append(True)
+            return False
+        return len(lending) == SETTLES[False]
+
+    def stops() -> None:
+        raise Stopped
+
+    with pytest.raises(Stopped), backend.before_request(shows, stops):
+        saver.copy_thread("src", "dst")
+    saver.delete_thread("src")
+    assert objects(saver) and history(graph, "dst") == []
+    with pytest.raises(ThreadNotFoundError, match="unfinished copy the target held"):
+        saver.copy_thread("src", "dst")
+    assert objects(saver) == {} and loans(saver, "src") == []
+    assert saver.store.records("dst") == [] and saver.ops.verify().problems == []
+
+
+@pytest.mark.parametrize("detect", DETECTION)
+def test_a_copy_whose_source_is_deleted_as_it_shows_never_shows(
+    backend: Backend, detect: bool
+) -> None:
+    """The source's deletion ends the borrowing just before the copy settles it: the copy
+    is refused, clears what it wrote and says so; nothing of either thread is left."""
+    saver = backend.saver(detect_concurrent_runs=detect)
+    graph = source(saver)
+    lending: list[bool] = []
+
+    def settles(keys: list[ItemKey]) -> bool:
+        if lends(keys):
+            lending.append(True)
+        return len(lending) == SETTLES[detect]
+
+    with (
+        backend.before_request(settles, lambda: saver.delete_thread("src")),
+        pytest.raises(ConcurrentUpdateError, match="the copy never showed and is cleared"),
+    ):
+        saver.copy_thread("src", "dst")
+    assert history(graph, "dst") == [] and history(graph, "src") == []
+    assert objects(saver) == {} and loans(saver, "src") == []
+    assert saver.store.records("dst") == [] and saver.ops.verify().problems == []
 
 
 # ------------------------------------- what someone who can write the table can do

@@ -322,6 +322,12 @@ class ItemReplacedError(ConcurrentUpdateError):
         self.key, self.found = key, found
 
 
+class CopyCutError(ConcurrentUpdateError):
+    """A copy was about to show its records, and the deletion of a thread it shares
+    objects of had ended its borrowing first (docs/RELIABILITY.md, "Copies share
+    objects"): the copy never shows, and is cleared before the caller hears of it."""
+
+
 class LeaseTimeoutError(ConcurrentUpdateError):
     """`thread_lock` did not get the thread's lease within its `wait`: another holder
     keeps it. Retry later, or wait longer."""

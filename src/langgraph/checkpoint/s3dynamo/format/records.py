@@ -374,8 +374,10 @@ LEASE_OWNER, LEASE_TOKEN, LEASE_EXPIRES = "o", "k", "x"
 # The leaves of a lender's objects a borrower shares.
 LOAN_LEAVES = "ll"
 # On a borrowing: the borrower's records are going (`store/removal.py`, `Remover._whole`),
-# or those that name these leaves of the lender's objects (`Remover._history`).
-BORROW_ENDING, BORROW_ENDING_LEAVES = "end", "el"
+# or those that name these leaves of the lender's objects (`Remover._history`); the
+# borrower is a copy that has not shown its records yet (`store/copying.py`), which the
+# lender's deletion may end (then `end` is set, and the copy never shows).
+BORROW_ENDING, BORROW_ENDING_LEAVES, BORROW_COPYING = "end", "el", "cp"
 
 
 def write_attr(idx: int) -> str:

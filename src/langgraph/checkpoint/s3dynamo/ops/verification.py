@@ -207,10 +207,10 @@ def _verify_catalog(report: VerifyReport, audit: Audit, gone: Counter[tuple[str,
     for f in audit.findings:
         kind = problem_kind(f.error) if f.error is not None else f.kind
         detail = f.detail
-        if f.covers is not None and gone[f.covers]:
+        if missed := sum(gone[where] for where in f.covers):
             detail += (
-                f"; {gone[f.covers]} object(s) those records name are gone already, which "
-                "no reader misses: the thread is deleted"
+                f"; {missed} object(s) those records name are gone already, which no "
+                "reader misses: no reader sees those records"
             )
         report.problem(kind, "item", f.key, None, detail, tid=f.tid)
 

@@ -17,6 +17,10 @@ that holds checkpoint records, is a "forged tombstone"; a genuine one over check
 made before it, an "unfinished delete" (the delete stopped before their records went:
 new runs are refused as deleted until a repeat finishes it).
 
+Copies. A borrowing its lender's deletion ended before the copy settled is an "unfinished
+copy": the copy stopped for good before it showed, and its hidden records may name the
+lender's objects, gone with it (not reported as missing); a repeat of the copy clears it.
+
 Over one thread, its control partition is read (one Query) with the entries its
 back-references name (one BatchGetItem); over the deployment, what its Scan read.
 """
@@ -38,7 +42,14 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     tombstone_parts,
     tombstone_time,
 )
-from langgraph.checkpoint.s3dynamo.format.records import HEAD, CheckpointRecord, ItemKey, Record
+from langgraph.checkpoint.s3dynamo.format.records import (
+    BORROW_COPYING,
+    BORROW_ENDING,
+    HEAD,
+    CheckpointRecord,
+    ItemKey,
+    Record,
+)
 from langgraph.checkpoint.s3dynamo.keys.identities import checkpoint_time
 from langgraph.checkpoint.s3dynamo.keys.naming import Namer
 from langgraph.checkpoint.s3dynamo.store.catalog import EVERY_THREAD, Catalog
@@ -56,8 +67,9 @@ class Finding:
     tid: str | None
     detail: str
     error: Exception | None = None
-    # An unfinished delete's namespace: (thread name, namespace name).
-    covers: tuple[str, str] | None = None
+    # The namespaces an unfinished delete or copy left records in: (thread name,
+    # namespace name) each.
+    covers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -67,9 +79,10 @@ class Audit:
     findings: list[Finding] = field(default_factory=list)
     entries: int = 0
     opened: int = 0
-    # The checkpoints an unfinished delete left, by (thread name, namespace name): a
-    # deleted thread's, whose objects may be gone already (a copy's shared ones go with
-    # their source once the copy's delete has begun).
+    # The checkpoints an unfinished delete or copy left, by (thread name, namespace
+    # name): a deleted thread's, or a copy's that never showed, whose objects may be gone
+    # already (a copy's shared ones go with their source once the copy's delete has
+    # begun, or the source's before the copy settled).
     deleted: dict[tuple[str, str], set[str]] = field(default_factory=dict)
 
 
@@ -131,7 +144,37 @@ class Auditor:
         self._unfiled(filed, threads, out)
         for key, head in sorted(heads.items()):
             self._tombstone(key, head, checkpoints, threads, out)
+        for item in control:
+            if BORROW_COPYING in item and BORROW_ENDING in item:
+                self._cut_copy(key_of(item), checkpoints, threads, out)
         return out
+
+    def _cut_copy(
+        self,
+        key: ItemKey,
+        checkpoints: Mapping[tuple[str, str], list[str]],
+        threads: Mapping[str, str],
+        out: Audit,
+    ) -> None:
+        """A copy's borrowing its lender's deletion ended before the copy settled: the
+        copy stopped before it showed (it would have cleared itself), and its hidden
+        records may name objects gone with the lender."""
+        name = thread_of(key.pk)
+        held = {where: ids for where, ids in checkpoints.items() if where[0] == name}
+        out.deleted.update({where: set(ids) for where, ids in held.items()})
+        count = sum(len(ids) for ids in held.values())
+        what = f"its {count} checkpoint record(s) stay hidden" if count else "it wrote no record"
+        out.findings.append(
+            Finding(
+                "unfinished copy",
+                label(key),
+                threads.get(name),
+                "a copy stopped before it showed, and the thread it shared objects of was "
+                f"deleted since ({what}): delete the thread (`s3dynamo delete`), or "
+                "repeat its copy_thread, which clears it",
+                covers=tuple(sorted(held)),
+            )
+        )
 
     def _entries(
         self,
@@ -230,6 +273,6 @@ class Auditor:
                     f"a delete set this tombstone and stopped before {len(older)} checkpoint "
                     "record(s) made before it went: new runs of the thread are refused as "
                     "deleted; delete the thread again (`s3dynamo delete`) to finish it",
-                    covers=(name, ns_name),
+                    covers=((name, ns_name),),
                 )
             )

@@ -29,17 +29,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.s3dynamo.blobs import WritePlan
-from langgraph.checkpoint.s3dynamo.blobs.steps import Batch, Emit, GetMany, Steps
+from langgraph.checkpoint.s3dynamo.blobs.steps import (
+    Apply,
+    Batch,
+    Emit,
+    GetMany,
+    Steps,
+    every_item,
+)
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
+    CopyCutError,
     ThreadExistsError,
     ThreadNotFoundError,
 )
 from langgraph.checkpoint.s3dynamo.format.catalog_records import CatalogEntry
 from langgraph.checkpoint.s3dynamo.format.layout import (
+    BORROW_PREFIX,
     MARK_OPERATIONS,
     SHARING_FORMAT,
     TOP,
+    control_pk,
     mark_sk,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
@@ -55,6 +65,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     mark_item,
     shared_leaves,
 )
+from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.catalog import Catalog
 from langgraph.checkpoint.s3dynamo.store.finder import Entry, Finder, newest_first
 from langgraph.checkpoint.s3dynamo.store.format import (
@@ -63,11 +74,19 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     catalog_items,
     head_items,
     lend,
+    settling,
 )
 from langgraph.checkpoint.s3dynamo.store.removal import Remover, hide, unhide
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
-from langgraph.checkpoint.s3dynamo.table import TRANSACT_MAX, Write, key_of
+from langgraph.checkpoint.s3dynamo.table import (
+    TRANSACT_MAX,
+    Delete,
+    Update,
+    Write,
+    begins,
+    key_of,
+)
 
 # Items a copy of the newest checkpoints reads of a namespace per Query: a checkpoint's
 # record and its writes records are a few items, so a few pages serve most copies.
@@ -121,15 +140,22 @@ class Copier:
         else:
             entries = yield from self.newest(src, keep_last)
         name = self.namer.thread(dst)
-        present, wanted, marks = yield from self.check_target(src, dst, entries)
-        todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
-        copying = {m.key for m in marks if m.operation == "copy"}
         if not entries:
-            yield from unhide(copying, last=self.namer.namespace(dst, ""))
+            cleared = yield from self._clear_unshown(name)
             raise ThreadNotFoundError(
                 f"copy_thread source {src!r} has no checkpoints in this deployment, so there "
-                "is nothing to copy; check the thread id (`s3dynamo threads` lists them)"
+                "is nothing to copy"
+                + (
+                    " (the unfinished copy the target held, which never showed, is cleared)"
+                    if cleared
+                    else ""
+                )
+                + "; check the thread id (`s3dynamo threads` lists them)"
             )
+        records, wanted, marks = yield from self.check_target(src, dst, entries)
+        present = {r.sk for r in records}
+        todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
+        copying = {m.key for m in marks if m.operation == "copy"}
         if not todo and not copying:
             return 0
         rewrite = self.rewriter.share(src, dst, todo) if todo else None
@@ -140,30 +166,61 @@ class Copier:
         filed = self.catalog.entries_of(
             dst, (self.rewriter.walker.open_metadata(e) for e in entries)
         )
-        yield from self.hidden(
-            dst,
-            {self.namer.namespace(dst, e.ns) for e in todo},
-            copying,
-            _write_copy(name, written, filed),
-            self.latest(dst, [(e.ns, e.checkpoint_id) for e in entries]),
-            reopen_only=False,
-        )
+        lenders = sorted(shared_leaves([*records, *written]))
+        try:
+            yield from self.hidden(
+                dst,
+                {self.namer.namespace(dst, e.ns) for e in todo},
+                copying,
+                _write_copy(name, written, filed),
+                self.latest(dst, [(e.ns, e.checkpoint_id) for e in entries]),
+                reopen_only=False,
+                settle=[settling(name, lender) for lender in lenders],
+            )
+        except CopyCutError:
+            # A lender's deletion ended the borrowing first: what it shared may be gone.
+            yield from self.remover.remove(name)
+            raise ConcurrentUpdateError(
+                f"copy_thread of {src!r}: the source (or a thread it shares objects of) was "
+                "deleted while the copy was written; the copy never showed and is cleared. "
+                "Run the copy again if the source still has checkpoints"
+            ) from None
         return sum(1 for r in written if isinstance(r, CheckpointRecord))
+
+    def _clear_unshown(self, name: str) -> Steps[bool]:
+        """Remove what the thread holds if it is an unfinished copy or import only: copy
+        marks hide every record of it, or it has no record nor mark but a borrowing (a
+        copy that stopped after lending). No reader sees any of it, and a copy whose
+        source is gone leaves nothing behind (what it borrowed goes with its loans).
+        Whether it removed anything."""
+        records, marks = yield from self.finder.items(name, consistent=True)
+        copying = [m for m in marks if m.operation == "copy"]
+        veil = Veil(copying)
+        if copying:
+            if any(not veil.hides(r.sk) for r in records):
+                return False
+        elif records or marks:
+            return False
+        else:
+            where = begins(SORT_KEY, BORROW_PREFIX)
+            if not (yield from every_item(control_pk(name), where=where, consistent=True)):
+                return False
+        yield from self.remover.remove(name)
+        return True
 
     def check_target(
         self, src: str, dst: str, entries: Sequence[Entry]
-    ) -> Steps[tuple[set[str], dict[tuple[str, str], set[str]], list[Mark]]]:
+    ) -> Steps[tuple[list[Record], dict[tuple[str, str], set[str]], list[Mark]]]:
         """`ThreadExistsError` if `dst` is the source itself or holds a record no copy of
         these checkpoints writes (an empty target, or an unfinished copy, passes); else
-        what it holds (sort keys), what the copy writes per checkpoint, and its marks."""
+        its records, what the copy writes per checkpoint (sort keys), and its marks."""
         if src == dst and entries:
             raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
         name = self.namer.thread(dst)
         records, marks = (yield from self.finder.items(name)) if src != dst else ([], [])
-        present = {r.sk for r in records}
         wanted = {(e.ns, e.checkpoint_id): self.rewriter.target_keys(dst, e) for e in entries}
-        _refuse_foreign(src, dst, present, wanted, marks)
-        return present, wanted, marks
+        _refuse_foreign(src, dst, {r.sk for r in records}, wanted, marks)
+        return records, wanted, marks
 
     def newest(self, tid: str, keep_last: int) -> Steps[list[Entry]]:
         """Each namespace's `keep_last` newest checkpoints that no mark hides, with the
@@ -301,6 +358,7 @@ class Copier:
         latest: Mapping[str, str],
         *,
         reopen_only: bool,
+        settle: Sequence[Update] = (),
     ) -> Steps[None]:
         """Run `write` (a copy's or an import's records) behind a copy mark over each of
         these namespaces of `tid`, written in one batch with the heads `latest` names (by
@@ -309,7 +367,10 @@ class Copier:
         thread whose heads are live), only heads a delete left a tombstone are set,
         read after the marks: a forged one (no seal, or an earlier release's) is left
         for the namespace's next commit, which sets it back to the namespace's latest
-        checkpoint (`Committer._unforged`), where the import's may not be the latest."""
+        checkpoint (`Committer._unforged`), where the import's may not be the latest.
+        `settle`: a copy's borrowings, each settled with the marks' removal, in one
+        transaction where the table takes them (else just before): a lender's deletion
+        that ended one first refuses it (`CopyCutError`), and no mark is removed."""
         name = self.namer.thread(tid)
         at = self.now()
         hiding = [Mark(name, mark_sk(ns, "copy"), upto=TOP, at=at) for ns in sorted(ns_names)]
@@ -328,7 +389,13 @@ class Copier:
         if marks or latest:
             yield Batch(puts=[*marks, *head_items(name, latest)])
         yield from write
-        yield from unhide({*earlier, *(m.key for m in hiding)}, last=self.namer.namespace(tid, ""))
+        shown = {*earlier, *(m.key for m in hiding)}
+        if settle and self.transactions and len(settle) + len(shown) <= TRANSACT_MAX:
+            yield WritePlan(name, writes=[*settle, *(Delete(k) for k in sorted(shown))])
+            return
+        for update in settle:
+            yield Apply(update)
+        yield from unhide(shown, last=self.namer.namespace(tid, ""))
 
 
 def _write_copy(

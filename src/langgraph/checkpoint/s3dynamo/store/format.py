@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
+    CopyCutError,
     LeaseLostError,
     ThreadDeletedError,
 )
@@ -38,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
     BODY,
+    BORROW_COPYING,
     BORROW_ENDING,
     BORROW_ENDING_LEAVES,
     BUNDLE,
@@ -343,8 +345,32 @@ def unlend(key: ItemKey, leaves: Sequence[str]) -> Update:
 
 
 def borrowing(borrower: str, lender: str) -> Put:
-    """That `borrower` shares objects of `lender`: its deletion then ends the loan."""
-    return Put(keyed(ItemKey(control_pk(borrower), borrow_sk(lender))))
+    """That `borrower`, a copy not showing its records yet, shares objects of `lender`:
+    its deletion then ends the loan, and so may the lender's until the copy settles."""
+    return Put(keyed(ItemKey(control_pk(borrower), borrow_sk(lender)), **{BORROW_COPYING: 1}))
+
+
+def settling(borrower: str, lender: str) -> Update:
+    """The copy's borrowing, about to show its records, no longer ending with its lender:
+    `CopyCutError` where the lender's deletion ended it first, or it is gone."""
+    return Update(
+        ItemKey(control_pk(borrower), borrow_sk(lender)),
+        remove=(BORROW_COPYING,),
+        when=both(exists(), missing(BORROW_ENDING)),
+        refusal=lambda _found: CopyCutError(
+            "a deletion of a thread this copy shares objects of ended its borrowing first"
+        ),
+    )
+
+
+def cutting(borrower: str, lender: str) -> Update:
+    """The lender's deletion ending the borrowing of a copy that has not settled: from
+    then on its loan keeps nothing, and the copy never shows (refused where it settled)."""
+    return Update(
+        ItemKey(control_pk(borrower), borrow_sk(lender)),
+        set={BORROW_ENDING: 1},
+        when=both(exists(BORROW_COPYING), missing(BORROW_ENDING)),
+    )
 
 
 def ending_borrowing(borrower: str, lender: str) -> Item:

@@ -25,8 +25,10 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     is_record_key,
     loans_prefix,
     object_key,
+    thread_of,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
+    BORROW_COPYING,
     BORROW_ENDING,
     BORROW_ENDING_LEAVES,
     CheckpointRecord,
@@ -40,7 +42,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
 )
 from langgraph.checkpoint.s3dynamo.format.schema import SORT_KEY
 from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped
-from langgraph.checkpoint.s3dynamo.store.format import letting_go, unlend
+from langgraph.checkpoint.s3dynamo.store.format import cutting, letting_go, unlend
 from langgraph.checkpoint.s3dynamo.table import Item, begins, key_of
 
 
@@ -63,17 +65,17 @@ class Holdings:
         self.finder = finder
 
     def loans(
-        self, lender: str, borrower: str | None = None, *, backed: bool = False
+        self, lender: str, borrower: str | None = None, *, backed: bool = False, cut: bool = False
     ) -> Steps[list[Loan]]:
         """A lender's loans (to one borrower, or all), read strongly consistent; with
-        `backed`, only those `backed` keeps."""
+        `backed`, only those `backed` keeps (`cut`: see there)."""
         where = begins(SORT_KEY, loans_prefix(borrower))
         items = yield from every_item(control_pk(lender), where=where, consistent=True)
         loans = [loan_from(i) for i in items]
-        return (yield from self.backed(lender, loans)) if backed else loans
+        return (yield from self.backed(lender, loans, cut=cut)) if backed else loans
 
     def backed(
-        self, lender: str, loans: Sequence[Loan], *, ending: bool = False
+        self, lender: str, loans: Sequence[Loan], *, ending: bool = False, cut: bool = False
     ) -> Steps[list[Loan]]:
         """The loans whose borrower holds its borrowing of `lender`, read strongly
         consistent after them (one BatchGetItem for every borrower). A copy writes its
@@ -81,11 +83,17 @@ class Holdings:
         written by someone else (who can write the table) and keeps nothing: its objects
         are collected as if it were not there (docs/SECURITY.md). A borrowing that says
         it is ending (its borrower's records are going) keeps nothing either, and one
-        that names leaves going keeps the rest of its loan, unless `ending`."""
+        that names leaves going keeps the rest of its loan, unless `ending`. With `cut`
+        (the lender's whole deletion, after its marks), the borrowing of a copy that has
+        not settled is ended first, one conditional write each: that copy never shows,
+        and what it borrowed goes with the lender (docs/RELIABILITY.md, "Copies share
+        objects")."""
         if not loans:
             return []
         keys = sorted({ItemKey(control_pk(loan.borrower), borrow_sk(lender)) for loan in loans})
         found = yield GetMany(keys, consistent=True)
+        if cut:
+            found = yield from self._cut(lender, found)
         held = {key_of(i).pk: i for i in found if ending or BORROW_ENDING not in i}
         backed = []
         for loan in loans:
@@ -95,22 +103,37 @@ class Holdings:
             backed.append(loan._replace(leaves=loan.leaves - going) if going else loan)
         return backed
 
+    def _cut(self, lender: str, borrowings: Sequence[Item]) -> Steps[list[Item]]:
+        """These borrowings of `lender`, each of a copy that has not settled ended first
+        (`cutting`); one that settled meanwhile as found."""
+        out = []
+        for item in borrowings:
+            if BORROW_COPYING in item and BORROW_ENDING not in item:
+                cut = cutting(thread_of(key_of(item).pk), lender)
+                done = yield Apply(cut, returning="new", found_on_refusal=True)
+                if done.item is None:
+                    continue
+                item = done.item
+            out.append(item)
+        return out
+
     def live_leaves(
         self,
         thread_name: str,
         skipped: list[Skipped] | None = None,
         *,
         but: str | None = None,
+        cut: bool = False,
     ) -> Steps[set[str] | None]:
         """Every leaf of a thread's objects that its records reference or a loan lends
         to a copy (the mark of garbage collection and of every deletion), read strongly
         consistent, loans after records (and only loans a borrowing backs: `backed`);
         None if the thread has neither here. `but`: leave out the loan to this borrower
         (it is ending). With `skipped`, a thread whose first checkpoint record does not
-        open is reported there (the caller leaves it alone)."""
+        open is reported there (the caller leaves it alone); `cut`: as `backed`'s."""
         live = yield from self.own_leaves(thread_name, skipped)
         others = [loan for loan in (yield from self.loans(thread_name)) if loan.borrower != but]
-        loans = yield from self.backed(thread_name, others)
+        loans = yield from self.backed(thread_name, others, cut=cut)
         if live is None and not loans:
             return None
         live = live or set()
@@ -125,10 +148,10 @@ class Holdings:
         kept = set((yield from self.backed(thread_name, loans, ending=True)))
         return [loan for loan in loans if loan not in kept]
 
-    def lent_leaves(self, thread_name: str) -> Steps[set[str]]:
+    def lent_leaves(self, thread_name: str, *, cut: bool = False) -> Steps[set[str]]:
         """Leaves of a thread's objects its loans name (those a borrowing backs), read
-        strongly consistent."""
-        loans = yield from self.loans(thread_name, backed=True)
+        strongly consistent; `cut`: as `backed`'s."""
+        loans = yield from self.loans(thread_name, backed=True, cut=cut)
         return {leaf for loan in loans for leaf in loan.leaves}
 
     def own_leaves(

@@ -265,14 +265,14 @@ class Remover:
         if terms is None:
             if not listed:
                 return 0
-            live = (yield from self.holdings.live_leaves(name)) or set()
+            live = (yield from self.holdings.live_leaves(name, cut=True)) or set()
             doomed = [o.key for o in listed if o.key[len(prefix) :] not in live]
             yield DeleteObjects(doomed)
             return len(doomed)
         cutoff = datetime.fromtimestamp(terms.cutoff, timezone.utc)
         old = [o for o in listed if o.modified < cutoff or o.key[len(prefix) :] in named]
         if old:
-            lent = yield from self.holdings.lent_leaves(name)
+            lent = yield from self.holdings.lent_leaves(name, cut=True)
             old = [o for o in old if o.key[len(prefix) :] not in lent]
         deleted = yield DeleteObjects(unchanged=old)
         return len(deleted)
