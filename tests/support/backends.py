@@ -107,6 +107,16 @@ class Backend:
             self._watch(None)
         assert fired, "no request of the block matched"
 
+    @contextlib.contextmanager
+    def watching(self, see: Watch) -> Iterator[None]:
+        """Call `see` before every table request inside the block, from whichever thread
+        sends it, given the keys the request writes (none for a read)."""
+        self._watch(see)
+        try:
+            yield
+        finally:
+            self._watch(None)
+
     def __repr__(self) -> str:
         return f"<{self.name} backend>"
 

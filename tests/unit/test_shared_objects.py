@@ -9,6 +9,7 @@ objects"."""
 from __future__ import annotations
 
 import os
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -488,6 +489,47 @@ def test_a_copy_that_stopped_for_good_goes_with_its_deleted_source(
         saver.delete_thread("dst")
     assert loans(saver, "src") == [] and saver.store.records("dst") == []
     assert saver.ops.verify().problems == []
+
+
+def test_a_copy_that_settles_before_its_source_ends_it_keeps_what_it_shares(
+    backend: Backend,
+) -> None:
+    """The source's deletion reads the copy's borrowing still copying and, before its
+    update ending it, the copy settles and shows: the deletion's update is refused, it
+    keeps what the copy shares, and the copy reads whole."""
+    saver = backend.saver()
+    graph = source(saver)
+    before = history(graph, "src")
+    borrowing = ItemKey(
+        control_pk(saver.store.name_of("dst")), borrow_sk(saver.store.name_of("src"))
+    )
+    stopped, go, lending = threading.Event(), threading.Event(), []
+
+    def copy() -> None:
+        saver.copy_thread("src", "dst")
+
+    copier = threading.Thread(target=copy)
+
+    def see(keys: list[ItemKey]) -> None:
+        if threading.current_thread() is copier:
+            if lends(keys):
+                lending.append(True)
+            if len(lending) == 2 and not go.is_set():  # the settle: held back
+                stopped.set()
+                go.wait(30)
+        elif keys == [borrowing] and not go.is_set():  # the deletion's update ending it
+            go.set()
+            copier.join(30)
+
+    with backend.watching(see):
+        copier.start()
+        assert stopped.wait(30)
+        saver.delete_thread("src")
+    assert not copier.is_alive()
+    assert history(graph, "dst") == before and history(graph, "src") == []
+    assert saver.ops.verify().problems == []
+    saver.delete_thread("dst")
+    assert objects(saver) == {} and loans(saver, "src") == []
 
 
 def test_a_copy_stopped_between_settling_and_showing_is_cleared_by_its_repeat(
