@@ -491,13 +491,14 @@ def test_a_copy_that_stopped_for_good_goes_with_its_deleted_source(
     assert saver.ops.verify().problems == []
 
 
+@pytest.mark.parametrize("detect", DETECTION)
 def test_a_copy_that_settles_before_its_source_ends_it_keeps_what_it_shares(
-    backend: Backend,
+    backend: Backend, detect: bool
 ) -> None:
     """The source's deletion reads the copy's borrowing still copying and, before its
     update ending it, the copy settles and shows: the deletion's update is refused, it
     keeps what the copy shares, and the copy reads whole."""
-    saver = backend.saver()
+    saver = backend.saver(detect_concurrent_runs=detect)
     graph = source(saver)
     before = history(graph, "src")
     borrowing = ItemKey(
@@ -514,7 +515,7 @@ def test_a_copy_that_settles_before_its_source_ends_it_keeps_what_it_shares(
         if threading.current_thread() is copier:
             if lends(keys):
                 lending.append(True)
-            if len(lending) == 2 and not go.is_set():  # the settle: held back
+            if len(lending) == SETTLES[detect] and not go.is_set():  # the settle: held back
                 stopped.set()
                 go.wait(30)
         elif keys == [borrowing] and not go.is_set():  # the deletion's update ending it
