@@ -105,15 +105,19 @@ class Holdings:
 
     def _cut(self, lender: str, borrowings: Sequence[Item]) -> Steps[list[Item]]:
         """These borrowings of `lender`, each of a copy that has not settled ended first
-        (`cutting`); one that settled meanwhile as found."""
+        (`cutting`); one that settled meanwhile as found (read again, strongly
+        consistent, where the refusal does not carry the item: dynalite's does not)."""
         out = []
         for item in borrowings:
             if BORROW_COPYING in item and BORROW_ENDING not in item:
                 cut = cutting(thread_of(key_of(item).pk), lender)
                 done = yield Apply(cut, returning="new", found_on_refusal=True)
-                if done.item is None:
+                found = [done.item] if done.item is not None else []
+                if not done.applied and not found:
+                    found = yield GetMany([key_of(item)], consistent=True)
+                if not found:
                     continue
-                item = done.item
+                item = found[0]
             out.append(item)
         return out
 
