@@ -265,6 +265,36 @@ def test_a_naming_secret_mismatch_with_nothing_to_explain_it_says_no_more() -> N
     assert "slip" not in message and "the secret given" not in message
 
 
+@pytest.mark.parametrize("declared", ["catalog_fields", "subject_field"])
+def test_another_naming_secret_is_named_where_the_deployment_records_catalog_fields(
+    declared: str,
+) -> None:
+    """The recorded catalog fields are sealed under the naming key, so another secret
+    opens nothing: that is a mismatch to fix, never a record to suspect of tampering."""
+    setting: dict[str, Any] = (
+        {"catalog_fields": ["user_id"]}
+        if declared == "catalog_fields"
+        else {"subject_field": "user_id"}
+    )
+    keys, key_index = {"k1": os.urandom(32)}, MemoryIndex()
+    writer = memory_saver(
+        keys=keys, secret="the first naming secret", key_index=key_index, **setting
+    )
+    chat_graph(writer).invoke({"messages": [HumanMessage("hi")]}, thread_config("t", user_id="u"))
+    before = writer.index.items()
+    reader = MemorySaver(
+        index=writer.index, object_store=writer.objects, keys=keys, key_index=key_index,
+        secret="the second naming secret", **setting,
+    )  # fmt: skip
+    for step in ("read", "write"):
+        with pytest.raises(DeploymentMismatchError, match="the naming key differs"):
+            if step == "read":
+                chat_graph(reader).get_state(thread_config("t"))
+            else:
+                chat_graph(reader).invoke({"messages": [HumanMessage("x")]}, thread_config("u2"))
+    assert writer.index.items() == before
+
+
 # ------------------------------------------------------------------- 2. keys from KMS
 
 

@@ -389,7 +389,10 @@ class Deployment:
         process's first read brings in its own wave (else one Query, once). A saver that
         declares other fields than the recorded ones is refused, before it writes."""
         record = self._control.records().get(DEPLOYMENT_RECORD)
-        recorded = self._recorded_catalog(record.fields.get(CATALOG) if record else None)
+        blob = record.fields.get(CATALOG) if record else None
+        if blob and record and DeploymentView.of(record).naming != self.mine().naming:
+            self.verify(write=False)  # another naming secret opens nothing: say so
+        recorded = self._recorded_catalog(blob)
         if recorded is None:
             return declared
         if problem := catalog_problem(declared, recorded):
@@ -543,10 +546,12 @@ class Deployment:
             )
         if wrong_bucket := bucket_problem(theirs.bucket, mine.bucket):
             problems.append(wrong_bucket)
-        recorded = self._recorded_catalog(theirs.catalog) if self._declared else None
+        same_naming = theirs.naming == mine.naming  # which the catalog fields are sealed under
+        opened = self._declared and same_naming
+        recorded = self._recorded_catalog(theirs.catalog) if opened else None
         if recorded is not None and (other := catalog_problem(self._declared, recorded)):
             problems.append(other)
-        if theirs.naming != mine.naming:
+        if not same_naming:
             slip = self._namer.slip(theirs.naming)
             problems.append(
                 f"the naming key differs (fingerprint {mine.naming} here, {theirs.naming} in "
