@@ -104,6 +104,30 @@ def test_missing_table_and_bucket_name_the_fix(clients: tuple[Any, Any]) -> None
         _put(saver, thread_config("t", checkpoint_ns=""), {"big": big})
 
 
+@pytest.mark.unsupported_on("real", reason="subjects need transactions, which dynalite lacks")
+def test_the_subjects_key_table_is_checked_before_it_is_used(
+    clients: tuple[Any, Any], counter: RequestCounter
+) -> None:
+    """The key table is a table of its own (a backup of the data table must bring back
+    no key an erasure destroyed), named as DynamoDB names tables; `check()` finds it
+    missing up front, with the variable to fix."""
+    subjects: dict[str, Any] = {"keys": {"k1": os.urandom(32)}, "secret": os.urandom(16)}
+    subjects["subject_field"] = "user_id"
+    table = getattr(clients, "table", "checkpoints")
+    with pytest.raises(
+        InvalidConfigError, match=f"the key table is the data table \\('{table}'\\)"
+    ):
+        make_saver(clients, key_table=table, **subjects)
+    with pytest.raises(InvalidConfigError, match=r"table 'k' is no name.*fix S3DYNAMO_KEY_TABLE"):
+        make_saver(clients, key_table="k", **subjects).setup()
+    assert counter.calls == {}
+    make_saver(clients, **subjects).setup()  # the table, the bucket and `<table>-keys`
+    missing = f"nope-{uuid.uuid4().hex[:8]}-keys"
+    report = make_saver(clients, key_table=missing, **subjects).ops.check(raise_on_problem=False)
+    assert [p.split(" (")[0] for p in report.problems] == [f"key table: DynamoDB table '{missing}'"]
+    assert "does not exist" in report.problems[0]
+
+
 def test_setup_is_idempotent(clients: tuple[Any, Any], counter: RequestCounter) -> None:
     saver = make_saver(clients)
     saver.setup()

@@ -102,6 +102,15 @@ def test_subjects_need_the_deployments_own_keys_and_run_detection() -> None:
         subject_saver(detect_concurrent_runs=False)
 
 
+def test_a_subject_setting_of_the_wrong_form_is_refused_by_its_own_name() -> None:
+    from langgraph.checkpoint.s3dynamo.config.settings import Settings
+
+    with pytest.raises(InvalidConfigError, match=r"subject_label \(S3DYNAMO_SUBJECT_LABEL\) is -1"):
+        Settings(subject_field="user_id", subject_label=-1)  # never counted from the end
+    with pytest.raises(InvalidConfigError, match=r"^subject_field.*'user id' cannot be"):
+        Settings(subject_field="user id")
+
+
 def test_a_subjects_store_namespaces_are_sealed_under_the_key_of_its_threads() -> None:
     from langgraph.store.s3dynamo import S3DynamoStore
 

@@ -128,8 +128,10 @@ class Clients:
         self.kms: Any = injected.kms_client
         self.table: Table | None = None
         self.key_table: Table | None = None
-        # Whether the table and the bucket are the saver's own, named by its settings.
+        # Whether the table, the bucket and the key table are the saver's own, named by
+        # its settings.
         self.named = (injected.index is None, injected.object_store is None)
+        self.own_key_table = settings.subjects and injected.key_index is None
 
     def refuse_names(self) -> None:
         """Before `setup()` sends anything: a table or bucket of the saver's own whose
@@ -141,6 +143,10 @@ class Clients:
             for problem, variable in (
                 (table and table_problem(self.settings.table), "S3DYNAMO_TABLE (table=)"),
                 (bucket and bucket_problem(self.settings.bucket), "S3DYNAMO_BUCKET (bucket=)"),
+                (
+                    self.own_key_table and table_problem(self.settings.key_table_name),
+                    "S3DYNAMO_KEY_TABLE (key_table=)",
+                ),
             )
             if problem
         ]
@@ -402,12 +408,19 @@ def _subjects(
             raise InvalidConfigError(
                 "data subjects (subject_field, subject_label) need the deployment's own "
                 f"keys, which wrap each subject's key; the key source is {source.describe()}: "
-                "set S3DYNAMO_KEYS with S3DYNAMO_SECRET, or S3DYNAMO_KMS_KEY_ID"
+                "set S3DYNAMO_KEYS with S3DYNAMO_SECRET, S3DYNAMO_KMS_KEY_ID, or LANGGRAPH_AES_KEY"
             )
         if not settings.key_table_name and injected.key_index is None:
             raise InvalidConfigError(
                 "data subjects need a key table: set S3DYNAMO_KEY_TABLE (key_table=), or "
                 "pass key_index= with an injected index"
+            )
+        if injected.key_index is None and settings.key_table_name == settings.table:
+            raise InvalidConfigError(
+                f"the key table is the data table ({settings.table!r}): subjects' keys need "
+                "a table of their own, so that a backup of the data table brings back no key "
+                "an erasure destroyed; set S3DYNAMO_KEY_TABLE (key_table=) to another table, "
+                f"or unset it for {settings.table + '-keys'!r}. Nothing was sent"
             )
         key_index = injected.key_index
         keys = BlobEngine(

@@ -56,8 +56,8 @@ def explain(exc: BaseException) -> tuple[int, str] | None:
         return USAGE, message
     if isinstance(exc, StoreMissingError):
         return USAGE, (
-            f"{message}; or check --table/--bucket (S3DYNAMO_TABLE, S3DYNAMO_BUCKET), "
-            "--region and --endpoint-url"
+            f"{message}; or check --table/--bucket (S3DYNAMO_TABLE, S3DYNAMO_BUCKET; the "
+            "subjects' key table: S3DYNAMO_KEY_TABLE), --region and --endpoint-url"
         )
     if isinstance(exc, KeyNotFoundError):
         return USAGE, (

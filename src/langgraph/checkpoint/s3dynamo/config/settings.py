@@ -412,6 +412,12 @@ class Settings:
                 "subject_field (S3DYNAMO_SUBJECT_FIELD) is empty: name the metadata field "
                 "whose value says whose data a thread is, such as 'user_id'"
             )
+        if self.subject_label is not None and self.subject_label < 0:
+            raise InvalidConfigError(
+                f"subject_label (S3DYNAMO_SUBJECT_LABEL) is {self.subject_label}: expected the "
+                "position of the subject's label in a Store namespace, counted from 0 (1 in "
+                "('users', user_id, 'memories'))"
+            )
         if not self.detect_concurrent_runs:
             raise InvalidConfigError(
                 "data subjects (subject_field, subject_label) need detect_concurrent_runs: "
@@ -419,6 +425,7 @@ class Settings:
                 "which is what an erasure stops; turn S3DYNAMO_DETECT_CONCURRENT_RUNS on"
             )
         if self.subject_field and self.subject_field not in self.catalog_fields:
+            catalog_fields("subject_field", [self.subject_field])  # named as given
             fields = catalog_fields("catalog_fields", [*self.catalog_fields, self.subject_field])
             object.__setattr__(self, "catalog_fields", fields)
 

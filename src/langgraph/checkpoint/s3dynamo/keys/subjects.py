@@ -308,7 +308,8 @@ class Subjects:
             erased = self._known.get(kid)
             raise SubjectErasedError(
                 f"{what}: belongs to a data subject erased at {_when(erased)}: its key "
-                f"({kid}) was destroyed, so it can never be read again"
+                f"({kid}) was destroyed, so it can never be read again (where a backup "
+                "restored since brought it back: erase the subject again to remove it)"
             )
         return key.key
 
@@ -448,6 +449,12 @@ class Subjects:
     def create_if_missing(self) -> bool:
         """`setup()`: the key table, where subjects are declared; whether it was made."""
         return self._keys is not None and self._keys.create_table_if_missing()
+
+    def probe_key_table(self) -> str:
+        """That the key table exists and may be read, by a read every process of the
+        deployment may send (one GetItem, of a key id none has); what it is."""
+        self._key_table().do(Get(key_address(self.prefix, "-")))
+        return self._key_table().table_resource()
 
     def _key_table(self) -> BlobEngine:
         if self._keys is None:

@@ -40,10 +40,13 @@ def check(parts: Components, *, raise_on_problem: bool = True) -> CheckReport:
     most one key under the prefix (the bucket exists and may be listed), one HeadBucket
     (the bucket lives in the region the saver is configured for; where the table is
     missing, asked instead of the listing), one KMS Decrypt with `kms_key_id` (the key
-    unwraps this deployment's keyring). Nothing is written. Returns the report, or
+    unwraps this deployment's keyring), and where subjects are declared one GetItem of
+    the key table. Nothing is written. Returns the report, or
     raises `CheckFailedError` holding it."""
     report = CheckReport()
-    steps = (("table", _check_table), ("bucket", _check_bucket), ("keys", _check_keys))
+    steps = [("table", _check_table), ("bucket", _check_bucket), ("keys", _check_keys)]
+    if parts.settings.subjects:
+        steps.append(("key table", _check_key_table))
     for name, step in steps:
         try:
             report.lines.append(f"{name}: {step(parts)}")
@@ -94,6 +97,10 @@ def _check_keys(parts: Components) -> str:
     if problems:
         raise InvalidConfigError("; ".join(problems) + f" (deployment: {theirs.describe()})")
     return f"match the deployment: {mine.describe()}"
+
+
+def _check_key_table(parts: Components) -> str:
+    return f"{parts.subjects.probe_key_table()} answers"
 
 
 def rotate_key(parts: Components) -> str:
