@@ -54,7 +54,7 @@ def test_a_users_data_is_exported_then_erased(sandbox: Sandbox, tmp_path: Path) 
     (item,) = [r for r in records if r["type"] == "store_item"]
     assert item["namespace"] == ["users", "alice", "memories"]
     assert item["value"] == {"text": "alice likes tea"}
-    assert f"exported {len(records)} records" in done.out
+    assert f"exported {len(records)} records" in done.err and not done.out
 
     plan = run(env, "erase-subject", "alice", "--json").json()
     assert plan["executed"] is False
@@ -71,6 +71,7 @@ def test_a_users_data_is_exported_then_erased(sandbox: Sandbox, tmp_path: Path) 
     assert "alice" not in json.dumps(record)
     assert run(env, "erase-subject", "alice").out.strip().endswith("nothing to do")
     # bob is all there is.
-    bob = run(env, "export-subject", "bob").out.splitlines()
+    bob = run(env, "export-subject", "bob").out.splitlines()  # to standard output
     assert bob and all("alice" not in line for line in bob)
+    assert {json.loads(line)["type"] for line in bob} == {"checkpoint", "store_item"}
     assert run(env, "threads", "--json").json()["threads"][0]["thread_id"] == "bob-1"

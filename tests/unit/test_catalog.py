@@ -314,6 +314,7 @@ def test_a_catalog_declared_after_threads_exist_is_built_once(backend: Backend) 
         "threads": 3,
         "entries": 12,  # each thread: every thread's, user_id's, assistant_id's, graph_id's
         "skipped_threads": 0,
+        "namespaces": 0,  # Store namespaces named as their subjects' (none declared)
         "skipped": [],
         "executed": False,
         "complete": False,

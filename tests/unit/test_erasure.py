@@ -72,6 +72,14 @@ def test_a_backup_restored_after_an_erasure_gives_back_none_of_the_subject() -> 
         restored.search_threads(metadata={"user_id": "alice"})
     listed = restored_store.list_namespaces(prefix=("users",))
     assert ("users", "bob", "notes-1") in listed and ("users", "alice", "notes-1") not in listed
+    everyone = {c.config["configurable"]["thread_id"] for c in restored.list(None)}
+    assert everyone >= {"bob-1", "bob-2"} and not any(t.startswith("alice") for t in everyone)
+    # `verify` names what the restore brought back and what to do, and checks the rest.
+    report = restored.ops.verify()
+    kinds = {p["kind"] for p in report.problems}
+    assert kinds == {"erased subject"}, report.problems
+    assert all("erase the subject again" in p["detail"] for p in report.problems)
+    assert report.checked["opened"] > 0 and report.memory["store"]["opened"] > 0
     # Her fence, restored, names the destroyed key: her next write makes a new one.
     talk(restored, "alice-3", "alice", turns=1)
     restored_store.put(("users", "alice", "notes-3"), "m", {"kind": "pref", "text": "again"})
@@ -214,6 +222,10 @@ def test_an_erasure_crashed_at_any_request_leaves_the_subject_erased_or_untouche
             with pytest.raises(Crash):
                 eraser(saver, keys, faults).erase_subject("alice")
             seen.add(erased_or_untouched(saver, keys, before))
+            # Meanwhile `verify` checks the rest and names what the erasure has yet to remove.
+            other, _ = another(saver, keys)
+            found = {p["kind"] for p in other.ops.verify().problems}
+            assert found <= {"erased subject", "unfinished delete", "dangling back-reference"}
             # A repeat finishes it: nothing of alice, one record, and she may start anew.
             other, _ = another(saver, keys)
             other.erase_subject("alice")
@@ -221,6 +233,30 @@ def test_an_erasure_crashed_at_any_request_leaves_the_subject_erased_or_untouche
             assert [e["counts"]["threads"] for e in other.ops.subjects.erasures()] == [2]
             talk(other, "alice-9", "alice", turns=1)
     assert seen == {"erased", "untouched"}
+
+
+def test_a_catalog_build_is_all_an_erasure_needs_to_find_what_was_written_before() -> None:
+    """Before `subjects build`: the threads through the catalog, and the Store
+    namespaces, which the catalog build names as their subjects' (as a namespace's first
+    write with subjects declared does): exported, then erased, bob's kept."""
+    from langgraph.store.s3dynamo import S3DynamoStore
+    from tests.support.savers import memory_saver
+
+    plain = memory_saver(keys=KEYS, secret=SECRET)
+    talk(plain, "alice-1", "alice", turns=1)
+    for user in ("alice", "bob"):
+        S3DynamoStore.from_saver(plain).put(("users", user, "notes"), "m", {"text": user})
+    saver, _ = subject_saver(plain.index, plain.objects, subject_label=1)
+    store = S3DynamoStore.from_saver(saver)
+    plan = saver.ops.catalog.plan_build()
+    assert (plan.counts["threads"], plan.counts["namespaces"]) == (1, 2)
+    plan.execute()
+    exported = list(saver.export_subject("alice"))
+    assert [r["value"] for r in exported if r["type"] == "store_item"] == [{"text": "alice"}]
+    assert {r["thread_id"] for r in exported if r["type"] == "checkpoint"} == {"alice-1"}
+    done = saver.erase_subject("alice")
+    assert (done["threads"], done["namespaces"], done["items"]) == (1, 1, 1)
+    assert store.search(("users", "alice")) == [] and notes(store, "bob") == ["bob"]
 
 
 def test_data_written_before_subjects_is_sealed_under_their_keys_by_a_build() -> None:

@@ -128,7 +128,12 @@ def _reencrypt(p: Data) -> list[str]:
 def _catalog(p: Data) -> list[str]:
     lines = [
         f"catalog of {', '.join(p['fields'])}: file {plural(p['threads'], 'thread')} "
-        f"({p['entries']} entries)"
+        f"({p['entries']} entries)",
+        *(
+            [f"name {plural(p['namespaces'], 'Store namespace')} as their data subjects'"]
+            if p["namespaces"]
+            else []
+        ),
     ]
     for s in p["skipped"]:
         lines.append(

@@ -374,6 +374,9 @@ VERIFY_FIXES = {
     "check who can write the table and bucket (docs/SECURITY.md)",
     "unopenable": "unopenable: sealed under a key not given here; add it to S3DYNAMO_KEYS "
     "as the writers have it",
+    "erased subject": "erased subject: of a data subject whose key an erasure destroyed, "
+    "brought back by a restore or left by an erasure under way; it never opens again: "
+    "`s3dynamo erase-subject` of that subject (again) removes it",
     "unreferenced": "unreferenced: no reader uses it; `s3dynamo gc --full` removes it once "
     "older than the grace period (a younger one may be a write under way)",
     "unbacked loan": "unbacked loan: no copy wrote it and it keeps nothing; delete the item",

@@ -4,7 +4,6 @@ and listing the erasure records for an auditor (`saver.ops.subjects`)."""
 
 from __future__ import annotations
 
-import sys
 from typing import IO, Any
 
 import click
@@ -15,6 +14,7 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     OK,
     cli,
     emit_json,
+    err,
     json_option,
     open_saver,
     out,
@@ -75,8 +75,7 @@ def export_subject(subject: str, output: IO[str], **settings: Any) -> int:
         for record in saver.ops.subjects.export(subject, tick):
             output.write(json_line(record) + "\n")
             written += 1
-    if output is not sys.stdout:
-        out.print(escape(f"done: exported {render.plural(written, 'record')}"))
+    err.print(escape(f"done: exported {render.plural(written, 'record')}"))  # not in the JSON
     return OK
 
 

@@ -214,10 +214,10 @@ def verify(
     "leftover_writes", "awaiting_collection", "memory":
     {"store" | "cache": {"namespaces", "items", "index items", "objects", "blobs",
     "opened"}} (the whole store only), "problems": [{"kind": "missing" | "unreferenced" |
-    "tampered" | "unopenable" | "unbacked loan", "where": "item" | "object" | "store item" |
-    "store directory" | "store vector index" | "cache item" | "cache directory", "key",
-    "thread_id", "checkpoint_ns", "checkpoint_id", "detail"}], "hint": what to do about
-    them, null when there are none}"""
+    "tampered" | "unopenable" | "erased subject" | "unbacked loan" | ... (docs/CLI.md),
+    "where": "item" | "object" | "store item" | "store directory" | "store vector index" |
+    "cache item" | "cache directory", "key", "thread_id", "checkpoint_ns", "checkpoint_id",
+    "detail"}], "hint": what to do about them, null when there are none}"""
     data = saver.ops.verify(thread_id, progress).to_dict()
     data["hint"] = render.verify_hint(data["problems"])
     return data

@@ -17,9 +17,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
-from langgraph.checkpoint.s3dynamo.errors import (
-    IntegrityError,
-)
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, SubjectErasedError
 from langgraph.checkpoint.s3dynamo.format.layout import owner_prefix
 from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
@@ -115,7 +113,7 @@ def threads(store: ThreadStore, metadata: Mapping[str, Any] | None = None) -> Th
     for tid, e in latest.items():
         md: Mapping[str, Any] = {}
         ts = None
-        with contextlib.suppress(IntegrityError):  # `verify` reports it; the listing goes on
+        with contextlib.suppress(IntegrityError, SubjectErasedError):  # `verify` reports it
             md, body = store.opened(e)
             ts = body.get("ts")
         if metadata and not all(md.get(k) == v for k, v in metadata.items()):

@@ -21,6 +21,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ObjectNotFoundError,
     PlaintextRefusedError,
     S3DynamoError,
+    SubjectErasedError,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import memory_scope
 from langgraph.checkpoint.s3dynamo.format.records import (
@@ -60,6 +61,8 @@ def problem_kind(exc: Exception) -> str:
         return "unopenable"
     if isinstance(exc, IntegrityError):
         return "tampered"
+    if isinstance(exc, SubjectErasedError):
+        return "erased subject"
     return "unopenable"
 
 

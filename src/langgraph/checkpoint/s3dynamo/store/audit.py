@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langgraph.checkpoint.s3dynamo.blobs.steps import GetMany, Steps, every_item
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError
+from langgraph.checkpoint.s3dynamo.errors import IntegrityError, SubjectErasedError
 from langgraph.checkpoint.s3dynamo.format.catalog_records import entry_from, entry_key, entry_of_ref
 from langgraph.checkpoint.s3dynamo.format.layout import (
     TOMBSTONE_MARK,
@@ -193,7 +193,7 @@ class Auditor:
             try:
                 entry = entry_from(item)
                 tid = self.catalog.opened(entry).tid
-            except IntegrityError as exc:
+            except (IntegrityError, SubjectErasedError) as exc:
                 out.findings.append(Finding("", label(key), None, str(exc), exc))
                 continue
             out.opened += 1

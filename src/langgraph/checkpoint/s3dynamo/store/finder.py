@@ -39,6 +39,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
     KeyNotFoundError,
     PlaintextRefusedError,
+    SubjectErasedError,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import (
     HEAD_PREFIX,
@@ -106,8 +107,10 @@ class Entry:
 class Skipped:
     """A thread a table-wide operation could not open, named as stored (its partition
     key) with the key id its records are sealed under, never by thread id, and why, as
-    `verify` tells it (`kind`): "other keys" (sealed under a key not given here) or
-    "tampered" (altered, moved, or named under another naming secret)."""
+    `verify` tells it (`kind`): "other keys" (sealed under a key not given here),
+    "erased subject" (its data subject's key destroyed: a backup restored after the
+    erasure, or an erasure under way) or "tampered" (altered, moved, or named under
+    another naming secret)."""
 
     partition: str
     key_id: str | None
@@ -116,6 +119,8 @@ class Skipped:
 
     @classmethod
     def of(cls, partition: str, key_id: str | None, error: Exception) -> Skipped:
+        if isinstance(error, SubjectErasedError):
+            return cls(partition, key_id, str(error), "erased subject")
         unopened = isinstance(error, (KeyNotFoundError, PlaintextRefusedError))
         return cls(partition, key_id, str(error), "other keys" if unopened else "tampered")
 
@@ -127,7 +132,7 @@ class Grouped:
     checkpoint record is gone (`orphan_writes`, left by an interrupted delete)."""
 
     entries: list[Entry]
-    unopened: list[tuple[CheckpointRecord, IntegrityError]]
+    unopened: list[tuple[CheckpointRecord, IntegrityError | SubjectErasedError]]
     orphan_writes: list[WritesRecord]
 
 
@@ -380,7 +385,7 @@ class Finder:
         for key, rec in checkpoints.items():
             try:
                 tid, ns = self.open_thread_ref(rec)
-            except IntegrityError as exc:
+            except (IntegrityError, SubjectErasedError) as exc:
                 out.unopened.append((rec, exc))
                 continue
             out.entries.append(Entry(tid, ns, rec, writes.pop(key, [])))
