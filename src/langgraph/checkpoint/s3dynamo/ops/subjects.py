@@ -202,8 +202,10 @@ class SubjectOperations:
 
     @public("ops.subjects.export")
     def export(self, subject: Subject, progress: Function = None) -> Iterator[dict[str, Any]]:
-        """Everything the subject has, one JSON-ready record at a time: each of its
-        threads' checkpoints (their state and metadata) and each of its Store items.
+        """Everything the subject has, one record at a time: each of its threads'
+        checkpoints (their state and metadata) and each of its Store items, values as
+        the graph holds them (messages as message objects; `json_line` writes a record
+        as `s3dynamo export-subject` does).
         `progress(done, total)` hears of the threads and namespaces read."""
         text = self._text(subject)
         tell = progress or no_progress
