@@ -389,10 +389,7 @@ class Deployment:
         process's first read brings in its own wave (else one Query, once). A saver that
         declares other fields than the recorded ones is refused, before it writes."""
         record = self._control.records().get(DEPLOYMENT_RECORD)
-        blob = record.fields.get(CATALOG) if record else None
-        if blob and record and DeploymentView.of(record).naming != self.mine().naming:
-            self.verify(write=False)  # another naming secret opens nothing: say so
-        recorded = self._recorded_catalog(blob)
+        recorded = self._recorded_catalog(DeploymentView.of(record)) if record else None
         if recorded is None:
             return declared
         if problem := catalog_problem(declared, recorded):
@@ -413,12 +410,16 @@ class Deployment:
         sealed = self._seal_catalog(fields)
         self._replace(lambda view: None if view.catalog else replace(view, catalog=sealed))
 
-    def _recorded_catalog(self, blob: object) -> tuple[str, ...] | None:
+    def _recorded_catalog(self, theirs: DeploymentView) -> tuple[str, ...] | None:
         """The catalog fields a deployment record holds (its `catalog` field), opened
-        once; None where it has none."""
-        if not isinstance(blob, bytes) or not blob:
+        once; None where it has none. Sealed under the naming key: a saver with another
+        one is told so (`DeploymentMismatchError`), not that the record was altered."""
+        blob = theirs.catalog
+        if not blob:
             return None
         if self._opened is None or self._opened[0] != blob:
+            if theirs.naming != self._namer.fingerprint():
+                self.verify(write=False)
             what = f"the catalog fields of the deployment record in {self._where}"
             _, data = self._catalog_sealer().open(blob, self._catalog_id(), what)
             self._opened = (blob, tuple(str(f) for f in json.loads(data)))
@@ -547,8 +548,7 @@ class Deployment:
         if wrong_bucket := bucket_problem(theirs.bucket, mine.bucket):
             problems.append(wrong_bucket)
         same_naming = theirs.naming == mine.naming  # which the catalog fields are sealed under
-        opened = self._declared and same_naming
-        recorded = self._recorded_catalog(theirs.catalog) if opened else None
+        recorded = self._recorded_catalog(theirs) if self._declared and same_naming else None
         if recorded is not None and (other := catalog_problem(self._declared, recorded)):
             problems.append(other)
         if not same_naming:
