@@ -41,8 +41,8 @@ def check(parts: Components, *, raise_on_problem: bool = True) -> CheckReport:
     (the bucket lives in the region the saver is configured for; where the table is
     missing, asked instead of the listing), one KMS Decrypt with `kms_key_id` (the key
     unwraps this deployment's keyring), and where subjects are declared one GetItem of
-    the key table. Nothing is written. Returns the report, or
-    raises `CheckFailedError` holding it."""
+    the key table. Nothing is written. Returns the report, or raises `CheckFailedError`
+    holding it."""
     report = CheckReport()
     steps = [("table", _check_table), ("bucket", _check_bucket), ("keys", _check_keys)]
     if parts.settings.subjects:
