@@ -572,6 +572,28 @@ def test_a_langgraph_json_ttl_and_the_environment_give_the_same_settings(
         Settings.from_env(keys={"k": b"k" * 32}, secret=b"s" * 16)
 
 
+def test_a_keyword_wins_over_s3dynamo_ttl_and_two_retentions_at_once_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`from_env(**overrides)`: keyword arguments win, setting by setting, over what
+    S3DYNAMO_TTL sets too; the ttl and a retention setting given together, in arguments
+    or in variables, are refused rather than one picked."""
+    keys: dict[str, Any] = {"keys": {"k": b"k" * 32}, "secret": b"s" * 16}
+    monkeypatch.setenv("S3DYNAMO_TTL", json.dumps({"strategy": "keep_latest", "default_ttl": 1440}))
+    chosen = Settings.from_env(retention="30d", retention_strategy="delete", **keys)
+    assert (chosen.retention, chosen.retention_strategy) == (timedelta(days=30), "delete")
+    own = Settings.from_env(ttl={"default_ttl": 60}, **keys)  # a ttl of its own, whole
+    assert (own.retention, own.retention_strategy) == (timedelta(hours=1), "delete")
+    monkeypatch.setenv("S3DYNAMO_RETENTION", "7d")
+    with pytest.raises(InvalidConfigError, match="S3DYNAMO_TTL and S3DYNAMO_RETENTION"):
+        Settings.from_env(**keys)
+    monkeypatch.delenv("S3DYNAMO_TTL")
+    with pytest.raises(InvalidConfigError, match=r"^ttl and retention were both given"):
+        Settings.from_env(retention="7d", ttl={"default_ttl": 1440}, **keys)
+    with pytest.raises(InvalidConfigError, match=r"^ttl and retention_strategy were both"):
+        memory_saver(retention_strategy="keep_latest", ttl={"default_ttl": 5})
+
+
 def test_the_index_sweep_keeps_a_thread_written_since_and_finds_it_once_idle(
     saver: MemorySaver,
 ) -> None:

@@ -461,6 +461,13 @@ class Settings:
             options["keys"] = keyring_of(options["keys"], text("active_key", active))
         ttl = options.pop("ttl", None)
         if ttl is not None:
+            given = [k for k, v in RETENTION_DEFAULTS.items() if options.get(k, v) != v]
+            if given:  # two answers to one question: never pick one silently
+                raise InvalidConfigError(
+                    f"ttl and {', '.join(given)} were both given: ttl (langgraph.json's "
+                    "checkpointer.ttl) sets the retention, its strategy and sweep interval; "
+                    "pass one or the other. Nothing was sent"
+                )
             options.update(platform_ttl(ttl))
         if options.get("kms_key_id") == "":
             options["kms_key_id"] = None
@@ -514,21 +521,17 @@ class Settings:
             options["kms_key_id"] = kms_key_id
         if raw := env.get("S3DYNAMO_PLAINTEXT"):
             options["plaintext"] = yes_no("S3DYNAMO_PLAINTEXT", raw)
-        if raw := env.get("S3DYNAMO_TTL"):
-            try:
-                options["ttl"] = json.loads(raw)
-            except ValueError:
-                raise InvalidConfigError(
-                    f"S3DYNAMO_TTL must be JSON like langgraph.json's checkpointer.ttl, e.g. "
-                    f'{{"strategy": "keep_latest", "default_ttl": 43200}}; got {raw!r}'
-                ) from None
         if raw := env.get("S3DYNAMO_RETENTION"):
             options["retention"] = duration(raw, "S3DYNAMO_RETENTION")
         if raw := env.get("S3DYNAMO_RETENTION_STRATEGY"):
             options["retention_strategy"] = raw.strip()
         if raw := env.get("S3DYNAMO_RETENTION_KEEP_LAST"):
             options["retention_keep_last"] = keep_last_count(raw, "S3DYNAMO_RETENTION_KEEP_LAST")
-        options.update(overrides)
+        if raw := env.get("S3DYNAMO_TTL"):
+            options.update(_env_ttl(raw, [k for k in RETENTION_DEFAULTS if k in options]))
+        if "ttl" in overrides:  # a retention of its own, in place of the environment's
+            options = {k: v for k, v in options.items() if k not in RETENTION_DEFAULTS}
+        options.update(overrides)  # keyword arguments win, setting by setting
         return cls.of(**options)
 
     def replace(self, **changes: Any) -> Settings:
@@ -547,6 +550,31 @@ class Settings:
                 f"table and bucket are required, got table={self.table!r} "
                 f"bucket={self.bucket!r}; set S3DYNAMO_TABLE and S3DYNAMO_BUCKET or pass them"
             )
+
+
+# What LangGraph Platform's `ttl` sets, and each one's default (`Settings.of`).
+RETENTION_DEFAULTS = {
+    f.name: f.default
+    for f in fields(Settings)
+    if f.name in ("retention", "retention_strategy", "retention_keep_last", "sweep_interval")
+}
+
+
+def _env_ttl(raw: str, also: list[str]) -> dict[str, Any]:
+    """The settings S3DYNAMO_TTL sets; refused beside variables that set them too."""
+    if also:
+        raise InvalidConfigError(
+            "S3DYNAMO_TTL and S3DYNAMO_RETENTION* are both set: S3DYNAMO_TTL (langgraph.json's "
+            "checkpointer.ttl) sets the retention, its strategy and sweep interval; unset one"
+        )
+    try:
+        ttl = json.loads(raw)
+    except ValueError:
+        raise InvalidConfigError(
+            f"S3DYNAMO_TTL must be JSON like langgraph.json's checkpointer.ttl, e.g. "
+            f'{{"strategy": "keep_latest", "default_ttl": 43200}}; got {raw!r}'
+        ) from None
+    return platform_ttl(ttl)
 
 
 # The keyword settings of `S3DynamoSaver` and of `from_env`'s overrides: every field but
