@@ -594,6 +594,23 @@ def test_a_keyword_wins_over_s3dynamo_ttl_and_two_retentions_at_once_are_refused
         memory_saver(retention_strategy="keep_latest", ttl={"default_ttl": 5})
 
 
+def test_a_sweep_of_another_policy_sees_what_a_keep_latest_sweep_kept(saver: MemorySaver) -> None:
+    """Pruning after a day and deleting after thirty, as two jobs: the pruned thread is
+    still idle to the deleting sweep, whose cursor is its own (one per policy)."""
+    for tid, days in (("forty-days", -40), ("two-days", -2)):
+        at(saver, days)
+        chat(saver, tid, turns=2)
+    at(saver, 0)
+    chat(saver, "today", turns=1)
+    assert saver.ops.expire_idle_threads("60d").cursor.day is None  # the first: a Scan
+    pruned = saver.ops.expire_idle_threads("1d", strategy="keep_latest")
+    assert len(pruned.pruned) == 2
+    deleted = saver.ops.expire_idle_threads(TTL)  # its cursor: the 60-day sweep's
+    assert deleted.cursor.day is not None and len(deleted.removed) == 1
+    left = {c.config["configurable"]["thread_id"] for c in saver.list(None)}
+    assert left == {"two-days", "today"}
+
+
 def test_the_index_sweep_keeps_a_thread_written_since_and_finds_it_once_idle(
     saver: MemorySaver,
 ) -> None:

@@ -50,7 +50,8 @@ from langgraph.checkpoint.s3dynamo.waves import parallel
 
 log = logging.getLogger(__name__)
 
-# The cursor record in the deployment's own partition (`*`: a sweep of every tenant).
+# The cursor record in the deployment's own partition (`*`: a sweep of every tenant), one
+# per policy (`cursor_name`).
 CURSOR = "sweep"
 # Thread names one cursor write holds: a multiple of the threads removed at once, small
 # enough for a 400 KB item with a tenant prefix of up to 200 characters.
@@ -133,6 +134,14 @@ def _move(
     return key, idle_key(name, seen.newest)
 
 
+def cursor_name(strategy: str, keep_last: int, every: bool) -> str:
+    """The cursor of sweeps of one policy: a day judged under one says nothing to another
+    (a thread `keep_latest` kept is still idle to a `delete` sweep, or to one keeping
+    fewer). A `delete` sweep's cursor holds whatever its TTL: what it judged idle is gone."""
+    name = CURSOR if strategy == "delete" else f"{CURSOR}~{strategy}~{keep_last}"
+    return name + ("*" if every else "")
+
+
 def plan_sweep(
     store: ThreadStore,
     ttl: timedelta,
@@ -146,7 +155,7 @@ def plan_sweep(
 ) -> Plan:
     """Find idle threads and leftovers from the idle index after the cursor, or with the
     Scan (`full`, or no cursor yet); nothing is changed until `execute` (dry run)."""
-    name = CURSOR + ("*" if every else "")
+    name = cursor_name(strategy, keep_last, every)
     record = store.sweep_cursor(name)
     now = store.clock()
     cutoff = int(now - ttl.total_seconds())
