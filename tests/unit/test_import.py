@@ -196,3 +196,40 @@ def test_a_copy_moves_to_another_tenant_sealed_for_it() -> None:
     first.delete_thread("fork")
     assert not [k for k in objects.blobs if k.startswith("tenant-a/")]
     assert states(chat_graph(second), "fork") == theirs
+
+
+def test_a_repeat_catches_up_the_writes_a_resume_left_on_an_imported_checkpoint() -> None:
+    """Imported while it waited on an interrupt, resumed in the source where the step
+    then failed (no new checkpoint): the repeat copies the resume and the error onto the
+    checkpoint here, so the run resumes here as it would there."""
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import Command, interrupt
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        x: str
+
+    failing = {"on": True}
+
+    def ask(state: State) -> dict[str, str]:
+        answer = interrupt("approve?")
+        if failing["on"]:
+            raise RuntimeError("tool down")
+        return {"x": f"got {answer}"}
+
+    builder = StateGraph(State).add_node("ask", ask).add_edge(START, "ask")
+    source, config = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+    there = builder.compile(checkpointer=source)
+    there.invoke({"x": ""}, config)
+    saver = memory_saver()
+    saver.ops.import_threads(source).result()
+    with pytest.raises(RuntimeError, match="tool down"):
+        there.invoke(Command(resume="YES"), config)
+    plan = saver.ops.import_threads(source)
+    # The task's writes again whole (its interrupt here already, its resumes and error).
+    assert (plan.counts["checkpoints_to_copy"], plan.counts["writes_to_copy"]) == (0, 4)
+    assert plan.result()["writes_copied"] == 4
+    assert tuples(saver, "t") == tuples(source, "t")
+    failing["on"] = False
+    assert builder.compile(checkpointer=saver).invoke(None, config) == {"x": "got YES"}
+    assert saver.ops.import_threads(source).counts["writes_to_copy"] == 0

@@ -200,7 +200,8 @@ SHOWN = {
     "import": Shown(
         lambda p: [
             f"{plural(len(p['threads']), 'thread')} in {p['source']}: "
-            f"{plural(p['checkpoints_to_copy'], 'checkpoint')} to copy",
+            f"{plural(p['checkpoints_to_copy'], 'checkpoint')} to copy"
+            + (f", {plural(p['writes_to_copy'], 'pending write')}" if p["writes_to_copy"] else ""),
             *(f"left alone: {t['conflict']}" for t in p["threads"] if t["conflict"]),
         ],
         doing="importing threads",

@@ -28,8 +28,9 @@ is: an import never overwrites.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -38,6 +39,7 @@ from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointTuple,
+    PendingWrite,
 )
 
 from langgraph.checkpoint.s3dynamo.config.runnable_config import checkpoint_id_of, thread_id_of
@@ -60,6 +62,9 @@ class ThreadImport:
     conflict: str | None = None
     copied: int = 0
     writes_copied: int = 0
+    # Pending writes the source holds on checkpoints here that are not here (written there
+    # since the last import: a resume, a step that failed), by checkpoint.
+    behind: dict[tuple[str, str], list[PendingWrite]] = field(default_factory=dict, repr=False)
 
 
 def plan_import(
@@ -93,7 +98,9 @@ def plan_import(
                 f"canonical form, as LangGraph makes them, such as {odd[0][:60]!r}: a config "
                 "naming one would be refused here, so the thread is left in the source"
             )
-        rows.append(ThreadImport(tid, len(tuples), len(here & theirs), conflict))
+        row = ThreadImport(tid, len(tuples), len(here & theirs), conflict)
+        row.behind = {} if conflict else writes_behind(store, tid, tuples, here)
+        rows.append(row)
     todo = [t for t in rows if not t.conflict]
 
     def run(progress: Progress = no_progress) -> dict[str, Any]:
@@ -109,13 +116,15 @@ def plan_import(
         }
 
     to_copy = sum(t.checkpoints - t.already_here for t in todo)
+    writes = sum(len(w) for t in todo for w in t.behind.values())
     counts = {
-        "threads": [dict(vars(t)) for t in rows],
+        "threads": [{k: v for k, v in vars(t).items() if k != "behind"} for t in rows],
         "checkpoints_to_copy": to_copy,
+        "writes_to_copy": writes,
         "conflicts": len(rows) - len(todo),
     }
     found = SimpleNamespace(threads=rows, conflicts=[t for t in rows if t.conflict])
-    return Plan("import", counts, run, to_copy > 0, found)
+    return Plan("import", counts, run, to_copy > 0 or writes > 0, found)
 
 
 def _is_checkpoint_id(value: str) -> bool:
@@ -171,6 +180,25 @@ def present(store: ThreadStore, tid: str) -> set[tuple[str, str]]:
     return {(e.ns, e.checkpoint_id) for e in store.entries(tid)}
 
 
+def writes_behind(
+    store: ThreadStore, tid: str, tuples: list[CheckpointTuple], here: set[tuple[str, str]]
+) -> dict[tuple[str, str], list[PendingWrite]]:
+    """The source's pending writes of checkpoints here that are not here, by checkpoint
+    (one read of the thread here, decoding only those the source has writes on)."""
+    theirs = {_key(t): t.pending_writes for t in tuples if _key(t) in here and t.pending_writes}
+    if not theirs:
+        return {}
+    entries = [e for e in store.entries(tid) if (e.ns, e.checkpoint_id) in theirs]
+    ours = {_key(t): t.pending_writes or [] for t in store.tuples(entries, None, None)}
+    behind = {}
+    for key, writes in theirs.items():
+        missing = Counter((w[0], w[1]) for w in writes) - Counter((w[0], w[1]) for w in ours[key])
+        if missing:  # a task with any write missing is written again whole: the same writes
+            tasks = {task for task, _ in missing}
+            behind[key] = [w for w in writes if w[0] in tasks]
+    return behind
+
+
 def parents_first(tuples: Iterable[CheckpointTuple]) -> list[CheckpointTuple]:
     """Checkpoints ordered so that each comes after its parent (ids are time-ordered;
     the parent links decide where they are not)."""
@@ -207,6 +235,10 @@ def import_thread(
     tid = thread.thread_id
     tuples = read_thread(source, tid)
     here = store.present(tid)
+    for (ns, cid), writes in thread.behind.items():  # on checkpoints readers see already
+        for task_id, task_path, task_writes in _tasks(writes):
+            store.commit_writes(CheckpointAt(tid, ns, cid), task_id, task_path, task_writes)
+            thread.writes_copied += len(task_writes)
     todo = [t for t in parents_first(tuples) if _key(t) not in here.checkpoints]
     if not todo and not here.copying:
         return
