@@ -233,3 +233,14 @@ def test_a_repeat_catches_up_the_writes_a_resume_left_on_an_imported_checkpoint(
     failing["on"] = False
     assert builder.compile(checkpointer=saver).invoke(None, config) == {"x": "got YES"}
     assert saver.ops.import_threads(source).counts["writes_to_copy"] == 0
+
+
+def test_a_thread_the_source_does_not_hold_is_named_before_anything_is_written() -> None:
+    from langgraph.checkpoint.s3dynamo import ThreadNotFoundError
+
+    source = InMemorySaver()
+    populate(source)
+    saver = memory_saver()
+    with pytest.raises(ThreadNotFoundError, match=r"no checkpoint of thread\(s\) \['nosuch'\]"):
+        saver.ops.import_threads(source, ["memory", "nosuch"])
+    assert list(saver.list(None)) == []

@@ -44,7 +44,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.s3dynamo.config.runnable_config import checkpoint_id_of, thread_id_of
 from langgraph.checkpoint.s3dynamo.deployment import Deployment
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ThreadNotFoundError
 from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
 from langgraph.checkpoint.s3dynamo.store import ThreadStore
@@ -80,9 +80,13 @@ def plan_import(
     tids = (
         list(dict.fromkeys(map(thread_id_of, thread_ids))) if thread_ids else source_threads(source)
     )
+    unknown = []
     for tid in tids:
         tuples = read_thread(source, tid)
         here = present(store, tid)
+        if not tuples and not here:
+            unknown.append(tid)
+            continue
         theirs = {_key(t) for t in tuples}
         foreign = here - theirs
         conflict = None
@@ -101,6 +105,12 @@ def plan_import(
         row = ThreadImport(tid, len(tuples), len(here & theirs), conflict)
         row.behind = {} if conflict else writes_behind(store, tid, tuples, here)
         rows.append(row)
+    if unknown:
+        raise ThreadNotFoundError(
+            f"the source holds no checkpoint of thread(s) {unknown}: check the id(s) "
+            "(`s3dynamo import --from ... --json` without ids shows the threads it holds). "
+            "Nothing was written"
+        )
     todo = [t for t in rows if not t.conflict]
 
     def run(progress: Progress = no_progress) -> dict[str, Any]:
