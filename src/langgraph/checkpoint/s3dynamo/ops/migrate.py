@@ -76,35 +76,12 @@ def plan_import(
     """Read what the source holds of these threads (default: every thread its
     `list(None)` shows) and what is here already (`.threads`, `.conflicts`); nothing is
     written. `execute(progress)` copies every thread but the conflicting ones."""
-    rows: list[ThreadImport] = []
     tids = (
         list(dict.fromkeys(map(thread_id_of, thread_ids))) if thread_ids else source_threads(source)
     )
-    unknown = []
-    for tid in tids:
-        tuples = read_thread(source, tid)
-        here = present(store, tid)
-        if not tuples and not here:
-            unknown.append(tid)
-            continue
-        theirs = {_key(t) for t in tuples}
-        foreign = here - theirs
-        conflict = None
-        if foreign:
-            conflict = (
-                f"thread {tid!r} has {len(foreign)} checkpoint(s) here that the source does not "
-                "have; an import never overwrites: delete it here first, or import it under "
-                "another id"
-            )
-        elif odd := sorted(cid for _, cid in theirs if not _is_checkpoint_id(cid)):
-            conflict = (
-                f"thread {tid!r} has {len(odd)} checkpoint id(s) that are not UUIDs in "
-                f"canonical form, as LangGraph makes them, such as {odd[0][:60]!r}: a config "
-                "naming one would be refused here, so the thread is left in the source"
-            )
-        row = ThreadImport(tid, len(tuples), len(here & theirs), conflict)
-        row.behind = {} if conflict else writes_behind(store, tid, tuples, here)
-        rows.append(row)
+    read = {tid: _thread_import(store, source, tid) for tid in tids}
+    rows = [row for row in read.values() if row is not None]
+    unknown = [tid for tid, row in read.items() if row is None]
     if unknown:
         raise ThreadNotFoundError(
             f"the source holds no checkpoint of thread(s) {unknown}: check the id(s) "
@@ -188,6 +165,35 @@ def read_thread(source: BaseCheckpointSaver[Any], tid: str) -> list[CheckpointTu
 def present(store: ThreadStore, tid: str) -> set[tuple[str, str]]:
     """(namespace, checkpoint id) of every checkpoint the thread has here."""
     return {(e.ns, e.checkpoint_id) for e in store.entries(tid)}
+
+
+def _thread_import(
+    store: ThreadStore, source: BaseCheckpointSaver[Any], tid: str
+) -> ThreadImport | None:
+    """What the source and this store hold of a thread, and why it is left alone if it
+    is; None where neither holds anything of it (an id the source does not know)."""
+    tuples = read_thread(source, tid)
+    here = present(store, tid)
+    if not tuples and not here:
+        return None
+    theirs = {_key(t) for t in tuples}
+    foreign = here - theirs
+    conflict = None
+    if foreign:
+        conflict = (
+            f"thread {tid!r} has {len(foreign)} checkpoint(s) here that the source does not "
+            "have; an import never overwrites: delete it here first, or import it under "
+            "another id"
+        )
+    elif odd := sorted(cid for _, cid in theirs if not _is_checkpoint_id(cid)):
+        conflict = (
+            f"thread {tid!r} has {len(odd)} checkpoint id(s) that are not UUIDs in "
+            f"canonical form, as LangGraph makes them, such as {odd[0][:60]!r}: a config "
+            "naming one would be refused here, so the thread is left in the source"
+        )
+    row = ThreadImport(tid, len(tuples), len(here & theirs), conflict)
+    row.behind = {} if conflict else writes_behind(store, tid, tuples, here)
+    return row
 
 
 def writes_behind(
