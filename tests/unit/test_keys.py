@@ -7,6 +7,7 @@ Requests are counted on the botocore clients (the tests on `clients`, marked aws
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 from datetime import timedelta
@@ -359,6 +360,47 @@ def test_kms_saver_round_trips_rotates_and_reencrypts(
     assert _key_ids(clients, saver.settings.table) == {"kms-2"}
     check = again.ops.check()
     assert check.ok and "match the deployment" in str(check)
+
+
+def test_a_newly_active_key_is_recorded_by_its_first_put_and_another_under_its_id_refused() -> None:
+    """A rotation (`b` put first, `a` kept) goes into the deployment record with the first
+    put that may seal under `b`, on a thread that exists too; a process then given
+    another key under `b` is refused by name, never told the data was altered."""
+    a, b = os.urandom(32), os.urandom(32)
+    first = memory_saver(keys={"a": a}, secret="the naming secret")
+    _turn(first, "t", "under a")
+    rotated = MemorySaver(
+        index=first.index, object_store=first.objects, keys={"b": b, "a": a},
+        secret="the naming secret",
+    )  # fmt: skip
+    _turn(rotated, "t", "under b")
+    (record,) = [i for i in raw.partition(first, deployment_pk("")) if i["sk"] == "deployment"]
+    assert set(json.loads(record["keys"])) == {"a", "b"}
+    wrong = MemorySaver(
+        index=first.index, object_store=first.objects, keys={"b": os.urandom(32), "a": a},
+        secret="the naming secret",
+    )  # fmt: skip
+    with pytest.raises(DeploymentMismatchError, match=r"key id\(s\) \['b'\] hold other keys"):
+        chat_graph(wrong).get_state(thread_config("t"))
+
+
+def test_a_warm_process_reads_what_is_sealed_under_a_key_rotated_in_elsewhere() -> None:
+    """An operator rotates the KMS data key while a process is warm: what others seal
+    under the new key reads in that process (the keyring read again once, one Query and
+    one Decrypt), instead of `KeyNotFoundError` until it restarts."""
+    kms = MemoryKms()
+    warm = memory_saver(keys=None, secret=None, key_service=kms)
+    _turn(warm, "t", "before")
+    operator = MemorySaver(index=warm.index, object_store=warm.objects, key_service=kms)
+    assert operator.ops.rotate_key() == "kms-2"
+    other = MemorySaver(index=warm.index, object_store=warm.objects, key_service=kms)
+    _turn(other, "u", "sealed under kms-2")
+    warm.index.calls.clear()
+    state = chat_graph(warm).get_state(thread_config("u"))
+    assert "heard: sealed under kms-2" in state.values["messages"][-1].content
+    assert warm.index.calls["Query"] == 2  # the thread's, and the keyring's once more
+    chat_graph(warm).get_state(thread_config("u"))
+    assert warm.index.calls["Query"] == 3  # no more
 
 
 @needs_kms

@@ -358,6 +358,7 @@ def _keys(
         compression_level=settings.compression_level,
         allow_plaintext_read=settings.allow_plaintext_read,
         subject_keys=subject_keys,
+        holding=kms.holding if kms else None,
     )
     return kms, sealer, Namer(kms.secret if kms else source.secret, settings.prefix)
 

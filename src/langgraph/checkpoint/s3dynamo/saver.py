@@ -283,9 +283,10 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         at = CheckpointAt(tid, ns, cid)
         refuse_copied_metadata(config, at, self.store.metadata_size)
         shaped = get_checkpoint_metadata(config, metadata)
-        # A new thread checks (or records) the deployment first, once its values are
-        # serialized: a value that cannot be stored writes nothing, not even the record.
-        first = (lambda: self.parts.deployment.verify(write=True)) if parent_id is None else None
+        # A process's first put checks (or records) the deployment, once its values are
+        # serialized: a value that cannot be stored writes nothing, not even the record; a
+        # key made active since the record was written (a rotation) is recorded with it.
+        first = partial(self.parts.deployment.verify, write=True)
         with guarded(self.parts.deployment):  # a missing table: in another region?
             cid = self.store.commit(at, parent_id, checkpoint, shaped, new_versions, first)
         return make_config(tid, ns, cid)

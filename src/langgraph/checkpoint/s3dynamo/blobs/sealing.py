@@ -147,6 +147,7 @@ class Sealer:
         compression_level: int = 3,
         allow_plaintext_read: bool = False,
         subject_keys: Callable[[str, str], bytes] | None = None,
+        holding: Callable[[str], Keyring] | None = None,
     ) -> None:
         # A callable keyring (data keys unwrapped by KMS) is asked on every use; it caches
         # what it unwrapped and follows rotations.
@@ -158,6 +159,8 @@ class Sealer:
         self._decompressors = ContextLender(_new_decompressor)
         # A subject's key by its id, for `what` (errors name it); None: no subjects.
         self.subject_keys = subject_keys
+        # The keyring read again for a key id it lacks (KMS's: another process rotated).
+        self.holding = holding
         # What seals new blobs instead of the active key (`under`): a subject's key.
         self.key: SealingKey | None = None
 
@@ -383,6 +386,9 @@ class Sealer:
     def _opening_key(self, key_id: str, what: str) -> bytes:
         """The key a blob names: the keyring's, or a data subject's."""
         keyring = self.keyring
+        missing = keyring is not None and key_id not in keyring.keys
+        if missing and self.holding is not None and not is_subject_key(key_id):
+            keyring = self.holding(key_id)
         if keyring is not None and key_id in keyring.keys:
             return keyring.keys[key_id]
         if key_id.startswith(SUBJECT_KEY_MARK) and self.subject_keys is not None:

@@ -67,6 +67,8 @@ class KmsKeyring:
         self._service = service
         self._context = context
         self._state: _Unwrapped | None = None
+        # Key ids this process read the keyring again for (`holding`): once each.
+        self._sought: set[str] = set()
         self._lock = threading.RLock()
         # KMS requests this process made (reported by `ops.check`).
         self.requests = {"GenerateDataKey": 0, "Decrypt": 0}
@@ -84,6 +86,20 @@ class KmsKeyring:
 
     def secret(self) -> bytes:
         return self._load().secret
+
+    def holding(self, key_id: str) -> Keyring:
+        """The keyring, read again from the table where it lacks `key_id` (one Query, and
+        one Decrypt if the record changed): a key another process's rotation added since
+        this one loaded it. Once per key id a process, so a made-up id costs one read."""
+        with self._lock:
+            state = self._load()
+            if key_id in state.keyring.keys or key_id in self._sought:
+                return state.keyring
+            self._sought.add(key_id)
+            record = self._control.refresh().get(KEYRING_RECORD)
+            if record is not None and record.version != state.version:
+                self._state = self._open(record)
+            return self._load().keyring
 
     def _load(self) -> _Unwrapped:
         state = self._state
