@@ -4,11 +4,14 @@ page tokens."""
 from __future__ import annotations
 
 import ast
+import operator
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Interrupt, Send
+from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo.cli import plans, render, views
 
@@ -72,6 +75,34 @@ def test_next_nodes_from_trigger_channels_and_sends() -> None:
         "channel_values": {"branch:to:b": None, "__pregel_tasks": [Send("worker", {"x": 1})]},
     }
     assert render.next_nodes(checkpoint) == ["b", "worker"]
+
+
+class JoinState(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def test_next_nodes_are_what_get_state_shows_at_every_step_of_a_join() -> None:
+    """A node after three parallel ones (a join), which then waits on an interrupt: the
+    checkpoint alone gives what LangGraph's `get_state(...).next` gives at every step."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import interrupt
+
+    builder = StateGraph(JoinState)
+    for name in ("left", "right", "mid"):
+        builder.add_node(name, lambda s, name=name: {"log": [name]})
+        builder.add_edge(START, name)
+    builder.add_node("approve", lambda s: {"log": [str(interrupt("approve?"))]})
+    builder.add_edge(["left", "right", "mid"], "approve")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": []}, config)
+    history = list(graph.get_state_history(config))
+    assert history[0].next == ("approve",)
+    saver = graph.checkpointer
+    assert isinstance(saver, InMemorySaver)
+    found = [render.next_nodes(saver.get_tuple(h.config).checkpoint) for h in history]  # type: ignore[union-attr]
+    assert [sorted(f) for f in found] == [sorted(h.next) for h in history]
 
 
 def test_interrupts_from_pending_writes() -> None:

@@ -28,6 +28,7 @@ INTERRUPT = "__interrupt__"
 TASKS = "__pregel_tasks"
 START = "__start__"
 BRANCH_TO = "branch:to:"
+JOIN = "join:"  # a node after several: `join:<source>+<source>:<node>` (LangGraph's naming)
 
 
 # --------------------------------------------------------------------- values
@@ -255,8 +256,9 @@ def diff_lines(changes: Sequence[Mapping[str, Any]], width: int = 78) -> list[st
 
 def next_nodes(checkpoint: Mapping[str, Any]) -> list[str]:
     """The nodes a checkpoint will run next, read from the checkpoint alone (no graph):
-    nodes whose trigger channel (`branch:to:<node>`, or `__start__`) holds a value
-    written after the node last saw it, plus the targets of pending `Send` packets. This is what
+    nodes whose trigger channel (`branch:to:<node>`, `__start__`, or a join
+    `join:<a>+<b>:<node>` every one of whose sources has written) holds a value written
+    after the node last saw it, plus the targets of pending `Send` packets. This is what
     `graph.get_state(config).next` shows for graphs built with LangGraph 0.3 or later."""
     versions = checkpoint.get("channel_versions", {}) or {}
     seen = checkpoint.get("versions_seen", {}) or {}
@@ -267,6 +269,10 @@ def next_nodes(checkpoint: Mapping[str, Any]) -> list[str]:
             continue  # consumed: a trigger channel's value goes once a node has read it
         if channel.startswith(BRANCH_TO):
             node = channel[len(BRANCH_TO) :]
+        elif channel.startswith(JOIN) and channel.count(":") == 2:
+            sources, node = channel[len(JOIN) :].split(":")
+            if not set(sources.split("+")) <= set(values[channel] or ()):
+                continue  # a source has yet to write: the join does not trigger
         elif channel == START:
             node = START
         else:
