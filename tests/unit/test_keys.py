@@ -384,6 +384,23 @@ def test_a_newly_active_key_is_recorded_by_its_first_put_and_another_under_its_i
         chat_graph(wrong).get_state(thread_config("t"))
 
 
+def test_a_keyring_saver_on_an_encrypted_serializers_data_names_the_serializer() -> None:
+    """Written with LangGraph's EncryptedSerializer alone, read with keys: the error says
+    which serializer opens it, never that the data is unencrypted."""
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=os.urandom(32))
+    writer = memory_saver(serde=serde, keys=None, secret="the naming secret")
+    _turn(writer, "t", "hello")
+    reader = MemorySaver(
+        index=writer.index, object_store=writer.objects, keys={"k1": os.urandom(32)},
+        secret="the naming secret",
+    )  # fmt: skip
+    with pytest.raises(IntegrityError, match="configure the same EncryptedSerializer") as raised:
+        chat_graph(reader).get_state(thread_config("t"))
+    assert "allow_plaintext_read" not in str(raised.value)
+
+
 def test_a_warm_process_reads_what_is_sealed_under_a_key_rotated_in_elsewhere() -> None:
     """An operator rotates the KMS data key while a process is warm: what others seal
     under the new key reads in that process (the keyring read again once, one Query and

@@ -373,6 +373,11 @@ class Sealer:
             if len(blob) < pos + NONCE_SIZE + TAG_SIZE:
                 raise IntegrityError(f"{what}: envelope is truncated ({len(blob)} bytes)")
             return self._decrypt(blob, pos, key, identity, what)
+        if flags & FLAG_SERDE_CIPHER and self.serde_cipher is None:
+            raise IntegrityError(
+                f"{what}: encrypted by a serializer cipher but the saver's serde has none; "
+                "configure the same EncryptedSerializer (serde=) as its writers to read it"
+            )
         if self.keyring is not None and not self.allow_plaintext_read:
             raise PlaintextRefusedError(
                 f"{what}: stored without keyring encryption while encryption is on; "
@@ -403,12 +408,8 @@ class Sealer:
         self, typ: str, data: bytes, flags: int, identity: bytes, what: str
     ) -> tuple[str, bytes]:
         """What the serializer's cipher sealed, decrypted and checked against the
-        identity it was bound to."""
-        if self.serde_cipher is None:
-            raise IntegrityError(
-                f"{what}: encrypted by a serializer cipher ({typ!r}) but the saver's "
-                "serde has none; configure the same EncryptedSerializer to read it"
-            )
+        identity it was bound to (`_payload` refused it without a cipher)."""
+        assert self.serde_cipher is not None
         typ, _, cipher_name = typ.rpartition("+")
         try:
             data = self.serde_cipher.decrypt(cipher_name, data)
