@@ -123,6 +123,8 @@ def test_memory_delete_namespace_shows_the_plan_then_deletes_with_yes(sandbox: S
         ["users", "7", "memories"],
     ]
     assert run(env, "memory", "search", "users/42", "--json").json() == []
+    # What stats counts is what holds anything: an emptied entry stays a while.
+    assert run(env, "memory", "stats", "--json").json()["store"]["namespaces"] == 2
     assert "nothing to do" in run(env, "memory", "delete-namespace", "users/42", "--yes").out
 
     # The whole Store is no prefix: refused before anything is read.

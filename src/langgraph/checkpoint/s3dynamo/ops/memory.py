@@ -147,8 +147,8 @@ STATS = ("namespaces", "items", "expired", "inline_bytes", "objects", "object_by
 
 @telemetry.operation("memory.stats")
 def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
-    """Per space: namespaces, items (and how many have expired, not yet swept), bytes
-    inline in the table and in objects. One Query per namespace and one listing per
+    """Per space: namespaces that hold an item or an object, items (and how many have
+    expired, not yet swept), bytes inline in the table and in objects. One Query per namespace and one listing per
     namespace with objects."""
     out: dict[str, dict[str, int]] = {}
     for label, space in spaces(parts).items():
@@ -156,7 +156,9 @@ def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
             namespaces = [ns for ns, _ in space.namespaces()]
         counted = parallel(functools.partial(_namespace_stats, space, space.now_ms()), namespaces)
         totals = [sum(column) for column in zip(*counted, strict=True)] if counted else [0] * 5
-        out[label] = dict(zip(STATS, [len(namespaces), *totals], strict=True))
+        # Those holding anything: an emptied entry stays in the directory a while.
+        held = sum(1 for items, _, _, objects, _ in counted if items or objects)
+        out[label] = dict(zip(STATS, [held, *totals], strict=True))
     return out
 
 
