@@ -148,8 +148,8 @@ STATS = ("namespaces", "items", "expired", "inline_bytes", "objects", "object_by
 @telemetry.operation("memory.stats")
 def memory_stats(parts: Components) -> dict[str, dict[str, int]]:
     """Per space: namespaces that hold an item or an object, items (and how many have
-    expired, not yet swept), bytes inline in the table and in objects. One Query per namespace and one listing per
-    namespace with objects."""
+    expired, not yet swept), bytes inline in the table and in objects. One Query per
+    namespace and one listing per namespace with objects."""
     out: dict[str, dict[str, int]] = {}
     for label, space in spaces(parts).items():
         with guarded(parts.deployment):
