@@ -81,9 +81,11 @@ class JoinState(TypedDict):
     log: Annotated[list[str], operator.add]
 
 
-def test_next_nodes_are_what_get_state_shows_at_every_step_of_a_join() -> None:
-    """A node after three parallel ones (a join), which then waits on an interrupt: the
-    checkpoint alone gives what LangGraph's `get_state(...).next` gives at every step."""
+@pytest.mark.parametrize("defer", [False, True], ids=["join", "deferred join"])
+def test_next_nodes_are_what_get_state_shows_at_every_step_of_a_join(defer: bool) -> None:
+    """A node after three parallel ones (a join; deferred, its channel also says whether
+    the rest finished), which then waits on an interrupt: the checkpoint alone gives what
+    LangGraph's `get_state(...).next` gives at every step."""
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import START, StateGraph
     from langgraph.types import interrupt
@@ -92,7 +94,7 @@ def test_next_nodes_are_what_get_state_shows_at_every_step_of_a_join() -> None:
     for name in ("left", "right", "mid"):
         builder.add_node(name, lambda s, name=name: {"log": [name]})
         builder.add_edge(START, name)
-    builder.add_node("approve", lambda s: {"log": [str(interrupt("approve?"))]})
+    builder.add_node("approve", lambda s: {"log": [str(interrupt("approve?"))]}, defer=defer)
     builder.add_edge(["left", "right", "mid"], "approve")
     graph = builder.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}

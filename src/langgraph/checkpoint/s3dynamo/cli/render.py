@@ -271,7 +271,10 @@ def next_nodes(checkpoint: Mapping[str, Any]) -> list[str]:
             node = channel[len(BRANCH_TO) :]
         elif channel.startswith(JOIN) and channel.count(":") == 2:
             sources, node = channel[len(JOIN) :].split(":")
-            if not set(sources.split("+")) <= set(values[channel] or ()):
+            seen_by, ready = values[channel], True
+            if isinstance(seen_by, list | tuple) and len(seen_by) == 2:
+                seen_by, ready = seen_by  # a deferred node's join: (seen, the rest finished)
+            if not ready or not set(sources.split("+")) <= set(seen_by or ()):
                 continue  # a source has yet to write: the join does not trigger
         elif channel == START:
             node = START

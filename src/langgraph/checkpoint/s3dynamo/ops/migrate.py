@@ -208,7 +208,8 @@ def writes_behind(
     ours = {_key(t): t.pending_writes or [] for t in store.tuples(entries, None, None)}
     behind = {}
     for key, writes in theirs.items():
-        missing = Counter((w[0], w[1]) for w in writes) - Counter((w[0], w[1]) for w in ours[key])
+        had = Counter((w[0], w[1]) for w in ours.get(key, []))  # hidden since: none here
+        missing = Counter((w[0], w[1]) for w in writes) - had
         if missing:  # a task with any write missing is written again whole: the same writes
             tasks = {task for task, _ in missing}
             behind[key] = [w for w in writes if w[0] in tasks]
