@@ -453,3 +453,19 @@ def test_checkov_passes(tmp_path: Path) -> None:
     for check in skipped:
         reason = (check.get("check_result") or {}).get("suppress_comment", "")
         assert len(reason) > 40, f"{check['check_id']} on {check['resource']}: reason {reason!r}"
+
+
+def test_the_readme_lists_every_input_and_output() -> None:
+    """terraform/README.md's Inputs table names every variable of variables.tf, and its
+    Outputs every output of outputs.tf (no terraform needed)."""
+    readme = (TERRAFORM_DIR / "README.md").read_text()
+    inputs = set(re.findall(r"^\| `(\w+)`", readme, re.MULTILINE))
+    declared = set(
+        re.findall(r'^variable "(\w+)"', (TERRAFORM_DIR / "variables.tf").read_text(), re.M)
+    )
+    assert declared - inputs == set()
+    outputs = readme.split("## Outputs", 1)[1].split("\n## ", 1)[0]
+    made = set(
+        re.findall(r'^output "(\w+)"', (TERRAFORM_DIR / "outputs.tf").read_text(), re.MULTILINE)
+    )
+    assert {o for o in made if f"`{o}`" not in outputs} == set()
