@@ -83,7 +83,9 @@ lint: $(STAMP)
 # job needs, no template injection. WORKFLOWS=dir checks another folder.
 WORKFLOWS ?= .github/workflows
 lint-workflows: $(STAMP)
-	$(VENV)/bin/zizmor --offline --quiet $(wildcard $(WORKFLOWS)/*.yml)
+	@if [ -x $(VENV)/bin/zizmor ]; then \
+		$(VENV)/bin/zizmor --offline --quiet $(wildcard $(WORKFLOWS)/*.yml); \
+	else echo "lint-workflows: skipped: zizmor needs Python 3.11 or newer, $(VENV) has $$($(PY) -c 'import sys; print(sys.version.split()[0])')"; fi
 
 # The unit tier (tests by subject, on the in-memory table, with its long runs: fault
 # injection at every request, a 200-turn chat), and the AWS tier's share on moto in process

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +18,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send, interrupt
 from typing_extensions import TypedDict
+
+# LangGraph's `interrupt()` reads its run's config from a contextvar, which asyncio tasks
+# carry only from Python 3.11 (langgraph/config.py): on 3.10 an async run that interrupts
+# raises "Called get_config outside of a runnable context", with InMemorySaver too.
+ASYNC_INTERRUPTS = sys.version_info >= (3, 11)
+NO_ASYNC_INTERRUPTS = (
+    "LangGraph's interrupt() in an async run needs Python 3.11 (InMemorySaver too)"
+)
+# The scenarios that interrupt.
+INTERRUPTING = {"interrupt", "subgraph"}
 
 
 class Runner:

@@ -28,7 +28,7 @@ from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from tests.support.faults import Crash, Faults, FaultyObjects, FaultyTable
 from tests.support.memory_index import MemoryIndex
 from tests.support.savers import MemorySaver, memory_saver
-from tests.support.scenarios import Runner, snapshot_view
+from tests.support.scenarios import ASYNC_INTERRUPTS, NO_ASYNC_INTERRUPTS, Runner, snapshot_view
 
 DURABILITY = ["sync", "async", "exit"]
 API = ["sync", "async"]  # invoke or ainvoke, through `Runner`
@@ -109,6 +109,8 @@ def review(cp: BaseCheckpointSaver, run: Runner, durability: str) -> dict[str, A
 
 @parametrize
 def test_interrupt_and_resume_read_back_as_in_memory(durability: str, api: str) -> None:
+    if api == "async" and not ASYNC_INTERRUPTS:
+        pytest.skip(NO_ASYNC_INTERRUPTS)
     run = Runner(api)
     expected = review(InMemorySaver(), run, durability)
     saver = memory_saver(keys=KEYS, secret=SECRET)

@@ -23,6 +23,7 @@ from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from tests.support.memory_index import MemoryIndex
 from tests.support.savers import memory_saver
+from tests.support.scenarios import ASYNC_INTERRUPTS, NO_ASYNC_INTERRUPTS
 
 
 class State(TypedDict):
@@ -166,6 +167,7 @@ def test_forks_and_replays_handed_between_processes() -> None:
     assert graph_two.get_state(config()).values == out  # both processes read one latest
 
 
+@pytest.mark.skipif(not ASYNC_INTERRUPTS, reason=NO_ASYNC_INTERRUPTS)
 def test_async_forks_replays_and_subgraphs() -> None:
     async def main() -> None:
         seen: list[list[str]] = []
