@@ -25,6 +25,7 @@ from langgraph.checkpoint.s3dynamo import (
     KeyringMissingError,
     S3DynamoSaver,
     Settings,
+    StorageConfigError,
 )
 from langgraph.checkpoint.s3dynamo.backends.memory import MemoryKms, MemoryObjects
 from langgraph.checkpoint.s3dynamo.blobs.sealing import SealingKey
@@ -360,6 +361,28 @@ def test_kms_saver_round_trips_rotates_and_reencrypts(
     assert _key_ids(clients, saver.settings.table) == {"kms-2"}
     check = again.ops.check()
     assert check.ok and "match the deployment" in str(check)
+
+
+@needs_kms
+def test_the_check_before_the_first_write_asks_kms_whether_the_key_can_make_the_keyring(
+    clients: tuple[Any, Any], counter: RequestCounter
+) -> None:
+    """Before a KMS deployment's first write there is no keyring to unwrap, so the check
+    asks KMS for a data key and discards it: a key that does not exist is named up front,
+    not passed as ok before a first write that fails; the right key passes; nothing is
+    written either way."""
+    kms, alias = _kms(counter)
+    wrong = make_saver(clients, kms_key_id="alias/s3dynamo-no-such-key", kms_client=kms)
+    with pytest.raises(StorageConfigError, match="NotFoundException"):
+        wrong.setup()  # makes the table and bucket, then fails at the keyring
+    (problem,) = wrong.ops.check(raise_on_problem=False).problems
+    assert problem.startswith("keys: no KMS keyring in the table yet, and this identity")
+    assert "NotFoundException" in problem and "S3DYNAMO_KMS_KEY_ID" in problem
+    right = make_saver(clients, kms_key_id=alias, kms_client=kms)
+    report = right.ops.check()
+    assert report.ok and "makes data keys for it" in str(report)
+    assert report.requests == {"kms.GenerateDataKey": 1, "kms.Decrypt": 0}
+    assert clients[0].scan(TableName=right.settings.table)["Items"] == []
 
 
 def test_a_newly_active_key_is_recorded_by_its_first_put_and_another_under_its_id_refused() -> None:

@@ -84,6 +84,13 @@ class KmsKeyring:
     def keyring(self) -> Keyring:
         return self._load().keyring
 
+    def probe(self) -> str:
+        """Ask KMS for a data key bound to this deployment and discard it (one
+        GenerateDataKey, nothing written): whether the first write could make the
+        keyring. Returns the key's description."""
+        self._generate()
+        return self._service().describe()
+
     def secret(self) -> bytes:
         return self._load().secret
 

@@ -40,9 +40,10 @@ def check(parts: Components, *, raise_on_problem: bool = True) -> CheckReport:
     most one key under the prefix (the bucket exists and may be listed), one HeadBucket
     (the bucket lives in the region the saver is configured for; where the table is
     missing, asked instead of the listing), one KMS Decrypt with `kms_key_id` (the key
-    unwraps this deployment's keyring), and where subjects are declared one GetItem of
-    the key table. Nothing is written. Returns the report, or raises `CheckFailedError`
-    holding it."""
+    unwraps this deployment's keyring; before the keyring is made, one GenerateDataKey
+    instead, its key discarded: the key can make it), and where subjects are declared
+    one GetItem of the key table. Nothing is written. Returns the report, or raises
+    `CheckFailedError` holding it."""
     report = CheckReport()
     steps = [("table", _check_table), ("bucket", _check_bucket), ("keys", _check_keys)]
     if parts.settings.subjects:
@@ -83,9 +84,15 @@ def _check_keys(parts: Components) -> str:
     if parts.kms is not None and not parts.kms.exists():
         if deployment.recorded() is not None:
             parts.kms.keyring()  # lost, not yet made: raises KeyringMissingError
+        try:
+            key = parts.kms.probe()
+        except S3DynamoError as exc:
+            raise StorageConfigError(
+                f"no KMS keyring in the table yet, and this identity cannot make one: {exc}"
+            ) from None
         return (
-            "no KMS keyring in the table yet: setup() or rotate_key() creates it "
-            "(kms:GenerateDataKey, the maintenance policy)"
+            f"no KMS keyring in the table yet; {key} makes data keys for it, so setup() or "
+            "the first write makes it (kms:GenerateDataKey, the maintenance policy)"
         )
     mine = deployment.mine()  # unwraps the KMS keyring (one Decrypt)
     theirs = deployment.recorded()
