@@ -362,7 +362,8 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
     than S3DYNAMO_RETENTION (or S3DYNAMO_TTL's default_ttl) is removed whole, or with
     keep_latest (S3DYNAMO_RETENTION_STRATEGY) pruned to its latest checkpoints (the N newest
     of each namespace with S3DYNAMO_RETENTION_KEEP_LAST); removals an earlier run left are
-    finished.
+    finished; then Store items and node-cache entries past their TTL are removed. Without
+    a retention setting threads are kept (the reply's `threads_kept` says so).
     `{"dry_run": true}` only reports. What a run cannot reach in its time, the next does.
     Runs after the first find idle threads in the table's idle index; `{"full": true}`
     scans the whole table instead (a repair, docs/OPERATIONS.md)."""
@@ -373,7 +374,6 @@ def expire(event: Any, context: Any = None) -> dict[str, Any]:
 
 
 def _expire(event: Any, context: Any) -> dict[str, Any]:
-
     saver = S3DynamoSaver.from_env()
     dry_run = isinstance(event, dict) and bool(event.get("dry_run"))
     full = isinstance(event, dict) and bool(event.get("full"))
@@ -381,24 +381,27 @@ def _expire(event: Any, context: Any) -> dict[str, Any]:
     if context is not None:
         left = context.get_remaining_time_in_millis() - EXPIRE_MARGIN_MS
         deadline = time.monotonic() + max(left, 0) / 1000
-    plan = saver.ops.expire_idle_threads(dry_run=dry_run, deadline=deadline, full=full)
+    reply: dict[str, Any] = {"ok": True, "dry_run": dry_run}
+    if saver.settings.retention is None:
+        # Threads are kept until deleted; Store items with a TTL still expire below.
+        reply["threads_kept"] = "no S3DYNAMO_RETENTION (or S3DYNAMO_TTL default_ttl) is set"
+    else:
+        plan = saver.ops.expire_idle_threads(dry_run=dry_run, deadline=deadline, full=full)
+        reply |= {
+            "scanned_all": plan.scanned_all,
+            "idle_threads": len(plan.idle),
+            "leftovers": len(plan.leftovers),
+            "active_threads": plan.active,
+            "removed_threads": len(plan.removed),
+            "pruned_threads": len(plan.pruned),
+            "records_deleted": plan.records_deleted,
+            "objects_deleted": plan.objects_deleted,
+            "busy_threads": len(plan.busy),
+            "left_for_next_run": len(plan.unfinished),
+        }
     # Store items and node-cache entries past their TTL (hidden from reads already).
     memory = saver.ops.memory.expire(dry_run=dry_run)
-    return {
-        "ok": True,
-        "dry_run": dry_run,
-        "scanned_all": plan.scanned_all,
-        "idle_threads": len(plan.idle),
-        "leftovers": len(plan.leftovers),
-        "active_threads": plan.active,
-        "removed_threads": len(plan.removed),
-        "pruned_threads": len(plan.pruned),
-        "records_deleted": plan.records_deleted,
-        "objects_deleted": plan.objects_deleted,
-        "busy_threads": len(plan.busy),
-        "left_for_next_run": len(plan.unfinished),
-        "memory_items_expired": sum(memory.items.values()),
-    }
+    return {**reply, "memory_items_expired": sum(memory.items.values())}
 
 
 def _locked(

@@ -508,6 +508,22 @@ def test_retention_job_out_of_time_removes_nothing_and_says_so(
     assert roomy["scanned_all"] is True and roomy["idle_threads"] >= 1, roomy
 
 
+def test_retention_job_without_retention_keeps_threads_and_expires_store_items(
+    function_env: dict[str, str],
+) -> None:
+    """The job's function wired up without S3DYNAMO_RETENTION: it answers JSON that says
+    threads are kept and why, and still removes Store items past their TTL."""
+    app = load_app()
+    started = app.handler({"action": "start", "message": "hi"}, None)
+    S3DynamoStore.from_env().put(("users", "gone"), "k", {"v": 1}, ttl=0.01)
+    time.sleep(1.5)  # past the item's 0.6 s
+    swept = app.expire({}, None)
+    assert swept["ok"] and swept["memory_items_expired"] == 1, swept
+    assert "S3DYNAMO_RETENTION" in swept["threads_kept"] and "removed_threads" not in swept
+    kept = app.handler({"action": "history", "thread_id": started["thread_id"]}, None)
+    assert kept["ok"] and kept["checkpoints"], kept
+
+
 def test_two_sends_at_once_are_both_answered_and_neither_is_lost(
     function_env: dict[str, str],
 ) -> None:
