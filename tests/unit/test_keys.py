@@ -376,7 +376,7 @@ def test_the_check_before_the_first_write_asks_kms_whether_the_key_can_make_the_
     with pytest.raises(StorageConfigError, match="NotFoundException"):
         wrong.setup()  # makes the table and bucket, then fails at the keyring
     (problem,) = wrong.ops.check(raise_on_problem=False).problems
-    assert problem.startswith("keys: no KMS keyring in the table yet, and this identity")
+    assert problem.startswith("keys: GenerateDataKey on KMS key 'alias/s3dynamo-no-such-key'")
     assert "NotFoundException" in problem and "S3DYNAMO_KMS_KEY_ID" in problem
     right = make_saver(clients, kms_key_id=alias, kms_client=kms)
     report = right.ops.check()

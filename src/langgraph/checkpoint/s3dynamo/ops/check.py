@@ -84,12 +84,7 @@ def _check_keys(parts: Components) -> str:
     if parts.kms is not None and not parts.kms.exists():
         if deployment.recorded() is not None:
             parts.kms.keyring()  # lost, not yet made: raises KeyringMissingError
-        try:
-            key = parts.kms.probe()
-        except S3DynamoError as exc:
-            raise StorageConfigError(
-                f"no KMS keyring in the table yet, and this identity cannot make one: {exc}"
-            ) from None
+        key = parts.kms.probe()  # a key KMS refuses raises, naming the setting to fix
         return (
             f"no KMS keyring in the table yet; {key} makes data keys for it, so setup() or "
             "the first write makes it (kms:GenerateDataKey, the maintenance policy)"
