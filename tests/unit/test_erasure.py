@@ -6,6 +6,8 @@ starts afresh under a new key."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -29,6 +31,10 @@ def history(saver: Any, tid: str) -> list[Any]:
 
 def notes(store: Any, user: str) -> list[str]:
     return sorted(i.value["text"] for i in store.search(("users", user)))
+
+
+async def _collected(records: AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [record async for record in records]
 
 
 def test_an_erasure_removes_the_subjects_data_and_nothing_else() -> None:
@@ -252,6 +258,7 @@ def test_a_catalog_build_is_all_an_erasure_needs_to_find_what_was_written_before
     assert (plan.counts["threads"], plan.counts["namespaces"]) == (1, 2)
     plan.execute()
     exported = list(saver.export_subject("alice"))
+    assert asyncio.run(_collected(saver.aexport_subject("alice"))) == exported
     assert [r["value"] for r in exported if r["type"] == "store_item"] == [{"text": "alice"}]
     assert {r["thread_id"] for r in exported if r["type"] == "checkpoint"} == {"alice-1"}
     done = saver.erase_subject("alice")

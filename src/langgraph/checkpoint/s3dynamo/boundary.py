@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from typing import Annotated, Any, TypeVar, get_origin
 
 from langgraph.checkpoint.s3dynamo import telemetry
@@ -65,6 +65,20 @@ def twin(method: Callable[..., _R]) -> Callable[..., Coroutine[Any, Any, _R]]:
         from langgraph.checkpoint.s3dynamo import executor  # a sync caller never needs it
 
         return await executor.run(self.async_workers(), method, self, *args, **kwargs)
+
+    run.__name__ = run.__qualname__ = f"a{method.__name__}"
+    return run
+
+
+def stream_twin(method: Callable[..., Iterator[_R]]) -> Callable[..., AsyncIterator[_R]]:
+    """The async twin of a sync method that returns an iterator: its arguments checked
+    as the call is made, each item then taken in the facade's pool."""
+
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> AsyncIterator[_R]:
+        from langgraph.checkpoint.s3dynamo import executor
+
+        return executor.pulled(self.async_workers(), method(self, *args, **kwargs))
 
     run.__name__ = run.__qualname__ = f"a{method.__name__}"
     return run

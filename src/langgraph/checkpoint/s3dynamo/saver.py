@@ -36,7 +36,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from langgraph.checkpoint.s3dynamo import compose, telemetry
 from langgraph.checkpoint.s3dynamo.blobs.placement import DEFAULT_DELTA_MAX, DEFAULT_INLINE_MAX
-from langgraph.checkpoint.s3dynamo.boundary import public, twin
+from langgraph.checkpoint.s3dynamo.boundary import public, stream_twin, twin
 from langgraph.checkpoint.s3dynamo.config import arguments
 from langgraph.checkpoint.s3dynamo.config.arguments import (
     AsRead,
@@ -487,6 +487,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
     aprune = twin(prune)
     aget_delta_channel_history = twin(get_delta_channel_history)
     aerase_subject = twin(erase_subject)
+    aexport_subject = stream_twin(export_subject)
 
 
 # A keyword the constructor or `from_env` does not take names the one meant.
