@@ -19,6 +19,7 @@ from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
 from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     SubjectErasedError,
+    SubjectErasingError,
     ThreadDeletedError,
 )
 from tests.support import chats
@@ -239,6 +240,36 @@ def test_an_erasure_crashed_at_any_request_leaves_the_subject_erased_or_untouche
             assert [e["counts"]["threads"] for e in other.ops.subjects.erasures()] == [2]
             talk(other, "alice-9", "alice", turns=1)
     assert seen == {"erased", "untouched"}
+
+
+def test_an_interrupted_erasure_refuses_the_subjects_writes_by_name_until_repeated() -> None:
+    """An erasure stopped for good after it marked the subject's key as erasing: a Store
+    write of the subject, and a run of one of their threads, are refused with
+    `SubjectErasingError`, which says how to finish it, and write nothing; bob writes
+    on; once the erasure is repeated, alice writes again (under a new key)."""
+    from tests.support.faults import Crash, Faults, FaultyTable
+
+    for at in range(1, 10):
+        saver, keys, _ = world()
+        with pytest.raises(Crash):
+            another(saver, FaultyTable(keys, Faults(at)))[0].erase_subject("alice")
+        other, store = another(saver, keys)
+        before = len(saver.index.items())
+        try:
+            store.put(("users", "alice", "notes-3"), "m", {"kind": "pref", "text": "x"})
+        except SubjectErasingError as refused:
+            assert "run erase_subject again" in str(refused)
+            break
+    else:
+        raise AssertionError("no crash left the erasure begun")
+    with pytest.raises(SubjectErasingError, match="run erase_subject again"):
+        talk(other, "alice-3", "alice", turns=1)
+    assert len(saver.index.items()) == before
+    store.put(("users", "bob", "notes-3"), "m", {"kind": "pref", "text": "bob 3"})
+    other.erase_subject("alice")
+    store.put(("users", "alice", "notes-3"), "m", {"kind": "pref", "text": "new"})
+    talk(other, "alice-3", "alice", turns=1)
+    assert notes(store, "alice") == ["new"] and len(history(other, "alice-3")) == 3
 
 
 def test_a_catalog_build_is_all_an_erasure_needs_to_find_what_was_written_before() -> None:

@@ -1,5 +1,4 @@
-"""Errors raised by s3dynamo, each naming what was expected, what came and the fix:
-S3DynamoError
+"""Every error s3dynamo raises is an S3DynamoError naming what was expected, what came, the fix:
 ├── InvalidConfigError (ValueError)     bad config, thread id, namespace, setting or argument
 │   ├── ArgumentTypeError (TypeError)   an argument of another type than its method takes
 │   ├── ItemTooLargeError               a checkpoint would not fit one index item
@@ -21,6 +20,7 @@ S3DynamoError
 ├── CheckFailedError                    `ops.check()` found problems (`.report`)
 ├── ConcurrentUpdateError               another run moved the thread on: retry the run
 │   ├── ThreadDeletedError              the thread was deleted since this run loaded it
+│   │   └── SubjectErasingError         an erasure of the data's subject began, not ended
 │   ├── LeaseTimeoutError               thread_lock not acquired within its wait
 │   └── LeaseLostError                  the lease was taken over: this holder's write refused
 └── IntegrityError                      a stored blob did not open: tampered, moved, truncated
@@ -405,3 +405,14 @@ class KeyNotFoundError(IntegrityError):
 
 class PlaintextRefusedError(IntegrityError):
     """An unsealed blob was read while encryption is configured."""
+
+
+class SubjectErasingError(ThreadDeletedError):
+    """An erasure of the data subject this write belongs to began and has not ended
+    (`erase_subject` running, or interrupted): nothing of the subject is written until it
+    ends, a Store item or cache entry no more than a checkpoint. Nothing of this write
+    stays. Wait for the erasure, or run `erase_subject` again to finish one that was
+    interrupted; then the subject starts afresh under a new key."""
+
+    def __str__(self) -> str:
+        return self.reason if self.write is None else f"{self.write}: not written: {self.reason}"

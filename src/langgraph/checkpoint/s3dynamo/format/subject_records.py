@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
 from langgraph.checkpoint.s3dynamo.errors import (
     IntegrityError,
+    SubjectErasingError,
     SubjectKeyChangedError,
-    ThreadDeletedError,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import CONTROL_SUFFIX, SEPARATOR
 from langgraph.checkpoint.s3dynamo.keys.keyring import Keyring
@@ -176,9 +176,10 @@ def fence_refusal(found: Item | None) -> Exception:
     """What a refused fence means: an erasure began (the run's data is being erased), or
     the key changed (the write is sealed again under the one in force)."""
     if found is not None and found.get(STATE) == ERASING:
-        return ThreadDeletedError(
-            "an erasure of the data subject whose data this is began after this run loaded "
-            "it: nothing more of the subject is written"
+        return SubjectErasingError(
+            "an erasure of the data subject whose data this is began after this write "
+            "read its key, and has not ended: nothing more of the subject is written "
+            "(run erase_subject again to finish one that was interrupted)"
         )
     return SubjectKeyChangedError(
         "the data subject's key changed while this write was sealed (its first key was "

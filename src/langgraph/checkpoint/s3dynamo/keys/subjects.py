@@ -33,6 +33,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     KeyNotFoundError,
     SubjectErasedError,
+    SubjectErasingError,
     SubjectKeyChangedError,
     ThreadDeletedError,
 )
@@ -183,7 +184,7 @@ class Subjects:
             return pending
         fence = fence_from(token, self._data.do(Get(fence_key(self.prefix, token))))
         if fence is not None and fence.state == ERASING:
-            raise ThreadDeletedError(
+            raise SubjectErasingError(
                 "an erasure of this data subject began and has not ended: nothing of the "
                 "subject is written until it does (run erase_subject again to finish one "
                 "that was interrupted)"
