@@ -209,6 +209,21 @@ def test_a_misspelled_variable_is_named_with_the_one_meant(typo: str, meant: str
     )
 
 
+@pytest.mark.parametrize("argument", ["allow_plaintext_read", "active_key", "serde"])
+def test_a_variable_named_after_an_argument_without_one_says_to_pass_the_argument(
+    argument: str,
+) -> None:
+    """A newcomer sets S3DYNAMO_ALLOW_PLAINTEXT_READ=1 expecting it to work like the
+    others: ignored, the saver would refuse plaintext later; refused now, naming the way."""
+    name = f"S3DYNAMO_{argument.upper()}"
+    with pytest.raises(InvalidConfigError) as raised:
+        from_env(**{name: "1"}, **SEALED)
+    assert str(raised.value) == (
+        f"{name} is set, but s3dynamo reads no such variable, so its value would be "
+        f"ignored; {argument} has no variable: pass S3DynamoSaver.from_env({argument}=...)"
+    )
+
+
 def test_variables_of_the_projects_other_tools_are_not_taken_for_typos() -> None:
     for name in ("S3DYNAMO_DEBUG", "S3DYNAMO_TEST_BACKEND", "S3DYNAMO_TF_APPLY"):
         assert from_env(**{name: "1"}, **SEALED).table == "agent-checkpoints"

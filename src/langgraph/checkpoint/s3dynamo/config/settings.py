@@ -205,18 +205,22 @@ def langgraph_json_ttl(path: str = "langgraph.json") -> dict[str, Any]:
 
 
 def refuse_misspelled(env: Mapping[str, str]) -> None:
-    """An S3DYNAMO_ variable close to one `from_env` reads, but not it (S3DYNAMO_BUKET):
-    its value would be ignored without a word, so it is an error that names the one meant.
-    Variables of other tools of the project (S3DYNAMO_DEBUG, ...) are nowhere near."""
-    for name in sorted(env):
-        if name.startswith("S3DYNAMO_") and name not in VARIABLES:
-            near = difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.85)
-            if near:
-                raise InvalidConfigError(
-                    f"{name} is set, but s3dynamo reads no such variable, so its value "
-                    f"would be ignored; did you mean {near[0]}? Rename it (the README's "
-                    "Configuration lists every variable)"
-                )
+    """An S3DYNAMO_ variable `from_env` does not read, near one it reads (S3DYNAMO_BUKET) or
+    named after an argument (S3DYNAMO_ALLOW_PLAINTEXT_READ), would be ignored without a word:
+    an error says what to do. Other tools' variables (S3DYNAMO_DEBUG, ...) are neither."""
+    for name in sorted(n for n in env if n.startswith("S3DYNAMO_") and n not in VARIABLES):
+        near = difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.85)
+        argument = name[len("S3DYNAMO_") :].lower()
+        if near or argument in FROM_ENV_ARGUMENTS:
+            fix = (
+                f"{argument} has no variable: pass S3DynamoSaver.from_env({argument}=...)"
+                if argument in FROM_ENV_ARGUMENTS
+                else f"did you mean {near[0]}? Rename it (the README's Configuration lists them)"
+            )
+            raise InvalidConfigError(
+                f"{name} is set, but s3dynamo reads no such variable, so its value would be "
+                f"ignored; {fix}"
+            )
 
 
 def workers_from_env(env: Mapping[str, str] | None = None) -> int:
@@ -585,13 +589,7 @@ SETTING_ARGUMENTS = frozenset(
 # What `S3DynamoSaver.from_env` passes to the constructor as parts rather than settings,
 # and every keyword its overrides take.
 PARTS = (
-    "serde",
-    "dynamodb_client",
-    "s3_client",
-    "kms_client",
-    "index",
-    "object_store",
-    "key_service",
-    "key_index",
+    *("serde", "dynamodb_client", "s3_client", "kms_client"),  # the serializer, clients
+    *("index", "object_store", "key_service", "key_index"),  # or the ports themselves
 )
 FROM_ENV_ARGUMENTS = SETTING_ARGUMENTS | set(PARTS)
