@@ -483,6 +483,27 @@ def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) ->
     assert after.code == 0, after.out + after.err
 
 
+def test_encryption_is_turned_on_over_a_plaintext_deployment_from_the_command_line(
+    moto: None,
+) -> None:
+    """docs/SECURITY.md's migration from plaintext, without Python: with keys set, the
+    deployment is refused, naming the option; `reencrypt --allow-plaintext-read --yes`
+    seals what is there, after which the threads read with the keys alone."""
+    sandbox = Sandbox()
+    plain = sandbox.saver(sealed=False, secret=sandbox.secret)
+    build_graph(plain).invoke(
+        {"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "alice"}}
+    )
+    env = sandbox.environment()
+    refused, sealed = run_all(
+        (env, ("reencrypt",)), (env, ("reencrypt", "--allow-plaintext-read", "--yes", "--json"))
+    )
+    assert refused.code == 2 and "s3dynamo reencrypt --allow-plaintext-read" in refused.err
+    assert sealed.code == 0 and sealed.json()["result"]["resealed"] > 0, sealed.err
+    after = run(env, "verify", "alice")
+    assert after.code == 0, after.out + after.err
+
+
 def test_a_plan_carried_out_ends_with_what_it_did_in_counts(moto: None) -> None:
     """docs/CLI.md: "A plan carried out with --yes ends with what it did, in words":
     counted as it ran, never a bare "done"."""

@@ -563,8 +563,8 @@ class Deployment:
             if not self._sealer.allow_plaintext_read:
                 problems.append(
                     "the deployment was written without encryption and this saver seals: to "
-                    "turn encryption on over it, pass allow_plaintext_read=True, run "
-                    "reencrypt(), then drop the option"
+                    "turn encryption on over it, run reencrypt() with allow_plaintext_read=True "
+                    "(s3dynamo reencrypt --allow-plaintext-read), then drop the option"
                 )
         elif theirs.mode == "sealed" and mine.mode != "sealed":
             problems.append(

@@ -137,7 +137,9 @@ def open_saver(**settings: Any) -> S3DynamoSaver:
     (group ones, then the command's) overriding it."""
     ctx = click.get_current_context()
     chosen = {**(ctx.find_root().obj or {}), **{k: v for k, v in settings.items() if v}}
-    given = Settings.from_env(**{k: v for k, v in chosen.items() if k in STORE_SETTINGS})
+    given = Settings.from_env(
+        **{k: v for k, v in chosen.items() if k in (*STORE_SETTINGS, "allow_plaintext_read")}
+    )
     if not given.table or not given.bucket:
         raise InvalidConfigError(
             f"no table or bucket given (table={given.table!r}, bucket={given.bucket!r}): "

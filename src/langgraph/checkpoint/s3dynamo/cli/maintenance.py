@@ -175,11 +175,20 @@ def copy(source: str, target: str, keep_last: int | None, **settings: Any) -> Pl
 @cli.command()
 @click.argument("thread_ids", nargs=-1)
 @scope_option
+@click.option(
+    "--allow-plaintext-read",
+    is_flag=True,
+    help="read blobs stored without encryption too, to seal them: turning encryption on "
+    "over a deployment written in plaintext (docs/SECURITY.md)",
+)
 @plan_command
-def reencrypt(thread_ids: tuple[str, ...], scope: str | None, **settings: Any) -> Plan:
+def reencrypt(
+    thread_ids: tuple[str, ...], scope: str | None, allow_plaintext_read: bool, **settings: Any
+) -> Plan:
     """Re-seal every blob not sealed under the active key (the first of S3DYNAMO_KEYS),
     so an old key can leave the keyring. Default: every thread."""
-    return open_saver(**settings).ops.plan_reencrypt(list(thread_ids) or None, scope=scope)
+    saver = open_saver(allow_plaintext_read=allow_plaintext_read, **settings)
+    return saver.ops.plan_reencrypt(list(thread_ids) or None, scope=scope)
 
 
 @cli.command("rotate-key")
