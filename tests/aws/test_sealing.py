@@ -654,7 +654,7 @@ def test_encrypted_serializer_round_trips_and_compresses(clients: tuple[Any, Any
     assert got is not None and got.checkpoint["channel_values"] == {"text": big}
 
     # Without the serializer's cipher the blobs do not open, with a message saying why.
-    with pytest.raises(IntegrityError, match="EncryptedSerializer"):
+    with pytest.raises(DeploymentMismatchError, match="EncryptedSerializer"):
         make_saver(clients).get_tuple(thread_config("one-value"))
 
 

@@ -610,6 +610,31 @@ def test_a_wrong_key_or_secret_is_named_by_every_reading_command(
         assert "no checkpoints" not in line and "TAMPERED" not in r.out, (args, r.out)
 
 
+def test_data_the_command_line_cannot_open_is_named_never_called_altered(moto: None) -> None:
+    """Values sealed by LangGraph's EncryptedSerializer (the command line takes no
+    serializer), and values under a key the reader's S3DYNAMO_KEYS lacks: each is a
+    setting to fix, said once, exit 2; the data was not altered."""
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    ciphered, rotated = Sandbox(), Sandbox()
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=os.urandom(32))
+    newer = Keyring(keys={"new": os.urandom(32), **rotated.keys.keys}, active="new")
+    for saver in (ciphered.saver(serde=serde), rotated.saver(keys=newer)):
+        build_graph(saver).invoke(
+            {"messages": [HumanMessage("hello")]}, {"configurable": {"thread_id": "alice"}}
+        )
+    serializer, key = (
+        run(ciphered.environment(), "show", "alice"),
+        run(rotated.environment(), "show", "alice"),
+    )
+    assert serializer.code == key.code == 2, (serializer.err, key.err)
+    assert "the same EncryptedSerializer (serde=)" in one_line_error(serializer)
+    assert "sealed under key id 'new'" in one_line_error(key)
+    assert one_line_error(key).count("add that key") == 1
+    for r in (serializer, key):
+        assert "altered" not in r.err and r.out == ""
+
+
 def test_the_region_comes_from_aws_region_or_the_option(
     store: tuple[Sandbox, dict[str, str | None]],
 ) -> None:

@@ -407,19 +407,23 @@ def test_a_newly_active_key_is_recorded_by_its_first_put_and_another_under_its_i
         chat_graph(wrong).get_state(thread_config("t"))
 
 
-def test_a_keyring_saver_on_an_encrypted_serializers_data_names_the_serializer() -> None:
-    """Written with LangGraph's EncryptedSerializer alone, read with keys: the error says
-    which serializer opens it, never that the data is unencrypted."""
+@pytest.mark.parametrize("sealed", [False, True], ids=["serializer alone", "and keys"])
+def test_a_keyring_saver_on_an_encrypted_serializers_data_names_the_serializer(
+    sealed: bool,
+) -> None:
+    """Written with LangGraph's EncryptedSerializer (alone, or with the deployment's
+    keys too), read with keys and no serializer: the error says which serializer opens
+    it, never that the data is unencrypted or altered."""
     from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
     serde = EncryptedSerializer.from_pycryptodome_aes(key=os.urandom(32))
-    writer = memory_saver(serde=serde, keys=None, secret="the naming secret")
+    keys = {"k1": os.urandom(32)}
+    writer = memory_saver(serde=serde, keys=keys if sealed else None, secret="the naming secret")
     _turn(writer, "t", "hello")
     reader = MemorySaver(
-        index=writer.index, object_store=writer.objects, keys={"k1": os.urandom(32)},
-        secret="the naming secret",
-    )  # fmt: skip
-    with pytest.raises(IntegrityError, match="configure the same EncryptedSerializer") as raised:
+        index=writer.index, object_store=writer.objects, keys=keys, secret="the naming secret"
+    )
+    with pytest.raises(DeploymentMismatchError, match="the same EncryptedSerializer") as raised:
         chat_graph(reader).get_state(thread_config("t"))
     assert "allow_plaintext_read" not in str(raised.value)
 

@@ -8,7 +8,7 @@
 │   ├── ValueNotSerializableError       a value the serializer cannot store (a TypeError)
 │   ├── VectorDimensionsError           an embedding's dims not the IndexConfig's or namespace's
 │   └── StorageConfigError              S3, DynamoDB or KMS refused a bucket, key, region...
-├── DeploymentMismatchError             keys, naming secret or bucket not the deployment's
+├── DeploymentMismatchError             keys, secret, bucket or serde cipher not the deployment's
 │   └── KeyringMissingError             a KMS keyring lost: restore it from a backup
 ├── StoreMissingError                   table or bucket does not exist: run setup() / terraform
 ├── CatalogNotBuiltError                a declared field's thread catalog is not built yet
@@ -52,8 +52,8 @@ class ArgumentTypeError(InvalidConfigError, TypeError):
 
 
 class DeploymentMismatchError(S3DynamoError):
-    """The saver's keys, naming secret or bucket differ from those the deployment was
-    written with.
+    """The saver's keys, naming secret, bucket or serializer cipher (LangGraph's
+    `EncryptedSerializer`) differ from those the deployment was written with.
 
     Raised instead of showing an empty thread (names derived from another naming key find
     nothing) or starting a second, parallel set of names beside the first. The message

@@ -55,6 +55,7 @@ from langgraph.checkpoint.serde.base import CipherProtocol
 
 from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.errors import (
+    DeploymentMismatchError,
     IntegrityError,
     KeyNotFoundError,
     PlaintextRefusedError,
@@ -347,6 +348,12 @@ class Sealer:
         flags = blob[1]
         if flags & ~(FLAG_ZSTD | FLAG_KEYRING | FLAG_SERDE_CIPHER | FLAG_DELTA):
             raise IntegrityError(f"{what}: unknown envelope flags {flags:#04x}")
+        if flags & FLAG_SERDE_CIPHER and self.serde_cipher is None:
+            raise DeploymentMismatchError(
+                f"{what}: encrypted by a serializer cipher but the saver's serde has none; "
+                "configure the same EncryptedSerializer (serde=) as its writers to read it "
+                "(from Python: the command line takes no serializer)"
+            )
         type_raw, data = self._payload(blob, identity, what)
         typ = type_raw.decode()
         if flags & FLAG_SERDE_CIPHER:
@@ -373,11 +380,6 @@ class Sealer:
             if len(blob) < pos + NONCE_SIZE + TAG_SIZE:
                 raise IntegrityError(f"{what}: envelope is truncated ({len(blob)} bytes)")
             return self._decrypt(blob, pos, key, identity, what)
-        if flags & FLAG_SERDE_CIPHER and self.serde_cipher is None:
-            raise IntegrityError(
-                f"{what}: encrypted by a serializer cipher but the saver's serde has none; "
-                "configure the same EncryptedSerializer (serde=) as its writers to read it"
-            )
         if self.keyring is not None and not self.allow_plaintext_read:
             raise PlaintextRefusedError(
                 f"{what}: stored without keyring encryption while encryption is on; "
@@ -408,7 +410,7 @@ class Sealer:
         self, typ: str, data: bytes, flags: int, identity: bytes, what: str
     ) -> tuple[str, bytes]:
         """What the serializer's cipher sealed, decrypted and checked against the
-        identity it was bound to (`_payload` refused it without a cipher)."""
+        identity it was bound to (`open` refused it without a cipher)."""
         assert self.serde_cipher is not None
         typ, _, cipher_name = typ.rpartition("+")
         try:

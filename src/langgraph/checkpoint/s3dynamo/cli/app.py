@@ -60,9 +60,7 @@ def explain(exc: BaseException) -> tuple[int, str] | None:
             "subjects' key table: S3DYNAMO_KEY_TABLE), --region and --endpoint-url"
         )
     if isinstance(exc, KeyNotFoundError):
-        return USAGE, (
-            f"{message}; add that key to S3DYNAMO_KEYS (id:base64,...) as the writers have it"
-        )
+        return USAGE, f"{message} (S3DYNAMO_KEYS, id:base64,..., as the writers have it)"
     if isinstance(exc, PlaintextRefusedError):
         return USAGE, message
     if isinstance(exc, ObjectNotFoundError):
