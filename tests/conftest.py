@@ -15,6 +15,7 @@ tiers run `-m aws` against their servers, so the in-memory half runs once."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in item.iter_markers("unsupported_on"):
             if BACKEND in mark.args:
                 item.add_marker(pytest.mark.skip(reason=f"{BACKEND}: {mark.kwargs['reason']}"))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The halfway races' counts docs/RELIABILITY.md quotes, where this run had any (xdist's
+    workers keep their own: run without -n)."""
+    from tests.support.faults import HALFWAY
+
+    if HALFWAY["runs"]:
+        faults = sys.modules.get("tests.unit.test_faults")
+        terminalreporter.write_line(
+            f"halted operations: {HALFWAY['runs']} runs, {HALFWAY['stopped halfway']} "
+            f"stopped halfway ({HALFWAY['for good']} for good)"
+            + (f"; {len(faults.DIED_AND_LEFT)} died and left garbage" if faults else "")
+        )
 
 
 @pytest.fixture(autouse=True)

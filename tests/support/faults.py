@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -123,6 +124,11 @@ class Paused(Faults):
         self._go.set()
 
 
+# What the halted operations did, in this process: docs/RELIABILITY.md's counts
+# (`tests/conftest.py` prints them at the end of a run without -n).
+HALFWAY: Counter[str] = Counter()
+
+
 class Halfway:
     """Another process's operation (`run`, given the requests' counter), started at one
     point of this one and stopped before its own request `at`; `finish()` lets it go on
@@ -174,6 +180,9 @@ class Halfway:
         return self.gate.reached.is_set()
 
     def finish(self) -> None:
+        HALFWAY["runs"] += 1
+        HALFWAY["stopped halfway"] += self.stopped
+        HALFWAY["for good"] += self.stopped and self.dies
         if not self.thread.is_alive() and self.thread.ident is None:
             self.thread.start()
         self.gate.resume()
