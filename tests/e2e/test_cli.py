@@ -423,6 +423,27 @@ def test_leftover_writes_are_counted_not_a_problem_and_gc_full_removes_them(moto
     assert run(env, "verify", "--json").json()["leftover_writes"] == 0
 
 
+def test_a_value_shown_outside_a_terminal_stays_whole_on_its_line(moto: None) -> None:
+    """docs/CLI.md: outside a terminal no line is wrapped, a value's neither: a state
+    value of 500 characters is one line of `show --full` in a pipe, whatever COLUMNS."""
+
+    class Doc(TypedDict):
+        doc: str
+
+    sandbox = Sandbox()
+    env = sandbox.environment()
+    text = " ".join(f"word{i}" for i in range(80))
+    with environment(command_env(env)):
+        graph = StateGraph(Doc).add_node("keep", lambda _: {}).add_edge(START, "keep")
+        graph.compile(checkpointer=sandbox.saver()).invoke(
+            {"doc": text}, {"configurable": {"thread_id": "d1"}}
+        )
+    for columns in ("80", "200"):
+        shown = run({**env, "COLUMNS": columns}, "show", "d1", "--full")
+        assert shown.code == 0, shown.err
+        assert any(text in line for line in shown.out.splitlines()), shown.out
+
+
 def test_maintenance_shows_a_plan_and_changes_nothing_without_yes(moto: None) -> None:
     sandbox = Sandbox()
     populate(sandbox, ["alice", "bob"])

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 from rich.measure import Measurement
+from rich.pretty import Pretty
 from rich.progress import (
     BarColumn,
     Progress,
@@ -37,9 +38,10 @@ JSON_HELP = "print JSON (shapes: docs/CLI.md); before or after the command"
 
 
 class _Output(Console):
-    """stdout. Outside a terminal (a pipe, a file) no line of text is wrapped and no
-    table folds a cell (`table`), so an id or page token stays whole on its line, for a
-    pasted command or a grep; in a terminal, lines wrap at its width."""
+    """stdout. Outside a terminal (a pipe, a file) no line of text is wrapped, no table
+    folds a cell and no value's line breaks (`whole`), so an id, a page token or a value
+    stays whole on its line, for a pasted command or a grep; in a terminal, lines wrap
+    at its width."""
 
     def on_broken_pipe(self) -> None:
         # rich would exit with 1; a reader that stopped reading (`| head`) is no error:
@@ -51,14 +53,15 @@ class _Output(Console):
             options["soft_wrap"] = not self.is_terminal
         super().print(*objects, **options)
 
-    def table(self, table: Table) -> None:
-        """A table: in a terminal at its width, elsewhere as wide as its widest row."""
+    def whole(self, shown: Table | Pretty, **options: Any) -> None:
+        """A table or a value: in a terminal at its width, elsewhere as wide as its widest
+        row or line."""
         if self.is_terminal:
-            self.print(table)
+            self.print(shown, **options)
             return
-        widest = Measurement.get(self, self.options.update_width(1 << 16), table).maximum
+        widest = Measurement.get(self, self.options.update_width(1 << 16), shown).maximum
         wide = _Output(file=self.file, width=max(self.width, widest), highlight=False)
-        wide.print(table)
+        wide.print(shown, **options)
 
 
 out = _Output(highlight=False, soft_wrap=False)

@@ -95,7 +95,7 @@ def threads(
             render.short_time(row["last_updated"]),
         )
     if data["threads"]:
-        out.table(table)
+        out.whole(table)
     else:
         out.print("no threads")
     if data["unreadable_records"]:
@@ -179,7 +179,7 @@ def _print_value(name: str, value: Any, full: bool) -> None:
             out.print("  " + escape(render.message_line(m, 10_000 if full else 74)))
         return
     out.print(f"[bold]{escape(name)}[/bold]")
-    out.print(
+    out.whole(
         Pretty(
             value,
             max_length=None if full else 3,
