@@ -557,6 +557,10 @@ def test_a_plan_carried_out_ends_with_what_it_did_in_counts(moto: None) -> None:
     assert by_json["result"] == {"checkpoints": 3, "items": 6, "objects": 0}
     pruned = run(env, "prune", "alice", "--strategy", "delete", "--yes", "--json").json()
     assert pruned["result"] == {"removed_checkpoints": 9}
+    with environment(command_env(env)):
+        S3DynamoStore.from_saver(sandbox.saver()).put(("users",), "m2", {"kind": "pref"})
+    item = run(env, "memory", "delete", "users", "m2", "--yes", "--json").json()
+    assert item["result"] == {"items": 1}
 
 
 def test_errors_are_one_line_with_the_fix(reads: dict[str, Result]) -> None:

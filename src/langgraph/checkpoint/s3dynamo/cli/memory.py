@@ -183,7 +183,12 @@ def delete_item(namespace: str, key: str, as_json: bool, yes: bool, **settings: 
     ns = _namespace(namespace)
     exists = store.get(ns, key, refresh_ttl=False) is not None
     counts = {"namespace": list(ns), "key": key, "exists": exists}
-    plan = Plan("memory_delete", counts, lambda: store.delete(ns, key), exists)
+
+    def delete() -> dict[str, int]:
+        store.delete(ns, key)
+        return {"items": 1}
+
+    plan = Plan("memory_delete", counts, delete, exists)
     return show_plan(plan, as_json, yes, what=f"item {key!r} of {namespace!r}")
 
 

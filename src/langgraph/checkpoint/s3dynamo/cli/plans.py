@@ -210,7 +210,7 @@ SHOWN = {
     "catalog": Shown(_catalog, _filed),
     "memory_delete": Shown(
         lambda p: [f"delete {p['what']}" if p["exists"] else "no such item"],
-        lambda p, r: f"done: deleted 1 item ({p['what']})",
+        lambda p, r: f"done: deleted {plural(r['items'], 'item')} ({p['what']})",
     ),
     "erasure": Shown(
         lambda p: [
