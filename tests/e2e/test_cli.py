@@ -927,17 +927,26 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-def test_every_command_is_in_docs_cli_md() -> None:
-    """docs/CLI.md's table names every command `s3dynamo --help` lists, subcommands too."""
+def test_every_command_and_option_is_in_docs_cli_md() -> None:
+    """docs/CLI.md's table names every command `s3dynamo --help` lists, subcommands too,
+    and the page every long option of each."""
     import click
 
     from langgraph.checkpoint.s3dynamo.cli.app import cli
 
     doc = (Path(__file__).parents[2] / "docs" / "CLI.md").read_text()
     rows = [line for line in doc.splitlines() if line.startswith("| `")]
-    names = []
+    commands = {}
     for name, command in cli.commands.items():
         subs = command.commands if isinstance(command, click.Group) else {}
-        names += [f"{name} {sub}" for sub in subs] or [name]
-    missing = [n for n in names if not any(f"`{n}" in row for row in rows)]
+        commands |= {f"{name} {sub}": c for sub, c in subs.items()} or {name: command}
+    missing = [n for n in commands if not any(f"`{n}" in row for row in rows)]
     assert missing == []
+    options = {
+        f"{name} {flag}"
+        for name, command in commands.items()
+        for param in command.params
+        for flag in getattr(param, "opts", [])
+        if flag.startswith("--") and flag not in doc
+    }
+    assert options == set()

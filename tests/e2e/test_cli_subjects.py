@@ -67,6 +67,8 @@ def test_a_users_data_is_exported_then_erased(sandbox: Sandbox, tmp_path: Path) 
 
     (record,) = run(env, "erasures", "--json").json()
     assert record["subject"] == run(env, "subject-hash", "alice").out.strip()
+    hashed = run(env, "--json", "subject-hash", "alice").json()
+    assert hashed == {"subject_hash": record["subject"]}
     assert record["counts"]["threads"] == 1 and record["counts"]["items"] == 1
     assert "alice" not in json.dumps(record)
     assert run(env, "erase-subject", "alice").out.strip().endswith("nothing to do")

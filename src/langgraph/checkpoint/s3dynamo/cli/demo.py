@@ -1,6 +1,6 @@
 """`s3dynamo demo` (and `make demo`): a small support agent run the way users run it.
 
-A deterministic agent (no LLM) with a 200 KB order history in its state and a
+A deterministic agent (no LLM) with a 147 kB order history in its state and a
 human-approval interrupt, on a moto server on 127.0.0.1 (offline; no AWS account):
 
 1. this process builds its saver with `S3DynamoSaver.from_env()` (the demo sets the
@@ -71,7 +71,7 @@ class State(TypedDict):
 
 def build_graph(saver: S3DynamoSaver) -> Any:
     def load_order() -> dict[str, Any]:
-        """The customer's order history: about 200 KB, far over inline_max, so it lives
+        """The customer's order history: 147 kB as JSON, far over inline_max, so it lives
         in S3, stored once however many checkpoints point at it."""
         rng = random.Random(1001)
         skus = ["kettle-blue", "mug-set", "tea-sampler", "descaler", "filter-pack"]

@@ -79,7 +79,7 @@ def memory() -> None:
 @memory.command()
 @click.option("--under", "ns_prefix", default="", help="only namespaces under this one (a/b)")
 @click.option("--max-depth", type=int, help="cut namespaces to this many labels")
-@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @json_option
 @store_options
 def namespaces(
@@ -142,25 +142,17 @@ def show_item(namespace: str, key: str, as_json: bool, **settings: Any) -> int:
     help="only items whose value has KEY equal to the text VALUE (repeatable); or a JSON "
     "object of field values, for other types: '{\"n\": 3}'",
 )
-@click.option("--query", help="natural-language query (needs the store's index; see docs)")
-@click.option("--limit", type=int, default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
 @json_option
 @store_options
 def search(
-    namespace: str,
-    filters: tuple[str, ...],
-    query: str | None,
-    limit: int,
-    as_json: bool,
-    **settings: Any,
+    namespace: str, filters: tuple[str, ...], limit: int, as_json: bool, **settings: Any
 ) -> int:
     """Items under a namespace prefix, newest first, optionally filtered (TTLs are not
-    refreshed). --query ranks nothing here: the command line has no embedding function."""
+    refreshed). No ranking by a query: the command line has no embedding function."""
     wanted = _filter(filters)  # refused before any request
     store = _store(**settings)
-    found = store.search(
-        _namespace(namespace), filter=wanted, query=query, limit=limit, refresh_ttl=False
-    )
+    found = store.search(_namespace(namespace), filter=wanted, limit=limit, refresh_ttl=False)
     if as_json:
         emit_json([_item(i) for i in found])
         return OK

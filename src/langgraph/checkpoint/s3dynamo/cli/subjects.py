@@ -101,8 +101,13 @@ def erasures(as_json: bool, **settings: Any) -> int:
 
 @cli.command("subject-hash")
 @click.argument("subject")
+@json_option
 @store_options
-def subject_hash(subject: str, **settings: Any) -> int:
+def subject_hash(subject: str, as_json: bool, **settings: Any) -> int:
     """The keyed hash erasure records name SUBJECT by: to tell whether it was erased."""
-    out.print(open_saver(**settings).ops.subjects.token(subject))
+    token = open_saver(**settings).ops.subjects.token(subject)
+    if as_json:
+        emit_json({"subject_hash": token})
+    else:
+        out.print(token)
     return OK
