@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support import chats
-from tests.support.cli import command_env, environment, run
+from tests.support.cli import command_env, environment, one_line_error, run
 
 
 @pytest.fixture
@@ -77,3 +77,20 @@ def test_a_users_data_is_exported_then_erased(sandbox: Sandbox, tmp_path: Path) 
     assert bob and all("alice" not in line for line in bob)
     assert {json.loads(line)["type"] for line in bob} == {"checkpoint", "store_item"}
     assert run(env, "threads", "--json").json()["threads"][0]["thread_id"] == "bob-1"
+
+
+def test_a_catalog_not_built_yet_is_named_with_the_command_that_builds_it(
+    sandbox: Sandbox,
+) -> None:
+    """Threads written before the subject field was declared: exporting or erasing a
+    subject is refused until `s3dynamo catalog build` has filed them, in one line, exit 2
+    (a step to take, as a setting to fix is), and nothing is written."""
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        config = {"configurable": {"thread_id": "a-1", "user_id": "alice"}}
+        chats.graph(sandbox.saver()).invoke({"messages": [HumanMessage("hi", id="h")]}, config)
+    env = {**env, "S3DYNAMO_SUBJECT_FIELD": "user_id"}
+    for command in ("export-subject", "erase-subject"):
+        refused = run(env, command, "alice")
+        assert refused.code == 2, (command, refused.err)
+        assert "catalog build" in one_line_error(refused) and refused.out == ""

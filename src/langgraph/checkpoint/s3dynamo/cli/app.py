@@ -24,6 +24,7 @@ import langgraph.checkpoint.s3dynamo.cli.memory
 import langgraph.checkpoint.s3dynamo.cli.reading
 import langgraph.checkpoint.s3dynamo.cli.subjects  # noqa: F401
 from langgraph.checkpoint.s3dynamo import (
+    CatalogNotBuiltError,
     CredentialsNotFoundError,
     DeploymentMismatchError,
     EndpointUnreachableError,
@@ -50,7 +51,8 @@ def _one_line(text: object) -> str:
 def explain(exc: BaseException) -> tuple[int, str] | None:
     """(exit code, one line with the fix) for errors a person can act on."""
     message = _one_line(exc)
-    if isinstance(exc, (CredentialsNotFoundError, EndpointUnreachableError, ThreadNotFoundError)):
+    actionable = (CatalogNotBuiltError, CredentialsNotFoundError, EndpointUnreachableError)
+    if isinstance(exc, (*actionable, ThreadNotFoundError)):
         return USAGE, message
     if isinstance(exc, DeploymentMismatchError):
         return USAGE, message

@@ -119,7 +119,7 @@ def check_strategy(strategy: str, keep_last: int = 1) -> str:
         raise InvalidConfigError(
             f"keep_last={keep_last} with strategy 'delete': 'delete' removes the whole "
             "thread; keep_last counts what 'keep_latest' keeps, so pass "
-            "strategy='keep_latest' (the default) with it"
+            "strategy='keep_latest' (on the command line --strategy keep_latest) with it"
         )
     return strategy
 
