@@ -70,6 +70,9 @@ def test_every_tuple_and_every_state_equal_the_source(
     assert all(saver.get_tuple({"configurable": {"thread_id": t}}) is None for t in THREADS)
     result = plan.execute().result()
     assert result["conflicts"] == [] and result["threads_copied"] == len(THREADS) + 1
+    # The plan said what it would copy, pending writes included.
+    assert result["checkpoints_copied"] == plan.counts["checkpoints_to_copy"]
+    assert result["writes_copied"] == plan.counts["writes_to_copy"] > 0
     for tid in [*THREADS, "delta"]:
         assert tuples(saver, tid) == tuples(source, tid), tid
     assert states(chat_graph(saver), "memory") == states(chat_graph(source), "memory")

@@ -60,6 +60,8 @@ class ThreadImport:
     already_here: int
     # Why the thread is left alone (checkpoints here that the source does not have).
     conflict: str | None = None
+    # Pending writes to copy: those of the checkpoints to copy and those `behind`.
+    writes: int = 0
     copied: int = 0
     writes_copied: int = 0
     # Pending writes the source holds on checkpoints here that are not here (written there
@@ -103,7 +105,7 @@ def plan_import(
         }
 
     to_copy = sum(t.checkpoints - t.already_here for t in todo)
-    writes = sum(len(w) for t in todo for w in t.behind.values())
+    writes = sum(t.writes for t in todo)
     counts = {
         "threads": [{k: v for k, v in vars(t).items() if k != "behind"} for t in rows],
         "checkpoints_to_copy": to_copy,
@@ -192,7 +194,10 @@ def _thread_import(
             "naming one would be refused here, so the thread is left in the source"
         )
     row = ThreadImport(tid, len(tuples), len(here & theirs), conflict)
-    row.behind = {} if conflict else writes_behind(store, tid, tuples, here)
+    if not conflict:
+        row.behind = writes_behind(store, tid, tuples, here)
+        new = [t.pending_writes or [] for t in tuples if _key(t) not in here]
+        row.writes = sum(map(len, [*new, *row.behind.values()]))
     return row
 
 
