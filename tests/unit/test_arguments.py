@@ -16,6 +16,7 @@ import inspect
 import math
 import os
 import pydoc
+import uuid
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -454,6 +455,25 @@ def test_a_namespace_of_one_label_is_the_tuple_the_error_names(backend: Backend)
     assert ("users",) in s.store.list_namespaces(prefix=("users",))
     # The characters' namespace is its own, as it always was.
     assert s.store.get(("u", "s", "e", "r", "s"), "k") is not None
+
+
+@pytest.mark.unsupported_on("real", reason="dynalite has no TransactWriteItems")
+def test_a_store_key_of_another_type_is_its_str_as_in_langgraphs_own_stores(
+    backend: Backend,
+) -> None:
+    """LangGraph's `BaseStore` keys an item by `str(key)`: code that puts under a UUID
+    or a number reads back alike here and from `InMemoryStore`."""
+    from langgraph.store.memory import InMemoryStore
+
+    key = uuid.UUID(int=7)
+    for store in (stored(backend).store, InMemoryStore()):
+        store.put(NS, key, {"v": 1})
+        asyncio.run(store.aput(NS, 42, {"v": 2}))
+        got = store.get(NS, key)
+        assert got is not None and got.key == str(key), store
+        assert store.get(NS, "42").value == {"v": 2}, store
+        store.delete(NS, 42)
+        assert store.get(NS, "42") is None, store
 
 
 def test_a_store_given_a_saver_and_settings_too_is_refused(backend: Backend) -> None:

@@ -14,13 +14,13 @@ from langgraph.checkpoint.s3dynamo.config.arguments import (
     MaybeBoolean,
     MaybeDict,
     MaybeText,
-    Text,
 )
 from langgraph.checkpoint.s3dynamo.config.memory_arguments import (
     Depth,
     IndexFields,
     Labels,
     MaybeLabels,
+    StoreKey,
     StoreTtl,
 )
 
@@ -29,7 +29,9 @@ class CheckedStore(BaseStore):
     """`BaseStore` with each method's arguments checked (module docstring)."""
 
     @public()
-    def get(self, namespace: Labels, key: Text, *, refresh_ttl: MaybeBoolean = None) -> Item | None:
+    def get(
+        self, namespace: Labels, key: StoreKey, *, refresh_ttl: MaybeBoolean = None
+    ) -> Item | None:
         return super().get(namespace, key, refresh_ttl=refresh_ttl)
 
     @public()
@@ -57,7 +59,7 @@ class CheckedStore(BaseStore):
     def put(
         self,
         namespace: Labels,
-        key: Text,
+        key: StoreKey,
         value: MaybeDict,
         index: IndexFields = None,
         *,
@@ -66,7 +68,7 @@ class CheckedStore(BaseStore):
         super().put(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
 
     @public()
-    def delete(self, namespace: Labels, key: Text) -> None:
+    def delete(self, namespace: Labels, key: StoreKey) -> None:
         super().delete(namespace, key)
 
     @public()
@@ -85,7 +87,7 @@ class CheckedStore(BaseStore):
 
     @public()
     async def aget(
-        self, namespace: Labels, key: Text, *, refresh_ttl: MaybeBoolean = None
+        self, namespace: Labels, key: StoreKey, *, refresh_ttl: MaybeBoolean = None
     ) -> Item | None:
         return await super().aget(namespace, key, refresh_ttl=refresh_ttl)
 
@@ -114,7 +116,7 @@ class CheckedStore(BaseStore):
     async def aput(
         self,
         namespace: Labels,
-        key: Text,
+        key: StoreKey,
         value: MaybeDict,
         index: IndexFields = None,
         *,
@@ -123,7 +125,7 @@ class CheckedStore(BaseStore):
         await super().aput(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
 
     @public()
-    async def adelete(self, namespace: Labels, key: Text) -> None:
+    async def adelete(self, namespace: Labels, key: StoreKey) -> None:
         await super().adelete(namespace, key)
 
     @public()

@@ -56,6 +56,18 @@ def namespace(name: str, value: object) -> tuple[str, ...]:
     return value
 
 
+def store_key(name: str, value: object) -> str:
+    """An item's key as LangGraph's `BaseStore` takes it: any value, as its `str` (a UUID,
+    an int), so code written for LangGraph's stores keys items alike here; None, which
+    would be the key 'None', is refused."""
+    if value is None:
+        raise ArgumentTypeError(
+            f"{name} must be a str, got {came(value)}, which would be the key 'None'; a UUID "
+            "or a number is taken as its str, as LangGraph's stores take it"
+        )
+    return value if isinstance(value, str) else str(value)
+
+
 def namespace_prefix(name: str, value: object) -> tuple[str, ...]:
     """A namespace prefix a delete takes (`namespace`), never the empty one, which would
     be every namespace of the Store."""
@@ -150,6 +162,7 @@ MemorySpace = Annotated[
     Any, functools.partial(having, methods=("item_key", "put_many"), what="a memory space")
 ]
 Labels = Annotated[tuple[str, ...], namespace]
+StoreKey = Annotated[str, store_key]
 MaybeLabels = Annotated[tuple[str, ...] | None, optional(namespace)]
 Prefix = Annotated[tuple[str, ...], namespace_prefix]
 LabelsList = Annotated[Sequence[tuple[str, ...]] | None, optional(namespaces)]
