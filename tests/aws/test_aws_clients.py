@@ -70,6 +70,38 @@ def test_clients_share_one_session_and_keep_the_settings(monkeypatch: Any) -> No
     assert len(sessions) == 1  # one session for every client of the process
 
 
+def test_a_handler_botocore_gains_after_the_first_client_reaches_the_clients_built_after(
+    monkeypatch: Any,
+) -> None:
+    """moto, imported by a test after a module built and primed its saver, adds its
+    handler to botocore's built-in ones: the clients built from then on must go through
+    it, or they would send to AWS itself. The session is made again for them."""
+    from botocore import handlers
+
+    for var, value in _env().items():
+        monkeypatch.setenv(var, value)
+
+    class Reached(Exception):
+        pass
+
+    def stop(**_: Any) -> None:
+        raise Reached
+
+    def build() -> Any:
+        return aws_clients.client("dynamodb", max_attempts=1, max_pool_connections=1)
+
+    with aws_clients.set_aside():
+        build()
+        first = aws_clients.session()
+        handlers.BUILTIN_HANDLERS.append(("before-call.dynamodb", stop))
+        try:
+            with pytest.raises(Reached):
+                build().list_tables()
+            assert aws_clients.session() is not first
+        finally:
+            handlers.BUILTIN_HANDLERS.remove(("before-call.dynamodb", stop))
+
+
 @pytest.mark.parametrize(
     ("env", "kwargs", "expected"),
     [

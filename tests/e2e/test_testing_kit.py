@@ -6,6 +6,7 @@ away from real AWS."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import importlib.util
 import os
 import subprocess
@@ -111,6 +112,57 @@ def test_user_project_runs_its_tests_on_the_fixtures(tmp_path: Path) -> None:
     env.pop("AWS_ACCESS_KEY_ID", None)
     env.pop("AWS_SECRET_ACCESS_KEY", None)
     assert f"{expected} passed" in _users_pytest(tmp_path, env)
+
+
+# The README's Lambda pattern: the saver built and primed when the module is imported,
+# here at collection, before any fixture has imported moto.
+USER_PRIMED_AGENT = (
+    USER_AGENT
+    + """
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+saver = S3DynamoSaver.from_env()
+saver.prime()
+"""
+)
+
+USER_PRIMED_TEST = """
+from agent import build_agent
+from langgraph.checkpoint.s3dynamo import S3DynamoSaver
+
+def turn(text):
+    graph = build_agent().compile(checkpointer=S3DynamoSaver.from_env())
+    out = graph.invoke({"messages": [("user", text)]}, {"configurable": {"thread_id": "t"}})
+    return out["messages"][-1].content
+
+def test_1_over_http(s3dynamo_server_saver):
+    assert turn("hi") == "you said: hi"
+
+def test_2_in_process(s3dynamo_saver):
+    assert turn("hello") == "you said: hello"
+"""
+
+
+def test_a_saver_primed_at_import_leaves_the_fixtures_clients_on_moto(tmp_path: Path) -> None:
+    """A developer's shell holds real credentials and their deployment's settings; the
+    agent module builds and primes its saver at import, before moto is imported. The
+    savers the tests build from the environment still go to moto, with its credentials:
+    every request that would leave the machine meets a dead proxy, and none does."""
+    (tmp_path / "agent.py").write_text(USER_PRIMED_AGENT)
+    (tmp_path / "conftest.py").write_text(USER_CONFTEST)
+    (tmp_path / "test_agent.py").write_text(USER_PRIMED_TEST)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AWS_"))}
+    env.update(
+        AWS_REGION="us-east-1",
+        AWS_ACCESS_KEY_ID="AKIADEVELOPERSOWNKEY",
+        AWS_SECRET_ACCESS_KEY="the developer's secret",
+        HTTPS_PROXY=DEAD_ENDPOINT,
+        S3DYNAMO_TABLE="agent-checkpoints",
+        S3DYNAMO_BUCKET="agent-checkpoints-bucket",
+        S3DYNAMO_KEYS=f"k1:{base64.b64encode(os.urandom(32)).decode()}",
+        S3DYNAMO_SECRET="s" * 32,
+    )
+    assert "2 passed" in _users_pytest(tmp_path, env)
 
 
 def _users_pytest(folder: Path, env: dict[str, str], *args: str) -> str:
@@ -278,6 +330,10 @@ def hostile_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "stale")
     monkeypatch.setenv("LANGGRAPH_AES_KEY", "0" * 32)
+    # Settings of the developer's own deployment, which `from_env` would otherwise take.
+    monkeypatch.setenv("S3DYNAMO_REGION", "eu-west-1")
+    monkeypatch.setenv("S3DYNAMO_PLAINTEXT", "1")
+    monkeypatch.setenv("S3DYNAMO_SUBJECT_FIELD", "user_id")
 
 
 def test_fixture_replaces_the_environment(hostile_env: None, s3dynamo_sandbox: Sandbox) -> None:

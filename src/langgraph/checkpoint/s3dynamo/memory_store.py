@@ -360,7 +360,8 @@ class S3DynamoStore(CheckedStore):
                 value=self._value(f),
                 created_at=_time(f.created_ms),
                 updated_at=_time(f.updated_ms),
-                score=score,
+                # int8 vectors round a cosine by up to about 0.01: kept within [-1, 1].
+                score=None if score is None else min(1.0, max(-1.0, score)),
             )
             for f, score in hits
         ]

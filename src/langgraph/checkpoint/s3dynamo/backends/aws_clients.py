@@ -18,21 +18,25 @@ attempt budget, and enough pooled connections for the shared wave pool (`waves.p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
 from botocore.config import Config
 from botocore.exceptions import InvalidRegionError, NoRegionError
+from botocore.handlers import BUILTIN_HANDLERS
 from botocore.session import Session
 
 from langgraph.checkpoint.s3dynamo import telemetry
 from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, RegionNotSetError
 
 _session: Session | None = None
+_handlers = 0  # how many of botocore's built-in handlers the session was made with
 _lock = threading.Lock()  # botocore sessions are not safe to share unlocked
 
 
@@ -44,10 +48,29 @@ def session() -> Session:
 
 
 def _the_session() -> Session:
-    global _session
-    if _session is None:
-        _session = Session()
+    global _session, _handlers
+    # A handler added to botocore's built-ins since (moto's, imported by a test after the
+    # process built its first client) reaches only sessions made after it: a new one, so
+    # that no client built from here on sends past it to AWS.
+    if _session is None or _handlers != len(BUILTIN_HANDLERS):
+        _session, _handlers = Session(), len(BUILTIN_HANDLERS)
     return _session
+
+
+@contextlib.contextmanager
+def set_aside() -> Iterator[None]:
+    """The process's session set aside while the block runs, then put back: the testing
+    kit's, so that the clients a test builds resolve the test's credentials, never those
+    a session made before it had cached (the developer's own)."""
+    global _session, _handlers
+    with _lock:
+        held = _session, _handlers
+        _session = None
+    try:
+        yield
+    finally:
+        with _lock:
+            _session, _handlers = held
 
 
 # Every message about a missing region says the same thing.

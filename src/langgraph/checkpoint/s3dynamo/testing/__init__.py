@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.s3dynamo import Keyring, S3DynamoSaver
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from langgraph.checkpoint.s3dynamo.testing.environment import (
     REGION,
     apply_environment,
@@ -290,7 +291,7 @@ def s3dynamo_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     sandbox = Sandbox()
     apply_environment(monkeypatch, sandbox.environment())
     serialize_moto()
-    with mock_aws():
+    with aws_clients.set_aside(), mock_aws():
         yield sandbox
 
 
@@ -328,7 +329,8 @@ def s3dynamo_server_sandbox(
     sandbox = Sandbox(endpoint_url=s3dynamo_server)
     apply_environment(monkeypatch, sandbox.environment())
     try:
-        yield sandbox
+        with aws_clients.set_aside():
+            yield sandbox
     finally:
         sandbox.delete()
 

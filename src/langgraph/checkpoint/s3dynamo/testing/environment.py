@@ -16,7 +16,9 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
+from langgraph.checkpoint.s3dynamo.backends import aws_clients
 from langgraph.checkpoint.s3dynamo.backoff import tries
+from langgraph.checkpoint.s3dynamo.config.settings import VARIABLES
 
 REGION = "us-east-1"
 
@@ -38,8 +40,9 @@ _CLEARED = (
     "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
     # Would turn encryption on for a saver built without keys.
     "LANGGRAPH_AES_KEY",
-    "S3DYNAMO_PREFIX",
-    "S3DYNAMO_INLINE_MAX",
+    # And every setting `from_env` reads (a sandbox sets its table, bucket and keys):
+    # one left in the developer's shell would take code under test elsewhere.
+    *VARIABLES,
 )
 
 
@@ -90,6 +93,8 @@ def check_loopback(url: str) -> None:
 
 @contextlib.contextmanager
 def patched_environ(changes: Mapping[str, str | None]) -> Iterator[None]:
+    """`changes` applied while the block runs, and the process's botocore session set
+    aside (`aws_clients.set_aside`)."""
     saved = {k: os.environ.get(k) for k in changes}
     try:
         for k, v in changes.items():
@@ -97,7 +102,8 @@ def patched_environ(changes: Mapping[str, str | None]) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        yield
+        with aws_clients.set_aside():
+            yield
     finally:
         for k, old in saved.items():
             if old is None:
@@ -107,6 +113,8 @@ def patched_environ(changes: Mapping[str, str | None]) -> Iterator[None]:
 
 
 def apply_environment(monkeypatch: pytest.MonkeyPatch, changes: Mapping[str, str | None]) -> None:
+    """`changes` applied for the test (a fixture sets the process's botocore session
+    aside too: `aws_clients.set_aside`)."""
     for k, v in changes.items():
         if v is None:
             monkeypatch.delenv(k, raising=False)
