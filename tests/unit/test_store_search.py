@@ -164,6 +164,23 @@ def test_a_query_ranks_as_in_memory_store_does(count: int, scorer: str) -> None:
             ranked_like(got, want, theirs, query)
 
 
+def test_a_score_is_a_cosine_within_minus_one_and_one_as_in_memory_store(scorer: str) -> None:
+    """int8 vectors round a cosine by up to about 0.01: the text itself, and its opposite,
+    still score 1.0 and -1.0 at most, as InMemoryStore's do (code thresholds on them)."""
+
+    def axis(texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 2.0, 0.0, 0.0] if t == "tea" else [-1.0, -2.0, 0.0, 0.0] for t in texts]
+
+    ours, theirs = both(index={"dims": 4, "embed": axis, "fields": ["text"]})
+    for store in (ours, theirs):
+        store.put(NS, "same", {"text": "tea"})
+        store.put(NS, "opposite", {"text": "not tea"})
+    got = {i.key: i.score for i in ours.search(NS, query="tea")}
+    want = {i.key: i.score for i in theirs.search(NS, query="tea")}
+    assert got.keys() == want.keys()
+    assert all(-1.0 <= s <= 1.0 and abs(s - want[k]) < NEAR for k, s in got.items())
+
+
 def test_a_query_sees_puts_that_replace_and_deletes(backend: Backend) -> None:
     store = store_of(backend.saver(), index=INDEX)
     reference = InMemoryStore(index=INDEX)
