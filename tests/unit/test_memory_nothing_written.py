@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 import os
 import threading
 import time
@@ -46,6 +47,10 @@ embed = random_embedding(DIMS)
 
 def embed_short(texts: Sequence[str]) -> list[list[float]]:
     return [v[:-1] for v in embed(texts)]  # a model of other dims than configured
+
+
+def embed_nan(texts: Sequence[str]) -> list[list[float]]:
+    return [[math.nan, *v[1:]] for v in embed(texts)]  # a model that broke
 
 
 def embed_down(texts: Sequence[str]) -> list[list[float]]:
@@ -182,6 +187,19 @@ STORE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[b
         r"^search by query: its embedding has 16 dimensions .* namespace \('users', 'ada'\) "
         r"holds have 8,",
         lambda r: put(other_store(r, index=wide_index()), [SearchOp(("users",), query="tea")]),
+    ),
+    "an embedding holding nan": (
+        InvalidConfigError,
+        r"^store item 'k' in namespace \('users', 'ada'\), its field 'text': the embedding "
+        r"function returned a vector holding nan or infinity",
+        lambda r: put(
+            other_store(r, index=index(embed_nan)), [PutOp(NS, "k", {"text": "new text"})]
+        ),
+    ),
+    "a query embedding holding nan": (
+        InvalidConfigError,
+        r"^the query 'tea': the embedding function returned a vector holding nan",
+        lambda r: put(other_store(r, index=index(embed_nan)), [SearchOp(NS, query="tea")]),
     ),
     "an embedding function that fails": (
         RuntimeError,

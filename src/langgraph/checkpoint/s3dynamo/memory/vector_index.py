@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import math
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -466,10 +467,11 @@ def placed(
         )
     out: dict[tuple[Namespace, str], Vectors] = defaultdict(dict)
     for places, vector in zip(texts.values(), embedded, strict=True):
+        ns, key, path = places[0]
+        subject = f"store item {key!r} in namespace {ns!r}, its field {path!r}"
         if dims is not None and len(vector) != dims:
-            ns, key, path = places[0]
-            subject = f"store item {key!r} in namespace {ns!r}, its field {path!r}"
             raise VectorDimensionsError(subject, len(vector), [dims])
+        refuse_unfinite(subject, vector)
         for ns, key, path in places:
             out[(ns, key)][path] = [float(x) for x in vector]
     return out
@@ -482,4 +484,15 @@ def queried(vectors: dict[str, list[float]], dims: int | None) -> dict[str, list
         if dims is not None and len(vector) != dims:
             shown = query if len(query) <= 60 else query[:57] + "..."
             raise VectorDimensionsError(f"the query {shown!r}", len(vector), [dims])
+        refuse_unfinite(f"the query {query[:60]!r}", vector)
     return vectors
+
+
+def refuse_unfinite(subject: str, vector: Sequence[float]) -> None:
+    """An embedding with a nan or an infinity ranks nothing: refused, naming what it
+    embeds, before anything is written or read."""
+    if not all(math.isfinite(x) for x in vector):
+        raise InvalidConfigError(
+            f"{subject}: the embedding function returned a vector holding nan or infinity; "
+            "expected finite numbers (check the model's output). Nothing was written"
+        )
