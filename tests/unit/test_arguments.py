@@ -507,6 +507,16 @@ embed = random_embedding(DIMS)
             r"index\['fields'\] must be a list of field paths",
         ),
         ({"index": {"dims": 8, "embed": 5}}, ArgumentTypeError, r"index\['embed'\] must be"),
+        (  # a typo would otherwise index every field, silently
+            {"index": {"dims": 8, "embed": embed, "feilds": ["text"]}},
+            ArgumentTypeError,
+            r"index: unknown setting\(s\) \['feilds'\]; did you mean fields\?",
+        ),
+        (  # ... or keep every item for good
+            {"ttl": {"defualt_ttl": 60}},
+            ArgumentTypeError,
+            r"ttl: unknown setting\(s\) \['defualt_ttl'\]; did you mean default_ttl\?",
+        ),
         (
             {"ttl": {"default_ttl": "1h"}},
             ArgumentTypeError,

@@ -407,6 +407,9 @@ def checked_index(name: str, value: object) -> dict[str, Any] | None:
         return None
     form = "an IndexConfig such as {'dims': 1536, 'embed': embed, 'fields': ['text']}"
     index = dict(arguments.mapping(name, value, what=form))
+    # A typo is refused; what LangGraph's SQL stores add (their indexes') is taken, unused.
+    known = [*IndexConfig.__annotations__, "text_fields", "ann_index_config", "distance_type"]
+    refuse_unknown(name, index, {"": known})
     missing = [key for key in ("dims", "embed") if index.get(key) is None]
     if missing:
         raise InvalidConfigError(
@@ -434,6 +437,7 @@ def checked_ttl_config(name: str, value: object) -> dict[str, Any] | None:
         return None
     form = "a TTLConfig such as {'default_ttl': 60, 'refresh_on_read': True}"
     ttl = dict(arguments.mapping(name, value, what=form))
+    refuse_unknown(name, ttl, {"": TTLConfig.__annotations__})
     if ttl.get("default_ttl") is not None:
         memory_arguments.store_ttl(f"{name}['default_ttl']", ttl["default_ttl"])
     if "refresh_on_read" in ttl:
