@@ -131,7 +131,10 @@ def test_from_postgres(sandbox: Sandbox) -> None:
     [
         ("sqlite:/no/such/file.sqlite", "no SQLite database at"),
         ("mysql://localhost/db", "unknown kind of source 'mysql'"),
-        ("nonsense", "expected sqlite:PATH, postgres://..., or dynamodb:TABLE"),
+        (
+            "nonsense",
+            "expected sqlite:PATH, postgresql://... (or postgres://...), or dynamodb:TABLE",
+        ),
         ("dynamodb:t?bucket=b", "expected sqlite:PATH"),
     ],
 )

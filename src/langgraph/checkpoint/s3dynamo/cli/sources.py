@@ -22,7 +22,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.s3dynamo import InvalidConfigError
 from langgraph.checkpoint.s3dynamo.config.aws_names import region_of
 
-EXPECTED = "expected sqlite:PATH, postgres://..., or dynamodb:TABLE[?offload_bucket=NAME]"
+EXPECTED = (
+    "expected sqlite:PATH, postgresql://... (or postgres://...), or "
+    "dynamodb:TABLE[?offload_bucket=NAME]"
+)
 
 
 def _need(package: str, module: str) -> Any:
