@@ -7,12 +7,15 @@ starts afresh under a new key."""
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
+from uuid import UUID
 
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import create_checkpoint
+from typing_extensions import TypedDict
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.blobs.sealing import SUBJECT_KEY_MARK
@@ -23,6 +26,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     ThreadDeletedError,
 )
 from tests.support import chats
+from tests.support.savers import memory_saver
 from tests.support.subjects import KEYS, SECRET, another, key_ids, subject_saver, talk, world
 
 
@@ -259,9 +263,19 @@ def test_an_interrupted_erasure_refuses_the_subjects_writes_by_name_until_repeat
             store.put(("users", "alice", "notes-3"), "m", {"kind": "pref", "text": "x"})
         except SubjectErasingError as refused:
             assert "run erase_subject again" in str(refused)
+            assert saver.ops.subjects.token("alice") in str(refused)
             break
     else:
         raise AssertionError("no crash left the erasure begun")
+    # A batch of bob's put and alice's writes neither.
+    from langgraph.store.base import PutOp
+
+    bob, alice = (
+        PutOp(("users", u, "notes-9"), "m", {"kind": "pref", "text": u}) for u in ("bob", "alice")
+    )
+    with pytest.raises(SubjectErasingError):
+        store.batch([bob, alice])
+    assert len(saver.index.items()) == before and notes(store, "bob") == ["bob 1", "bob 2"]
     with pytest.raises(SubjectErasingError, match="run erase_subject again"):
         talk(other, "alice-3", "alice", turns=1)
     assert len(saver.index.items()) == before
@@ -340,3 +354,94 @@ def test_a_key_a_writer_made_and_never_used_goes_with_the_subject() -> None:
     assert plan.work and plan.counts["keys"] == 1 and plan.counts["threads"] == 0
     saver.erase_subject("carol")
     assert not [i for i in keys.items() if i["sk"] == made.kid and "w" in i]
+
+
+# ------------------------------------------------------------------ whose data is whose
+
+
+class Log(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def test_a_subject_of_leading_zeros_is_its_own_never_the_integers() -> None:
+    """ "007" names no thread of user 7 (whose key is another): exporting or erasing it
+    reaches none of 7's data; any text is a subject, none a crash."""
+    saver, keys, _ = world()
+    talk(saver, "t7", 7, turns=1)  # type: ignore[arg-type]
+    before = history(saver, "t7")
+    assert list(saver.export_subject("007")) == []
+    assert saver.erase_subject("007")["threads"] == 0
+    for text in ("--5", "²", "٣", " 7"):
+        assert saver.erase_subject(text)["threads"] == 0
+    other, _ = another(saver, keys)
+    assert history(other, "t7") == before
+    assert {r["thread_id"] for r in saver.export_subject(7)} == {"t7"}
+
+
+@pytest.mark.parametrize(
+    "user", [UUID("12345678-1234-5678-1234-567812345678"), 7.5, True], ids=repr
+)
+def test_a_subject_field_of_another_type_is_refused_before_anything_is_written(
+    user: object,
+) -> None:
+    """A UUID (which LangGraph leaves out of the metadata), a float or a bool in the
+    subject field would make a thread nobody's that no erasure finds: refused, saying to
+    pass a string."""
+    saver, _, _ = world()
+    before = len(saver.index.items())
+    with pytest.raises(InvalidConfigError, match=r"user_id.*str\(\)"):
+        chats.graph(saver).invoke(
+            {"messages": [HumanMessage("hi", id="h")]},
+            {"configurable": {"thread_id": "t-u", "user_id": user}},
+        )
+    assert len(saver.index.items()) == before
+
+
+def test_an_export_holds_pending_writes_and_of_a_shared_thread_only_the_subjects() -> None:
+    """A node's output kept as a pending write (its sibling failed) is in the export; a
+    thread alice began and bob went on with gives each only the checkpoints that name
+    them; an erasure of either removes it whole."""
+    from langgraph.graph import START, StateGraph
+
+    def bad(state: Log) -> Log:
+        raise RuntimeError("boom")
+
+    saver, keys, _ = world()
+    builder = StateGraph(Log).add_node("good", lambda s: {"log": ["alice's pending"]})
+    builder = builder.add_node("bad", bad).add_edge(START, "good").add_edge(START, "bad")
+    with pytest.raises(RuntimeError):
+        builder.compile(checkpointer=saver).invoke(
+            {"log": []}, {"configurable": {"thread_id": "t-p", "user_id": "alice"}}
+        )
+    exported = [r for r in saver.export_subject("alice") if r.get("thread_id") == "t-p"]
+    writes = [(w["channel"], w["value"]) for r in exported for w in r["pending_writes"]]
+    assert ("log", ["alice's pending"]) in writes
+    talk(saver, "shared", "alice", turns=1)
+    talk(saver, "shared", "bob", turns=1)
+    for user in ("alice", "bob"):
+        shared = [r for r in saver.export_subject(user) if r.get("thread_id") == "shared"]
+        assert shared and {r["metadata"]["user_id"] for r in shared} == {user}
+    assert saver.erase_subject("bob")["threads"] == 3
+    assert another(saver, keys)[0].get_tuple({"configurable": {"thread_id": "shared"}}) is None
+
+
+def test_an_export_after_a_restore_leaves_out_what_no_longer_opens() -> None:
+    """A backup restored after alice's erasure, and alice back since: her export holds
+    what she has now, and leaves out, with a warning, the threads the restore brought
+    back (a search leaves them out too)."""
+    saver, keys, _ = world()
+    backup = saver.index.clone(), saver.objects.clone()
+    saver.erase_subject("alice")
+    restored, restored_store = another(saver, keys, *backup)
+    talk(restored, "alice-3", "alice", turns=1)
+    restored_store.put(("users", "alice", "notes-3"), "m", {"kind": "pref", "text": "again"})
+    exported = list(restored.export_subject("alice"))
+    assert {r["thread_id"] for r in exported if r["type"] == "checkpoint"} == {"alice-3"}
+    assert [r["value"]["text"] for r in exported if r["type"] == "store_item"] == ["again"]
+
+
+def test_a_subjects_data_read_without_subjects_declared_says_to_declare_them() -> None:
+    saver, _, _ = world()
+    plain = memory_saver(saver.index, saver.objects, keys=KEYS, secret=SECRET)
+    with pytest.raises(InvalidConfigError, match="S3DYNAMO_SUBJECT_FIELD"):
+        plain.get_tuple({"configurable": {"thread_id": "alice-1"}})

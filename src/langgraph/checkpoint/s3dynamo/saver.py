@@ -288,7 +288,7 @@ class S3DynamoSaver(BaseCheckpointSaver[str]):
         # key made active since the record was written (a rotation) is recorded with it.
         first = partial(self.parts.deployment.verify, write=True)
         with guarded(self.parts.deployment):  # a missing table: in another region?
-            cid = self.store.commit(at, parent_id, checkpoint, shaped, new_versions, first)
+            cid = self.store.commit(at, parent_id, checkpoint, shaped, new_versions, first, config)
         return make_config(tid, ns, cid)
 
     @public("put_writes")

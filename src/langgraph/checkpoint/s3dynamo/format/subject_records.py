@@ -13,6 +13,7 @@ time instead. What each item reveals: docs/SECURITY.md, "Erasing a data subject"
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
 import os
@@ -176,14 +177,25 @@ def fence_refusal(found: Item | None) -> Exception:
     """What a refused fence means: an erasure began (the run's data is being erased), or
     the key changed (the write is sealed again under the one in force)."""
     if found is not None and found.get(STATE) == ERASING:
-        return SubjectErasingError(
-            "an erasure of the data subject whose data this is began after this write "
-            "read its key, and has not ended: nothing more of the subject is written "
-            "(run erase_subject again to finish one that was interrupted)"
-        )
+        return erasing_error(None, found.get(SINCE), "after this write read its key")
     return SubjectKeyChangedError(
         "the data subject's key changed while this write was sealed (its first key was "
         "made by another process, or an erasure ended); seal it again under the key in force"
+    )
+
+
+def erasing_error(token: str | None, since: Any, when: str = "") -> SubjectErasingError:
+    """A write of a subject whose erasure began and has not ended, refused: which
+    erasure (the subject's keyed hash, where known, and when it began), and what to do."""
+    began = "at an unknown time"
+    if isinstance(since, (int, float)) and since > 0:
+        at = datetime.datetime.fromtimestamp(since / 1000, datetime.timezone.utc)
+        began = at.strftime("at %Y-%m-%d %H:%M:%S UTC")
+    subject = "the data subject whose data this is" if token is None else f"data subject {token}"
+    return SubjectErasingError(
+        f"an erasure of {subject} began {began}{' ' + when if when else ''} and has not "
+        "ended: nothing more of the subject is written until it does (if it was "
+        "interrupted, run erase_subject again to finish it)"
     )
 
 

@@ -19,6 +19,7 @@ namespace. Everything else keeps the deployment's keys.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import threading
@@ -33,7 +34,6 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     KeyNotFoundError,
     SubjectErasedError,
-    SubjectErasingError,
     SubjectKeyChangedError,
     ThreadDeletedError,
 )
@@ -44,6 +44,7 @@ from langgraph.checkpoint.s3dynamo.format.subject_records import (
     Erasure,
     Fence,
     SubjectKey,
+    erasing_error,
     erasure_from,
     erasure_record,
     erasures_pk,
@@ -138,17 +139,29 @@ class Subjects:
         """The catalog's texts (`equality.canonical`) of the metadata values that name
         this subject: the string, and the integer where it is one's digits."""
         values = [canonical(text)]
-        if text.lstrip("-").isdigit():
-            values.append(canonical(int(text)))
+        with contextlib.suppress(ValueError):
+            if str(int(text)) == text:  # "007" and "٣" are no integer's digits
+                values.append(canonical(int(text)))
         return [v for v in values if v is not None]
 
-    def of_metadata(self, metadata: Mapping[str, Any] | None) -> str | None:
+    def of_metadata(
+        self, metadata: Mapping[str, Any] | None, *, strict: bool = False
+    ) -> str | None:
         """The subject a checkpoint's metadata names, if the deployment declares a field
-        and the metadata holds a string or integer there."""
+        and the metadata holds a string or integer there. `strict` (a write): a value of
+        another type there is refused, never a thread of nobody's that no erasure finds."""
         if self.field is None or not isinstance(metadata, Mapping):
             return None
         value = metadata.get(self.field)
-        if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        if value is None or value == "":
+            return None
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            if strict:
+                raise InvalidConfigError(
+                    f"the data subject field {self.field!r} holds {value!r} "
+                    f"({type(value).__name__}); a subject is a string or an integer: pass "
+                    "str() of it. Nothing was written"
+                )
             return None
         return self.text(value)
 
@@ -184,11 +197,7 @@ class Subjects:
             return pending
         fence = fence_from(token, self._data.do(Get(fence_key(self.prefix, token))))
         if fence is not None and fence.state == ERASING:
-            raise SubjectErasingError(
-                "an erasure of this data subject began and has not ended: nothing of the "
-                "subject is written until it does (run erase_subject again to finish one "
-                "that was interrupted)"
-            )
+            raise erasing_error(token, fence.since_ms)
         if fence is not None and fence.state == ACTIVE and fence.kid is not None:
             key = self._known_key(fence.kid, "the subject's key")
             if key is not None:
@@ -212,7 +221,7 @@ class Subjects:
         the subject its checkpoint's metadata names; else the key the thread was read or
         written under in this process (`known`); else the subject a task's
         `configurable` names; else none (the deployment's keys)."""
-        subject = self.of_metadata(metadata)
+        subject = self.of_metadata(metadata, strict=True)
         if subject is None and known is not None:
             key = self.key_of(known)
             if key is None:
@@ -221,7 +230,7 @@ class Subjects:
                     "nothing of the subject is written under its old key"
                 )
             return key, self.check(key)
-        subject = subject or self.of_metadata(configurable)
+        subject = subject or self.of_metadata(configurable, strict=True)
         if subject is None:
             return None, None
         return self.for_writing(subject)
@@ -460,8 +469,9 @@ class Subjects:
     def _key_table(self) -> BlobEngine:
         if self._keys is None:
             raise InvalidConfigError(
-                "data subjects need a key table of their own: set S3DYNAMO_KEY_TABLE "
-                "(key_table=), the table Terraform makes beside the data's"
+                "this is a data subject's data and this saver declares no subjects: declare "
+                "them as the deployment that wrote it does, subject_field "
+                "(S3DYNAMO_SUBJECT_FIELD) or subject_label (S3DYNAMO_SUBJECT_LABEL)"
             )
         return self._keys
 

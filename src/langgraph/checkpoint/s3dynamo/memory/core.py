@@ -38,6 +38,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
     InvalidConfigError,
     ObjectNotFoundError,
     StorageError,
+    SubjectErasedError,
     SubjectKeyChangedError,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import VECTOR_SK_RANGE, memory_scope, object_key
@@ -150,6 +151,8 @@ class Space:
         or another process made the subject's first key), sealed again and sent once
         more."""
         for attempt in range(2):
+            for namespace in writes:  # a subject's refusal comes before any namespace's write
+                self._subject(namespace)
             try:
                 self._run(each([self._writes.put(ns, new) for ns, new in writes.items()]))
                 self._landed(writes)
@@ -202,13 +205,22 @@ class Space:
         namespaces in one wave."""
         self._run(each([self._writes.delete(ns, keys) for ns, keys in deletes.items()]))
 
-    def namespaces_of(self, pks: Sequence[str]) -> list[Namespace]:
+    def namespaces_of(self, pks: Sequence[str], erased: list[str] | None = None) -> list[Namespace]:
         """The namespaces of these partitions that are in the directory, each entry read
-        (one GetItem each, in one wave) and opened."""
-        names = [scope[2] for pk in pks if (scope := memory_scope(pk)) and scope[2]]
-        keys = [ItemKey(self._names.directory, name) for name in names]
+        (one GetItem each, in one wave) and opened; one an erasure made unreadable (a
+        backup restored after it) left out, its partition noted in `erased`."""
+        named = [(pk, scope[2]) for pk in pks if (scope := memory_scope(pk)) and scope[2]]
+        keys = [ItemKey(self._names.directory, name) for _, name in named]
         entries = self._run(each([reads.entry(k) for k in keys]))
-        return [self._directory.namespace_of(e) for e in entries if e is not None]
+        found: list[Namespace] = []
+        for (pk, _), entry in zip(named, entries, strict=True):
+            try:
+                if entry is not None:
+                    found.append(self._directory.namespace_of(entry))
+            except SubjectErasedError:
+                if erased is not None:
+                    erased.append(pk)
+        return found
 
     def items_of(self, namespace: Namespace) -> list[Found]:
         """Every live item of one namespace, opened (`Items.scan_namespace`)."""

@@ -203,24 +203,40 @@ class SubjectOperations:
     @public("ops.subjects.export")
     def export(self, subject: Subject, progress: Function = None) -> Iterator[dict[str, Any]]:
         """Everything the subject has, one record at a time: each of its threads'
-        checkpoints (their state and metadata) and each of its Store items, values as
-        the graph holds them (messages as message objects; `json_line` writes a record
-        as `s3dynamo export-subject` does).
+        checkpoints (their state, metadata and pending writes; in a thread whose
+        checkpoints name several subjects, those that name this one or none) and each
+        of its Store items, values as the graph holds them (messages as message
+        objects; `json_line` writes a record as `s3dynamo export-subject` does). What an
+        erasure made unreadable (a backup restored after it) is left out, with a warning.
         `progress(done, total)` hears of the threads and namespaces read."""
         text = self._text(subject)
         tell = progress or no_progress
         field = self.subjects.field
+        erased: list[str] = []
         with guarded(self.parts.deployment):
             values = self.subjects.catalog_values(text)
-            tids = [] if field is None else self.parts.store.subject_threads(field, values)
+            store = self.parts.store
+            tids = [] if field is None else store.subject_threads(field, values, erased)
             partitions = self.subjects.namespaces(text) if self.subjects.label is not None else []
         total = len(tids) + len(partitions)
         for done, tid in enumerate(tids):
             tell(done, total)
-            yield from _checkpoints(self.parts, tid)
+            for record in _checkpoints(self.parts, tid):
+                named = self.subjects.of_metadata(record["metadata"])
+                if named is None or named == text:
+                    yield record
         space = memory_space(self.parts, STORE_SPACE)
         serde = self.parts.serde()
-        for done, namespace in enumerate(space.namespaces_of(partitions), start=len(tids)):
+        namespaces = space.namespaces_of(partitions, erased)
+        if erased:
+            log.warning(
+                "export of subject %s: left out %d thread(s) and Store namespace(s) an "
+                "erasure made unreadable (a backup restored after it; erase the subject "
+                "again to remove them)",
+                self.subjects.token(text),
+                len(erased),
+            )
+        for done, namespace in enumerate(namespaces, start=len(tids)):
             tell(done, total)
             for found in space.items_of(namespace):
                 body = serde.loads_typed(found.typed)
@@ -249,6 +265,10 @@ def _checkpoints(parts: Components, tid: str) -> Iterator[dict[str, Any]]:
             "created_at": found.checkpoint.get("ts"),
             "metadata": dict(found.metadata or {}),
             "values": dict(found.checkpoint.get("channel_values") or {}),
+            "pending_writes": [
+                {"task_id": task, "channel": channel, "value": value}
+                for task, channel, value in found.pending_writes or []
+            ],
         }
 
 

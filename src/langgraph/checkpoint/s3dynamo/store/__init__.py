@@ -291,9 +291,8 @@ class ThreadStore(Upkeep):
     def checkpoints(
         self, tid: str, ns: str | None, cid: str | None, before_id: str | None
     ) -> Iterable[Entry]:
-        """`list(config)`'s checkpoints before `before_id`: the one `cid` names, else the
-        namespace's, read page by page as they are taken (every namespace's with `ns`
-        None), newest first."""
+        """`list(config)`'s checkpoints before `before_id`, newest first: the one `cid`
+        names, else the namespace's (every one's with `ns` None), read page by page."""
         if cid is not None:
             one = self.read(tid, ns or "", cid)
             return [one] if one and (before_id is None or cid < before_id) else []
@@ -305,8 +304,7 @@ class ThreadStore(Upkeep):
         self, filter: Mapping[str, Any] | None, before_id: str | None, skipped: list[Skipped]
     ) -> list[Entry]:
         """`list(None, filter=...)`'s checkpoints: through the catalog, else a Scan.
-        Threads that do not open with these keys are skipped, into `skipped`, with a
-        warning."""
+        Threads that do not open with these keys go into `skipped`, with a warning."""
         found = self._engine.run(self._threads.listing(filter, before_id, skipped))
         warn_skipped("list(None)", skipped)
         return found
@@ -346,15 +344,17 @@ class ThreadStore(Upkeep):
         metadata: Any,
         new_versions: Mapping[str, Any],
         before_write: Callable[[], None] | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> str:
-        """Store a checkpoint (`committer.py`), sealed under the key of its data subject,
-        if it has one (`_under_subject`); its id."""
+        """Store a checkpoint (`committer.py`) under its data subject's key, if it has
+        one (`_under_subject`: its metadata's, else its `config`'s); its id."""
         return self._under_subject(
             at.tid,
             lambda sealing: self._committer.commit_checkpoint(
                 at.tid, at.ns, parent_id, checkpoint, metadata, new_versions, before_write, sealing
             ),
             metadata=metadata,
+            configurable=(config or {}).get("configurable"),
         )
 
     def commit_writes(

@@ -224,19 +224,24 @@ class Catalog:
             )
         return Catalogued(tid, entry.thread_name)
 
-    def opened_all(self, entries: Sequence[CatalogEntry]) -> list[Catalogued]:
+    def opened_all(
+        self, entries: Sequence[CatalogEntry], erased: list[str] | None = None
+    ) -> list[Catalogued]:
         """The threads these entries name, leaving out those of a data subject an
         erasure made unreadable (a backup restored after it), unless that is all there
-        is: then `SubjectErasedError`, never an empty answer for the subject's own."""
+        is: then `SubjectErasedError`, never an empty answer for the subject's own.
+        With `erased` (a subject's export), their threads' names go there instead."""
         out: list[Catalogued] = []
-        erased: SubjectErasedError | None = None
+        refused: SubjectErasedError | None = None
         for entry in entries:
             try:
                 out.append(self.opened(entry))
             except SubjectErasedError as exc:
-                erased = exc
-        if erased is not None and not out:
-            raise erased
+                refused = exc
+                if erased is not None:
+                    erased.append(entry.thread_name)
+        if refused is not None and not out and erased is None:
+            raise refused
         return out
 
     def threads(self, field: str, value: Any) -> Steps[list[Catalogued]]:

@@ -373,13 +373,14 @@ class Upkeep:
         listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
         return sorted({e.thread_name for found in self._engine.run(each(listed)) for e in found})
 
-    def subject_threads(self, field: str, values: Sequence[str]) -> list[str]:
+    def subject_threads(self, field: str, values: Sequence[str], erased: list[str]) -> list[str]:
         """The ids of every thread filed under these values of a declared field, each
-        entry opened (`threads_of`, whose ids an export needs)."""
+        entry opened (`threads_of`, whose ids an export needs); the names of those an
+        erasure made unreadable (a backup restored after it) go into `erased`."""
         self._catalog.require_complete(field)
         listed = [self._catalog.listed(self._catalog.token(field, v)) for v in values]
-        found = {e for entries in self._engine.run(each(listed)) for e in entries}
-        return sorted({self._catalog.opened(e).tid for e in found})
+        found = [e for entries in self._engine.run(each(listed)) for e in entries]
+        return sorted({c.tid for c in self._catalog.opened_all(found, erased)})
 
     def remove_threads(self, names: Sequence[str]) -> list[Removed]:
         """Remove these threads whole, by their names as stored (`removal.py`: nothing
