@@ -144,6 +144,17 @@ def test_a_tenant_prefix_with_another_tenants_keys_is_named(
         wrong.get_tuple({"configurable": {"thread_id": "t"}})
     with pytest.raises(DeploymentMismatchError, match="prefix 'tenant-a/'"):
         list(wrong.list(None))
+    # Its maintenance removes nothing either: retention and the Store's expiry.
+    say(a, "idle", "old", days_ago=3)
+    before = stored(clients)
+    for sweep in (
+        lambda: wrong.ops.expire_idle_threads("1d"),
+        lambda: wrong.ops.expire_idle_threads("1d", strategy="keep_latest"),
+        lambda: wrong.ops.memory.expire(),
+    ):
+        with pytest.raises(DeploymentMismatchError):
+            sweep()
+    assert stored(clients) == before
 
 
 def test_maintenance_of_one_tenant_never_touches_another(
@@ -217,6 +228,9 @@ def test_a_tenant_sweep_needs_no_scope_named(
     for prefix in ["", *PREFIXES]:
         say(tenants[prefix](), "idle", "old", days_ago=3)
     b = tenants["tenant-b/"]()
+    # Every tenant's sweep is the table's operator's, never a tenant's.
+    with pytest.raises(InvalidConfigError, match="every tenant of the table"):
+        b.ops.expire_idle_threads("1d", scope="*")
     assert len(b.ops.expire_idle_threads("1d").removed) == 1
     assert b.ops.plan_garbage_collection(grace=timedelta(0)).objects == 0
     assert len(tenants[""]().ops.plan_expiry("1d", scope="").idle) == 1

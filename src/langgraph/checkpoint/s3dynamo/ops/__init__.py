@@ -266,6 +266,8 @@ class Operations:
         ttl, chosen, kept, every = retention.terms(
             self.parts.settings, older_than, strategy, keep_last, scope
         )
+        if not every:  # a tenant's keys: the deployment's, or nothing is removed
+            self.parts.deployment.verify(write=False)
         with table_wide(self.store, "retention", scope, every=True):
             return sweep.plan_sweep(
                 self.store,

@@ -59,6 +59,7 @@ class MemoryOperations:
     @public()
     def expire_space(self, space: MemorySpace) -> tuple[int, int]:
         """The sweep of one space: (items deleted, namespaces dropped)."""
+        self.parts.deployment.verify(write=False)
         return expire(space)
 
     @public()
@@ -211,7 +212,9 @@ def expire_memory(parts: Components, *, dry_run: bool = False) -> MemoryExpiry:
     """Remove the expired Store items and cache entries of this deployment (each only
     while still expired: a read that refreshed it, or a new put, keeps it), their
     objects, and the directory entries of namespaces left empty. An expired item is
-    never returned by a read whether or not this has run."""
+    never returned by a read whether or not this has run. Another deployment's keys
+    remove nothing (`DeploymentMismatchError`)."""
+    parts.deployment.verify(write=False)
     result = MemoryExpiry(dry_run)
     for label, space in spaces(parts).items():
         if dry_run:

@@ -81,6 +81,12 @@ def table_wide(
     anything is written."""
     prefix = store.prefix
     allowed = {prefix, EVERY_DEPLOYMENT} if every else {prefix}
+    if scope == EVERY_DEPLOYMENT and every and prefix:
+        raise InvalidConfigError(
+            f"{what}: scope '*' acts on every tenant of the table, and this saver is tenant "
+            f"{prefix!r}'s, which acts on its own threads only; run it from a saver without "
+            "a prefix (the table's operator), or pass scope=None for this tenant's"
+        )
     if scope is not None and scope not in allowed:
         raise InvalidConfigError(
             f"{what}: scope {scope!r} is not this saver's; it acts on its own prefix "
