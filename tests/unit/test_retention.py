@@ -238,11 +238,15 @@ def test_tombstones_go_once_older_than_the_ttl(saver: MemorySaver) -> None:
     at(saver, 0)
     saver.ops.expire_idle_threads(TTL)
     assert stored(saver, "gone")[2]
+    chat(saver, "later")
     at(saver, 1)
     assert not saver.ops.expire_idle_threads(TTL, dry_run=True).leftovers  # nothing to do yet
     at(saver, 31)
     plan = saver.ops.expire_idle_threads(TTL)
-    assert plan.removed == [saver.parts.namer.thread("gone")]
+    # The tombstones are a finished removal's: cleared, not counted as threads removed.
+    assert plan.removed == [saver.parts.namer.thread("later")]
+    assert plan.cleared == [saver.parts.namer.thread("gone")]
+    assert (plan.result()["removed_threads"], plan.result()["leftovers_cleared"]) == (1, 1)
     assert stored(saver, "gone") == (0, 0, [])
 
 

@@ -84,7 +84,10 @@ def _expiry(p: Data) -> list[str]:
         first = f"{idle} ({plural(p['records'], 'record')}, and their objects)"
     lines = [f"{first}; {p['active_threads']} active"]
     if p["leftovers"]:
-        lines.append(f"{p['leftovers']} removals left unfinished by an earlier run")
+        lines.append(
+            f"leftovers of {plural(p['leftovers'], 'removed thread')} to clear (tombstones past "
+            "the time to live, or a removal an earlier run left unfinished)"
+        )
     if p["undated_threads"]:
         lines.append(
             f"{p['undated_threads']} threads have no stamp or time-based checkpoint id and are kept"

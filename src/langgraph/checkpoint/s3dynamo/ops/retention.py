@@ -85,6 +85,9 @@ class Sweep:
     # Filled by `run`.
     removed: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
+    # Leftovers finished: threads removed before (tombstones past the TTL, or a removal
+    # an earlier run left midway), counted apart from the threads this sweep removed.
+    cleared: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)
     revived: list[str] = field(default_factory=list)
@@ -116,6 +119,7 @@ class Sweep:
         done = {
             "removed_threads": len(self.removed),
             "pruned_threads": len(self.pruned),
+            "leftovers_cleared": len(self.cleared),
             "skipped_threads": len(self.skipped),
             "records_deleted": self.records_deleted,
             "objects_deleted": self.objects_deleted,
@@ -141,7 +145,8 @@ class Sweep:
             elif removed.skipped is not None:
                 self.skipped.append(removed.skipped)
             else:
-                (self.pruned if keep.latest else self.removed).append(name)
+                done = self.pruned if keep.latest else self.removed
+                (done if name in self.idle else self.cleared).append(name)
                 self.records_deleted += removed.records
                 self.objects_deleted += removed.objects
         if keep.latest:
