@@ -198,6 +198,11 @@ def test_one_key_id_given_two_keys_is_refused_naming_the_id() -> None:
         ("S3DYNAMO_PLAIN_TEXT", "S3DYNAMO_PLAINTEXT"),
         ("S3DYNAMO_KEY", "S3DYNAMO_KEYS"),
         ("S3DYNAMO_DETECT_CONCURRENT_RUN", "S3DYNAMO_DETECT_CONCURRENT_RUNS"),
+        # Names other savers and the README's words suggest: one word more, or fewer.
+        ("S3DYNAMO_TABLE_NAME", "S3DYNAMO_TABLE"),
+        ("S3DYNAMO_KEEP_LAST", "S3DYNAMO_RETENTION_KEEP_LAST"),
+        ("S3DYNAMO_REGION_NAME", "S3DYNAMO_REGION"),
+        ("S3DYNAMO_TTL_STRATEGY", "S3DYNAMO_TTL"),
     ],
 )
 def test_a_misspelled_variable_is_named_with_the_one_meant(typo: str, meant: str) -> None:
@@ -365,3 +370,9 @@ def test_a_profile_region_that_is_no_region_name_names_the_config_file(
         "the region of the AWS config file's profile is '\"us-east-1\"', not an AWS region name"
     )
     assert "fix the profile's region" in message and "AWS_ENDPOINT_URL" not in message
+
+
+def test_other_tools_s3dynamo_variables_are_left_alone() -> None:
+    """The project's own test and CI switches share the prefix and name no setting."""
+    names = ["S3DYNAMO_DEBUG", "S3DYNAMO_TF_APPLY", "S3DYNAMO_TEST_BACKEND", "S3DYNAMO_CHECKOV"]
+    assert from_env(**dict.fromkeys(names, "1"), **SEALED) is not None

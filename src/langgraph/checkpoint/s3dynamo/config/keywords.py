@@ -1,7 +1,8 @@
 """A keyword argument that a constructor or `from_env` of the saver, the Store or the node
 cache does not take (`S3DynamoStore.from_env(indx=...)`): an `ArgumentTypeError` naming
 the closest one it does take and listing what it takes, its own and the saver's apart,
-before anything is built. Python's own TypeError names neither."""
+before anything is built. Python's own TypeError names neither. And an `S3DYNAMO_`
+variable `from_env` does not read, which would be ignored (`refuse_unread`)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,41 @@ def refuse_unknown(where: str, given: Iterable[str], takes: Mapping[str, Collect
     raise ArgumentTypeError(
         f"{where}: unknown setting(s) {unknown}{meant} Expected some of {expected}"
     )
+
+
+def refuse_unread(
+    env: Mapping[str, str], variables: Collection[str], arguments: Collection[str]
+) -> None:
+    """An S3DYNAMO_ variable `from_env` does not read (`variables` are those it reads), near
+    one it reads (S3DYNAMO_BUKET, S3DYNAMO_TABLE_NAME) or named after one of its
+    `arguments` that has none (S3DYNAMO_ALLOW_PLAINTEXT_READ), would be ignored without a
+    word: an error says what to do. Other tools' variables (S3DYNAMO_DEBUG) are neither."""
+    for name in sorted(n for n in env if n.startswith("S3DYNAMO_") and n not in variables):
+        near = difflib.get_close_matches(name, variables, n=1, cutoff=0.85)
+        near = near or _wordwise(name, variables)
+        argument = name[len("S3DYNAMO_") :].lower()
+        if near or argument in arguments:
+            fix = (
+                f"{argument} has no variable: pass S3DynamoSaver.from_env({argument}=...)"
+                if argument in arguments
+                else f"did you mean {near[0]}? Rename it (the README's Configuration lists them)"
+            )
+            raise InvalidConfigError(
+                f"{name} is set, but s3dynamo reads no such variable, so its value would be "
+                f"ignored; {fix}"
+            )
+
+
+def _wordwise(name: str, variables: Collection[str]) -> list[str]:
+    """The variable whose words hold all of `name`'s, or are all in it (S3DYNAMO_KEEP_LAST:
+    S3DYNAMO_RETENTION_KEEP_LAST; S3DYNAMO_TABLE_NAME: S3DYNAMO_TABLE), the closest first."""
+    words = set(name.split("_")[1:]) - {""}
+    close = [
+        v
+        for v in variables
+        if words and (words <= set(v.split("_")) or set(v.split("_")[1:]) <= words)
+    ]
+    return sorted(close, key=lambda v: (len(set(v.split("_")) ^ words), v))[:1]
 
 
 def taken(fn: Callable[..., Any]) -> list[str]:

@@ -31,7 +31,6 @@ argument's text is read as its variable's. Anything else is refused by name.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -52,7 +51,7 @@ from langgraph.checkpoint.s3dynamo.config.arguments import (
     yes_no,
 )
 from langgraph.checkpoint.s3dynamo.config.aws_names import AN_AWS_REGION, region_name
-from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown
+from langgraph.checkpoint.s3dynamo.config.keywords import refuse_unknown, refuse_unread
 from langgraph.checkpoint.s3dynamo.errors import ArgumentTypeError, InvalidConfigError
 from langgraph.checkpoint.s3dynamo.format.catalog_records import MAX_FIELDS as MAX_CATALOG_FIELDS
 from langgraph.checkpoint.s3dynamo.format.catalog_records import (
@@ -202,25 +201,6 @@ def langgraph_json_ttl(path: str = "langgraph.json") -> dict[str, Any]:
         config = json.load(f)
     ttl = (config.get("checkpointer") or {}).get("ttl") or {}
     return dict(ttl)
-
-
-def refuse_misspelled(env: Mapping[str, str]) -> None:
-    """An S3DYNAMO_ variable `from_env` does not read, near one it reads (S3DYNAMO_BUKET) or
-    named after an argument (S3DYNAMO_ALLOW_PLAINTEXT_READ), would be ignored without a word:
-    an error says what to do. Other tools' variables (S3DYNAMO_DEBUG, ...) are neither."""
-    for name in sorted(n for n in env if n.startswith("S3DYNAMO_") and n not in VARIABLES):
-        near = difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.85)
-        argument = name[len("S3DYNAMO_") :].lower()
-        if near or argument in FROM_ENV_ARGUMENTS:
-            fix = (
-                f"{argument} has no variable: pass S3DynamoSaver.from_env({argument}=...)"
-                if argument in FROM_ENV_ARGUMENTS
-                else f"did you mean {near[0]}? Rename it (the README's Configuration lists them)"
-            )
-            raise InvalidConfigError(
-                f"{name} is set, but s3dynamo reads no such variable, so its value would be "
-                f"ignored; {fix}"
-            )
 
 
 def workers_from_env(env: Mapping[str, str] | None = None) -> int:
@@ -484,7 +464,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Settings from the environment (module docstring); keyword arguments win."""
         env = os.environ if env is None else env
-        refuse_misspelled(env)
+        refuse_unread(env, VARIABLES, FROM_ENV_ARGUMENTS)
         options: dict[str, Any] = {
             "table": env.get("S3DYNAMO_TABLE", ""),
             "bucket": env.get("S3DYNAMO_BUCKET", ""),
