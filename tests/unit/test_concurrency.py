@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo import ItemTooLargeError, S3DynamoSaver
 from langgraph.checkpoint.s3dynamo.backends.dynamodb import DynamoTable
@@ -168,6 +168,44 @@ def test_deliberate_forks_are_not_refused(backend: Backend) -> None:
     graph.invoke({"messages": [HumanMessage("after", id="a")]}, config)
     after = [m.content for m in graph.get_state(config).values["messages"]]
     assert after[-2:] == ["after", "turn 3; heard: q0 / q1 / after"]
+
+
+def test_a_turn_with_detection_off_does_not_wedge_the_thread(backend: Backend) -> None:
+    """A thread given a turn by a saver with detection off (a rolling redeploy, detection
+    switched off and on again) was refused for good afterwards: the plain commit left the
+    head at the checkpoint before, and every run continuing the latest found it there."""
+    config = {"configurable": {"thread_id": "mixed"}}
+    on = chat_graph(backend.saver())
+    off = chat_graph(backend.saver(setup=False, detect_concurrent_runs=False))
+    on.invoke({"messages": [HumanMessage("one", id="h1")]}, config)
+    off.invoke({"messages": [HumanMessage("two", id="h2")]}, config)
+    fresh = chat_graph(backend.saver(setup=False))
+    fresh.invoke({"messages": [HumanMessage("three", id="h3")]}, config)
+    on.invoke({"messages": [HumanMessage("four", id="h4")]}, config)
+    latest = [m.content for m in fresh.get_state(config).values["messages"]]
+    assert latest[-2:] == ["four", "turn 4; heard: one / two / three / four"]
+    turns = [s.values.get("turns") for s in fresh.get_state_history(config)]
+    assert {1, 2, 3, 4} <= set(turns)
+    # Two runs continuing the latest, whose head a commit without detection left behind,
+    # are still told apart: the second to commit on it is refused.
+    off.invoke({"messages": [HumanMessage("five", id="h5")]}, config)
+    a, b = backend.saver(setup=False), backend.saver(setup=False)
+    put_a, put_b = _continue_latest(a, config), _continue_latest(b, config)
+    put_a()
+    with pytest.raises(ConcurrentUpdateError, match="another run committed to this thread"):
+        put_b()
+    chat_graph(b).invoke({"messages": [HumanMessage("six", id="h6")]}, config)  # its retry
+    heard = fresh.get_state(config).values["messages"][-1].content
+    assert heard == "turn 6; heard: one / two / three / four / five / six"
+
+
+def _continue_latest(saver: S3DynamoSaver, config: dict[str, Any]) -> Any:
+    """A run that loaded the namespace's latest checkpoint: its put of a child, to call."""
+    latest = saver.get_tuple(config)
+    assert latest is not None
+    step = latest.metadata["step"] + 1
+    child = create_checkpoint(latest.checkpoint, None, step)
+    return lambda: saver.put(latest.config, child, {"source": "update", "step": step}, {})
 
 
 def test_large_metadata_is_refused_before_any_request_naming_the_key(backend: Backend) -> None:

@@ -126,7 +126,13 @@ def test_commit_conditions(table: Table) -> None:
     # Without a head (maintenance dropped it) any parent goes.
     table.batch(deletes=[HEAD])
     commit(table, "5", "1")
-    assert _ids(table) == ["ns#1", "ns#2", "ns#3", "ns#4", "ns#5"]
+    # A head behind the parent (a commit without detection wrote the parent and left the
+    # head) goes, and moves it; a second child of that parent is refused.
+    send(table, thread_format.commit_checkpoint(_cp("6"), None, None, 0))
+    commit(table, "7", "6")
+    with pytest.raises(ConcurrentUpdateError, match="the head names 7, not 6"):
+        commit(table, "7b", "6")
+    assert _ids(table) == ["ns#1", "ns#2", "ns#3", "ns#4", "ns#5", "ns#6", "ns#7"]
 
 
 @needs_transactions

@@ -240,8 +240,9 @@ class HeadMove(NamedTuple):
     """How committing a checkpoint moves its namespace's head (the id of the newest
     checkpoint, kept in a control item): to `to`, and, when `expect_parent`, only if the
     head still names `parent` (a new namespace: `parent` None, no head yet, or a
-    tombstone left by retention), is absent (threads written before heads existed, or
-    after maintenance removed it), or already names `to` (a repeat of this very commit)."""
+    tombstone left by retention), names an older checkpoint (a commit with detection off
+    left it), is absent (threads written before heads existed, or after maintenance
+    removed it), or already names `to` (a repeat of this very commit)."""
 
     key: ItemKey
     to: str

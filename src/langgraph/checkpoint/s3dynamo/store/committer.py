@@ -22,11 +22,11 @@ shows all or nothing; a put refused for good takes its checkpoint's back.
 Concurrent runs. The record is written in one transaction with the namespace's head (the
 id of its newest checkpoint, a control item). A put that continues what its run holds as
 the namespace's latest (the run record, `store/handoff.py`) commits only if the head
-still names that parent, else it raises `ConcurrentUpdateError` and writes nothing; any
-other put (a fork, a replay, direct API use) moves the head without condition. Under
-`thread_lock` every commit also carries the lease's fencing token (`fences.py`) and is
-refused (`LeaseLostError`) once another holder took it over; accepted, the same request
-pushes the lease's expiry out, so a holder that keeps writing keeps its lease.
+names that parent or an older one (detection off moves none), else it raises
+`ConcurrentUpdateError`, writing nothing; other puts (forks, replays, direct API use)
+move the head without condition. Under `thread_lock` every commit also carries the
+lease's fencing token (`fences.py`), refused (`LeaseLostError`) once another holder took
+it over; accepted, it pushes the lease's expiry out: a holder writing keeps its lease.
 """
 
 from __future__ import annotations

@@ -79,6 +79,7 @@ from langgraph.checkpoint.s3dynamo.table import (
     eq,
     exists,
     keyed,
+    le,
     lt,
     missing,
 )
@@ -169,11 +170,15 @@ def commit_writes(
 def move_head(head: HeadMove, idle: str) -> Update:
     """Move a namespace's head, on condition when the commit must find it still at its
     parent (or absent, or already at this very checkpoint; a new thread may also start
-    where retention left a tombstone). It sets the head's idle-index key too: the index
-    is written only when that key changes, on the thread's first commit of a day."""
+    where retention left a tombstone). A head behind the parent (naming an older
+    checkpoint) is no conflict either: a commit without detection wrote the parent and
+    left the head where it was, and any commit made since the run loaded its parent
+    names a newer checkpoint (ids sort as they were made; tombstones above every id).
+    It sets the head's idle-index key too: the index is written only when that key
+    changes, on the thread's first commit of a day."""
     when = None
     if head.expect_parent:
-        parent = eq(HEAD, head.parent) if head.parent is not None else begins(HEAD, TOMBSTONE_MARK)
+        parent = le(HEAD, head.parent) if head.parent is not None else begins(HEAD, TOMBSTONE_MARK)
         when = either(missing(HEAD), eq(HEAD, head.to), parent)
     elif head.parent is not None:
         # A fork, a replay: any head but a tombstone. A checkpoint with a parent continues
