@@ -99,7 +99,9 @@ def test_a_duration_is_a_number_with_a_unit_or_a_number_of_days(
         assert from_env(S3DYNAMO_RETENTION=given).retention == span
 
 
-@pytest.mark.parametrize("typo", ["30 days", "a month", "30x", "d", "", "1e999d"])
+@pytest.mark.parametrize(
+    "typo", ["30 days", "a month", "30x", "d", "", "1e999d", "\u0661\u0662d", "\uff13\uff10"]
+)
 def test_a_duration_that_is_none_names_the_variable_and_what_it_accepts(typo: str) -> None:
     accepts = "a number with a unit, d, h, m or s (30d, 12h, 90m, 3600s), or a number of days"
     with pytest.raises(InvalidConfigError) as raised:

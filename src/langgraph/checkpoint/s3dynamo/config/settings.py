@@ -147,7 +147,10 @@ def duration(
         spelled = str(value).strip().lower()
         unit = spelled[-1:] if isinstance(value, str) and spelled[-1:] in DURATION_UNITS else ""
         try:
-            span = timedelta(**{DURATION_UNITS.get(unit, bare): float(spelled.removesuffix(unit))})
+            number = spelled.removesuffix(unit)
+            if not number.isascii():  # float() reads Arabic-Indic or full-width digits too
+                raise ValueError(number)
+            span = timedelta(**{DURATION_UNITS.get(unit, bare): float(number)})
         except (ValueError, OverflowError):
             raise InvalidConfigError(
                 f"{name} must be a duration, got {value!r}; expected {accepts}"
