@@ -1,8 +1,9 @@
 """`s3dynamo import --from ...` as a user moving to this saver runs it: from a SQLite
 file, from PostgreSQL (a local server on 127.0.0.1, started and stopped here) and from
-AWS's DynamoDBSaver table, into a store on moto in process. The plan, the copy, a repeat
-that has nothing to do, a thread that exists here with another history (exit 1), and
-the errors for a source that cannot be read."""
+AWS's DynamoDBSaver table, into a store on moto in process (and one on moto server, for
+`--endpoint-url`). The plan, the copy, a repeat that has nothing to do, a thread that
+exists here with another history (exit 1), and the errors for a source that cannot be
+read."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 
 from langgraph.checkpoint.s3dynamo.testing import Sandbox, serialize_moto
 from tests.support.cli import command_env, environment, one_line_error, run
@@ -109,6 +110,50 @@ def test_from_dynamodb_saver_table_with_offload_bucket(sandbox: Sandbox) -> None
         saver = sandbox.saver()
         for tid in [*THREADS, "delta"]:
             assert same_order(saver, tid) == same_order(source, tid), tid
+
+
+def offloaded(source: Any, tid: str) -> None:
+    """A checkpoint too large for a DynamoDB item: DynamoDBSaver puts it in its offload
+    bucket (over 350 KB)."""
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"doc": "x" * 400_000}
+    checkpoint["channel_versions"] = {"doc": 1}
+    config = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+    source.put(config, checkpoint, {"step": 1, "source": "input"}, {"doc": 1})
+
+
+def test_from_dynamodb_saver_at_the_endpoint_given(s3dynamo_server_sandbox: Sandbox) -> None:
+    """`--endpoint-url` (or S3DYNAMO_ENDPOINT_URL), with no AWS_ENDPOINT_URL* set, is where
+    the source's table and offload bucket are read too, not AWS's own endpoints."""
+    from tests.support.savers import Clients
+
+    sandbox = s3dynamo_server_sandbox
+    sandbox.setup()
+    url = sandbox.endpoint_url
+    assert url
+    source = dynamodb_saver(Clients((sandbox.dynamodb, sandbox.s3)))  # on the server
+    offloaded(source, "given")
+    offloaded(source, "from-env")
+    spec = f"dynamodb:{source.table_name}?offload_bucket={source.storage.s3_bucket}"
+    env: dict[str, str | None] = {
+        **sandbox.environment(),
+        "AWS_ENDPOINT_URL": None,
+        "AWS_ENDPOINT_URL_DYNAMODB": None,
+        "AWS_ENDPOINT_URL_S3": None,
+        # A request meant for AWS's own endpoints fails here at once, never leaves.
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+    }
+    given = run(env, "--endpoint-url", url, "import", "--from", spec, "given", "--yes", "--json")
+    assert given.code == 0, given.err
+    assert given.json()["result"]["checkpoints_copied"] == 1
+    from_env = {**env, "S3DYNAMO_ENDPOINT_URL": url}
+    done = run(from_env, "import", "--from", spec, "from-env", "--yes", "--json")
+    assert done.code == 0, done.err
+    assert done.json()["result"]["checkpoints_copied"] == 1
+    saver = sandbox.saver()
+    for tid in ("given", "from-env"):
+        assert same_order(saver, tid) == same_order(source, tid), tid
 
 
 @pytest.mark.skipif(find_bin_dir() is None, reason="PostgreSQL is not installed (initdb)")

@@ -258,8 +258,9 @@ def import_threads(
     thread it has). Resumable; a thread that already has other checkpoints here is
     reported and left alone. Exit 1 if any was."""
     saver = open_saver(**settings)
-    region = settings.get("region") or saver.settings.region
-    with sources.open_source(source, region) as src:
+    # The source is read where this store is: the same region and endpoint.
+    where = saver.settings
+    with sources.open_source(source, where.region, where.endpoint_url) as src:
         with progress("reading the source"):
             plan = saver.ops.plan_import(src, list(thread_ids) or None)
         code = show_plan(plan, as_json, yes, source=source)

@@ -6,6 +6,8 @@
                                           with its S3 offload bucket if it used one
 
 Each needs its own package; a missing one is named with the pip line that installs it.
+A DynamoDBSaver table (and its offload bucket) is read in the region and at the endpoint
+this store's own clients use (`--region`, `--endpoint-url` and the variables they stand for).
 """
 
 from __future__ import annotations
@@ -38,8 +40,11 @@ def _need(package: str, module: str) -> Any:
 
 
 @contextlib.contextmanager
-def open_source(spec: str, region: str | None = None) -> Iterator[BaseCheckpointSaver[Any]]:
-    """The checkpointer `spec` names, open for the duration of the block."""
+def open_source(
+    spec: str, region: str | None = None, endpoint_url: str | None = None
+) -> Iterator[BaseCheckpointSaver[Any]]:
+    """The checkpointer `spec` names, open for the duration of the block; a DynamoDBSaver's
+    clients in `region` and at `endpoint_url` (None: where the AWS SDK's environment says)."""
     scheme, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise InvalidConfigError(f"--from {spec!r}: {EXPECTED}")
@@ -64,11 +69,14 @@ def open_source(spec: str, region: str | None = None) -> Iterator[BaseCheckpoint
         if unknown or not table:
             raise InvalidConfigError(f"--from {spec!r}: {EXPECTED}")
         offload = (
-            {"bucket_name": options["offload_bucket"]} if "offload_bucket" in options else None
+            {"bucket_name": options["offload_bucket"], "endpoint_url": endpoint_url}
+            if "offload_bucket" in options
+            else None
         )
         yield aws.DynamoDBSaver(
             table_name=table,
             region_name=region_of(region or None),
+            endpoint_url=endpoint_url,
             s3_offload_config=offload,
         )
     else:
