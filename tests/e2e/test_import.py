@@ -172,6 +172,34 @@ def test_from_postgres(sandbox: Sandbox) -> None:
 
 
 @pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        (
+            "",
+            "holds checkpoints the DynamoDBSaver offloaded to S3, and no bucket is named to "
+            "read them from: add ?offload_bucket=BUCKET",
+        ),
+        ("?offload_bucket=no-such-bucket", "no S3 bucket 'no-such-bucket' (region us-east-1"),
+    ],
+)
+def test_a_dynamodb_saver_offload_bucket_missing_or_not_named_is_one_line(
+    sandbox: Sandbox, query: str, says: str
+) -> None:
+    from tests.support.savers import Clients
+
+    source = dynamodb_saver(Clients((sandbox.dynamodb, sandbox.s3)))
+    offloaded(source, "big")
+    spec = f"dynamodb:{source.table_name}{query}"
+    for args in (["--yes"], ["big", "--json"]):
+        r = run(sandbox.environment(), "import", "--from", spec, *args)
+        assert r.code == 2, r.err
+        line = one_line_error(r)  # nothing the DynamoDBSaver logged beside it
+        assert line.startswith(f"s3dynamo: --from {spec!r}: ") and says in line, line
+    with environment(command_env(sandbox.environment())):
+        assert list(sandbox.saver().list(None)) == []  # nothing written
+
+
+@pytest.mark.parametrize(
     ("spec", "says"),
     [
         ("sqlite:/no/such/file.sqlite", "no SQLite database at"),
@@ -181,6 +209,12 @@ def test_from_postgres(sandbox: Sandbox) -> None:
             "expected sqlite:PATH, postgresql://... (or postgres://...), or dynamodb:TABLE",
         ),
         ("dynamodb:t?bucket=b", "expected sqlite:PATH"),
+        (
+            "dynamodb:no-such-table",
+            "no DynamoDB table 'no-such-table' (region us-east-1, endpoint "
+            "https://dynamodb.us-east-1.amazonaws.com); check the name, or --region and "
+            "--endpoint-url",
+        ),
     ],
 )
 def test_a_source_that_cannot_be_read_is_named(sandbox: Sandbox, spec: str, says: str) -> None:

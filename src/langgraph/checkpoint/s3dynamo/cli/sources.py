@@ -13,6 +13,7 @@ this store's own clients use (`--region`, `--endpoint-url` and the variables the
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -62,22 +63,82 @@ def open_source(
         with postgres.PostgresSaver.from_conn_string(spec) as saver:
             yield saver
     elif scheme == "dynamodb":
-        aws = _need("langgraph-checkpoint-aws", "langgraph_checkpoint_aws")
-        table, _, query = rest.partition("?")
-        options = {k: v[-1] for k, v in parse_qs(query).items()}
-        unknown = sorted(set(options) - {"offload_bucket"})
-        if unknown or not table:
-            raise InvalidConfigError(f"--from {spec!r}: {EXPECTED}")
-        offload = (
-            {"bucket_name": options["offload_bucket"], "endpoint_url": endpoint_url}
-            if "offload_bucket" in options
-            else None
-        )
-        yield aws.DynamoDBSaver(
-            table_name=table,
-            region_name=region_of(region or None),
-            endpoint_url=endpoint_url,
-            s3_offload_config=offload,
-        )
+        with _dynamodb(spec, rest, region, endpoint_url) as saver:
+            yield saver
     else:
         raise InvalidConfigError(f"--from {spec!r}: unknown kind of source {scheme!r}; {EXPECTED}")
+
+
+@contextlib.contextmanager
+def _dynamodb(
+    spec: str, rest: str, region: str | None, endpoint_url: str | None
+) -> Iterator[BaseCheckpointSaver[Any]]:
+    """AWS's DynamoDBSaver on the table and offload bucket `rest` names. Where it fails
+    for want of the table, the bucket, or the bucket's name, its error becomes the one
+    line that names what is missing and the fix (`_missing`); any other passes on."""
+    aws = _need("langgraph-checkpoint-aws", "langgraph_checkpoint_aws")
+    table, _, query = rest.partition("?")
+    options = {k: v[-1] for k, v in parse_qs(query).items()}
+    unknown = sorted(set(options) - {"offload_bucket"})
+    if unknown or not table:
+        raise InvalidConfigError(f"--from {spec!r}: {EXPECTED}")
+    offload = (
+        {"bucket_name": options["offload_bucket"], "endpoint_url": endpoint_url}
+        if "offload_bucket" in options
+        else None
+    )
+    saver = aws.DynamoDBSaver(
+        table_name=table,
+        region_name=region_of(region or None),
+        endpoint_url=endpoint_url,
+        s3_offload_config=offload,
+    )
+    # The saver logs each error it raises; unconfigured, logging would print those lines
+    # beside the command's one (logging's last resort): silent, as this package's logs are.
+    quiet, log = logging.NullHandler(), logging.getLogger("langgraph_checkpoint_aws")
+    log.addHandler(quiet)
+    try:
+        yield saver
+    except Exception as exc:
+        missing = _missing(exc, spec, saver)
+        if missing is None:
+            raise
+        raise InvalidConfigError(missing) from exc
+    finally:
+        log.removeHandler(quiet)
+
+
+def _missing(exc: Exception, spec: str, saver: Any) -> str | None:
+    """What a DynamoDBSaver error says is missing of `spec`, with the fix; None for any
+    other error. botocore's errors are told by their code (the command line imports no
+    botocore), DynamoDBSaver's want of a bucket by its message."""
+    response = getattr(exc, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    table = saver.table_name
+    if code == "ResourceNotFoundException":
+        return (
+            f"--from {spec!r}: no DynamoDB table {table!r} {_located(saver.client)}; check "
+            "the name, or --region and --endpoint-url (AWS_REGION, S3DYNAMO_ENDPOINT_URL), "
+            "which the source is read with as this store is"
+        )
+    if code == "NoSuchBucket":
+        bucket = saver.storage.s3_bucket
+        return (
+            f"--from {spec!r}: no S3 bucket {bucket!r} {_located(saver.storage.s3_client)}; "
+            "set ?offload_bucket= to the bucket the DynamoDBSaver offloaded to (the "
+            "bucket_name of its s3_offload_config)"
+        )
+    if isinstance(exc, ValueError) and "S3 is not configured" in str(exc):
+        return (
+            f"--from {spec!r}: table {table!r} holds checkpoints the DynamoDBSaver "
+            "offloaded to S3, and no bucket is named to read them from: add "
+            f"?offload_bucket=BUCKET, the bucket_name of its s3_offload_config "
+            f"('dynamodb:{table}?offload_bucket=BUCKET')"
+        )
+    return None
+
+
+def _located(client: Any) -> str:
+    meta = getattr(client, "meta", None)
+    region = getattr(meta, "region_name", None) or "?"
+    return f"(region {region}, endpoint {getattr(meta, 'endpoint_url', None) or '?'})"
