@@ -90,6 +90,10 @@ def test_from_sqlite_plan_copy_repeat_and_conflict(sandbox: Sandbox, tmp_path: P
     clash = run(env, "import", "--from", spec, "mine", "--yes")
     assert clash.code == 1
     assert "left alone: thread 'mine'" in clash.out
+    assert (
+        "an import never overwrites: to import the source's history in its place, delete the "
+        "thread here first (`s3dynamo delete`, delete_thread), then import again"
+    ) in " ".join(clash.out.split())
     conn.close()
 
 

@@ -19,7 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from langgraph.checkpoint.s3dynamo import S3DynamoSaver
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError
+from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ThreadExistsError
 from tests.support.backends import Backend
 from tests.support.graphs import converse, delta_graph
 from tests.support.scenarios import chat_graph, snapshot_view, sub_graph
@@ -246,6 +246,36 @@ def test_a_copy_of_the_newest_n_keeps_each_namespaces_own(saver: S3DynamoSaver) 
     assert snapshots(graph, "c") == snapshots(graph, "t")[:2]
     graph.invoke(Command(resume="yes"), config("c"))
     assert graph.get_state(config("c")).values["items"][-1] == "inner-b:yes"
+
+
+def test_a_copy_of_the_newest_n_onto_more_of_the_source_says_so(saver: S3DynamoSaver) -> None:
+    """A target that holds more of the source than keep_last copies (a full copy since,
+    or the newest of before the source went on) is refused saying that, and how to go
+    on; one with a checkpoint of its own, saying that."""
+    graph = chat(saver, "rp", 3)
+    saver.copy_thread("rp", "rpU", keep_last=1)
+    saver.copy_thread("rp", "rpU")  # every checkpoint: it holds more than the newest
+    chat(saver, "rp", 1)  # and the source goes on
+    refusal = (
+        "copy_thread target 'rpU' holds more of 'rp' than a copy with keep_last=1 writes: "
+        "checkpoints of 'rp' besides each namespace's 1 newest (and the ancestors they "
+        "need), written there before; a copy never removes what the target holds. Copy "
+        "without keep_last to bring the target up to date, or delete it first "
+        "(delete_thread) to copy only the newest"
+    )
+    with pytest.raises(ThreadExistsError) as copying:
+        saver.copy_thread("rp", "rpU", keep_last=1)
+    with pytest.raises(ThreadExistsError) as planning:  # `s3dynamo copy --keep-last 1`
+        saver.ops.plan_copy("rp", "rpU", keep_last=1)
+    assert str(copying.value) == str(planning.value) == refusal
+    saver.copy_thread("rp", "rpU")  # as it says: brought up to date
+    assert snapshots(graph, "rpU") == snapshots(graph, "rp")
+    graph.invoke({"messages": [HumanMessage("mine", id="mine")]}, config("rpU"))
+    with pytest.raises(ThreadExistsError) as own:
+        saver.copy_thread("rp", "rpU", keep_last=1)
+    assert str(own.value).startswith(
+        "copy_thread target 'rpU' already has checkpoints that are not part of a copy of 'rp'"
+    )
 
 
 @pytest.mark.unsupported_on(

@@ -184,8 +184,9 @@ def _thread_import(
     if foreign:
         conflict = (
             f"thread {tid!r} has {len(foreign)} checkpoint(s) here that the source does not "
-            "have; an import never overwrites: delete it here first, or import it under "
-            "another id"
+            "have; an import never overwrites: to import the source's history in its "
+            "place, delete the thread here first (`s3dynamo delete`, delete_thread), then "
+            "import again"
         )
     elif odd := sorted(cid for _, cid in theirs if not _is_checkpoint_id(cid)):
         conflict = (

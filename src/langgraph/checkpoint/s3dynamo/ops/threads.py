@@ -62,7 +62,7 @@ def plan_copy(store: ThreadStore, src: str, dst: str, keep_last: int | None = No
     `execute()` copies, and tells how many checkpoints it wrote (0: the target held the
     whole copy)."""
     entries = store.entries(src) if keep_last is None else store.newest(src, keep_last)
-    store.check_copy(src, dst, entries)
+    store.check_copy(src, dst, entries, keep_last)
     counts = {
         "source": src,
         "target": dst,

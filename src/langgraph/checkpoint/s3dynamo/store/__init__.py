@@ -465,10 +465,10 @@ class ThreadStore(Upkeep):
         self.forget()
         return written
 
-    def check_copy(self, src: str, dst: str, entries: Sequence[Entry]) -> None:
-        """Refuse, before any plan, what a copy of these checkpoints of `src` to `dst`
-        would refuse: the source itself, a target with checkpoints of its own."""
-        self._engine.run(self._copier.check_target(src, dst, entries))
+    def check_copy(self, src: str, dst: str, entries: Sequence[Entry], keep: int | None) -> None:
+        """Refuse, before any plan, what a copy of these checkpoints of `src` to `dst` (`keep`:
+        keep_last) would refuse: the source itself, a target holding other checkpoints."""
+        self._engine.run(self._copier.check_target(src, dst, entries, keep))
 
     def newest(self, tid: str, keep_last: int) -> list[Entry]:
         """What a copy with `keep_last` copies of a thread, newest first."""

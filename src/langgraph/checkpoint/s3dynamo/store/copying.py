@@ -152,7 +152,7 @@ class Copier:
                 )
                 + "; check the thread id (`s3dynamo threads` lists them)"
             )
-        records, wanted, marks = yield from self.check_target(src, dst, entries)
+        records, wanted, marks = yield from self.check_target(src, dst, entries, keep_last)
         present = {r.sk for r in records}
         todo = [e for e in entries if not wanted[(e.ns, e.checkpoint_id)] <= present]
         copying = {m.key for m in marks if m.operation == "copy"}
@@ -209,17 +209,24 @@ class Copier:
         return True
 
     def check_target(
-        self, src: str, dst: str, entries: Sequence[Entry]
+        self, src: str, dst: str, entries: Sequence[Entry], keep_last: int | None = None
     ) -> Steps[tuple[list[Record], dict[tuple[str, str], set[str]], list[Mark]]]:
         """`ThreadExistsError` if `dst` is the source itself or holds a record no copy of
-        these checkpoints writes (an empty target, or an unfinished copy, passes); else
-        its records, what the copy writes per checkpoint (sort keys), and its marks."""
+        these checkpoints (`keep_last`: a copy of the newest) writes (an empty target, or
+        an unfinished copy, passes); else its records, what the copy writes per
+        checkpoint (sort keys), and its marks."""
         if src == dst and entries:
             raise ThreadExistsError(f"copy_thread source and target are the same thread {src!r}")
         name = self.namer.thread(dst)
         records, marks = (yield from self.finder.items(name)) if src != dst else ([], [])
         wanted = {(e.ns, e.checkpoint_id): self.rewriter.target_keys(dst, e) for e in entries}
-        _refuse_foreign(src, dst, {r.sk for r in records}, wanted, marks)
+        foreign = {r.sk for r in records}.difference(*wanted.values())
+        if foreign:
+            # Refused. Whether all it holds beside the newest are the source's other
+            # checkpoints (an earlier copy wrote them) tells why: one more read, then.
+            every = (yield from self.finder.thread_entries(src)) if keep_last else []
+            more = [self.rewriter.target_keys(dst, e) for e in every]
+            raise _refusal(src, dst, marks, keep_last if foreign <= set().union(*more) else None)
         return records, wanted, marks
 
     def newest(self, tid: str, keep_last: int) -> Steps[list[Entry]]:
@@ -408,18 +415,21 @@ def _write_copy(
         yield WritePlan(owner, batched=items)
 
 
-def _refuse_foreign(
-    src: str,
-    dst: str,
-    present: set[str],
-    wanted: Mapping[tuple[str, str], set[str]],
-    marks: Sequence[Mark],
-) -> None:
-    """`ThreadExistsError` if the target holds a record no copy of `src` writes."""
-    if not present or not present.difference(*wanted.values()):
-        return
+def _refusal(src: str, dst: str, marks: Sequence[Mark], keep_last: int | None) -> Exception:
+    """`ThreadExistsError` for a target holding records a copy of `src` does not write:
+    with `keep_last`, all of them the source's own other checkpoints (an earlier copy
+    wrote them); else some no copy of `src` writes."""
+    if keep_last is not None:
+        return ThreadExistsError(
+            f"copy_thread target {dst!r} holds more of {src!r} than a copy with "
+            f"keep_last={keep_last} writes: checkpoints of {src!r} besides each namespace's "
+            f"{keep_last} newest (and the ancestors they need), written there before; a "
+            "copy never removes what the target holds. Copy without "
+            "keep_last to bring the target up to date, or delete it first (delete_thread) "
+            "to copy only the newest"
+        )
     unfinished = sorted({m.operation for m in marks if m.operation != "copy"})
-    raise ThreadExistsError(
+    return ThreadExistsError(
         f"copy_thread target {dst!r} already has checkpoints that are not part of a "
         f"copy of {src!r}"
         + (f" (hidden by an unfinished {' and '.join(unfinished)})" if unfinished else "")
