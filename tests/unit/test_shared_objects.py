@@ -450,7 +450,7 @@ DETECTION = [
 @pytest.mark.parametrize("fix", ["copy again", "delete the target"])
 @pytest.mark.parametrize("stop", ["before its records", "before it shows"])
 def test_a_copy_that_stopped_for_good_goes_with_its_deleted_source(
-    backend: Backend, stop: str, fix: str, detect: bool
+    backend: Backend, stop: str, fix: str, detect: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A copy lent its source's objects, then its process stopped for good (a Lambda's
     time ran out) before it showed anything; the source is then deleted. The deletion
@@ -474,6 +474,7 @@ def test_a_copy_that_stopped_for_good_goes_with_its_deleted_source(
     def stops() -> None:
         raise Stopped
 
+    caplog.set_level("INFO", logger="langgraph.checkpoint.s3dynamo.ops.threads")
     with pytest.raises(Stopped), backend.before_request(stops_here, stops):
         saver.copy_thread("src", "dst")
     saver.delete_thread("src")
@@ -481,10 +482,27 @@ def test_a_copy_that_stopped_for_good_goes_with_its_deleted_source(
     assert objects(saver) == {}
     report = saver.ops.verify()
     assert [p["kind"] for p in report.problems] == ["unfinished copy"], report.problems
-    assert "repeat its copy_thread, which clears it" in report.problems[0]["detail"]
+    (problem,) = report.problems
+    assert problem["key"].startswith(f"{dst}! ")
+    if stop == "before it shows":  # its hidden records hold the thread id: named
+        assert problem["thread_id"] == "dst"
+        named = ": delete thread 'dst' (`s3dynamo delete`), or repeat its copy_thread, which"
+        assert named in problem["detail"]
+    else:  # nothing holds the thread id: the detail says how to tell which thread it is
+        assert problem["thread_id"] is None
+        assert problem["detail"].endswith(
+            f"(it wrote no record): no record holds the target's thread id; its name is "
+            f"{dst!r}, the key's start, which copy_thread logs (INFO, `copy_thread <source> "
+            "-> <target>`, by name): repeat that copy_thread, which clears it, or "
+            "delete_thread the target"
+        )
+        logged = f"copy_thread {saver.store.name_of('src')} -> {dst}"
+        assert logged in caplog.messages, caplog.messages
     if fix == "copy again":
         with pytest.raises(ThreadNotFoundError, match="unfinished copy the target held"):
             saver.copy_thread("src", "dst")
+    elif problem["thread_id"] is not None:
+        saver.ops.plan_delete("dst").execute()  # `s3dynamo delete dst --yes`
     else:
         saver.delete_thread("dst")
     assert loans(saver, "src") == [] and saver.store.records("dst") == []

@@ -397,8 +397,8 @@ VERIFY_FIXES = {
     'check who can write the table (docs/SECURITY.md, "Tombstones")',
     "unfinished delete": "unfinished delete: new runs of the thread are refused as deleted; "
     "`s3dynamo delete` it again",
-    "unfinished copy": "unfinished copy: it never showed and its source is gone; `s3dynamo "
-    "delete` the target",
+    "unfinished copy": "unfinished copy: it never showed and its source is gone; delete the "
+    "target (its detail says which thread, and how)",
 }
 
 

@@ -164,14 +164,22 @@ class Auditor:
         out.deleted.update({where: set(ids) for where, ids in held.items()})
         count = sum(len(ids) for ids in held.values())
         what = f"its {count} checkpoint record(s) stay hidden" if count else "it wrote no record"
+        tid = threads.get(name)
+        fix = (
+            f"delete thread {tid!r} (`s3dynamo delete`), or repeat its copy_thread, which clears it"
+            if tid is not None
+            # Only a checkpoint record holds the thread id (sealed); the key holds its name.
+            else f"no record holds the target's thread id; its name is {name!r}, the key's "
+            "start, which copy_thread logs (INFO, `copy_thread <source> -> <target>`, by "
+            "name): repeat that copy_thread, which clears it, or delete_thread the target"
+        )
         out.findings.append(
             Finding(
                 "unfinished copy",
                 label(key),
-                threads.get(name),
+                tid,
                 "a copy stopped before it showed, and the thread it shared objects of was "
-                f"deleted since ({what}): delete the thread (`s3dynamo delete`), or "
-                "repeat its copy_thread, which clears it",
+                f"deleted since ({what}): {fix}",
                 covers=tuple(sorted(held)),
             )
         )
