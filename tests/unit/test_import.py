@@ -251,3 +251,18 @@ def test_a_thread_the_source_does_not_hold_is_named_before_anything_is_written()
     with pytest.raises(ThreadNotFoundError, match=r"no checkpoint of thread\(s\) \['nosuch'\]"):
         saver.ops.import_threads(source, ["memory", "nosuch"])
     assert list(saver.list(None)) == []
+
+
+def test_an_empty_list_of_threads_imports_nothing() -> None:
+    """None means every thread the source holds; an empty list means none of them."""
+    source = InMemorySaver()
+    populate(source)
+    saver = memory_saver()
+    plan = saver.ops.import_threads(source, [])
+    assert plan.result() == {
+        "threads_copied": 0,
+        "checkpoints_copied": 0,
+        "writes_copied": 0,
+        "conflicts": [],
+    }
+    assert plan.threads == [] and list(saver.list(None)) == []

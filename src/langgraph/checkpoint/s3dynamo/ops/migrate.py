@@ -75,11 +75,13 @@ def plan_import(
     source: BaseCheckpointSaver[Any],
     thread_ids: Sequence[str] | None = None,
 ) -> Plan:
-    """Read what the source holds of these threads (default: every thread its
-    `list(None)` shows) and what is here already (`.threads`, `.conflicts`); nothing is
+    """Read what the source holds of these threads (None: every thread its `list(None)`
+    shows; an empty list: none) and what is here already (`.threads`, `.conflicts`); nothing is
     written. `execute(progress)` copies every thread but the conflicting ones."""
     tids = (
-        list(dict.fromkeys(map(thread_id_of, thread_ids))) if thread_ids else source_threads(source)
+        source_threads(source)
+        if thread_ids is None
+        else list(dict.fromkeys(map(thread_id_of, thread_ids)))
     )
     read = {tid: _thread_import(store, source, tid) for tid in tids}
     rows = [row for row in read.values() if row is not None]
