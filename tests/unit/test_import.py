@@ -266,3 +266,41 @@ def test_an_empty_list_of_threads_imports_nothing() -> None:
         "conflicts": [],
     }
     assert plan.threads == [] and list(saver.list(None)) == []
+
+
+def test_a_catch_up_copies_what_is_new_where_the_source_dropped_its_oldest() -> None:
+    """The source lost its oldest checkpoint after the import (DynamoDBSaver's ttl, a
+    cleanup) and the chat went on there: the repeat copies the new checkpoints, and the
+    one it imported earlier is no conflict. A checkpoint written here after the import
+    still is."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    source, config = SqliteSaver(conn), {"configurable": {"thread_id": "chat"}}
+    for i in range(3):
+        chat_graph(source).invoke({"messages": [HumanMessage(f"u{i}", id=f"u{i}")]}, config)
+    saver = memory_saver()
+    assert saver.ops.import_threads(source).result()["conflicts"] == []
+    oldest = min(t.checkpoint["id"] for t in source.list(config))
+    conn.execute("DELETE FROM checkpoints WHERE checkpoint_id = ?", (oldest,))
+    conn.execute("DELETE FROM writes WHERE checkpoint_id = ?", (oldest,))
+    conn.commit()
+    chat_graph(source).invoke({"messages": [HumanMessage("u3", id="u3")]}, config)
+    result = saver.ops.import_threads(source).result()
+    assert result["conflicts"] == [] and result["checkpoints_copied"] > 0
+    # The latest state is the source's; this side keeps the checkpoint the source dropped.
+    assert latest(saver, config) == latest(source, config)
+    assert len(tuples(saver, "chat")) == len(tuples(source, "chat")) + 1
+    # A run here after the import, then one there: the thread moved on here.
+    chat_graph(saver).invoke({"messages": [HumanMessage("here", id="h")]}, config)
+    chat_graph(source).invoke({"messages": [HumanMessage("there", id="t")]}, config)
+    mine = tuples(saver, "chat")
+    plan = saver.ops.import_threads(source)
+    assert [t.thread_id for t in plan.conflicts] == ["chat"]
+    assert "newer than those imported" in (plan.conflicts[0].conflict or "")
+    assert tuples(saver, "chat") == mine
+    conn.close()
+
+
+def latest(saver: BaseCheckpointSaver[Any], config: Any) -> Any:
+    return chat_graph(saver).get_state(config).values

@@ -22,8 +22,9 @@ new thread here shows nothing (a thread already here shows a part of its history
 every checkpoint has its writes and its ancestors); a repeat of the import skips the
 checkpoints already here, writes the rest and removes the marks (writes merge
 idempotently: the first write of an index is kept). A thread that already has
-checkpoints here that the source does not have is reported as a conflict and left as it
-is: an import never overwrites.
+checkpoints here that the source does not have, newer than those imported (written here
+since), is reported as a conflict and left as it is: an import never overwrites. Older
+ones the source dropped since (a ttl, a cleanup) are no conflict.
 """
 
 from __future__ import annotations
@@ -181,14 +182,14 @@ def _thread_import(
     if not tuples and not here:
         return None
     theirs = {_key(t) for t in tuples}
-    foreign = here - theirs
+    foreign = _written_here(here, theirs)
     conflict = None
     if foreign:
         conflict = (
             f"thread {tid!r} has {len(foreign)} checkpoint(s) here that the source does not "
-            "have; an import never overwrites: to import the source's history in its "
-            "place, delete the thread here first (`s3dynamo delete`, delete_thread), then "
-            "import again"
+            "have, newer than those imported; an import never overwrites: to import the "
+            "source's history in its place, delete the thread here first (`s3dynamo "
+            "delete`, delete_thread), then import again"
         )
     elif odd := sorted(cid for _, cid in theirs if not _is_checkpoint_id(cid)):
         conflict = (
@@ -202,6 +203,19 @@ def _thread_import(
         new = [t.pending_writes or [] for t in tuples if _key(t) not in here]
         row.writes = sum(map(len, [*new, *row.behind.values()]))
     return row
+
+
+def _written_here(here: set[tuple[str, str]], theirs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The checkpoints here that the source does not have and that were not imported
+    from it: newer than the newest checkpoint both hold (ids are time-ordered; a run
+    here after an import makes newer ones), or all of them where none is held by both.
+    Older ones came from an earlier import and are gone from the source since (a ttl,
+    a cleanup): the source's newer checkpoints are still copied."""
+    shared = [cid for _, cid in here & theirs]
+    if not shared:
+        return here - theirs
+    newest = max(shared)
+    return {(ns, cid) for ns, cid in here - theirs if cid > newest}
 
 
 def writes_behind(
