@@ -304,3 +304,88 @@ def test_a_catch_up_copies_what_is_new_where_the_source_dropped_its_oldest() -> 
 
 def latest(saver: BaseCheckpointSaver[Any], config: Any) -> Any:
     return chat_graph(saver).get_state(config).values
+
+
+def _said(saver: BaseCheckpointSaver[Any], tid: str) -> list[str]:
+    values = chat_graph(saver).get_state({"configurable": {"thread_id": tid}}).values
+    return [str(m.content) for m in values.get("messages", [])][::2]
+
+
+def _turn(saver: BaseCheckpointSaver[Any], tid: str, text: str) -> None:
+    chat_graph(saver).invoke(
+        {"messages": [HumanMessage(text, id=text)]}, {"configurable": {"thread_id": tid}}
+    )
+
+
+@pytest.mark.parametrize("when", ["after the plan", "after the thread is read again"])
+def test_a_run_here_during_a_catch_up_makes_it_a_conflict_and_the_thread_goes_on(
+    when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the switch, the app answers on a thread while a catch-up import is about to
+    copy what the source gained: the import leaves the thread to the run (a conflict,
+    nothing more written), and the thread's next runs go on; a repeat says the same."""
+    source = InMemorySaver()
+    _turn(source, "t", "old0")
+    saver = memory_saver()
+    saver.ops.import_threads(source)
+    _turn(source, "t", "old1")  # in the old store, before the switch
+    plan = saver.ops.plan_import(source)
+    assert plan.counts["checkpoints_to_copy"] > 0 and plan.counts["conflicts"] == 0
+    if when == "after the plan":
+        _turn(saver, "t", "new")
+    else:  # between the import's last read of the thread and its first commit
+        real = saver.store.present
+
+        def then_a_run(tid: str) -> Any:
+            here = real(tid)
+            _turn(saver, "t", "new")
+            return here
+
+        monkeypatch.setattr(saver.store, "present", then_a_run)
+    result = plan.execute().result()
+    monkeypatch.undo()
+    assert result["conflicts"] == ["t"] and result["checkpoints_copied"] == 0
+    assert "was written here (a run) while it was imported" in (plan.conflicts[0].conflict or "")
+    assert _said(saver, "t") == ["old0", "new"]
+    _turn(saver, "t", "next")
+    assert _said(saver, "t") == ["old0", "new", "next"]
+    assert saver.ops.import_threads(source).result()["conflicts"] == ["t"]
+    assert saver.ops.verify().ok
+
+
+def test_a_run_on_a_thread_an_interrupted_import_holds_is_refused_until_a_repeat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An import of a thread new here dies halfway; the app's run on the thread is
+    refused (not taken and hidden), saying an import may be unfinished; the repeat
+    finishes the import, and the next run continues it."""
+    from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError
+
+    source = InMemorySaver()
+    for i in range(3):
+        _turn(source, "t", f"old{i}")
+    saver = memory_saver()
+    real, sent = saver.index.transact, []
+
+    def dying(writes: Any) -> None:
+        sent.append(1)
+        if len(sent) == 5:
+            raise Interrupted
+        real(writes)
+
+    with monkeypatch.context() as m:
+        m.setattr(saver.index, "transact", dying)
+        with pytest.raises(Interrupted):
+            saver.ops.import_threads(source)
+    assert _said(saver, "t") == []
+    with pytest.raises(ConcurrentUpdateError, match="copy_thread or import into it"):
+        _turn(saver, "t", "hello")
+    result = saver.ops.import_threads(source).result()
+    assert result["conflicts"] == [] and result["checkpoints_copied"] > 0
+    assert tuples(saver, "t") == tuples(source, "t")
+    _turn(saver, "t", "hello")
+    assert _said(saver, "t") == ["old0", "old1", "old2", "hello"]
+
+
+class Interrupted(Exception):
+    pass

@@ -103,7 +103,9 @@ def test_an_interrupted_copy_shows_nothing_at_the_target_until_a_repeat(
     def dying(puts: Any = (), deletes: Any = ()) -> None:
         puts = list(puts)
         calls.append(len(puts))
-        if len(calls) == 2:  # the records, after the marks: half of them, then death
+        # The records (the marks went before, in a transaction with the heads): half of
+        # them, then death.
+        if len(calls) == 1:
             real(puts[::2], deletes)
             raise Interrupted
         real(puts, deletes)
@@ -136,3 +138,61 @@ def test_an_interrupted_prune_shows_the_pruned_thread_and_the_latest_unchanged(
     assert len(_history(graph)) == 4
     saver.prune(["t"])
     assert len(_history(graph)) == 1 and not saver.index.marks()
+
+
+def test_a_run_on_a_copys_target_just_before_the_copy_writes_keeps_the_thread(
+    saver: MemorySaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The target's first run commits after the copy read the target, before the copy's
+    first write: the copy stops (`ThreadExistsError`, nothing of it written) and the
+    thread is the run's, its next runs fine; never two histories in one thread."""
+    from langgraph.checkpoint.s3dynamo import ThreadExistsError
+
+    _chat(saver)
+    real, ran = saver.index.transact, []
+
+    def run_first(writes: Any) -> None:
+        if not ran:
+            ran.append(1)
+            _chat(saver, "c", turns=1, start=10)
+        real(writes)
+
+    with monkeypatch.context() as m:
+        m.setattr(saver.index, "transact", run_first)
+        with pytest.raises(ThreadExistsError, match="was written \\(a run\\)"):
+            saver.copy_thread("t", "c")
+    graph = _chat(saver, "c", turns=2, start=11)
+    said = [m.content for m in graph.get_state(_config("c")).values["messages"]]
+    assert said[::2] == ["m10", "m11", "m12"]  # the run's history alone, going on
+    assert len(_history(graph, "c")) == len(_history(_chat(saver, "x", 3, 10), "x"))
+    assert not saver.index.marks()
+
+
+def test_a_run_on_a_copys_target_while_the_copy_is_unfinished_is_refused_until_a_repeat(
+    saver: MemorySaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy interrupted after its marks: a run on the target is refused, saying a copy
+    may be unfinished, and writes nothing; the repeat finishes the copy, and the next run
+    continues it."""
+    from langgraph.checkpoint.s3dynamo import ConcurrentUpdateError
+
+    graph = _chat(saver)
+    source = _history(graph)
+    real = saver.index.batch
+
+    def dying(puts: Any = (), deletes: Any = ()) -> None:
+        real(list(puts)[::2], deletes)
+        raise Interrupted
+
+    with monkeypatch.context() as m:
+        m.setattr(saver.index, "batch", dying)
+        with pytest.raises(Interrupted):
+            saver.copy_thread("t", "c")
+    with pytest.raises(ConcurrentUpdateError, match="copy_thread or import into it"):
+        _chat(saver, "c", turns=1, start=10)
+    saver.copy_thread("t", "c")
+    assert _history(graph, "c") == source
+    _chat(saver, "c", turns=1, start=10)
+    history = _history(graph, "c")
+    assert history[len(history) - len(source) :] == source  # the copy, then the run
+    assert [m.content for m in graph.get_state(_config("c")).values["messages"]][-2] == "m10"

@@ -266,6 +266,12 @@ class ConcurrentUpdateError(S3DynamoError):
                 "Nothing of this run is visible. Retry the run: it will load the new latest "
                 "state. To run one at a time instead, wrap runs in "
                 "saver.ops.thread_lock(thread_id)"
+                + (
+                    ". If the thread still reads as empty, a copy_thread or import into it "
+                    "is under way or was interrupted: let it finish, or run it again"
+                    if self.continued is None
+                    else ""
+                )
             )
         return said + (
             f"This run had committed {len(self.committed)} checkpoint(s) before: "
@@ -326,6 +332,13 @@ class CopyCutError(ConcurrentUpdateError):
     """A copy was about to show its records, and the deletion of a thread it shares
     objects of had ended its borrowing first (docs/RELIABILITY.md, "Copies share
     objects"): the copy never shows, and is cleared before the caller hears of it."""
+
+
+class HeadClaimedError(ConcurrentUpdateError):
+    """A copy or an import went to claim a thread's heads with its copy marks, and a head
+    named a checkpoint (a run committed to the thread since it was read): the claim is
+    refused, nothing is written, and the copy or import stops before the caller hears of
+    it (`ThreadExistsError`, or a conflict of the import)."""
 
 
 class LeaseTimeoutError(ConcurrentUpdateError):

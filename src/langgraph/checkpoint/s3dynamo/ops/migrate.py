@@ -45,10 +45,16 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.s3dynamo.config.runnable_config import checkpoint_id_of, thread_id_of
 from langgraph.checkpoint.s3dynamo.deployment import Deployment
-from langgraph.checkpoint.s3dynamo.errors import InvalidConfigError, ThreadNotFoundError
+from langgraph.checkpoint.s3dynamo.errors import (
+    ConcurrentUpdateError,
+    InvalidConfigError,
+    ThreadDeletedError,
+    ThreadExistsError,
+    ThreadNotFoundError,
+)
 from langgraph.checkpoint.s3dynamo.keys.identities import CheckpointAt
 from langgraph.checkpoint.s3dynamo.ops.plan import Plan, Progress, no_progress
-from langgraph.checkpoint.s3dynamo.store import ThreadStore
+from langgraph.checkpoint.s3dynamo.store import Present, ThreadStore
 
 
 @dataclass
@@ -100,6 +106,7 @@ def plan_import(
         for done, thread in enumerate(todo, 1):
             import_thread(store, deployment, source, thread)
             progress(done, len(todo))
+        found.conflicts = [t for t in rows if t.conflict]  # with those a run made meanwhile
         return {
             "threads_copied": sum(1 for t in rows if t.copied),
             "checkpoints_copied": sum(t.copied for t in rows),
@@ -274,6 +281,36 @@ def import_thread(
     tid = thread.thread_id
     tuples = read_thread(source, tid)
     here = store.present(tid)
+    if _written_here(here.checkpoints, {_key(t) for t in tuples}):  # a run since the plan
+        thread.conflict = _moved_on(tid)
+        return
+    try:
+        _import_present(store, deployment, thread, tuples, here)
+    except ThreadDeletedError:  # deleted meanwhile: said as it is
+        raise
+    except (ThreadExistsError, ConcurrentUpdateError):
+        # A run committed to the thread meanwhile: the thread stays as the run left it
+        # (records this import wrote that no checkpoint shows are garbage collection's).
+        thread.conflict = _moved_on(tid)
+
+
+def _moved_on(tid: str) -> str:
+    return (
+        f"thread {tid!r} was written here (a run) while it was imported; the import stopped "
+        "and left it as the run made it: an import never overwrites. Delete it here first, "
+        "or import it under another id"
+    )
+
+
+def _import_present(
+    store: ThreadStore,
+    deployment: Deployment,
+    thread: ThreadImport,
+    tuples: list[CheckpointTuple],
+    here: Present,
+) -> None:
+    """`import_thread` once the thread here is read (`here`)."""
+    tid = thread.thread_id
     for (ns, cid), writes in thread.behind.items():  # on checkpoints readers see already
         for task_id, task_path, task_writes in _tasks(writes):
             store.commit_writes(CheckpointAt(tid, ns, cid), task_id, task_path, task_writes)

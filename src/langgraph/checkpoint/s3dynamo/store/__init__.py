@@ -88,6 +88,7 @@ if TYPE_CHECKING:
 _LATER = {
     **dict.fromkeys(("SeenThread", "id_time", "stamp_time"), "activity"),
     **dict.fromkeys(("Audit", "Finding"), "audit"),
+    "Present": "copying",
     **dict.fromkeys(("LEASE_OWNER", "LEASE_TTL", "WHOLE", "Keep", "Removed", "Terms"), "removal"),
     **dict.fromkeys(("Sealed", "SealedThread"), "sealed"),
     **dict.fromkeys(("Before", "ThreadSummaries", "ThreadSummary"), "search"),
@@ -116,6 +117,7 @@ __all__ = [
     "Grouped",
     "Holding",
     "Keep",
+    "Present",
     "Removed",
     "Sealed",
     "SealedThread",
@@ -485,6 +487,7 @@ class ThreadStore(Upkeep):
             {(e.ns, e.checkpoint_id) for e in self._finder.group(records, known_tid=tid)},
             any(not veil.hides(r.sk) for r in records),
             frozenset(m.key for m in marks if m.operation == "copy"),
+            frozenset(r.sk for r in records),
         )
 
     def import_hidden(
@@ -496,18 +499,18 @@ class ThreadStore(Upkeep):
     ) -> None:
         """Run `write` (an import's commits) behind copy marks over these namespaces
         where readers see nothing of the thread yet (a thread they see grows one whole
-        checkpoint at a time instead), finishing what an interrupted import left
-        (`copying.py`)."""
+        checkpoint at a time instead), finishing what an interrupted import left; a run
+        that writes the thread meanwhile stops it (`copying.py`, `import_holds`)."""
+        from langgraph.checkpoint.s3dynamo.store.copying import held_commits, import_holds
+
         tid = here.tid
         hidden = set() if here.shown else {self._namer.namespace(tid, ns) for ns in namespaces}
-
-        def writing() -> Steps[None]:
-            write()  # commits, each a protocol of its own
-            yield from ()
-
-        latest = self._copier.latest(tid, checkpoints)
+        writing = held_commits(write, import_holds(here, namespaces, self._handoff.run_key))
+        latest, claim = self._copier.latest(tid, checkpoints), here.records
         self._engine.run(
-            self._copier.hidden(tid, hidden, here.copying, writing(), latest, reopen_only=True)
+            self._copier.hidden(
+                tid, hidden, here.copying, writing, latest, reopen_only=True, claim=claim
+            )
         )
 
     # ---------------------------------------------------------------- the catalog

@@ -40,6 +40,7 @@ from langgraph.checkpoint.s3dynamo.blobs.steps import (
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     CopyCutError,
+    HeadClaimedError,
     ThreadExistsError,
     ThreadNotFoundError,
 )
@@ -48,16 +49,19 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     BORROW_PREFIX,
     MARK_OPERATIONS,
     SHARING_FORMAT,
+    TOMBSTONE_MARK,
     TOP,
     control_pk,
     mark_sk,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
+    HEAD,
     CheckpointRecord,
     ItemKey,
     Mark,
     Record,
     Veil,
+    WritesRecord,
     head_key,
     is_mark,
     loan_parts,
@@ -76,16 +80,21 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     lend,
     settling,
 )
+from langgraph.checkpoint.s3dynamo.store.handoff import EMPTY, RunKey, continuing
 from langgraph.checkpoint.s3dynamo.store.removal import Remover, hide, unhide
 from langgraph.checkpoint.s3dynamo.store.rewriter import Rewriter
 from langgraph.checkpoint.s3dynamo.store.walker import Walker
 from langgraph.checkpoint.s3dynamo.table import (
     TRANSACT_MAX,
     Delete,
+    Put,
     Update,
     Write,
     begins,
+    either,
+    eq,
     key_of,
+    missing,
 )
 
 # Items a copy of the newest checkpoints reads of a namespace per Query: a checkpoint's
@@ -102,6 +111,9 @@ class Present:
     checkpoints: set[tuple[str, str]]
     shown: bool
     copying: frozenset[ItemKey]
+    # The sort keys of its records, shown or hidden: a record not among them when the
+    # import hides the thread was written meanwhile (a run).
+    records: frozenset[str] = frozenset()
 
 
 class Copier:
@@ -161,8 +173,7 @@ class Copier:
         rewrite = self.rewriter.share(src, dst, todo) if todo else None
         written = [new for _, new in rewrite.records] if rewrite else []
         yield from self._lend(src, name, written, todo, keep_last is None)
-        # The target is filed under every declared value of the checkpoints copied, with
-        # its records (a repeat files it again, whatever an interruption left).
+        # Filed under each declared value copied, with its records (a repeat: again).
         filed = self.catalog.entries_of(
             dst, (self.rewriter.walker.open_metadata(e) for e in entries)
         )
@@ -176,7 +187,11 @@ class Copier:
                 self.latest(dst, [(e.ns, e.checkpoint_id) for e in entries]),
                 reopen_only=False,
                 settle=[settling(name, lender) for lender in lenders],
+                claim=present,
             )
+        except ThreadExistsError:  # a run wrote the target: of the copy, only loans, ended
+            yield from self._unlend(name, shared_leaves(written))
+            raise
         except CopyCutError:
             # A lender's deletion ended the borrowing first: what it shared may be gone.
             yield from self.remover.remove(name)
@@ -220,7 +235,7 @@ class Copier:
         name = self.namer.thread(dst)
         records, marks = (yield from self.finder.items(name)) if src != dst else ([], [])
         wanted = {(e.ns, e.checkpoint_id): self.rewriter.target_keys(dst, e) for e in entries}
-        foreign = {r.sk for r in records}.difference(*wanted.values())
+        foreign = _standing(records).difference(*wanted.values())
         if foreign:
             # Refused. Whether all it holds beside the newest are the source's other
             # checkpoints (an earlier copy wrote them) tells why: one more read, then.
@@ -305,15 +320,22 @@ class Copier:
         gone = yield from self._gone(src, copied, whole)
         if not gone:
             return
-        kept = shared_leaves((yield from self.finder.items(borrower, consistent=True))[0])
-        for lender in sorted(lenders):
-            yield from self.remover.holdings.release(borrower, lender, kept.get(lender, set()))
+        yield from self._unlend(borrower, lenders)
         raise ConcurrentUpdateError(
             f"copy_thread of {src!r}: {len(gone)} of the records being copied were deleted "
             "or hidden meanwhile (a delete, prune or delete_for_runs of the source is "
             "running); nothing more was copied. Run the copy again: it copies what the "
             "source holds then"
         )
+
+    def _unlend(self, borrower: str, lenders: Mapping[str, set[str]]) -> Steps[None]:
+        """End the loans of a copy that stops before showing, but for what the records
+        `borrower` holds still share."""
+        if not lenders:
+            return
+        kept = shared_leaves((yield from self.finder.items(borrower, consistent=True))[0])
+        for lender in sorted(lenders):
+            yield from self.remover.holdings.release(borrower, lender, kept.get(lender, set()))
 
     def _gone(self, src: str, copied: Sequence[Entry], whole: bool) -> Steps[list[str]]:
         """Sort keys of the copied records the source no longer shows, read strongly
@@ -366,6 +388,7 @@ class Copier:
         *,
         reopen_only: bool,
         settle: Sequence[Update] = (),
+        claim: Collection[str] | None = None,
     ) -> Steps[None]:
         """Run `write` (a copy's or an import's records) behind a copy mark over each of
         these namespaces of `tid`, written in one batch with the heads `latest` names (by
@@ -377,12 +400,20 @@ class Copier:
         checkpoint (`Committer._unforged`), where the import's may not be the latest.
         `settle`: a copy's borrowings, each settled with the marks' removal, in one
         transaction where the table takes them (else just before): a lender's deletion
-        that ended one first refuses it (`CopyCutError`), and no mark is removed."""
+        that ended one first refuses it (`CopyCutError`), and no mark is removed.
+        `claim`: the sort keys of the records `tid` held when read; given, the first marks
+        go in one transaction with the heads, each set only where absent, a tombstone or
+        already the same (`_claim`), so that a run and the copy never both write it."""
         name = self.namer.thread(tid)
         at = self.now()
         hiding = [Mark(name, mark_sk(ns, "copy"), upto=TOP, at=at) for ns in sorted(ns_names)]
         marks = [mark_item(m) for m in hiding]
-        if reopen_only:
+        claimed = False
+        if claim is not None and marks and not earlier and self.transactions:
+            claimed = yield from self._claim(tid, marks, latest, claim)
+        if claimed:
+            marks, latest = [], {}
+        elif reopen_only:
             yield from hide(hiding)
             found = yield from self.finder.thread_heads(name)
             marks, latest = (
@@ -403,6 +434,79 @@ class Copier:
         for update in settle:
             yield Apply(update)
         yield from unhide(shown, last=self.namer.namespace(tid, ""))
+
+    def _claim(
+        self, tid: str, marks: Sequence[Any], latest: Mapping[str, str], read: Collection[str]
+    ) -> Steps[bool]:
+        """Write a copy's (or an import's) first marks with its heads in one transaction,
+        each head only where it is absent, a tombstone, or already the checkpoint it is
+        set to: a run's first put on the thread expects no head, so either the run
+        committed first and the claim is refused, or the claim did and the run is
+        refused until the copy shows. Refused, the thread is read again: a record that
+        was not there when it was read first (`read`) is a run's, and the copy stops
+        (`ThreadExistsError`, nothing written); else the head was left by something
+        gone (a removal of the checkpoints it named), and False says to set it anyway.
+        More than a transaction takes (over 50 namespaces): False, unclaimed."""
+        name = self.namer.thread(tid)
+        heads = head_items(name, latest)
+        if len(marks) + len(heads) > TRANSACT_MAX:
+            return False
+        claims: list[Write] = [
+            Put(
+                head,
+                when=either(missing(HEAD), begins(HEAD, TOMBSTONE_MARK), eq(HEAD, str(head[HEAD]))),
+                refusal=lambda _found: HeadClaimedError("a namespace's head names a checkpoint"),
+            )
+            for head in heads
+        ]
+        try:
+            yield WritePlan(name, writes=[*(Put(m) for m in marks), *claims])
+            return True
+        except HeadClaimedError:
+            pass
+        records, _ = yield from self.finder.items(name, consistent=True)
+        if _standing(records).difference(read):
+            raise ThreadExistsError(
+                f"thread {tid!r} was written (a run) while it was being "
+                "copied or imported to; nothing was copied, and the thread is as the run left "
+                "it. Delete it first (delete_thread) to copy onto it, or copy to a new thread id"
+            )
+        return False
+
+
+def import_holds(
+    here: Present, namespaces: Iterable[str], run_key: Callable[[str, str], RunKey]
+) -> dict[RunKey, str]:
+    """What an import's commits continue, held to the head (`handoff.continuing`): on a
+    thread readers see, each namespace's newest checkpoint here (`EMPTY` for a namespace
+    new here), so that a run that committed since `here` was read refuses the import's
+    commit that continues it (and the ones after, each continuing the one before), and
+    the thread stays the run's. A thread new here is claimed by the import's marks
+    instead (`Copier._claim`), and its commits hold nothing."""
+    if not here.shown:
+        return {}
+    return {
+        run_key(here.tid, ns): max((c for n, c in here.checkpoints if n == ns), default=EMPTY)
+        for ns in set(namespaces)
+    }
+
+
+def held_commits(write: Callable[[], None], held: Mapping[RunKey, str]) -> Steps[None]:
+    """An import's commits (`write`, each a protocol of its own) as a step of `hidden`,
+    holding what `import_holds` says they continue."""
+    continuing(held, write)
+    yield from ()
+
+
+def _standing(records: Iterable[Record]) -> set[str]:
+    """Sort keys of the checkpoint records and of the writes records of those: not the
+    writes a refused run left on a checkpoint it never committed, which no reader sees
+    and garbage collection removes."""
+    records = list(records)
+    checkpoints = {r.sk for r in records if isinstance(r, CheckpointRecord)}
+    return checkpoints | {
+        r.sk for r in records if isinstance(r, WritesRecord) and r.owner_sk in checkpoints
+    }
 
 
 def _write_copy(

@@ -25,7 +25,9 @@ continue the latest, and why a single writer is never refused: docs/RELIABILITY.
 from __future__ import annotations
 
 import time
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar, copy_context
+from typing import TypeVar
 
 from langgraph.checkpoint.s3dynamo.blobs.cache import Lru
 from langgraph.checkpoint.s3dynamo.errors import ThreadDeletedError
@@ -42,6 +44,8 @@ from langgraph.checkpoint.s3dynamo.store.walker import StoredValues
 # continues nothing and clears the namespace's entry; any other put moves the head
 # without condition. Kept per execution context (`contextvars`): a put sees what its
 # own run loaded, nothing another run did.
+
+_T = TypeVar("_T")
 
 # A namespace found empty by a "latest" load: its first put has no parent.
 EMPTY = ""
@@ -76,6 +80,20 @@ def loaded_thread(store: int, thread_name: str) -> None:
     old = _CONTINUED.get()
     if old and any(k[0] == store and k[1] == thread_name for k in old):
         _CONTINUED.set({k: v for k, v in old.items() if k[:2] != (store, thread_name)})
+
+
+def continuing(record: Mapping[RunKey, str], run: Callable[[], _T]) -> _T:
+    """Run `run` in a copy of this context whose run record holds exactly `record` (the
+    checkpoint each namespace is continued from, `EMPTY` for none): a put continuing one
+    is held to the head, and the caller's own run record, whatever it loaded, holds
+    nothing of it (an import in the process of a run)."""
+    context = copy_context()
+
+    def inside() -> _T:
+        _CONTINUED.set({key: (latest, ()) for key, latest in record.items()})
+        return run()
+
+    return context.run(inside)
 
 
 def continues_latest(key: RunKey, parent_id: str | None) -> bool:
