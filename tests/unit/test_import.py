@@ -106,9 +106,10 @@ def test_a_repeat_duplicates_nothing_and_an_other_thread_is_not_overwritten(
     plan = saver.ops.import_threads(source, ["fork"])
     assert [t.thread_id for t in plan.conflicts] == ["fork"]
     assert plan.conflicts[0].conflict == (
-        f"thread 'fork' has {len(mine)} checkpoint(s) here that the source does not have; "
-        "an import never overwrites: to import the source's history in its place, delete "
-        "the thread here first (`s3dynamo delete`, delete_thread), then import again"
+        f"thread 'fork' has {len(mine)} checkpoint(s) here that the source does not have, "
+        "newer than those imported; an import never overwrites: to import the source's "
+        "history in its place, delete the thread here first (`s3dynamo delete`, "
+        "delete_thread), then import again"
     )
     assert tuples(saver, "fork") == mine
 
