@@ -297,8 +297,9 @@ def import_thread(
 def _moved_on(tid: str) -> str:
     return (
         f"thread {tid!r} was written here (a run) while it was imported; the import stopped "
-        "and left it as the run made it: an import never overwrites. Delete it here first, "
-        "or import it under another id"
+        "and left it as the run made it: an import never overwrites. To import the "
+        "source's history in its place, delete the thread here first (`s3dynamo delete`, "
+        "delete_thread), then import again"
     )
 
 
