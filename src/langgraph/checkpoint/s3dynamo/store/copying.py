@@ -49,13 +49,11 @@ from langgraph.checkpoint.s3dynamo.format.layout import (
     BORROW_PREFIX,
     MARK_OPERATIONS,
     SHARING_FORMAT,
-    TOMBSTONE_MARK,
     TOP,
     control_pk,
     mark_sk,
 )
 from langgraph.checkpoint.s3dynamo.format.records import (
-    HEAD,
     CheckpointRecord,
     ItemKey,
     Mark,
@@ -76,6 +74,7 @@ from langgraph.checkpoint.s3dynamo.store.format import (
     batch_items,
     borrowing,
     catalog_items,
+    claimed_heads,
     head_items,
     lend,
     settling,
@@ -91,10 +90,7 @@ from langgraph.checkpoint.s3dynamo.table import (
     Update,
     Write,
     begins,
-    either,
-    eq,
     key_of,
-    missing,
 )
 
 # Items a copy of the newest checkpoints reads of a namespace per Query: a checkpoint's
@@ -448,17 +444,9 @@ class Copier:
         gone (a removal of the checkpoints it named), and False says to set it anyway.
         More than a transaction takes (over 50 namespaces): False, unclaimed."""
         name = self.namer.thread(tid)
-        heads = head_items(name, latest)
-        if len(marks) + len(heads) > TRANSACT_MAX:
+        claims = claimed_heads(name, latest)
+        if len(marks) + len(claims) > TRANSACT_MAX:
             return False
-        claims: list[Write] = [
-            Put(
-                head,
-                when=either(missing(HEAD), begins(HEAD, TOMBSTONE_MARK), eq(HEAD, str(head[HEAD]))),
-                refusal=lambda _found: HeadClaimedError("a namespace's head names a checkpoint"),
-            )
-            for head in heads
-        ]
         try:
             yield WritePlan(name, writes=[*(Put(m) for m in marks), *claims])
             return True

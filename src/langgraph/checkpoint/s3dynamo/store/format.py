@@ -21,6 +21,7 @@ from typing import NamedTuple
 from langgraph.checkpoint.s3dynamo.errors import (
     ConcurrentUpdateError,
     CopyCutError,
+    HeadClaimedError,
     LeaseLostError,
     ThreadDeletedError,
 )
@@ -310,6 +311,20 @@ def head_items(thread_name: str, heads: Mapping[str, str]) -> list[Item]:
             item[IDLE_KEY] = idle_key(thread_name, at)
         items.append(item)
     return items
+
+
+def claimed_heads(thread_name: str, heads: Mapping[str, str]) -> list[Put]:
+    """A copy's or an import's heads, each set only where none names a checkpoint: absent,
+    a tombstone, or already this one (a repeat). A run that committed first refuses the
+    claim (`HeadClaimedError`); one that comes after finds the head and is refused."""
+    return [
+        Put(
+            item,
+            when=either(missing(HEAD), begins(HEAD, TOMBSTONE_MARK), eq(HEAD, str(item[HEAD]))),
+            refusal=lambda _found: HeadClaimedError("a namespace's head names a checkpoint"),
+        )
+        for item in head_items(thread_name, heads)
+    ]
 
 
 def take_lease(key: ItemKey, owner: str, now_ms: int, ttl_ms: int) -> Update:
