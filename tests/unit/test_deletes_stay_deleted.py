@@ -135,3 +135,38 @@ def test_detection_off_writes_no_heads_so_it_does_not_hold_a_delete(backend: Bac
     checkpoint = dict(loaded.checkpoint, id=str(uuid6(clock_seq=9)))
     saver.put(loaded.config, checkpoint, {"step": 9}, {})  # type: ignore[arg-type]
     assert saver.get_tuple(CONFIG) is not None
+
+
+def test_a_delete_stopped_after_its_tombstones_says_to_repeat_it_and_the_repeat_frees_the_id() -> (
+    None
+):
+    """A delete stopped between its tombstones and its marks leaves the history shown and
+    every run refused: the refusal says the delete was interrupted and to repeat it, and
+    after the repeat the id starts afresh."""
+    from tests.support.faults import Crash, Faults, FaultyTable
+    from tests.support.savers import memory_saver
+
+    keys, secret = {"k1": bytes(32)}, bytes(16)
+    for at in range(1, 8):
+        saver = memory_saver(keys=keys, secret=secret)
+        say(chat_graph(saver), "first")
+        faulty = S3DynamoSaver(
+            index=FaultyTable(saver.index, Faults(at)),
+            object_store=saver.objects,
+            keys=keys,
+            secret=secret,
+        )
+        with pytest.raises(Crash):
+            faulty.delete_thread("t")
+        if humans(chat_graph(saver)) != ["first"]:
+            continue  # hidden already: nothing for a run to trip over
+        try:
+            say(chat_graph(saver), "second")
+        except ThreadDeletedError as refused:
+            assert "the delete was interrupted: run delete_thread" in str(refused)
+            break
+    else:
+        raise AssertionError("no crash left the tombstones without the marks")
+    saver.delete_thread("t")
+    say(chat_graph(saver), "again")
+    assert humans(chat_graph(saver)) == ["again"]

@@ -301,7 +301,9 @@ class ThreadDeletedError(ConcurrentUpdateError):
         return (
             f"{self.write}: not written: the thread was deleted after this run loaded it "
             f"({self.reason}); a deleted thread stays deleted. Run again to start it afresh "
-            "(the run then loads an empty thread)"
+            "(the run then loads an empty thread; if it still loads the old history, the "
+            "delete was interrupted: run delete_thread, or the retention sweep, again to "
+            "finish it)"
         )
 
 
