@@ -194,7 +194,11 @@ def test_gc_grace_takes_what_expire_older_than_takes_and_plain_seconds(
 
 
 def test_a_mistyped_gc_grace_is_named_with_what_it_takes(sandbox: Sandbox) -> None:
-    for typo, named in (("an hour", "got 'an hour'"), ("-5", "at least 0, got '-5'")):
+    for typo, named in (
+        ("an hour", "got 'an hour'"),
+        ("-5", "0 or at least one second, got '-5'"),
+        ("0.1", "got '0.1'"),
+    ):
         r = run(sandbox.environment(), "gc", "--grace", typo)
         assert r.code == 2
         line = one_line_error(r)

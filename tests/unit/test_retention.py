@@ -314,7 +314,7 @@ def test_retention_setting_and_bad_durations() -> None:
     assert duration(7) == timedelta(days=7)
     with pytest.raises(InvalidConfigError, match="30d, 12h"):
         duration("a month")
-    with pytest.raises(InvalidConfigError, match="positive"):
+    with pytest.raises(InvalidConfigError, match="at least one second"):
         duration("0d")
     saver = memory_saver()
     with pytest.raises(InvalidConfigError, match="S3DYNAMO_RETENTION"):

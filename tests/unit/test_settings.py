@@ -114,10 +114,23 @@ def test_a_duration_that_is_none_names_the_variable_and_what_it_accepts(typo: st
             from_env(S3DYNAMO_RETENTION=typo)
 
 
+@pytest.mark.parametrize("slip", ["1e-9", "0.5s", 1e-9, timedelta(milliseconds=999)])
+def test_a_duration_shorter_than_a_second_is_refused_as_a_slip(slip: object) -> None:
+    # Activity is stamped in whole seconds; 1e-9 days would expire every thread at once.
+    with pytest.raises(
+        InvalidConfigError, match=r"^S3DYNAMO_RETENTION must be at least one second"
+    ):
+        duration(slip, "S3DYNAMO_RETENTION")
+    with pytest.raises(InvalidConfigError, match=r"^--grace must be 0 or at least one second"):
+        duration("0.5s", "--grace", bare="seconds", zero=True)
+    assert duration("0", "--grace", bare="seconds", zero=True) == timedelta(0)
+    assert duration("1s") == timedelta(seconds=1)
+
+
 def test_a_duration_argument_is_named_as_the_argument() -> None:
     with pytest.raises(InvalidConfigError, match=r"^retention must be a duration, got 'soon'"):
         Settings.of(retention="soon", plaintext=True)
-    with pytest.raises(InvalidConfigError, match=r"^sweep_interval must be a positive duration"):
+    with pytest.raises(InvalidConfigError, match=r"^sweep_interval must be at least one second"):
         Settings.of(sweep_interval="0h", plaintext=True)
     with pytest.raises(InvalidConfigError, match=r"^retention must be a duration, got a bool"):
         Settings.of(retention=True, plaintext=True)

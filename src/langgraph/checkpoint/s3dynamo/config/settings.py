@@ -160,8 +160,9 @@ def duration(
             f"{name} must be a duration, got a {type(value).__name__}: {value!r}; expected "
             f"{accepts}, or a timedelta"
         )
-    if span < timedelta(0) or (span == timedelta(0) and not zero):
-        least = "a duration of at least 0" if zero else "a positive duration"
+    # Activity is stamped in whole seconds: a shorter span than one is a slip (1e-9 days).
+    if span < timedelta(0) or (span < timedelta(seconds=1) and not (zero and not span)):
+        least = "0 or at least one second" if zero else "at least one second"
         raise InvalidConfigError(
             f"{name} must be {least}, got {value!r}; expected {accepts}, such as 30d"
         )
