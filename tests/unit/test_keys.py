@@ -407,6 +407,25 @@ def test_a_newly_active_key_is_recorded_by_its_first_put_and_another_under_its_i
         chat_graph(wrong).get_state(thread_config("t"))
 
 
+def test_the_check_names_a_deployment_key_the_keyring_lacks() -> None:
+    """A process left with the old keyring after a rotation (`b` first elsewhere) reads
+    what is under `a` and seals under `a`: the check says so, naming `b`, before
+    reencrypt() retires `a` under it."""
+    a, b = os.urandom(32), os.urandom(32)
+    rotated = memory_saver(keys={"b": b, "a": a}, secret="the naming secret")
+    _turn(rotated, "t", "under b")
+    stale = MemorySaver(
+        index=rotated.index, object_store=rotated.objects, keys={"a": a},
+        secret="the naming secret",
+    )  # fmt: skip
+    report = stale.ops.check(raise_on_problem=False)
+    assert not report.ok
+    (problem,) = report.problems
+    assert problem.startswith("keys: the deployment holds key id(s) ['b'] this saver lacks")
+    assert "put the deployment's newest key first in the keyring" in problem
+    assert rotated.ops.check().ok
+
+
 @pytest.mark.parametrize("sealed", [False, True], ids=["serializer alone", "and keys"])
 def test_a_keyring_saver_on_an_encrypted_serializers_data_names_the_serializer(
     sealed: bool,

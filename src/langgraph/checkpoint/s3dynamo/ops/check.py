@@ -96,6 +96,17 @@ def _check_keys(parts: Components) -> str:
             mine.describe()
         )
     problems = deployment.differences(theirs, mine)
+    if mine.mode == theirs.mode == "sealed" and (
+        missing := sorted(set(theirs.keys) - set(mine.keys))
+    ):
+        # Reads pass until a blob under one of them; a rotated-in key missing here means
+        # this process seals under a key the deployment is retiring.
+        problems.append(
+            f"the deployment holds key id(s) {missing} this saver lacks: what is sealed "
+            "under them does not open here, and if one is the newest (a rotation), this "
+            "saver seals under an older key, which reencrypt() is retiring; put the "
+            "deployment's newest key first in the keyring (S3DYNAMO_KEYS)"
+        )
     if problems:
         raise InvalidConfigError("; ".join(problems) + f" (deployment: {theirs.describe()})")
     return f"match the deployment: {mine.describe()}"
