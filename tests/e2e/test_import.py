@@ -161,6 +161,17 @@ def test_from_dynamodb_saver_at_the_endpoint_given(s3dynamo_server_sandbox: Sand
 
 
 @pytest.mark.skipif(find_bin_dir() is None, reason="PostgreSQL is not installed (initdb)")
+def test_a_postgres_database_without_checkpoints_is_named(sandbox: Sandbox) -> None:
+    with local_postgres() as dsn:
+        r = run(sandbox.environment(), "import", "--from", dsn, "--yes")
+    assert r.code == 2
+    assert one_line_error(r).endswith(
+        "the database has no LangGraph checkpoint tables (PostgresSaver.setup() never ran "
+        "there); check the database name"
+    )
+
+
+@pytest.mark.skipif(find_bin_dir() is None, reason="PostgreSQL is not installed (initdb)")
 def test_from_postgres(sandbox: Sandbox) -> None:
     from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -219,11 +230,21 @@ def test_a_dynamodb_saver_offload_bucket_missing_or_not_named_is_one_line(
             "https://dynamodb.us-east-1.amazonaws.com); check the name, or --region and "
             "--endpoint-url",
         ),
+        (
+            "postgresql://me:sekret@127.0.0.1:1/db",
+            "--from 'postgresql://me:***@127.0.0.1:1/db': cannot connect to PostgreSQL "
+            '(connection failed: connection to server at "127.0.0.1", port 1 failed',
+        ),
+        (
+            "postgres://me:sekret@[::1/db",
+            "--from 'postgres://me:***@[::1/db': cannot connect to PostgreSQL",
+        ),
     ],
 )
 def test_a_source_that_cannot_be_read_is_named(sandbox: Sandbox, spec: str, says: str) -> None:
     r = run(sandbox.environment(), "import", "--from", spec, "--yes")
     assert r.code == 2
     assert says in one_line_error(r)
+    assert "sekret" not in r.err + r.out
     with environment(command_env(sandbox.environment())):
         assert list(sandbox.saver().list(None)) == []  # nothing written

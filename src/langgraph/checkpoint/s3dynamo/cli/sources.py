@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -59,14 +60,51 @@ def open_source(
         finally:
             conn.close()
     elif scheme in ("postgres", "postgresql"):
-        postgres = _need("langgraph-checkpoint-postgres", "langgraph.checkpoint.postgres")
-        with postgres.PostgresSaver.from_conn_string(spec) as saver:
+        with _postgres(spec) as saver:
             yield saver
     elif scheme == "dynamodb":
         with _dynamodb(spec, rest, region, endpoint_url) as saver:
             yield saver
     else:
         raise InvalidConfigError(f"--from {spec!r}: unknown kind of source {scheme!r}; {EXPECTED}")
+
+
+@contextlib.contextmanager
+def _postgres(spec: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """LangGraph's PostgresSaver on the connection string `spec`. A connection that fails
+    (no server, a login refused, a string psycopg cannot read) or a database without the
+    saver's tables is one line naming the source, its password hidden there and in
+    psycopg's words, which may repeat the string."""
+    postgres = _need("langgraph-checkpoint-postgres", "langgraph.checkpoint.postgres")
+    import psycopg  # what langgraph-checkpoint-postgres connects with
+
+    hidden = _password_hidden(spec)
+    with contextlib.ExitStack() as stack:
+        try:
+            saver = stack.enter_context(postgres.PostgresSaver.from_conn_string(spec))
+        except psycopg.Error as exc:
+            said = hidden(str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc))
+            raise InvalidConfigError(
+                f"--from {hidden(spec)!r}: cannot connect to PostgreSQL ({said}); check the "
+                "connection string, and that the server runs and accepts this login"
+            ) from None
+        try:
+            yield saver
+        except psycopg.errors.UndefinedTable:
+            raise InvalidConfigError(
+                f"--from {hidden(spec)!r}: the database has no LangGraph checkpoint tables "
+                "(PostgresSaver.setup() never ran there); check the database name"
+            ) from None
+
+
+def _password_hidden(spec: str) -> Callable[[str], str]:
+    """A function hiding the password of connection string `spec` in a text."""
+    try:
+        password = urlsplit(spec).password
+    except ValueError:  # a string urllib cannot read (psycopg's error may still echo it)
+        found = re.match(r"[^:]*://[^:/@]*:([^@]*)@", spec)
+        password = found.group(1) if found else None
+    return (lambda text: text.replace(password, "***")) if password else (lambda text: text)
 
 
 @contextlib.contextmanager
