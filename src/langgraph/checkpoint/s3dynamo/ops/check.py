@@ -96,20 +96,19 @@ def _check_keys(parts: Components) -> str:
             mine.describe()
         )
     problems = deployment.differences(theirs, mine)
-    if mine.mode == theirs.mode == "sealed" and (
-        missing := sorted(set(theirs.keys) - set(mine.keys))
-    ):
-        # Reads pass until a blob under one of them; a rotated-in key missing here means
-        # this process seals under a key the deployment is retiring.
-        problems.append(
-            f"the deployment holds key id(s) {missing} this saver lacks: what is sealed "
-            "under them does not open here, and if one is the newest (a rotation), this "
-            "saver seals under an older key, which reencrypt() is retiring; put the "
-            "deployment's newest key first in the keyring (S3DYNAMO_KEYS)"
-        )
     if problems:
         raise InvalidConfigError("; ".join(problems) + f" (deployment: {theirs.describe()})")
-    return f"match the deployment: {mine.describe()}"
+    matched = f"match the deployment: {mine.describe()}"
+    # The record keeps every key id ever used, so one missing here is either retired (a
+    # finished rotation) or newer: said, not failed.
+    if mine.mode == "sealed" and (missing := sorted(set(theirs.keys) - set(mine.keys))):
+        matched += (
+            f"; the deployment also has key id(s) {missing}, which this saver lacks: fine "
+            "for a key retired after reencrypt(), but a newer one (a rotation) belongs first "
+            "in this keyring, or this saver seals under an older key and cannot open what "
+            "is sealed under it"
+        )
+    return matched
 
 
 def _check_key_table(parts: Components) -> str:
