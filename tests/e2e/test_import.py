@@ -116,6 +116,31 @@ def test_from_dynamodb_saver_table_with_offload_bucket(sandbox: Sandbox) -> None
             assert same_order(saver, tid) == same_order(source, tid), tid
 
 
+def test_from_dynamodb_saver_whose_offloads_have_a_key_prefix(sandbox: Sandbox) -> None:
+    """Its s3_offload_config's key_prefix is `&key_prefix=`; without it, DynamoDBSaver
+    gives none of an offloaded thread's checkpoints, said as such, nothing written."""
+    from tests.support.savers import Clients
+
+    source = dynamodb_saver(Clients((sandbox.dynamodb, sandbox.s3)), key_prefix="my-app/lg")
+    offloaded(source, "big")
+    spec = f"dynamodb:{source.table_name}?offload_bucket={source.storage.s3_bucket}"
+    env = {**sandbox.environment(), "AWS_REGION": sandbox.dynamodb.meta.region_name}
+    blind = run(env, "import", "--from", spec, "--yes")
+    assert blind.code == 2
+    assert one_line_error(blind).startswith(
+        "s3dynamo: the source lists thread(s) ['big'] and gives no checkpoint of them: it "
+        "cannot read what they hold (a DynamoDBSaver's checkpoints offloaded to S3 need its "
+        "bucket and key prefix: dynamodb:TABLE?offload_bucket=NAME&key_prefix=PREFIX)"
+    )
+    with environment(command_env(env)):
+        assert list(sandbox.saver().list(None)) == []
+    done = run(env, "import", "--from", spec + "&key_prefix=my-app/lg", "--yes", "--json")
+    assert done.code == 0, done.err
+    assert done.json()["result"]["threads_copied"] == 1
+    with environment(command_env(env)):
+        assert same_order(sandbox.saver(), "big") == same_order(source, "big")
+
+
 def offloaded(source: Any, tid: str) -> None:
     """A checkpoint too large for a DynamoDB item: DynamoDBSaver puts it in its offload
     bucket (over 350 KB)."""
@@ -224,6 +249,7 @@ def test_a_dynamodb_saver_offload_bucket_missing_or_not_named_is_one_line(
             "expected sqlite:PATH, postgresql://... (or postgres://...), or dynamodb:TABLE",
         ),
         ("dynamodb:t?bucket=b", "expected sqlite:PATH"),
+        ("dynamodb:t?key_prefix=p", "dynamodb:TABLE[?offload_bucket=NAME[&key_prefix=PREFIX]]"),
         (
             "dynamodb:no-such-table",
             "no DynamoDB table 'no-such-table' (region us-east-1, endpoint "

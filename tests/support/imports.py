@@ -51,9 +51,10 @@ def states(graph: Any, tid: str) -> list[Any]:
     ]
 
 
-def dynamodb_saver(clients: Clients) -> Any:
-    """AWS's DynamoDBSaver on a table and offload bucket of its own, made with the test's
-    clients (its key schema is not this saver's)."""
+def dynamodb_saver(clients: Clients, key_prefix: str | None = None) -> Any:
+    """AWS's DynamoDBSaver on a table and offload bucket of its own (its objects under
+    `key_prefix`, if given), made with the test's clients (its key schema is not this
+    saver's)."""
     from langgraph_checkpoint_aws import DynamoDBSaver
 
     ddb, s3 = clients
@@ -73,6 +74,5 @@ def dynamodb_saver(clients: Clients) -> Any:
     )
     s3.create_bucket(Bucket=bucket)
     region = ddb.meta.region_name
-    return DynamoDBSaver(
-        table_name=table, region_name=region, s3_offload_config={"bucket_name": bucket}
-    )
+    offload = {"bucket_name": bucket, "key_prefix": key_prefix}
+    return DynamoDBSaver(table_name=table, region_name=region, s3_offload_config=offload)

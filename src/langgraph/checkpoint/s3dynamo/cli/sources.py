@@ -2,8 +2,10 @@
 
     sqlite:PATH                           LangGraph's SqliteSaver on a database file
     postgres://... or postgresql://...    LangGraph's PostgresSaver on a connection string
-    dynamodb:TABLE[?offload_bucket=NAME]  AWS's DynamoDBSaver (langgraph-checkpoint-aws),
-                                          with its S3 offload bucket if it used one
+    dynamodb:TABLE[?offload_bucket=NAME[&key_prefix=PREFIX]]
+                                          AWS's DynamoDBSaver (langgraph-checkpoint-aws),
+                                          with its S3 offload bucket if it used one (and
+                                          the key prefix of its s3_offload_config)
 
 Each needs its own package; a missing one is named with the pip line that installs it.
 A DynamoDBSaver table (and its offload bucket) is read in the region and at the endpoint
@@ -28,7 +30,7 @@ from langgraph.checkpoint.s3dynamo.config.aws_names import region_of
 
 EXPECTED = (
     "expected sqlite:PATH, postgresql://... (or postgres://...), or "
-    "dynamodb:TABLE[?offload_bucket=NAME]"
+    "dynamodb:TABLE[?offload_bucket=NAME[&key_prefix=PREFIX]]"
 )
 
 
@@ -117,11 +119,15 @@ def _dynamodb(
     aws = _need("langgraph-checkpoint-aws", "langgraph_checkpoint_aws")
     table, _, query = rest.partition("?")
     options = {k: v[-1] for k, v in parse_qs(query).items()}
-    unknown = sorted(set(options) - {"offload_bucket"})
-    if unknown or not table:
+    unknown = sorted(set(options) - {"offload_bucket", "key_prefix"})
+    if unknown or not table or ("key_prefix" in options and "offload_bucket" not in options):
         raise InvalidConfigError(f"--from {spec!r}: {EXPECTED}")
     offload = (
-        {"bucket_name": options["offload_bucket"], "endpoint_url": endpoint_url}
+        {
+            "bucket_name": options["offload_bucket"],
+            "endpoint_url": endpoint_url,
+            "key_prefix": options.get("key_prefix"),
+        }
         if "offload_bucket" in options
         else None
     )

@@ -93,6 +93,13 @@ def plan_import(
     read = {tid: _thread_import(store, source, tid) for tid in tids}
     rows = [row for row in read.values() if row is not None]
     unknown = [tid for tid, row in read.items() if row is None]
+    if unknown and thread_ids is None:  # its own listing names them
+        raise ThreadNotFoundError(
+            f"the source lists thread(s) {unknown} and gives no checkpoint of them: it "
+            "cannot read what they hold (a DynamoDBSaver's checkpoints offloaded to S3 need "
+            "its bucket and key prefix: dynamodb:TABLE?offload_bucket=NAME&key_prefix=PREFIX). "
+            "Nothing was written"
+        )
     if unknown:
         raise ThreadNotFoundError(
             f"the source holds no checkpoint of thread(s) {unknown}: check the id(s) "
