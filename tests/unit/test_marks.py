@@ -74,6 +74,32 @@ def test_an_interrupted_delete_reads_as_deleted_and_a_new_history_starts_cleanly
     assert graph.get_state(_config()).values == {}
 
 
+def test_a_delete_stopped_right_after_its_fence_reads_as_deleted(
+    saver: MemorySaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fence (tombstone heads) goes with marks up to what the heads name: stopped
+    before it reads the records, the thread reads as deleted, never as whole while runs
+    on it are refused, and a new run starts a new history."""
+    graph = _chat(saver)
+
+    def stopped(*_: Any, **__: Any) -> Any:
+        raise Interrupted
+        yield
+
+    with monkeypatch.context() as m:
+        m.setattr(removal.Remover, "_stamps", stopped)
+        with pytest.raises(Interrupted):
+            saver.delete_thread("t")
+    assert saver.index.records() and saver.index.marks()
+    assert graph.get_state(_config()).values == {} and _history(graph) == []
+    _chat(saver, turns=1, start=10)
+    state = graph.get_state(_config())
+    assert [m.content for m in state.values["messages"]] == ["m10", "turn 1; heard: m10"]
+    saver.delete_thread("t")  # the repeat finishes it, the new history too
+    assert not saver.index.records() and not saver.index.marks()
+    assert graph.get_state(_config()).values == {}
+
+
 def test_a_run_that_loaded_the_thread_before_a_delete_is_refused(
     saver: MemorySaver, monkeypatch: pytest.MonkeyPatch
 ) -> None:

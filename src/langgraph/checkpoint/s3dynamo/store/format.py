@@ -31,10 +31,12 @@ from langgraph.checkpoint.s3dynamo.format.catalog_records import (
     entry_of_ref,
 )
 from langgraph.checkpoint.s3dynamo.format.layout import (
+    PRUNING_HEAD,
     TOMBSTONE_MARK,
     borrow_sk,
     control_pk,
     idle_key,
+    mark_sk,
     tombstone,
     tombstone_time,
 )
@@ -62,6 +64,7 @@ from langgraph.checkpoint.s3dynamo.format.records import (
     Record,
     WritesRecord,
     head_key,
+    mark_item,
     record_item,
     write_attr,
 )
@@ -298,6 +301,21 @@ def batch_items(puts: Iterable[Record | Mark]) -> list[Item]:
             item[IDLE_KEY] = idle[r.key]
         items.append(item)
     return items
+
+
+def fence_items(
+    thread_name: str, tombstones: Mapping[str, str], named: Mapping[str, str], at: int
+) -> list[Item]:
+    """A removal's fence: tombstone heads, and a delete mark over each namespace up to the
+    checkpoint its head `named` (readers see the thread deleted from here on; the records'
+    own marks replace these)."""
+    live = {ns: head for ns, head in named.items() if ns != PRUNING_HEAD}
+    marks = [
+        Mark(thread_name, mark_sk(ns, "delete"), upto=head, at=at)
+        for ns, head in sorted(live.items())
+        if tombstone_time(head) is None
+    ]
+    return [*head_items(thread_name, tombstones), *map(mark_item, marks)]
 
 
 def head_items(thread_name: str, heads: Mapping[str, str]) -> list[Item]:

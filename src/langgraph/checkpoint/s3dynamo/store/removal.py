@@ -8,8 +8,9 @@ order:
 
 1. Under terms (retention): the thread's lease; held by another, nothing is done.
 2. The fence. Removing the whole thread turns each namespace's head into a tombstone,
-   kept afterwards: a run that loaded the thread before is refused from here
-   (`ThreadDeletedError`) and a new history may start. A retention prune sets its
+   kept afterwards, and a delete marks what it named: a run that loaded the thread
+   before is refused from here (`ThreadDeletedError`), readers see it deleted and a new
+   history may start. A retention prune sets its
    marker head; removing runs drops the heads of the namespaces it changes and keeps the
    thread in the idle index.
 3. The records, read after the fence, strongly consistent: a commit that landed before
@@ -90,6 +91,7 @@ from langgraph.checkpoint.s3dynamo.store.finder import Finder, Skipped, leftover
 from langgraph.checkpoint.s3dynamo.store.format import (
     delete_if_unchanged,
     ending_borrowing,
+    fence_items,
     head_items,
     lease_expiry,
     lease_taken,
@@ -190,7 +192,8 @@ class Remover:
         heads = dict(seen.heads)
         if fenced:
             heads = self._tombstones(name, seen.namespaces | set(heads))
-            yield Batch(head_items(name, heads))
+            # Not retention's marks: a thread written since its Scan revives.
+            yield Batch(fence_items(name, heads, {} if terms else seen.heads, int(self.clock())))
         stamps, named = yield from self._stamps(name, whole=terms is not None)
         records = [s for s in stamps if not is_mark_key(s.key.sk)]
         if junk := [s.key for s in records if not is_record_key(s.key.sk)]:
