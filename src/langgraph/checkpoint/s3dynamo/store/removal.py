@@ -10,9 +10,8 @@ order:
 2. The fence. Removing the whole thread turns each namespace's head into a tombstone,
    kept afterwards, and a delete marks what it named: a run that loaded the thread
    before is refused from here (`ThreadDeletedError`), readers see it deleted and a new
-   history may start. A retention prune sets its
-   marker head; removing runs drops the heads of the namespaces it changes and keeps the
-   thread in the idle index.
+   history may start. A retention prune sets its marker head; removing runs drops the
+   heads of the namespaces it changes and keeps the thread in the idle index.
 3. The records, read after the fence, strongly consistent: a commit that landed before
    is seen and removed too. Under terms, one written at or after the cutoff revives the
    thread (the fence is undone, the lease let go).
