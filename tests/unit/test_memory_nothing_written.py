@@ -229,6 +229,22 @@ STORE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[b
         r"ops\[1\].limit must be a whole number, at least 0, got -1",
         lambda r: put(r.store, [PutOp(NS, "fine", {"v": 1}), SearchOp(NS, None, -1)]),
     ),
+    # Refused beside a good put into another namespace, which is not written either.
+    "a namespace of 100 labels, second of a batch": (
+        InvalidNamespaceError,
+        r"the namespace of store item 'k' has 100 labels, over the 99 a Store namespace",
+        lambda r: put(
+            r.store,
+            [PutOp(NS, "fine", {"v": 1}), PutOp(tuple(f"l{i}" for i in range(100)), "k", {})],
+        ),
+    ),
+    "a namespace of over 200,000 bytes, second of a batch": (
+        InvalidNamespaceError,
+        r"the namespace of store item 'k' holds 390,005 bytes of labels, over the 200,000",
+        lambda r: put(
+            r.store, [PutOp(NS, "fine", {"v": 1}), PutOp(("docs", "é" * 195_000 + "x"), "k", {})]
+        ),
+    ),
     "put into a namespace given as a string, through the method": (
         InvalidNamespaceError,
         r"namespace must be a tuple of labels, got the string 'users', .*pass \('users',\)",
@@ -275,6 +291,13 @@ CACHE_CASES: dict[str, tuple[type[Exception], str, Callable[[Ready], Callable[[b
         ArgumentTypeError,
         r"namespaces must be a list of namespaces .* got the string 'node'",
         lambda r: method(r.cache, "clear", "node"),
+    ),
+    "a namespace of over 200,000 bytes": (
+        InvalidNamespaceError,
+        r"the namespace of cache entry 'k' holds 250,000 bytes of labels, over the 200,000",
+        lambda r: cache_set(
+            r.cache, {(("node",), "fine"): (1, 60), (("x" * 250_000,), "k"): (1, 60)}
+        ),
     ),
     "a cache on other keys than the deployment's": (
         DeploymentMismatchError,

@@ -26,6 +26,7 @@ from langgraph.checkpoint.s3dynamo import (
     DeploymentMismatchError,
     EndpointUnreachableError,
     InvalidConfigError,
+    ItemTooLargeError,
     S3DynamoSaver,
     Settings,
     StorageConfigError,
@@ -37,6 +38,7 @@ from langgraph.checkpoint.s3dynamo.backends.memory import MemoryObjects
 from langgraph.checkpoint.s3dynamo.backends.s3 import S3Objects
 from langgraph.checkpoint.s3dynamo.config.aws_names import table_problem
 from langgraph.checkpoint.s3dynamo.format.layout import deployment_pk
+from tests.support import raw
 from tests.support.backends import Backend
 from tests.support.memory_index import MemoryIndex
 from tests.support.savers import MemorySaver, make_saver, thread_config
@@ -412,6 +414,15 @@ def test_errors_that_may_pass_stay_storage_errors_that_say_retry(
         else:
             S3Objects(client, "agent-checkpoints").overwrite("k", b"v")
     assert not isinstance(raised.value, InvalidConfigError)
+
+
+def test_an_item_over_dynamodb_s_limit_is_too_large_never_retry_later(backend: Backend) -> None:
+    """DynamoDB's ValidationException for an item over 400 KB (moto's, and the in-memory
+    twin's) is `ItemTooLargeError`: retrying it never passes, so it never says to."""
+    table = raw.table(backend.saver())
+    with pytest.raises(ItemTooLargeError, match="over its 400 KB limit") as raised:
+        table.batch(puts=[{"pk": "big", "sk": "one", "v": b"x" * (410 * 1024)}])
+    assert "retry later" not in str(raised.value)
 
 
 @pytest.mark.parametrize("code", ["AccessDenied", "InvalidAccessKeyId"])

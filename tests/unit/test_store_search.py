@@ -32,6 +32,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 from langgraph.checkpoint.s3dynamo.format.layout import LOG_MARK, MANIFEST_SK, TOKEN_MARK, log_sk
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import vector_index
+from langgraph.checkpoint.s3dynamo.table import item_size
 from langgraph.store.s3dynamo import S3DynamoStore
 from tests.support import raw
 from tests.support.backends import Backend
@@ -736,6 +737,29 @@ def test_a_forged_filter_token_changes_no_answer(backend: Backend) -> None:
     raw.put_items(store.saver, [{"pk": pk, "sk": f"{prefix}#9999999999999#{older}"}])
     assert keys(store.search(NS, filter={"kind": "pref"}, limit=1)) == ["newer"]
     assert keys(store.search(NS, filter={"kind": "pref"})) == ["newer", "older"]
+
+
+def test_a_batch_of_more_vectors_than_an_item_holds_takes_several_log_entries(
+    backend: Backend,
+) -> None:
+    """300 items of 1,536 dimensions in one batch are some 470 KB of rows: one log entry,
+    over an item's 400 KB, had DynamoDB refuse the batch (a StorageError saying "retry
+    later"). Each entry now holds at most `vectors.ENTRY_MAX` bytes of rows, and a query
+    ranks every item as InMemoryStore does."""
+    index: Any = {"dims": 1536, "embed": random_embedding(1536), "fields": ["text"]}
+    store, reference = store_of(backend.saver(), index=index), InMemoryStore(index=index)
+    store.put(NS, "seed", {"text": "seed"})
+    store.search(NS, query="seed")  # the index starts here: later puts go to its log
+    ops = [PutOp(NS, key, value) for key, value in memories(300)]
+    reference.put(NS, "seed", {"text": "seed"})
+    for s in (store, reference):
+        s.batch(ops)
+    pk = store.space.pk(NS)
+    entries = [i for i in raw.partition(store.saver, pk) if i["sk"].startswith(LOG_MARK)]
+    assert len(entries) == 2 and all(item_size(e) < 400 * 1024 for e in entries)
+    for query in ("tea in Oslo", "memory 299 about trains"):
+        got = store.search(NS, query=query, limit=10)
+        ranked_like(got, reference.search(NS, query=query, limit=10), reference, query)
 
 
 def test_a_deleted_log_entry_hides_its_item_from_a_query_and_not_from_get(

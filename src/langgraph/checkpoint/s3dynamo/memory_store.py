@@ -61,6 +61,7 @@ from langgraph.checkpoint.s3dynamo.memory.core import (
     NewItem,
     checked_ttl,
 )
+from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX
 from langgraph.checkpoint.s3dynamo.memory.vector_index import Vectors, placed, queried
 from langgraph.checkpoint.s3dynamo.memory.vectors import encode, to_payload
 from langgraph.checkpoint.s3dynamo.memory_boundary import CheckedStore
@@ -493,6 +494,9 @@ def _validated(ops: Iterable[Op]) -> list[Op]:
                 f"store key in namespace {op.namespace!r}: expected a str, got "
                 f"{type(op.key).__name__} {op.key!r}; pass str({op.key!r}) if that is meant"
             )
+        if isinstance(op, PutOp):
+            where = f"the namespace of store item {op.key!r}"
+            memory_arguments.written_namespace(where, op.namespace, levels=MEMORY_PUT_MAX)
         if isinstance(op, PutOp) and op.value is not None:
             checked_ttl(op.ttl, "minutes", f"store item {op.key!r} in namespace {op.namespace!r}")
     return ops

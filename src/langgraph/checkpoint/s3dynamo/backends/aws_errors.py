@@ -26,6 +26,7 @@ from langgraph.checkpoint.s3dynamo.config.aws_names import BUCKET_RULES
 from langgraph.checkpoint.s3dynamo.errors import (
     CredentialsNotFoundError,
     EndpointUnreachableError,
+    ItemTooLargeError,
     StorageConfigError,
     StorageError,
     StoreMissingError,
@@ -139,6 +140,13 @@ def _refused(exc: ClientError, resource: str) -> Exception:
             f"credentials refused: {op} on {resource} ({code}: {message}); the access "
             "key is unknown or expired there: check AWS_PROFILE / AWS_ACCESS_KEY_ID, and "
             "that the endpoint is the service you meant"
+        )
+    if code == "ValidationException" and "size" in message and "exceeded" in message:
+        # What every check before the request should have refused: never worth a retry.
+        return ItemTooLargeError(
+            f"{op} on {resource}: DynamoDB refused an item over its 400 KB limit ({message}), "
+            "which retrying does not fix: a value, key or namespace too large for one item "
+            '(docs/RELIABILITY.md, "Item size"); please report it with what was written'
         )
     if status == 500 and code in ("", "500") and message:
         # AWS answers its own internal errors with a code (InternalError,

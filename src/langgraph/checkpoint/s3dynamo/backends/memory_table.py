@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Literal
 
 from langgraph.checkpoint.s3dynamo import telemetry
-from langgraph.checkpoint.s3dynamo.errors import StorageError, StoreMissingError
+from langgraph.checkpoint.s3dynamo.errors import ItemTooLargeError, StorageError, StoreMissingError
 from langgraph.checkpoint.s3dynamo.format.schema import INDEX_KEYS, PARTITION_KEY, SORT_KEY
 from langgraph.checkpoint.s3dynamo.table import (
     BATCH_GET_MAX,
@@ -287,8 +287,8 @@ def _fits(operation: str, items: Sequence[Item | None]) -> None:
     """Refuse, before anything is stored, an item over DynamoDB's 400 KB, as it does."""
     sizes = [item_size(i) for i in items if i is not None]
     if sizes and max(sizes) > ITEM_BYTES:
-        raise StorageError(
-            f"{operation} on the in-memory table failed: ValidationException: Item size "
-            f"has exceeded the maximum allowed size ({max(sizes):,} bytes, the limit "
-            f"{ITEM_BYTES:,})"
+        raise ItemTooLargeError(
+            f"{operation} on the in-memory table: DynamoDB would refuse an item over its "
+            f"400 KB limit ({max(sizes):,} bytes, the limit {ITEM_BYTES:,}), which retrying "
+            "does not fix"
         )

@@ -56,6 +56,28 @@ def namespace(name: str, value: object) -> tuple[str, ...]:
     return value
 
 
+# UTF-8 bytes of a written namespace's labels, all told: its sealed name must fit the
+# directory entry's item (400 KB) with room to spare, whatever the seal adds.
+NAMESPACE_BYTES_MAX = 200_000
+
+
+def written_namespace(name: str, value: tuple[str, ...], levels: int | None = None) -> None:
+    """A namespace a write may name: at most `NAMESPACE_BYTES_MAX` bytes of labels, and
+    `levels` labels where given; else `InvalidNamespaceError`, before any request."""
+    size = sum(len(label.encode("utf-8", "surrogatepass")) for label in value)
+    if size > NAMESPACE_BYTES_MAX:
+        raise InvalidNamespaceError(
+            f"{name} holds {size:,} bytes of labels, over the {NAMESPACE_BYTES_MAX:,} a "
+            "namespace may hold (its name is kept in one DynamoDB item); keep long text in "
+            "the value, or a hash of it in the label"
+        )
+    if levels is not None and len(value) > levels:
+        raise InvalidNamespaceError(
+            f"{name} has {len(value)} labels, over the {levels} a Store namespace may have "
+            "(a put marks each level above it in one transaction); use a shallower namespace"
+        )
+
+
 def store_key(name: str, value: object) -> str:
     """An item's key as LangGraph's `BaseStore` takes it: any value, as its `str` (a UUID,
     an int), so code written for LangGraph's stores keys items alike here; None, which
@@ -142,7 +164,8 @@ def cache_keys(name: str, value: object) -> list[tuple[tuple[str, ...], str]]:
 def cache_pairs(name: str, value: object) -> Mapping[Any, Any]:
     """What the node cache's `set` takes: {(namespace, key): (value, ttl seconds)}."""
     pairs = mapping(name, value, what="a dict of (namespace, key) to (value, ttl seconds)")
-    cache_keys(f"{name} keys", list(pairs))
+    for space, key in cache_keys(f"{name} keys", list(pairs)):
+        written_namespace(f"the namespace of cache entry {key!r}", space)
     for key, entry in pairs.items():
         if not (isinstance(entry, tuple) and len(entry) == 2):
             raise ArgumentTypeError(

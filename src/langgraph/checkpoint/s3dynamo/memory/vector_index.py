@@ -64,6 +64,7 @@ from langgraph.checkpoint.s3dynamo.memory.vectors import (
     best_first,
     encode,
     pack,
+    packs,
     rows_of,
 )
 from langgraph.checkpoint.s3dynamo.table import Written
@@ -144,19 +145,18 @@ class VectorIndex:
 
     # ------------------------------------------------------------ writing
 
-    def log_entry(
+    def log_entries(
         self, batch: Batch, vectors: Sequence[Mapping[str, Sequence[float]]]
-    ) -> IndexItem | None:
-        """The log entry of a put: one row per vector of each item of `batch`, stamped
-        with the item's version and write time (None when none has a vector)."""
+    ) -> list[IndexItem]:
+        """The log entries of a put: one row per vector of each item of `batch`, stamped
+        with the item's version and write time (a search gathers an item's from all)."""
         rows = [
             Row(row.key.sk, version, row.updated_ms, path, encode(values))
             for row, version, item in zip(batch.rows, batch.versions, vectors, strict=True)
             for path, values in item.items()
         ]
-        if not rows:
-            return None
-        return self._log_item(batch.namespace, batch.pk, batch.at_ms, pack(rows))
+        at_ms, pk = batch.at_ms, batch.pk
+        return [self._log_item(batch.namespace, pk, at_ms, p) for p in packs(rows)]
 
     def _log_item(self, namespace: Namespace, pk: str, at_ms: int, payload: bytes) -> IndexItem:
         sk = log_sk(at_ms, os.urandom(4).hex())

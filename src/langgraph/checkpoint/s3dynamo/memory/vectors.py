@@ -116,6 +116,24 @@ def pack(rows: Sequence[Row], markers: Sequence[Marker] = ()) -> bytes:
     return bytes(out)
 
 
+# Bytes of rows one blob of a log holds: well within an item's 400 KB sealed.
+ENTRY_MAX = 256 << 10
+
+
+def packs(rows: Sequence[Row], limit: int = ENTRY_MAX) -> list[bytes]:
+    """Rows packed in order, in as few blobs as hold at most `limit` bytes of rows each
+    (a batch of many embeddings, or an item of many chunks, takes several)."""
+    parts: list[list[Row]] = []
+    size = limit
+    for row in rows:
+        size += ROW.size + len(row.vec.data)
+        if size > limit:
+            parts.append([])
+            size = ROW.size + len(row.vec.data)
+        parts[-1].append(row)
+    return [pack(part) for part in parts]
+
+
 class Pack:
     """A packed blob opened: its rows' records, vectors and markers, and a scorer."""
 

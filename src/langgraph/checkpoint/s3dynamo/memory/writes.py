@@ -103,8 +103,7 @@ class Writes:
         batch = items.prepare(namespace, [(n.key, n.typed, n.ttl_minutes) for n in new])
         before = tokens.entries(batch, [n.value for n in new])
         if self.vectors is not None:
-            entry = self.vectors.log_entry(batch, [n.vectors for n in new])
-            before += [entry] if entry is not None else []
+            before += self.vectors.log_entries(batch, [n.vectors for n in new])
         # Refused before anything is written: a namespace too deep for one transaction.
         marks = items.directory.unwritten_marks(namespace)
         subject = self.subject_writes(namespace)
