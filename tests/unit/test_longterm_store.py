@@ -27,7 +27,7 @@ from typing import Any, TypedDict
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import START, StateGraph
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, InvalidNamespaceError, PutOp
 from langgraph.types import CachePolicy
 
 from langgraph.cache.s3dynamo import S3DynamoCache
@@ -178,7 +178,7 @@ def test_a_namespace_deeper_than_a_transaction_takes_is_refused_before_writing(
     store: S3DynamoStore, parts: tuple[MemoryIndex, MemoryObjects]
 ) -> None:
     deep = tuple(f"l{i}" for i in range(MEMORY_PUT_MAX + 1))
-    with pytest.raises(ValueError, match=f"namespace of {len(deep)} levels"):
+    with pytest.raises(InvalidNamespaceError, match=f"has {len(deep)} labels, over the 99"):
         store.put(deep, "k", {"v": 1})
     assert parts[0].memory_rows() == [] and parts[0].directory_entries() == []
     store.put(deep[:MEMORY_PUT_MAX], "k", {"v": 1})

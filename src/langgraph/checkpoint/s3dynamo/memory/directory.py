@@ -38,7 +38,7 @@ from langgraph.checkpoint.s3dynamo.errors import (
 )
 from langgraph.checkpoint.s3dynamo.format.records import ItemKey
 from langgraph.checkpoint.s3dynamo.memory import format, reads
-from langgraph.checkpoint.s3dynamo.memory.format import MEMORY_PUT_MAX, ns_text
+from langgraph.checkpoint.s3dynamo.memory.format import ns_text
 from langgraph.checkpoint.s3dynamo.memory.names import Names
 from langgraph.checkpoint.s3dynamo.memory.recent import (
     DROP_MARGIN_SECONDS,
@@ -96,15 +96,9 @@ class Directory:
     # ------------------------------------------------------------ marks
 
     def unwritten_marks(self, namespace: Namespace) -> list[ItemKey]:
-        # Refused before anything is written: the marks go in one transaction with the
-        # entry and at least one item.
+        # They go in one transaction with the entry and at least one item: the Store
+        # refuses a deeper namespace before anything is written (`written_namespace`).
         marks = self.names.ancestor_marks(namespace)
-        if len(marks) > MEMORY_PUT_MAX - 1:
-            raise ValueError(
-                f"namespace of {len(namespace)} levels: at most {MEMORY_PUT_MAX} levels are "
-                "supported (a put marks each level above it in one transaction); use a "
-                "shallower namespace"
-            )
         unmarked = set(self.state().unmarked(k.pk for k in marks))
         return [k for k in marks if k.pk in unmarked]
 
