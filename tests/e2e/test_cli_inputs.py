@@ -308,6 +308,26 @@ def test_a_wrong_key_says_the_deployment_s_summary_once(sandbox: Sandbox) -> Non
     assert "this saver's differs in the keys' check values only" in line
 
 
+def test_threads_with_only_the_key_a_rotation_retired_is_refused_never_empty(
+    sandbox: Sandbox,
+) -> None:
+    """After a rotation (`new` first) and reencrypt, a process left with the old keyring
+    opens no checkpoint: `threads` names the key it lacks, exit 2, as `show` does, never
+    "no threads" with exit 0. An empty page token is usage, as any other bad one."""
+    env = sandbox.environment()
+    old = str(env["S3DYNAMO_KEYS"])
+    rotated = {**env, "S3DYNAMO_KEYS": f"new:{base64.b64encode(os.urandom(32)).decode()},{old}"}
+    with environment(command_env(rotated)):
+        _put(sandbox.saver(), "t")
+    assert run(rotated, "reencrypt", "--yes").code == 0
+    listed = run(env, "threads")
+    assert listed.code == 2, listed.out
+    assert "'new'" in one_line_error(listed)
+    assert run(rotated, "threads").code == 0
+    empty = run(rotated, "threads", "--page-token", "")
+    assert empty.code == 2 and "--page-token '' is not a token this command printed" in empty.err
+
+
 def test_a_key_that_is_no_base64_says_how_to_make_one(sandbox: Sandbox) -> None:
     env = {**sandbox.environment(), "S3DYNAMO_KEYS": "k1:not base64!"}
     line = one_line_error(run(env, "threads"))

@@ -71,7 +71,7 @@ def threads(
     that have had that value are read)."""
     saver = open_saver(**settings)
     try:
-        views.parse_page_token(page_token) if page_token else None
+        views.parse_page_token(page_token) if page_token is not None else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--page-token") from None
     try:

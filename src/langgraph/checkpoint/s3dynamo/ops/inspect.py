@@ -17,7 +17,12 @@ from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
 
-from langgraph.checkpoint.s3dynamo.errors import IntegrityError, SubjectErasedError
+from langgraph.checkpoint.s3dynamo.errors import (
+    IntegrityError,
+    KeyNotFoundError,
+    PlaintextRefusedError,
+    SubjectErasedError,
+)
 from langgraph.checkpoint.s3dynamo.format.layout import owner_prefix
 from langgraph.checkpoint.s3dynamo.format.records import (
     CheckpointRecord,
@@ -99,6 +104,10 @@ def threads(store: ThreadStore, metadata: Mapping[str, Any] | None = None) -> Th
         return ThreadsReport(rows, 0, len(rows))
     records = (r for r in store.records() if isinstance(r, CheckpointRecord))
     grouped = store.pair(records)
+    unopened = (KeyNotFoundError, PlaintextRefusedError)
+    other_keys = [e for _, e in grouped.unopened if isinstance(e, unopened)]
+    if other_keys and not grouped.entries:
+        raise other_keys[0]  # not one opened: other keys than the deployment's, never empty
     counts: dict[str, int] = {}
     namespaces: dict[str, set[str]] = {}
     latest: dict[str, Entry] = {}
