@@ -750,6 +750,27 @@ def test_expire_removes_idle_threads_after_showing_the_plan(moto: None) -> None:
     assert "nothing to do" in again.out
 
 
+def test_expire_says_what_to_do_about_threads_another_holds(moto: None) -> None:
+    """A thread under another's lease (here a run's thread_lock; a sweep killed midway
+    holds its threads the same way) is left: the plan is printed before the work, and the
+    done line says why those stayed and when to run again."""
+    sandbox = Sandbox()
+    env = sandbox.environment()
+    with environment(command_env(env)):
+        populate(sandbox, ["old"], days_ago=2)
+        with sandbox.saver().ops.thread_lock("old"):
+            held = run(env, "expire", "--older-than", "1d", "--yes")
+    lines = held.out.splitlines()
+    assert lines[0].startswith("1 thread idle for over 1d") and lines[-1].startswith("done:")
+    assert lines[-1].endswith(
+        "busy threads 1; revived threads 0; 1 thread held under another's lease (a run's "
+        "thread_lock, or a sweep: one stopped midway holds its threads for up to 15m): run "
+        "again after that to finish them"
+    ), lines[-1]
+    done = run(env, "expire", "--older-than", "1d", "--yes", "--json")
+    assert done.json()["result"]["removed_threads"] == 1
+
+
 def test_tenants_each_see_their_own_and_a_sweep_without_a_prefix_names_its_scope(
     moto: None,
 ) -> None:

@@ -7,6 +7,7 @@ nothing to do runs nothing, `--yes` or not; `--json` prints `{"plan", "executed"
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,8 +24,16 @@ from langgraph.checkpoint.s3dynamo.cli.common import (
     store_options,
     yes_option,
 )
-from langgraph.checkpoint.s3dynamo.cli.render import human_bytes, outcome, plural, span, written
+from langgraph.checkpoint.s3dynamo.cli.render import (
+    human_bytes,
+    outcome,
+    plural,
+    shown_id,
+    span,
+    written,
+)
 from langgraph.checkpoint.s3dynamo.ops import Plan
+from langgraph.checkpoint.s3dynamo.store import LEASE_TTL
 
 Data = Mapping[str, Any]
 
@@ -39,6 +48,18 @@ class Shown:
     said: Callable[[Data, Any], str] = lambda _plan, result: outcome(result)
     doing: str = "working"
     ticks: bool = False
+
+
+def _busy(result: Data) -> str:
+    """What to do about threads a sweep left to another's lease: one that died holds them
+    until the lease runs out (`ops/retention.py`)."""
+    if not result.get("busy_threads"):
+        return ""
+    return (
+        f"; {plural(result['busy_threads'], 'thread')} held under another's lease (a "
+        f"run's thread_lock, or a sweep: one stopped midway holds its threads for up to "
+        f"{span(LEASE_TTL)}): run again after that to finish them"
+    )
 
 
 def _older(p: Data, key: str) -> str:
@@ -173,7 +194,7 @@ def _expired(p: Data, result: Any) -> str:
 # By plan name (`Plan.name`): how it reads.
 SHOWN = {
     "gc": Shown(_gc, doing="deleting"),
-    "expiry": Shown(_expiry, doing="removing"),
+    "expiry": Shown(_expiry, lambda _p, r: outcome(r) + _busy(r), doing="removing"),
     "prune": Shown(
         lambda p: [
             f"{t['thread_id']}: {t['checkpoints']} checkpoints, keep {t['kept']}, "
@@ -187,9 +208,10 @@ SHOWN = {
     ),
     "delete": Shown(
         lambda p: [
-            f"delete thread {p['thread_id']}: {_three(p)} ({human_bytes(p['object_bytes'])})"
+            f"delete thread {shown_id(p['thread_id'])}: {_three(p)} "
+            f"({human_bytes(p['object_bytes'])})"
         ],
-        lambda p, r: f"done: deleted thread {p['thread_id']}: {_three(r)}",
+        lambda p, r: f"done: deleted thread {shown_id(p['thread_id'])}: {_three(r)}",
     ),
     "copy": Shown(_copy, _copied),
     "reencrypt": Shown(_reencrypt, doing="re-sealing threads", ticks=True),
@@ -262,15 +284,17 @@ def show_plan(plan: Plan, as_json: bool, yes: bool, **about: Any) -> int:
     with --yes, carry it out and say what it did."""
     shown = SHOWN[plan.name]
     run = yes and plan.work
+    data = {**plan.counts, **about}
+    if not as_json:
+        for line in shown.lines(data):
+            out.print(escape(line))
+        sys.stdout.flush()  # said before the work: a log of a run killed midway holds it
     if run:
         with progress(shown.doing) as tick:
             plan.execute(**({"progress": tick} if shown.ticks else {}))
     if as_json:
         emit_json({"plan": plan.counts, "executed": run, "result": plan.result()})
         return OK
-    data = {**plan.counts, **about}
-    for line in shown.lines(data):
-        out.print(escape(line))
     if run:
         out.print(escape(shown.said(data, plan.result())), soft_wrap=True)
     else:
