@@ -162,6 +162,8 @@ class Remover:
         self.clock = clock
         # Whether the thread catalog is kept (asked when a removal empties a thread).
         self.catalog_enabled: Callable[[], bool] = lambda: False
+        # Whether commits move heads (detection on): else a mark up to one cuts history.
+        self.heads_current = True
 
     def remove(
         self, name: str, keep: Keep = WHOLE, *, terms: Terms | None = None, tid: str | None = None
@@ -192,7 +194,8 @@ class Remover:
         if fenced:
             heads = self._tombstones(name, seen.namespaces | set(heads))
             # Not retention's marks: a thread written since its Scan revives.
-            yield Batch(fence_items(name, heads, {} if terms else seen.heads, int(self.clock())))
+            last = seen.heads if self.heads_current and not terms else {}
+            yield Batch(fence_items(name, heads, last, int(self.clock())))
         stamps, named = yield from self._stamps(name, whole=terms is not None)
         records = [s for s in stamps if not is_mark_key(s.key.sk)]
         if junk := [s.key for s in records if not is_record_key(s.key.sk)]:

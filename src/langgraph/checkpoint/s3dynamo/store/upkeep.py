@@ -90,6 +90,7 @@ from langgraph.checkpoint.s3dynamo.table import Item, begins, key_of
 if TYPE_CHECKING:  # maintenance's own parts load when maintenance runs
     from langgraph.checkpoint.s3dynamo.blobs.collect import Collector
     from langgraph.checkpoint.s3dynamo.store.audit import Audit
+    from langgraph.checkpoint.s3dynamo.store.committer import Committer
     from langgraph.checkpoint.s3dynamo.store.removal import Removed, Remover
     from langgraph.checkpoint.s3dynamo.store.sealed import Lister, Sealed, SealedThread
 
@@ -104,20 +105,20 @@ class Upkeep:
     _codec: Codec
     _walker: Walker
     _catalog: Catalog
+    _committer: Committer
     prefix: str
     # The store's: drop what is cached about stored records; what stamps records.
     forget: Callable[[], None]
     clock: Callable[[], float]
 
-    # The removal protocol and the enumeration of sealed blobs: built, and their modules
-    # imported, on first use (a Lambda's first request needs neither).
-
+    # Built, their modules imported, on first use: a Lambda's first request needs neither.
     @cached_property
     def _remover(self) -> Remover:
         from langgraph.checkpoint.s3dynamo.store.removal import Remover
 
         remover = Remover(self._finder, self._walker, self._namer, lambda: self.clock())
         remover.catalog_enabled = lambda: self._catalog.enabled
+        remover.heads_current = self._committer.detect_concurrent_runs
         return remover
 
     @cached_property
