@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 from uuid import UUID
@@ -403,11 +405,21 @@ def test_an_export_holds_pending_writes_and_of_a_shared_thread_only_the_subjects
     them; an erasure of either removes it whole."""
     from langgraph.graph import START, StateGraph
 
+    good_done = threading.Event()
+
+    def good(state: Log) -> Log:
+        good_done.set()
+        return {"log": ["alice's pending"]}
+
     def bad(state: Log) -> Log:
+        # Fails once its sibling has finished, so the sibling's output is kept as a
+        # pending write (failing first would cancel it).
+        good_done.wait(10)
+        time.sleep(0.2)
         raise RuntimeError("boom")
 
     saver, keys, _ = world()
-    builder = StateGraph(Log).add_node("good", lambda s: {"log": ["alice's pending"]})
+    builder = StateGraph(Log).add_node("good", good)
     builder = builder.add_node("bad", bad).add_edge(START, "good").add_edge(START, "bad")
     with pytest.raises(RuntimeError):
         builder.compile(checkpointer=saver).invoke(
