@@ -21,7 +21,6 @@ from typing import Any, cast
 from langgraph.store.base import (
     GetOp,
     IndexConfig,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     Op,
@@ -483,20 +482,13 @@ def _validated(ops: Iterable[Op]) -> list[Op]:
     ops = list(ops)
     for op in ops:
         validate_op_namespace(op)
-        if isinstance(op, PutOp) and (not op.namespace or op.namespace[0] == "langgraph"):
-            # What BaseStore.put refuses, refused for a put given to batch too.
-            raise InvalidNamespaceError(
-                f"a put's namespace may be neither empty nor under 'langgraph', got "
-                f"{op.namespace!r}"
-            )
+        if isinstance(op, PutOp):  # BaseStore.put's rules too, and the size ours holds
+            memory_arguments.put_namespace(op.namespace, str(op.key), MEMORY_PUT_MAX)
         if isinstance(op, (GetOp, PutOp)) and not isinstance(op.key, str):
             raise InvalidConfigError(
                 f"store key in namespace {op.namespace!r}: expected a str, got "
                 f"{type(op.key).__name__} {op.key!r}; pass str({op.key!r}) if that is meant"
             )
-        if isinstance(op, PutOp):
-            where = f"the namespace of store item {op.key!r}"
-            memory_arguments.written_namespace(where, op.namespace, levels=MEMORY_PUT_MAX)
         if isinstance(op, PutOp) and op.value is not None:
             checked_ttl(op.ttl, "minutes", f"store item {op.key!r} in namespace {op.namespace!r}")
     return ops

@@ -78,6 +78,16 @@ def written_namespace(name: str, value: tuple[str, ...], levels: int | None = No
         )
 
 
+def put_namespace(value: tuple[str, ...], key: str, levels: int) -> None:
+    """A Store put's namespace: neither empty nor under 'langgraph' (what `BaseStore.put`
+    refuses, refused for a put given to `batch` too), and `written_namespace`."""
+    if not value or value[0] == "langgraph":
+        raise InvalidNamespaceError(
+            f"a put's namespace may be neither empty nor under 'langgraph', got {value!r}"
+        )
+    written_namespace(f"the namespace of store item {key!r}", value, levels)
+
+
 def store_key(name: str, value: object) -> str:
     """An item's key as LangGraph's `BaseStore` takes it: any value, as its `str` (a UUID,
     an int), so code written for LangGraph's stores keys items alike here; None, which
