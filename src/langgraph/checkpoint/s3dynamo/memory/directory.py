@@ -97,7 +97,7 @@ class Directory:
 
     def unwritten_marks(self, namespace: Namespace) -> list[ItemKey]:
         # They go in one transaction with the entry and at least one item: the Store
-        # refuses a deeper namespace before anything is written (`written_namespace`).
+        # refuses a deeper namespace before anything is written (`put_namespace`).
         marks = self.names.ancestor_marks(namespace)
         unmarked = set(self.state().unmarked(k.pk for k in marks))
         return [k for k in marks if k.pk in unmarked]

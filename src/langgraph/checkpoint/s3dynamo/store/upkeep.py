@@ -111,7 +111,7 @@ class Upkeep:
     forget: Callable[[], None]
     clock: Callable[[], float]
 
-    # Built, their modules imported, on first use: a Lambda's first request needs neither.
+    # Removal and the blobs' listing load on first use: a Lambda's first request needs neither.
     @cached_property
     def _remover(self) -> Remover:
         from langgraph.checkpoint.s3dynamo.store.removal import Remover
